@@ -1,0 +1,96 @@
+#ifndef LATCHKEY_CLIENT_H
+#define LATCHKEY_CLIENT_H
+
+#include <uv.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lk_client_s lk_client_t;
+
+typedef enum {
+  LK_EVENT_CONNECTED = 1,   /* first connection ready (handshake done) */
+  LK_EVENT_SUSPENDED,       /* command connection lost; reconnecting */
+  LK_EVENT_RECONNECTED,     /* command connection ready again */
+  LK_EVENT_SERVER_RESTARTED /* reconnected to a server with a new run_id */
+} lk_event_t;
+
+typedef enum { LK_LOG_DEBUG = 0, LK_LOG_INFO, LK_LOG_WARN, LK_LOG_ERROR } lk_log_level_t;
+
+typedef void (*lk_client_event_cb)(lk_client_t *client, lk_event_t event,
+                                   void *arg);
+/* msg is borrowed, valid until the callback returns. Owner ids never appear
+ * in messages above LK_LOG_DEBUG. */
+typedef void (*lk_log_cb)(lk_log_level_t level, const char *msg, void *arg);
+typedef void (*lk_client_close_cb)(lk_client_t *client);
+
+typedef struct lk_client_opts_s {
+  const char *host;      /* default "127.0.0.1"; resolved with uv_getaddrinfo */
+  int port;              /* default 6379 */
+  const char *unix_path; /* when set, used instead of host/port */
+  const char *username;  /* ACL user (AUTH user pass), or NULL */
+  const char *password;  /* AUTH password, or NULL */
+  int db;                /* SELECT db, default 0 */
+  const char *client_name; /* CLIENT SETNAME, default "latchkey" */
+  int64_t connect_timeout_ms; /* default 2000 */
+  int64_t reply_timeout_ms;   /* default 3000; a late reply drops the connection */
+  int64_t reconnect_min_ms;   /* backoff start, default 50 */
+  int64_t reconnect_max_ms;   /* backoff cap, default 2000 */
+  int64_t max_repoll_ms;      /* longest a waiter sleeps between tries, default 1000 */
+  int64_t heartbeat_ms;       /* pub/sub health check period, default 1000 */
+  int64_t default_lease_ms;   /* lease used for LK_LEASE_DEFAULT, default 30000 */
+  size_t max_inflight;        /* commands queued or in flight, default 65536 */
+  size_t max_name_len;        /* longest object name in bytes, default 4096 */
+  const char *client_id;      /* UUID override for interop and tests; NULL = random */
+  lk_client_event_cb on_event;
+  void *event_arg;
+  lk_log_cb log;              /* NULL: warnings and errors go to stderr */
+  void *log_arg;
+} lk_client_opts_t;
+
+typedef struct lk_client_stats_s {
+  uint64_t commands_sent;
+  uint64_t replies;
+  uint64_t noscript_reloads;
+  uint64_t reconnects;
+  uint64_t reply_timeouts;
+  uint64_t unknown_outcomes;
+  uint64_t pubsub_messages;
+  uint64_t pubsub_reconnects;
+  uint64_t acquires;
+  uint64_t acquire_waits; /* acquires that had to wait at least once */
+  uint64_t releases;
+  uint64_t handoff_ns_total; /* release message to acquire, summed */
+} lk_client_stats_t;
+
+LK_EXTERN void lk_client_opts_init(lk_client_opts_t *opts);
+
+/* Creates a client on loop and starts connecting. opts is copied (strings
+ * included); NULL means defaults. *out is set only on success. The client must
+ * be used from the thread that runs loop. */
+LK_EXTERN int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
+                            lk_client_t **out);
+
+/* LK_EBUSY while objects made from this client are still open (close them
+ * first, as libuv asks of handles). Otherwise every handle is closed and
+ * close_cb (may be NULL) runs once all of them are; the memory is freed after
+ * it returns. */
+LK_EXTERN int lk_client_close(lk_client_t *client, lk_client_close_cb close_cb);
+
+LK_EXTERN uv_loop_t *lk_client_loop(const lk_client_t *client);
+/* The client id (UUID) part of every owner id; borrowed, lives as long as the
+ * client. */
+LK_EXTERN const char *lk_client_id(const lk_client_t *client);
+LK_EXTERN int lk_client_is_connected(const lk_client_t *client);
+LK_EXTERN void lk_client_get_stats(const lk_client_t *client,
+                                   lk_client_stats_t *out);
+LK_EXTERN void *lk_client_get_data(const lk_client_t *client);
+LK_EXTERN void lk_client_set_data(lk_client_t *client, void *data);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LATCHKEY_CLIENT_H */

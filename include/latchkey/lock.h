@@ -1,0 +1,89 @@
+#ifndef LATCHKEY_LOCK_H
+#define LATCHKEY_LOCK_H
+
+#include "client.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A reentrant lock, wire compatible with Redisson's RLock. One object is one
+ * owner ("UUID:TID") with at most one operation pending. docs/lock.md. */
+typedef struct lk_lock_s lk_lock_t;
+
+/* status is 0 or a negative LK_ code. Results (lk_lock_result,
+ * lk_lock_error_text) are readable inside the callback. */
+typedef void (*lk_lock_cb)(lk_lock_t *lock, int status, void *arg);
+typedef void (*lk_lock_close_cb)(lk_lock_t *lock);
+
+typedef struct lk_lock_opts_s {
+  int64_t wait_ms;  /* 0 = try once (default), -1 = forever, N ms */
+  int64_t lease_ms; /* -1 = the client's default lease (default), N ms */
+} lk_lock_opts_t;
+
+LK_EXTERN void lk_lock_opts_init(lk_lock_opts_t *opts);
+
+/* name is copied; binary-safe except NUL; 1..max_name_len bytes. */
+LK_EXTERN int lk_lock_new(lk_client_t *client, const char *name,
+                          lk_lock_t **out);
+
+/* Acquires (or re-enters) the lock. opts may be NULL (try once, default
+ * lease). Completes with 0, LK_ETIMEDOUT, LK_ECANCELED, LK_ECONN,
+ * LK_EUNKNOWN or a server error. */
+LK_EXTERN int lk_lock_acquire(lk_lock_t *lock, const lk_lock_opts_t *opts,
+                              lk_lock_cb cb, void *arg);
+
+/* Drops one hold. Returns LK_ENOTHELD at once when this object holds
+ * nothing. Completes with 0, LK_ENOTOWNER (the server no longer has this
+ * owner), LK_ECONN, LK_EUNKNOWN or a server error. */
+LK_EXTERN int lk_lock_release(lk_lock_t *lock, lk_lock_cb cb, void *arg);
+
+/* Deletes the lock whoever holds it and wakes waiters. lk_lock_result() is 1
+ * when a lock was deleted, 0 when there was none. This object's holds are
+ * forgotten. */
+LK_EXTERN int lk_lock_force_release(lk_lock_t *lock, lk_lock_cb cb, void *arg);
+
+/* Server queries; the answer is lk_lock_result() inside the callback:
+ * is_locked: 1/0; remaining_ttl: ms, -2 no lock, -1 no expiry;
+ * server_hold_count: this owner's hold count on the server. */
+LK_EXTERN int lk_lock_is_locked(lk_lock_t *lock, lk_lock_cb cb, void *arg);
+LK_EXTERN int lk_lock_remaining_ttl(lk_lock_t *lock, lk_lock_cb cb, void *arg);
+LK_EXTERN int lk_lock_server_hold_count(lk_lock_t *lock, lk_lock_cb cb,
+                                        void *arg);
+
+/* Cancels the pending acquire: its callback runs with LK_ECANCELED (from the
+ * loop, not inside this call). A hold the server may have granted meanwhile is
+ * given back. LK_EINVAL when no acquire is pending. */
+LK_EXTERN int lk_lock_cancel(lk_lock_t *lock);
+
+/* A pending operation completes with LK_ECANCELED, holds are released (best
+ * effort), then close_cb (may be NULL) runs and the object is freed. */
+LK_EXTERN int lk_lock_close(lk_lock_t *lock, lk_lock_close_cb close_cb);
+
+/* Holds this object has (local count; no round trip). */
+LK_EXTERN uint32_t lk_lock_hold_count(const lk_lock_t *lock);
+LK_EXTERN int64_t lk_lock_result(const lk_lock_t *lock);
+/* Server error text of the last failed operation, or "". Borrowed, valid
+ * until the next operation starts. */
+LK_EXTERN const char *lk_lock_error_text(const lk_lock_t *lock);
+/* The name as given; borrowed for the object's life. */
+LK_EXTERN const char *lk_lock_name(const lk_lock_t *lock);
+/* The owner id "UUID:TID". A secret in effect: never log it. Borrowed. */
+LK_EXTERN const char *lk_lock_owner(const lk_lock_t *lock);
+
+/* Acts as the owner client_id:thread_id (NULL client_id = this client's id),
+ * so two objects can share one identity, or act as a Redisson thread. Only
+ * while the object holds nothing and has nothing pending (else LK_EBUSY).
+ * Objects sharing an owner rely on the server's hold count, so a retried
+ * operation after a lost reply is no longer idempotent for them. */
+LK_EXTERN int lk_lock_set_owner(lk_lock_t *lock, const char *client_id,
+                                uint64_t thread_id);
+
+LK_EXTERN lk_client_t *lk_lock_client(const lk_lock_t *lock);
+LK_EXTERN void *lk_lock_get_data(const lk_lock_t *lock);
+LK_EXTERN void lk_lock_set_data(lk_lock_t *lock, void *data);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LATCHKEY_LOCK_H */
