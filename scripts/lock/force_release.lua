@@ -1,0 +1,14 @@
+#!lua flags=allow-oom
+-- Deletes the lock whoever holds it (Redisson forceUnlock), but never a key
+-- of another type that happens to carry the name.
+-- KEYS[1] lock name, KEYS[2] channel; ARGV[1] publish command.
+local t = redis.call('type', KEYS[1])['ok']
+if t == 'none' then
+  return 0
+end
+if t ~= 'hash' then
+  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+end
+redis.call('del', KEYS[1])
+redis.pcall(ARGV[1], KEYS[2], '0')
+return 1

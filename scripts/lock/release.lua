@@ -1,0 +1,32 @@
+#!lua flags=allow-oom
+-- Drops n holds. Runs under maxmemory too (allow-oom): a release must work
+-- when acquires are refused. Replies as Redisson's unlock: nil = this owner
+-- holds nothing, 0 = still held, 1 = released and waiters told.
+-- KEYS[1] lock name, KEYS[2] channel; ARGV[1] lease ms (re-applied while
+-- still held), ARGV[2] owner, ARGV[3] publish command, ARGV[4] the count
+-- before the first attempt when this is a resend after a lost reply (else
+-- -1), ARGV[5] n.
+local held = redis.call('hget', KEYS[1], ARGV[2])
+local before = tonumber(ARGV[4])
+local n = tonumber(ARGV[5])
+if before >= 0 then
+  local now = held and tonumber(held) or 0
+  if now == before - n or (now == 0 and before <= n) then
+    -- The lost attempt was applied already.
+    if now > 0 then return 0 end
+    return 1
+  end
+end
+if not held then
+  return nil
+end
+local left = tonumber(held) - n
+if left > 0 then
+  redis.call('hset', KEYS[1], ARGV[2], left)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return 0
+end
+redis.call('del', KEYS[1])
+-- pcall: a user without channel permission still releases (the DEL stays).
+redis.pcall(ARGV[3], KEYS[2], '0')
+return 1

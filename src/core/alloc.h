@@ -1,0 +1,18 @@
+#ifndef LK_CORE_ALLOC_H
+#define LK_CORE_ALLOC_H
+
+#include <stddef.h>
+
+void *lk__malloc(size_t size);
+void *lk__calloc(size_t count, size_t size);
+void *lk__realloc(void *ptr, size_t size);
+void lk__free(void *ptr);
+/* Copies len bytes and adds a NUL; NULL on allocation failure. */
+char *lk__memdup0(const char *src, size_t len);
+char *lk__strdup(const char *src);
+
+/* Counts live clients so lk_replace_allocator can refuse once one exists. */
+void lk__alloc_client_born(void);
+void lk__alloc_client_died(void);
+
+#endif /* LK_CORE_ALLOC_H */

@@ -1,0 +1,318 @@
+/* The client: options, lifecycle, entry checks, deferred completions,
+ * events and logging. Connections live in conn.c, pub/sub in pubsub.c. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+/* --- fork detection: a counter bumped in every child, compared per call
+ * (one load, where getpid() would be a system call) --- */
+
+static volatile unsigned lk__fork_gen;
+static pthread_once_t lk__fork_once = PTHREAD_ONCE_INIT;
+static void on_fork_child(void) { lk__fork_gen++; }
+static void install_fork_hook(void) {
+  pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+int lk__check_client(const lk_client_t *c) {
+  if (c == NULL)
+    return LK_EINVAL;
+  if (c->fork_gen != lk__fork_gen)
+    return LK_EFORKED;
+  if (!uv_thread_equal(&c->thread, &(uv_thread_t){uv_thread_self()}))
+    return LK_EWRONGTHREAD;
+  if (c->closing)
+    return LK_ECLOSED;
+  return 0;
+}
+
+int lk__client_forked(const lk_client_t *c) { return c->fork_gen != lk__fork_gen; }
+
+/* --- options --- */
+
+void lk_client_opts_init(lk_client_opts_t *o) {
+  if (o == NULL)
+    return;
+  memset(o, 0, sizeof(*o));
+  o->host = "127.0.0.1";
+  o->port = 6379;
+  o->client_name = "latchkey";
+  o->connect_timeout_ms = 2000;
+  o->reply_timeout_ms = 3000;
+  o->reconnect_min_ms = 50;
+  o->reconnect_max_ms = 2000;
+  o->max_repoll_ms = 1000;
+  o->heartbeat_ms = 1000;
+  o->default_lease_ms = 30000;
+  o->max_inflight = 65536;
+  o->max_name_len = 4096;
+}
+
+static int valid_ms(int64_t v, int64_t min) {
+  return v >= min && v <= LK_MAX_TIME_MS;
+}
+
+static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
+  if (s->port <= 0 || s->port > 65535 || s->db < 0 ||
+      (s->host == NULL && s->unix_path == NULL) ||
+      !valid_ms(s->connect_timeout_ms, 1) || !valid_ms(s->reply_timeout_ms, 1) ||
+      !valid_ms(s->reconnect_min_ms, 1) ||
+      !valid_ms(s->reconnect_max_ms, s->reconnect_min_ms) ||
+      !valid_ms(s->max_repoll_ms, 1) || !valid_ms(s->heartbeat_ms, 10) ||
+      !valid_ms(s->default_lease_ms, 10) || s->max_inflight == 0 ||
+      s->max_name_len == 0 || s->max_name_len > (64u << 20) ||
+      (s->username != NULL && s->password == NULL) ||
+      (s->client_name != NULL && strlen(s->client_name) > 128) ||
+      (s->client_name != NULL && strpbrk(s->client_name, " \r\n") != NULL) ||
+      (s->client_id != NULL && !lk__valid_client_id(s->client_id)))
+    return LK_EINVAL;
+  d->port = s->port;
+  d->db = s->db;
+  d->connect_timeout_ms = s->connect_timeout_ms;
+  d->reply_timeout_ms = s->reply_timeout_ms;
+  d->reconnect_min_ms = s->reconnect_min_ms;
+  d->reconnect_max_ms = s->reconnect_max_ms;
+  d->max_repoll_ms = s->max_repoll_ms;
+  d->heartbeat_ms = s->heartbeat_ms;
+  d->default_lease_ms = s->default_lease_ms;
+  d->max_inflight = s->max_inflight;
+  d->max_name_len = s->max_name_len;
+  d->host = lk__strdup(s->host ? s->host : "");
+  d->unix_path = lk__strdup(s->unix_path);
+  d->username = lk__strdup(s->username);
+  d->password = lk__strdup(s->password);
+  d->client_name = lk__strdup(s->client_name ? s->client_name : "latchkey");
+  if (d->host == NULL || d->client_name == NULL ||
+      (s->unix_path && !d->unix_path) || (s->username && !d->username) ||
+      (s->password && !d->password))
+    return LK_ENOMEM;
+  return 0;
+}
+
+static void free_opts(lk__opts_t *o) {
+  lk__free(o->host);
+  lk__free(o->unix_path);
+  lk__free(o->username);
+  lk__free(o->password);
+  lk__free(o->client_name);
+}
+
+/* --- deferred work --- */
+
+void lk__defer_init(lk__defer_t *d, lk__defer_fn fn) {
+  lk__queue_init(&d->node);
+  d->fn = fn;
+}
+
+static void on_idle(uv_idle_t *h) {
+  lk_client_t *c = h->data;
+  lk__queue_t ready;
+  /* Snapshot first (libuv's timer pattern): work deferred by these
+   * callbacks runs on the next pass, so one pass always ends. */
+  lk__queue_init(&ready);
+  lk__queue_move(&c->deferred, &ready);
+  while (!lk__queue_empty(&ready)) {
+    lk__defer_t *d = lk__container_of(lk__queue_head(&ready), lk__defer_t, node);
+    lk__queue_remove(&d->node);
+    d->fn(d);
+  }
+  if (lk__queue_empty(&c->deferred))
+    uv_idle_stop(&c->idle);
+}
+
+void lk__defer(lk_client_t *c, lk__defer_t *d) {
+  if (lk__queue_linked(&d->node))
+    return;
+  lk__queue_insert_tail(&c->deferred, &d->node);
+  uv_idle_start(&c->idle, on_idle);
+}
+
+void lk__defer_cancel(lk__defer_t *d) {
+  if (lk__queue_linked(&d->node))
+    lk__queue_remove(&d->node);
+}
+
+/* --- logging and events --- */
+
+void lk__log(lk_client_t *c, lk_log_level_t level, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  if (c->log == NULL && level < LK_LOG_WARN)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (c->log != NULL) {
+    c->log(level, buf, c->log_arg);
+    return;
+  }
+  fprintf(stderr, "latchkey %s: %s\n", level == LK_LOG_WARN ? "warning" : "error",
+          buf);
+}
+
+void lk__emit(lk_client_t *c, lk_event_t ev) {
+  if (c->on_event != NULL && !c->closing)
+    c->on_event(c, ev, c->event_arg);
+}
+
+void lk__client_on_run_id(lk_client_t *c, const char *run_id, size_t len) {
+  int changed = c->run_id[0] != '\0' &&
+                (strlen(c->run_id) != len || memcmp(c->run_id, run_id, len) != 0);
+  memcpy(c->run_id, run_id, len);
+  c->run_id[len] = '\0';
+  if (changed) {
+    lk__log(c, LK_LOG_WARN, "server restarted (run_id changed)");
+    /* Queued so it follows RECONNECTED, which the handshake emits next. */
+    c->restart_pending = 1;
+  }
+}
+
+/* --- lifecycle --- */
+
+int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
+                  lk_client_t **out) {
+  lk_client_opts_t defaults;
+  lk_client_t *c;
+  int rc;
+
+  if (loop == NULL || out == NULL)
+    return LK_EINVAL;
+  if (opts == NULL) {
+    lk_client_opts_init(&defaults);
+    opts = &defaults;
+  }
+  pthread_once(&lk__fork_once, install_fork_hook);
+  c = lk__calloc(1, sizeof(*c));
+  if (c == NULL)
+    return LK_ENOMEM;
+  rc = copy_opts(&c->o, opts);
+  if (rc == 0) {
+    if (opts->client_id != NULL)
+      snprintf(c->id, sizeof(c->id), "%s", opts->client_id);
+    else
+      rc = lk__uuid4(c->id) == 0 ? 0 : LK_ENOMEM;
+  }
+  if (rc != 0) {
+    free_opts(&c->o);
+    lk__free(c);
+    return rc;
+  }
+  rc = lk__pubsub_init(c); /* only allocates: nothing to undo but memory */
+  if (rc != 0) {
+    free_opts(&c->o);
+    lk__free(c);
+    return rc;
+  }
+  lk__alloc_client_born();
+  c->loop = loop;
+  c->thread = uv_thread_self();
+  c->fork_gen = lk__fork_gen;
+  c->on_event = opts->on_event;
+  c->event_arg = opts->event_arg;
+  c->log = opts->log;
+  c->log_arg = opts->log_arg;
+  lk__queue_init(&c->deferred);
+  uv_idle_init(loop, &c->idle);
+  c->idle.data = c;
+  uv_timer_init(loop, &c->hb_timer);
+  c->hb_timer.data = c;
+  c->handles_open = 2;
+  lk__conn_init(c, &c->cmd, LK__CONN_CMD);
+  lk__conn_init(c, &c->ps, LK__CONN_PUBSUB);
+  lk__conn_start(&c->cmd);
+  *out = c;
+  return 0;
+}
+
+static void finish_close(lk_client_t *c) {
+  lk_client_close_cb cb = c->close_cb;
+  lk__conn_free_buffers(&c->cmd);
+  lk__conn_free_buffers(&c->ps);
+  lk__pubsub_free(c);
+  free_opts(&c->o);
+  lk__alloc_client_died();
+  if (cb != NULL)
+    cb(c);
+  lk__free(c);
+}
+
+void lk__client_handle_closed(lk_client_t *c) {
+  c->handles_open--;
+  lk__client_maybe_finish_close(c);
+}
+
+static void on_client_handle_closed(uv_handle_t *h) {
+  lk__client_handle_closed(h->data);
+}
+
+/* Closing is two-phase: first the command connection drains what is already
+ * queued (a release sent by a closing lock deserves its reply, bounded by
+ * the reply timeout), then every handle closes. */
+void lk__client_maybe_finish_close(lk_client_t *c) {
+  if (!c->closing)
+    return;
+  if (c->closing == 1) {
+    if (c->cmd.state == LK__CONN_READY && lk__conn_is_busy(&c->cmd))
+      return;
+    c->closing = 2;
+    lk__pubsub_shutdown(c);
+    lk__conn_close(&c->cmd);
+    lk__conn_close(&c->ps);
+    uv_timer_stop(&c->hb_timer);
+    uv_close((uv_handle_t *)&c->hb_timer, on_client_handle_closed);
+    uv_close((uv_handle_t *)&c->idle, on_client_handle_closed);
+    return;
+  }
+  if (c->closing == 2 && c->handles_open == 0 && !c->cmd.gai_pending &&
+      !c->ps.gai_pending) {
+    c->closing = 3;
+    finish_close(c);
+  }
+}
+
+static void on_close_defer(lk__defer_t *d) {
+  lk_client_t *c = lk__container_of(d, lk_client_t, close_defer);
+  lk__client_maybe_finish_close(c);
+}
+
+int lk_client_close(lk_client_t *c, lk_client_close_cb close_cb) {
+  if (c == NULL)
+    return LK_EINVAL;
+  if (lk__client_forked(c)) {
+    /* The child must never touch the parent's connections or locks. */
+    return LK_EFORKED;
+  }
+  if (!uv_thread_equal(&c->thread, &(uv_thread_t){uv_thread_self()}))
+    return LK_EWRONGTHREAD;
+  if (c->closing)
+    return LK_ECLOSED;
+  if (c->objects > 0)
+    return LK_EBUSY;
+  c->closing = 1;
+  c->close_cb = close_cb;
+  /* Never finish inside this call: close_cb must come from the loop. */
+  lk__defer_init(&c->close_defer, on_close_defer);
+  lk__defer(c, &c->close_defer);
+  return 0;
+}
+
+void lk__object_born(lk_client_t *c) { c->objects++; }
+void lk__object_died(lk_client_t *c) { c->objects--; }
+
+uv_loop_t *lk_client_loop(const lk_client_t *c) { return c ? c->loop : NULL; }
+const char *lk_client_id(const lk_client_t *c) { return c ? c->id : NULL; }
+int lk_client_is_connected(const lk_client_t *c) {
+  return c != NULL && c->cmd.state == LK__CONN_READY;
+}
+void lk_client_get_stats(const lk_client_t *c, lk_client_stats_t *out) {
+  if (c != NULL && out != NULL)
+    *out = c->stats;
+}
+void *lk_client_get_data(const lk_client_t *c) { return c ? c->data : NULL; }
+void lk_client_set_data(lk_client_t *c, void *data) {
+  if (c != NULL)
+    c->data = data;
+}

@@ -1,0 +1,670 @@
+/* One Redis connection on a libuv stream: connect (TCP or unix socket),
+ * handshake, FIFO reply matching, reply timeout, reconnect with backoff.
+ * hiredis is used only for its reply reader; we own the socket because
+ * hiredis 0.14's libuv adapter loses socket errors (research/hiredis-0.14.md).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static void conn_start_connect(lk__conn_t *conn);
+static void conn_flush(lk__conn_t *conn);
+static void conn_send(lk__conn_t *conn, lk__op_t *op);
+
+static const char *conn_label(const lk__conn_t *conn) {
+  return conn->kind == LK__CONN_CMD ? "command" : "pub/sub";
+}
+
+static void conn_arm_timer(lk__conn_t *conn, uv_timer_cb cb, int64_t ms) {
+  if (ms < 0)
+    ms = 0;
+  uv_timer_start(&conn->timer, cb, (uint64_t)ms, 0);
+}
+
+/* --- close bookkeeping --- */
+
+static void on_io_closed(uv_handle_t *h) {
+  lk__conn_t *conn = h->data;
+  conn->io_closing = 0;
+  lk__client_handle_closed(conn->client);
+  /* A reconnect that came due while the old handle was closing. */
+  if (conn->state == LK__CONN_CONNECTING)
+    conn_start_connect(conn);
+}
+
+static void close_io(lk__conn_t *conn) {
+  if (!conn->io_open)
+    return;
+  conn->io_open = 0;
+  conn->io_closing = 1;
+  uv_close(&conn->io.handle, on_io_closed);
+}
+
+/* --- dropping a connection --- */
+
+static void on_backoff_done(uv_timer_t *t) {
+  lk__conn_t *conn = t->data;
+  if (conn->state != LK__CONN_BACKOFF)
+    return;
+  conn_start_connect(conn);
+}
+
+static int64_t next_backoff(lk__conn_t *conn) {
+  const lk__opts_t *o = &conn->client->o;
+  int64_t base = conn->backoff_ms;
+  unsigned char r = 0;
+  if (base <= 0)
+    base = o->reconnect_min_ms;
+  conn->backoff_ms = base * 2 > o->reconnect_max_ms ? o->reconnect_max_ms : base * 2;
+  /* Jitter in [base/2, base] so a fleet that lost one server does not come
+   * back in lockstep. */
+  uv_random(NULL, NULL, &r, 1, 0, NULL);
+  return base / 2 + (base / 2) * r / 255;
+}
+
+static void fail_list(lk__queue_t *list, int status) {
+  while (!lk__queue_empty(list)) {
+    lk__op_t *op = lk__container_of(lk__queue_head(list), lk__op_t, node);
+    lk__queue_remove(&op->node);
+    lk__op_complete(op, status, NULL);
+  }
+}
+
+void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
+  lk_client_t *c = conn->client;
+  lk__queue_t sent, unsent;
+  int was_ready = conn->state == LK__CONN_READY;
+  int unsent_status;
+
+  if (conn->state == LK__CONN_IDLE || conn->state == LK__CONN_BACKOFF ||
+      conn->state == LK__CONN_CLOSED)
+    return;
+  lk__log(c, c->closing ? LK_LOG_DEBUG : was_ready ? LK_LOG_WARN : LK_LOG_INFO,
+          "%s connection lost: %s (%s)", conn_label(conn), what, lk_err_name(why));
+
+  uv_timer_stop(&conn->timer);
+  lk__defer_cancel(&conn->fail_defer);
+  close_io(conn);
+  if (conn->reader != NULL) {
+    redisReaderFree(conn->reader);
+    conn->reader = NULL;
+  }
+  conn->out_len = 0;
+  conn->state = c->closing ? LK__CONN_CLOSED : LK__CONN_BACKOFF;
+
+  /* Detach the lists first: callbacks may queue new work on this
+   * connection, which must wait for the next attempt, not fail here. */
+  lk__queue_init(&sent);
+  lk__queue_init(&unsent);
+  lk__queue_move(&conn->sent, &sent);
+  lk__queue_move(&conn->unsent, &unsent);
+  /* Sent: the server may or may not have run them. Unsent: it did not. A
+   * handshake failure (bad password...) is what queued work should see. */
+  unsent_status = (why == LK_EUNKNOWN) ? LK_ECONN : why;
+  if (unsent_status != LK_ECONN && unsent_status != LK_EAUTH &&
+      unsent_status != LK_ENOPERM && unsent_status != LK_ELOADING &&
+      unsent_status != LK_ECLOSED && unsent_status != LK_ECANCELED)
+    unsent_status = LK_ECONN;
+  if (conn->kind == LK__CONN_PUBSUB)
+    lk__pubsub_on_down(c);
+  if (was_ready && conn->kind == LK__CONN_CMD)
+    lk__emit(c, LK_EVENT_SUSPENDED);
+  fail_list(&sent, c->closing ? LK_ECANCELED : LK_EUNKNOWN);
+  fail_list(&unsent, c->closing ? LK_ECANCELED : unsent_status);
+
+  if (conn->state == LK__CONN_BACKOFF) {
+    c->stats.reconnects += conn->kind == LK__CONN_CMD;
+    c->stats.pubsub_reconnects += conn->kind == LK__CONN_PUBSUB;
+    conn_arm_timer(conn, on_backoff_done, next_backoff(conn));
+  } else {
+    lk__client_maybe_finish_close(c);
+  }
+}
+
+static void on_fail_defer(lk__defer_t *d) {
+  lk__conn_t *conn = lk__container_of(d, lk__conn_t, fail_defer);
+  lk__conn_drop(conn, LK_EUNKNOWN, "write failed");
+}
+
+/* --- handshake --- */
+
+static void handshake_step_done(lk__conn_t *conn);
+
+static int handshake_fatal(int kind_auth_or_select, int status) {
+  if (status == 0)
+    return 0;
+  /* SETNAME and INFO may be denied to a restricted user; that costs a
+   * feature, not the connection. A missing password is fatal everywhere. */
+  return kind_auth_or_select || status == LK_EAUTH;
+}
+
+static void on_hs_required(void *data, int status, redisReply *r) {
+  lk__conn_t *conn = data;
+  if (conn->state != LK__CONN_HANDSHAKE)
+    return;
+  if (handshake_fatal(1, status) && conn->handshake_err == 0)
+    conn->handshake_err = status;
+  handshake_step_done(conn);
+}
+
+static void on_hs_optional(void *data, int status, redisReply *r) {
+  lk__conn_t *conn = data;
+  if (conn->state != LK__CONN_HANDSHAKE)
+    return;
+  if (handshake_fatal(0, status) && conn->handshake_err == 0)
+    conn->handshake_err = status;
+  handshake_step_done(conn);
+}
+
+static void on_hs_info(void *data, int status, redisReply *r) {
+  lk__conn_t *conn = data;
+  if (conn->state != LK__CONN_HANDSHAKE)
+    return;
+  if (status == 0 && r != NULL && r->type == REDIS_REPLY_STRING) {
+    const char *p = strstr(r->str, "run_id:");
+    if (p != NULL) {
+      size_t n = 0;
+      p += 7;
+      while (p[n] != '\0' && p[n] != '\r' && p[n] != '\n' && n < 40)
+        n++;
+      lk__client_on_run_id(conn->client, p, n);
+    }
+  } else if (handshake_fatal(0, status) && conn->handshake_err == 0) {
+    conn->handshake_err = status;
+  } else if (status != 0) {
+    lk__log(conn->client, LK_LOG_WARN,
+            "INFO denied (%s): server restarts will not be detected",
+            lk_err_name(status));
+  }
+  handshake_step_done(conn);
+}
+
+static int hs_send(lk__conn_t *conn, int argc, const char **argv,
+                   lk__op_cb cb) {
+  int err = 0;
+  lk__op_t *op = lk__op_new(conn->client, cb, conn, &err);
+  int len;
+  if (op == NULL)
+    return err;
+  op->internal = 1;
+  len = redisFormatCommandArgv(&op->cmd, argc, argv, NULL);
+  if (len < 0) {
+    lk__op_free(op);
+    return LK_ENOMEM;
+  }
+  op->cmd_len = (size_t)len;
+  conn->handshake_left++;
+  conn_send(conn, op);
+  return 0;
+}
+
+static void start_handshake(lk__conn_t *conn) {
+  lk_client_t *c = conn->client;
+  const lk__opts_t *o = &c->o;
+  char dbuf[24];
+  char name[256];
+  int err = 0;
+
+  conn->state = LK__CONN_HANDSHAKE;
+  conn->handshake_left = 0;
+  conn->handshake_err = 0;
+  /* Pipelined: AUTH must be first so nothing else runs unauthenticated. */
+  if (o->password != NULL) {
+    const char *a3[3] = {"AUTH", o->username, o->password};
+    const char *a2[2] = {"AUTH", o->password};
+    err = o->username != NULL ? hs_send(conn, 3, a3, on_hs_required)
+                              : hs_send(conn, 2, a2, on_hs_required);
+  }
+  if (err == 0 && o->db != 0 && conn->kind == LK__CONN_CMD) {
+    const char *a[2] = {"SELECT", dbuf};
+    snprintf(dbuf, sizeof(dbuf), "%d", o->db);
+    err = hs_send(conn, 2, a, on_hs_required);
+  }
+  if (err == 0) {
+    const char *a[3] = {"CLIENT", "SETNAME", name};
+    snprintf(name, sizeof(name), "%s%s", o->client_name,
+             conn->kind == LK__CONN_PUBSUB ? "-pubsub" : "");
+    err = hs_send(conn, 3, a, on_hs_optional);
+  }
+  if (err == 0 && conn->kind == LK__CONN_CMD) {
+    const char *a[2] = {"INFO", "server"};
+    err = hs_send(conn, 2, a, on_hs_info);
+  }
+  if (err != 0)
+    lk__conn_drop(conn, err, "handshake could not be sent");
+}
+
+static void conn_become_ready(lk__conn_t *conn) {
+  lk_client_t *c = conn->client;
+  lk__queue_t unsent;
+  int first = !conn->connected_once;
+
+  uv_timer_stop(&conn->timer);
+  conn->state = LK__CONN_READY;
+  conn->backoff_ms = 0;
+  conn->connected_once = 1;
+  lk__log(c, first ? LK_LOG_DEBUG : LK_LOG_INFO, "%s connection ready",
+          conn_label(conn));
+
+  lk__queue_init(&unsent);
+  lk__queue_move(&conn->unsent, &unsent);
+  while (!lk__queue_empty(&unsent)) {
+    lk__op_t *op = lk__container_of(lk__queue_head(&unsent), lk__op_t, node);
+    lk__queue_remove(&op->node);
+    conn_send(conn, op);
+  }
+  if (conn->kind == LK__CONN_PUBSUB) {
+    lk__pubsub_on_ready(c);
+  } else {
+    lk__emit(c, first ? LK_EVENT_CONNECTED : LK_EVENT_RECONNECTED);
+    if (c->restart_pending) {
+      c->restart_pending = 0;
+      lk__emit(c, LK_EVENT_SERVER_RESTARTED);
+    }
+  }
+}
+
+static void handshake_step_done(lk__conn_t *conn) {
+  if (--conn->handshake_left > 0)
+    return;
+  if (conn->handshake_err != 0) {
+    lk__log(conn->client, LK_LOG_ERROR, "%s connection refused by server: %s",
+            conn_label(conn), lk_strerror(conn->handshake_err));
+    lk__conn_drop(conn, conn->handshake_err, "handshake failed");
+    return;
+  }
+  conn_become_ready(conn);
+}
+
+/* --- reading --- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  lk__conn_t *conn = h->data;
+  buf->base = conn->read_buf;
+  buf->len = sizeof(conn->read_buf);
+}
+
+static void on_reply_timer(uv_timer_t *t);
+
+static void arm_reply_timer(lk__conn_t *conn) {
+  lk__op_t *head;
+  uint64_t now, due;
+  if (lk__queue_empty(&conn->sent)) {
+    uv_timer_stop(&conn->timer);
+    return;
+  }
+  head = lk__container_of(lk__queue_head(&conn->sent), lk__op_t, node);
+  now = lk__now_ns();
+  due = head->sent_ns + (uint64_t)conn->client->o.reply_timeout_ms * 1000000u;
+  conn_arm_timer(conn, on_reply_timer,
+                 due > now ? (int64_t)((due - now + 999999) / 1000000) : 0);
+}
+
+static void on_reply_timer(uv_timer_t *t) {
+  lk__conn_t *conn = t->data;
+  lk__op_t *head;
+  if (conn->state != LK__CONN_READY || lk__queue_empty(&conn->sent))
+    return;
+  head = lk__container_of(lk__queue_head(&conn->sent), lk__op_t, node);
+  if (lk__now_ns() - head->sent_ns >=
+      (uint64_t)conn->client->o.reply_timeout_ms * 1000000u) {
+    conn->client->stats.reply_timeouts++;
+    /* The server may be paused or gone; the FIFO can no longer be trusted
+     * to line up, so the connection is suspect and every command on it has
+     * an unknown outcome. */
+    lk__conn_drop(conn, LK_EUNKNOWN, "reply timeout");
+    return;
+  }
+  arm_reply_timer(conn);
+}
+
+/* Turns "EVALSHA sha ..." into "EVAL text ..." in place of the op's command:
+ * the first two arguments are replaced, the rest is reused byte for byte. */
+static int rewrite_as_eval(lk__op_t *op) {
+  const lk__script_t *s = op->script;
+  char *p = memchr(op->cmd, '\n', op->cmd_len);
+  size_t hdr, skip, rest_len, n;
+  char lenbuf[32];
+  char *cmd;
+  if (p == NULL)
+    return LK_EPROTOCOL;
+  hdr = (size_t)(p - op->cmd) + 1;
+  skip = hdr + strlen("$7\r\nEVALSHA\r\n") + strlen("$40\r\n") + 40 + 2;
+  if (skip > op->cmd_len)
+    return LK_EPROTOCOL;
+  rest_len = op->cmd_len - skip;
+  snprintf(lenbuf, sizeof(lenbuf), "$%zu\r\n", s->len);
+  n = hdr + strlen("$4\r\nEVAL\r\n") + strlen(lenbuf) + s->len + 2 + rest_len;
+  cmd = malloc(n); /* freed with the hiredis-formatted commands (free) */
+  if (cmd == NULL)
+    return LK_ENOMEM;
+  p = cmd;
+  memcpy(p, op->cmd, hdr), p += hdr;
+  memcpy(p, "$4\r\nEVAL\r\n", 10), p += 10;
+  memcpy(p, lenbuf, strlen(lenbuf)), p += strlen(lenbuf);
+  memcpy(p, s->text, s->len), p += s->len;
+  memcpy(p, "\r\n", 2), p += 2;
+  memcpy(p, op->cmd + skip, rest_len);
+  redisFreeCommand(op->cmd);
+  op->cmd = cmd;
+  op->cmd_len = n;
+  return 0;
+}
+
+static int is_noscript(const redisReply *r) {
+  return r->type == REDIS_REPLY_ERROR && r->len >= 8 &&
+         memcmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+static void dispatch(lk__conn_t *conn, redisReply *r) {
+  lk_client_t *c = conn->client;
+  lk__op_t *op;
+
+  if (conn->kind == LK__CONN_PUBSUB && conn->state == LK__CONN_READY &&
+      lk__pubsub_on_push(c, r))
+    return;
+  if (lk__queue_empty(&conn->sent)) {
+    lk__conn_drop(conn, LK_EPROTOCOL, "reply with no command waiting");
+    return;
+  }
+  op = lk__container_of(lk__queue_head(&conn->sent), lk__op_t, node);
+  lk__queue_remove(&op->node);
+  c->stats.replies++;
+  if (op->script != NULL && !op->retried && is_noscript(r)) {
+    /* NOSCRIPT means the script did not run, so resending is safe. EVAL
+     * both loads and runs it: one round trip, not SCRIPT LOAD + EVALSHA. */
+    op->retried = 1;
+    c->stats.noscript_reloads++;
+    if (rewrite_as_eval(op) == 0) {
+      conn_send(conn, op);
+      return;
+    }
+  }
+  lk__op_complete(op, lk__status_of(r), r);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  lk__conn_t *conn = s->data;
+  redisReader *reader = conn->reader;
+  void *reply;
+
+  if (nread < 0) {
+    lk__conn_drop(conn, LK_EUNKNOWN,
+                  nread == UV_EOF ? "closed by server" : uv_strerror((int)nread));
+    return;
+  }
+  if (nread == 0 || reader == NULL)
+    return;
+  if (redisReaderFeed(reader, buf->base, (size_t)nread) != REDIS_OK) {
+    lk__conn_drop(conn, LK_EPROTOCOL, "reader refused input");
+    return;
+  }
+  for (;;) {
+    if (redisReaderGetReply(reader, &reply) != REDIS_OK) {
+      lk__conn_drop(conn, LK_EPROTOCOL, "malformed reply");
+      return;
+    }
+    if (reply == NULL)
+      break;
+    dispatch(conn, reply);
+    freeReplyObject(reply);
+    /* A callback may have dropped this connection (the reader is gone). */
+    if (conn->reader != reader)
+      return;
+  }
+  if (conn->state == LK__CONN_READY)
+    arm_reply_timer(conn);
+  lk__client_maybe_finish_close(conn->client);
+}
+
+/* --- writing --- */
+
+static void on_write(uv_write_t *req, int status) {
+  lk__conn_t *conn = req->data;
+  conn->writing = 0;
+  if (status == UV_ECANCELED)
+    return; /* the handle is closing: the drop already accounted for it */
+  if (status < 0) {
+    lk__conn_drop(conn, LK_EUNKNOWN, uv_strerror(status));
+    return;
+  }
+  if (conn->out_len > 0)
+    conn_flush(conn);
+}
+
+static void conn_flush(lk__conn_t *conn) {
+  char *tmp;
+  size_t cap;
+  uv_buf_t b;
+  int rc;
+  if (conn->writing || conn->out_len == 0 || !conn->io_open)
+    return;
+  /* Swap the buffers: the one being written stays untouched until its
+   * callback, new commands go to the other one. */
+  tmp = conn->wbuf, cap = conn->wbuf_cap;
+  conn->wbuf = conn->out, conn->wbuf_cap = conn->out_cap;
+  b = uv_buf_init(conn->wbuf, (unsigned)conn->out_len);
+  conn->out = tmp, conn->out_cap = cap, conn->out_len = 0;
+  conn->write_req.data = conn;
+  rc = uv_write(&conn->write_req, &conn->io.stream, &b, 1, on_write);
+  if (rc < 0) {
+    /* Dropping here would run callbacks inside the caller's lk_ call. */
+    lk__defer(conn->client, &conn->fail_defer);
+    return;
+  }
+  conn->writing = 1;
+}
+
+static int out_reserve(lk__conn_t *conn, size_t more) {
+  size_t need = conn->out_len + more, cap = conn->out_cap ? conn->out_cap : 4096;
+  char *p;
+  if (need <= conn->out_cap)
+    return 0;
+  while (cap < need)
+    cap *= 2;
+  p = lk__realloc(conn->out, cap);
+  if (p == NULL)
+    return LK_ENOMEM;
+  conn->out = p;
+  conn->out_cap = cap;
+  return 0;
+}
+
+static void conn_send(lk__conn_t *conn, lk__op_t *op) {
+  lk_client_t *c = conn->client;
+  op->conn = conn;
+  if (out_reserve(conn, op->cmd_len) != 0) {
+    /* Not sent: the caller sees "not connected", which it already handles. */
+    lk__queue_insert_tail(&conn->sent, &op->node);
+    lk__defer(c, &conn->fail_defer);
+    return;
+  }
+  memcpy(conn->out + conn->out_len, op->cmd, op->cmd_len);
+  conn->out_len += op->cmd_len;
+  op->sent_ns = lk__now_ns();
+  lk__queue_insert_tail(&conn->sent, &op->node);
+  c->stats.commands_sent++;
+  if (conn->state == LK__CONN_READY && !uv_is_active((uv_handle_t *)&conn->timer))
+    arm_reply_timer(conn);
+  conn_flush(conn);
+}
+
+void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op) {
+  op->conn = conn;
+  if (conn->state == LK__CONN_READY) {
+    conn_send(conn, op);
+    return;
+  }
+  lk__queue_insert_tail(&conn->unsent, &op->node);
+  if (conn->state == LK__CONN_IDLE)
+    lk__conn_start(conn);
+}
+
+/* --- connecting --- */
+
+static void on_connect_timeout(uv_timer_t *t) {
+  lk__conn_t *conn = t->data;
+  if (conn->state == LK__CONN_CONNECTING || conn->state == LK__CONN_HANDSHAKE)
+    lk__conn_drop(conn, LK_ECONN, "connect timeout");
+}
+
+static void on_connected(uv_connect_t *req, int status) {
+  lk__conn_t *conn = req->data;
+  int rc;
+  if (conn->state != LK__CONN_CONNECTING || status == UV_ECANCELED)
+    return;
+  if (status < 0) {
+    lk__conn_drop(conn, LK_ECONN, uv_strerror(status));
+    return;
+  }
+  conn->reader = redisReaderCreate();
+  if (conn->reader == NULL) {
+    lk__conn_drop(conn, LK_ENOMEM, "reader allocation");
+    return;
+  }
+  if (conn->client->o.unix_path == NULL)
+    uv_tcp_nodelay(&conn->io.tcp, 1); /* small commands must not wait */
+  rc = uv_read_start(&conn->io.stream, on_alloc, on_read);
+  if (rc < 0) {
+    lk__conn_drop(conn, LK_ECONN, uv_strerror(rc));
+    return;
+  }
+  start_handshake(conn);
+}
+
+static int connect_addr(lk__conn_t *conn, const struct sockaddr *sa) {
+  lk_client_t *c = conn->client;
+  int rc = uv_tcp_init(c->loop, &conn->io.tcp);
+  if (rc < 0)
+    return rc;
+  conn->io.handle.data = conn;
+  conn->io_open = 1;
+  c->handles_open++;
+  conn->connect_req.data = conn;
+  return uv_tcp_connect(&conn->connect_req, &conn->io.tcp, sa, on_connected);
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *ai) {
+  lk__conn_t *conn = req->data;
+  lk_client_t *c = conn->client;
+  int rc;
+  conn->gai_pending = 0;
+  if (conn->state != LK__CONN_CONNECTING || c->closing) {
+    uv_freeaddrinfo(ai);
+    lk__client_maybe_finish_close(c);
+    return;
+  }
+  if (status < 0 || ai == NULL) {
+    uv_freeaddrinfo(ai);
+    lk__conn_drop(conn, LK_ECONN, "host name did not resolve");
+    return;
+  }
+  rc = connect_addr(conn, ai->ai_addr);
+  uv_freeaddrinfo(ai);
+  if (rc < 0)
+    lk__conn_drop(conn, LK_ECONN, uv_strerror(rc));
+}
+
+static void conn_start_connect(lk__conn_t *conn) {
+  lk_client_t *c = conn->client;
+  const lk__opts_t *o = &c->o;
+  struct sockaddr_storage ss;
+  int rc = 0;
+
+  conn->state = LK__CONN_CONNECTING;
+  if (conn->io_closing)
+    return; /* on_io_closed comes back here */
+  conn_arm_timer(conn, on_connect_timeout, o->connect_timeout_ms);
+  if (o->unix_path != NULL) {
+    rc = uv_pipe_init(c->loop, &conn->io.pipe, 0);
+    if (rc == 0) {
+      conn->io.handle.data = conn;
+      conn->io_open = 1;
+      c->handles_open++;
+      conn->connect_req.data = conn;
+      uv_pipe_connect(&conn->connect_req, &conn->io.pipe, o->unix_path,
+                      on_connected);
+    }
+  } else if (uv_ip4_addr(o->host, o->port, (struct sockaddr_in *)&ss) == 0 ||
+             uv_ip6_addr(o->host, o->port, (struct sockaddr_in6 *)&ss) == 0) {
+    rc = connect_addr(conn, (const struct sockaddr *)&ss);
+  } else {
+    /* Names resolve on libuv's thread pool, never blocking the loop. */
+    struct addrinfo hints;
+    char port[16];
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    snprintf(port, sizeof(port), "%d", o->port);
+    conn->gai_req.data = conn;
+    rc = uv_getaddrinfo(c->loop, &conn->gai_req, on_resolved, o->host, port,
+                        &hints);
+    if (rc == 0)
+      conn->gai_pending = 1;
+  }
+  if (rc < 0) {
+    /* A synchronous failure inside an lk_ call must not run callbacks. */
+    lk__log(c, LK_LOG_WARN, "%s connect failed to start: %s", conn_label(conn),
+            uv_strerror(rc));
+    lk__defer(c, &conn->fail_defer);
+  }
+}
+
+void lk__conn_start(lk__conn_t *conn) {
+  if (conn->state == LK__CONN_IDLE)
+    conn_start_connect(conn);
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+  lk__conn_t *conn = h->data;
+  conn->timer_closing = 0;
+  lk__client_handle_closed(conn->client);
+}
+
+void lk__conn_init(lk_client_t *c, lk__conn_t *conn, int kind) {
+  memset(conn, 0, sizeof(*conn));
+  conn->client = c;
+  conn->kind = kind;
+  conn->state = LK__CONN_IDLE;
+  lk__queue_init(&conn->unsent);
+  lk__queue_init(&conn->sent);
+  lk__defer_init(&conn->fail_defer, on_fail_defer);
+  uv_timer_init(c->loop, &conn->timer);
+  conn->timer.data = conn;
+  c->handles_open++;
+}
+
+int lk__conn_is_busy(const lk__conn_t *conn) {
+  return !lk__queue_empty(&conn->sent) || !lk__queue_empty(&conn->unsent);
+}
+
+/* Final close: everything still queued is canceled, handles close. */
+void lk__conn_close(lk__conn_t *conn) {
+  lk_client_t *c = conn->client;
+  if (conn->state != LK__CONN_IDLE && conn->state != LK__CONN_BACKOFF &&
+      conn->state != LK__CONN_CLOSED)
+    lk__conn_drop(conn, LK_ECANCELED, "client closing");
+  conn->state = LK__CONN_CLOSED;
+  fail_list(&conn->unsent, LK_ECANCELED);
+  lk__defer_cancel(&conn->fail_defer);
+  if (conn->gai_pending)
+    uv_cancel((uv_req_t *)&conn->gai_req);
+  close_io(conn);
+  if (!conn->timer_closing && !uv_is_closing((uv_handle_t *)&conn->timer)) {
+    conn->timer_closing = 1;
+    uv_close((uv_handle_t *)&conn->timer, on_timer_closed);
+  }
+  if (conn->reader != NULL) {
+    redisReaderFree(conn->reader);
+    conn->reader = NULL;
+  }
+  (void)c;
+}
+
+void lk__conn_free_buffers(lk__conn_t *conn) {
+  lk__free(conn->out);
+  lk__free(conn->wbuf);
+  conn->out = conn->wbuf = NULL;
+}

@@ -1,0 +1,32 @@
+/* Owner ids (DESIGN.md §3): a random UUID v4 per client from uv_random
+ * (getrandom underneath: never a PRNG state a fork would share). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+int lk__uuid4(char out[37]) {
+  unsigned char b[16];
+  int rc = uv_random(NULL, NULL, b, sizeof(b), 0, NULL);
+  if (rc != 0)
+    return rc;
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+  snprintf(out, 37,
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+           b[11], b[12], b[13], b[14], b[15]);
+  return 0;
+}
+
+/* A client id set by the caller becomes part of every owner field, whose
+ * ':' separates it from the thread id: keep it printable and colon-free. */
+int lk__valid_client_id(const char *s) {
+  size_t i, n = strlen(s);
+  if (n == 0 || n > 64)
+    return 0;
+  for (i = 0; i < n; i++)
+    if (s[i] <= ' ' || s[i] > '~' || s[i] == ':')
+      return 0;
+  return 1;
+}

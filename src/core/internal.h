@@ -1,0 +1,210 @@
+#ifndef LK_CORE_INTERNAL_H
+#define LK_CORE_INTERNAL_H
+
+/* The core's shared picture: client, connection, operation records.
+ * Primitives use only the functions declared here and in the other core
+ * headers; they never touch a connection directly (DESIGN.md §1). */
+
+#include <hiredis/hiredis.h>
+#include <uv.h>
+
+#include "latchkey.h"
+#include "core/alloc.h"
+#include "core/defer.h"
+#include "core/queue.h"
+#include "core/scripts.h"
+
+typedef struct lk__conn_s lk__conn_t;
+typedef struct lk__op_s lk__op_t;
+typedef struct lk__chan_s lk__chan_t;
+
+/* status: 0 with a reply (which may be an error reply: then status is its
+ * mapped code and reply carries the text), LK_ECONN (never sent), LK_EUNKNOWN
+ * (sent, connection lost before the reply), LK_ECANCELED (client closing),
+ * LK_EAGAIN... reply is borrowed and NULL unless a reply arrived. */
+typedef void (*lk__op_cb)(void *data, int status, redisReply *reply);
+
+enum { LK__CONN_CMD = 0, LK__CONN_PUBSUB = 1 };
+
+enum lk__conn_state {
+  LK__CONN_IDLE = 0,    /* not started (pub/sub before its first use) */
+  LK__CONN_CONNECTING,  /* resolving or TCP/unix connect in progress */
+  LK__CONN_HANDSHAKE,   /* AUTH/SELECT/SETNAME/INFO sent */
+  LK__CONN_READY,
+  LK__CONN_BACKOFF,     /* waiting to reconnect */
+  LK__CONN_CLOSED       /* client closing */
+};
+
+struct lk__op_s {
+  lk__queue_t node; /* in conn->unsent or conn->sent */
+  lk__conn_t *conn;
+  lk__op_cb cb;
+  void *data;
+  char *cmd; /* RESP, owned; kept for a NOSCRIPT retry */
+  size_t cmd_len;
+  const lk__script_t *script; /* EVALSHA op: may be resent as EVAL once */
+  uint64_t sent_ns;
+  unsigned retried : 1;
+  unsigned internal : 1; /* handshake / heartbeat: not user work */
+};
+
+struct lk__conn_s {
+  lk_client_t *client;
+  int kind;
+  enum lk__conn_state state;
+  union {
+    uv_handle_t handle;
+    uv_stream_t stream;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } io;
+  int io_open;    /* io initialised and not yet closed */
+  int io_closing; /* uv_close called, close callback pending */
+  uv_connect_t connect_req;
+  uv_getaddrinfo_t gai_req;
+  int gai_pending;
+  uv_timer_t timer; /* connect timeout, reply timeout or backoff */
+  int timer_closing;
+  redisReader *reader;
+  lk__queue_t unsent; /* waiting for READY */
+  lk__queue_t sent;   /* FIFO matched with replies */
+  size_t handshake_left;
+  int handshake_err;
+  /* Output double buffer: appended while a write is in flight, so commands
+   * issued in one loop pass leave in one write. */
+  char *out;
+  size_t out_len, out_cap;
+  char *wbuf;
+  size_t wbuf_cap;
+  uv_write_t write_req;
+  int writing;
+  int64_t backoff_ms;
+  uint64_t connected_once;
+  char read_buf[16384];
+  lk__defer_t fail_defer; /* a write error found inside a call */
+};
+
+typedef struct lk__opts_s {
+  char *host;
+  int port;
+  char *unix_path;
+  char *username;
+  char *password;
+  int db;
+  char *client_name;
+  int64_t connect_timeout_ms, reply_timeout_ms;
+  int64_t reconnect_min_ms, reconnect_max_ms;
+  int64_t max_repoll_ms, heartbeat_ms, default_lease_ms;
+  size_t max_inflight, max_name_len;
+} lk__opts_t;
+
+struct lk_client_s {
+  uv_loop_t *loop;
+  uv_thread_t thread;
+  unsigned fork_gen;
+  lk__opts_t o;
+  char id[37]; /* UUID */
+  uint64_t next_tid;
+  lk_client_event_cb on_event;
+  void *event_arg;
+  lk_log_cb log;
+  void *log_arg;
+  void *data;
+  lk__conn_t cmd;
+  lk__conn_t ps;
+  uv_idle_t idle; /* drains the defer queue */
+  lk__queue_t deferred;
+  uv_timer_t hb_timer;
+  size_t inflight;
+  size_t objects; /* open primitive objects */
+  int closing;
+  int handles_open;
+  lk_client_close_cb close_cb;
+  char run_id[41];
+  lk_client_stats_t stats;
+  /* pub/sub */
+  struct lk__chan_s *chans; /* uthash table by channel name */
+  size_t user_chans;        /* channels other than the heartbeat's */
+  char *hb_channel;
+  size_t hb_channel_len;
+  uint64_t hb_sent_ns;   /* when the PUBLISH in flight left */
+  uint64_t hb_expect_ns; /* a heartbeat was delivered at this time and its
+                            message has not arrived yet; 0 = none due */
+  int hb_inflight;
+  int hb_denied;
+  int warned_nochannel;
+  int restart_pending;
+  lk__defer_t close_defer;
+};
+
+/* --- entry checks (every public entry point) --- */
+int lk__check_client(const lk_client_t *c);
+
+/* --- client --- */
+void lk__log(lk_client_t *c, lk_log_level_t level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void lk__emit(lk_client_t *c, lk_event_t ev);
+void lk__client_handle_closed(lk_client_t *c);
+void lk__client_maybe_finish_close(lk_client_t *c);
+void lk__object_born(lk_client_t *c);
+void lk__object_died(lk_client_t *c);
+
+/* --- connection --- */
+void lk__conn_init(lk_client_t *c, lk__conn_t *conn, int kind);
+void lk__conn_start(lk__conn_t *conn);
+void lk__conn_close(lk__conn_t *conn);
+void lk__conn_free_buffers(lk__conn_t *conn);
+void lk__conn_drop(lk__conn_t *conn, int why, const char *what);
+int lk__conn_is_busy(const lk__conn_t *conn);
+void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op);
+/* Pub/sub module (pubsub.c). */
+int lk__pubsub_init(lk_client_t *c);
+void lk__pubsub_shutdown(lk_client_t *c);
+void lk__pubsub_free(lk_client_t *c);
+int lk__client_forked(const lk_client_t *c);
+void lk__pubsub_on_ready(lk_client_t *c);
+void lk__pubsub_on_down(lk_client_t *c);
+int lk__pubsub_on_push(lk_client_t *c, redisReply *r);
+/* Hook for the command connection's handshake: INFO server text. */
+void lk__client_on_run_id(lk_client_t *c, const char *run_id, size_t len);
+
+/* --- operations --- */
+/* Sends a command on the command connection. Returns NULL with *err set
+ * (LK_EAGAIN, LK_ENOMEM, LK_ECLOSED); then cb never runs. */
+lk__op_t *lk__cmd_argv(lk_client_t *c, int argc, const char **argv,
+                       const size_t *lens, lk__op_cb cb, void *data, int *err);
+/* EVALSHA script with keys and args (argv = keys then args). */
+lk__op_t *lk__script_call(lk_client_t *c, const lk__script_t *s, int nkeys,
+                          int nargs, const char **argv, const size_t *lens,
+                          lk__op_cb cb, void *data, int *err);
+/* Re-targets a pending op: its late outcome goes to cb (NULL: discarded).
+ * Used when the object that sent it no longer waits for it. */
+void lk__op_retarget(lk__op_t *op, lk__op_cb cb, void *data);
+lk__op_t *lk__op_new(lk_client_t *c, lk__op_cb cb, void *data, int *err);
+void lk__op_free(lk__op_t *op);
+/* Runs an op's callback and frees it. */
+void lk__op_complete(lk__op_t *op, int status, redisReply *reply);
+
+/* --- replies --- */
+/* Maps an error reply's text to an LK_ code. */
+int lk__status_from_error(const char *text, size_t len);
+int lk__status_of(redisReply *r);
+int lk__reply_is_int(const redisReply *r, long long *out);
+
+/* --- ids --- */
+int lk__uuid4(char out[37]);
+int lk__valid_client_id(const char *s);
+
+/* --- keys: Redisson's prefixName/suffixName rules --- */
+/* prefix:NAME if NAME contains '{', else prefix:{NAME}. Caller frees. */
+char *lk__prefix_name(const char *prefix, const char *name, size_t name_len,
+                      size_t *out_len);
+int lk__check_name(const lk_client_t *c, const char *name, size_t *len);
+
+/* --- time --- */
+static inline uint64_t lk__now_ns(void) { return uv_hrtime(); }
+
+#endif /* LK_CORE_INTERNAL_H */

@@ -1,0 +1,39 @@
+/* Key naming shared by every primitive (Redisson's prefixName rule, kept for
+ * wire compatibility and so that all of an object's keys share a slot). */
+#include <string.h>
+
+#include "core/internal.h"
+
+char *lk__prefix_name(const char *prefix, const char *name, size_t name_len,
+                      size_t *out_len) {
+  size_t pl = strlen(prefix);
+  int braced = memchr(name, '{', name_len) != NULL;
+  size_t n = pl + 1 + name_len + (braced ? 0 : 2);
+  char *k = lk__malloc(n + 1), *p = k;
+  if (k == NULL)
+    return NULL;
+  memcpy(p, prefix, pl), p += pl;
+  *p++ = ':';
+  if (!braced)
+    *p++ = '{';
+  memcpy(p, name, name_len), p += name_len;
+  if (!braced)
+    *p++ = '}';
+  *p = '\0';
+  *out_len = n;
+  return k;
+}
+
+int lk__check_name(const lk_client_t *c, const char *name, size_t *len) {
+  size_t n;
+  if (name == NULL)
+    return LK_EINVAL;
+  /* Bounded scan: a huge name is refused without reading all of it. */
+  n = strnlen(name, c->o.max_name_len + 1);
+  if (n == 0)
+    return LK_EINVAL;
+  if (n > c->o.max_name_len)
+    return LK_ENAMETOOLONG;
+  *len = n;
+  return 0;
+}

@@ -1,0 +1,39 @@
+#ifndef LK_CORE_PUBSUB_H
+#define LK_CORE_PUBSUB_H
+
+#include "core/internal.h"
+
+/* A listener on one channel, embedded in the object that waits. Channels are
+ * shared and reference counted: one SUBSCRIBE per channel per client, an
+ * UNSUBSCRIBE when the last listener leaves.
+ *
+ * Events:
+ * - LK__SUB_POKE (from the loop, never inside lk__sub_start): "try now".
+ *   status 0: the subscription is confirmed (first time, or again after a
+ *   pub/sub reconnect: messages may have been missed). LK_ENOPERM: the user
+ *   may not subscribe; LK_ECONN: pub/sub is down. Either way the waiter must
+ *   rely on its re-poll timer until a later poke with status 0.
+ * - LK__SUB_MESSAGE: a message; msg is borrowed for the callback's length.
+ * Notifications are best effort: every waiter keeps a bounded re-poll. */
+enum { LK__SUB_POKE = 1, LK__SUB_MESSAGE = 2 };
+
+typedef struct lk__sub_s lk__sub_t;
+typedef void (*lk__sub_cb)(lk__sub_t *s, int event, int status, const char *msg,
+                           size_t len);
+
+struct lk__sub_s {
+  lk__queue_t node;
+  lk__chan_t *chan;
+  lk__sub_cb cb;
+  lk_client_t *client;
+  lk__defer_t poke;
+  int poke_status;
+};
+
+/* channel is copied. LK_ENOMEM or LK_ECLOSED on failure. */
+int lk__sub_start(lk_client_t *c, lk__sub_t *s, const char *channel,
+                  size_t len, lk__sub_cb cb);
+void lk__sub_stop(lk__sub_t *s);
+static inline int lk__sub_active(const lk__sub_t *s) { return s->chan != NULL; }
+
+#endif /* LK_CORE_PUBSUB_H */

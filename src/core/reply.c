@@ -1,0 +1,70 @@
+/* Server replies to LK_ codes. Error replies carry their class in the first
+ * word; errors raised by redis.call inside a script keep that word in Redis
+ * 7 but may be wrapped, so the whole text is searched as a fallback. */
+#include <string.h>
+
+#include "core/internal.h"
+
+typedef struct {
+  const char *prefix;
+  int code;
+} lk__err_prefix_t;
+
+static const lk__err_prefix_t lk__err_prefixes[] = {
+    {"WRONGTYPE", LK_EWRONGTYPE}, {"NOPERM", LK_ENOPERM},
+    {"WRONGPASS", LK_EAUTH},      {"NOAUTH", LK_EAUTH},
+    {"OOM", LK_EOOM},             {"READONLY", LK_EREADONLY},
+    {"LOADING", LK_ELOADING},     {"BUSY", LK_ESERVERBUSY},
+    {"MISCONF", LK_EMISCONF},     {"MOVED", LK_ECLUSTER},
+    {"ASK", LK_ECLUSTER},         {"CLUSTERDOWN", LK_ECLUSTER},
+    {"TRYAGAIN", LK_ECLUSTER},    {"CROSSSLOT", LK_ECLUSTER},
+};
+
+static int word_is(const char *text, size_t len, const char *w) {
+  size_t n = strlen(w);
+  return len >= n && memcmp(text, w, n) == 0 && (len == n || text[n] == ' ');
+}
+
+static int contains(const char *text, size_t len, const char *needle) {
+  size_t n = strlen(needle), i;
+  for (i = 0; n <= len && i <= len - n; i++)
+    if (memcmp(text + i, needle, n) == 0)
+      return 1;
+  return 0;
+}
+
+int lk__status_from_error(const char *text, size_t len) {
+  size_t i;
+  for (i = 0; i < sizeof(lk__err_prefixes) / sizeof(lk__err_prefixes[0]); i++)
+    if (word_is(text, len, lk__err_prefixes[i].prefix))
+      return lk__err_prefixes[i].code;
+  /* Script-wrapped or ERR-class texts that still name a known cause. */
+  if (contains(text, len, "WRONGTYPE"))
+    return LK_EWRONGTYPE;
+  if (contains(text, len, "can't access at least one of the keys") ||
+      contains(text, len, "has no permissions") || contains(text, len, "NOPERM"))
+    return LK_ENOPERM;
+  if (contains(text, len, "OOM command not allowed"))
+    return LK_EOOM;
+  if (contains(text, len, "READONLY"))
+    return LK_EREADONLY;
+  if (contains(text, len, "invalid username-password") ||
+      contains(text, len, "Authentication required"))
+    return LK_EAUTH;
+  return LK_EREDIS;
+}
+
+int lk__status_of(redisReply *r) {
+  if (r == NULL)
+    return LK_EPROTOCOL;
+  if (r->type == REDIS_REPLY_ERROR)
+    return lk__status_from_error(r->str, r->len);
+  return 0;
+}
+
+int lk__reply_is_int(const redisReply *r, long long *out) {
+  if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+    return 0;
+  *out = r->integer;
+  return 1;
+}

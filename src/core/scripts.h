@@ -1,0 +1,21 @@
+#ifndef LK_CORE_SCRIPTS_H
+#define LK_CORE_SCRIPTS_H
+
+#include <stddef.h>
+
+/* One embedded Lua script (scripts/<primitive>/<verb>.lua); the table is
+ * generated at build time by cmake/EmbedScripts.cmake. */
+typedef struct lk__script_s {
+  const char *name; /* "lock/acquire" */
+  const char *text;
+  size_t len;
+  char sha1[41];
+} lk__script_t;
+
+extern const lk__script_t lk__scripts[];
+extern const size_t lk__script_count;
+
+/* Looks a script up by name; NULL when missing (a build error, really). */
+const lk__script_t *lk__script_find(const char *name);
+
+#endif /* LK_CORE_SCRIPTS_H */

@@ -1,0 +1,741 @@
+/* Reentrant lock, wire compatible with Redisson's RLock (research/redisson.md
+ * §1). One object is one owner with at most one operation pending; it knows
+ * its own hold count, which its scripts take as the expected count so that a
+ * resend after a lost reply is applied at most once (DESIGN.md §1). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "core/pubsub.h"
+
+#define LK__LOCK_CHANNEL_PREFIX "redisson_lock__channel"
+#define LK__UNKNOWN_RESENDS 3
+
+enum lk__lock_op {
+  OP_NONE = 0,
+  OP_ACQUIRE,
+  OP_RELEASE,
+  OP_FORCE,
+  OP_QUERY_EXISTS,
+  OP_QUERY_TTL,
+  OP_QUERY_HOLDS
+};
+
+struct lk_lock_s {
+  lk_client_t *client;
+  char *name;
+  size_t name_len;
+  char *channel;
+  size_t channel_len;
+  char owner[96];
+  size_t owner_len;
+  int owner_shared;
+  uint32_t holds;
+  int64_t lease_ms; /* of the current holding: re-applied by a partial release */
+
+  /* the pending operation */
+  enum lk__lock_op kind;
+  lk__op_t *op; /* command in flight, or NULL */
+  lk_lock_cb cb;
+  void *arg;
+  int64_t wait_ms;
+  int64_t req_lease_ms;
+  uint64_t deadline_ns; /* wait budget end; unused when waiting forever */
+  int unknown_resends;
+  int woken;     /* poked while an attempt was in flight: try again at once */
+  int waited;    /* this acquire had to wait at least once */
+  uint64_t woken_ns;
+  uint32_t release_before; /* holds before a release's first attempt */
+  uv_timer_t timer;
+  lk__sub_t sub;
+  lk__defer_t done;
+  int done_status;
+  int64_t result;
+  char errtext[160];
+
+  /* closing */
+  int closing;
+  lk_lock_close_cb close_cb;
+  lk__defer_t close_step;
+  void *data;
+};
+
+/* A command whose object stopped waiting for it (cancel, timeout, close).
+ * It keeps what is needed to give back a hold the server may have granted. */
+typedef struct lk__lock_orphan_s {
+  lk_client_t *client;
+  size_t name_len, channel_len, owner_len;
+  int64_t lease_ms;
+  char *name, *channel, *owner;
+} lk__lock_orphan_t;
+
+static const lk__script_t *script(const char *name) {
+  return lk__script_find(name); /* present: embedded at build time */
+}
+
+static int attempt_acquire(lk_lock_t *l);
+static void wait_then_retry(lk_lock_t *l, int64_t ttl_ms);
+static void close_continue(lk_lock_t *l);
+
+/* --- common helpers --- */
+
+static int check_lock(const lk_lock_t *l) {
+  int rc;
+  if (l == NULL)
+    return LK_EINVAL;
+  rc = lk__check_client(l->client);
+  if (rc != 0)
+    return rc;
+  return l->closing ? LK_ECLOSED : 0;
+}
+
+static int check_idle(const lk_lock_t *l, lk_lock_cb cb) {
+  int rc = check_lock(l);
+  if (rc != 0)
+    return rc;
+  if (cb == NULL)
+    return LK_EINVAL;
+  return l->kind != OP_NONE ? LK_EBUSY : 0;
+}
+
+static void begin(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb, void *arg) {
+  l->kind = kind;
+  l->cb = cb;
+  l->arg = arg;
+  l->result = 0;
+  l->errtext[0] = '\0';
+  l->unknown_resends = 0;
+  l->woken = 0;
+  l->waited = 0;
+}
+
+static void remember_error(lk_lock_t *l, redisReply *r) {
+  if (r != NULL && r->type == REDIS_REPLY_ERROR)
+    snprintf(l->errtext, sizeof(l->errtext), "%.*s", (int)r->len, r->str);
+}
+
+/* Ends the pending operation and runs the user's callback. Only ever called
+ * from the loop (reply, timer, poke or deferred work). */
+static void finish(lk_lock_t *l, int status) {
+  lk_lock_cb cb = l->cb;
+  void *arg = l->arg;
+  enum lk__lock_op kind = l->kind;
+  uv_timer_stop(&l->timer);
+  lk__sub_stop(&l->sub);
+  l->kind = OP_NONE;
+  l->cb = NULL;
+  l->op = NULL;
+  if (kind == OP_ACQUIRE && status == 0) {
+    l->client->stats.acquires++;
+    if (l->waited)
+      l->client->stats.acquire_waits++;
+    if (l->woken_ns != 0)
+      l->client->stats.handoff_ns_total += lk__now_ns() - l->woken_ns;
+  }
+  if (kind == OP_RELEASE && status == 0)
+    l->client->stats.releases++;
+  l->woken_ns = 0;
+  if (cb != NULL)
+    cb(l, status, arg);
+}
+
+static void on_done_defer(lk__defer_t *d) {
+  lk_lock_t *l = lk__container_of(d, lk_lock_t, done);
+  finish(l, l->done_status);
+  if (l->closing)
+    close_continue(l);
+}
+
+/* Completion known inside a call: delivered from the loop instead. */
+static void finish_later(lk_lock_t *l, int status) {
+  l->done_status = status;
+  lk__defer(l->client, &l->done);
+}
+
+/* --- orphans --- */
+
+static void orphan_free(lk__lock_orphan_t *o) {
+  lk__free(o->name);
+  lk__free(o->channel);
+  lk__free(o->owner);
+  lk__free(o);
+}
+
+static void on_orphan_released(void *data, int status, redisReply *r) {
+  lk__lock_orphan_t *o = data;
+  if (status != 0)
+    lk__log(o->client, LK_LOG_WARN,
+            "giving back an abandoned hold failed (%s); it expires with its lease",
+            lk_err_name(status));
+  orphan_free(o);
+}
+
+static int send_release(lk_client_t *c, const char *name, size_t name_len,
+                        const char *channel, size_t channel_len,
+                        const char *owner, size_t owner_len, int64_t lease_ms,
+                        int64_t before, uint32_t n, lk__op_cb cb, void *data,
+                        lk__op_t **out) {
+  char lease[24], bef[24], cnt[16];
+  const char *argv[7] = {name, channel, lease, owner, "PUBLISH", bef, cnt};
+  size_t lens[7];
+  int err = 0;
+  lk__op_t *op;
+  snprintf(lease, sizeof(lease), "%" PRId64, lease_ms);
+  snprintf(bef, sizeof(bef), "%" PRId64, before);
+  snprintf(cnt, sizeof(cnt), "%" PRIu32, n);
+  lens[0] = name_len, lens[1] = channel_len, lens[2] = strlen(lease);
+  lens[3] = owner_len, lens[4] = 7, lens[5] = strlen(bef), lens[6] = strlen(cnt);
+  op = lk__script_call(c, script("lock/release"), 2, 5, argv, lens, cb, data, &err);
+  if (out != NULL)
+    *out = op;
+  return op != NULL ? 0 : err;
+}
+
+static void on_orphan_acquire(void *data, int status, redisReply *r) {
+  lk__lock_orphan_t *o = data;
+  if (status == 0 && r != NULL && r->type == REDIS_REPLY_ARRAY) {
+    /* The server granted a hold nobody waits for any more: give it back. */
+    if (send_release(o->client, o->name, o->name_len, o->channel, o->channel_len,
+                     o->owner, o->owner_len, o->lease_ms, -1, 1,
+                     on_orphan_released, o, NULL) == 0)
+      return;
+  } else if (status == LK_EUNKNOWN) {
+    lk__log(o->client, LK_LOG_WARN, "abandoned acquire has an unknown outcome; "
+                                    "any hold expires with its lease");
+  }
+  orphan_free(o);
+}
+
+/* Detaches the command in flight from the object. An acquire's late success
+ * is undone; other commands' late outcomes do not matter to anyone. */
+static void abandon_op(lk_lock_t *l) {
+  lk__lock_orphan_t *o;
+  if (l->op == NULL)
+    return;
+  if (l->kind != OP_ACQUIRE) {
+    lk__op_retarget(l->op, NULL, NULL);
+    l->op = NULL;
+    return;
+  }
+  o = lk__calloc(1, sizeof(*o));
+  if (o != NULL) {
+    o->client = l->client;
+    o->name = lk__memdup0(l->name, l->name_len);
+    o->channel = lk__memdup0(l->channel, l->channel_len);
+    o->owner = lk__memdup0(l->owner, l->owner_len);
+    o->name_len = l->name_len;
+    o->channel_len = l->channel_len;
+    o->owner_len = l->owner_len;
+    o->lease_ms = l->req_lease_ms;
+  }
+  if (o == NULL || o->name == NULL || o->channel == NULL || o->owner == NULL) {
+    if (o != NULL)
+      orphan_free(o);
+    lk__log(l->client, LK_LOG_WARN, "out of memory abandoning an acquire; any "
+                                    "hold expires with its lease");
+    lk__op_retarget(l->op, NULL, NULL);
+  } else {
+    lk__op_retarget(l->op, on_orphan_acquire, o);
+  }
+  l->op = NULL;
+}
+
+/* --- acquire --- */
+
+static uint64_t ms_to_ns(int64_t ms) { return (uint64_t)ms * 1000000u; }
+
+static int waits_forever(const lk_lock_t *l) { return l->wait_ms < 0; }
+
+/* Time left in the wait budget, in ms (0 when spent). */
+static int64_t remaining_ms(const lk_lock_t *l) {
+  uint64_t now = lk__now_ns();
+  if (waits_forever(l))
+    return INT64_MAX;
+  return now >= l->deadline_ns ? 0 : (int64_t)((l->deadline_ns - now) / 1000000u);
+}
+
+static void on_timer(uv_timer_t *t);
+
+/* An attempt in flight when the budget ends gets a short grace to answer
+ * (a quarter of the reply timeout) before the acquire gives up on it. */
+static void arm_deadline_guard(lk_lock_t *l) {
+  int64_t left;
+  if (waits_forever(l))
+    return;
+  left = remaining_ms(l) + l->client->o.reply_timeout_ms / 4;
+  uv_timer_start(&l->timer, on_timer, (uint64_t)left, 0);
+}
+
+static void on_acquire_reply(void *data, int status, redisReply *r);
+
+static int attempt_acquire(lk_lock_t *l) {
+  char lease[24], before[24];
+  const char *argv[4] = {l->name, lease, l->owner, before};
+  size_t lens[4];
+  int err = 0;
+  snprintf(lease, sizeof(lease), "%" PRId64, l->req_lease_ms);
+  snprintf(before, sizeof(before), "%" PRId64,
+           l->owner_shared ? (int64_t)-1 : (int64_t)l->holds);
+  lens[0] = l->name_len, lens[1] = strlen(lease), lens[2] = l->owner_len;
+  lens[3] = strlen(before);
+  l->woken = 0;
+  l->op = lk__script_call(l->client, script("lock/acquire"), 1, 3, argv, lens,
+                          on_acquire_reply, l, &err);
+  if (l->op == NULL)
+    return err;
+  arm_deadline_guard(l);
+  return 0;
+}
+
+static void retry_now(lk_lock_t *l) {
+  int rc;
+  uv_timer_stop(&l->timer);
+  rc = attempt_acquire(l);
+  if (rc != 0)
+    finish(l, rc);
+}
+
+static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
+                         size_t len) {
+  lk_lock_t *l = lk__container_of(s, lk_lock_t, sub);
+  if (l->kind != OP_ACQUIRE)
+    return;
+  if (event == LK__SUB_MESSAGE && l->woken_ns == 0)
+    l->woken_ns = lk__now_ns();
+  /* A poke with an error means "rely on polling"; the timer already bounds
+   * the wait, so only a confirmation or a message is worth a try now. */
+  if (event == LK__SUB_POKE && status != 0)
+    return;
+  if (l->op != NULL) {
+    l->woken = 1; /* the attempt in flight may predate the release */
+    return;
+  }
+  retry_now(l);
+}
+
+static void wait_then_retry(lk_lock_t *l, int64_t ttl_ms) {
+  int64_t delay = l->client->o.max_repoll_ms, left = remaining_ms(l);
+  l->waited = 1;
+  if (!lk__sub_active(&l->sub)) {
+    /* Subscribe, then try once more when the subscription is confirmed:
+     * a release published before we subscribed is not missed. */
+    int rc = lk__sub_start(l->client, &l->sub, l->channel, l->channel_len,
+                           on_sub_event);
+    if (rc != 0)
+      lk__log(l->client, LK_LOG_WARN, "cannot subscribe (%s): polling",
+              lk_err_name(rc));
+  }
+  if (l->woken) {
+    retry_now(l);
+    return;
+  }
+  if (ttl_ms >= 0 && ttl_ms < delay)
+    delay = ttl_ms;
+  if (left < delay)
+    delay = left;
+  uv_timer_start(&l->timer, on_timer, (uint64_t)(delay > 0 ? delay : 0), 0);
+}
+
+static int transient(int status) {
+  return status == LK_ECONN || status == LK_ELOADING || status == LK_ESERVERBUSY;
+}
+
+static void on_acquire_reply(void *data, int status, redisReply *r) {
+  lk_lock_t *l = data;
+  long long ttl;
+  l->op = NULL;
+  if (status == 0 && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+      r->element[0]->type == REDIS_REPLY_INTEGER) {
+    long long count = r->element[0]->integer;
+    /* The server's count is the truth for an owner of our own; when it
+     * differs from ours the earlier holds were lost with their lease. */
+    if (!l->owner_shared && count >= 1 && count <= UINT32_MAX)
+      l->holds = (uint32_t)count;
+    else
+      l->holds++;
+    l->lease_ms = l->req_lease_ms;
+    finish(l, 0);
+    return;
+  }
+  if (status == 0 && lk__reply_is_int(r, &ttl)) {
+    if (l->wait_ms == 0 || remaining_ms(l) == 0) {
+      finish(l, LK_ETIMEDOUT);
+      return;
+    }
+    wait_then_retry(l, ttl);
+    return;
+  }
+  if (status == 0) {
+    finish(l, LK_EPROTOCOL);
+    return;
+  }
+  remember_error(l, r);
+  if (status == LK_EUNKNOWN && !l->owner_shared &&
+      l->unknown_resends < LK__UNKNOWN_RESENDS) {
+    /* Safe to resend: the script recognises an earlier attempt that took the
+     * lock by the expected count, so nothing is counted twice. */
+    l->unknown_resends++;
+    retry_now(l);
+    return;
+  }
+  if (transient(status) && remaining_ms(l) > 0) {
+    wait_then_retry(l, -1);
+    return;
+  }
+  finish(l, status);
+}
+
+static void on_timer(uv_timer_t *t) {
+  lk_lock_t *l = t->data;
+  if (l->kind != OP_ACQUIRE)
+    return;
+  if (l->op != NULL) {
+    /* The budget and its grace are spent with an attempt unanswered. */
+    abandon_op(l);
+    finish(l, LK_ETIMEDOUT);
+    return;
+  }
+  if (!waits_forever(l) && remaining_ms(l) == 0 && l->wait_ms != 0) {
+    /* One last try at the deadline: the holder may have just left. */
+    l->wait_ms = 0;
+  }
+  retry_now(l);
+}
+
+static int valid_wait(int64_t w) { return w == -1 || (w >= 0 && w <= LK_MAX_TIME_MS); }
+static int valid_lease(int64_t v) { return v == -1 || (v > 0 && v <= LK_MAX_TIME_MS); }
+
+void lk_lock_opts_init(lk_lock_opts_t *o) {
+  if (o == NULL)
+    return;
+  o->wait_ms = 0;
+  o->lease_ms = LK_LEASE_DEFAULT;
+}
+
+int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
+                    void *arg) {
+  lk_lock_opts_t defaults;
+  int rc = check_idle(l, cb);
+  if (rc != 0)
+    return rc;
+  if (opts == NULL) {
+    lk_lock_opts_init(&defaults);
+    opts = &defaults;
+  }
+  if (!valid_wait(opts->wait_ms) || !valid_lease(opts->lease_ms))
+    return LK_EINVAL;
+  if (l->holds == UINT32_MAX)
+    return LK_EINVAL;
+  begin(l, OP_ACQUIRE, cb, arg);
+  l->wait_ms = opts->wait_ms;
+  l->req_lease_ms =
+      opts->lease_ms == LK_LEASE_DEFAULT ? l->client->o.default_lease_ms : opts->lease_ms;
+  l->deadline_ns = lk__now_ns() + ms_to_ns(opts->wait_ms < 0 ? 0 : opts->wait_ms);
+  rc = attempt_acquire(l);
+  if (rc != 0)
+    l->kind = OP_NONE;
+  return rc;
+}
+
+int lk_lock_cancel(lk_lock_t *l) {
+  int rc = check_lock(l);
+  if (rc != 0)
+    return rc;
+  if (l->kind != OP_ACQUIRE || lk__queue_linked(&l->done.node))
+    return LK_EINVAL;
+  abandon_op(l);
+  uv_timer_stop(&l->timer);
+  lk__sub_stop(&l->sub);
+  finish_later(l, LK_ECANCELED);
+  return 0;
+}
+
+/* --- release --- */
+
+static void on_release_reply(void *data, int status, redisReply *r);
+
+static int release_attempt(lk_lock_t *l, int resend) {
+  return send_release(l->client, l->name, l->name_len, l->channel, l->channel_len,
+                      l->owner, l->owner_len, l->lease_ms,
+                      resend && !l->owner_shared ? (int64_t)l->release_before : -1,
+                      1, on_release_reply, l, &l->op);
+}
+
+static void on_release_reply(void *data, int status, redisReply *r) {
+  lk_lock_t *l = data;
+  long long v;
+  l->op = NULL;
+  if (status == 0 && r->type == REDIS_REPLY_NIL) {
+    /* The server has no hold for this owner: the lease ran out. */
+    l->holds = 0;
+    finish(l, LK_ENOTOWNER);
+    return;
+  }
+  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
+    l->holds = l->release_before - 1;
+    if (v == 1 && !l->owner_shared)
+      l->holds = 0;
+    l->result = v;
+    finish(l, 0);
+    return;
+  }
+  if (status == 0) {
+    finish(l, LK_EPROTOCOL);
+    return;
+  }
+  remember_error(l, r);
+  if (status == LK_EUNKNOWN && !l->owner_shared &&
+      l->unknown_resends < LK__UNKNOWN_RESENDS) {
+    l->unknown_resends++;
+    if (release_attempt(l, 1) == 0)
+      return;
+  }
+  /* A resend that could not be sent leaves the first attempt's fate open. */
+  finish(l, l->unknown_resends > 0 && status == LK_ECONN ? LK_EUNKNOWN : status);
+}
+
+int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
+  int rc = check_idle(l, cb);
+  if (rc != 0)
+    return rc;
+  if (l->holds == 0)
+    return LK_ENOTHELD;
+  begin(l, OP_RELEASE, cb, arg);
+  l->release_before = l->holds;
+  rc = release_attempt(l, 0);
+  if (rc != 0)
+    l->kind = OP_NONE;
+  return rc;
+}
+
+/* --- force release and queries --- */
+
+static void on_simple_reply(void *data, int status, redisReply *r) {
+  lk_lock_t *l = data;
+  long long v;
+  l->op = NULL;
+  if (status != 0) {
+    remember_error(l, r);
+    finish(l, status);
+    return;
+  }
+  switch (l->kind) {
+  case OP_QUERY_HOLDS:
+    if (r->type == REDIS_REPLY_NIL) {
+      l->result = 0;
+    } else if (r->type == REDIS_REPLY_STRING) {
+      l->result = strtoll(r->str, NULL, 10);
+    } else {
+      finish(l, LK_EPROTOCOL);
+      return;
+    }
+    break;
+  default:
+    if (!lk__reply_is_int(r, &v)) {
+      finish(l, LK_EPROTOCOL);
+      return;
+    }
+    l->result = v;
+    if (l->kind == OP_FORCE)
+      l->holds = 0;
+    break;
+  }
+  finish(l, 0);
+}
+
+static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
+                        void *arg) {
+  const char *argv[3];
+  size_t lens[3];
+  int err = 0, rc = check_idle(l, cb);
+  if (rc != 0)
+    return rc;
+  begin(l, kind, cb, arg);
+  switch (kind) {
+  case OP_FORCE:
+    argv[0] = l->name, lens[0] = l->name_len;
+    argv[1] = l->channel, lens[1] = l->channel_len;
+    argv[2] = "PUBLISH", lens[2] = 7;
+    l->op = lk__script_call(l->client, script("lock/force_release"), 2, 1, argv,
+                            lens, on_simple_reply, l, &err);
+    break;
+  case OP_QUERY_HOLDS:
+    argv[0] = "HGET", lens[0] = 4;
+    argv[1] = l->name, lens[1] = l->name_len;
+    argv[2] = l->owner, lens[2] = l->owner_len;
+    l->op = lk__cmd_argv(l->client, 3, argv, lens, on_simple_reply, l, &err);
+    break;
+  default:
+    argv[0] = kind == OP_QUERY_TTL ? "PTTL" : "EXISTS";
+    lens[0] = strlen(argv[0]);
+    argv[1] = l->name, lens[1] = l->name_len;
+    l->op = lk__cmd_argv(l->client, 2, argv, lens, on_simple_reply, l, &err);
+    break;
+  }
+  if (l->op == NULL) {
+    l->kind = OP_NONE;
+    return err;
+  }
+  return 0;
+}
+
+int lk_lock_force_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
+  return start_simple(l, OP_FORCE, cb, arg);
+}
+int lk_lock_is_locked(lk_lock_t *l, lk_lock_cb cb, void *arg) {
+  return start_simple(l, OP_QUERY_EXISTS, cb, arg);
+}
+int lk_lock_remaining_ttl(lk_lock_t *l, lk_lock_cb cb, void *arg) {
+  return start_simple(l, OP_QUERY_TTL, cb, arg);
+}
+int lk_lock_server_hold_count(lk_lock_t *l, lk_lock_cb cb, void *arg) {
+  return start_simple(l, OP_QUERY_HOLDS, cb, arg);
+}
+
+/* --- lifecycle --- */
+
+static int set_owner(lk_lock_t *l, const char *client_id, uint64_t tid) {
+  int n = snprintf(l->owner, sizeof(l->owner), "%s:%" PRIu64, client_id, tid);
+  if (n < 0 || (size_t)n >= sizeof(l->owner))
+    return LK_EINVAL;
+  l->owner_len = (size_t)n;
+  return 0;
+}
+
+int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
+  lk_lock_t *l;
+  size_t len;
+  int rc = lk__check_client(c);
+  if (rc != 0)
+    return rc;
+  if (out == NULL)
+    return LK_EINVAL;
+  rc = lk__check_name(c, name, &len);
+  if (rc != 0)
+    return rc;
+  l = lk__calloc(1, sizeof(*l));
+  if (l == NULL)
+    return LK_ENOMEM;
+  l->client = c;
+  l->name = lk__memdup0(name, len);
+  l->name_len = len;
+  l->channel = lk__prefix_name(LK__LOCK_CHANNEL_PREFIX, name, len, &l->channel_len);
+  if (l->name == NULL || l->channel == NULL) {
+    lk__free(l->name);
+    lk__free(l->channel);
+    lk__free(l);
+    return LK_ENOMEM;
+  }
+  set_owner(l, c->id, ++c->next_tid);
+  l->lease_ms = c->o.default_lease_ms;
+  lk__defer_init(&l->done, on_done_defer);
+  uv_timer_init(c->loop, &l->timer);
+  l->timer.data = l;
+  lk__object_born(c);
+  *out = l;
+  return 0;
+}
+
+static void free_lock(lk_lock_t *l) {
+  lk__free(l->name);
+  lk__free(l->channel);
+  lk__free(l);
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+  lk_lock_t *l = h->data;
+  lk_lock_close_cb cb = l->close_cb;
+  lk__object_died(l->client);
+  /* The object is gone for the library from here on: the user may free
+   * whatever it pointed to, or close the client, inside close_cb. */
+  if (cb != NULL)
+    cb(l);
+  free_lock(l);
+}
+
+static void on_close_release(void *data, int status, redisReply *r) {
+  lk_lock_t *l = data;
+  l->op = NULL;
+  if (status != 0 && status != LK_ECANCELED)
+    lk__log(l->client, LK_LOG_WARN, "release on close failed (%s); the lock "
+                                    "expires with its lease",
+            lk_err_name(status));
+  l->holds = 0;
+  uv_close((uv_handle_t *)&l->timer, on_timer_closed);
+}
+
+/* Runs from the loop after the canceled operation's callback, so the order
+ * the user sees is: that callback, then close_cb. */
+static void close_continue(lk_lock_t *l) {
+  if (l->kind != OP_NONE)
+    return; /* its deferred completion comes first, then calls back here */
+  if (l->holds > 0 && !lk__client_forked(l->client) &&
+      send_release(l->client, l->name, l->name_len, l->channel, l->channel_len,
+                   l->owner, l->owner_len, l->lease_ms, -1, l->holds,
+                   on_close_release, l, &l->op) == 0)
+    return;
+  uv_close((uv_handle_t *)&l->timer, on_timer_closed);
+}
+
+static void on_close_step(lk__defer_t *d) {
+  close_continue(lk__container_of(d, lk_lock_t, close_step));
+}
+
+int lk_lock_close(lk_lock_t *l, lk_lock_close_cb close_cb) {
+  int rc;
+  if (l == NULL)
+    return LK_EINVAL;
+  if (lk__client_forked(l->client)) {
+    /* Nothing of the parent's may be touched: only memory goes. */
+    free_lock(l);
+    return LK_EFORKED;
+  }
+  if (l->closing)
+    return LK_ECLOSED;
+  rc = lk__check_client(l->client);
+  if (rc != 0)
+    return rc;
+  l->closing = 1;
+  l->close_cb = close_cb;
+  if (l->kind != OP_NONE && !lk__queue_linked(&l->done.node)) {
+    abandon_op(l);
+    uv_timer_stop(&l->timer);
+    lk__sub_stop(&l->sub);
+    finish_later(l, LK_ECANCELED); /* on_done_defer continues the close */
+    return 0;
+  }
+  if (l->kind != OP_NONE)
+    return 0; /* a completion is already queued; it continues the close */
+  lk__defer_init(&l->close_step, on_close_step);
+  lk__defer(l->client, &l->close_step);
+  return 0;
+}
+
+/* --- accessors --- */
+
+uint32_t lk_lock_hold_count(const lk_lock_t *l) { return l ? l->holds : 0; }
+int64_t lk_lock_result(const lk_lock_t *l) { return l ? l->result : 0; }
+const char *lk_lock_error_text(const lk_lock_t *l) { return l ? l->errtext : ""; }
+const char *lk_lock_name(const lk_lock_t *l) { return l ? l->name : NULL; }
+const char *lk_lock_owner(const lk_lock_t *l) { return l ? l->owner : NULL; }
+lk_client_t *lk_lock_client(const lk_lock_t *l) { return l ? l->client : NULL; }
+void *lk_lock_get_data(const lk_lock_t *l) { return l ? l->data : NULL; }
+void lk_lock_set_data(lk_lock_t *l, void *data) {
+  if (l != NULL)
+    l->data = data;
+}
+
+int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
+  int rc = check_lock(l);
+  if (rc != 0)
+    return rc;
+  if (client_id != NULL && !lk__valid_client_id(client_id))
+    return LK_EINVAL;
+  if (l->kind != OP_NONE || l->holds > 0)
+    return LK_EBUSY;
+  rc = set_owner(l, client_id ? client_id : l->client->id, thread_id);
+  if (rc == 0)
+    l->owner_shared = 1;
+  return rc;
+}
