@@ -371,8 +371,8 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
     return;
   }
   remember_error(l, r);
-  if (status == LK_EUNKNOWN && !l->owner_shared &&
-      l->unknown_resends < LK__UNKNOWN_RESENDS) {
+  if ((status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) &&
+      !l->owner_shared && l->unknown_resends < LK__UNKNOWN_RESENDS) {
     /* Safe to resend: the script recognises an earlier attempt that took the
      * lock by the expected count, so nothing is counted twice. */
     l->unknown_resends++;
@@ -383,7 +383,9 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
     wait_then_retry(l, -1);
     return;
   }
-  finish(l, status);
+  /* A lost reply whose resends never got through: the first attempt's fate
+   * is open (any hold it took expires with its lease). */
+  finish(l, l->unknown_resends > 0 && status == LK_ECONN ? LK_EUNKNOWN : status);
 }
 
 static void on_timer(uv_timer_t *t) {
@@ -485,8 +487,10 @@ static void on_release_reply(void *data, int status, redisReply *r) {
     return;
   }
   remember_error(l, r);
-  if (status == LK_EUNKNOWN && !l->owner_shared &&
-      l->unknown_resends < LK__UNKNOWN_RESENDS) {
+  /* Resend after a lost reply; a resend that could not even be sent (the
+   * reconnect failed) is tried again too, within the same small budget. */
+  if ((status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) &&
+      !l->owner_shared && l->unknown_resends < LK__UNKNOWN_RESENDS) {
     l->unknown_resends++;
     if (release_attempt(l, 1) == 0)
       return;

@@ -1,0 +1,141 @@
+/* Test-side conveniences over the latchkey API: a loop + server + client
+ * fixture, and "run the loop until this operation's callback" helpers, so a
+ * case reads as a sequence. Header-only (static inline) so harness parts
+ * that do not link latchkey stay independent of it. */
+#ifndef LK_TEST_HARNESS_LK_FIXTURE_H
+#define LK_TEST_HARNESS_LK_FIXTURE_H
+
+#include <string.h>
+
+#include "latchkey.h"
+#include "redis_server.h"
+#include "test.h"
+
+typedef struct fx_s {
+  uv_loop_t loop;
+  rt_server_t *srv;
+  lk_client_t *c;
+  int client_closed;
+} fx_t;
+
+/* One operation's outcome, filled by sx_cb. */
+typedef struct sx_s {
+  int done;
+  int calls; /* more than 1 breaks the exactly-once rule */
+  int status;
+  int64_t result;
+  uint64_t t_ns;
+} sx_t;
+
+static inline void sx_cb(lk_lock_t *l, int status, void *arg) {
+  sx_t *s = arg;
+  s->calls++;
+  ASSERT_EQ(s->calls, 1);
+  s->done = 1;
+  s->status = status;
+  s->result = lk_lock_result(l);
+  s->t_ns = uv_hrtime();
+}
+
+static inline void fx_client_opts(fx_t *fx, lk_client_opts_t *o) {
+  lk_client_opts_init(o);
+  o->port = rt_server_port(fx->srv);
+}
+
+static inline void fx_start_client(fx_t *fx, const lk_client_opts_t *o) {
+  ASSERT_OK(lk_client_new(&fx->loop, o, &fx->c));
+}
+
+/* Loop + one server + a client with default options on it. */
+static inline void fx_start(fx_t *fx, const rt_server_opts_t *so) {
+  lk_client_opts_t o;
+  memset(fx, 0, sizeof(*fx));
+  ASSERT_OK(uv_loop_init(&fx->loop));
+  fx->srv = rt_server_start(so);
+  ASSERT_NOT_NULL(fx->srv);
+  fx_client_opts(fx, &o);
+  fx_start_client(fx, &o);
+}
+
+static inline void fx_on_client_closed(lk_client_t *c) {
+  fx_t *fx = lk_client_get_data(c);
+  fx->client_closed = 1;
+}
+
+/* Closes the client (objects must be closed), checks the loop closes. */
+static inline void fx_finish(fx_t *fx) {
+  if (fx->c != NULL) {
+    lk_client_set_data(fx->c, fx);
+    ASSERT_OK(lk_client_close(fx->c, fx_on_client_closed));
+    rt_run_until(&fx->loop, &fx->client_closed, 10000);
+    fx->c = NULL;
+  }
+  rt_loop_close_clean(&fx->loop);
+  rt_server_stop(fx->srv);
+  fx->srv = NULL;
+}
+
+static inline lk_lock_t *fx_lock(fx_t *fx, const char *name) {
+  lk_lock_t *l = NULL;
+  ASSERT_OK(lk_lock_new(fx->c, name, &l));
+  return l;
+}
+
+static inline void fx_lock_closed_cb(lk_lock_t *l) {
+  int *flag = lk_lock_get_data(l);
+  *flag = 1;
+}
+
+static inline void fx_close_lock(fx_t *fx, lk_lock_t *l) {
+  int closed = 0;
+  lk_lock_set_data(l, &closed);
+  ASSERT_OK(lk_lock_close(l, fx_lock_closed_cb));
+  rt_run_until(&fx->loop, &closed, 10000);
+}
+
+static inline int sx_acquire_in(uv_loop_t *loop, lk_lock_t *l, int64_t wait_ms,
+                                int64_t lease_ms, sx_t *s) {
+  lk_lock_opts_t o;
+  memset(s, 0, sizeof(*s));
+  lk_lock_opts_init(&o);
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
+  rt_run_until(loop, &s->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
+  return s->status;
+}
+
+static inline int sx_acquire(fx_t *fx, lk_lock_t *l, int64_t wait_ms, int64_t lease_ms) {
+  sx_t s;
+  return sx_acquire_in(&fx->loop, l, wait_ms, lease_ms, &s);
+}
+
+typedef int (*sx_op_fn)(lk_lock_t *, lk_lock_cb, void *);
+
+/* Runs release / force_release / a query to completion; *result gets
+ * lk_lock_result() when result is not NULL. */
+static inline int sx_run(fx_t *fx, sx_op_fn fn, lk_lock_t *l, int64_t *result) {
+  sx_t s;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(fn(l, sx_cb, &s));
+  rt_run_until(&fx->loop, &s.done, 15000);
+  if (result != NULL)
+    *result = s.result;
+  return s.status;
+}
+
+/* Polls a side-channel condition (bounded) while the loop keeps running:
+ * for conditions with no callback to await, such as a key expiring on the
+ * server or a clean-up the library does in the background. */
+static inline int fx_wait_key_gone(fx_t *fx, const char *key, int64_t timeout_ms) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(timeout_ms);
+  while (rt_now_ms() < end) {
+    if (rt_cmd_int(fx->srv, "EXISTS %s", key) == 0)
+      return 1;
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(2);
+  }
+  return 0;
+}
+
+#endif /* LK_TEST_HARNESS_LK_FIXTURE_H */

@@ -1,0 +1,721 @@
+/* Spawning, controlling and querying real redis-server processes. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "redis_server.h"
+
+#include "test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define RT_PATH_MAX 512
+/* sun_path is 108 bytes; keep the socket path well inside it. */
+#define RT_SUN_PATH_MAX 100
+#define RT_START_ATTEMPTS 5
+
+struct rt_server_s {
+  pid_t pid; /* 0 while down */
+  pid_t owner; /* the process that started it; only it may clean up */
+  int port;
+  int paused;
+  int appendonly;
+  int debug_command;
+  char *requirepass;
+  char **extra_args; /* NULL-terminated copy */
+  char dir[RT_PATH_MAX];
+  char unix_path[RT_PATH_MAX];
+  char log_path[RT_PATH_MAX];
+  redisContext *ctx; /* side channel, NULL until first used */
+  struct rt_server_s *next;
+};
+
+static rt_server_t *live_servers; /* for the atexit sweep */
+
+/* ---- small helpers ------------------------------------------------------------------- */
+
+static char *xstrdup(const char *s) {
+  if (s == NULL)
+    return NULL;
+  char *d = strdup(s);
+  if (d == NULL)
+    FAIL("out of memory");
+  return d;
+}
+
+static struct timeval tv_ms(int64_t ms) {
+  struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+  return tv;
+}
+
+/* hiredis writes with plain write(): a server killed mid-command would SIGPIPE
+ * the test. Block it around side-channel I/O and swallow one that arrived, so
+ * the library under test still sees the process's normal disposition. */
+static void sigpipe_block(sigset_t *old) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void sigpipe_restore(const sigset_t *old) {
+  if (!sigismember(old, SIGPIPE)) {
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+      struct timespec zero = {0, 0};
+      sigtimedwait(&set, NULL, &zero);
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+static const char *reply_type_name(int type) {
+  switch (type) {
+  case REDIS_REPLY_STRING: return "string";
+  case REDIS_REPLY_ARRAY: return "array";
+  case REDIS_REPLY_INTEGER: return "integer";
+  case REDIS_REPLY_NIL: return "nil";
+  case REDIS_REPLY_STATUS: return "status";
+  case REDIS_REPLY_ERROR: return "error";
+  default: return "unknown";
+  }
+}
+
+/* Value of "field:" in an INFO text, malloc'd, or NULL. */
+static char *info_lookup(const char *text, size_t len, const char *field) {
+  size_t flen = strlen(field);
+  const char *p = text, *end = text + len;
+  for (int lines = 0; p < end && lines < 10000; lines++) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    if (eol == NULL)
+      eol = end;
+    if ((size_t)(eol - p) > flen && memcmp(p, field, flen) == 0 && p[flen] == ':') {
+      const char *v = p + flen + 1, *vend = eol;
+      if (vend > v && vend[-1] == '\r')
+        vend--;
+      char *out = malloc((size_t)(vend - v) + 1);
+      if (out == NULL)
+        FAIL("out of memory");
+      memcpy(out, v, (size_t)(vend - v));
+      out[vend - v] = '\0';
+      return out;
+    }
+    p = eol + 1;
+  }
+  return NULL;
+}
+
+static char *ctx_info(redisContext *c, const char *section, const char *field) {
+  redisReply *r = redisCommand(c, "INFO %s", section);
+  char *v = NULL;
+  if (r != NULL && r->type == REDIS_REPLY_STRING)
+    v = info_lookup(r->str, r->len, field);
+  if (r != NULL)
+    freeReplyObject(r);
+  return v;
+}
+
+/* Blocking connection with connect and I/O timeouts, AUTHed if needed.
+ * Returns NULL (and the reason in why) on failure. */
+static redisContext *connect_side(const rt_server_t *s, int64_t connect_ms, int64_t io_ms,
+                                  char *why, size_t why_len) {
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv_ms(connect_ms));
+  if (c == NULL || c->err) {
+    snprintf(why, why_len, "connect: %s", c ? c->errstr : "out of memory");
+    if (c)
+      redisFree(c);
+    return NULL;
+  }
+  /* hiredis 0.14 opens sockets without CLOEXEC; later redis-server children
+   * must not inherit our connections. */
+  fcntl(c->fd, F_SETFD, FD_CLOEXEC);
+  redisSetTimeout(c, tv_ms(io_ms));
+  if (s->requirepass != NULL) {
+    redisReply *r = redisCommand(c, "AUTH %s", s->requirepass);
+    int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+    snprintf(why, why_len, "AUTH: %s", r ? (r->str ? r->str : "?") : c->errstr);
+    if (r)
+      freeReplyObject(r);
+    if (!ok) {
+      redisFree(c);
+      return NULL;
+    }
+  }
+  return c;
+}
+
+static void print_log_tail(const rt_server_t *s) {
+  FILE *f = fopen(s->log_path, "r");
+  if (f == NULL)
+    return;
+  char buf[2048];
+  long size = 0;
+  if (fseek(f, 0, SEEK_END) == 0)
+    size = ftell(f);
+  if (size > (long)sizeof buf - 1)
+    fseek(f, size - (long)sizeof buf + 1, SEEK_SET);
+  else
+    fseek(f, 0, SEEK_SET);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  fprintf(stderr, "---- tail of %s ----\n%s---- end ----\n", s->log_path, buf);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static void remove_dir(const char *dir) {
+  if (dir[0] == '\0')
+    return;
+  const char *keep = getenv("LK_TEST_KEEP_DIRS");
+  if (keep != NULL && *keep != '\0' && strcmp(keep, "0") != 0) {
+    fprintf(stderr, "note: keeping %s (LK_TEST_KEEP_DIRS)\n", dir);
+    return;
+  }
+  nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Resolved in the parent: after fork only async-signal-safe calls are allowed. */
+static int find_binary(char *out, size_t out_len) {
+  const char *name = getenv("LK_REDIS_SERVER");
+  if (name == NULL || *name == '\0')
+    name = "redis-server";
+  if (strchr(name, '/') != NULL) {
+    snprintf(out, out_len, "%s", name);
+    return access(out, X_OK) == 0 ? 0 : -1;
+  }
+  const char *path = getenv("PATH");
+  if (path == NULL)
+    path = "/usr/local/bin:/usr/bin:/bin";
+  for (int i = 0; i < 256 && *path != '\0'; i++) {
+    const char *colon = strchr(path, ':');
+    size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
+    if (dlen > 0 && (size_t)snprintf(out, out_len, "%.*s/%s", (int)dlen, path, name) < out_len &&
+        access(out, X_OK) == 0)
+      return 0;
+    if (colon == NULL)
+      break;
+    path = colon + 1;
+  }
+  return -1;
+}
+
+static int make_dir(rt_server_t *s) {
+  const char *tmp = getenv("TMPDIR");
+  for (int i = 0; i < 2; i++) {
+    const char *base = (i == 0 && tmp != NULL && *tmp != '\0') ? tmp : "/tmp";
+    if ((size_t)snprintf(s->dir, sizeof s->dir, "%s/lk-redis-XXXXXX", base) >= sizeof s->dir ||
+        strlen(s->dir) + strlen("/redis.sock") >= RT_SUN_PATH_MAX)
+      continue; /* TMPDIR too long for a unix socket path: fall back to /tmp */
+    if (mkdtemp(s->dir) != NULL) {
+      snprintf(s->unix_path, sizeof s->unix_path, "%s/redis.sock", s->dir);
+      snprintf(s->log_path, sizeof s->log_path, "%s/redis.log", s->dir);
+      return 0;
+    }
+    fprintf(stderr, "rt_server: mkdtemp(%s): %s\n", s->dir, strerror(errno));
+  }
+  s->dir[0] = '\0';
+  return -1;
+}
+
+/* ---- process control ---------------------------------------------------------------- */
+
+static void close_from(int lowfd) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
+    return;
+#endif
+  for (int fd = lowfd; fd < 4096; fd++)
+    close(fd);
+}
+
+static int spawn(rt_server_t *s) {
+  char bin[RT_PATH_MAX];
+  if (find_binary(bin, sizeof bin) != 0) {
+    fprintf(stderr, "rt_server: redis-server not found (PATH or LK_REDIS_SERVER)\n");
+    return -1;
+  }
+  char port[16];
+  snprintf(port, sizeof port, "%d", s->port);
+  size_t n_extra = 0;
+  while (s->extra_args != NULL && s->extra_args[n_extra] != NULL)
+    n_extra++;
+  const char *fixed[] = {bin, "--port", port, "--bind", "127.0.0.1", "--save", "",
+                         "--appendonly", s->appendonly ? "yes" : "no", "--appendfsync", "always",
+                         "--dir", s->dir, "--daemonize", "no", "--logfile", s->log_path,
+                         "--protected-mode", "yes", "--unixsocket", s->unix_path,
+                         "--unixsocketperm", "700"};
+  size_t n_fixed = sizeof fixed / sizeof fixed[0];
+  const char **argv = calloc(n_fixed + 4 + n_extra + 1, sizeof *argv);
+  if (argv == NULL)
+    FAIL("out of memory");
+  size_t n = 0;
+  for (size_t i = 0; i < n_fixed; i++)
+    argv[n++] = fixed[i];
+  if (s->debug_command) {
+    argv[n++] = "--enable-debug-command";
+    argv[n++] = "local";
+  }
+  if (s->requirepass != NULL) {
+    argv[n++] = "--requirepass";
+    argv[n++] = s->requirepass;
+  }
+  for (size_t i = 0; i < n_extra; i++)
+    argv[n++] = s->extra_args[i];
+  argv[n] = NULL;
+
+  pid_t parent = getpid();
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "rt_server: fork: %s\n", strerror(errno));
+    free(argv);
+    return -1;
+  }
+  if (pid == 0) {
+    /* Child: async-signal-safe calls only (the parent may have threads). Dies
+     * with the thread that forked it even if that is SIGKILLed. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+      _exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+      dup2(devnull, STDIN_FILENO);
+    close_from(3); /* the test's sockets and libuv fds stay with the test */
+    execv(bin, (char *const *)argv);
+    static const char msg[] = "rt_server: execv redis-server failed\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(127);
+  }
+  free(argv);
+  s->pid = pid;
+  s->paused = 0;
+  rt_child_track(pid);
+  return 0;
+}
+
+static void mark_down(rt_server_t *s) {
+  rt_child_untrack(s->pid);
+  s->pid = 0;
+  s->paused = 0;
+  if (s->ctx != NULL) {
+    redisFree(s->ctx);
+    s->ctx = NULL;
+  }
+}
+
+/* Reap s->pid within timeout_ms. Returns 1 when reaped. */
+static int reap(rt_server_t *s, int64_t timeout_ms) {
+  int64_t deadline = rt_now_ms() + timeout_ms;
+  for (long i = 0; i < 1000000L; i++) {
+    int st = 0;
+    pid_t r = waitpid(s->pid, &st, WNOHANG);
+    if (r == s->pid && (WIFEXITED(st) || WIFSIGNALED(st)))
+      return 1;
+    if (r < 0 && errno != EINTR)
+      return 1; /* ECHILD: already reaped elsewhere */
+    if (rt_now_ms() > deadline)
+      return 0;
+    rt_sleep_ms(1);
+  }
+  return 0;
+}
+
+/* Wait for a stop (want_stopped) or continue report. Returns 0, or -1 when the
+ * process died meanwhile or the report did not come. */
+static int wait_state(rt_server_t *s, int want_stopped) {
+  int64_t deadline = rt_now_ms() + rt_scaled_ms(5000);
+  int flags = WNOHANG | (want_stopped ? WUNTRACED : WCONTINUED);
+  for (long i = 0; i < 1000000L; i++) {
+    int st = 0;
+    pid_t r = waitpid(s->pid, &st, flags);
+    if (r == s->pid) {
+      if (want_stopped ? WIFSTOPPED(st) : WIFCONTINUED(st))
+        return 0;
+      if (WIFEXITED(st) || WIFSIGNALED(st)) {
+        fprintf(stderr, "rt_server: pid %d died while waiting for %s\n", (int)s->pid,
+                want_stopped ? "SIGSTOP" : "SIGCONT");
+        mark_down(s);
+        return -1;
+      }
+    }
+    if (rt_now_ms() > deadline)
+      break;
+    rt_sleep_ms(1);
+  }
+  fprintf(stderr, "rt_server: pid %d: no %s report\n", (int)s->pid,
+          want_stopped ? "stop" : "continue");
+  return -1;
+}
+
+/* 0: ready (and s->ctx is the side channel); -1: the child exited (worth a
+ * retry); -2: timed out. */
+static int wait_ready(rt_server_t *s) {
+  int64_t deadline = rt_now_ms() + rt_scaled_ms(10000);
+  char why[256] = "not tried";
+  for (long i = 0; i < 100000L; i++) {
+    int st = 0;
+    if (waitpid(s->pid, &st, WNOHANG) == s->pid && (WIFEXITED(st) || WIFSIGNALED(st))) {
+      fprintf(stderr, "rt_server: redis-server on port %d exited (%s %d) during startup\n",
+              s->port, WIFEXITED(st) ? "status" : "signal",
+              WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+      rt_child_untrack(s->pid);
+      s->pid = 0;
+      return -1;
+    }
+    sigset_t old;
+    sigpipe_block(&old);
+    redisContext *c = connect_side(s, 200, 1000, why, sizeof why);
+    int ready = 0;
+    if (c != NULL) {
+      redisReply *r = redisCommand(c, "PING");
+      if (r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0) {
+        /* The port could belong to someone else's server for a moment: make
+         * sure the one answering is our child. */
+        char *pid = ctx_info(c, "server", "process_id");
+        ready = pid != NULL && atol(pid) == (long)s->pid;
+        snprintf(why, sizeof why, "process_id %s, ours %d", pid ? pid : "?", (int)s->pid);
+        free(pid);
+      } else {
+        snprintf(why, sizeof why, "PING: %s",
+                 r ? (r->str ? r->str : reply_type_name(r->type)) : c->errstr);
+      }
+      if (r != NULL)
+        freeReplyObject(r);
+    }
+    sigpipe_restore(&old);
+    if (ready) {
+      redisSetTimeout(c, tv_ms(rt_scaled_ms(5000)));
+      s->ctx = c;
+      return 0;
+    }
+    if (c != NULL)
+      redisFree(c);
+    if (rt_now_ms() > deadline)
+      break;
+    rt_sleep_ms(10);
+  }
+  fprintf(stderr, "rt_server: redis-server on port %d not ready in %lld ms (last: %s)\n",
+          s->port, (long long)rt_scaled_ms(10000), why);
+  return -2;
+}
+
+/* Starts the process on s->port (or on fresh ports when pick_port) and waits
+ * until it is ready, retrying when the child exits early (bind races). */
+static int launch(rt_server_t *s, int pick_port) {
+  for (int attempt = 0; attempt < RT_START_ATTEMPTS; attempt++) {
+    if (attempt > 0)
+      rt_sleep_ms(50 * attempt);
+    if (pick_port) {
+      s->port = rt_pick_port();
+      if (s->port == 0) {
+        fprintf(stderr, "rt_server: no free port found\n");
+        continue;
+      }
+    }
+    if (spawn(s) != 0)
+      return -1;
+    int r = wait_ready(s);
+    if (r == 0)
+      return 0;
+    if (r == -2) {
+      kill(s->pid, SIGKILL);
+      reap(s, 2000);
+      mark_down(s);
+      break;
+    }
+  }
+  print_log_tail(s);
+  return -1;
+}
+
+/* ---- public API ------------------------------------------------------------------------ */
+
+void rt_server_opts_init(rt_server_opts_t *opts) { memset(opts, 0, sizeof *opts); }
+
+static void free_server(rt_server_t *s) {
+  for (rt_server_t **pp = &live_servers; *pp != NULL; pp = &(*pp)->next) {
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  }
+  if (s->extra_args != NULL)
+    for (size_t i = 0; s->extra_args[i] != NULL; i++)
+      free(s->extra_args[i]);
+  free(s->extra_args);
+  free(s->requirepass);
+  free(s);
+}
+
+/* Servers a test forgot to stop (or left behind by a failed assertion). */
+static void at_exit_stop_servers(void) {
+  pid_t self = getpid();
+  rt_server_t *s = live_servers;
+  for (int i = 0; s != NULL && i < 10000; i++) {
+    rt_server_t *next = s->next;
+    if (s->owner == self)
+      rt_server_stop(s);
+    s = next;
+  }
+}
+
+rt_server_t *rt_server_start(const rt_server_opts_t *opts) {
+  static int hooked;
+  if (!hooked) {
+    hooked = 1;
+    atexit(at_exit_stop_servers);
+  }
+  rt_server_opts_t defaults;
+  if (opts == NULL) {
+    rt_server_opts_init(&defaults);
+    opts = &defaults;
+  }
+  rt_server_t *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    FAIL("out of memory");
+  s->owner = getpid();
+  s->appendonly = opts->appendonly != 0;
+  s->debug_command = opts->debug_command != 0;
+  s->requirepass = xstrdup(opts->requirepass);
+  if (opts->extra_args != NULL) {
+    size_t n = 0;
+    while (opts->extra_args[n] != NULL)
+      n++;
+    s->extra_args = calloc(n + 1, sizeof *s->extra_args);
+    if (s->extra_args == NULL)
+      FAIL("out of memory");
+    for (size_t i = 0; i < n; i++)
+      s->extra_args[i] = xstrdup(opts->extra_args[i]);
+  }
+  s->next = live_servers;
+  live_servers = s;
+  if (make_dir(s) != 0 || launch(s, 1) != 0) {
+    fprintf(stderr, "rt_server_start: failed\n");
+    remove_dir(s->dir);
+    free_server(s);
+    return NULL;
+  }
+  return s;
+}
+
+int rt_server_port(const rt_server_t *s) { return s->port; }
+const char *rt_server_unix_path(const rt_server_t *s) { return s->unix_path; }
+const char *rt_server_dir(const rt_server_t *s) { return s->dir; }
+pid_t rt_server_pid(const rt_server_t *s) { return s->pid; }
+int rt_server_running(const rt_server_t *s) { return s->pid != 0; }
+
+void rt_server_pause(rt_server_t *s) {
+  if (s->pid == 0 || s->paused)
+    return;
+  kill(s->pid, SIGSTOP);
+  if (wait_state(s, 1) == 0)
+    s->paused = 1;
+}
+
+void rt_server_resume(rt_server_t *s) {
+  if (s->pid == 0 || !s->paused)
+    return;
+  kill(s->pid, SIGCONT);
+  if (wait_state(s, 0) == 0)
+    s->paused = 0;
+}
+
+void rt_server_kill(rt_server_t *s, int sig) {
+  if (s->pid == 0)
+    return;
+  if (sig == SIGSTOP) {
+    rt_server_pause(s);
+    return;
+  }
+  if (sig == SIGCONT) {
+    rt_server_resume(s);
+    return;
+  }
+  kill(s->pid, sig);
+  if (sig != SIGKILL && sig != SIGTERM)
+    return;
+  if (sig == SIGTERM && s->paused)
+    kill(s->pid, SIGCONT); /* a stopped process cannot act on SIGTERM */
+  if (!reap(s, rt_scaled_ms(10000))) {
+    fprintf(stderr, "rt_server: pid %d ignored signal %d; sending SIGKILL\n", (int)s->pid, sig);
+    kill(s->pid, SIGKILL);
+    if (!reap(s, rt_scaled_ms(10000))) {
+      /* Keep it tracked: the exit path kills it again. */
+      fprintf(stderr, "rt_server: pid %d not reaped\n", (int)s->pid);
+      s->pid = 0;
+      s->paused = 0;
+      return;
+    }
+  }
+  mark_down(s);
+}
+
+int rt_server_restart(rt_server_t *s) {
+  if (s->pid != 0)
+    rt_server_kill(s, SIGKILL);
+  if (launch(s, 0) != 0) {
+    fprintf(stderr, "rt_server_restart: port %d: failed\n", s->port);
+    return -1;
+  }
+  return 0;
+}
+
+void rt_server_stop(rt_server_t *s) {
+  if (s == NULL)
+    return;
+  if (s->pid != 0)
+    rt_server_kill(s, SIGKILL);
+  if (s->ctx != NULL) {
+    redisFree(s->ctx);
+    s->ctx = NULL;
+  }
+  remove_dir(s->dir);
+  free_server(s);
+}
+
+/* ---- side channel -------------------------------------------------------------------- */
+
+/* Any readiness on an idle connection means EOF, an error, or stray bytes: in
+ * every case it cannot be trusted for the next command. */
+static int idle_conn_broken(redisContext *c) {
+  struct pollfd p = {c->fd, POLLIN, 0};
+  return c->err != 0 || poll(&p, 1, 0) != 0;
+}
+
+static redisContext *side_channel(rt_server_t *s) {
+  if (s->ctx != NULL && idle_conn_broken(s->ctx)) {
+    redisFree(s->ctx);
+    s->ctx = NULL;
+  }
+  if (s->ctx == NULL) {
+    char why[256];
+    s->ctx = connect_side(s, rt_scaled_ms(2000), rt_scaled_ms(5000), why, sizeof why);
+    if (s->ctx == NULL)
+      fprintf(stderr, "rt_cmd: port %d: %s\n", s->port, why);
+  }
+  return s->ctx;
+}
+
+/* The command failed on the wire: report and drop the connection (its state
+ * is unknown; the next call reconnects). */
+static redisReply *side_failed(rt_server_t *s) {
+  fprintf(stderr, "rt_cmd: port %d: %s\n", s->port, s->ctx->errstr);
+  redisFree(s->ctx);
+  s->ctx = NULL;
+  return NULL;
+}
+
+static redisReply *vcmd(rt_server_t *s, const char *fmt, va_list ap) {
+  sigset_t old;
+  sigpipe_block(&old);
+  redisReply *r = NULL;
+  if (side_channel(s) != NULL) {
+    r = redisvCommand(s->ctx, fmt, ap);
+    if (r == NULL)
+      side_failed(s);
+  }
+  sigpipe_restore(&old);
+  return r;
+}
+
+redisReply *rt_cmd(rt_server_t *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  redisReply *r = vcmd(s, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+redisReply *rt_cmd_argv(rt_server_t *s, int argc, const char **argv, const size_t *lens) {
+  sigset_t old;
+  sigpipe_block(&old);
+  redisReply *r = NULL;
+  if (side_channel(s) != NULL) {
+    r = redisCommandArgv(s->ctx, argc, argv, lens);
+    if (r == NULL)
+      side_failed(s);
+  }
+  sigpipe_restore(&old);
+  return r;
+}
+
+static void fail_reply(const char *file, int line, const char *fmt, const char *want,
+                       const redisReply *r) {
+  if (r == NULL)
+    rt_fail_at(file, line, "rt_cmd \"%s\": no reply (see above)", fmt);
+  int has_text = r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STATUS ||
+                 r->type == REDIS_REPLY_STRING;
+  rt_fail_at(file, line, "rt_cmd \"%s\": expected %s reply, got %s%s%.*s", fmt, want,
+             reply_type_name(r->type), has_text ? " " : "", has_text ? (int)r->len : 0,
+             has_text ? r->str : "");
+}
+
+long long rt_cmd_int_at(const char *file, int line, rt_server_t *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  redisReply *r = vcmd(s, fmt, ap);
+  va_end(ap);
+  if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+    fail_reply(file, line, fmt, "an integer", r);
+  long long v = r->integer;
+  freeReplyObject(r);
+  return v;
+}
+
+char *rt_cmd_str_at(const char *file, int line, rt_server_t *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  redisReply *r = vcmd(s, fmt, ap);
+  va_end(ap);
+  if (r == NULL || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS &&
+                    r->type != REDIS_REPLY_NIL))
+    fail_reply(file, line, fmt, "a string, status or nil", r);
+  char *out = NULL;
+  if (r->type != REDIS_REPLY_NIL) {
+    out = malloc(r->len + 1);
+    if (out == NULL)
+      FAIL("out of memory");
+    memcpy(out, r->str, r->len);
+    out[r->len] = '\0';
+  }
+  freeReplyObject(r);
+  return out;
+}
+
+char *rt_server_info(rt_server_t *s, const char *section, const char *field) {
+  redisReply *r = rt_cmd(s, "INFO %s", section);
+  char *v = NULL;
+  if (r != NULL && r->type == REDIS_REPLY_STRING)
+    v = info_lookup(r->str, r->len, field);
+  if (r != NULL)
+    freeReplyObject(r);
+  return v;
+}

@@ -1,0 +1,93 @@
+/* A test-only "Redisson emulator": a blocking client (hiredis sync API) that
+ * behaves on the wire like a Redisson RLock user, so interop tests have the
+ * other side of a shared lock without a JVM.
+ *
+ * It is OUR READING of research/redisson.md §0.2, §0.5, §1.2 and §1.3 (hash
+ * NAME with field "UUID:TID" -> hold count and a PEXPIRE lease; unlock with
+ * the idempotency latch; "0" published on redisson_lock__channel on full
+ * release; lock() subscribes after the first failed try and retries on a
+ * message or when the holder's ttl ran out). The scripts were written from
+ * that description, not copied from Redisson; if the spec is wrong, so is
+ * this emulator.
+ *
+ * Every function takes connections the caller owns; one connection must be
+ * used by one thread at a time. Transport or protocol errors fail the test
+ * (rt_fail_at), also when called from another thread or a forked process. */
+#ifndef LK_TEST_HARNESS_REDISSON_EMU_H
+#define LK_TEST_HARNESS_REDISSON_EMU_H
+
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Redisson's lockWatchdogTimeout: the lease a re-entrant unlock re-applies
+ * when the caller does not say otherwise. */
+#define RT_RLOCK_DEFAULT_LEASE_MS 30000
+/* Time the unlock latch key lives (Redisson computes 16-20 s by default). */
+#define RT_RLOCK_LATCH_TTL_MS 20000
+
+/* rt_rlock_try results besides a ttl >= 0. */
+#define RT_RLOCK_ACQUIRED (-1)
+/* Held by another owner and the hash has no expiry (Redisson's script would
+ * reply -1 there; it is kept apart here so that -1 only means "acquired"). */
+#define RT_RLOCK_BUSY_NO_TTL (-3)
+
+/* A blocking connection to 127.0.0.1:port (connect and I/O timeouts about
+ * 5 s scaled). Fails the test when it cannot connect. Free with redisFree. */
+redisContext *rt_rlock_connect(int port);
+
+/* prefixName(prefix, name): "prefix:name" when name contains '{', else
+ * "prefix:{name}". malloc'd; free(). */
+char *rt_rlock_prefix_name(const char *prefix, const char *name);
+/* The lock's channel: rt_rlock_prefix_name("redisson_lock__channel", name). */
+char *rt_rlock_channel(const char *name);
+
+/* tryLock() once: RT_RLOCK_ACQUIRED (-1) when the owner "uuid:tid" now holds
+ * (first hold or re-entry; the lease is (re)set to lease_ms), else the
+ * holder's PTTL in ms (>= 0), or RT_RLOCK_BUSY_NO_TTL. */
+long long rt_rlock_try(redisContext *ctx, const char *name, const char *uuid, long long tid,
+                       int64_t lease_ms);
+
+/* unlock(): a fresh random 32-hex request id, the unlock script, then DEL of
+ * the latch key. Returns 1 released (and "0" published), 0 decremented (the
+ * lease is re-applied: RT_RLOCK_DEFAULT_LEASE_MS, or lease_ms in the _lease
+ * form), -1 not the owner (Redisson would throw IllegalMonitorStateException). */
+int rt_rlock_unlock(redisContext *ctx, const char *name, const char *uuid, long long tid);
+int rt_rlock_unlock_lease(redisContext *ctx, const char *name, const char *uuid,
+                          long long tid, int64_t lease_ms);
+/* The unlock script alone with a given request id (32 hex characters in
+ * Redisson); the latch key is left in place unless del_latch, so a test can
+ * replay a "retried" unlock. Same results as rt_rlock_unlock. */
+int rt_rlock_unlock_req(redisContext *ctx, const char *name, const char *uuid, long long tid,
+                        int64_t lease_ms, const char *req, int del_latch);
+/* The latch key for a request id: prefixName("redisson_unlock_latch", name)
+ * + ":" + req. malloc'd; free(). */
+char *rt_rlock_latch_key(const char *name, const char *req);
+
+/* lock() bounded by timeout_ms: one try; on failure SUBSCRIBE to the
+ * channel on sub (a second connection, not subscribed to anything), try
+ * again, then repeatedly wait for a message on the channel for at most the
+ * holder's ttl (or the time left when there is no ttl) and try again.
+ * UNSUBSCRIBEs before returning, leaving sub reusable. Returns 0 acquired,
+ * -1 when timeout_ms passed first. The bound is not scaled. */
+int rt_rlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *name,
+                           const char *uuid, long long tid, int64_t lease_ms, int64_t timeout_ms);
+
+/* The next reply or push that arrives on a (subscribed) connection, waiting
+ * at most timeout_ms (unscaled; 0 = only what is already readable). NULL on
+ * timeout. Free with freeReplyObject. */
+redisReply *rt_sub_next(redisContext *sub, int64_t timeout_ms);
+
+/* Waits (up to timeout_ms) for a "message" push on sub and returns it, or
+ * NULL; subscribe confirmations and other pushes are skipped. The reply is
+ * an array {"message", channel, payload}. */
+redisReply *rt_sub_next_message(redisContext *sub, int64_t timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LK_TEST_HARNESS_REDISSON_EMU_H */

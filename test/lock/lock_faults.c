@@ -1,0 +1,330 @@
+/* Reentrant lock under faults: server restart and pub/sub loss while
+ * waiting, TCP resets and refused connects through a proxy, a user without
+ * channel permission. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lk_fixture.h"
+#include "proxy.h"
+
+static void start_acquire(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, sx_t *s) {
+  lk_lock_opts_t o;
+  memset(s, 0, sizeof(*s));
+  lk_lock_opts_init(&o);
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
+}
+
+/* Runs the loop for ms (unscaled) so background work can happen. */
+static void spin(fx_t *fx, int64_t ms) {
+  int64_t end = rt_now_ms() + ms;
+  while (rt_now_ms() < end) {
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+static void wait_subscribed(fx_t *fx, const char *channel) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
+  for (;;) {
+    redisReply *r = rt_cmd(fx->srv, "PUBSUB NUMSUB %s", channel);
+    long long n;
+    ASSERT_NOT_NULL(r);
+    ASSERT_EQ(r->elements, 2);
+    n = r->element[1]->integer;
+    freeReplyObject(r);
+    if (n > 0)
+      return;
+    ASSERT_LT(rt_now_ms(), end);
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+typedef struct {
+  int events[8];
+  int n;
+} events_t;
+
+static void on_event(lk_client_t *c, lk_event_t ev, void *arg) {
+  events_t *e = arg;
+  if (e->n < 8)
+    e->events[e->n++] = (int)ev;
+}
+
+static int saw(const events_t *e, lk_event_t ev) {
+  int i;
+  for (i = 0; i < e->n; i++)
+    if (e->events[i] == (int)ev)
+      return 1;
+  return 0;
+}
+
+/* The holder's key vanishes with a restart (no persistence): the waiter
+ * reconnects, re-polls and takes the lock. */
+TEST(redis_restart_while_waiting) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_lock_t *a, *b;
+  sx_t s;
+  events_t ev;
+  memset(&fx, 0, sizeof(fx));
+  memset(&ev, 0, sizeof(ev));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  fx_client_opts(&fx, &o);
+  o.on_event = on_event;
+  o.event_arg = &ev;
+  o.reconnect_max_ms = 200;
+  fx_start_client(&fx, &o);
+  a = fx_lock(&fx, "rs");
+  b = fx_lock(&fx, "rs");
+  ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
+  start_acquire(b, 20000, 10000, &s);
+  wait_subscribed(&fx, "redisson_lock__channel:{rs}");
+  ASSERT_OK(rt_server_restart(fx.srv));
+  rt_run_until(&fx.loop, &s.done, 8000);
+  ASSERT_OK(s.status);
+  ASSERT(saw(&ev, LK_EVENT_SUSPENDED));
+  ASSERT(saw(&ev, LK_EVENT_RECONNECTED));
+  ASSERT(saw(&ev, LK_EVENT_SERVER_RESTARTED));
+  /* a's hold died with the data: its release says so. */
+  ASSERT_EQ(sx_run(&fx, lk_lock_release, a, NULL), LK_ENOTOWNER);
+  fx_close_lock(&fx, a);
+  fx_close_lock(&fx, b);
+  fx_finish(&fx);
+}
+
+/* The pub/sub connection is killed while a waiter depends on it; re-polling
+ * is slowed to 20 s, so only a resubscribe (and the re-poll it triggers)
+ * plus the release message can wake the waiter in time. */
+TEST(pubsub_killed_while_waiting) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_lock_t *a, *b;
+  sx_t s, r;
+  uint64_t released;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  fx_client_opts(&fx, &o);
+  o.max_repoll_ms = 20000;
+  o.reconnect_max_ms = 100;
+  fx_start_client(&fx, &o);
+  a = fx_lock(&fx, "pk");
+  b = fx_lock(&fx, "pk");
+  ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
+  start_acquire(b, 30000, 10000, &s);
+  wait_subscribed(&fx, "redisson_lock__channel:{pk}");
+  ASSERT_GE(rt_cmd_int(fx.srv, "CLIENT KILL TYPE pubsub"), 1);
+  spin(&fx, 50);
+  wait_subscribed(&fx, "redisson_lock__channel:{pk}");
+  spin(&fx, 20);
+  ASSERT_EQ(s.done, 0);
+  memset(&r, 0, sizeof(r));
+  ASSERT_OK(lk_lock_release(a, sx_cb, &r));
+  released = uv_hrtime();
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  ASSERT_LT((int64_t)((s.t_ns - released) / 1000000u), rt_scaled_ms(1000));
+  rt_run_until(&fx.loop, &r.done, 5000);
+  fx_close_lock(&fx, a);
+  fx_close_lock(&fx, b);
+  fx_finish(&fx);
+}
+
+/* A reset connection produces callbacks and a reconnect, never a hang; the
+ * lock's state stays consistent. */
+TEST(tcp_reset_produces_callbacks) {
+  fx_t fx;
+  lk_client_opts_t o;
+  rt_proxy_t *p;
+  lk_lock_t *a;
+  sx_t q;
+  int64_t n = -1;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(p);
+  o.reconnect_max_ms = 100;
+  o.reply_timeout_ms = 1000;
+  fx_start_client(&fx, &o);
+  a = fx_lock(&fx, "rst");
+  ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
+  /* Delay replies so the query is surely in flight when the reset hits. */
+  rt_proxy_delay(p, 200);
+  memset(&q, 0, sizeof(q));
+  ASSERT_OK(lk_lock_is_locked(a, sx_cb, &q));
+  spin(&fx, 20);
+  rt_proxy_reset_all(p);
+  rt_proxy_delay(p, 0);
+  rt_run_until(&fx.loop, &q.done, 3000);
+  ASSERT_EQ(q.status, LK_EUNKNOWN);
+  /* The client comes back by itself and the hold is intact. */
+  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &n));
+  ASSERT_EQ(n, 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS rst"), 0);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+/* A release whose reply is lost is resent and applied at most once: the
+ * outer re-entrant hold survives. */
+TEST(lost_release_reply_is_applied_once) {
+  fx_t fx;
+  lk_client_opts_t o;
+  rt_proxy_t *p;
+  lk_lock_t *a;
+  sx_t r;
+  int64_t n = -1;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(p);
+  o.reconnect_max_ms = 100;
+  o.reply_timeout_ms = 400;
+  o.connect_timeout_ms = 400; /* a handshake lost in the blackhole */
+  fx_start_client(&fx, &o);
+  a = fx_lock(&fx, "lr");
+  ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
+  ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
+  /* The release reaches the server; its reply is swallowed. */
+  rt_proxy_delay(p, 150);
+  memset(&r, 0, sizeof(r));
+  ASSERT_OK(lk_lock_release(a, sx_cb, &r));
+  {
+    /* Wait until the server applied it; the reply is then still held by
+     * the proxy's delay, and the blackhole swallows it. */
+    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
+    for (;;) {
+      char *v = rt_cmd_str(fx.srv, "HGET lr %s", lk_lock_owner(a));
+      int applied = v != NULL && strcmp(v, "1") == 0;
+      free(v);
+      if (applied)
+        break;
+      ASSERT_LT(rt_now_ms(), end);
+      uv_run(&fx.loop, UV_RUN_NOWAIT);
+      rt_sleep_ms(1);
+    }
+  }
+  rt_proxy_blackhole(p, 1);
+  rt_proxy_delay(p, 0);
+  spin(&fx, 500); /* reply timeout: the connection is dropped */
+  rt_proxy_blackhole(p, 0);
+  rt_run_until(&fx.loop, &r.done, 5000);
+  ASSERT_OK(r.status);
+  ASSERT_EQ(lk_lock_hold_count(a), 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN lr"), 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &n));
+  ASSERT_EQ(n, 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS lr"), 0);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+TEST(refused_connect_fails_fast) {
+  fx_t fx;
+  lk_client_opts_t o;
+  rt_proxy_t *p;
+  lk_lock_t *a;
+  sx_t s;
+  uint64_t t0;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  rt_proxy_refuse(p, 1);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(p);
+  o.reconnect_max_ms = 100;
+  fx_start_client(&fx, &o);
+  a = fx_lock(&fx, "rf");
+  t0 = uv_hrtime();
+  ASSERT_EQ(sx_acquire_in(&fx.loop, a, 0, 5000, &s), LK_ECONN);
+  ASSERT_LT((int64_t)((s.t_ns - t0) / 1000000u), rt_scaled_ms(2500));
+  /* With a budget the acquire keeps trying and succeeds once the endpoint
+   * comes back. */
+  memset(&s, 0, sizeof(s));
+  start_acquire(a, 5000, 5000, &s);
+  spin(&fx, 200);
+  ASSERT_EQ(s.done, 0);
+  rt_proxy_refuse(p, 0);
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+typedef struct {
+  int warned;
+} logs_t;
+
+static void on_log(lk_log_level_t level, const char *msg, void *arg) {
+  logs_t *l = arg;
+  if (level >= LK_LOG_WARN && strstr(msg, "polling") != NULL)
+    l->warned++;
+}
+
+/* Redis 7 gives new ACL users no channels: waiting falls back to polling,
+ * with one warning and no reconnect storm. */
+TEST(user_without_channel_access_polls) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_lock_t *a, *b;
+  sx_t s, r;
+  logs_t logs;
+  uint64_t released;
+  lk_client_stats_t st;
+  memset(&fx, 0, sizeof(fx));
+  memset(&logs, 0, sizeof(logs));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  freeReplyObject(rt_cmd(fx.srv, "ACL SETUSER locker on >pw ~* resetchannels +@all"));
+  fx_client_opts(&fx, &o);
+  o.username = "locker";
+  o.password = "pw";
+  o.max_repoll_ms = 300;
+  o.log = on_log;
+  o.log_arg = &logs;
+  fx_start_client(&fx, &o);
+  a = fx_lock(&fx, "nc");
+  b = fx_lock(&fx, "nc");
+  ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
+  start_acquire(b, 10000, 10000, &s);
+  spin(&fx, 400);
+  ASSERT_EQ(s.done, 0);
+  memset(&r, 0, sizeof(r));
+  ASSERT_OK(lk_lock_release(a, sx_cb, &r)); /* its PUBLISH fails quietly */
+  released = uv_hrtime();
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  ASSERT_LT((int64_t)((s.t_ns - released) / 1000000u), 300 + rt_scaled_ms(300));
+  rt_run_until(&fx.loop, &r.done, 5000);
+  ASSERT_OK(r.status);
+  ASSERT_EQ(logs.warned, 1);
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_EQ(st.pubsub_reconnects, 0);
+  fx_close_lock(&fx, a);
+  fx_close_lock(&fx, b);
+  fx_finish(&fx);
+}
