@@ -28,10 +28,11 @@ static void conn_arm_timer(lk__conn_t *conn, uv_timer_cb cb, int64_t ms) {
 static void on_io_closed(uv_handle_t *h) {
   lk__conn_t *conn = h->data;
   conn->io_closing = 0;
-  lk__client_handle_closed(conn->client);
   /* A reconnect that came due while the old handle was closing. */
   if (conn->state == LK__CONN_CONNECTING)
     conn_start_connect(conn);
+  /* Last: this may finish the client's close and free conn with it. */
+  lk__client_handle_closed(conn->client);
 }
 
 static void close_io(lk__conn_t *conn) {

@@ -1,0 +1,527 @@
+/* flash_sale: latchkey's main demo.
+ *
+ * A shop has N items in stock, kept in Redis as a plain string. Many buyers
+ * arrive at once, served by worker processes. For each buyer a worker takes
+ * the distributed lock "flash_sale:lock", reads the stock with GET, and writes
+ * stock-1 back with SET: a read-modify-write that is only correct because the
+ * lock keeps the workers out of each other's way. At the end the parent checks
+ * that no item was sold twice and that the stock in Redis agrees with the
+ * sales. Run it with --no-lock to see the same code oversell.
+ *
+ *   flash_sale [--redis host:port] [--workers 8] [--stock 1000]
+ *              [--buyers 3000] [--wait-ms 10000] [--jitter-us 200]
+ *              [--timeout 120] [--no-lock]
+ *
+ * Redis: --redis, else $LATCHKEY_REDIS, else 127.0.0.1:6379 if it answers a
+ * PING within 200 ms, else a private redis-server on a free loopback port,
+ * stopped when the demo ends. Only the keys flash_sale:* are touched. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <hiredis/hiredis.h>
+#include <latchkey.h>
+
+#include "redis_spawn.h"
+#include "worker.h"
+
+#define MAX_WORKERS 256
+
+typedef struct {
+  const char *redis; /* host:port, or NULL */
+  long workers;
+  long stock;
+  long buyers;
+  long wait_ms;
+  long jitter_us;
+  long timeout_s;
+  int use_lock;
+} options;
+
+typedef struct {
+  pid_t pid;      /* 0 once reaped */
+  int fd;         /* report pipe, -1 once done */
+  size_t got;     /* bytes of the report read so far */
+  int reported;   /* a full report arrived */
+  int status;     /* from waitpid */
+  worker_report rep;
+} child;
+
+static volatile sig_atomic_t g_signal;
+static redis_server g_server;
+static child g_kids[MAX_WORKERS];
+static int g_nkids;
+
+static void on_signal(int sig) { g_signal = sig; }
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void usage(FILE *f, const char *argv0) {
+  fprintf(f,
+          "usage: %s [options]\n"
+          "  --redis HOST:PORT  use this server (default: $LATCHKEY_REDIS,\n"
+          "                     else 127.0.0.1:6379 if it answers, else a\n"
+          "                     private redis-server on a free port)\n"
+          "  --workers N        worker processes (default 8)\n"
+          "  --stock N          items for sale (default 1000)\n"
+          "  --buyers N         buyers in total (default 3000)\n"
+          "  --wait-ms N        lock wait per buyer (default 10000)\n"
+          "  --jitter-us N      random sleep 0..N us between GET and SET "
+          "(default 200)\n"
+          "  --timeout S        kill the workers after S seconds (default "
+          "120)\n"
+          "  --no-lock          skip the lock, to watch the sale go wrong\n",
+          argv0);
+}
+
+static int parse_num(const char *name, const char *s, long min, long max,
+                     long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+    fprintf(stderr, "flash_sale: --%s wants a number in %ld..%ld, not '%s'\n",
+            name, min, max, s);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_options(int argc, char **argv, options *o) {
+  static const struct option longopts[] = {
+      {"redis", required_argument, NULL, 'r'},
+      {"workers", required_argument, NULL, 'w'},
+      {"stock", required_argument, NULL, 's'},
+      {"buyers", required_argument, NULL, 'b'},
+      {"wait-ms", required_argument, NULL, 'W'},
+      {"jitter-us", required_argument, NULL, 'j'},
+      {"timeout", required_argument, NULL, 't'},
+      {"no-lock", no_argument, NULL, 'n'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  *o = (options){NULL, 8, 1000, 3000, 10000, 200, 120, 1};
+  int c;
+  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    int rc = 0;
+    switch (c) {
+    case 'r': o->redis = optarg; break;
+    case 'w': rc = parse_num("workers", optarg, 1, MAX_WORKERS, &o->workers); break;
+    case 's': rc = parse_num("stock", optarg, 0, 1000000000L, &o->stock); break;
+    case 'b': rc = parse_num("buyers", optarg, 0, 1000000000L, &o->buyers); break;
+    case 'W': rc = parse_num("wait-ms", optarg, -1, 3600000L, &o->wait_ms); break;
+    case 'j': rc = parse_num("jitter-us", optarg, 0, 100000L, &o->jitter_us); break;
+    case 't': rc = parse_num("timeout", optarg, 1, 86400L, &o->timeout_s); break;
+    case 'n': o->use_lock = 0; break;
+    case 'h': usage(stdout, argv[0]); exit(0);
+    default: usage(stderr, argv[0]); return -1;
+    }
+    if (rc < 0) return -1;
+  }
+  if (optind < argc) {
+    fprintf(stderr, "flash_sale: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr, argv[0]);
+    return -1;
+  }
+  return 0;
+}
+
+/* Blocking connection for the parent's setup and final check. */
+static redisContext *connect_blocking(const char *host, int port) {
+  struct timeval tv = {2, 0};
+  redisContext *c = redisConnectWithTimeout(host, port, tv);
+  if (c == NULL || c->err) {
+    fprintf(stderr, "flash_sale: connecting to %s:%d: %s\n", host, port,
+            c ? c->errstr : "out of memory");
+    if (c) redisFree(c);
+    return NULL;
+  }
+  tv.tv_sec = 5;
+  redisSetTimeout(c, tv);
+  return c;
+}
+
+/* Checks the reply of a command that must not fail: NULL (and a message) on
+ * a connection error or an error reply. */
+static redisReply *must(redisContext *c, redisReply *r, const char *what) {
+  if (r == NULL) {
+    fprintf(stderr, "flash_sale: %s: %s\n", what, c->errstr);
+    return NULL;
+  }
+  if (r->type == REDIS_REPLY_ERROR) {
+    fprintf(stderr, "flash_sale: %s: %s\n", what, r->str);
+    freeReplyObject(r);
+    return NULL;
+  }
+  return r;
+}
+
+static int delete_keys(redisContext *c) {
+  redisReply *r = must(c, redisCommand(c, "DEL %s %s", FS_STOCK_KEY,
+                                       FS_LOCK_NAME), "DEL");
+  if (r == NULL) return -1;
+  freeReplyObject(r);
+  return 0;
+}
+
+/* SIGKILLs the workers still running and reaps them. */
+static void kill_workers(void) {
+  for (int i = 0; i < g_nkids; i++)
+    if (g_kids[i].pid > 0) kill(g_kids[i].pid, SIGKILL);
+  for (int i = 0; i < g_nkids; i++) {
+    if (g_kids[i].pid <= 0) continue;
+    while (waitpid(g_kids[i].pid, &g_kids[i].status, 0) < 0 && errno == EINTR) {
+    }
+    g_kids[i].pid = 0;
+  }
+}
+
+static void cleanup(void) {
+  kill_workers();
+  for (int i = 0; i < g_nkids; i++) {
+    if (g_kids[i].fd >= 0) close(g_kids[i].fd);
+    g_kids[i].fd = -1;
+  }
+  redis_stop(&g_server);
+}
+
+/* Forks the workers; they wait on the start pipe until the parent closes its
+ * end. Returns the start pipe's write end, or -1. */
+static int fork_workers(const options *o, const char *host, int port) {
+  int go[2];
+  if (pipe(go) != 0) {
+    perror("flash_sale: pipe");
+    return -1;
+  }
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  pid_t parent = getpid();
+  for (long i = 0; i < o->workers; i++) {
+    int rp[2];
+    if (pipe(rp) != 0) {
+      perror("flash_sale: pipe");
+      close(go[0]);
+      return go[1];
+    }
+    sigprocmask(SIG_BLOCK, &block, &old);
+    pid_t pid = fork();
+    if (pid == 0) {
+      /* Worker: default signal handling, die with the parent, keep only
+       * the start pipe's read end and this worker's report pipe. */
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      sigprocmask(SIG_SETMASK, &old, NULL);
+#ifdef __linux__
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
+#else
+      (void)parent;
+#endif
+      close(go[1]);
+      close(rp[0]);
+      for (int j = 0; j < g_nkids; j++) close(g_kids[j].fd);
+      worker_config cfg;
+      memset(&cfg, 0, sizeof cfg);
+      cfg.index = (int)i + 1;
+      cfg.host = host;
+      cfg.port = port;
+      cfg.buyers = o->buyers / o->workers + (i < o->buyers % o->workers);
+      cfg.wait_ms = o->wait_ms;
+      cfg.jitter_us = (unsigned)o->jitter_us;
+      cfg.use_lock = o->use_lock;
+      cfg.go_fd = go[0];
+      cfg.report_fd = rp[1];
+      _exit(worker_run(&cfg));
+    }
+    int saved = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(rp[1]);
+    if (pid < 0) {
+      fprintf(stderr, "flash_sale: fork: %s\n", strerror(saved));
+      close(rp[0]);
+      break;
+    }
+    child *k = &g_kids[g_nkids++];
+    memset(k, 0, sizeof *k);
+    k->pid = pid;
+    k->fd = rp[0];
+  }
+  close(go[0]);
+  return go[1];
+}
+
+/* Collects the reports until every pipe is closed (0), or the deadline passes
+ * or a signal arrives (-1). *last is when the last report came in. */
+static int collect_reports(double deadline, double *last) {
+  *last = now_s();
+  for (;;) {
+    struct pollfd pfd[MAX_WORKERS];
+    int map[MAX_WORKERS], n = 0;
+    for (int i = 0; i < g_nkids; i++)
+      if (g_kids[i].fd >= 0) {
+        pfd[n] = (struct pollfd){g_kids[i].fd, POLLIN, 0};
+        map[n++] = i;
+      }
+    if (n == 0) return 0;
+    if (g_signal) return -1;
+    double left = deadline - now_s();
+    if (left <= 0) {
+      fprintf(stderr, "flash_sale: timed out waiting for %d worker(s); "
+                      "killing them\n", n);
+      return -1;
+    }
+    int r = poll(pfd, (nfds_t)n, (int)(left * 1000) + 1);
+    if (r < 0 && errno != EINTR) {
+      perror("flash_sale: poll");
+      return -1;
+    }
+    for (int j = 0; j < n && r > 0; j++) {
+      if (pfd[j].revents == 0) continue;
+      child *k = &g_kids[map[j]];
+      char *at = (char *)&k->rep + k->got;
+      ssize_t got = read(k->fd, at, sizeof k->rep - k->got);
+      if (got < 0 && errno == EINTR) continue;
+      if (got > 0) k->got += (size_t)got;
+      if (k->got == sizeof k->rep) {
+        k->reported = 1;
+        *last = now_s();
+      }
+      if (got <= 0 || k->reported) {
+        close(k->fd);
+        k->fd = -1;
+      }
+    }
+  }
+}
+
+/* Waits (bounded) for the workers to exit after reporting. */
+static void reap_workers(double deadline) {
+  for (;;) {
+    int running = 0;
+    for (int i = 0; i < g_nkids; i++) {
+      if (g_kids[i].pid <= 0) continue;
+      if (waitpid(g_kids[i].pid, &g_kids[i].status, WNOHANG) == g_kids[i].pid)
+        g_kids[i].pid = 0;
+      else
+        running++;
+    }
+    if (running == 0 || g_signal || now_s() >= deadline) break;
+    struct timespec ts = {0, 5 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  kill_workers(); /* whoever is left */
+}
+
+int main(int argc, char **argv) {
+  options o;
+  if (parse_options(argc, argv, &o) < 0) return 2;
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal; /* no SA_RESTART: waits wake up and clean up */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN); /* a dropped connection is an error, not a death */
+
+  int exit_code = 1, keys_touched = 0;
+  redisContext *db = NULL;
+  char host[256], why[256];
+  int port = 6379;
+  const char *where;
+
+  /* 1. Find Redis. */
+  const char *spec = o.redis ? o.redis : getenv("LATCHKEY_REDIS");
+  if (spec != NULL && *spec != '\0') {
+    if (redis_parse_addr(spec, host, sizeof host, &port) < 0) {
+      fprintf(stderr, "flash_sale: bad Redis address '%s' (want host:port)\n",
+              spec);
+      return 2;
+    }
+    if (redis_ping(host, port, 2000, why, sizeof why) < 0) {
+      fprintf(stderr, "flash_sale: no Redis at %s:%d: %s\n", host, port, why);
+      return 1;
+    }
+    where = o.redis ? "given by --redis" : "given by LATCHKEY_REDIS";
+  } else {
+    strcpy(host, "127.0.0.1");
+    if (redis_ping(host, port, 200, why, sizeof why) == 0) {
+      where = "found running";
+    } else {
+      printf("flash_sale: nothing answers on 127.0.0.1:6379 (%s); "
+             "starting a private redis-server\n", why);
+      fflush(stdout);
+      if (redis_spawn(&g_server, &g_signal, why, sizeof why) < 0) {
+        fprintf(stderr, "flash_sale: %s\n", why);
+        goto out;
+      }
+      port = g_server.port;
+      where = "private redis-server";
+    }
+  }
+  if (g_server.pid > 0)
+    printf("redis: %s:%d (%s, pid %ld, dir %s; stopped at exit)\n", host,
+           port, where, (long)g_server.pid, g_server.dir);
+  else
+    printf("redis: %s:%d (%s)\n", host, port, where);
+  printf("sale:  %ld items, %ld buyers, %ld worker processes, %s\n", o.stock,
+         o.buyers, o.workers,
+         o.use_lock ? "each buyer under lock \"" FS_LOCK_NAME "\""
+                    : "NO LOCK (--no-lock)");
+  if (o.use_lock)
+    printf("       wait %ld ms per buyer, lease: default with watchdog; "
+           "latchkey %s\n", o.wait_ms, lk_version_string());
+  fflush(stdout);
+
+  /* 2. Fresh keys. */
+  if ((db = connect_blocking(host, port)) == NULL) goto out;
+  redisReply *r;
+  keys_touched = 1;
+  if (delete_keys(db) < 0) goto out;
+  r = must(db, redisCommand(db, "SET %s %ld", FS_STOCK_KEY, o.stock), "SET");
+  if (r == NULL) goto out;
+  freeReplyObject(r);
+  redisFree(db); /* not shared with the children */
+  db = NULL;
+
+  /* 3. Run the sale. */
+  if (g_signal) goto out;
+  int go = fork_workers(&o, host, port);
+  if (go < 0) goto out;
+  double t0 = now_s(), t1;
+  close(go); /* EOF on the start pipe: every worker starts now */
+  if (collect_reports(t0 + (double)o.timeout_s, &t1) == 0)
+    reap_workers(now_s() + 5.0); /* they exit right after reporting */
+  else
+    kill_workers();
+  if (g_signal) {
+    fprintf(stderr, "flash_sale: interrupted\n");
+    goto out;
+  }
+
+  /* 4. Add it up. */
+  int64_t sold = 0, away = 0, acq = 0, waited = 0, errors = 0, missing = 0;
+  int64_t bad_exit = 0;
+  printf("\nworker     pid  buyers    sold  turned away  acquisitions  waited"
+         "  errors\n");
+  for (int i = 0; i < g_nkids; i++) {
+    const child *k = &g_kids[i];
+    char how[64];
+    if (WIFSIGNALED(k->status))
+      snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(k->status));
+    else
+      snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(k->status));
+    if (!k->reported) {
+      missing++;
+      printf("%6d  (no report: %s)\n", i + 1, how);
+      continue;
+    }
+    const worker_report *p = &k->rep;
+    printf("%6d %7d %7" PRId64 " %7" PRId64 " %12" PRId64 " %13" PRId64
+           " %7" PRId64 " %7" PRId64 "\n",
+           (int)p->index, (int)p->pid, p->buyers, p->sold, p->turned_away,
+           p->acquisitions, p->waited, p->errors);
+    /* A worker that sold without errors exits 0; anything else means it
+     * failed while closing, after its report. */
+    if (p->errors == 0 && k->status != 0) {
+      bad_exit++;
+      printf("%6d  (then failed at exit: %s)\n", i + 1, how);
+    }
+    sold += p->sold;
+    away += p->turned_away;
+    acq += p->acquisitions;
+    waited += p->waited;
+    errors += p->errors;
+  }
+  missing += o.workers - g_nkids; /* never forked */
+
+  if ((db = connect_blocking(host, port)) == NULL) goto out;
+  r = must(db, redisCommand(db, "GET %s", FS_STOCK_KEY), "GET");
+  if (r == NULL) goto out;
+  long long final = -1;
+  int have_final = r->type == REDIS_REPLY_STRING;
+  if (have_final) final = strtoll(r->str, NULL, 10);
+  freeReplyObject(r);
+
+  double secs = t1 - t0;
+  int64_t oversold = sold > o.stock ? sold - o.stock : 0;
+  long long expected = (long long)o.stock - sold;
+  long long lost = have_final ? final - expected : 0;
+  int counts_ok = missing == 0 && errors == 0 && sold + away == o.buyers &&
+                  (!o.use_lock || acq == o.buyers);
+
+  printf("\nitems sold:          %" PRId64 " of %ld\n", sold, o.stock);
+  printf("buyers turned away:  %" PRId64 "\n", away);
+  if (have_final)
+    printf("final stock:         %lld (expected %ld - %" PRId64
+           " = %lld: %s)\n", final, o.stock, sold, expected,
+           lost == 0 ? "consistent" : "MISMATCH");
+  else
+    printf("final stock:         missing from Redis\n");
+  printf("oversold:            %" PRId64 "\n", oversold);
+  printf("lost updates:        %lld\n", lost < 0 ? -lost : lost);
+  if (o.use_lock)
+    printf("acquisitions:        %" PRId64 " in %.3f s = %.0f per second "
+           "(%" PRId64 " had to wait)\n", acq, secs,
+           secs > 0 ? (double)acq / secs : 0.0, waited);
+  else
+    printf("acquisitions:        none (--no-lock); %" PRId64 " buyers in "
+           "%.3f s\n", sold + away, secs);
+  printf("errors:              %" PRId64 "%s\n", errors,
+         missing ? " (and some workers did not report)" : "");
+
+  if (oversold == 0 && have_final && lost == 0 && counts_ok &&
+      bad_exit == 0) {
+    printf("result: OK, nothing oversold and every buyer served once\n");
+    exit_code = 0;
+  } else if (missing > 0 || errors > 0) {
+    printf("result: FAILED (%" PRId64 " worker(s) without a report, %" PRId64
+           " error(s): the sale did not run to the end)\n", missing, errors);
+  } else if (oversold > 0 || !have_final || lost != 0) {
+    printf("result: FAILED (%s%s)\n",
+           oversold ? "items oversold, " : "",
+           o.use_lock ? "the stock does not match the sales under the lock"
+                      : "the stock does not match the sales: this is what "
+                        "the lock prevents");
+  } else if (!counts_ok) {
+    printf("result: FAILED (%" PRId64 " of %ld buyers accounted for)\n",
+           sold + away, o.buyers);
+  } else {
+    printf("result: FAILED (the sale was right, but %" PRId64 " worker(s) "
+           "failed while shutting down)\n", bad_exit);
+  }
+
+out:
+  /* Leave nothing behind: the demo's keys, the workers, the private server. */
+  if (keys_touched && db == NULL) db = connect_blocking(host, port);
+  if (keys_touched && db != NULL) delete_keys(db);
+  if (db != NULL) redisFree(db);
+  cleanup();
+  fflush(stdout);
+  if (g_signal) {
+    signal(g_signal, SIG_DFL);
+    raise(g_signal);
+  }
+  return exit_code;
+}
