@@ -41,7 +41,7 @@ static void on_acquired(lk_lock_t *lock, int status, void *arg) {
   (void)arg;
   /* e.g. LK_ETIMEDOUT: someone else held it for all of the 5 s */
   if (status < 0) { report("acquire", status); close_lock(lock); return; }
-  /* The critical section. The watchdog renews the lease while we hold it. */
+  /* The critical section: keep it shorter than the lease (30 s by default). */
   printf("acquired %s, doing the work\n", lk_lock_name(lock));
   int rc = lk_lock_release(lock, on_released, NULL);
   if (rc < 0) { report("lk_lock_release", rc); close_lock(lock); }
@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
   } else {
     lk_lock_opts_t opts;
     lk_lock_opts_init(&opts);
-    opts.wait_ms = 5000; /* lease_ms stays LK_LEASE_DEFAULT: watchdog-renewed */
+    opts.wait_ms = 5000; /* lease_ms stays LK_LEASE_DEFAULT: the client default */
     rc = lk_lock_acquire(lock, &opts, on_acquired, NULL);
     if (rc < 0) { report("lk_lock_acquire", rc); close_lock(lock); }
   }

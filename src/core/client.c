@@ -239,6 +239,32 @@ static void finish_close(lk_client_t *c) {
   lk__free(c);
 }
 
+static void free_op_list(lk__queue_t *list) {
+  while (!lk__queue_empty(list)) {
+    lk__op_t *op = lk__container_of(lk__queue_head(list), lk__op_t, node);
+    lk__queue_remove(&op->node);
+    lk__op_free(op);
+  }
+}
+
+/* In a forked child the loop and sockets are copies of the parent's: the
+ * client's memory is freed without a single uv or socket call. */
+static void free_forked(lk_client_t *c) {
+  lk__conn_t *conns[2] = {&c->cmd, &c->ps};
+  int i;
+  for (i = 0; i < 2; i++) {
+    free_op_list(&conns[i]->sent);
+    free_op_list(&conns[i]->unsent);
+    if (conns[i]->reader != NULL)
+      redisReaderFree(conns[i]->reader);
+    lk__conn_free_buffers(conns[i]);
+  }
+  lk__pubsub_free(c);
+  free_opts(&c->o);
+  lk__alloc_client_died();
+  lk__free(c);
+}
+
 void lk__client_handle_closed(lk_client_t *c) {
   c->handles_open--;
   lk__client_maybe_finish_close(c);
@@ -282,7 +308,9 @@ int lk_client_close(lk_client_t *c, lk_client_close_cb close_cb) {
   if (c == NULL)
     return LK_EINVAL;
   if (lk__client_forked(c)) {
-    /* The child must never touch the parent's connections or locks. */
+    /* The child must never touch the parent's connections or locks: only
+     * the memory goes, no handle is closed and no callback runs. */
+    free_forked(c);
     return LK_EFORKED;
   }
   if (!uv_thread_equal(&c->thread, &(uv_thread_t){uv_thread_self()}))

@@ -218,23 +218,24 @@ void rt_fail_streq_(const char *file, int line, const char *a_expr, const char *
 
 /* ---- timing ------------------------------------------------------------------------- */
 
-double rt_timing(void) {
-  static double cached; /* racy first read is harmless: same value either way */
-  if (cached > 0)
-    return cached;
-  double t = 1.0;
+static double timing_value = 1.0;
+static pthread_once_t timing_once = PTHREAD_ONCE_INIT;
+
+static void timing_read_env(void) {
   const char *env = getenv("LK_TEST_TIMING");
-  if (env != NULL && *env != '\0') {
-    char *end = NULL;
-    double v = strtod(env, &end);
-    if (end != env && *end == '\0' && v > 0 && v <= 100)
-      t = v;
-    else
-      fprintf(stderr, "warning: ignoring LK_TEST_TIMING=\"%s\" (want a number in (0, 100])\n",
-              env);
-  }
-  cached = t;
-  return t;
+  if (env == NULL || *env == '\0')
+    return;
+  char *end = NULL;
+  double v = strtod(env, &end);
+  if (end != env && *end == '\0' && v > 0 && v <= 100)
+    timing_value = v;
+  else
+    fprintf(stderr, "warning: ignoring LK_TEST_TIMING=\"%s\" (want a number in (0, 100])\n", env);
+}
+
+double rt_timing(void) {
+  pthread_once(&timing_once, timing_read_env); /* tests call this from several threads */
+  return timing_value;
 }
 
 int64_t rt_scaled_ms(int64_t ms) { return (int64_t)((double)ms * rt_timing() + 0.5); }

@@ -7,6 +7,7 @@
 
 #include "test.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -22,6 +23,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RT_PATH_MAX 512
@@ -39,8 +41,8 @@ struct rt_server_s {
   char *requirepass;
   char **extra_args; /* NULL-terminated copy */
   char dir[RT_PATH_MAX];
-  char unix_path[RT_PATH_MAX];
-  char log_path[RT_PATH_MAX];
+  char unix_path[RT_PATH_MAX + 32]; /* dir + "/redis.sock" always fits */
+  char log_path[RT_PATH_MAX + 32];
   redisContext *ctx; /* side channel, NULL until first used */
   struct rt_server_s *next;
 };
@@ -223,8 +225,53 @@ static int find_binary(char *out, size_t out_len) {
   return -1;
 }
 
+static int pid_alive(long pid) {
+  return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+/* A test killed with SIGKILL (ctest's timeout, a mutation script) cannot
+ * remove its directory; its servers die with it (PDEATHSIG). The next process
+ * that starts a server removes such leftovers: directories whose "owner" file
+ * names a dead process, or, without that file, that are over an hour old.
+ * A live owner (or a reused pid) keeps its directory. */
+static void sweep_stale_dirs(const char *base) {
+  DIR *d = opendir(base);
+  if (d == NULL)
+    return;
+  time_t now = time(NULL);
+  struct dirent *e;
+  for (int i = 0; i < 100000 && (e = readdir(d)) != NULL; i++) {
+    if (strncmp(e->d_name, "lk-redis-", 9) != 0)
+      continue;
+    char path[RT_PATH_MAX], owner_path[RT_PATH_MAX + 16];
+    struct stat st;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= sizeof path ||
+        lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+      continue;
+    snprintf(owner_path, sizeof owner_path, "%s/owner", path);
+    FILE *f = fopen(owner_path, "r");
+    long owner = 0;
+    if (f != NULL) {
+      if (fscanf(f, "%ld", &owner) != 1)
+        owner = 0;
+      fclose(f);
+    }
+    if (f != NULL ? (owner > 0 && !pid_alive(owner)) : now - st.st_mtime > 3600)
+      nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+  closedir(d);
+}
+
 static int make_dir(rt_server_t *s) {
   const char *tmp = getenv("TMPDIR");
+  static int swept;
+  const char *keep = getenv("LK_TEST_KEEP_DIRS");
+  if (!swept && (keep == NULL || *keep == '\0' || strcmp(keep, "0") == 0)) {
+    swept = 1;
+    if (tmp != NULL && *tmp != '\0' && strcmp(tmp, "/tmp") != 0)
+      sweep_stale_dirs(tmp);
+    sweep_stale_dirs("/tmp");
+  }
   for (int i = 0; i < 2; i++) {
     const char *base = (i == 0 && tmp != NULL && *tmp != '\0') ? tmp : "/tmp";
     if ((size_t)snprintf(s->dir, sizeof s->dir, "%s/lk-redis-XXXXXX", base) >= sizeof s->dir ||
@@ -233,6 +280,13 @@ static int make_dir(rt_server_t *s) {
     if (mkdtemp(s->dir) != NULL) {
       snprintf(s->unix_path, sizeof s->unix_path, "%s/redis.sock", s->dir);
       snprintf(s->log_path, sizeof s->log_path, "%s/redis.log", s->dir);
+      char owner_path[RT_PATH_MAX + 16];
+      snprintf(owner_path, sizeof owner_path, "%s/owner", s->dir);
+      FILE *f = fopen(owner_path, "w");
+      if (f != NULL) {
+        fprintf(f, "%ld\n", (long)getpid());
+        fclose(f);
+      }
       return 0;
     }
     fprintf(stderr, "rt_server: mkdtemp(%s): %s\n", s->dir, strerror(errno));

@@ -11,7 +11,8 @@
  * that to register one ctest entry per case, and the runner cross-checks the
  * count so a case CMake missed fails loudly instead of never running.
  *
- * Everything here may be called from any thread unless noted. */
+ * Everything here may be called from any thread unless noted. uv.h needs
+ * POSIX declarations: compile with -D_GNU_SOURCE (lk_add_test_file does). */
 #ifndef LK_TEST_HARNESS_TEST_H
 #define LK_TEST_HARNESS_TEST_H
 
