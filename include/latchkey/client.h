@@ -64,6 +64,9 @@ typedef struct lk_client_stats_s {
   uint64_t acquire_waits; /* acquires that had to wait at least once */
   uint64_t releases;
   uint64_t handoff_ns_total; /* release message to acquire, summed */
+  uint64_t renewals;         /* leases renewed (entries sent) */
+  uint64_t renewal_commands; /* renewal scripts sent (up to 100 leases each) */
+  uint64_t leases_lost;      /* lost-lease notifications */
 } lk_client_stats_t;
 
 LK_EXTERN void lk_client_opts_init(lk_client_opts_t *opts);

@@ -39,7 +39,8 @@ extern "C" {
   XX(ECLUSTER, 25, "server: cluster redirection or cluster down")             \
   XX(EPROTOCOL, 26, "unexpected reply from the server")                       \
   XX(EREDIS, 27, "server replied with an error")                              \
-  XX(ENOMEM, 28, "out of memory")
+  XX(ENOMEM, 28, "out of memory")                                            \
+  XX(ETOKEN, 29, "fencing token went backwards: the server lost its data")
 
 #define LK__ERRNO_BASE (-30000)
 

@@ -18,7 +18,9 @@ typedef void (*lk_lock_close_cb)(lk_lock_t *lock);
 
 typedef struct lk_lock_opts_s {
   int64_t wait_ms;  /* 0 = try once (default), -1 = forever, N ms */
-  int64_t lease_ms; /* -1 = the client's default lease (default), N ms */
+  int64_t lease_ms; /* -1 = the client's default lease, renewed by the
+                       watchdog while held (default); N ms = not renewed */
+  int fenced;       /* 1: also take a fencing token (lk_lock_token) */
 } lk_lock_opts_t;
 
 LK_EXTERN void lk_lock_opts_init(lk_lock_opts_t *opts);
@@ -59,6 +61,22 @@ LK_EXTERN int lk_lock_cancel(lk_lock_t *lock);
 /* A pending operation completes with LK_ECANCELED, holds are released (best
  * effort), then close_cb (may be NULL) runs and the object is freed. */
 LK_EXTERN int lk_lock_close(lk_lock_t *lock, lk_lock_close_cb close_cb);
+
+/* Called with LK_ELEASELOST when a watchdog-renewed hold is lost: a renewal
+ * found the lock gone or owned by another, or the local deadline (last
+ * confirmed renewal + lease - drift) passed without a confirmed renewal.
+ * It comes before any other callback of this object. The object is then
+ * LOST: nothing is renewed, latchkey gives back whatever the server may
+ * still hold, and lk_lock_release returns LK_ELEASELOST. Set it any time;
+ * NULL removes it. */
+LK_EXTERN int lk_lock_set_lost_cb(lk_lock_t *lock, lk_lock_cb on_lost,
+                                  void *arg);
+/* 1 while this object holds the lock by its own reckoning: at least one
+ * hold, not lost, and its local deadline not passed. No round trip. */
+LK_EXTERN int lk_lock_is_held(const lk_lock_t *lock);
+/* The fencing token of the last fenced acquisition (0 if none). Tokens
+ * strictly increase per name across all clients. */
+LK_EXTERN int64_t lk_lock_token(const lk_lock_t *lock);
 
 /* Holds this object has (local count; no round trip). */
 LK_EXTERN uint32_t lk_lock_hold_count(const lk_lock_t *lock);

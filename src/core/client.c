@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/tokens.h"
+#include "core/watchdog.h"
 
 /* --- fork detection: a counter bumped in every child, compared per call
  * (one load, where getpid() would be a system call) --- */
@@ -110,6 +112,7 @@ void lk__defer_init(lk__defer_t *d, lk__defer_fn fn) {
 static void on_idle(uv_idle_t *h) {
   lk_client_t *c = h->data;
   lk__queue_t ready;
+  lk__wd_check(c);
   /* Snapshot first (libuv's timer pattern): work deferred by these
    * callbacks runs on the next pass, so one pass always ends. */
   lk__queue_init(&ready);
@@ -167,6 +170,9 @@ void lk__client_on_run_id(lk_client_t *c, const char *run_id, size_t len) {
     lk__log(c, LK_LOG_WARN, "server restarted (run_id changed)");
     /* Queued so it follows RECONNECTED, which the handshake emits next. */
     c->restart_pending = 1;
+    /* Held leases may be gone with the server's data: verify every one now
+     * (the renewals go out first once the handshake completes). */
+    lk__wd_verify_all(c);
   }
 }
 
@@ -219,7 +225,8 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
   c->idle.data = c;
   uv_timer_init(loop, &c->hb_timer);
   c->hb_timer.data = c;
-  c->handles_open = 2;
+  lk__wd_init(c);
+  c->handles_open = 3; /* idle, heartbeat timer, watchdog timer */
   lk__conn_init(c, &c->cmd, LK__CONN_CMD);
   lk__conn_init(c, &c->ps, LK__CONN_PUBSUB);
   lk__conn_start(&c->cmd);
@@ -232,6 +239,7 @@ static void finish_close(lk_client_t *c) {
   lk__conn_free_buffers(&c->cmd);
   lk__conn_free_buffers(&c->ps);
   lk__pubsub_free(c);
+  lk__tokens_free(c);
   free_opts(&c->o);
   lk__alloc_client_died();
   if (cb != NULL)
@@ -260,6 +268,7 @@ static void free_forked(lk_client_t *c) {
     lk__conn_free_buffers(conns[i]);
   }
   lk__pubsub_free(c);
+  lk__tokens_free(c);
   free_opts(&c->o);
   lk__alloc_client_died();
   lk__free(c);
@@ -289,6 +298,8 @@ void lk__client_maybe_finish_close(lk_client_t *c) {
     lk__conn_close(&c->ps);
     uv_timer_stop(&c->hb_timer);
     uv_close((uv_handle_t *)&c->hb_timer, on_client_handle_closed);
+    lk__wd_close(c);
+    uv_close((uv_handle_t *)&c->wd_timer, on_client_handle_closed);
     uv_close((uv_handle_t *)&c->idle, on_client_handle_closed);
     return;
   }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/watchdog.h"
 
 static void conn_start_connect(lk__conn_t *conn);
 static void conn_flush(lk__conn_t *conn);
@@ -82,6 +83,7 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
   if (conn->state == LK__CONN_IDLE || conn->state == LK__CONN_BACKOFF ||
       conn->state == LK__CONN_CLOSED)
     return;
+  lk__wd_check(c); /* lost leases are told before the failures below */
   lk__log(c, c->closing ? LK_LOG_DEBUG : was_ready ? LK_LOG_WARN : LK_LOG_INFO,
           "%s connection lost: %s (%s)", conn_label(conn), what, lk_err_name(why));
 
@@ -391,6 +393,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   redisReader *reader = conn->reader;
   void *reply;
 
+  lk__wd_check(conn->client); /* lost leases are told before anything else */
   if (nread < 0) {
     lk__conn_drop(conn, LK_EUNKNOWN,
                   nread == UV_EOF ? "closed by server" : uv_strerror((int)nread));

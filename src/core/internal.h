@@ -135,6 +135,15 @@ struct lk_client_s {
   int warned_nochannel;
   int restart_pending;
   lk__defer_t close_defer;
+  /* When a reply's callback runs: the send time of its command (the moment
+   * a lease it set began, for local deadlines). */
+  uint64_t completing_sent_ns;
+  /* watchdog (watchdog.c) */
+  lk__queue_t wd_ring;
+  uv_timer_t wd_timer;
+  uint64_t wd_next_tick_ns;
+  int wd_checking;
+  struct lk__token_s *tokens; /* highest fencing token seen per name */
 };
 
 /* --- entry checks (every public entry point) --- */

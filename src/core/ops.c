@@ -36,6 +36,8 @@ void lk__op_complete(lk__op_t *op, int status, redisReply *reply) {
   lk__op_cb cb = op->cb;
   void *data = op->data;
   lk_client_t *c = op->conn != NULL ? op->conn->client : NULL;
+  if (c != NULL)
+    c->completing_sent_ns = op->sent_ns;
   if (c != NULL && !op->internal) {
     c->inflight--;
     if (status == LK_EUNKNOWN)
@@ -82,18 +84,33 @@ lk__op_t *lk__cmd_argv(lk_client_t *c, int argc, const char **argv,
   return send_argv(c, argc, argv, lens, NULL, cb, data, err);
 }
 
-#define LK__MAX_SCRIPT_ARGS 32
+/* Small calls build their argument vector on the stack; renewal batches
+ * (hundreds of arguments) get one allocation. */
+#define LK__STACK_ARGS 32
 
 lk__op_t *lk__script_call(lk_client_t *c, const lk__script_t *s, int nkeys,
                           int nargs, const char **argv, const size_t *lens,
                           lk__op_cb cb, void *data, int *err) {
-  const char *a[LK__MAX_SCRIPT_ARGS + 3];
-  size_t l[LK__MAX_SCRIPT_ARGS + 3];
+  const char *a_stack[LK__STACK_ARGS + 3];
+  size_t l_stack[LK__STACK_ARGS + 3];
+  const char **a = a_stack;
+  size_t *l = l_stack;
   char nk[16];
   int i, n = nkeys + nargs;
-  if (n > LK__MAX_SCRIPT_ARGS || nkeys < 0 || nargs < 0) {
+  lk__op_t *op;
+  if (nkeys < 0 || nargs < 0 || s == NULL) {
     *err = LK_EINVAL;
     return NULL;
+  }
+  if (n > LK__STACK_ARGS) {
+    a = lk__malloc(sizeof(*a) * (size_t)(n + 3));
+    l = lk__malloc(sizeof(*l) * (size_t)(n + 3));
+    if (a == NULL || l == NULL) {
+      lk__free(a);
+      lk__free(l);
+      *err = LK_ENOMEM;
+      return NULL;
+    }
   }
   snprintf(nk, sizeof(nk), "%d", nkeys);
   a[0] = "EVALSHA", l[0] = 7;
@@ -103,5 +120,10 @@ lk__op_t *lk__script_call(lk_client_t *c, const lk__script_t *s, int nkeys,
     a[i + 3] = argv[i];
     l[i + 3] = lens != NULL ? lens[i] : strlen(argv[i]);
   }
-  return send_argv(c, n + 3, a, l, s, cb, data, err);
+  op = send_argv(c, n + 3, a, l, s, cb, data, err);
+  if (a != a_stack) {
+    lk__free(a);
+    lk__free(l);
+  }
+  return op;
 }

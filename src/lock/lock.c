@@ -8,8 +8,11 @@
 
 #include "core/internal.h"
 #include "core/pubsub.h"
+#include "core/tokens.h"
+#include "core/watchdog.h"
 
 #define LK__LOCK_CHANNEL_PREFIX "redisson_lock__channel"
+#define LK__LOCK_TOKEN_PREFIX "redisson_lock_token"
 #define LK__UNKNOWN_RESENDS 3
 
 enum lk__lock_op {
@@ -33,6 +36,17 @@ struct lk_lock_s {
   int owner_shared;
   uint32_t holds;
   int64_t lease_ms; /* of the current holding: re-applied by a partial release */
+  char *token_key;  /* fenced locks only, made on first use */
+  size_t token_key_len;
+  int64_t token;
+
+  /* leases: watchdog-renewed holds are in the client's ring; explicit-lease
+   * holds keep their own local deadline */
+  lk__wd_entry_t wd;
+  uint64_t hold_deadline_ns;
+  int lost;
+  lk_lock_cb on_lost;
+  void *lost_arg;
 
   /* the pending operation */
   enum lk__lock_op kind;
@@ -41,6 +55,8 @@ struct lk_lock_s {
   void *arg;
   int64_t wait_ms;
   int64_t req_lease_ms;
+  int req_watchdog; /* the acquire asked for the default, renewed lease */
+  int req_fenced;
   uint64_t deadline_ns; /* wait budget end; unused when waiting forever */
   int unknown_resends;
   int woken;     /* poked while an attempt was in flight: try again at once */
@@ -67,6 +83,8 @@ typedef struct lk__lock_orphan_s {
   lk_client_t *client;
   size_t name_len, channel_len, owner_len;
   int64_t lease_ms;
+  int64_t taken_count; /* this owner's count if the acquire applied; -1 when
+                          unknowable (shared owner) */
   char *name, *channel, *owner;
 } lk__lock_orphan_t;
 
@@ -192,19 +210,63 @@ static int send_release(lk_client_t *c, const char *name, size_t name_len,
   return op != NULL ? 0 : err;
 }
 
+/* Gives back one hold: unconditionally (before = -1), or only if the
+ * server's count is taken_count, i.e. only if the acquire did apply. */
+static int orphan_release(lk__lock_orphan_t *o, int64_t before) {
+  return send_release(o->client, o->name, o->name_len, o->channel, o->channel_len,
+                      o->owner, o->owner_len, o->lease_ms, before, 1,
+                      on_orphan_released, o, NULL);
+}
+
 static void on_orphan_acquire(void *data, int status, redisReply *r) {
   lk__lock_orphan_t *o = data;
   if (status == 0 && r != NULL && r->type == REDIS_REPLY_ARRAY) {
     /* The server granted a hold nobody waits for any more: give it back. */
-    if (send_release(o->client, o->name, o->name_len, o->channel, o->channel_len,
-                     o->owner, o->owner_len, o->lease_ms, -1, 1,
-                     on_orphan_released, o, NULL) == 0)
+    if (orphan_release(o, -1) == 0)
+      return;
+  } else if (status == LK_EUNKNOWN && o->taken_count >= 0) {
+    /* Maybe granted: a release that applies only if it was. */
+    if (orphan_release(o, o->taken_count) == 0)
       return;
   } else if (status == LK_EUNKNOWN) {
     lk__log(o->client, LK_LOG_WARN, "abandoned acquire has an unknown outcome; "
                                     "any hold expires with its lease");
   }
   orphan_free(o);
+}
+
+static lk__lock_orphan_t *orphan_of(const lk_lock_t *l) {
+  lk__lock_orphan_t *o = lk__calloc(1, sizeof(*o));
+  if (o == NULL)
+    return NULL;
+  o->client = l->client;
+  o->name = lk__memdup0(l->name, l->name_len);
+  o->channel = lk__memdup0(l->channel, l->channel_len);
+  o->owner = lk__memdup0(l->owner, l->owner_len);
+  o->name_len = l->name_len;
+  o->channel_len = l->channel_len;
+  o->owner_len = l->owner_len;
+  o->lease_ms = l->req_lease_ms;
+  o->taken_count = l->owner_shared ? -1 : (int64_t)l->holds + 1;
+  if (o->name == NULL || o->channel == NULL || o->owner == NULL) {
+    orphan_free(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* Gives back n holds the object no longer counts as its own (a lost lease,
+ * a refused token) without touching its pending operation. Best effort:
+ * what cannot be sent expires with its lease. */
+static void give_back(lk_lock_t *l, uint32_t n) {
+  lk__lock_orphan_t *o = orphan_of(l);
+  if (o == NULL || n == 0 ||
+      send_release(o->client, o->name, o->name_len, o->channel, o->channel_len,
+                   o->owner, o->owner_len, o->lease_ms, -1, n,
+                   on_orphan_released, o, NULL) != 0) {
+    if (o != NULL)
+      orphan_free(o);
+  }
 }
 
 /* Detaches the command in flight from the object. An acquire's late success
@@ -218,20 +280,8 @@ static void abandon_op(lk_lock_t *l) {
     l->op = NULL;
     return;
   }
-  o = lk__calloc(1, sizeof(*o));
-  if (o != NULL) {
-    o->client = l->client;
-    o->name = lk__memdup0(l->name, l->name_len);
-    o->channel = lk__memdup0(l->channel, l->channel_len);
-    o->owner = lk__memdup0(l->owner, l->owner_len);
-    o->name_len = l->name_len;
-    o->channel_len = l->channel_len;
-    o->owner_len = l->owner_len;
-    o->lease_ms = l->req_lease_ms;
-  }
-  if (o == NULL || o->name == NULL || o->channel == NULL || o->owner == NULL) {
-    if (o != NULL)
-      orphan_free(o);
+  o = orphan_of(l);
+  if (o == NULL) {
     lk__log(l->client, LK_LOG_WARN, "out of memory abandoning an acquire; any "
                                     "hold expires with its lease");
     lk__op_retarget(l->op, NULL, NULL);
@@ -257,31 +307,47 @@ static int64_t remaining_ms(const lk_lock_t *l) {
 
 static void on_timer(uv_timer_t *t);
 
-/* An attempt in flight when the budget ends gets a short grace to answer
- * (a quarter of the reply timeout) before the acquire gives up on it. */
+/* An attempt in flight when the budget ends may still answer within the
+ * reply timeout (past it the connection itself gives up on the command), so
+ * the acquire waits that long at most before abandoning it. */
 static void arm_deadline_guard(lk_lock_t *l) {
   int64_t left;
   if (waits_forever(l))
     return;
-  left = remaining_ms(l) + l->client->o.reply_timeout_ms / 4;
+  left = remaining_ms(l) + l->client->o.reply_timeout_ms + 10;
   uv_timer_start(&l->timer, on_timer, (uint64_t)left, 0);
 }
 
 static void on_acquire_reply(void *data, int status, redisReply *r);
 
 static int attempt_acquire(lk_lock_t *l) {
-  char lease[24], before[24];
-  const char *argv[4] = {l->name, lease, l->owner, before};
-  size_t lens[4];
+  char lease[24], before[24], floor[24];
+  const char *argv[6];
+  size_t lens[6];
   int err = 0;
   snprintf(lease, sizeof(lease), "%" PRId64, l->req_lease_ms);
   snprintf(before, sizeof(before), "%" PRId64,
            l->owner_shared ? (int64_t)-1 : (int64_t)l->holds);
-  lens[0] = l->name_len, lens[1] = strlen(lease), lens[2] = l->owner_len;
-  lens[3] = strlen(before);
   l->woken = 0;
-  l->op = lk__script_call(l->client, script("lock/acquire"), 1, 3, argv, lens,
-                          on_acquire_reply, l, &err);
+  if (l->req_fenced) {
+    snprintf(floor, sizeof(floor), "%" PRId64,
+             lk__token_highest(l->client, l->name, l->name_len) + 1);
+    argv[0] = l->name, lens[0] = l->name_len;
+    argv[1] = l->token_key, lens[1] = l->token_key_len;
+    argv[2] = lease, lens[2] = strlen(lease);
+    argv[3] = l->owner, lens[3] = l->owner_len;
+    argv[4] = before, lens[4] = strlen(before);
+    argv[5] = floor, lens[5] = strlen(floor);
+    l->op = lk__script_call(l->client, script("lock/acquire_fenced"), 2, 4, argv,
+                            lens, on_acquire_reply, l, &err);
+  } else {
+    argv[0] = l->name, lens[0] = l->name_len;
+    argv[1] = lease, lens[1] = strlen(lease);
+    argv[2] = l->owner, lens[2] = l->owner_len;
+    argv[3] = before, lens[3] = strlen(before);
+    l->op = lk__script_call(l->client, script("lock/acquire"), 1, 3, argv, lens,
+                            on_acquire_reply, l, &err);
+  }
   if (l->op == NULL)
     return err;
   arm_deadline_guard(l);
@@ -341,21 +407,76 @@ static int transient(int status) {
   return status == LK_ECONN || status == LK_ELOADING || status == LK_ESERVERBUSY;
 }
 
+static int is_grant(const redisReply *r) {
+  size_t i;
+  if (r->type != REDIS_REPLY_ARRAY || (r->elements != 1 && r->elements != 3))
+    return 0;
+  for (i = 0; i < r->elements; i++)
+    if (r->element[i]->type != REDIS_REPLY_INTEGER)
+      return 0;
+  return 1;
+}
+
+/* The server granted a hold: count it, start or refresh its lease keeping,
+ * check the fencing token. */
+static void acquired(lk_lock_t *l, redisReply *r) {
+  lk_client_t *c = l->client;
+  uint64_t sent = c->completing_sent_ns;
+  long long count = r->element[0]->integer;
+  uint32_t before = l->holds;
+  if (l->lost) {
+    /* A re-entry that was in flight when the lease was declared lost: the
+     * clean-up release queued behind it has taken it away again. */
+    l->lost = 0;
+    l->holds = 0;
+    finish(l, LK_ELEASELOST);
+    return;
+  }
+  /* The server's count is the truth for an owner of our own; when it
+   * differs from ours the earlier holds were lost with their lease. */
+  if (!l->owner_shared && count >= 1 && count <= UINT32_MAX)
+    l->holds = (uint32_t)count;
+  else
+    l->holds++;
+  l->lease_ms = l->req_lease_ms;
+  if (l->req_watchdog) {
+    /* The script set the watchdog's lease at `sent`: that confirmation
+     * starts (or restarts) this object's local deadline. */
+    if (lk__wd_watching(&l->wd))
+      lk__wd_remove(c, &l->wd);
+    lk__wd_add(c, &l->wd, sent);
+  } else {
+    l->hold_deadline_ns = sent + (uint64_t)l->req_lease_ms * 1000000u -
+                          lk__wd_drift_ns(l->req_lease_ms);
+  }
+  if (l->req_fenced && r->elements == 3) {
+    int64_t token = r->element[1]->integer;
+    int regressed = r->element[2]->integer != 0;
+    lk__token_seen(c, l->name, l->name_len, token);
+    if (regressed) {
+      /* Handing this token out could let a stale writer win at the
+       * resource: give the hold back and say why. The counter was lifted,
+       * so the next acquisition gets a token above any seen before. */
+      lk__log(c, LK_LOG_ERROR, "fencing token went backwards for a lock "
+                               "(server lost its data); acquisition refused");
+      give_back(l, 1);
+      l->holds = before;
+      if (l->holds == 0 && lk__wd_watching(&l->wd))
+        lk__wd_remove(c, &l->wd);
+      finish(l, LK_ETOKEN);
+      return;
+    }
+    l->token = token;
+  }
+  finish(l, 0);
+}
+
 static void on_acquire_reply(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
   long long ttl;
   l->op = NULL;
-  if (status == 0 && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-      r->element[0]->type == REDIS_REPLY_INTEGER) {
-    long long count = r->element[0]->integer;
-    /* The server's count is the truth for an owner of our own; when it
-     * differs from ours the earlier holds were lost with their lease. */
-    if (!l->owner_shared && count >= 1 && count <= UINT32_MAX)
-      l->holds = (uint32_t)count;
-    else
-      l->holds++;
-    l->lease_ms = l->req_lease_ms;
-    finish(l, 0);
+  if (status == 0 && is_grant(r)) {
+    acquired(l, r);
     return;
   }
   if (status == 0 && lk__reply_is_int(r, &ttl)) {
@@ -372,24 +493,35 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
   }
   remember_error(l, r);
   if ((status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) &&
-      !l->owner_shared && l->unknown_resends < LK__UNKNOWN_RESENDS) {
+      !l->owner_shared && l->unknown_resends < LK__UNKNOWN_RESENDS &&
+      remaining_ms(l) > 0) {
     /* Safe to resend: the script recognises an earlier attempt that took the
      * lock by the expected count, so nothing is counted twice. */
     l->unknown_resends++;
     retry_now(l);
     return;
   }
+  if (status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) {
+    /* The budget is spent with the outcome open: queue a release that
+     * applies only if the lost attempt did take the lock. */
+    if (!l->owner_shared) {
+      lk__lock_orphan_t *o = orphan_of(l);
+      if (o != NULL && orphan_release(o, o->taken_count) != 0)
+        orphan_free(o);
+    }
+    finish(l, LK_EUNKNOWN);
+    return;
+  }
   if (transient(status) && remaining_ms(l) > 0) {
     wait_then_retry(l, -1);
     return;
   }
-  /* A lost reply whose resends never got through: the first attempt's fate
-   * is open (any hold it took expires with its lease). */
-  finish(l, l->unknown_resends > 0 && status == LK_ECONN ? LK_EUNKNOWN : status);
+  finish(l, status);
 }
 
 static void on_timer(uv_timer_t *t) {
   lk_lock_t *l = t->data;
+  lk__wd_check(l->client);
   if (l->kind != OP_ACQUIRE)
     return;
   if (l->op != NULL) {
@@ -413,6 +545,7 @@ void lk_lock_opts_init(lk_lock_opts_t *o) {
     return;
   o->wait_ms = 0;
   o->lease_ms = LK_LEASE_DEFAULT;
+  o->fenced = 0;
 }
 
 int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
@@ -429,10 +562,26 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
     return LK_EINVAL;
   if (l->holds == UINT32_MAX)
     return LK_EINVAL;
+  if (opts->fenced && l->token_key == NULL) {
+    l->token_key = lk__prefix_name(LK__LOCK_TOKEN_PREFIX, l->name, l->name_len,
+                                   &l->token_key_len);
+    if (l->token_key == NULL)
+      return LK_ENOMEM;
+  }
+  if (l->lost) {
+    /* Told of the loss already; what the server may have kept was given
+     * back then. Start afresh. */
+    l->lost = 0;
+    l->holds = 0;
+  }
   begin(l, OP_ACQUIRE, cb, arg);
   l->wait_ms = opts->wait_ms;
-  l->req_lease_ms =
-      opts->lease_ms == LK_LEASE_DEFAULT ? l->client->o.default_lease_ms : opts->lease_ms;
+  l->req_fenced = opts->fenced != 0;
+  /* A re-entry with an explicit lease while the watchdog keeps this owner's
+   * lease keeps the watchdog's lease: a shorter one would end the lock before
+   * the local deadline the watchdog promises. */
+  l->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__wd_watching(&l->wd);
+  l->req_lease_ms = l->req_watchdog ? l->client->o.default_lease_ms : opts->lease_ms;
   l->deadline_ns = lk__now_ns() + ms_to_ns(opts->wait_ms < 0 ? 0 : opts->wait_ms);
   rc = attempt_acquire(l);
   if (rc != 0)
@@ -464,6 +613,18 @@ static int release_attempt(lk_lock_t *l, int resend) {
                       1, on_release_reply, l, &l->op);
 }
 
+/* A release ended: nothing held means nothing to renew; otherwise renewal
+ * resumes (it was paused while the last hold's release was in flight). */
+static void release_finish(lk_lock_t *l, int status) {
+  if (l->holds == 0) {
+    l->lost = 0;
+    if (lk__wd_watching(&l->wd))
+      lk__wd_remove(l->client, &l->wd);
+  }
+  l->wd.paused = 0;
+  finish(l, status);
+}
+
 static void on_release_reply(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
   long long v;
@@ -471,7 +632,7 @@ static void on_release_reply(void *data, int status, redisReply *r) {
   if (status == 0 && r->type == REDIS_REPLY_NIL) {
     /* The server has no hold for this owner: the lease ran out. */
     l->holds = 0;
-    finish(l, LK_ENOTOWNER);
+    release_finish(l, LK_ENOTOWNER);
     return;
   }
   if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
@@ -479,11 +640,11 @@ static void on_release_reply(void *data, int status, redisReply *r) {
     if (v == 1 && !l->owner_shared)
       l->holds = 0;
     l->result = v;
-    finish(l, 0);
+    release_finish(l, 0);
     return;
   }
   if (status == 0) {
-    finish(l, LK_EPROTOCOL);
+    release_finish(l, LK_EPROTOCOL);
     return;
   }
   remember_error(l, r);
@@ -496,7 +657,7 @@ static void on_release_reply(void *data, int status, redisReply *r) {
       return;
   }
   /* A resend that could not be sent leaves the first attempt's fate open. */
-  finish(l, l->unknown_resends > 0 && status == LK_ECONN ? LK_EUNKNOWN : status);
+  release_finish(l, l->unknown_resends > 0 && status == LK_ECONN ? LK_EUNKNOWN : status);
 }
 
 int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
@@ -505,8 +666,18 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
     return rc;
   if (l->holds == 0)
     return LK_ENOTHELD;
+  if (l->lost) {
+    /* on_lost told the loss; the server's side was given back then. */
+    l->holds = 0;
+    l->lost = 0;
+    return LK_ELEASELOST;
+  }
   begin(l, OP_RELEASE, cb, arg);
   l->release_before = l->holds;
+  /* No renewal may follow the release of the last hold. One already in
+   * flight is ahead of it on the connection, so it cannot outlive it. */
+  if (l->holds == 1)
+    l->wd.paused = 1;
   rc = release_attempt(l, 0);
   if (rc != 0)
     l->kind = OP_NONE;
@@ -541,8 +712,12 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
       return;
     }
     l->result = v;
-    if (l->kind == OP_FORCE)
+    if (l->kind == OP_FORCE) {
       l->holds = 0;
+      l->lost = 0;
+      if (lk__wd_watching(&l->wd))
+        lk__wd_remove(l->client, &l->wd);
+    }
     break;
   }
   finish(l, 0);
@@ -597,6 +772,26 @@ int lk_lock_server_hold_count(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   return start_simple(l, OP_QUERY_HOLDS, cb, arg);
 }
 
+/* --- leases --- */
+
+static void on_wd_event(lk__wd_entry_t *e, int event) {
+  lk_lock_t *l = lk__container_of(e, lk_lock_t, wd);
+  if (event == LK__WD_LATE) {
+    /* A renewal overtook the loss and extended the lease: give it back
+     * rather than let a lock nobody believes it holds live on. */
+    give_back(l, l->holds ? l->holds : 1);
+    return;
+  }
+  l->lost = 1;
+  l->client->stats.leases_lost++;
+  lk__log(l->client, LK_LOG_WARN, "lease lost on a held lock");
+  /* Whatever the server still has for this owner goes now: the holder has
+   * been told it lost the lock, so nobody must keep it. */
+  give_back(l, l->holds);
+  if (l->on_lost != NULL && !l->closing)
+    l->on_lost(l, LK_ELEASELOST, l->lost_arg);
+}
+
 /* --- lifecycle --- */
 
 static int set_owner(lk_lock_t *l, const char *client_id, uint64_t tid) {
@@ -633,6 +828,13 @@ int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   }
   set_owner(l, c->id, ++c->next_tid);
   l->lease_ms = c->o.default_lease_ms;
+  l->wd.cls = &lk__wd_lock_class;
+  l->wd.keys[0] = l->name;
+  l->wd.key_lens[0] = l->name_len;
+  l->wd.owner = l->owner;
+  l->wd.owner_len = l->owner_len;
+  l->wd.on_event = on_wd_event;
+  lk__queue_init(&l->wd.node);
   lk__defer_init(&l->done, on_done_defer);
   uv_timer_init(c->loop, &l->timer);
   l->timer.data = l;
@@ -642,6 +844,7 @@ int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
 }
 
 static void free_lock(lk_lock_t *l) {
+  lk__free(l->token_key);
   lk__free(l->name);
   lk__free(l->channel);
   lk__free(l);
@@ -674,6 +877,8 @@ static void on_close_release(void *data, int status, redisReply *r) {
 static void close_continue(lk_lock_t *l) {
   if (l->kind != OP_NONE)
     return; /* its deferred completion comes first, then calls back here */
+  if (lk__wd_watching(&l->wd))
+    lk__wd_remove(l->client, &l->wd);
   if (l->holds > 0 && !lk__client_forked(l->client) &&
       send_release(l->client, l->name, l->name_len, l->channel, l->channel_len,
                    l->owner, l->owner_len, l->lease_ms, -1, l->holds,
@@ -739,7 +944,30 @@ int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
   if (l->kind != OP_NONE || l->holds > 0)
     return LK_EBUSY;
   rc = set_owner(l, client_id ? client_id : l->client->id, thread_id);
-  if (rc == 0)
+  if (rc == 0) {
     l->owner_shared = 1;
+    l->wd.owner_len = l->owner_len;
+  }
   return rc;
 }
+
+int lk_lock_set_lost_cb(lk_lock_t *l, lk_lock_cb on_lost, void *arg) {
+  int rc = check_lock(l);
+  if (rc != 0)
+    return rc;
+  l->on_lost = on_lost;
+  l->lost_arg = arg;
+  return 0;
+}
+
+int lk_lock_is_held(const lk_lock_t *l) {
+  uint64_t now;
+  if (l == NULL || l->holds == 0 || l->lost)
+    return 0;
+  now = lk__now_ns();
+  if (lk__wd_watching(&l->wd))
+    return now < lk__wd_deadline(l->client, &l->wd);
+  return now < l->hold_deadline_ns;
+}
+
+int64_t lk_lock_token(const lk_lock_t *l) { return l ? l->token : 0; }

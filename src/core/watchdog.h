@@ -1,0 +1,83 @@
+#ifndef LK_CORE_WATCHDOG_H
+#define LK_CORE_WATCHDOG_H
+
+#include "core/internal.h"
+
+/* The client's lease watchdog (DESIGN.md §4). Every entry shares one lease
+ * (the client's default_lease_ms), so all renew on the same period,
+ * lease/3. Entries are intrusive (embedded in the object that holds) and kept
+ * in the order their last renewal was confirmed, which is also the order of
+ * their local deadlines and of their next renewals: the ring is a timer wheel
+ * whose slots are that order. One uv_timer ticks every lease/6 while the ring
+ * is not empty; a tick renews every entry due within the next half tick in
+ * chunks of at most LK__WD_CHUNK keys, one multi-key script per chunk and
+ * class. A stalled loop is caught up by the same rule (everything overdue is
+ * due). Nothing is allocated per entry; one small record per chunk. */
+
+#define LK__WD_CHUNK 100
+
+typedef struct lk__wd_entry_s lk__wd_entry_t;
+typedef struct lk__wd_batch_s lk__wd_batch_t;
+
+enum {
+  LK__WD_LOST = 1,   /* the lease is gone: renewal said so, or the local
+                        deadline passed unconfirmed. The entry has left the
+                        ring. status is LK_ELEASELOST. */
+  LK__WD_LATE = 2    /* a renewal sent before the entry was declared lost
+                        came back successful: the server extended a lease the
+                        holder was told it lost. Give it back. */
+};
+
+/* A renewal script and its shape: each entry contributes keys_per_entry keys
+ * and one owner argument; ARGV[1] is the lease. The script answers an array
+ * of 1 (extended) / 0 (this owner no longer holds it), one per entry. */
+typedef struct lk__wd_class_s {
+  const char *script;
+  int keys_per_entry; /* 1 or 2 */
+} lk__wd_class_t;
+
+typedef void (*lk__wd_event_fn)(lk__wd_entry_t *e, int event);
+
+struct lk__wd_entry_s {
+  lk__queue_t node; /* in the ring, ordered by confirmed_ns */
+  const lk__wd_class_t *cls;
+  const char *keys[2]; /* borrowed from the object */
+  size_t key_lens[2];
+  const char *owner;
+  size_t owner_len;
+  lk__wd_event_fn on_event;
+  uint64_t confirmed_ns; /* send time of the last confirmed acquire/renewal */
+  lk__wd_batch_t *batch; /* renewal in flight, or NULL */
+  int batch_idx;
+  unsigned in_ring : 1;
+  unsigned paused : 1; /* a release is in flight: do not renew */
+  unsigned lost : 1;
+};
+
+extern const lk__wd_class_t lk__wd_lock_class;
+
+void lk__wd_init(lk_client_t *c);
+void lk__wd_close(lk_client_t *c);
+
+/* Starts watching: the lease was set by a command sent at sent_ns (the
+ * acquire's send time), so the local deadline is sent_ns + lease - drift.
+ * The entry's keys and owner must stay valid while it is registered. */
+void lk__wd_add(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns);
+/* Stops watching; a renewal in flight is forgotten (its reply is ignored). */
+void lk__wd_remove(lk_client_t *c, lk__wd_entry_t *e);
+static inline int lk__wd_watching(const lk__wd_entry_t *e) {
+  return e->in_ring || e->batch != NULL;
+}
+/* Local deadline of a watched entry (ns, monotonic). */
+uint64_t lk__wd_deadline(const lk_client_t *c, const lk__wd_entry_t *e);
+/* Drift kept off a lease: lease/100 + 2 ms, in ns. */
+uint64_t lk__wd_drift_ns(int64_t lease_ms);
+
+/* Fires the lost events whose deadline has passed. Called first at every
+ * loop entry point of the library, so a lost event precedes any other
+ * callback of that object. Cheap when nothing is due (one clock read). */
+void lk__wd_check(lk_client_t *c);
+/* Renews every entry at once (the server restarted: verify, do not wait). */
+void lk__wd_verify_all(lk_client_t *c);
+
+#endif /* LK_CORE_WATCHDOG_H */
