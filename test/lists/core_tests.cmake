@@ -1,0 +1,2 @@
+lk_add_test_file(SOURCE core/bad_inputs.c LABEL core)
+lk_add_test_file(SOURCE core/client.c LABEL core)
