@@ -117,11 +117,13 @@ static void on_idle(uv_idle_t *h) {
    * callbacks runs on the next pass, so one pass always ends. */
   lk__queue_init(&ready);
   lk__queue_move(&c->deferred, &ready);
+  lk__client_cork(c);
   while (!lk__queue_empty(&ready)) {
     lk__defer_t *d = lk__container_of(lk__queue_head(&ready), lk__defer_t, node);
     lk__queue_remove(&d->node);
     d->fn(d);
   }
+  lk__client_uncork(c);
   if (lk__queue_empty(&c->deferred))
     uv_idle_stop(&c->idle);
 }

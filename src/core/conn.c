@@ -184,15 +184,15 @@ static void on_hs_info(void *data, int status, redisReply *r) {
   handshake_step_done(conn);
 }
 
-static int hs_send(lk__conn_t *conn, int argc, const char **argv,
-                   lk__op_cb cb) {
+static int hs_send_len(lk__conn_t *conn, int argc, const char **argv,
+                       const size_t *lens, lk__op_cb cb) {
   int err = 0;
   lk__op_t *op = lk__op_new(conn->client, cb, conn, &err);
   int len;
   if (op == NULL)
     return err;
   op->internal = 1;
-  len = redisFormatCommandArgv(&op->cmd, argc, argv, NULL);
+  len = redisFormatCommandArgv(&op->cmd, argc, argv, lens);
   if (len < 0) {
     lk__op_free(op);
     return LK_ENOMEM;
@@ -201,6 +201,10 @@ static int hs_send(lk__conn_t *conn, int argc, const char **argv,
   conn->handshake_left++;
   conn_send(conn, op);
   return 0;
+}
+
+static int hs_send(lk__conn_t *conn, int argc, const char **argv, lk__op_cb cb) {
+  return hs_send_len(conn, argc, argv, NULL, cb);
 }
 
 static void start_handshake(lk__conn_t *conn) {
@@ -234,6 +238,17 @@ static void start_handshake(lk__conn_t *conn) {
   if (err == 0 && conn->kind == LK__CONN_CMD) {
     const char *a[2] = {"INFO", "server"};
     err = hs_send(conn, 2, a, on_hs_info);
+  }
+  /* Load every script now, so the first use of each (a watchdog renewal
+   * included) costs one round trip, not EVALSHA + NOSCRIPT + EVAL. A user
+   * without SCRIPT LOAD still works: NOSCRIPT is answered with EVAL. */
+  if (conn->kind == LK__CONN_CMD) {
+    size_t i;
+    for (i = 0; err == 0 && i < lk__script_count; i++) {
+      const char *a[3] = {"SCRIPT", "LOAD", lk__scripts[i].text};
+      size_t l[3] = {6, 4, lk__scripts[i].len};
+      err = hs_send_len(conn, 3, a, l, on_hs_optional);
+    }
   }
   if (err != 0)
     lk__conn_drop(conn, err, "handshake could not be sent");
@@ -388,8 +403,27 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
   lk__op_complete(op, lk__status_of(r), r);
 }
 
+void lk__client_cork(lk_client_t *c) { c->corked++; }
+
+void lk__client_uncork(lk_client_t *c) {
+  if (--c->corked > 0)
+    return;
+  conn_flush(&c->cmd);
+  conn_flush(&c->ps);
+}
+
+static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf);
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   lk__conn_t *conn = s->data;
+  lk_client_t *c = conn->client;
+  /* The client outlives this call: handles close asynchronously. */
+  lk__client_cork(c);
+  read_replies(conn, nread, buf);
+  lk__client_uncork(c);
+}
+
+static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf) {
   redisReader *reader = conn->reader;
   void *reply;
 
@@ -443,7 +477,7 @@ static void conn_flush(lk__conn_t *conn) {
   size_t cap;
   uv_buf_t b;
   int rc;
-  if (conn->writing || conn->out_len == 0 || !conn->io_open)
+  if (conn->writing || conn->out_len == 0 || !conn->io_open || conn->client->corked)
     return;
   /* Swap the buffers: the one being written stays untouched until its
    * callback, new commands go to the other one. */

@@ -144,6 +144,7 @@ struct lk_client_s {
   uint64_t wd_next_tick_ns;
   int wd_checking;
   struct lk__token_s *tokens; /* highest fencing token seen per name */
+  int corked; /* > 0: commands accumulate; written when it drops to 0 */
 };
 
 /* --- entry checks (every public entry point) --- */
@@ -168,6 +169,11 @@ void lk__conn_close(lk__conn_t *conn);
 void lk__conn_free_buffers(lk__conn_t *conn);
 void lk__conn_drop(lk__conn_t *conn, int why, const char *what);
 int lk__conn_is_busy(const lk__conn_t *conn);
+/* While the library handles one batch of events (a read, deferred work, a
+ * watchdog tick), the commands they issue are gathered and leave in one
+ * write per connection at the end, instead of the first alone. */
+void lk__client_cork(lk_client_t *c);
+void lk__client_uncork(lk_client_t *c);
 void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op);
 /* Pub/sub module (pubsub.c). */
 int lk__pubsub_init(lk_client_t *c);

@@ -221,7 +221,9 @@ static void on_wd_timer(uv_timer_t *t) {
      * two ticks later, i.e. renewed once per period, and a stalled loop
      * catches up on everything overdue at once. */
     c->wd_next_tick_ns = now + tick_ns(c);
+    lk__client_cork(c);
     tick(c, now + tick_ns(c) / 2);
+    lk__client_uncork(c);
   }
   rearm(c);
 }

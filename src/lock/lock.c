@@ -93,6 +93,7 @@ static const lk__script_t *script(const char *name) {
 }
 
 static int attempt_acquire(lk_lock_t *l);
+static void lose(lk_lock_t *l);
 static void wait_then_retry(lk_lock_t *l, int64_t ttl_ms);
 static void close_continue(lk_lock_t *l);
 
@@ -432,12 +433,18 @@ static void acquired(lk_lock_t *l, redisReply *r) {
     finish(l, LK_ELEASELOST);
     return;
   }
-  /* The server's count is the truth for an owner of our own; when it
-   * differs from ours the earlier holds were lost with their lease. */
-  if (!l->owner_shared && count >= 1 && count <= UINT32_MAX)
-    l->holds = (uint32_t)count;
-  else
-    l->holds++;
+  if (!l->owner_shared && before > 0 && count != (long long)before + 1) {
+    /* A re-entry found fewer holds than this owner had: the earlier ones
+     * were lost (expired, deleted, force-released) and someone else may have
+     * held the lock in between. Report the loss, give back the fresh hold. */
+    l->holds = (uint32_t)(count > 0 && count <= UINT32_MAX ? count : 1);
+    lose(l);
+    l->holds = 0;
+    l->lost = 0;
+    finish(l, LK_ELEASELOST);
+    return;
+  }
+  l->holds++;
   l->lease_ms = l->req_lease_ms;
   if (l->req_watchdog) {
     /* The script set the watchdog's lease at `sent`: that confirmation
@@ -782,6 +789,16 @@ static void on_wd_event(lk__wd_entry_t *e, int event) {
     give_back(l, l->holds ? l->holds : 1);
     return;
   }
+  lose(l);
+}
+
+/* The holds are gone: stop renewing, give back what the server may still
+ * have for this owner, tell the holder. */
+static void lose(lk_lock_t *l) {
+  /* From the watchdog the entry has left the ring already, and a renewal
+   * still in flight stays tracked so a late success is given back too. */
+  if (l->wd.in_ring)
+    lk__wd_remove(l->client, &l->wd);
   l->lost = 1;
   l->client->stats.leases_lost++;
   lk__log(l->client, LK_LOG_WARN, "lease lost on a held lock");

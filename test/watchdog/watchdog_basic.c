@@ -1,0 +1,508 @@
+/* Watchdog basics (DESIGN.md §4): a renewed hold survives many leases, an
+ * explicit lease is never renewed, renewal stops with the release (also when
+ * a renewal is in flight as the release goes out), a key deleted or expired
+ * behind the holder's back is reported within one period, and a stalled loop
+ * reports the loss first thing after the stall. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lk_fixture.h"
+#include "proxy.h"
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static long g_seq; /* orders callbacks within a case */
+
+typedef struct {
+  int calls;
+  int status;
+  int held_in_cb; /* lk_lock_is_held() inside on_lost */
+  uint64_t t_ns;
+  long seq;
+} lost_t;
+
+static void on_lost(lk_lock_t *l, int status, void *arg) {
+  lost_t *x = arg;
+  x->calls++;
+  x->status = status;
+  x->held_in_cb = lk_lock_is_held(l);
+  x->t_ns = uv_hrtime();
+  x->seq = ++g_seq;
+}
+
+/* Loop + server + a client whose default (watchdog) lease is lease_ms;
+ * port 0 = the server's own port. */
+static void start_with_lease(fx_t *fx, int64_t lease_ms, int port) {
+  lk_client_opts_t o;
+  memset(fx, 0, sizeof(*fx));
+  g_seq = 0;
+  ASSERT_OK(uv_loop_init(&fx->loop));
+  fx->srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx->srv);
+  fx_client_opts(fx, &o);
+  if (port != 0)
+    o.port = port;
+  o.default_lease_ms = lease_ms;
+  o.reconnect_max_ms = 200;
+  fx_start_client(fx, &o);
+}
+
+static lk_client_stats_t stats_of(fx_t *fx) {
+  lk_client_stats_t st;
+  lk_client_get_stats(fx->c, &st);
+  return st;
+}
+
+/* Runs the loop for ms (unscaled): renewals happen meanwhile, which is what
+ * these cases observe. */
+static void spin(fx_t *fx, int64_t ms) {
+  int64_t end = rt_now_ms() + ms;
+  while (rt_now_ms() < end) {
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+/* Spins until the client has sent more than `than` renewal scripts. */
+static void spin_until_renewals_exceed(fx_t *fx, uint64_t than, int64_t timeout_ms) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(timeout_ms);
+  while (stats_of(fx).renewal_commands <= than) {
+    if (rt_now_ms() >= end)
+      FAIL("no renewal within %lld ms (renewal_commands stays %llu)",
+           (long long)rt_scaled_ms(timeout_ms), (unsigned long long)than);
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+/* Calls of a command on the server (INFO commandstats). */
+static long long cmd_calls(rt_server_t *s, const char *cmd) {
+  char field[64];
+  char *v;
+  long long n = 0;
+  snprintf(field, sizeof(field), "cmdstat_%s", cmd);
+  v = rt_server_info(s, "commandstats", field);
+  if (v == NULL)
+    return 0;
+  ASSERT_EQ(sscanf(v, "calls=%lld", &n), 1);
+  free(v);
+  return n;
+}
+
+static long long script_calls(rt_server_t *s) {
+  return cmd_calls(s, "evalsha") + cmd_calls(s, "eval");
+}
+
+/* ---- cases ---------------------------------------------------------------------- */
+
+/* A watchdog hold kept for 5.5 leases: is_held every pass, the key alive on
+ * the server at every check, renewed once per period (never piled up), and
+ * on_lost never called. */
+TEST(held_for_many_leases) {
+  const int64_t lease = 300, period = lease / 3, tick = lease / 6;
+  const int64_t hold_ms = lease * 11 / 2;
+  fx_t fx;
+  lk_lock_t *a;
+  lost_t lost;
+  lk_client_stats_t st;
+  int64_t end, pttl, v;
+  int passes = 0;
+  memset(&lost, 0, sizeof(lost));
+  start_with_lease(&fx, lease, 0);
+  a = fx_lock(&fx, "held");
+  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(lk_lock_is_held(a), 1);
+  end = rt_now_ms() + hold_ms;
+  while (rt_now_ms() < end) {
+    uv_run(&fx.loop, UV_RUN_NOWAIT);
+    ASSERT_EQ(lk_lock_is_held(a), 1);
+    ASSERT_EQ(lost.calls, 0);
+    if (++passes % 10 == 0) {
+      pttl = rt_cmd_int(fx.srv, "PTTL held");
+      ASSERT_GT(pttl, 0);
+      ASSERT_LE(pttl, lease);
+    }
+    rt_sleep_ms(1);
+  }
+  st = stats_of(&fx);
+  /* One entry: every renewal script carries exactly this hold. */
+  ASSERT_EQ(st.renewals, st.renewal_commands);
+  /* Renewed every period - tick/2 .. period + tick/2: never more often
+   * (safety: no second renewal in flight, no double tick), and not much
+   * less (liveness, scaled). */
+  ASSERT_LE((int64_t)st.renewals, hold_ms / (period - tick / 2) + 1);
+  ASSERT_GE((int64_t)st.renewals, hold_ms / rt_scaled_ms(period + tick / 2) - 1);
+  ASSERT_EQ(st.leases_lost, 0);
+  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &v));
+  ASSERT_EQ(v, 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, &v));
+  ASSERT_EQ(v, 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS held"), 0);
+  ASSERT_EQ(lk_lock_is_held(a), 0);
+  ASSERT_EQ(lost.calls, 0);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* An explicit lease is not renewed, even while the same client renews a
+ * watchdog hold: the key expires on its own, is_held turns 0 by its own
+ * local deadline, and no on_lost comes. */
+TEST(explicit_lease_is_not_renewed) {
+  const int64_t lease = 600, explicit_lease = 300;
+  fx_t fx;
+  lk_lock_t *w, *e;
+  lost_t lost_w, lost_e;
+  sx_t s;
+  uint64_t t_start;
+  int64_t gone_ms;
+  memset(&lost_w, 0, sizeof(lost_w));
+  memset(&lost_e, 0, sizeof(lost_e));
+  start_with_lease(&fx, lease, 0);
+  w = fx_lock(&fx, "wdog");
+  e = fx_lock(&fx, "expl");
+  ASSERT_OK(lk_lock_set_lost_cb(w, on_lost, &lost_w));
+  ASSERT_OK(lk_lock_set_lost_cb(e, on_lost, &lost_e));
+  ASSERT_OK(sx_acquire(&fx, w, 0, LK_LEASE_DEFAULT));
+  t_start = uv_hrtime();
+  ASSERT_OK(sx_acquire_in(&fx.loop, e, 0, explicit_lease, &s));
+  ASSERT_EQ(lk_lock_is_held(e), 1);
+  ASSERT(fx_wait_key_gone(&fx, "expl", explicit_lease + 1000));
+  gone_ms = (int64_t)((uv_hrtime() - t_start) / 1000000u);
+  /* Safety: the server cannot expire it before its lease; liveness: it
+   * does expire about then, i.e. nothing extended it. */
+  ASSERT_GE(gone_ms, explicit_lease - 1);
+  ASSERT_LE((int64_t)((uv_hrtime() - s.t_ns) / 1000000u),
+            explicit_lease + rt_scaled_ms(200));
+  ASSERT_EQ(lk_lock_is_held(e), 0);
+  /* More renewal periods pass: the watchdog hold lives on, the explicit
+   * one stays gone, nobody was told of a loss. */
+  spin(&fx, lease);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS expl"), 0);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS wdog"), 1);
+  ASSERT_EQ(lk_lock_is_held(w), 1);
+  ASSERT_EQ(lost_w.calls, 0);
+  ASSERT_EQ(lost_e.calls, 0);
+  ASSERT_GE(stats_of(&fx).renewals, 1);
+  ASSERT_EQ(stats_of(&fx).renewals, stats_of(&fx).renewal_commands); /* w alone */
+  ASSERT_EQ(stats_of(&fx).leases_lost, 0);
+  /* The expired explicit hold: the server has nothing for this owner. */
+  ASSERT_EQ(sx_run(&fx, lk_lock_release, e, NULL), LK_ENOTOWNER);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, w, NULL));
+  ASSERT_EQ(lost_e.calls, 0);
+  fx_close_lock(&fx, w);
+  fx_close_lock(&fx, e);
+  fx_finish(&fx);
+}
+
+/* After the release of the last hold no renewal is sent: the client's
+ * counter and the server's script calls both stop growing (this client is
+ * the only one that runs scripts). */
+TEST(no_renewals_after_release) {
+  const int64_t lease = 300;
+  fx_t fx;
+  lk_lock_t *a;
+  lost_t lost;
+  uint64_t c0;
+  long long e0;
+  memset(&lost, 0, sizeof(lost));
+  start_with_lease(&fx, lease, 0);
+  a = fx_lock(&fx, "norenew");
+  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  /* Re-entered: the first release keeps renewing, the last one stops it. */
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  spin_until_renewals_exceed(&fx, 0, lease);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  c0 = stats_of(&fx).renewal_commands;
+  spin_until_renewals_exceed(&fx, c0, lease);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS norenew"), 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS norenew"), 0);
+  c0 = stats_of(&fx).renewal_commands;
+  e0 = script_calls(fx.srv);
+  spin(&fx, 3 * lease); /* 9 periods */
+  ASSERT_EQ(stats_of(&fx).renewal_commands, c0);
+  ASSERT_EQ(script_calls(fx.srv), e0);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS norenew"), 0);
+  ASSERT_EQ(lost.calls, 0);
+  ASSERT_EQ(lk_lock_is_held(a), 0);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* The release goes out while a renewal is in flight (both held up by the
+ * proxy): the key is gone after the release's reply and stays gone, and no
+ * renewal is sent after the release. */
+TEST(release_while_renewal_in_flight) {
+  const int64_t lease = 600;
+  fx_t fx;
+  rt_server_t *srv;
+  rt_proxy_t *p;
+  lk_lock_t *a;
+  lost_t lost;
+  sx_t r;
+  lk_client_stats_t before, st;
+  uint64_t c0;
+  int64_t end;
+  memset(&lost, 0, sizeof(lost));
+  memset(&fx, 0, sizeof(fx));
+  g_seq = 0;
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  fx.srv = srv;
+  p = rt_proxy_start(rt_server_port(srv));
+  ASSERT_NOT_NULL(p);
+  {
+    lk_client_opts_t o;
+    lk_client_opts_init(&o);
+    o.port = rt_proxy_port(p);
+    o.default_lease_ms = lease;
+    fx_start_client(&fx, &o);
+  }
+  /* Warm-up: the first use of each script costs a NOSCRIPT round trip
+   * (EVALSHA, then EVAL); get that done before the delay, so the renewal
+   * below is one round trip. */
+  a = fx_lock(&fx, "warm");
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  before = stats_of(&fx);
+  spin_until_renewals_exceed(&fx, 0, lease);
+  end = rt_now_ms() + rt_scaled_ms(1000);
+  while (stats_of(&fx).replies < before.replies + 1) {
+    ASSERT_LT(rt_now_ms(), end);
+    uv_run(&fx.loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  fx_close_lock(&fx, a);
+  c0 = stats_of(&fx).renewal_commands;
+
+  a = fx_lock(&fx, "inflight");
+  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(stats_of(&fx).renewal_commands, c0);
+  /* The first renewal is due a period after the acquire; from now on every
+   * byte spends 100 ms in the proxy each way (the deadline is 592 ms after
+   * the acquire, the renewal's reply comes about 400 ms after it). */
+  rt_proxy_delay(p, 100);
+  before = stats_of(&fx);
+  spin_until_renewals_exceed(&fx, c0, lease);
+  memset(&r, 0, sizeof(r));
+  ASSERT_OK(lk_lock_release(a, sx_cb, &r));
+  st = stats_of(&fx);
+  ASSERT_EQ(st.renewal_commands, c0 + 1);
+  ASSERT_EQ(st.replies, before.replies); /* the renewal is still in flight */
+  rt_run_until(&fx.loop, &r.done, 3000);
+  ASSERT_OK(r.status);
+  ASSERT_EQ(r.result, 1);
+  ASSERT_EQ(rt_cmd_int(srv, "EXISTS inflight"), 0);
+  st = stats_of(&fx);
+  ASSERT_GE(st.replies, before.replies + 2); /* renewal and release answered */
+  /* Two leases and more: nothing brings the key back, nothing is renewed. */
+  end = rt_now_ms() + 2 * lease + 200;
+  while (rt_now_ms() < end) {
+    uv_run(&fx.loop, UV_RUN_NOWAIT);
+    ASSERT_EQ(rt_cmd_int(srv, "EXISTS inflight"), 0);
+    rt_sleep_ms(5);
+  }
+  ASSERT_EQ(stats_of(&fx).renewal_commands, c0 + 1);
+  ASSERT_EQ(lost.calls, 0);
+  ASSERT_EQ(lk_lock_is_held(a), 0);
+  rt_proxy_delay(p, 0);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+/* Runs `side` on the server right after a renewal was confirmed (the worst
+ * moment: the next one is a whole period away): on_lost follows within one
+ * period plus a scaled margin, the object is LOST, renewal stops. */
+static void lost_after_side_command(const char *name, const char *side_fmt) {
+  const int64_t lease = 600, period = lease / 3;
+  fx_t fx;
+  lk_lock_t *a;
+  lost_t lost;
+  uint64_t t_side, c_lost;
+  lk_client_stats_t st;
+  int64_t end;
+  memset(&lost, 0, sizeof(lost));
+  start_with_lease(&fx, lease, 0);
+  a = fx_lock(&fx, name);
+  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  st = stats_of(&fx);
+  spin_until_renewals_exceed(&fx, 0, lease);
+  /* Let the renewal's reply come back. */
+  end = rt_now_ms() + rt_scaled_ms(1000);
+  while (stats_of(&fx).replies < st.replies + 1) {
+    ASSERT_LT(rt_now_ms(), end);
+    uv_run(&fx.loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+  ASSERT_EQ(lk_lock_is_held(a), 1);
+  ASSERT_EQ(lost.calls, 0);
+  t_side = uv_hrtime();
+  freeReplyObject(rt_cmd(fx.srv, side_fmt, name));
+  rt_run_until(&fx.loop, &lost.calls, period + 2000);
+  ASSERT_EQ(lost.calls, 1);
+  ASSERT_EQ(lost.status, LK_ELEASELOST);
+  ASSERT_EQ(lost.held_in_cb, 0);
+  ASSERT_LE((int64_t)((lost.t_ns - t_side) / 1000000u), period + rt_scaled_ms(100));
+  ASSERT_EQ(lk_lock_is_held(a), 0);
+  ASSERT_EQ(stats_of(&fx).leases_lost, 1);
+  c_lost = stats_of(&fx).renewal_commands;
+  spin(&fx, 2 * period + 50);
+  ASSERT_EQ(stats_of(&fx).renewal_commands, c_lost); /* LOST: not renewed */
+  ASSERT_EQ(lost.calls, 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS %s", name), 0);
+  ASSERT_EQ(lk_lock_release(a, sx_cb, NULL), LK_ELEASELOST);
+  ASSERT_EQ(lk_lock_hold_count(a), 0);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
+TEST(deleted_key_fires_lost_within_a_period) {
+  lost_after_side_command("delkey", "DEL %s");
+}
+
+TEST(expired_key_fires_lost_within_a_period) {
+  lost_after_side_command("pexpkey", "PEXPIRE %s 1");
+}
+
+/* ---- a stalled loop --------------------------------------------------------------- */
+
+typedef struct {
+  lk_lock_t *lock;
+  int64_t stall_ms;
+  int stalled;
+  uint64_t stall_end_ns;
+  sx_t query;
+  long query_seq;
+  int query_held;  /* is_held() inside the query's callback */
+  long lost_seq_at_query; /* on_lost's sequence number seen by the query */
+  lost_t *lost;
+} stall_t;
+
+static void on_stall_query(lk_lock_t *l, int status, void *arg) {
+  stall_t *st = arg;
+  st->query_seq = ++g_seq;
+  st->query_held = lk_lock_is_held(l);
+  st->lost_seq_at_query = st->lost->seq;
+  sx_cb(l, status, &st->query);
+}
+
+static void on_stall_timer(uv_timer_t *t) {
+  stall_t *st = t->data;
+  /* A reply will be waiting when the stall ends: on_lost must still come
+   * first. */
+  ASSERT_OK(lk_lock_is_locked(st->lock, on_stall_query, st));
+  usleep((useconds_t)(st->stall_ms * 1000));
+  st->stall_end_ns = uv_hrtime();
+  st->stalled = 1;
+}
+
+/* A timer callback blocks the loop for longer than the lease: the loss is
+ * reported first thing after the stall, before the reply that waited. */
+TEST(stalled_loop_reports_loss_first) {
+  const int64_t lease = 300;
+  fx_t fx;
+  lk_lock_t *a;
+  lost_t lost;
+  stall_t st;
+  uv_timer_t timer;
+  memset(&lost, 0, sizeof(lost));
+  memset(&st, 0, sizeof(st));
+  start_with_lease(&fx, lease, 0);
+  a = fx_lock(&fx, "stall");
+  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  st.lock = a;
+  st.stall_ms = lease + 200;
+  st.lost = &lost;
+  ASSERT_OK(uv_timer_init(&fx.loop, &timer));
+  timer.data = &st;
+  ASSERT_OK(uv_timer_start(&timer, on_stall_timer, (uint64_t)lease / 2, 0));
+  rt_run_until(&fx.loop, &st.stalled, 2000);
+  rt_run_until(&fx.loop, &lost.calls, 2000);
+  ASSERT_GE(lost.t_ns, st.stall_end_ns); /* nothing ran during the stall */
+  ASSERT_EQ(lost.status, LK_ELEASELOST);
+  ASSERT_EQ(lost.held_in_cb, 0);
+  ASSERT_LE((int64_t)((lost.t_ns - st.stall_end_ns) / 1000000u), rt_scaled_ms(50));
+  rt_run_until(&fx.loop, &st.query.done, 3000);
+  ASSERT_OK(st.query.status);
+  ASSERT_GT(st.query_seq, lost.seq);
+  ASSERT_EQ(st.lost_seq_at_query, lost.seq);
+  ASSERT_EQ(st.query_held, 0);
+  ASSERT_EQ(lk_lock_is_held(a), 0);
+  ASSERT_EQ(lost.calls, 1);
+  ASSERT_EQ(lk_lock_release(a, sx_cb, NULL), LK_ELEASELOST);
+  /* Expired during the stall anyway; whatever was left is given back. */
+  ASSERT(fx_wait_key_gone(&fx, "stall", 2000));
+  uv_close((uv_handle_t *)&timer, NULL);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* Another client force-releases the lock; before the next renewal could
+ * notice, the holder re-enters. The server grants a fresh hold (count 1,
+ * not 2): the earlier hold was lost, and someone else may have held the
+ * lock in between. The holder must hear of it: on_lost before the
+ * re-entry's callback. */
+TEST(reentry_after_force_release_reports_loss) {
+  const int64_t lease = 3000;
+  fx_t fx;
+  lk_lock_t *a, *other, *third;
+  lost_t lost;
+  sx_t s;
+  long seq_acq;
+  int rc;
+  memset(&lost, 0, sizeof(lost));
+  start_with_lease(&fx, lease, 0);
+  a = fx_lock(&fx, "reenter");
+  other = fx_lock(&fx, "reenter");
+  third = fx_lock(&fx, "reenter");
+  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  /* The lock is taken from the holder and changes hands meanwhile. */
+  ASSERT_OK(sx_run(&fx, lk_lock_force_release, other, NULL));
+  ASSERT_OK(sx_acquire(&fx, third, 0, 5000));
+  ASSERT_OK(sx_run(&fx, lk_lock_release, third, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS reenter"), 0);
+  /* Re-entry, well before the next renewal (a period is 1 s). */
+  ASSERT_EQ(stats_of(&fx).renewal_commands, 0);
+  sx_acquire_in(&fx.loop, a, 0, LK_LEASE_DEFAULT, &s);
+  seq_acq = ++g_seq;
+  fprintf(stderr, "re-entry after the loss: %s, hold_count %u, on_lost calls %d\n",
+          lk_err_name(s.status), lk_lock_hold_count(a), lost.calls);
+  /* Told either way: on_lost before the re-entry's callback, or the
+   * re-entry itself fails with LK_ELEASELOST. */
+  if (s.status != LK_ELEASELOST) {
+    ASSERT_EQ(lost.calls, 1);
+    ASSERT_LT(lost.seq, seq_acq);
+    ASSERT_EQ(lost.status, LK_ELEASELOST);
+  }
+  /* Whatever the re-entry did, the object and the server agree on the
+   * count, and the lock ends free. */
+  if (s.status == 0) {
+    char *v = rt_cmd_str(fx.srv, "HGET reenter %s", lk_lock_owner(a));
+    ASSERT_NOT_NULL(v);
+    ASSERT_EQ(strtoll(v, NULL, 10), lk_lock_hold_count(a));
+    free(v);
+    memset(&s, 0, sizeof(s));
+    rc = lk_lock_release(a, sx_cb, &s);
+    if (rc == 0) {
+      rt_run_until(&fx.loop, &s.done, 3000);
+      ASSERT_OK(s.status);
+    } else {
+      ASSERT_EQ(rc, LK_ELEASELOST);
+    }
+  }
+  ASSERT(fx_wait_key_gone(&fx, "reenter", 2000));
+  fx_close_lock(&fx, a);
+  fx_close_lock(&fx, other);
+  fx_close_lock(&fx, third);
+  fx_finish(&fx);
+}
