@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "core/pubsub.h"
+#include "core/object.h"
 #include "core/tokens.h"
 #include "core/watchdog.h"
 
@@ -26,7 +26,7 @@ enum lk__lock_op {
 };
 
 struct lk_lock_s {
-  lk_client_t *client;
+  lk__obj_t base; /* first: the shared object body (core/object.h) */
   char *name;
   size_t name_len;
   char *channel;
@@ -48,34 +48,18 @@ struct lk_lock_s {
   lk_lock_cb on_lost;
   void *lost_arg;
 
-  /* the pending operation */
-  enum lk__lock_op kind;
-  lk__op_t *op; /* command in flight, or NULL */
+  /* the pending operation (the rest is in base) */
   lk_lock_cb cb;
   void *arg;
-  int64_t wait_ms;
   int64_t req_lease_ms;
   int req_watchdog; /* the acquire asked for the default, renewed lease */
   int req_fenced;
-  uint64_t deadline_ns; /* wait budget end; unused when waiting forever */
   int unknown_resends;
-  int woken;     /* poked while an attempt was in flight: try again at once */
-  int waited;    /* this acquire had to wait at least once */
-  uint64_t woken_ns;
   uint32_t release_before; /* holds before a release's first attempt */
-  uv_timer_t timer;
-  lk__sub_t sub;
-  lk__defer_t done;
-  int done_status;
-  int64_t result;
-  char errtext[160];
-
-  /* closing */
-  int closing;
   lk_lock_close_cb close_cb;
-  lk__defer_t close_step;
-  void *data;
 };
+
+#define CLIENT(l) ((l)->base.client)
 
 /* A command whose object stopped waiting for it (cancel, timeout, close).
  * It keeps what is needed to give back a hold the server may have granted. */
@@ -92,84 +76,33 @@ static const lk__script_t *script(const char *name) {
   return lk__script_find(name); /* present: embedded at build time */
 }
 
-static int attempt_acquire(lk_lock_t *l);
 static void lose(lk_lock_t *l);
-static void wait_then_retry(lk_lock_t *l, int64_t ttl_ms);
-static void close_continue(lk_lock_t *l);
-
-/* --- common helpers --- */
-
-static int check_lock(const lk_lock_t *l) {
-  int rc;
-  if (l == NULL)
-    return LK_EINVAL;
-  rc = lk__check_client(l->client);
-  if (rc != 0)
-    return rc;
-  return l->closing ? LK_ECLOSED : 0;
-}
-
-static int check_idle(const lk_lock_t *l, lk_lock_cb cb) {
-  int rc = check_lock(l);
-  if (rc != 0)
-    return rc;
-  if (cb == NULL)
-    return LK_EINVAL;
-  return l->kind != OP_NONE ? LK_EBUSY : 0;
-}
 
 static void begin(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb, void *arg) {
-  l->kind = kind;
+  lk__obj_begin(&l->base, kind);
   l->cb = cb;
   l->arg = arg;
-  l->result = 0;
-  l->errtext[0] = '\0';
   l->unknown_resends = 0;
-  l->woken = 0;
-  l->waited = 0;
 }
 
-static void remember_error(lk_lock_t *l, redisReply *r) {
-  if (r != NULL && r->type == REDIS_REPLY_ERROR)
-    snprintf(l->errtext, sizeof(l->errtext), "%.*s", (int)r->len, r->str);
-}
+static void finish(lk_lock_t *l, int status) { lk__obj_finish(&l->base, status); }
 
-/* Ends the pending operation and runs the user's callback. Only ever called
- * from the loop (reply, timer, poke or deferred work). */
-static void finish(lk_lock_t *l, int status) {
+static void on_complete(lk__obj_t *o, int kind, int status) {
+  lk_lock_t *l = (lk_lock_t *)o;
   lk_lock_cb cb = l->cb;
-  void *arg = l->arg;
-  enum lk__lock_op kind = l->kind;
-  uv_timer_stop(&l->timer);
-  lk__sub_stop(&l->sub);
-  l->kind = OP_NONE;
-  l->cb = NULL;
-  l->op = NULL;
+  lk_client_t *c = o->client;
   if (kind == OP_ACQUIRE && status == 0) {
-    l->client->stats.acquires++;
-    if (l->waited)
-      l->client->stats.acquire_waits++;
-    if (l->woken_ns != 0)
-      l->client->stats.handoff_ns_total += lk__now_ns() - l->woken_ns;
+    c->stats.acquires++;
+    if (o->waited)
+      c->stats.acquire_waits++;
+    if (o->woken_ns != 0)
+      c->stats.handoff_ns_total += lk__now_ns() - o->woken_ns;
   }
   if (kind == OP_RELEASE && status == 0)
-    l->client->stats.releases++;
-  l->woken_ns = 0;
+    c->stats.releases++;
+  l->cb = NULL;
   if (cb != NULL)
-    cb(l, status, arg);
-}
-
-static void on_done_defer(lk__defer_t *d) {
-  lk_lock_t *l = lk__container_of(d, lk_lock_t, done);
-  finish(l, l->done_status);
-  if (l->closing)
-    close_continue(l);
-}
-
-/* Completion known inside a call: delivered from the loop instead. */
-static void finish_later(lk_lock_t *l, int status) {
-  l->done_status = status;
-  lk__defer(l->client, &l->done);
+    cb(l, status, l->arg);
 }
 
 /* --- orphans --- */
@@ -240,7 +173,7 @@ static lk__lock_orphan_t *orphan_of(const lk_lock_t *l) {
   lk__lock_orphan_t *o = lk__calloc(1, sizeof(*o));
   if (o == NULL)
     return NULL;
-  o->client = l->client;
+  o->client = CLIENT(l);
   o->name = lk__memdup0(l->name, l->name_len);
   o->channel = lk__memdup0(l->channel, l->channel_len);
   o->owner = lk__memdup0(l->owner, l->owner_len);
@@ -270,58 +203,29 @@ static void give_back(lk_lock_t *l, uint32_t n) {
   }
 }
 
-/* Detaches the command in flight from the object. An acquire's late success
- * is undone; other commands' late outcomes do not matter to anyone. */
-static void abandon_op(lk_lock_t *l) {
-  lk__lock_orphan_t *o;
-  if (l->op == NULL)
-    return;
-  if (l->kind != OP_ACQUIRE) {
-    lk__op_retarget(l->op, NULL, NULL);
-    l->op = NULL;
+/* The acquire in flight is left behind (timeout, cancel, close): a late
+ * grant is given back. Other commands' late outcomes matter to nobody. */
+static void on_abandon(lk__obj_t *o) {
+  lk_lock_t *l = (lk_lock_t *)o;
+  lk__lock_orphan_t *orphan;
+  if (o->kind != OP_ACQUIRE) {
+    lk__op_retarget(o->op, NULL, NULL);
     return;
   }
-  o = orphan_of(l);
-  if (o == NULL) {
-    lk__log(l->client, LK_LOG_WARN, "out of memory abandoning an acquire; any "
+  orphan = orphan_of(l);
+  if (orphan == NULL) {
+    lk__log(o->client, LK_LOG_WARN, "out of memory abandoning an acquire; any "
                                     "hold expires with its lease");
-    lk__op_retarget(l->op, NULL, NULL);
-  } else {
-    lk__op_retarget(l->op, on_orphan_acquire, o);
-  }
-  l->op = NULL;
-}
-
-/* --- acquire --- */
-
-static uint64_t ms_to_ns(int64_t ms) { return (uint64_t)ms * 1000000u; }
-
-static int waits_forever(const lk_lock_t *l) { return l->wait_ms < 0; }
-
-/* Time left in the wait budget, in ms (0 when spent). */
-static int64_t remaining_ms(const lk_lock_t *l) {
-  uint64_t now = lk__now_ns();
-  if (waits_forever(l))
-    return INT64_MAX;
-  return now >= l->deadline_ns ? 0 : (int64_t)((l->deadline_ns - now) / 1000000u);
-}
-
-static void on_timer(uv_timer_t *t);
-
-/* An attempt in flight when the budget ends may still answer within the
- * reply timeout (past it the connection itself gives up on the command), so
- * the acquire waits that long at most before abandoning it. */
-static void arm_deadline_guard(lk_lock_t *l) {
-  int64_t left;
-  if (waits_forever(l))
+    lk__op_retarget(o->op, NULL, NULL);
     return;
-  left = remaining_ms(l) + l->client->o.reply_timeout_ms + 10;
-  uv_timer_start(&l->timer, on_timer, (uint64_t)left, 0);
+  }
+  lk__op_retarget(o->op, on_orphan_acquire, orphan);
 }
 
 static void on_acquire_reply(void *data, int status, redisReply *r);
 
-static int attempt_acquire(lk_lock_t *l) {
+static int attempt_acquire(lk__obj_t *o) {
+  lk_lock_t *l = (lk_lock_t *)o;
   char lease[24], before[24], floor[24];
   const char *argv[6];
   size_t lens[6];
@@ -329,83 +233,26 @@ static int attempt_acquire(lk_lock_t *l) {
   snprintf(lease, sizeof(lease), "%" PRId64, l->req_lease_ms);
   snprintf(before, sizeof(before), "%" PRId64,
            l->owner_shared ? (int64_t)-1 : (int64_t)l->holds);
-  l->woken = 0;
   if (l->req_fenced) {
     snprintf(floor, sizeof(floor), "%" PRId64,
-             lk__token_highest(l->client, l->name, l->name_len) + 1);
+             lk__token_highest(CLIENT(l), l->name, l->name_len) + 1);
     argv[0] = l->name, lens[0] = l->name_len;
     argv[1] = l->token_key, lens[1] = l->token_key_len;
     argv[2] = lease, lens[2] = strlen(lease);
     argv[3] = l->owner, lens[3] = l->owner_len;
     argv[4] = before, lens[4] = strlen(before);
     argv[5] = floor, lens[5] = strlen(floor);
-    l->op = lk__script_call(l->client, script("lock/acquire_fenced"), 2, 4, argv,
+    l->base.op = lk__script_call(CLIENT(l), script("lock/acquire_fenced"), 2, 4, argv,
                             lens, on_acquire_reply, l, &err);
   } else {
     argv[0] = l->name, lens[0] = l->name_len;
     argv[1] = lease, lens[1] = strlen(lease);
     argv[2] = l->owner, lens[2] = l->owner_len;
     argv[3] = before, lens[3] = strlen(before);
-    l->op = lk__script_call(l->client, script("lock/acquire"), 1, 3, argv, lens,
+    l->base.op = lk__script_call(CLIENT(l), script("lock/acquire"), 1, 3, argv, lens,
                             on_acquire_reply, l, &err);
   }
-  if (l->op == NULL)
-    return err;
-  arm_deadline_guard(l);
-  return 0;
-}
-
-static void retry_now(lk_lock_t *l) {
-  int rc;
-  uv_timer_stop(&l->timer);
-  rc = attempt_acquire(l);
-  if (rc != 0)
-    finish(l, rc);
-}
-
-static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
-                         size_t len) {
-  lk_lock_t *l = lk__container_of(s, lk_lock_t, sub);
-  if (l->kind != OP_ACQUIRE)
-    return;
-  if (event == LK__SUB_MESSAGE && l->woken_ns == 0)
-    l->woken_ns = lk__now_ns();
-  /* A poke with an error means "rely on polling"; the timer already bounds
-   * the wait, so only a confirmation or a message is worth a try now. */
-  if (event == LK__SUB_POKE && status != 0)
-    return;
-  if (l->op != NULL) {
-    l->woken = 1; /* the attempt in flight may predate the release */
-    return;
-  }
-  retry_now(l);
-}
-
-static void wait_then_retry(lk_lock_t *l, int64_t ttl_ms) {
-  int64_t delay = l->client->o.max_repoll_ms, left = remaining_ms(l);
-  l->waited = 1;
-  if (!lk__sub_active(&l->sub)) {
-    /* Subscribe, then try once more when the subscription is confirmed:
-     * a release published before we subscribed is not missed. */
-    int rc = lk__sub_start(l->client, &l->sub, l->channel, l->channel_len,
-                           on_sub_event);
-    if (rc != 0)
-      lk__log(l->client, LK_LOG_WARN, "cannot subscribe (%s): polling",
-              lk_err_name(rc));
-  }
-  if (l->woken) {
-    retry_now(l);
-    return;
-  }
-  if (ttl_ms >= 0 && ttl_ms < delay)
-    delay = ttl_ms;
-  if (left < delay)
-    delay = left;
-  uv_timer_start(&l->timer, on_timer, (uint64_t)(delay > 0 ? delay : 0), 0);
-}
-
-static int transient(int status) {
-  return status == LK_ECONN || status == LK_ELOADING || status == LK_ESERVERBUSY;
+  return l->base.op != NULL ? 0 : err;
 }
 
 static int is_grant(const redisReply *r) {
@@ -421,7 +268,7 @@ static int is_grant(const redisReply *r) {
 /* The server granted a hold: count it, start or refresh its lease keeping,
  * check the fencing token. */
 static void acquired(lk_lock_t *l, redisReply *r) {
-  lk_client_t *c = l->client;
+  lk_client_t *c = CLIENT(l);
   uint64_t sent = c->completing_sent_ns;
   long long count = r->element[0]->integer;
   uint32_t before = l->holds;
@@ -481,31 +328,30 @@ static void acquired(lk_lock_t *l, redisReply *r) {
 static void on_acquire_reply(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
   long long ttl;
-  l->op = NULL;
+  l->base.op = NULL;
   if (status == 0 && is_grant(r)) {
     acquired(l, r);
     return;
   }
   if (status == 0 && lk__reply_is_int(r, &ttl)) {
-    if (l->wait_ms == 0 || remaining_ms(l) == 0) {
-      finish(l, LK_ETIMEDOUT);
-      return;
-    }
-    wait_then_retry(l, ttl);
+    lk__obj_busy(&l->base, ttl);
     return;
   }
   if (status == 0) {
     finish(l, LK_EPROTOCOL);
     return;
   }
-  remember_error(l, r);
+  lk__obj_error(&l->base, r);
   if ((status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) &&
       !l->owner_shared && l->unknown_resends < LK__UNKNOWN_RESENDS &&
-      remaining_ms(l) > 0) {
+      lk__obj_remaining_ms(&l->base) > 0) {
     /* Safe to resend: the script recognises an earlier attempt that took the
      * lock by the expected count, so nothing is counted twice. */
+    int rc;
     l->unknown_resends++;
-    retry_now(l);
+    rc = lk__obj_try(&l->base);
+    if (rc != 0)
+      finish(l, rc);
     return;
   }
   if (status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) {
@@ -519,33 +365,13 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
     finish(l, LK_EUNKNOWN);
     return;
   }
-  if (transient(status) && remaining_ms(l) > 0) {
-    wait_then_retry(l, -1);
+  if (lk__obj_transient(status)) {
+    lk__obj_retry_or_finish(&l->base, status);
     return;
   }
   finish(l, status);
 }
 
-static void on_timer(uv_timer_t *t) {
-  lk_lock_t *l = t->data;
-  lk__wd_check(l->client);
-  if (l->kind != OP_ACQUIRE)
-    return;
-  if (l->op != NULL) {
-    /* The budget and its grace are spent with an attempt unanswered. */
-    abandon_op(l);
-    finish(l, LK_ETIMEDOUT);
-    return;
-  }
-  if (!waits_forever(l) && remaining_ms(l) == 0 && l->wait_ms != 0) {
-    /* One last try at the deadline: the holder may have just left. */
-    l->wait_ms = 0;
-  }
-  retry_now(l);
-}
-
-static int valid_wait(int64_t w) { return w == -1 || (w >= 0 && w <= LK_MAX_TIME_MS); }
-static int valid_lease(int64_t v) { return v == -1 || (v > 0 && v <= LK_MAX_TIME_MS); }
 
 void lk_lock_opts_init(lk_lock_opts_t *o) {
   if (o == NULL)
@@ -558,14 +384,14 @@ void lk_lock_opts_init(lk_lock_opts_t *o) {
 int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
                     void *arg) {
   lk_lock_opts_t defaults;
-  int rc = check_idle(l, cb);
+  int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
   if (opts == NULL) {
     lk_lock_opts_init(&defaults);
     opts = &defaults;
   }
-  if (!valid_wait(opts->wait_ms) || !valid_lease(opts->lease_ms))
+  if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
   if (l->holds == UINT32_MAX)
     return LK_EINVAL;
@@ -582,31 +408,21 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
     l->holds = 0;
   }
   begin(l, OP_ACQUIRE, cb, arg);
-  l->wait_ms = opts->wait_ms;
+  lk__obj_wait_begin(&l->base, opts->wait_ms);
   l->req_fenced = opts->fenced != 0;
   /* A re-entry with an explicit lease while the watchdog keeps this owner's
    * lease keeps the watchdog's lease: a shorter one would end the lock before
    * the local deadline the watchdog promises. */
   l->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__wd_watching(&l->wd);
-  l->req_lease_ms = l->req_watchdog ? l->client->o.default_lease_ms : opts->lease_ms;
-  l->deadline_ns = lk__now_ns() + ms_to_ns(opts->wait_ms < 0 ? 0 : opts->wait_ms);
-  rc = attempt_acquire(l);
+  l->req_lease_ms = l->req_watchdog ? CLIENT(l)->o.default_lease_ms : opts->lease_ms;
+  rc = lk__obj_try(&l->base);
   if (rc != 0)
-    l->kind = OP_NONE;
+    l->base.kind = OP_NONE;
   return rc;
 }
 
 int lk_lock_cancel(lk_lock_t *l) {
-  int rc = check_lock(l);
-  if (rc != 0)
-    return rc;
-  if (l->kind != OP_ACQUIRE || lk__queue_linked(&l->done.node))
-    return LK_EINVAL;
-  abandon_op(l);
-  uv_timer_stop(&l->timer);
-  lk__sub_stop(&l->sub);
-  finish_later(l, LK_ECANCELED);
-  return 0;
+  return lk__obj_cancel(l ? &l->base : NULL, OP_ACQUIRE);
 }
 
 /* --- release --- */
@@ -614,10 +430,10 @@ int lk_lock_cancel(lk_lock_t *l) {
 static void on_release_reply(void *data, int status, redisReply *r);
 
 static int release_attempt(lk_lock_t *l, int resend) {
-  return send_release(l->client, l->name, l->name_len, l->channel, l->channel_len,
+  return send_release(CLIENT(l), l->name, l->name_len, l->channel, l->channel_len,
                       l->owner, l->owner_len, l->lease_ms,
                       resend && !l->owner_shared ? (int64_t)l->release_before : -1,
-                      1, on_release_reply, l, &l->op);
+                      1, on_release_reply, l, &l->base.op);
 }
 
 /* A release ended: nothing held means nothing to renew; otherwise renewal
@@ -626,7 +442,7 @@ static void release_finish(lk_lock_t *l, int status) {
   if (l->holds == 0) {
     l->lost = 0;
     if (lk__wd_watching(&l->wd))
-      lk__wd_remove(l->client, &l->wd);
+      lk__wd_remove(CLIENT(l), &l->wd);
   }
   l->wd.paused = 0;
   finish(l, status);
@@ -635,7 +451,7 @@ static void release_finish(lk_lock_t *l, int status) {
 static void on_release_reply(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
   long long v;
-  l->op = NULL;
+  l->base.op = NULL;
   if (status == 0 && r->type == REDIS_REPLY_NIL) {
     /* The server has no hold for this owner: the lease ran out. */
     l->holds = 0;
@@ -646,7 +462,7 @@ static void on_release_reply(void *data, int status, redisReply *r) {
     l->holds = l->release_before - 1;
     if (v == 1 && !l->owner_shared)
       l->holds = 0;
-    l->result = v;
+    l->base.result = v;
     release_finish(l, 0);
     return;
   }
@@ -654,7 +470,7 @@ static void on_release_reply(void *data, int status, redisReply *r) {
     release_finish(l, LK_EPROTOCOL);
     return;
   }
-  remember_error(l, r);
+  lk__obj_error(&l->base, r);
   /* Resend after a lost reply; a resend that could not even be sent (the
    * reconnect failed) is tried again too, within the same small budget. */
   if ((status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) &&
@@ -668,7 +484,7 @@ static void on_release_reply(void *data, int status, redisReply *r) {
 }
 
 int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
-  int rc = check_idle(l, cb);
+  int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
   if (l->holds == 0)
@@ -687,7 +503,7 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
     l->wd.paused = 1;
   rc = release_attempt(l, 0);
   if (rc != 0)
-    l->kind = OP_NONE;
+    l->base.kind = OP_NONE;
   return rc;
 }
 
@@ -696,18 +512,18 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
 static void on_simple_reply(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
   long long v;
-  l->op = NULL;
+  l->base.op = NULL;
   if (status != 0) {
-    remember_error(l, r);
+    lk__obj_error(&l->base, r);
     finish(l, status);
     return;
   }
-  switch (l->kind) {
+  switch (l->base.kind) {
   case OP_QUERY_HOLDS:
     if (r->type == REDIS_REPLY_NIL) {
-      l->result = 0;
+      l->base.result = 0;
     } else if (r->type == REDIS_REPLY_STRING) {
-      l->result = strtoll(r->str, NULL, 10);
+      l->base.result = strtoll(r->str, NULL, 10);
     } else {
       finish(l, LK_EPROTOCOL);
       return;
@@ -718,12 +534,12 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
       finish(l, LK_EPROTOCOL);
       return;
     }
-    l->result = v;
-    if (l->kind == OP_FORCE) {
+    l->base.result = v;
+    if (l->base.kind == OP_FORCE) {
       l->holds = 0;
       l->lost = 0;
       if (lk__wd_watching(&l->wd))
-        lk__wd_remove(l->client, &l->wd);
+        lk__wd_remove(CLIENT(l), &l->wd);
     }
     break;
   }
@@ -734,7 +550,7 @@ static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
                         void *arg) {
   const char *argv[3];
   size_t lens[3];
-  int err = 0, rc = check_idle(l, cb);
+  int err = 0, rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
   begin(l, kind, cb, arg);
@@ -743,24 +559,24 @@ static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
     argv[0] = l->name, lens[0] = l->name_len;
     argv[1] = l->channel, lens[1] = l->channel_len;
     argv[2] = "PUBLISH", lens[2] = 7;
-    l->op = lk__script_call(l->client, script("lock/force_release"), 2, 1, argv,
+    l->base.op = lk__script_call(CLIENT(l), script("lock/force_release"), 2, 1, argv,
                             lens, on_simple_reply, l, &err);
     break;
   case OP_QUERY_HOLDS:
     argv[0] = "HGET", lens[0] = 4;
     argv[1] = l->name, lens[1] = l->name_len;
     argv[2] = l->owner, lens[2] = l->owner_len;
-    l->op = lk__cmd_argv(l->client, 3, argv, lens, on_simple_reply, l, &err);
+    l->base.op = lk__cmd_argv(CLIENT(l), 3, argv, lens, on_simple_reply, l, &err);
     break;
   default:
     argv[0] = kind == OP_QUERY_TTL ? "PTTL" : "EXISTS";
     lens[0] = strlen(argv[0]);
     argv[1] = l->name, lens[1] = l->name_len;
-    l->op = lk__cmd_argv(l->client, 2, argv, lens, on_simple_reply, l, &err);
+    l->base.op = lk__cmd_argv(CLIENT(l), 2, argv, lens, on_simple_reply, l, &err);
     break;
   }
-  if (l->op == NULL) {
-    l->kind = OP_NONE;
+  if (l->base.op == NULL) {
+    l->base.kind = OP_NONE;
     return err;
   }
   return 0;
@@ -798,14 +614,14 @@ static void lose(lk_lock_t *l) {
   /* From the watchdog the entry has left the ring already, and a renewal
    * still in flight stays tracked so a late success is given back too. */
   if (l->wd.in_ring)
-    lk__wd_remove(l->client, &l->wd);
+    lk__wd_remove(CLIENT(l), &l->wd);
   l->lost = 1;
-  l->client->stats.leases_lost++;
-  lk__log(l->client, LK_LOG_WARN, "lease lost on a held lock");
+  CLIENT(l)->stats.leases_lost++;
+  lk__log(CLIENT(l), LK_LOG_WARN, "lease lost on a held lock");
   /* Whatever the server still has for this owner goes now: the holder has
    * been told it lost the lock, so nobody must keep it. */
   give_back(l, l->holds);
-  if (l->on_lost != NULL && !l->closing)
+  if (l->on_lost != NULL && !l->base.closing)
     l->on_lost(l, LK_ELEASELOST, l->lost_arg);
 }
 
@@ -818,6 +634,47 @@ static int set_owner(lk_lock_t *l, const char *client_id, uint64_t tid) {
   l->owner_len = (size_t)n;
   return 0;
 }
+
+static void on_close_release(void *data, int status, redisReply *r) {
+  lk_lock_t *l = data;
+  l->base.op = NULL;
+  if (status != 0 && status != LK_ECANCELED)
+    lk__log(CLIENT(l), LK_LOG_WARN, "release on close failed (%s); the lock "
+                                    "expires with its lease",
+            lk_err_name(status));
+  l->holds = 0;
+  lk__obj_close_done(&l->base);
+}
+
+/* Close gives back every hold (and stops renewing first). */
+static int on_close_release_start(lk__obj_t *o) {
+  lk_lock_t *l = (lk_lock_t *)o;
+  if (lk__wd_watching(&l->wd))
+    lk__wd_remove(o->client, &l->wd);
+  return l->holds > 0 &&
+         send_release(o->client, l->name, l->name_len, l->channel, l->channel_len,
+                      l->owner, l->owner_len, l->lease_ms, -1, l->holds,
+                      on_close_release, l, &o->op) == 0;
+}
+
+static void on_closed(lk__obj_t *o) {
+  lk_lock_t *l = (lk_lock_t *)o;
+  if (l->close_cb != NULL)
+    l->close_cb(l);
+}
+
+static void free_lock(lk__obj_t *o) {
+  lk_lock_t *l = (lk_lock_t *)o;
+  lk__free(l->token_key);
+  lk__free(l->name);
+  lk__free(l->channel);
+  lk__free(l);
+}
+
+static const lk__obj_ops_t lk__lock_ops = {
+    on_complete, attempt_acquire, on_abandon, on_close_release_start,
+    on_closed,   free_lock,
+};
 
 int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   lk_lock_t *l;
@@ -833,7 +690,6 @@ int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   l = lk__calloc(1, sizeof(*l));
   if (l == NULL)
     return LK_ENOMEM;
-  l->client = c;
   l->name = lk__memdup0(name, len);
   l->name_len = len;
   l->channel = lk__prefix_name(LK__LOCK_CHANNEL_PREFIX, name, len, &l->channel_len);
@@ -852,115 +708,46 @@ int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   l->wd.owner_len = l->owner_len;
   l->wd.on_event = on_wd_event;
   lk__queue_init(&l->wd.node);
-  lk__defer_init(&l->done, on_done_defer);
-  uv_timer_init(c->loop, &l->timer);
-  l->timer.data = l;
-  lk__object_born(c);
+  lk__obj_init(&l->base, c, &lk__lock_ops);
+  l->base.channel = l->channel;
+  l->base.channel_len = l->channel_len;
   *out = l;
   return 0;
-}
-
-static void free_lock(lk_lock_t *l) {
-  lk__free(l->token_key);
-  lk__free(l->name);
-  lk__free(l->channel);
-  lk__free(l);
-}
-
-static void on_timer_closed(uv_handle_t *h) {
-  lk_lock_t *l = h->data;
-  lk_lock_close_cb cb = l->close_cb;
-  lk__object_died(l->client);
-  /* The object is gone for the library from here on: the user may free
-   * whatever it pointed to, or close the client, inside close_cb. */
-  if (cb != NULL)
-    cb(l);
-  free_lock(l);
-}
-
-static void on_close_release(void *data, int status, redisReply *r) {
-  lk_lock_t *l = data;
-  l->op = NULL;
-  if (status != 0 && status != LK_ECANCELED)
-    lk__log(l->client, LK_LOG_WARN, "release on close failed (%s); the lock "
-                                    "expires with its lease",
-            lk_err_name(status));
-  l->holds = 0;
-  uv_close((uv_handle_t *)&l->timer, on_timer_closed);
-}
-
-/* Runs from the loop after the canceled operation's callback, so the order
- * the user sees is: that callback, then close_cb. */
-static void close_continue(lk_lock_t *l) {
-  if (l->kind != OP_NONE)
-    return; /* its deferred completion comes first, then calls back here */
-  if (lk__wd_watching(&l->wd))
-    lk__wd_remove(l->client, &l->wd);
-  if (l->holds > 0 && !lk__client_forked(l->client) &&
-      send_release(l->client, l->name, l->name_len, l->channel, l->channel_len,
-                   l->owner, l->owner_len, l->lease_ms, -1, l->holds,
-                   on_close_release, l, &l->op) == 0)
-    return;
-  uv_close((uv_handle_t *)&l->timer, on_timer_closed);
-}
-
-static void on_close_step(lk__defer_t *d) {
-  close_continue(lk__container_of(d, lk_lock_t, close_step));
 }
 
 int lk_lock_close(lk_lock_t *l, lk_lock_close_cb close_cb) {
   int rc;
   if (l == NULL)
     return LK_EINVAL;
-  if (lk__client_forked(l->client)) {
-    /* Nothing of the parent's may be touched: only memory goes. */
-    free_lock(l);
-    return LK_EFORKED;
-  }
-  if (l->closing)
-    return LK_ECLOSED;
-  rc = lk__check_client(l->client);
-  if (rc != 0)
-    return rc;
-  l->closing = 1;
-  l->close_cb = close_cb;
-  if (l->kind != OP_NONE && !lk__queue_linked(&l->done.node)) {
-    abandon_op(l);
-    uv_timer_stop(&l->timer);
-    lk__sub_stop(&l->sub);
-    finish_later(l, LK_ECANCELED); /* on_done_defer continues the close */
-    return 0;
-  }
-  if (l->kind != OP_NONE)
-    return 0; /* a completion is already queued; it continues the close */
-  lk__defer_init(&l->close_step, on_close_step);
-  lk__defer(l->client, &l->close_step);
-  return 0;
+  rc = lk__obj_close(&l->base);
+  if (rc == 0)
+    l->close_cb = close_cb;
+  return rc;
 }
 
 /* --- accessors --- */
 
 uint32_t lk_lock_hold_count(const lk_lock_t *l) { return l ? l->holds : 0; }
-int64_t lk_lock_result(const lk_lock_t *l) { return l ? l->result : 0; }
-const char *lk_lock_error_text(const lk_lock_t *l) { return l ? l->errtext : ""; }
+int64_t lk_lock_result(const lk_lock_t *l) { return l ? l->base.result : 0; }
+const char *lk_lock_error_text(const lk_lock_t *l) { return l ? l->base.errtext : ""; }
 const char *lk_lock_name(const lk_lock_t *l) { return l ? l->name : NULL; }
 const char *lk_lock_owner(const lk_lock_t *l) { return l ? l->owner : NULL; }
-lk_client_t *lk_lock_client(const lk_lock_t *l) { return l ? l->client : NULL; }
-void *lk_lock_get_data(const lk_lock_t *l) { return l ? l->data : NULL; }
+lk_client_t *lk_lock_client(const lk_lock_t *l) { return l ? CLIENT(l) : NULL; }
+void *lk_lock_get_data(const lk_lock_t *l) { return l ? l->base.data : NULL; }
 void lk_lock_set_data(lk_lock_t *l, void *data) {
   if (l != NULL)
-    l->data = data;
+    l->base.data = data;
 }
 
 int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
-  int rc = check_lock(l);
+  int rc = lk__obj_check(l ? &l->base : NULL);
   if (rc != 0)
     return rc;
   if (client_id != NULL && !lk__valid_client_id(client_id))
     return LK_EINVAL;
-  if (l->kind != OP_NONE || l->holds > 0)
+  if (l->base.kind != OP_NONE || l->holds > 0)
     return LK_EBUSY;
-  rc = set_owner(l, client_id ? client_id : l->client->id, thread_id);
+  rc = set_owner(l, client_id ? client_id : CLIENT(l)->id, thread_id);
   if (rc == 0) {
     l->owner_shared = 1;
     l->wd.owner_len = l->owner_len;
@@ -969,7 +756,7 @@ int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
 }
 
 int lk_lock_set_lost_cb(lk_lock_t *l, lk_lock_cb on_lost, void *arg) {
-  int rc = check_lock(l);
+  int rc = lk__obj_check(l ? &l->base : NULL);
   if (rc != 0)
     return rc;
   l->on_lost = on_lost;
@@ -983,7 +770,7 @@ int lk_lock_is_held(const lk_lock_t *l) {
     return 0;
   now = lk__now_ns();
   if (lk__wd_watching(&l->wd))
-    return now < lk__wd_deadline(l->client, &l->wd);
+    return now < lk__wd_deadline(CLIENT(l), &l->wd);
   return now < l->hold_deadline_ns;
 }
 

@@ -1,0 +1,285 @@
+/* The shared body of every primitive object (object.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/object.h"
+#include "core/watchdog.h"
+
+static void close_continue(lk__obj_t *o);
+
+/* --- pending operation --- */
+
+int lk__obj_check(const lk__obj_t *o) {
+  int rc;
+  if (o == NULL)
+    return LK_EINVAL;
+  rc = lk__check_client(o->client);
+  if (rc != 0)
+    return rc;
+  return o->closing ? LK_ECLOSED : 0;
+}
+
+int lk__obj_check_idle(const lk__obj_t *o, int has_cb) {
+  int rc = lk__obj_check(o);
+  if (rc != 0)
+    return rc;
+  if (!has_cb)
+    return LK_EINVAL;
+  return o->kind != 0 ? LK_EBUSY : 0;
+}
+
+void lk__obj_begin(lk__obj_t *o, int kind) {
+  o->kind = kind;
+  o->result = 0;
+  o->errtext[0] = '\0';
+  o->woken = 0;
+  o->waited = 0;
+  o->woken_ns = 0;
+}
+
+void lk__obj_finish(lk__obj_t *o, int status) {
+  int kind = o->kind;
+  uv_timer_stop(&o->timer);
+  lk__sub_stop(&o->sub);
+  o->kind = 0;
+  o->op = NULL;
+  o->ops->complete(o, kind, status);
+}
+
+static void on_done_defer(lk__defer_t *d) {
+  lk__obj_t *o = lk__container_of(d, lk__obj_t, done);
+  lk__obj_finish(o, o->done_status);
+  if (o->closing)
+    close_continue(o);
+}
+
+void lk__obj_finish_later(lk__obj_t *o, int status) {
+  o->done_status = status;
+  lk__defer(o->client, &o->done);
+}
+
+void lk__obj_error(lk__obj_t *o, const redisReply *r) {
+  if (r != NULL && r->type == REDIS_REPLY_ERROR)
+    snprintf(o->errtext, sizeof(o->errtext), "%.*s", (int)r->len, r->str);
+}
+
+static void abandon(lk__obj_t *o) {
+  if (o->op == NULL)
+    return;
+  if (o->ops->abandon != NULL)
+    o->ops->abandon(o);
+  else
+    lk__op_retarget(o->op, NULL, NULL);
+  o->op = NULL;
+}
+
+/* Stops everything the pending operation has going, and queues its
+ * callback with status. */
+static void cut_short(lk__obj_t *o, int status) {
+  abandon(o);
+  uv_timer_stop(&o->timer);
+  lk__sub_stop(&o->sub);
+  lk__obj_finish_later(o, status);
+}
+
+int lk__obj_cancel(lk__obj_t *o, int kind) {
+  int rc = lk__obj_check(o);
+  if (rc != 0)
+    return rc;
+  if (o->kind != kind || lk__queue_linked(&o->done.node))
+    return LK_EINVAL;
+  cut_short(o, LK_ECANCELED);
+  return 0;
+}
+
+/* --- close --- */
+
+static void on_timer_closed(uv_handle_t *h) {
+  lk__obj_t *o = h->data;
+  lk__object_died(o->client);
+  /* The library is done with the object: the user may close the client
+   * inside the close callback. */
+  if (o->ops->closed != NULL)
+    o->ops->closed(o);
+  o->ops->free(o);
+}
+
+void lk__obj_close_done(lk__obj_t *o) {
+  uv_close((uv_handle_t *)&o->timer, on_timer_closed);
+}
+
+/* Runs from the loop after the canceled operation's callback, so the user
+ * sees that callback, then the close callback. */
+static void close_continue(lk__obj_t *o) {
+  if (o->kind != 0)
+    return; /* its deferred completion comes first, then calls back here */
+  if (!lk__client_forked(o->client) && o->ops->close_release != NULL &&
+      o->ops->close_release(o))
+    return;
+  lk__obj_close_done(o);
+}
+
+static void on_close_step(lk__defer_t *d) {
+  close_continue(lk__container_of(d, lk__obj_t, close_step));
+}
+
+int lk__obj_close(lk__obj_t *o) {
+  int rc;
+  if (o == NULL)
+    return LK_EINVAL;
+  if (lk__client_forked(o->client)) {
+    o->ops->free(o);
+    return LK_EFORKED;
+  }
+  if (o->closing)
+    return LK_ECLOSED;
+  rc = lk__check_client(o->client);
+  if (rc != 0)
+    return rc;
+  o->closing = 1;
+  if (o->kind != 0 && !lk__queue_linked(&o->done.node)) {
+    cut_short(o, LK_ECANCELED); /* on_done_defer continues the close */
+    return 0;
+  }
+  if (o->kind != 0)
+    return 0; /* a completion is already queued; it continues the close */
+  lk__defer(o->client, &o->close_step);
+  return 0;
+}
+
+/* --- the wait engine --- */
+
+static uint64_t ms_to_ns(int64_t ms) { return (uint64_t)ms * 1000000u; }
+
+int64_t lk__obj_remaining_ms(const lk__obj_t *o) {
+  uint64_t now = lk__now_ns();
+  if (o->wait_ms < 0)
+    return INT64_MAX;
+  return now >= o->deadline_ns ? 0 : (int64_t)((o->deadline_ns - now) / 1000000u);
+}
+
+int lk__obj_transient(int status) {
+  return status == LK_ECONN || status == LK_ELOADING || status == LK_ESERVERBUSY;
+}
+
+void lk__obj_wait_begin(lk__obj_t *o, int64_t wait_ms) {
+  o->wait_ms = wait_ms;
+  o->deadline_ns = lk__now_ns() + ms_to_ns(wait_ms < 0 ? 0 : wait_ms);
+}
+
+static void on_timer(uv_timer_t *t);
+
+/* An attempt in flight when the budget ends may still answer within the
+ * reply timeout (past it the connection itself gives up on the command), so
+ * the wait lasts that long at most before abandoning it. */
+static void arm_guard(lk__obj_t *o) {
+  if (o->wait_ms < 0)
+    return;
+  uv_timer_start(&o->timer, on_timer,
+                 (uint64_t)(lk__obj_remaining_ms(o) + o->client->o.reply_timeout_ms + 10),
+                 0);
+}
+
+int lk__obj_try(lk__obj_t *o) {
+  int rc;
+  o->woken = 0;
+  rc = o->ops->attempt(o);
+  if (rc == 0)
+    arm_guard(o);
+  return rc;
+}
+
+static void retry_now(lk__obj_t *o) {
+  int rc;
+  uv_timer_stop(&o->timer);
+  rc = lk__obj_try(o);
+  if (rc != 0)
+    lk__obj_finish(o, rc);
+}
+
+static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
+                         size_t len) {
+  lk__obj_t *o = lk__container_of(s, lk__obj_t, sub);
+  if (o->kind == 0)
+    return;
+  if (event == LK__SUB_MESSAGE && o->woken_ns == 0)
+    o->woken_ns = lk__now_ns();
+  /* A poke with an error means "rely on polling"; the timer already bounds
+   * the wait, so only a confirmation or a message is worth a try now. */
+  if (event == LK__SUB_POKE && status != 0)
+    return;
+  if (o->op != NULL) {
+    o->woken = 1; /* the attempt in flight may predate the release */
+    return;
+  }
+  retry_now(o);
+}
+
+static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms) {
+  int64_t delay = o->client->o.max_repoll_ms, left = lk__obj_remaining_ms(o);
+  o->waited = 1;
+  if (o->channel != NULL && !lk__sub_active(&o->sub)) {
+    /* Subscribe, then try once more when the subscription is confirmed:
+     * a release published before we subscribed is not missed. */
+    int rc = lk__sub_start(o->client, &o->sub, o->channel, o->channel_len,
+                           on_sub_event);
+    if (rc != 0)
+      lk__log(o->client, LK_LOG_WARN, "cannot subscribe (%s): polling",
+              lk_err_name(rc));
+  }
+  if (o->woken) {
+    retry_now(o);
+    return;
+  }
+  if (ttl_ms >= 0 && ttl_ms < delay)
+    delay = ttl_ms;
+  if (left < delay)
+    delay = left;
+  uv_timer_start(&o->timer, on_timer, (uint64_t)(delay > 0 ? delay : 0), 0);
+}
+
+void lk__obj_busy(lk__obj_t *o, int64_t ttl_ms) {
+  if (o->wait_ms == 0 || lk__obj_remaining_ms(o) == 0) {
+    lk__obj_finish(o, LK_ETIMEDOUT);
+    return;
+  }
+  sleep_then_retry(o, ttl_ms);
+}
+
+void lk__obj_retry_or_finish(lk__obj_t *o, int status) {
+  if (lk__obj_remaining_ms(o) > 0 && o->wait_ms != 0) {
+    sleep_then_retry(o, -1);
+    return;
+  }
+  lk__obj_finish(o, status);
+}
+
+static void on_timer(uv_timer_t *t) {
+  lk__obj_t *o = t->data;
+  lk__wd_check(o->client);
+  if (o->kind == 0 || lk__queue_linked(&o->done.node))
+    return;
+  if (o->op != NULL) {
+    /* The budget and its grace are spent with an attempt unanswered. */
+    abandon(o);
+    lk__obj_finish(o, LK_ETIMEDOUT);
+    return;
+  }
+  if (o->wait_ms > 0 && lk__obj_remaining_ms(o) == 0) {
+    /* One last try at the deadline: the holder may have just left. */
+    o->wait_ms = 0;
+  }
+  retry_now(o);
+}
+
+/* --- init --- */
+
+void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops) {
+  o->client = c;
+  o->ops = ops;
+  lk__defer_init(&o->done, on_done_defer);
+  lk__defer_init(&o->close_step, on_close_step);
+  uv_timer_init(c->loop, &o->timer);
+  o->timer.data = o;
+  lk__object_born(c);
+}

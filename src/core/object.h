@@ -1,0 +1,106 @@
+#ifndef LK_CORE_OBJECT_H
+#define LK_CORE_OBJECT_H
+
+/* What every primitive object shares (DESIGN.md §2): entry checks, one
+ * pending operation, completion from the loop, cancel, the close protocol,
+ * and the wait engine (DESIGN.md §1 "Waiting"): try → busy → subscribe →
+ * try again once subscribed → sleep until a message, the holder's TTL, the
+ * re-poll interval or the budget → try again.
+ *
+ * A primitive embeds lk__obj_t as its FIRST member and gives a table of
+ * hooks; its public functions stay typed and thin. */
+
+#include "core/internal.h"
+#include "core/pubsub.h"
+
+typedef struct lk__obj_s lk__obj_t;
+
+typedef struct lk__obj_ops_s {
+  /* Runs the user's callback of the operation `kind` that just ended. */
+  void (*complete)(lk__obj_t *o, int kind, int status);
+  /* (Re)sends the waiting operation's attempt, setting o->op; 0 or a code.
+   * Needed by objects that use the wait engine. */
+  int (*attempt)(lk__obj_t *o);
+  /* The command in flight is left behind (timeout, cancel, close): re-aim it
+   * with lk__op_retarget at clean-up code, or NULL to forget it. */
+  void (*abandon)(lk__obj_t *o);
+  /* On close, after the pending operation was canceled: start giving back
+   * what the object holds and return 1 (then call lk__obj_close_done when
+   * finished), or return 0 when there is nothing to give back. May be NULL. */
+  int (*close_release)(lk__obj_t *o);
+  /* Last: run the user's close callback (may be NULL)... */
+  void (*closed)(lk__obj_t *o);
+  /* ...then free the object's memory. */
+  void (*free)(lk__obj_t *o);
+} lk__obj_ops_t;
+
+struct lk__obj_s {
+  lk_client_t *client;
+  const lk__obj_ops_t *ops;
+  int kind;      /* pending operation, 0 = none */
+  lk__op_t *op;  /* its command in flight, or NULL */
+  uv_timer_t timer;
+  lk__sub_t sub;
+  const char *channel; /* where waiters listen; borrowed, may be NULL */
+  size_t channel_len;
+  lk__defer_t done;
+  int done_status;
+  lk__defer_t close_step;
+  int closing;
+  int64_t result;
+  char errtext[160];
+  void *data;
+  /* wait engine */
+  int64_t wait_ms; /* 0 = try once, < 0 = forever */
+  uint64_t deadline_ns;
+  int woken;        /* poked while an attempt was in flight */
+  int waited;       /* had to wait at least once */
+  uint64_t woken_ns; /* first release message seen by this wait */
+};
+
+void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);
+
+/* Entry checks: LK_EINVAL (NULL), thread, fork, LK_ECLOSED. */
+int lk__obj_check(const lk__obj_t *o);
+/* ... and a callback (LK_EINVAL) and nothing pending (LK_EBUSY). */
+int lk__obj_check_idle(const lk__obj_t *o, int has_cb);
+
+void lk__obj_begin(lk__obj_t *o, int kind);
+/* Ends the pending operation and runs its callback; from the loop only. */
+void lk__obj_finish(lk__obj_t *o, int status);
+/* The same, delivered from the loop: for outcomes known inside a call. */
+void lk__obj_finish_later(lk__obj_t *o, int status);
+/* Keeps a server error's text for the error getter. */
+void lk__obj_error(lk__obj_t *o, const redisReply *r);
+/* Cancels the pending operation if it is of `kind`: LK_EINVAL otherwise. */
+int lk__obj_cancel(lk__obj_t *o, int kind);
+/* The close protocol: the pending operation gets LK_ECANCELED, then
+ * close_release, then the timer closes, then ops->closed and ops->free. In
+ * a forked child only ops->free runs (nothing of the parent's is touched)
+ * and the result is LK_EFORKED. */
+int lk__obj_close(lk__obj_t *o);
+void lk__obj_close_done(lk__obj_t *o);
+
+/* --- the wait engine --- */
+void lk__obj_wait_begin(lk__obj_t *o, int64_t wait_ms);
+/* Sends an attempt through ops->attempt and guards the budget. */
+int lk__obj_try(lk__obj_t *o);
+/* The attempt found the object busy; ttl_ms is how long the current holder
+ * has left (< 0: unknown). Ends with LK_ETIMEDOUT when the budget is spent,
+ * else subscribes (once) and sleeps until a reason to try again. */
+void lk__obj_busy(lk__obj_t *o, int64_t ttl_ms);
+/* An attempt failed in a way worth retrying within the budget (not sent,
+ * server loading or busy): retries later if budget is left, else ends with
+ * status. */
+void lk__obj_retry_or_finish(lk__obj_t *o, int status);
+int64_t lk__obj_remaining_ms(const lk__obj_t *o);
+int lk__obj_transient(int status);
+
+static inline int lk__valid_wait(int64_t w) {
+  return w == -1 || (w >= 0 && w <= LK_MAX_TIME_MS);
+}
+static inline int lk__valid_lease(int64_t v) {
+  return v == -1 || (v > 0 && v <= LK_MAX_TIME_MS);
+}
+
+#endif /* LK_CORE_OBJECT_H */
