@@ -21,5 +21,7 @@ function(lk_embed_scripts out_file scripts_dir)
   string(APPEND _body "\nconst lk__script_t lk__scripts[] = {\n${_table}  {0, 0, 0, {0}}\n};\n")
   string(APPEND _body "const size_t lk__script_count = ${_i};\n")
   file(GENERATE OUTPUT ${out_file} CONTENT "${_body}")
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_scripts})
+  # Editing a script re-runs the configure step, which regenerates the table.
+  list(TRANSFORM _scripts PREPEND ${scripts_dir}/ OUTPUT_VARIABLE _script_paths)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_script_paths})
 endfunction()

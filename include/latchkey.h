@@ -7,5 +7,10 @@
 #include "latchkey/errno.h"
 #include "latchkey/client.h"
 #include "latchkey/lock.h"
+#include "latchkey/fair.h"
+#include "latchkey/rwlock.h"
+#include "latchkey/semaphore.h"
+#include "latchkey/latch.h"
+#include "latchkey/multilock.h"
 
 #endif /* LATCHKEY_H */
