@@ -195,6 +195,22 @@ lk__op_t *lk__cmd_argv(lk_client_t *c, int argc, const char **argv,
 lk__op_t *lk__script_call(lk_client_t *c, const lk__script_t *s, int nkeys,
                           int nargs, const char **argv, const size_t *lens,
                           lk__op_cb cb, void *data, int *err);
+/* Formats a script call without sending it (lk__op_submit sends it, or
+ * lk__op_free drops it): for clean-up prepared while the object's data is
+ * still at hand. */
+lk__op_t *lk__script_prepare(lk_client_t *c, const lk__script_t *s, int nkeys,
+                             int nargs, const char **argv, const size_t *lens,
+                             lk__op_cb cb, void *data, int *err);
+int lk__op_submit(lk_client_t *c, lk__op_t *op);
+/* The callback for clean-up commands nobody waits for (data: the client):
+ * logs a failure, nothing else. */
+void lk__cleanup_cb(void *data, int status, redisReply *r);
+/* When an object abandons an op in flight whose late success must be undone
+ * (an acquire the server may still grant): next, prepared now, is sent when
+ * the abandoned op's outcome makes pred(status, reply) true, else dropped. */
+typedef int (*lk__follow_pred)(int status, const redisReply *r);
+int lk__op_follow_up(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
+                     lk__follow_pred pred);
 /* Re-targets a pending op: its late outcome goes to cb (NULL: discarded).
  * Used when the object that sent it no longer waits for it. */
 void lk__op_retarget(lk__op_t *op, lk__op_cb cb, void *data);

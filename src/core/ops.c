@@ -53,16 +53,11 @@ void lk__op_retarget(lk__op_t *op, lk__op_cb cb, void *data) {
   op->data = data;
 }
 
-static lk__op_t *send_argv(lk_client_t *c, int argc, const char **argv,
-                           const size_t *lens, const lk__script_t *script,
-                           lk__op_cb cb, void *data, int *err) {
-  lk__op_t *op;
+static lk__op_t *format_argv(lk_client_t *c, int argc, const char **argv,
+                             const size_t *lens, const lk__script_t *script,
+                             lk__op_cb cb, void *data, int *err) {
+  lk__op_t *op = lk__op_new(c, cb, data, err);
   int len;
-  if (c->inflight >= c->o.max_inflight) {
-    *err = LK_EAGAIN;
-    return NULL;
-  }
-  op = lk__op_new(c, cb, data, err);
   if (op == NULL)
     return NULL;
   /* Binary-safe: explicit lengths, user bytes never meet a format string. */
@@ -74,8 +69,32 @@ static lk__op_t *send_argv(lk_client_t *c, int argc, const char **argv,
   }
   op->cmd_len = (size_t)len;
   op->script = script;
+  return op;
+}
+
+int lk__op_submit(lk_client_t *c, lk__op_t *op) {
+  if (c->closing >= 2)
+    return LK_ECLOSED;
+  if (c->inflight >= c->o.max_inflight)
+    return LK_EAGAIN;
   c->inflight++;
   lk__conn_enqueue(&c->cmd, op);
+  return 0;
+}
+
+static lk__op_t *send_argv(lk_client_t *c, int argc, const char **argv,
+                           const size_t *lens, const lk__script_t *script,
+                           lk__op_cb cb, void *data, int *err) {
+  lk__op_t *op;
+  if (c->inflight >= c->o.max_inflight) {
+    *err = LK_EAGAIN;
+    return NULL;
+  }
+  op = format_argv(c, argc, argv, lens, script, cb, data, err);
+  if (op != NULL && (*err = lk__op_submit(c, op)) != 0) {
+    lk__op_free(op);
+    op = NULL;
+  }
   return op;
 }
 
@@ -88,9 +107,9 @@ lk__op_t *lk__cmd_argv(lk_client_t *c, int argc, const char **argv,
  * (hundreds of arguments) get one allocation. */
 #define LK__STACK_ARGS 32
 
-lk__op_t *lk__script_call(lk_client_t *c, const lk__script_t *s, int nkeys,
-                          int nargs, const char **argv, const size_t *lens,
-                          lk__op_cb cb, void *data, int *err) {
+static lk__op_t *script_op(lk_client_t *c, const lk__script_t *s, int nkeys,
+                           int nargs, const char **argv, const size_t *lens,
+                           lk__op_cb cb, void *data, int send, int *err) {
   const char *a_stack[LK__STACK_ARGS + 3];
   size_t l_stack[LK__STACK_ARGS + 3];
   const char **a = a_stack;
@@ -120,10 +139,64 @@ lk__op_t *lk__script_call(lk_client_t *c, const lk__script_t *s, int nkeys,
     a[i + 3] = argv[i];
     l[i + 3] = lens != NULL ? lens[i] : strlen(argv[i]);
   }
-  op = send_argv(c, n + 3, a, l, s, cb, data, err);
+  op = send ? send_argv(c, n + 3, a, l, s, cb, data, err)
+            : format_argv(c, n + 3, a, l, s, cb, data, err);
   if (a != a_stack) {
     lk__free(a);
     lk__free(l);
   }
   return op;
+}
+
+lk__op_t *lk__script_call(lk_client_t *c, const lk__script_t *s, int nkeys,
+                          int nargs, const char **argv, const size_t *lens,
+                          lk__op_cb cb, void *data, int *err) {
+  return script_op(c, s, nkeys, nargs, argv, lens, cb, data, 1, err);
+}
+
+lk__op_t *lk__script_prepare(lk_client_t *c, const lk__script_t *s, int nkeys,
+                             int nargs, const char **argv, const size_t *lens,
+                             lk__op_cb cb, void *data, int *err) {
+  return script_op(c, s, nkeys, nargs, argv, lens, cb, data, 0, err);
+}
+
+/* --- clean-up commands nobody waits for --- */
+
+void lk__cleanup_cb(void *data, int status, redisReply *r) {
+  lk_client_t *c = data;
+  if (status != 0 && status != LK_ECANCELED)
+    lk__log(c, LK_LOG_WARN,
+            "clean-up command failed (%s); what it meant to give back expires "
+            "with its lease",
+            lk_err_name(status));
+}
+
+typedef struct lk__follow_s {
+  lk_client_t *client;
+  lk__op_t *next;
+  lk__follow_pred pred;
+} lk__follow_t;
+
+static void on_followed(void *data, int status, redisReply *r) {
+  lk__follow_t *f = data;
+  if (f->pred(status, r) && lk__op_submit(f->client, f->next) == 0)
+    f->next = NULL;
+  if (f->next != NULL)
+    lk__op_free(f->next);
+  lk__free(f);
+}
+
+int lk__op_follow_up(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
+                     lk__follow_pred pred) {
+  lk__follow_t *f = lk__malloc(sizeof(*f));
+  if (f == NULL) {
+    lk__op_free(next);
+    lk__op_retarget(abandoned, NULL, NULL);
+    return LK_ENOMEM;
+  }
+  f->client = c;
+  f->next = next;
+  f->pred = pred;
+  lk__op_retarget(abandoned, on_followed, f);
+  return 0;
 }

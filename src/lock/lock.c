@@ -61,6 +61,8 @@ struct lk_lock_s {
 
 #define CLIENT(l) ((l)->base.client)
 
+#define CLIENT(l) ((l)->base.client)
+
 /* A command whose object stopped waiting for it (cancel, timeout, close).
  * It keeps what is needed to give back a hold the server may have granted. */
 typedef struct lk__lock_orphan_s {
@@ -105,121 +107,62 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
     cb(l, status, l->arg);
 }
 
-/* --- orphans --- */
+/* --- giving back --- */
 
-static void orphan_free(lk__lock_orphan_t *o) {
-  lk__free(o->name);
-  lk__free(o->channel);
-  lk__free(o->owner);
-  lk__free(o);
-}
-
-static void on_orphan_released(void *data, int status, redisReply *r) {
-  lk__lock_orphan_t *o = data;
-  if (status != 0)
-    lk__log(o->client, LK_LOG_WARN,
-            "giving back an abandoned hold failed (%s); it expires with its lease",
-            lk_err_name(status));
-  orphan_free(o);
-}
-
-static int send_release(lk_client_t *c, const char *name, size_t name_len,
-                        const char *channel, size_t channel_len,
-                        const char *owner, size_t owner_len, int64_t lease_ms,
-                        int64_t before, uint32_t n, lk__op_cb cb, void *data,
-                        lk__op_t **out) {
+/* Formats the release script: n holds, applied only if the owner's count is
+ * `before` (-1: whatever it is). Sent now, or prepared for later. */
+static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n,
+                            lk__op_cb cb, void *data, int send, int *err) {
   char lease[24], bef[24], cnt[16];
-  const char *argv[7] = {name, channel, lease, owner, "PUBLISH", bef, cnt};
+  const char *argv[7] = {l->name, l->channel, lease, l->owner, "PUBLISH", bef, cnt};
   size_t lens[7];
-  int err = 0;
-  lk__op_t *op;
-  snprintf(lease, sizeof(lease), "%" PRId64, lease_ms);
+  snprintf(lease, sizeof(lease), "%" PRId64, l->lease_ms);
   snprintf(bef, sizeof(bef), "%" PRId64, before);
   snprintf(cnt, sizeof(cnt), "%" PRIu32, n);
-  lens[0] = name_len, lens[1] = channel_len, lens[2] = strlen(lease);
-  lens[3] = owner_len, lens[4] = 7, lens[5] = strlen(bef), lens[6] = strlen(cnt);
-  op = lk__script_call(c, script("lock/release"), 2, 5, argv, lens, cb, data, &err);
-  if (out != NULL)
-    *out = op;
-  return op != NULL ? 0 : err;
-}
-
-/* Gives back one hold: unconditionally (before = -1), or only if the
- * server's count is taken_count, i.e. only if the acquire did apply. */
-static int orphan_release(lk__lock_orphan_t *o, int64_t before) {
-  return send_release(o->client, o->name, o->name_len, o->channel, o->channel_len,
-                      o->owner, o->owner_len, o->lease_ms, before, 1,
-                      on_orphan_released, o, NULL);
-}
-
-static void on_orphan_acquire(void *data, int status, redisReply *r) {
-  lk__lock_orphan_t *o = data;
-  if (status == 0 && r != NULL && r->type == REDIS_REPLY_ARRAY) {
-    /* The server granted a hold nobody waits for any more: give it back. */
-    if (orphan_release(o, -1) == 0)
-      return;
-  } else if (status == LK_EUNKNOWN && o->taken_count >= 0) {
-    /* Maybe granted: a release that applies only if it was. */
-    if (orphan_release(o, o->taken_count) == 0)
-      return;
-  } else if (status == LK_EUNKNOWN) {
-    lk__log(o->client, LK_LOG_WARN, "abandoned acquire has an unknown outcome; "
-                                    "any hold expires with its lease");
-  }
-  orphan_free(o);
-}
-
-static lk__lock_orphan_t *orphan_of(const lk_lock_t *l) {
-  lk__lock_orphan_t *o = lk__calloc(1, sizeof(*o));
-  if (o == NULL)
-    return NULL;
-  o->client = CLIENT(l);
-  o->name = lk__memdup0(l->name, l->name_len);
-  o->channel = lk__memdup0(l->channel, l->channel_len);
-  o->owner = lk__memdup0(l->owner, l->owner_len);
-  o->name_len = l->name_len;
-  o->channel_len = l->channel_len;
-  o->owner_len = l->owner_len;
-  o->lease_ms = l->req_lease_ms;
-  o->taken_count = l->owner_shared ? -1 : (int64_t)l->holds + 1;
-  if (o->name == NULL || o->channel == NULL || o->owner == NULL) {
-    orphan_free(o);
-    return NULL;
-  }
-  return o;
+  lens[0] = l->name_len, lens[1] = l->channel_len, lens[2] = strlen(lease);
+  lens[3] = l->owner_len, lens[4] = 7, lens[5] = strlen(bef), lens[6] = strlen(cnt);
+  return (send ? lk__script_call : lk__script_prepare)(CLIENT(l), script("lock/release"),
+                                                       2, 5, argv, lens, cb, data, err);
 }
 
 /* Gives back n holds the object no longer counts as its own (a lost lease,
- * a refused token) without touching its pending operation. Best effort:
- * what cannot be sent expires with its lease. */
-static void give_back(lk_lock_t *l, uint32_t n) {
-  lk__lock_orphan_t *o = orphan_of(l);
-  if (o == NULL || n == 0 ||
-      send_release(o->client, o->name, o->name_len, o->channel, o->channel_len,
-                   o->owner, o->owner_len, o->lease_ms, -1, n,
-                   on_orphan_released, o, NULL) != 0) {
-    if (o != NULL)
-      orphan_free(o);
-  }
+ * a refused token). Best effort: what cannot be sent expires with its lease. */
+static void give_back(lk_lock_t *l, int64_t before, uint32_t n) {
+  int err = 0;
+  if (n > 0)
+    release_op(l, before, n, lk__cleanup_cb, CLIENT(l), 1, &err);
+}
+
+static int granted(int status, const redisReply *r) {
+  return status == 0 && r != NULL && r->type == REDIS_REPLY_ARRAY;
+}
+
+static int granted_or_unknown(int status, const redisReply *r) {
+  return granted(status, r) || status == LK_EUNKNOWN;
 }
 
 /* The acquire in flight is left behind (timeout, cancel, close): a late
- * grant is given back. Other commands' late outcomes matter to nobody. */
+ * grant is given back. The release is prepared now and applies only if the
+ * owner's count shows the grant, so it can follow an unknown outcome too.
+ * Other commands' late outcomes matter to nobody. */
 static void on_abandon(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
-  lk__lock_orphan_t *orphan;
+  lk__op_t *undo;
+  int err = 0;
   if (o->kind != OP_ACQUIRE) {
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
-  orphan = orphan_of(l);
-  if (orphan == NULL) {
-    lk__log(o->client, LK_LOG_WARN, "out of memory abandoning an acquire; any "
-                                    "hold expires with its lease");
+  undo = release_op(l, l->owner_shared ? -1 : (int64_t)l->holds + 1, 1, lk__cleanup_cb,
+                    o->client, 0, &err);
+  if (undo == NULL) {
+    lk__log(o->client, LK_LOG_WARN, "cannot prepare giving back an abandoned "
+                                    "acquire (%s); any hold expires with its lease",
+            lk_err_name(err));
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
-  lk__op_retarget(o->op, on_orphan_acquire, orphan);
+  lk__op_follow_up(o->client, o->op, undo, l->owner_shared ? granted : granted_or_unknown);
 }
 
 static void on_acquire_reply(void *data, int status, redisReply *r);
@@ -313,7 +256,7 @@ static void acquired(lk_lock_t *l, redisReply *r) {
        * so the next acquisition gets a token above any seen before. */
       lk__log(c, LK_LOG_ERROR, "fencing token went backwards for a lock "
                                "(server lost its data); acquisition refused");
-      give_back(l, 1);
+      give_back(l, -1, 1);
       l->holds = before;
       if (l->holds == 0 && lk__wd_watching(&l->wd))
         lk__wd_remove(c, &l->wd);
@@ -357,11 +300,8 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
   if (status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) {
     /* The budget is spent with the outcome open: queue a release that
      * applies only if the lost attempt did take the lock. */
-    if (!l->owner_shared) {
-      lk__lock_orphan_t *o = orphan_of(l);
-      if (o != NULL && orphan_release(o, o->taken_count) != 0)
-        orphan_free(o);
-    }
+    if (!l->owner_shared)
+      give_back(l, (int64_t)l->holds + 1, 1);
     finish(l, LK_EUNKNOWN);
     return;
   }
@@ -430,10 +370,10 @@ int lk_lock_cancel(lk_lock_t *l) {
 static void on_release_reply(void *data, int status, redisReply *r);
 
 static int release_attempt(lk_lock_t *l, int resend) {
-  return send_release(CLIENT(l), l->name, l->name_len, l->channel, l->channel_len,
-                      l->owner, l->owner_len, l->lease_ms,
-                      resend && !l->owner_shared ? (int64_t)l->release_before : -1,
-                      1, on_release_reply, l, &l->base.op);
+  int err = 0;
+  l->base.op = release_op(l, resend && !l->owner_shared ? (int64_t)l->release_before : -1,
+                          1, on_release_reply, l, 1, &err);
+  return l->base.op != NULL ? 0 : err;
 }
 
 /* A release ended: nothing held means nothing to renew; otherwise renewal
@@ -602,7 +542,7 @@ static void on_wd_event(lk__wd_entry_t *e, int event) {
   if (event == LK__WD_LATE) {
     /* A renewal overtook the loss and extended the lease: give it back
      * rather than let a lock nobody believes it holds live on. */
-    give_back(l, l->holds ? l->holds : 1);
+    give_back(l, -1, l->holds ? l->holds : 1);
     return;
   }
   lose(l);
@@ -620,7 +560,7 @@ static void lose(lk_lock_t *l) {
   lk__log(CLIENT(l), LK_LOG_WARN, "lease lost on a held lock");
   /* Whatever the server still has for this owner goes now: the holder has
    * been told it lost the lock, so nobody must keep it. */
-  give_back(l, l->holds);
+  give_back(l, -1, l->holds);
   if (l->on_lost != NULL && !l->base.closing)
     l->on_lost(l, LK_ELEASELOST, l->lost_arg);
 }
@@ -649,12 +589,13 @@ static void on_close_release(void *data, int status, redisReply *r) {
 /* Close gives back every hold (and stops renewing first). */
 static int on_close_release_start(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
+  int err = 0;
   if (lk__wd_watching(&l->wd))
     lk__wd_remove(o->client, &l->wd);
-  return l->holds > 0 &&
-         send_release(o->client, l->name, l->name_len, l->channel, l->channel_len,
-                      l->owner, l->owner_len, l->lease_ms, -1, l->holds,
-                      on_close_release, l, &o->op) == 0;
+  if (l->holds == 0)
+    return 0;
+  o->op = release_op(l, -1, l->holds, on_close_release, l, 1, &err);
+  return o->op != NULL;
 }
 
 static void on_closed(lk__obj_t *o) {
