@@ -192,7 +192,7 @@ static int hs_send_len(lk__conn_t *conn, int argc, const char **argv,
   if (op == NULL)
     return err;
   op->internal = 1;
-  len = redisFormatCommandArgv(&op->cmd, argc, argv, lens);
+  len = lk__format_command(&op->cmd, argc, argv, lens);
   if (len < 0) {
     lk__op_free(op);
     return LK_ENOMEM;
@@ -355,7 +355,7 @@ static int rewrite_as_eval(lk__op_t *op) {
   rest_len = op->cmd_len - skip;
   snprintf(lenbuf, sizeof(lenbuf), "$%zu\r\n", s->len);
   n = hdr + strlen("$4\r\nEVAL\r\n") + strlen(lenbuf) + s->len + 2 + rest_len;
-  cmd = malloc(n); /* freed with the hiredis-formatted commands (free) */
+  cmd = lk__malloc(n);
   if (cmd == NULL)
     return LK_ENOMEM;
   p = cmd;
@@ -365,7 +365,7 @@ static int rewrite_as_eval(lk__op_t *op) {
   memcpy(p, s->text, s->len), p += s->len;
   memcpy(p, "\r\n", 2), p += 2;
   memcpy(p, op->cmd + skip, rest_len);
-  redisFreeCommand(op->cmd);
+  lk__free(op->cmd);
   op->cmd = cmd;
   op->cmd_len = n;
   return 0;

@@ -219,6 +219,11 @@ void lk__op_free(lk__op_t *op);
 /* Runs an op's callback and frees it. */
 void lk__op_complete(lk__op_t *op, int status, redisReply *reply);
 
+/* --- RESP encoding (resp.c) --- */
+/* Encodes a command; *out is freed with lk__free. Returns its length, or -1
+ * (allocation failure). */
+int lk__format_command(char **out, int argc, const char **argv, const size_t *lens);
+
 /* --- replies --- */
 /* Maps an error reply's text to an LK_ code. */
 int lk__status_from_error(const char *text, size_t len);

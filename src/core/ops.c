@@ -28,7 +28,7 @@ lk__op_t *lk__op_new(lk_client_t *c, lk__op_cb cb, void *data, int *err) {
 
 void lk__op_free(lk__op_t *op) {
   if (op->cmd != NULL)
-    redisFreeCommand(op->cmd); /* hiredis formatted it with malloc */
+    lk__free(op->cmd);
   lk__free(op);
 }
 
@@ -61,7 +61,7 @@ static lk__op_t *format_argv(lk_client_t *c, int argc, const char **argv,
   if (op == NULL)
     return NULL;
   /* Binary-safe: explicit lengths, user bytes never meet a format string. */
-  len = redisFormatCommandArgv(&op->cmd, argc, argv, lens);
+  len = lk__format_command(&op->cmd, argc, argv, lens);
   if (len < 0) {
     lk__op_free(op);
     *err = LK_ENOMEM;

@@ -75,7 +75,7 @@ static lk__op_t *send_on_ps(lk_client_t *c, const char *verb, lk__chan_t *ch,
   if (op == NULL)
     return NULL;
   op->internal = 1;
-  len = redisFormatCommandArgv(&op->cmd, 2, argv, lens);
+  len = lk__format_command(&op->cmd, 2, argv, lens);
   if (len < 0) {
     lk__op_free(op);
     return NULL;

@@ -1,0 +1,260 @@
+/* watchdog_scale: what keeping many locks alive costs.
+ *
+ *   watchdog_scale [--host H] [--port P] [--locks N] [--lease MS] [--periods K]
+ *
+ * One client acquires N locks (default 100 000) with the watchdog's lease
+ * (default 3000 ms, so one period = lease/3 = 1 s), spread evenly over one
+ * period, then holds them for K periods (default 5) and measures, per
+ * period: top-level renewal commands seen by the server (INFO commandstats,
+ * evalsha + eval), the client's own renewal_commands stat, and the client's
+ * CPU time (getrusage, user + system). Bytes per held lock come from an
+ * allocator wrapper installed with lk_replace_allocator: latchkey's live
+ * bytes after the acquisitions, minus before, over N. The goal (issue 3):
+ * <= 1 renewal command per 100 locks per period (+ a constant), < 1% of one
+ * core. Prints JSON lines; the limit for commands is ceil(N / 100). */
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "latchkey.h"
+
+/* --- counting allocator: a size header in front of every block --- */
+
+static size_t live_bytes;
+
+typedef union {
+  size_t size;
+  max_align_t align;
+} hdr_t;
+
+static void *count_malloc(size_t n) {
+  hdr_t *h = malloc(sizeof(hdr_t) + n);
+  if (h == NULL)
+    return NULL;
+  h->size = n;
+  live_bytes += n;
+  return h + 1;
+}
+
+static void count_free(void *p) {
+  hdr_t *h;
+  if (p == NULL)
+    return;
+  h = (hdr_t *)p - 1;
+  live_bytes -= h->size;
+  free(h);
+}
+
+static void *count_realloc(void *p, size_t n) {
+  hdr_t *h;
+  if (p == NULL)
+    return count_malloc(n);
+  h = (hdr_t *)p - 1;
+  live_bytes -= h->size;
+  h = realloc(h, sizeof(hdr_t) + n);
+  if (h == NULL)
+    return NULL;
+  h->size = n;
+  live_bytes += n;
+  return h + 1;
+}
+
+static void *count_calloc(size_t c, size_t n) {
+  void *p = count_malloc(c * n);
+  if (p != NULL)
+    memset(p, 0, c * n);
+  return p;
+}
+
+/* --- the run --- */
+
+typedef struct {
+  const char *host;
+  int port;
+  long locks, lease_ms, periods;
+} args_t;
+
+static uv_loop_t loop;
+static lk_client_t *client;
+static lk_lock_t **locks;
+static args_t A;
+static long issued, acquired, failed, closed;
+static uv_timer_t wave_timer, stop_timer;
+static int measuring_done;
+
+static void on_acquired(lk_lock_t *l, int status, void *arg) {
+  if (status == 0)
+    acquired++;
+  else
+    failed++;
+}
+
+/* Ten waves over one period: acquisitions spread like a real workload's. */
+static void on_wave(uv_timer_t *t) {
+  long per_wave = (A.locks + 9) / 10, i;
+  lk_lock_opts_t o;
+  lk_lock_opts_init(&o);
+  o.wait_ms = 5000;
+  for (i = 0; i < per_wave && issued < A.locks; i++, issued++)
+    if (lk_lock_acquire(locks[issued], &o, on_acquired, NULL) != 0)
+      failed++;
+  if (issued >= A.locks)
+    uv_timer_stop(t);
+}
+
+static void on_stop(uv_timer_t *t) { measuring_done = 1; }
+
+static long long server_script_calls(redisContext *rc) {
+  redisReply *r = redisCommand(rc, "INFO commandstats");
+  long long total = 0;
+  const char *names[2] = {"cmdstat_evalsha:calls=", "cmdstat_eval:calls="};
+  int i;
+  if (r == NULL || r->type != REDIS_REPLY_STRING) {
+    fprintf(stderr, "INFO commandstats failed\n");
+    exit(1);
+  }
+  for (i = 0; i < 2; i++) {
+    const char *p = strstr(r->str, names[i]);
+    if (p != NULL)
+      total += atoll(p + strlen(names[i]));
+  }
+  freeReplyObject(r);
+  return total;
+}
+
+static double cpu_ms(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+static void on_lock_closed(lk_lock_t *l) { closed++; }
+
+static void run_until(const long *counter, long target) {
+  while (*counter < target && uv_run(&loop, UV_RUN_ONCE) != 0)
+    ;
+}
+
+static int parse(int argc, char **argv) {
+  int i;
+  A.host = "127.0.0.1";
+  A.port = 6379;
+  A.locks = 100000;
+  A.lease_ms = 3000;
+  A.periods = 5;
+  for (i = 1; i + 1 < argc; i += 2) {
+    long v = atol(argv[i + 1]);
+    if (strcmp(argv[i], "--host") == 0)
+      A.host = argv[i + 1];
+    else if (strcmp(argv[i], "--port") == 0 && v > 0 && v < 65536)
+      A.port = (int)v;
+    else if (strcmp(argv[i], "--locks") == 0 && v > 0)
+      A.locks = v;
+    else if (strcmp(argv[i], "--lease") == 0 && v >= 30)
+      A.lease_ms = v;
+    else if (strcmp(argv[i], "--periods") == 0 && v > 0)
+      A.periods = v;
+    else
+      return -1;
+  }
+  return i == argc ? 0 : -1;
+}
+
+int main(int argc, char **argv) {
+  lk_client_opts_t o;
+  lk_client_stats_t s0, s1;
+  redisContext *side;
+  size_t bytes_before;
+  long long calls0, calls1;
+  double cpu0, cpu1, period_ms, cmds, own_cmds, cpu_per_period;
+  long i, limit;
+  char name[32];
+
+  if (parse(argc, argv) != 0) {
+    fprintf(stderr, "usage: %s [--host H] [--port P] [--locks N] [--lease MS] "
+                    "[--periods K]\n", argv[0]);
+    return 2;
+  }
+  if (lk_replace_allocator(count_malloc, count_realloc, count_calloc, count_free) != 0)
+    return 1;
+  side = redisConnect(A.host, A.port);
+  if (side == NULL || side->err) {
+    fprintf(stderr, "cannot reach %s:%d\n", A.host, A.port);
+    return 1;
+  }
+  uv_loop_init(&loop);
+  lk_client_opts_init(&o);
+  o.host = A.host;
+  o.port = A.port;
+  o.default_lease_ms = A.lease_ms;
+  o.max_inflight = (size_t)A.locks + 1024;
+  if (lk_client_new(&loop, &o, &client) != 0)
+    return 1;
+  locks = calloc((size_t)A.locks, sizeof(*locks));
+  bytes_before = live_bytes;
+  for (i = 0; i < A.locks; i++) {
+    snprintf(name, sizeof(name), "wdbench:%ld", i);
+    if (lk_lock_new(client, name, &locks[i]) != 0)
+      return 1;
+  }
+  period_ms = A.lease_ms / 3.0;
+  uv_timer_init(&loop, &wave_timer);
+  uv_timer_start(&wave_timer, on_wave, 0, (uint64_t)(period_ms / 10));
+  run_until(&acquired, A.locks - failed);
+  if (failed != 0) {
+    fprintf(stderr, "%ld acquisitions failed\n", failed);
+    return 1;
+  }
+
+  /* Let the batches settle into their steady rhythm for a period, then
+   * measure whole periods. */
+  uv_timer_init(&loop, &stop_timer);
+  uv_timer_start(&stop_timer, on_stop, (uint64_t)period_ms, 0);
+  while (!measuring_done)
+    uv_run(&loop, UV_RUN_ONCE);
+  measuring_done = 0;
+  lk_client_get_stats(client, &s0);
+  calls0 = server_script_calls(side);
+  cpu0 = cpu_ms();
+  uv_timer_start(&stop_timer, on_stop, (uint64_t)(period_ms * A.periods), 0);
+  while (!measuring_done)
+    uv_run(&loop, UV_RUN_ONCE);
+  cpu1 = cpu_ms();
+  calls1 = server_script_calls(side);
+  lk_client_get_stats(client, &s1);
+
+  for (i = 0; i < A.locks; i++)
+    if (!lk_lock_is_held(locks[i]))
+      failed++;
+  cmds = (double)(calls1 - calls0) / A.periods;
+  own_cmds = (double)(s1.renewal_commands - s0.renewal_commands) / A.periods;
+  cpu_per_period = (cpu1 - cpu0) / A.periods;
+  limit = (A.locks + 99) / 100;
+  printf("{\"bench\":\"watchdog_scale\",\"impl\":\"latchkey\",\"metric\":"
+         "\"renewal_commands_per_period\",\"value\":%.1f,\"unit\":\"commands\","
+         "\"limit\":%ld,\"ratio\":%.3f,\"client_counted\":%.1f,\"locks\":%ld,"
+         "\"lease_ms\":%ld,\"periods\":%ld,\"not_held\":%ld}\n",
+         cmds, limit, cmds / limit, own_cmds, A.locks, A.lease_ms, A.periods, failed);
+  printf("{\"bench\":\"watchdog_scale\",\"impl\":\"latchkey\",\"metric\":"
+         "\"client_cpu_ms_per_period\",\"value\":%.2f,\"unit\":\"ms\",\"period_ms\":%.0f,"
+         "\"core_fraction\":%.5f,\"locks\":%ld}\n",
+         cpu_per_period, period_ms, cpu_per_period / period_ms, A.locks);
+  printf("{\"bench\":\"watchdog_scale\",\"impl\":\"latchkey\",\"metric\":"
+         "\"bytes_per_held_lock\",\"value\":%.1f,\"unit\":\"bytes\",\"locks\":%ld}\n",
+         (double)(live_bytes - bytes_before) / A.locks, A.locks);
+
+  for (i = 0; i < A.locks; i++)
+    lk_lock_close(locks[i], on_lock_closed);
+  run_until(&closed, A.locks);
+  uv_close((uv_handle_t *)&wave_timer, NULL);
+  uv_close((uv_handle_t *)&stop_timer, NULL);
+  lk_client_close(client, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  free(locks);
+  redisFree(side);
+  return failed != 0;
+}
