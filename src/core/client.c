@@ -170,6 +170,7 @@ void lk__client_on_run_id(lk_client_t *c, const char *run_id, size_t len) {
   c->run_id[len] = '\0';
   if (changed) {
     lk__log(c, LK_LOG_WARN, "server restarted (run_id changed)");
+    c->restarted_ns = lk__now_ns();
     /* Queued so it follows RECONNECTED, which the handshake emits next. */
     c->restart_pending = 1;
     /* Held leases may be gone with the server's data: verify every one now
@@ -242,6 +243,7 @@ static void finish_close(lk_client_t *c) {
   lk__conn_free_buffers(&c->ps);
   lk__pubsub_free(c);
   lk__tokens_free(c);
+  lk__op_pool_free(c);
   free_opts(&c->o);
   lk__alloc_client_died();
   if (cb != NULL)
@@ -271,6 +273,7 @@ static void free_forked(lk_client_t *c) {
   }
   lk__pubsub_free(c);
   lk__tokens_free(c);
+  lk__op_pool_free(c);
   free_opts(&c->o);
   lk__alloc_client_died();
   lk__free(c);

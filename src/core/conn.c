@@ -192,7 +192,7 @@ static int hs_send_len(lk__conn_t *conn, int argc, const char **argv,
   if (op == NULL)
     return err;
   op->internal = 1;
-  len = lk__format_command(&op->cmd, argc, argv, lens);
+  len = lk__format_command(&op->cmd, &op->cmd_cap, argc, argv, lens);
   if (len < 0) {
     lk__op_free(op);
     return LK_ENOMEM;
@@ -367,7 +367,7 @@ static int rewrite_as_eval(lk__op_t *op) {
   memcpy(p, op->cmd + skip, rest_len);
   lk__free(op->cmd);
   op->cmd = cmd;
-  op->cmd_len = n;
+  op->cmd_len = op->cmd_cap = n;
   return 0;
 }
 
@@ -447,7 +447,9 @@ static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf) {
     if (reply == NULL)
       break;
     dispatch(conn, reply);
-    freeReplyObject(reply);
+    /* Handled: its memory is reused for the next one. Kept even when the
+     * connection dropped meanwhile (the reader is gone, the arena is not). */
+    lk__arena_reset(&conn->arena);
     /* A callback may have dropped this connection (the reader is gone). */
     if (conn->reader != reader)
       return;
@@ -557,7 +559,8 @@ static void on_connected(uv_connect_t *req, int status) {
     lk__conn_drop(conn, LK_ECONN, uv_strerror(status));
     return;
   }
-  conn->reader = redisReaderCreate();
+  lk__arena_reset(&conn->arena); /* a reply cut short by the last drop */
+  conn->reader = lk__arena_reader_new(&conn->arena);
   if (conn->reader == NULL) {
     lk__conn_drop(conn, LK_ENOMEM, "reader allocation");
     return;
@@ -705,4 +708,5 @@ void lk__conn_free_buffers(lk__conn_t *conn) {
   lk__free(conn->out);
   lk__free(conn->wbuf);
   conn->out = conn->wbuf = NULL;
+  lk__arena_free(&conn->arena);
 }

@@ -10,6 +10,7 @@
 
 #include "latchkey.h"
 #include "core/alloc.h"
+#include "core/arena.h"
 #include "core/defer.h"
 #include "core/queue.h"
 #include "core/scripts.h"
@@ -41,7 +42,8 @@ struct lk__op_s {
   lk__op_cb cb;
   void *data;
   char *cmd; /* RESP, owned; kept for a NOSCRIPT retry */
-  size_t cmd_len;
+  size_t cmd_len, cmd_cap;
+  lk_client_t *client;
   const lk__script_t *script; /* EVALSHA op: may be resent as EVAL once */
   uint64_t sent_ns;
   unsigned retried : 1;
@@ -66,6 +68,7 @@ struct lk__conn_s {
   uv_timer_t timer; /* connect timeout, reply timeout or backoff */
   int timer_closing;
   redisReader *reader;
+  lk__arena_t arena; /* the reader's replies live here until handled */
   lk__queue_t unsent; /* waiting for READY */
   lk__queue_t sent;   /* FIFO matched with replies */
   size_t handshake_left;
@@ -121,6 +124,10 @@ struct lk_client_s {
   int handles_open;
   lk_client_close_cb close_cb;
   char run_id[41];
+  /* When a run_id change was last seen (0: never). A restarted server may
+   * have lost every key: RedLock keeps such a node out of its quorums for a
+   * while (src/multilock/redlock.c). */
+  uint64_t restarted_ns;
   lk_client_stats_t stats;
   /* pub/sub */
   struct lk__chan_s *chans; /* uthash table by channel name */
@@ -145,6 +152,10 @@ struct lk_client_s {
   int wd_checking;
   struct lk__token_s *tokens; /* highest fencing token seen per name */
   int corked; /* > 0: commands accumulate; written when it drops to 0 */
+  /* Finished operation records (with their command buffers), reused so a
+   * steady stream of commands allocates nothing. */
+  lk__op_t *op_pool;
+  size_t op_pool_len;
 };
 
 /* --- entry checks (every public entry point) --- */
@@ -216,13 +227,15 @@ int lk__op_follow_up(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
 void lk__op_retarget(lk__op_t *op, lk__op_cb cb, void *data);
 lk__op_t *lk__op_new(lk_client_t *c, lk__op_cb cb, void *data, int *err);
 void lk__op_free(lk__op_t *op);
+void lk__op_pool_free(lk_client_t *c);
 /* Runs an op's callback and frees it. */
 void lk__op_complete(lk__op_t *op, int status, redisReply *reply);
 
 /* --- RESP encoding (resp.c) --- */
-/* Encodes a command; *out is freed with lk__free. Returns its length, or -1
- * (allocation failure). */
-int lk__format_command(char **out, int argc, const char **argv, const size_t *lens);
+/* Encodes a command into *out (capacity *cap, grown when too small; NULL/0
+ * to start; freed with lk__free). Returns its length, or -1 (allocation). */
+int lk__format_command(char **out, size_t *cap, int argc, const char **argv,
+                       const size_t *lens);
 
 /* --- replies --- */
 /* Maps an error reply's text to an LK_ code. */
@@ -237,6 +250,9 @@ int lk__valid_client_id(const char *s);
 /* --- keys: Redisson's prefixName/suffixName rules --- */
 /* prefix:NAME if NAME contains '{', else prefix:{NAME}. Caller frees. */
 char *lk__prefix_name(const char *prefix, const char *name, size_t name_len,
+                      size_t *out_len);
+/* NAME:suffix if NAME contains '{', else {NAME}:suffix. Caller frees. */
+char *lk__suffix_name(const char *name, size_t name_len, const char *suffix,
                       size_t *out_len);
 int lk__check_name(const lk_client_t *c, const char *name, size_t *len);
 

@@ -24,6 +24,26 @@ char *lk__prefix_name(const char *prefix, const char *name, size_t name_len,
   return k;
 }
 
+char *lk__suffix_name(const char *name, size_t name_len, const char *suffix,
+                      size_t *out_len) {
+  size_t sl = strlen(suffix);
+  int braced = memchr(name, '{', name_len) != NULL;
+  size_t n = name_len + (braced ? 0 : 2) + 1 + sl;
+  char *k = lk__malloc(n + 1), *p = k;
+  if (k == NULL)
+    return NULL;
+  if (!braced)
+    *p++ = '{';
+  memcpy(p, name, name_len), p += name_len;
+  if (!braced)
+    *p++ = '}';
+  *p++ = ':';
+  memcpy(p, suffix, sl), p += sl;
+  *p = '\0';
+  *out_len = n;
+  return k;
+}
+
 int lk__check_name(const lk_client_t *c, const char *name, size_t *len) {
   size_t n;
   if (name == NULL)

@@ -37,10 +37,18 @@ void lk__obj_begin(lk__obj_t *o, int kind) {
   o->woken_ns = 0;
 }
 
+/* The wait (if any) is over: no more timer, and no more listening unless
+ * the object keeps its channel. */
+static void stop_waiting(lk__obj_t *o) {
+  uv_timer_stop(&o->timer);
+  o->waiting = 0;
+  if (!o->keep_sub)
+    lk__sub_stop(&o->sub);
+}
+
 void lk__obj_finish(lk__obj_t *o, int status) {
   int kind = o->kind;
-  uv_timer_stop(&o->timer);
-  lk__sub_stop(&o->sub);
+  stop_waiting(o);
   o->kind = 0;
   o->op = NULL;
   o->ops->complete(o, kind, status);
@@ -64,11 +72,11 @@ void lk__obj_error(lk__obj_t *o, const redisReply *r) {
 }
 
 static void abandon(lk__obj_t *o) {
-  if (o->op == NULL)
+  if (o->op == NULL && !o->composite)
     return;
   if (o->ops->abandon != NULL)
     o->ops->abandon(o);
-  else
+  else if (o->op != NULL)
     lk__op_retarget(o->op, NULL, NULL);
   o->op = NULL;
 }
@@ -77,8 +85,7 @@ static void abandon(lk__obj_t *o) {
  * callback with status. */
 static void cut_short(lk__obj_t *o, int status) {
   abandon(o);
-  uv_timer_stop(&o->timer);
-  lk__sub_stop(&o->sub);
+  stop_waiting(o);
   lk__obj_finish_later(o, status);
 }
 
@@ -137,6 +144,7 @@ int lk__obj_close(lk__obj_t *o) {
   if (rc != 0)
     return rc;
   o->closing = 1;
+  lk__sub_stop(&o->sub); /* a kept channel goes with the object */
   if (o->kind != 0 && !lk__queue_linked(&o->done.node)) {
     cut_short(o, LK_ECANCELED); /* on_done_defer continues the close */
     return 0;
@@ -163,6 +171,7 @@ int lk__obj_transient(int status) {
 }
 
 void lk__obj_wait_begin(lk__obj_t *o, int64_t wait_ms) {
+  o->waiting = 1;
   o->wait_ms = wait_ms;
   o->deadline_ns = lk__now_ns() + ms_to_ns(wait_ms < 0 ? 0 : wait_ms);
 }
@@ -200,7 +209,10 @@ static void retry_now(lk__obj_t *o) {
 static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
                          size_t len) {
   lk__obj_t *o = lk__container_of(s, lk__obj_t, sub);
-  if (o->kind == 0)
+  if (o->kind == 0 || !o->waiting)
+    return;
+  if (event == LK__SUB_MESSAGE && o->ops->message != NULL &&
+      !o->ops->message(o, msg, len))
     return;
   if (event == LK__SUB_MESSAGE && o->woken_ns == 0)
     o->woken_ns = lk__now_ns();

@@ -22,7 +22,9 @@ typedef struct lk__obj_ops_s {
    * Needed by objects that use the wait engine. */
   int (*attempt)(lk__obj_t *o);
   /* The command in flight is left behind (timeout, cancel, close): re-aim it
-   * with lk__op_retarget at clean-up code, or NULL to forget it. */
+   * with lk__op_retarget at clean-up code, or NULL to forget it. Objects
+   * whose operation runs sub-operations of their own (o->composite) get it
+   * whenever the operation is cut short, with or without o->op. */
   void (*abandon)(lk__obj_t *o);
   /* On close, after the pending operation was canceled: start giving back
    * what the object holds and return 1 (then call lk__obj_close_done when
@@ -32,6 +34,11 @@ typedef struct lk__obj_ops_s {
   void (*closed)(lk__obj_t *o);
   /* ...then free the object's memory. */
   void (*free)(lk__obj_t *o);
+  /* A message on o->channel reached this waiter: 1 = try again now, 0 = not
+   * for it (e.g. a "wake one" message another local waiter took, see
+   * lk__sub_take). NULL: every message wakes. Last, so tables that predate
+   * it leave it NULL. */
+  int (*message)(lk__obj_t *o, const char *msg, size_t len);
 } lk__obj_ops_t;
 
 struct lk__obj_s {
@@ -39,6 +46,7 @@ struct lk__obj_s {
   const lk__obj_ops_t *ops;
   int kind;      /* pending operation, 0 = none */
   lk__op_t *op;  /* its command in flight, or NULL */
+  int composite; /* the operation drives other objects (MultiLock, RedLock) */
   uv_timer_t timer;
   lk__sub_t sub;
   const char *channel; /* where waiters listen; borrowed, may be NULL */
@@ -56,6 +64,12 @@ struct lk__obj_s {
   int woken;        /* poked while an attempt was in flight */
   int waited;       /* had to wait at least once */
   uint64_t woken_ns; /* first release message seen by this wait */
+  int waiting;       /* a wait began and its operation has not ended */
+  /* Set by objects that listen on a channel of their own (the fair lock's
+   * per-waiter channel): the subscription made by the first wait is kept
+   * until close, so later waits cost no SUBSCRIBE/UNSUBSCRIBE. Messages that
+   * arrive while no wait is on are ignored. */
+  int keep_sub;
 };
 
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);

@@ -7,29 +7,68 @@
 
 #include "core/internal.h"
 
+/* Records kept for reuse, and the largest command buffer worth keeping. */
+#define LK__OP_POOL_MAX 1024
+#define LK__OP_KEEP_CMD 4096
+
 lk__op_t *lk__op_new(lk_client_t *c, lk__op_cb cb, void *data, int *err) {
   lk__op_t *op;
+  char *cmd = NULL;
+  size_t cap = 0;
   /* While the client drains (closing == 1) internal clean-up, such as giving
    * back a lock a canceled acquire took, may still be sent. */
   if (c->closing >= 2) {
     *err = LK_ECLOSED;
     return NULL;
   }
-  op = lk__calloc(1, sizeof(*op));
-  if (op == NULL) {
-    *err = LK_ENOMEM;
-    return NULL;
+  op = c->op_pool;
+  if (op != NULL) {
+    c->op_pool = (lk__op_t *)op->data;
+    c->op_pool_len--;
+    cmd = op->cmd;
+    cap = op->cmd_cap;
+    memset(op, 0, sizeof(*op));
+  } else {
+    op = lk__calloc(1, sizeof(*op));
+    if (op == NULL) {
+      *err = LK_ENOMEM;
+      return NULL;
+    }
   }
   lk__queue_init(&op->node);
+  op->cmd = cmd;
+  op->cmd_cap = cap;
+  op->client = c;
   op->cb = cb;
   op->data = data;
   return op;
 }
 
 void lk__op_free(lk__op_t *op) {
-  if (op->cmd != NULL)
-    lk__free(op->cmd);
+  lk_client_t *c = op->client;
+  if (c != NULL && c->closing < 3 && c->op_pool_len < LK__OP_POOL_MAX) {
+    if (op->cmd_cap > LK__OP_KEEP_CMD) {
+      lk__free(op->cmd); /* one big batch must not pin its buffer */
+      op->cmd = NULL;
+      op->cmd_cap = 0;
+    }
+    op->data = c->op_pool; /* the pool's link */
+    c->op_pool = op;
+    c->op_pool_len++;
+    return;
+  }
+  lk__free(op->cmd);
   lk__free(op);
+}
+
+void lk__op_pool_free(lk_client_t *c) {
+  while (c->op_pool != NULL) {
+    lk__op_t *op = c->op_pool;
+    c->op_pool = (lk__op_t *)op->data;
+    lk__free(op->cmd);
+    lk__free(op);
+  }
+  c->op_pool_len = 0;
 }
 
 void lk__op_complete(lk__op_t *op, int status, redisReply *reply) {
@@ -61,7 +100,7 @@ static lk__op_t *format_argv(lk_client_t *c, int argc, const char **argv,
   if (op == NULL)
     return NULL;
   /* Binary-safe: explicit lengths, user bytes never meet a format string. */
-  len = lk__format_command(&op->cmd, argc, argv, lens);
+  len = lk__format_command(&op->cmd, &op->cmd_cap, argc, argv, lens);
   if (len < 0) {
     lk__op_free(op);
     *err = LK_ENOMEM;

@@ -30,6 +30,7 @@ struct lk__chan_s {
   enum lk__chan_state state;
   lk__op_t *sub_op; /* the SUBSCRIBE whose reply is outstanding */
   int dispatching; /* messages being delivered: free after */
+  unsigned taken;  /* listeners that took the message being delivered */
   int internal;    /* the heartbeat channel */
 };
 
@@ -75,7 +76,7 @@ static lk__op_t *send_on_ps(lk_client_t *c, const char *verb, lk__chan_t *ch,
   if (op == NULL)
     return NULL;
   op->internal = 1;
-  len = lk__format_command(&op->cmd, 2, argv, lens);
+  len = lk__format_command(&op->cmd, &op->cmd_cap, 2, argv, lens);
   if (len < 0) {
     lk__op_free(op);
     return NULL;
@@ -203,6 +204,10 @@ int lk__sub_start(lk_client_t *c, lk__sub_t *s, const char *channel,
   return 0;
 }
 
+unsigned lk__sub_take(lk__sub_t *s) {
+  return s->chan != NULL ? s->chan->taken++ : 0;
+}
+
 void lk__sub_stop(lk__sub_t *s) {
   lk__chan_t *ch = s->chan;
   if (ch == NULL)
@@ -260,6 +265,7 @@ int lk__pubsub_on_push(lk_client_t *c, redisReply *r) {
   lk__queue_init(&pending);
   lk__queue_move(&ch->listeners, &pending);
   ch->dispatching = 1;
+  ch->taken = 0;
   while (!lk__queue_empty(&pending)) {
     lk__sub_t *s = lk__container_of(lk__queue_head(&pending), lk__sub_t, node);
     lk__queue_remove(&s->node);

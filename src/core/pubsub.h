@@ -34,6 +34,10 @@ struct lk__sub_s {
 int lk__sub_start(lk_client_t *c, lk__sub_t *s, const char *channel,
                   size_t len, lk__sub_cb cb);
 void lk__sub_stop(lk__sub_t *s);
+/* Inside an LK__SUB_MESSAGE callback: how many listeners of the channel took
+ * this message before, counting this one as taking it too. A message meant
+ * to wake one local waiter (or n) is acted on by the first one (or n) only. */
+unsigned lk__sub_take(lk__sub_t *s);
 static inline int lk__sub_active(const lk__sub_t *s) { return s->chan != NULL; }
 
 #endif /* LK_CORE_PUBSUB_H */

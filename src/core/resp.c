@@ -29,7 +29,8 @@ static char *put_header(char *p, char prefix, size_t v) {
   return p;
 }
 
-int lk__format_command(char **out, int argc, const char **argv, const size_t *lens) {
+int lk__format_command(char **out, size_t *cap, int argc, const char **argv,
+                       const size_t *lens) {
   size_t total = 1 + digits((size_t)argc) + 2, i;
   char *buf, *p;
   if (argc <= 0)
@@ -38,9 +39,15 @@ int lk__format_command(char **out, int argc, const char **argv, const size_t *le
     size_t len = lens != NULL ? lens[i] : strlen(argv[i]);
     total += 1 + digits(len) + 2 + len + 2;
   }
-  buf = lk__malloc(total);
-  if (buf == NULL)
-    return -1;
+  buf = *out;
+  if (buf == NULL || *cap < total) {
+    /* Reused across commands by pooled operation records: grow only. */
+    buf = lk__realloc(*out, total);
+    if (buf == NULL)
+      return -1;
+    *out = buf;
+    *cap = total;
+  }
   p = put_header(buf, '*', (size_t)argc);
   for (i = 0; i < (size_t)argc; i++) {
     size_t len = lens != NULL ? lens[i] : strlen(argv[i]);
@@ -50,6 +57,5 @@ int lk__format_command(char **out, int argc, const char **argv, const size_t *le
     *p++ = '\r';
     *p++ = '\n';
   }
-  *out = buf;
   return (int)total;
 }

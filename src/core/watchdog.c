@@ -171,7 +171,10 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
 /* Renews every entry whose renewal is due (confirmed + lease/3) by horizon
  * and not already in flight. */
 static void tick(lk_client_t *c, uint64_t horizon) {
-  enum { MAX_CLASSES = 4 };
+  /* One open chunk per class at a time: the lock, the read/write lock's two
+   * sides, the fair lock, expirable permits... with room to spare, so no
+   * class is left for the next tick. */
+  enum { MAX_CLASSES = 8 };
   lk__wd_batch_t *open[MAX_CLASSES] = {0};
   const lk__wd_class_t *cls[MAX_CLASSES] = {0};
   lk__queue_t *q;
