@@ -10,6 +10,7 @@
 #include "core/object.h"
 #include "core/tokens.h"
 #include "core/watchdog.h"
+#include "lock/lock_internal.h"
 
 #define LK__LOCK_CHANNEL_PREFIX "redisson_lock__channel"
 #define LK__LOCK_TOKEN_PREFIX "redisson_lock_token"
@@ -47,6 +48,10 @@ struct lk_lock_s {
   int lost;
   lk_lock_cb on_lost;
   void *lost_arg;
+  lk__lock_lost_fn lost_observer; /* the group built on this lock, if any */
+  void *lost_observer_data;
+  void *group;      /* the MultiLock this lock is a member of */
+  int64_t busy_ttl; /* holder's ttl seen by the last busy attempt */
 
   /* the pending operation (the rest is in base) */
   lk_lock_cb cb;
@@ -277,6 +282,7 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
     return;
   }
   if (status == 0 && lk__reply_is_int(r, &ttl)) {
+    l->busy_ttl = ttl;
     lk__obj_busy(&l->base, ttl);
     return;
   }
@@ -348,6 +354,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
     l->holds = 0;
   }
   begin(l, OP_ACQUIRE, cb, arg);
+  l->busy_ttl = -1;
   lk__obj_wait_begin(&l->base, opts->wait_ms);
   l->req_fenced = opts->fenced != 0;
   /* A re-entry with an explicit lease while the watchdog keeps this owner's
@@ -563,6 +570,8 @@ static void lose(lk_lock_t *l) {
   give_back(l, -1, l->holds);
   if (l->on_lost != NULL && !l->base.closing)
     l->on_lost(l, LK_ELEASELOST, l->lost_arg);
+  if (l->lost_observer != NULL && !l->base.closing)
+    l->lost_observer(l, l->lost_observer_data);
 }
 
 /* --- lifecycle --- */
@@ -613,8 +622,12 @@ static void free_lock(lk__obj_t *o) {
 }
 
 static const lk__obj_ops_t lk__lock_ops = {
-    on_complete, attempt_acquire, on_abandon, on_close_release_start,
-    on_closed,   free_lock,
+    .complete = on_complete,
+    .attempt = attempt_acquire,
+    .abandon = on_abandon,
+    .close_release = on_close_release_start,
+    .closed = on_closed,
+    .free = free_lock,
 };
 
 int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
@@ -660,6 +673,11 @@ int lk_lock_close(lk_lock_t *l, lk_lock_close_cb close_cb) {
   int rc;
   if (l == NULL)
     return LK_EINVAL;
+  /* A MultiLock still counts on it (a forked child only frees memory). */
+  if (l->group != NULL && !lk__client_forked(CLIENT(l))) {
+    rc = lk__check_client(CLIENT(l));
+    return rc != 0 ? rc : LK_EBUSY;
+  }
   rc = lk__obj_close(&l->base);
   if (rc == 0)
     l->close_cb = close_cb;
@@ -716,3 +734,48 @@ int lk_lock_is_held(const lk_lock_t *l) {
 }
 
 int64_t lk_lock_token(const lk_lock_t *l) { return l ? l->token : 0; }
+
+/* --- for the objects built from locks (lock_internal.h) --- */
+
+int lk__lock_bind(lk_lock_t *l, void *group) {
+  if (l->group != NULL && l->group != group)
+    return LK_EBUSY;
+  l->group = group;
+  return 0;
+}
+
+void lk__lock_unbind(lk_lock_t *l) {
+  l->group = NULL;
+  l->lost_observer = NULL;
+  l->lost_observer_data = NULL;
+}
+
+void lk__lock_set_lost_observer(lk_lock_t *l, lk__lock_lost_fn fn, void *data) {
+  l->lost_observer = fn;
+  l->lost_observer_data = data;
+}
+
+int64_t lk__lock_busy_ttl(const lk_lock_t *l) { return l->busy_ttl; }
+
+uint64_t lk__lock_deadline_ns(const lk_lock_t *l) {
+  if (l->holds == 0 || l->lost)
+    return 0;
+  if (lk__wd_watching(&l->wd))
+    return lk__wd_deadline(CLIENT(l), &l->wd);
+  return l->hold_deadline_ns;
+}
+
+void lk__lock_drop_holds(lk_lock_t *l, uint32_t n) {
+  if (n > l->holds)
+    n = l->holds;
+  if (n == 0)
+    return;
+  if (!l->lost)
+    give_back(l, -1, n);
+  l->holds -= n;
+  if (l->holds == 0) {
+    l->lost = 0;
+    if (lk__wd_watching(&l->wd))
+      lk__wd_remove(CLIENT(l), &l->wd);
+  }
+}
