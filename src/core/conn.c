@@ -21,6 +21,10 @@ static const char *conn_label(const lk__conn_t *conn) {
 static void conn_arm_timer(lk__conn_t *conn, uv_timer_cb cb, int64_t ms) {
   if (ms < 0)
     ms = 0;
+  /* Timers count from the loop's cached time, which is stale when the loop
+   * has not run for a while (set-up before uv_run, a long callback): a
+   * connect timeout would then fire at once. */
+  uv_update_time(conn->client->loop);
   uv_timer_start(&conn->timer, cb, (uint64_t)ms, 0);
 }
 
@@ -174,6 +178,18 @@ static void on_hs_info(void *data, int status, redisReply *r) {
         n++;
       lk__client_on_run_id(conn->client, p, n);
     }
+    /* Any policy but noeviction lets Redis evict lock keys (they carry a
+     * TTL, so volatile-* policies pick them first): say so at connect. */
+    p = strstr(r->str, "maxmemory_policy:");
+    if (p != NULL && strncmp(p + 17, "noeviction", 10) != 0) {
+      size_t n = 0;
+      p += 17;
+      while (p[n] != '\0' && p[n] != '\r' && p[n] != '\n' && n < 40)
+        n++;
+      lk__log(conn->client, LK_LOG_WARN,
+              "maxmemory-policy is %.*s: Redis may evict held locks (use noeviction)",
+              (int)n, p);
+    }
   } else if (handshake_fatal(0, status) && conn->handshake_err == 0) {
     conn->handshake_err = status;
   } else if (status != 0) {
@@ -236,8 +252,9 @@ static void start_handshake(lk__conn_t *conn) {
     err = hs_send(conn, 3, a, on_hs_optional);
   }
   if (err == 0 && conn->kind == LK__CONN_CMD) {
-    const char *a[2] = {"INFO", "server"};
-    err = hs_send(conn, 2, a, on_hs_info);
+    /* server: run_id (restart detection); memory: the eviction policy. */
+    const char *a[3] = {"INFO", "server", "memory"};
+    err = hs_send(conn, 3, a, on_hs_info);
   }
   /* Load every script now, so the first use of each (a watchdog renewal
    * included) costs one round trip, not EVALSHA + NOSCRIPT + EVAL. A user

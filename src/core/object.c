@@ -163,7 +163,9 @@ int64_t lk__obj_remaining_ms(const lk__obj_t *o) {
   uint64_t now = lk__now_ns();
   if (o->wait_ms < 0)
     return INT64_MAX;
-  return now >= o->deadline_ns ? 0 : (int64_t)((o->deadline_ns - now) / 1000000u);
+  /* Rounded up: 0 only once the deadline has really passed, so a wait never
+   * ends early by the part of a millisecond that truncation would drop. */
+  return now >= o->deadline_ns ? 0 : (int64_t)((o->deadline_ns - now + 999999u) / 1000000u);
 }
 
 int lk__obj_transient(int status) {
@@ -184,6 +186,9 @@ static void on_timer(uv_timer_t *t);
 static void arm_guard(lk__obj_t *o) {
   if (o->wait_ms < 0)
     return;
+  /* From the real now, not the loop's cached time (stale after the loop sat
+   * idle or a callback ran long): else the guard fires at once. */
+  uv_update_time(o->client->loop);
   uv_timer_start(&o->timer, on_timer,
                  (uint64_t)(lk__obj_remaining_ms(o) + o->client->o.reply_timeout_ms + 10),
                  0);
@@ -247,6 +252,7 @@ static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms) {
     delay = ttl_ms;
   if (left < delay)
     delay = left;
+  uv_update_time(o->client->loop);
   uv_timer_start(&o->timer, on_timer, (uint64_t)(delay > 0 ? delay : 0), 0);
 }
 

@@ -71,6 +71,7 @@ static void rearm(lk_client_t *c) {
   at = c->wd_next_tick_ns;
   if (lk__wd_deadline(c, head) < at)
     at = lk__wd_deadline(c, head);
+  uv_update_time(c->loop); /* the delay below is from the real now */
   uv_timer_start(&c->wd_timer, on_wd_timer,
                  at > now ? (at - now + 999999) / 1000000 : 0, 0);
 }

@@ -1,0 +1,186 @@
+/* Countdown latch, wire compatible with Redisson's RCountDownLatch
+ * (research/redisson.md §6): lifecycle, keys and accessors. Reads are in
+ * latch_state.c, writes in latch_write.c. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "latch/latch_internal.h"
+
+const lk__script_t *lk__latch_script(const char *name) {
+  return lk__script_find(name); /* present: embedded at build time */
+}
+
+void lk__latch_begin(lk_latch_t *l, enum lk__latch_op kind, lk_latch_cb cb,
+                     void *arg) {
+  lk__obj_begin(&l->base, kind);
+  l->cb = cb;
+  l->arg = arg;
+  l->resends = 0;
+}
+
+static void on_complete(lk__obj_t *o, int kind, int status) {
+  lk_latch_t *l = (lk_latch_t *)o;
+  lk_latch_cb cb = l->cb;
+  (void)kind;
+  l->cb = NULL;
+  if (cb != NULL)
+    cb(l, status, l->arg);
+}
+
+/* The command in flight is left behind (cancel, timeout, close). A read's
+ * late answer matters to nobody; a write's may still apply. */
+static void on_abandon(lk__obj_t *o) {
+  lk_latch_t *l = (lk_latch_t *)o;
+  if (o->kind == LATCH_OP_TRY_SET || o->kind == LATCH_OP_COUNT_DOWN ||
+      o->kind == LATCH_OP_DELETE)
+    lk__latch_write_abandoned(l);
+  lk__op_retarget(o->op, NULL, NULL);
+}
+
+static void on_closed(lk__obj_t *o) {
+  lk_latch_t *l = (lk_latch_t *)o;
+  if (l->close_cb != NULL)
+    l->close_cb(l);
+}
+
+static void free_latch(lk__obj_t *o) {
+  lk_latch_t *l = (lk_latch_t *)o;
+  lk__free(l->name);
+  lk__free(l->channel);
+  lk__free(l->marker);
+  lk__free(l->tomb);
+  lk__free(l->record);
+  lk__free(l);
+}
+
+/* Every message wakes an awaiter: "0" (opened) and "1" (re-armed, or
+ * deleted: the tombstone is only seen by looking). */
+static const lk__obj_ops_t lk__latch_ops = {
+    .complete = on_complete,
+    .attempt = lk__latch_attempt_state,
+    .abandon = on_abandon,
+    .close_release = lk__latch_close_cleanup,
+    .closed = on_closed,
+    .free = free_latch,
+    .message = NULL,
+};
+
+void lk_latch_opts_init(lk_latch_opts_t *o) {
+  if (o == NULL)
+    return;
+  o->strict = 0;
+  o->marker_ttl_ms = LK_LATCH_MARKER_TTL_DEFAULT;
+}
+
+/* "redisson_countdownlatch__channel__{NAME}", braces always. */
+static char *make_channel(const char *name, size_t len, size_t *out_len) {
+  size_t pl = strlen(LK__LATCH_CHANNEL_PREFIX), n = pl + len + 2;
+  char *ch = lk__malloc(n + 1);
+  if (ch == NULL)
+    return NULL;
+  memcpy(ch, LK__LATCH_CHANNEL_PREFIX, pl);
+  ch[pl] = '{';
+  memcpy(ch + pl + 1, name, len);
+  ch[n - 1] = '}';
+  ch[n] = '\0';
+  *out_len = n;
+  return ch;
+}
+
+/* prefixName(RECORD_PREFIX, NAME) + ":" + owner: under the name's hash tag
+ * and unique to this object. */
+static char *make_record(const lk_latch_t *l, size_t *out_len) {
+  size_t bl, n;
+  char *base = lk__prefix_name(LK__LATCH_RECORD_PREFIX, l->name, l->name_len, &bl);
+  char *k;
+  if (base == NULL)
+    return NULL;
+  n = bl + 1 + l->owner_len;
+  k = lk__malloc(n + 1);
+  if (k != NULL) {
+    memcpy(k, base, bl);
+    k[bl] = ':';
+    memcpy(k + bl + 1, l->owner, l->owner_len);
+    k[n] = '\0';
+    *out_len = n;
+  }
+  lk__free(base);
+  return k;
+}
+
+int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
+                 lk_latch_t **out) {
+  lk_latch_opts_t defaults;
+  lk_latch_t *l;
+  size_t len;
+  int n, rc = lk__check_client(c);
+  if (rc != 0)
+    return rc;
+  if (out == NULL)
+    return LK_EINVAL;
+  if (opts == NULL) {
+    lk_latch_opts_init(&defaults);
+    opts = &defaults;
+  }
+  if (opts->marker_ttl_ms < 1 || opts->marker_ttl_ms > LK_LATCH_MARKER_TTL_DEFAULT)
+    return LK_EINVAL;
+  rc = lk__check_name(c, name, &len);
+  if (rc != 0)
+    return rc;
+  l = lk__calloc(1, sizeof(*l));
+  if (l == NULL)
+    return LK_ENOMEM;
+  n = snprintf(l->owner, sizeof(l->owner), "%s:%" PRIu64, c->id, ++c->next_tid);
+  l->owner_len = (size_t)n;
+  l->strict = opts->strict != 0;
+  l->marker_ttl_ms = opts->marker_ttl_ms;
+  l->name = lk__memdup0(name, len);
+  l->name_len = len;
+  l->channel = make_channel(name, len, &l->channel_len);
+  l->marker = lk__prefix_name(LK__LATCH_MARKER_PREFIX, name, len, &l->marker_len);
+  l->tomb = lk__prefix_name(LK__LATCH_TOMB_PREFIX, name, len, &l->tomb_len);
+  l->record = l->name != NULL ? make_record(l, &l->record_len) : NULL;
+  if (l->name == NULL || l->channel == NULL || l->marker == NULL || l->tomb == NULL ||
+      l->record == NULL) {
+    lk__free(l->name);
+    lk__free(l->channel);
+    lk__free(l->marker);
+    lk__free(l->tomb);
+    lk__free(l->record);
+    lk__free(l);
+    return LK_ENOMEM;
+  }
+  lk__obj_init(&l->base, c, &lk__latch_ops);
+  l->base.channel = l->channel;
+  l->base.channel_len = l->channel_len;
+  *out = l;
+  return 0;
+}
+
+int lk_latch_close(lk_latch_t *l, lk_latch_close_cb close_cb) {
+  int rc;
+  if (l == NULL)
+    return LK_EINVAL;
+  rc = lk__obj_close(&l->base);
+  if (rc == 0)
+    l->close_cb = close_cb;
+  return rc;
+}
+
+int lk_latch_cancel(lk_latch_t *l) {
+  return lk__obj_cancel(l ? &l->base : NULL, LATCH_OP_AWAIT);
+}
+
+/* --- accessors --- */
+
+int64_t lk_latch_result(const lk_latch_t *l) { return l ? l->base.result : 0; }
+const char *lk_latch_error_text(const lk_latch_t *l) { return l ? l->base.errtext : ""; }
+const char *lk_latch_name(const lk_latch_t *l) { return l ? l->name : NULL; }
+int lk_latch_is_strict(const lk_latch_t *l) { return l ? l->strict : 0; }
+lk_client_t *lk_latch_client(const lk_latch_t *l) { return l ? LATCH_CLIENT(l) : NULL; }
+void *lk_latch_get_data(const lk_latch_t *l) { return l ? l->base.data : NULL; }
+void lk_latch_set_data(lk_latch_t *l, void *data) {
+  if (l != NULL)
+    l->base.data = data;
+}

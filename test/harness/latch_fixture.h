@@ -1,0 +1,141 @@
+/* Test-side conveniences for the countdown latch, on top of lk_fixture.h:
+ * run one latch operation to its callback, check the exactly-once rule, and
+ * small side-channel helpers. Header-only (static inline), like
+ * lk_fixture.h, so harness .c files stay independent of latchkey. */
+#ifndef LK_TEST_HARNESS_LATCH_FIXTURE_H
+#define LK_TEST_HARNESS_LATCH_FIXTURE_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lk_fixture.h"
+
+/* One latch operation's outcome, filled by lx_cb. */
+typedef struct lx_s {
+  int done;
+  int calls; /* more than 1 breaks the exactly-once rule */
+  int status;
+  int64_t result;
+  uint64_t t_ns;
+} lx_t;
+
+static inline void lx_cb(lk_latch_t *l, int status, void *arg) {
+  lx_t *s = arg;
+  s->calls++;
+  ASSERT_EQ(s->calls, 1);
+  s->done = 1;
+  s->status = status;
+  s->result = lk_latch_result(l);
+  s->t_ns = uv_hrtime();
+}
+
+static inline lk_latch_t *lx_new(fx_t *fx, const char *name, int strict) {
+  lk_latch_opts_t o;
+  lk_latch_t *l = NULL;
+  lk_latch_opts_init(&o);
+  o.strict = strict;
+  ASSERT_OK(lk_latch_new(fx->c, name, &o, &l));
+  return l;
+}
+
+static inline void lx_closed_cb(lk_latch_t *l) {
+  int *flag = lk_latch_get_data(l);
+  *flag = 1;
+}
+
+static inline void lx_close(uv_loop_t *loop, lk_latch_t *l) {
+  int closed = 0;
+  lk_latch_set_data(l, &closed);
+  ASSERT_OK(lk_latch_close(l, lx_closed_cb));
+  rt_run_until(loop, &closed, 10000);
+}
+
+typedef int (*lx_op_fn)(lk_latch_t *, lk_latch_cb, void *);
+
+/* count_down / get_count / delete to completion; *result gets
+ * lk_latch_result() when result is not NULL. */
+static inline int lx_run(uv_loop_t *loop, lx_op_fn fn, lk_latch_t *l, int64_t *result) {
+  lx_t s;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(fn(l, lx_cb, &s));
+  rt_run_until(loop, &s.done, 15000);
+  if (result != NULL)
+    *result = s.result;
+  return s.status;
+}
+
+static inline int lx_set(uv_loop_t *loop, lk_latch_t *l, int64_t count, int64_t *result) {
+  lx_t s;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_latch_try_set_count(l, count, lx_cb, &s));
+  rt_run_until(loop, &s.done, 15000);
+  if (result != NULL)
+    *result = s.result;
+  return s.status;
+}
+
+/* Starts an await; the outcome lands in *s. */
+static inline void lx_await_start(lk_latch_t *l, int64_t wait_ms, lx_t *s) {
+  memset(s, 0, sizeof(*s));
+  ASSERT_OK(lk_latch_await(l, wait_ms, lx_cb, s));
+}
+
+static inline int lx_await(uv_loop_t *loop, lk_latch_t *l, int64_t wait_ms) {
+  lx_t s;
+  lx_await_start(l, wait_ms, &s);
+  rt_run_until(loop, &s.done, 15000 + (wait_ms > 0 ? wait_ms : 0));
+  return s.status;
+}
+
+/* Runs the loop for ms (unscaled) so background work can happen. */
+static inline void lx_spin(uv_loop_t *loop, int64_t ms) {
+  int64_t end = rt_now_ms() + ms;
+  while (rt_now_ms() < end) {
+    uv_run(loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+static inline long long lx_numsub(rt_server_t *srv, const char *channel) {
+  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
+  long long n;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(r->elements, 2);
+  n = r->element[1]->integer;
+  freeReplyObject(r);
+  return n;
+}
+
+/* Keeps the loop running until channel has at least n subscribers. */
+static inline void lx_wait_subscribers(uv_loop_t *loop, rt_server_t *srv, const char *channel,
+                                       long long n) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (lx_numsub(srv, channel) < n) {
+    if (rt_now_ms() > end)
+      FAIL("fewer than %lld subscribers on %s", n, channel);
+    uv_run(loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+/* GET key as a number; def when absent. */
+static inline long long lx_get(rt_server_t *srv, const char *key, long long def) {
+  char *v = rt_cmd_str(srv, "GET %s", key);
+  long long n = v ? atoll(v) : def;
+  free(v);
+  return n;
+}
+
+/* How many keys match pattern. */
+static inline size_t lx_count_keys(rt_server_t *srv, const char *pattern) {
+  redisReply *r = rt_cmd(srv, "KEYS %s", pattern);
+  size_t n;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  n = r->elements;
+  freeReplyObject(r);
+  return n;
+}
+
+#endif /* LK_TEST_HARNESS_LATCH_FIXTURE_H */

@@ -1,0 +1,182 @@
+/* The Redisson emulator's countdown latch (redisson_latch_emu.h). The
+ * scripts are our own reading of research/redisson.md §6.2, written from
+ * that prose: not Redisson's text. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "redisson_latch_emu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redisson_emu.h"
+#include "test.h"
+
+/* trySetCount: KEYS[1] the count, KEYS[2] the channel; ARGV[1] the message
+ * for a new count ("1"), ARGV[2] the count, ARGV[3] the publish command.
+ * Absent: set it, tell the channel, reply 1. Present: reply 0. */
+static const char try_set_script[] =
+    "if redis.call('exists', KEYS[1]) == 0 then\n"
+    "  redis.call('set', KEYS[1], ARGV[2])\n"
+    "  redis.call(ARGV[3], KEYS[2], ARGV[1])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+/* countDown: KEYS as above; ARGV[1] the message for zero ("0"), ARGV[2] the
+ * publish command. One fewer; at zero or below the key goes; exactly zero
+ * is announced. (Redisson's script replies nothing useful; this one
+ * replies the count after the DECR.) */
+static const char count_down_script[] =
+    "local left = redis.call('decr', KEYS[1])\n"
+    "if left <= 0 then\n"
+    "  redis.call('del', KEYS[1])\n"
+    "end\n"
+    "if left == 0 then\n"
+    "  redis.call(ARGV[2], KEYS[2], ARGV[1])\n"
+    "end\n"
+    "return left\n";
+
+/* delete: KEYS as above; ARGV[1] the message for a new count ("1"), ARGV[2]
+ * the publish command. */
+static const char delete_script[] =
+    "if redis.call('del', KEYS[1]) == 1 then\n"
+    "  redis.call(ARGV[2], KEYS[2], ARGV[1])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+char *rt_rlatch_channel(const char *name) {
+  size_t n = strlen("redisson_countdownlatch__channel__{}") + strlen(name) + 1;
+  char *ch = malloc(n);
+  if (ch == NULL)
+    FAIL("redisson_latch_emu: out of memory");
+  snprintf(ch, n, "redisson_countdownlatch__channel__{%s}", name);
+  return ch;
+}
+
+static redisReply *command(redisContext *ctx, int argc, const char **argv, const char *what) {
+  size_t lens[8];
+  redisReply *r;
+  if (argc > 8)
+    FAIL("redisson_latch_emu: too many arguments");
+  for (int i = 0; i < argc; i++)
+    lens[i] = strlen(argv[i]);
+  r = redisCommandArgv(ctx, argc, argv, lens);
+  if (r == NULL)
+    FAIL("redisson_latch_emu: %s: %s", what, ctx->errstr[0] ? ctx->errstr : "no reply");
+  if (r->type == REDIS_REPLY_ERROR) {
+    char text[256];
+    snprintf(text, sizeof text, "%.*s", (int)r->len, r->str);
+    freeReplyObject(r);
+    FAIL("redisson_latch_emu: %s: server error: %s", what, text);
+  }
+  return r;
+}
+
+static long long int_reply(redisReply *r, const char *what) {
+  long long v;
+  if (r->type != REDIS_REPLY_INTEGER) {
+    int type = r->type;
+    freeReplyObject(r);
+    FAIL("redisson_latch_emu: %s: reply type %d, wanted an integer", what, type);
+  }
+  v = r->integer;
+  freeReplyObject(r);
+  return v;
+}
+
+int rt_rlatch_try_set_count(redisContext *ctx, const char *name, long long count) {
+  char n[24];
+  char *channel = rt_rlatch_channel(name);
+  snprintf(n, sizeof n, "%lld", count);
+  const char *argv[] = {"EVAL", try_set_script, "2", name, channel, "1", n, "PUBLISH"};
+  long long v = int_reply(command(ctx, 8, argv, "trySetCount"), "trySetCount");
+  free(channel);
+  return (int)v;
+}
+
+long long rt_rlatch_count_down(redisContext *ctx, const char *name) {
+  char *channel = rt_rlatch_channel(name);
+  const char *argv[] = {"EVAL", count_down_script, "2", name, channel, "0", "PUBLISH"};
+  long long v = int_reply(command(ctx, 7, argv, "countDown"), "countDown");
+  free(channel);
+  return v;
+}
+
+long long rt_rlatch_get_count(redisContext *ctx, const char *name) {
+  const char *argv[] = {"GET", name};
+  redisReply *r = command(ctx, 2, argv, "getCount");
+  long long v = 0;
+  if (r->type == REDIS_REPLY_STRING)
+    v = strtoll(r->str, NULL, 10);
+  else if (r->type != REDIS_REPLY_NIL)
+    FAIL("redisson_latch_emu: getCount: reply type %d", r->type);
+  freeReplyObject(r);
+  return v;
+}
+
+int rt_rlatch_delete(redisContext *ctx, const char *name) {
+  char *channel = rt_rlatch_channel(name);
+  const char *argv[] = {"EVAL", delete_script, "2", name, channel, "1", "PUBLISH"};
+  long long v = int_reply(command(ctx, 7, argv, "delete"), "delete");
+  free(channel);
+  return (int)v;
+}
+
+/* Sends (UN)SUBSCRIBE channel and reads until its confirmation; messages
+ * that arrive first are dropped (the count is read again after it). */
+static void sub_cmd(redisContext *sub, const char *verb, const char *confirm,
+                    const char *channel) {
+  const char *argv[] = {verb, channel};
+  size_t lens[] = {strlen(verb), strlen(channel)};
+  int done = 0;
+  if (redisAppendCommandArgv(sub, 2, argv, lens) != REDIS_OK)
+    FAIL("redisson_latch_emu: %s: %s", verb, sub->errstr);
+  while (!done) {
+    if (redisBufferWrite(sub, &done) != REDIS_OK)
+      FAIL("redisson_latch_emu: %s: %s", verb, sub->errstr);
+  }
+  int64_t deadline = rt_now_ms() + rt_scaled_ms(5000);
+  for (;;) {
+    int64_t left = deadline - rt_now_ms();
+    redisReply *r = left > 0 ? rt_sub_next(sub, left) : NULL;
+    int ok;
+    if (r == NULL)
+      FAIL("redisson_latch_emu: no %s confirmation for %s", verb, channel);
+    ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
+         r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, confirm) == 0 &&
+         r->element[1]->type == REDIS_REPLY_STRING && strcmp(r->element[1]->str, channel) == 0;
+    freeReplyObject(r);
+    if (ok)
+      return;
+  }
+}
+
+int rt_rlatch_await(redisContext *ctx, redisContext *sub, const char *name,
+                    int64_t timeout_ms) {
+  int64_t deadline = rt_now_ms() + timeout_ms;
+  char *channel;
+  int opened = 0;
+  if (rt_rlatch_get_count(ctx, name) <= 0)
+    return 1;
+  channel = rt_rlatch_channel(name);
+  sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
+  for (;;) {
+    if (rt_rlatch_get_count(ctx, name) <= 0) {
+      opened = 1;
+      break;
+    }
+    int64_t left = deadline - rt_now_ms();
+    if (left <= 0)
+      break;
+    redisReply *m = rt_sub_next_message(sub, left);
+    if (m != NULL)
+      freeReplyObject(m); /* "0" opens the local gate, "1" closes it: look again */
+  }
+  sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
+  free(channel);
+  return opened;
+}
