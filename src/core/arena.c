@@ -60,8 +60,17 @@ static void *create_string(const redisReadTask *task, char *str, size_t len) {
   return r;
 }
 
+/* No reply latchkey asks for has more elements than this (a renewal batch
+ * has 100); a header announcing more is hostile or garbage. Refusing it makes
+ * the reader fail, which drops the connection, instead of reserving memory
+ * for the announced count (8 bytes each, before a single element arrives). */
+#define LK__MAX_REPLY_ELEMENTS (1 << 20)
+
 static void *create_array(const redisReadTask *task, int elements) {
-  redisReply *r = new_reply(task, REDIS_REPLY_ARRAY);
+  redisReply *r;
+  if (elements > LK__MAX_REPLY_ELEMENTS)
+    return NULL;
+  r = new_reply(task, REDIS_REPLY_ARRAY);
   if (r == NULL)
     return NULL;
   if (elements > 0) {

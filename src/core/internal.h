@@ -222,6 +222,14 @@ void lk__cleanup_cb(void *data, int status, redisReply *r);
 typedef int (*lk__follow_pred)(int status, const redisReply *r);
 int lk__op_follow_up(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
                      lk__follow_pred pred);
+/* The same, then done(done_arg) once the abandoned op's outcome is known and
+ * next was sent or dropped (also when the outcome is a lost connection or
+ * the client closing; on LK_ENOMEM it is not called). Until then a new
+ * command from the same owner must wait: sent earlier, it would reach the
+ * server before next and could be undone by it. */
+typedef void (*lk__follow_done)(void *done_arg);
+int lk__op_follow_up_then(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
+                          lk__follow_pred pred, lk__follow_done done, void *done_arg);
 /* Re-targets a pending op: its late outcome goes to cb (NULL: discarded).
  * Used when the object that sent it no longer waits for it. */
 void lk__op_retarget(lk__op_t *op, lk__op_cb cb, void *data);

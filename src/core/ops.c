@@ -214,19 +214,25 @@ typedef struct lk__follow_s {
   lk_client_t *client;
   lk__op_t *next;
   lk__follow_pred pred;
+  lk__follow_done done;
+  void *done_arg;
 } lk__follow_t;
 
 static void on_followed(void *data, int status, redisReply *r) {
   lk__follow_t *f = data;
+  lk__follow_done done = f->done;
+  void *arg = f->done_arg;
   if (f->pred(status, r) && lk__op_submit(f->client, f->next) == 0)
     f->next = NULL;
   if (f->next != NULL)
     lk__op_free(f->next);
   lk__free(f);
+  if (done != NULL)
+    done(arg);
 }
 
-int lk__op_follow_up(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
-                     lk__follow_pred pred) {
+int lk__op_follow_up_then(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
+                          lk__follow_pred pred, lk__follow_done done, void *done_arg) {
   lk__follow_t *f = lk__malloc(sizeof(*f));
   if (f == NULL) {
     lk__op_free(next);
@@ -236,6 +242,13 @@ int lk__op_follow_up(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
   f->client = c;
   f->next = next;
   f->pred = pred;
+  f->done = done;
+  f->done_arg = done_arg;
   lk__op_retarget(abandoned, on_followed, f);
   return 0;
+}
+
+int lk__op_follow_up(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
+                     lk__follow_pred pred) {
+  return lk__op_follow_up_then(c, abandoned, next, pred, NULL, NULL);
 }

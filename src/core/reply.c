@@ -42,7 +42,8 @@ int lk__status_from_error(const char *text, size_t len) {
   if (contains(text, len, "WRONGTYPE"))
     return LK_EWRONGTYPE;
   if (contains(text, len, "can't access at least one of the keys") ||
-      contains(text, len, "has no permissions") || contains(text, len, "NOPERM"))
+      contains(text, len, "has no permissions") || contains(text, len, "NOPERM") ||
+      contains(text, len, "can't run this command"))
     return LK_ENOPERM;
   if (contains(text, len, "OOM command not allowed"))
     return LK_EOOM;

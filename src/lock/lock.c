@@ -62,6 +62,14 @@ struct lk_lock_s {
   int unknown_resends;
   uint32_t release_before; /* holds before a release's first attempt */
   lk_lock_close_cb close_cb;
+  /* Abandoned acquires whose outcome is still out. The give-back of a late
+   * grant goes out when that outcome arrives; an attempt sent before it
+   * would reach the server first, take the late grant for its own (the
+   * expected count matches), and then lose it to the give-back. So attempts
+   * wait (attempt_deferred), and so does freeing the object on close. */
+  int abandoned;
+  int attempt_deferred;
+  int close_waiting;
 };
 
 #define CLIENT(l) ((l)->base.client)
@@ -146,6 +154,29 @@ static int granted_or_unknown(int status, const redisReply *r) {
   return granted(status, r) || status == LK_EUNKNOWN;
 }
 
+static int attempt_acquire(lk__obj_t *o);
+
+/* An abandoned acquire's outcome came and its give-back (if any) is on the
+ * connection: a deferred attempt may go now, or a closing object go. */
+static void on_abandoned_settled(void *arg) {
+  lk_lock_t *l = arg;
+  int rc;
+  if (--l->abandoned > 0)
+    return;
+  if (l->close_waiting) {
+    if (l->base.op == NULL)
+      lk__obj_close_done(&l->base);
+    return;
+  }
+  if (l->attempt_deferred && l->base.kind == OP_ACQUIRE && l->base.op == NULL &&
+      !lk__queue_linked(&l->base.done.node)) {
+    l->attempt_deferred = 0;
+    rc = lk__obj_try(&l->base);
+    if (rc != 0)
+      finish(l, rc);
+  }
+}
+
 /* The acquire in flight is left behind (timeout, cancel, close): a late
  * grant is given back. The release is prepared now and applies only if the
  * owner's count shows the grant, so it can follow an unknown outcome too.
@@ -167,7 +198,10 @@ static void on_abandon(lk__obj_t *o) {
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
-  lk__op_follow_up(o->client, o->op, undo, l->owner_shared ? granted : granted_or_unknown);
+  if (lk__op_follow_up_then(o->client, o->op, undo,
+                            l->owner_shared ? granted : granted_or_unknown,
+                            on_abandoned_settled, l) == 0)
+    l->abandoned++;
 }
 
 static void on_acquire_reply(void *data, int status, redisReply *r);
@@ -178,6 +212,10 @@ static int attempt_acquire(lk__obj_t *o) {
   const char *argv[6];
   size_t lens[6];
   int err = 0;
+  if (l->abandoned > 0) {
+    l->attempt_deferred = 1; /* on_abandoned_settled sends it */
+    return 0;
+  }
   snprintf(lease, sizeof(lease), "%" PRId64, l->req_lease_ms);
   snprintf(before, sizeof(before), "%" PRId64,
            l->owner_shared ? (int64_t)-1 : (int64_t)l->holds);
@@ -270,6 +308,24 @@ static void acquired(lk_lock_t *l, redisReply *r) {
     }
     l->token = token;
   }
+  if (lk__now_ns() >= lk__lock_deadline_ns(l)) {
+    /* The grant came back after its own local deadline (the round trip took
+     * longer than the lease): the server may have expired it already, so it
+     * cannot be used (Redlock's "validity <= 0"; etcd #11456). Give it back
+     * and fail. A re-entry's earlier holds are past their deadline too. */
+    lk__log(c, LK_LOG_WARN, "acquisition answered after its lease ran out; given back");
+    if (before > 0) {
+      lose(l);
+      l->lost = 0;
+    } else {
+      give_back(l, -1, 1);
+      if (lk__wd_watching(&l->wd))
+        lk__wd_remove(c, &l->wd);
+    }
+    l->holds = 0;
+    finish(l, LK_ELEASELOST);
+    return;
+  }
   finish(l, 0);
 }
 
@@ -287,6 +343,11 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
     return;
   }
   if (status == 0) {
+    /* A reply the script never sends: what ran on the server is unknown.
+     * Give back a hold it may have taken (applied only if this owner's
+     * count shows it), as for a lost reply. */
+    if (!l->owner_shared)
+      give_back(l, (int64_t)l->holds + 1, 1);
     finish(l, LK_EPROTOCOL);
     return;
   }
@@ -354,7 +415,8 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
     l->holds = 0;
   }
   begin(l, OP_ACQUIRE, cb, arg);
-  l->busy_ttl = -1;
+  l->busy_ttl = LK__LOCK_NOT_BUSY;
+  l->attempt_deferred = 0;
   lk__obj_wait_begin(&l->base, opts->wait_ms);
   l->req_fenced = opts->fenced != 0;
   /* A re-entry with an explicit lease while the watchdog keeps this owner's
@@ -592,19 +654,21 @@ static void on_close_release(void *data, int status, redisReply *r) {
                                     "expires with its lease",
             lk_err_name(status));
   l->holds = 0;
-  lk__obj_close_done(&l->base);
+  if (l->abandoned == 0)
+    lk__obj_close_done(&l->base);
 }
 
-/* Close gives back every hold (and stops renewing first). */
+/* Close gives back every hold (and stops renewing first), and waits for
+ * abandoned acquires to settle (their give-backs need the object). */
 static int on_close_release_start(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   int err = 0;
   if (lk__wd_watching(&l->wd))
     lk__wd_remove(o->client, &l->wd);
-  if (l->holds == 0)
-    return 0;
-  o->op = release_op(l, -1, l->holds, on_close_release, l, 1, &err);
-  return o->op != NULL;
+  l->close_waiting = 1;
+  if (l->holds > 0)
+    o->op = release_op(l, -1, l->holds, on_close_release, l, 1, &err);
+  return o->op != NULL || l->abandoned > 0;
 }
 
 static void on_closed(lk__obj_t *o) {
