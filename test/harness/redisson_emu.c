@@ -319,3 +319,545 @@ int rt_rlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *nam
   free(channel);
   return acquired ? 0 : -1;
 }
+
+/* ---- RFairLock --------------------------------------------------------------------------
+ * Our reading of research/redisson.md §2.2, written from that prose. The
+ * shared "purge" step: while the queue has a head whose deadline exists and
+ * is not after NOW, that head is dropped from both structures. */
+
+#define RFAIR_PURGE                                                             \
+  "while true do\n"                                                             \
+  "  local first = redis.call('lindex', KEYS[2], 0)\n"                          \
+  "  if not first then break end\n"                                             \
+  "  local due = redis.call('zscore', KEYS[3], first)\n"                        \
+  "  if not due or tonumber(due) > now then break end\n"                        \
+  "  redis.call('lpop', KEYS[2])\n"                                             \
+  "  redis.call('zrem', KEYS[3], first)\n"                                      \
+  "end\n"
+
+/* The free-and-our-turn and re-entry steps shared by both acquire forms:
+ * when the lock is free and the queue is empty or headed by the caller, the
+ * caller leaves the queue, everyone else's deadline moves WAIT earlier, and
+ * it takes the lock; an owner already holding re-enters. Both reply nil. */
+#define RFAIR_TAKE                                                              \
+  "if redis.call('exists', KEYS[1]) == 0 then\n"                                \
+  "  local first = redis.call('lindex', KEYS[2], 0)\n"                          \
+  "  if not first or first == owner then\n"                                     \
+  "    redis.call('lpop', KEYS[2])\n"                                           \
+  "    redis.call('zrem', KEYS[3], owner)\n"                                    \
+  "    for _, m in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do\n"           \
+  "      redis.call('zincrby', KEYS[3], -wait, m)\n"                            \
+  "    end\n"                                                                   \
+  "    redis.call('hset', KEYS[1], owner, 1)\n"                                 \
+  "    redis.call('pexpire', KEYS[1], ARGV[1])\n"                               \
+  "    return nil\n"                                                            \
+  "  end\n"                                                                     \
+  "end\n"                                                                       \
+  "if redis.call('hexists', KEYS[1], owner) == 1 then\n"                        \
+  "  redis.call('hincrby', KEYS[1], owner, 1)\n"                                \
+  "  redis.call('pexpire', KEYS[1], ARGV[1])\n"                                 \
+  "  return nil\n"                                                              \
+  "end\n"
+
+/* Waiting acquire: KEYS NAME, queue, deadlines; ARGV lease, owner, WAIT,
+ * NOW. Not taken: a caller already queued gets the holder's PTTL (never
+ * below 0); otherwise it joins at the tail with the deadline "its
+ * predecessor's deadline (or now + the holder's PTTL) + WAIT", and the reply
+ * is that predecessor's remaining time (or the PTTL). */
+static const char rfair_acquire_script[] =
+    "local owner = ARGV[2]\n"
+    "local wait, now = tonumber(ARGV[3]), tonumber(ARGV[4])\n" RFAIR_PURGE RFAIR_TAKE
+    "if redis.call('zscore', KEYS[3], owner) then\n"
+    "  local ttl = redis.call('pttl', KEYS[1])\n"
+    "  if ttl < 0 then ttl = 0 end\n"
+    "  return ttl\n"
+    "end\n"
+    "local base\n"
+    "local last = redis.call('lindex', KEYS[2], -1)\n"
+    "local last_due = last and last ~= owner and redis.call('zscore', KEYS[3], last)\n"
+    "if last_due then\n"
+    "  base = tonumber(last_due) - now\n"
+    "else\n"
+    "  base = redis.call('pttl', KEYS[1])\n"
+    "end\n"
+    "if redis.call('zadd', KEYS[3], base + wait + now, owner) == 1 then\n"
+    "  redis.call('rpush', KEYS[2], owner)\n"
+    "end\n"
+    "return base\n";
+
+/* tryLock without waiting: ARGV lease, owner, NOW, WAIT (note the order);
+ * the same steps, and 1 instead of joining the queue. */
+static const char rfair_nowait_script[] =
+    "local owner = ARGV[2]\n"
+    "local now, wait = tonumber(ARGV[3]), tonumber(ARGV[4])\n" RFAIR_PURGE RFAIR_TAKE
+    "return 1\n";
+
+/* acquireFailed: KEYS queue, deadlines; ARGV owner, WAIT. Everyone queued
+ * after the owner moves WAIT earlier; the owner leaves both structures. */
+static const char rfair_failed_script[] =
+    "local members = redis.call('lrange', KEYS[1], 0, -1)\n"
+    "local seen = false\n"
+    "for _, m in ipairs(members) do\n"
+    "  if seen then\n"
+    "    redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), m)\n"
+    "  elseif m == ARGV[1] then\n"
+    "    seen = true\n"
+    "  end\n"
+    "end\n"
+    "redis.call('zrem', KEYS[2], ARGV[1])\n"
+    "redis.call('lrem', KEYS[1], 0, ARGV[1])\n"
+    "return 1\n";
+
+/* unlock: KEYS NAME, queue, deadlines, channel base, latch; ARGV "0",
+ * lease, owner, NOW, publish command, latch TTL. The latch answers a
+ * repeated request; a missing lock replies 1 after waking the head; a
+ * missing owner nil; otherwise one hold fewer (0) or the lock deleted and
+ * the head told (1). */
+static const char rfair_unlock_script[] =
+    "local earlier = redis.call('get', KEYS[5])\n"
+    "if earlier then return tonumber(earlier) end\n"
+    "local now = tonumber(ARGV[4])\n" RFAIR_PURGE
+    "local function tell_head()\n"
+    "  local first = redis.call('lindex', KEYS[2], 0)\n"
+    "  if first then redis.call(ARGV[5], KEYS[4] .. ':' .. first, ARGV[1]) end\n"
+    "end\n"
+    "if redis.call('exists', KEYS[1]) == 0 then\n"
+    "  tell_head()\n"
+    "  redis.call('set', KEYS[5], '1', 'px', ARGV[6])\n"
+    "  return 1\n"
+    "end\n"
+    "if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end\n"
+    "if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "  redis.call('set', KEYS[5], '0', 'px', ARGV[6])\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('del', KEYS[1])\n"
+    "redis.call('set', KEYS[5], '1', 'px', ARGV[6])\n"
+    "tell_head()\n"
+    "return 1\n";
+
+static long long wall_ms(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+char *rt_rfair_queue_key(const char *name) {
+  return rt_rlock_prefix_name("redisson_lock_queue", name);
+}
+
+char *rt_rfair_timeout_key(const char *name) {
+  return rt_rlock_prefix_name("redisson_lock_timeout", name);
+}
+
+char *rt_rfair_channel(const char *name, const char *uuid, long long tid) {
+  char *base = rt_rlock_channel(name);
+  char *ch = xasprintf("%s:%s:%lld", base, uuid, tid);
+  free(base);
+  return ch;
+}
+
+/* Runs a fair script with KEYS NAME, queue, deadlines and the given ARGV. */
+static redisReply *rfair_eval(redisContext *ctx, const char *script, const char *name,
+                              int nargs, const char **args, const char *what) {
+  const char *argv[16];
+  char *q = rt_rfair_queue_key(name), *t = rt_rfair_timeout_key(name);
+  int n = 0;
+  argv[n++] = "EVAL";
+  argv[n++] = script;
+  argv[n++] = "3";
+  argv[n++] = name;
+  argv[n++] = q;
+  argv[n++] = t;
+  for (int i = 0; i < nargs; i++)
+    argv[n++] = args[i];
+  redisReply *r = command(ctx, n, argv, what);
+  free(q);
+  free(t);
+  return r;
+}
+
+int rt_rfair_attempt(redisContext *ctx, const char *name, const char *uuid, long long tid,
+                     int64_t lease_ms, int64_t wait_ms, long long *ttl) {
+  char lease[24], wait[24], now[24];
+  char *owner = owner_of(uuid, tid);
+  snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
+  snprintf(wait, sizeof wait, "%" PRId64, wait_ms);
+  snprintf(now, sizeof now, "%lld", wall_ms());
+  const char *args[] = {lease, owner, wait, now};
+  redisReply *r = rfair_eval(ctx, rfair_acquire_script, name, 4, args, "fair lock");
+  free(owner);
+  int acquired;
+  if (r->type == REDIS_REPLY_NIL) {
+    acquired = 1;
+  } else if (r->type == REDIS_REPLY_INTEGER) {
+    acquired = 0;
+    if (ttl != NULL)
+      *ttl = r->integer;
+  } else {
+    int type = r->type;
+    freeReplyObject(r);
+    FAIL("redisson_emu: fair lock: unexpected reply type %d", type);
+  }
+  freeReplyObject(r);
+  return acquired;
+}
+
+int rt_rfair_try_nowait(redisContext *ctx, const char *name, const char *uuid, long long tid,
+                        int64_t lease_ms, int64_t wait_ms) {
+  char lease[24], wait[24], now[24];
+  char *owner = owner_of(uuid, tid);
+  snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
+  snprintf(wait, sizeof wait, "%" PRId64, wait_ms);
+  snprintf(now, sizeof now, "%lld", wall_ms());
+  const char *args[] = {lease, owner, now, wait};
+  redisReply *r = rfair_eval(ctx, rfair_nowait_script, name, 4, args, "fair tryLock");
+  free(owner);
+  int acquired = r->type == REDIS_REPLY_NIL;
+  if (!acquired && r->type != REDIS_REPLY_INTEGER) {
+    int type = r->type;
+    freeReplyObject(r);
+    FAIL("redisson_emu: fair tryLock: unexpected reply type %d", type);
+  }
+  freeReplyObject(r);
+  return acquired;
+}
+
+void rt_rfair_acquire_failed(redisContext *ctx, const char *name, const char *uuid,
+                             long long tid, int64_t wait_ms) {
+  char wait[24];
+  char *owner = owner_of(uuid, tid);
+  char *q = rt_rfair_queue_key(name), *t = rt_rfair_timeout_key(name);
+  snprintf(wait, sizeof wait, "%" PRId64, wait_ms);
+  const char *argv[] = {"EVAL", rfair_failed_script, "2", q, t, owner, wait};
+  freeReplyObject(command(ctx, 7, argv, "fair acquireFailed"));
+  free(owner);
+  free(q);
+  free(t);
+}
+
+int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long long tid) {
+  char req[33], lease[24], now[24], latch_ttl[24];
+  random_req(req);
+  char *owner = owner_of(uuid, tid);
+  char *q = rt_rfair_queue_key(name), *t = rt_rfair_timeout_key(name);
+  char *base = rt_rlock_channel(name);
+  char *latch = rt_rlock_latch_key(name, req);
+  snprintf(lease, sizeof lease, "%d", RT_RLOCK_DEFAULT_LEASE_MS);
+  snprintf(now, sizeof now, "%lld", wall_ms());
+  snprintf(latch_ttl, sizeof latch_ttl, "%d", RT_RLOCK_LATCH_TTL_MS);
+  const char *argv[] = {"EVAL", rfair_unlock_script, "5", name, q, t, base, latch,
+                        "0",    lease,               owner, now, "PUBLISH", latch_ttl};
+  redisReply *r = command(ctx, 14, argv, "fair unlock");
+  int out;
+  if (r->type == REDIS_REPLY_NIL) {
+    out = -1;
+  } else if (r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1)) {
+    out = (int)r->integer;
+  } else {
+    int type = r->type;
+    freeReplyObject(r);
+    FAIL("redisson_emu: fair unlock: unexpected reply type %d", type);
+  }
+  freeReplyObject(r);
+  const char *del[] = {"DEL", latch};
+  freeReplyObject(command(ctx, 2, del, "DEL latch"));
+  free(owner);
+  free(q);
+  free(t);
+  free(base);
+  free(latch);
+  return out;
+}
+
+void rt_sub_subscribe(redisContext *sub, const char *channel) {
+  sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
+}
+
+void rt_sub_unsubscribe(redisContext *sub, const char *channel) {
+  sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
+}
+
+int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
+                       const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
+                       int64_t timeout_ms) {
+  int64_t deadline = rt_now_ms() + timeout_ms;
+  long long ttl = 0;
+  if (rt_rfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl))
+    return 0;
+  char *channel = rt_rfair_channel(name, uuid, tid);
+  sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
+  int acquired = 0;
+  for (;;) {
+    if (rt_rfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl)) {
+      acquired = 1;
+      break;
+    }
+    int64_t left = deadline - rt_now_ms();
+    if (left <= 0)
+      break;
+    /* Redisson sleeps at most ttl when ttl >= 0 (0: it polls again at
+     * once; 1 ms here) and waits for a message only when ttl < 0. */
+    int64_t sleep = left;
+    if (ttl >= 0 && ttl < left)
+      sleep = ttl > 0 ? ttl : 1;
+    redisReply *m = rt_sub_next_message(sub, sleep);
+    if (m != NULL)
+      freeReplyObject(m);
+  }
+  if (!acquired)
+    rt_rfair_acquire_failed(ctx, name, uuid, tid, wait_ms);
+  sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
+  free(channel);
+  return acquired ? 0 : -1;
+}
+
+/* ---- RSemaphore ---------------------------------------------------------------------- */
+
+/* tryAcquire(n): KEYS[1] NAME; ARGV[1] n. Enough permits: take them, 1;
+ * else 0 (absent counts as none). */
+static const char rsem_acquire_script[] =
+    "local v = redis.call('get', KEYS[1])\n"
+    "if v and tonumber(v) >= tonumber(ARGV[1]) then\n"
+    "  redis.call('decrby', KEYS[1], ARGV[1])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+/* release(n): KEYS[1] NAME, KEYS[2] channel; ARGV[1] n, ARGV[2] publish
+ * command. Add n, publish the new value, reply it. */
+static const char rsem_release_script[] =
+    "local v = redis.call('incrby', KEYS[1], ARGV[1])\n"
+    "redis.call(ARGV[2], KEYS[2], v)\n"
+    "return v\n";
+
+/* trySetPermits(n): KEYS[1] NAME, KEYS[2] channel; ARGV[1] n, ARGV[2]
+ * publish command. Only when NAME is absent: set, publish n, 1; else 0. */
+static const char rsem_try_set_script[] =
+    "if redis.call('exists', KEYS[1]) == 0 then\n"
+    "  redis.call('set', KEYS[1], ARGV[1])\n"
+    "  redis.call(ARGV[2], KEYS[2], ARGV[1])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+char *rt_rsem_channel(const char *name) { return rt_rlock_prefix_name("redisson_sc", name); }
+
+static long long int_reply(redisReply *r, const char *what) {
+  if (r->type != REDIS_REPLY_INTEGER) {
+    int type = r->type;
+    freeReplyObject(r);
+    FAIL("redisson_emu: %s: unexpected reply type %d", what, type);
+  }
+  long long v = r->integer;
+  freeReplyObject(r);
+  return v;
+}
+
+int rt_rsem_try_acquire(redisContext *ctx, const char *name, long long n) {
+  char num[24];
+  snprintf(num, sizeof num, "%lld", n);
+  const char *argv[] = {"EVAL", rsem_acquire_script, "1", name, num};
+  return (int)int_reply(command(ctx, 5, argv, "semaphore tryAcquire"), "semaphore tryAcquire");
+}
+
+long long rt_rsem_release(redisContext *ctx, const char *name, long long n) {
+  char num[24];
+  char *channel = rt_rsem_channel(name);
+  snprintf(num, sizeof num, "%lld", n);
+  const char *argv[] = {"EVAL", rsem_release_script, "2", name, channel, num, "PUBLISH"};
+  long long v = int_reply(command(ctx, 7, argv, "semaphore release"), "semaphore release");
+  free(channel);
+  return v;
+}
+
+int rt_rsem_try_set_permits(redisContext *ctx, const char *name, long long n) {
+  char num[24];
+  char *channel = rt_rsem_channel(name);
+  snprintf(num, sizeof num, "%lld", n);
+  const char *argv[] = {"EVAL", rsem_try_set_script, "2", name, channel, num, "PUBLISH"};
+  int v = (int)int_reply(command(ctx, 7, argv, "trySetPermits"), "trySetPermits");
+  free(channel);
+  return v;
+}
+
+long long rt_rsem_available(redisContext *ctx, const char *name) {
+  const char *argv[] = {"GET", name};
+  redisReply *r = command(ctx, 2, argv, "availablePermits");
+  long long v = 0;
+  if (r->type == REDIS_REPLY_STRING)
+    v = strtoll(r->str, NULL, 10);
+  else if (r->type != REDIS_REPLY_NIL)
+    FAIL("redisson_emu: availablePermits: reply type %d", r->type);
+  freeReplyObject(r);
+  return v;
+}
+
+int rt_rsem_acquire_blocking(redisContext *ctx, redisContext *sub, const char *name,
+                             long long n, int64_t timeout_ms) {
+  int64_t deadline = rt_now_ms() + timeout_ms;
+  if (rt_rsem_try_acquire(ctx, name, n))
+    return 0;
+  char *channel = rt_rsem_channel(name);
+  sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
+  int acquired = 0;
+  for (;;) {
+    if (rt_rsem_try_acquire(ctx, name, n)) {
+      acquired = 1;
+      break;
+    }
+    int64_t left = deadline - rt_now_ms();
+    if (left <= 0)
+      break;
+    redisReply *m = rt_sub_next_message(sub, left);
+    if (m != NULL)
+      freeReplyObject(m);
+  }
+  sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
+  free(channel);
+  return acquired ? 0 : -1;
+}
+
+/* ---- RPermitExpirableSemaphore --------------------------------------------------------- */
+
+/* Every script first reclaims: ids scored at or before NOW leave the zset
+ * and their number goes back to NAME; a positive new count is published.
+ * (Redisson reclaims at most n ids in tryAcquire; all of them here.) */
+#define RPSEM_RECLAIM                                                          \
+  "local gone = redis.call('zrangebyscore', KEYS[2], '-inf', ARGV[3])\n"       \
+  "if #gone > 0 then\n"                                                        \
+  "  for i = 1, #gone do redis.call('zrem', KEYS[2], gone[i]) end\n"           \
+  "  local v = redis.call('incrby', KEYS[1], #gone)\n"                         \
+  "  if v > 0 then redis.call(ARGV[5], KEYS[3], v) end\n"                      \
+  "end\n"
+
+/* tryAcquire(1, lease): KEYS[1] NAME, KEYS[2] {NAME}:timeout, KEYS[3]
+ * channel; ARGV[1] n, ARGV[2] expiry (epoch ms, or the never score), ARGV[3]
+ * NOW, ARGV[4] the never score, ARGV[5] publish command, ARGV[6] the id.
+ * Enough permits: take n, add the id scored by its expiry, lend NAME's TTL
+ * to the zset, reply "OK". Else ":" .. the lowest score when a lease is
+ * running, else nil. */
+static const char rpsem_acquire_script[] =
+    RPSEM_RECLAIM
+    "local v = tonumber(redis.call('get', KEYS[1]) or '0')\n"
+    "if v >= tonumber(ARGV[1]) then\n"
+    "  redis.call('decrby', KEYS[1], ARGV[1])\n"
+    "  redis.call('zadd', KEYS[2], ARGV[2], ARGV[6])\n"
+    "  local ttl = redis.call('pttl', KEYS[1])\n"
+    "  if ttl > 0 then redis.call('pexpire', KEYS[2], ttl) end\n"
+    "  return 'OK'\n"
+    "end\n"
+    "local low = redis.call('zrange', KEYS[2], 0, 0, 'withscores')\n"
+    "if low[2] and low[2] ~= ARGV[4] then return ':' .. low[2] end\n"
+    "return nil\n";
+
+/* tryRelease(id): KEYS[1] NAME, KEYS[2] channel, KEYS[3] {NAME}:timeout;
+ * ARGV[1] id, ARGV[2] 1, ARGV[3] NOW, ARGV[4] publish command. Not there:
+ * 0. Else remove it, add one permit, publish the new count; reply 0 when its
+ * lease had ended, else 1. (The -1 of rt_rpsem_release is client-side.) */
+static const char rpsem_release_script[] =
+    "local s = redis.call('zscore', KEYS[3], ARGV[1])\n"
+    "if not s then return -1 end\n"
+    "redis.call('zrem', KEYS[3], ARGV[1])\n"
+    "local v = redis.call('incrby', KEYS[1], ARGV[2])\n"
+    "redis.call(ARGV[4], KEYS[2], v)\n"
+    "if tonumber(s) <= tonumber(ARGV[3]) then return 0 end\n"
+    "return 1\n";
+
+/* availablePermits(): KEYS as tryAcquire; ARGV[3] NOW, ARGV[5] publish. */
+static const char rpsem_available_script[] =
+    RPSEM_RECLAIM
+    "return tonumber(redis.call('get', KEYS[1]) or '0')\n";
+
+static long long epoch_ms(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static char *rpsem_timeout_key(const char *name) {
+  if (strchr(name, '{') != NULL)
+    return xasprintf("%s:timeout", name);
+  return xasprintf("{%s}:timeout", name);
+}
+
+int rt_rpsem_try_acquire(redisContext *ctx, const char *name, int64_t lease_ms,
+                         char id_hex[33]) {
+  unsigned char raw[16];
+  char expiry[24], now[24], never[24];
+  int rc = uv_random(NULL, NULL, raw, sizeof raw, 0, NULL);
+  if (rc != 0)
+    FAIL("redisson_emu: uv_random: %s", uv_strerror(rc));
+  for (int i = 0; i < 16; i++)
+    snprintf(id_hex + 2 * i, 3, "%02x", raw[i]);
+  long long t = epoch_ms();
+  snprintf(now, sizeof now, "%lld", t);
+  snprintf(never, sizeof never, "%lld", RT_RPSEM_NEVER);
+  snprintf(expiry, sizeof expiry, "%lld", lease_ms > 0 ? t + (long long)lease_ms : RT_RPSEM_NEVER);
+  char *zset = rpsem_timeout_key(name);
+  char *channel = rt_rsem_channel(name);
+  const char *argv[] = {"EVAL", rpsem_acquire_script, "3", name, zset, channel, "1",
+                        expiry, now, never, "PUBLISH", (const char *)raw};
+  size_t lens[12];
+  for (int i = 0; i < 11; i++)
+    lens[i] = strlen(argv[i]);
+  lens[11] = 16; /* the id is raw bytes */
+  redisReply *r = redisCommandArgv(ctx, 12, argv, lens);
+  free(zset);
+  free(channel);
+  if (r == NULL)
+    FAIL("redisson_emu: permit tryAcquire: %s", ctx->errstr);
+  int out;
+  if (r->type == REDIS_REPLY_STATUS || (r->type == REDIS_REPLY_STRING && strcmp(r->str, "OK") == 0))
+    out = 1;
+  else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL)
+    out = 0;
+  else {
+    int type = r->type;
+    freeReplyObject(r);
+    FAIL("redisson_emu: permit tryAcquire: reply type %d", type);
+  }
+  freeReplyObject(r);
+  return out;
+}
+
+int rt_rpsem_release(redisContext *ctx, const char *name, const char *id_hex) {
+  unsigned char raw[16];
+  char now[24];
+  for (int i = 0; i < 16; i++) {
+    unsigned v;
+    if (sscanf(id_hex + 2 * i, "%2x", &v) != 1)
+      FAIL("redisson_emu: bad permit id %s", id_hex);
+    raw[i] = (unsigned char)v;
+  }
+  snprintf(now, sizeof now, "%lld", epoch_ms());
+  char *zset = rpsem_timeout_key(name);
+  char *channel = rt_rsem_channel(name);
+  const char *argv[] = {"EVAL", rpsem_release_script, "3", name, channel, zset,
+                        (const char *)raw, "1", now, "PUBLISH"};
+  size_t lens[10];
+  for (int i = 0; i < 10; i++)
+    lens[i] = i == 6 ? 16 : strlen(argv[i]);
+  redisReply *r = redisCommandArgv(ctx, 10, argv, lens);
+  free(zset);
+  free(channel);
+  if (r == NULL)
+    FAIL("redisson_emu: permit release: %s", ctx->errstr);
+  return (int)int_reply(r, "permit release");
+}
+
+long long rt_rpsem_available(redisContext *ctx, const char *name) {
+  char now[24], never[24];
+  snprintf(now, sizeof now, "%lld", epoch_ms());
+  snprintf(never, sizeof never, "%lld", RT_RPSEM_NEVER);
+  char *zset = rpsem_timeout_key(name);
+  char *channel = rt_rsem_channel(name);
+  const char *argv[] = {"EVAL", rpsem_available_script, "3", name, zset, channel,
+                        "1", "0", now, never, "PUBLISH"};
+  long long v = int_reply(command(ctx, 11, argv, "permit availablePermits"),
+                          "permit availablePermits");
+  free(zset);
+  free(channel);
+  return v;
+}

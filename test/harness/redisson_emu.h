@@ -87,6 +87,82 @@ redisReply *rt_sub_next(redisContext *sub, int64_t timeout_ms);
  * an array {"message", channel, payload}. */
 redisReply *rt_sub_next_message(redisContext *sub, int64_t timeout_ms);
 
+/* ---- RFairLock (research/redisson.md §2), our reading ------------------------------------
+ *
+ * Keys: the lock hash NAME, the queue list redisson_lock_queue:{NAME}, the
+ * deadline zset redisson_lock_timeout:{NAME}; every waiter listens on
+ * redisson_lock__channel:{NAME}:UUID:TID. NOW is this process's wall clock
+ * in epoch ms, as Redisson's client clock. `wait_ms` is Redisson's WAIT:
+ * tryLock's waitTime when > 0, else fairLockWaitTimeout (300 000). */
+#define RT_RFAIR_DEFAULT_WAIT_MS 300000
+
+char *rt_rfair_queue_key(const char *name);
+char *rt_rfair_timeout_key(const char *name);
+/* The waiter channel of uuid:tid. malloc'd; free(). */
+char *rt_rfair_channel(const char *name, const char *uuid, long long tid);
+
+/* One attempt of the waiting acquire (which joins the queue when it cannot
+ * take the lock). Returns 1 acquired, else 0 with *ttl set to the script's
+ * estimate (may be 0 or negative). */
+int rt_rfair_attempt(redisContext *ctx, const char *name, const char *uuid, long long tid,
+                     int64_t lease_ms, int64_t wait_ms, long long *ttl);
+/* tryLock() without waiting: never queues. 1 acquired, 0 not. */
+int rt_rfair_try_nowait(redisContext *ctx, const char *name, const char *uuid, long long tid,
+                        int64_t lease_ms, int64_t wait_ms);
+/* acquireFailed: leaves the queue, shifting the deadlines of those behind. */
+void rt_rfair_acquire_failed(redisContext *ctx, const char *name, const char *uuid,
+                             long long tid, int64_t wait_ms);
+/* unlock(): 1 released (next waiter told), 0 still held, -1 not the owner.
+ * Quirk kept: when the lock hash is gone it replies 1 and wakes the head. */
+int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long long tid);
+/* tryLock(wait): attempt; subscribe to the own channel on sub; then attempt,
+ * wait for a message at most the ttl (or what is left when ttl <= 0), and
+ * so on until acquired or timeout_ms (unscaled) passed, when acquireFailed
+ * runs. Unsubscribes before returning. 0 acquired, -1 timed out. */
+int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
+                       const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
+                       int64_t timeout_ms);
+/* SUBSCRIBE / UNSUBSCRIBE one channel on sub and wait for the confirmation. */
+void rt_sub_subscribe(redisContext *sub, const char *channel);
+void rt_sub_unsubscribe(redisContext *sub, const char *channel);
+
+/* ---- RSemaphore and RPermitExpirableSemaphore (research/redisson.md §4, §5) ----
+ *
+ * Our reading of Redisson's semaphores: string NAME = available permits,
+ * channel redisson_sc:{NAME} carrying the new count; the permit-expirable one
+ * adds the zset {NAME}:timeout of raw 16-byte ids scored by expiry in epoch
+ * ms of the CLIENT's clock (here: this machine's), reclaiming expired ids
+ * first. Written from the spec's prose, like the RLock scripts above. */
+
+/* The semaphore's channel: prefixName("redisson_sc", name). malloc'd. */
+char *rt_rsem_channel(const char *name);
+/* tryAcquire(n): 1 took n permits, 0 not enough. */
+int rt_rsem_try_acquire(redisContext *ctx, const char *name, long long n);
+/* release(n): adds n permits (no ownership, JDK semantics) and publishes the
+ * new count; returns it. */
+long long rt_rsem_release(redisContext *ctx, const char *name, long long n);
+/* trySetPermits(n): 1 set (and published), 0 the semaphore existed. */
+int rt_rsem_try_set_permits(redisContext *ctx, const char *name, long long n);
+/* availablePermits(): GET, nil = 0. */
+long long rt_rsem_available(redisContext *ctx, const char *name);
+/* acquire(n) bounded by timeout_ms: try; SUBSCRIBE on sub; try again; then
+ * wait for a message (Redisson waits with no bound; here the time left) and
+ * try again. UNSUBSCRIBEs before returning. 0 acquired, -1 timed out. */
+int rt_rsem_acquire_blocking(redisContext *ctx, redisContext *sub, const char *name,
+                             long long n, int64_t timeout_ms);
+
+/* Redisson's score for a permit without lease: it never expires. */
+#define RT_RPSEM_NEVER 922337203685477LL
+/* tryAcquire(1, lease): 1 acquired, id_hex (33 bytes) gets the new id's 32
+ * hex characters; 0 none available. lease_ms <= 0: no lease (RT_RPSEM_NEVER). */
+int rt_rpsem_try_acquire(redisContext *ctx, const char *name, int64_t lease_ms,
+                         char id_hex[33]);
+/* tryRelease(id): 1 released while its lease ran, 0 released after its lease
+ * had ended, -1 no such permit (Redisson's release(id) would throw). */
+int rt_rpsem_release(redisContext *ctx, const char *name, const char *id_hex);
+/* availablePermits(): reclaims expired permits, then the count. */
+long long rt_rpsem_available(redisContext *ctx, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

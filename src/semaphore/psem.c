@@ -1,0 +1,662 @@
+/* Permit-expirable semaphore, wire compatible with Redisson's
+ * RPermitExpirableSemaphore (research/redisson.md §5): string NAME =
+ * available permits, zset {NAME}:timeout of raw 16-byte permit ids scored
+ * by the end of their lease (epoch ms), channel redisson_sc:{NAME}.
+ *
+ * The promise is "never lost, never invented": every permit has an id, so
+ * a resent acquire recognises its own ids and a resent release finds them
+ * gone instead of adding twice; every permit has a lease, renewed by the
+ * client's watchdog while this object holds it (beyond Redisson), so a
+ * crashed holder's permits come back when the lease ends; and every script
+ * reclaims expired permits first, by the server's clock. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "semaphore/psem_internal.h"
+
+enum lk__psem_op {
+  OP_NONE = 0,
+  OP_ACQUIRE,
+  OP_RELEASE,    /* this object's permits */
+  OP_RELEASE_ID, /* any permit, by id */
+  OP_UPDATE,
+  OP_TRY_SET,
+  OP_ADD,
+  OP_AVAILABLE,
+  OP_ACQUIRED
+};
+
+static void begin(lk_psem_t *p, enum lk__psem_op kind, lk_psem_cb cb, void *arg) {
+  lk__obj_begin(&p->base, kind);
+  p->cb = cb;
+  p->arg = arg;
+  p->resends = 0;
+  p->had_unknown = 0;
+  p->settled = 0;
+  p->req_n = 0;
+}
+
+static void finish(lk_psem_t *p, int status) { lk__obj_finish(&p->base, status); }
+
+static void on_complete(lk__obj_t *o, int kind, int status) {
+  lk_psem_t *p = (lk_psem_t *)o;
+  lk_psem_cb cb = p->cb;
+  lk_client_t *c = o->client;
+  if (kind == OP_ACQUIRE && status != 0 && p->had_unknown && !p->settled) {
+    /* Ended after an attempt whose reply was lost: its ids may be taken. */
+    lk__psem_give_back(p, p->req_ids, p->req_n, NULL, lk__sem_always);
+  }
+  if (kind == OP_ACQUIRE && status == 0) {
+    c->stats.acquires++;
+    if (o->waited)
+      c->stats.acquire_waits++;
+    if (o->woken_ns != 0)
+      c->stats.handoff_ns_total += lk__now_ns() - o->woken_ns;
+  }
+  if (kind == OP_RELEASE && status == 0)
+    c->stats.releases++;
+  p->cb = NULL;
+  if (cb != NULL)
+    cb(p, status, p->arg);
+}
+
+/* --- acquire --- */
+
+static void on_acquire_reply(void *data, int status, redisReply *r);
+
+static int attempt_acquire(lk__obj_t *o) {
+  lk_psem_t *p = (lk_psem_t *)o;
+  char n[24], lease[24];
+  const char *argv[7] = {p->name,
+                         p->zset,
+                         p->channel,
+                         lk__sem_i64(n, (int64_t)p->req_n),
+                         (const char *)p->req_ids,
+                         lk__sem_i64(lease, p->req_lease_ms),
+                         "PUBLISH"};
+  size_t lens[7] = {p->name_len,
+                    p->zset_len,
+                    p->channel_len,
+                    strlen(n),
+                    p->req_n * LK__PSEM_ID_BYTES,
+                    strlen(lease),
+                    7};
+  int err = 0;
+  o->op = lk__script_call(o->client, lk__sem_script("semaphore/psem_acquire"), 3, 4, argv, lens,
+                          on_acquire_reply, p, &err);
+  return o->op != NULL ? 0 : err;
+}
+
+static void acquired(lk_psem_t *p) {
+  uint64_t sent = CLIENT(p)->completing_sent_ns;
+  size_t k;
+  if (lk__psem_reserve((void **)&p->permits, &p->cap, p->count + p->req_n, sizeof(*p->permits)) !=
+      0) {
+    /* Taken but cannot be tracked: give them back rather than leak. */
+    lk__psem_give_back(p, p->req_ids, p->req_n, NULL, lk__sem_always);
+    finish(p, LK_ENOMEM);
+    return;
+  }
+  for (k = 0; k < p->req_n; k++) {
+    lk__permit_t *pm = &p->permits[p->count++];
+    memcpy(pm->raw, p->req_ids + k * LK__PSEM_ID_BYTES, LK__PSEM_ID_BYTES);
+    lk__psem_to_hex(pm->raw, pm->hex);
+    pm->renewed = p->req_renew;
+    pm->deadline_ns = lk__psem_deadline(sent, p->req_lease_ms);
+  }
+  if (p->req_renew)
+    lk__psem_watch(p, sent);
+  p->base.result = (int64_t)p->req_n;
+  finish(p, 0);
+}
+
+static void on_acquire_reply(void *data, int status, redisReply *r) {
+  lk_psem_t *p = data;
+  lk__obj_t *o = &p->base;
+  int64_t flag;
+  o->op = NULL;
+  if (status == 0 && lk__sem_elem(r, 0, &flag) && flag == 1) {
+    acquired(p);
+    return;
+  }
+  if (status == 0 && r->type == REDIS_REPLY_INTEGER) {
+    lk__obj_busy(o, r->integer); /* ms until the nearest lease ends, or -1 */
+    return;
+  }
+  if (status == 0) {
+    finish(p, LK_EPROTOCOL);
+    return;
+  }
+  lk__obj_error(o, r);
+  if (status == LK_EUNKNOWN || (status == LK_ECONN && p->resends > 0)) {
+    p->had_unknown = 1;
+    if (p->resends < LK__SEM_UNKNOWN_RESENDS && lk__obj_remaining_ms(o) > 0) {
+      /* Safe: the script recognises its own ids if an earlier attempt
+       * took them. */
+      int rc;
+      p->resends++;
+      rc = lk__obj_try(o);
+      if (rc != 0)
+        finish(p, rc);
+      return;
+    }
+    finish(p, LK_EUNKNOWN); /* on_complete gives back whatever it took */
+    return;
+  }
+  if (lk__obj_transient(status)) {
+    lk__obj_retry_or_finish(o, status);
+    return;
+  }
+  finish(p, lk__sem_status(status, r));
+}
+
+void lk_psem_opts_init(lk_psem_opts_t *o) {
+  if (o == NULL)
+    return;
+  o->permits = 1;
+  o->wait_ms = 0;
+  o->lease_ms = LK_LEASE_DEFAULT;
+}
+
+int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, void *arg) {
+  lk_psem_opts_t defaults;
+  int rc = lk__obj_check_idle(p ? &p->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (opts == NULL) {
+    lk_psem_opts_init(&defaults);
+    opts = &defaults;
+  }
+  if (opts->permits < 1 || opts->permits > LK_PSEM_MAX_ACQUIRE || !lk__valid_wait(opts->wait_ms) ||
+      !lk__valid_lease(opts->lease_ms))
+    return LK_EINVAL;
+  rc = lk__psem_set_req(p, (size_t)opts->permits);
+  if (rc == 0)
+    rc = uv_random(NULL, NULL, p->req_ids, p->req_n * LK__PSEM_ID_BYTES, 0, NULL);
+  if (rc != 0)
+    return rc;
+  begin(p, OP_ACQUIRE, cb, arg);
+  p->req_n = (size_t)opts->permits;
+  p->req_renew = opts->lease_ms == LK_LEASE_DEFAULT;
+  p->req_lease_ms = p->req_renew ? CLIENT(p)->o.default_lease_ms : opts->lease_ms;
+  lk__obj_wait_begin(&p->base, opts->wait_ms);
+  rc = lk__obj_try(&p->base);
+  if (rc != 0)
+    p->base.kind = OP_NONE;
+  return rc;
+}
+
+int lk_psem_cancel(lk_psem_t *p) { return lk__obj_cancel(p ? &p->base : NULL, OP_ACQUIRE); }
+
+/* --- release --- */
+
+static void on_release_reply(void *data, int status, redisReply *r);
+
+static int release_attempt(lk_psem_t *p) {
+  const char *argv[5] = {p->name, p->zset, p->channel, (const char *)p->req_ids, "PUBLISH"};
+  size_t lens[5] = {p->name_len, p->zset_len, p->channel_len, p->req_n * LK__PSEM_ID_BYTES, 7};
+  int err = 0;
+  p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/psem_release"), 3, 2, argv,
+                               lens, on_release_reply, p, &err);
+  return p->base.op != NULL ? 0 : err;
+}
+
+/* The ids of the release are no longer this object's, whatever the reply:
+ * released now, or gone already. */
+static void release_done(lk_psem_t *p, int status) {
+  lk__psem_drop_req(p);
+  lk__psem_watch(p, 0);
+  finish(p, status);
+}
+
+static void on_release_reply(void *data, int status, redisReply *r) {
+  lk_psem_t *p = data;
+  int64_t removed;
+  p->base.op = NULL;
+  if (status == 0 && lk__sem_elem(r, 0, &removed)) {
+    int all = removed == (int64_t)p->req_n;
+    if (p->resends > 0) {
+      /* Ids already gone were most likely released by the attempt whose
+       * reply was lost (or expired meanwhile): either way they are back. */
+      all = 1;
+      removed = (int64_t)p->req_n;
+    }
+    p->base.result = removed;
+    if (p->base.kind == OP_RELEASE_ID)
+      release_done(p, removed > 0 ? 0 : LK_ENOTHELD);
+    else
+      release_done(p, all ? 0 : LK_ELEASELOST);
+    return;
+  }
+  if (status == 0) {
+    p->wd.paused = 0;
+    finish(p, LK_EPROTOCOL);
+    return;
+  }
+  lk__obj_error(&p->base, r);
+  if (status == LK_EUNKNOWN || (status == LK_ECONN && p->resends > 0)) {
+    if (p->resends < LK__SEM_UNKNOWN_RESENDS) {
+      p->resends++;
+      if (release_attempt(p) == 0)
+        return;
+    }
+    /* Still open: finished in the background (an id adds a permit at most
+     * once), and no longer this object's. */
+    lk__psem_give_back(p, p->req_ids, p->req_n, NULL, lk__sem_always);
+    release_done(p, LK_EUNKNOWN);
+    return;
+  }
+  p->wd.paused = 0;
+  finish(p, status);
+}
+
+static int start_release(lk_psem_t *p, enum lk__psem_op kind, const unsigned char *one,
+                         lk_psem_cb cb, void *arg) {
+  size_t k;
+  int rc = lk__psem_set_req(p, one != NULL ? 1 : p->count);
+  if (rc != 0)
+    return rc;
+  if (one != NULL)
+    memcpy(p->req_ids, one, LK__PSEM_ID_BYTES);
+  else
+    for (k = 0; k < p->count; k++)
+      memcpy(p->req_ids + k * LK__PSEM_ID_BYTES, p->permits[k].raw, LK__PSEM_ID_BYTES);
+  begin(p, kind, cb, arg);
+  p->req_n = one != NULL ? 1 : p->count;
+  /* No renewal may follow the release (a renewal behind it would find an
+   * id gone and report a loss); one already in flight is ahead of it. */
+  p->wd.paused = 1;
+  rc = release_attempt(p);
+  if (rc != 0) {
+    p->base.kind = OP_NONE;
+    p->wd.paused = 0;
+  }
+  return rc;
+}
+
+int lk_psem_release(lk_psem_t *p, const char *id, lk_psem_cb cb, void *arg) {
+  unsigned char raw[LK__PSEM_ID_BYTES];
+  int rc = lk__obj_check_idle(p ? &p->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (id == NULL)
+    return p->count > 0 ? start_release(p, OP_RELEASE, NULL, cb, arg) : LK_ENOTHELD;
+  rc = lk__psem_from_hex(id, raw);
+  if (rc != 0)
+    return rc;
+  if (lk__psem_find(p, raw) < 0)
+    return LK_ENOTHELD;
+  return start_release(p, OP_RELEASE, raw, cb, arg);
+}
+
+int lk_psem_release_id(lk_psem_t *p, const char *id, lk_psem_cb cb, void *arg) {
+  unsigned char raw[LK__PSEM_ID_BYTES];
+  int rc = lk__obj_check_idle(p ? &p->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  rc = lk__psem_from_hex(id, raw);
+  if (rc != 0)
+    return rc;
+  return start_release(p, lk__psem_find(p, raw) >= 0 ? OP_RELEASE : OP_RELEASE_ID, raw, cb, arg);
+}
+
+/* --- update lease --- */
+
+static void on_update_reply(void *data, int status, redisReply *r);
+
+static int update_attempt(lk_psem_t *p) {
+  char lease[24];
+  const char *argv[6] = {
+      p->name,  p->zset, p->channel, (const char *)p->req_ids, lk__sem_i64(lease, p->req_lease_ms),
+      "PUBLISH"};
+  size_t lens[6] = {
+      p->name_len, p->zset_len, p->channel_len, p->req_n * LK__PSEM_ID_BYTES, strlen(lease), 7};
+  int err = 0;
+  p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/psem_update"), 3, 3, argv, lens,
+                               on_update_reply, p, &err);
+  return p->base.op != NULL ? 0 : err;
+}
+
+static void on_update_reply(void *data, int status, redisReply *r) {
+  lk_psem_t *p = data;
+  uint64_t sent = CLIENT(p)->completing_sent_ns;
+  size_t k, missing = 0;
+  p->base.op = NULL;
+  if (status == 0 && r->type == REDIS_REPLY_ARRAY && r->elements == p->req_n) {
+    for (k = 0; k < p->req_n; k++) {
+      long i = lk__psem_find(p, p->req_ids + k * LK__PSEM_ID_BYTES);
+      int64_t ok;
+      if (i < 0)
+        continue;
+      if (!lk__sem_elem(r, k, &ok) || ok != 1) {
+        lk__psem_drop(p, (size_t)i); /* its lease had ended */
+        missing++;
+        continue;
+      }
+      p->permits[i].renewed = p->req_renew;
+      p->permits[i].deadline_ns = lk__psem_deadline(sent, p->req_lease_ms);
+    }
+    p->base.result = (int64_t)(p->req_n - missing);
+    lk__psem_watch(p, p->req_renew ? sent : 0);
+    finish(p, missing > 0 ? LK_ELEASELOST : 0);
+    return;
+  }
+  if (status == 0) {
+    p->wd.paused = 0;
+    finish(p, LK_EPROTOCOL);
+    return;
+  }
+  lk__obj_error(&p->base, r);
+  if ((status == LK_EUNKNOWN || (status == LK_ECONN && p->resends > 0)) &&
+      p->resends < LK__SEM_UNKNOWN_RESENDS) {
+    /* Setting a lease twice is the same as once. */
+    p->resends++;
+    if (update_attempt(p) == 0)
+      return;
+  }
+  /* Not learnt: the permits keep their old terms here, which is safe (a
+   * fixed lease that may have been extended ends no later than believed;
+   * renewed ones keep being renewed). */
+  p->wd.paused = 0;
+  finish(p, status == LK_ECONN && p->resends > 0 ? LK_EUNKNOWN : status);
+}
+
+int lk_psem_update_lease(lk_psem_t *p, const char *id, int64_t lease_ms, lk_psem_cb cb, void *arg) {
+  unsigned char raw[LK__PSEM_ID_BYTES];
+  size_t k;
+  int rc = lk__obj_check_idle(p ? &p->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (!lk__valid_lease(lease_ms))
+    return LK_EINVAL;
+  if (id != NULL) {
+    rc = lk__psem_from_hex(id, raw);
+    if (rc != 0)
+      return rc;
+    if (lk__psem_find(p, raw) < 0)
+      return LK_ENOTHELD;
+  } else if (p->count == 0) {
+    return LK_ENOTHELD;
+  }
+  rc = lk__psem_set_req(p, id != NULL ? 1 : p->count);
+  if (rc != 0)
+    return rc;
+  if (id != NULL)
+    memcpy(p->req_ids, raw, LK__PSEM_ID_BYTES);
+  else
+    for (k = 0; k < p->count; k++)
+      memcpy(p->req_ids + k * LK__PSEM_ID_BYTES, p->permits[k].raw, LK__PSEM_ID_BYTES);
+  begin(p, OP_UPDATE, cb, arg);
+  p->req_n = id != NULL ? 1 : p->count;
+  p->req_renew = lease_ms == LK_LEASE_DEFAULT;
+  p->req_lease_ms = p->req_renew ? CLIENT(p)->o.default_lease_ms : lease_ms;
+  /* A renewal behind the update could report a permit it moved from the
+   * renewed set as lost: none is sent until the update is answered. */
+  p->wd.paused = 1;
+  rc = update_attempt(p);
+  if (rc != 0) {
+    p->base.kind = OP_NONE;
+    p->wd.paused = 0;
+  }
+  return rc;
+}
+
+/* --- set, add, counts --- */
+
+static void on_simple_reply(void *data, int status, redisReply *r) {
+  lk_psem_t *p = data;
+  int64_t v;
+  p->base.op = NULL;
+  if (status != 0) {
+    lk__obj_error(&p->base, r);
+    finish(p, lk__sem_status(status, r));
+    return;
+  }
+  if (p->base.kind == OP_AVAILABLE || p->base.kind == OP_ACQUIRED) {
+    if (!lk__sem_elem(r, p->base.kind == OP_AVAILABLE ? 0 : 1, &v)) {
+      finish(p, LK_EPROTOCOL);
+      return;
+    }
+  } else if (!lk__sem_int_of(r, &v)) {
+    finish(p, LK_EPROTOCOL);
+    return;
+  }
+  p->base.result = v;
+  finish(p, 0);
+}
+
+static int start_simple(lk_psem_t *p, enum lk__psem_op kind, int64_t v, int valid, lk_psem_cb cb,
+                        void *arg) {
+  char num[24], max[24];
+  const char *argv[6];
+  size_t lens[6];
+  int err = 0, rc = lk__obj_check_idle(p ? &p->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (!valid)
+    return LK_EINVAL;
+  begin(p, kind, cb, arg);
+  argv[0] = p->name, lens[0] = p->name_len;
+  switch (kind) {
+  case OP_TRY_SET: /* NAME, channel; permits, PUBLISH */
+    argv[1] = p->channel, lens[1] = p->channel_len;
+    argv[2] = lk__sem_i64(num, v), lens[2] = strlen(num);
+    argv[3] = "PUBLISH", lens[3] = 7;
+    p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/try_set"), 2, 2, argv, lens,
+                                 on_simple_reply, p, &err);
+    break;
+  case OP_ADD: /* NAME, zset, channel; delta, PUBLISH, max */
+    argv[1] = p->zset, lens[1] = p->zset_len;
+    argv[2] = p->channel, lens[2] = p->channel_len;
+    argv[3] = lk__sem_i64(num, v), lens[3] = strlen(num);
+    argv[4] = "PUBLISH", lens[4] = 7;
+    argv[5] = lk__sem_i64(max, LK_SEMAPHORE_MAX_PERMITS), lens[5] = strlen(max);
+    p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/psem_add"), 3, 3, argv, lens,
+                                 on_simple_reply, p, &err);
+    break;
+  default: /* NAME, zset, channel; PUBLISH */
+    argv[1] = p->zset, lens[1] = p->zset_len;
+    argv[2] = p->channel, lens[2] = p->channel_len;
+    argv[3] = "PUBLISH", lens[3] = 7;
+    p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/psem_counts"), 3, 1, argv,
+                                 lens, on_simple_reply, p, &err);
+    break;
+  }
+  if (p->base.op == NULL) {
+    p->base.kind = OP_NONE;
+    return err;
+  }
+  return 0;
+}
+
+int lk_psem_try_set_permits(lk_psem_t *p, int64_t permits, lk_psem_cb cb, void *arg) {
+  return start_simple(p, OP_TRY_SET, permits, permits >= 0 && permits <= LK_SEMAPHORE_MAX_PERMITS,
+                      cb, arg);
+}
+
+int lk_psem_add_permits(lk_psem_t *p, int64_t delta, lk_psem_cb cb, void *arg) {
+  return start_simple(p, OP_ADD, delta,
+                      delta >= -LK_SEMAPHORE_MAX_PERMITS && delta <= LK_SEMAPHORE_MAX_PERMITS, cb,
+                      arg);
+}
+
+int lk_psem_available(lk_psem_t *p, lk_psem_cb cb, void *arg) {
+  return start_simple(p, OP_AVAILABLE, 0, 1, cb, arg);
+}
+
+int lk_psem_acquired(lk_psem_t *p, lk_psem_cb cb, void *arg) {
+  return start_simple(p, OP_ACQUIRED, 0, 1, cb, arg);
+}
+
+/* --- lifecycle --- */
+
+static int reply_lost(int status, const redisReply *r) {
+  (void)r;
+  return status == LK_EUNKNOWN || status == LK_ECONN;
+}
+
+/* The command in flight is left behind (timeout, cancel, close). */
+static void on_abandon(lk__obj_t *o) {
+  lk_psem_t *p = (lk_psem_t *)o;
+  switch (o->kind) {
+  case OP_ACQUIRE:
+    /* Its ids may be taken by the late answer: give them back then. */
+    p->settled = 1;
+    lk__psem_give_back(p, p->req_ids, p->req_n, o->op,
+                       p->had_unknown ? lk__sem_always : lk__sem_took_or_unknown);
+    break;
+  case OP_RELEASE:
+  case OP_RELEASE_ID:
+    /* Only close abandons a release: resent should its reply be lost. */
+    lk__psem_give_back(p, p->req_ids, p->req_n, o->op, reply_lost);
+    lk__psem_drop_req(p);
+    lk__psem_watch(p, 0);
+    break;
+  default:
+    lk__op_retarget(o->op, NULL, NULL);
+    p->wd.paused = 0;
+    break;
+  }
+}
+
+static void on_close_release(void *data, int status, redisReply *r) {
+  lk_psem_t *p = data;
+  (void)r;
+  p->base.op = NULL;
+  if (status == LK_EUNKNOWN)
+    lk__psem_give_back(p, p->req_ids, p->req_n, NULL, lk__sem_always);
+  else if (status != 0 && status != LK_ECANCELED)
+    lk__log(CLIENT(p), LK_LOG_WARN,
+            "permit release on close failed (%s); the permits come back when "
+            "their leases end",
+            lk_err_name(status));
+  p->count = 0;
+  lk__obj_close_done(&p->base);
+}
+
+/* Close stops renewing, then gives back every permit held. */
+static int on_close_release_start(lk__obj_t *o) {
+  lk_psem_t *p = (lk_psem_t *)o;
+  size_t k;
+  int err = 0;
+  const char *argv[5];
+  size_t lens[5];
+  if (lk__wd_watching(&p->wd))
+    lk__wd_remove(o->client, &p->wd);
+  if (p->count == 0 || lk__psem_set_req(p, p->count) != 0)
+    return 0;
+  for (k = 0; k < p->count; k++)
+    memcpy(p->req_ids + k * LK__PSEM_ID_BYTES, p->permits[k].raw, LK__PSEM_ID_BYTES);
+  argv[0] = p->name, lens[0] = p->name_len;
+  argv[1] = p->zset, lens[1] = p->zset_len;
+  argv[2] = p->channel, lens[2] = p->channel_len;
+  argv[3] = (const char *)p->req_ids, lens[3] = p->req_n * LK__PSEM_ID_BYTES;
+  argv[4] = "PUBLISH", lens[4] = 7;
+  o->op = lk__script_call(o->client, lk__sem_script("semaphore/psem_release"), 3, 2, argv, lens,
+                          on_close_release, p, &err);
+  if (o->op == NULL) {
+    lk__log(o->client, LK_LOG_WARN,
+            "permit release on close not sent (%s); the permits come back when "
+            "their leases end",
+            lk_err_name(err));
+    return 0;
+  }
+  return 1;
+}
+
+static void on_closed(lk__obj_t *o) {
+  lk_psem_t *p = (lk_psem_t *)o;
+  if (p->close_cb != NULL)
+    p->close_cb(p);
+}
+
+static void free_psem(lk__obj_t *o) {
+  lk_psem_t *p = (lk_psem_t *)o;
+  lk__free(p->name);
+  lk__free(p->zset);
+  lk__free(p->channel);
+  lk__free(p->permits);
+  lk__free(p->wd_ids);
+  lk__free(p->req_ids);
+  lk__free(p);
+}
+
+/* A message carries the new available count: a waiter that needs more, or
+ * one of more local waiters than there are permits, has nothing to try
+ * for. Something else (another client's message): try anyway. */
+static int on_message(lk__obj_t *o, const char *msg, size_t len) {
+  lk_psem_t *p = (lk_psem_t *)o;
+  int64_t v;
+  if (!lk__sem_parse_msg(msg, len, &v))
+    return 1;
+  return v >= (int64_t)p->req_n && (int64_t)lk__sub_take(&o->sub) <= v;
+}
+
+static const lk__obj_ops_t lk__psem_ops = {
+    .complete = on_complete,
+    .attempt = attempt_acquire,
+    .abandon = on_abandon,
+    .close_release = on_close_release_start,
+    .closed = on_closed,
+    .free = free_psem,
+    .message = on_message,
+};
+
+int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
+  lk_psem_t *p;
+  size_t len;
+  int rc = lk__check_client(c);
+  if (rc != 0)
+    return rc;
+  if (out == NULL)
+    return LK_EINVAL;
+  rc = lk__check_name(c, name, &len);
+  if (rc != 0)
+    return rc;
+  p = lk__calloc(1, sizeof(*p));
+  if (p == NULL)
+    return LK_ENOMEM;
+  p->name = lk__memdup0(name, len);
+  p->name_len = len;
+  p->zset = lk__suffix_name(name, len, "timeout", &p->zset_len);
+  p->channel = lk__prefix_name(LK__SEM_CHANNEL_PREFIX, name, len, &p->channel_len);
+  if (p->name == NULL || p->zset == NULL || p->channel == NULL) {
+    free_psem(&p->base);
+    return LK_ENOMEM;
+  }
+  p->wd.cls = &lk__wd_psem_class;
+  p->wd.keys[0] = p->name;
+  p->wd.key_lens[0] = p->name_len;
+  p->wd.keys[1] = p->zset;
+  p->wd.key_lens[1] = p->zset_len;
+  p->wd.on_event = lk__psem_on_wd_event;
+  lk__queue_init(&p->wd.node);
+  lk__obj_init(&p->base, c, &lk__psem_ops);
+  p->base.channel = p->channel;
+  p->base.channel_len = p->channel_len;
+  *out = p;
+  return 0;
+}
+
+int lk_psem_close(lk_psem_t *p, lk_psem_close_cb close_cb) {
+  int rc;
+  if (p == NULL)
+    return LK_EINVAL;
+  rc = lk__obj_close(&p->base);
+  if (rc == 0)
+    p->close_cb = close_cb;
+  return rc;
+}
+
+/* --- accessors --- */
+
+int64_t lk_psem_result(const lk_psem_t *p) { return p ? p->base.result : 0; }
+const char *lk_psem_error_text(const lk_psem_t *p) { return p ? p->base.errtext : ""; }
+const char *lk_psem_name(const lk_psem_t *p) { return p ? p->name : NULL; }
+lk_client_t *lk_psem_client(const lk_psem_t *p) { return p ? CLIENT(p) : NULL; }
+void *lk_psem_get_data(const lk_psem_t *p) { return p ? p->base.data : NULL; }
+void lk_psem_set_data(lk_psem_t *p, void *data) {
+  if (p != NULL)
+    p->base.data = data;
+}

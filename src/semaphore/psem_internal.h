@@ -1,0 +1,84 @@
+#ifndef LK_SEMAPHORE_PSEM_INTERNAL_H
+#define LK_SEMAPHORE_PSEM_INTERNAL_H
+
+/* The permit-expirable semaphore's object (psem.c: operations and
+ * lifecycle) and the set of permits it holds (psem_permits.c: ids, local
+ * deadlines, the watchdog entry that renews them, losses). */
+
+#include "core/watchdog.h"
+#include "semaphore/sem_internal.h"
+
+#define LK__PSEM_ID_BYTES 16
+
+typedef struct lk__permit_s {
+  unsigned char raw[LK__PSEM_ID_BYTES];
+  char hex[LK_PSEM_ID_LEN + 1];
+  int renewed;          /* its lease is kept by the watchdog */
+  uint64_t deadline_ns; /* a fixed lease's local deadline */
+} lk__permit_t;
+
+struct lk_psem_s {
+  lk__obj_t base; /* first: the shared object body (core/object.h) */
+  char *name;
+  size_t name_len;
+  char *zset; /* {NAME}:timeout */
+  size_t zset_len;
+  char *channel;
+  size_t channel_len;
+  lk__permit_t *permits; /* held, in the order they were taken */
+  size_t count, cap;
+
+  lk__wd_entry_t wd;
+  unsigned char *wd_ids; /* the renewed permits' ids: the entry's "owner" */
+  size_t wd_ids_cap;
+  lk_psem_cb on_lost;
+  void *lost_arg;
+
+  /* the pending operation (the rest is in base) */
+  lk_psem_cb cb;
+  void *arg;
+  unsigned char *req_ids; /* ids it sends, back to back */
+  size_t req_n, req_cap;
+  int64_t req_lease_ms;
+  int req_renew;
+  int resends;
+  int had_unknown;
+  int settled;
+  lk_psem_close_cb close_cb;
+};
+
+#define CLIENT(p) ((p)->base.client)
+
+/* The watchdog class: one multi-key script renews every holder's permits,
+ * KEYS NAME and {NAME}:timeout, ARGV the holder's ids back to back. */
+extern const lk__wd_class_t lk__wd_psem_class;
+
+/* --- ids --- */
+void lk__psem_to_hex(const unsigned char *raw, char *hex);
+/* LK_PSEM_ID_LEN hex characters (either case) to 16 bytes; LK_EINVAL. */
+int lk__psem_from_hex(const char *hex, unsigned char *raw);
+
+/* --- the held set --- */
+/* Index of a held permit, or -1. */
+long lk__psem_find(const lk_psem_t *p, const unsigned char *raw);
+void lk__psem_drop(lk_psem_t *p, size_t i);
+/* Drops every held permit whose id is among the pending operation's. */
+void lk__psem_drop_req(lk_psem_t *p);
+/* Grows *buf to hold need elements of elem bytes; LK_ENOMEM. */
+int lk__psem_reserve(void **buf, size_t *cap, size_t need, size_t elem);
+/* Sizes the pending operation's id buffer for n ids and sets req_n. */
+int lk__psem_set_req(lk_psem_t *p, size_t n);
+
+/* --- leases --- */
+/* A fixed lease's local deadline: send time + lease - drift. */
+uint64_t lk__psem_deadline(uint64_t sent_ns, int64_t lease_ms);
+/* The renewed permits changed; added_sent_ns: send time of the command
+ * that gave a permit a renewed lease (0: none). */
+void lk__psem_watch(lk_psem_t *p, uint64_t added_sent_ns);
+/* Releases ids (n of them, back to back) in the background: now, or when
+ * `after` turns out to satisfy pred. */
+void lk__psem_give_back(lk_psem_t *p, const unsigned char *ids, size_t n, lk__op_t *after,
+                        lk__sem_pred pred);
+void lk__psem_on_wd_event(lk__wd_entry_t *e, int event);
+
+#endif /* LK_SEMAPHORE_PSEM_INTERNAL_H */

@@ -1,0 +1,212 @@
+/* The permits a permit-expirable semaphore object holds: ids, local
+ * deadlines, the watchdog entry that renews them, and their loss
+ * (psem_internal.h). */
+#include <string.h>
+
+#include "semaphore/psem_internal.h"
+
+const lk__wd_class_t lk__wd_psem_class = {"semaphore/psem_renew", 2};
+
+/* --- ids --- */
+
+void lk__psem_to_hex(const unsigned char *raw, char *hex) {
+  static const char digits[] = "0123456789abcdef";
+  int i;
+  for (i = 0; i < LK__PSEM_ID_BYTES; i++) {
+    hex[2 * i] = digits[raw[i] >> 4];
+    hex[2 * i + 1] = digits[raw[i] & 15];
+  }
+  hex[LK_PSEM_ID_LEN] = '\0';
+}
+
+static int hex_digit(char ch) {
+  if (ch >= '0' && ch <= '9')
+    return ch - '0';
+  if (ch >= 'a' && ch <= 'f')
+    return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F')
+    return ch - 'A' + 10;
+  return -1;
+}
+
+int lk__psem_from_hex(const char *hex, unsigned char *raw) {
+  int i;
+  if (hex == NULL || strnlen(hex, LK_PSEM_ID_LEN + 1) != LK_PSEM_ID_LEN)
+    return LK_EINVAL;
+  for (i = 0; i < LK__PSEM_ID_BYTES; i++) {
+    int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0)
+      return LK_EINVAL;
+    raw[i] = (unsigned char)(hi << 4 | lo);
+  }
+  return 0;
+}
+
+long lk__psem_find(const lk_psem_t *p, const unsigned char *raw) {
+  size_t i;
+  for (i = 0; i < p->count; i++)
+    if (memcmp(p->permits[i].raw, raw, LK__PSEM_ID_BYTES) == 0)
+      return (long)i;
+  return -1;
+}
+
+void lk__psem_drop(lk_psem_t *p, size_t i) {
+  memmove(&p->permits[i], &p->permits[i + 1], (p->count - i - 1) * sizeof(*p->permits));
+  p->count--;
+}
+
+/* Drops every permit whose id is among the pending operation's ids. */
+void lk__psem_drop_req(lk_psem_t *p) {
+  size_t k;
+  for (k = 0; k < p->req_n; k++) {
+    long i = lk__psem_find(p, p->req_ids + k * LK__PSEM_ID_BYTES);
+    if (i >= 0)
+      lk__psem_drop(p, (size_t)i);
+  }
+}
+
+int lk__psem_reserve(void **buf, size_t *cap, size_t need, size_t elem) {
+  void *q;
+  size_t n = *cap ? *cap : 4;
+  if (need <= *cap)
+    return 0;
+  while (n < need)
+    n *= 2;
+  q = lk__realloc(*buf, n * elem);
+  if (q == NULL)
+    return LK_ENOMEM;
+  *buf = q;
+  *cap = n;
+  return 0;
+}
+
+int lk__psem_set_req(lk_psem_t *p, size_t n) {
+  int rc = lk__psem_reserve((void **)&p->req_ids, &p->req_cap, n * LK__PSEM_ID_BYTES, 1);
+  if (rc == 0)
+    p->req_n = n;
+  return rc;
+}
+
+/* --- leases --- */
+
+uint64_t lk__psem_deadline(uint64_t sent_ns, int64_t lease_ms) {
+  return sent_ns + (uint64_t)lease_ms * 1000000u - lk__wd_drift_ns(lease_ms);
+}
+
+/* The renewed permits changed: the watchdog entry follows. added_sent_ns is
+ * the send time of the command that gave a permit a renewed lease (0: none
+ * did): the entry's deadline is then the earlier of the two, so no permit is
+ * believed held past its own lease. */
+void lk__psem_watch(lk_psem_t *p, uint64_t added_sent_ns) {
+  lk_client_t *c = CLIENT(p);
+  uint64_t confirmed = added_sent_ns;
+  size_t i, k = 0;
+  int watching = lk__wd_watching(&p->wd);
+  for (i = 0; i < p->count; i++)
+    if (p->permits[i].renewed)
+      k++;
+  if (k > 0 &&
+      lk__psem_reserve((void **)&p->wd_ids, &p->wd_ids_cap, k * LK__PSEM_ID_BYTES, 1) != 0) {
+    /* Cannot track them: they stop being renewed and expire with their
+     * lease; the object no longer counts on them. */
+    for (i = 0; i < p->count; i++)
+      if (p->permits[i].renewed) {
+        p->permits[i].renewed = 0;
+        p->permits[i].deadline_ns = p->wd.confirmed_ns;
+      }
+    k = 0;
+  }
+  for (i = 0, k = 0; i < p->count; i++)
+    if (p->permits[i].renewed)
+      memcpy(p->wd_ids + LK__PSEM_ID_BYTES * k++, p->permits[i].raw, LK__PSEM_ID_BYTES);
+  p->wd.owner = (const char *)p->wd_ids;
+  p->wd.owner_len = k * LK__PSEM_ID_BYTES;
+  if (k == 0) {
+    if (watching)
+      lk__wd_remove(c, &p->wd);
+    return;
+  }
+  if ((watching || added_sent_ns == 0) &&
+      (added_sent_ns == 0 || p->wd.confirmed_ns < added_sent_ns))
+    confirmed = p->wd.confirmed_ns;
+  if (watching && added_sent_ns == 0) {
+    p->wd.paused = 0; /* same deadline; renewal resumes */
+    return;
+  }
+  /* Re-registered: a renewal in flight is forgotten (it did not carry the
+   * new ids), and the deadline is the earliest lease's. */
+  if (watching)
+    lk__wd_remove(c, &p->wd);
+  lk__wd_add(c, &p->wd, confirmed);
+}
+
+/* --- giving back in the background --- */
+
+/* Releases the pending operation's ids (those the server still has): now,
+ * or when `after` turns out to satisfy pred. */
+void lk__psem_give_back(lk_psem_t *p, const unsigned char *ids, size_t n, lk__op_t *after,
+                        lk__sem_pred pred) {
+  const char *argv[5] = {p->name, p->zset, p->channel, (const char *)ids, "PUBLISH"};
+  size_t lens[5] = {p->name_len, p->zset_len, p->channel_len, n * LK__PSEM_ID_BYTES, 7};
+  if (n == 0) {
+    if (after != NULL)
+      lk__op_retarget(after, NULL, NULL);
+    return;
+  }
+  lk__sem_background(CLIENT(p), "semaphore/psem_release", 3, 2, argv, lens, after, pred);
+}
+
+/* --- lost leases --- */
+
+/* The renewed permits are gone (or may be): they leave the object, what the
+ * server still has of them is given back, the holder is told. */
+void lk__psem_on_wd_event(lk__wd_entry_t *e, int event) {
+  lk_psem_t *p = lk__container_of(e, lk_psem_t, wd);
+  size_t i;
+  if (event != LK__WD_LOST)
+    return; /* LATE: the give-back below was queued behind that renewal */
+  /* Stop watching entirely: a renewal still in flight was sent before the
+   * give-back, which therefore undoes it. The give-back's ids are the
+   * entry's own (wd_ids), copied by lk__sem_background. */
+  lk__wd_remove(CLIENT(p), &p->wd);
+  lk__psem_give_back(p, p->wd_ids, p->wd.owner_len / LK__PSEM_ID_BYTES, NULL, lk__sem_always);
+  for (i = p->count; i-- > 0;)
+    if (p->permits[i].renewed)
+      lk__psem_drop(p, i);
+  p->wd.owner_len = 0;
+  CLIENT(p)->stats.leases_lost++;
+  lk__log(CLIENT(p), LK_LOG_WARN, "lease lost on semaphore permits");
+  if (p->on_lost != NULL && !p->base.closing)
+    p->on_lost(p, LK_ELEASELOST, p->lost_arg);
+}
+
+int lk_psem_set_lost_cb(lk_psem_t *p, lk_psem_cb on_lost, void *arg) {
+  int rc = lk__obj_check(p ? &p->base : NULL);
+  if (rc != 0)
+    return rc;
+  p->on_lost = on_lost;
+  p->lost_arg = arg;
+  return 0;
+}
+
+/* --- accessors --- */
+
+size_t lk_psem_permit_count(const lk_psem_t *p) { return p ? p->count : 0; }
+
+const char *lk_psem_permit_id(const lk_psem_t *p, size_t i) {
+  return p != NULL && i < p->count ? p->permits[i].hex : NULL;
+}
+
+int lk_psem_is_held(const lk_psem_t *p) {
+  uint64_t now = lk__now_ns();
+  size_t i;
+  if (p == NULL)
+    return 0;
+  for (i = 0; i < p->count; i++) {
+    const lk__permit_t *pm = &p->permits[i];
+    if (pm->renewed ? lk__wd_watching(&p->wd) && now < lk__wd_deadline(CLIENT(p), &p->wd)
+                    : now < pm->deadline_ns)
+      return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,600 @@
+/* Counting semaphore, wire compatible with Redisson's RSemaphore
+ * (research/redisson.md §4): string NAME = available permits, channel
+ * redisson_sc:{NAME} carrying the new count.
+ *
+ * The server keeps no holder state, so the object counts what it holds and
+ * refuses to give back more. Acquire and release are made idempotent by a
+ * private mark key per object (DESIGN.md §1 "Operations"): requests are
+ * numbered, the scripts record the last one applied, and a resend after a
+ * lost reply is recognised instead of applied twice (scripts/semaphore/).
+ *
+ * The mark holds one number, so it can only judge the latest request made
+ * under it. When the object leaves a request's outcome to clean-up (a lost
+ * reply it stops resending, an acquire canceled in flight), that clean-up
+ * keeps the mark and the object moves on to a fresh one: no later request
+ * of the object ever overtakes the clean-up's view. Costs nothing on the
+ * common path. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "semaphore/sem_internal.h"
+
+#define LK__SEM_MARK_PREFIX "latchkey_semaphore_req"
+
+enum lk__sem_op { OP_NONE = 0, OP_ACQUIRE, OP_RELEASE, OP_TRY_SET, OP_ADD, OP_AVAILABLE, OP_DRAIN };
+
+struct lk_semaphore_s {
+  lk__obj_t base; /* first: the shared object body (core/object.h) */
+  char *name;
+  size_t name_len;
+  char *channel;
+  size_t channel_len;
+  char *mark; /* latchkey_semaphore_req:{NAME}:UUID:N, with a TTL */
+  size_t mark_len;
+  size_t mark_base_len; /* up to and including "UUID:" */
+  int64_t held;
+  uint64_t req;     /* number of the last request made */
+  int mark_written; /* the mark may exist on the server */
+  int tainted;      /* an attempt under this mark got no reply: a copy may
+                       still arrive, so the mark must expire by itself */
+
+  /* the pending operation (the rest is in base) */
+  lk_semaphore_cb cb;
+  void *arg;
+  int64_t n;       /* permits it moves */
+  uint64_t op_req; /* its request number */
+  int resends;
+  int had_unknown; /* an attempt of this acquire got no reply */
+  int settled;     /* a settle of this acquire is already arranged */
+  int unheld;      /* release without acquire */
+  lk_semaphore_close_cb close_cb;
+};
+
+#define CLIENT(s) ((s)->base.client)
+
+static int64_t mark_ttl_ms(const lk_client_t *c) {
+  /* Outlives every resend and clean-up of a request: those span a few
+   * reply timeouts and reconnect cycles. */
+  return 60000 + 10 * c->o.reply_timeout_ms;
+}
+
+static void begin(lk_semaphore_t *s, enum lk__sem_op kind, lk_semaphore_cb cb, void *arg) {
+  lk__obj_begin(&s->base, kind);
+  s->cb = cb;
+  s->arg = arg;
+  s->resends = 0;
+  s->had_unknown = 0;
+  s->settled = 0;
+  s->unheld = 0;
+}
+
+static void finish(lk_semaphore_t *s, int status) { lk__obj_finish(&s->base, status); }
+
+/* --- marks --- */
+
+/* The object leaves the current mark to clean-up commands (or to a copy of
+ * an attempt still on its way) and goes on under a fresh one. */
+static void switch_mark(lk_semaphore_t *s) {
+  int n = snprintf(s->mark + s->mark_base_len, 24, "%" PRIu64, ++CLIENT(s)->next_tid);
+  s->mark_len = s->mark_base_len + (size_t)n;
+  s->mark_written = 0;
+  s->tainted = 0;
+}
+
+/* --- settling an acquire whose outcome is open --- */
+
+/* argv for settle and release: NAME, channel, mark; n, request, ttl, PUBLISH
+ * (release adds the limit). */
+typedef struct {
+  char n[24], req[24], ttl[24], max[24];
+  const char *argv[8];
+  size_t lens[8];
+} lk__sem_args_t;
+
+static void fill_args(lk_semaphore_t *s, lk__sem_args_t *a, int64_t n, uint64_t req) {
+  lk__sem_i64(a->n, n);
+  lk__sem_i64(a->req, (int64_t)req);
+  lk__sem_i64(a->ttl, mark_ttl_ms(CLIENT(s)));
+  lk__sem_i64(a->max, LK_SEMAPHORE_MAX_PERMITS);
+  a->argv[0] = s->name, a->lens[0] = s->name_len;
+  a->argv[1] = s->channel, a->lens[1] = s->channel_len;
+  a->argv[2] = s->mark, a->lens[2] = s->mark_len;
+  a->argv[3] = a->n, a->lens[3] = strlen(a->n);
+  a->argv[4] = a->req, a->lens[4] = strlen(a->req);
+  a->argv[5] = a->ttl, a->lens[5] = strlen(a->ttl);
+  a->argv[6] = "PUBLISH", a->lens[6] = 7;
+  a->argv[7] = a->max, a->lens[7] = strlen(a->max);
+}
+
+/* Gives back the pending acquire's permits if it took them, and voids any
+ * copy of it still on its way: now, or after `after` answers. */
+static void settle_acquire(lk_semaphore_t *s, lk__op_t *after, lk__sem_pred pred) {
+  lk__sem_args_t a;
+  fill_args(s, &a, s->n, s->op_req);
+  s->settled = 1;
+  lk__sem_background(CLIENT(s), "semaphore/settle", 3, 4, a.argv, a.lens, after, pred);
+  switch_mark(s);
+}
+
+static int reply_lost(int status, const redisReply *r) {
+  (void)r;
+  return status == LK_EUNKNOWN || status == LK_ECONN;
+}
+
+/* Completes a release in the background (now, or when `after`, the attempt
+ * left behind, turns out to have no reply): a resend is applied at most
+ * once, so sending it until it gets through is safe. */
+static void release_later(lk_semaphore_t *s, int64_t n, uint64_t req, lk__op_t *after) {
+  lk__sem_args_t a;
+  fill_args(s, &a, n, req);
+  lk__sem_background(CLIENT(s), "semaphore/release", 3, 5, a.argv, a.lens, after,
+                     after != NULL ? reply_lost : lk__sem_always);
+  switch_mark(s);
+}
+
+static void on_complete(lk__obj_t *o, int kind, int status) {
+  lk_semaphore_t *s = (lk_semaphore_t *)o;
+  lk_semaphore_cb cb = s->cb;
+  lk_client_t *c = o->client;
+  if (kind == OP_ACQUIRE && status != 0 && s->had_unknown && !s->settled) {
+    /* Ended (timeout, cancel, transport) after an attempt whose reply was
+     * lost: it may have taken permits, or may still arrive. */
+    settle_acquire(s, NULL, lk__sem_always);
+  }
+  if (kind == OP_ACQUIRE && status == 0) {
+    c->stats.acquires++;
+    if (o->waited)
+      c->stats.acquire_waits++;
+    if (o->woken_ns != 0)
+      c->stats.handoff_ns_total += lk__now_ns() - o->woken_ns;
+  }
+  if (kind == OP_RELEASE && status == 0)
+    c->stats.releases++;
+  s->cb = NULL;
+  if (cb != NULL)
+    cb(s, status, s->arg);
+}
+
+/* --- acquire --- */
+
+static void on_acquire_reply(void *data, int status, redisReply *r);
+
+static int attempt_acquire(lk__obj_t *o) {
+  lk_semaphore_t *s = (lk_semaphore_t *)o;
+  char n[24], req[24], ttl[24];
+  const char *argv[5] = {s->name, s->mark, lk__sem_i64(n, s->n),
+                         lk__sem_i64(req, (int64_t)s->op_req),
+                         lk__sem_i64(ttl, mark_ttl_ms(o->client))};
+  size_t lens[5] = {s->name_len, s->mark_len, strlen(n), strlen(req), strlen(ttl)};
+  int err = 0;
+  s->mark_written = 1;
+  o->op = lk__script_call(o->client, lk__sem_script("semaphore/acquire"), 2, 3, argv, lens,
+                          on_acquire_reply, s, &err);
+  return o->op != NULL ? 0 : err;
+}
+
+/* The acquire in flight is left behind (timeout, cancel, close): if the
+ * server's late answer says it took permits, or none comes, settle it. */
+static void on_abandon(lk__obj_t *o) {
+  lk_semaphore_t *s = (lk_semaphore_t *)o;
+  if (o->kind == OP_RELEASE) {
+    /* Only close abandons a release (its callback then says canceled):
+     * should its reply be lost, it is finished in the background. */
+    if (!s->unheld)
+      s->held -= s->n;
+    release_later(s, s->n, s->op_req, o->op);
+    return;
+  }
+  if (o->kind != OP_ACQUIRE) {
+    lk__op_retarget(o->op, NULL, NULL);
+    return;
+  }
+  settle_acquire(s, o->op, s->had_unknown ? lk__sem_always : lk__sem_took_or_unknown);
+}
+
+static void on_acquire_reply(void *data, int status, redisReply *r) {
+  lk_semaphore_t *s = data;
+  int64_t flag, left;
+  lk__obj_t *o = &s->base;
+  o->op = NULL;
+  if (status == 0 && lk__sem_elem(r, 0, &flag) && flag == 1 && lk__sem_elem(r, 1, &left)) {
+    s->held += s->n;
+    o->result = left;
+    finish(s, 0);
+    return;
+  }
+  if (status == 0 && r->type == REDIS_REPLY_INTEGER) {
+    lk__obj_busy(o, -1); /* no holder TTL to wait for: re-poll bounds it */
+    return;
+  }
+  if (status == 0) {
+    finish(s, LK_EPROTOCOL);
+    return;
+  }
+  lk__obj_error(o, r);
+  if (status == LK_EUNKNOWN || (status == LK_ECONN && s->resends > 0)) {
+    s->had_unknown = 1;
+    s->tainted = 1;
+    if (s->resends < LK__SEM_UNKNOWN_RESENDS && lk__obj_remaining_ms(o) > 0) {
+      /* Safe: the mark tells an earlier attempt that took permits. */
+      int rc;
+      s->resends++;
+      rc = lk__obj_try(o);
+      if (rc != 0)
+        finish(s, rc);
+      return;
+    }
+    finish(s, LK_EUNKNOWN); /* on_complete settles it */
+    return;
+  }
+  if (lk__obj_transient(status)) {
+    lk__obj_retry_or_finish(o, status);
+    return;
+  }
+  finish(s, lk__sem_status(status, r));
+}
+
+void lk_semaphore_opts_init(lk_semaphore_opts_t *o) {
+  if (o == NULL)
+    return;
+  o->permits = 1;
+  o->wait_ms = 0;
+}
+
+int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_semaphore_cb cb,
+                         void *arg) {
+  lk_semaphore_opts_t defaults;
+  int rc = lk__obj_check_idle(s ? &s->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (opts == NULL) {
+    lk_semaphore_opts_init(&defaults);
+    opts = &defaults;
+  }
+  if (!lk__sem_valid_count(opts->permits) || !lk__valid_wait(opts->wait_ms) ||
+      opts->permits > LK_SEMAPHORE_MAX_PERMITS - s->held)
+    return LK_EINVAL;
+  begin(s, OP_ACQUIRE, cb, arg);
+  s->n = opts->permits;
+  s->op_req = ++s->req;
+  lk__obj_wait_begin(&s->base, opts->wait_ms);
+  rc = lk__obj_try(&s->base);
+  if (rc != 0)
+    s->base.kind = OP_NONE;
+  return rc;
+}
+
+int lk_semaphore_try_acquire(lk_semaphore_t *s, int64_t permits, lk_semaphore_cb cb, void *arg) {
+  lk_semaphore_opts_t o;
+  lk_semaphore_opts_init(&o);
+  o.permits = permits;
+  return lk_semaphore_acquire(s, &o, cb, arg);
+}
+
+int lk_semaphore_cancel(lk_semaphore_t *s) {
+  return lk__obj_cancel(s ? &s->base : NULL, OP_ACQUIRE);
+}
+
+/* --- release --- */
+
+static void on_release_reply(void *data, int status, redisReply *r);
+
+static int release_attempt(lk_semaphore_t *s) {
+  lk__sem_args_t a;
+  int err = 0;
+  fill_args(s, &a, s->n, s->op_req);
+  s->mark_written = 1;
+  s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/release"), 3, 5, a.argv, a.lens,
+                               on_release_reply, s, &err);
+  return s->base.op != NULL ? 0 : err;
+}
+
+static void on_release_reply(void *data, int status, redisReply *r) {
+  lk_semaphore_t *s = data;
+  int64_t avail;
+  s->base.op = NULL;
+  if (status == 0 && lk__sem_elem(r, 0, &avail)) {
+    if (!s->unheld)
+      s->held -= s->n;
+    s->base.result = avail;
+    finish(s, 0);
+    return;
+  }
+  if (status == 0) {
+    finish(s, LK_EPROTOCOL);
+    return;
+  }
+  lk__obj_error(&s->base, r);
+  if (status == LK_EUNKNOWN || (status == LK_ECONN && s->resends > 0)) {
+    s->tainted = 1;
+    if (s->resends < LK__SEM_UNKNOWN_RESENDS) {
+      s->resends++;
+      if (release_attempt(s) == 0)
+        return;
+    }
+    /* Still open: it is completed in the background (never twice), and the
+     * permits are no longer this object's. */
+    if (!s->unheld)
+      s->held -= s->n;
+    release_later(s, s->n, s->op_req, NULL);
+    finish(s, LK_EUNKNOWN);
+    return;
+  }
+  finish(s, lk__sem_status(status, r));
+}
+
+static int start_release(lk_semaphore_t *s, int64_t n, int unheld, lk_semaphore_cb cb, void *arg) {
+  int rc = lk__obj_check_idle(s ? &s->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (!lk__sem_valid_count(n))
+    return LK_EINVAL;
+  if (!unheld && n > s->held)
+    return LK_ENOTHELD;
+  begin(s, OP_RELEASE, cb, arg);
+  s->n = n;
+  s->unheld = unheld;
+  s->op_req = ++s->req;
+  rc = release_attempt(s);
+  if (rc != 0)
+    s->base.kind = OP_NONE;
+  return rc;
+}
+
+int lk_semaphore_release(lk_semaphore_t *s, int64_t permits, lk_semaphore_cb cb, void *arg) {
+  return start_release(s, permits, 0, cb, arg);
+}
+
+int lk_semaphore_release_unheld(lk_semaphore_t *s, int64_t permits, lk_semaphore_cb cb, void *arg) {
+  return start_release(s, permits, 1, cb, arg);
+}
+
+/* --- set, add, available, drain --- */
+
+static void on_simple_reply(void *data, int status, redisReply *r) {
+  lk_semaphore_t *s = data;
+  int64_t v;
+  s->base.op = NULL;
+  if (status != 0) {
+    lk__obj_error(&s->base, r);
+    finish(s, lk__sem_status(status, r));
+    return;
+  }
+  if (!lk__sem_int_of(r, &v)) {
+    finish(s, LK_EPROTOCOL);
+    return;
+  }
+  if (s->base.kind == OP_DRAIN && v > 0)
+    s->held = v > LK_SEMAPHORE_MAX_PERMITS - s->held ? LK_SEMAPHORE_MAX_PERMITS : s->held + v;
+  s->base.result = v;
+  finish(s, 0);
+}
+
+static int start_simple(lk_semaphore_t *s, enum lk__sem_op kind, int64_t v, int valid,
+                        lk_semaphore_cb cb, void *arg) {
+  char num[24], max[24];
+  const char *argv[5];
+  size_t lens[5];
+  int err = 0, rc = lk__obj_check_idle(s ? &s->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (!valid)
+    return LK_EINVAL;
+  argv[0] = s->name, lens[0] = s->name_len;
+  argv[1] = s->channel, lens[1] = s->channel_len;
+  argv[2] = lk__sem_i64(num, v), lens[2] = strlen(num);
+  argv[3] = "PUBLISH", lens[3] = 7;
+  argv[4] = lk__sem_i64(max, LK_SEMAPHORE_MAX_PERMITS), lens[4] = strlen(max);
+  begin(s, kind, cb, arg);
+  switch (kind) {
+  case OP_TRY_SET: /* NAME, channel; permits, PUBLISH */
+    s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/try_set"), 2, 2, argv, lens,
+                                 on_simple_reply, s, &err);
+    break;
+  case OP_ADD: /* NAME, channel; delta, PUBLISH, max */
+    s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/add"), 2, 3, argv, lens,
+                                 on_simple_reply, s, &err);
+    break;
+  case OP_DRAIN:
+    s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/drain"), 1, 0, argv, lens,
+                                 on_simple_reply, s, &err);
+    break;
+  default: {
+    const char *get[2] = {"GET", s->name};
+    size_t glens[2] = {3, s->name_len};
+    s->base.op = lk__cmd_argv(CLIENT(s), 2, get, glens, on_simple_reply, s, &err);
+    break;
+  }
+  }
+  if (s->base.op == NULL) {
+    s->base.kind = OP_NONE;
+    return err;
+  }
+  return 0;
+}
+
+int lk_semaphore_try_set_permits(lk_semaphore_t *s, int64_t permits, lk_semaphore_cb cb,
+                                 void *arg) {
+  return start_simple(s, OP_TRY_SET, permits, permits >= 0 && permits <= LK_SEMAPHORE_MAX_PERMITS,
+                      cb, arg);
+}
+
+int lk_semaphore_add_permits(lk_semaphore_t *s, int64_t delta, lk_semaphore_cb cb, void *arg) {
+  return start_simple(s, OP_ADD, delta,
+                      delta >= -LK_SEMAPHORE_MAX_PERMITS && delta <= LK_SEMAPHORE_MAX_PERMITS, cb,
+                      arg);
+}
+
+int lk_semaphore_available(lk_semaphore_t *s, lk_semaphore_cb cb, void *arg) {
+  return start_simple(s, OP_AVAILABLE, 0, 1, cb, arg);
+}
+
+int lk_semaphore_drain(lk_semaphore_t *s, lk_semaphore_cb cb, void *arg) {
+  return start_simple(s, OP_DRAIN, 0, 1, cb, arg);
+}
+
+/* --- lifecycle --- */
+
+static void on_mark_forgotten(void *data, int status, redisReply *r) {
+  lk_semaphore_t *s = data;
+  (void)r;
+  s->base.op = NULL;
+  if (status != 0 && status != LK_ECANCELED)
+    lk__log(CLIENT(s), LK_LOG_DEBUG, "semaphore mark not deleted (%s); it expires",
+            lk_err_name(status));
+  lk__obj_close_done(&s->base);
+}
+
+/* Last step of close: the mark is deleted once no request of this object
+ * can still be resent or cleaned up (else it is left to expire), then the
+ * object is done. Returns 0 when there was nothing to delete. */
+static int forget_mark(lk_semaphore_t *s) {
+  const char *argv[2] = {"DEL", s->mark};
+  size_t lens[2] = {3, s->mark_len};
+  int err = 0;
+  if (!s->mark_written || s->tainted)
+    return 0;
+  s->mark_written = 0;
+  s->base.op = lk__cmd_argv(CLIENT(s), 2, argv, lens, on_mark_forgotten, s, &err);
+  return s->base.op != NULL;
+}
+
+static void on_close_release(void *data, int status, redisReply *r) {
+  lk_semaphore_t *s = data;
+  int64_t avail;
+  s->base.op = NULL;
+  if (status == 0 && lk__sem_elem(r, 0, &avail)) {
+    s->held = 0;
+  } else if (status == LK_EUNKNOWN) {
+    release_later(s, s->held, s->op_req, NULL);
+    s->held = 0;
+  } else if (status != LK_ECANCELED) {
+    lk__log(CLIENT(s), LK_LOG_WARN,
+            "semaphore release on close failed (%s); its permits stay taken", lk_err_name(status));
+  }
+  if (!forget_mark(s))
+    lk__obj_close_done(&s->base);
+}
+
+/* Close gives back every permit held. */
+static int on_close_release_start(lk__obj_t *o) {
+  lk_semaphore_t *s = (lk_semaphore_t *)o;
+  lk__sem_args_t a;
+  int err = 0;
+  if (s->held <= 0)
+    return forget_mark(s);
+  s->op_req = ++s->req;
+  fill_args(s, &a, s->held, s->op_req);
+  s->mark_written = 1;
+  o->op = lk__script_call(o->client, lk__sem_script("semaphore/release"), 3, 5, a.argv, a.lens,
+                          on_close_release, s, &err);
+  if (o->op == NULL) {
+    lk__log(o->client, LK_LOG_WARN,
+            "semaphore release on close not sent (%s); its permits stay taken", lk_err_name(err));
+    return 0;
+  }
+  return 1;
+}
+
+static void on_closed(lk__obj_t *o) {
+  lk_semaphore_t *s = (lk_semaphore_t *)o;
+  if (s->close_cb != NULL)
+    s->close_cb(s);
+}
+
+static void free_semaphore(lk__obj_t *o) {
+  lk_semaphore_t *s = (lk_semaphore_t *)o;
+  lk__free(s->name);
+  lk__free(s->channel);
+  lk__free(s->mark);
+  lk__free(s);
+}
+
+/* A message carries the new count: a waiter that needs more, or one of more
+ * local waiters than there are permits, has nothing to try for. */
+static int on_message(lk__obj_t *o, const char *msg, size_t len) {
+  lk_semaphore_t *s = (lk_semaphore_t *)o;
+  int64_t v;
+  if (!lk__sem_parse_msg(msg, len, &v))
+    return 1; /* not a count (another client's message): try anyway */
+  return v >= s->n && (int64_t)lk__sub_take(&o->sub) <= v;
+}
+
+static const lk__obj_ops_t lk__semaphore_ops = {
+    .complete = on_complete,
+    .attempt = attempt_acquire,
+    .abandon = on_abandon,
+    .close_release = on_close_release_start,
+    .closed = on_closed,
+    .free = free_semaphore,
+    .message = on_message,
+};
+
+int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
+  lk_semaphore_t *s;
+  size_t len, base_len;
+  char *base, tail[64];
+  int rc = lk__check_client(c), n;
+  if (rc != 0)
+    return rc;
+  if (out == NULL)
+    return LK_EINVAL;
+  rc = lk__check_name(c, name, &len);
+  if (rc != 0)
+    return rc;
+  s = lk__calloc(1, sizeof(*s));
+  if (s == NULL)
+    return LK_ENOMEM;
+  s->name = lk__memdup0(name, len);
+  s->name_len = len;
+  s->channel = lk__prefix_name(LK__SEM_CHANNEL_PREFIX, name, len, &s->channel_len);
+  /* The mark is private to this object: this client's id and a number of
+   * its own, under the semaphore's hash tag. */
+  base = lk__prefix_name(LK__SEM_MARK_PREFIX, name, len, &base_len);
+  n = snprintf(tail, sizeof(tail), ":%s:", c->id);
+  if (base != NULL && n > 0 && (size_t)n < sizeof(tail)) {
+    /* room for the number switch_mark writes: up to 20 digits and a NUL */
+    s->mark = lk__malloc(base_len + (size_t)n + 24);
+    if (s->mark != NULL) {
+      memcpy(s->mark, base, base_len);
+      memcpy(s->mark + base_len, tail, (size_t)n);
+      s->mark_base_len = base_len + (size_t)n;
+    }
+  }
+  lk__free(base);
+  if (s->name == NULL || s->channel == NULL || s->mark == NULL) {
+    free_semaphore(&s->base);
+    return LK_ENOMEM;
+  }
+  s->base.client = c;
+  switch_mark(s);
+  lk__obj_init(&s->base, c, &lk__semaphore_ops);
+  s->base.channel = s->channel;
+  s->base.channel_len = s->channel_len;
+  *out = s;
+  return 0;
+}
+
+int lk_semaphore_close(lk_semaphore_t *s, lk_semaphore_close_cb close_cb) {
+  int rc;
+  if (s == NULL)
+    return LK_EINVAL;
+  rc = lk__obj_close(&s->base);
+  if (rc == 0)
+    s->close_cb = close_cb;
+  return rc;
+}
+
+/* --- accessors --- */
+
+int64_t lk_semaphore_held(const lk_semaphore_t *s) { return s ? s->held : 0; }
+int64_t lk_semaphore_result(const lk_semaphore_t *s) { return s ? s->base.result : 0; }
+const char *lk_semaphore_error_text(const lk_semaphore_t *s) { return s ? s->base.errtext : ""; }
+const char *lk_semaphore_name(const lk_semaphore_t *s) { return s ? s->name : NULL; }
+lk_client_t *lk_semaphore_client(const lk_semaphore_t *s) { return s ? CLIENT(s) : NULL; }
+void *lk_semaphore_get_data(const lk_semaphore_t *s) { return s ? s->base.data : NULL; }
+void lk_semaphore_set_data(lk_semaphore_t *s, void *data) {
+  if (s != NULL)
+    s->base.data = data;
+}

@@ -1,0 +1,243 @@
+/* Test-side conveniences for the semaphores, in the style of lk_fixture.h:
+ * run one operation to its callback, open and close objects. Header-only. */
+#ifndef LK_TEST_HARNESS_SEM_FIXTURE_H
+#define LK_TEST_HARNESS_SEM_FIXTURE_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lk_fixture.h"
+
+static inline void sem_cb(lk_semaphore_t *s, int status, void *arg) {
+  sx_t *x = arg;
+  x->calls++;
+  ASSERT_EQ(x->calls, 1);
+  x->done = 1;
+  x->status = status;
+  x->result = lk_semaphore_result(s);
+  x->t_ns = uv_hrtime();
+}
+
+static inline void psem_cb(lk_psem_t *p, int status, void *arg) {
+  sx_t *x = arg;
+  x->calls++;
+  ASSERT_EQ(x->calls, 1);
+  x->done = 1;
+  x->status = status;
+  x->result = lk_psem_result(p);
+  x->t_ns = uv_hrtime();
+}
+
+static inline lk_semaphore_t *fx_sem(fx_t *fx, const char *name) {
+  lk_semaphore_t *s = NULL;
+  ASSERT_OK(lk_semaphore_new(fx->c, name, &s));
+  return s;
+}
+
+static inline lk_psem_t *fx_psem(fx_t *fx, const char *name) {
+  lk_psem_t *p = NULL;
+  ASSERT_OK(lk_psem_new(fx->c, name, &p));
+  return p;
+}
+
+static inline void fx_sem_closed_cb(lk_semaphore_t *s) { *(int *)lk_semaphore_get_data(s) = 1; }
+static inline void fx_psem_closed_cb(lk_psem_t *p) { *(int *)lk_psem_get_data(p) = 1; }
+
+static inline void fx_close_sem_in(uv_loop_t *loop, lk_semaphore_t *s) {
+  int closed = 0;
+  lk_semaphore_set_data(s, &closed);
+  ASSERT_OK(lk_semaphore_close(s, fx_sem_closed_cb));
+  rt_run_until(loop, &closed, 10000);
+}
+
+static inline void fx_close_psem_in(uv_loop_t *loop, lk_psem_t *p) {
+  int closed = 0;
+  lk_psem_set_data(p, &closed);
+  ASSERT_OK(lk_psem_close(p, fx_psem_closed_cb));
+  rt_run_until(loop, &closed, 10000);
+}
+
+#define fx_close_sem(fx, s) fx_close_sem_in(&(fx)->loop, (s))
+#define fx_close_psem(fx, p) fx_close_psem_in(&(fx)->loop, (p))
+
+/* Starts an acquire of n permits (no waiting for it). */
+static inline void sem_start_acquire(lk_semaphore_t *s, int64_t n, int64_t wait_ms, sx_t *x) {
+  lk_semaphore_opts_t o;
+  memset(x, 0, sizeof *x);
+  lk_semaphore_opts_init(&o);
+  o.permits = n;
+  o.wait_ms = wait_ms;
+  ASSERT_OK(lk_semaphore_acquire(s, &o, sem_cb, x));
+}
+
+static inline int sem_acquire_in(uv_loop_t *loop, lk_semaphore_t *s, int64_t n,
+                                 int64_t wait_ms, sx_t *x) {
+  sem_start_acquire(s, n, wait_ms, x);
+  rt_run_until(loop, &x->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
+  return x->status;
+}
+
+static inline int sem_acquire(fx_t *fx, lk_semaphore_t *s, int64_t n, int64_t wait_ms) {
+  sx_t x;
+  return sem_acquire_in(&fx->loop, s, n, wait_ms, &x);
+}
+
+typedef int (*sem_n_fn)(lk_semaphore_t *, int64_t, lk_semaphore_cb, void *);
+typedef int (*sem_fn)(lk_semaphore_t *, lk_semaphore_cb, void *);
+
+/* Runs release / release_unheld / try_set / add with n; *result when not
+ * NULL. */
+static inline int sem_run_n(fx_t *fx, sem_n_fn fn, lk_semaphore_t *s, int64_t n,
+                            int64_t *result) {
+  sx_t x;
+  memset(&x, 0, sizeof x);
+  ASSERT_OK(fn(s, n, sem_cb, &x));
+  rt_run_until(&fx->loop, &x.done, 15000);
+  if (result != NULL)
+    *result = x.result;
+  return x.status;
+}
+
+static inline int sem_run(fx_t *fx, sem_fn fn, lk_semaphore_t *s, int64_t *result) {
+  sx_t x;
+  memset(&x, 0, sizeof x);
+  ASSERT_OK(fn(s, sem_cb, &x));
+  rt_run_until(&fx->loop, &x.done, 15000);
+  if (result != NULL)
+    *result = x.result;
+  return x.status;
+}
+
+static inline void psem_start_acquire(lk_psem_t *p, int64_t n, int64_t wait_ms,
+                                      int64_t lease_ms, sx_t *x) {
+  lk_psem_opts_t o;
+  memset(x, 0, sizeof *x);
+  lk_psem_opts_init(&o);
+  o.permits = n;
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  ASSERT_OK(lk_psem_acquire(p, &o, psem_cb, x));
+}
+
+static inline int psem_acquire_in(uv_loop_t *loop, lk_psem_t *p, int64_t n, int64_t wait_ms,
+                                  int64_t lease_ms, sx_t *x) {
+  psem_start_acquire(p, n, wait_ms, lease_ms, x);
+  rt_run_until(loop, &x->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
+  return x->status;
+}
+
+static inline int psem_acquire(fx_t *fx, lk_psem_t *p, int64_t n, int64_t wait_ms,
+                               int64_t lease_ms) {
+  sx_t x;
+  return psem_acquire_in(&fx->loop, p, n, wait_ms, lease_ms, &x);
+}
+
+typedef int (*psem_id_fn)(lk_psem_t *, const char *, lk_psem_cb, void *);
+typedef int (*psem_n_fn)(lk_psem_t *, int64_t, lk_psem_cb, void *);
+typedef int (*psem_fn)(lk_psem_t *, lk_psem_cb, void *);
+
+static inline int psem_run_id(fx_t *fx, psem_id_fn fn, lk_psem_t *p, const char *id,
+                              int64_t *result) {
+  sx_t x;
+  memset(&x, 0, sizeof x);
+  ASSERT_OK(fn(p, id, psem_cb, &x));
+  rt_run_until(&fx->loop, &x.done, 15000);
+  if (result != NULL)
+    *result = x.result;
+  return x.status;
+}
+
+static inline int psem_run_n(fx_t *fx, psem_n_fn fn, lk_psem_t *p, int64_t n,
+                             int64_t *result) {
+  sx_t x;
+  memset(&x, 0, sizeof x);
+  ASSERT_OK(fn(p, n, psem_cb, &x));
+  rt_run_until(&fx->loop, &x.done, 15000);
+  if (result != NULL)
+    *result = x.result;
+  return x.status;
+}
+
+static inline int psem_run(fx_t *fx, psem_fn fn, lk_psem_t *p, int64_t *result) {
+  sx_t x;
+  memset(&x, 0, sizeof x);
+  ASSERT_OK(fn(p, psem_cb, &x));
+  rt_run_until(&fx->loop, &x.done, 15000);
+  if (result != NULL)
+    *result = x.result;
+  return x.status;
+}
+
+static inline int psem_update(fx_t *fx, lk_psem_t *p, const char *id, int64_t lease_ms) {
+  sx_t x;
+  memset(&x, 0, sizeof x);
+  ASSERT_OK(lk_psem_update_lease(p, id, lease_ms, psem_cb, &x));
+  rt_run_until(&fx->loop, &x.done, 15000);
+  return x.status;
+}
+
+/* The server's count under NAME (nil = 0). */
+static inline long long srv_count(rt_server_t *srv, const char *name) {
+  char *v = rt_cmd_str(srv, "GET %s", name);
+  long long n = v ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
+static inline long long srv_numsub(rt_server_t *srv, const char *channel) {
+  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
+  long long n;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(r->elements, 2);
+  n = r->element[1]->integer;
+  freeReplyObject(r);
+  return n;
+}
+
+/* Runs the loop for ms (unscaled) so background work can happen. */
+static inline void fx_spin(fx_t *fx, int64_t ms) {
+  int64_t end = rt_now_ms() + ms;
+  while (rt_now_ms() < end) {
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+/* Spins the loop until the server has a subscriber on channel (bounded). */
+static inline void fx_wait_subscribed(fx_t *fx, const char *channel) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
+  while (srv_numsub(fx->srv, channel) == 0) {
+    ASSERT_LT(rt_now_ms(), end);
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+/* Spins the loop until the server's count under name is want (bounded):
+ * for background work with no callback to await. */
+static inline int fx_wait_count(fx_t *fx, const char *name, long long want, int64_t timeout_ms) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(timeout_ms);
+  for (;;) {
+    if (srv_count(fx->srv, name) == want)
+      return 1;
+    if (rt_now_ms() >= end)
+      return 0;
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(2);
+  }
+}
+
+/* Keys left on the server whose name contains part (for "nothing left
+ * behind" checks). */
+static inline size_t srv_keys_matching(rt_server_t *srv, const char *part) {
+  redisReply *r = rt_cmd(srv, "KEYS *%s*", part);
+  size_t n;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  n = r->elements;
+  freeReplyObject(r);
+  return n;
+}
+
+#endif /* LK_TEST_HARNESS_SEM_FIXTURE_H */

@@ -1,0 +1,517 @@
+/* Permit-expirable semaphore: ids and layout, releases by id, leases that
+ * end and come back, watchdog renewal and loss, updates, a killed holder,
+ * bad inputs. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sem_fixture.h"
+
+/* The server's clock in epoch ms (scores are on it). */
+static long long server_ms(fx_t *fx) {
+  redisReply *r = rt_cmd(fx->srv, "TIME");
+  long long ms;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  ms = strtoll(r->element[0]->str, NULL, 10) * 1000 + strtoll(r->element[1]->str, NULL, 10) / 1000;
+  freeReplyObject(r);
+  return ms;
+}
+
+static void hex_to_raw(const char *hex, unsigned char raw[16]) {
+  int i;
+  for (i = 0; i < 16; i++) {
+    unsigned v;
+    ASSERT_EQ(sscanf(hex + 2 * i, "%2x", &v), 1);
+    raw[i] = (unsigned char)v;
+  }
+}
+
+/* ZSCORE of a permit (by hex id) in the timeout zset; -1 when absent. */
+static long long score_of(fx_t *fx, const char *zset, const char *hex) {
+  unsigned char raw[16];
+  redisReply *r;
+  long long s = -1;
+  hex_to_raw(hex, raw);
+  r = rt_cmd(fx->srv, "ZSCORE %s %b", zset, raw, (size_t)16);
+  ASSERT_NOT_NULL(r);
+  if (r->type == REDIS_REPLY_STRING)
+    s = strtoll(r->str, NULL, 10);
+  else
+    ASSERT_EQ(r->type, REDIS_REPLY_NIL);
+  freeReplyObject(r);
+  return s;
+}
+
+static void start_with(fx_t *fx, int64_t default_lease_ms, int64_t repoll_ms) {
+  lk_client_opts_t o;
+  memset(fx, 0, sizeof *fx);
+  ASSERT_OK(uv_loop_init(&fx->loop));
+  fx->srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx->srv);
+  fx_client_opts(fx, &o);
+  if (default_lease_ms > 0)
+    o.default_lease_ms = default_lease_ms;
+  if (repoll_ms > 0)
+    o.max_repoll_ms = repoll_ms;
+  fx_start_client(fx, &o);
+}
+
+TEST(psem_ids_layout_and_counts) {
+  fx_t fx;
+  lk_psem_t *p;
+  int64_t r = -1;
+  long long now, sc;
+  char id0[33], id1[33];
+  sx_t x;
+  fx_start(&fx, NULL);
+  p = fx_psem(&fx, "ps");
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, p, 3, &r));
+  ASSERT_EQ(r, 1);
+  ASSERT_OK(psem_acquire_in(&fx.loop, p, 2, 0, 5000, &x));
+  ASSERT_EQ(x.result, 2);
+  ASSERT_EQ(lk_psem_permit_count(p), 2);
+  ASSERT(lk_psem_is_held(p));
+  snprintf(id0, sizeof id0, "%s", lk_psem_permit_id(p, 0));
+  snprintf(id1, sizeof id1, "%s", lk_psem_permit_id(p, 1));
+  ASSERT_EQ(strlen(id0), LK_PSEM_ID_LEN);
+  ASSERT(strcmp(id0, id1) != 0);
+  ASSERT_NULL(lk_psem_permit_id(p, 2));
+  /* Redisson's layout: count in NAME, raw 16-byte ids in {NAME}:timeout
+   * scored by the end of their lease on the server's clock. */
+  ASSERT_EQ(srv_count(fx.srv, "ps"), 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {ps}:timeout"), 2);
+  now = server_ms(&fx);
+  sc = score_of(&fx, "{ps}:timeout", id0);
+  ASSERT_GT(sc, now + 4000);
+  ASSERT_LE(sc, now + 5000);
+  ASSERT_OK(psem_run(&fx, lk_psem_available, p, &r));
+  ASSERT_EQ(r, 1);
+  ASSERT_OK(psem_run(&fx, lk_psem_acquired, p, &r));
+  ASSERT_EQ(r, 2);
+  /* One by id, then the rest. */
+  ASSERT_OK(psem_run_id(&fx, lk_psem_release, p, id0, &r));
+  ASSERT_EQ(r, 1);
+  ASSERT_EQ(lk_psem_permit_count(p), 1);
+  ASSERT_STREQ(lk_psem_permit_id(p, 0), id1);
+  ASSERT_EQ(score_of(&fx, "{ps}:timeout", id0), -1);
+  ASSERT_EQ(srv_count(fx.srv, "ps"), 2);
+  ASSERT_EQ(lk_psem_release(p, id0, psem_cb, NULL), LK_ENOTHELD); /* not ours any more */
+  ASSERT_OK(psem_run_id(&fx, lk_psem_release, p, NULL, &r));
+  ASSERT_EQ(r, 1);
+  ASSERT_EQ(lk_psem_permit_count(p), 0);
+  ASSERT(!lk_psem_is_held(p));
+  ASSERT_EQ(lk_psem_release(p, NULL, psem_cb, NULL), LK_ENOTHELD);
+  ASSERT_EQ(srv_count(fx.srv, "ps"), 3);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS {ps}:timeout"), 0);
+  ASSERT_OK(psem_run_n(&fx, lk_psem_add_permits, p, -1, &r));
+  ASSERT_EQ(r, 2);
+  fx_close_psem(&fx, p);
+  fx_finish(&fx);
+}
+
+/* A fixed lease ends on the server: the permit comes back through the
+ * reclaim of the next script, and a waiter gets it soon after, not before. */
+TEST(psem_fixed_lease_ends_and_permit_returns) {
+  fx_t fx;
+  lk_psem_t *a, *b;
+  sx_t x;
+  long long expiry, got;
+  int64_t r;
+  fx_start(&fx, NULL);
+  a = fx_psem(&fx, "fl");
+  b = fx_psem(&fx, "fl");
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 1, NULL));
+  ASSERT_OK(psem_acquire(&fx, a, 1, 0, 400));
+  expiry = score_of(&fx, "{fl}:timeout", lk_psem_permit_id(a, 0));
+  ASSERT_OK(psem_acquire_in(&fx.loop, b, 1, 5000, 5000, &x));
+  got = server_ms(&fx);
+  ASSERT_GE(got, expiry); /* safety: not before the lease ended */
+  ASSERT_LT(got, expiry + rt_scaled_ms(500));
+  ASSERT(!lk_psem_is_held(a)); /* its local deadline passed too */
+  /* a's release finds its permit reclaimed: told, and nothing added. */
+  ASSERT_EQ(psem_run_id(&fx, lk_psem_release, a, NULL, &r), LK_ELEASELOST);
+  ASSERT_EQ(r, 0);
+  ASSERT_EQ(lk_psem_permit_count(a), 0);
+  ASSERT_EQ(srv_count(fx.srv, "fl"), 0);
+  ASSERT_OK(psem_run(&fx, lk_psem_acquired, a, &r));
+  ASSERT_EQ(r, 1);
+  fx_close_psem(&fx, b);
+  ASSERT_EQ(srv_count(fx.srv, "fl"), 1);
+  fx_close_psem(&fx, a);
+  fx_finish(&fx);
+}
+
+/* The default lease is renewed by the watchdog while the object holds the
+ * permits: they outlive many leases, and others stay out. */
+TEST(psem_watchdog_keeps_permits) {
+  fx_t fx;
+  lk_psem_t *a, *b;
+  lk_client_stats_t st;
+  int64_t r;
+  start_with(&fx, 600, 0);
+  a = fx_psem(&fx, "wd");
+  b = fx_psem(&fx, "wd");
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
+  ASSERT_OK(psem_acquire(&fx, a, 2, 0, LK_LEASE_DEFAULT));
+  fx_spin(&fx, 2000);
+  ASSERT(lk_psem_is_held(a));
+  ASSERT_EQ(psem_acquire(&fx, b, 1, 0, 5000), LK_ETIMEDOUT);
+  ASSERT_GT(score_of(&fx, "{wd}:timeout", lk_psem_permit_id(a, 1)), server_ms(&fx));
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_GE(st.renewals, 4);
+  ASSERT_EQ(st.leases_lost, 0);
+  ASSERT_OK(psem_run_id(&fx, lk_psem_release, a, NULL, &r));
+  ASSERT_EQ(r, 2);
+  /* Nothing is renewed after the release. */
+  lk_client_get_stats(fx.c, &st);
+  {
+    uint64_t before = st.renewals;
+    fx_spin(&fx, 700);
+    lk_client_get_stats(fx.c, &st);
+    ASSERT_EQ(st.renewals, before);
+  }
+  fx_close_psem(&fx, a);
+  fx_close_psem(&fx, b);
+  fx_finish(&fx);
+}
+
+typedef struct {
+  int calls;
+  int status;
+  size_t permits_then;
+} lost_t;
+
+static void on_lost(lk_psem_t *p, int status, void *arg) {
+  lost_t *l = arg;
+  l->calls++;
+  l->status = status;
+  l->permits_then = lk_psem_permit_count(p);
+}
+
+/* A renewed permit that vanishes (deleted from outside) is reported lost
+ * within a renewal period; the object's other, fixed-lease permit stays. */
+TEST(psem_lost_permit_is_reported) {
+  fx_t fx;
+  lk_psem_t *a;
+  lost_t lost;
+  unsigned char raw[16];
+  int64_t t0, r;
+  char fixed[33];
+  start_with(&fx, 600, 0);
+  a = fx_psem(&fx, "lost");
+  memset(&lost, 0, sizeof lost);
+  ASSERT_OK(lk_psem_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 3, NULL));
+  ASSERT_OK(psem_acquire(&fx, a, 1, 0, 60000));
+  snprintf(fixed, sizeof fixed, "%s", lk_psem_permit_id(a, 0));
+  ASSERT_OK(psem_acquire(&fx, a, 2, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(lk_psem_permit_count(a), 3);
+  hex_to_raw(lk_psem_permit_id(a, 2), raw);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZREM {lost}:timeout %b", raw, (size_t)16), 1);
+  t0 = rt_now_ms();
+  while (lost.calls == 0 && rt_now_ms() < t0 + rt_scaled_ms(2000)) {
+    uv_run(&fx.loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+  ASSERT_EQ(lost.calls, 1);
+  ASSERT_EQ(lost.status, LK_ELEASELOST);
+  ASSERT_LT(rt_now_ms() - t0, 200 + rt_scaled_ms(400)); /* within a period (lease/3) */
+  ASSERT_EQ(lost.permits_then, 1);
+  ASSERT_STREQ(lk_psem_permit_id(a, 0), fixed);
+  /* The surviving renewed permit was given back; the deleted one is gone
+   * from the count (it was removed from outside, not released). */
+  fx_spin(&fx, 50);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {lost}:timeout"), 1);
+  ASSERT_EQ(srv_count(fx.srv, "lost"), 1);
+  ASSERT_OK(psem_run_id(&fx, lk_psem_release, a, NULL, &r));
+  ASSERT_EQ(srv_count(fx.srv, "lost"), 2);
+  fx_close_psem(&fx, a);
+  fx_finish(&fx);
+}
+
+TEST(psem_update_lease) {
+  fx_t fx;
+  lk_psem_t *a;
+  char id[33];
+  long long now;
+  start_with(&fx, 600, 0);
+  a = fx_psem(&fx, "upd");
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
+  ASSERT_OK(psem_acquire(&fx, a, 2, 0, 300));
+  snprintf(id, sizeof id, "%s", lk_psem_permit_id(a, 0));
+  /* One permit gets a longer fixed lease, the other is renewed. */
+  ASSERT_OK(psem_update(&fx, a, id, 5000));
+  now = server_ms(&fx);
+  ASSERT_GT(score_of(&fx, "{upd}:timeout", id), now + 4000);
+  ASSERT_OK(psem_update(&fx, a, lk_psem_permit_id(a, 1), LK_LEASE_DEFAULT));
+  fx_spin(&fx, 1200);
+  ASSERT_EQ(lk_psem_permit_count(a), 2);
+  ASSERT(lk_psem_is_held(a));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {upd}:timeout"), 2);
+  /* A permit whose lease ended: the update says so and drops it. */
+  ASSERT_OK(psem_update(&fx, a, NULL, 200));
+  fx_spin(&fx, 400);
+  ASSERT_EQ(psem_update(&fx, a, NULL, 5000), LK_ELEASELOST);
+  ASSERT_EQ(lk_psem_permit_count(a), 0);
+  ASSERT_EQ(srv_count(fx.srv, "upd"), 2);
+  /* Ids this object does not hold, malformed ids, bad leases. */
+  ASSERT_EQ(lk_psem_update_lease(a, id, 100, psem_cb, NULL), LK_ENOTHELD);
+  ASSERT_EQ(lk_psem_update_lease(a, NULL, 100, psem_cb, NULL), LK_ENOTHELD);
+  ASSERT_OK(psem_acquire(&fx, a, 1, 0, 1000));
+  ASSERT_EQ(lk_psem_update_lease(a, NULL, 0, psem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_update_lease(a, NULL, -2, psem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_update_lease(a, "zz", 100, psem_cb, NULL), LK_EINVAL);
+  fx_close_psem(&fx, a);
+  ASSERT_EQ(srv_count(fx.srv, "upd"), 2);
+  fx_finish(&fx);
+}
+
+/* Any client may give back a permit by id (Redisson's release(id)); the
+ * holder then learns it is gone. */
+TEST(psem_release_by_id_from_another_object) {
+  fx_t fx;
+  lk_psem_t *a, *b;
+  char id[33];
+  int64_t r;
+  fx_start(&fx, NULL);
+  a = fx_psem(&fx, "rid");
+  b = fx_psem(&fx, "rid");
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 1, NULL));
+  ASSERT_OK(psem_acquire(&fx, a, 1, 0, 10000));
+  snprintf(id, sizeof id, "%s", lk_psem_permit_id(a, 0));
+  ASSERT_OK(psem_run_id(&fx, lk_psem_release_id, b, id, &r));
+  ASSERT_EQ(r, 1);
+  ASSERT_EQ(srv_count(fx.srv, "rid"), 1);
+  ASSERT_EQ(psem_run_id(&fx, lk_psem_release_id, b, id, &r), LK_ENOTHELD);
+  ASSERT_EQ(srv_count(fx.srv, "rid"), 1); /* never a second permit */
+  ASSERT_EQ(psem_run_id(&fx, lk_psem_release, a, id, &r), LK_ELEASELOST);
+  ASSERT_EQ(srv_count(fx.srv, "rid"), 1);
+  ASSERT_EQ(lk_psem_permit_count(a), 0);
+  /* Upper-case hex is the same id. */
+  ASSERT_OK(psem_acquire(&fx, a, 1, 0, 10000));
+  snprintf(id, sizeof id, "%s", lk_psem_permit_id(a, 0));
+  {
+    char *c;
+    for (c = id; *c; c++)
+      if (*c >= 'a' && *c <= 'f')
+        *c = (char)(*c - 'a' + 'A');
+  }
+  ASSERT_OK(psem_run_id(&fx, lk_psem_release_id, a, id, &r)); /* its own, by id */
+  ASSERT_EQ(lk_psem_permit_count(a), 0);
+  ASSERT_EQ(srv_count(fx.srv, "rid"), 1);
+  fx_close_psem(&fx, a);
+  fx_close_psem(&fx, b);
+  fx_finish(&fx);
+}
+
+static int g_never;
+static void never_cb(lk_psem_t *p, int status, void *arg) {
+  (void)p, (void)status, (void)arg;
+  g_never++;
+}
+
+TEST(psem_bad_inputs) {
+  fx_t fx;
+  lk_psem_t *p, *out = NULL;
+  lk_psem_opts_t o;
+  fx_start(&fx, NULL);
+  ASSERT_EQ(lk_psem_new(fx.c, "", &out), LK_EINVAL);
+  ASSERT_EQ(lk_psem_new(NULL, "x", &out), LK_EINVAL);
+  ASSERT_NULL(out);
+  p = fx_psem(&fx, "pbad");
+  lk_psem_opts_init(&o);
+  ASSERT_EQ(o.lease_ms, LK_LEASE_DEFAULT);
+  o.permits = 0;
+  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  o.permits = LK_PSEM_MAX_ACQUIRE + 1;
+  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  o.permits = 1;
+  o.lease_ms = 0;
+  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  o.lease_ms = -5;
+  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  o.lease_ms = LK_MAX_TIME_MS + 1;
+  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  o.lease_ms = 1000;
+  o.wait_ms = -3;
+  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_acquire(p, NULL, NULL, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_release(p, NULL, never_cb, NULL), LK_ENOTHELD);
+  ASSERT_EQ(lk_psem_release(p, "0123", never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_release(p, "0123456789abcdef0123456789abcdeg", never_cb, NULL),
+            LK_EINVAL);
+  ASSERT_EQ(lk_psem_release(p, "0123456789abcdef0123456789abcdef0", never_cb, NULL),
+            LK_EINVAL);
+  ASSERT_EQ(lk_psem_release(p, "0123456789abcdef0123456789abcdef", never_cb, NULL),
+            LK_ENOTHELD);
+  ASSERT_EQ(lk_psem_release_id(p, NULL, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_release_id(p, "xyz", never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_try_set_permits(p, -1, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_add_permits(p, INT64_MAX, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_cancel(p), LK_EINVAL);
+  ASSERT_EQ(lk_psem_set_lost_cb(NULL, NULL, NULL), LK_EINVAL);
+  ASSERT_NULL(lk_psem_permit_id(p, 0));
+  ASSERT_EQ(lk_psem_permit_count(NULL), 0);
+  fx_close_psem(&fx, p);
+  fx_finish(&fx);
+  ASSERT_EQ(g_never, 0);
+}
+
+/* A holder killed with SIGKILL: its permits come back when their lease
+ * ends on the server (not before), for a fixed lease and for a
+ * watchdog-renewed one (renewals stop with the process). */
+static void killed_holder(int64_t lease_ms) {
+  fx_t fx;
+  int pipefd[2];
+  pid_t pid;
+  lk_psem_t *b;
+  sx_t x;
+  long long expiry, got, killed_at;
+  char c = 0;
+  fx_start(&fx, NULL);
+  ASSERT_OK(pipe(pipefd));
+  fflush(NULL);
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    uv_loop_t loop;
+    lk_client_t *cl;
+    lk_client_opts_t o;
+    lk_psem_t *p;
+    sx_t cx;
+    close(pipefd[0]);
+    uv_loop_init(&loop);
+    lk_client_opts_init(&o);
+    o.port = rt_server_port(fx.srv);
+    o.default_lease_ms = 900;
+    if (lk_client_new(&loop, &o, &cl) != 0 || lk_psem_new(cl, "kh", &p) != 0)
+      _exit(3);
+    memset(&cx, 0, sizeof cx);
+    if (lk_psem_try_set_permits(p, 2, psem_cb, &cx) != 0)
+      _exit(4);
+    while (!cx.done)
+      uv_run(&loop, UV_RUN_ONCE);
+    if (psem_acquire_in(&loop, p, 2, 0, lease_ms, &cx) != 0)
+      _exit(5);
+    if (write(pipefd[1], "k", 1) != 1)
+      _exit(6);
+    uv_run(&loop, UV_RUN_DEFAULT); /* renewing, until killed */
+    _exit(7);
+  }
+  rt_child_track(pid);
+  close(pipefd[1]);
+  ASSERT_EQ(read(pipefd[0], &c, 1), 1);
+  close(pipefd[0]);
+  rt_sleep_ms(lease_ms < 0 ? 1500 : 100); /* the renewed one outlives its lease */
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {kh}:timeout"), 2);
+  kill(pid, SIGKILL);
+  ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+  rt_child_untrack(pid);
+  killed_at = server_ms(&fx);
+  {
+    redisReply *r = rt_cmd(fx.srv, "ZRANGE {kh}:timeout -1 -1 WITHSCORES");
+    ASSERT_NOT_NULL(r);
+    ASSERT_EQ(r->elements, 2);
+    expiry = strtoll(r->element[1]->str, NULL, 10);
+    freeReplyObject(r);
+  }
+  b = fx_psem(&fx, "kh");
+  ASSERT_OK(psem_acquire_in(&fx.loop, b, 2, 10000, 10000, &x));
+  got = server_ms(&fx);
+  printf("permits back %lld ms after the kill (lease ended %lld ms after it)\n",
+         got - killed_at, expiry - killed_at);
+  ASSERT_GE(got, expiry); /* safety: not before the last lease ended */
+  ASSERT_LT(got, expiry + rt_scaled_ms(500));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {kh}:timeout"), 2); /* b's two */
+  fx_close_psem(&fx, b);
+  ASSERT_EQ(srv_count(fx.srv, "kh"), 2);
+  fx_finish(&fx);
+}
+
+TEST(psem_killed_holder_fixed_lease) { killed_holder(800); }
+
+TEST(psem_killed_holder_renewed_lease) { killed_holder(LK_LEASE_DEFAULT); }
+
+TEST(psem_close_gives_back_and_cancels) {
+  fx_t fx;
+  lk_psem_t *a, *b;
+  sx_t x;
+  int closed = 0;
+  fx_start(&fx, NULL);
+  a = fx_psem(&fx, "pc");
+  b = fx_psem(&fx, "pc");
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
+  ASSERT_OK(psem_acquire(&fx, a, 2, 0, LK_LEASE_DEFAULT));
+  psem_start_acquire(b, 1, 30000, 5000, &x);
+  fx_wait_subscribed(&fx, "redisson_sc:{pc}");
+  fx_close_psem(&fx, a); /* gives back: b is woken and takes one */
+  rt_run_until(&fx.loop, &x.done, 3000);
+  ASSERT_OK(x.status);
+  ASSERT_EQ(srv_count(fx.srv, "pc"), 1);
+  /* Closing b with an acquire in flight: canceled, the late grant given
+   * back. */
+  psem_start_acquire(b, 1, 0, 5000, &x);
+  lk_psem_set_data(b, &closed);
+  ASSERT_OK(lk_psem_close(b, fx_psem_closed_cb));
+  rt_run_until(&fx.loop, &closed, 5000);
+  ASSERT_EQ(x.status, LK_ECANCELED);
+  ASSERT(fx_wait_count(&fx, "pc", 2, 3000));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {pc}:timeout"), 0);
+  fx_finish(&fx);
+}
+
+/* A waiter whose only way forward is a lease ending: the busy reply says
+ * when, so it tries then, not a full re-poll later. */
+TEST(psem_waiter_retries_when_the_nearest_lease_ends) {
+  fx_t fx;
+  lk_psem_t *a, *b;
+  sx_t x;
+  long long expiry, got;
+  start_with(&fx, 0, 600000);
+  a = fx_psem(&fx, "near");
+  b = fx_psem(&fx, "near");
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 1, NULL));
+  ASSERT_OK(psem_acquire(&fx, a, 1, 0, 700));
+  expiry = score_of(&fx, "{near}:timeout", lk_psem_permit_id(a, 0));
+  ASSERT_OK(psem_acquire_in(&fx.loop, b, 1, 10000, 5000, &x));
+  got = server_ms(&fx);
+  ASSERT_GE(got, expiry);
+  ASSERT_LT(got, expiry + rt_scaled_ms(300));
+  fx_close_psem(&fx, a);
+  fx_close_psem(&fx, b);
+  fx_finish(&fx);
+}
+
+/* Many holders share the watchdog's batched renewals (up to 100 per
+ * script): every permit outlives several leases, in few commands. */
+TEST(psem_watchdog_batches_many_holders) {
+  enum { HOLDERS = 150 };
+  fx_t fx;
+  lk_psem_t *h[HOLDERS];
+  lk_client_stats_t st;
+  int i;
+  start_with(&fx, 600, 0);
+  for (i = 0; i < HOLDERS; i++)
+    h[i] = fx_psem(&fx, "many");
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, h[0], HOLDERS, NULL));
+  for (i = 0; i < HOLDERS; i++)
+    ASSERT_OK(psem_acquire(&fx, h[i], 1, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(srv_count(fx.srv, "many"), 0);
+  fx_spin(&fx, 1800); /* three leases */
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_EQ(st.leases_lost, 0);
+  ASSERT_GE(st.renewals, (uint64_t)HOLDERS * 3);
+  ASSERT_LE(st.renewal_commands * 60, st.renewals); /* batched, not one each */
+  for (i = 0; i < HOLDERS; i++)
+    ASSERT(lk_psem_is_held(h[i]));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {many}:timeout"), HOLDERS);
+  for (i = 0; i < HOLDERS; i++)
+    fx_close_psem(&fx, h[i]);
+  ASSERT_EQ(srv_count(fx.srv, "many"), HOLDERS);
+  fx_finish(&fx);
+}

@@ -1,0 +1,326 @@
+/* Semaphores under faults: replies lost after the server applied a release
+ * or an acquire (proxy blackhole, connection reset), an attempt that
+ * reaches the server after its sender gave up, and a waiter whose pub/sub
+ * connection dies. Permits are never created and never lost. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy.h"
+#include "sem_fixture.h"
+
+/* A client through a proxy, with short timeouts so faults resolve fast. */
+static rt_proxy_t *start_proxied(fx_t *fx) {
+  lk_client_opts_t o;
+  rt_proxy_t *p;
+  memset(fx, 0, sizeof *fx);
+  ASSERT_OK(uv_loop_init(&fx->loop));
+  fx->srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx->srv);
+  p = rt_proxy_start(rt_server_port(fx->srv));
+  ASSERT_NOT_NULL(p);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(p);
+  o.reconnect_max_ms = 100;
+  o.reply_timeout_ms = 400;
+  o.connect_timeout_ms = 400; /* a handshake lost in the blackhole */
+  fx_start_client(fx, &o);
+  return p;
+}
+
+/* Spins until the server's count under name is want: the command was
+ * applied (its reply is then still held by the proxy's delay). */
+static void wait_applied(fx_t *fx, const char *name, long long want) {
+  ASSERT(fx_wait_count(fx, name, want, 3000));
+}
+
+static void finish_proxied(fx_t *fx, rt_proxy_t *p) {
+  fx_finish(fx);
+  rt_proxy_stop(p);
+}
+
+/* The release reaches the server; its reply is swallowed; the resend after
+ * the reply timeout finds it applied and adds nothing. */
+TEST(lost_release_reply_creates_no_permit) {
+  fx_t fx;
+  rt_proxy_t *p = start_proxied(&fx);
+  lk_semaphore_t *s = fx_sem(&fx, "lrr");
+  lk_client_stats_t st;
+  sx_t r;
+  int64_t v;
+  ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, s, 3, NULL));
+  ASSERT_OK(sem_acquire(&fx, s, 2, 0));
+  rt_proxy_delay(p, 150);
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(lk_semaphore_release(s, 2, sem_cb, &r));
+  wait_applied(&fx, "lrr", 3);
+  rt_proxy_blackhole(p, 1);
+  rt_proxy_delay(p, 0);
+  fx_spin(&fx, 500); /* reply timeout: the connection is dropped */
+  ASSERT_EQ(r.done, 0);
+  rt_proxy_blackhole(p, 0);
+  rt_run_until(&fx.loop, &r.done, 5000);
+  ASSERT_OK(r.status);
+  ASSERT_EQ(r.result, 3);
+  ASSERT_EQ(lk_semaphore_held(s), 0);
+  ASSERT_EQ(srv_count(fx.srv, "lrr"), 3);
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_GE(st.unknown_outcomes, 1);
+  ASSERT_OK(sem_run(&fx, lk_semaphore_available, s, &v));
+  ASSERT_EQ(v, 3);
+  fx_close_sem(&fx, s);
+  ASSERT_EQ(srv_count(fx.srv, "lrr"), 3);
+  finish_proxied(&fx, p);
+}
+
+/* The connection is killed after the release was sent and applied. */
+TEST(connection_reset_after_release_creates_no_permit) {
+  fx_t fx;
+  rt_proxy_t *p = start_proxied(&fx);
+  lk_semaphore_t *s = fx_sem(&fx, "crr");
+  sx_t r;
+  ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, s, 4, NULL));
+  ASSERT_OK(sem_acquire(&fx, s, 3, 0));
+  rt_proxy_delay(p, 150);
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(lk_semaphore_release(s, 1, sem_cb, &r));
+  wait_applied(&fx, "crr", 2);
+  rt_proxy_reset_all(p);
+  rt_proxy_delay(p, 0);
+  rt_run_until(&fx.loop, &r.done, 5000);
+  ASSERT_OK(r.status);
+  ASSERT_EQ(lk_semaphore_held(s), 2);
+  ASSERT_EQ(srv_count(fx.srv, "crr"), 2);
+  /* The object goes on as normal. */
+  ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, s, 2, NULL));
+  ASSERT_EQ(srv_count(fx.srv, "crr"), 4);
+  fx_close_sem(&fx, s);
+  ASSERT_EQ(srv_count(fx.srv, "crr"), 4);
+  finish_proxied(&fx, p);
+}
+
+/* The acquire is applied, its reply lost: the resend recognises its own
+ * request and takes nothing more. */
+TEST(lost_acquire_reply_takes_once) {
+  fx_t fx;
+  rt_proxy_t *p = start_proxied(&fx);
+  lk_semaphore_t *s = fx_sem(&fx, "lar");
+  sx_t a;
+  ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, s, 5, NULL));
+  rt_proxy_delay(p, 150);
+  sem_start_acquire(s, 2, 5000, &a);
+  wait_applied(&fx, "lar", 3);
+  rt_proxy_reset_all(p);
+  rt_proxy_delay(p, 0);
+  rt_run_until(&fx.loop, &a.done, 5000);
+  ASSERT_OK(a.status);
+  ASSERT_EQ(a.result, 3);
+  ASSERT_EQ(lk_semaphore_held(s), 2);
+  ASSERT_EQ(srv_count(fx.srv, "lar"), 3);
+  ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, s, 2, NULL));
+  ASSERT_EQ(srv_count(fx.srv, "lar"), 5);
+  fx_close_sem(&fx, s);
+  finish_proxied(&fx, p);
+}
+
+/* A one-try acquire times out in flight (LK_EUNKNOWN); its command still
+ * reaches the server later. The object queues a settle: when the settle
+ * lands first it voids the attempt, which then takes nothing; when the
+ * attempt lands first the settle gives its permits back. Either way nothing
+ * stays taken. */
+static void unknown_acquire(int attempt_first) {
+  fx_t fx;
+  lk_semaphore_t *s;
+  sx_t a;
+  lk_client_opts_t o;
+  rt_proxy_t *p;
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(p);
+  o.reconnect_min_ms = 10;
+  o.reconnect_max_ms = 50;
+  o.reply_timeout_ms = 150;
+  fx_start_client(&fx, &o);
+  s = fx_sem(&fx, "ua");
+  ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, s, 2, NULL));
+  rt_proxy_delay(p, 400);
+  sem_start_acquire(s, 2, 0, &a);
+  rt_run_until(&fx.loop, &a.done, 3000);
+  ASSERT_EQ(a.status, LK_EUNKNOWN);
+  ASSERT_EQ(lk_semaphore_held(s), 0);
+  if (attempt_first) {
+    /* The reconnect and the settle go through the same delay: the attempt
+     * lands first and takes the permits. */
+    ASSERT(fx_wait_count(&fx, "ua", 0, 3000));
+  }
+  rt_proxy_delay(p, 0); /* else the settle overtakes the delayed attempt */
+  fx_spin(&fx, 600);    /* whatever is delayed lands meanwhile */
+  ASSERT(fx_wait_count(&fx, "ua", 2, 3000));
+  fx_spin(&fx, 200);
+  ASSERT_EQ(srv_count(fx.srv, "ua"), 2);
+  /* The object still works, under a fresh mark. */
+  ASSERT_OK(sem_acquire(&fx, s, 2, 0));
+  ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, s, 2, NULL));
+  fx_close_sem(&fx, s);
+  ASSERT_EQ(srv_count(fx.srv, "ua"), 2);
+  finish_proxied(&fx, p);
+}
+
+TEST(unknown_acquire_voided_by_settle) { unknown_acquire(0); }
+
+TEST(unknown_acquire_given_back_by_settle) { unknown_acquire(1); }
+
+TEST(psem_lost_release_reply_creates_no_permit) {
+  fx_t fx;
+  rt_proxy_t *p = start_proxied(&fx);
+  lk_psem_t *a = fx_psem(&fx, "plr");
+  sx_t r;
+  int64_t v;
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 3, NULL));
+  ASSERT_OK(psem_acquire(&fx, a, 3, 0, LK_LEASE_DEFAULT));
+  rt_proxy_delay(p, 150);
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(lk_psem_release(a, NULL, psem_cb, &r));
+  wait_applied(&fx, "plr", 3);
+  rt_proxy_blackhole(p, 1);
+  rt_proxy_delay(p, 0);
+  fx_spin(&fx, 500);
+  rt_proxy_blackhole(p, 0);
+  rt_run_until(&fx.loop, &r.done, 5000);
+  ASSERT_OK(r.status);
+  ASSERT_EQ(r.result, 3);
+  ASSERT_EQ(lk_psem_permit_count(a), 0);
+  ASSERT_EQ(srv_count(fx.srv, "plr"), 3);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {plr}:timeout"), 0);
+  ASSERT_OK(psem_run(&fx, lk_psem_available, a, &v));
+  ASSERT_EQ(v, 3);
+  fx_close_psem(&fx, a);
+  finish_proxied(&fx, p);
+}
+
+TEST(psem_lost_acquire_reply_takes_once) {
+  fx_t fx;
+  rt_proxy_t *p = start_proxied(&fx);
+  lk_psem_t *a = fx_psem(&fx, "pla");
+  sx_t x;
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 4, NULL));
+  rt_proxy_delay(p, 150);
+  psem_start_acquire(a, 2, 5000, LK_LEASE_DEFAULT, &x);
+  wait_applied(&fx, "pla", 2);
+  rt_proxy_reset_all(p);
+  rt_proxy_delay(p, 0);
+  rt_run_until(&fx.loop, &x.done, 5000);
+  ASSERT_OK(x.status);
+  ASSERT_EQ(lk_psem_permit_count(a), 2);
+  ASSERT_EQ(srv_count(fx.srv, "pla"), 2);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {pla}:timeout"), 2);
+  fx_close_psem(&fx, a);
+  ASSERT_EQ(srv_count(fx.srv, "pla"), 4);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {pla}:timeout"), 0);
+  finish_proxied(&fx, p);
+}
+
+/* The pub/sub connection is killed while a waiter depends on it; re-polling
+ * is slowed to 20 s, so only the resubscription (and the try it triggers)
+ * and the release message can wake the waiter in time. */
+TEST(waiter_survives_pubsub_kill) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_semaphore_t *a, *b;
+  lk_psem_t *pa, *pb;
+  sx_t w, pw;
+  uint64_t t_rel;
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  fx_client_opts(&fx, &o);
+  o.max_repoll_ms = 20000;
+  o.reconnect_max_ms = 100;
+  fx_start_client(&fx, &o);
+  a = fx_sem(&fx, "pk");
+  b = fx_sem(&fx, "pk");
+  pa = fx_psem(&fx, "ppk");
+  pb = fx_psem(&fx, "ppk");
+  ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, a, 1, NULL));
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, pa, 1, NULL));
+  ASSERT_OK(sem_acquire(&fx, a, 1, 0));
+  ASSERT_OK(psem_acquire(&fx, pa, 1, 0, 60000));
+  sem_start_acquire(b, 1, 30000, &w);
+  psem_start_acquire(pb, 1, 30000, 60000, &pw);
+  fx_wait_subscribed(&fx, "redisson_sc:{pk}");
+  fx_wait_subscribed(&fx, "redisson_sc:{ppk}");
+  ASSERT_GE(rt_cmd_int(fx.srv, "CLIENT KILL TYPE pubsub"), 1);
+  fx_spin(&fx, 50);
+  fx_wait_subscribed(&fx, "redisson_sc:{pk}");
+  fx_wait_subscribed(&fx, "redisson_sc:{ppk}");
+  fx_spin(&fx, 20);
+  ASSERT_EQ(w.done, 0);
+  ASSERT_EQ(pw.done, 0);
+  t_rel = uv_hrtime();
+  ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, a, 1, NULL));
+  ASSERT_OK(psem_run_id(&fx, lk_psem_release, pa, NULL, NULL));
+  rt_run_until(&fx.loop, &w.done, 5000);
+  rt_run_until(&fx.loop, &pw.done, 5000);
+  ASSERT_OK(w.status);
+  ASSERT_OK(pw.status);
+  ASSERT_LT((int64_t)((w.t_ns - t_rel) / 1000000u), rt_scaled_ms(1000));
+  ASSERT_LT((int64_t)((pw.t_ns - t_rel) / 1000000u), rt_scaled_ms(1000));
+  fx_close_sem(&fx, a);
+  fx_close_sem(&fx, b);
+  fx_close_psem(&fx, pa);
+  fx_close_psem(&fx, pb);
+  ASSERT_EQ(srv_count(fx.srv, "pk"), 1);
+  ASSERT_EQ(srv_count(fx.srv, "ppk"), 1);
+  fx_finish(&fx);
+}
+
+static void count_lost(lk_psem_t *p, int status, void *arg) {
+  (void)p;
+  ASSERT_EQ(status, LK_ELEASELOST);
+  (*(int *)arg)++;
+}
+
+/* The server restarts without persistence while an expirable holder keeps
+ * its permits renewed: the renewal finds them gone and reports the loss;
+ * nothing is invented when the semaphore is set up again. */
+TEST(psem_server_restart_reports_loss) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_psem_t *a;
+  int lost = 0;
+  int64_t end, v;
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  fx_client_opts(&fx, &o);
+  o.default_lease_ms = 900;
+  o.reconnect_max_ms = 100;
+  fx_start_client(&fx, &o);
+  a = fx_psem(&fx, "rs");
+  ASSERT_OK(lk_psem_set_lost_cb(a, count_lost, &lost));
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
+  ASSERT_OK(psem_acquire(&fx, a, 2, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(rt_server_restart(fx.srv));
+  end = rt_now_ms() + rt_scaled_ms(3000);
+  while (lost == 0 && rt_now_ms() < end) {
+    uv_run(&fx.loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(2);
+  }
+  ASSERT_EQ(lost, 1);
+  ASSERT_EQ(lk_psem_permit_count(a), 0);
+  ASSERT(!lk_psem_is_held(a));
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, &v));
+  ASSERT_EQ(v, 1);
+  fx_spin(&fx, 50); /* the give-back of the lost ids finds nothing to add */
+  ASSERT_OK(psem_run(&fx, lk_psem_available, a, &v));
+  ASSERT_EQ(v, 2);
+  fx_close_psem(&fx, a);
+  fx_finish(&fx);
+}
