@@ -66,10 +66,10 @@ struct lk_lock_s {
    * grant goes out when that outcome arrives; an attempt sent before it
    * would reach the server first, take the late grant for its own (the
    * expected count matches), and then lose it to the give-back. So attempts
-   * wait (attempt_deferred), and so does freeing the object on close. */
-  int abandoned;
+   * wait (attempt_deferred). The count lives apart from the object so a
+   * closed object need not wait for it. */
+  struct lk__lock_track_s *track;
   int attempt_deferred;
-  int close_waiting;
 };
 
 #define CLIENT(l) ((l)->base.client)
@@ -156,18 +156,29 @@ static int granted_or_unknown(int status, const redisReply *r) {
 
 static int attempt_acquire(lk__obj_t *o);
 
+typedef struct lk__lock_track_s {
+  lk_lock_t *lock; /* NULL once the object is freed */
+  unsigned pending;
+} lk__lock_track_t;
+
+static int abandoned_pending(const lk_lock_t *l) {
+  return l->track != NULL && l->track->pending > 0;
+}
+
 /* An abandoned acquire's outcome came and its give-back (if any) is on the
- * connection: a deferred attempt may go now, or a closing object go. */
+ * connection: a deferred attempt may go now. */
 static void on_abandoned_settled(void *arg) {
-  lk_lock_t *l = arg;
+  lk__lock_track_t *t = arg;
+  lk_lock_t *l = t->lock;
   int rc;
-  if (--l->abandoned > 0)
-    return;
-  if (l->close_waiting) {
-    if (l->base.op == NULL)
-      lk__obj_close_done(&l->base);
+  t->pending--;
+  if (l == NULL) {
+    if (t->pending == 0)
+      lk__free(t);
     return;
   }
+  if (t->pending > 0)
+    return;
   if (l->attempt_deferred && l->base.kind == OP_ACQUIRE && l->base.op == NULL &&
       !lk__queue_linked(&l->base.done.node)) {
     l->attempt_deferred = 0;
@@ -198,10 +209,16 @@ static void on_abandon(lk__obj_t *o) {
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
+  if (l->track == NULL && (l->track = lk__calloc(1, sizeof(*l->track))) != NULL)
+    l->track->lock = l;
+  if (l->track == NULL) {
+    lk__op_follow_up(o->client, o->op, undo, l->owner_shared ? granted : granted_or_unknown);
+    return;
+  }
   if (lk__op_follow_up_then(o->client, o->op, undo,
                             l->owner_shared ? granted : granted_or_unknown,
-                            on_abandoned_settled, l) == 0)
-    l->abandoned++;
+                            on_abandoned_settled, l->track) == 0)
+    l->track->pending++;
 }
 
 static void on_acquire_reply(void *data, int status, redisReply *r);
@@ -212,7 +229,7 @@ static int attempt_acquire(lk__obj_t *o) {
   const char *argv[6];
   size_t lens[6];
   int err = 0;
-  if (l->abandoned > 0) {
+  if (abandoned_pending(l)) {
     l->attempt_deferred = 1; /* on_abandoned_settled sends it */
     return 0;
   }
@@ -654,21 +671,24 @@ static void on_close_release(void *data, int status, redisReply *r) {
                                     "expires with its lease",
             lk_err_name(status));
   l->holds = 0;
-  if (l->abandoned == 0)
-    lk__obj_close_done(&l->base);
+  lk__obj_close_done(&l->base);
 }
 
-/* Close gives back every hold (and stops renewing first), and waits for
- * abandoned acquires to settle (their give-backs need the object). */
+/* Close gives back every hold (and stops renewing first). An owner of our
+ * own gives back everything it has on the server, so a late grant to an
+ * abandoned acquire queued behind is gone too (its conditional give-back then
+ * finds nothing); a shared owner gives back exactly its count, and its late
+ * grants are given back one by one. */
 static int on_close_release_start(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   int err = 0;
   if (lk__wd_watching(&l->wd))
     lk__wd_remove(o->client, &l->wd);
-  l->close_waiting = 1;
-  if (l->holds > 0)
-    o->op = release_op(l, -1, l->holds, on_close_release, l, 1, &err);
-  return o->op != NULL || l->abandoned > 0;
+  if (l->holds == 0)
+    return 0;
+  o->op = release_op(l, -1, l->owner_shared ? l->holds : UINT32_MAX, on_close_release, l,
+                     1, &err);
+  return o->op != NULL;
 }
 
 static void on_closed(lk__obj_t *o) {
@@ -679,6 +699,12 @@ static void on_closed(lk__obj_t *o) {
 
 static void free_lock(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
+  if (l->track != NULL) {
+    if (l->track->pending == 0)
+      lk__free(l->track);
+    else
+      l->track->lock = NULL; /* the last settled give-back frees it */
+  }
   lk__free(l->token_key);
   lk__free(l->name);
   lk__free(l->channel);
