@@ -102,6 +102,13 @@ static void begin(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb, void *arg)
 
 static void finish(lk_lock_t *l, int status) { lk__obj_finish(&l->base, status); }
 
+/* After on_lost ran: the user may have canceled or closed the object from
+ * it, which already queued the operation's one completion. */
+static void finish_unless_cut(lk_lock_t *l, int status) {
+  if (!lk__queue_linked(&l->base.done.node))
+    finish(l, status);
+}
+
 static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_lock_t *l = (lk_lock_t *)o;
   lk_lock_cb cb = l->cb;
@@ -291,7 +298,7 @@ static void acquired(lk_lock_t *l, redisReply *r) {
     lose(l);
     l->holds = 0;
     l->lost = 0;
-    finish(l, LK_ELEASELOST);
+    finish_unless_cut(l, LK_ELEASELOST);
     return;
   }
   l->holds++;
@@ -340,7 +347,7 @@ static void acquired(lk_lock_t *l, redisReply *r) {
         lk__wd_remove(c, &l->wd);
     }
     l->holds = 0;
-    finish(l, LK_ELEASELOST);
+    finish_unless_cut(l, LK_ELEASELOST);
     return;
   }
   finish(l, 0);

@@ -1,0 +1,100 @@
+-- Fair lock acquire: Redisson RFairLock's data (hash NAME with OWNER -> hold
+-- count and a PEXPIRE lease; list Q of waiting owners in arrival order; zset
+-- T of owner -> deadline in epoch ms after which the waiter counts as gone).
+-- KEYS[1] NAME, KEYS[2] Q, KEYS[3] T, KEYS[4] fencing token key (fenced only).
+-- ARGV[1] lease ms, ARGV[2] owner "UUID:TID", ARGV[3] the owner's hold count
+-- before this call or -1 when unknown (owners shared between objects),
+-- ARGV[4] waiter timeout ms, ARGV[5] 'wait' (join or stay in the queue) or
+-- 'last' (take it if it is our turn, else leave the queue), ARGV[6] the
+-- lowest acceptable fencing token (fenced only).
+-- Deadlines use the server's clock (TIME), so clients never disagree on them.
+-- Replies (private to latchkey):
+--   {0, count[, token, regressed]}  acquired (count = holds now)
+--   {1, hint, position}  queued at position (0 = next); retry within hint ms
+--                        (-1: no hint)
+--   {2, pttl}            not acquired and not queued ('last')
+local name, q, t = KEYS[1], KEYS[2], KEYS[3]
+local owner = ARGV[2]
+-- Read first: a key of the wrong type fails here, before anything is written.
+local held = redis.call('hget', name, owner)
+local clock = redis.call('time')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+-- Waiters at the head whose deadline passed (or who have none) stopped
+-- refreshing it: they are gone, and must not block the ones behind them.
+-- What remains at the head (if anything) is live until head_deadline.
+local head, head_deadline
+while true do
+  head = redis.call('lindex', q, 0)
+  if not head then break end
+  head_deadline = tonumber(redis.call('zscore', t, head))
+  if head_deadline and head_deadline > now then break end
+  redis.call('lpop', q)
+  redis.call('zrem', t, head)
+end
+
+local function granted(count, fresh)
+  redis.call('pexpire', name, ARGV[1])
+  if not KEYS[4] then
+    return {count}
+  end
+  if not fresh then
+    -- An earlier attempt whose reply was lost took it: nobody acquired
+    -- since, so the counter still shows that attempt's token.
+    return {count, tonumber(redis.call('get', KEYS[4]) or '0'), 0}
+  end
+  local token = redis.call('incr', KEYS[4])
+  local floor = tonumber(ARGV[6])
+  if token < floor then
+    redis.call('set', KEYS[4], floor)
+    return {count, floor, 1}
+  end
+  return {count, token, 0}
+end
+
+local function reply_granted(g)
+  table.insert(g, 1, 0)
+  return g
+end
+
+local before = tonumber(ARGV[3])
+if held and before >= 0 and tonumber(held) == before + 1 then
+  return reply_granted(granted(tonumber(held), false))
+end
+if held then
+  return reply_granted(granted(redis.call('hincrby', name, owner, 1), true))
+end
+local pttl = redis.call('pttl', name) -- -2: free
+if pttl == -2 and (not head or head == owner) then
+  if head then
+    redis.call('lpop', q)
+  end
+  redis.call('zrem', t, owner)
+  return reply_granted(granted(redis.call('hincrby', name, owner, 1), true))
+end
+
+if ARGV[5] == 'last' then
+  -- Not our turn and the caller stops waiting. Leaving from the head cannot
+  -- happen here: the head is granted a free lock above, and a held lock is
+  -- handed to the head by its release.
+  redis.call('lrem', q, 0, owner)
+  redis.call('zrem', t, owner)
+  return {2, pttl}
+end
+
+-- Join the queue, or stay in it: either way the deadline is refreshed, so it
+-- means "this long since the waiter last showed it is alive".
+local pos = redis.call('lpos', q, owner)
+if not pos then
+  pos = redis.call('rpush', q, owner) - 1
+end
+redis.call('zadd', t, now + tonumber(ARGV[4]), owner)
+local hint = -1
+if pttl >= 0 and pos == 0 then
+  hint = pttl -- next in line: the holder's lease bounds the wait
+elseif pttl == -2 then
+  -- Free, but someone else is next and about to take it; if it never does,
+  -- its deadline ends its turn.
+  hint = head_deadline - now + 1
+end
+return {1, hint, pos}

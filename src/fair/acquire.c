@@ -1,0 +1,360 @@
+/* Fair lock acquire: join the queue, wait for one's turn on one's own
+ * channel, refresh one's deadline at every re-poll, and leave the queue when
+ * the acquire ends without the lock (research/redisson.md §2; DESIGN.md §1
+ * "Waiting"). The wait itself is the object body's engine; this file says
+ * what one attempt is and what its reply means. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/tokens.h"
+#include "fair/fair_internal.h"
+
+/* Script reply tags (scripts/fair/acquire.lua). */
+enum { TAG_GRANTED = 0, TAG_QUEUED = 1, TAG_OUT = 2 };
+
+static void on_acquire_reply(void *data, int status, redisReply *r);
+
+/* --- leaving the queue --- */
+
+static lk__op_t *leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb cb,
+                          void *data, int send, int *err) {
+  char cs[24], ds[24];
+  const char *argv[8];
+  size_t lens[8];
+  lk_client_t *c = LK__FAIR_CLIENT(f);
+  snprintf(cs, sizeof(cs), "%" PRId64, cond);
+  snprintf(ds, sizeof(ds), "%" PRId64, drop);
+  argv[0] = f->name, lens[0] = f->name_len;
+  argv[1] = f->queue_key, lens[1] = f->queue_key_len;
+  argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
+  argv[3] = f->channel_base, lens[3] = f->channel_base_len;
+  argv[4] = f->owner, lens[4] = f->owner_len;
+  argv[5] = "PUBLISH", lens[5] = 7;
+  argv[6] = cs, lens[6] = strlen(cs);
+  argv[7] = ds, lens[7] = strlen(ds);
+  if (cb == NULL) {
+    cb = lk__cleanup_cb;
+    data = c;
+  }
+  return (send ? lk__script_call : lk__script_prepare)(c, lk__fair_script("fair/leave"), 4,
+                                                       4, argv, lens, cb, data, err);
+}
+
+lk__op_t *lk__fair_leave(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb cb,
+                         void *data) {
+  int err = 0;
+  lk__op_t *op = leave_op(f, cond, drop, cb, data, 1, &err);
+  if (op == NULL)
+    lk__log(LK__FAIR_CLIENT(f), LK_LOG_WARN,
+            "cannot leave a fair lock's queue (%s); the entry is skipped once "
+            "its deadline passes",
+            lk_err_name(err));
+  return op;
+}
+
+/* --- replies --- */
+
+/* The tag of a well-formed reply, or -1. */
+static int reply_tag(const redisReply *r) {
+  size_t i;
+  if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2)
+    return -1;
+  for (i = 0; i < r->elements; i++)
+    if (r->element[i]->type != REDIS_REPLY_INTEGER)
+      return -1;
+  switch (r->element[0]->integer) {
+  case TAG_GRANTED:
+    return r->elements == 2 || r->elements == 4 ? TAG_GRANTED : -1;
+  case TAG_QUEUED:
+    return r->elements == 3 ? TAG_QUEUED : -1;
+  case TAG_OUT:
+    return r->elements == 2 ? TAG_OUT : -1;
+  default:
+    return -1;
+  }
+}
+
+static int always(int status, const redisReply *r) {
+  (void)status;
+  (void)r;
+  return 1;
+}
+
+static int granted(int status, const redisReply *r) {
+  return status == 0 && reply_tag(r) == TAG_GRANTED;
+}
+
+/* --- one attempt --- */
+
+int lk__fair_attempt(lk__obj_t *o) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  lk_client_t *c = o->client;
+  char lease[24], before[24], timeout[24], floor[24];
+  const char *argv[10];
+  size_t lens[10];
+  int n = 0, nkeys, err = 0;
+  /* The last try (wait 0, or the budget is spent) never joins the queue and
+   * leaves it if this owner is in it: one command, no clean-up after. */
+  int last = o->wait_ms == 0;
+  snprintf(lease, sizeof(lease), "%" PRId64, f->req_lease_ms);
+  snprintf(before, sizeof(before), "%" PRId64,
+           f->owner_shared ? (int64_t)-1 : (int64_t)f->holds);
+  snprintf(timeout, sizeof(timeout), "%" PRId64, f->req_waiter_timeout_ms);
+  argv[n] = f->name, lens[n++] = f->name_len;
+  argv[n] = f->queue_key, lens[n++] = f->queue_key_len;
+  argv[n] = f->timeout_key, lens[n++] = f->timeout_key_len;
+  if (f->req_fenced)
+    argv[n] = f->token_key, lens[n++] = f->token_key_len;
+  nkeys = n;
+  argv[n] = lease, lens[n++] = strlen(lease);
+  argv[n] = f->owner, lens[n++] = f->owner_len;
+  argv[n] = before, lens[n++] = strlen(before);
+  argv[n] = timeout, lens[n++] = strlen(timeout);
+  argv[n] = last ? "last" : "wait", lens[n++] = 4;
+  if (f->req_fenced) {
+    snprintf(floor, sizeof(floor), "%" PRId64,
+             lk__token_highest(c, f->name, f->name_len) + 1);
+    argv[n] = floor, lens[n++] = strlen(floor);
+  }
+  o->op = lk__script_call(c, lk__fair_script("fair/acquire"), nkeys, n - nkeys, argv, lens,
+                          on_acquire_reply, f, &err);
+  if (o->op == NULL)
+    return err;
+  if (!last)
+    f->maybe_queued = 1;
+  return 0;
+}
+
+/* The server granted a hold: count it, start or refresh its lease keeping,
+ * check the fencing token (as the reentrant lock does). */
+static void acquired(lk_fair_t *f, const redisReply *r) {
+  lk_client_t *c = LK__FAIR_CLIENT(f);
+  uint64_t sent = c->completing_sent_ns;
+  long long count = r->element[1]->integer;
+  uint32_t before = f->holds;
+  f->maybe_queued = 0;
+  f->position = -1;
+  if (f->lost) {
+    /* A re-entry that was in flight when the lease was declared lost: the
+     * give-back queued behind it dropped the holds counted then; drop the
+     * one this attempt added too, if it survived that. */
+    if (count > (long long)f->holds)
+      lk__fair_give_back(f, -1, (uint32_t)(count - (long long)f->holds));
+    f->lost = 0;
+    f->holds = 0;
+    lk__fair_finish(f, LK_ELEASELOST);
+    return;
+  }
+  if (!f->owner_shared && before > 0 && count != (long long)before + 1) {
+    /* A re-entry found fewer holds than this owner had: the earlier ones
+     * were lost and someone else may have held the lock in between. */
+    f->holds = (uint32_t)(count > 0 && count <= UINT32_MAX ? count : 1);
+    lk__fair_lose(f);
+    f->holds = 0;
+    f->lost = 0;
+    /* on_lost may have canceled or closed: that completion stands. */
+    if (f->base.waiting)
+      lk__fair_finish(f, LK_ELEASELOST);
+    return;
+  }
+  f->holds++;
+  f->lease_ms = f->req_lease_ms;
+  if (f->req_watchdog) {
+    if (lk__wd_watching(&f->wd))
+      lk__wd_remove(c, &f->wd);
+    lk__wd_add(c, &f->wd, sent);
+  } else {
+    f->hold_deadline_ns = sent + (uint64_t)f->req_lease_ms * 1000000u -
+                          lk__wd_drift_ns(f->req_lease_ms);
+  }
+  if (f->req_fenced && r->elements == 4) {
+    int64_t token = r->element[2]->integer;
+    lk__token_seen(c, f->name, f->name_len, token);
+    if (r->element[3]->integer != 0) {
+      lk__log(c, LK_LOG_ERROR, "fencing token went backwards for a fair lock "
+                               "(server lost its data); acquisition refused");
+      lk__fair_give_back(f, -1, 1);
+      f->holds = before;
+      if (f->holds == 0 && lk__wd_watching(&f->wd))
+        lk__wd_remove(c, &f->wd);
+      lk__fair_finish(f, LK_ETOKEN);
+      return;
+    }
+    f->token = token;
+  }
+  lk__fair_finish(f, 0);
+}
+
+/* Still waiting: report a new position, then sleep until a message on this
+ * owner's channel, the script's hint, or the refresh interval. */
+static void queued(lk_fair_t *f, const redisReply *r) {
+  lk__obj_t *o = &f->base;
+  long long hint = r->element[1]->integer, pos = r->element[2]->integer;
+  int64_t refresh = f->req_waiter_timeout_ms / 3;
+  f->maybe_queued = 1;
+  if (pos != f->position) {
+    f->position = pos;
+    if (f->on_queued != NULL) {
+      f->on_queued(f, 0, f->queued_arg);
+      if (!o->waiting)
+        return; /* canceled or closed from the callback */
+    }
+  }
+  /* Re-polls refresh this waiter's deadline, so they come at least every
+   * timeout/3; a waiter that is not next needs nothing else (its turn is
+   * announced on its channel), the next one also wakes when the holder's
+   * lease or a silent predecessor's deadline runs out. */
+  if (hint < 0 || hint > refresh)
+    hint = refresh;
+  lk__obj_busy(o, hint);
+}
+
+static void on_acquire_reply(void *data, int status, redisReply *r) {
+  lk_fair_t *f = data;
+  lk__obj_t *o = &f->base;
+  int tag;
+  o->op = NULL;
+  if (status == 0) {
+    /* Any answer settles an earlier lost one: a grant it took would show
+     * as the expected count plus one, and be reported as this grant. */
+    f->outcome_open = 0;
+    tag = reply_tag(r);
+    if (tag == TAG_GRANTED) {
+      acquired(f, r);
+    } else if (tag == TAG_QUEUED) {
+      queued(f, r);
+    } else if (tag == TAG_OUT) {
+      f->maybe_queued = 0;
+      f->position = -1;
+      lk__obj_busy(o, r->element[1]->integer);
+    } else {
+      lk__fair_finish(f, LK_EPROTOCOL);
+    }
+    return;
+  }
+  lk__obj_error(o, r);
+  if (status == LK_EUNKNOWN && !f->owner_shared && lk__obj_remaining_ms(o) > 0) {
+    /* Safe to resend as often as the budget allows: the script recognises
+     * an earlier attempt that took the lock by the expected count, and
+     * joining the queue twice is a refresh. */
+    int rc;
+    f->outcome_open = 1;
+    rc = lk__obj_try(o);
+    if (rc != 0)
+      lk__fair_finish(f, rc);
+    return;
+  }
+  if (status == LK_EUNKNOWN)
+    f->outcome_open = 1;
+  if (lk__obj_transient(status) && status != LK_EUNKNOWN) {
+    lk__obj_retry_or_finish(o, status);
+    return;
+  }
+  lk__fair_finish(f, status);
+}
+
+/* --- an attempt left behind (cancel, timeout, close) --- */
+
+void lk__fair_abandon(lk__obj_t *o) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  lk_client_t *c = o->client;
+  lk__op_t *undo;
+  int err = 0;
+  if (o->kind != LK__FAIR_OP_ACQUIRE) {
+    lk__op_retarget(o->op, NULL, NULL);
+    return;
+  }
+  f->maybe_queued = 0;
+  f->outcome_open = 0;
+  if (!f->owner_shared && f->holds == 0) {
+    /* Retire this identity. Once the attempt's outcome is known, whatever
+     * it left (a queue entry, a hold) is removed; the object goes on under a
+     * fresh owner, so a later acquire can never be mistaken for this one,
+     * however the connection reorders or loses things. */
+    undo = leave_op(f, -1, -1, NULL, NULL, 0, &err);
+    if (undo != NULL) {
+      lk__op_follow_up(c, o->op, undo, always);
+    } else {
+      lk__op_retarget(o->op, NULL, NULL);
+      lk__log(c, LK_LOG_WARN, "cannot prepare leaving a fair lock's queue (%s); "
+                              "the entry is skipped once its deadline passes",
+              lk_err_name(err));
+    }
+    if (!o->closing)
+      lk__fair_take_owner(f, c->id, ++c->next_tid);
+    return;
+  }
+  /* The identity stays (it holds, or the user chose it). The clean-up goes
+   * right behind the attempt, ahead of anything this object sends later:
+   * it leaves the queue and gives back only a hold the attempt added. */
+  if (f->owner_shared) {
+    undo = leave_op(f, -1, 1, NULL, NULL, 0, &err);
+    if (undo != NULL)
+      lk__op_follow_up(c, o->op, undo, granted);
+    else
+      lk__op_retarget(o->op, NULL, NULL);
+    lk__fair_leave(f, -1, 0, NULL, NULL);
+  } else {
+    lk__op_retarget(o->op, NULL, NULL);
+    lk__fair_leave(f, (int64_t)f->holds + 1, 1, NULL, NULL);
+  }
+}
+
+/* --- the entry point --- */
+
+void lk_fair_opts_init(lk_fair_opts_t *o) {
+  if (o == NULL)
+    return;
+  o->wait_ms = 0;
+  o->lease_ms = LK_LEASE_DEFAULT;
+  o->fenced = 0;
+  o->waiter_timeout_ms = LK_FAIR_WAITER_TIMEOUT_DEFAULT;
+}
+
+int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, void *arg) {
+  lk_fair_opts_t defaults;
+  int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (opts == NULL) {
+    lk_fair_opts_init(&defaults);
+    opts = &defaults;
+  }
+  if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms) ||
+      opts->waiter_timeout_ms < LK_FAIR_WAITER_TIMEOUT_MIN ||
+      opts->waiter_timeout_ms > LK_MAX_TIME_MS)
+    return LK_EINVAL;
+  if (f->holds == UINT32_MAX)
+    return LK_EINVAL;
+  if (opts->fenced && f->token_key == NULL) {
+    f->token_key = lk__prefix_name("redisson_lock_token", f->name, f->name_len,
+                                   &f->token_key_len);
+    if (f->token_key == NULL)
+      return LK_ENOMEM;
+  }
+  if (f->lost) {
+    /* Told of the loss already; what the server may have kept was given
+     * back then. Start afresh. */
+    f->lost = 0;
+    f->holds = 0;
+  }
+  lk__fair_begin(f, LK__FAIR_OP_ACQUIRE, cb, arg);
+  lk__obj_wait_begin(&f->base, opts->wait_ms);
+  f->req_fenced = opts->fenced != 0;
+  f->req_waiter_timeout_ms = opts->waiter_timeout_ms;
+  /* As for the reentrant lock: a re-entry while the watchdog keeps this
+   * owner's lease keeps the watchdog's lease. */
+  f->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__wd_watching(&f->wd);
+  f->req_lease_ms = f->req_watchdog ? LK__FAIR_CLIENT(f)->o.default_lease_ms : opts->lease_ms;
+  rc = lk__obj_try(&f->base);
+  if (rc != 0) {
+    f->base.kind = LK__FAIR_OP_NONE;
+    f->base.waiting = 0;
+  }
+  return rc;
+}
+
+int lk_fair_cancel(lk_fair_t *f) {
+  return lk__obj_cancel(f ? &f->base : NULL, LK__FAIR_OP_ACQUIRE);
+}

@@ -1,0 +1,250 @@
+/* Fair lock, wire compatible with Redisson's RFairLock (research/redisson.md
+ * §2): lifecycle, identity and accessors. One object is one owner with at
+ * most one operation pending; it knows its own hold count (the scripts take
+ * it as the expected count, as the reentrant lock's do) and keeps its own
+ * channel subscribed from its first wait until it closes. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fair/fair_internal.h"
+
+#define LK__FAIR_QUEUE_PREFIX "redisson_lock_queue"
+#define LK__FAIR_TIMEOUT_PREFIX "redisson_lock_timeout"
+#define LK__FAIR_CHANNEL_PREFIX "redisson_lock__channel"
+
+const lk__script_t *lk__fair_script(const char *name) {
+  return lk__script_find(name); /* present: embedded at build time */
+}
+
+void lk__fair_begin(lk_fair_t *f, int kind, lk_fair_cb cb, void *arg) {
+  lk__obj_begin(&f->base, kind);
+  f->cb = cb;
+  f->arg = arg;
+  f->unknown_resends = 0;
+  f->outcome_open = 0;
+}
+
+void lk__fair_finish(lk_fair_t *f, int status) { lk__obj_finish(&f->base, status); }
+
+static void on_complete(lk__obj_t *o, int kind, int status) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  lk_fair_cb cb = f->cb;
+  lk_client_t *c = o->client;
+  if (kind == LK__FAIR_OP_ACQUIRE) {
+    /* Ended without the lock: whatever queue entry a waiting attempt made
+     * goes now, and a hold an attempt with a lost reply may have taken is
+     * given back (only if the count shows it). Sent before anything the
+     * callback may start, so it cannot undo a later acquire of this object. */
+    if (status != 0 && f->outcome_open && !f->owner_shared)
+      lk__fair_leave(f, (int64_t)f->holds + 1, 1, NULL, NULL);
+    else if (status != 0 && (f->maybe_queued || f->outcome_open))
+      lk__fair_leave(f, -1, 0, NULL, NULL);
+    if (status != 0 && status != LK_ECANCELED && f->outcome_open)
+      status = LK_EUNKNOWN;
+    f->maybe_queued = 0;
+    f->outcome_open = 0;
+    f->position = -1;
+    if (status == 0) {
+      c->stats.acquires++;
+      if (o->waited)
+        c->stats.acquire_waits++;
+      if (o->woken_ns != 0)
+        c->stats.handoff_ns_total += lk__now_ns() - o->woken_ns;
+    }
+  }
+  if (kind == LK__FAIR_OP_RELEASE && status == 0)
+    c->stats.releases++;
+  f->cb = NULL;
+  if (cb != NULL)
+    cb(f, status, f->arg);
+}
+
+/* --- identity --- */
+
+int lk__fair_take_owner(lk_fair_t *f, const char *client_id, uint64_t tid) {
+  char owner[LK__FAIR_OWNER_MAX];
+  int n = snprintf(owner, sizeof(owner), "%s:%" PRIu64, client_id, tid);
+  if (n < 0 || (size_t)n >= sizeof(owner))
+    return LK_EINVAL;
+  /* Messages on the old owner's channel mean nothing to the new one. */
+  lk__sub_stop(&f->base.sub);
+  memcpy(f->owner, owner, (size_t)n + 1);
+  f->owner_len = (size_t)n;
+  f->wd.owner_len = f->owner_len;
+  /* The channel buffer was sized for the longest owner at creation. */
+  memcpy(f->channel + f->channel_base_len + 1, owner, (size_t)n + 1);
+  f->channel_len = f->channel_base_len + 1 + (size_t)n;
+  f->base.channel_len = f->channel_len;
+  return 0;
+}
+
+int lk_fair_set_owner(lk_fair_t *f, const char *client_id, uint64_t thread_id) {
+  int rc = lk__obj_check(f ? &f->base : NULL);
+  if (rc != 0)
+    return rc;
+  if (client_id != NULL && !lk__valid_client_id(client_id))
+    return LK_EINVAL;
+  if (f->base.kind != LK__FAIR_OP_NONE || f->holds > 0)
+    return LK_EBUSY;
+  rc = lk__fair_take_owner(f, client_id ? client_id : LK__FAIR_CLIENT(f)->id, thread_id);
+  if (rc == 0)
+    f->owner_shared = 1;
+  return rc;
+}
+
+/* --- close --- */
+
+static void on_close_leave(void *data, int status, redisReply *r) {
+  lk_fair_t *f = data;
+  (void)r;
+  f->base.op = NULL;
+  if (status != 0 && status != LK_ECANCELED)
+    lk__log(LK__FAIR_CLIENT(f), LK_LOG_WARN,
+            "release on close failed (%s); the lock expires with its lease",
+            lk_err_name(status));
+  f->holds = 0;
+  lk__obj_close_done(&f->base);
+}
+
+/* Close gives back every hold (renewal stops first). The queue entry of a
+ * waiting acquire was removed when its cancellation completed. */
+static int on_close_release_start(lk__obj_t *o) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  if (lk__wd_watching(&f->wd))
+    lk__wd_remove(o->client, &f->wd);
+  if (f->holds == 0)
+    return 0;
+  o->op = lk__fair_leave(f, -1, (int64_t)f->holds, on_close_leave, f);
+  return o->op != NULL;
+}
+
+static void on_closed(lk__obj_t *o) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  if (f->close_cb != NULL)
+    f->close_cb(f);
+}
+
+static void free_fair(lk__obj_t *o) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  lk__free(f->token_key);
+  lk__free(f->name);
+  lk__free(f->queue_key);
+  lk__free(f->timeout_key);
+  lk__free(f->channel_base);
+  lk__free(f->channel);
+  lk__free(f);
+}
+
+static const lk__obj_ops_t lk__fair_ops = {
+    .complete = on_complete,
+    .attempt = lk__fair_attempt,
+    .abandon = lk__fair_abandon,
+    .close_release = on_close_release_start,
+    .closed = on_closed,
+    .free = free_fair,
+};
+
+int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
+  lk_fair_t *f;
+  size_t len;
+  int rc = lk__check_client(c);
+  if (rc != 0)
+    return rc;
+  if (out == NULL)
+    return LK_EINVAL;
+  rc = lk__check_name(c, name, &len);
+  if (rc != 0)
+    return rc;
+  f = lk__calloc(1, sizeof(*f));
+  if (f == NULL)
+    return LK_ENOMEM;
+  f->name = lk__memdup0(name, len);
+  f->name_len = len;
+  f->queue_key = lk__prefix_name(LK__FAIR_QUEUE_PREFIX, name, len, &f->queue_key_len);
+  f->timeout_key = lk__prefix_name(LK__FAIR_TIMEOUT_PREFIX, name, len, &f->timeout_key_len);
+  f->channel_base =
+      lk__prefix_name(LK__FAIR_CHANNEL_PREFIX, name, len, &f->channel_base_len);
+  if (f->channel_base != NULL) {
+    f->channel = lk__malloc(f->channel_base_len + 1 + LK__FAIR_OWNER_MAX);
+    if (f->channel != NULL) {
+      memcpy(f->channel, f->channel_base, f->channel_base_len);
+      f->channel[f->channel_base_len] = ':';
+    }
+  }
+  if (f->name == NULL || f->queue_key == NULL || f->timeout_key == NULL ||
+      f->channel == NULL) {
+    f->base.ops = &lk__fair_ops;
+    free_fair(&f->base);
+    return LK_ENOMEM;
+  }
+  f->lease_ms = c->o.default_lease_ms;
+  f->position = -1;
+  f->wd.cls = &lk__wd_lock_class; /* renewed exactly as a reentrant lock */
+  f->wd.keys[0] = f->name;
+  f->wd.key_lens[0] = f->name_len;
+  f->wd.owner = f->owner;
+  f->wd.on_event = lk__fair_on_wd_event;
+  lk__queue_init(&f->wd.node);
+  lk__obj_init(&f->base, c, &lk__fair_ops);
+  f->base.channel = f->channel;
+  f->base.keep_sub = 1;
+  lk__fair_take_owner(f, c->id, ++c->next_tid);
+  *out = f;
+  return 0;
+}
+
+int lk_fair_close(lk_fair_t *f, lk_fair_close_cb close_cb) {
+  int rc;
+  if (f == NULL)
+    return LK_EINVAL;
+  rc = lk__obj_close(&f->base);
+  if (rc == 0)
+    f->close_cb = close_cb;
+  return rc;
+}
+
+/* --- callbacks and accessors --- */
+
+int lk_fair_set_lost_cb(lk_fair_t *f, lk_fair_cb on_lost, void *arg) {
+  int rc = lk__obj_check(f ? &f->base : NULL);
+  if (rc != 0)
+    return rc;
+  f->on_lost = on_lost;
+  f->lost_arg = arg;
+  return 0;
+}
+
+int lk_fair_set_queue_cb(lk_fair_t *f, lk_fair_cb on_queued, void *arg) {
+  int rc = lk__obj_check(f ? &f->base : NULL);
+  if (rc != 0)
+    return rc;
+  f->on_queued = on_queued;
+  f->queued_arg = arg;
+  return 0;
+}
+
+int64_t lk_fair_position(const lk_fair_t *f) { return f ? f->position : -1; }
+
+int lk_fair_is_held(const lk_fair_t *f) {
+  uint64_t now;
+  if (f == NULL || f->holds == 0 || f->lost)
+    return 0;
+  now = lk__now_ns();
+  if (lk__wd_watching(&f->wd))
+    return now < lk__wd_deadline(LK__FAIR_CLIENT(f), &f->wd);
+  return now < f->hold_deadline_ns;
+}
+
+int64_t lk_fair_token(const lk_fair_t *f) { return f ? f->token : 0; }
+uint32_t lk_fair_hold_count(const lk_fair_t *f) { return f ? f->holds : 0; }
+int64_t lk_fair_result(const lk_fair_t *f) { return f ? f->base.result : 0; }
+const char *lk_fair_error_text(const lk_fair_t *f) { return f ? f->base.errtext : ""; }
+const char *lk_fair_name(const lk_fair_t *f) { return f ? f->name : NULL; }
+const char *lk_fair_owner(const lk_fair_t *f) { return f ? f->owner : NULL; }
+lk_client_t *lk_fair_client(const lk_fair_t *f) { return f ? LK__FAIR_CLIENT(f) : NULL; }
+void *lk_fair_get_data(const lk_fair_t *f) { return f ? f->base.data : NULL; }
+void lk_fair_set_data(lk_fair_t *f, void *data) {
+  if (f != NULL)
+    f->base.data = data;
+}

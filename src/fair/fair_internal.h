@@ -1,0 +1,106 @@
+#ifndef LK_FAIR_INTERNAL_H
+#define LK_FAIR_INTERNAL_H
+
+/* The fair lock's object and what its files share (fair.c: lifecycle and
+ * accessors; acquire.c: queueing and waiting; release.c: release, force
+ * release, queries, lease loss). */
+
+#include "core/internal.h"
+#include "core/object.h"
+#include "core/watchdog.h"
+
+#define LK__FAIR_OWNER_MAX 96
+#define LK__FAIR_UNKNOWN_RESENDS 3 /* releases; a waiting acquire resends within its budget */
+
+enum lk__fair_op {
+  LK__FAIR_OP_NONE = 0,
+  LK__FAIR_OP_ACQUIRE,
+  LK__FAIR_OP_RELEASE,
+  LK__FAIR_OP_FORCE,
+  LK__FAIR_OP_QUERY_EXISTS,
+  LK__FAIR_OP_QUERY_TTL,
+  LK__FAIR_OP_QUERY_HOLDS,
+  LK__FAIR_OP_QUERY_QUEUE
+};
+
+struct lk_fair_s {
+  lk__obj_t base; /* first: the shared object body (core/object.h) */
+  char *name;
+  size_t name_len;
+  char *queue_key; /* redisson_lock_queue:{NAME} */
+  size_t queue_key_len;
+  char *timeout_key; /* redisson_lock_timeout:{NAME} */
+  size_t timeout_key_len;
+  char *channel_base; /* redisson_lock__channel:{NAME}; waiters add :OWNER */
+  size_t channel_base_len;
+  /* This owner's channel, base:OWNER. Sized for the longest owner once, so
+   * a new owner never allocates. base.channel points here. */
+  char *channel;
+  size_t channel_len;
+  char owner[LK__FAIR_OWNER_MAX];
+  size_t owner_len;
+  int owner_shared;
+  uint32_t holds;
+  int64_t lease_ms; /* of the current holding: re-applied by a partial release */
+  char *token_key;  /* fenced acquisitions only, made on first use */
+  size_t token_key_len;
+  int64_t token;
+
+  /* leases, as the reentrant lock keeps them */
+  lk__wd_entry_t wd;
+  uint64_t hold_deadline_ns;
+  int lost;
+  lk_fair_cb on_lost;
+  void *lost_arg;
+
+  /* the queue */
+  lk_fair_cb on_queued;
+  void *queued_arg;
+  int64_t position; /* last reported; -1 = not queued */
+  /* A waiting attempt was sent and nothing since says this owner is out of
+   * the queue: an acquire that ends without the lock must leave it. */
+  int maybe_queued;
+  /* An attempt's reply was lost (LK_EUNKNOWN) and no answer since settled
+   * it: an acquire that ends without the lock gives back the hold that
+   * attempt may have taken, and reports LK_EUNKNOWN. */
+  int outcome_open;
+
+  /* the pending operation (the rest is in base) */
+  lk_fair_cb cb;
+  void *arg;
+  int64_t req_lease_ms;
+  int64_t req_waiter_timeout_ms;
+  int req_watchdog;
+  int req_fenced;
+  int unknown_resends;
+  uint32_t release_before;
+  lk_fair_close_cb close_cb;
+};
+
+#define LK__FAIR_CLIENT(f) ((f)->base.client)
+
+const lk__script_t *lk__fair_script(const char *name);
+void lk__fair_begin(lk_fair_t *f, int kind, lk_fair_cb cb, void *arg);
+void lk__fair_finish(lk_fair_t *f, int status);
+
+/* acquire.c */
+int lk__fair_attempt(lk__obj_t *o);
+void lk__fair_abandon(lk__obj_t *o);
+/* Leaves the queue, and drops `drop` holds (-1 all, 0 none) when the owner's
+ * count is `cond` (-1: whatever it is). Sent now, behind anything this
+ * object sent before. cb/data NULL: nobody waits for it. */
+lk__op_t *lk__fair_leave(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb cb,
+                         void *data);
+
+/* release.c */
+void lk__fair_lose(lk_fair_t *f);
+void lk__fair_on_wd_event(lk__wd_entry_t *e, int event);
+/* Gives back n holds the object no longer counts as its own. Best effort. */
+void lk__fair_give_back(lk_fair_t *f, int64_t before, uint32_t n);
+
+/* fair.c */
+/* Takes the identity client_id:tid and rebuilds the channel name; the
+ * channel subscription, if any, is dropped (it was the old owner's). */
+int lk__fair_take_owner(lk_fair_t *f, const char *client_id, uint64_t tid);
+
+#endif /* LK_FAIR_INTERNAL_H */

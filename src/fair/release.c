@@ -1,0 +1,242 @@
+/* Fair lock release, force release, server queries and lease loss. A release
+ * wakes only the next waiter in line, on its own channel. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fair/fair_internal.h"
+
+/* Formats the release script: n holds, applied only if the owner's count is
+ * `before` (-1: whatever it is). */
+static lk__op_t *release_op(lk_fair_t *f, int64_t before, uint32_t n, lk__op_cb cb,
+                            void *data, int *err) {
+  char lease[24], bef[24], cnt[16];
+  const char *argv[9];
+  size_t lens[9];
+  snprintf(lease, sizeof(lease), "%" PRId64, f->lease_ms);
+  snprintf(bef, sizeof(bef), "%" PRId64, before);
+  snprintf(cnt, sizeof(cnt), "%" PRIu32, n);
+  argv[0] = f->name, lens[0] = f->name_len;
+  argv[1] = f->queue_key, lens[1] = f->queue_key_len;
+  argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
+  argv[3] = f->channel_base, lens[3] = f->channel_base_len;
+  argv[4] = lease, lens[4] = strlen(lease);
+  argv[5] = f->owner, lens[5] = f->owner_len;
+  argv[6] = "PUBLISH", lens[6] = 7;
+  argv[7] = bef, lens[7] = strlen(bef);
+  argv[8] = cnt, lens[8] = strlen(cnt);
+  return lk__script_call(LK__FAIR_CLIENT(f), lk__fair_script("fair/release"), 4, 5, argv,
+                         lens, cb, data, err);
+}
+
+void lk__fair_give_back(lk_fair_t *f, int64_t before, uint32_t n) {
+  int err = 0;
+  if (n > 0)
+    release_op(f, before, n, lk__cleanup_cb, LK__FAIR_CLIENT(f), &err);
+}
+
+/* --- release --- */
+
+static void on_release_reply(void *data, int status, redisReply *r);
+
+static int release_attempt(lk_fair_t *f, int resend) {
+  int err = 0;
+  f->base.op = release_op(f, resend && !f->owner_shared ? (int64_t)f->release_before : -1,
+                          1, on_release_reply, f, &err);
+  return f->base.op != NULL ? 0 : err;
+}
+
+/* A release ended: nothing held means nothing to renew; otherwise renewal
+ * resumes (it was paused while the last hold's release was in flight). */
+static void release_finish(lk_fair_t *f, int status) {
+  if (f->holds == 0) {
+    f->lost = 0;
+    if (lk__wd_watching(&f->wd))
+      lk__wd_remove(LK__FAIR_CLIENT(f), &f->wd);
+  }
+  f->wd.paused = 0;
+  lk__fair_finish(f, status);
+}
+
+static void on_release_reply(void *data, int status, redisReply *r) {
+  lk_fair_t *f = data;
+  long long v;
+  f->base.op = NULL;
+  if (status == 0 && r->type == REDIS_REPLY_NIL) {
+    /* The server has no hold for this owner: the lease ran out. */
+    f->holds = 0;
+    release_finish(f, LK_ENOTOWNER);
+    return;
+  }
+  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
+    f->holds = f->release_before - 1;
+    if (v == 1 && !f->owner_shared)
+      f->holds = 0;
+    f->base.result = v;
+    release_finish(f, 0);
+    return;
+  }
+  if (status == 0) {
+    release_finish(f, LK_EPROTOCOL);
+    return;
+  }
+  lk__obj_error(&f->base, r);
+  /* Resend after a lost reply: the expected count makes it apply once. */
+  if ((status == LK_EUNKNOWN || (status == LK_ECONN && f->unknown_resends > 0)) &&
+      !f->owner_shared && f->unknown_resends < LK__FAIR_UNKNOWN_RESENDS) {
+    f->unknown_resends++;
+    if (release_attempt(f, 1) == 0)
+      return;
+  }
+  release_finish(f, f->unknown_resends > 0 && status == LK_ECONN ? LK_EUNKNOWN : status);
+}
+
+int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
+  int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (f->holds == 0)
+    return LK_ENOTHELD;
+  if (f->lost) {
+    /* on_lost told the loss; the server's side was given back then. */
+    f->holds = 0;
+    f->lost = 0;
+    return LK_ELEASELOST;
+  }
+  lk__fair_begin(f, LK__FAIR_OP_RELEASE, cb, arg);
+  f->release_before = f->holds;
+  /* No renewal may follow the release of the last hold. */
+  if (f->holds == 1)
+    f->wd.paused = 1;
+  rc = release_attempt(f, 0);
+  if (rc != 0) {
+    f->base.kind = LK__FAIR_OP_NONE;
+    f->wd.paused = 0;
+  }
+  return rc;
+}
+
+/* --- force release and queries --- */
+
+static void on_simple_reply(void *data, int status, redisReply *r) {
+  lk_fair_t *f = data;
+  long long v;
+  f->base.op = NULL;
+  if (status != 0) {
+    lk__obj_error(&f->base, r);
+    lk__fair_finish(f, status);
+    return;
+  }
+  if (f->base.kind == LK__FAIR_OP_QUERY_HOLDS) {
+    if (r->type == REDIS_REPLY_NIL) {
+      f->base.result = 0;
+    } else if (r->type == REDIS_REPLY_STRING) {
+      f->base.result = strtoll(r->str, NULL, 10);
+    } else {
+      lk__fair_finish(f, LK_EPROTOCOL);
+      return;
+    }
+    lk__fair_finish(f, 0);
+    return;
+  }
+  if (!lk__reply_is_int(r, &v)) {
+    lk__fair_finish(f, LK_EPROTOCOL);
+    return;
+  }
+  f->base.result = v;
+  if (f->base.kind == LK__FAIR_OP_FORCE) {
+    f->holds = 0;
+    f->lost = 0;
+    if (lk__wd_watching(&f->wd))
+      lk__wd_remove(LK__FAIR_CLIENT(f), &f->wd);
+  }
+  lk__fair_finish(f, 0);
+}
+
+static int start_simple(lk_fair_t *f, enum lk__fair_op kind, lk_fair_cb cb, void *arg) {
+  const char *argv[5];
+  size_t lens[5];
+  lk_client_t *c;
+  int err = 0, rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  c = LK__FAIR_CLIENT(f);
+  lk__fair_begin(f, kind, cb, arg);
+  switch (kind) {
+  case LK__FAIR_OP_FORCE:
+    argv[0] = f->name, lens[0] = f->name_len;
+    argv[1] = f->queue_key, lens[1] = f->queue_key_len;
+    argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
+    argv[3] = f->channel_base, lens[3] = f->channel_base_len;
+    argv[4] = "PUBLISH", lens[4] = 7;
+    f->base.op = lk__script_call(c, lk__fair_script("fair/force_release"), 4, 1, argv, lens,
+                                 on_simple_reply, f, &err);
+    break;
+  case LK__FAIR_OP_QUERY_QUEUE:
+    argv[0] = f->timeout_key, lens[0] = f->timeout_key_len;
+    f->base.op = lk__script_call(c, lk__fair_script("fair/queue_length"), 1, 0, argv, lens,
+                                 on_simple_reply, f, &err);
+    break;
+  case LK__FAIR_OP_QUERY_HOLDS:
+    argv[0] = "HGET", lens[0] = 4;
+    argv[1] = f->name, lens[1] = f->name_len;
+    argv[2] = f->owner, lens[2] = f->owner_len;
+    f->base.op = lk__cmd_argv(c, 3, argv, lens, on_simple_reply, f, &err);
+    break;
+  default:
+    argv[0] = kind == LK__FAIR_OP_QUERY_TTL ? "PTTL" : "EXISTS";
+    lens[0] = strlen(argv[0]);
+    argv[1] = f->name, lens[1] = f->name_len;
+    f->base.op = lk__cmd_argv(c, 2, argv, lens, on_simple_reply, f, &err);
+    break;
+  }
+  if (f->base.op == NULL) {
+    f->base.kind = LK__FAIR_OP_NONE;
+    return err;
+  }
+  return 0;
+}
+
+int lk_fair_force_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
+  return start_simple(f, LK__FAIR_OP_FORCE, cb, arg);
+}
+int lk_fair_is_locked(lk_fair_t *f, lk_fair_cb cb, void *arg) {
+  return start_simple(f, LK__FAIR_OP_QUERY_EXISTS, cb, arg);
+}
+int lk_fair_remaining_ttl(lk_fair_t *f, lk_fair_cb cb, void *arg) {
+  return start_simple(f, LK__FAIR_OP_QUERY_TTL, cb, arg);
+}
+int lk_fair_server_hold_count(lk_fair_t *f, lk_fair_cb cb, void *arg) {
+  return start_simple(f, LK__FAIR_OP_QUERY_HOLDS, cb, arg);
+}
+int lk_fair_queue_length(lk_fair_t *f, lk_fair_cb cb, void *arg) {
+  return start_simple(f, LK__FAIR_OP_QUERY_QUEUE, cb, arg);
+}
+
+/* --- leases --- */
+
+void lk__fair_on_wd_event(lk__wd_entry_t *e, int event) {
+  lk_fair_t *f = lk__container_of(e, lk_fair_t, wd);
+  if (event == LK__WD_LATE) {
+    /* A renewal overtook the loss and extended the lease: give it back
+     * rather than let a lock nobody believes it holds live on. */
+    lk__fair_give_back(f, -1, f->holds ? f->holds : 1);
+    return;
+  }
+  lk__fair_lose(f);
+}
+
+/* The holds are gone: stop renewing, give back what the server may still
+ * have for this owner (waking the next waiter), tell the holder. */
+void lk__fair_lose(lk_fair_t *f) {
+  lk_client_t *c = LK__FAIR_CLIENT(f);
+  if (f->wd.in_ring)
+    lk__wd_remove(c, &f->wd);
+  f->lost = 1;
+  c->stats.leases_lost++;
+  lk__log(c, LK_LOG_WARN, "lease lost on a held fair lock");
+  lk__fair_give_back(f, -1, f->holds);
+  if (f->on_lost != NULL && !f->base.closing)
+    f->on_lost(f, LK_ELEASELOST, f->lost_arg);
+}

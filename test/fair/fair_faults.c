@@ -1,0 +1,314 @@
+/* Fair lock under faults: a cancel racing the grant, pub/sub killed while
+ * queued, lost replies while queued, a server restart that loses the queue,
+ * a user without channel permission. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fair_fixture.h"
+#include "proxy.h"
+
+typedef struct {
+  int closed;
+} client_done_t;
+
+static void on_client_closed(lk_client_t *c) {
+  client_done_t *d = lk_client_get_data(c);
+  d->closed = 1;
+}
+
+/* A second client on the fixture's loop, straight to the server. */
+static lk_client_t *direct_client(fx_t *fx) {
+  lk_client_opts_t o;
+  lk_client_t *c = NULL;
+  fx_client_opts(fx, &o);
+  ASSERT_OK(lk_client_new(&fx->loop, &o, &c));
+  return c;
+}
+
+static void close_client(fx_t *fx, lk_client_t *c) {
+  client_done_t d = {0};
+  lk_client_set_data(c, &d);
+  ASSERT_OK(lk_client_close(c, on_client_closed));
+  rt_run_until(&fx->loop, &d.closed, 5000);
+}
+
+static void start_proxied(fx_t *fx, rt_proxy_t **p, int64_t reply_timeout_ms) {
+  lk_client_opts_t o;
+  memset(fx, 0, sizeof(*fx));
+  ASSERT_OK(uv_loop_init(&fx->loop));
+  fx->srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx->srv);
+  *p = rt_proxy_start(rt_server_port(fx->srv));
+  ASSERT_NOT_NULL(*p);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(*p);
+  o.reconnect_max_ms = 100;
+  o.reply_timeout_ms = reply_timeout_ms;
+  o.connect_timeout_ms = reply_timeout_ms;
+  fx_start_client(fx, &o);
+}
+
+static long long holds_of(fx_t *fx, const char *name, const char *owner) {
+  char *v = rt_cmd_str(fx->srv, "HGET %s %s", name, owner);
+  long long n = v ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
+/* The waiter's winning attempt is on its way back when the acquire is
+ * canceled: the server granted it, so the grant is released, the queue
+ * holds no trace, and the object goes on under a fresh identity. */
+TEST(cancel_racing_the_grant_gives_it_back) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_t *c2;
+  lk_fair_t *h, *w;
+  fsx_t s, s2;
+  char old_owner[128];
+  start_proxied(&fx, &p, 3000);
+  c2 = direct_client(&fx);
+  ASSERT_OK(lk_fair_new(c2, "race", &h));
+  w = fx_fair(&fx, "race");
+  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
+  fsx_start(w, 30000, 30000, 0, &s);
+  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "race") == 1, 3000);
+  {
+    char *ch = fair_channel_of(w);
+    FX_EVENTUALLY(&fx, fair_numsub(fx.srv, ch) == 1, 3000);
+    free(ch);
+  }
+  fx_spin(&fx, 20);
+  snprintf(old_owner, sizeof(old_owner), "%s", lk_fair_owner(w));
+  /* Everything to and from w's client now takes 300 ms each way. */
+  rt_proxy_delay(p, 300);
+  ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
+  /* The message reaches w, its attempt reaches the server and is granted;
+   * the reply is still held by the proxy when we cancel. */
+  FX_EVENTUALLY(&fx, holds_of(&fx, "race", old_owner) == 1, 5000);
+  ASSERT_EQ(s.done, 0);
+  ASSERT_OK(lk_fair_cancel(w));
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_EQ(s.status, LK_ECANCELED);
+  ASSERT_EQ(lk_fair_hold_count(w), 0);
+  ASSERT(strcmp(lk_fair_owner(w), old_owner) != 0);
+  /* Given back once the late reply came: lock free, queue and deadlines
+   * empty. */
+  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS race") == 0, 5000);
+  ASSERT_EQ(fair_llen(fx.srv, "race"), 0);
+  ASSERT_EQ(fair_zcard(fx.srv, "race"), 0);
+  rt_proxy_delay(p, 0);
+  /* The object works on under its new identity. */
+  fsx_start(w, 5000, 30000, 0, &s2);
+  rt_run_until(&fx.loop, &s2.done, 5000);
+  ASSERT_OK(s2.status);
+  ASSERT_EQ(holds_of(&fx, "race", lk_fair_owner(w)), 1);
+  fx_close_fair(&fx, w);
+  {
+    int closed = 0;
+    lk_fair_set_data(h, &closed);
+    ASSERT_OK(lk_fair_close(h, fx_fair_closed_cb));
+    rt_run_until(&fx.loop, &closed, 5000);
+  }
+  close_client(&fx, c2);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+/* The budget runs out while a waiting attempt is unanswered (its reply is
+ * swallowed): the acquire ends (LK_EUNKNOWN once the reply timeout drops
+ * the connection, LK_ETIMEDOUT if the budget's guard comes first), and what
+ * the attempt left is removed once the connection recovers. */
+TEST(budget_spent_with_attempt_unanswered_leaves_no_trace) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_t *c2;
+  lk_fair_t *h, *w;
+  fsx_t s;
+  start_proxied(&fx, &p, 400);
+  c2 = direct_client(&fx);
+  ASSERT_OK(lk_fair_new(c2, "unans", &h));
+  w = fx_fair(&fx, "unans");
+  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
+  ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, w, NULL)); /* connected */
+  /* Let the attempt reach the server, then swallow the reply. */
+  rt_proxy_delay(p, 150);
+  fsx_start(w, 100, 30000, 0, &s);
+  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "unans") == 1, 3000);
+  rt_proxy_blackhole(p, 1);
+  rt_proxy_delay(p, 0);
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT(s.status == LK_EUNKNOWN || s.status == LK_ETIMEDOUT);
+  rt_proxy_blackhole(p, 0);
+  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "unans") == 0, 5000);
+  ASSERT_EQ(fair_zcard(fx.srv, "unans"), 0);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN unans"), 1); /* h's hold only */
+  fx_close_fair(&fx, w);
+  {
+    int closed = 0;
+    lk_fair_set_data(h, &closed);
+    ASSERT_OK(lk_fair_close(h, fx_fair_closed_cb));
+    rt_run_until(&fx.loop, &closed, 5000);
+  }
+  close_client(&fx, c2);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS unans"), 0);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+/* Replies lost while queued: re-polls are resent (a resend is a refresh),
+ * so the waiter stays in the queue exactly once and is served in turn. */
+TEST(lost_replies_while_queued_keep_one_entry) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_t *c2;
+  lk_fair_t *h, *w;
+  fsx_t s;
+  start_proxied(&fx, &p, 400);
+  c2 = direct_client(&fx);
+  ASSERT_OK(lk_fair_new(c2, "lost", &h));
+  w = fx_fair(&fx, "lost");
+  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
+  /* re-polls every 100 ms (timeout 300 / 3) */
+  fsx_start(w, 20000, 30000, 300, &s);
+  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "lost") == 1, 3000);
+  rt_proxy_blackhole(p, 1);
+  fx_spin(&fx, 700); /* a reply timeout or two: reconnect attempts */
+  rt_proxy_blackhole(p, 0);
+  fx_spin(&fx, 300);
+  ASSERT_EQ(s.done, 0);
+  /* Cut off for longer than its timeout, w may have been skipped and
+   * re-joined; either way it is in the queue exactly once. */
+  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "lost") == 1, 3000);
+  ASSERT_EQ(fair_zcard(fx.srv, "lost"), 1);
+  ASSERT_EQ(fair_lpos(fx.srv, "lost", lk_fair_owner(w)), 0);
+  ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(holds_of(&fx, "lost", lk_fair_owner(w)), 1);
+  ASSERT_EQ(fair_llen(fx.srv, "lost"), 0);
+  fx_close_fair(&fx, w);
+  {
+    int closed = 0;
+    lk_fair_set_data(h, &closed);
+    ASSERT_OK(lk_fair_close(h, fx_fair_closed_cb));
+    rt_run_until(&fx.loop, &closed, 5000);
+  }
+  close_client(&fx, c2);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+/* The pub/sub connection is killed while a waiter depends on it; re-polls
+ * are 20 s apart, so only the resubscription (and the attempt it triggers)
+ * plus the turn message can wake it in time. Then again with the release
+ * happening while pub/sub is down (its message is lost). */
+TEST(pubsub_killed_while_queued_still_acquires_promptly) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_fair_t *h, *w;
+  fsx_t s;
+  char *ch;
+  fsx_t rel;
+  int round;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  fx_client_opts(&fx, &o);
+  o.max_repoll_ms = 20000;
+  o.reconnect_max_ms = 100;
+  fx_start_client(&fx, &o);
+  h = fx_fair(&fx, "psk");
+  w = fx_fair(&fx, "psk");
+  ch = fair_channel_of(w);
+  for (round = 0; round < 2; round++) {
+    ASSERT_OK(fsx_acquire(&fx, h, 0, 60000));
+    fsx_start(w, 60000, 60000, 60000, &s); /* refresh every 20 s */
+    FX_EVENTUALLY(&fx, fair_numsub(fx.srv, ch) == 1 && fair_llen(fx.srv, "psk") == 1, 3000);
+    fx_spin(&fx, 20);
+    ASSERT_GE(rt_cmd_int(fx.srv, "CLIENT KILL TYPE pubsub"), 1);
+    if (round == 0) {
+      fx_spin(&fx, 30);
+      FX_EVENTUALLY(&fx, fair_numsub(fx.srv, ch) == 1, 3000);
+      fx_spin(&fx, 20);
+    }
+    ASSERT_EQ(s.done, 0);
+    memset(&rel, 0, sizeof(rel));
+    ASSERT_OK(lk_fair_release(h, fsx_cb, &rel));
+    rt_run_until(&fx.loop, &s.done, 5000);
+    rt_run_until(&fx.loop, &rel.done, 5000);
+    ASSERT_OK(s.status);
+    ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_scaled_ms(1000));
+    ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
+  }
+  free(ch);
+  fx_close_fair(&fx, h);
+  fx_close_fair(&fx, w);
+  fx_finish(&fx);
+}
+
+/* A restart without persistence loses the lock and the queue: the waiter's
+ * next re-poll finds a free lock and takes it. */
+TEST(restart_losing_the_queue_admits_the_waiter) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_fair_t *h, *w;
+  fsx_t s;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  fx_client_opts(&fx, &o);
+  o.reconnect_max_ms = 200;
+  fx_start_client(&fx, &o);
+  h = fx_fair(&fx, "rst");
+  w = fx_fair(&fx, "rst");
+  ASSERT_OK(fsx_acquire(&fx, h, 0, 60000));
+  fsx_start(w, 20000, 10000, 0, &s);
+  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "rst") == 1, 3000);
+  ASSERT_OK(rt_server_restart(fx.srv));
+  rt_run_until(&fx.loop, &s.done, 8000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(holds_of(&fx, "rst", lk_fair_owner(w)), 1);
+  ASSERT_EQ(fsx_run(&fx, lk_fair_release, h, NULL), LK_ENOTOWNER);
+  fx_close_fair(&fx, h);
+  fx_close_fair(&fx, w);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS rst"), 0);
+  fx_finish(&fx);
+}
+
+/* Redis 7 gives new ACL users no channels: the waiter is still served in
+ * turn, by re-polling, and the release is not refused. */
+TEST(user_without_channel_access_is_served_by_polling) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_fair_t *h, *w;
+  fsx_t s, rel;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  free(rt_cmd_str(fx.srv, "ACL SETUSER nochan on >pw ~* +@all resetchannels"));
+  fx_client_opts(&fx, &o);
+  o.username = "nochan";
+  o.password = "pw";
+  o.max_repoll_ms = 200;
+  fx_start_client(&fx, &o);
+  h = fx_fair(&fx, "nch");
+  w = fx_fair(&fx, "nch");
+  ASSERT_OK(fsx_acquire(&fx, h, 0, 60000));
+  fsx_start(w, 20000, 10000, 0, &s);
+  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "nch") == 1, 3000);
+  fx_spin(&fx, 100);
+  memset(&rel, 0, sizeof(rel));
+  ASSERT_OK(lk_fair_release(h, fsx_cb, &rel));
+  rt_run_until(&fx.loop, &s.done, 5000);
+  rt_run_until(&fx.loop, &rel.done, 5000);
+  ASSERT_OK(s.status);
+  ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_scaled_ms(1000));
+  fx_close_fair(&fx, h);
+  fx_close_fair(&fx, w);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nch"), 0);
+  fx_finish(&fx);
+}

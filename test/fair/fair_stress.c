@@ -1,0 +1,327 @@
+/* Fair lock mutual exclusion under contention, checked two ways: a
+ * read-modify-write counter in Redis done inside the lock (a lost update
+ * shows as a short count) and a history of critical sections from every
+ * worker checked for overlaps between owners (test/harness/history.h).
+ *
+ * 8 worker processes, forked after the server started, each with its own
+ * loop and client, pinned alternately to CPU 0 and 1. Each does K
+ * iterations (LK_FAIR_STRESS_ITERS, default 200): acquire (joining the queue
+ * behind the others) -> GET the counter on a separate blocking connection ->
+ * sleep a random 0-200 us -> SET counter+1 -> record [acquired, release
+ * invoked] -> release -> queue up again. With strict FIFO every hold is a
+ * handoff to another process whenever others wait. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fair_fixture.h"
+#include "history.h"
+
+#define N_WORKERS 8
+#define LOCK_NAME "fair-stress"
+#define COUNTER_KEY "fair-stress-counter"
+
+static int iters_from_env(void) {
+  const char *env = getenv("LK_FAIR_STRESS_ITERS");
+  char *end = NULL;
+  long v;
+  if (env == NULL || *env == '\0')
+    return 200;
+  v = strtol(env, &end, 10);
+  if (end == env || *end != '\0' || v < 1 || v > 1000000)
+    FAIL("LK_FAIR_STRESS_ITERS=\"%s\": want an integer in 1..1000000", env);
+  return (int)v;
+}
+
+/* ---- the worker ---- */
+
+typedef struct {
+  int index, iters, done_iters, cpu;
+  uv_loop_t loop;
+  lk_client_t *c;
+  lk_fair_t *f;
+  redisContext *side;
+  FILE *hist;
+  uint64_t rng, t_acq, t_begin;
+  int waited;
+  lk_client_stats_t stats;
+} worker_t;
+
+static worker_t W;
+static pid_t stress_parent;
+
+__attribute__((noreturn, format(printf, 1, 2))) static void worker_die(const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "worker %d (pid %d): FAIL: ", W.index, (int)getpid());
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  _exit(3);
+}
+
+static uint64_t worker_rand(void) {
+  W.rng ^= W.rng << 13;
+  W.rng ^= W.rng >> 7;
+  W.rng ^= W.rng << 17;
+  return W.rng;
+}
+
+static void sleep_us(unsigned us) {
+  struct timespec ts = {0, (long)us * 1000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static long long side_int(const char *cmd, long long v, int set) {
+  redisReply *r = set ? redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v)
+                      : redisCommand(W.side, "GET %s", COUNTER_KEY);
+  long long out = 0;
+  if (r == NULL)
+    worker_die("%s: %s", cmd, W.side->errstr);
+  if (!set) {
+    if (r->type != REDIS_REPLY_STRING)
+      worker_die("GET: reply type %d", r->type);
+    out = strtoll(r->str, NULL, 10);
+  }
+  freeReplyObject(r);
+  return out;
+}
+
+static void start_acquire(void);
+
+static void on_client_closed(lk_client_t *c) { (void)c; }
+
+static void on_fair_closed(lk_fair_t *f) {
+  int rc;
+  (void)f;
+  rc = lk_client_close(W.c, on_client_closed);
+  if (rc != 0)
+    worker_die("lk_client_close: %s", lk_err_name(rc));
+}
+
+static void on_released(lk_fair_t *f, int status, void *arg) {
+  int rc;
+  (void)arg;
+  if (status != 0 || lk_fair_result(f) != 1)
+    worker_die("release #%d: %s, result %" PRId64, W.done_iters,
+               status ? lk_err_name(status) : "0", lk_fair_result(f));
+  if (++W.done_iters < W.iters) {
+    start_acquire();
+    return;
+  }
+  lk_client_get_stats(W.c, &W.stats);
+  rc = lk_fair_close(f, on_fair_closed);
+  if (rc != 0)
+    worker_die("lk_fair_close: %s", lk_err_name(rc));
+}
+
+static void on_acquired(lk_fair_t *f, int status, void *arg) {
+  long long v;
+  uint64_t t_rel;
+  int rc;
+  (void)arg;
+  if (status != 0)
+    worker_die("acquire #%d: %s (%s)", W.done_iters, lk_err_name(status),
+               lk_fair_error_text(f));
+  W.t_acq = uv_hrtime();
+  v = side_int("GET", 0, 0);
+  sleep_us((unsigned)(worker_rand() % 201u));
+  side_int("SET", v + 1, 1);
+  t_rel = uv_hrtime();
+  if (rt_history_append(W.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
+    worker_die("writing the history: %s", strerror(errno));
+  rc = lk_fair_release(f, on_released, NULL);
+  if (rc != 0)
+    worker_die("lk_fair_release: %s", lk_err_name(rc));
+}
+
+static void start_acquire(void) {
+  lk_fair_opts_t o;
+  int rc;
+  lk_fair_opts_init(&o);
+  o.wait_ms = 60000;
+  rc = lk_fair_acquire(W.f, &o, on_acquired, NULL);
+  if (rc != 0)
+    worker_die("lk_fair_acquire: %s", lk_err_name(rc));
+}
+
+__attribute__((noreturn)) static void worker_main(int index, int port, int iters,
+                                                  const char *hist_path) {
+  lk_client_opts_t o;
+  struct timeval tv = {5, 0};
+  cpu_set_t set;
+  int rc;
+  memset(&W, 0, sizeof(W));
+  W.index = index;
+  W.iters = iters;
+  W.cpu = index % 2;
+  W.rng = uv_hrtime() ^ ((uint64_t)getpid() << 20) ^ 0x2545f4914f6cdd1dULL;
+  if (W.rng == 0)
+    W.rng = 1;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != stress_parent)
+    _exit(5);
+  CPU_ZERO(&set);
+  CPU_SET(W.cpu, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0)
+    W.cpu = -1;
+  W.hist = rt_history_create(hist_path);
+  if (W.hist == NULL)
+    worker_die("%s: %s", hist_path, strerror(errno));
+  W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (W.side == NULL || W.side->err)
+    worker_die("side connection");
+  redisSetTimeout(W.side, tv);
+  if (uv_loop_init(&W.loop) != 0)
+    worker_die("uv_loop_init");
+  lk_client_opts_init(&o);
+  o.port = port;
+  if ((rc = lk_client_new(&W.loop, &o, &W.c)) != 0)
+    worker_die("lk_client_new: %s", lk_err_name(rc));
+  if ((rc = lk_fair_new(W.c, LOCK_NAME, &W.f)) != 0)
+    worker_die("lk_fair_new: %s", lk_err_name(rc));
+  W.t_begin = uv_hrtime();
+  start_acquire();
+  uv_run(&W.loop, UV_RUN_DEFAULT);
+  if (W.done_iters != W.iters)
+    worker_die("the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
+  if ((rc = uv_loop_close(&W.loop)) != 0)
+    worker_die("uv_loop_close: %s", uv_strerror(rc));
+  if (rt_history_finish(W.hist) != 0)
+    worker_die("closing the history: %s", strerror(errno));
+  redisFree(W.side);
+  printf("worker %d: cpu %d, %d holds in %.0f ms, waited %" PRIu64 " times, %" PRIu64
+         " pub/sub messages, %" PRIu64 " commands\n",
+         W.index, W.cpu, W.done_iters, (double)(uv_hrtime() - W.t_begin) / 1e6,
+         W.stats.acquire_waits, W.stats.pubsub_messages, W.stats.commands_sent);
+  exit(0);
+}
+
+/* ---- the parent ---- */
+
+static void kill_workers(const pid_t *pids, const int *running) {
+  int i;
+  for (i = 0; i < N_WORKERS; i++)
+    if (running[i]) {
+      kill(pids[i], SIGKILL);
+      waitpid(pids[i], NULL, 0);
+      rt_child_untrack(pids[i]);
+    }
+}
+
+TEST(eight_processes_mutual_exclusion) {
+  const int K = iters_from_env();
+  rt_server_t *srv = rt_server_start(NULL);
+  char paths[N_WORKERS][600];
+  pid_t pids[N_WORKERS] = {0};
+  int running[N_WORKERS] = {0};
+  int i, left = N_WORKERS;
+  int64_t deadline;
+  uint64_t t0;
+  rt_history_t h;
+  rt_history_report_t rep;
+  long long counter;
+  char *v;
+  redisReply *keys;
+  ASSERT_NOT_NULL(srv);
+  free(rt_cmd_str(srv, "SET %s 0", COUNTER_KEY));
+  for (i = 0; i < N_WORKERS; i++)
+    snprintf(paths[i], sizeof(paths[i]), "%s/history-%d.bin", rt_server_dir(srv), i);
+  stress_parent = getpid();
+  t0 = uv_hrtime();
+  for (i = 0; i < N_WORKERS; i++) {
+    pid_t pid;
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+      kill_workers(pids, running);
+      FAIL("fork: %s", strerror(errno));
+    }
+    if (pid == 0)
+      worker_main(i, rt_server_port(srv), K, paths[i]);
+    rt_child_track(pid);
+    pids[i] = pid;
+    running[i] = 1;
+  }
+  deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 10);
+  while (left > 0) {
+    for (i = 0; i < N_WORKERS; i++) {
+      int status = 0;
+      pid_t r;
+      if (!running[i])
+        continue;
+      r = waitpid(pids[i], &status, WNOHANG);
+      if (r == 0 || (r < 0 && errno == EINTR))
+        continue;
+      running[i] = 0;
+      left--;
+      rt_child_untrack(pids[i]);
+      if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        kill_workers(pids, running);
+        FAIL("worker %d ended with status 0x%x (see its output above)", i, status);
+      }
+    }
+    if (left > 0 && rt_now_ms() > deadline) {
+      kill_workers(pids, running);
+      FAIL("%d workers still running (K=%d)", left, K);
+    }
+    if (left > 0)
+      rt_sleep_ms(5);
+  }
+  v = rt_cmd_str(srv, "GET %s", COUNTER_KEY);
+  ASSERT_NOT_NULL(v);
+  counter = strtoll(v, NULL, 10);
+  free(v);
+  rt_history_init(&h);
+  for (i = 0; i < N_WORKERS; i++)
+    if (rt_history_load(&h, paths[i]) != 0)
+      FAIL("cannot load %s", paths[i]);
+  rt_history_check(&h, &rep);
+  rt_history_free(&h);
+  rt_history_print(stdout, &rep);
+  printf("fair stress: %d x %d holds in %.0f ms, counter %lld\n", N_WORKERS, K,
+         (double)(uv_hrtime() - t0) / 1e6, counter);
+  ASSERT_EQ(rep.overlaps, 0);
+  ASSERT_EQ(rep.malformed, 0);
+  ASSERT_EQ(rep.self_overlaps, 0);
+  ASSERT_EQ(rep.intervals, (size_t)N_WORKERS * K);
+  ASSERT_EQ(counter, (long long)N_WORKERS * K);
+  /* Nothing left behind: no lock, no queue, no deadlines, no subscriber on
+   * any waiter channel once the workers are gone. */
+  keys = rt_cmd(srv, "KEYS *%s", LOCK_NAME "*");
+  ASSERT_NOT_NULL(keys);
+  ASSERT_EQ(keys->type, REDIS_REPLY_ARRAY);
+  for (i = 0; i < (int)keys->elements; i++)
+    if (strcmp(keys->element[i]->str, COUNTER_KEY) != 0)
+      FAIL("key left behind: %s", keys->element[i]->str);
+  freeReplyObject(keys);
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
+    for (;;) {
+      redisReply *r = rt_cmd(srv, "PUBSUB CHANNELS redisson_lock__channel:*");
+      size_t n;
+      ASSERT_NOT_NULL(r);
+      n = r->elements;
+      freeReplyObject(r);
+      if (n == 0)
+        break;
+      ASSERT_LT(rt_now_ms(), end);
+      rt_sleep_ms(5);
+    }
+  }
+  rt_server_stop(srv);
+}

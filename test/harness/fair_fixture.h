@@ -1,0 +1,236 @@
+/* Fair-lock conveniences over lk_fixture.h: typed "run until this
+ * operation's callback" helpers and side-channel readers of the queue and
+ * deadline keys. Header-only, like lk_fixture.h. */
+#ifndef LK_TEST_HARNESS_FAIR_FIXTURE_H
+#define LK_TEST_HARNESS_FAIR_FIXTURE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lk_fixture.h"
+
+/* One fair operation's outcome. */
+typedef struct fsx_s {
+  int done;
+  int calls;
+  int status;
+  int64_t result;
+  uint64_t t_ns;
+} fsx_t;
+
+static inline void fsx_cb(lk_fair_t *f, int status, void *arg) {
+  fsx_t *s = arg;
+  s->calls++;
+  ASSERT_EQ(s->calls, 1);
+  s->done = 1;
+  s->status = status;
+  s->result = lk_fair_result(f);
+  s->t_ns = uv_hrtime();
+}
+
+static inline lk_fair_t *fx_fair(fx_t *fx, const char *name) {
+  lk_fair_t *f = NULL;
+  ASSERT_OK(lk_fair_new(fx->c, name, &f));
+  return f;
+}
+
+static inline void fx_fair_closed_cb(lk_fair_t *f) {
+  int *flag = lk_fair_get_data(f);
+  *flag = 1;
+}
+
+static inline void fx_close_fair(fx_t *fx, lk_fair_t *f) {
+  int closed = 0;
+  lk_fair_set_data(f, &closed);
+  ASSERT_OK(lk_fair_close(f, fx_fair_closed_cb));
+  rt_run_until(&fx->loop, &closed, 10000);
+}
+
+/* Starts an acquire without waiting for it. */
+static inline void fsx_start(lk_fair_t *f, int64_t wait_ms, int64_t lease_ms,
+                             int64_t waiter_timeout_ms, fsx_t *s) {
+  lk_fair_opts_t o;
+  memset(s, 0, sizeof(*s));
+  lk_fair_opts_init(&o);
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  if (waiter_timeout_ms > 0)
+    o.waiter_timeout_ms = waiter_timeout_ms;
+  ASSERT_OK(lk_fair_acquire(f, &o, fsx_cb, s));
+}
+
+static inline int fsx_acquire(fx_t *fx, lk_fair_t *f, int64_t wait_ms, int64_t lease_ms) {
+  fsx_t s;
+  fsx_start(f, wait_ms, lease_ms, 0, &s);
+  rt_run_until(&fx->loop, &s.done, 15000 + (wait_ms > 0 ? wait_ms : 0));
+  return s.status;
+}
+
+typedef int (*fsx_op_fn)(lk_fair_t *, lk_fair_cb, void *);
+
+static inline int fsx_run(fx_t *fx, fsx_op_fn fn, lk_fair_t *f, int64_t *result) {
+  fsx_t s;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(fn(f, fsx_cb, &s));
+  rt_run_until(&fx->loop, &s.done, 15000);
+  if (result != NULL)
+    *result = s.result;
+  return s.status;
+}
+
+/* b - a in ms, signed: two callbacks of one loop pass can come in either
+ * order. */
+static inline int64_t ms_between(uint64_t a_ns, uint64_t b_ns) {
+  return ((int64_t)b_ns - (int64_t)a_ns) / 1000000;
+}
+
+/* Runs the loop for ms (unscaled) so background work can happen. */
+static inline void fx_spin(fx_t *fx, int64_t ms) {
+  int64_t end = rt_now_ms() + ms;
+  while (rt_now_ms() < end) {
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+/* Spins the loop until cond holds; fails after ms (scaled). For conditions
+ * seen only on the side channel, such as a clean-up command's effect. */
+#define FX_EVENTUALLY(fx, cond, ms)                                            \
+  do {                                                                         \
+    int64_t fx_end_ = rt_now_ms() + rt_scaled_ms(ms);                          \
+    while (!(cond)) {                                                          \
+      if (rt_now_ms() > fx_end_)                                               \
+        FAIL("not within %lld ms: %s", (long long)rt_scaled_ms(ms), #cond);    \
+      fx_spin((fx), 2);                                                        \
+    }                                                                          \
+  } while (0)
+
+/* ---- the keys, read on the side channel ---- */
+
+static inline char *fair_queue_key(const char *name) {
+  char *k = NULL;
+  if (asprintf(&k, strchr(name, '{') ? "redisson_lock_queue:%s" : "redisson_lock_queue:{%s}",
+               name) < 0)
+    FAIL("out of memory");
+  return k;
+}
+
+static inline char *fair_timeout_key(const char *name) {
+  char *k = NULL;
+  if (asprintf(&k,
+               strchr(name, '{') ? "redisson_lock_timeout:%s" : "redisson_lock_timeout:{%s}",
+               name) < 0)
+    FAIL("out of memory");
+  return k;
+}
+
+static inline long long fair_llen(rt_server_t *srv, const char *name) {
+  char *q = fair_queue_key(name);
+  const char *argv[2] = {"LLEN", q};
+  redisReply *r = rt_cmd_argv(srv, 2, argv, NULL);
+  long long n;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
+  n = r->integer;
+  freeReplyObject(r);
+  free(q);
+  return n;
+}
+
+static inline long long fair_zcard(rt_server_t *srv, const char *name) {
+  char *t = fair_timeout_key(name);
+  const char *argv[2] = {"ZCARD", t};
+  redisReply *r = rt_cmd_argv(srv, 2, argv, NULL);
+  long long n;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
+  n = r->integer;
+  freeReplyObject(r);
+  free(t);
+  return n;
+}
+
+/* Index of owner in the queue, or -1. */
+static inline long long fair_lpos(rt_server_t *srv, const char *name, const char *owner) {
+  char *q = fair_queue_key(name);
+  const char *argv[3] = {"LPOS", q, owner};
+  redisReply *r = rt_cmd_argv(srv, 3, argv, NULL);
+  long long n;
+  ASSERT_NOT_NULL(r);
+  n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+  ASSERT(r->type == REDIS_REPLY_INTEGER || r->type == REDIS_REPLY_NIL);
+  freeReplyObject(r);
+  free(q);
+  return n;
+}
+
+/* The owner's deadline score, or -1 when it has none. */
+static inline long long fair_zscore(rt_server_t *srv, const char *name, const char *owner) {
+  char *t = fair_timeout_key(name);
+  const char *argv[3] = {"ZSCORE", t, owner};
+  redisReply *r = rt_cmd_argv(srv, 3, argv, NULL);
+  long long n = -1;
+  ASSERT_NOT_NULL(r);
+  if (r->type == REDIS_REPLY_STRING)
+    n = atoll(r->str);
+  else
+    ASSERT_EQ(r->type, REDIS_REPLY_NIL);
+  freeReplyObject(r);
+  free(t);
+  return n;
+}
+
+/* The server's clock in epoch ms (TIME): what fair-lock deadlines use. */
+static inline long long server_ms(rt_server_t *srv) {
+  redisReply *r = rt_cmd(srv, "TIME");
+  long long ms;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(r->elements, 2);
+  ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+  freeReplyObject(r);
+  return ms;
+}
+
+static inline long long fair_numsub(rt_server_t *srv, const char *channel) {
+  const char *argv[3] = {"PUBSUB", "NUMSUB", channel};
+  redisReply *r = rt_cmd_argv(srv, 3, argv, NULL);
+  long long n;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(r->elements, 2);
+  n = r->element[1]->integer;
+  freeReplyObject(r);
+  return n;
+}
+
+/* The waiter channel of a fair-lock object. malloc'd. */
+static inline char *fair_channel_of(lk_fair_t *f) {
+  const char *name = lk_fair_name(f);
+  char *ch = NULL;
+  if (asprintf(&ch,
+               strchr(name, '{') ? "redisson_lock__channel:%s:%s"
+                                 : "redisson_lock__channel:{%s}:%s",
+               name, lk_fair_owner(f)) < 0)
+    FAIL("out of memory");
+  return ch;
+}
+
+/* A number from INFO commandstats: calls of one command (0 if never run). */
+static inline long long cmdstat_calls(rt_server_t *srv, const char *cmd) {
+  redisReply *r = rt_cmd(srv, "INFO commandstats");
+  char needle[64];
+  long long n = 0;
+  const char *p;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_STRING);
+  snprintf(needle, sizeof(needle), "cmdstat_%s:calls=", cmd);
+  p = strstr(r->str, needle);
+  if (p != NULL)
+    n = atoll(p + strlen(needle));
+  freeReplyObject(r);
+  return n;
+}
+
+#endif /* LK_TEST_HARNESS_FAIR_FIXTURE_H */
