@@ -1,0 +1,25 @@
+#ifndef LK_MULTILOCK_GROUP_H
+#define LK_MULTILOCK_GROUP_H
+
+/* What MultiLock and RedLock share: telling servers apart and a little
+ * randomness for retry jitter. */
+
+#include "core/internal.h"
+
+/* 1 when two clients are configured to reach the same server (same unix
+ * socket, or same host string and port), or both know the server's run_id
+ * and it is the same; with match_db, only if they also select the same db
+ * (the same keys). Different spellings of one address ("localhost" vs
+ * "127.0.0.1") are caught only by the run_id, once both have connected. */
+int lk__group_same_server(const lk_client_t *a, const lk_client_t *b, int match_db);
+
+/* 1 when every client runs on a's loop. */
+int lk__group_same_loop(lk_client_t *const *clients, size_t n);
+
+/* xorshift64*: seeded per object from the clock and its address. */
+uint64_t lk__group_seed(const void *obj);
+uint64_t lk__group_rand(uint64_t *state);
+/* Uniform in [0, max_ms] (0 when max_ms <= 0). */
+int64_t lk__group_jitter_ms(uint64_t *state, int64_t max_ms);
+
+#endif /* LK_MULTILOCK_GROUP_H */

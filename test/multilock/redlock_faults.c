@@ -1,0 +1,344 @@
+/* RedLock under faults on real masters: paused masters (SIGSTOP), latency
+ * beyond the node timeout, a master killed and restarted empty while held
+ * (restart quarantine), and bounded waits. reliability.md T31, T32. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "multi_fixture.h"
+#include "proxy.h"
+
+#define N 5
+
+static int64_t ms_since(uint64_t t0, uint64_t t1) { return (int64_t)((t1 - t0) / 1000000u); }
+
+static long long holds_on(mfx_t *m, lk_redlock_t *rl, int i) {
+  return mx_holds(m, i, lk_redlock_name(rl), lk_lock_owner(lk_redlock_node_lock(rl, (size_t)i)));
+}
+
+static void rl_opts(lk_redlock_opts_t *o, int64_t wait_ms, int64_t lease_ms, int64_t node_ms) {
+  lk_redlock_opts_init(o);
+  o->wait_ms = wait_ms;
+  o->lease_ms = lease_ms;
+  o->node_timeout_ms = node_ms;
+}
+
+/* T31(a): two of five paused; the three others make the quorum at once,
+ * without waiting for the paused ones' node timeout. */
+TEST(rl_two_of_five_paused_still_acquires) {
+  mfx_t m;
+  lk_redlock_t *rl;
+  lk_redlock_opts_t o;
+  mx_t s;
+  uint64_t t0;
+  int i;
+  mfx_start(&m, N, NULL);
+  rl = mx_rl_new(&m, m.c, "rl-stop2", NULL);
+  rt_server_pause(m.srv[3]);
+  rt_server_pause(m.srv[4]);
+  rl_opts(&o, 0, 10000, 300);
+  t0 = uv_hrtime();
+  ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
+  ASSERT_LE(ms_since(t0, s.t_ns), rt_scaled_ms(300 + 100));
+  ASSERT_EQ(s.held, 1);
+  ASSERT_GT(s.validity_ms, 10000 - 102 - rt_scaled_ms(400));
+  for (i = 0; i < 3; i++) {
+    ASSERT_EQ(lk_redlock_node_status(rl, (size_t)i), 0);
+    ASSERT_EQ(holds_on(&m, rl, i), 1);
+  }
+  ASSERT_EQ(lk_redlock_node_status(rl, 3), LK_EUNKNOWN); /* no answer yet */
+  ASSERT_OK(mx_rl_release(&m, rl));
+  for (i = 0; i < 3; i++)
+    ASSERT_EQ(rt_cmd_int(m.srv[i], "EXISTS rl-stop2"), 0);
+  rt_server_resume(m.srv[3]);
+  rt_server_resume(m.srv[4]);
+  /* The paused masters' late grants are given back once they answer. */
+  ASSERT_EQ(mfx_wait_key_gone(&m, 3, "rl-stop2", 5000), 1);
+  ASSERT_EQ(mfx_wait_key_gone(&m, 4, "rl-stop2", 5000), 1);
+  mx_rl_close(&m, rl);
+  mfx_finish(&m);
+}
+
+/* T31(b): three of five paused: no quorum; a clean failure within the wait
+ * budget, nothing held on the live masters. */
+TEST(rl_three_of_five_paused_fails_within_budget) {
+  mfx_t m;
+  lk_redlock_t *rl;
+  lk_redlock_opts_t o;
+  mx_t s;
+  uint64_t t0;
+  int i;
+  mfx_start(&m, N, NULL);
+  rl = mx_rl_new(&m, m.c, "rl-stop3", NULL);
+  for (i = 2; i < N; i++)
+    rt_server_pause(m.srv[i]);
+  rl_opts(&o, 800, 10000, 100);
+  t0 = uv_hrtime();
+  ASSERT_EQ(mx_rl_acquire_opts(&m, rl, &o, &s), LK_ENOQUORUM);
+  ASSERT_GE(ms_since(t0, s.t_ns), 800 - 1);
+  ASSERT_LE(ms_since(t0, s.t_ns), 800 + rt_scaled_ms(150));
+  ASSERT_EQ(s.held, 0);
+  for (i = 2; i < N; i++)
+    ASSERT_EQ(lk_redlock_node_status(rl, (size_t)i), LK_ETIMEDOUT);
+  ASSERT_EQ(holds_on(&m, rl, 0), 0);
+  ASSERT_EQ(holds_on(&m, rl, 1), 0);
+  /* wait 0: one attempt, bounded by the node timeout. */
+  rl_opts(&o, 0, 10000, 100);
+  t0 = uv_hrtime();
+  ASSERT_EQ(mx_rl_acquire_opts(&m, rl, &o, &s), LK_ENOQUORUM);
+  ASSERT_LE(ms_since(t0, s.t_ns), rt_scaled_ms(100 + 100));
+  for (i = 2; i < N; i++)
+    rt_server_resume(m.srv[i]);
+  /* Grants the paused masters make once resumed are given back. */
+  for (i = 2; i < N; i++)
+    ASSERT_EQ(mfx_wait_key_gone(&m, i, "rl-stop3", 5000), 1);
+  mx_rl_close(&m, rl);
+  mfx_finish(&m);
+}
+
+/* T31(c): a master slower than the node timeout is a failed vote; one
+ * slower than a round trip but inside it counts, and the validity reported
+ * is lease - elapsed - drift. */
+TEST(rl_latency_beyond_node_timeout_is_a_failed_vote) {
+  mfx_t m;
+  lk_client_t *set[N];
+  lk_redlock_t *rl;
+  lk_redlock_opts_t o;
+  rt_proxy_t *px;
+  mx_t s;
+  uint64_t t0;
+  int64_t elapsed;
+  int i;
+  mfx_start(&m, N, NULL);
+  px = rt_proxy_start(rt_server_port(m.srv[0]));
+  ASSERT_NOT_NULL(px);
+  for (i = 0; i < N; i++) {
+    lk_client_opts_t co;
+    mfx_client_opts(&m, i, &co);
+    if (i == 0)
+      co.port = rt_proxy_port(px);
+    ASSERT_OK(lk_client_new(&m.loop, &co, &set[i]));
+  }
+  mfx_wait_connected(&m, set);
+  rl = mx_rl_new(&m, set, "rl-slow", NULL);
+  /* Masters 3 and 4 are taken: the quorum needs master 0. */
+  mx_clog(&m, 3, "rl-slow", 30000);
+  mx_clog(&m, 4, "rl-slow", 30000);
+
+  rt_proxy_delay(px, 250);
+  rl_opts(&o, 0, 10000, 100);
+  t0 = uv_hrtime();
+  ASSERT_NE(mx_rl_acquire_opts(&m, rl, &o, &s), 0);
+  ASSERT_LE(ms_since(t0, s.t_ns), rt_scaled_ms(100 + 100));
+  ASSERT_EQ(lk_redlock_node_status(rl, 0), LK_ETIMEDOUT);
+  ASSERT_EQ(holds_on(&m, rl, 1), 0);
+  ASSERT_EQ(holds_on(&m, rl, 2), 0);
+  /* The slow master grants later (the request is still on its way) and
+   * that grant is given back when its answer arrives. */
+  ASSERT_EQ(mfx_wait_key(&m, 0, "rl-slow", 1, 3000), 1);
+  ASSERT_EQ(mfx_wait_key_gone(&m, 0, "rl-slow", 3000), 1);
+
+  rt_proxy_delay(px, 40);
+  rl_opts(&o, 0, 10000, rt_scaled_ms(1000));
+  t0 = uv_hrtime();
+  ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
+  elapsed = ms_since(t0, s.t_ns);
+  ASSERT_GE(elapsed, 40);
+  ASSERT_LE(s.validity_ms, 10000 - 102 - 40);
+  ASSERT_GE(s.validity_ms, 10000 - 102 - elapsed - 5);
+  ASSERT_OK(mx_rl_release(&m, rl));
+  rt_proxy_delay(px, 0);
+  mx_rl_close(&m, rl);
+  mfx_close_set(&m, set);
+  rt_proxy_stop(px);
+  mfx_finish(&m);
+}
+
+typedef struct restarts_s {
+  int seen;
+} restarts_t;
+
+static void on_client_event(lk_client_t *c, lk_event_t ev, void *arg) {
+  restarts_t *r = arg;
+  (void)c;
+  if (ev == LK_EVENT_SERVER_RESTARTED)
+    r->seen++;
+}
+
+/* A client set whose client for master `watch` reports restarts. */
+static void clients_watching(mfx_t *m, lk_client_t **set, int watch, restarts_t *r,
+                             int64_t lease_ms) {
+  int i;
+  for (i = 0; i < m->n; i++) {
+    lk_client_opts_t co;
+    mfx_client_opts(m, i, &co);
+    if (lease_ms > 0)
+      co.default_lease_ms = lease_ms;
+    if (i == watch) {
+      co.on_event = on_client_event;
+      co.event_arg = r;
+    }
+    ASSERT_OK(lk_client_new(&m->loop, &co, &set[i]));
+  }
+  mfx_wait_connected(m, set);
+}
+
+/* T32: A holds on masters 0-2 (explicit lease, so it does not notice);
+ * master 2 is killed and restarts empty. A master that restarted may have
+ * lost locks, so it abstains: B cannot win with 2, 3 and 4 while A is
+ * valid. With persistence declared it votes at once and B wins: the hazard
+ * the delayed-restart rule exists for. */
+TEST(rl_restarted_master_abstains_for_the_quarantine) {
+  mfx_t m;
+  lk_client_t *b[N];
+  restarts_t r = {0};
+  lk_redlock_t *a, *bq, *bp;
+  lk_redlock_config_t cfg;
+  mx_t s;
+  int i;
+  mfx_start(&m, N, NULL);
+  clients_watching(&m, b, 2, &r, 0);
+  a = mx_rl_new(&m, m.c, "rl-restart", NULL);
+  bq = mx_rl_new(&m, b, "rl-restart", NULL);
+  lk_redlock_config_init(&cfg);
+  cfg.persistent = 1;
+  bp = mx_rl_new(&m, b, "rl-restart", &cfg);
+  mx_clog(&m, 3, "rl-restart", 30000);
+  mx_clog(&m, 4, "rl-restart", 30000);
+  ASSERT_OK(mx_rl_acquire(&m, a, 0, 20000, &s));
+  mx_rl_settle(&m, a);
+  mx_unclog(&m, 3, "rl-restart");
+  mx_unclog(&m, 4, "rl-restart");
+
+  ASSERT_EQ(rt_server_restart(m.srv[2]), 0);
+  ASSERT_EQ(rt_cmd_int(m.srv[2], "EXISTS rl-restart"), 0); /* A's hold there is gone */
+  {
+    /* B's client learns of the restart when it reconnects. */
+    int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+    while (r.seen == 0 || !lk_client_is_connected(b[2])) {
+      ASSERT_LT(rt_now_ms(), end);
+      uv_run(&m.loop, UV_RUN_NOWAIT);
+      rt_sleep_ms(1);
+    }
+  }
+  ASSERT_EQ(lk_redlock_node_quarantined(bq, 2), 1);
+  ASSERT_EQ(lk_redlock_node_quarantined(bp, 2), 0);
+
+  ASSERT_NE(mx_rl_acquire(&m, bq, 0, 20000, &s), 0);
+  ASSERT_EQ(lk_redlock_node_status(bq, 2), LK_ENOQUORUM);
+  ASSERT_EQ(rt_cmd_int(m.srv[2], "EXISTS rl-restart"), 0); /* it was not even asked */
+  ASSERT_EQ(lk_redlock_is_held(a), 1);
+  for (i = 3; i < N; i++)
+    ASSERT_EQ(holds_on(&m, bq, i), 0);
+
+  /* Declared persistent: master 2 votes, and B holds while A still thinks
+   * it does. Expected with an empty restart, and why the default waits. */
+  ASSERT_OK(mx_rl_acquire(&m, bp, 0, 20000, &s));
+  ASSERT_EQ(lk_redlock_is_held(a), 1);
+  ASSERT_EQ(lk_redlock_is_held(bp), 1);
+  ASSERT_OK(mx_rl_release(&m, bp));
+
+  mx_rl_close(&m, a);
+  mx_rl_close(&m, bq);
+  mx_rl_close(&m, bp);
+  mfx_close_set(&m, b);
+  mfx_finish(&m);
+}
+
+static void count_lost(lk_redlock_t *rl, int status, void *arg) {
+  int *n = arg;
+  (void)rl;
+  (void)status;
+  (*n)++;
+}
+
+/* Killed and restarted empty while held (watchdog): the holder's renewal
+ * finds that master's hold gone, but four still hold: no loss. Others see
+ * that master abstain until its quarantine ends. */
+TEST(rl_kill_and_empty_restart_while_held) {
+  mfx_t m;
+  lk_client_t *b[N];
+  restarts_t r = {0};
+  lk_redlock_t *a, *w;
+  lk_redlock_config_t cfg;
+  mx_t s;
+  int lost = 0, i;
+  uint64_t t_restart;
+  mfx_start_lease(&m, N, NULL, 1500);
+  clients_watching(&m, b, 0, &r, 0);
+  a = mx_rl_new(&m, m.c, "rl-kill", NULL);
+  ASSERT_OK(lk_redlock_set_lost_cb(a, count_lost, &lost));
+  lk_redlock_config_init(&cfg);
+  cfg.quarantine_ms = 700;
+  w = mx_rl_new(&m, b, "rl-kill", &cfg);
+  ASSERT_OK(mx_rl_acquire(&m, a, 0, -1, &s));
+  mx_rl_settle(&m, a);
+
+  ASSERT_EQ(rt_server_restart(m.srv[0]), 0);
+  t_restart = uv_hrtime();
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+    while (r.seen == 0 || !lk_client_is_connected(b[0])) {
+      ASSERT_LT(rt_now_ms(), end);
+      uv_run(&m.loop, UV_RUN_NOWAIT);
+      rt_sleep_ms(1);
+    }
+  }
+  ASSERT_EQ(lk_redlock_node_quarantined(w, 0), 1);
+  ASSERT_EQ(mx_rl_acquire(&m, w, 0, 20000, &s), LK_ETIMEDOUT);
+  ASSERT_EQ(lk_redlock_node_status(w, 0), LK_ENOQUORUM);
+  for (i = 1; i < N; i++)
+    ASSERT_EQ(lk_redlock_node_status(w, (size_t)i), LK_ENOTOWNER);
+
+  /* Two renewal periods: the holder keeps its quorum of four. */
+  mfx_spin(&m, 1100);
+  ASSERT_EQ(lost, 0);
+  ASSERT_EQ(lk_redlock_is_held(a), 1);
+  ASSERT_EQ(rt_cmd_int(m.srv[0], "EXISTS rl-kill"), 0);
+  for (i = 1; i < N; i++)
+    ASSERT_EQ(holds_on(&m, a, i), 1);
+  /* A re-entry asks the four that hold it. */
+  ASSERT_OK(mx_rl_acquire(&m, a, 0, -1, &s));
+  ASSERT_EQ(lk_redlock_node_status(a, 0), LK_ENOTHELD);
+  ASSERT_OK(mx_rl_release(&m, a));
+  /* The quarantine ends 700 ms after the restart was seen. */
+  while (ms_since(t_restart, uv_hrtime()) < 700 + 50)
+    mfx_spin(&m, 10);
+  ASSERT_EQ(lk_redlock_node_quarantined(w, 0), 0);
+  ASSERT_OK(mx_rl_release(&m, a));
+  ASSERT_OK(mx_rl_acquire(&m, w, 0, 20000, &s));
+  ASSERT_EQ(lk_redlock_node_status(w, 0), 0);
+  ASSERT_OK(mx_rl_release(&m, w));
+  ASSERT_EQ(lost, 0);
+  mx_rl_close(&m, a);
+  mx_rl_close(&m, w);
+  mfx_close_set(&m, b);
+  mfx_finish(&m);
+}
+
+/* A waiter's budget is kept while the lock stays taken. */
+TEST(rl_wait_budget_is_bounded_while_taken) {
+  mfx_t m;
+  lk_client_t *b[N];
+  lk_redlock_t *a, *w;
+  lk_redlock_opts_t o;
+  mx_t s;
+  uint64_t t0;
+  mfx_start(&m, N, NULL);
+  mfx_clients(&m, b, 0);
+  a = mx_rl_new(&m, m.c, "rl-budget", NULL);
+  w = mx_rl_new(&m, b, "rl-budget", NULL);
+  ASSERT_OK(mx_rl_acquire(&m, a, 0, 20000, &s));
+  rl_opts(&o, 400, 10000, 200);
+  t0 = uv_hrtime();
+  ASSERT_EQ(mx_rl_acquire_opts(&m, w, &o, &s), LK_ETIMEDOUT);
+  ASSERT_GE(ms_since(t0, s.t_ns), 400 - 1);
+  ASSERT_LE(ms_since(t0, s.t_ns), 400 + rt_scaled_ms(250));
+  ASSERT_OK(mx_rl_release(&m, a));
+  mx_rl_close(&m, a);
+  mx_rl_close(&m, w);
+  mfx_close_set(&m, b);
+  mfx_finish(&m);
+}

@@ -1,0 +1,286 @@
+/* RedLock mutual exclusion: 8 worker processes contend for one RedLock
+ * over 5 masters. Checked two ways, as for the lock (test/lock/
+ * lock_stress.c): a read-modify-write counter done inside the lock (a lost
+ * update shows as a short count), and a history of critical sections from
+ * every worker checked for overlaps (test/harness/history.h).
+ *
+ * Workers are forked after the servers started, each with its own loop and
+ * five clients, pinned alternately to CPU 0 and 1. Each does K iterations
+ * (LK_RL_STRESS_ITERS, default 60): acquire -> GET the counter on master 0
+ * over a blocking side connection -> sleep 0-200 us -> SET counter+1 ->
+ * record [acquired, release invoked] -> release -> think 0-300 us. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "history.h"
+#include "multi_fixture.h"
+
+#define N_WORKERS 8
+#define N_MASTERS 5
+#define LOCK_NAME "rl-stress"
+#define COUNTER_KEY "rl-stress-counter"
+
+typedef struct worker_s {
+  int index, iters, done_iters;
+  int ports[N_MASTERS];
+  uv_loop_t loop;
+  lk_client_t *c[N_MASTERS];
+  lk_redlock_t *rl;
+  redisContext *side;
+  FILE *hist;
+  uint64_t rng, t_acq;
+  int timeouts, noquorum, release_errors, closed;
+} worker_t;
+
+static worker_t W;
+static pid_t stress_parent;
+
+__attribute__((noreturn, format(printf, 1, 2))) static void worker_die(const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "worker %d (pid %d): FAIL: ", W.index, (int)getpid());
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  _exit(3);
+}
+
+static uint64_t worker_rand(void) {
+  W.rng ^= W.rng << 13;
+  W.rng ^= W.rng >> 7;
+  W.rng ^= W.rng << 17;
+  return W.rng;
+}
+
+static void sleep_us(unsigned us) {
+  struct timespec ts = {0, (long)us * 1000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static long long side_int(const char *cmd) {
+  redisReply *r = redisCommand(W.side, cmd, COUNTER_KEY);
+  long long v;
+  if (r == NULL)
+    worker_die("%s: %s", cmd, W.side->errstr);
+  v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+  freeReplyObject(r);
+  return v;
+}
+
+static void counter_set(long long v) {
+  redisReply *r = redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v);
+  if (r == NULL || r->type != REDIS_REPLY_STATUS)
+    worker_die("SET failed");
+  freeReplyObject(r);
+}
+
+static void start_acquire(void);
+
+static void on_client_closed(lk_client_t *c) {
+  (void)c;
+  W.closed++;
+}
+
+static void on_rl_closed(lk_redlock_t *rl) {
+  int i;
+  (void)rl;
+  for (i = 0; i < N_MASTERS; i++)
+    if (lk_client_close(W.c[i], on_client_closed) != 0)
+      worker_die("lk_client_close");
+}
+
+static void on_released(lk_redlock_t *rl, int status, void *arg) {
+  (void)arg;
+  if (status != 0 && W.release_errors++ < 5)
+    fprintf(stderr, "worker %d: release #%d: %s\n", W.index, W.done_iters, lk_err_name(status));
+  if (++W.done_iters < W.iters) {
+    sleep_us((unsigned)(worker_rand() % 301u));
+    start_acquire();
+    return;
+  }
+  if (lk_redlock_close(rl, on_rl_closed) != 0)
+    worker_die("lk_redlock_close");
+}
+
+static void on_acquired(lk_redlock_t *rl, int status, void *arg) {
+  uint64_t t_rel;
+  long long v;
+  (void)arg;
+  if (status == LK_ETIMEDOUT || status == LK_ENOQUORUM) {
+    if (status == LK_ETIMEDOUT)
+      W.timeouts++;
+    else
+      W.noquorum++;
+    start_acquire();
+    return;
+  }
+  if (status != 0)
+    worker_die("acquire #%d: %s", W.done_iters, lk_err_name(status));
+  W.t_acq = uv_hrtime();
+  v = side_int("GET %s");
+  sleep_us((unsigned)(worker_rand() % 201u));
+  counter_set(v + 1);
+  t_rel = uv_hrtime();
+  if (!lk_redlock_is_held(rl))
+    worker_die("validity ran out inside a 200 us section");
+  if (rt_history_append(W.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
+    worker_die("history: %s", strerror(errno));
+  if (lk_redlock_release(rl, on_released, NULL) != 0)
+    worker_die("lk_redlock_release");
+}
+
+static void start_acquire(void) {
+  lk_redlock_opts_t o;
+  lk_redlock_opts_init(&o);
+  o.wait_ms = 30000;
+  o.node_timeout_ms = 1000;
+  if (lk_redlock_acquire(W.rl, &o, on_acquired, NULL) != 0)
+    worker_die("lk_redlock_acquire");
+}
+
+__attribute__((noreturn)) static void worker_main(int index, const int *ports, int iters,
+                                                  const char *hist_path) {
+  struct timeval tv = {5, 0};
+  cpu_set_t set;
+  int i, rc;
+  memset(&W, 0, sizeof W);
+  W.index = index;
+  W.iters = iters;
+  memcpy(W.ports, ports, sizeof(W.ports));
+  W.rng = uv_hrtime() ^ ((uint64_t)getpid() << 20) ^ 0x2545f4914f6cdd1dULL;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != stress_parent)
+    _exit(5);
+  CPU_ZERO(&set);
+  CPU_SET(index % 2, &set);
+  (void)sched_setaffinity(0, sizeof set, &set);
+  W.hist = rt_history_create(hist_path);
+  if (W.hist == NULL)
+    worker_die("%s: %s", hist_path, strerror(errno));
+  W.side = redisConnectWithTimeout("127.0.0.1", ports[0], tv);
+  if (W.side == NULL || W.side->err)
+    worker_die("side connection");
+  redisSetTimeout(W.side, tv);
+  if (uv_loop_init(&W.loop) != 0)
+    worker_die("uv_loop_init");
+  for (i = 0; i < N_MASTERS; i++) {
+    lk_client_opts_t o;
+    lk_client_opts_init(&o);
+    o.port = ports[i];
+    rc = lk_client_new(&W.loop, &o, &W.c[i]);
+    if (rc != 0)
+      worker_die("lk_client_new: %s", lk_err_name(rc));
+  }
+  rc = lk_redlock_new(W.c, N_MASTERS, LOCK_NAME, NULL, &W.rl);
+  if (rc != 0)
+    worker_die("lk_redlock_new: %s", lk_err_name(rc));
+  start_acquire();
+  uv_run(&W.loop, UV_RUN_DEFAULT);
+  if (W.done_iters != W.iters || W.closed != N_MASTERS)
+    worker_die("the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
+  if (uv_loop_close(&W.loop) != 0)
+    worker_die("uv_loop_close");
+  if (rt_history_finish(W.hist) != 0)
+    worker_die("closing the history");
+  redisFree(W.side);
+  printf("worker %d: %d holds, %d budget timeouts, %d no-quorum retries\n", W.index,
+         W.done_iters, W.timeouts, W.noquorum);
+  exit(W.release_errors > 0 ? 4 : 0);
+}
+
+static int iters_from_env(void) {
+  const char *env = getenv("LK_RL_STRESS_ITERS");
+  long v;
+  if (env == NULL || *env == '\0')
+    return 60;
+  v = strtol(env, NULL, 10);
+  if (v < 1 || v > 100000)
+    FAIL("LK_RL_STRESS_ITERS=%s", env);
+  return (int)v;
+}
+
+TEST(rl_stress_mutual_exclusion_8_processes_5_masters) {
+  const int K = iters_from_env();
+  rt_server_t *srv[N_MASTERS];
+  int ports[N_MASTERS];
+  char paths[N_WORKERS][600];
+  pid_t pids[N_WORKERS];
+  int running[N_WORKERS] = {0};
+  int i, left = N_WORKERS;
+  int64_t deadline;
+  rt_history_t h;
+  rt_history_report_t rep;
+  char *v;
+  for (i = 0; i < N_MASTERS; i++) {
+    srv[i] = rt_server_start(NULL);
+    ASSERT_NOT_NULL(srv[i]);
+    ports[i] = rt_server_port(srv[i]);
+  }
+  free(rt_cmd_str(srv[0], "SET %s 0", COUNTER_KEY));
+  for (i = 0; i < N_WORKERS; i++)
+    snprintf(paths[i], sizeof paths[i], "%s/rl-history-%d.bin", rt_server_dir(srv[0]), i);
+  stress_parent = getpid();
+  for (i = 0; i < N_WORKERS; i++) {
+    fflush(NULL);
+    pids[i] = fork();
+    ASSERT_GE(pids[i], 0);
+    if (pids[i] == 0)
+      worker_main(i, ports, K, paths[i]);
+    rt_child_track(pids[i]);
+    running[i] = 1;
+  }
+  deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 20);
+  while (left > 0) {
+    for (i = 0; i < N_WORKERS; i++) {
+      int status = 0;
+      pid_t r;
+      if (!running[i])
+        continue;
+      r = waitpid(pids[i], &status, WNOHANG);
+      if (r == 0 || (r < 0 && errno == EINTR))
+        continue;
+      running[i] = 0;
+      left--;
+      rt_child_untrack(pids[i]);
+      if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        FAIL("worker %d ended with status %d", i, status);
+    }
+    if (left > 0 && rt_now_ms() > deadline)
+      FAIL("%d workers still running", left);
+    if (left > 0)
+      rt_sleep_ms(5);
+  }
+  v = rt_cmd_str(srv[0], "GET %s", COUNTER_KEY);
+  ASSERT_NOT_NULL(v);
+  rt_history_init(&h);
+  for (i = 0; i < N_WORKERS; i++)
+    ASSERT_OK(rt_history_load(&h, paths[i]));
+  rt_history_check(&h, &rep);
+  rt_history_print(stdout, &rep);
+  printf("counter %s of %d\n", v, N_WORKERS * K);
+  ASSERT_EQ(rep.intervals, (size_t)N_WORKERS * (size_t)K);
+  ASSERT_EQ(rep.overlaps, 0);
+  ASSERT_EQ(rep.self_overlaps, 0);
+  ASSERT_EQ(atoll(v), (long long)N_WORKERS * K);
+  free(v);
+  rt_history_free(&h);
+  for (i = 0; i < N_MASTERS; i++) {
+    ASSERT_EQ(rt_cmd_int(srv[i], "EXISTS %s", LOCK_NAME), 0);
+    rt_server_stop(srv[i]);
+  }
+}
