@@ -3,6 +3,126 @@
 
 #include "client.h"
 
-/* Declared by its issue's work; see docs/rwlock.md once it lands. */
+#ifdef __cplusplus
+extern "C" {
+#endif
 
+/* A read/write lock, wire compatible with Redisson's RReadWriteLock. One
+ * object is one owner ("UUID:TID") with both sides: many readers may hold the
+ * lock at once, a writer excludes everyone else. Both sides are reentrant; a
+ * writer may also take read holds (and keep them when it lets the write go:
+ * a downgrade); a reader asking for the write side is refused with
+ * LK_EUPGRADE. At most one operation is pending per object. docs/rwlock.md. */
+typedef struct lk_rwlock_s lk_rwlock_t;
+
+typedef enum { LK_RW_READ = 1, LK_RW_WRITE = 2 } lk_rwlock_side_t;
+
+/* status is 0 or a negative LK_ code. Results (lk_rwlock_result,
+ * lk_rwlock_error_text) are readable inside the callback. */
+typedef void (*lk_rwlock_cb)(lk_rwlock_t *rw, int status, void *arg);
+typedef void (*lk_rwlock_close_cb)(lk_rwlock_t *rw);
+
+typedef struct lk_rwlock_opts_s {
+  int64_t wait_ms;  /* 0 = try once (default), -1 = forever, N ms */
+  int64_t lease_ms; /* -1 = the client's default lease, renewed by the
+                       watchdog while held (default); N ms = not renewed */
+  int fenced;       /* 1: also take a fencing token (lk_rwlock_token) */
+} lk_rwlock_opts_t;
+
+LK_EXTERN void lk_rwlock_opts_init(lk_rwlock_opts_t *opts);
+
+/* name is copied; binary-safe except NUL; 1..max_name_len bytes. Sends
+ * nothing. */
+LK_EXTERN int lk_rwlock_new(lk_client_t *client, const char *name,
+                            lk_rwlock_t **out);
+
+/* Takes one hold on `side` (or one more when this owner has it). opts may be
+ * NULL (try once, default lease). Returns LK_EUPGRADE at once when the object
+ * holds read and no write and asks for write (it would wait for itself).
+ * Completes with 0, LK_ETIMEDOUT, LK_EUPGRADE (another object sharing this
+ * owner holds read), LK_ELEASELOST (a re-entry found earlier holds gone),
+ * LK_ECANCELED, LK_ECONN, LK_EUNKNOWN, LK_ETOKEN or a server error. */
+LK_EXTERN int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side,
+                                const lk_rwlock_opts_t *opts, lk_rwlock_cb cb,
+                                void *arg);
+
+/* Drops one hold of `side`. Returns LK_ENOTHELD at once when the object holds
+ * none on that side, LK_ELEASELOST after a loss. Completes with 0
+ * (lk_rwlock_result: 1 = that side's last hold went, 0 = holds remain),
+ * LK_ENOTOWNER (the server no longer has this owner's hold), LK_ECONN,
+ * LK_EUNKNOWN or a server error. Releasing the write side while read holds
+ * remain is the downgrade: the lock stays read-locked by this owner. */
+LK_EXTERN int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side,
+                                lk_rwlock_cb cb, void *arg);
+
+/* Deletes the lock whoever holds it, in either mode, and wakes every waiter.
+ * lk_rwlock_result() is 1 when a lock was deleted, 0 when there was none.
+ * This object's holds are forgotten. */
+LK_EXTERN int lk_rwlock_force_release(lk_rwlock_t *rw, lk_rwlock_cb cb,
+                                      void *arg);
+
+/* Server queries; the answer is lk_rwlock_result() inside the callback:
+ * mode: 0 free, LK_RW_READ, LK_RW_WRITE; remaining_ttl: ms, -2 no lock, -1 no
+ * expiry; server_hold_count: this owner's hold count of `side` on the
+ * server. */
+LK_EXTERN int lk_rwlock_mode(lk_rwlock_t *rw, lk_rwlock_cb cb, void *arg);
+LK_EXTERN int lk_rwlock_remaining_ttl(lk_rwlock_t *rw, lk_rwlock_cb cb,
+                                      void *arg);
+LK_EXTERN int lk_rwlock_server_hold_count(lk_rwlock_t *rw,
+                                          lk_rwlock_side_t side,
+                                          lk_rwlock_cb cb, void *arg);
+
+/* Cancels the pending acquire: its callback runs with LK_ECANCELED (from the
+ * loop, not inside this call). A hold the server may have granted meanwhile
+ * is given back. LK_EINVAL when no acquire is pending. */
+LK_EXTERN int lk_rwlock_cancel(lk_rwlock_t *rw);
+
+/* A pending operation completes with LK_ECANCELED, holds of both sides are
+ * released (best effort), then close_cb (may be NULL) runs and the object is
+ * freed. */
+LK_EXTERN int lk_rwlock_close(lk_rwlock_t *rw, lk_rwlock_close_cb close_cb);
+
+/* Called with LK_ELEASELOST when a watchdog-renewed hold of either side is
+ * lost (a renewal found it gone, or its local deadline passed unconfirmed).
+ * It comes before any other callback of this object. The object is then
+ * LOST as a whole: both sides' holds are given back, nothing is renewed,
+ * lk_rwlock_release returns LK_ELEASELOST and the next acquire starts afresh.
+ * Set it any time; NULL removes it. */
+LK_EXTERN int lk_rwlock_set_lost_cb(lk_rwlock_t *rw, lk_rwlock_cb on_lost,
+                                    void *arg);
+/* 1 while this object holds `side` by its own reckoning: at least one hold,
+ * not lost, local deadline not passed. No round trip. */
+LK_EXTERN int lk_rwlock_is_held(const lk_rwlock_t *rw, lk_rwlock_side_t side);
+/* Holds this object has on `side` (local count; no round trip). */
+LK_EXTERN uint32_t lk_rwlock_hold_count(const lk_rwlock_t *rw,
+                                        lk_rwlock_side_t side);
+/* The fencing token of the last fenced acquisition, either side (0 if
+ * none). Tokens strictly increase per name across all clients and sides. */
+LK_EXTERN int64_t lk_rwlock_token(const lk_rwlock_t *rw);
+
+LK_EXTERN int64_t lk_rwlock_result(const lk_rwlock_t *rw);
+/* Server error text of the last failed operation, or "". Borrowed, valid
+ * until the next operation starts. */
+LK_EXTERN const char *lk_rwlock_error_text(const lk_rwlock_t *rw);
+/* The name as given; borrowed for the object's life. */
+LK_EXTERN const char *lk_rwlock_name(const lk_rwlock_t *rw);
+/* The owner id "UUID:TID" (the reader field; the writer field adds
+ * ":write"). A secret in effect: never log it. Borrowed. */
+LK_EXTERN const char *lk_rwlock_owner(const lk_rwlock_t *rw);
+
+/* Acts as the owner client_id:thread_id (NULL client_id = this client's id),
+ * e.g. to share an identity between objects or act as a Redisson thread.
+ * Only while the object holds nothing and has nothing pending (else
+ * LK_EBUSY). Objects sharing an owner rely on the server's hold counts, so
+ * an operation whose reply is lost is reported LK_EUNKNOWN, not resent. */
+LK_EXTERN int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id,
+                                  uint64_t thread_id);
+
+LK_EXTERN lk_client_t *lk_rwlock_client(const lk_rwlock_t *rw);
+LK_EXTERN void *lk_rwlock_get_data(const lk_rwlock_t *rw);
+LK_EXTERN void lk_rwlock_set_data(lk_rwlock_t *rw, void *data);
+
+#ifdef __cplusplus
+}
+#endif
 #endif /* LATCHKEY_RWLOCK_H */

@@ -1,0 +1,66 @@
+-- Read side acquire. The data is Redisson RReadWriteLock's: hash NAME with
+-- field 'mode' = 'read' / 'write', reader field "UUID:TID" -> hold count,
+-- writer field "UUID:TID:write" -> hold count; every read hold i has its own
+-- key "<TP>:i" (value 1) carrying that hold's lease.
+-- KEYS[1] NAME, KEYS[2] TP = "{NAME}:UUID:TID:rwlock_timeout", KEYS[3] the
+-- fencing token key (fenced acquisitions only).
+-- ARGV[1] lease ms, ARGV[2] reader field, ARGV[3] writer field, ARGV[4] the
+-- read count this owner had before the call, or -1 when unknown (owners
+-- shared between objects), ARGV[5] the lowest acceptable token (fenced).
+-- Reply (private to latchkey): {reads, writes[, token, regressed]} when
+-- granted, where writes is this owner's write count; else the holder's PTTL.
+local function token()
+  if #KEYS < 3 then return nil end
+  local t = redis.call('incr', KEYS[3])
+  local floor = tonumber(ARGV[5])
+  if t < floor then
+    -- The counter is below a token already handed out: the server lost its
+    -- data. Lift it so tokens never go backwards again, and say so.
+    redis.call('set', KEYS[3], floor)
+    return floor, 1
+  end
+  return t, 0
+end
+
+local function granted(reads)
+  local writes = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
+  if #KEYS < 3 then return {reads, writes} end
+  local t, regressed = token()
+  return {reads, writes, t, regressed}
+end
+
+local before = tonumber(ARGV[4])
+local held = redis.call('hget', KEYS[1], ARGV[2])
+if held and before >= 0 and tonumber(held) == before + 1 then
+  -- An earlier attempt whose reply was lost took this hold: report it
+  -- instead of counting twice (its token is the counter's current value).
+  local writes = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
+  if #KEYS < 3 then return {before + 1, writes} end
+  return {before + 1, writes, tonumber(redis.call('get', KEYS[3]) or '0'), 0}
+end
+
+local mode = redis.call('hget', KEYS[1], 'mode')
+if not mode then
+  if redis.call('exists', KEYS[1]) == 1 then
+    -- A hash without a mode is not a read/write lock (an RLock of the same
+    -- name, say): never take it over.
+    return redis.call('pttl', KEYS[1])
+  end
+  redis.call('hset', KEYS[1], 'mode', 'read')
+elseif mode == 'write' then
+  -- Only the writer itself may read while the lock is write-locked.
+  if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return redis.call('pttl', KEYS[1])
+  end
+elseif mode ~= 'read' then
+  return redis.call('pttl', KEYS[1])
+end
+
+local lease = tonumber(ARGV[1])
+local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+redis.call('set', KEYS[2] .. ':' .. n, 1, 'px', lease)
+-- The hash lives as long as its longest hold: extend it, never shorten it.
+if redis.call('pttl', KEYS[1]) < lease then
+  redis.call('pexpire', KEYS[1], lease)
+end
+return granted(n)

@@ -1,0 +1,55 @@
+-- Write side acquire (Redisson RReadWriteLock layout, see read_acquire.lua).
+-- KEYS[1] NAME, KEYS[2] the fencing token key (fenced acquisitions only).
+-- ARGV[1] lease ms, ARGV[2] writer field, ARGV[3] reader field, ARGV[4] the
+-- write count this owner had before the call, or -1 when unknown, ARGV[5]
+-- the lowest acceptable token (fenced).
+-- Reply (private to latchkey): {writes, reads[, token, regressed]} when
+-- granted, where reads is this owner's read count; 'upgrade' when this owner
+-- holds the lock for reading only (waiting would be waiting for itself);
+-- else the holder's PTTL.
+local function granted(writes)
+  local reads = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
+  if #KEYS < 2 then return {writes, reads} end
+  local t = redis.call('incr', KEYS[2])
+  local floor = tonumber(ARGV[5])
+  if t < floor then
+    -- The server lost its data: lift the counter, report the regression.
+    redis.call('set', KEYS[2], floor)
+    return {writes, reads, floor, 1}
+  end
+  return {writes, reads, t, 0}
+end
+
+local before = tonumber(ARGV[4])
+local held = redis.call('hget', KEYS[1], ARGV[2])
+if held and before >= 0 and tonumber(held) == before + 1 then
+  -- An earlier attempt whose reply was lost took this hold.
+  local reads = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
+  if #KEYS < 2 then return {before + 1, reads} end
+  return {before + 1, reads, tonumber(redis.call('get', KEYS[2]) or '0'), 0}
+end
+
+local lease = tonumber(ARGV[1])
+local mode = redis.call('hget', KEYS[1], 'mode')
+if not mode then
+  if redis.call('exists', KEYS[1]) == 1 then
+    -- Not a read/write lock (a hash without a mode): never take it over.
+    return redis.call('pttl', KEYS[1])
+  end
+  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], lease)
+  return granted(1)
+end
+if mode == 'write' and held then
+  local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  -- Re-entry: the lease is at least the new one; a longer time left (this
+  -- owner's read holds, an earlier longer lease) is kept.
+  if redis.call('pttl', KEYS[1]) < lease then
+    redis.call('pexpire', KEYS[1], lease)
+  end
+  return granted(n)
+end
+if mode == 'read' and redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
+  return 'upgrade'
+end
+return redis.call('pttl', KEYS[1])

@@ -1,0 +1,401 @@
+/* Read/write lock, wire compatible with Redisson's RReadWriteLock
+ * (research/redisson.md §3): lifecycle, the acquire entry point, queries and
+ * accessors. One object is one owner with both sides and at most one
+ * operation pending; it knows its hold count on each side. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rwlock/rwlock_int.h"
+
+static void on_complete(lk__obj_t *o, int kind, int status) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
+  lk_rwlock_cb cb = rw->cb;
+  lk_client_t *c = o->client;
+  if (kind == LK__RW_OP_ACQUIRE && status == 0) {
+    c->stats.acquires++;
+    if (o->waited)
+      c->stats.acquire_waits++;
+    if (o->woken_ns != 0)
+      c->stats.handoff_ns_total += lk__now_ns() - o->woken_ns;
+  }
+  if (kind == LK__RW_OP_RELEASE && status == 0)
+    c->stats.releases++;
+  rw->cb = NULL;
+  if (cb != NULL)
+    cb(rw, status, rw->arg);
+}
+
+static void begin(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_cb cb, void *arg) {
+  lk__obj_begin(&rw->base, kind);
+  rw->cb = cb;
+  rw->arg = arg;
+  rw->unknown_resends = 0;
+}
+
+/* --- acquire --- */
+
+void lk_rwlock_opts_init(lk_rwlock_opts_t *o) {
+  if (o == NULL)
+    return;
+  o->wait_ms = 0;
+  o->lease_ms = LK_LEASE_DEFAULT;
+  o->fenced = 0;
+}
+
+int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_opts_t *opts,
+                      lk_rwlock_cb cb, void *arg) {
+  lk_rwlock_opts_t defaults;
+  lk__rw_side_t *sd;
+  int s, rc = lk__obj_check_idle(rw ? &rw->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (!lk__rw_valid_side(side))
+    return LK_EINVAL;
+  if (opts == NULL) {
+    lk_rwlock_opts_init(&defaults);
+    opts = &defaults;
+  }
+  if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
+    return LK_EINVAL;
+  s = lk__rw_side_index(side);
+  sd = &rw->side[s];
+  if (sd->holds == UINT32_MAX)
+    return LK_EINVAL;
+  if (opts->fenced && rw->token_key == NULL) {
+    rw->token_key = lk__prefix_name(LK__RW_TOKEN_PREFIX, rw->name, rw->name_len,
+                                    &rw->token_key_len);
+    if (rw->token_key == NULL)
+      return LK_ENOMEM;
+  }
+  if (rw->lost) {
+    /* Told of the loss already; what the server may have kept was given
+     * back then. Start afresh. */
+    rw->lost = 0;
+    rw->side[LK__RW_R].holds = rw->side[LK__RW_W].holds = 0;
+  }
+  /* A reader asking to write would wait for its own read holds to go. */
+  if (s == LK__RW_W && rw->side[LK__RW_R].holds > 0 && rw->side[LK__RW_W].holds == 0)
+    return LK_EUPGRADE;
+  begin(rw, LK__RW_OP_ACQUIRE, cb, arg);
+  rw->attempt_deferred = 0;
+  lk__obj_wait_begin(&rw->base, opts->wait_ms);
+  rw->req_side = s;
+  rw->req_fenced = opts->fenced != 0;
+  /* A re-entry with an explicit lease while the watchdog keeps this side
+   * keeps the watchdog's lease: a shorter one would end the holds before the
+   * local deadline the watchdog promises. */
+  rw->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__wd_watching(&sd->wd);
+  rw->req_lease_ms = rw->req_watchdog ? LK__RW_CLIENT(rw)->o.default_lease_ms : opts->lease_ms;
+  rc = lk__obj_try(&rw->base);
+  if (rc != 0)
+    rw->base.kind = LK__RW_OP_NONE;
+  return rc;
+}
+
+int lk_rwlock_cancel(lk_rwlock_t *rw) {
+  return lk__obj_cancel(rw ? &rw->base : NULL, LK__RW_OP_ACQUIRE);
+}
+
+/* --- force release and queries --- */
+
+static void on_simple_reply(void *data, int status, redisReply *r) {
+  lk_rwlock_t *rw = data;
+  long long v;
+  int s;
+  rw->base.op = NULL;
+  if (status != 0) {
+    lk__obj_error(&rw->base, r);
+    lk__obj_finish(&rw->base, status);
+    return;
+  }
+  switch (rw->base.kind) {
+  case LK__RW_OP_QUERY_HOLDS:
+  case LK__RW_OP_QUERY_MODE:
+    if (r->type == REDIS_REPLY_NIL) {
+      rw->base.result = 0;
+    } else if (r->type != REDIS_REPLY_STRING) {
+      lk__obj_finish(&rw->base, LK_EPROTOCOL);
+      return;
+    } else if (rw->base.kind == LK__RW_OP_QUERY_HOLDS) {
+      rw->base.result = strtoll(r->str, NULL, 10);
+    } else {
+      rw->base.result = strcmp(r->str, "write") == 0  ? LK_RW_WRITE
+                        : strcmp(r->str, "read") == 0 ? LK_RW_READ
+                                                      : -1;
+      if (rw->base.result < 0) {
+        lk__obj_finish(&rw->base, LK_EPROTOCOL);
+        return;
+      }
+    }
+    break;
+  default:
+    if (!lk__reply_is_int(r, &v)) {
+      lk__obj_finish(&rw->base, LK_EPROTOCOL);
+      return;
+    }
+    rw->base.result = v;
+    if (rw->base.kind == LK__RW_OP_FORCE) {
+      for (s = LK__RW_R; s <= LK__RW_W; s++) {
+        rw->side[s].holds = 0;
+        lk__rw_stop_watching(rw, s);
+      }
+      rw->lost = 0;
+    }
+    break;
+  }
+  lk__obj_finish(&rw->base, 0);
+}
+
+static int start_simple(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_side_t side,
+                        lk_rwlock_cb cb, void *arg) {
+  const char *argv[4];
+  size_t lens[4];
+  int err = 0, rc = lk__obj_check_idle(rw ? &rw->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (kind == LK__RW_OP_QUERY_HOLDS && !lk__rw_valid_side(side))
+    return LK_EINVAL;
+  begin(rw, kind, cb, arg);
+  switch (kind) {
+  case LK__RW_OP_FORCE:
+    argv[0] = rw->name, lens[0] = rw->name_len;
+    argv[1] = rw->channel, lens[1] = rw->channel_len;
+    argv[2] = rw->kp, lens[2] = rw->kp_len;
+    argv[3] = "PUBLISH", lens[3] = 7;
+    rw->base.op = lk__script_call(LK__RW_CLIENT(rw), lk__script_find("rwlock/force_release"),
+                                  3, 1, argv, lens, on_simple_reply, rw, &err);
+    break;
+  case LK__RW_OP_QUERY_HOLDS:
+  case LK__RW_OP_QUERY_MODE:
+    argv[0] = "HGET", lens[0] = 4;
+    argv[1] = rw->name, lens[1] = rw->name_len;
+    if (kind == LK__RW_OP_QUERY_MODE)
+      argv[2] = "mode", lens[2] = 4;
+    else if (side == LK_RW_WRITE)
+      argv[2] = rw->writer, lens[2] = rw->writer_len;
+    else
+      argv[2] = rw->owner, lens[2] = rw->owner_len;
+    rw->base.op = lk__cmd_argv(LK__RW_CLIENT(rw), 3, argv, lens, on_simple_reply, rw, &err);
+    break;
+  default:
+    argv[0] = "PTTL", lens[0] = 4;
+    argv[1] = rw->name, lens[1] = rw->name_len;
+    rw->base.op = lk__cmd_argv(LK__RW_CLIENT(rw), 2, argv, lens, on_simple_reply, rw, &err);
+    break;
+  }
+  if (rw->base.op == NULL) {
+    rw->base.kind = LK__RW_OP_NONE;
+    return err;
+  }
+  return 0;
+}
+
+int lk_rwlock_force_release(lk_rwlock_t *rw, lk_rwlock_cb cb, void *arg) {
+  return start_simple(rw, LK__RW_OP_FORCE, LK_RW_READ, cb, arg);
+}
+int lk_rwlock_mode(lk_rwlock_t *rw, lk_rwlock_cb cb, void *arg) {
+  return start_simple(rw, LK__RW_OP_QUERY_MODE, LK_RW_READ, cb, arg);
+}
+int lk_rwlock_remaining_ttl(lk_rwlock_t *rw, lk_rwlock_cb cb, void *arg) {
+  return start_simple(rw, LK__RW_OP_QUERY_TTL, LK_RW_READ, cb, arg);
+}
+int lk_rwlock_server_hold_count(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
+                                void *arg) {
+  return start_simple(rw, LK__RW_OP_QUERY_HOLDS, side, cb, arg);
+}
+
+/* --- identity --- */
+
+/* Sets the owner fields and this owner's hold-key prefix, Redisson's
+ * suffixName(NAME, owner) + ":rwlock_timeout" (= KP:UUID:TID:rwlock_timeout). */
+static int set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t tid) {
+  char owner[96], suffix[128];
+  size_t tp_len;
+  char *tp;
+  int n = snprintf(owner, sizeof(owner), "%s:%" PRIu64, client_id, tid);
+  if (n < 0 || (size_t)n >= sizeof(owner))
+    return LK_EINVAL;
+  snprintf(suffix, sizeof(suffix), "%s:rwlock_timeout", owner);
+  tp = lk__suffix_name(rw->name, rw->name_len, suffix, &tp_len);
+  if (tp == NULL)
+    return LK_ENOMEM;
+  lk__free(rw->tp);
+  rw->tp = tp;
+  rw->tp_len = tp_len;
+  memcpy(rw->owner, owner, (size_t)n + 1);
+  rw->owner_len = (size_t)n;
+  rw->writer_len = (size_t)snprintf(rw->writer, sizeof(rw->writer), "%s:write", owner);
+  /* The watchdog entries borrow these. */
+  rw->side[LK__RW_R].wd.keys[1] = rw->tp;
+  rw->side[LK__RW_R].wd.key_lens[1] = rw->tp_len;
+  rw->side[LK__RW_R].wd.owner = rw->owner;
+  rw->side[LK__RW_R].wd.owner_len = rw->owner_len;
+  rw->side[LK__RW_W].wd.owner = rw->writer;
+  rw->side[LK__RW_W].wd.owner_len = rw->writer_len;
+  return 0;
+}
+
+int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t thread_id) {
+  int rc = lk__obj_check(rw ? &rw->base : NULL);
+  if (rc != 0)
+    return rc;
+  if (client_id != NULL && !lk__valid_client_id(client_id))
+    return LK_EINVAL;
+  if (rw->base.kind != LK__RW_OP_NONE || rw->side[LK__RW_R].holds > 0 ||
+      rw->side[LK__RW_W].holds > 0 || lk__wd_watching(&rw->side[LK__RW_R].wd) ||
+      lk__wd_watching(&rw->side[LK__RW_W].wd))
+    return LK_EBUSY;
+  rc = set_owner(rw, client_id ? client_id : LK__RW_CLIENT(rw)->id, thread_id);
+  if (rc == 0)
+    rw->owner_shared = 1;
+  return rc;
+}
+
+/* --- lifecycle --- */
+
+static void on_closed(lk__obj_t *o) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
+  if (rw->close_cb != NULL)
+    rw->close_cb(rw);
+}
+
+static void free_rwlock(lk__obj_t *o) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
+  if (rw->track != NULL) {
+    if (rw->track->pending == 0)
+      lk__free(rw->track);
+    else
+      rw->track->rw = NULL; /* the last settled give-back frees it */
+  }
+  lk__free(rw->token_key);
+  lk__free(rw->tp);
+  lk__free(rw->kp);
+  lk__free(rw->channel);
+  lk__free(rw->name);
+  lk__free(rw);
+}
+
+static const lk__obj_ops_t lk__rwlock_ops = {
+    .complete = on_complete,
+    .attempt = lk__rw_attempt,
+    .abandon = lk__rw_abandon,
+    .close_release = lk__rw_close_release,
+    .closed = on_closed,
+    .free = free_rwlock,
+    .message = lk__rw_on_message,
+};
+
+/* {NAME}, or NAME itself when it has a brace (Redisson's hash-tag rule):
+ * the prefix of every owner's hold keys. */
+static char *key_prefix(const char *name, size_t len, size_t *out_len) {
+  int braced = memchr(name, '{', len) != NULL;
+  char *kp = lk__malloc(len + 3);
+  if (kp == NULL)
+    return NULL;
+  if (braced) {
+    memcpy(kp, name, len);
+    *out_len = len;
+  } else {
+    kp[0] = '{';
+    memcpy(kp + 1, name, len);
+    kp[len + 1] = '}';
+    *out_len = len + 2;
+  }
+  kp[*out_len] = '\0';
+  return kp;
+}
+
+int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
+  lk_rwlock_t *rw;
+  size_t len;
+  int rc = lk__check_client(c);
+  if (rc != 0)
+    return rc;
+  if (out == NULL)
+    return LK_EINVAL;
+  rc = lk__check_name(c, name, &len);
+  if (rc != 0)
+    return rc;
+  rw = lk__calloc(1, sizeof(*rw));
+  if (rw == NULL)
+    return LK_ENOMEM;
+  rw->name = lk__memdup0(name, len);
+  rw->name_len = len;
+  rw->channel = lk__prefix_name(LK__RW_CHANNEL_PREFIX, name, len, &rw->channel_len);
+  rw->kp = key_prefix(name, len, &rw->kp_len);
+  rc = rw->name && rw->channel && rw->kp ? set_owner(rw, c->id, ++c->next_tid) : LK_ENOMEM;
+  if (rc != 0) {
+    free_rwlock(&rw->base);
+    return rc;
+  }
+  rw->side[LK__RW_R].wd.cls = &lk__rw_wd_read_class;
+  rw->side[LK__RW_W].wd.cls = &lk__rw_wd_write_class;
+  for (int s = LK__RW_R; s <= LK__RW_W; s++) {
+    lk__rw_side_t *sd = &rw->side[s];
+    sd->lease_ms = c->o.default_lease_ms;
+    sd->wd.keys[0] = rw->name;
+    sd->wd.key_lens[0] = rw->name_len;
+    sd->wd.on_event = lk__rw_on_wd_event;
+    lk__queue_init(&sd->wd.node);
+  }
+  lk__obj_init(&rw->base, c, &lk__rwlock_ops);
+  rw->base.channel = rw->channel;
+  rw->base.channel_len = rw->channel_len;
+  *out = rw;
+  return 0;
+}
+
+int lk_rwlock_close(lk_rwlock_t *rw, lk_rwlock_close_cb close_cb) {
+  int rc;
+  if (rw == NULL)
+    return LK_EINVAL;
+  rc = lk__obj_close(&rw->base);
+  if (rc == 0)
+    rw->close_cb = close_cb;
+  return rc;
+}
+
+/* --- leases and accessors --- */
+
+int lk_rwlock_set_lost_cb(lk_rwlock_t *rw, lk_rwlock_cb on_lost, void *arg) {
+  int rc = lk__obj_check(rw ? &rw->base : NULL);
+  if (rc != 0)
+    return rc;
+  rw->on_lost = on_lost;
+  rw->lost_arg = arg;
+  return 0;
+}
+
+int lk_rwlock_is_held(const lk_rwlock_t *rw, lk_rwlock_side_t side) {
+  const lk__rw_side_t *sd;
+  uint64_t now;
+  if (rw == NULL || !lk__rw_valid_side(side) || rw->lost)
+    return 0;
+  sd = &rw->side[lk__rw_side_index(side)];
+  if (sd->holds == 0)
+    return 0;
+  now = lk__now_ns();
+  if (lk__wd_watching(&sd->wd))
+    return now < lk__wd_deadline(LK__RW_CLIENT(rw), &sd->wd);
+  return now < sd->deadline_ns;
+}
+
+uint32_t lk_rwlock_hold_count(const lk_rwlock_t *rw, lk_rwlock_side_t side) {
+  if (rw == NULL || !lk__rw_valid_side(side))
+    return 0;
+  return rw->side[lk__rw_side_index(side)].holds;
+}
+
+int64_t lk_rwlock_token(const lk_rwlock_t *rw) { return rw ? rw->token : 0; }
+int64_t lk_rwlock_result(const lk_rwlock_t *rw) { return rw ? rw->base.result : 0; }
+const char *lk_rwlock_error_text(const lk_rwlock_t *rw) { return rw ? rw->base.errtext : ""; }
+const char *lk_rwlock_name(const lk_rwlock_t *rw) { return rw ? rw->name : NULL; }
+const char *lk_rwlock_owner(const lk_rwlock_t *rw) { return rw ? rw->owner : NULL; }
+lk_client_t *lk_rwlock_client(const lk_rwlock_t *rw) { return rw ? LK__RW_CLIENT(rw) : NULL; }
+void *lk_rwlock_get_data(const lk_rwlock_t *rw) { return rw ? rw->base.data : NULL; }
+void lk_rwlock_set_data(lk_rwlock_t *rw, void *data) {
+  if (rw != NULL)
+    rw->base.data = data;
+}

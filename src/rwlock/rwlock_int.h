@@ -1,0 +1,125 @@
+#ifndef LK_RWLOCK_INT_H
+#define LK_RWLOCK_INT_H
+
+/* The read/write lock's insides, shared by its three files: rwlock.c
+ * (lifecycle, queries, accessors), acquire.c (taking holds, waiting) and
+ * release.c (giving holds back, leases, losses). */
+
+#include "core/internal.h"
+#include "core/object.h"
+#include "core/watchdog.h"
+
+#define LK__RW_CHANNEL_PREFIX "redisson_rwlock"
+#define LK__RW_TOKEN_PREFIX "redisson_lock_token"
+#define LK__RW_UNKNOWN_RESENDS 3
+
+enum lk__rw_op {
+  LK__RW_OP_NONE = 0,
+  LK__RW_OP_ACQUIRE,
+  LK__RW_OP_RELEASE,
+  LK__RW_OP_FORCE,
+  LK__RW_OP_QUERY_MODE,
+  LK__RW_OP_QUERY_TTL,
+  LK__RW_OP_QUERY_HOLDS
+};
+
+enum { LK__RW_R = 0, LK__RW_W = 1 }; /* index of a side in rw->side[] */
+
+/* Abandoned acquires whose outcome is still out (their give-back follows
+ * that outcome). It lives apart from the object: close does not wait for
+ * them, and the last one to settle frees it. */
+typedef struct lk__rw_track_s {
+  lk_rwlock_t *rw; /* NULL once the object is freed */
+  unsigned pending;
+} lk__rw_track_t;
+
+/* One side's holds. A side kept by the watchdog is in the client's ring
+ * (wd); a side taken with an explicit lease keeps its own deadline. */
+typedef struct lk__rw_side_s {
+  uint32_t holds;
+  int64_t lease_ms; /* of the current holding, kept by a partial release */
+  lk__wd_entry_t wd;
+  uint64_t deadline_ns; /* explicit leases: the earliest hold's end */
+} lk__rw_side_t;
+
+struct lk_rwlock_s {
+  lk__obj_t base; /* first: the shared object body (core/object.h) */
+  char *name;
+  size_t name_len;
+  char *channel; /* redisson_rwlock:{NAME} */
+  size_t channel_len;
+  char *kp; /* the prefix of every owner's hold keys: {NAME}, or NAME */
+  size_t kp_len;
+  char *tp; /* this owner's hold keys: KP:UUID:TID:rwlock_timeout */
+  size_t tp_len;
+  char *token_key; /* fenced acquisitions only, made on first use */
+  size_t token_key_len;
+  char owner[96]; /* the reader field "UUID:TID" */
+  size_t owner_len;
+  char writer[104]; /* the writer field "UUID:TID:write" */
+  size_t writer_len;
+  int owner_shared;
+  lk__rw_side_t side[2];
+  int64_t token;
+  int lost;
+  lk_rwlock_cb on_lost;
+  void *lost_arg;
+
+  /* the pending operation (the rest is in base) */
+  lk_rwlock_cb cb;
+  void *arg;
+  int req_side; /* LK__RW_R / LK__RW_W */
+  int64_t req_lease_ms;
+  int req_watchdog;
+  int req_fenced;
+  int unknown_resends;
+  uint32_t release_before; /* holds before a release's first attempt */
+  lk_rwlock_close_cb close_cb;
+  int close_left; /* give-back commands of close still unanswered */
+  /* While an abandoned acquire's give-back is not on the connection yet, a
+   * new command of this owner would reach the server first: an attempt
+   * would take the late grant for its own (the expected count matches) and
+   * then lose it to the give-back; a release would drop the late grant
+   * instead of a hold the object counts. Both wait (sent on settling). */
+  lk__rw_track_t *track;
+  int attempt_deferred;
+  int release_deferred;
+};
+
+#define LK__RW_CLIENT(rw) ((rw)->base.client)
+
+static inline int lk__rw_side_index(lk_rwlock_side_t side) {
+  return side == LK_RW_WRITE ? LK__RW_W : LK__RW_R;
+}
+static inline int lk__rw_valid_side(lk_rwlock_side_t side) {
+  return side == LK_RW_READ || side == LK_RW_WRITE;
+}
+
+/* acquire.c */
+int lk__rw_attempt(lk__obj_t *o);
+int lk__rw_abandoned_pending(const lk_rwlock_t *rw);
+void lk__rw_abandon(lk__obj_t *o);
+int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len);
+
+/* release.c */
+/* n for "every hold the owner has on the server" (the release scripts read
+ * 0 so). */
+#define LK__RW_ALL 0u
+/* Formats a release of n holds of side s, applied only if the owner's count
+ * is `before` (-1: whatever it is); sent now or prepared for later. */
+lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n,
+                            lk__op_cb cb, void *data, int send, int *err);
+/* Best-effort release nobody waits for (n may be LK__RW_ALL). */
+void lk__rw_give_back(lk_rwlock_t *rw, int s, int64_t before, uint32_t n);
+/* The holds are gone: stop renewing, give back, tell the holder. */
+void lk__rw_lose(lk_rwlock_t *rw);
+void lk__rw_stop_watching(lk_rwlock_t *rw, int s);
+void lk__rw_on_wd_event(lk__wd_entry_t *e, int event);
+int lk__rw_close_release(lk__obj_t *o);
+/* Sends a release deferred behind an abandoned acquire's give-back. */
+void lk__rw_release_now(lk_rwlock_t *rw);
+
+extern const lk__wd_class_t lk__rw_wd_read_class;
+extern const lk__wd_class_t lk__rw_wd_write_class;
+
+#endif /* LK_RWLOCK_INT_H */

@@ -1,0 +1,144 @@
+/* Read/write lock conveniences over lk_fixture.h: "run the loop until this
+ * operation's callback" helpers for lk_rwlock_t, so a case reads as a
+ * sequence. Header-only (static inline), like lk_fixture.h. */
+#ifndef LK_TEST_HARNESS_RW_FIXTURE_H
+#define LK_TEST_HARNESS_RW_FIXTURE_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lk_fixture.h"
+
+#define RW_R LK_RW_READ
+#define RW_W LK_RW_WRITE
+
+static inline void rw_cb(lk_rwlock_t *rw, int status, void *arg) {
+  sx_t *s = arg;
+  s->calls++;
+  ASSERT_EQ(s->calls, 1);
+  s->done = 1;
+  s->status = status;
+  s->result = lk_rwlock_result(rw);
+  s->t_ns = uv_hrtime();
+}
+
+static inline lk_rwlock_t *fx_rwlock(fx_t *fx, const char *name) {
+  lk_rwlock_t *rw = NULL;
+  ASSERT_OK(lk_rwlock_new(fx->c, name, &rw));
+  return rw;
+}
+
+static inline void fx_rwlock_closed_cb(lk_rwlock_t *rw) {
+  int *flag = lk_rwlock_get_data(rw);
+  *flag = 1;
+}
+
+static inline void fx_close_rwlock(fx_t *fx, lk_rwlock_t *rw) {
+  int closed = 0;
+  lk_rwlock_set_data(rw, &closed);
+  ASSERT_OK(lk_rwlock_close(rw, fx_rwlock_closed_cb));
+  rt_run_until(&fx->loop, &closed, 10000);
+}
+
+/* Starts an acquire; the caller runs the loop until s->done. */
+static inline void rw_start(lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait_ms,
+                            int64_t lease_ms, sx_t *s) {
+  lk_rwlock_opts_t o;
+  memset(s, 0, sizeof(*s));
+  lk_rwlock_opts_init(&o);
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  ASSERT_OK(lk_rwlock_acquire(rw, side, &o, rw_cb, s));
+}
+
+static inline int rw_acquire_in(uv_loop_t *loop, lk_rwlock_t *rw, lk_rwlock_side_t side,
+                                int64_t wait_ms, int64_t lease_ms, sx_t *s) {
+  rw_start(rw, side, wait_ms, lease_ms, s);
+  rt_run_until(loop, &s->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
+  return s->status;
+}
+
+static inline int rw_acquire(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait_ms,
+                             int64_t lease_ms) {
+  sx_t s;
+  return rw_acquire_in(&fx->loop, rw, side, wait_ms, lease_ms, &s);
+}
+
+/* Releases one hold of side; *result gets lk_rwlock_result() when not NULL. */
+static inline int rw_release(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side,
+                             int64_t *result) {
+  sx_t s;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_rwlock_release(rw, side, rw_cb, &s));
+  rt_run_until(&fx->loop, &s.done, 15000);
+  if (result != NULL)
+    *result = s.result;
+  return s.status;
+}
+
+typedef int (*rw_op_fn)(lk_rwlock_t *, lk_rwlock_cb, void *);
+
+/* Runs force_release / mode / remaining_ttl to completion. */
+static inline int rw_run(fx_t *fx, rw_op_fn fn, lk_rwlock_t *rw, int64_t *result) {
+  sx_t s;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(fn(rw, rw_cb, &s));
+  rt_run_until(&fx->loop, &s.done, 15000);
+  if (result != NULL)
+    *result = s.result;
+  return s.status;
+}
+
+static inline int64_t rw_server_holds(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side) {
+  sx_t s;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_rwlock_server_hold_count(rw, side, rw_cb, &s));
+  rt_run_until(&fx->loop, &s.done, 15000);
+  ASSERT_OK(s.status);
+  return s.result;
+}
+
+/* A client close callback that sets the int the client's data points to. */
+static inline void fx_on_client_closed_flag(lk_client_t *c) {
+  int *flag = lk_client_get_data(c);
+  *flag = 1;
+}
+
+/* Runs the loop for ms (unscaled) so background work can happen. */
+static inline void rw_spin(fx_t *fx, int64_t ms) {
+  int64_t end = rt_now_ms() + ms;
+  while (rt_now_ms() < end) {
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+/* HGET key field as a number; 0 when absent. */
+static inline long long rw_hget(fx_t *fx, const char *key, const char *field) {
+  char *v = rt_cmd_str(fx->srv, "HGET %s %s", key, field);
+  long long n = v ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
+/* Polls until channel has at least n subscribers, running the loop. */
+static inline void rw_wait_subscribers(fx_t *fx, const char *channel, long long n) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  for (;;) {
+    redisReply *r = rt_cmd(fx->srv, "PUBSUB NUMSUB %s", channel);
+    long long got;
+    ASSERT_NOT_NULL(r);
+    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+    ASSERT_EQ(r->elements, 2);
+    got = r->element[1]->integer;
+    freeReplyObject(r);
+    if (got >= n)
+      return;
+    if (rt_now_ms() > end)
+      FAIL("%s has %lld subscribers, want %lld", channel, got, n);
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(2);
+  }
+}
+
+#endif /* LK_TEST_HARNESS_RW_FIXTURE_H */

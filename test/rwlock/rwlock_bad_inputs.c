@@ -1,0 +1,387 @@
+/* Read/write lock bad inputs (research/reliability.md §4): every rejected
+ * call returns its exact code at once, never runs its callback, sends
+ * nothing, and leaves the object usable. Wrong thread, forked child,
+ * operations on a closing object and a busy object are covered too. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rw_fixture.h"
+
+#define BAD_RW ((lk_rwlock_t *)(uintptr_t)0x5a5a5a5a)
+
+static int g_never_calls;
+static void never_cb(lk_rwlock_t *rw, int status, void *arg) {
+  (void)rw;
+  (void)status;
+  (void)arg;
+  g_never_calls++;
+}
+
+static void finish(fx_t *fx) {
+  fx_finish(fx);
+  ASSERT_EQ(g_never_calls, 0);
+}
+
+static long long scripts_run(fx_t *fx) {
+  long long n = 0;
+  const char *cmds[] = {"cmdstat_evalsha", "cmdstat_eval"};
+  for (int i = 0; i < 2; i++) {
+    char *v = rt_server_info(fx->srv, "commandstats", cmds[i]);
+    if (v != NULL) {
+      const char *p = strstr(v, "calls=");
+      ASSERT_NOT_NULL(p);
+      n += atoll(p + 6);
+      free(v);
+    }
+  }
+  return n;
+}
+
+static int acquire_rc(lk_rwlock_t *rw, int side, int64_t wait_ms, int64_t lease_ms) {
+  lk_rwlock_opts_t o;
+  lk_rwlock_opts_init(&o);
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  return lk_rwlock_acquire(rw, (lk_rwlock_side_t)side, &o, never_cb, NULL);
+}
+
+/* After rejected calls the object is idle and works on both sides. */
+static void check_still_usable(fx_t *fx, lk_rwlock_t *rw) {
+  int64_t r = -1;
+  ASSERT_OK(rw_acquire(fx, rw, RW_R, 0, 10000));
+  ASSERT_OK(rw_release(fx, rw, RW_R, &r));
+  ASSERT_EQ(r, 1);
+  ASSERT_OK(rw_acquire(fx, rw, RW_W, 0, 10000));
+  ASSERT_OK(rw_release(fx, rw, RW_W, &r));
+  ASSERT_EQ(r, 1);
+}
+
+TEST(new_rejects_bad_arguments) {
+  fx_t fx;
+  lk_rwlock_t *rw = BAD_RW;
+  lk_client_opts_t o;
+  char *big;
+  fx_start(&fx, NULL);
+  ASSERT_EQ(lk_rwlock_new(NULL, "x", &rw), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_new(fx.c, NULL, &rw), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_new(fx.c, "", &rw), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_new(fx.c, "x", NULL), LK_EINVAL);
+  big = malloc(4098);
+  ASSERT_NOT_NULL(big);
+  memset(big, 'n', 4097);
+  big[4097] = '\0';
+  ASSERT_EQ(lk_rwlock_new(fx.c, big, &rw), LK_ENAMETOOLONG);
+  big[4096] = '\0'; /* exactly the cap: fine */
+  ASSERT(rw == BAD_RW);
+  ASSERT_OK(lk_rwlock_new(fx.c, big, &rw));
+  check_still_usable(&fx, rw);
+  fx_close_rwlock(&fx, rw);
+  free(big);
+  /* A custom cap applies too. */
+  fx_finish(&fx);
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  fx_client_opts(&fx, &o);
+  o.max_name_len = 8;
+  fx_start_client(&fx, &o);
+  rw = BAD_RW;
+  ASSERT_EQ(lk_rwlock_new(fx.c, "123456789", &rw), LK_ENAMETOOLONG);
+  ASSERT(rw == BAD_RW);
+  ASSERT_OK(lk_rwlock_new(fx.c, "12345678", &rw));
+  fx_close_rwlock(&fx, rw);
+  finish(&fx);
+}
+
+TEST(acquire_rejects_bad_arguments) {
+  fx_t fx;
+  lk_rwlock_t *rw;
+  lk_rwlock_opts_t o;
+  long long before;
+  fx_start(&fx, NULL);
+  rw = fx_rwlock(&fx, "bad");
+  /* Let the connection and script cache settle, then count. */
+  check_still_usable(&fx, rw);
+  before = scripts_run(&fx);
+  lk_rwlock_opts_init(&o);
+  ASSERT_EQ(lk_rwlock_acquire(NULL, RW_R, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_acquire(rw, RW_R, &o, NULL, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_acquire(rw, (lk_rwlock_side_t)0, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_acquire(rw, (lk_rwlock_side_t)3, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_acquire(rw, (lk_rwlock_side_t)-1, &o, never_cb, NULL), LK_EINVAL);
+  for (int side = RW_R; side <= RW_W; side++) {
+    ASSERT_EQ(acquire_rc(rw, side, -2, 1000), LK_EINVAL);
+    ASSERT_EQ(acquire_rc(rw, side, LK_MAX_TIME_MS + 1, 1000), LK_EINVAL);
+    ASSERT_EQ(acquire_rc(rw, side, INT64_MAX, 1000), LK_EINVAL);
+    ASSERT_EQ(acquire_rc(rw, side, INT64_MIN, 1000), LK_EINVAL);
+    ASSERT_EQ(acquire_rc(rw, side, 0, 0), LK_EINVAL); /* never PX 0 */
+    ASSERT_EQ(acquire_rc(rw, side, 0, -2), LK_EINVAL);
+    ASSERT_EQ(acquire_rc(rw, side, 0, LK_MAX_TIME_MS + 1), LK_EINVAL);
+    ASSERT_EQ(acquire_rc(rw, side, 0, INT64_MAX), LK_EINVAL);
+  }
+  rw_spin(&fx, 20);
+  ASSERT_EQ(scripts_run(&fx), before);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS bad"), 0);
+  /* The edges are valid. */
+  ASSERT_OK(rw_acquire(&fx, rw, RW_R, LK_MAX_TIME_MS, LK_MAX_TIME_MS));
+  ASSERT_OK(rw_release(&fx, rw, RW_R, NULL));
+  check_still_usable(&fx, rw);
+  fx_close_rwlock(&fx, rw);
+  finish(&fx);
+}
+
+TEST(release_and_queries_reject_bad_arguments) {
+  fx_t fx;
+  lk_rwlock_t *rw;
+  fx_start(&fx, NULL);
+  rw = fx_rwlock(&fx, "bad");
+  ASSERT_EQ(lk_rwlock_release(NULL, RW_R, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_release(rw, RW_R, NULL, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_release(rw, (lk_rwlock_side_t)7, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_release(rw, RW_R, never_cb, NULL), LK_ENOTHELD);
+  ASSERT_EQ(lk_rwlock_release(rw, RW_W, never_cb, NULL), LK_ENOTHELD);
+  ASSERT_EQ(lk_rwlock_force_release(NULL, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_force_release(rw, NULL, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_mode(rw, NULL, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_remaining_ttl(NULL, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_server_hold_count(rw, (lk_rwlock_side_t)0, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_server_hold_count(rw, RW_R, NULL, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_cancel(NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_cancel(rw), LK_EINVAL); /* nothing pending */
+  ASSERT_EQ(lk_rwlock_close(NULL, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_set_lost_cb(NULL, never_cb, NULL), LK_EINVAL);
+  /* Getters on NULL or a bad side answer neutrally. */
+  ASSERT_EQ(lk_rwlock_is_held(NULL, RW_R), 0);
+  ASSERT_EQ(lk_rwlock_is_held(rw, (lk_rwlock_side_t)9), 0);
+  ASSERT_EQ(lk_rwlock_hold_count(NULL, RW_W), 0);
+  ASSERT_EQ(lk_rwlock_hold_count(rw, (lk_rwlock_side_t)9), 0);
+  ASSERT_EQ(lk_rwlock_token(NULL), 0);
+  ASSERT_EQ(lk_rwlock_result(NULL), 0);
+  ASSERT_STREQ(lk_rwlock_error_text(NULL), "");
+  ASSERT_NULL(lk_rwlock_name(NULL));
+  ASSERT_NULL(lk_rwlock_owner(NULL));
+  ASSERT_NULL(lk_rwlock_client(NULL));
+  ASSERT_NULL(lk_rwlock_get_data(NULL));
+  lk_rwlock_set_data(NULL, NULL);
+  lk_rwlock_opts_init(NULL);
+  ASSERT_STREQ(lk_rwlock_name(rw), "bad");
+  ASSERT(lk_rwlock_client(rw) == fx.c);
+  check_still_usable(&fx, rw);
+  fx_close_rwlock(&fx, rw);
+  finish(&fx);
+}
+
+/* One operation at a time; a second one is LK_EBUSY and changes nothing. */
+TEST(second_operation_while_pending_is_busy) {
+  fx_t fx;
+  lk_rwlock_t *rw, *w;
+  sx_t s;
+  fx_start(&fx, NULL);
+  rw = fx_rwlock(&fx, "busy");
+  w = fx_rwlock(&fx, "busy");
+  ASSERT_OK(rw_acquire(&fx, w, RW_W, 0, LK_LEASE_DEFAULT));
+  rw_start(rw, RW_R, 5000, LK_LEASE_DEFAULT, &s);
+  ASSERT_EQ(acquire_rc(rw, RW_R, 0, 1000), LK_EBUSY);
+  ASSERT_EQ(acquire_rc(rw, RW_W, 0, 1000), LK_EBUSY);
+  ASSERT_EQ(lk_rwlock_force_release(rw, never_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_rwlock_mode(rw, never_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_rwlock_set_owner(rw, NULL, 5), LK_EBUSY);
+  ASSERT_OK(rw_release(&fx, w, RW_W, NULL));
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(lk_rwlock_hold_count(rw, RW_R), 1);
+  /* Holding: the owner cannot change either. */
+  ASSERT_EQ(lk_rwlock_set_owner(rw, NULL, 5), LK_EBUSY);
+  fx_close_rwlock(&fx, rw);
+  fx_close_rwlock(&fx, w);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  finish(&fx);
+}
+
+TEST(set_owner_checks_and_acts_as_given_owner) {
+  fx_t fx;
+  lk_rwlock_t *rw;
+  char field[160];
+  fx_start(&fx, NULL);
+  rw = fx_rwlock(&fx, "owner");
+  ASSERT_EQ(lk_rwlock_set_owner(NULL, NULL, 1), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_set_owner(rw, "", 1), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_set_owner(rw, "with space", 1), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_set_owner(rw, "8d0c3c5e-0000-4000-8000-00000000000:", 1), LK_EINVAL);
+  ASSERT_OK(lk_rwlock_set_owner(rw, "8d0c3c5e-0000-4000-8000-000000000001", 18446744073709551615ULL));
+  ASSERT_STREQ(lk_rwlock_owner(rw), "8d0c3c5e-0000-4000-8000-000000000001:18446744073709551615");
+  ASSERT_OK(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS {owner}:%s:rwlock_timeout:1", lk_rwlock_owner(rw)), 1);
+  ASSERT_OK(rw_release(&fx, rw, RW_R, NULL));
+  ASSERT_OK(rw_acquire(&fx, rw, RW_W, 0, LK_LEASE_DEFAULT));
+  snprintf(field, sizeof(field), "%s:write", lk_rwlock_owner(rw));
+  ASSERT_EQ(rw_hget(&fx, "owner", field), 1);
+  ASSERT_OK(rw_release(&fx, rw, RW_W, NULL));
+  fx_close_rwlock(&fx, rw);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  finish(&fx);
+}
+
+TEST(operations_on_a_closing_object) {
+  fx_t fx;
+  lk_rwlock_t *rw;
+  int closed = 0;
+  fx_start(&fx, NULL);
+  rw = fx_rwlock(&fx, "closing");
+  ASSERT_OK(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
+  lk_rwlock_set_data(rw, &closed);
+  ASSERT_OK(lk_rwlock_close(rw, fx_rwlock_closed_cb));
+  ASSERT_EQ(acquire_rc(rw, RW_W, 0, 1000), LK_ECLOSED);
+  ASSERT_EQ(lk_rwlock_release(rw, RW_R, never_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_rwlock_mode(rw, never_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_rwlock_cancel(rw), LK_ECLOSED);
+  ASSERT_EQ(lk_rwlock_set_owner(rw, NULL, 1), LK_ECLOSED);
+  ASSERT_EQ(lk_rwlock_set_lost_cb(rw, never_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_rwlock_close(rw, NULL), LK_ECLOSED);
+  rt_run_until(&fx.loop, &closed, 5000);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  /* A client with an open object refuses to close. */
+  rw = fx_rwlock(&fx, "closing");
+  ASSERT_EQ(lk_client_close(fx.c, NULL), LK_EBUSY);
+  fx_close_rwlock(&fx, rw);
+  finish(&fx);
+}
+
+typedef struct {
+  lk_client_t *c;
+  lk_rwlock_t *rw;
+  lk_rwlock_t *out;
+  int which;
+  int rc;
+} thread_call_t;
+
+static void thread_call(void *arg) {
+  thread_call_t *t = arg;
+  switch (t->which) {
+  case 0:
+    t->rc = lk_rwlock_acquire(t->rw, RW_W, NULL, never_cb, NULL);
+    break;
+  case 1:
+    t->out = BAD_RW;
+    t->rc = lk_rwlock_new(t->c, "wt", &t->out);
+    break;
+  case 2:
+    t->rc = lk_rwlock_release(t->rw, RW_R, never_cb, NULL);
+    break;
+  default:
+    t->rc = lk_rwlock_close(t->rw, NULL);
+    break;
+  }
+}
+
+TEST(wrong_thread) {
+  fx_t fx;
+  thread_call_t t;
+  uv_thread_t th;
+  fx_start(&fx, NULL);
+  memset(&t, 0, sizeof(t));
+  t.c = fx.c;
+  t.rw = fx_rwlock(&fx, "wt");
+  ASSERT_OK(rw_acquire(&fx, t.rw, RW_R, 0, LK_LEASE_DEFAULT));
+  for (t.which = 0; t.which < 4; t.which++) {
+    t.rc = 1;
+    ASSERT_OK(uv_thread_create(&th, thread_call, &t));
+    ASSERT_OK(uv_thread_join(&th));
+    ASSERT_EQ(t.rc, LK_EWRONGTHREAD);
+    if (t.which == 1)
+      ASSERT(t.out == BAD_RW);
+  }
+  ASSERT_EQ(lk_rwlock_hold_count(t.rw, RW_R), 1);
+  ASSERT_OK(rw_release(&fx, t.rw, RW_R, NULL));
+  check_still_usable(&fx, t.rw);
+  fx_close_rwlock(&fx, t.rw);
+  finish(&fx);
+}
+
+/* In a forked child every call answers LK_EFORKED and nothing reaches the
+ * server: closing the inherited object frees memory only and must not
+ * release the parent's holds. */
+TEST(forked_child_gets_eforked_and_sends_nothing) {
+  fx_t fx;
+  lk_rwlock_t *held, *idle;
+  long long before;
+  pid_t pid;
+  int status = 0;
+  fx_start(&fx, NULL);
+  held = fx_rwlock(&fx, "forked");
+  idle = fx_rwlock(&fx, "forked-idle");
+  ASSERT_OK(rw_acquire(&fx, held, RW_W, 0, 60000));
+  ASSERT_OK(rw_acquire(&fx, held, RW_R, 0, 60000));
+  ASSERT_OK(rw_run(&fx, lk_rwlock_mode, idle, NULL));
+  before = scripts_run(&fx);
+  fflush(NULL);
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    int bad = 0;
+    lk_rwlock_t *nl = BAD_RW;
+    if (lk_rwlock_acquire(idle, RW_R, NULL, never_cb, NULL) != LK_EFORKED)
+      bad |= 1;
+    if (lk_rwlock_release(held, RW_W, never_cb, NULL) != LK_EFORKED)
+      bad |= 2;
+    if (lk_rwlock_new(fx.c, "child", &nl) != LK_EFORKED || nl != BAD_RW)
+      bad |= 4;
+    if (lk_rwlock_force_release(idle, never_cb, NULL) != LK_EFORKED)
+      bad |= 8;
+    if (lk_rwlock_close(held, NULL) != LK_EFORKED)
+      bad |= 16;
+    if (lk_rwlock_close(idle, NULL) != LK_EFORKED)
+      bad |= 32;
+    if (lk_client_close(fx.c, NULL) != LK_EFORKED)
+      bad |= 64;
+    _exit(bad);
+  }
+  while (waitpid(pid, &status, 0) < 0)
+    ASSERT(errno == EINTR);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_OK(rw_run(&fx, lk_rwlock_mode, idle, NULL));
+  ASSERT_EQ(scripts_run(&fx), before);
+  ASSERT_EQ(rw_server_holds(&fx, held, RW_W), 1);
+  ASSERT_EQ(rw_server_holds(&fx, held, RW_R), 1);
+  fx_close_rwlock(&fx, idle);
+  fx_close_rwlock(&fx, held);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  finish(&fx);
+}
+
+/* Absurd state on the server (a corrupt hold count, garbage in the mode
+ * field) is answered sanely: the re-entry reports the loss and every hold of
+ * this owner is given back (the release's loops are bounded), a lock in an
+ * unknown mode is never taken over, the query says it cannot read it. */
+TEST(absurd_counts_on_the_server_are_survived) {
+  fx_t fx;
+  lk_rwlock_t *rw;
+  fx_start(&fx, NULL);
+  rw = fx_rwlock(&fx, "absurd");
+  ASSERT_OK(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
+  freeReplyObject(rt_cmd(fx.srv, "HSET absurd %s 99999999999", lk_rwlock_owner(rw)));
+  /* The re-entry sees a count that is not one above its own: lost. */
+  ASSERT_EQ(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT), LK_ELEASELOST);
+  ASSERT_EQ(lk_rwlock_hold_count(rw, RW_R), 0);
+  ASSERT_OK(rw_run(&fx, lk_rwlock_mode, rw, NULL)); /* the give-back is through */
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS absurd"), 0);
+  /* Garbage in the mode field: busy, never taken over. */
+  freeReplyObject(rt_cmd(fx.srv, "DEL absurd"));
+  freeReplyObject(rt_cmd(fx.srv, "HSET absurd mode banana"));
+  ASSERT_EQ(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT), LK_ETIMEDOUT);
+  ASSERT_EQ(rw_acquire(&fx, rw, RW_W, 0, LK_LEASE_DEFAULT), LK_ETIMEDOUT);
+  ASSERT_EQ(rw_run(&fx, lk_rwlock_mode, rw, NULL), LK_EPROTOCOL);
+  freeReplyObject(rt_cmd(fx.srv, "DEL absurd"));
+  fx_close_rwlock(&fx, rw);
+  finish(&fx);
+}

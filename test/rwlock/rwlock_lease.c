@@ -1,0 +1,544 @@
+/* Read/write lock leases: the watchdog keeps both sides, the read side's
+ * renewal touches only its own holds (a SIGKILLed reader's hold expires
+ * while a live reader keeps renewing: Redisson's "zombie reader"), lost
+ * leases on both sides (deleted behind the holder's back, or a cut
+ * connection), and lost replies resent without counting twice. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proxy.h"
+#include "rw_fixture.h"
+
+typedef struct {
+  int calls;
+  int status;
+  int held_r, held_w; /* lk_rwlock_is_held inside on_lost */
+  uint64_t t_ns;
+} lost_t;
+
+static void on_lost(lk_rwlock_t *rw, int status, void *arg) {
+  lost_t *x = arg;
+  x->calls++;
+  x->status = status;
+  x->held_r = lk_rwlock_is_held(rw, RW_R);
+  x->held_w = lk_rwlock_is_held(rw, RW_W);
+  x->t_ns = uv_hrtime();
+}
+
+/* Loop + server + a client with the given watchdog lease; port 0 = the
+ * server's own. */
+static void start_with_lease(fx_t *fx, int64_t lease_ms, int port, int64_t reply_timeout_ms) {
+  lk_client_opts_t o;
+  memset(fx, 0, sizeof(*fx));
+  ASSERT_OK(uv_loop_init(&fx->loop));
+  fx->srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx->srv);
+  fx_client_opts(fx, &o);
+  if (port != 0)
+    o.port = port;
+  o.default_lease_ms = lease_ms;
+  o.reconnect_max_ms = 100;
+  if (reply_timeout_ms > 0) {
+    o.reply_timeout_ms = reply_timeout_ms;
+    o.connect_timeout_ms = reply_timeout_ms;
+  }
+  fx_start_client(fx, &o);
+}
+
+static char *hold_key(const lk_rwlock_t *rw, const char *name, int i) {
+  char *k = NULL;
+  ASSERT(asprintf(&k, "{%s}:%s:rwlock_timeout:%d", name, lk_rwlock_owner(rw), i) > 0);
+  return k;
+}
+
+static int exists(fx_t *fx, const char *key) { return (int)rt_cmd_int(fx->srv, "EXISTS %s", key); }
+
+/* Both sides kept alive for many leases, through a downgrade; every check
+ * finds the hash and the hold key alive with a TTL within one lease. */
+TEST(watchdog_keeps_both_sides) {
+  const int64_t lease = 600;
+  fx_t fx;
+  lk_rwlock_t *a;
+  lost_t lost;
+  char *k;
+  int64_t end;
+  int checks = 0;
+  memset(&lost, 0, sizeof(lost));
+  start_with_lease(&fx, lease, 0, 0);
+  a = fx_rwlock(&fx, "kept");
+  ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
+  k = hold_key(a, "kept", 1);
+  end = rt_now_ms() + lease * 3;
+  while (rt_now_ms() < end) {
+    rw_spin(&fx, 20);
+    ASSERT_EQ(exists(&fx, "kept"), 1);
+    ASSERT_EQ(exists(&fx, k), 1);
+    ASSERT_LE(rt_cmd_int(fx.srv, "PTTL %s", k), lease);
+    ASSERT_EQ(lk_rwlock_is_held(a, RW_W), 1);
+    ASSERT_EQ(lk_rwlock_is_held(a, RW_R), 1);
+    checks++;
+  }
+  /* Downgraded: only the read side is renewed from now on. */
+  ASSERT_OK(rw_release(&fx, a, RW_W, NULL));
+  end = rt_now_ms() + lease * 3;
+  while (rt_now_ms() < end) {
+    rw_spin(&fx, 20);
+    ASSERT_EQ(exists(&fx, k), 1);
+    ASSERT_LE(rt_cmd_int(fx.srv, "PTTL kept"), lease);
+    ASSERT_EQ(lk_rwlock_is_held(a, RW_R), 1);
+    checks++;
+  }
+  ASSERT_EQ(lost.calls, 0);
+  ASSERT_GT(checks, 20);
+  ASSERT_OK(rw_release(&fx, a, RW_R, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  /* Nothing is renewed after the release: the ring is empty. */
+  {
+    lk_client_stats_t st0, st1;
+    lk_client_get_stats(fx.c, &st0);
+    rw_spin(&fx, lease);
+    lk_client_get_stats(fx.c, &st1);
+    ASSERT_EQ(st1.renewal_commands, st0.renewal_commands);
+  }
+  free(k);
+  fx_close_rwlock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* A read hold whose key vanishes behind its back: the next renewal says so,
+ * on_lost runs, the object gives its field back and refuses to release;
+ * another reader is not affected. */
+TEST(lost_read_side) {
+  const int64_t lease = 300;
+  fx_t fx;
+  lk_rwlock_t *a, *b;
+  lost_t lost;
+  char *k;
+  sx_t s;
+  memset(&lost, 0, sizeof(lost));
+  start_with_lease(&fx, lease, 0, 0);
+  a = fx_rwlock(&fx, "lr");
+  b = fx_rwlock(&fx, "lr");
+  ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(rw_acquire(&fx, b, RW_R, 0, LK_LEASE_DEFAULT));
+  k = hold_key(a, "lr", 1);
+  freeReplyObject(rt_cmd(fx.srv, "DEL %s", k));
+  rt_run_until(&fx.loop, &lost.calls, lease * 2);
+  ASSERT_EQ(lost.status, LK_ELEASELOST);
+  ASSERT_EQ(lost.held_r, 0);
+  ASSERT_EQ(lk_rwlock_is_held(a, RW_R), 0);
+  /* The give-back is on its way; b still holds. */
+  ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HEXISTS lr %s", lk_rwlock_owner(a)), 0);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HEXISTS lr %s", lk_rwlock_owner(b)), 1);
+  ASSERT_EQ(lk_rwlock_release(a, RW_R, rw_cb, &s), LK_ELEASELOST);
+  ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 0);
+  rw_spin(&fx, lease);
+  ASSERT_EQ(lk_rwlock_is_held(b, RW_R), 1);
+  ASSERT_EQ(lost.calls, 1);
+  /* A fresh start works. */
+  ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(rw_release(&fx, a, RW_R, NULL));
+  ASSERT_OK(rw_release(&fx, b, RW_R, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  free(k);
+  fx_close_rwlock(&fx, a);
+  fx_close_rwlock(&fx, b);
+  fx_finish(&fx);
+}
+
+/* The write side's lock deleted behind the holder's back (a foreign force
+ * release, say): on_lost, and another writer may then enter. */
+TEST(lost_write_side) {
+  const int64_t lease = 300;
+  fx_t fx;
+  lk_rwlock_t *a, *b;
+  lost_t lost;
+  memset(&lost, 0, sizeof(lost));
+  start_with_lease(&fx, lease, 0, 0);
+  a = fx_rwlock(&fx, "lw");
+  b = fx_rwlock(&fx, "lw");
+  ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
+  freeReplyObject(rt_cmd(fx.srv, "DEL lw"));
+  rt_run_until(&fx.loop, &lost.calls, lease * 2);
+  ASSERT_EQ(lost.status, LK_ELEASELOST);
+  ASSERT_EQ(lost.held_w, 0);
+  ASSERT_OK(rw_acquire(&fx, b, RW_W, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(lk_rwlock_release(a, RW_W, rw_cb, NULL), LK_ELEASELOST);
+  /* A re-entry that finds its earlier holds gone reports the loss too. */
+  ASSERT_OK(rw_release(&fx, b, RW_W, NULL));
+  ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
+  freeReplyObject(rt_cmd(fx.srv, "DEL lw"));
+  ASSERT_EQ(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT), LK_ELEASELOST);
+  ASSERT_EQ(lk_rwlock_hold_count(a, RW_W), 0);
+  ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 0);
+  ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  fx_close_rwlock(&fx, a);
+  fx_close_rwlock(&fx, b);
+  fx_finish(&fx);
+}
+
+/* A timer due at the local deadline at the latest: how late the loop runs
+ * (this shared machine may not schedule the test for tens of ms). */
+typedef struct {
+  uv_timer_t t;
+  uint64_t fired_ns;
+  int closed;
+} probe_t;
+
+static void probe_fired(uv_timer_t *t) { ((probe_t *)t->data)->fired_ns = uv_hrtime(); }
+static void probe_closed(uv_handle_t *h) { ((probe_t *)h->data)->closed = 1; }
+
+/* The connection goes silent: each side's on_lost comes strictly before
+ * its local deadline (acquire + lease) when the loop runs on time, and never
+ * after a timer due at that deadline when it does not; a writer on another
+ * client never enters before the loss was told. */
+static void cut_off(lk_rwlock_side_t side) {
+  const int64_t lease = 600;
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_t *c2;
+  lk_client_opts_t o;
+  lk_rwlock_t *a, *w;
+  lost_t lost;
+  sx_t s, ws;
+  memset(&lost, 0, sizeof(lost));
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  fx_client_opts(&fx, &o);
+  o.port = rt_proxy_port(p);
+  o.default_lease_ms = lease;
+  o.reconnect_max_ms = 100;
+  o.reply_timeout_ms = lease * 3; /* the loss must come from the deadline */
+  fx_start_client(&fx, &o);
+  fx_client_opts(&fx, &o);
+  ASSERT_OK(lk_client_new(&fx.loop, &o, &c2));
+  a = fx_rwlock(&fx, "cut");
+  ASSERT_OK(lk_rwlock_new(c2, "cut", &w));
+  ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(rw_acquire_in(&fx.loop, a, side, 0, LK_LEASE_DEFAULT, &s));
+  rt_proxy_blackhole(p, 1);
+  {
+    probe_t pr;
+    uint64_t due;
+    memset(&pr, 0, sizeof(pr));
+    ASSERT_OK(uv_timer_init(&fx.loop, &pr.t));
+    pr.t.data = &pr;
+    uv_update_time(&fx.loop);
+    /* The local deadline is (acquire sent) + lease - drift, before this. */
+    due = s.t_ns + (uint64_t)(lease - (lease / 100 + 2)) * 1000000u;
+    ASSERT_OK(uv_timer_start(&pr.t, probe_fired,
+                             (due - uv_hrtime() + 999999u) / 1000000u, 0));
+    rw_start(w, RW_W, rt_scaled_ms(10000), 5000, &ws);
+    rt_run_until(&fx.loop, &lost.calls, lease * 3);
+    ASSERT_EQ(lost.status, LK_ELEASELOST);
+    if (pr.fired_ns == 0) {
+      rw_spin(&fx, 20);
+      ASSERT_NE(pr.fired_ns, 0);
+    }
+    printf("on_lost %.1f ms after the acquire; the deadline probe ran %.1f ms late\n",
+           (double)(lost.t_ns - s.t_ns) / 1e6, (double)((int64_t)(pr.fired_ns - due)) / 1e6);
+    /* Safety: never after the deadline's own timer... */
+    ASSERT_LE(lost.t_ns, pr.fired_ns + 3000000u); /* both timers have ms steps */
+    /* ...and strictly before the lease could end on the server whenever the
+     * loop ran on time. */
+    if (pr.fired_ns < due + 5000000u)
+      ASSERT_LT((int64_t)(lost.t_ns - s.t_ns) / 1000000, lease);
+    uv_close((uv_handle_t *)&pr.t, probe_closed);
+    rt_run_until(&fx.loop, &pr.closed, 1000);
+  }
+  rt_run_until(&fx.loop, &ws.done, 10000);
+  ASSERT_OK(ws.status);
+  ASSERT_GT(ws.t_ns, lost.t_ns);
+  ASSERT_EQ(lk_rwlock_is_held(a, side), 0);
+  rt_proxy_blackhole(p, 0);
+  {
+    int closed = 0;
+    lk_rwlock_set_data(w, &closed);
+    ASSERT_OK(lk_rwlock_close(w, fx_rwlock_closed_cb));
+    rt_run_until(&fx.loop, &closed, 5000);
+  }
+  fx_close_rwlock(&fx, a);
+  {
+    int c2_closed = 0;
+    lk_client_set_data(c2, &c2_closed);
+    ASSERT_OK(lk_client_close(c2, fx_on_client_closed_flag));
+    rt_run_until(&fx.loop, &c2_closed, 5000);
+  }
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+TEST(cut_off_reader_told_before_deadline) { cut_off(RW_R); }
+TEST(cut_off_writer_told_before_deadline) { cut_off(RW_W); }
+
+/* ---- the zombie reader ------------------------------------------------------------ */
+
+/* A reader in a child process (its own loop and client, watchdog lease
+ * `lease`) acquires, reports, and waits to be killed. */
+static pid_t spawn_reader(fx_t *fx, int64_t lease, char *owner_out, size_t owner_len) {
+  int pipefd[2];
+  pid_t pid;
+  ASSERT_OK(pipe(pipefd));
+  fflush(NULL);
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    uv_loop_t loop;
+    lk_client_t *c;
+    lk_client_opts_t o;
+    lk_rwlock_t *rw;
+    sx_t cs;
+    char buf[128];
+    close(pipefd[0]);
+    uv_loop_init(&loop);
+    lk_client_opts_init(&o);
+    o.port = rt_server_port(fx->srv);
+    o.default_lease_ms = lease;
+    if (lk_client_new(&loop, &o, &c) != 0 || lk_rwlock_new(c, "zombie", &rw) != 0 ||
+        rw_acquire_in(&loop, rw, RW_R, 0, LK_LEASE_DEFAULT, &cs) != 0)
+      _exit(3);
+    snprintf(buf, sizeof(buf), "%s", lk_rwlock_owner(rw));
+    if (write(pipefd[1], buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+      _exit(4);
+    /* Keep renewing until killed. */
+    uv_run(&loop, UV_RUN_DEFAULT);
+    _exit(5);
+  }
+  rt_child_track(pid);
+  close(pipefd[1]);
+  {
+    char buf[128];
+    ASSERT_EQ(read(pipefd[0], buf, sizeof(buf)), (ssize_t)sizeof(buf));
+    snprintf(owner_out, owner_len, "%s", buf);
+  }
+  close(pipefd[0]);
+  return pid;
+}
+
+TEST(dead_reader_expires_while_live_reader_renews) {
+  const int64_t lease = 1500;
+  fx_t fx;
+  lk_rwlock_t *live, *w;
+  char dead_owner[128], *dead_key, *live_key;
+  pid_t pid;
+  sx_t ws, rs;
+  uint64_t t_kill, t_gone = 0, t_rel;
+  int64_t end;
+  start_with_lease(&fx, lease, 0, 0);
+  pid = spawn_reader(&fx, lease, dead_owner, sizeof(dead_owner));
+  ASSERT(asprintf(&dead_key, "{zombie}:%s:rwlock_timeout:1", dead_owner) > 0);
+  live = fx_rwlock(&fx, "zombie");
+  w = fx_rwlock(&fx, "zombie");
+  ASSERT_OK(rw_acquire(&fx, live, RW_R, 0, LK_LEASE_DEFAULT));
+  live_key = hold_key(live, "zombie", 1);
+  ASSERT_EQ(exists(&fx, dead_key), 1);
+  kill(pid, SIGKILL);
+  ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+  rt_child_untrack(pid);
+  t_kill = uv_hrtime();
+  /* A writer waits meanwhile: it must not enter while the live reader
+   * holds. */
+  rw_start(w, RW_W, rt_scaled_ms(30000), LK_LEASE_DEFAULT, &ws);
+  /* The live reader renews for three leases; the dead one's hold is not
+   * kept alive by it and expires within one lease of the kill. */
+  end = rt_now_ms() + lease * 3;
+  while (rt_now_ms() < end) {
+    rw_spin(&fx, 10);
+    ASSERT_EQ(exists(&fx, live_key), 1);
+    ASSERT_EQ(lk_rwlock_is_held(live, RW_R), 1);
+    ASSERT_EQ(ws.done, 0);
+    if (t_gone == 0 && exists(&fx, dead_key) == 0)
+      t_gone = uv_hrtime();
+  }
+  ASSERT_NE(t_gone, 0);
+  ASSERT_LE((int64_t)(t_gone - t_kill) / 1000000, lease + rt_scaled_ms(100));
+  printf("dead reader's hold gone %.0f ms after the kill (lease %lld ms)\n",
+         (double)(t_gone - t_kill) / 1e6, (long long)lease);
+  /* The dead reader's field stays (nobody may remove another's field), but
+   * once the live reader leaves the lock goes at once: its release finds no
+   * live hold key. The writer enters promptly, not a lease later. */
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HEXISTS zombie %s", dead_owner), 1);
+  t_rel = uv_hrtime();
+  ASSERT_OK(rw_release(&fx, live, RW_R, NULL));
+  rt_run_until(&fx.loop, &ws.done, 10000);
+  ASSERT_OK(ws.status);
+  ASSERT_LT((int64_t)(ws.t_ns - t_rel) / 1000000, rt_scaled_ms(lease / 3));
+  ASSERT_OK(rw_release(&fx, w, RW_W, NULL));
+  /* And readers get in again. */
+  ASSERT_OK(rw_acquire_in(&fx.loop, live, RW_R, 0, LK_LEASE_DEFAULT, &rs));
+  ASSERT_OK(rw_release(&fx, live, RW_R, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  free(dead_key);
+  free(live_key);
+  fx_close_rwlock(&fx, live);
+  fx_close_rwlock(&fx, w);
+  fx_finish(&fx);
+}
+
+/* ---- lost replies ------------------------------------------------------------------- */
+
+/* Waits until the server shows this owner's count on side == want, running
+ * the loop. */
+static void wait_server_count(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side, int want) {
+  char field[160];
+  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
+  snprintf(field, sizeof(field), "%s%s", lk_rwlock_owner(rw), side == RW_W ? ":write" : "");
+  while (rw_hget(fx, "lost-reply", field) != want) {
+    ASSERT_LT(rt_now_ms(), end);
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+/* An acquire and a release whose replies are swallowed: the connection
+ * drops at the reply timeout, the client resends, and each is applied once
+ * (the scripts recognise the earlier attempt by the expected count). */
+static void lost_replies(lk_rwlock_side_t side) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_opts_t o;
+  lk_rwlock_t *a;
+  sx_t s;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  fx_client_opts(&fx, &o);
+  o.port = rt_proxy_port(p);
+  o.reconnect_max_ms = 100;
+  o.reply_timeout_ms = 400;
+  o.connect_timeout_ms = 400;
+  fx_start_client(&fx, &o);
+  a = fx_rwlock(&fx, "lost-reply");
+  ASSERT_OK(rw_acquire(&fx, a, side, 0, LK_LEASE_DEFAULT));
+  /* The re-entry reaches the server; its reply is swallowed. */
+  rt_proxy_delay(p, 150);
+  rw_start(a, side, rt_scaled_ms(10000), LK_LEASE_DEFAULT, &s);
+  wait_server_count(&fx, a, side, 2);
+  rt_proxy_blackhole(p, 1);
+  rt_proxy_delay(p, 0);
+  rw_spin(&fx, 500);
+  rt_proxy_blackhole(p, 0);
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(lk_rwlock_hold_count(a, side), 2);
+  ASSERT_EQ(rw_server_holds(&fx, a, side), 2);
+  if (side == RW_R) {
+    char key[256];
+    snprintf(key, sizeof(key), "{lost-reply}:%s:rwlock_timeout:3", lk_rwlock_owner(a));
+    ASSERT_EQ(exists(&fx, key), 0);
+  }
+  /* Same for a release: the outer hold survives. */
+  rt_proxy_delay(p, 150);
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_rwlock_release(a, side, rw_cb, &s));
+  wait_server_count(&fx, a, side, 1);
+  rt_proxy_blackhole(p, 1);
+  rt_proxy_delay(p, 0);
+  rw_spin(&fx, 500);
+  rt_proxy_blackhole(p, 0);
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(s.result, 0);
+  ASSERT_EQ(lk_rwlock_hold_count(a, side), 1);
+  ASSERT_EQ(rw_server_holds(&fx, a, side), 1);
+  ASSERT_OK(rw_release(&fx, a, side, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  fx_close_rwlock(&fx, a);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+TEST(lost_replies_read_side_applied_once) { lost_replies(RW_R); }
+TEST(lost_replies_write_side_applied_once) { lost_replies(RW_W); }
+
+static int g_closed;
+static void closed_flag(lk_rwlock_t *rw) {
+  (void)rw;
+  g_closed = 1;
+}
+static void close_on_lost(lk_rwlock_t *rw, int status, void *arg) {
+  lost_t *x = arg;
+  x->calls++;
+  x->status = status;
+  ASSERT_OK(lk_rwlock_close(rw, closed_flag));
+}
+
+/* A re-entry finds its holds gone and on_lost closes the object right
+ * there: the acquire still gets exactly one callback (canceled by the
+ * close), then the close callback; nothing is left on the server. */
+TEST(close_inside_on_lost_during_reentry) {
+  fx_t fx;
+  lk_rwlock_t *a;
+  lost_t lost;
+  sx_t s;
+  memset(&lost, 0, sizeof(lost));
+  g_closed = 0;
+  start_with_lease(&fx, 30000, 0, 0);
+  a = fx_rwlock(&fx, "cl");
+  ASSERT_OK(lk_rwlock_set_lost_cb(a, close_on_lost, &lost));
+  ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
+  freeReplyObject(rt_cmd(fx.srv, "DEL cl"));
+  rw_start(a, RW_R, 0, LK_LEASE_DEFAULT, &s);
+  rt_run_until(&fx.loop, &g_closed, 5000);
+  ASSERT_EQ(lost.calls, 1);
+  ASSERT_EQ(s.calls, 1);
+  ASSERT_EQ(s.status, LK_ECANCELED);
+  rw_spin(&fx, 50);
+  ASSERT_EQ(s.calls, 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  fx_finish(&fx);
+}
+
+/* A grant whose reply comes back after the hold's own local deadline (the
+ * round trip took longer than the lease) is of no use: it is given back and
+ * the acquire fails with LK_ELEASELOST, on both sides. */
+TEST(grant_answered_after_its_deadline_is_given_back) {
+  const int64_t lease = 150;
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_opts_t o;
+  lk_rwlock_t *a;
+  int side;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  fx_client_opts(&fx, &o);
+  o.port = rt_proxy_port(p);
+  o.reply_timeout_ms = 5000;
+  fx_start_client(&fx, &o);
+  a = fx_rwlock(&fx, "late-grant");
+  ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL)); /* connected */
+  for (side = RW_R; side <= RW_W; side++) {
+    rt_proxy_delay(p, (int)lease); /* each way: the reply comes 2 leases on */
+    ASSERT_EQ(rw_acquire(&fx, a, (lk_rwlock_side_t)side, 0, lease), LK_ELEASELOST);
+    rt_proxy_delay(p, 0);
+    ASSERT_EQ(lk_rwlock_hold_count(a, (lk_rwlock_side_t)side), 0);
+    ASSERT_EQ(lk_rwlock_is_held(a, (lk_rwlock_side_t)side), 0);
+    ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL)); /* the give-back is through */
+    ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  }
+  fx_close_rwlock(&fx, a);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}

@@ -1,0 +1,399 @@
+/* Readers share, writers exclude: 8 worker processes (forked after the
+ * server started, each with its own loop, client and lock object, pinned
+ * alternately to CPU 0 and 1) run a mixed load on one read/write lock.
+ *
+ * Each iteration picks a side (LK_STRESS_WRITE_PCT percent writes, default
+ * 30): a writer GETs a counter on a side connection, sleeps 0-200 us and
+ * SETs counter+1 (a lost update shows as a short count); a reader GETs the
+ * counter, sleeps 0-200 us and GETs it again (a writer inside with it shows
+ * as a change). Every hold is recorded [acquired, release invoked] with the
+ * side (test/harness/rw_history.h), and the checker proves that no write
+ * overlapped anything of another worker, and that readers really did
+ * overlap each other (or the lock would only be a mutex). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rw_fixture.h"
+#include "rw_history.h"
+
+#define N_WORKERS 8
+#define LOCK_NAME "stress-rw"
+#define COUNTER_KEY "stress-rw-counter"
+#define CHANNEL "redisson_rwlock:{" LOCK_NAME "}"
+
+static int env_int(const char *name, int dflt, int lo, int hi) {
+  const char *env = getenv(name);
+  char *end = NULL;
+  long v;
+  if (env == NULL || *env == '\0')
+    return dflt;
+  v = strtol(env, &end, 10);
+  if (end == env || *end != '\0' || v < lo || v > hi)
+    FAIL("%s=\"%s\": want an integer in %d..%d", name, env, lo, hi);
+  return (int)v;
+}
+
+/* ---- the worker (a forked child; never returns) ------------------------------- */
+
+typedef struct worker_s {
+  int index, iters, done, write_pct, think_us;
+  uv_loop_t loop;
+  lk_client_t *c;
+  lk_rwlock_t *rw;
+  redisContext *side;
+  FILE *hist;
+  uint64_t rng, t_acq;
+  int writing;
+  int torn_reads;     /* a reader saw the counter change under it */
+  int failed_releases;
+  int timeouts;
+  int reads, writes;
+} worker_t;
+
+static worker_t W;
+static pid_t g_parent;
+
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "worker %d: FAIL: ", W.index);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  _exit(3);
+}
+
+static uint64_t rnd(void) {
+  W.rng ^= W.rng << 13;
+  W.rng ^= W.rng >> 7;
+  W.rng ^= W.rng << 17;
+  return W.rng;
+}
+
+static void sleep_us(unsigned us) {
+  struct timespec ts = {0, (long)us * 1000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static long long counter(void) {
+  redisReply *r = redisCommand(W.side, "GET %s", COUNTER_KEY);
+  long long v;
+  if (r == NULL || r->type != REDIS_REPLY_STRING)
+    die("GET: %s", r == NULL ? W.side->errstr : "not a string");
+  v = strtoll(r->str, NULL, 10);
+  freeReplyObject(r);
+  return v;
+}
+
+static void counter_set(long long v) {
+  redisReply *r = redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v);
+  if (r == NULL || r->type != REDIS_REPLY_STATUS)
+    die("SET: %s", r == NULL ? W.side->errstr : "unexpected reply");
+  freeReplyObject(r);
+}
+
+static void next(void);
+
+static void on_client_closed(lk_client_t *c) { (void)c; }
+
+static void on_closed(lk_rwlock_t *rw) {
+  (void)rw;
+  if (lk_client_close(W.c, on_client_closed) != 0)
+    die("lk_client_close");
+}
+
+static void on_released(lk_rwlock_t *rw, int status, void *arg) {
+  (void)arg;
+  if (status != 0 || lk_rwlock_result(rw) != 1) {
+    if (W.failed_releases++ < 5)
+      fprintf(stderr, "worker %d: release #%d: %s, result %" PRId64 "\n", W.index, W.done,
+              status ? lk_err_name(status) : "0", lk_rwlock_result(rw));
+  }
+  if (++W.done < W.iters) {
+    if (W.think_us > 0)
+      sleep_us((unsigned)(rnd() % (uint64_t)(W.think_us + 1)));
+    next();
+    return;
+  }
+  if (lk_rwlock_close(rw, on_closed) != 0)
+    die("lk_rwlock_close");
+}
+
+static void on_acquired(lk_rwlock_t *rw, int status, void *arg) {
+  lk_rwlock_side_t side = W.writing ? LK_RW_WRITE : LK_RW_READ;
+  uint64_t t_rel;
+  int rc;
+  (void)arg;
+  if (status == LK_ETIMEDOUT) {
+    W.timeouts++;
+    next();
+    return;
+  }
+  if (status != 0)
+    die("acquire #%d: %s (%s)", W.done, lk_err_name(status), lk_rwlock_error_text(rw));
+  W.t_acq = uv_hrtime();
+  if (W.writing) {
+    long long v = counter();
+    sleep_us((unsigned)(rnd() % 201u));
+    counter_set(v + 1);
+    W.writes++;
+  } else {
+    long long v = counter();
+    sleep_us((unsigned)(rnd() % 201u));
+    if (counter() != v)
+      W.torn_reads++;
+    W.reads++;
+  }
+  t_rel = uv_hrtime();
+  if (rt_history_append(W.hist, RT_RW_OWNER(W.index, W.writing), W.t_acq, t_rel) != 0)
+    die("history: %s", strerror(errno));
+  rc = lk_rwlock_release(rw, side, on_released, NULL);
+  if (rc != 0)
+    die("lk_rwlock_release: %s", lk_err_name(rc));
+}
+
+static void next(void) {
+  lk_rwlock_opts_t o;
+  int rc;
+  lk_rwlock_opts_init(&o);
+  o.wait_ms = 30000;
+  W.writing = (int)(rnd() % 100u) < W.write_pct;
+  rc = lk_rwlock_acquire(W.rw, W.writing ? LK_RW_WRITE : LK_RW_READ, &o, on_acquired, NULL);
+  if (rc != 0)
+    die("lk_rwlock_acquire: %s", lk_err_name(rc));
+}
+
+__attribute__((noreturn)) static void worker_main(int index, int port, int iters, int write_pct,
+                                                  int think_us, const char *path) {
+  struct timeval tv = {5, 0};
+  lk_client_opts_t o;
+  cpu_set_t set;
+  memset(&W, 0, sizeof(W));
+  W.index = index;
+  W.iters = iters;
+  W.write_pct = write_pct;
+  W.think_us = think_us;
+  W.rng = uv_hrtime() ^ ((uint64_t)getpid() << 20) ^ 0x9e3779b97f4a7c15ULL;
+  if (W.rng == 0)
+    W.rng = 1;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != g_parent)
+    _exit(5);
+  CPU_ZERO(&set);
+  CPU_SET(index % 2, &set);
+  (void)sched_setaffinity(0, sizeof(set), &set); /* unpinned when not allowed */
+  W.hist = rt_history_create(path);
+  if (W.hist == NULL)
+    die("%s: %s", path, strerror(errno));
+  W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (W.side == NULL || W.side->err)
+    die("side connection");
+  redisSetTimeout(W.side, tv);
+  if (uv_loop_init(&W.loop) != 0)
+    die("uv_loop_init");
+  lk_client_opts_init(&o);
+  o.port = port;
+  if (lk_client_new(&W.loop, &o, &W.c) != 0 || lk_rwlock_new(W.c, LOCK_NAME, &W.rw) != 0)
+    die("client or lock");
+  next();
+  uv_run(&W.loop, UV_RUN_DEFAULT);
+  if (W.done != W.iters)
+    die("the loop ran dry after %d of %d iterations", W.done, W.iters);
+  if (uv_loop_close(&W.loop) != 0)
+    die("uv_loop_close");
+  if (rt_history_finish(W.hist) != 0)
+    die("closing the history: %s", strerror(errno));
+  redisFree(W.side);
+  printf("worker %d: %d reads, %d writes, %d torn reads, %d failed releases, %d timeouts\n",
+         W.index, W.reads, W.writes, W.torn_reads, W.failed_releases, W.timeouts);
+  fflush(stdout);
+  /* exit, not _exit: LeakSanitizer checks the worker too. Status 4: ran to
+   * the end with findings, the parent still checks the full history. */
+  exit(W.torn_reads || W.failed_releases ? 4 : 0);
+}
+
+/* ---- the parent ---------------------------------------------------------------------- */
+
+static void kill_all(const pid_t *pids, int *running) {
+  for (int i = 0; i < N_WORKERS; i++)
+    if (running[i]) {
+      kill(pids[i], SIGKILL);
+      waitpid(pids[i], NULL, 0);
+      rt_child_untrack(pids[i]);
+      running[i] = 0;
+    }
+}
+
+TEST(rw_stress_readers_share_writers_exclude) {
+  const int K = env_int("LK_STRESS_ITERS", 250, 1, 1000000);
+  const int write_pct = env_int("LK_STRESS_WRITE_PCT", 30, 1, 99);
+  const int think_us = env_int("LK_STRESS_THINK_US", 300, 0, 1000000);
+  rt_server_t *srv = rt_server_start(NULL);
+  char paths[N_WORKERS][600];
+  pid_t pids[N_WORKERS] = {0};
+  int running[N_WORKERS] = {0}, left = N_WORKERS, findings = 0;
+  int64_t deadline;
+  rt_history_t h;
+  rt_rw_report_t rep;
+  long long writes_seen;
+  uint64_t t0 = uv_hrtime();
+  ASSERT_NOT_NULL(srv);
+  free(rt_cmd_str(srv, "SET %s 0", COUNTER_KEY));
+  g_parent = getpid();
+  for (int i = 0; i < N_WORKERS; i++) {
+    pid_t pid;
+    snprintf(paths[i], sizeof(paths[i]), "%s/rw-history-%d.bin", rt_server_dir(srv), i);
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+      kill_all(pids, running);
+      FAIL("fork: %s", strerror(errno));
+    }
+    if (pid == 0)
+      worker_main(i, rt_server_port(srv), K, write_pct, think_us, paths[i]);
+    rt_child_track(pid);
+    pids[i] = pid;
+    running[i] = 1;
+  }
+  deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 10);
+  while (left > 0) {
+    for (int i = 0; i < N_WORKERS; i++) {
+      int status = 0;
+      pid_t r;
+      if (!running[i])
+        continue;
+      r = waitpid(pids[i], &status, WNOHANG);
+      if (r == 0 || (r < 0 && errno == EINTR))
+        continue;
+      running[i] = 0;
+      left--;
+      rt_child_untrack(pids[i]);
+      if (r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 4) {
+        findings++;
+        continue;
+      }
+      if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        kill_all(pids, running);
+        FAIL("worker %d ended badly (status 0x%x)", i, status);
+      }
+    }
+    if (left > 0 && rt_now_ms() > deadline) {
+      kill_all(pids, running);
+      FAIL("%d workers still running", left);
+    }
+    if (left > 0)
+      rt_sleep_ms(5);
+  }
+
+  rt_history_init(&h);
+  for (int i = 0; i < N_WORKERS; i++)
+    if (rt_history_load(&h, paths[i]) != 0)
+      FAIL("cannot load %s", paths[i]);
+  rt_rw_history_check(&h, &rep);
+  rt_history_free(&h);
+  rt_rw_history_print(stdout, &rep);
+  {
+    char *v = rt_cmd_str(srv, "GET %s", COUNTER_KEY);
+    ASSERT_NOT_NULL(v);
+    writes_seen = atoll(v);
+    free(v);
+  }
+  printf("rw stress: %d holds in %.0f ms; counter %lld for %zu writes; %d workers with "
+         "findings\n",
+         N_WORKERS * K, (double)(uv_hrtime() - t0) / 1e6, writes_seen, rep.writes, findings);
+
+  /* Safety: no write overlapped anyone, no lost update, no torn read. */
+  ASSERT_EQ(rep.violations, 0);
+  ASSERT_EQ(rep.malformed, 0);
+  ASSERT_EQ(rep.intervals, (size_t)N_WORKERS * K);
+  ASSERT_EQ(writes_seen, (long long)rep.writes);
+  ASSERT_EQ(findings, 0);
+  /* Sharing: readers were inside together, more than once. */
+  ASSERT_GT(rep.read_overlaps, 0);
+  ASSERT_GE(rep.max_readers, 2);
+  ASSERT_GT(rep.writes, 0);
+  /* Nothing left behind: no lock, no hold key, no subscriber. */
+  {
+    redisReply *keys = rt_cmd(srv, "KEYS *%s}*", LOCK_NAME);
+    ASSERT_NOT_NULL(keys);
+    if (keys->elements != 0)
+      FAIL("%zu keys left, first: %s", keys->elements, keys->element[0]->str);
+    freeReplyObject(keys);
+  }
+  ASSERT_EQ(rt_cmd_int(srv, "EXISTS %s", LOCK_NAME), 0);
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
+    for (;;) {
+      redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", CHANNEL);
+      long long n;
+      ASSERT_NOT_NULL(r);
+      n = r->element[1]->integer;
+      freeReplyObject(r);
+      if (n == 0)
+        break;
+      ASSERT_LT(rt_now_ms(), end);
+      rt_sleep_ms(5);
+    }
+  }
+  rt_server_stop(srv);
+}
+
+/* The checker can fail: synthetic histories with each kind of finding. */
+static void check(const rt_interval_t *iv, size_t n, rt_rw_report_t *rep) {
+  rt_history_t h;
+  rt_history_init(&h);
+  for (size_t i = 0; i < n; i++)
+    ASSERT_OK(rt_history_add(&h, iv[i].owner, iv[i].start_ns, iv[i].end_ns));
+  rt_rw_history_check(&h, rep);
+  rt_history_free(&h);
+}
+
+TEST(rw_checker_detects_violations) {
+  rt_rw_report_t rep;
+  /* Two readers of different workers overlap: fine, and counted. */
+  const rt_interval_t readers[] = {{RT_RW_OWNER(0, 0), 0, 0, 100},
+                                   {RT_RW_OWNER(1, 0), 0, 50, 150},
+                                   {RT_RW_OWNER(2, 0), 0, 60, 70}};
+  /* A writer inside a reader's interval: a violation. */
+  const rt_interval_t w_in_r[] = {{RT_RW_OWNER(0, 0), 0, 0, 100},
+                                  {RT_RW_OWNER(1, 1), 0, 99, 200}};
+  /* A reader inside a writer's interval: a violation. */
+  const rt_interval_t r_in_w[] = {{RT_RW_OWNER(3, 1), 0, 0, 100},
+                                  {RT_RW_OWNER(4, 0), 0, 10, 20}};
+  /* The same worker reading while it writes (a downgrade): not a
+   * violation; touching intervals never are. */
+  const rt_interval_t own[] = {{RT_RW_OWNER(5, 1), 0, 0, 100},
+                               {RT_RW_OWNER(5, 0), 0, 10, 300},
+                               {RT_RW_OWNER(6, 1), 0, 300, 400}};
+  check(readers, 3, &rep);
+  ASSERT_EQ(rep.violations, 0);
+  ASSERT_EQ(rep.read_overlaps, 2);
+  ASSERT_EQ(rep.max_readers, 3);
+  check(w_in_r, 2, &rep);
+  rt_rw_history_print(stdout, &rep);
+  ASSERT_EQ(rep.violations, 1);
+  ASSERT_EQ(RT_RW_WORKER(rep.first_a.owner), 0);
+  ASSERT_EQ(RT_RW_WORKER(rep.first_b.owner), 1);
+  check(r_in_w, 2, &rep);
+  ASSERT_EQ(rep.violations, 1);
+  ASSERT_EQ(rep.max_readers, 1);
+  check(own, 3, &rep);
+  ASSERT_EQ(rep.violations, 0);
+  ASSERT_EQ(rep.reads, 1);
+  ASSERT_EQ(rep.writes, 2);
+}
