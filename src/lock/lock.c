@@ -535,8 +535,10 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   if (l->holds == 1)
     l->wd.paused = 1;
   rc = release_attempt(l, 0);
-  if (rc != 0)
+  if (rc != 0) {
     l->base.kind = OP_NONE;
+    l->wd.paused = 0; /* nothing was sent: still held, keep renewing */
+  }
   return rc;
 }
 
@@ -652,8 +654,9 @@ static void lose(lk_lock_t *l) {
   CLIENT(l)->stats.leases_lost++;
   lk__log(CLIENT(l), LK_LOG_WARN, "lease lost on a held lock");
   /* Whatever the server still has for this owner goes now: the holder has
-   * been told it lost the lock, so nobody must keep it. */
-  give_back(l, -1, l->holds);
+   * been told it lost the lock, so nobody must keep it. An owner of our own
+   * gives back everything, a re-entry still in flight included. */
+  give_back(l, -1, l->owner_shared ? l->holds : UINT32_MAX);
   if (l->on_lost != NULL && !l->base.closing)
     l->on_lost(l, LK_ELEASELOST, l->lost_arg);
   if (l->lost_observer != NULL && !l->base.closing)
