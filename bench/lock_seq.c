@@ -7,9 +7,10 @@
  *
  * Warm-up pairs run first and are not measured. Per pair, the time from the
  * acquire call to the release callback is recorded with uv_hrtime; the
- * acquire and release halves are recorded too. Only the public API is used.
- * Prints one JSON line (bench_common.h) on stdout; errors go to stderr and
- * make the exit status 1. */
+ * acquire and release halves are recorded too, and the process's CPU time
+ * over the measured phase. Only the public API is used. Prints one JSON line
+ * (bench_common.h: bench B1 or B2, limit_impl "raw" = bench/raw.c at the same
+ * depth) on stdout; errors go to stderr and make the exit status 1. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,8 @@ struct bench_s {
   int measuring;
   uint64_t target, started, done;
   size_t busy;
-  uint64_t t_start, t_end;
+  uint64_t t_start, t_end, t_cap; /* t_cap: --seconds deadline, 0 = none */
+  uint64_t cpu_start, cpu_end;
   uint64_t cmds_start, cmds_end;
   uint64_t *pair_ns, *acq_ns, *rel_ns;
   size_t open_locks;
@@ -85,11 +87,14 @@ static void start_phase(bench_t *b, int measuring) {
   b->target = measuring ? b->args.pairs : b->args.warmup;
   if (measuring) {
     b->cmds_start = commands_sent(b);
+    b->cpu_start = bench_cpu_ns();
     b->t_start = uv_hrtime();
+    if (b->args.seconds > 0)
+      b->t_cap = b->t_start + (uint64_t)(b->args.seconds * 1e9);
   }
+  b->busy = b->nlanes;
   for (i = 0; i < b->nlanes; i++) {
     b->lanes[i].busy = 1;
-    b->busy++;
     lane_next(&b->lanes[i]);
   }
 }
@@ -102,6 +107,7 @@ static void phase_done(bench_t *b) {
   }
   if (b->measuring) {
     b->t_end = uv_hrtime();
+    b->cpu_end = bench_cpu_ns();
     b->cmds_end = commands_sent(b);
   }
   shutdown_all(b);
@@ -152,12 +158,14 @@ static void on_acquired(lk_lock_t *l, int status, void *arg) {
 static void lane_next(lane_t *ln) {
   bench_t *b = ln->b;
   int rc;
-  if (b->failed || b->started >= b->target) {
+  uint64_t now = uv_hrtime();
+  if (b->failed || b->started >= b->target ||
+      (b->measuring && b->t_cap != 0 && now >= b->t_cap)) {
     lane_stop(ln);
     return;
   }
   b->started++;
-  ln->t0 = uv_hrtime();
+  ln->t0 = now;
   rc = lk_lock_acquire(ln->lock, &b->opts, on_acquired, ln);
   if (rc != 0) {
     fail(b, "acquire call", rc, NULL);
@@ -218,16 +226,18 @@ int main(int argc, char **argv) {
   if (rc != 0)
     fprintf(stderr, "lock_seq: uv_loop_close: %s\n", uv_strerror(rc));
 
-  if (!b.failed && b.done == b.args.pairs) {
+  if (!b.failed && b.done > 0 && (b.done == b.args.pairs || b.t_cap != 0)) {
     memset(&res, 0, sizeof(res));
     res.impl = "latchkey";
+    res.limit_impl = "raw";
     res.args = &b.args;
     res.elapsed_ns = b.t_end - b.t_start;
+    res.cpu_ns = b.cpu_end - b.cpu_start;
     res.pair_ns = b.pair_ns;
     res.acq_ns = b.acq_ns;
     res.rel_ns = b.rel_ns;
-    res.n = (size_t)b.args.pairs;
-    res.commands_per_pair = (double)(b.cmds_end - b.cmds_start) / (double)b.args.pairs;
+    res.n = (size_t)b.done;
+    res.commands_per_pair = (double)(b.cmds_end - b.cmds_start) / (double)b.done;
     bench_print(&res);
   } else if (!b.failed) {
     fprintf(stderr, "lock_seq: %" PRIu64 " of %" PRIu64 " pairs done\n", b.done,

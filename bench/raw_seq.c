@@ -1,4 +1,6 @@
-/* The raw loop: the limit lock_seq is measured against (bench/README.md).
+/* raw_seq: the same script sequence as bench/raw.c, on blocking hiredis
+ * instead of latchkey's connection layer (impl "raw-hiredis", reported beside
+ * the limit for reference; bench/raw.c is the limit, bench/README.md).
  *
  * It sends what latchkey sends for an uncontended acquire+release pair, and
  * nothing else: EVALSHA of the embedded lock/acquire script (KEYS name; ARGV
@@ -96,7 +98,11 @@ static void bad_reply(redisContext *c, const char *what, const redisReply *r) {
 
 typedef struct run_s {
   uint64_t *pair_ns, *acq_ns, *rel_ns; /* NULL: not recorded (warm-up) */
+  uint64_t cap_ns; /* no new pair starts after this time; 0 = no cap */
+  uint64_t done;
 } run_t;
+
+static int capped(const run_t *run) { return run->cap_ns != 0 && uv_hrtime() >= run->cap_ns; }
 
 static void record(run_t *run, uint64_t i, const lane_t *ln, uint64_t now) {
   if (run->pair_ns == NULL)
@@ -109,7 +115,7 @@ static void record(run_t *run, uint64_t i, const lane_t *ln, uint64_t now) {
 static int run_sequential(redisContext *c, lane_t *ln, uint64_t pairs, run_t *run) {
   uint64_t i;
   redisReply *r;
-  for (i = 0; i < pairs; i++) {
+  for (i = 0; i < pairs && !capped(run); i++) {
     ln->t0 = uv_hrtime();
     r = redisCommandArgv(c, ACQ_ARGC, ln->acq, ln->acq_len);
     ln->t_acq = uv_hrtime();
@@ -125,6 +131,7 @@ static int run_sequential(redisContext *c, lane_t *ln, uint64_t pairs, run_t *ru
     }
     freeReplyObject(r);
     record(run, i, ln, uv_hrtime());
+    run->done = i + 1;
   }
   return 0;
 }
@@ -185,7 +192,8 @@ static int run_pipelined(redisContext *c, lane_t *lanes, size_t k, uint64_t pair
       break;
     record(run, done, ln, uv_hrtime());
     done++;
-    if (started < pairs) {
+    run->done = done;
+    if (started < pairs && !capped(run)) {
       started++;
       append_acquire(c, ln);
       ring[tail] = li, tail = (tail + 1) % k, inflight++;
@@ -200,10 +208,10 @@ int main(int argc, char **argv) {
   redisContext *c;
   const lk__script_t *acq, *rel;
   lane_t *lanes;
-  run_t warm = {NULL, NULL, NULL}, meas;
+  run_t warm, meas;
   bench_result_t res;
   char client_id[40];
-  uint64_t t0, t1, rnd;
+  uint64_t t0, t1, cpu0, cpu1, rnd;
   size_t i;
   int rc;
   struct timeval tv = {5, 0};
@@ -227,6 +235,8 @@ int main(int argc, char **argv) {
            (unsigned)(rnd & 0xffffffffu), (unsigned)((rnd >> 8) & 0xffffu),
            (unsigned)((rnd >> 20) & 0xfffu), (unsigned)((rnd >> 40) & 0xfffu),
            (uint64_t)((rnd * 0x9e3779b97f4a7c15ull) & 0xffffffffffffull));
+  memset(&warm, 0, sizeof(warm));
+  memset(&meas, 0, sizeof(meas));
   lanes = calloc(a.inflight, sizeof(*lanes));
   meas.pair_ns = calloc(a.pairs, sizeof(uint64_t));
   meas.acq_ns = calloc(a.pairs, sizeof(uint64_t));
@@ -240,25 +250,31 @@ int main(int argc, char **argv) {
 
   if (a.inflight > 1) {
     rc = run_pipelined(c, lanes, a.inflight, a.warmup, &warm);
+    cpu0 = bench_cpu_ns();
     t0 = uv_hrtime();
+    meas.cap_ns = a.seconds > 0 ? t0 + (uint64_t)(a.seconds * 1e9) : 0;
     if (rc == 0)
       rc = run_pipelined(c, lanes, a.inflight, a.pairs, &meas);
   } else {
     rc = run_sequential(c, lanes, a.warmup, &warm);
+    cpu0 = bench_cpu_ns();
     t0 = uv_hrtime();
+    meas.cap_ns = a.seconds > 0 ? t0 + (uint64_t)(a.seconds * 1e9) : 0;
     if (rc == 0)
       rc = run_sequential(c, lanes, a.pairs, &meas);
   }
   t1 = uv_hrtime();
-  if (rc == 0) {
+  cpu1 = bench_cpu_ns();
+  if (rc == 0 && meas.done > 0) {
     memset(&res, 0, sizeof(res));
-    res.impl = "raw";
+    res.impl = "raw-hiredis";
     res.args = &a;
     res.elapsed_ns = t1 - t0;
+    res.cpu_ns = cpu1 - cpu0;
     res.pair_ns = meas.pair_ns;
     res.acq_ns = meas.acq_ns;
     res.rel_ns = meas.rel_ns;
-    res.n = (size_t)a.pairs;
+    res.n = (size_t)meas.done;
     res.commands_per_pair = 2.0;
     bench_print(&res);
   }

@@ -1,38 +1,50 @@
 #!/usr/bin/env bash
-# Runs latchkey's lock benchmarks against a private redis-server (bench/README.md).
+# Runs latchkey's whole benchmark suite against private redis-servers
+# (bench/README.md; DESIGN.md §6). Not part of CI.
 #
-#   tools/bench.sh                      # 5 interleaved rounds, pinned, JSON + summary
-#   tools/bench.sh --rounds 3 --no-pin  # fewer rounds, no CPU pinning
+#   tools/bench.sh                 # build, 5 interleaved rounds, pinned: JSON lines + summary
+#   tools/bench.sh --rounds 3      # fewer rounds
+#   tools/bench.sh --no-pin        # let the scheduler place servers and clients
 #
 # Options:
-#   --rounds R       interleaved rounds, medians reported (default 5)
-#   --no-pin         do not pin redis-server to CPU 0 and the clients to CPU 1
-#   --pairs N        measured pairs per sequential run (default 20000)
-#   --pipe-pairs N   measured pairs per pipelined run (default 200000)
-#   --depth K        lanes (pairs in flight) in the pipelined runs (default 64)
-#   --no-build       use the existing build directory as it is
-# Environment: LATCHKEY_BENCH_BUILD_DIR (default build-bench), LATCHKEY_JOBS
-# (default 2). Installs nothing: needs cmake, a C compiler, hiredis and libuv
-# (tools/install-deps.sh), redis-server, redis-benchmark, redis-cli, taskset.
+#   --rounds R          interleaved rounds of L, B1, B2 (default 5); registered
+#                       programs run in at most R of them (their REPS, default 3)
+#   --no-pin            no taskset: servers and clients go where the scheduler puts them
+#   --no-build          use build-bench/ as it is
+#   --no-registered     only L, B1 and B2 (skip B3, B5, B6 and every registered program)
+#   --only REGEX        of the registered programs, run only those whose target matches
+#   --budget S          seconds the registered programs may take in all (default 180);
+#                       their repetitions shrink to fit
+#   --time-limit S      the whole run's target (default 360): no round starts past it once
+#                       3 rounds are done, and no extra repetition of a registered program
+#   --pairs N           measured pairs per sequential run (default 10000)
+#   --pipe-pairs N      measured pairs per pipelined run (default 100000)
+# Environment: LATCHKEY_BENCH_BUILD_DIR (default build-bench), LATCHKEY_JOBS (default 2).
+# Installs nothing: needs cmake, a C compiler, hiredis and libuv (tools/install-deps.sh),
+# redis-server, redis-benchmark, redis-cli, timeout and (unless --no-pin) taskset.
 #
-# stdout: one JSON object per line (DESIGN.md §6), then a markdown summary.
-# stderr: progress, placement and per-round figures, each line starting "#".
+# stdout: one JSON object per line (medians over the rounds), then a markdown summary.
+# stderr: progress, placement and per-run figures, each line starting "#".
+# Every run's own lines, the logs and the summary stay in build-bench/bench-results/<time>/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 note() { echo "# $*" >&2; }
 die() { echo "bench.sh: $*" >&2; exit 1; }
 
 rounds=5
 pin=1
-seq_pairs=20000
-pipe_pairs=200000
-depth=64
 build=1
-rb_seq_n=50000
+registered=1
+only=""
+budget=180
+time_limit=360
+min_rounds=3
+seq_pairs=10000
+pipe_pairs=100000
 server_cpu=0
 client_cpu=1
 
@@ -41,19 +53,23 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) posint "${2:-}" "$1"; rounds=$2; shift ;;
     --no-pin) pin=0 ;;
+    --no-build) build=0 ;;
+    --no-registered) registered=0 ;;
+    --only) [ -n "${2:-}" ] || die "--only needs a pattern"; only=$2; shift ;;
+    --budget) posint "${2:-}" "$1"; budget=$2; shift ;;
+    --time-limit) posint "${2:-}" "$1"; time_limit=$2; shift ;;
     --pairs) posint "${2:-}" "$1"; seq_pairs=$2; shift ;;
     --pipe-pairs) posint "${2:-}" "$1"; pipe_pairs=$2; shift ;;
-    --depth) posint "${2:-}" "$1"; depth=$2; shift ;;
-    --no-build) build=0 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
   esac
   shift
 done
-rb_pipe_n=$((depth * 4000))
+[ "$rounds" -le 20 ] || die "--rounds: at most 20"
+t_begin=$(date +%s)
 
 # --- prerequisites (checked, never installed) ---
-for cmd in redis-server redis-benchmark redis-cli cmake awk; do
+for cmd in redis-server redis-benchmark redis-cli cmake awk timeout; do
   command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found (tools/install-deps.sh installs the build deps; redis-server/redis-benchmark come with the redis package)"
 done
 if [ "$pin" -eq 1 ]; then
@@ -70,32 +86,109 @@ else
   srv_pin=()
   cli_pin=()
 fi
+# What the programs read (bench/README.md, "Adding a benchmark").
+export LK_BENCH_PIN=$pin LK_BENCH_SERVER_CPUS=$server_cpu LK_BENCH_CLIENT_CPUS=$client_cpu
+export LK_BENCH_WORKER_CPUS="$server_cpu,$client_cpu"
 
 # --- build ---
 build_dir=${LATCHKEY_BENCH_BUILD_DIR:-build-bench}
 bin="$build_dir/bench"
+core_targets=(lock_seq raw raw_seq)
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+results="$build_dir/bench-results/$stamp"
+mkdir -p "$results/logs"
+failures="$results/failures.txt"
+: >"$failures"
 if [ "$build" -eq 1 ]; then
   note "build: $build_dir (Release, LATCHKEY_BUILD_BENCH=ON, warnings are errors)"
-  mkdir -p "$build_dir"
-  if ! { cmake -S "$ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLATCHKEY_BUILD_BENCH=ON \
-           -DLATCHKEY_BUILD_TESTS=OFF -DLATCHKEY_BUILD_EXAMPLES=OFF -DLATCHKEY_WERROR=ON \
-           -DLATCHKEY_ASAN=OFF -DLATCHKEY_UBSAN=OFF &&
-         cmake --build "$build_dir" -j "${LATCHKEY_JOBS:-2}" --target lock_seq raw_seq; } \
-       >"$build_dir/bench-build.log" 2>&1; then
-    cat "$build_dir/bench-build.log" >&2
-    die "build failed"
+  if ! cmake -S "$ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLATCHKEY_BUILD_BENCH=ON \
+         -DLATCHKEY_BUILD_TESTS=OFF -DLATCHKEY_BUILD_EXAMPLES=OFF -DLATCHKEY_WERROR=ON \
+         -DLATCHKEY_ASAN=OFF -DLATCHKEY_UBSAN=OFF >"$results/logs/configure.log" 2>&1; then
+    cat "$results/logs/configure.log" >&2
+    die "configure failed"
+  fi
+  if ! cmake --build "$build_dir" -j "${LATCHKEY_JOBS:-2}" --target "${core_targets[@]}" \
+         >"$results/logs/build-core.log" 2>&1; then
+    grep -E 'error|Error' "$results/logs/build-core.log" | head -n 20 >&2 || true
+    die "build of ${core_targets[*]} failed (log: $results/logs/build-core.log)"
   fi
 fi
-[ -x "$bin/lock_seq" ] && [ -x "$bin/raw_seq" ] || die "$bin/lock_seq or raw_seq missing (build first)"
+for t in "${core_targets[@]}"; do
+  [ -x "$bin/$t" ] || die "$bin/$t missing (build first)"
+done
 
-# --- private redis-server on a free loopback port ---
+# The registered programs: build-bench/bench/suite.manifest, written by
+# lk_bench_suite() in bench/lists/*.cmake. Each builds on its own, so one
+# area's broken work in progress costs only its own figures.
+declare -a reg_target=() reg_servers=() reg_seconds=() reg_reps=() reg_args=()
+manifest="$bin/suite.manifest"
+if [ "$registered" -eq 1 ]; then
+  [ -f "$manifest" ] || die "$manifest missing (configure first)"
+  while IFS=$'\t' read -r t s secs reps args; do
+    case "$t" in '#'* | '') continue ;; esac
+    if [ -n "$only" ] && ! [[ "$t" =~ $only ]]; then
+      continue
+    fi
+    if [ "$build" -eq 1 ] &&
+       ! cmake --build "$build_dir" -j "${LATCHKEY_JOBS:-2}" --target "$t" >"$results/logs/build-$t.log" 2>&1; then
+      note "build of $t failed: skipped (log: $results/logs/build-$t.log)"
+      echo "$t: build failed ($(grep -m1 -E 'error' "$results/logs/build-$t.log" || echo 'see log'))" >>"$failures"
+      continue
+    fi
+    if [ ! -x "$bin/$t" ]; then
+      echo "$t: not built" >>"$failures"
+      continue
+    fi
+    reg_target+=("$t")
+    reg_servers+=("$s")
+    reg_seconds+=("$secs")
+    reg_reps+=("$reps")
+    reg_args+=("$args")
+  done <"$manifest"
+fi
+# Repetitions: each program's REPS, at most the rounds; over the budget, the
+# program costing most loses a repetition first (never below one).
+declare -a reg_n=()
+total=0
+for i in "${!reg_target[@]}"; do
+  n=${reg_reps[$i]}
+  [ "$n" -le "$rounds" ] || n=$rounds
+  [ "$n" -ge 1 ] || n=1
+  reg_n+=("$n")
+  total=$((total + n * reg_seconds[i]))
+done
+if [ "$total" -gt "$budget" ]; then
+  note "registered programs would take ~${total} s, budget ${budget} s: fewer repetitions"
+  for _ in $(seq 1 200); do
+    [ "$total" -gt "$budget" ] || break
+    worst=-1
+    for i in "${!reg_target[@]}"; do
+      [ "${reg_n[$i]}" -gt 1 ] || continue
+      if [ "$worst" -lt 0 ] || [ $((reg_n[i] * reg_seconds[i])) -gt $((reg_n[worst] * reg_seconds[worst])) ]; then
+        worst=$i
+      fi
+    done
+    [ "$worst" -ge 0 ] || break
+    reg_n[$worst]=$((reg_n[worst] - 1))
+    total=$((total - reg_seconds[worst]))
+  done
+fi
+max_servers=1
+for s in "${reg_servers[@]}"; do
+  [ "$s" -le "$max_servers" ] || max_servers=$s
+done
+
+# --- private redis-servers on free loopback ports, stopped by PID ---
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/latchkey-bench.XXXXXX")
-server_pid=""
+declare -a server_pids=() server_ports=()
 cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  local p
+  for p in "${server_pids[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then
+      kill "$p" 2>/dev/null || true
+      wait "$p" 2>/dev/null || true
+    fi
+  done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -103,162 +196,231 @@ trap 'exit 130' INT TERM
 
 port_in_use() { (: <>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-port=""
-for _ in $(seq 1 20); do
-  p=$((20000 + RANDOM % 30000))
-  port_in_use "$p" && continue
-  "${srv_pin[@]}" redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no \
-    --dir "$tmp" --logfile "$tmp/redis-$p.log" &
-  server_pid=$!
-  for _ in $(seq 1 50); do
-    if redis-cli -h 127.0.0.1 -p "$p" PING 2>/dev/null | grep -q PONG; then
-      port=$p
-      break
+start_server() { # appends to server_pids / server_ports
+  local p pid="" ok=0 _
+  for _ in $(seq 1 20); do
+    p=$((20000 + RANDOM % 30000))
+    port_in_use "$p" && continue
+    "${srv_pin[@]}" redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no \
+      --dir "$tmp" --logfile "$tmp/redis-$p.log" &
+    pid=$!
+    server_pids+=("$pid")
+    for _ in $(seq 1 50); do
+      if redis-cli -h 127.0.0.1 -p "$p" PING 2>/dev/null | grep -q PONG; then
+        ok=1
+        break
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if [ "$ok" -eq 1 ]; then
+      server_ports+=("$p")
+      return 0
     fi
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
   done
-  [ -n "$port" ] && break
-  kill "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=""
-done
-[ -n "$port" ] || die "could not start redis-server on a free port (logs: $tmp)"
+  die "could not start redis-server on a free port (logs: $tmp)"
+}
+
+start_server
+port=${server_ports[0]}
+# RedLock-style programs get their own set of masters (all on the server CPU).
+declare -a multi_ports=()
+if [ "$max_servers" -gt 1 ]; then
+  for _ in $(seq 1 "$max_servers"); do
+    start_server
+    multi_ports+=("${server_ports[${#server_ports[@]}-1]}")
+  done
+fi
+rcli() { redis-cli -h 127.0.0.1 -p "$port" "$@"; }
 
 srv_version=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 if [ "$pin" -eq 1 ]; then
-  srv_aff=$(taskset -pc "$server_pid" | sed 's/.*: //')
-  placement="pinned: redis-server (pid $server_pid) on CPU $srv_aff, clients on CPU $client_cpu"
+  placement="pinned: redis-server(s) on CPU $server_cpu (pids ${server_pids[*]}), clients on CPU $client_cpu, B3 workers alternately on CPUs $server_cpu and $client_cpu"
 else
-  placement="unpinned: redis-server (pid $server_pid) and clients wherever the scheduler puts them"
+  placement="unpinned: servers and clients wherever the scheduler puts them"
 fi
-note "redis-server $srv_version on 127.0.0.1:$port, --save \"\" --appendonly no"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+note "redis-server $srv_version on 127.0.0.1:$port${multi_ports[*]:+; masters ${multi_ports[*]}}"
 note "placement: $placement"
-note "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-note "rounds: $rounds interleaved; sequential $seq_pairs pairs, pipelined $pipe_pairs pairs at depth $depth"
+note "machine: $(nproc) CPUs, load average $load0"
+note "rounds: $rounds; sequential $seq_pairs pairs, pipelined $pipe_pairs pairs at 64 and 256 in flight"
+for i in "${!reg_target[@]}"; do
+  note "registered: ${reg_target[$i]} (servers ${reg_servers[$i]}, ~${reg_seconds[$i]} s, ${reg_n[$i]} repetition(s)) ${reg_args[$i]}"
+done
+note "results: $results"
 
-# --- one round ---
-client() { "${cli_pin[@]}" "$@" || die "failed: $*"; }
+all="$results/rounds.jsonl"
+: >"$all"
 
-# Appends one line {"value":ops/s,"p50_us":..,"p99_us":..} from redis-benchmark --csv.
-redis_bench() { # out pipeline n
-  local out=$1 pipeline=$2 n=$3 line
-  line=$(client redis-benchmark -h 127.0.0.1 -p "$port" -c 1 -n "$n" -P "$pipeline" -r 1000000 \
-           --csv SET 'bench:k:__rand_int__' v NX PX 30000 | tail -n 1)
-  echo "$line" | awk -F',' '{ gsub(/"/, ""); $0 = $0
-      printf "{\"value\":%s,\"p50_us\":%.1f,\"p99_us\":%.1f}\n", $2, $5 * 1000, $7 * 1000 }' >>"$out"
+# Runs one client program, bounded; keeps its JSON lines with the round.
+run() { # label round limit_s cmd...
+  local label=$1 r=$2 lim=$3 rc=0 out err
+  shift 3
+  out="$results/logs/$label.r$r.out"
+  err="$results/logs/$label.r$r.err"
+  timeout -k 5 "$lim" "$@" >"$out" 2>"$err" || rc=$?
+  grep '^{' "$out" | sed "s/}[[:space:]]*\$/,\"round\":$r}/" >>"$all" || true
+  if [ "$rc" -ne 0 ]; then
+    note "FAILED (exit $rc$([ "$rc" -eq 124 ] && echo ', timed out')): $label round $r: $(tail -n 3 "$err" | tr '\n' ' ')"
+    echo "$label round $r: exit $rc$([ "$rc" -eq 124 ] && echo ' (timed out)')" >>"$failures"
+  fi
+  return 0
 }
 
-# Prints the value of a numeric "key" in a one-line JSON object.
-jget() { # key
-  awk -v k="\"$1\":" '{ i = index($0, k); if (i == 0) { print "nan"; next }
+last() { # file key: a numeric field of the last line
+  tail -n 1 "$1" 2>/dev/null | awk -v k="\"$2\":" '{ i = index($0, k); if (i == 0) { print "-"; next }
     s = substr($0, i + length(k)); sub(/[,}].*/, "", s); print s }'
 }
 
-last() { tail -n 1 "$1" | jget "$2"; }
+# --- L: redis-benchmark, the minimal-work ceiling ---
+# SET NX PX on fresh random keys; compare-DEL as a script (EVALSHA) on keys
+# prefilled with the token by one server-side loop, so nearly every call
+# deletes (the hit rate is reported).
+cdel_sha=$(rcli SCRIPT LOAD "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end")
+prefill_n=500000
+rb() { # round variant clients pipeline n keyspace_prefill cmd...
+  local r=$1 variant=$2 c=$3 p=$4 n=$5 pre=$6 line before=0 after=0 hit="" ks=1000000
+  shift 6
+  [ "$pre" -eq 0 ] || ks=$pre
+  if [ "$pre" -gt 0 ]; then
+    rcli EVAL "for i=0,tonumber(ARGV[1])-1 do redis.call('set', string.format('lkbench:L:d:%012d', i), 'tok') end return 1" 0 "$pre" >/dev/null
+    before=$(rcli DBSIZE)
+  fi
+  line=$(timeout -k 5 60 "${cli_pin[@]}" redis-benchmark -h 127.0.0.1 -p "$port" -c "$c" -P "$p" -n "$n" \
+           -r "$ks" --csv "$@" 2>>"$results/logs/redis-benchmark.err" | tail -n 1) || true
+  if [ "$pre" -gt 0 ]; then
+    after=$(rcli DBSIZE)
+    hit=$(awk -v b="$before" -v a="$after" -v n="$n" 'BEGIN { printf "%.1f", 100 * (b - a) / n }')
+    rcli FLUSHALL >/dev/null
+  fi
+  if [ -z "$line" ]; then
+    echo "redis-benchmark $variant round $r: no result" >>"$failures"
+    return 0
+  fi
+  echo "$line" | awk -F',' -v v="$variant" -v c="$c" -v p="$p" -v n="$n" -v hit="$hit" -v r="$r" '{
+      gsub(/"/, ""); printf "{\"bench\":\"L\",\"impl\":\"redis-benchmark\",\"variant\":\"%s\",\"metric\":\"ops_per_s\",\"value\":%s,\"unit\":\"ops/s\",\"p50_us\":%.1f,\"p99_us\":%.1f,\"clients\":%s,\"pipeline\":%s,\"requests\":%s", v, $2, $5 * 1000, $7 * 1000, c, p, n
+      if (hit != "") printf ",\"hit_pct\":%s", hit
+      printf ",\"round\":%s}\n", r }' >>"$all"
+}
 
+round_L() { # round
+  local r=$1
+  rcli FLUSHALL >/dev/null
+  rb "$r" "PING -c 1 -P 1" 1 1 20000 0 PING
+  rb "$r" "SET NX PX -c 1 -P 1" 1 1 20000 0 SET 'lkbench:L:s:__rand_int__' v NX PX 30000
+  rb "$r" "compare-DEL -c 1 -P 1" 1 1 20000 "$prefill_n" EVALSHA "$cdel_sha" 1 'lkbench:L:d:__rand_int__' tok
+  rb "$r" "SET NX PX -c 50 -P 16" 50 16 200000 0 SET 'lkbench:L:s:__rand_int__' v NX PX 30000
+  rb "$r" "compare-DEL -c 50 -P 16" 50 16 200000 "$prefill_n" EVALSHA "$cdel_sha" 1 'lkbench:L:d:__rand_int__' tok
+  rcli FLUSHALL >/dev/null
+  # The minimal pair: one SET NX PX, then one compare-DEL.
+  awk -v r="$r" '
+    index($0, "\"bench\":\"L\"") && index($0, "\"round\":" r "}") {
+      v = $0; sub(/.*"value":/, "", v); sub(/,.*/, "", v)
+      if (index($0, "SET NX PX -c 1 -P 1")) s1 = v
+      if (index($0, "compare-DEL -c 1 -P 1")) d1 = v
+      if (index($0, "SET NX PX -c 50 -P 16")) s50 = v
+      if (index($0, "compare-DEL -c 50 -P 16")) d50 = v
+    }
+    END {
+      if (s1 > 0 && d1 > 0) printf "{\"bench\":\"L\",\"impl\":\"minimal\",\"variant\":\"-c 1 -P 1\",\"metric\":\"pairs_per_s\",\"value\":%.1f,\"unit\":\"pairs/s\",\"round\":%s}\n", 1 / (1 / s1 + 1 / d1), r
+      if (s50 > 0 && d50 > 0) printf "{\"bench\":\"L\",\"impl\":\"minimal\",\"variant\":\"-c 50 -P 16\",\"metric\":\"pairs_per_s\",\"value\":%.1f,\"unit\":\"pairs/s\",\"round\":%s}\n", 1 / (1 / s50 + 1 / d50), r
+    }' "$all" >>"$all.tmp" && cat "$all.tmp" >>"$all" && rm -f "$all.tmp"
+}
+
+server_cpu() { # the server's CPU seconds (user + sys), from INFO cpu
+  rcli INFO cpu | awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.6f", s }'
+}
+
+# A pair program's run, with the server's CPU per pair added to its line:
+# immune to the machine's load, unlike the rates.
+run_pair() { # label round warmup cmd...
+  local label=$1 r=$2 warm=$3 c0 c1 n0
+  shift 3
+  n0=$(wc -l <"$all")
+  c0=$(server_cpu)
+  run "$label" "$r" 40 "$@"
+  c1=$(server_cpu)
+  if [ "$(wc -l <"$all")" -gt "$n0" ]; then
+    awk -v n0="$n0" -v c="$(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }')" -v w="$warm" '
+      NR > n0 && /"pairs":/ {
+        p = $0; sub(/.*"pairs":/, "", p); sub(/[,}].*/, "", p)
+        if (p + w > 0) sub(/,"round":/, sprintf(",\"server_cpu_us_per_pair\":%.3f,\"round\":", c * 1e6 / (p + w)))
+      }
+      { print }' "$all" >"$all.tmp" && mv "$all.tmp" "$all"
+  fi
+}
+
+# B1/B2: the raw loop and latchkey alternate which goes first.
+round_pairs() { # round
+  local r=$1 k order
+  # raw-minimal: bench/raw --minimal, SET NX PX + compare-DEL on the same layer.
+  if [ $((r % 2)) -eq 1 ]; then order="raw lock_seq raw-minimal raw_seq"; else order="raw_seq raw-minimal lock_seq raw"; fi
+  for p in $order; do
+    run_pair "B1-$p" "$r" $((seq_pairs / 10)) "${cli_pin[@]}" "$bin/${p%-minimal}" \
+      $([ "$p" = raw-minimal ] && echo --minimal) --host 127.0.0.1 --port "$port" \
+      --pairs "$seq_pairs" --seconds 15
+  done
+  for k in 64 256; do
+    if [ $((r % 2)) -eq 1 ]; then order="raw lock_seq raw-minimal"; else order="raw-minimal lock_seq raw"; fi
+    for p in $order; do
+      run_pair "B2-$k-$p" "$r" $((pipe_pairs / 10)) "${cli_pin[@]}" "$bin/${p%-minimal}" \
+        $([ "$p" = raw-minimal ] && echo --minimal) --host 127.0.0.1 --port "$port" \
+        --pipelined "$k" --pairs "$pipe_pairs" --seconds 15
+    done
+  done
+  note "round $r: B1 raw $(last "$results/logs/B1-raw.r$r.out" value) latchkey $(last "$results/logs/B1-lock_seq.r$r.out" value)" \
+       "raw-hiredis $(last "$results/logs/B1-raw_seq.r$r.out" value) raw-minimal $(last "$results/logs/B1-raw-minimal.r$r.out" value);" \
+       "B2 64: raw $(last "$results/logs/B2-64-raw.r$r.out" value) latchkey $(last "$results/logs/B2-64-lock_seq.r$r.out" value);" \
+       "256: raw $(last "$results/logs/B2-256-raw.r$r.out" value) latchkey $(last "$results/logs/B2-256-lock_seq.r$r.out" value) pairs/s"
+}
+
+round_registered() { # round
+  local r=$1 i t ports args
+  for i in "${!reg_target[@]}"; do
+    [ "$r" -le "${reg_n[$i]}" ] || continue
+    t=${reg_target[$i]}
+    if [ "$r" -gt 1 ] && [ $(($(date +%s) + reg_seconds[i])) -gt "$deadline" ]; then
+      note "time limit: no repetition $r of $t"
+      echo "$t: repetition $r skipped (time limit)" >>"$failures"
+      continue
+    fi
+    read -r -a args <<<"${reg_args[$i]}"
+    if [ "${reg_servers[$i]}" -gt 1 ]; then
+      ports=$(IFS=,; echo "${multi_ports[*]:0:${reg_servers[$i]}}")
+      run "$t" "$r" $((reg_seconds[i] + 15)) "${cli_pin[@]}" "$bin/$t" --host 127.0.0.1 \
+        --port "${multi_ports[0]}" --ports "$ports" "${args[@]}"
+    else
+      run "$t" "$r" $((reg_seconds[i] + 15)) "${cli_pin[@]}" "$bin/$t" --host 127.0.0.1 --port "$port" "${args[@]}"
+    fi
+    note "round $r: $t: $(grep -c '^{' "$results/logs/$t.r$r.out" || true) JSON lines"
+  done
+}
+
+deadline=$((t_begin + time_limit))
+done_rounds=0
+round_secs=0
 for r in $(seq 1 "$rounds"); do
-  redis-cli -h 127.0.0.1 -p "$port" FLUSHALL >/dev/null
-  client "$bin/raw_seq" --port "$port" --pairs "$seq_pairs" >>"$tmp/raw_seq.jsonl"
-  client "$bin/lock_seq" --port "$port" --pairs "$seq_pairs" >>"$tmp/lk_seq.jsonl"
-  redis_bench "$tmp/rb_seq.jsonl" 1 "$rb_seq_n"
-  client "$bin/raw_seq" --port "$port" --pipelined "$depth" --pairs "$pipe_pairs" >>"$tmp/raw_pipe.jsonl"
-  client "$bin/lock_seq" --port "$port" --pipelined "$depth" --pairs "$pipe_pairs" >>"$tmp/lk_pipe.jsonl"
-  redis_bench "$tmp/rb_pipe.jsonl" "$depth" "$rb_pipe_n"
-  note "round $r/$rounds: seq raw $(last "$tmp/raw_seq.jsonl" pairs_per_s)" \
-       "latchkey $(last "$tmp/lk_seq.jsonl" pairs_per_s) pairs/s," \
-       "SET NX PX $(last "$tmp/rb_seq.jsonl" value) ops/s;" \
-       "pipelined raw $(last "$tmp/raw_pipe.jsonl" pairs_per_s)" \
-       "latchkey $(last "$tmp/lk_pipe.jsonl" pairs_per_s) pairs/s," \
-       "SET NX PX -P $depth $(last "$tmp/rb_pipe.jsonl" value) ops/s"
+  t_round=$(date +%s)
+  if [ "$r" -gt "$min_rounds" ] && [ $((t_round + round_secs)) -gt "$deadline" ]; then
+    note "time limit (${time_limit} s): stopping after $done_rounds rounds"
+    echo "rounds $r-$rounds skipped (time limit ${time_limit} s)" >>"$failures"
+    break
+  fi
+  round_L "$r"
+  note "round $r: L PING $(grep "\"PING -c 1 -P 1\"" "$all" | tail -n 1 | awk -F'"value":' '{ split($2, a, ","); print a[1] }') ops/s," \
+       "minimal pair -c 1 -P 1 $(grep '"impl":"minimal","variant":"-c 1 -P 1"' "$all" | tail -n 1 | awk -F'"value":' '{ split($2, a, ","); print a[1] }') pairs/s"
+  round_pairs "$r"
+  round_secs=$(($(date +%s) - t_round))
+  round_registered "$r"
+  done_rounds=$r
 done
-note "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+note "load average after: $load1"
 
-# --- medians over rounds ---
-agg() { # file key what(median|min|max)
-  jget "$2" <"$1" | sort -g | awk -v w="$3" '{ v[NR] = $1 } END {
-    if (NR == 0) { print "nan"; exit }
-    if (w == "min") print v[1]; else if (w == "max") print v[NR];
-    else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-med() { agg "$1" "$2" median; }
-calc() { awk "BEGIN { printf \"$1\", $2 }"; }
-
-for k in raw_seq lk_seq raw_pipe lk_pipe; do
-  printf -v "${k}_pairs_per_s" '%s' "$(med "$tmp/$k.jsonl" pairs_per_s)"
-  for f in p50_us p99_us acq_p50_us rel_p50_us; do
-    printf -v "${k}_${f}" '%.1f' "$(med "$tmp/$k.jsonl" "$f")"
-  done
-  printf -v "${k}_min" '%s' "$(agg "$tmp/$k.jsonl" pairs_per_s min)"
-  printf -v "${k}_max" '%s' "$(agg "$tmp/$k.jsonl" pairs_per_s max)"
-done
-printf -v lk_seq_cpp '%.3f' "$(med "$tmp/lk_seq.jsonl" commands_per_pair)"
-printf -v lk_pipe_cpp '%.3f' "$(med "$tmp/lk_pipe.jsonl" commands_per_pair)"
-for k in rb_seq rb_pipe; do
-  printf -v "${k}_value" '%s' "$(med "$tmp/$k.jsonl" value)"
-  for f in p50_us p99_us; do
-    printf -v "${k}_${f}" '%.1f' "$(med "$tmp/$k.jsonl" "$f")"
-  done
-  printf -v "${k}_min" '%s' "$(agg "$tmp/$k.jsonl" value min)"
-  printf -v "${k}_max" '%s' "$(agg "$tmp/$k.jsonl" value max)"
-done
-# A minimal pair is two round trips (SET NX PX, then a compare-DEL script),
-# so half the SET NX PX rate is the pair ceiling at that pipeline depth.
-ceil_seq=$(calc '%.1f' "$rb_seq_value / 2")
-ceil_pipe=$(calc '%.1f' "$rb_pipe_value / 2")
-
-pinned=$([ "$pin" -eq 1 ] && echo true || echo false)
-
-# --- JSON lines ---
-lk_line() { # bench impl value limit ceiling p50 p99 acq rel min max inflight cpp
-  printf '{"bench":"%s","impl":"%s","metric":"pairs_per_s","value":%.0f,"unit":"pairs/s",' "$1" "$2" "$3"
-  printf '"limit":%.0f,"ratio":%s,"ceiling":%.0f,"ceiling_ratio":%s,' "$4" "$(calc '%.3f' "$3 / $4")" \
-    "$5" "$(calc '%.3f' "$3 / $5")"
-  printf '"p50_us":%s,"p99_us":%s,"acq_p50_us":%s,"rel_p50_us":%s,"min":%.0f,"max":%.0f,' \
-    "$6" "$7" "$8" "$9" "${10}" "${11}"
-  printf '"inflight":%s,"connections":1,"commands_per_pair":%s,"rounds":%s,"pinned":%s}\n' \
-    "${12}" "${13}" "$rounds" "$pinned"
-}
-raw_line() { # bench value ceiling p50 p99 acq rel min max inflight
-  printf '{"bench":"%s","impl":"raw","metric":"pairs_per_s","value":%.0f,"unit":"pairs/s",' "$1" "$2"
-  printf '"ceiling":%.0f,"ceiling_ratio":%s,"p50_us":%s,"p99_us":%s,"acq_p50_us":%s,"rel_p50_us":%s,' \
-    "$3" "$(calc '%.3f' "$2 / $3")" "$4" "$5" "$6" "$7"
-  printf '"min":%.0f,"max":%.0f,"inflight":%s,"connections":1,"rounds":%s,"pinned":%s}\n' \
-    "$8" "$9" "${10}" "$rounds" "$pinned"
-}
-rb_line() { # value p50 p99 min max pipeline ceiling n
-  printf '{"bench":"set_nx_px","impl":"redis-benchmark","metric":"ops_per_s","value":%.0f,"unit":"ops/s",' "$1"
-  printf '"pair_ceiling":%.0f,"p50_us":%s,"p99_us":%s,"min":%.0f,"max":%.0f,' "$7" "$2" "$3" "$4" "$5"
-  printf '"clients":1,"pipeline":%s,"requests":%s,"rounds":%s,"pinned":%s}\n' "$6" "$8" "$rounds" "$pinned"
-}
-
-lk_line lock_seq_pairs latchkey "$lk_seq_pairs_per_s" "$raw_seq_pairs_per_s" "$ceil_seq" \
-  "$lk_seq_p50_us" "$lk_seq_p99_us" "$lk_seq_acq_p50_us" "$lk_seq_rel_p50_us" \
-  "$lk_seq_min" "$lk_seq_max" 1 "$lk_seq_cpp"
-raw_line lock_seq_pairs "$raw_seq_pairs_per_s" "$ceil_seq" "$raw_seq_p50_us" "$raw_seq_p99_us" \
-  "$raw_seq_acq_p50_us" "$raw_seq_rel_p50_us" "$raw_seq_min" "$raw_seq_max" 1
-rb_line "$rb_seq_value" "$rb_seq_p50_us" "$rb_seq_p99_us" "$rb_seq_min" "$rb_seq_max" 1 "$ceil_seq" "$rb_seq_n"
-lk_line lock_pipelined_pairs latchkey "$lk_pipe_pairs_per_s" "$raw_pipe_pairs_per_s" "$ceil_pipe" \
-  "$lk_pipe_p50_us" "$lk_pipe_p99_us" "$lk_pipe_acq_p50_us" "$lk_pipe_rel_p50_us" \
-  "$lk_pipe_min" "$lk_pipe_max" "$depth" "$lk_pipe_cpp"
-raw_line lock_pipelined_pairs "$raw_pipe_pairs_per_s" "$ceil_pipe" "$raw_pipe_p50_us" "$raw_pipe_p99_us" \
-  "$raw_pipe_acq_p50_us" "$raw_pipe_rel_p50_us" "$raw_pipe_min" "$raw_pipe_max" "$depth"
-rb_line "$rb_pipe_value" "$rb_pipe_p50_us" "$rb_pipe_p99_us" "$rb_pipe_min" "$rb_pipe_max" "$depth" "$ceil_pipe" "$rb_pipe_n"
-
-# --- markdown summary ---
-fmt() { calc '%.0f' "$1"; }
-cat <<EOF
-
-## latchkey lock benchmarks: medians of $rounds interleaved rounds
-
-redis-server $srv_version, one connection, $placement.
-
-| mode | latchkey pairs/s | raw loop (limit) | ratio | SET NX PX ceiling | latchkey / ceiling | latchkey p50 / p99 µs | raw p50 / p99 µs |
-|---|---|---|---|---|---|---|---|
-| sequential | $(fmt "$lk_seq_pairs_per_s") ($(fmt "$lk_seq_min")–$(fmt "$lk_seq_max")) | $(fmt "$raw_seq_pairs_per_s") ($(fmt "$raw_seq_min")–$(fmt "$raw_seq_max")) | $(calc '%.2f' "$lk_seq_pairs_per_s / $raw_seq_pairs_per_s") | $(fmt "$ceil_seq") | $(calc '%.2f' "$lk_seq_pairs_per_s / $ceil_seq") | $lk_seq_p50_us / $lk_seq_p99_us | $raw_seq_p50_us / $raw_seq_p99_us |
-| pipelined, $depth in flight | $(fmt "$lk_pipe_pairs_per_s") ($(fmt "$lk_pipe_min")–$(fmt "$lk_pipe_max")) | $(fmt "$raw_pipe_pairs_per_s") ($(fmt "$raw_pipe_min")–$(fmt "$raw_pipe_max")) | $(calc '%.2f' "$lk_pipe_pairs_per_s / $raw_pipe_pairs_per_s") | $(fmt "$ceil_pipe") | $(calc '%.2f' "$lk_pipe_pairs_per_s / $ceil_pipe") | $lk_pipe_p50_us / $lk_pipe_p99_us | $raw_pipe_p50_us / $raw_pipe_p99_us |
-
-- raw loop: the same EVALSHA acquire + release scripts, same connection count and depth, no library logic (bench/raw_seq.c).
-- SET NX PX ceiling: redis-benchmark \`-c 1 -P 1\` ($(fmt "$rb_seq_value") ops/s, range $(fmt "$rb_seq_min")–$(fmt "$rb_seq_max")) and \`-c 1 -P $depth\` ($(fmt "$rb_pipe_value") ops/s, range $(fmt "$rb_pipe_min")–$(fmt "$rb_pipe_max")), halved: a minimal pair is two round trips.
-- Ranges are min–max over the rounds. latchkey commands per pair: $lk_seq_cpp sequential, $lk_pipe_cpp pipelined.
-EOF
+# --- medians, goals, summary ---
+awk -f "$ROOT/bench/report.awk" -v meta_server="$srv_version" -v meta_placement="$placement" \
+  -v meta_rounds="$done_rounds" -v meta_load0="$load0" -v meta_load1="$load1" \
+  -v meta_secs="$(($(date +%s) - t_begin))" -v failures="$failures" "$all" | tee "$results/summary.md"
+note "all lines: $all; summary: $results/summary.md"

@@ -1,0 +1,14 @@
+# The suite's own programs (issue 9; bench/README.md). tools/bench.sh runs
+# raw, lock_seq and raw_seq itself, interleaved in every round (L, B1, B2);
+# the programs registered with lk_bench_suite run through the manifest like
+# every other area's.
+lk_add_bench(raw SOURCES raw.c)
+lk_add_bench(contend SOURCES contend.c)
+lk_add_bench(cost SOURCES cost.c)
+
+# B3, the reentrant lock under contention (bench/contend.h).
+lk_bench_suite(contend SECONDS 8 REPS 3 ARGS --seconds 4)
+# B6, allocations per pair and bytes per object and waiter.
+lk_bench_suite(cost SECONDS 15 REPS 1)
+# B5, the watchdog with 100 000 held locks (its target: lists/watchdog.cmake).
+lk_bench_suite(watchdog_scale SECONDS 20 REPS 1 ARGS --locks 100000)
