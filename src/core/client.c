@@ -1,6 +1,7 @@
 /* The client: options, lifecycle, entry checks, deferred completions,
  * events and logging. Connections live in conn.c, pub/sub in pubsub.c. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,23 @@
 static volatile unsigned lk__fork_gen;
 static pthread_once_t lk__fork_once = PTHREAD_ONCE_INIT;
 static void on_fork_child(void) { lk__fork_gen++; }
+/* libuv writes with write(2): a write to a connection the server or the
+ * network reset raises SIGPIPE, whose default action kills the process. A
+ * lost connection must be an error (LK_ECONN / LK_EUNKNOWN), so SIGPIPE is
+ * ignored, once per process, unless the application chose a disposition
+ * itself (docs/client.md). */
+static pthread_once_t lk__sigpipe_once = PTHREAD_ONCE_INIT;
+static void ignore_default_sigpipe(void) {
+  struct sigaction sa;
+  if (sigaction(SIGPIPE, NULL, &sa) != 0 || (sa.sa_flags & SA_SIGINFO) ||
+      sa.sa_handler != SIG_DFL)
+    return;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPIPE, &sa, NULL);
+}
+
 static void install_fork_hook(void) {
   pthread_atfork(NULL, NULL, on_fork_child);
 }
@@ -194,6 +212,7 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
     opts = &defaults;
   }
   pthread_once(&lk__fork_once, install_fork_hook);
+  pthread_once(&lk__sigpipe_once, ignore_default_sigpipe);
   c = lk__calloc(1, sizeof(*c));
   if (c == NULL)
     return LK_ENOMEM;

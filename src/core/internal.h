@@ -240,6 +240,9 @@ void lk__op_pool_free(lk_client_t *c);
 void lk__op_complete(lk__op_t *op, int status, redisReply *reply);
 
 /* --- RESP encoding (resp.c) --- */
+/* Decimal text of v, NUL-terminated; returns its length. For the numbers
+ * every command carries (leases, counts): snprintf costs far more. */
+size_t lk__i64_to_str(char buf[24], int64_t v);
 /* Encodes a command into *out (capacity *cap, grown when too small; NULL/0
  * to start; freed with lk__free). Returns its length, or -1 (allocation). */
 int lk__format_command(char **out, size_t *cap, int argc, const char **argv,

@@ -184,7 +184,9 @@ static void on_timer(uv_timer_t *t);
  * reply timeout (past it the connection itself gives up on the command), so
  * the wait lasts that long at most before abandoning it. */
 static void arm_guard(lk__obj_t *o) {
-  if (o->wait_ms < 0)
+  /* Forever has no budget; a single try (wait 0) is bounded by the reply
+   * timeout itself, and a timer per try would cost every uncontended call. */
+  if (o->wait_ms <= 0)
     return;
   /* From the real now, not the loop's cached time (stale after the loop sat
    * idle or a callback ran long): else the guard fires at once. */
@@ -254,6 +256,14 @@ static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms) {
     delay = left;
   uv_update_time(o->client->loop);
   uv_timer_start(&o->timer, on_timer, (uint64_t)(delay > 0 ? delay : 0), 0);
+}
+
+void lk__obj_try_after(lk__obj_t *o, int64_t delay_ms) {
+  int64_t left = lk__obj_remaining_ms(o);
+  if (left < delay_ms)
+    delay_ms = left;
+  uv_update_time(o->client->loop);
+  uv_timer_start(&o->timer, on_timer, (uint64_t)(delay_ms > 0 ? delay_ms : 0), 0);
 }
 
 void lk__obj_busy(lk__obj_t *o, int64_t ttl_ms) {

@@ -108,6 +108,9 @@ void lk__obj_busy(lk__obj_t *o, int64_t ttl_ms);
  * status. */
 void lk__obj_retry_or_finish(lk__obj_t *o, int status);
 int64_t lk__obj_remaining_ms(const lk__obj_t *o);
+/* Starts the waiting operation with a pause: the first attempt goes out
+ * after delay_ms (within the budget), as a wait's re-poll would. */
+void lk__obj_try_after(lk__obj_t *o, int64_t delay_ms);
 int lk__obj_transient(int status);
 
 static inline int lk__valid_wait(int64_t w) {

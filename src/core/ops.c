@@ -153,7 +153,7 @@ static lk__op_t *script_op(lk_client_t *c, const lk__script_t *s, int nkeys,
   size_t l_stack[LK__STACK_ARGS + 3];
   const char **a = a_stack;
   size_t *l = l_stack;
-  char nk[16];
+  char nk[24];
   int i, n = nkeys + nargs;
   lk__op_t *op;
   if (nkeys < 0 || nargs < 0 || s == NULL) {
@@ -170,10 +170,9 @@ static lk__op_t *script_op(lk_client_t *c, const lk__script_t *s, int nkeys,
       return NULL;
     }
   }
-  snprintf(nk, sizeof(nk), "%d", nkeys);
   a[0] = "EVALSHA", l[0] = 7;
   a[1] = s->sha1, l[1] = 40;
-  a[2] = nk, l[2] = strlen(nk);
+  a[2] = nk, l[2] = lk__i64_to_str(nk, nkeys);
   for (i = 0; i < n; i++) {
     a[i + 3] = argv[i];
     l[i + 3] = lens != NULL ? lens[i] : strlen(argv[i]);

@@ -29,6 +29,23 @@ static char *put_header(char *p, char prefix, size_t v) {
   return p;
 }
 
+size_t lk__i64_to_str(char buf[24], int64_t v) {
+  char tmp[24];
+  size_t n = 0, i;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  i = 0;
+  if (v < 0)
+    buf[i++] = '-';
+  while (n > 0)
+    buf[i++] = tmp[--n];
+  buf[i] = '\0';
+  return i;
+}
+
 int lk__format_command(char **out, size_t *cap, int argc, const char **argv,
                        const size_t *lens) {
   size_t total = 1 + digits((size_t)argc) + 2, i;

@@ -15,6 +15,10 @@
 #define LK__LOCK_CHANNEL_PREFIX "redisson_lock__channel"
 #define LK__LOCK_TOKEN_PREFIX "redisson_lock_token"
 #define LK__UNKNOWN_RESENDS 3
+/* After a release that waiters heard, a new acquire by the same owner within
+ * this window first gives them this long (see lk_lock_acquire). */
+#define LK__POLITE_WINDOW_NS (2 * 1000000u)
+#define LK__POLITE_DELAY_MS 1
 
 enum lk__lock_op {
   OP_NONE = 0,
@@ -61,6 +65,7 @@ struct lk_lock_s {
   int req_fenced;
   int unknown_resends;
   uint32_t release_before; /* holds before a release's first attempt */
+  uint64_t released_to_waiters_ns; /* last release that waiters heard */
   lk_lock_close_cb close_cb;
   /* Abandoned acquires whose outcome is still out. The give-back of a late
    * grant goes out when that outcome arrives; an attempt sent before it
@@ -133,14 +138,14 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
  * `before` (-1: whatever it is). Sent now, or prepared for later. */
 static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n,
                             lk__op_cb cb, void *data, int send, int *err) {
-  char lease[24], bef[24], cnt[16];
+  char lease[24], bef[24], cnt[24];
   const char *argv[7] = {l->name, l->channel, lease, l->owner, "PUBLISH", bef, cnt};
   size_t lens[7];
-  snprintf(lease, sizeof(lease), "%" PRId64, l->lease_ms);
-  snprintf(bef, sizeof(bef), "%" PRId64, before);
-  snprintf(cnt, sizeof(cnt), "%" PRIu32, n);
-  lens[0] = l->name_len, lens[1] = l->channel_len, lens[2] = strlen(lease);
-  lens[3] = l->owner_len, lens[4] = 7, lens[5] = strlen(bef), lens[6] = strlen(cnt);
+  lens[0] = l->name_len, lens[1] = l->channel_len;
+  lens[2] = lk__i64_to_str(lease, l->lease_ms);
+  lens[3] = l->owner_len, lens[4] = 7;
+  lens[5] = lk__i64_to_str(bef, before);
+  lens[6] = lk__i64_to_str(cnt, n);
   return (send ? lk__script_call : lk__script_prepare)(CLIENT(l), script("lock/release"),
                                                        2, 5, argv, lens, cb, data, err);
 }
@@ -240,25 +245,24 @@ static int attempt_acquire(lk__obj_t *o) {
     l->attempt_deferred = 1; /* on_abandoned_settled sends it */
     return 0;
   }
-  snprintf(lease, sizeof(lease), "%" PRId64, l->req_lease_ms);
-  snprintf(before, sizeof(before), "%" PRId64,
-           l->owner_shared ? (int64_t)-1 : (int64_t)l->holds);
+  size_t lease_len = lk__i64_to_str(lease, l->req_lease_ms);
+  size_t before_len =
+      lk__i64_to_str(before, l->owner_shared ? (int64_t)-1 : (int64_t)l->holds);
   if (l->req_fenced) {
-    snprintf(floor, sizeof(floor), "%" PRId64,
-             lk__token_highest(CLIENT(l), l->name, l->name_len) + 1);
     argv[0] = l->name, lens[0] = l->name_len;
     argv[1] = l->token_key, lens[1] = l->token_key_len;
-    argv[2] = lease, lens[2] = strlen(lease);
+    argv[2] = lease, lens[2] = lease_len;
     argv[3] = l->owner, lens[3] = l->owner_len;
-    argv[4] = before, lens[4] = strlen(before);
-    argv[5] = floor, lens[5] = strlen(floor);
+    argv[4] = before, lens[4] = before_len;
+    argv[5] = floor;
+    lens[5] = lk__i64_to_str(floor, lk__token_highest(CLIENT(l), l->name, l->name_len) + 1);
     l->base.op = lk__script_call(CLIENT(l), script("lock/acquire_fenced"), 2, 4, argv,
                             lens, on_acquire_reply, l, &err);
   } else {
     argv[0] = l->name, lens[0] = l->name_len;
-    argv[1] = lease, lens[1] = strlen(lease);
+    argv[1] = lease, lens[1] = lease_len;
     argv[2] = l->owner, lens[2] = l->owner_len;
-    argv[3] = before, lens[3] = strlen(before);
+    argv[3] = before, lens[3] = before_len;
     l->base.op = lk__script_call(CLIENT(l), script("lock/acquire"), 1, 3, argv, lens,
                             on_acquire_reply, l, &err);
   }
@@ -448,6 +452,16 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
    * the local deadline the watchdog promises. */
   l->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__wd_watching(&l->wd);
   l->req_lease_ms = l->req_watchdog ? CLIENT(l)->o.default_lease_ms : opts->lease_ms;
+  if (opts->wait_ms != 0 && l->holds == 0 && l->released_to_waiters_ns != 0 &&
+      lk__now_ns() - l->released_to_waiters_ns < LK__POLITE_WINDOW_NS) {
+    /* This owner just handed the lock to listening waiters: taking it
+     * straight back would win the race nearly every time (the waiter is one
+     * wake-up and one round trip behind), starving everyone else. Let the
+     * woken waiter in first; a wait budget makes the pause free to take. */
+    l->released_to_waiters_ns = 0;
+    lk__obj_try_after(&l->base, LK__POLITE_DELAY_MS);
+    return 0;
+  }
   rc = lk__obj_try(&l->base);
   if (rc != 0)
     l->base.kind = OP_NONE;
@@ -491,7 +505,11 @@ static void on_release_reply(void *data, int status, redisReply *r) {
     release_finish(l, LK_ENOTOWNER);
     return;
   }
-  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
+  if (status == 0 && lk__reply_is_int(r, &v) && v >= 0 && v <= 2) {
+    if (v == 2) {
+      l->released_to_waiters_ns = lk__now_ns();
+      v = 1;
+    }
     l->holds = l->release_before - 1;
     if (v == 1 && !l->owner_shared)
       l->holds = 0;
