@@ -23,6 +23,8 @@ PACKAGES=(
   ca-certificates
   procps
   iproute2
+  valgrind
+  libfaketime
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

@@ -3,7 +3,11 @@
 #
 #   tools/run-tests.sh                 # deps, build/ (warnings are errors), all tests
 #   tools/run-tests.sh -L lock         # only one primitive's tests (a ctest label)
+#   tools/run-tests.sh -L fault        # the fault suite and the nemesis
 #   tools/run-tests.sh --sanitize      # build-asan/ with ASan + UBSan
+#   tools/run-tests.sh --valgrind      # build-valgrind/: a representative subset
+#                                      # under valgrind memcheck (-R overrides it)
+#   tools/run-tests.sh --tsan          # build-tsan/: the thread checks under TSan
 #   tools/run-tests.sh -R client -V    # anything else is passed to ctest
 #
 # Environment: LATCHKEY_SKIP_DEPS=1 skips tools/install-deps.sh;
@@ -17,14 +21,20 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 usage() {
-  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 sanitize=0
+valgrind=0
+tsan=0
 ctest_args=()
+select_given=0
 for arg in "$@"; do
   case "$arg" in
     --sanitize) sanitize=1 ;;
+    --valgrind) valgrind=1 ;;
+    --tsan) tsan=1 ;;
+    -R | -L | -E | -I) select_given=1; ctest_args+=("$arg") ;;
     -h | --help) usage; exit 0 ;;
     *) ctest_args+=("$arg") ;;
   esac
@@ -49,9 +59,38 @@ if [ "$sanitize" -eq 1 ]; then
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
   export LK_TEST_TIMING=${LK_TEST_TIMING:-3}
+elif [ "$valgrind" -eq 1 ]; then
+  # Memcheck over a representative subset (reliability.md T39: T01-lite, T13,
+  # T16, T23, plus hygiene, cancel and close paths): every definite leak or
+  # memory error fails the test. Forked workers run under valgrind too.
+  build_dir=${LATCHKEY_BUILD_DIR:-build-valgrind}
+  cmake_args+=(-DLATCHKEY_ASAN=OFF -DLATCHKEY_UBSAN=OFF -DLATCHKEY_TSAN=OFF
+    -DLATCHKEY_BUILD_EXAMPLES=OFF -DLATCHKEY_BUILD_BENCH=OFF
+    "-DLATCHKEY_TEST_LAUNCHER=valgrind;--quiet;--error-exitcode=99;--leak-check=full;--errors-for-leak-kinds=definite;--show-leak-kinds=definite;--track-origins=no")
+  export LK_TEST_TIMING=${LK_TEST_TIMING:-10}
+  if [ "$select_given" -eq 0 ]; then
+    ctest_args+=(-R '^(lock\.(reentrancy_counts|second_owner_excluded_then_admitted|pubsub_killed_while_waiting|cancel_in_flight_gives_back_late_grant|lost_release_reply_is_applied_once)|watchdog\.(held_for_many_leases|deleted_key_fires_lost_within_a_period|paused_server_loses_lease_by_deadline)|core\.(close_lock_while_acquire_waits|reply_timeout_suspends_and_reconnects)|fault\.(t13_proxy_reset_while_holding_reconnects_and_keeps_lease|t16_lost_acquire_reply_resend_counts_once|t16_lost_acquire_reply_try_once_gives_back|t15_grant_arriving_after_its_lease_is_refused_and_given_back|t39_faulted_session_leaves_nothing_behind|wrong_type_reply_to_acquire_is_eprotocol_and_given_back|garbage_reply_drops_connection_and_acquire_counts_once))$')
+  fi
+elif [ "$tsan" -eq 1 ]; then
+  # The thread checks under ThreadSanitizer: calls from a foreign thread
+  # (LK_EWRONGTHREAD), and the harness's proxy thread driven from tests.
+  build_dir=${LATCHKEY_BUILD_DIR:-build-tsan}
+  cmake_args+=(-DLATCHKEY_ASAN=OFF -DLATCHKEY_UBSAN=OFF -DLATCHKEY_TSAN=ON
+    -DLATCHKEY_BUILD_EXAMPLES=OFF -DLATCHKEY_BUILD_BENCH=OFF)
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+  export LK_TEST_TIMING=${LK_TEST_TIMING:-3}
+  if [ "$select_given" -eq 0 ]; then
+    ctest_args+=(-R '(wrong_thread|proxy_|fault\.t13_|fault\.t24_|lock\.tcp_reset_produces_callbacks)')
+  fi
 else
   build_dir=${LATCHKEY_BUILD_DIR:-build}
   cmake_args+=(-DLATCHKEY_ASAN=OFF -DLATCHKEY_UBSAN=OFF)
+fi
+if [ "$valgrind" -eq 0 ]; then
+  cmake_args+=(-DLATCHKEY_TEST_LAUNCHER=)
+fi
+if [ "$tsan" -eq 0 ]; then
+  cmake_args+=(-DLATCHKEY_TSAN=OFF)
 fi
 
 echo "==> configure $build_dir (sanitize=$sanitize)"
@@ -63,6 +102,8 @@ cmake --build "$build_dir" --parallel "$jobs"
 echo "==> ctest in $build_dir ${ctest_args[*]:-}"
 if [ "$sanitize" -eq 1 ]; then
   echo "    ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS LK_TEST_TIMING=$LK_TEST_TIMING"
+elif [ "$valgrind" -eq 1 ] || [ "$tsan" -eq 1 ]; then
+  echo "    LK_TEST_TIMING=$LK_TEST_TIMING ${TSAN_OPTIONS:+TSAN_OPTIONS=$TSAN_OPTIONS}"
 fi
 cd "$build_dir"
 # --timeout is the default for tests that set none; --no-tests=error makes

@@ -230,3 +230,376 @@ void rt_history_print(FILE *out, const rt_history_report_t *rep) {
             (rep->first_a.end_ns < rep->first_b.end_ns ? rep->first_a.end_ns : rep->first_b.end_ns) -
                 rep->first_b.start_ns);
 }
+
+/* ==== event histories ("LKHIST02") ===================================================== */
+
+static const char magic2[8] = {'L', 'K', 'H', 'I', 'S', 'T', '0', '2'};
+
+FILE *rt_recs_create(const char *path) {
+  FILE *f = fopen(path, "wb");
+  if (f == NULL)
+    return NULL;
+  if (fwrite(magic2, sizeof magic2, 1, f) != 1) {
+    int e = errno;
+    fclose(f);
+    errno = e;
+    return NULL;
+  }
+  return f;
+}
+
+int rt_recs_append(FILE *f, const rt_rec_t *r) {
+  return fwrite(r, sizeof *r, 1, f) == 1 ? 0 : -1;
+}
+
+int rt_recs_finish(FILE *f) { return rt_history_finish(f); }
+
+void rt_recs_init(rt_recs_t *h) { memset(h, 0, sizeof *h); }
+
+void rt_recs_free(rt_recs_t *h) {
+  free(h->v);
+  memset(h, 0, sizeof *h);
+}
+
+int rt_recs_add(rt_recs_t *h, const rt_rec_t *r) {
+  if (h->n == h->cap) {
+    size_t cap = h->cap ? h->cap * 2 : 256;
+    rt_rec_t *v = realloc(h->v, cap * sizeof *v);
+    if (v == NULL)
+      return -1;
+    h->v = v;
+    h->cap = cap;
+  }
+  h->v[h->n++] = *r;
+  return 0;
+}
+
+int rt_recs_add5(rt_recs_t *h, uint32_t proc, uint16_t op, uint64_t start_ns, uint64_t end_ns,
+                 int64_t token, int64_t extra) {
+  rt_rec_t r;
+  memset(&r, 0, sizeof r);
+  r.proc = proc;
+  r.op = op;
+  r.start_ns = start_ns;
+  r.end_ns = end_ns;
+  r.token = token;
+  r.extra = extra;
+  return rt_recs_add(h, &r);
+}
+
+int rt_recs_load(rt_recs_t *h, const char *path, int allow_partial) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "history: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  char head[sizeof magic2];
+  if (fread(head, sizeof head, 1, f) != 1 || memcmp(head, magic2, sizeof magic2) != 0) {
+    fclose(f);
+    if (allow_partial)
+      return 0; /* killed before the header was flushed: no records */
+    fprintf(stderr, "history: %s: missing or bad header\n", path);
+    return -1;
+  }
+  rt_rec_t rec;
+  size_t got;
+  int rc = 0;
+  while ((got = fread(&rec, 1, sizeof rec, f)) == sizeof rec) {
+    if (rt_recs_add(h, &rec) != 0) {
+      fprintf(stderr, "history: %s: out of memory\n", path);
+      rc = -1;
+      break;
+    }
+  }
+  if (rc == 0 && ferror(f)) {
+    fprintf(stderr, "history: %s: read error\n", path);
+    rc = -1;
+  } else if (rc == 0 && got != 0 && !allow_partial) {
+    fprintf(stderr, "history: %s: truncated record (%zu trailing bytes)\n", path, got);
+    rc = -1;
+  }
+  fclose(f);
+  return rc;
+}
+
+/* ---- checkers ---- */
+
+static void check_begin(rt_check_t *out, const char *name) {
+  memset(out, 0, sizeof *out);
+  out->name = name;
+}
+
+static void violation(rt_check_t *out, const rt_rec_t *a, const rt_rec_t *b) {
+  if (out->violations++ == 0) {
+    if (a != NULL)
+      out->first_a = *a;
+    if (b != NULL)
+      out->first_b = *b;
+  }
+}
+
+/* Pointers to the records of (obj, op) sorted by start. */
+static const rt_rec_t **select_sorted(const rt_recs_t *h, uint16_t obj, uint16_t op, size_t *n);
+
+static int rec_by_start(const void *pa, const void *pb) {
+  const rt_rec_t *a = *(const rt_rec_t *const *)pa, *b = *(const rt_rec_t *const *)pb;
+  if (a->start_ns != b->start_ns)
+    return a->start_ns < b->start_ns ? -1 : 1;
+  if (a->end_ns != b->end_ns)
+    return a->end_ns < b->end_ns ? -1 : 1;
+  return a->proc < b->proc ? -1 : a->proc > b->proc;
+}
+
+static const rt_rec_t **select_sorted(const rt_recs_t *h, uint16_t obj, uint16_t op, size_t *n) {
+  const rt_rec_t **v = malloc((h->n ? h->n : 1) * sizeof *v);
+  *n = 0;
+  if (v == NULL)
+    return NULL;
+  for (size_t i = 0; i < h->n; i++)
+    if (h->v[i].obj == obj && h->v[i].op == op)
+      v[(*n)++] = &h->v[i];
+  qsort(v, *n, sizeof *v, rec_by_start);
+  return v;
+}
+
+void rt_check_exclusive(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out) {
+  check_begin(out, "exclusive");
+  rt_history_t iv;
+  rt_history_init(&iv);
+  for (size_t i = 0; i < h->n; i++) {
+    const rt_rec_t *r = &h->v[i];
+    if (r->obj == obj && r->op == op && rt_history_add(&iv, r->proc, r->start_ns, r->end_ns) != 0) {
+      snprintf(out->detail, sizeof out->detail, "out of memory");
+      out->violations = 1;
+      rt_history_free(&iv);
+      return;
+    }
+  }
+  rt_history_report_t rep;
+  rt_history_check(&iv, &rep);
+  out->checked = rep.intervals;
+  out->violations = rep.overlaps + rep.malformed;
+  out->max_seen = rep.intervals > 0;
+  if (rep.overlaps > 0) {
+    out->first_a.proc = rep.first_a.owner;
+    out->first_a.start_ns = rep.first_a.start_ns;
+    out->first_a.end_ns = rep.first_a.end_ns;
+    out->first_b.proc = rep.first_b.owner;
+    out->first_b.start_ns = rep.first_b.start_ns;
+    out->first_b.end_ns = rep.first_b.end_ns;
+    out->first_a.op = out->first_b.op = op;
+    out->first_a.obj = out->first_b.obj = obj;
+  }
+  snprintf(out->detail, sizeof out->detail,
+           "%zu overlaps between processes, %zu within one, %zu malformed", rep.overlaps,
+           rep.self_overlaps, rep.malformed);
+  rt_history_free(&iv);
+}
+
+typedef struct sweep_ev_s {
+  uint64_t t;
+  int end;      /* ends sort before starts at one instant */
+  int64_t delta;
+  const rt_rec_t *rec;
+} sweep_ev_t;
+
+static int ev_cmp(const void *pa, const void *pb) {
+  const sweep_ev_t *a = pa, *b = pb;
+  if (a->t != b->t)
+    return a->t < b->t ? -1 : 1;
+  if (a->end != b->end)
+    return a->end ? -1 : 1;
+  return 0;
+}
+
+/* Start and end events of the records of obj with op a or op b. */
+static sweep_ev_t *events(const rt_recs_t *h, uint16_t obj, uint16_t op_a, uint16_t op_b,
+                          size_t *n) {
+  sweep_ev_t *ev = malloc((2 * h->n + 1) * sizeof *ev);
+  *n = 0;
+  if (ev == NULL)
+    return NULL;
+  for (size_t i = 0; i < h->n; i++) {
+    const rt_rec_t *r = &h->v[i];
+    if (r->obj != obj || (r->op != op_a && r->op != op_b))
+      continue;
+    ev[(*n)++] = (sweep_ev_t){r->start_ns, 0, 1, r};
+    ev[(*n)++] = (sweep_ev_t){r->end_ns, 1, -1, r};
+  }
+  qsort(ev, *n, sizeof *ev, ev_cmp);
+  return ev;
+}
+
+void rt_check_permits(const rt_recs_t *h, uint16_t obj, int64_t max_permits, rt_check_t *out) {
+  check_begin(out, "permits");
+  size_t n = 0;
+  sweep_ev_t *ev = events(h, obj, RT_OP_PERMITS, RT_OP_PERMITS, &n);
+  int64_t held = 0;
+  for (size_t i = 0; ev != NULL && i < n; i++) {
+    int64_t p = ev[i].rec->extra;
+    if (ev[i].end) {
+      held -= p;
+      continue;
+    }
+    out->checked++;
+    held += p;
+    if (held > out->max_seen)
+      out->max_seen = held;
+    if (held > max_permits || p <= 0)
+      violation(out, NULL, ev[i].rec);
+  }
+  snprintf(out->detail, sizeof out->detail, "at most %" PRId64 " of %" PRId64 " permits held",
+           out->max_seen, max_permits);
+  free(ev);
+}
+
+void rt_check_rw(const rt_recs_t *h, uint16_t obj, rt_check_t *out) {
+  check_begin(out, "read/write");
+  size_t n = 0;
+  sweep_ev_t *ev = events(h, obj, RT_OP_READ, RT_OP_WRITE, &n);
+  int64_t readers = 0, writers = 0;
+  const rt_rec_t *writer = NULL; /* the last writer that started */
+  for (size_t i = 0; ev != NULL && i < n; i++) {
+    const rt_rec_t *r = ev[i].rec;
+    int is_write = r->op == RT_OP_WRITE;
+    if (ev[i].end) {
+      if (is_write)
+        writers--;
+      else
+        readers--;
+      continue;
+    }
+    out->checked++;
+    if (is_write) {
+      if (writers > 0 || readers > 0)
+        violation(out, writers > 0 ? writer : NULL, r);
+      writers++;
+      writer = r;
+    } else {
+      if (writers > 0)
+        violation(out, writer, r);
+      readers++;
+      if (readers > out->max_seen)
+        out->max_seen = readers;
+    }
+  }
+  snprintf(out->detail, sizeof out->detail, "at most %" PRId64 " readers at once",
+           out->max_seen);
+  free(ev);
+}
+
+void rt_check_tokens(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out) {
+  check_begin(out, "fencing tokens");
+  size_t n = 0;
+  const rt_rec_t **v = select_sorted(h, obj, op, &n);
+  const rt_rec_t *best = NULL;
+  for (size_t i = 0; v != NULL && i < n; i++) {
+    if (v[i]->token <= 0)
+      continue;
+    out->checked++;
+    if (best != NULL && v[i]->token <= best->token)
+      violation(out, best, v[i]);
+    if (best == NULL || v[i]->token > best->token)
+      best = v[i];
+  }
+  out->max_seen = best != NULL ? best->token : 0;
+  snprintf(out->detail, sizeof out->detail, "highest token %" PRId64, out->max_seen);
+  free(v);
+}
+
+void rt_check_fifo(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out) {
+  check_begin(out, "fifo");
+  size_t n = 0;
+  const rt_rec_t **v = select_sorted(h, obj, op, &n);
+  const rt_rec_t *best = NULL;
+  for (size_t i = 0; v != NULL && i < n; i++) {
+    out->checked++;
+    if (best != NULL && v[i]->extra <= best->extra)
+      violation(out, best, v[i]);
+    if (best == NULL || v[i]->extra > best->extra)
+      best = v[i];
+  }
+  snprintf(out->detail, sizeof out->detail, "%zu acquisitions in enqueue order", n);
+  free(v);
+}
+
+static int u64_cmp(const void *pa, const void *pb) {
+  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+  return a < b ? -1 : a > b;
+}
+
+void rt_check_latch(const rt_recs_t *h, uint16_t obj, int64_t count, rt_check_t *out) {
+  check_begin(out, "latch");
+  size_t nc = 0;
+  uint64_t *starts = malloc((h->n + 1) * sizeof *starts);
+  for (size_t i = 0; starts != NULL && i < h->n; i++)
+    if (h->v[i].obj == obj && h->v[i].op == RT_OP_COUNTDOWN)
+      starts[nc++] = h->v[i].start_ns;
+  if (starts != NULL)
+    qsort(starts, nc, sizeof *starts, u64_cmp);
+  int reached = count >= 1 && (int64_t)nc >= count;
+  uint64_t zero_at = reached ? starts[count - 1] : 0;
+  for (size_t i = 0; i < h->n; i++) {
+    const rt_rec_t *r = &h->v[i];
+    if (r->obj != obj || r->op != RT_OP_AWAIT)
+      continue;
+    out->checked++;
+    if (r->extra == 1 && (!reached || r->end_ns < zero_at))
+      violation(out, NULL, r);
+  }
+  out->max_seen = (int64_t)nc;
+  snprintf(out->detail, sizeof out->detail, "%zu count-downs for a count of %" PRId64, nc,
+           count);
+  free(starts);
+}
+
+void rt_check_lost_first(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out) {
+  check_begin(out, "lost first");
+  size_t n = 0, after_section = 0;
+  const rt_rec_t **sec = select_sorted(h, obj, op, &n);
+  for (size_t i = 0; sec != NULL && i < h->n; i++) {
+    const rt_rec_t *lost = &h->v[i];
+    if (lost->obj != obj || lost->op != RT_OP_LOST)
+      continue;
+    if (lost->extra < 0) {
+      after_section++; /* no section was open: nothing to be late for */
+      continue;
+    }
+    out->checked++;
+    uint64_t began = (uint64_t)lost->extra, told = lost->start_ns;
+    int stopped = 0;
+    for (size_t k = 0; k < h->n && !stopped; k++) {
+      const rt_rec_t *s = &h->v[k];
+      stopped = s->op == RT_OP_STOPPED && s->proc == lost->proc && s->start_ns < told &&
+                s->end_ns > began;
+    }
+    if (stopped)
+      continue; /* a stopped process cannot be told in time */
+    for (size_t k = 0; k < n; k++) {
+      const rt_rec_t *s = sec[k];
+      if (s->start_ns >= told)
+        break;
+      if (s->proc != lost->proc && s->start_ns > began) {
+        violation(out, lost, s);
+        break;
+      }
+    }
+  }
+  snprintf(out->detail, sizeof out->detail,
+           "%zu lost-lease notifications during a section, %zu after it", out->checked,
+           after_section);
+  free(sec);
+}
+
+void rt_check_print(FILE *out, const rt_check_t *c) {
+  fprintf(out, "check %s: %zu checked, %zu violations; %s\n", c->name, c->checked,
+          c->violations, c->detail);
+  if (c->violations > 0)
+    fprintf(out,
+            "check %s: first: [proc %" PRIu32 " op %u %" PRIu64 "..%" PRIu64 " token %" PRId64
+            " extra %" PRId64 "] vs [proc %" PRIu32 " op %u %" PRIu64 "..%" PRIu64
+            " token %" PRId64 " extra %" PRId64 "]\n",
+            c->name, c->first_a.proc, c->first_a.op, c->first_a.start_ns, c->first_a.end_ns,
+            c->first_a.token, c->first_a.extra, c->first_b.proc, c->first_b.op,
+            c->first_b.start_ns, c->first_b.end_ns, c->first_b.token, c->first_b.extra);
+}

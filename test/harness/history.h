@@ -74,6 +74,116 @@ void rt_history_check(rt_history_t *h, rt_history_report_t *rep);
 /* One line per finding for humans: the report and, if any, the first overlap. */
 void rt_history_print(FILE *out, const rt_history_report_t *rep);
 
+/* ==== Event histories for every primitive (format "LKHIST02") ===========
+ *
+ * A record is what one process saw of one operation: which process (proc),
+ * what (op), on which object (obj: the test's own numbering of names), when
+ * ([start_ns, end_ns] on CLOCK_MONOTONIC, one clock for every process of
+ * the machine), and two op-specific numbers. Observed intervals must lie
+ * inside the true ones: start after the success was confirmed, end before
+ * the give-back was sent (or at the last moment the holder still knew it
+ * held), so every checker is sound: a violation it reports really happened.
+ *
+ *   op              start .. end                       token        extra
+ *   RT_OP_HOLD      exclusive section (lock, fair lock, write lock, multilock member)
+ *                                                      fencing token (0: none)  enqueue rank (fair)
+ *   RT_OP_READ      read section                       -            -
+ *   RT_OP_WRITE     write section                      token        -
+ *   RT_OP_PERMITS   semaphore holding                  -            permits held
+ *   RT_OP_COUNTDOWN count_down invoked .. completed    -            -
+ *   RT_OP_AWAIT     await invoked .. returned open     -            1 opened, 0 not
+ *   RT_OP_LOST      on_lost callback at start          side         start of the section it ended,
+ *                                                                   -1 when none was open
+ *   RT_OP_STOPPED   the process was SIGSTOPped          -            -
+ *   RT_OP_FAULT     a fault the nemesis injected       fault kind   -
+ *   RT_OP_CALL      an operation invoked .. completed  status       wait budget (ms)
+ *
+ * File: the 8 bytes "LKHIST02", then 40-byte records in host byte order
+ * (rt_rec_t). Appending is not thread-safe; nothing fails the test itself. */
+
+enum {
+  RT_OP_HOLD = 1,
+  RT_OP_READ,
+  RT_OP_WRITE,
+  RT_OP_PERMITS,
+  RT_OP_COUNTDOWN,
+  RT_OP_AWAIT,
+  RT_OP_LOST,
+  RT_OP_STOPPED,
+  RT_OP_FAULT,
+  RT_OP_CALL
+};
+
+typedef struct rt_rec_s {
+  uint32_t proc;
+  uint16_t op;
+  uint16_t obj;
+  uint64_t start_ns;
+  uint64_t end_ns;
+  int64_t token;
+  int64_t extra;
+} rt_rec_t;
+
+typedef struct rt_recs_s {
+  rt_rec_t *v;
+  size_t n, cap;
+} rt_recs_t;
+
+FILE *rt_recs_create(const char *path);
+int rt_recs_append(FILE *f, const rt_rec_t *r);
+/* Flushes, fsyncs, closes: 0 or -1 (errno). */
+int rt_recs_finish(FILE *f);
+
+void rt_recs_init(rt_recs_t *h);
+void rt_recs_free(rt_recs_t *h);
+int rt_recs_add(rt_recs_t *h, const rt_rec_t *r);
+/* Shorthand for tests building synthetic histories. */
+int rt_recs_add5(rt_recs_t *h, uint32_t proc, uint16_t op, uint64_t start_ns, uint64_t end_ns,
+                 int64_t token, int64_t extra);
+/* Appends every record of path (0, or -1 after printing why). A file cut
+ * short by a crash mid-write keeps its whole records: pass allow_partial 1
+ * for workers that may be SIGKILLed. */
+int rt_recs_load(rt_recs_t *h, const char *path, int allow_partial);
+
+/* What a checker found. Every checker fills it from scratch. */
+typedef struct rt_check_s {
+  const char *name;
+  size_t checked;    /* records (or pairs) looked at */
+  size_t violations;
+  rt_rec_t first_a, first_b; /* the first violation: the two records involved
+                                (first_b alone when one record is enough) */
+  int64_t max_seen;  /* checker-specific: most holders / readers / permits */
+  char detail[160];
+} rt_check_t;
+
+/* No two processes' sections of op (RT_OP_HOLD, or RT_OP_WRITE) on obj
+ * overlap. max_seen: 1 when there were sections. */
+void rt_check_exclusive(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out);
+/* Sweep line over RT_OP_PERMITS of obj: held permits never exceed max_permits
+ * at any instant (an end and a start at the same instant do not overlap).
+ * max_seen: the most held at once. */
+void rt_check_permits(const rt_recs_t *h, uint16_t obj, int64_t max_permits, rt_check_t *out);
+/* Sweep line over RT_OP_READ / RT_OP_WRITE of obj: a writer is never
+ * alongside another writer or a reader. max_seen: the most readers at once. */
+void rt_check_rw(const rt_recs_t *h, uint16_t obj, rt_check_t *out);
+/* Records of op on obj with token > 0, in order of start: tokens strictly
+ * increase. */
+void rt_check_tokens(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out);
+/* Records of op on obj, in order of start (acquisition): their enqueue
+ * ranks (extra) strictly increase: first come, first served. */
+void rt_check_fifo(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out);
+/* Latch of initial count n on obj: every RT_OP_AWAIT that saw it open
+ * (extra 1) returned no earlier than the invocation of the n-th
+ * RT_OP_COUNTDOWN; with fewer than n count-downs no await may see it open. */
+void rt_check_latch(const rt_recs_t *h, uint16_t obj, int64_t n, rt_check_t *out);
+/* Every RT_OP_LOST of obj that ended an open section (extra >= 0) comes
+ * before any section (op) of another process that started after that
+ * section began, unless the losing process was stopped (RT_OP_STOPPED) in
+ * between: a holder hears of the loss before someone else can hold it. */
+void rt_check_lost_first(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out);
+/* One line per checker for humans. */
+void rt_check_print(FILE *out, const rt_check_t *c);
+
 #ifdef __cplusplus
 }
 #endif

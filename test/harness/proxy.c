@@ -12,6 +12,7 @@
 
 #include "proxy.h"
 
+#include "resp_scan.h"
 #include "test.h"
 
 #include <errno.h>
@@ -31,7 +32,26 @@
 #define LISTEN_ATTEMPTS 8
 
 enum { CLOSE_FIN, CLOSE_RESET };
-enum { OP_RESET_ALL, OP_CLOSE_ALL, OP_REFUSE, OP_BLACKHOLE, OP_DELAY, OP_COUNT, OP_STOP };
+enum {
+  OP_RESET_ALL,
+  OP_CLOSE_ALL,
+  OP_REFUSE,
+  OP_BLACKHOLE,
+  OP_DELAY,
+  OP_COUNT,
+  OP_STOP,
+  OP_PAUSE,
+  OP_RULE,
+  OP_RULE_STATE,
+  OP_RELEASE,
+  OP_REQUESTS
+};
+
+/* A growable byte buffer (proxy thread only). */
+typedef struct bytes_s {
+  char *p;
+  size_t len, cap;
+} bytes_t;
 
 struct conn_s;
 
@@ -54,6 +74,7 @@ typedef struct pipe_s {
   uv_timer_t timer; /* fires when head is due */
   int reading;
   int src_eof;
+  int dir; /* RT_PROXY_UP or RT_PROXY_DOWN */
 } pipe_t;
 
 typedef struct conn_s {
@@ -68,15 +89,54 @@ typedef struct conn_s {
   int connected;
   int closing;
   int open_handles; /* freed when the last close callback runs */
+  /* RESP tracking (see proxy.h "reply rules"): requests seen upstream and
+   * reply frames seen downstream, which line up one to one (pub/sub
+   * commands count one frame per channel; pushes are not replies). */
+  rt_resp_scan_t up_scan, down_scan;
+  int scan_off;        /* the streams stopped being RESP, or bytes were lost */
+  int subscribed;      /* a SUBSCRIBE-family command was seen: pushes happen */
+  long long req_frames;   /* reply frames owed for the requests seen */
+  long long reply_frames; /* reply frames seen */
+  long long action_frame; /* the frame the armed action applies to, or -1 */
+  int action;
+  int stalled;         /* every later reply frame is dropped */
+  int holding;         /* every later reply frame waits in held */
+  int cutting;         /* closing after the frames before the dropped one */
+  bytes_t frame;       /* the partial reply frame being scanned */
+  bytes_t held;
 } conn_t;
+
+/* Requests seen, by their first two words. */
+typedef struct reqstat_s {
+  char w[2][RT_RESP_CAP + 1];
+  size_t wlen[2];
+  long long count;
+} reqstat_t;
 
 typedef struct cmd_s {
   struct cmd_s *next;
   int op;
   int arg;
-  int result;
+  int arg2;
+  const void *ptr; /* borrowed for the call */
+  size_t len;
+  const void *ptr2;
+  size_t len2;
+  long long result;
   int done; /* under proxy->mu */
 } cmd_t;
+
+/* The armed reply rule (one at a time). */
+typedef struct rule_s {
+  int state; /* 0 none, RT_PROXY_RULE_ARMED, _MATCHED, _APPLIED */
+  char w[2][RT_RESP_CAP + 1];
+  size_t wlen[2];
+  int nwords;
+  long long k, seen;
+  int action;
+  char *replacement;
+  size_t replacement_len;
+} rule_t;
 
 struct rt_proxy_s {
   uv_loop_t loop;
@@ -94,6 +154,10 @@ struct rt_proxy_s {
   int refuse;
   int blackhole;
   int delay_ms;
+  int paused[2];
+  rule_t rule;
+  reqstat_t *stats;
+  size_t n_stats, cap_stats;
 };
 
 /* The proxy thread cannot fail a test cleanly; running out of memory in a
@@ -163,6 +227,8 @@ static void on_pipe_timer(uv_timer_t *t);
 /* Write every due chunk in order; arm the timer for the next one. */
 static void pipe_pump(pipe_t *p) {
   conn_t *c = p->conn;
+  if (c->proxy->paused[p->dir])
+    return; /* bytes wait; reading stops at the high-water mark */
   uint64_t now = uv_now(&c->proxy->loop);
   for (int i = 0; p->head != NULL && p->head->due <= now && i < 100000; i++) {
     chunk_t *ch = p->head;
@@ -207,12 +273,246 @@ static void pipe_push(pipe_t *p, chunk_t *ch) {
   pipe_pump(p);
 }
 
+
+/* ---- RESP tracking and reply rules ------------------------------------------------------ */
+
+static void bytes_add(bytes_t *b, const char *p, size_t n) {
+  if (n == 0)
+    return;
+  if (b->len + n > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n)
+      cap *= 2;
+    char *q = realloc(b->p, cap);
+    if (q == NULL) {
+      fprintf(stderr, "rt_proxy: out of memory\n");
+      abort();
+    }
+    b->p = q;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, p, n);
+  b->len += n;
+}
+
+static void bytes_free(bytes_t *b) {
+  free(b->p);
+  memset(b, 0, sizeof *b);
+}
+
+static chunk_t *chunk_copy(const char *p, size_t n) {
+  chunk_t *ch = xmalloc(sizeof *ch + n);
+  memcpy(ch->data, p, n);
+  ch->len = n;
+  return ch;
+}
+
+static int word_eq(const char *a, size_t alen, const char *b, size_t blen) {
+  if (alen != blen)
+    return 0;
+  for (size_t i = 0; i < alen; i++) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z')
+      x = (char)(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z')
+      y = (char)(y - 'A' + 'a');
+    if (x != y)
+      return 0;
+  }
+  return 1;
+}
+
+/* Splits "VERB [ARG]" into at most two words. Returns the count. */
+static int split_match(const char *m, char w[2][RT_RESP_CAP + 1], size_t wlen[2]) {
+  int n = 0;
+  wlen[0] = wlen[1] = 0;
+  w[0][0] = w[1][0] = '\0';
+  for (const char *q = m; q != NULL && *q != '\0' && n < 2;) {
+    while (*q == ' ')
+      q++;
+    if (*q == '\0')
+      break;
+    size_t len = 0;
+    while (q[len] != '\0' && q[len] != ' ')
+      len++;
+    if (len > RT_RESP_CAP)
+      len = RT_RESP_CAP;
+    memcpy(w[n], q, len);
+    w[n][len] = '\0';
+    wlen[n] = len;
+    n++;
+    q += len;
+    while (*q != '\0' && *q != ' ')
+      q++;
+  }
+  return n;
+}
+
+static int words_match(const char w[2][RT_RESP_CAP + 1], const size_t wlen[2], int nwords,
+                       const rt_resp_scan_t *s) {
+  for (int i = 0; i < nwords; i++)
+    if (!rt_resp_cap_is(s, i, w[i], wlen[i]))
+      return 0;
+  return 1;
+}
+
+static int is_sub_verb(const rt_resp_scan_t *s) {
+  static const char *const verbs[] = {"subscribe",    "unsubscribe",  "psubscribe",
+                                      "punsubscribe", "ssubscribe",   "sunsubscribe"};
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    if (rt_resp_cap_is(s, 0, verbs[i], strlen(verbs[i])))
+      return 1;
+  return 0;
+}
+
+static void stats_count(rt_proxy_t *px, const rt_resp_scan_t *s) {
+  for (size_t i = 0; i < px->n_stats; i++) {
+    reqstat_t *st = &px->stats[i];
+    if (word_eq(st->w[0], st->wlen[0], s->cap[0], s->ncap > 0 ? s->cap_len[0] : 0) &&
+        word_eq(st->w[1], st->wlen[1], s->cap[1], s->ncap > 1 ? s->cap_len[1] : 0)) {
+      st->count++;
+      return;
+    }
+  }
+  if (px->n_stats == px->cap_stats) {
+    size_t cap = px->cap_stats ? px->cap_stats * 2 : 32;
+    reqstat_t *v = realloc(px->stats, cap * sizeof *v);
+    if (v == NULL)
+      return; /* counts are best effort; rules do not depend on them */
+    px->stats = v;
+    px->cap_stats = cap;
+  }
+  reqstat_t *st = &px->stats[px->n_stats++];
+  memset(st, 0, sizeof *st);
+  for (int i = 0; i < 2 && i < s->ncap; i++) {
+    memcpy(st->w[i], s->cap[i], s->cap_len[i] + 1);
+    st->wlen[i] = s->cap_len[i];
+  }
+  st->count = 1;
+}
+
+static void request_done(conn_t *c) {
+  rt_proxy_t *px = c->proxy;
+  const rt_resp_scan_t *s = &c->up_scan;
+  long long frames = 1;
+  if (is_sub_verb(s)) {
+    c->subscribed = 1;
+    frames = s->top_count - 1 > 1 ? s->top_count - 1 : 1;
+  }
+  stats_count(px, s);
+  rule_t *r = &px->rule;
+  if (r->state == RT_PROXY_RULE_ARMED && words_match(r->w, r->wlen, r->nwords, s) &&
+      ++r->seen == r->k) {
+    r->state = RT_PROXY_RULE_MATCHED;
+    c->action_frame = c->req_frames;
+    c->action = r->action;
+  }
+  c->req_frames += frames;
+}
+
+static void observe_requests(conn_t *c, const char *d, size_t n) {
+  for (size_t i = 0; i < n && !c->scan_off;) {
+    int done = 0;
+    long r = rt_resp_scan(&c->up_scan, d + i, n - i, &done);
+    if (r < 0) {
+      c->scan_off = 1; /* replies can no longer be matched to requests */
+      break;
+    }
+    i += (size_t)r;
+    if (done)
+      request_done(c);
+  }
+}
+
+/* Where a reply frame's bytes go, given the connection's mode. */
+static void route(conn_t *c, bytes_t *out, const char *p, size_t n) {
+  if (c->stalled || c->cutting)
+    return;
+  if (c->holding) {
+    bytes_add(&c->held, p, n);
+    return;
+  }
+  bytes_add(out, p, n);
+}
+
+static void apply_action(conn_t *c, bytes_t *out) {
+  rule_t *r = &c->proxy->rule;
+  c->action_frame = -1;
+  r->state = RT_PROXY_RULE_APPLIED;
+  switch (c->action) {
+  case RT_PROXY_DROP:
+    return;
+  case RT_PROXY_DROP_CUT:
+    c->cutting = 1;
+    return;
+  case RT_PROXY_DROP_STALL:
+    c->stalled = 1;
+    return;
+  case RT_PROXY_HOLD:
+    c->holding = 1;
+    route(c, out, c->frame.p, c->frame.len);
+    return;
+  case RT_PROXY_REPLACE:
+    route(c, out, r->replacement, r->replacement_len);
+    return;
+  }
+}
+
+static void reply_done(conn_t *c, bytes_t *out) {
+  const rt_resp_scan_t *s = &c->down_scan;
+  int push = c->subscribed && s->top_count >= 3 &&
+             (rt_resp_cap_is(s, 0, "message", 7) || rt_resp_cap_is(s, 0, "pmessage", 8) ||
+              rt_resp_cap_is(s, 0, "smessage", 8));
+  if (!push && c->reply_frames++ == c->action_frame) {
+    apply_action(c, out);
+    return;
+  }
+  route(c, out, c->frame.p, c->frame.len);
+}
+
+/* Takes a chunk read from upstream and returns what goes to the client now
+ * (NULL: nothing). A frame is forwarded once complete, so a rule can act on
+ * whole replies; the bytes of an incomplete one wait in c->frame. */
+static chunk_t *filter_replies(conn_t *c, chunk_t *ch) {
+  bytes_t out = {0};
+  const char *d = ch->data;
+  size_t n = ch->len;
+  if (c->scan_off && c->frame.len == 0 && !c->holding && !c->stalled && !c->cutting)
+    return ch; /* plain forwarding */
+  for (size_t i = 0; i < n;) {
+    if (c->scan_off) {
+      bytes_add(&c->frame, d + i, n - i);
+      route(c, &out, c->frame.p, c->frame.len);
+      c->frame.len = 0;
+      break;
+    }
+    int done = 0;
+    long r = rt_resp_scan(&c->down_scan, d + i, n - i, &done);
+    if (r < 0) {
+      c->scan_off = 1;
+      continue;
+    }
+    bytes_add(&c->frame, d + i, (size_t)r);
+    i += (size_t)r;
+    if (done) {
+      reply_done(c, &out);
+      c->frame.len = 0;
+    }
+  }
+  free(ch);
+  chunk_t *res = out.len > 0 ? chunk_copy(out.p, out.len) : NULL;
+  bytes_free(&out);
+  return res;
+}
+
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   conn_t *c = stream->data;
   pipe_t *p = (stream == (uv_stream_t *)&c->client) ? &c->up : &c->down;
   chunk_t *ch = buf->base != NULL ? chunk_of(buf->base) : NULL;
   if (nread <= 0 || c->closing || c->proxy->blackhole) {
     free(ch);
+    if (nread > 0)
+      c->scan_off = 1; /* bytes lost: requests and replies no longer line up */
     if (nread == UV_EOF) {
       p->src_eof = 1;
       pipe_update_reading(p);
@@ -226,7 +526,21 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   if (fit != NULL)
     ch = fit;
   ch->len = (size_t)nread;
-  pipe_push(p, ch);
+  if (p == &c->up) {
+    observe_requests(c, ch->data, ch->len);
+    pipe_push(p, ch);
+    return;
+  }
+  ch = filter_replies(c, ch);
+  if (ch != NULL)
+    pipe_push(p, ch);
+  if (c->cutting && !p->src_eof && !c->closing) {
+    /* As if the server had closed right after the frames before the
+     * dropped one: they are delivered, then FIN (pipe_check_eof). */
+    p->src_eof = 1;
+    pipe_update_reading(p);
+    pipe_check_eof(p);
+  }
 }
 
 /* Reading follows the state: never after EOF or teardown; upstream only once
@@ -257,8 +571,11 @@ static void pipe_update_reading(pipe_t *p) {
 
 static void on_conn_handle_closed(uv_handle_t *h) {
   conn_t *c = (h->type == UV_TIMER) ? ((pipe_t *)h->data)->conn : h->data;
-  if (--c->open_handles == 0)
+  if (--c->open_handles == 0) {
+    bytes_free(&c->frame);
+    bytes_free(&c->held);
     free(c);
+  }
 }
 
 /* Read and discard what already arrived: close() with unread data would send
@@ -331,8 +648,9 @@ static void conn_connect_upstream(conn_t *c) {
   c->connecting = 1;
 }
 
-static void pipe_init(pipe_t *p, conn_t *c, uv_tcp_t *src, uv_tcp_t *dst) {
+static void pipe_init(pipe_t *p, conn_t *c, uv_tcp_t *src, uv_tcp_t *dst, int dir) {
   p->conn = c;
+  p->dir = dir;
   p->src = src;
   p->dst = dst;
   uv_timer_init(&c->proxy->loop, &p->timer);
@@ -361,8 +679,11 @@ static void on_connection(uv_stream_t *server, int status) {
   }
   uv_tcp_init(&px->loop, &c->upstream);
   c->upstream.data = c;
-  pipe_init(&c->up, c, &c->client, &c->upstream);
-  pipe_init(&c->down, c, &c->upstream, &c->client);
+  pipe_init(&c->up, c, &c->client, &c->upstream, RT_PROXY_UP);
+  pipe_init(&c->down, c, &c->upstream, &c->client, RT_PROXY_DOWN);
+  rt_resp_scan_init(&c->up_scan, 1);
+  rt_resp_scan_init(&c->down_scan, 0);
+  c->action_frame = -1;
   c->open_handles = 4;
   c->next = px->conns;
   if (px->conns != NULL)
@@ -397,6 +718,8 @@ static void apply(rt_proxy_t *px, cmd_t *cmd) {
     px->blackhole = cmd->arg;
     for (conn_t *c = px->conns; c != NULL; c = c->next) {
       if (px->blackhole) {
+        if (c->up.head != NULL || c->down.head != NULL)
+          c->scan_off = 1;
         pipe_drop_queued(&c->up); /* bytes "in the network" are lost too */
         pipe_drop_queued(&c->down);
       } else {
@@ -417,6 +740,69 @@ static void apply(rt_proxy_t *px, cmd_t *cmd) {
   case OP_COUNT:
     cmd->result = px->n_conns;
     break;
+  case OP_PAUSE:
+    for (int dir = 0; dir < 2; dir++) {
+      if (cmd->arg != RT_PROXY_BOTH && cmd->arg != dir)
+        continue;
+      px->paused[dir] = cmd->arg2;
+      if (cmd->arg2)
+        continue;
+      for (conn_t *c = px->conns, *next; c != NULL; c = next) {
+        next = c->next;
+        pipe_pump(dir == RT_PROXY_UP ? &c->up : &c->down);
+      }
+    }
+    break;
+  case OP_RULE: {
+    rule_t *r = &px->rule;
+    free(r->replacement);
+    memset(r, 0, sizeof *r);
+    for (conn_t *c = px->conns; c != NULL; c = c->next)
+      c->action_frame = -1; /* a matched rule not yet applied is replaced */
+    if (cmd->arg <= 0)
+      break; /* k <= 0 disarms */
+    r->nwords = split_match(cmd->ptr, r->w, r->wlen);
+    r->k = cmd->arg;
+    r->action = cmd->arg2;
+    if (cmd->len2 > 0) {
+      r->replacement = xmalloc(cmd->len2);
+      memcpy(r->replacement, cmd->ptr2, cmd->len2);
+      r->replacement_len = cmd->len2;
+    }
+    r->state = RT_PROXY_RULE_ARMED;
+    break;
+  }
+  case OP_RULE_STATE:
+    cmd->result = px->rule.state;
+    break;
+  case OP_RELEASE:
+    for (conn_t *c = px->conns, *next; c != NULL; c = next) {
+      next = c->next;
+      if (!c->holding)
+        continue;
+      c->holding = 0;
+      if (c->held.len > 0) {
+        chunk_t *ch = chunk_copy(c->held.p, c->held.len);
+        c->held.len = 0;
+        pipe_push(&c->down, ch);
+      }
+    }
+    break;
+  case OP_REQUESTS: {
+    char w[2][RT_RESP_CAP + 1];
+    size_t wlen[2];
+    int nw = split_match(cmd->ptr, w, wlen);
+    cmd->result = 0;
+    for (size_t i = 0; i < px->n_stats; i++) {
+      const reqstat_t *st = &px->stats[i];
+      int ok = 1;
+      for (int k = 0; k < nw && ok; k++)
+        ok = word_eq(st->w[k], st->wlen[k], w[k], wlen[k]);
+      if (ok)
+        cmd->result += st->count;
+    }
+    break;
+  }
   case OP_STOP:
     teardown_all(px, CLOSE_RESET);
     uv_close((uv_handle_t *)&px->listener, NULL);
@@ -442,11 +828,11 @@ static void on_wake(uv_async_t *a) {
   }
 }
 
-static int call(rt_proxy_t *px, int op, int arg) {
-  cmd_t cmd;
-  memset(&cmd, 0, sizeof cmd);
-  cmd.op = op;
-  cmd.arg = arg;
+static long long call_cmd(rt_proxy_t *px, cmd_t *in) {
+  cmd_t cmd = *in;
+  cmd.next = NULL;
+  cmd.done = 0;
+  int op = cmd.op;
   uv_mutex_lock(&px->mu);
   if (px->cmd_tail != NULL)
     px->cmd_tail->next = &cmd;
@@ -468,6 +854,14 @@ static int call(rt_proxy_t *px, int op, int arg) {
   if (!done)
     FAIL("rt_proxy: proxy thread did not apply command %d", op); /* cmd stays queued: exit */
   return cmd.result;
+}
+
+static int call(rt_proxy_t *px, int op, int arg) {
+  cmd_t cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = op;
+  cmd.arg = arg;
+  return (int)call_cmd(px, &cmd);
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
@@ -557,6 +951,8 @@ void rt_proxy_stop(rt_proxy_t *p) {
     FAIL("rt_proxy_stop: uv_loop_close: %s", uv_strerror(r));
   uv_cond_destroy(&p->cond);
   uv_mutex_destroy(&p->mu);
+  free(p->rule.replacement);
+  free(p->stats);
   free(p);
 }
 
@@ -566,3 +962,37 @@ void rt_proxy_refuse(rt_proxy_t *p, int on) { call(p, OP_REFUSE, on != 0); }
 void rt_proxy_blackhole(rt_proxy_t *p, int on) { call(p, OP_BLACKHOLE, on != 0); }
 void rt_proxy_delay(rt_proxy_t *p, int ms) { call(p, OP_DELAY, ms); }
 int rt_proxy_connections(rt_proxy_t *p) { return call(p, OP_COUNT, 0); }
+
+void rt_proxy_pause(rt_proxy_t *p, int dir, int on) {
+  cmd_t cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = OP_PAUSE;
+  cmd.arg = dir;
+  cmd.arg2 = on != 0;
+  call_cmd(p, &cmd);
+}
+
+void rt_proxy_on_reply(rt_proxy_t *p, const char *match, int k, rt_proxy_action_t action,
+                       const void *bytes, size_t len) {
+  cmd_t cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = OP_RULE;
+  cmd.ptr = match != NULL ? match : "";
+  cmd.arg = k;
+  cmd.arg2 = (int)action;
+  cmd.ptr2 = bytes;
+  cmd.len2 = action == RT_PROXY_REPLACE ? len : 0;
+  call_cmd(p, &cmd);
+}
+
+int rt_proxy_rule_state(rt_proxy_t *p) { return call(p, OP_RULE_STATE, 0); }
+
+void rt_proxy_release(rt_proxy_t *p) { call(p, OP_RELEASE, 0); }
+
+long long rt_proxy_requests(rt_proxy_t *p, const char *match) {
+  cmd_t cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = OP_REQUESTS;
+  cmd.ptr = match != NULL ? match : "";
+  return call_cmd(p, &cmd);
+}

@@ -14,6 +14,8 @@
 #ifndef LK_TEST_HARNESS_PROXY_H
 #define LK_TEST_HARNESS_PROXY_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,13 +39,70 @@ void rt_proxy_close_all(rt_proxy_t *p);
 void rt_proxy_refuse(rt_proxy_t *p, int on);
 /* While on, bytes in both directions are read and dropped (also those queued
  * by rt_proxy_delay); connections stay open; new connections are accepted but
- * not connected upstream until the blackhole is turned off. */
+ * not connected upstream until the blackhole is turned off.
+ * No TCP stream loses bytes and goes on: a connection that lost bytes here
+ * and carries traffic again hands the client replies to other commands.
+ * Let the client's reply timeout drop it first, or rt_proxy_reset_all
+ * before turning the blackhole off; rt_proxy_pause models a partition that
+ * heals (bytes delivered late). */
 void rt_proxy_blackhole(rt_proxy_t *p, int on);
 /* Hold each chunk read from then on for ms milliseconds in each direction,
  * keeping order (a chunk never overtakes an earlier one). 0 turns it off. */
 void rt_proxy_delay(rt_proxy_t *p, int ms);
 /* Client connections currently open (accepted, not refused, not torn down). */
 int rt_proxy_connections(rt_proxy_t *p);
+
+/* ---- pausing ----------------------------------------------------------------
+ * While on, bytes in that direction (RT_PROXY_UP: client to server,
+ * RT_PROXY_DOWN: server to client, RT_PROXY_BOTH) are read and held, never
+ * dropped; turning it off delivers them in order. Reading stops at the
+ * per-connection high-water mark, as with a slow peer. */
+enum { RT_PROXY_UP = 0, RT_PROXY_DOWN = 1, RT_PROXY_BOTH = 2 };
+void rt_proxy_pause(rt_proxy_t *p, int dir, int on);
+
+/* ---- reply rules ------------------------------------------------------------
+ * The proxy scans both streams as RESP (resp_scan.h): requests client to
+ * server, reply frames back, which line up one to one on a connection (a
+ * SUBSCRIBE-family command owes one frame per channel; pub/sub pushes are
+ * not replies). One rule at a time acts on the reply to the k-th request,
+ * counted over every connection from the moment the rule is armed, whose
+ * first words match `match` case-insensitively ("EVALSHA <sha>", "PUBLISH",
+ * "" or NULL for any request). Replies are forwarded frame by frame, so a
+ * rule acts on whole replies. Scanning stops on a connection whose bytes
+ * stop being RESP or were lost in a blackhole (it then forwards blindly). */
+typedef enum {
+  /* Drop that reply and go on: the client's FIFO matching is then off by
+   * one (a real network cannot do this; for robustness checks only). */
+  RT_PROXY_DROP = 1,
+  /* Drop it and everything after it, deliver what came before, then close
+   * the connection (FIN): the server ran the command, the reply was lost
+   * with the connection. */
+  RT_PROXY_DROP_CUT,
+  /* Drop it and every later reply; the connection stays open: the client
+   * must give up on its own (reply timeout). */
+  RT_PROXY_DROP_STALL,
+  /* Hold it and every later reply until rt_proxy_release. */
+  RT_PROXY_HOLD,
+  /* Send bytes (copied) instead of it: hostile or unexpected replies. */
+  RT_PROXY_REPLACE
+} rt_proxy_action_t;
+
+enum {
+  RT_PROXY_RULE_NONE = 0,
+  RT_PROXY_RULE_ARMED,   /* waiting for the k-th matching request */
+  RT_PROXY_RULE_MATCHED, /* request seen, its reply not yet */
+  RT_PROXY_RULE_APPLIED
+};
+
+/* Arms a rule, replacing any earlier one; k <= 0 disarms. */
+void rt_proxy_on_reply(rt_proxy_t *p, const char *match, int k, rt_proxy_action_t action,
+                       const void *bytes, size_t len);
+int rt_proxy_rule_state(rt_proxy_t *p);
+/* Delivers the replies held by RT_PROXY_HOLD, in order, and stops holding. */
+void rt_proxy_release(rt_proxy_t *p);
+/* Requests seen since the proxy started whose first words match (same rule
+ * as above), over all connections. */
+long long rt_proxy_requests(rt_proxy_t *p, const char *match);
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,7 @@ struct rt_server_s {
   pid_t owner; /* the process that started it; only it may clean up */
   int port;
   int paused;
+  int accept_loading; /* wait_ready: a LOADING answer counts as up */
   int appendonly;
   int debug_command;
   char *requirepass;
@@ -450,7 +451,11 @@ static int wait_ready(rt_server_t *s) {
     int ready = 0;
     if (c != NULL) {
       redisReply *r = redisCommand(c, "PING");
-      if (r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0) {
+      int alive = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+      if (s->accept_loading && r != NULL && r->type == REDIS_REPLY_ERROR &&
+          strncmp(r->str, "LOADING", 7) == 0)
+        alive = 1; /* PING is refused while loading; INFO is not */
+      if (alive) {
         /* The port could belong to someone else's server for a moment: make
          * sure the one answering is our child. */
         char *pid = ctx_info(c, "server", "process_id");
@@ -640,6 +645,15 @@ int rt_server_restart(rt_server_t *s) {
     return -1;
   }
   return 0;
+}
+
+void rt_server_set_appendonly(rt_server_t *s, int on) { s->appendonly = on != 0; }
+
+int rt_server_restart_loading(rt_server_t *s) {
+  s->accept_loading = 1;
+  int rc = rt_server_restart(s);
+  s->accept_loading = 0;
+  return rc;
 }
 
 void rt_server_stop(rt_server_t *s) {

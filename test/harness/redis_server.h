@@ -53,6 +53,16 @@ void rt_server_resume(rt_server_t *s);
  * the port is briefly unavailable. Returns 0 once ready, -1 after printing. */
 int rt_server_restart(rt_server_t *s);
 
+/* As rt_server_restart, but returns as soon as the new process answers,
+ * while it may still be loading its data (PING then answers LOADING in
+ * Redis 7.0; INFO answers). */
+int rt_server_restart_loading(rt_server_t *s);
+
+/* Persistence for the next rt_server_restart: 1 restarts with
+ * --appendonly yes (what was written under AOF is loaded back), 0 without
+ * (the server comes back empty: it never loads the AOF then). */
+void rt_server_set_appendonly(rt_server_t *s, int on);
+
 /* SIGKILL, reap, remove the directory, free. NULL is a no-op. */
 void rt_server_stop(rt_server_t *s);
 

@@ -1,0 +1,643 @@
+/* A bounded, seeded nemesis (Jepsen-style, reliability.md §3.3 "nightly"
+ * made short enough for CI): worker processes use every registered workload
+ * (one file each under test/fault/workloads/) through a fault proxy while the nemesis, from a
+ * seeded schedule, pauses and restarts the server (AOF, appendfsync always:
+ * the conditions under which S1 must hold), resets connections, cuts them
+ * off (a blackhole ended by a reset, or a partition that heals and delivers
+ * late), delays bytes, drops replies, kills pub/sub and command
+ * connections, flushes the script cache, pauses clients and stops workers.
+ * At the end every fault is healed, the workers close cleanly, and each
+ * workload's checkers run on the merged history.
+ *
+ *   LK_NEMESIS_SEED=N       replay the schedule of a printed seed
+ *   LK_NEMESIS_SECONDS=S    run length (default 40; the test adds about 15)
+ *   LK_NEMESIS_WORKERS=W    worker processes (default 4)
+ *   LK_NEMESIS_WORKLOADS=a,b  only these workloads (default: all)
+ *
+ * The schedule (fault kinds, order, durations, targets) is a function of the
+ * seed; what the workers do in between depends on timing, as in any run. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nemesis.h"
+#include "proxy.h"
+#include "server_faults.h"
+#include "test.h"
+#include "workers.h"
+
+#define MAX_WORKERS 16
+#define MAX_WORKLOADS 16
+#define WORKER_EXIT_FINDINGS 4
+
+/* ---- registry ----------------------------------------------------------------------------- */
+
+static nem_workload_t *registry;
+
+void nem_register(nem_workload_t *w) {
+  nem_workload_t **pp = &registry;
+  while (*pp != NULL)
+    pp = &(*pp)->next;
+  w->next = NULL;
+  *pp = w;
+}
+
+/* ---- run parameters (set in the parent before forking) --------------------------------------- */
+
+typedef struct run_s {
+  uint64_t seed;
+  int workers;
+  int64_t seconds;
+  int64_t lease_ms;
+  int64_t reply_timeout_ms;
+  uint64_t end_ns; /* workers stop starting operations then */
+  int proxy_port;
+  char dir[512];
+  nem_workload_t *wl[MAX_WORKLOADS];
+  int n_wl;
+} run_t;
+
+static run_t RUN;
+
+int64_t nem_lease_ms(void) { return RUN.lease_ms; }
+int64_t nem_reply_timeout_ms(void) { return RUN.reply_timeout_ms; }
+
+static uint64_t xorshift(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x ? x : 0x9e3779b97f4a7c15u;
+}
+
+static int64_t env_int(const char *name, int64_t def, int64_t lo, int64_t hi) {
+  const char *v = getenv(name);
+  if (v == NULL || *v == '\0')
+    return def;
+  char *end = NULL;
+  long long n = strtoll(v, &end, 10);
+  if (end == v || *end != '\0' || n < lo || n > hi)
+    FAIL("%s=\"%s\": want an integer in %" PRId64 "..%" PRId64, name, v, lo, hi);
+  return n;
+}
+
+/* ---- worker side --------------------------------------------------------------------------- */
+
+typedef struct stat_s {
+  char what[48];
+  int status;
+  long long count;
+} stat_t;
+
+static stat_t wstats[128];
+static int n_wstats;
+static int log_errors;
+
+uint64_t nem_rand(nem_ctx_t *ctx) { return xorshift(&ctx->rng); }
+
+int64_t nem_between(nem_ctx_t *ctx, int64_t lo, int64_t hi) {
+  if (hi <= lo)
+    return lo;
+  return lo + (int64_t)(nem_rand(ctx) % (uint64_t)(hi - lo + 1));
+}
+
+void nem_sleep_us(unsigned us) {
+  struct timespec ts = {0, (long)us * 1000L};
+  for (int i = 0; i < 100 && nanosleep(&ts, &ts) != 0 && errno == EINTR; i++) {
+  }
+}
+
+void nem_record(nem_ctx_t *ctx, uint16_t op, uint16_t obj, uint64_t start_ns, uint64_t end_ns,
+                int64_t token, int64_t extra) {
+  rt_rec_t r;
+  memset(&r, 0, sizeof r);
+  r.proc = (uint32_t)ctx->proc;
+  r.op = op;
+  r.obj = obj;
+  r.start_ns = start_ns;
+  r.end_ns = end_ns;
+  r.token = token;
+  r.extra = extra;
+  if (rt_recs_append(ctx->hist, &r) != 0) {
+    fprintf(stderr, "nemesis worker %d: writing the history: %s\n", ctx->proc, strerror(errno));
+    _exit(3);
+  }
+  ctx->records++;
+}
+
+void nem_status(nem_ctx_t *ctx, const char *what, int status, const int *expected) {
+  int ok = status == 0;
+  for (int i = 0; !ok && expected != NULL && expected[i] != 0; i++)
+    ok = expected[i] == status;
+  if (!ok) {
+    if (ctx->unexpected++ < 10)
+      fprintf(stderr, "nemesis worker %d: %s: unexpected status %s\n", ctx->proc, what,
+              lk_err_name(status));
+  }
+  for (int i = 0; i < n_wstats; i++) {
+    if (wstats[i].status == status && strcmp(wstats[i].what, what) == 0) {
+      wstats[i].count++;
+      return;
+    }
+  }
+  if (n_wstats < (int)(sizeof wstats / sizeof wstats[0])) {
+    snprintf(wstats[n_wstats].what, sizeof wstats[n_wstats].what, "%s", what);
+    wstats[n_wstats].status = status;
+    wstats[n_wstats].count = 1;
+    n_wstats++;
+  }
+}
+
+static nem_ctx_t CTX;
+static void *wl_state[MAX_WORKLOADS];
+static uv_timer_t end_timer;
+
+static void on_client_closed(lk_client_t *c) { (void)c; }
+
+void nem_workload_closed(nem_ctx_t *ctx) {
+  if (--ctx->open_workloads > 0)
+    return;
+  int rc = lk_client_close(ctx->client, on_client_closed);
+  if (rc != 0) {
+    fprintf(stderr, "nemesis worker %d: lk_client_close: %s\n", ctx->proc, lk_err_name(rc));
+    _exit(3);
+  }
+}
+
+static void on_end(uv_timer_t *t) {
+  uv_close((uv_handle_t *)t, NULL);
+  CTX.stopping = 1;
+  for (int i = 0; i < RUN.n_wl; i++)
+    if (wl_state[i] != NULL)
+      RUN.wl[i]->stop(wl_state[i]);
+}
+
+static void worker_log(lk_log_level_t level, const char *msg, void *arg) {
+  (void)arg;
+  if (level >= LK_LOG_ERROR && log_errors++ < 3)
+    fprintf(stderr, "nemesis worker %d: latchkey error: %s\n", CTX.proc, msg);
+}
+
+static void worker_main(int index, void *arg) {
+  (void)arg;
+  char path[600];
+  memset(&CTX, 0, sizeof CTX);
+  CTX.proc = index;
+  CTX.rng = RUN.seed * 0x9e3779b97f4a7c15u + (uint64_t)index * 7919u + 1;
+  CTX.lease_ms = RUN.lease_ms;
+  CTX.reply_timeout_ms = RUN.reply_timeout_ms;
+  snprintf(path, sizeof path, "%s/nem-%d.bin", RUN.dir, index);
+  CTX.hist = rt_recs_create(path);
+  if (CTX.hist == NULL) {
+    fprintf(stderr, "nemesis worker %d: %s: %s\n", index, path, strerror(errno));
+    _exit(3);
+  }
+  uv_loop_t loop;
+  if (uv_loop_init(&loop) != 0)
+    _exit(3);
+  CTX.loop = &loop;
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.port = RUN.proxy_port;
+  o.default_lease_ms = RUN.lease_ms;
+  o.reply_timeout_ms = RUN.reply_timeout_ms;
+  o.connect_timeout_ms = RUN.reply_timeout_ms;
+  o.reconnect_min_ms = 20;
+  o.reconnect_max_ms = 200;
+  o.max_repoll_ms = 200;
+  o.heartbeat_ms = 200;
+  o.log = worker_log;
+  int rc = lk_client_new(&loop, &o, &CTX.client);
+  if (rc != 0) {
+    fprintf(stderr, "nemesis worker %d: lk_client_new: %s\n", index, lk_err_name(rc));
+    _exit(3);
+  }
+  for (int i = 0; i < RUN.n_wl; i++) {
+    wl_state[i] = RUN.wl[i]->start(&CTX, (uint16_t)i);
+    if (wl_state[i] == NULL) {
+      fprintf(stderr, "nemesis worker %d: workload %s did not start\n", index, RUN.wl[i]->name);
+      _exit(3);
+    }
+    CTX.open_workloads++;
+  }
+  uv_timer_init(&loop, &end_timer);
+  uint64_t now = uv_hrtime();
+  uv_timer_start(&end_timer, on_end,
+                 RUN.end_ns > now ? (RUN.end_ns - now) / 1000000u : 0, 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  rc = uv_loop_close(&loop);
+  if (rc != 0) {
+    fprintf(stderr, "nemesis worker %d: uv_loop_close: %s\n", index, uv_strerror(rc));
+    _exit(3);
+  }
+  if (rt_recs_finish(CTX.hist) != 0)
+    _exit(3);
+  char line[2048];
+  size_t len = (size_t)snprintf(line, sizeof line, "nemesis worker %d (cpu pinned): %lld records;",
+                                index, CTX.records);
+  for (int i = 0; i < n_wstats && len < sizeof line - 64; i++)
+    len += (size_t)snprintf(line + len, sizeof line - len, " %s %s x%lld%s", wstats[i].what,
+                            wstats[i].status ? lk_err_name(wstats[i].status) : "ok",
+                            wstats[i].count, i + 1 < n_wstats ? "," : "");
+  printf("%s\n", line);
+  exit(CTX.unexpected ? WORKER_EXIT_FINDINGS : 0);
+}
+
+/* ---- parent-side checks ------------------------------------------------------------------------- */
+
+size_t nem_report(const rt_check_t *c, const char *workload) {
+  printf("nemesis: %s: ", workload);
+  rt_check_print(stdout, c);
+  return c->violations;
+}
+
+void nem_check_bounded(const rt_recs_t *h, uint16_t obj, int64_t reply_timeout_ms,
+                       int64_t slack_ms, rt_check_t *out) {
+  memset(out, 0, sizeof *out);
+  out->name = "bounded waits";
+  int64_t worst = 0;
+  for (size_t i = 0; i < h->n; i++) {
+    const rt_rec_t *r = &h->v[i];
+    if (r->obj != obj || r->op != RT_OP_CALL || r->extra < 0)
+      continue;
+    out->checked++;
+    int64_t took = (int64_t)(r->end_ns - r->start_ns) / 1000000;
+    int64_t over = took - r->extra - reply_timeout_ms;
+    if (over <= 0)
+      continue;
+    int stopped = 0;
+    for (size_t k = 0; k < h->n && !stopped; k++) {
+      const rt_rec_t *s = &h->v[k];
+      stopped = s->op == RT_OP_STOPPED && s->proc == r->proc && s->start_ns < r->end_ns &&
+                s->end_ns > r->start_ns;
+    }
+    if (stopped)
+      continue;
+    if (over > worst)
+      worst = over;
+    if (over > rt_scaled_ms(slack_ms)) {
+      if (out->violations++ == 0)
+        out->first_b = *r;
+    }
+  }
+  out->max_seen = worst;
+  snprintf(out->detail, sizeof out->detail,
+           "worst overrun past wait + reply timeout: %" PRId64 " ms (allowed %" PRId64 ")", worst,
+           rt_scaled_ms(slack_ms));
+}
+
+/* ---- the nemesis (parent) --------------------------------------------------------------------- */
+
+enum {
+  F_SERVER_PAUSE,
+  F_SERVER_PAUSE_LONG,
+  F_PROXY_RESET,
+  F_BLACKHOLE,
+  F_PARTITION,
+  F_DELAY,
+  F_RESTART_AOF,
+  F_KILL_PUBSUB,
+  F_KILL_NORMAL,
+  F_SCRIPT_FLUSH,
+  F_CLIENT_PAUSE,
+  F_WORKER_STOP,
+  F_DROP_REPLY,
+  F_QUIET,
+  F_COUNT
+};
+
+static const struct {
+  const char *name;
+  int weight;
+} faults[F_COUNT] = {
+    {"server-pause", 3},  {"server-pause-long", 1}, {"proxy-reset", 3},  {"blackhole", 2},
+    {"partition", 2},     {"delay", 2},             {"restart-aof", 2},  {"kill-pubsub", 2},
+    {"kill-normal", 1},
+    {"script-flush", 2},  {"client-pause", 1},      {"worker-stop", 3},  {"drop-reply", 2},
+    {"quiet", 2},
+};
+
+typedef struct nem_s {
+  uint64_t rng;
+  rt_server_t *srv;
+  rt_proxy_t *px;
+  rt_worker_t *w;
+  rt_recs_t *h;
+  long long count[F_COUNT];
+} nem_t;
+
+static int64_t nbetween(nem_t *n, int64_t lo, int64_t hi) {
+  if (hi <= lo)
+    return lo;
+  return lo + (int64_t)(xorshift(&n->rng) % (uint64_t)(hi - lo + 1));
+}
+
+static int pick_fault(nem_t *n) {
+  int total = 0;
+  for (int i = 0; i < F_COUNT; i++)
+    total += faults[i].weight;
+  int r = (int)nbetween(n, 0, total - 1);
+  for (int i = 0; i < F_COUNT; i++) {
+    if (r < faults[i].weight)
+      return i;
+    r -= faults[i].weight;
+  }
+  return F_QUIET;
+}
+
+static void record_fault(nem_t *n, int kind, uint64_t t0, int64_t arg) {
+  rt_recs_add5(n->h, UINT32_MAX, RT_OP_FAULT, t0, uv_hrtime(), kind, arg);
+  n->count[kind]++;
+}
+
+/* One fault, applied and healed; d_max bounds its duration. */
+static void inject(nem_t *n, int kind, int64_t d_max) {
+  int64_t lease = RUN.lease_ms;
+  uint64_t t0 = uv_hrtime();
+  int64_t d = 0, arg = 0;
+  switch (kind) {
+  case F_SERVER_PAUSE:
+  case F_SERVER_PAUSE_LONG:
+    d = kind == F_SERVER_PAUSE ? nbetween(n, 30, lease * 6 / 10) : nbetween(n, lease, 2 * lease);
+    if (d > d_max)
+      d = d_max;
+    rt_server_pause(n->srv);
+    rt_sleep_ms(d);
+    rt_server_resume(n->srv);
+    break;
+  case F_PROXY_RESET:
+    rt_proxy_reset_all(n->px);
+    break;
+  case F_BLACKHOLE:
+    /* Bytes are dropped: no TCP stream survives that, so the connections
+     * end when it heals (a partition TCP gave up on). Keeping them open
+     * would hand the client replies that belong to other commands. */
+    d = nbetween(n, 50, lease * 3 / 2);
+    if (d > d_max)
+      d = d_max;
+    rt_proxy_blackhole(n->px, 1);
+    rt_sleep_ms(d);
+    rt_proxy_reset_all(n->px);
+    rt_proxy_blackhole(n->px, 0);
+    break;
+  case F_PARTITION:
+    /* A partition that heals before TCP gives up: bytes are held, then
+     * delivered late, in order. */
+    d = nbetween(n, 50, lease * 3 / 2);
+    if (d > d_max)
+      d = d_max;
+    rt_proxy_pause(n->px, RT_PROXY_BOTH, 1);
+    rt_sleep_ms(d);
+    rt_proxy_pause(n->px, RT_PROXY_BOTH, 0);
+    break;
+  case F_DELAY:
+    arg = nbetween(n, 5, lease / 5);
+    d = nbetween(n, 200, 2 * lease);
+    if (d > d_max)
+      d = d_max;
+    rt_proxy_delay(n->px, (int)arg);
+    rt_sleep_ms(d);
+    rt_proxy_delay(n->px, 0);
+    break;
+  case F_RESTART_AOF:
+    if (rt_server_restart(n->srv) != 0)
+      FAIL("nemesis: the server did not come back after a restart");
+    break;
+  case F_KILL_PUBSUB:
+    arg = rt_server_kill_clients_of_type(n->srv, "pubsub");
+    break;
+  case F_KILL_NORMAL:
+    arg = rt_server_kill_clients_of_type(n->srv, "normal");
+    break;
+  case F_SCRIPT_FLUSH:
+    rt_server_script_flush(n->srv);
+    break;
+  case F_CLIENT_PAUSE:
+    d = nbetween(n, 50, lease * 6 / 10);
+    if (d > d_max)
+      d = d_max;
+    arg = nbetween(n, 0, 1);
+    rt_server_client_pause(n->srv, d, arg ? "ALL" : "WRITE");
+    rt_sleep_ms(d);
+    break;
+  case F_WORKER_STOP: {
+    int i = (int)nbetween(n, 0, RUN.workers - 1);
+    d = nbetween(n, 50, 2 * lease);
+    if (d > d_max)
+      d = d_max;
+    arg = i;
+    if (n->w[i].running) {
+      uint64_t s0 = uv_hrtime();
+      rt_worker_stop(&n->w[i]);
+      rt_sleep_ms(d);
+      rt_worker_cont(&n->w[i]);
+      rt_recs_add5(n->h, (uint32_t)i, RT_OP_STOPPED, s0, uv_hrtime(), 0, 0);
+    }
+    break;
+  }
+  case F_DROP_REPLY:
+    arg = nbetween(n, 1, 30);
+    d = nbetween(n, 100, 1000);
+    if (d > d_max)
+      d = d_max;
+    rt_proxy_on_reply(n->px, "EVALSHA", (int)arg, RT_PROXY_DROP_CUT, NULL, 0);
+    rt_sleep_ms(d);
+    if (rt_proxy_rule_state(n->px) != RT_PROXY_RULE_APPLIED)
+      kind = F_QUIET; /* never matched in time: count it as quiet */
+    rt_proxy_on_reply(n->px, NULL, 0, RT_PROXY_DROP, NULL, 0);
+    break;
+  default:
+    d = nbetween(n, 100, 1000);
+    if (d > d_max)
+      d = d_max;
+    rt_sleep_ms(d);
+    break;
+  }
+  record_fault(n, kind, t0, arg);
+}
+
+static void heal_all(nem_t *n) {
+  rt_server_resume(n->srv);
+  if (!rt_server_running(n->srv) && rt_server_restart(n->srv) != 0)
+    FAIL("nemesis: the server did not come back");
+  rt_proxy_blackhole(n->px, 0);
+  rt_proxy_delay(n->px, 0);
+  rt_proxy_pause(n->px, RT_PROXY_BOTH, 0);
+  rt_proxy_on_reply(n->px, NULL, 0, RT_PROXY_DROP, NULL, 0);
+  rt_proxy_release(n->px);
+  redisReply *r = rt_cmd(n->srv, "CLIENT UNPAUSE");
+  if (r != NULL)
+    freeReplyObject(r);
+  for (int i = 0; i < RUN.workers; i++)
+    rt_worker_cont(&n->w[i]);
+}
+
+/* For a post-mortem: every record, in start order, as text, in a file
+ * that outlives the test's directory. */
+static int rec_start_cmp(const void *pa, const void *pb) {
+  const rt_rec_t *a = pa, *b = pb;
+  return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
+}
+
+static void dump_timeline(rt_recs_t *h) {
+  static const char *const ops[] = {"?",       "hold",   "read",    "write", "permits", "countdown",
+                                    "await",   "lost",   "stopped", "fault", "call"};
+  const char *tmp = getenv("TMPDIR");
+  char path[600];
+  snprintf(path, sizeof path, "%s/lk-nemesis-%" PRIu64 "-%d.txt",
+           tmp != NULL && *tmp != '\0' ? tmp : "/tmp", RUN.seed, (int)getpid());
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    return;
+  qsort(h->v, h->n, sizeof *h->v, rec_start_cmp);
+  uint64_t t0 = h->n > 0 ? h->v[0].start_ns : 0;
+  for (size_t i = 0; i < h->n; i++) {
+    const rt_rec_t *r = &h->v[i];
+    const char *what = r->op < sizeof ops / sizeof ops[0] ? ops[r->op] : "?";
+    if (r->op == RT_OP_FAULT)
+      fprintf(f, "%10.3f %10.3f nemesis  fault %s arg %" PRId64 "\n",
+              (double)(r->start_ns - t0) / 1e6, (double)(r->end_ns - t0) / 1e6,
+              r->token >= 0 && r->token < F_COUNT ? faults[r->token].name : "?", r->extra);
+    else
+      fprintf(f, "%10.3f %10.3f proc %-3u %s obj %s %-9s token/status %" PRId64 " extra %" PRId64 "\n",
+              (double)(r->start_ns - t0) / 1e6, (double)(r->end_ns - t0) / 1e6, r->proc, what,
+              r->obj < RUN.n_wl ? RUN.wl[r->obj]->name : "?",
+              r->op == RT_OP_CALL && r->token < 0 ? lk_err_name((int)r->token) : "",
+              r->token, r->extra);
+  }
+  fclose(f);
+  printf("nemesis: timeline of every record kept in %s\n", path);
+}
+
+static void select_workloads(void) {
+  const char *only = getenv("LK_NEMESIS_WORKLOADS");
+  RUN.n_wl = 0;
+  for (nem_workload_t *w = registry; w != NULL && RUN.n_wl < MAX_WORKLOADS; w = w->next) {
+    if (only != NULL && *only != '\0') {
+      size_t len = strlen(w->name);
+      const char *p = strstr(only, w->name);
+      int found = 0;
+      for (; p != NULL; p = strstr(p + 1, w->name))
+        if ((p == only || p[-1] == ',') && (p[len] == '\0' || p[len] == ','))
+          found = 1;
+      if (!found)
+        continue;
+    }
+    RUN.wl[RUN.n_wl++] = w;
+  }
+  if (RUN.n_wl == 0)
+    FAIL("nemesis: no workload selected (LK_NEMESIS_WORKLOADS=\"%s\")", only ? only : "");
+}
+
+TEST(nemesis_seeded_run) {
+  memset(&RUN, 0, sizeof RUN);
+  const char *seed_env = getenv("LK_NEMESIS_SEED");
+  if (seed_env != NULL && *seed_env != '\0')
+    RUN.seed = strtoull(seed_env, NULL, 10);
+  else
+    RUN.seed = (uv_hrtime() ^ ((uint64_t)getpid() << 32)) % 1000000000000u;
+  if (RUN.seed == 0)
+    RUN.seed = 1;
+  RUN.workers = (int)env_int("LK_NEMESIS_WORKERS", 4, 2, MAX_WORKERS);
+  RUN.seconds = env_int("LK_NEMESIS_SECONDS", 40, 1, 3600);
+  RUN.lease_ms = rt_scaled_ms(800);
+  RUN.reply_timeout_ms = RUN.lease_ms / 2;
+  select_workloads();
+  printf("nemesis: seed %" PRIu64 " (replay the schedule with LK_NEMESIS_SEED=%" PRIu64
+         "); %d workers, %" PRId64 " s, lease %" PRId64 " ms; workloads:",
+         RUN.seed, RUN.seed, RUN.workers, RUN.seconds, RUN.lease_ms);
+  for (int i = 0; i < RUN.n_wl; i++)
+    printf(" %s", RUN.wl[i]->name);
+  printf("\n");
+
+  rt_server_opts_t so;
+  rt_server_opts_init(&so);
+  so.appendonly = 1; /* with appendfsync always (the harness's default) */
+  rt_server_t *srv = rt_server_start(&so);
+  ASSERT_NOT_NULL(srv);
+  rt_proxy_t *px = rt_proxy_start(rt_server_port(srv));
+  ASSERT_NOT_NULL(px);
+  RUN.proxy_port = rt_proxy_port(px);
+  snprintf(RUN.dir, sizeof RUN.dir, "%s", rt_server_dir(srv));
+  for (int i = 0; i < RUN.n_wl; i++)
+    if (RUN.wl[i]->setup != NULL)
+      RUN.wl[i]->setup(srv, (uint16_t)i);
+
+  rt_recs_t h;
+  rt_recs_init(&h);
+  rt_worker_t w[MAX_WORKERS];
+  uint64_t t_begin = uv_hrtime();
+  RUN.end_ns = t_begin + (uint64_t)RUN.seconds * 1000000000u;
+  for (int i = 0; i < RUN.workers; i++)
+    ASSERT_OK(rt_worker_start(&w[i], i, worker_main, NULL));
+
+  nem_t n;
+  memset(&n, 0, sizeof n);
+  n.rng = RUN.seed;
+  n.srv = srv;
+  n.px = px;
+  n.w = w;
+  n.h = &h;
+  /* Faults stop early enough that the longest one is healed before the
+   * workers wind down. */
+  uint64_t faults_end = RUN.end_ns - (uint64_t)(3 * RUN.lease_ms) * 1000000u;
+  for (long iter = 0; iter < 100000 && uv_hrtime() < faults_end; iter++) {
+    int64_t d_max = (int64_t)(faults_end - uv_hrtime()) / 1000000;
+    inject(&n, pick_fault(&n), d_max > 0 ? d_max : 0);
+    /* Let the system breathe between faults. */
+    int64_t gap = nbetween(&n, 20, 300);
+    if (uv_hrtime() + (uint64_t)gap * 1000000u < faults_end)
+      rt_sleep_ms(gap);
+  }
+  heal_all(&n);
+
+  int64_t budget = (int64_t)(RUN.end_ns > uv_hrtime() ? (RUN.end_ns - uv_hrtime()) / 1000000u : 0) +
+                   4 * RUN.lease_ms + rt_scaled_ms(20000);
+  int left = rt_workers_wait(w, RUN.workers, budget);
+  if (left > 0) {
+    rt_workers_kill_all(w, RUN.workers);
+    FAIL("nemesis: %d workers did not finish within %" PRId64 " ms", left, budget);
+  }
+  int findings = 0;
+  for (int i = 0; i < RUN.workers; i++) {
+    int code = rt_worker_exit_code(&w[i]);
+    if (code == WORKER_EXIT_FINDINGS)
+      findings++;
+    else if (code != 0)
+      FAIL("nemesis: worker %d exited with %d (see its output above)", i, code);
+  }
+
+  long long total_faults = 0;
+  printf("nemesis: faults injected:");
+  for (int k = 0; k < F_COUNT; k++) {
+    if (k != F_QUIET)
+      total_faults += n.count[k];
+    printf(" %s %lld%s", faults[k].name, n.count[k], k + 1 < F_COUNT ? "," : "\n");
+  }
+  for (int i = 0; i < RUN.workers; i++) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/nem-%d.bin", RUN.dir, i);
+    if (rt_recs_load(&h, path, 1) != 0)
+      FAIL("nemesis: cannot load %s", path);
+  }
+  size_t violations = 0;
+  for (int i = 0; i < RUN.n_wl; i++)
+    violations += RUN.wl[i]->check(&h, (uint16_t)i, srv);
+  printf("nemesis: %zu records checked, %lld faults injected, %zu violations, %d workers with "
+         "unexpected statuses; seed %" PRIu64 "\n",
+         h.n, total_faults, violations, findings, RUN.seed);
+  if (violations > 0 || findings > 0)
+    dump_timeline(&h);
+  rt_recs_free(&h);
+  ASSERT_EQ(violations, 0);
+  ASSERT_EQ(findings, 0);
+  ASSERT_GT(total_faults, 0);
+  rt_proxy_stop(px);
+  rt_server_stop(srv);
+}

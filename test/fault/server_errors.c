@@ -1,0 +1,784 @@
+/* Server-side faults and hostile replies (reliability.md §3.3 T12, T20, T21,
+ * T34, T36, T37, T38 and §4 items 24-35) against the reentrant lock and the
+ * watchdog. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/scripts.h"
+#include "fault_util.h"
+#include "workers.h"
+
+static void close_lock_on(uv_loop_t *loop, lk_lock_t *l) {
+  int closed = 0;
+  lk_lock_set_data(l, &closed);
+  ASSERT_OK(lk_lock_close(l, fx_lock_closed_cb));
+  rt_run_until(loop, &closed, 5000);
+}
+
+/* ---- T12: a slow script makes the server BUSY ---------------------------------------------- */
+
+static int t12_port;
+static void t12_busy_script(int index, void *arg) {
+  (void)index;
+  (void)arg;
+  redisContext *c = redisConnect("127.0.0.1", t12_port);
+  if (c == NULL || c->err)
+    _exit(3);
+  /* Writes first (so SCRIPT KILL could not stop it: UNKILLABLE), then spins
+   * for 1.5 s of server time. */
+  redisReply *r = redisCommand(c, "EVAL %s 0",
+                               "redis.call('set', 't12-busy', '1') "
+                               "local t = redis.call('time') "
+                               "local start = t[1] * 1000000 + t[2] "
+                               "while true do "
+                               "  t = redis.call('time') "
+                               "  if t[1] * 1000000 + t[2] - start > 1500000 then break end "
+                               "end return 1");
+  if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+    _exit(4);
+  freeReplyObject(r);
+  redisFree(c);
+}
+
+TEST(t12_busy_script_is_transient_and_lease_lost_by_deadline) {
+  fx_t fx;
+  lk_client_opts_t o;
+  rt_server_opts_t so;
+  const char *extra[] = {"--busy-reply-threshold", "200", NULL};
+  fu_logs_t logs = {"LK_ESERVERBUSY", 0, 0};
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  rt_server_opts_init(&so);
+  so.extra_args = extra;
+  fx.srv = rt_server_start(&so);
+  ASSERT_NOT_NULL(fx.srv);
+  t12_port = rt_server_port(fx.srv);
+  fx_client_opts(&fx, &o);
+  o.default_lease_ms = 1000;
+  o.reply_timeout_ms = 3000; /* BUSY answers come at once; no timeout needed */
+  o.log = fu_on_log;
+  o.log_arg = &logs;
+  fx_start_client(&fx, &o);
+  lk_lock_t *a = fx_lock(&fx, "t12");
+  lk_lock_t *b = fx_lock(&fx, "t12");
+  fu_lost_t lost = {0};
+  lk_lock_set_lost_cb(a, fu_on_lost, &lost);
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  rt_server_reset_stats(fx.srv);
+  rt_worker_t w;
+  uint64_t t_busy = uv_hrtime();
+  ASSERT_OK(rt_worker_start(&w, 0, t12_busy_script, NULL));
+  fu_spin(&fx.loop, 300); /* past the busy threshold */
+  sx_t s;
+  fu_start_acquire(b, 5000, 30000, 0, &s);
+  /* The holder cannot renew: it is told by its local deadline, while the
+   * script still runs. */
+  rt_run_until(&fx.loop, &lost.calls, 3000);
+  ASSERT_EQ(lost.status, LK_ELEASELOST);
+  ASSERT_LT(fu_ms_between(t_busy, lost.t_ns), 1500);
+  ASSERT_EQ(s.done, 0); /* BUSY is transient: the waiter keeps trying */
+  ASSERT_EQ(rt_workers_wait(&w, 1, rt_scaled_ms(10000)), 0);
+  ASSERT_EQ(rt_worker_exit_code(&w), 0);
+  rt_run_until(&fx.loop, &s.done, 3000);
+  ASSERT_OK(s.status);
+  ASSERT_GE(s.t_ns, lost.t_ns);
+  ASSERT_GE(logs.matched, 1); /* the renewals' errors were classified BUSY */
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "script|kill"), 0); /* never sent */
+  ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
+  fx_close_lock(&fx, a);
+  fx_close_lock(&fx, b);
+  fx_finish(&fx);
+}
+
+/* ---- T20: a replica answers READONLY; failover without WAIT is unsafe ------------------------ */
+
+static const char *const no_sync_delay[] = {"--repl-diskless-sync-delay", "0", NULL};
+
+static rt_server_t *start_replica_of(int master_port) {
+  char port[16];
+  snprintf(port, sizeof port, "%d", master_port);
+  const char *extra[] = {"--replicaof", "127.0.0.1", port, NULL};
+  /* (The master is started with --repl-diskless-sync-delay 0.) */
+  rt_server_opts_t so;
+  rt_server_opts_init(&so);
+  so.extra_args = extra;
+  rt_server_t *r = rt_server_start(&so);
+  ASSERT_NOT_NULL(r);
+  int64_t end = rt_now_ms() + rt_scaled_ms(10000);
+  for (;;) {
+    char *st = rt_server_info(r, "replication", "master_link_status");
+    int up = st != NULL && strcmp(st, "up") == 0;
+    free(st);
+    if (up)
+      break;
+    ASSERT_LT(rt_now_ms(), end);
+    rt_sleep_ms(20);
+  }
+  return r;
+}
+
+TEST(t20_replica_answers_readonly_not_busy) {
+  fx_t fx;
+  lk_client_opts_t o;
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  rt_server_opts_t mo;
+  rt_server_opts_init(&mo);
+  mo.extra_args = no_sync_delay;
+  rt_server_t *master = rt_server_start(&mo);
+  ASSERT_NOT_NULL(master);
+  fx.srv = start_replica_of(rt_server_port(master));
+  fx_client_opts(&fx, &o);
+  fx_start_client(&fx, &o);
+  lk_lock_t *a = fx_lock(&fx, "t20");
+  sx_t s;
+  uint64_t t0 = uv_hrtime();
+  fu_start_acquire(a, 2000, 30000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, 3000);
+  ASSERT_EQ(s.status, LK_EREADONLY); /* never "busy", never retried for 2 s */
+  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_scaled_ms(300));
+  ASSERT_EQ(lk_lock_hold_count(a), 0);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+  rt_server_stop(master);
+}
+
+/* The expected hazard (reliability.md S1: no safety under failover): the
+ * key never reached the replica, which is then promoted; a second client
+ * acquires the same lock there while the first still believes it holds it.
+ * latchkey has no WAIT mode (docs/reliability.md says why); this case keeps
+ * the documentation honest and fails the day that changes. */
+TEST(t20_failover_without_wait_admits_a_second_holder) {
+  fx_t fx;
+  lk_client_opts_t o;
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  rt_server_opts_t mo;
+  rt_server_opts_init(&mo);
+  mo.extra_args = no_sync_delay;
+  fx.srv = rt_server_start(&mo);
+  ASSERT_NOT_NULL(fx.srv);
+  /* The replica follows the master through a proxy, so replication can be
+   * cut without touching the clients. */
+  rt_proxy_t *link = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(link);
+  rt_server_t *replica = start_replica_of(rt_proxy_port(link));
+  fx_client_opts(&fx, &o);
+  fx_start_client(&fx, &o);
+  lk_lock_t *a = fx_lock(&fx, "t20f");
+  ASSERT_OK(sx_run(&fx, lk_lock_is_locked, a, NULL)); /* connected */
+  rt_proxy_blackhole(link, 1); /* replication stalls */
+  ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
+  rt_server_kill(fx.srv, SIGKILL); /* the master dies with the only copy */
+  ASSERT_EQ(rt_cmd_int(replica, "EXISTS t20f"), 0);
+  char *ok = rt_cmd_str(replica, "REPLICAOF NO ONE");
+  free(ok);
+  lk_client_t *c2 = fu_client(&fx.loop, rt_server_port(replica), NULL);
+  lk_lock_t *b = fu_lock(c2, "t20f");
+  sx_t s;
+  ASSERT_OK(sx_acquire_in(&fx.loop, b, 2000, 30000, &s)); /* the hazard */
+  ASSERT(lk_lock_is_held(a)); /* a's local lease has not run out */
+  ASSERT(lk_lock_is_held(b));
+  close_lock_on(&fx.loop, b);
+  fu_close_client(&fx.loop, c2);
+  /* a's release cannot reach the dead master: close gives up after the
+   * reply timeout at worst. */
+  fx_close_lock(&fx, a);
+  lk_client_set_data(fx.c, &fx);
+  fx.client_closed = 0;
+  ASSERT_OK(lk_client_close(fx.c, fx_on_client_closed));
+  rt_run_until(&fx.loop, &fx.client_closed, 10000);
+  fx.c = NULL;
+  rt_loop_close_clean(&fx.loop);
+  rt_server_stop(fx.srv);
+  rt_server_stop(replica);
+  rt_proxy_stop(link);
+}
+
+/* ---- T21: an evicting policy: warned at connect; an evicted lock is lost ----------------------- */
+
+TEST(t21_eviction_policy_warned_and_evicted_lock_reported_lost) {
+  fx_t fx;
+  lk_client_opts_t o;
+  fu_logs_t logs = {"maxmemory-policy", 0, 0};
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  rt_server_maxmemory(fx.srv, 4 << 20, "volatile-lru");
+  fx_client_opts(&fx, &o);
+  o.default_lease_ms = 600;
+  o.log = fu_on_log;
+  o.log_arg = &logs;
+  fx_start_client(&fx, &o);
+  lk_lock_t *a = fx_lock(&fx, "t21");
+  fu_lost_t lost = {0};
+  lk_lock_set_lost_cb(a, fu_on_lost, &lost);
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(logs.matched, 1); /* warned once, at connect */
+  /* volatile-ttl evicts the key closest to expiry first: the lock's. */
+  rt_server_maxmemory(fx.srv, 4 << 20, "volatile-ttl");
+  char *val = malloc(4096);
+  ASSERT_NOT_NULL(val);
+  memset(val, 'v', 4095);
+  val[4095] = '\0';
+  uint64_t gone = 0;
+  for (int i = 0; i < 20000 && gone == 0; i++) {
+    redisReply *r = rt_cmd(fx.srv, "SET fill:%d %s PX 600000", i, val);
+    ASSERT_NOT_NULL(r);
+    freeReplyObject(r);
+    if (i % 20 == 0 && rt_cmd_int(fx.srv, "EXISTS t21") == 0)
+      gone = uv_hrtime();
+    if (i % 20 == 0)
+      uv_run(&fx.loop, UV_RUN_NOWAIT);
+  }
+  free(val);
+  ASSERT_GT(gone, 0);
+  ASSERT_GT(rt_server_info_int(fx.srv, "stats", "evicted_keys"), 0);
+  /* The watchdog notices within one renewal period (lease/3). */
+  rt_run_until(&fx.loop, &lost.calls, 2000);
+  ASSERT_LE(fu_ms_between(gone, lost.t_ns), 200 + rt_scaled_ms(100));
+  ASSERT(!lk_lock_is_held(a));
+  rt_server_maxmemory(fx.srv, 0, "noeviction");
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* ---- T36: ACL matrix ------------------------------------------------------------------------- */
+
+TEST(t36_key_outside_acl_pattern_is_enoperm_at_once) {
+  fx_t fx;
+  lk_client_opts_t o;
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  /* Scripts declare the release channel as a key (as Redisson's do), so a
+   * user needs key access to it too (docs/reliability.md, minimal ACL). */
+  rt_server_acl_user(fx.srv, "app", "pw", "~app:* ~redisson_lock__channel:{app:* &* +@all");
+  fx_client_opts(&fx, &o);
+  o.username = "app";
+  o.password = "pw";
+  fx_start_client(&fx, &o);
+  lk_lock_t *in = fx_lock(&fx, "app:ok");
+  ASSERT_OK(sx_acquire(&fx, in, 0, 30000)); /* connected, and allowed there */
+  lk_lock_t *out = fx_lock(&fx, "other:x");
+  lk_client_stats_t st0, st1;
+  lk_client_get_stats(fx.c, &st0);
+  sx_t s;
+  uint64_t t0 = uv_hrtime();
+  fu_start_acquire(out, 2000, 30000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, 3000);
+  ASSERT_EQ(s.status, LK_ENOPERM); /* permanent: no retry for 2 s */
+  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_scaled_ms(200));
+  lk_client_get_stats(fx.c, &st1);
+  ASSERT_LE(st1.commands_sent - st0.commands_sent, 2);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS other:x"), 0);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, in, NULL));
+  fx_close_lock(&fx, in);
+  fx_close_lock(&fx, out);
+  fx_finish(&fx);
+}
+
+/* The minimal ACL docs/reliability.md recommends for locks named app:*:
+ * everything works (waits wake by message, fencing, renewal) and latchkey
+ * logs no warning at all, so nothing it uses is missing. Script commands
+ * are checked against the ACL like any other. */
+#define MINIMAL_ACL                                                                      \
+  "+evalsha +eval +script|load +info +client|setname +subscribe +unsubscribe +publish " \
+  "+hget +hset +hexists +hincrby +exists +pexpire +pttl +del +type +get +set +incr "    \
+  "~app:* ~redisson_lock_token:{app:* ~redisson_lock__channel:{app:* "                  \
+  "&redisson_lock__channel:{app:* &latchkey:hb:*"
+
+/* A command denied inside a script is a permission error, not "some error". */
+TEST(t36_script_command_denied_is_enoperm) {
+  fx_t fx;
+  lk_client_opts_t o;
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  rt_server_acl_user(fx.srv, "nohincr", "pw", "~* &* +@all -hincrby");
+  fx_client_opts(&fx, &o);
+  o.username = "nohincr";
+  o.password = "pw";
+  fx_start_client(&fx, &o);
+  lk_lock_t *a = fx_lock(&fx, "t36c");
+  sx_t s;
+  fu_start_acquire(a, 1000, 30000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, 3000);
+  ASSERT_EQ(s.status, LK_ENOPERM);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS t36c"), 0);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
+TEST(t36_minimal_acl_runs_everything_without_warnings) {
+  fx_t fx;
+  lk_client_opts_t o;
+  fu_logs_t logs = {NULL, 0, 0};
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  rt_server_acl_user(fx.srv, "locker", "pw", MINIMAL_ACL);
+  fx_client_opts(&fx, &o);
+  o.username = "locker";
+  o.password = "pw";
+  o.default_lease_ms = 600;
+  o.max_repoll_ms = 20000; /* waits must wake by message */
+  o.log = fu_on_log;
+  o.log_arg = &logs;
+  fx_start_client(&fx, &o);
+  lk_client_t *c2 = fu_client(&fx.loop, rt_server_port(fx.srv), &o);
+  lk_lock_t *a = fx_lock(&fx, "app:t36");
+  lk_lock_t *b = fu_lock(c2, "app:t36");
+  int64_t last_token = 0;
+  for (int i = 0; i < 25; i++) {
+    sx_t s, t;
+    fu_start_acquire(a, 5000, LK_LEASE_DEFAULT, 1, &s);
+    rt_run_until(&fx.loop, &s.done, 6000);
+    if (s.status != 0)
+      FAIL("acquire %d: %s (%s)", i, lk_err_name(s.status), lk_lock_error_text(a));
+    ASSERT_GT(lk_lock_token(a), last_token);
+    last_token = lk_lock_token(a);
+    fu_start_acquire(b, 5000, LK_LEASE_DEFAULT, 1, &t); /* waits for a */
+    fu_spin(&fx.loop, i == 0 ? 700 : 5); /* once across a renewal */
+    uint64_t rel = uv_hrtime();
+    ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+    rt_run_until(&fx.loop, &t.done, 6000);
+    ASSERT_OK(t.status);
+    ASSERT_LT(fu_ms_between(rel, t.t_ns), rt_scaled_ms(500)); /* woken, not polled */
+    ASSERT_GT(lk_lock_token(b), last_token);
+    last_token = lk_lock_token(b);
+    ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
+  }
+  ASSERT_EQ(logs.warnings, 0);
+  fx_close_lock(&fx, a);
+  close_lock_on(&fx.loop, b);
+  fu_close_client(&fx.loop, c2);
+  fx_finish(&fx);
+}
+
+/* ---- T37: NOSCRIPT after SCRIPT FLUSH, renewal included ---------------------------------------- */
+
+TEST(t37_script_flush_before_every_op_runs_each_once) {
+  fx_t fx;
+  lk_client_opts_t o;
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  fx_client_opts(&fx, &o);
+  o.default_lease_ms = 600;
+  fx_start_client(&fx, &o);
+  lk_lock_t *a = fx_lock(&fx, "t37");
+  fu_lost_t lost = {0};
+  lk_lock_set_lost_cb(a, fu_on_lost, &lost);
+  ASSERT_OK(sx_run(&fx, lk_lock_is_locked, a, NULL)); /* connected */
+  lk_client_stats_t st;
+  rt_server_reset_stats(fx.srv);
+  uint64_t reloads = 0;
+  int64_t n = -1;
+  for (int i = 1; i <= 3; i++) { /* acquire, then two re-entries */
+    rt_server_script_flush(fx.srv);
+    ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+    ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &n));
+    ASSERT_EQ(n, i); /* ran exactly once */
+    lk_client_get_stats(fx.c, &st);
+    ASSERT_GE(st.noscript_reloads, reloads + 1); /* + a renewal's, if one was due */
+    ASSERT_LE(st.noscript_reloads, reloads + 2);
+    reloads = st.noscript_reloads;
+  }
+  /* The renewal after a flush. */
+  rt_server_script_flush(fx.srv);
+  fu_spin(&fx.loop, 700);
+  ASSERT_EQ(lost.calls, 0);
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_GE(st.noscript_reloads, reloads + 1);
+  reloads = st.noscript_reloads;
+  for (int i = 2; i >= 0; i--) {
+    rt_server_script_flush(fx.srv);
+    ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+    lk_client_get_stats(fx.c, &st);
+    ASSERT_GE(st.noscript_reloads, reloads + 1); /* + a renewal's, if one was due */
+    ASSERT_LE(st.noscript_reloads, reloads + 2);
+    reloads = st.noscript_reloads;
+    if (i > 0) {
+      ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &n));
+      ASSERT_EQ(n, i);
+    }
+  }
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS t37"), 0);
+  /* The server saw exactly one EVAL per NOSCRIPT. */
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "eval"), (long long)reloads);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* ---- T38: LOADING ------------------------------------------------------------------------------ */
+
+TEST(t38_loading_is_transient_and_bounded) {
+  fx_t fx;
+  lk_client_opts_t o;
+  rt_server_opts_t so;
+  /* Each key takes 20 us more to load (in practice about 100: sleep
+   * granularity; some 2.5 s for 25k keys), and
+   * clients are served every KiB of the file meanwhile. */
+  const char *extra[] = {"--key-load-delay", "20", "--loading-process-events-interval-bytes",
+                         "1024", NULL};
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  rt_server_opts_init(&so);
+  so.debug_command = 1;
+  so.extra_args = extra;
+  fx.srv = rt_server_start(&so);
+  ASSERT_NOT_NULL(fx.srv);
+  free(rt_cmd_str(fx.srv, "DEBUG POPULATE 25000 fill 10"));
+  free(rt_cmd_str(fx.srv, "SAVE"));
+  ASSERT_OK(rt_server_restart_loading(fx.srv));
+  ASSERT_EQ(rt_server_info_int(fx.srv, "persistence", "loading"), 1);
+  fx_client_opts(&fx, &o);
+  fx_start_client(&fx, &o);
+  lk_lock_t *a = fx_lock(&fx, "t38");
+  sx_t s;
+  uint64_t t0 = uv_hrtime();
+  fu_start_acquire(a, 300, 30000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, 3000);
+  if (s.status != LK_ELOADING && s.status != LK_ETIMEDOUT)
+    FAIL("acquire while loading ended with %s", lk_err_name(s.status));
+  ASSERT_GE(fu_ms_between(t0, s.t_ns), 300);
+  ASSERT_LE(fu_ms_between(t0, s.t_ns), 300 + rt_scaled_ms(500));
+  ASSERT_EQ(rt_server_info_int(fx.srv, "persistence", "loading"), 1); /* still */
+  /* With a budget longer than the load, it gets the lock once loaded. */
+  fu_start_acquire(a, 20000, 30000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, 25000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(rt_server_info_int(fx.srv, "persistence", "loading"), 0);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* ---- §4.34: MISCONF (snapshots failing with stop-writes-on-bgsave-error) ------------------------ */
+
+static void bgsave_and_wait(rt_server_t *s, const char *want) {
+  redisReply *r = rt_cmd(s, "BGSAVE");
+  ASSERT_NOT_NULL(r);
+  freeReplyObject(r);
+  int64_t end = rt_now_ms() + rt_scaled_ms(10000);
+  for (;;) {
+    char *st = rt_server_info(s, "persistence", "rdb_last_bgsave_status");
+    long long running = rt_server_info_int(s, "persistence", "rdb_bgsave_in_progress");
+    int done = st != NULL && strcmp(st, want) == 0 && running == 0;
+    free(st);
+    if (done)
+      return;
+    ASSERT_LT(rt_now_ms(), end);
+    rt_sleep_ms(10);
+  }
+}
+
+TEST(misconf_refuses_acquire_and_reports_release_failure) {
+  fx_t fx;
+  lk_client_opts_t o;
+  rt_server_opts_t so;
+  const char *extra[] = {"--enable-protected-configs", "yes", NULL};
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  rt_server_opts_init(&so);
+  so.extra_args = extra;
+  fx.srv = rt_server_start(&so);
+  ASSERT_NOT_NULL(fx.srv);
+  fx_client_opts(&fx, &o);
+  fx_start_client(&fx, &o);
+  lk_lock_t *a = fx_lock(&fx, "misconf-a");
+  lk_lock_t *b = fx_lock(&fx, "misconf-b");
+  ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
+  /* Snapshots into an unwritable place fail; with save points set, Redis
+   * then refuses writes. */
+  free(rt_cmd_str(fx.srv, "CONFIG SET save %s", "3600 1"));
+  free(rt_cmd_str(fx.srv, "CONFIG SET dir /proc"));
+  bgsave_and_wait(fx.srv, "err");
+  sx_t s;
+  fu_start_acquire(b, 1000, 30000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, 3000);
+  ASSERT_EQ(s.status, LK_EMISCONF);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS misconf-b"), 0);
+  /* The release fails too, and says so; the lock is still held. */
+  ASSERT_EQ(sx_run(&fx, lk_lock_release, a, NULL), LK_EMISCONF);
+  ASSERT_EQ(lk_lock_hold_count(a), 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS misconf-a"), 1);
+  /* Fixed: the same object releases normally. */
+  free(rt_cmd_str(fx.srv, "CONFIG SET dir %s", rt_server_dir(fx.srv)));
+  bgsave_and_wait(fx.srv, "ok");
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS misconf-a"), 0);
+  fx_close_lock(&fx, a);
+  fx_close_lock(&fx, b);
+  fx_finish(&fx);
+}
+
+/* ---- §4.35: pointed at a cluster node ------------------------------------------------------------ */
+
+TEST(cluster_node_gives_ecluster_not_a_hang) {
+  fx_t fx;
+  lk_client_opts_t o;
+  rt_server_opts_t so;
+  const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", NULL};
+  memset(&fx, 0, sizeof fx);
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  rt_server_opts_init(&so);
+  so.extra_args = extra;
+  fx.srv = rt_server_start(&so);
+  ASSERT_NOT_NULL(fx.srv);
+  fx_client_opts(&fx, &o);
+  fx_start_client(&fx, &o);
+  lk_lock_t *a = fx_lock(&fx, "t-cluster");
+  sx_t s;
+  uint64_t t0 = uv_hrtime();
+  fu_start_acquire(a, 2000, 30000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, 3000);
+  ASSERT_EQ(s.status, LK_ECLUSTER); /* CLUSTERDOWN: no slot served */
+  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_scaled_ms(300));
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* ---- §4.24-26: unexpected, garbage and hostile replies ------------------------------------------- */
+
+typedef struct {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_lock_t *a;
+  char match[64];
+} hostile_t;
+
+static void hostile_start(hostile_t *h, const char *name, int64_t reply_timeout_ms) {
+  lk_client_opts_t o;
+  memset(h, 0, sizeof *h);
+  ASSERT_OK(uv_loop_init(&h->fx.loop));
+  h->fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(h->fx.srv);
+  h->p = rt_proxy_start(rt_server_port(h->fx.srv));
+  ASSERT_NOT_NULL(h->p);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(h->p);
+  o.reply_timeout_ms = reply_timeout_ms;
+  o.reconnect_min_ms = 20;
+  o.reconnect_max_ms = 50;
+  fx_start_client(&h->fx, &o);
+  h->a = fx_lock(&h->fx, name);
+  ASSERT_OK(sx_run(&h->fx, lk_lock_is_locked, h->a, NULL)); /* connected */
+  snprintf(h->match, sizeof h->match, "EVALSHA %s", lk__script_find("lock/acquire")->sha1);
+}
+
+static void hostile_finish(hostile_t *h) {
+  fx_close_lock(&h->fx, h->a);
+  fx_finish(&h->fx);
+  rt_proxy_stop(h->p);
+}
+
+/* A reply of the wrong type to an acquire: LK_EPROTOCOL, not held, and the
+ * hold the script did take is given back (the outcome was unknowable). */
+TEST(wrong_type_reply_to_acquire_is_eprotocol_and_given_back) {
+  hostile_t h;
+  hostile_start(&h, "t-wrongtype", 3000);
+  const char fake[] = "+OK\r\n";
+  rt_proxy_on_reply(h.p, h.match, 1, RT_PROXY_REPLACE, fake, strlen(fake));
+  sx_t s;
+  fu_start_acquire(h.a, 0, 30000, 0, &s);
+  rt_run_until(&h.fx.loop, &s.done, 3000);
+  ASSERT_EQ(s.status, LK_EPROTOCOL);
+  ASSERT_EQ(lk_lock_hold_count(h.a), 0);
+  ASSERT_GT(fu_wait_gone(&h.fx.loop, h.fx.srv, "t-wrongtype", 1000), 0);
+  /* The client carries on. */
+  ASSERT_OK(sx_acquire(&h.fx, h.a, 0, 30000));
+  ASSERT_OK(sx_run(&h.fx, lk_lock_release, h.a, NULL));
+  hostile_finish(&h);
+}
+
+/* Bytes that are not RESP: the connection is dropped and re-made; the
+ * acquire is resent within its budget and counted once. */
+TEST(garbage_reply_drops_connection_and_acquire_counts_once) {
+  hostile_t h;
+  hostile_start(&h, "t-garbage", 3000);
+  const char junk[] = "hello, this is not RESP\r\n";
+  rt_proxy_on_reply(h.p, h.match, 1, RT_PROXY_REPLACE, junk, strlen(junk));
+  sx_t s;
+  fu_start_acquire(h.a, 3000, 30000, 0, &s);
+  rt_run_until(&h.fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  char *v = rt_cmd_str(h.fx.srv, "HGET t-garbage %s", lk_lock_owner(h.a));
+  ASSERT_STREQ(v, "1");
+  free(v);
+  lk_client_stats_t st;
+  lk_client_get_stats(h.fx.c, &st);
+  ASSERT_GE(st.reconnects, 1);
+  ASSERT_OK(sx_run(&h.fx, lk_lock_release, h.a, NULL));
+  ASSERT_EQ(rt_cmd_int(h.fx.srv, "EXISTS t-garbage"), 0);
+  hostile_finish(&h);
+}
+
+/* A hostile multi-bulk header announcing 10^8 elements: a connection fault,
+ * not 800 MB of memory. */
+static long max_rss_kb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+static void hostile_header_case(void) {
+  hostile_t h;
+  hostile_start(&h, "t-hostile", 1000);
+  const char header[] = "*100000000\r\n";
+  rt_proxy_on_reply(h.p, h.match, 1, RT_PROXY_REPLACE, header, strlen(header));
+  long rss0 = max_rss_kb();
+  sx_t s;
+  fu_start_acquire(h.a, 3000, 30000, 0, &s);
+  rt_run_until(&h.fx.loop, &s.done, 6000);
+  ASSERT_OK(s.status); /* resent after the drop */
+  ASSERT_LT(max_rss_kb() - rss0, 100 * 1024); /* no 800 MB element vector */
+  char *v = rt_cmd_str(h.fx.srv, "HGET t-hostile %s", lk_lock_owner(h.a));
+  ASSERT_STREQ(v, "1");
+  free(v);
+  ASSERT_OK(sx_run(&h.fx, lk_lock_release, h.a, NULL));
+  hostile_finish(&h);
+}
+
+TEST(hostile_multibulk_header_is_a_connection_fault) { hostile_header_case(); }
+
+/* The same under an address-space limit (ulimit -v): a clean failure, never
+ * an abort. ASan reserves terabytes of address space and cannot start under
+ * such a limit, so the case is skipped there. */
+TEST(hostile_multibulk_header_under_ulimit_v) {
+#if defined(__SANITIZE_ADDRESS__)
+  printf("SKIP: ulimit -v cannot be used under AddressSanitizer\n");
+#else
+  struct rlimit rl = {(rlim_t)768 << 20, (rlim_t)768 << 20};
+  ASSERT_OK(setrlimit(RLIMIT_AS, &rl));
+  hostile_header_case();
+#endif
+}
+
+/* ---- T34: the client's wall clock jumps (libfaketime) -------------------------------------------- */
+
+#define FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+static int t34_child(const char *port_s, const char *file) {
+  uv_loop_t loop;
+  lk_client_t *c;
+  lk_lock_t *l;
+  lk_client_opts_t o;
+  fu_lost_t lost = {0};
+  struct timespec r0, m0;
+  clock_gettime(CLOCK_REALTIME, &r0);
+  clock_gettime(CLOCK_MONOTONIC, &m0);
+  uv_loop_init(&loop);
+  lk_client_opts_init(&o);
+  o.port = atoi(port_s);
+  o.default_lease_ms = 600;
+  if (lk_client_new(&loop, &o, &c) != 0 || lk_lock_new(c, "t34", &l) != 0)
+    return 3;
+  lk_lock_set_lost_cb(l, fu_on_lost, &lost);
+  sx_t s;
+  if (sx_acquire_in(&loop, l, 0, LK_LEASE_DEFAULT, &s) != 0)
+    return 4;
+  int jumped_fwd = 0, jumped_back = 0;
+  for (int step = 0; step < 30; step++) { /* 3 s: +1 h at 1 s, -1 h at 2 s */
+    if (step == 10 || step == 20) {
+      FILE *f = fopen(file, "w");
+      if (f == NULL)
+        return 5;
+      fprintf(f, "%s\n", step == 10 ? "+3600" : "-3600");
+      fclose(f);
+    }
+    fu_spin(&loop, 100);
+    if (!lk_lock_is_held(l))
+      return 6;
+    struct timespec r, m;
+    clock_gettime(CLOCK_REALTIME, &r);
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    double skew = (double)(r.tv_sec - r0.tv_sec) - (double)(m.tv_sec - m0.tv_sec);
+    if (skew > 3000)
+      jumped_fwd = 1;
+    if (skew < -3000)
+      jumped_back = 1;
+  }
+  if (!jumped_fwd || !jumped_back)
+    return 7; /* the clock never moved: nothing was tested */
+  if (lost.calls != 0)
+    return 8;
+  sx_t r;
+  memset(&r, 0, sizeof r);
+  if (lk_lock_release(l, sx_cb, &r) != 0)
+    return 9;
+  rt_run_until(&loop, &r.done, 5000);
+  if (r.status != 0)
+    return 10;
+  int closed = 0;
+  lk_lock_set_data(l, &closed);
+  lk_lock_close(l, fx_lock_closed_cb);
+  rt_run_until(&loop, &closed, 5000);
+  fu_close_client(&loop, c);
+  uv_loop_close(&loop);
+  return 0;
+}
+
+TEST(t34_client_wall_clock_jump_changes_nothing) {
+  const char *child_port = getenv("LK_T34_PORT");
+  if (child_port != NULL) {
+    int rc = t34_child(child_port, getenv("LK_T34_FILE"));
+    if (rc != 0)
+      FAIL("faketime child failed at step %d", rc);
+    return;
+  }
+#if defined(__SANITIZE_ADDRESS__)
+  printf("SKIP: libfaketime cannot be preloaded ahead of the ASan runtime\n");
+#else
+  if (access(FAKETIME_LIB, R_OK) != 0)
+    FAIL("%s missing: install libfaketime (tools/install-deps.sh does)", FAKETIME_LIB);
+  rt_server_t *srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  char port[16], file[600];
+  snprintf(port, sizeof port, "%d", rt_server_port(srv));
+  snprintf(file, sizeof file, "%s/faketime", rt_server_dir(srv));
+  FILE *f = fopen(file, "w");
+  ASSERT_NOT_NULL(f);
+  fprintf(f, "+0\n");
+  fclose(f);
+  rt_server_reset_stats(srv);
+  fflush(NULL);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("LK_T34_PORT", port, 1);
+    setenv("LK_T34_FILE", file, 1);
+    setenv("LD_PRELOAD", FAKETIME_LIB, 1);
+    setenv("FAKETIME_TIMESTAMP_FILE", file, 1);
+    setenv("FAKETIME_NO_CACHE", "1", 1);
+    setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
+    execl("/proc/self/exe", "t34", "t34_client_wall_clock_jump_changes_nothing", (char *)NULL);
+    _exit(127);
+  }
+  rt_child_track(pid);
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  rt_child_untrack(pid);
+  ASSERT(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  /* Renewal cadence on the server: one renewal per lease/3 (200 ms) over
+   * 3 s, neither stopped nor storming through the jumps. */
+  long long renewals = rt_server_cmd_calls(srv, "evalsha") + rt_server_cmd_calls(srv, "eval");
+  ASSERT_GE(renewals, 3 * 5 - 4);
+  ASSERT_LE(renewals, 3 * 5 + 8);
+  rt_server_stop(srv);
+#endif
+}

@@ -1,0 +1,60 @@
+/* Server-side faults and probes over the side channel of rt_server_t
+ * (redis_server.h): killing clients, pausing clients, wiping the script
+ * cache, memory limits, restricted ACL users, command statistics.
+ *
+ * Same thread rules as redis_server.h (the test's main thread). Every
+ * function fails the test when the server refuses the command, except where
+ * a return value says otherwise. */
+#ifndef LK_TEST_HARNESS_SERVER_FAULTS_H
+#define LK_TEST_HARNESS_SERVER_FAULTS_H
+
+#include "redis_server.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CLIENT KILL TYPE type ("normal", "pubsub", ...) SKIPME yes: the side
+ * channel survives. Returns how many were killed. */
+long long rt_server_kill_clients_of_type(rt_server_t *s, const char *type);
+/* Kills every client whose CLIENT SETNAME name is `name` (Redis 7.0 has no
+ * NAME filter: CLIENT LIST, then CLIENT KILL ID each). Returns the count. */
+long long rt_server_kill_clients_named(rt_server_t *s, const char *name);
+/* Client ids with that name, at most max of them, into ids; returns count. */
+int rt_server_client_ids_named(rt_server_t *s, const char *name, long long *ids, int max);
+
+/* CLIENT PAUSE ms mode ("ALL" or "WRITE"); CLIENT UNPAUSE. */
+void rt_server_client_pause(rt_server_t *s, long long ms, const char *mode);
+void rt_server_client_unpause(rt_server_t *s);
+
+/* SCRIPT FLUSH: every cached script is gone (the next EVALSHA: NOSCRIPT). */
+void rt_server_script_flush(rt_server_t *s);
+
+/* CONFIG SET maxmemory bytes and maxmemory-policy policy ("noeviction",
+ * "volatile-lru", ...). bytes 0 removes the limit. */
+void rt_server_maxmemory(rt_server_t *s, long long bytes, const char *policy);
+
+/* ACL SETUSER name reset on >password <rules...> (rules: space-separated,
+ * e.g. "~* &* +@all -eval -evalsha"). */
+void rt_server_acl_user(rt_server_t *s, const char *name, const char *password,
+                        const char *rules);
+
+/* calls= of `INFO commandstats` for cmd (lower case, subcommands as
+ * "script|kill"); 0 when the command never ran. */
+long long rt_server_cmd_calls(rt_server_t *s, const char *cmd);
+/* CONFIG RESETSTAT (command statistics start from zero). */
+void rt_server_reset_stats(rt_server_t *s);
+
+/* An integer field of INFO (e.g. "stats", "evicted_keys"); -1 if absent. */
+long long rt_server_info_int(rt_server_t *s, const char *section, const char *field);
+
+/* PUBSUB NUMSUB channel. */
+long long rt_server_numsub(rt_server_t *s, const char *channel);
+
+/* Keys matching pattern (KEYS; tests only). */
+long long rt_server_count_keys(rt_server_t *s, const char *pattern);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LK_TEST_HARNESS_SERVER_FAULTS_H */
