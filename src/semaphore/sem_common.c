@@ -83,26 +83,50 @@ int lk__sem_took_or_unknown(int status, const redisReply *r) {
 
 /* --- background clean-up --- */
 
+/* A paused resend (loading or busy server, too many commands in flight)
+ * waits this long. */
+#define LK__SEM_PAUSE_MS 100
+
 typedef struct lk__sem_job_s {
   lk_client_t *client;
+  lk__sem_owner_t *owner; /* NULL: owner-less, a few tries */
+  lk__queue_t node;       /* in owner->jobs */
   const lk__script_t *script;
   lk__sem_pred pred;
   int nkeys, nargs, tries;
+  int paused;              /* waits for owner->timer */
+  uint64_t valid_until_ns; /* owned: resent until then */
   const char **argv;
   size_t *lens;
   /* argument bytes follow */
 } lk__sem_job_t;
 
-static void job_free(lk__sem_job_t *j) { lk__free(j); }
+static void owner_maybe_done(lk__sem_owner_t *w);
+
+static void job_free(lk__sem_job_t *j) {
+  lk__sem_owner_t *w = j->owner;
+  if (w != NULL)
+    lk__queue_remove(&j->node);
+  lk__free(j);
+  if (w != NULL)
+    owner_maybe_done(w);
+}
 
 static void on_job_reply(void *data, int status, redisReply *r);
+
+static void job_pause(lk__sem_job_t *j);
 
 static void job_send(lk__sem_job_t *j) {
   int err = 0;
   j->tries++;
+  j->paused = 0;
   if (lk__script_call(j->client, j->script, j->nkeys, j->nargs, j->argv, j->lens, on_job_reply, j,
                       &err) != NULL)
     return;
+  if (j->owner != NULL && (err == LK_EAGAIN || err == LK_ENOMEM)) {
+    job_pause(j);
+    return;
+  }
   if (err != LK_ECLOSED)
     lk__log(j->client, LK_LOG_WARN,
             "semaphore clean-up could not be sent (%s); permits it was to give "
@@ -111,16 +135,38 @@ static void job_send(lk__sem_job_t *j) {
   job_free(j);
 }
 
+static int retryable(int status) {
+  return status == LK_ECONN || status == LK_EUNKNOWN || status == LK_ELOADING ||
+         status == LK_ESERVERBUSY;
+}
+
 static void on_job_reply(void *data, int status, redisReply *r) {
   lk__sem_job_t *j = data;
   (void)r;
-  if ((status == LK_ECONN || status == LK_EUNKNOWN || status == LK_ELOADING ||
-       status == LK_ESERVERBUSY) &&
-      j->tries < LK__SEM_BACKGROUND_TRIES && !j->client->closing) {
-    /* Not sent, or its reply lost: the script is idempotent, send it again
-     * (it waits for the next connection). */
-    job_send(j);
-    return;
+  if (retryable(status) && !j->client->closing) {
+    if (j->owner != NULL) {
+      if (lk__now_ns() < j->valid_until_ns) {
+        /* Idempotent: resend across any number of reconnects (the command
+         * waits for the next connection); a loading or busy server after a
+         * pause. */
+        if (status == LK_ELOADING || status == LK_ESERVERBUSY)
+          job_pause(j);
+        else
+          job_send(j);
+        return;
+      }
+      lk__log(j->client, LK_LOG_ERROR,
+              "semaphore clean-up given up (%s): the server stayed out of reach "
+              "until its request mark could expire; permits it was to give back "
+              "may stay taken",
+              lk_err_name(status));
+      job_free(j);
+      return;
+    }
+    if (j->tries < LK__SEM_BACKGROUND_TRIES) {
+      job_send(j);
+      return;
+    }
   }
   if (status != 0 && status != LK_ECANCELED)
     lk__log(j->client, LK_LOG_WARN,
@@ -141,8 +187,8 @@ static void on_after_reply(void *data, int status, redisReply *r) {
   job_free(j);
 }
 
-void lk__sem_background(lk_client_t *c, const char *script, int nkeys, int nargs, const char **argv,
-                        const size_t *lens, lk__op_t *after, lk__sem_pred pred) {
+static lk__sem_job_t *job_new(lk_client_t *c, const char *script, int nkeys, int nargs,
+                              const char **argv, const size_t *lens, lk__sem_pred pred) {
   size_t bytes = 0, i, n = (size_t)(nkeys + nargs);
   lk__sem_job_t *j;
   char *p;
@@ -154,16 +200,18 @@ void lk__sem_background(lk_client_t *c, const char *script, int nkeys, int nargs
     lk__log(c, LK_LOG_WARN,
             "semaphore clean-up: out of memory; permits it was "
             "to give back stay taken");
-    if (after != NULL)
-      lk__op_retarget(after, NULL, NULL);
-    return;
+    return NULL;
   }
   j->client = c;
+  j->owner = NULL;
+  lk__queue_init(&j->node);
   j->script = lk__sem_script(script);
   j->pred = pred;
   j->nkeys = nkeys;
   j->nargs = nargs;
   j->tries = 0;
+  j->paused = 0;
+  j->valid_until_ns = 0;
   j->argv = (const char **)(j + 1);
   j->lens = (size_t *)(j->argv + n);
   p = (char *)(j->lens + n);
@@ -173,9 +221,124 @@ void lk__sem_background(lk_client_t *c, const char *script, int nkeys, int nargs
     j->lens[i] = lens[i];
     p += lens[i];
   }
+  return j;
+}
+
+static void job_start(lk__sem_job_t *j, lk__op_t *after) {
   if (after != NULL) {
     lk__op_retarget(after, on_after_reply, j);
     return;
   }
   job_send(j);
+}
+
+void lk__sem_background(lk_client_t *c, const char *script, int nkeys, int nargs, const char **argv,
+                        const size_t *lens, lk__op_t *after, lk__sem_pred pred) {
+  lk__sem_job_t *j = job_new(c, script, nkeys, nargs, argv, lens, pred);
+  if (j == NULL) {
+    if (after != NULL)
+      lk__op_retarget(after, NULL, NULL);
+    return;
+  }
+  job_start(j, after);
+}
+
+void lk__sem_background_owned(lk__sem_owner_t *w, int64_t valid_ms, const char *script, int nkeys,
+                              int nargs, const char **argv, const size_t *lens, lk__op_t *after,
+                              lk__sem_pred pred) {
+  lk__sem_job_t *j = job_new(w->client, script, nkeys, nargs, argv, lens, pred);
+  if (j == NULL) {
+    if (after != NULL)
+      lk__op_retarget(after, NULL, NULL);
+    return;
+  }
+  j->owner = w;
+  j->valid_until_ns = lk__now_ns() + (uint64_t)(valid_ms > 0 ? valid_ms : 0) * 1000000u;
+  lk__queue_insert_tail(&w->jobs, &j->node);
+  job_start(j, after);
+}
+
+/* --- owners --- */
+
+static void on_owner_timer(uv_timer_t *t);
+
+static void owner_arm_ms(lk__sem_owner_t *w, uint64_t ms) {
+  if (w->timer_open)
+    uv_timer_start(&w->timer, on_owner_timer, ms, 0);
+}
+
+static void job_pause(lk__sem_job_t *j) {
+  j->paused = 1;
+  owner_arm_ms(j->owner, LK__SEM_PAUSE_MS);
+}
+
+/* Close: the jobs left are handed to the client as owner-less clean-up (a
+ * paused one is sent once more now). */
+static void owner_orphan_all(lk__sem_owner_t *w) {
+  while (!lk__queue_empty(&w->jobs)) {
+    lk__sem_job_t *j = lk__container_of(lk__queue_head(&w->jobs), lk__sem_job_t, node);
+    lk__queue_remove(&j->node);
+    j->owner = NULL;
+    lk__log(w->client, LK_LOG_WARN,
+            "semaphore closed before its clean-up got through; it is left to "
+            "the client (a few more tries)");
+    if (j->paused)
+      job_send(j);
+  }
+}
+
+static void on_owner_timer(uv_timer_t *t) {
+  lk__sem_owner_t *w = t->data;
+  lk__queue_t *q, *next;
+  if (w->closing && lk__now_ns() >= w->close_deadline_ns) {
+    owner_orphan_all(w);
+    owner_maybe_done(w);
+    return;
+  }
+  /* job_send may unlink the job (job_free): walk with the next saved. */
+  for (q = w->jobs.next; q != &w->jobs; q = next) {
+    lk__sem_job_t *j = lk__container_of(q, lk__sem_job_t, node);
+    next = q->next;
+    if (j->paused)
+      job_send(j);
+  }
+  if (w->closing && !lk__queue_empty(&w->jobs) && !uv_is_active((uv_handle_t *)&w->timer)) {
+    uint64_t now = lk__now_ns();
+    owner_arm_ms(w, w->close_deadline_ns > now ? (w->close_deadline_ns - now) / 1000000u + 1 : 0);
+  }
+}
+
+static void on_owner_timer_closed(uv_handle_t *h) {
+  lk__sem_owner_t *w = h->data;
+  w->done(w);
+}
+
+static void owner_maybe_done(lk__sem_owner_t *w) {
+  if (!w->closing || !lk__queue_empty(&w->jobs) || !w->timer_open)
+    return;
+  w->timer_open = 0;
+  uv_timer_stop(&w->timer);
+  uv_close((uv_handle_t *)&w->timer, on_owner_timer_closed);
+}
+
+void lk__sem_owner_init(lk__sem_owner_t *w, lk_client_t *c) {
+  w->client = c;
+  lk__queue_init(&w->jobs);
+  uv_timer_init(c->loop, &w->timer);
+  w->timer.data = w;
+  w->timer_open = 1;
+  w->closing = 0;
+  w->done = NULL;
+}
+
+void lk__sem_owner_close(lk__sem_owner_t *w, int64_t wait_ms, void (*done)(lk__sem_owner_t *w)) {
+  w->closing = 1;
+  w->done = done;
+  w->close_deadline_ns = lk__now_ns() + (uint64_t)wait_ms * 1000000u;
+  if (lk__queue_empty(&w->jobs)) {
+    owner_maybe_done(w);
+    return;
+  }
+  if (!uv_is_active((uv_handle_t *)&w->timer))
+    owner_arm_ms(w, (uint64_t)wait_ms + 1);
 }

@@ -31,15 +31,43 @@ int lk__sem_parse_msg(const char *msg, size_t len, int64_t *out);
 /* The i-th element of an array reply as an integer. */
 int lk__sem_elem(const redisReply *r, size_t i, int64_t *out);
 
+/* The clean-up of one object (the counting semaphore): while the object
+ * lives, its clean-up commands are resent across any number of reconnects
+ * (a failed connect, a lost reply, a loading or busy server: the latter two
+ * after a pause on `timer`), until the mark that judges them could have
+ * expired. Close waits for them (lk__sem_owner_close), up to a bound. */
+typedef struct lk__sem_owner_s {
+  lk_client_t *client;
+  lk__queue_t jobs;  /* lk__sem_job_t.node */
+  uv_timer_t timer;  /* paused resends */
+  int timer_open;    /* initialised, not yet closed */
+  int closing;       /* close waits for the jobs */
+  uint64_t close_deadline_ns;
+  void (*done)(struct lk__sem_owner_s *w); /* close: jobs over, timer closed */
+} lk__sem_owner_t;
+
+/* Starts the owner (its timer on the client's loop). */
+void lk__sem_owner_init(lk__sem_owner_t *w, lk_client_t *c);
+/* Close: done(w) runs, from the loop or a callback, once every job of w is
+ * over (applied, or found needless), or once wait_ms passed (the jobs left
+ * are then handed to the client as owner-less clean-up, logged), and the
+ * timer is closed. */
+void lk__sem_owner_close(lk__sem_owner_t *w, int64_t wait_ms, void (*done)(lk__sem_owner_t *w));
+
 /* Clean-up nobody waits for: the script is sent now (after == NULL), or once
  * `after` (a command the object left behind, re-aimed here) has an outcome
  * for which pred is true, else dropped. Every such script is idempotent, so
  * a send that fails for want of a connection, or whose reply is lost, is
- * repeated on the next connection, a few times. argv is copied. Failures
- * are logged; nothing is reported to anyone. */
+ * repeated on the next connection: with an owner, without limit until
+ * valid_ms from now (the request mark's TTL, less every span it may have
+ * been set earlier); without one (owner NULL), a few times. argv is copied.
+ * Failures are logged; nothing is reported to anyone. */
 typedef int (*lk__sem_pred)(int status, const redisReply *r);
 void lk__sem_background(lk_client_t *c, const char *script, int nkeys, int nargs, const char **argv,
                         const size_t *lens, lk__op_t *after, lk__sem_pred pred);
+void lk__sem_background_owned(lk__sem_owner_t *w, int64_t valid_ms, const char *script, int nkeys,
+                              int nargs, const char **argv, const size_t *lens, lk__op_t *after,
+                              lk__sem_pred pred);
 
 /* Predicates for lk__sem_background. */
 int lk__sem_always(int status, const redisReply *r);

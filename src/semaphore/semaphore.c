@@ -49,6 +49,9 @@ struct lk_semaphore_s {
   int settled;     /* a settle of this acquire is already arranged */
   int unheld;      /* release without acquire */
   lk_semaphore_close_cb close_cb;
+  /* settles and resends left to the background: retried while the object
+   * lives, waited for by close (sem_internal.h) */
+  lk__sem_owner_t jobs;
 };
 
 #define CLIENT(s) ((s)->base.client)
@@ -57,6 +60,24 @@ static int64_t mark_ttl_ms(const lk_client_t *c) {
   /* Outlives every resend and clean-up of a request: those span a few
    * reply timeouts and reconnect cycles. */
   return 60000 + 10 * c->o.reply_timeout_ms;
+}
+
+/* How long a clean-up command may still be resent: until the mark that
+ * judges it could have expired. The mark's TTL runs from the last attempt
+ * that applied the request, which may precede the clean-up by every resend
+ * (each bounded by a reply timeout, or a connect timeout and a backoff). */
+static int64_t job_valid_ms(const lk_client_t *c) {
+  const lk__opts_t *o = &c->o;
+  return mark_ttl_ms(c) - o->reply_timeout_ms -
+         (LK__SEM_UNKNOWN_RESENDS + 1) *
+             (o->reply_timeout_ms + o->connect_timeout_ms + o->reconnect_max_ms);
+}
+
+/* Close waits this long for clean-up still under way: a reconnect and a
+ * reply, twice. */
+static int64_t close_wait_ms(const lk_client_t *c) {
+  const lk__opts_t *o = &c->o;
+  return 2 * (o->connect_timeout_ms + o->reply_timeout_ms) + o->reconnect_max_ms;
 }
 
 static void begin(lk_semaphore_t *s, enum lk__sem_op kind, lk_semaphore_cb cb, void *arg) {
@@ -113,7 +134,8 @@ static void settle_acquire(lk_semaphore_t *s, lk__op_t *after, lk__sem_pred pred
   lk__sem_args_t a;
   fill_args(s, &a, s->n, s->op_req);
   s->settled = 1;
-  lk__sem_background(CLIENT(s), "semaphore/settle", 3, 4, a.argv, a.lens, after, pred);
+  lk__sem_background_owned(&s->jobs, job_valid_ms(CLIENT(s)), "semaphore/settle", 3, 4, a.argv,
+                           a.lens, after, pred);
   switch_mark(s);
 }
 
@@ -128,8 +150,8 @@ static int reply_lost(int status, const redisReply *r) {
 static void release_later(lk_semaphore_t *s, int64_t n, uint64_t req, lk__op_t *after) {
   lk__sem_args_t a;
   fill_args(s, &a, n, req);
-  lk__sem_background(CLIENT(s), "semaphore/release", 3, 5, a.argv, a.lens, after,
-                     after != NULL ? reply_lost : lk__sem_always);
+  lk__sem_background_owned(&s->jobs, job_valid_ms(CLIENT(s)), "semaphore/release", 3, 5, a.argv,
+                           a.lens, after, after != NULL ? reply_lost : lk__sem_always);
   switch_mark(s);
 }
 
@@ -306,7 +328,9 @@ static void on_release_reply(void *data, int status, redisReply *r) {
     return;
   }
   lk__obj_error(&s->base, r);
-  if (status == LK_EUNKNOWN || (status == LK_ECONN && s->resends > 0)) {
+  if (status == LK_EUNKNOWN || (s->tainted && lk__obj_transient(status))) {
+    /* No reply, or a resend after one found no connection, or a loading or
+     * busy server: the outcome is still open. */
     s->tainted = 1;
     if (s->resends < LK__SEM_UNKNOWN_RESENDS) {
       s->resends++;
@@ -436,6 +460,16 @@ int lk_semaphore_drain(lk_semaphore_t *s, lk_semaphore_cb cb, void *arg) {
 
 /* --- lifecycle --- */
 
+static void on_jobs_done(lk__sem_owner_t *w) {
+  lk_semaphore_t *s = lk__container_of(w, lk_semaphore_t, jobs);
+  lk__obj_close_done(&s->base);
+}
+
+/* Very last step of close: wait for the clean-up still under way. */
+static void close_finish(lk_semaphore_t *s) {
+  lk__sem_owner_close(&s->jobs, close_wait_ms(CLIENT(s)), on_jobs_done);
+}
+
 static void on_mark_forgotten(void *data, int status, redisReply *r) {
   lk_semaphore_t *s = data;
   (void)r;
@@ -443,7 +477,7 @@ static void on_mark_forgotten(void *data, int status, redisReply *r) {
   if (status != 0 && status != LK_ECANCELED)
     lk__log(CLIENT(s), LK_LOG_DEBUG, "semaphore mark not deleted (%s); it expires",
             lk_err_name(status));
-  lk__obj_close_done(&s->base);
+  close_finish(s);
 }
 
 /* Last step of close: the mark is deleted once no request of this object
@@ -466,7 +500,9 @@ static void on_close_release(void *data, int status, redisReply *r) {
   s->base.op = NULL;
   if (status == 0 && lk__sem_elem(r, 0, &avail)) {
     s->held = 0;
-  } else if (status == LK_EUNKNOWN) {
+  } else if (status == LK_EUNKNOWN || lk__obj_transient(status)) {
+    /* Not sent, or its reply lost, or a loading or busy server: resent in
+     * the background (applied once), which close waits for. */
     release_later(s, s->held, s->op_req, NULL);
     s->held = 0;
   } else if (status != LK_ECANCELED) {
@@ -474,7 +510,7 @@ static void on_close_release(void *data, int status, redisReply *r) {
             "semaphore release on close failed (%s); its permits stay taken", lk_err_name(status));
   }
   if (!forget_mark(s))
-    lk__obj_close_done(&s->base);
+    close_finish(s);
 }
 
 /* Close gives back every permit held. */
@@ -482,17 +518,25 @@ static int on_close_release_start(lk__obj_t *o) {
   lk_semaphore_t *s = (lk_semaphore_t *)o;
   lk__sem_args_t a;
   int err = 0;
-  if (s->held <= 0)
-    return forget_mark(s);
+  if (s->held <= 0) {
+    if (!forget_mark(s))
+      close_finish(s);
+    return 1;
+  }
   s->op_req = ++s->req;
   fill_args(s, &a, s->held, s->op_req);
   s->mark_written = 1;
   o->op = lk__script_call(o->client, lk__sem_script("semaphore/release"), 3, 5, a.argv, a.lens,
                           on_close_release, s, &err);
   if (o->op == NULL) {
-    lk__log(o->client, LK_LOG_WARN,
-            "semaphore release on close not sent (%s); its permits stay taken", lk_err_name(err));
-    return 0;
+    /* Not sent (too many commands in flight, memory): the background
+     * resends it, and close waits for it. */
+    lk__log(o->client, LK_LOG_DEBUG, "semaphore release on close not sent now (%s); resent",
+            lk_err_name(err));
+    release_later(s, s->held, s->op_req, NULL);
+    s->held = 0;
+    if (!forget_mark(s))
+      close_finish(s);
   }
   return 1;
 }
@@ -570,6 +614,7 @@ int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
   s->base.client = c;
   switch_mark(s);
   lk__obj_init(&s->base, c, &lk__semaphore_ops);
+  lk__sem_owner_init(&s->jobs, c);
   s->base.channel = s->channel;
   s->base.channel_len = s->channel_len;
   *out = s;

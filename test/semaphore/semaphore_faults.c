@@ -324,3 +324,114 @@ TEST(psem_server_restart_reports_loss) {
   fx_close_psem(&fx, a);
   fx_finish(&fx);
 }
+
+/* --- acquires whose outcome stays unknown while the server stays out of
+ * reach for many reconnect cycles: the settle must not give up --- */
+
+static rt_proxy_t *start_fast(fx_t *fx) {
+  lk_client_opts_t o;
+  rt_proxy_t *p;
+  memset(fx, 0, sizeof *fx);
+  ASSERT_OK(uv_loop_init(&fx->loop));
+  fx->srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx->srv);
+  p = rt_proxy_start(rt_server_port(fx->srv));
+  ASSERT_NOT_NULL(p);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(p);
+  o.reconnect_min_ms = 10;
+  o.reconnect_max_ms = 50;
+  o.reply_timeout_ms = 150;
+  o.connect_timeout_ms = 150;
+  fx_start_client(fx, &o);
+  return p;
+}
+
+/* The scripts are cached on the server, so the next EVALSHA is the acquire
+ * itself (not a NOSCRIPT answer). */
+static void warm_up(fx_t *fx, lk_semaphore_t *s, const char *name, long long permits) {
+  ASSERT_OK(sem_run_n(fx, lk_semaphore_try_set_permits, s, permits, NULL));
+  ASSERT_OK(sem_acquire(fx, s, 1, 0));
+  ASSERT_OK(sem_run_n(fx, lk_semaphore_release, s, 1, NULL));
+  ASSERT_EQ(srv_count(fx->srv, name), permits);
+}
+
+/* The acquire runs on the server; its reply is dropped and the connection
+ * cut; then every new connection is refused for many reconnect cycles. The
+ * settle waits for the server however many cycles that takes, and gives the
+ * permits back once it is reachable. */
+TEST(unknown_acquire_settled_after_many_reconnects) {
+  fx_t fx;
+  rt_proxy_t *p = start_fast(&fx);
+  lk_semaphore_t *s = fx_sem(&fx, "umr");
+  lk_client_stats_t st;
+  sx_t a;
+  warm_up(&fx, s, "umr", 3);
+  rt_proxy_refuse(p, 1); /* new connections only: this one stays */
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  sem_start_acquire(s, 2, 0, &a);
+  rt_run_until(&fx.loop, &a.done, 3000);
+  ASSERT_EQ(a.status, LK_EUNKNOWN);
+  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  ASSERT_EQ(srv_count(fx.srv, "umr"), 1); /* it took them */
+  ASSERT_EQ(lk_semaphore_held(s), 0);
+  fx_spin(&fx, rt_scaled_ms(1200)); /* tens of refused reconnects */
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_GE(st.reconnects, 8);
+  rt_proxy_refuse(p, 0);
+  ASSERT(fx_wait_count(&fx, "umr", 3, 3000));
+  fx_close_sem(&fx, s);
+  ASSERT_EQ(srv_count(fx.srv, "umr"), 3);
+  finish_proxied(&fx, p);
+}
+
+/* The same with the server paused (SIGSTOP): the acquire sits in the
+ * server's socket buffer, the client times out, every reconnect's handshake
+ * times out, and the server runs the acquire once resumed. */
+TEST(unknown_acquire_settled_after_server_pause) {
+  fx_t fx;
+  rt_proxy_t *p = start_fast(&fx);
+  lk_semaphore_t *s = fx_sem(&fx, "usp");
+  sx_t a;
+  warm_up(&fx, s, "usp", 3);
+  rt_server_pause(fx.srv);
+  sem_start_acquire(s, 2, 0, &a);
+  rt_run_until(&fx.loop, &a.done, 3000);
+  ASSERT_EQ(a.status, LK_EUNKNOWN);
+  fx_spin(&fx, rt_scaled_ms(1500));
+  rt_server_resume(fx.srv);
+  fx_spin(&fx, rt_scaled_ms(300));
+  ASSERT(fx_wait_count(&fx, "usp", 3, 3000));
+  fx_close_sem(&fx, s);
+  ASSERT_EQ(srv_count(fx.srv, "usp"), 3);
+  finish_proxied(&fx, p);
+}
+
+static void note_closed(lk_semaphore_t *s) { *(int *)lk_semaphore_get_data(s) = 1; }
+
+/* Close with a settle still pending and the server out of reach: close
+ * waits for it (within its bound), so closing the client right after loses
+ * nothing. */
+TEST(close_waits_for_pending_settle) {
+  fx_t fx;
+  rt_proxy_t *p = start_fast(&fx);
+  lk_semaphore_t *s = fx_sem(&fx, "cws");
+  sx_t a;
+  int closed = 0;
+  warm_up(&fx, s, "cws", 3);
+  rt_proxy_refuse(p, 1);
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  sem_start_acquire(s, 2, 0, &a);
+  rt_run_until(&fx.loop, &a.done, 3000);
+  ASSERT_EQ(a.status, LK_EUNKNOWN);
+  ASSERT_EQ(srv_count(fx.srv, "cws"), 1);
+  lk_semaphore_set_data(s, &closed);
+  ASSERT_OK(lk_semaphore_close(s, note_closed));
+  fx_spin(&fx, rt_scaled_ms(200));
+  ASSERT_EQ(closed, 0); /* still waiting for the settle */
+  rt_proxy_refuse(p, 0);
+  rt_run_until(&fx.loop, &closed, 3000);
+  ASSERT_EQ(closed, 1);
+  ASSERT_EQ(srv_count(fx.srv, "cws"), 3); /* settled before close completed */
+  finish_proxied(&fx, p);
+}
