@@ -183,6 +183,25 @@ static void acquired(lk_fair_t *f, const redisReply *r) {
     }
     f->token = token;
   }
+  if (!lk_fair_is_held(f)) {
+    /* Success must mean is_held(): the grant came back after its own local
+     * deadline (the round trip took longer than the lease), so the server
+     * may have expired it already. Earlier holds are past it too. */
+    lk__log(c, LK_LOG_WARN, "acquisition answered after its lease ran out; given back");
+    if (before > 0) {
+      lk__fair_lose(f);
+      f->lost = 0;
+    } else {
+      lk__fair_give_back(f, -1, 1);
+      if (lk__wd_watching(&f->wd))
+        lk__wd_remove(c, &f->wd);
+    }
+    f->holds = 0;
+    /* on_lost may have canceled or closed: that completion stands. */
+    if (f->base.waiting)
+      lk__fair_finish(f, LK_ELEASELOST);
+    return;
+  }
   lk__fair_finish(f, 0);
 }
 

@@ -164,12 +164,13 @@ static void acquired(lk_rwlock_t *rw, redisReply *r) {
     }
     rw->token = token;
   }
-  if (lk__now_ns() >= sent + (uint64_t)rw->req_lease_ms * 1000000u -
-                          lk__wd_drift_ns(rw->req_lease_ms)) {
-    /* The grant came back after its own local deadline (the round trip took
-     * longer than the lease): the server may have expired it already, so it
-     * cannot be used. With earlier holds (either side), the object cannot
-     * trust them either: lost as a whole. */
+  if (!lk_rwlock_is_held(rw, s == LK__RW_W ? LK_RW_WRITE : LK_RW_READ)) {
+    /* Success must mean is_held(): the grant came back after its own local
+     * deadline (the round trip took longer than the lease), or an earlier
+     * read hold on this side (the side's deadline is its earliest hold's)
+     * is past its own. The server may have expired it already, so it cannot
+     * be used. With earlier holds (either side), the object cannot trust
+     * them either: lost as a whole. */
     lk__log(c, LK_LOG_WARN, "acquisition answered after its lease ran out; given back");
     if (before > 0 || rw->side[1 - s].holds > 0) {
       lk__rw_lose(rw);
