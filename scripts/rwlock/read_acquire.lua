@@ -31,9 +31,14 @@ end
 
 local before = tonumber(ARGV[4])
 local held = redis.call('hget', KEYS[1], ARGV[2])
-if held and before >= 0 and tonumber(held) == before + 1 then
+if held and before >= 0 and tonumber(held) == before + 1 and
+   redis.call('exists', KEYS[2] .. ':' .. held) == 1 then
   -- An earlier attempt whose reply was lost took this hold: report it
   -- instead of counting twice (its token is the counter's current value).
+  -- Only while that hold's own key lives: a field left from holds that
+  -- expired is no grant (another owner's release may count it dead and
+  -- delete the lock at any moment); it is counted afresh below, and the
+  -- object sees the count jump and reports the loss.
   local writes = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
   if #KEYS < 3 then return {before + 1, writes} end
   return {before + 1, writes, tonumber(redis.call('get', KEYS[3]) or '0'), 0}
