@@ -2,15 +2,27 @@
 -- field OWNER -> hold count, PEXPIRE lease).
 -- KEYS[1] lock name; ARGV[1] lease ms, ARGV[2] owner "UUID:TID",
 -- ARGV[3] hold count the owner had before this call, or -1 when unknown
--- (owners shared between objects).
+-- (owners shared between objects), ARGV[4] '1' on a resend after a lost
+-- reply.
 -- Reply (private to latchkey): {count} when acquired, else the holder's PTTL.
--- When the count is already one above ARGV[3], an earlier attempt whose reply
--- was lost did acquire: report it instead of counting twice.
+-- On a resend, a count already one above ARGV[3] means the attempt whose
+-- reply was lost did acquire: reported instead of counting twice. On a first
+-- attempt that count is a stale one, and is not taken for a grant.
 local held = redis.call('hget', KEYS[1], ARGV[2])
 local before = tonumber(ARGV[3])
-if held and before >= 0 and tonumber(held) == before + 1 then
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {tonumber(held)}
+if held and before >= 0 then
+  if ARGV[4] == '1' and tonumber(held) == before + 1 then
+    -- A resend: the attempt whose reply was lost did acquire.
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {tonumber(held)}
+  end
+  if tonumber(held) ~= before then
+    -- Holds of this owner the object no longer counts (a release whose
+    -- outcome stayed unknown did not apply). The owner still holds the lock,
+    -- so nobody else held it in between: restart the count from the
+    -- object's, so the next release frees it.
+    redis.call('hset', KEYS[1], ARGV[2], before)
+  end
 end
 if held or redis.call('exists', KEYS[1]) == 0 then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)

@@ -3,17 +3,24 @@
 -- included, never expiring).
 -- KEYS[1] lock name, KEYS[2] token key; ARGV[1] lease ms, ARGV[2] owner,
 -- ARGV[3] hold count before this call or -1 (see acquire.lua), ARGV[4] the
--- lowest token this client may accept (one above the highest it has seen).
+-- lowest token this client may accept (one above the highest it has seen),
+-- ARGV[5] '1' on a resend after a lost reply (see acquire.lua).
 -- Reply: {count, token, regressed} when acquired, else the holder's PTTL.
 -- regressed = 1: the counter was below the floor (the server lost its data);
 -- it is lifted to the floor so tokens never go backwards again.
 local held = redis.call('hget', KEYS[1], ARGV[2])
 local before = tonumber(ARGV[3])
-if held and before >= 0 and tonumber(held) == before + 1 then
-  -- An earlier attempt whose reply was lost took it; nobody else has
-  -- acquired since, so the counter still shows that attempt's token.
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {tonumber(held), tonumber(redis.call('get', KEYS[2]) or '0'), 0}
+if held and before >= 0 then
+  if ARGV[5] == '1' and tonumber(held) == before + 1 then
+    -- A resend: the attempt whose reply was lost took it; nobody else has
+    -- acquired since, so the counter still shows that attempt's token.
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {tonumber(held), tonumber(redis.call('get', KEYS[2]) or '0'), 0}
+  end
+  if tonumber(held) ~= before then
+    -- Stale holds of this owner (see acquire.lua): restart the count.
+    redis.call('hset', KEYS[1], ARGV[2], before)
+  end
 end
 if held or redis.call('exists', KEYS[1]) == 0 then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)

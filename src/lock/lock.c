@@ -64,6 +64,7 @@ struct lk_lock_s {
   int req_watchdog; /* the acquire asked for the default, renewed lease */
   int req_fenced;
   int unknown_resends;
+  int outcome_open; /* the last attempt's reply was lost: the next is a resend */
   uint32_t release_before; /* holds before a release's first attempt */
   uint64_t released_to_waiters_ns; /* last release that waiters heard */
   lk_lock_close_cb close_cb;
@@ -103,6 +104,7 @@ static void begin(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb, void *arg)
   l->cb = cb;
   l->arg = arg;
   l->unknown_resends = 0;
+  l->outcome_open = 0;
 }
 
 static void finish(lk_lock_t *l, int status) { lk__obj_finish(&l->base, status); }
@@ -238,8 +240,9 @@ static void on_acquire_reply(void *data, int status, redisReply *r);
 static int attempt_acquire(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   char lease[24], before[24], floor[24];
-  const char *argv[6];
-  size_t lens[6];
+  const char *argv[7];
+  size_t lens[7];
+  const char *resend = l->outcome_open ? "1" : "0";
   int err = 0;
   if (abandoned_pending(l)) {
     l->attempt_deferred = 1; /* on_abandoned_settled sends it */
@@ -256,14 +259,16 @@ static int attempt_acquire(lk__obj_t *o) {
     argv[4] = before, lens[4] = before_len;
     argv[5] = floor;
     lens[5] = lk__i64_to_str(floor, lk__token_highest(CLIENT(l), l->name, l->name_len) + 1);
-    l->base.op = lk__script_call(CLIENT(l), script("lock/acquire_fenced"), 2, 4, argv,
+    argv[6] = resend, lens[6] = 1;
+    l->base.op = lk__script_call(CLIENT(l), script("lock/acquire_fenced"), 2, 5, argv,
                             lens, on_acquire_reply, l, &err);
   } else {
     argv[0] = l->name, lens[0] = l->name_len;
     argv[1] = lease, lens[1] = lease_len;
     argv[2] = l->owner, lens[2] = l->owner_len;
     argv[3] = before, lens[3] = before_len;
-    l->base.op = lk__script_call(CLIENT(l), script("lock/acquire"), 1, 3, argv, lens,
+    argv[4] = resend, lens[4] = 1;
+    l->base.op = lk__script_call(CLIENT(l), script("lock/acquire"), 1, 4, argv, lens,
                             on_acquire_reply, l, &err);
   }
   return l->base.op != NULL ? 0 : err;
@@ -361,6 +366,8 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
   long long ttl;
   l->base.op = NULL;
+  if (status == 0)
+    l->outcome_open = 0; /* answered: whatever was open is settled */
   if (status == 0 && is_grant(r)) {
     acquired(l, r);
     return;
@@ -387,6 +394,7 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
      * lock by the expected count, so nothing is counted twice. */
     int rc;
     l->unknown_resends++;
+    l->outcome_open = 1;
     rc = lk__obj_try(&l->base);
     if (rc != 0)
       finish(l, rc);
