@@ -302,6 +302,16 @@ static void on_timer(uv_timer_t *t) {
 
 /* --- init --- */
 
+int lk__obj_new_check(const lk_client_t *c, const void *out, const char *name,
+                      size_t *len) {
+  int rc = lk__check_client(c);
+  if (rc != 0)
+    return rc;
+  if (out == NULL)
+    return LK_EINVAL;
+  return lk__check_name(c, name, len);
+}
+
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops) {
   o->client = c;
   o->ops = ops;

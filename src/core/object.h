@@ -74,6 +74,12 @@ struct lk__obj_s {
 
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);
 
+/* The checks every primitive's _new makes first, in this order: the client
+ * (thread, fork, closing), the out pointer, the name (1..max_name_len bytes;
+ * *len gets its length). */
+int lk__obj_new_check(const lk_client_t *c, const void *out, const char *name,
+                      size_t *len);
+
 /* Entry checks: LK_EINVAL (NULL), thread, fork, LK_ECLOSED. */
 int lk__obj_check(const lk__obj_t *o);
 /* ... and a callback (LK_EINVAL) and nothing pending (LK_EBUSY). */

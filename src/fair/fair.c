@@ -148,12 +148,7 @@ static const lk__obj_ops_t lk__fair_ops = {
 int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
   lk_fair_t *f;
   size_t len;
-  int rc = lk__check_client(c);
-  if (rc != 0)
-    return rc;
-  if (out == NULL)
-    return LK_EINVAL;
-  rc = lk__check_name(c, name, &len);
+  int rc = lk__obj_new_check(c, out, name, &len);
   if (rc != 0)
     return rc;
   f = lk__calloc(1, sizeof(*f));

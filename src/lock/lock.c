@@ -759,12 +759,7 @@ static const lk__obj_ops_t lk__lock_ops = {
 int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   lk_lock_t *l;
   size_t len;
-  int rc = lk__check_client(c);
-  if (rc != 0)
-    return rc;
-  if (out == NULL)
-    return LK_EINVAL;
-  rc = lk__check_name(c, name, &len);
+  int rc = lk__obj_new_check(c, out, name, &len);
   if (rc != 0)
     return rc;
   l = lk__calloc(1, sizeof(*l));

@@ -310,12 +310,7 @@ static char *key_prefix(const char *name, size_t len, size_t *out_len) {
 int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
   lk_rwlock_t *rw;
   size_t len;
-  int rc = lk__check_client(c);
-  if (rc != 0)
-    return rc;
-  if (out == NULL)
-    return LK_EINVAL;
-  rc = lk__check_name(c, name, &len);
+  int rc = lk__obj_new_check(c, out, name, &len);
   if (rc != 0)
     return rc;
   rw = lk__calloc(1, sizeof(*rw));

@@ -606,12 +606,7 @@ static const lk__obj_ops_t lk__psem_ops = {
 int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
   lk_psem_t *p;
   size_t len;
-  int rc = lk__check_client(c);
-  if (rc != 0)
-    return rc;
-  if (out == NULL)
-    return LK_EINVAL;
-  rc = lk__check_name(c, name, &len);
+  int rc = lk__obj_new_check(c, out, name, &len);
   if (rc != 0)
     return rc;
   p = lk__calloc(1, sizeof(*p));

@@ -579,12 +579,7 @@ int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
   lk_semaphore_t *s;
   size_t len, base_len;
   char *base, tail[64];
-  int rc = lk__check_client(c), n;
-  if (rc != 0)
-    return rc;
-  if (out == NULL)
-    return LK_EINVAL;
-  rc = lk__check_name(c, name, &len);
+  int rc = lk__obj_new_check(c, out, name, &len), n;
   if (rc != 0)
     return rc;
   s = lk__calloc(1, sizeof(*s));
