@@ -494,8 +494,10 @@ TEST(psem_watchdog_batches_many_holders) {
   fx_t fx;
   lk_psem_t *h[HOLDERS];
   lk_client_stats_t st;
+  int64_t t0, ticks;
   int i;
   start_with(&fx, 600, 0);
+  t0 = rt_now_ms();
   for (i = 0; i < HOLDERS; i++)
     h[i] = fx_psem(&fx, "many");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, h[0], HOLDERS, NULL));
@@ -506,7 +508,12 @@ TEST(psem_watchdog_batches_many_holders) {
   lk_client_get_stats(fx.c, &st);
   ASSERT_EQ(st.leases_lost, 0);
   ASSERT_GE(st.renewals, (uint64_t)HOLDERS * 3);
-  ASSERT_LE(st.renewal_commands * 60, st.renewals); /* batched, not one each */
+  /* Batched, not one each: a tick (lease/6 = 100 ms) renews whatever is
+   * due in at most two scripts for 150 holders (100 keys per script), however
+   * slowly the acquisitions spread them (a sanitizer build is slow). */
+  ticks = (rt_now_ms() - t0) / 100 + 2;
+  ASSERT_LE(st.renewal_commands, (uint64_t)(2 * ticks));
+  ASSERT_LE(st.renewal_commands * 10, st.renewals);
   for (i = 0; i < HOLDERS; i++)
     ASSERT(lk_psem_is_held(h[i]));
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {many}:timeout"), HOLDERS);
