@@ -122,11 +122,8 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
       continue;
     }
     extended = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1;
-    if (e->lost) {
-      if (extended)
-        e->on_event(e, LK__WD_LATE);
-      continue;
-    }
+    if (e->lost)
+      continue; /* undone on the server by the loss's give-back (watchdog.h) */
     if (!extended) {
       declare_lost(e);
       continue;

@@ -20,12 +20,14 @@ typedef struct lk__wd_entry_s lk__wd_entry_t;
 typedef struct lk__wd_batch_s lk__wd_batch_t;
 
 enum {
-  LK__WD_LOST = 1,   /* the lease is gone: renewal said so, or the local
-                        deadline passed unconfirmed. The entry has left the
-                        ring. status is LK_ELEASELOST. */
-  LK__WD_LATE = 2    /* a renewal sent before the entry was declared lost
-                        came back successful: the server extended a lease the
-                        holder was told it lost. Give it back. */
+  /* The lease is gone: renewal said so, or the local deadline passed
+   * unconfirmed. The entry has left the ring. The handler must give back, on
+   * the command connection, whatever the server may still have for the
+   * owner: a renewal still in flight was sent before that give-back, so a
+   * late success of it is undone by it on the server. (The watchdog itself
+   * ignores such a late success: a second give-back sent when it arrives
+   * could follow a new acquisition of the same owner and delete it.) */
+  LK__WD_LOST = 1
 };
 
 /* A renewal script and its shape: each entry contributes keys_per_entry keys

@@ -218,12 +218,7 @@ int lk_fair_queue_length(lk_fair_t *f, lk_fair_cb cb, void *arg) {
 
 void lk__fair_on_wd_event(lk__wd_entry_t *e, int event) {
   lk_fair_t *f = lk__container_of(e, lk_fair_t, wd);
-  if (event == LK__WD_LATE) {
-    /* A renewal overtook the loss and extended the lease: give it back
-     * rather than let a lock nobody believes it holds live on. */
-    lk__fair_give_back(f, -1, f->holds ? f->holds : 1);
-    return;
-  }
+  (void)event; /* LK__WD_LOST, the only one */
   lk__fair_lose(f);
 }
 
@@ -231,7 +226,9 @@ void lk__fair_on_wd_event(lk__wd_entry_t *e, int event) {
  * have for this owner (waking the next waiter), tell the holder. */
 void lk__fair_lose(lk_fair_t *f) {
   lk_client_t *c = LK__FAIR_CLIENT(f);
-  if (f->wd.in_ring)
+  /* Stop watching entirely: a renewal still in flight was sent before the
+   * give-back below, which therefore undoes a late success of it. */
+  if (lk__wd_watching(&f->wd))
     lk__wd_remove(c, &f->wd);
   f->lost = 1;
   c->stats.leases_lost++;

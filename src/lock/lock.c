@@ -660,21 +660,16 @@ int lk_lock_server_hold_count(lk_lock_t *l, lk_lock_cb cb, void *arg) {
 
 static void on_wd_event(lk__wd_entry_t *e, int event) {
   lk_lock_t *l = lk__container_of(e, lk_lock_t, wd);
-  if (event == LK__WD_LATE) {
-    /* A renewal overtook the loss and extended the lease: give it back
-     * rather than let a lock nobody believes it holds live on. */
-    give_back(l, -1, l->holds ? l->holds : 1);
-    return;
-  }
+  (void)event; /* LK__WD_LOST, the only one */
   lose(l);
 }
 
 /* The holds are gone: stop renewing, give back what the server may still
  * have for this owner, tell the holder. */
 static void lose(lk_lock_t *l) {
-  /* From the watchdog the entry has left the ring already, and a renewal
-   * still in flight stays tracked so a late success is given back too. */
-  if (l->wd.in_ring)
+  /* Stop watching entirely: a renewal still in flight was sent before the
+   * give-back below, which therefore undoes a late success of it. */
+  if (lk__wd_watching(&l->wd))
     lk__wd_remove(CLIENT(l), &l->wd);
   l->lost = 1;
   CLIENT(l)->stats.leases_lost++;

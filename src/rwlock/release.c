@@ -175,13 +175,7 @@ void lk__rw_on_wd_event(lk__wd_entry_t *e, int event) {
   int s = e->cls == &lk__rw_wd_read_class ? LK__RW_R : LK__RW_W;
   lk_rwlock_t *rw = s == LK__RW_R ? lk__container_of(e, lk_rwlock_t, side[LK__RW_R].wd)
                                   : lk__container_of(e, lk_rwlock_t, side[LK__RW_W].wd);
-  if (event == LK__WD_LATE) {
-    /* A renewal overtook the loss and extended the lease: give it back
-     * rather than let holds nobody believes it has live on. */
-    lk__rw_give_back(rw, s, -1, rw->owner_shared && rw->side[s].holds ? rw->side[s].holds
-                                                                       : LK__RW_ALL);
-    return;
-  }
+  (void)event; /* LK__WD_LOST, the only one */
   if (!rw->lost)
     lk__rw_lose(rw);
 }
@@ -195,9 +189,9 @@ void lk__rw_lose(lk_rwlock_t *rw) {
   lk_client_t *c = LK__RW_CLIENT(rw);
   int s;
   for (s = LK__RW_R; s <= LK__RW_W; s++) {
-    /* From the watchdog the entry has left the ring already, and a renewal
-     * still in flight stays tracked so a late success is given back too. */
-    if (rw->side[s].wd.in_ring)
+    /* Stop watching entirely: a renewal still in flight was sent before
+     * the give-backs below, which therefore undo a late success of it. */
+    if (lk__wd_watching(&rw->side[s].wd))
       lk__wd_remove(c, &rw->side[s].wd);
   }
   rw->lost = 1;

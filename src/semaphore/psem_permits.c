@@ -164,7 +164,7 @@ void lk__psem_on_wd_event(lk__wd_entry_t *e, int event) {
   lk_psem_t *p = lk__container_of(e, lk_psem_t, wd);
   size_t i;
   if (event != LK__WD_LOST)
-    return; /* LATE: the give-back below was queued behind that renewal */
+    return; /* the only event there is */
   /* Stop watching entirely: a renewal still in flight was sent before the
    * give-back, which therefore undoes it. The give-back's ids are the
    * entry's own (wd_ids), copied by lk__sem_background. */

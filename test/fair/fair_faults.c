@@ -312,3 +312,126 @@ TEST(user_without_channel_access_is_served_by_polling) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nch"), 0);
   fx_finish(&fx);
 }
+
+/* ---- a renewal answered after the loss ---- */
+
+typedef struct {
+  int lost;
+  fsx_t *acq;
+} relost_t;
+
+static void start_fenced(lk_fair_t *f, fsx_t *s) {
+  lk_fair_opts_t o;
+  memset(s, 0, sizeof(*s));
+  lk_fair_opts_init(&o);
+  o.wait_ms = 5000;
+  o.fenced = 1;
+  ASSERT_OK(lk_fair_acquire(f, &o, fsx_cb, s));
+}
+
+static long long token_counter(fx_t *fx, const char *name) {
+  char *v = rt_cmd_str(fx->srv, "GET redisson_lock_token:{%s}", name);
+  long long n = v ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
+/* The holder is told at once and acquires again from on_lost. */
+static void on_lost_acquire_again(lk_fair_t *f, int status, void *arg) {
+  relost_t *r = arg;
+  ASSERT_EQ(status, LK_ELEASELOST);
+  r->lost++;
+  start_fenced(f, r->acq);
+}
+
+/* A renewal whose reply arrives after the holder was told it lost the lease
+ * (the reply was slow, the server did extend): the loss's give-back was
+ * sent behind that renewal and undoes the extension. Nothing more may be
+ * sent when the late reply arrives: the holder may have acquired again in
+ * the meantime, and a give-back sent then would reach the server after
+ * that grant and delete it (the nemesis saw two holders this way). */
+TEST(late_renewal_reply_never_undoes_the_next_grant) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_opts_t o;
+  lk_fair_t *w;
+  fsx_t first, again;
+  relost_t r;
+  int64_t n = -1;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(p);
+  o.default_lease_ms = 600;
+  o.reply_timeout_ms = 5000; /* held replies are late, not lost */
+  fx_start_client(&fx, &o);
+  w = fx_fair(&fx, "late");
+  memset(&r, 0, sizeof(r));
+  r.acq = &again;
+  ASSERT_OK(lk_fair_set_lost_cb(w, on_lost_acquire_again, &r));
+  start_fenced(w, &first);
+  rt_run_until(&fx.loop, &first.done, 5000);
+  ASSERT_OK(first.status);
+  ASSERT_EQ(lk_fair_token(w), 1);
+  /* The next request is the watchdog's renewal: it runs, its reply (and
+   * every later one) is held past the local deadline. */
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_HOLD, NULL, 0);
+  rt_run_until(&fx.loop, &r.lost, 5000);
+  ASSERT_EQ(r.lost, 1);
+  /* Behind the renewal and the loss's give-back, the new acquisition ran. */
+  FX_EVENTUALLY(&fx, token_counter(&fx, "late") == 2, 3000);
+  ASSERT_EQ(again.done, 0);
+  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  rt_proxy_release(p);
+  rt_run_until(&fx.loop, &again.done, 5000);
+  ASSERT_OK(again.status);
+  ASSERT_EQ(lk_fair_token(w), 2);
+  /* Whatever the late reply set off was sent before this query. */
+  ASSERT_OK(fsx_run(&fx, lk_fair_server_hold_count, w, &n));
+  ASSERT_EQ(n, 1);
+  ASSERT(lk_fair_is_held(w));
+  ASSERT_EQ(r.lost, 1);
+  ASSERT_OK(fsx_run(&fx, lk_fair_release, w, &n));
+  ASSERT_EQ(n, 1);
+  fx_close_fair(&fx, w);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS late"), 0);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+/* The server counts one hold more for this owner than the object does (a
+ * release whose reply was lost did not apply, or a give-back was lost). A
+ * first attempt must not take that count for its own grant: that reading
+ * is for resends after a lost reply only. It restarts the count from the
+ * object's and takes a fresh token, and the release then frees the lock. */
+TEST(first_attempt_never_takes_a_stale_count_for_its_grant) {
+  fx_t fx;
+  lk_fair_t *w;
+  fsx_t s;
+  int64_t n = -1;
+  fx_start(&fx, NULL);
+  w = fx_fair(&fx, "stale");
+  start_fenced(w, &s);
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(lk_fair_token(w), 1);
+  /* A hold of this owner the object does not count. */
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HINCRBY stale %s 1", lk_fair_owner(w)), 2);
+  start_fenced(w, &s);
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(lk_fair_hold_count(w), 2);
+  ASSERT_EQ(lk_fair_token(w), 2); /* a fresh one, not the last one again */
+  ASSERT_EQ(holds_of(&fx, "stale", lk_fair_owner(w)), 2);
+  ASSERT_OK(fsx_run(&fx, lk_fair_release, w, &n));
+  ASSERT_EQ(n, 0);
+  ASSERT_OK(fsx_run(&fx, lk_fair_release, w, &n));
+  ASSERT_EQ(n, 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale"), 0);
+  fx_close_fair(&fx, w);
+  fx_finish(&fx);
+}

@@ -328,3 +328,98 @@ TEST(user_without_channel_access_polls) {
   fx_close_lock(&fx, b);
   fx_finish(&fx);
 }
+
+/* ---- a renewal answered after the loss ---- */
+
+typedef struct {
+  int lost;
+  sx_t *acq;
+} relost_t;
+
+static void start_fenced(lk_lock_t *l, sx_t *s) {
+  lk_lock_opts_t o;
+  memset(s, 0, sizeof(*s));
+  lk_lock_opts_init(&o);
+  o.wait_ms = 5000;
+  o.fenced = 1;
+  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
+}
+
+/* The holder is told at once and acquires again from on_lost. */
+static void on_lost_acquire_again(lk_lock_t *l, int status, void *arg) {
+  relost_t *r = arg;
+  ASSERT_EQ(status, LK_ELEASELOST);
+  r->lost++;
+  start_fenced(l, r->acq);
+}
+
+static long long token_counter(fx_t *fx, const char *name) {
+  char *v = rt_cmd_str(fx->srv, "GET redisson_lock_token:{%s}", name);
+  long long n = v ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
+/* A renewal whose reply arrives after the holder was told it lost the lease
+ * (the reply was slow; the server did extend): the loss's give-back was sent
+ * behind that renewal and undoes the extension. Nothing more may be sent
+ * when the late reply arrives: the holder may have acquired again meanwhile,
+ * and a give-back sent then would reach the server after that grant and
+ * delete it (the nemesis saw two holders of a fair lock this way). */
+TEST(late_renewal_reply_never_undoes_the_next_grant) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_opts_t o;
+  lk_lock_t *l;
+  sx_t first, again;
+  relost_t r;
+  int64_t n = -1;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(p);
+  o.default_lease_ms = 600;
+  o.reply_timeout_ms = 5000; /* held replies are late, not lost */
+  fx_start_client(&fx, &o);
+  l = fx_lock(&fx, "late");
+  memset(&r, 0, sizeof(r));
+  r.acq = &again;
+  ASSERT_OK(lk_lock_set_lost_cb(l, on_lost_acquire_again, &r));
+  start_fenced(l, &first);
+  rt_run_until(&fx.loop, &first.done, 5000);
+  ASSERT_OK(first.status);
+  ASSERT_EQ(lk_lock_token(l), 1);
+  /* The next request is the watchdog's renewal: it runs, its reply (and
+   * every later one) is held past the local deadline. */
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_HOLD, NULL, 0);
+  rt_run_until(&fx.loop, &r.lost, 5000);
+  ASSERT_EQ(r.lost, 1);
+  /* Behind the renewal and the loss's give-back, the new acquisition ran. */
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
+    while (token_counter(&fx, "late") != 2) {
+      ASSERT_LT(rt_now_ms(), end);
+      spin(&fx, 2);
+    }
+  }
+  ASSERT_EQ(again.done, 0);
+  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  rt_proxy_release(p);
+  rt_run_until(&fx.loop, &again.done, 5000);
+  ASSERT_OK(again.status);
+  ASSERT_EQ(lk_lock_token(l), 2);
+  /* Whatever the late reply set off was sent before this query. */
+  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, l, &n));
+  ASSERT_EQ(n, 1);
+  ASSERT(lk_lock_is_held(l));
+  ASSERT_EQ(r.lost, 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, l, &n));
+  fx_close_lock(&fx, l);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS late"), 0);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
