@@ -5,8 +5,9 @@
 -- ARGV[1] lease ms, ARGV[2] owner "UUID:TID", ARGV[3] the owner's hold count
 -- before this call or -1 when unknown (owners shared between objects),
 -- ARGV[4] waiter timeout ms, ARGV[5] 'wait' (join or stay in the queue) or
--- 'last' (take it if it is our turn, else leave the queue), ARGV[6] the
--- lowest acceptable fencing token (fenced only).
+-- 'last' (take it if it is our turn, else leave the queue), ARGV[6] '1' on
+-- a resend after a lost reply, ARGV[7] the lowest acceptable fencing token
+-- (fenced only).
 -- Deadlines use the server's clock (TIME), so clients never disagree on them.
 -- Replies (private to latchkey):
 --   {0, count[, token, regressed]}  acquired (count = holds now)
@@ -44,7 +45,7 @@ local function granted(count, fresh)
     return {count, tonumber(redis.call('get', KEYS[4]) or '0'), 0}
   end
   local token = redis.call('incr', KEYS[4])
-  local floor = tonumber(ARGV[6])
+  local floor = tonumber(ARGV[7])
   if token < floor then
     redis.call('set', KEYS[4], floor)
     return {count, floor, 1}
@@ -58,8 +59,20 @@ local function reply_granted(g)
 end
 
 local before = tonumber(ARGV[3])
-if held and before >= 0 and tonumber(held) == before + 1 then
-  return reply_granted(granted(tonumber(held), false))
+if held and before >= 0 then
+  if ARGV[6] == '1' and tonumber(held) == before + 1 then
+    -- A resend: the attempt whose reply was lost did acquire.
+    return reply_granted(granted(tonumber(held), false))
+  end
+  if tonumber(held) ~= before then
+    -- Holds of this owner the object no longer counts (a release whose
+    -- outcome stayed unknown did not apply, or a give-back was lost). The
+    -- owner still holds the lock, so nobody else held it in between:
+    -- restart the count from the object's, so its next release frees it.
+    -- (On a first attempt a count one above is such a stale one too, not
+    -- this attempt's grant.)
+    redis.call('hset', name, owner, before)
+  end
 end
 if held then
   return reply_granted(granted(redis.call('hincrby', name, owner, 1), true))

@@ -91,8 +91,8 @@ int lk__fair_attempt(lk__obj_t *o) {
   lk_fair_t *f = (lk_fair_t *)o;
   lk_client_t *c = o->client;
   char lease[24], before[24], timeout[24], floor[24];
-  const char *argv[10];
-  size_t lens[10];
+  const char *argv[11];
+  size_t lens[11];
   int n = 0, nkeys, err = 0;
   /* The last try (wait 0, or the budget is spent) never joins the queue and
    * leaves it if this owner is in it: one command, no clean-up after. */
@@ -112,6 +112,8 @@ int lk__fair_attempt(lk__obj_t *o) {
   argv[n] = before, lens[n++] = strlen(before);
   argv[n] = timeout, lens[n++] = strlen(timeout);
   argv[n] = last ? "last" : "wait", lens[n++] = 4;
+  /* "Already applied" is read from the count on resends only. */
+  argv[n] = f->outcome_open ? "1" : "0", lens[n++] = 1;
   if (f->req_fenced) {
     snprintf(floor, sizeof(floor), "%" PRId64,
              lk__token_highest(c, f->name, f->name_len) + 1);
