@@ -184,6 +184,42 @@ static void worker_log(lk_log_level_t level, const char *msg, void *arg) {
     fprintf(stderr, "nemesis worker %d: latchkey error: %s\n", CTX.proc, msg);
 }
 
+static const char *handle_kind(uv_handle_type t) {
+  switch (t) {
+  case UV_TIMER: return "timer";
+  case UV_TCP: return "tcp";
+  case UV_NAMED_PIPE: return "pipe";
+  case UV_IDLE: return "idle";
+  case UV_SIGNAL: return "signal";
+  default: return "other";
+  }
+}
+
+static void print_handle(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_active(h) && !uv_is_closing(h))
+    return;
+  fprintf(stdout, "  handle %p: %s %s%s", (void *)h, handle_kind(h->type),
+          uv_is_closing(h) ? "closing" : "active", uv_has_ref(h) ? "" : " (unref)");
+  if (h->type == UV_TIMER && uv_is_active(h))
+    fprintf(stdout, ", due in %lld ms",
+            (long long)uv_timer_get_due_in((uv_timer_t *)h));
+  fputc('\n', stdout);
+}
+
+/* The parent asks a worker that does not finish what it still waits for,
+ * before it kills it: each workload's state and the loop's live handles. */
+static void on_stuck_report(uv_signal_t *s, int signum) {
+  (void)signum;
+  printf("nemesis worker %d stuck report (stopping %d, open workloads %d):\n", CTX.proc,
+         CTX.stopping, CTX.open_workloads);
+  for (int i = 0; i < RUN.n_wl; i++)
+    if (wl_state[i] != NULL && RUN.wl[i]->dump != NULL)
+      RUN.wl[i]->dump(wl_state[i], stdout);
+  uv_walk(s->loop, print_handle, NULL);
+  fflush(stdout);
+}
+
 static void worker_main(int index, void *arg) {
   (void)arg;
   char path[600];
@@ -226,10 +262,16 @@ static void worker_main(int index, void *arg) {
     }
     CTX.open_workloads++;
   }
+  uv_signal_t report;
+  uv_signal_init(&loop, &report);
+  uv_signal_start(&report, on_stuck_report, SIGUSR1);
+  uv_unref((uv_handle_t *)&report); /* must not keep the loop alive */
   uv_timer_init(&loop, &end_timer);
   uint64_t now = uv_hrtime();
   uv_timer_start(&end_timer, on_end,
                  RUN.end_ns > now ? (RUN.end_ns - now) / 1000000u : 0, 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_close((uv_handle_t *)&report, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);
   rc = uv_loop_close(&loop);
   if (rc != 0) {
@@ -606,6 +648,10 @@ TEST(nemesis_seeded_run) {
                    4 * RUN.lease_ms + rt_scaled_ms(20000);
   int left = rt_workers_wait(w, RUN.workers, budget);
   if (left > 0) {
+    for (int i = 0; i < RUN.workers; i++)
+      if (w[i].running)
+        kill(w[i].pid, SIGUSR1);
+    rt_sleep_ms(1000); /* time to print the stuck reports */
     rt_workers_kill_all(w, RUN.workers);
     FAIL("nemesis: %d workers did not finish within %" PRId64 " ms", left, budget);
   }

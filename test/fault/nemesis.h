@@ -49,6 +49,9 @@ typedef struct nem_workload_s {
   void *(*start)(nem_ctx_t *ctx, uint16_t obj);
   void (*stop)(void *state);
   size_t (*check)(const rt_recs_t *h, uint16_t obj, rt_server_t *srv);
+  /* Prints what the workload is waiting for (a worker that does not finish
+   * is asked before it is killed); may be NULL. */
+  void (*dump)(void *state, FILE *out);
   struct nem_workload_s *next;
 } nem_workload_t;
 

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "excl.h"
+#include "core/internal.h"
+#include "core/object.h"
 
 enum { IDLE, THINKING, ACQUIRING, HOLDING, RELEASING };
 
@@ -216,6 +218,26 @@ void *wl_excl_start(const wl_excl_ops_t *ops, nem_ctx_t *ctx, uint16_t obj) {
   w->state = IDLE;
   next_round(w);
   return w;
+}
+
+void wl_excl_dump(void *state, FILE *out) {
+  static const char *const names[] = {"idle", "thinking", "acquiring", "holding", "releasing"};
+  wl_excl_t *w = state;
+  /* Every primitive's object starts with the shared body (core/object.h). */
+  const lk__obj_t *b = w->o;
+  fprintf(out,
+          "  %s: engine %s%s, timer %s; object kind %d, op %s, waiting %d, closing %d, "
+          "timer %s, channel %s, client inflight %zu objects %zu closing %d\n",
+          w->ops->name, names[w->state], w->closing ? " (closing)" : "",
+          uv_is_closing((const uv_handle_t *)&w->timer)
+              ? "closing"
+              : uv_is_active((const uv_handle_t *)&w->timer) ? "active" : "idle",
+          b->kind, b->op ? "in flight" : "none", b->waiting, b->closing,
+          uv_is_active((const uv_handle_t *)&b->timer) ? "active" : "idle",
+          b->sub.chan ? "subscribed" : "none", b->client->inflight, b->client->objects,
+          b->client->closing);
+  if (w->ops->dump != NULL)
+    w->ops->dump(w->o, out);
 }
 
 void wl_excl_stop(void *state) {

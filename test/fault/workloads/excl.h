@@ -31,10 +31,13 @@ typedef struct wl_excl_ops_s {
   int (*close)(void *obj, wl_excl_t *w);
   /* Holds of side the object counts (may be NULL for exclusive ones). */
   uint32_t (*holds)(const void *obj, int side);
+  /* Prints the primitive's own state for a stuck-worker report; may be NULL. */
+  void (*dump)(const void *obj, FILE *out);
 } wl_excl_ops_t;
 
 void *wl_excl_start(const wl_excl_ops_t *ops, nem_ctx_t *ctx, uint16_t obj);
 void wl_excl_stop(void *state);
+void wl_excl_dump(void *state, FILE *out);
 void wl_excl_acquired(wl_excl_t *w, int status);
 void wl_excl_released(wl_excl_t *w, int status);
 void wl_excl_lost(wl_excl_t *w);

@@ -3,6 +3,7 @@
  * order is not checked here: under faults a waiter may legitimately drop out
  * of the queue (its waiter timeout); test/fair and the fault suite check it. */
 #include "excl.h"
+#include "fair/fair_internal.h"
 
 static void on_acquired(lk_fair_t *l, int status, void *arg) {
   (void)l;
@@ -51,13 +52,20 @@ static int close_obj(void *o, wl_excl_t *w) {
   return lk_fair_close(o, on_closed);
 }
 
+static void dump(const void *o, FILE *out) {
+  const lk_fair_t *f = o;
+  fprintf(out, "  fair: owner %s holds %u lost %d maybe_queued %d outcome_open %d position %lld\n",
+          f->owner, f->holds, f->lost, f->maybe_queued, f->outcome_open,
+          (long long)f->position);
+}
+
 static const wl_excl_ops_t ops = {"fair", "nem-fair", 0, create, acquire, release,
-                                  is_held, token, close_obj, NULL};
+                                  is_held, token, close_obj, NULL, dump};
 
 static void *wl_start(nem_ctx_t *ctx, uint16_t obj) { return wl_excl_start(&ops, ctx, obj); }
 static size_t wl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) {
   return wl_excl_check(h, obj, srv, ops.name, ops.key, 0);
 }
 
-static nem_workload_t wl_fair = {"fair", NULL, wl_start, wl_excl_stop, wl_check, NULL};
+static nem_workload_t wl_fair = {"fair", NULL, wl_start, wl_excl_stop, wl_check, wl_excl_dump, NULL};
 NEM_WORKLOAD(wl_fair)

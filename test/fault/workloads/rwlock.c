@@ -50,12 +50,12 @@ static int close_obj(void *o, wl_excl_t *w) {
 static uint32_t holds(const void *o, int side) { return lk_rwlock_hold_count(o, rw_side(side)); }
 
 static const wl_excl_ops_t ops = {"rwlock", "nem-rwlock", 1, create, acquire, release,
-                                  is_held, token, close_obj, holds};
+                                  is_held, token, close_obj, holds, NULL};
 
 static void *wl_start(nem_ctx_t *ctx, uint16_t obj) { return wl_excl_start(&ops, ctx, obj); }
 static size_t wl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) {
   return wl_excl_check(h, obj, srv, ops.name, ops.key, 1);
 }
 
-static nem_workload_t wl_rwlock = {"rwlock", NULL, wl_start, wl_excl_stop, wl_check, NULL};
+static nem_workload_t wl_rwlock = {"rwlock", NULL, wl_start, wl_excl_stop, wl_check, wl_excl_dump, NULL};
 NEM_WORKLOAD(wl_rwlock)

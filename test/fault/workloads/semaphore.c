@@ -180,5 +180,5 @@ static size_t wl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) {
   return v + (avail > SEM_PERMITS || avail < 0);
 }
 
-static nem_workload_t wl_semaphore = {"semaphore", wl_setup, wl_start, wl_stop, wl_check, NULL};
+static nem_workload_t wl_semaphore = {"semaphore", wl_setup, wl_start, wl_stop, wl_check, NULL, NULL};
 NEM_WORKLOAD(wl_semaphore)
