@@ -6,13 +6,14 @@
 -- fencing token key (fenced acquisitions only).
 -- ARGV[1] lease ms, ARGV[2] reader field, ARGV[3] writer field, ARGV[4] the
 -- read count this owner had before the call, or -1 when unknown (owners
--- shared between objects), ARGV[5] the lowest acceptable token (fenced).
+-- shared between objects), ARGV[5] '1' on a resend after a lost reply,
+-- ARGV[6] the lowest acceptable token (fenced).
 -- Reply (private to latchkey): {reads, writes[, token, regressed]} when
 -- granted, where writes is this owner's write count; else the holder's PTTL.
 local function token()
   if #KEYS < 3 then return nil end
   local t = redis.call('incr', KEYS[3])
-  local floor = tonumber(ARGV[5])
+  local floor = tonumber(ARGV[6])
   if t < floor then
     -- The counter is below a token already handed out: the server lost its
     -- data. Lift it so tokens never go backwards again, and say so.
@@ -31,17 +32,31 @@ end
 
 local before = tonumber(ARGV[4])
 local held = redis.call('hget', KEYS[1], ARGV[2])
-if held and before >= 0 and tonumber(held) == before + 1 and
-   redis.call('exists', KEYS[2] .. ':' .. held) == 1 then
-  -- An earlier attempt whose reply was lost took this hold: report it
-  -- instead of counting twice (its token is the counter's current value).
-  -- Only while that hold's own key lives: a field left from holds that
-  -- expired is no grant (another owner's release may count it dead and
-  -- delete the lock at any moment); it is counted afresh below, and the
-  -- object sees the count jump and reports the loss.
-  local writes = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
-  if #KEYS < 3 then return {before + 1, writes} end
-  return {before + 1, writes, tonumber(redis.call('get', KEYS[3]) or '0'), 0}
+
+-- True when every hold the object counts (1..before, the newest 10000 at
+-- most: the loops' bound, see read_release.lua) still has its key.
+local function counted_live()
+  for i = before, math.max(1, before - 9999), -1 do
+    if redis.call('exists', KEYS[2] .. ':' .. i) == 0 then
+      return false
+    end
+  end
+  return true
+end
+
+if held and before >= 0 and ARGV[5] == '1' and tonumber(held) == before + 1 and
+   redis.call('exists', KEYS[2] .. ':' .. held) == 1 and counted_live() then
+  -- A resend: the earlier attempt whose reply was lost took this hold.
+  -- Report it instead of counting twice. Only while that hold's own key
+  -- lives, and every hold the object counts too: a field left from holds
+  -- that expired is no grant (another owner's release may count it dead
+  -- and delete the lock at any moment), and dead holds are never revived;
+  -- it is counted afresh below, and the object sees the count jump and
+  -- reports the loss. On a first attempt such a count is a stale one, never
+  -- this attempt's grant (below). The lost attempt's token never reached
+  -- anyone, and other readers may have taken tokens since (the counter's
+  -- value may be theirs): this grant gets a fresh one.
+  return granted(before + 1)
 end
 
 local mode = redis.call('hget', KEYS[1], 'mode')
@@ -61,6 +76,20 @@ elseif mode ~= 'read' then
   return redis.call('pttl', KEYS[1])
 end
 
+if held and before >= 0 and tonumber(held) ~= before and counted_live() then
+  -- Holds of this owner the object no longer counts (a give-back that was
+  -- lost). Every hold it does count lives, so the owner read all along and
+  -- nobody wrote in between: restart the count from the object's (the
+  -- uncounted holds' keys go with it), so its releases free the lock, and
+  -- take a fresh token. When a counted hold's key is gone the count is not
+  -- restarted: those holds are lost, never revived; it is counted on from
+  -- the stale value below, and the object sees the count jump and reports
+  -- the loss.
+  for i = before + 1, math.min(tonumber(held), before + 10000) do
+    redis.call('del', KEYS[2] .. ':' .. i)
+  end
+  redis.call('hset', KEYS[1], ARGV[2], before)
+end
 local lease = tonumber(ARGV[1])
 local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('set', KEYS[2] .. ':' .. n, 1, 'px', lease)

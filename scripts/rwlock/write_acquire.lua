@@ -2,7 +2,8 @@
 -- KEYS[1] NAME, KEYS[2] the fencing token key (fenced acquisitions only).
 -- ARGV[1] lease ms, ARGV[2] writer field, ARGV[3] reader field, ARGV[4] the
 -- write count this owner had before the call, or -1 when unknown, ARGV[5]
--- the lowest acceptable token (fenced).
+-- '1' on a resend after a lost reply, ARGV[6] the lowest acceptable token
+-- (fenced).
 -- Reply (private to latchkey): {writes, reads[, token, regressed]} when
 -- granted, where reads is this owner's read count; 'upgrade' when this owner
 -- holds the lock for reading only (waiting would be waiting for itself);
@@ -11,7 +12,7 @@ local function granted(writes)
   local reads = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
   if #KEYS < 2 then return {writes, reads} end
   local t = redis.call('incr', KEYS[2])
-  local floor = tonumber(ARGV[5])
+  local floor = tonumber(ARGV[6])
   if t < floor then
     -- The server lost its data: lift the counter, report the regression.
     redis.call('set', KEYS[2], floor)
@@ -22,8 +23,11 @@ end
 
 local before = tonumber(ARGV[4])
 local held = redis.call('hget', KEYS[1], ARGV[2])
-if held and before >= 0 and tonumber(held) == before + 1 then
-  -- An earlier attempt whose reply was lost took this hold.
+if held and before >= 0 and ARGV[5] == '1' and tonumber(held) == before + 1 then
+  -- A resend: the earlier attempt whose reply was lost took this hold. The
+  -- owner writes, so nobody took a token since: the counter's value is that
+  -- attempt's. On a first attempt such a count is a stale one (below), never
+  -- this attempt's grant.
   local reads = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
   if #KEYS < 2 then return {before + 1, reads} end
   return {before + 1, reads, tonumber(redis.call('get', KEYS[2]) or '0'), 0}
@@ -41,6 +45,13 @@ if not mode then
   return granted(1)
 end
 if mode == 'write' and held then
+  if before >= 0 and tonumber(held) ~= before then
+    -- Holds of this owner the object no longer counts (a give-back that was
+    -- lost, a release whose outcome stayed unknown). The owner still writes,
+    -- so nobody else held the lock in between: restart the count from the
+    -- object's, so its releases free the lock, and take a fresh token.
+    redis.call('hset', KEYS[1], ARGV[2], before)
+  end
   local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   -- Re-entry: the lease is at least the new one; a longer time left (this
   -- owner's read holds, an earlier longer lease) is kept.

@@ -30,8 +30,8 @@ int lk__rw_attempt(lk__obj_t *o) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int s = rw->req_side, err = 0, nkeys = 0, nargs = 0;
   char lease[24], before[24], floor[24];
-  const char *argv[8];
-  size_t lens[8];
+  const char *argv[9];
+  size_t lens[9];
   if (lk__rw_abandoned_pending(rw)) {
     rw->attempt_deferred = 1; /* on_abandoned_settled sends it */
     return 0;
@@ -53,6 +53,9 @@ int lk__rw_attempt(lk__obj_t *o) {
     argv[nkeys + nargs] = rw->owner, lens[nkeys + nargs++] = rw->owner_len;
   }
   argv[nkeys + nargs] = before, lens[nkeys + nargs++] = strlen(before);
+  /* "Already applied" is read from the count on resends only: on a first
+   * attempt a count one above is a stale one, not this attempt's grant. */
+  argv[nkeys + nargs] = rw->outcome_open ? "1" : "0", lens[nkeys + nargs++] = 1;
   if (rw->req_fenced) {
     snprintf(floor, sizeof(floor), "%" PRId64,
              lk__token_highest(o->client, rw->name, rw->name_len) + 1);
@@ -192,6 +195,8 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
   int s = rw->req_side;
   long long ttl;
   rw->base.op = NULL;
+  if (status == 0)
+    rw->outcome_open = 0; /* answered: whatever was open is settled */
   if (status == 0 && is_grant(r)) {
     acquired(rw, r);
     return;
@@ -218,6 +223,7 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
      * the hold by the expected count, so nothing is counted twice. */
     int rc;
     rw->unknown_resends++;
+    rw->outcome_open = 1;
     rc = lk__obj_try(&rw->base);
     if (rc != 0)
       finish(rw, rc);

@@ -32,6 +32,7 @@ static void begin(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_cb cb, void *a
   rw->cb = cb;
   rw->arg = arg;
   rw->unknown_resends = 0;
+  rw->outcome_open = 0;
 }
 
 /* --- acquire --- */

@@ -73,6 +73,7 @@ struct lk_rwlock_s {
   int req_watchdog;
   int req_fenced;
   int unknown_resends;
+  int outcome_open; /* an acquire's last reply was lost: the next is a resend */
   uint32_t release_before; /* holds before a release's first attempt */
   lk_rwlock_close_cb close_cb;
   int close_left; /* give-back commands of close still unanswered */

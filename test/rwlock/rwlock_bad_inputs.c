@@ -360,9 +360,11 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
 }
 
 /* Absurd state on the server (a corrupt hold count, garbage in the mode
- * field) is answered sanely: the re-entry reports the loss and every hold of
- * this owner is given back (the release's loops are bounded), a lock in an
- * unknown mode is never taken over, the query says it cannot read it. */
+ * field) is answered sanely: while the object's own holds live, the re-entry
+ * restarts the count from the object's; once they are gone it reports the
+ * loss and every hold of this owner is given back (the scripts' loops are
+ * bounded either way); a lock in an unknown mode is never taken over, the
+ * query says it cannot read it. */
 TEST(absurd_counts_on_the_server_are_survived) {
   fx_t fx;
   lk_rwlock_t *rw;
@@ -370,7 +372,16 @@ TEST(absurd_counts_on_the_server_are_survived) {
   rw = fx_rwlock(&fx, "absurd");
   ASSERT_OK(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
   freeReplyObject(rt_cmd(fx.srv, "HSET absurd %s 99999999999", lk_rwlock_owner(rw)));
-  /* The re-entry sees a count that is not one above its own: lost. */
+  /* Holds the object does not count, its own alive: the count restarts. */
+  ASSERT_OK(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(lk_rwlock_hold_count(rw, RW_R), 2);
+  ASSERT_EQ(rw_server_holds(&fx, rw, RW_R), 2);
+  /* The object's holds gone too: the re-entry sees a count that is not one
+   * above its own: lost. */
+  freeReplyObject(rt_cmd(fx.srv, "HSET absurd %s 99999999999", lk_rwlock_owner(rw)));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DEL {absurd}:%s:rwlock_timeout:1 {absurd}:%s:rwlock_timeout:2",
+                       lk_rwlock_owner(rw), lk_rwlock_owner(rw)),
+            2);
   ASSERT_EQ(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT), LK_ELEASELOST);
   ASSERT_EQ(lk_rwlock_hold_count(rw, RW_R), 0);
   ASSERT_OK(rw_run(&fx, lk_rwlock_mode, rw, NULL)); /* the give-back is through */

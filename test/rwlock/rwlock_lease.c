@@ -2,7 +2,8 @@
  * renewal touches only its own holds (a SIGKILLed reader's hold expires
  * while a live reader keeps renewing: Redisson's "zombie reader"), lost
  * leases on both sides (deleted behind the holder's back, or a cut
- * connection), and lost replies resent without counting twice. */
+ * connection), lost replies resent without counting twice, and stale
+ * counts never taken for a grant. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -468,6 +469,211 @@ static void lost_replies(lk_rwlock_side_t side) {
 
 TEST(lost_replies_read_side_applied_once) { lost_replies(RW_R); }
 TEST(lost_replies_write_side_applied_once) { lost_replies(RW_W); }
+
+/* ---- stale counts ------------------------------------------------------------------ */
+
+/* The scripts read "an earlier attempt whose reply was lost took the hold"
+ * from the owner's count being one above the object's: on resends only. On a
+ * first attempt such a count is a stale one (holds of this owner the object
+ * no longer counts: a give-back that did not apply), and reading it as this
+ * attempt's grant handed the counter's last token out again. These cases
+ * make the stale hold behind the object's back. Explicit leases: no renewal
+ * runs meanwhile. */
+
+#define STALE_LEASE 30000
+
+static void rw_start_fenced(lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait_ms, sx_t *s) {
+  lk_rwlock_opts_t o;
+  memset(s, 0, sizeof(*s));
+  lk_rwlock_opts_init(&o);
+  o.wait_ms = wait_ms;
+  o.lease_ms = STALE_LEASE;
+  o.fenced = 1;
+  ASSERT_OK(lk_rwlock_acquire(rw, side, &o, rw_cb, s));
+}
+
+static int rw_acquire_fenced(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side) {
+  sx_t s;
+  rw_start_fenced(rw, side, 0, &s);
+  rt_run_until(&fx->loop, &s.done, 5000);
+  return s.status;
+}
+
+/* A stale read hold of rw's owner: its count one up, and hold key i alive. */
+static void make_stale_read_hold(fx_t *fx, lk_rwlock_t *rw, const char *name, int i) {
+  char *k = hold_key(rw, name, i);
+  ASSERT_EQ(rt_cmd_int(fx->srv, "HINCRBY %s %s 1", name, lk_rwlock_owner(rw)), i);
+  freeReplyObject(rt_cmd(fx->srv, "SET %s 1 PX %d", k, STALE_LEASE));
+  free(k);
+}
+
+TEST(write_first_attempt_never_takes_a_stale_count_for_its_grant) {
+  fx_t fx;
+  lk_rwlock_t *a;
+  int64_t freed = -1;
+  fx_start(&fx, NULL);
+  a = fx_rwlock(&fx, "stale-w");
+  ASSERT_OK(rw_acquire_fenced(&fx, a, RW_W));
+  ASSERT_EQ(lk_rwlock_token(a), 1);
+  /* A write hold of this owner the object does not count. */
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HINCRBY stale-w %s:write 1", lk_rwlock_owner(a)), 2);
+  ASSERT_OK(rw_acquire_fenced(&fx, a, RW_W));
+  ASSERT_EQ(lk_rwlock_hold_count(a, RW_W), 2);
+  ASSERT_EQ(lk_rwlock_token(a), 2); /* a fresh one, not the last one again */
+  ASSERT_EQ(rw_server_holds(&fx, a, RW_W), 2);
+  /* The count restarted from the object's: its releases free the lock. */
+  ASSERT_OK(rw_release(&fx, a, RW_W, &freed));
+  ASSERT_EQ(freed, 0);
+  ASSERT_OK(rw_release(&fx, a, RW_W, &freed));
+  ASSERT_EQ(freed, 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-w"), 0);
+  fx_close_rwlock(&fx, a);
+  fx_finish(&fx);
+}
+
+TEST(read_first_attempt_never_takes_a_stale_count_for_its_grant) {
+  fx_t fx;
+  lk_rwlock_t *a;
+  char *k2, *k3;
+  int64_t freed = -1;
+  fx_start(&fx, NULL);
+  a = fx_rwlock(&fx, "stale-r");
+  k2 = hold_key(a, "stale-r", 2);
+  k3 = hold_key(a, "stale-r", 3);
+  ASSERT_OK(rw_acquire_fenced(&fx, a, RW_R));
+  ASSERT_EQ(lk_rwlock_token(a), 1);
+  /* A read hold of this owner the object does not count, its key alive
+   * (what an earlier resend would have found for its own grant). */
+  make_stale_read_hold(&fx, a, "stale-r", 2);
+  ASSERT_OK(rw_acquire_fenced(&fx, a, RW_R));
+  ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 2);
+  ASSERT_EQ(lk_rwlock_token(a), 2); /* a fresh one, not the last one again */
+  ASSERT_EQ(rw_server_holds(&fx, a, RW_R), 2);
+  /* Hold 2 is this grant's, with its own lease; no hold 3. */
+  ASSERT_EQ(exists(&fx, k2), 1);
+  ASSERT_EQ(exists(&fx, k3), 0);
+  ASSERT_OK(rw_release(&fx, a, RW_R, &freed));
+  ASSERT_EQ(freed, 0);
+  ASSERT_OK(rw_release(&fx, a, RW_R, &freed));
+  ASSERT_EQ(freed, 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-r"), 0);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 1); /* the token counter */
+  free(k2);
+  free(k3);
+  fx_close_rwlock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* The nemesis's case: a reader that holds nothing finds a stale hold of its
+ * own (a lost give-back) while another reader holds. Taking it for its grant
+ * reported the counter's value: the other reader's token. */
+TEST(stale_reader_count_never_hands_out_another_readers_token) {
+  fx_t fx;
+  lk_rwlock_t *a, *b;
+  int64_t freed = -1;
+  fx_start(&fx, NULL);
+  a = fx_rwlock(&fx, "stale-2");
+  b = fx_rwlock(&fx, "stale-2");
+  ASSERT_OK(rw_acquire_fenced(&fx, b, RW_R));
+  ASSERT_EQ(lk_rwlock_token(b), 1);
+  make_stale_read_hold(&fx, a, "stale-2", 1);
+  ASSERT_OK(rw_acquire_fenced(&fx, a, RW_R));
+  ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 1);
+  ASSERT_EQ(lk_rwlock_token(a), 2);
+  ASSERT_EQ(rw_server_holds(&fx, a, RW_R), 1);
+  /* a's one release takes its holds off: b alone keeps the lock, and its
+   * release frees it. */
+  ASSERT_OK(rw_release(&fx, a, RW_R, &freed));
+  ASSERT_EQ(freed, 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HEXISTS stale-2 %s", lk_rwlock_owner(a)), 0);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-2"), 1);
+  ASSERT_OK(rw_release(&fx, b, RW_R, &freed));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-2"), 0);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 1); /* the token counter */
+  fx_close_rwlock(&fx, a);
+  fx_close_rwlock(&fx, b);
+  fx_finish(&fx);
+}
+
+/* A stale count is restarted only while every hold the object counts is
+ * alive: a counted hold whose key is gone is lost and is never revived by
+ * the stale hold's live key. The re-entry reports the loss and gives every
+ * hold back. */
+TEST(stale_read_count_never_revives_dead_counted_holds) {
+  fx_t fx;
+  lk_rwlock_t *a;
+  char *k1, *k2;
+  fx_start(&fx, NULL);
+  a = fx_rwlock(&fx, "stale-dead");
+  k1 = hold_key(a, "stale-dead", 1);
+  k2 = hold_key(a, "stale-dead", 2);
+  ASSERT_OK(rw_acquire_fenced(&fx, a, RW_R));
+  make_stale_read_hold(&fx, a, "stale-dead", 2);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DEL %s", k1), 1); /* the counted hold ends */
+  ASSERT_EQ(rw_acquire_fenced(&fx, a, RW_R), LK_ELEASELOST);
+  ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 0);
+  ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL)); /* the give-back is through */
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-dead"), 0);
+  ASSERT_EQ(exists(&fx, k2), 0);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 1); /* the token counter */
+  free(k1);
+  free(k2);
+  fx_close_rwlock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* A resent read acquire whose lost attempt did take the hold reports it once,
+ * with a fresh token: between the lost reply and the resend another reader
+ * took the counter's next token (here an INCR stands in for it), and the
+ * counter's value is that reader's. */
+TEST(resent_read_acquire_never_reports_another_readers_token) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_opts_t o;
+  lk_rwlock_t *a;
+  sx_t s;
+  int64_t freed = -1;
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  fx_client_opts(&fx, &o);
+  o.port = rt_proxy_port(p);
+  o.reconnect_max_ms = 100;
+  o.reply_timeout_ms = 300;
+  o.connect_timeout_ms = 300;
+  fx_start_client(&fx, &o);
+  a = fx_rwlock(&fx, "resent");
+  /* The acquire runs on the server; its reply is dropped, the connection
+   * stays until the reply timeout. */
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_STALL, NULL, 0);
+  rw_start_fenced(a, RW_R, rt_scaled_ms(10000), &s); /* a budget to resend in */
+  while (rt_proxy_rule_state(p) != RT_PROXY_RULE_APPLIED) {
+    ASSERT_EQ(s.done, 0);
+    uv_run(&fx.loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+  {
+    char *t = rt_cmd_str(fx.srv, "GET redisson_lock_token:{resent}");
+    ASSERT_NOT_NULL(t);
+    ASSERT_EQ(atoll(t), 1); /* the lost attempt's */
+    free(t);
+  }
+  ASSERT_EQ(rt_cmd_int(fx.srv, "INCR redisson_lock_token:{resent}"), 2);
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 1);
+  ASSERT_EQ(rw_server_holds(&fx, a, RW_R), 1); /* applied once */
+  ASSERT_EQ(lk_rwlock_token(a), 3);
+  ASSERT_OK(rw_release(&fx, a, RW_R, &freed));
+  ASSERT_EQ(freed, 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS resent"), 0);
+  fx_close_rwlock(&fx, a);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
 
 static int g_closed;
 static void closed_flag(lk_rwlock_t *rw) {
