@@ -298,6 +298,34 @@ static void worker_main(int index, void *arg) {
 
 /* ---- parent-side checks ------------------------------------------------------------------------- */
 
+/* What the kernel says of a worker that did not answer its stuck report
+ * (a loop that never runs again: stopped, or blocked in a lock), and its
+ * threads' stacks when gdb is installed. Diagnostics only. */
+static void describe_stuck(int index, pid_t pid) {
+  char path[64], buf[512], cmd[160];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f != NULL) {
+    if (fgets(buf, sizeof buf, f) != NULL)
+      printf("nemesis worker %d (pid %d) stat: %s", index, (int)pid, buf);
+    fclose(f);
+  }
+  snprintf(path, sizeof path, "/proc/%d/wchan", (int)pid);
+  f = fopen(path, "r");
+  if (f != NULL) {
+    if (fgets(buf, sizeof buf, f) != NULL)
+      printf("nemesis worker %d wchan: %s\n", index, buf);
+    fclose(f);
+  }
+  fflush(stdout);
+  snprintf(cmd, sizeof cmd,
+           "command -v gdb >/dev/null && timeout 30 gdb -p %d -batch -nx "
+           "-ex 'thread apply all bt' 2>/dev/null </dev/null",
+           (int)pid);
+  if (system(cmd) == -1)
+    printf("nemesis worker %d: no stack (system failed)\n", index);
+}
+
 size_t nem_report(const rt_check_t *c, const char *workload) {
   printf("nemesis: %s: ", workload);
   rt_check_print(stdout, c);
@@ -652,6 +680,9 @@ TEST(nemesis_seeded_run) {
       if (w[i].running)
         kill(w[i].pid, SIGUSR1);
     rt_sleep_ms(1000); /* time to print the stuck reports */
+    for (int i = 0; i < RUN.workers; i++)
+      if (w[i].running)
+        describe_stuck(i, w[i].pid);
     rt_workers_kill_all(w, RUN.workers);
     FAIL("nemesis: %d workers did not finish within %" PRId64 " ms", left, budget);
   }

@@ -12,13 +12,6 @@ add_library(lk_nemesis_workloads OBJECT ${_lk_nemesis_workloads})
 target_compile_definitions(lk_nemesis_workloads PRIVATE _GNU_SOURCE)
 target_link_libraries(lk_nemesis_workloads PRIVATE rt_harness latchkey_testing)
 lk_add_test_file(SOURCE fault/nemesis.c LABEL fault LIBS lk_nemesis_workloads TIMEOUT 240)
-# The fair lock's workload is left out of the CI run until its open nemesis
-# finding is fixed (docs/reliability.md, "Open findings"); run it by hand
-# with LK_NEMESIS_WORKLOADS=fair,latch,lock,rwlock,semaphore.
-if(TEST fault.nemesis_seeded_run)
-  set_property(TEST fault.nemesis_seeded_run APPEND PROPERTY ENVIRONMENT
-    "LK_NEMESIS_WORKLOADS=latch,lock,rwlock,semaphore")
-endif()
 lk_add_test_file(SOURCE fault/lock_contract.c LABEL fault TIMEOUT 120)
 lk_add_test_file(SOURCE fault/server_errors.c LABEL fault TIMEOUT 120)
 lk_add_test_file(SOURCE fault/hygiene.c LABEL fault)
