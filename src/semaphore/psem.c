@@ -44,8 +44,9 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_psem_cb cb = p->cb;
   lk_client_t *c = o->client;
   if (kind == OP_ACQUIRE && status != 0 && p->had_unknown && !p->settled) {
-    /* Ended after an attempt whose reply was lost: its ids may be taken. */
-    lk__psem_give_back(p, p->req_ids, p->req_n, NULL, lk__sem_always);
+    /* Ended after an attempt whose reply was lost: its ids may be taken,
+     * with this acquire's lease at most (the ids are fresh). */
+    lk__psem_give_back(p, p->req_ids, p->req_n, p->req_lease_ms, NULL, lk__sem_always);
   }
   if (kind == OP_ACQUIRE && status == 0) {
     c->stats.acquires++;
@@ -94,7 +95,7 @@ static void acquired(lk_psem_t *p) {
   if (lk__psem_reserve((void **)&p->permits, &p->cap, p->count + p->req_n, sizeof(*p->permits)) !=
       0) {
     /* Taken but cannot be tracked: give them back rather than leak. */
-    lk__psem_give_back(p, p->req_ids, p->req_n, NULL, lk__sem_always);
+    lk__psem_give_back(p, p->req_ids, p->req_n, p->req_lease_ms, NULL, lk__sem_always);
     finish(p, LK_ENOMEM);
     return;
   }
@@ -180,6 +181,8 @@ int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, voi
   p->req_n = (size_t)opts->permits;
   p->req_renew = opts->lease_ms == LK_LEASE_DEFAULT;
   p->req_lease_ms = p->req_renew ? CLIENT(p)->o.default_lease_ms : opts->lease_ms;
+  if (p->max_lease_ms < p->req_lease_ms)
+    p->max_lease_ms = p->req_lease_ms;
   lk__obj_wait_begin(&p->base, opts->wait_ms);
   rc = lk__obj_try(&p->base);
   if (rc != 0)
@@ -192,6 +195,14 @@ int lk_psem_cancel(lk_psem_t *p) { return lk__obj_cancel(p ? &p->base : NULL, OP
 /* --- release --- */
 
 static void on_release_reply(void *data, int status, redisReply *r);
+
+/* The longest lease the ids of the pending release may have on the server:
+ * this object's permits got theirs from its own commands; a permit of
+ * another's (release_id) may have any, so its give-back is resent for as
+ * long as the object lives. */
+static int64_t release_lease_ms(const lk_psem_t *p) {
+  return p->base.kind == OP_RELEASE ? p->max_lease_ms : LK_MAX_TIME_MS;
+}
 
 static int release_attempt(lk_psem_t *p) {
   const char *argv[5] = {p->name, p->zset, p->channel, (const char *)p->req_ids, "PUBLISH"};
@@ -243,7 +254,7 @@ static void on_release_reply(void *data, int status, redisReply *r) {
     }
     /* Still open: finished in the background (an id adds a permit at most
      * once), and no longer this object's. */
-    lk__psem_give_back(p, p->req_ids, p->req_n, NULL, lk__sem_always);
+    lk__psem_give_back(p, p->req_ids, p->req_n, release_lease_ms(p), NULL, lk__sem_always);
     release_done(p, LK_EUNKNOWN);
     return;
   }
@@ -391,6 +402,8 @@ int lk_psem_update_lease(lk_psem_t *p, const char *id, int64_t lease_ms, lk_psem
   p->req_n = id != NULL ? 1 : p->count;
   p->req_renew = lease_ms == LK_LEASE_DEFAULT;
   p->req_lease_ms = p->req_renew ? CLIENT(p)->o.default_lease_ms : lease_ms;
+  if (p->max_lease_ms < p->req_lease_ms)
+    p->max_lease_ms = p->req_lease_ms;
   /* A renewal behind the update could report a permit it moved from the
    * renewed set as lost: none is sent until the update is answered. */
   p->wd.paused = 1;
@@ -503,13 +516,13 @@ static void on_abandon(lk__obj_t *o) {
   case OP_ACQUIRE:
     /* Its ids may be taken by the late answer: give them back then. */
     p->settled = 1;
-    lk__psem_give_back(p, p->req_ids, p->req_n, o->op,
+    lk__psem_give_back(p, p->req_ids, p->req_n, p->req_lease_ms, o->op,
                        p->had_unknown ? lk__sem_always : lk__sem_took_or_unknown);
     break;
   case OP_RELEASE:
   case OP_RELEASE_ID:
     /* Only close abandons a release: resent should its reply be lost. */
-    lk__psem_give_back(p, p->req_ids, p->req_n, o->op, reply_lost);
+    lk__psem_give_back(p, p->req_ids, p->req_n, release_lease_ms(p), o->op, reply_lost);
     lk__psem_drop_req(p);
     lk__psem_watch(p, 0);
     break;
@@ -520,22 +533,44 @@ static void on_abandon(lk__obj_t *o) {
   }
 }
 
+/* Close waits this long for give-backs still under way, as the counting
+ * semaphore's does: a reconnect and a reply, twice. */
+static int64_t close_wait_ms(const lk_client_t *c) {
+  const lk__opts_t *o = &c->o;
+  return 2 * (o->connect_timeout_ms + o->reply_timeout_ms) + o->reconnect_max_ms;
+}
+
+static void on_jobs_done(lk__sem_owner_t *w) {
+  lk_psem_t *p = lk__container_of(w, lk_psem_t, jobs);
+  lk__obj_close_done(&p->base);
+}
+
+/* Very last step of close: wait for the give-backs still under way. */
+static void close_finish(lk_psem_t *p) {
+  lk__sem_owner_close(&p->jobs, close_wait_ms(CLIENT(p)), on_jobs_done);
+}
+
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_psem_t *p = data;
   (void)r;
   p->base.op = NULL;
-  if (status == LK_EUNKNOWN)
-    lk__psem_give_back(p, p->req_ids, p->req_n, NULL, lk__sem_always);
-  else if (status != 0 && status != LK_ECANCELED)
+  if (status == LK_EUNKNOWN || lk__obj_transient(status)) {
+    /* Not sent, or its reply lost, or a loading or busy server: given back
+     * in the background (an id adds a permit at most once), which close
+     * waits for. */
+    lk__psem_give_back(p, p->req_ids, p->req_n, p->max_lease_ms, NULL, lk__sem_always);
+  } else if (status != 0 && status != LK_ECANCELED) {
     lk__log(CLIENT(p), LK_LOG_WARN,
             "permit release on close failed (%s); the permits come back when "
             "their leases end",
             lk_err_name(status));
+  }
   p->count = 0;
-  lk__obj_close_done(&p->base);
+  close_finish(p);
 }
 
-/* Close stops renewing, then gives back every permit held. */
+/* Close stops renewing, then gives back every permit held, then waits for
+ * the give-backs under way. */
 static int on_close_release_start(lk__obj_t *o) {
   lk_psem_t *p = (lk_psem_t *)o;
   size_t k;
@@ -544,8 +579,18 @@ static int on_close_release_start(lk__obj_t *o) {
   size_t lens[5];
   if (lk__wd_watching(&p->wd))
     lk__wd_remove(o->client, &p->wd);
-  if (p->count == 0 || lk__psem_set_req(p, p->count) != 0)
-    return 0;
+  if (p->count == 0) {
+    close_finish(p);
+    return 1;
+  }
+  if (lk__psem_set_req(p, p->count) != 0) {
+    lk__log(o->client, LK_LOG_WARN,
+            "permit release on close: out of memory; the permits come back "
+            "when their leases end");
+    p->count = 0;
+    close_finish(p);
+    return 1;
+  }
   for (k = 0; k < p->count; k++)
     memcpy(p->req_ids + k * LK__PSEM_ID_BYTES, p->permits[k].raw, LK__PSEM_ID_BYTES);
   argv[0] = p->name, lens[0] = p->name_len;
@@ -556,11 +601,13 @@ static int on_close_release_start(lk__obj_t *o) {
   o->op = lk__script_call(o->client, lk__sem_script("semaphore/psem_release"), 3, 2, argv, lens,
                           on_close_release, p, &err);
   if (o->op == NULL) {
-    lk__log(o->client, LK_LOG_WARN,
-            "permit release on close not sent (%s); the permits come back when "
-            "their leases end",
+    /* Not sent now (too many commands in flight, memory): the background
+     * sends it, and close waits for it. */
+    lk__log(o->client, LK_LOG_DEBUG, "permit release on close not sent now (%s); resent",
             lk_err_name(err));
-    return 0;
+    lk__psem_give_back(p, p->req_ids, p->req_n, p->max_lease_ms, NULL, lk__sem_always);
+    p->count = 0;
+    close_finish(p);
   }
   return 1;
 }
@@ -628,6 +675,7 @@ int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
   p->wd.on_event = lk__psem_on_wd_event;
   lk__queue_init(&p->wd.node);
   lk__obj_init(&p->base, c, &lk__psem_ops);
+  lk__sem_owner_init(&p->jobs, c);
   p->base.channel = p->channel;
   p->base.channel_len = p->channel_len;
   *out = p;

@@ -45,6 +45,13 @@ struct lk_psem_s {
   int had_unknown;
   int settled;
   lk_psem_close_cb close_cb;
+  /* The longest lease any command of this object gave a permit (acquire,
+   * update, renewal): what the server may still have of a permit the
+   * object gives back ends within it. */
+  int64_t max_lease_ms;
+  /* give-backs left to the background: resent while the object lives and
+   * they are worth it, waited for by close (sem_internal.h) */
+  lk__sem_owner_t jobs;
 };
 
 #define CLIENT(p) ((p)->base.client)
@@ -76,9 +83,12 @@ uint64_t lk__psem_deadline(uint64_t sent_ns, int64_t lease_ms);
  * that gave a permit a renewed lease (0: none). */
 void lk__psem_watch(lk_psem_t *p, uint64_t added_sent_ns);
 /* Releases ids (n of them, back to back) in the background: now, or when
- * `after` turns out to satisfy pred. */
-void lk__psem_give_back(lk_psem_t *p, const unsigned char *ids, size_t n, lk__op_t *after,
-                        lk__sem_pred pred);
+ * `after` turns out to satisfy pred. lease_ms: the longest lease a command
+ * sent so far (`after` included) may have given any of them; the give-back
+ * is resent across reconnects until such a lease could have ended on the
+ * server (after that it would find nothing), and close waits for it. */
+void lk__psem_give_back(lk_psem_t *p, const unsigned char *ids, size_t n, int64_t lease_ms,
+                        lk__op_t *after, lk__sem_pred pred);
 void lk__psem_on_wd_event(lk__wd_entry_t *e, int event);
 
 #endif /* LK_SEMAPHORE_PSEM_INTERNAL_H */

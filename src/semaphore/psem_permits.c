@@ -142,10 +142,21 @@ void lk__psem_watch(lk_psem_t *p, uint64_t added_sent_ns) {
 
 /* --- giving back in the background --- */
 
+/* How long a give-back is worth resending: every command that may have set
+ * the lease of one of its ids was sent by now (or is `after`, and the clock
+ * then starts at its outcome); one whose reply is lost has its connection
+ * dropped within a reply timeout of its send, so it ran by then or never
+ * will. The lease runs from there on the server's clock (drift allowed for,
+ * as the watchdog does). A give-back sent later finds the ids gone: harmless,
+ * but worth nothing. */
+static int64_t give_back_valid_ms(const lk_client_t *c, int64_t lease_ms) {
+  return lease_ms + lease_ms / 100 + 2 + c->o.reply_timeout_ms;
+}
+
 /* Releases the pending operation's ids (those the server still has): now,
  * or when `after` turns out to satisfy pred. */
-void lk__psem_give_back(lk_psem_t *p, const unsigned char *ids, size_t n, lk__op_t *after,
-                        lk__sem_pred pred) {
+void lk__psem_give_back(lk_psem_t *p, const unsigned char *ids, size_t n, int64_t lease_ms,
+                        lk__op_t *after, lk__sem_pred pred) {
   const char *argv[5] = {p->name, p->zset, p->channel, (const char *)ids, "PUBLISH"};
   size_t lens[5] = {p->name_len, p->zset_len, p->channel_len, n * LK__PSEM_ID_BYTES, 7};
   if (n == 0) {
@@ -153,7 +164,8 @@ void lk__psem_give_back(lk_psem_t *p, const unsigned char *ids, size_t n, lk__op
       lk__op_retarget(after, NULL, NULL);
     return;
   }
-  lk__sem_background(CLIENT(p), "semaphore/psem_release", 3, 2, argv, lens, after, pred);
+  lk__sem_give_back_owned(&p->jobs, give_back_valid_ms(CLIENT(p), lease_ms),
+                          "semaphore/psem_release", 3, 2, argv, lens, after, pred);
 }
 
 /* --- lost leases --- */
@@ -167,9 +179,13 @@ void lk__psem_on_wd_event(lk__wd_entry_t *e, int event) {
     return; /* the only event there is */
   /* Stop watching entirely: a renewal still in flight was sent before the
    * give-back, which therefore undoes it. The give-back's ids are the
-   * entry's own (wd_ids), copied by lk__sem_background. */
+   * entry's own (wd_ids), copied by the job. Their leases were set by this
+   * object's commands, within max_lease_ms (the default lease, unless an
+   * update whose reply was lost asked for more): the give-back is resent
+   * until then, however long the server stays out of reach. */
   lk__wd_remove(CLIENT(p), &p->wd);
-  lk__psem_give_back(p, p->wd_ids, p->wd.owner_len / LK__PSEM_ID_BYTES, NULL, lk__sem_always);
+  lk__psem_give_back(p, p->wd_ids, p->wd.owner_len / LK__PSEM_ID_BYTES, p->max_lease_ms, NULL,
+                     lk__sem_always);
   for (i = p->count; i-- > 0;)
     if (p->permits[i].renewed)
       lk__psem_drop(p, i);

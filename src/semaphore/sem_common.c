@@ -6,7 +6,8 @@
 
 #include "semaphore/sem_internal.h"
 
-/* Connection cycles a clean-up command survives before it is given up. */
+/* Sends of a clean-up command left to the client by a close that stopped
+ * waiting for it (owner-less) before it is given up. */
 #define LK__SEM_BACKGROUND_TRIES 5
 
 const lk__script_t *lk__sem_script(const char *name) {
@@ -89,12 +90,14 @@ int lk__sem_took_or_unknown(int status, const redisReply *r) {
 
 typedef struct lk__sem_job_s {
   lk_client_t *client;
-  lk__sem_owner_t *owner; /* NULL: owner-less, a few tries */
+  lk__sem_owner_t *owner; /* NULL: left behind by a close, a few tries */
   lk__queue_t node;       /* in owner->jobs */
   const lk__script_t *script;
   lk__sem_pred pred;
   int nkeys, nargs, tries;
   int paused;              /* waits for owner->timer */
+  int valid_from_outcome;  /* valid_until_ns is set once `after` has an outcome */
+  int64_t valid_ms;
   uint64_t valid_until_ns; /* owned: resent until then */
   const char **argv;
   size_t *lens;
@@ -157,8 +160,10 @@ static void on_job_reply(void *data, int status, redisReply *r) {
       }
       lk__log(j->client, LK_LOG_ERROR,
               "semaphore clean-up given up (%s): the server stayed out of reach "
-              "until its request mark could expire; permits it was to give back "
-              "may stay taken",
+              "until it was no longer worth sending (its request mark, or the "
+              "leases of the permits it gives back, could have ended); permits "
+              "it was to give back may stay taken (expirable ones until their "
+              "leases end)",
               lk_err_name(status));
       job_free(j);
       return;
@@ -181,6 +186,8 @@ static void on_job_reply(void *data, int status, redisReply *r) {
 static void on_after_reply(void *data, int status, redisReply *r) {
   lk__sem_job_t *j = data;
   if (j->pred(status, r)) {
+    if (j->valid_from_outcome)
+      j->valid_until_ns = lk__now_ns() + (uint64_t)j->valid_ms * 1000000u;
     job_send(j);
     return;
   }
@@ -211,6 +218,8 @@ static lk__sem_job_t *job_new(lk_client_t *c, const char *script, int nkeys, int
   j->nargs = nargs;
   j->tries = 0;
   j->paused = 0;
+  j->valid_from_outcome = 0;
+  j->valid_ms = 0;
   j->valid_until_ns = 0;
   j->argv = (const char **)(j + 1);
   j->lens = (size_t *)(j->argv + n);
@@ -232,20 +241,9 @@ static void job_start(lk__sem_job_t *j, lk__op_t *after) {
   job_send(j);
 }
 
-void lk__sem_background(lk_client_t *c, const char *script, int nkeys, int nargs, const char **argv,
-                        const size_t *lens, lk__op_t *after, lk__sem_pred pred) {
-  lk__sem_job_t *j = job_new(c, script, nkeys, nargs, argv, lens, pred);
-  if (j == NULL) {
-    if (after != NULL)
-      lk__op_retarget(after, NULL, NULL);
-    return;
-  }
-  job_start(j, after);
-}
-
-void lk__sem_background_owned(lk__sem_owner_t *w, int64_t valid_ms, const char *script, int nkeys,
-                              int nargs, const char **argv, const size_t *lens, lk__op_t *after,
-                              lk__sem_pred pred) {
+static void background_owned(lk__sem_owner_t *w, int64_t valid_ms, int from_outcome,
+                             const char *script, int nkeys, int nargs, const char **argv,
+                             const size_t *lens, lk__op_t *after, lk__sem_pred pred) {
   lk__sem_job_t *j = job_new(w->client, script, nkeys, nargs, argv, lens, pred);
   if (j == NULL) {
     if (after != NULL)
@@ -253,9 +251,23 @@ void lk__sem_background_owned(lk__sem_owner_t *w, int64_t valid_ms, const char *
     return;
   }
   j->owner = w;
-  j->valid_until_ns = lk__now_ns() + (uint64_t)(valid_ms > 0 ? valid_ms : 0) * 1000000u;
+  j->valid_ms = valid_ms > 0 ? valid_ms : 0;
+  j->valid_from_outcome = from_outcome && after != NULL;
+  j->valid_until_ns = lk__now_ns() + (uint64_t)j->valid_ms * 1000000u;
   lk__queue_insert_tail(&w->jobs, &j->node);
   job_start(j, after);
+}
+
+void lk__sem_background_owned(lk__sem_owner_t *w, int64_t valid_ms, const char *script, int nkeys,
+                              int nargs, const char **argv, const size_t *lens, lk__op_t *after,
+                              lk__sem_pred pred) {
+  background_owned(w, valid_ms, 0, script, nkeys, nargs, argv, lens, after, pred);
+}
+
+void lk__sem_give_back_owned(lk__sem_owner_t *w, int64_t valid_ms, const char *script, int nkeys,
+                             int nargs, const char **argv, const size_t *lens, lk__op_t *after,
+                             lk__sem_pred pred) {
+  background_owned(w, valid_ms, 1, script, nkeys, nargs, argv, lens, after, pred);
 }
 
 /* --- owners --- */
@@ -279,6 +291,7 @@ static void owner_orphan_all(lk__sem_owner_t *w) {
     lk__sem_job_t *j = lk__container_of(lk__queue_head(&w->jobs), lk__sem_job_t, node);
     lk__queue_remove(&j->node);
     j->owner = NULL;
+    j->tries = 0; /* a few more from here */
     lk__log(w->client, LK_LOG_WARN,
             "semaphore closed before its clean-up got through; it is left to "
             "the client (a few more tries)");

@@ -3,7 +3,7 @@
 
 /* What the counting semaphore (semaphore.c) and the permit-expirable one
  * (psem.c) share: names, script lookup, reply helpers, and clean-up
- * commands that survive a reconnect or two. */
+ * commands owned by the object, resent across reconnects. */
 
 #include "core/internal.h"
 #include "core/object.h"
@@ -31,11 +31,11 @@ int lk__sem_parse_msg(const char *msg, size_t len, int64_t *out);
 /* The i-th element of an array reply as an integer. */
 int lk__sem_elem(const redisReply *r, size_t i, int64_t *out);
 
-/* The clean-up of one object (the counting semaphore): while the object
- * lives, its clean-up commands are resent across any number of reconnects
- * (a failed connect, a lost reply, a loading or busy server: the latter two
- * after a pause on `timer`), until the mark that judges them could have
- * expired. Close waits for them (lk__sem_owner_close), up to a bound. */
+/* The clean-up of one object (either semaphore): while the object lives,
+ * its clean-up commands are resent across any number of reconnects (a
+ * failed connect, a lost reply, a loading or busy server: the latter two
+ * after a pause on `timer`), until they are no longer worth sending (below).
+ * Close waits for them (lk__sem_owner_close), up to a bound. */
 typedef struct lk__sem_owner_s {
   lk_client_t *client;
   lk__queue_t jobs;  /* lk__sem_job_t.node */
@@ -50,26 +50,33 @@ typedef struct lk__sem_owner_s {
 void lk__sem_owner_init(lk__sem_owner_t *w, lk_client_t *c);
 /* Close: done(w) runs, from the loop or a callback, once every job of w is
  * over (applied, or found needless), or once wait_ms passed (the jobs left
- * are then handed to the client as owner-less clean-up, logged), and the
- * timer is closed. */
+ * are then handed to the client, which tries each a few more times while it
+ * stays open, logged), and the timer is closed. No job may be added to w
+ * after this call. */
 void lk__sem_owner_close(lk__sem_owner_t *w, int64_t wait_ms, void (*done)(lk__sem_owner_t *w));
 
-/* Clean-up nobody waits for: the script is sent now (after == NULL), or once
- * `after` (a command the object left behind, re-aimed here) has an outcome
- * for which pred is true, else dropped. Every such script is idempotent, so
- * a send that fails for want of a connection, or whose reply is lost, is
- * repeated on the next connection: with an owner, without limit until
- * valid_ms from now (the request mark's TTL, less every span it may have
- * been set earlier); without one (owner NULL), a few times. argv is copied.
- * Failures are logged; nothing is reported to anyone. */
+/* Clean-up nobody waits for but the owner's close: the script is sent now
+ * (after == NULL), or once `after` (a command the object left behind,
+ * re-aimed here) has an outcome for which pred is true, else dropped. Every
+ * such script is idempotent, so a send that fails for want of a connection,
+ * or whose reply is lost, is repeated on the next connection, without limit
+ * until valid_ms from now: the counting semaphore's request mark's TTL, less
+ * every span it may have been set earlier. argv is copied. Failures are
+ * logged; nothing is reported to anyone. */
 typedef int (*lk__sem_pred)(int status, const redisReply *r);
-void lk__sem_background(lk_client_t *c, const char *script, int nkeys, int nargs, const char **argv,
-                        const size_t *lens, lk__op_t *after, lk__sem_pred pred);
 void lk__sem_background_owned(lk__sem_owner_t *w, int64_t valid_ms, const char *script, int nkeys,
                               int nargs, const char **argv, const size_t *lens, lk__op_t *after,
                               lk__sem_pred pred);
+/* The same for a give-back by permit id (the expirable semaphore), which is
+ * right however late it comes (an id that is gone adds nothing) and worth
+ * sending until the ids' leases have ended on the server: valid_ms counts
+ * from `after`'s outcome when there is one (`after` may itself have set a
+ * lease), else from now. */
+void lk__sem_give_back_owned(lk__sem_owner_t *w, int64_t valid_ms, const char *script, int nkeys,
+                             int nargs, const char **argv, const size_t *lens, lk__op_t *after,
+                             lk__sem_pred pred);
 
-/* Predicates for lk__sem_background. */
+/* Predicates for the background clean-up. */
 int lk__sem_always(int status, const redisReply *r);
 /* The abandoned acquire took permits, or may have (its reply was lost). */
 int lk__sem_took_or_unknown(int status, const redisReply *r);

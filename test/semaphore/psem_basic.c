@@ -1,6 +1,7 @@
 /* Permit-expirable semaphore: ids and layout, releases by id, leases that
  * end and come back, watchdog renewal and loss, updates, a killed holder,
- * bad inputs. */
+ * bad inputs; give-backs left to the background while the server is out of
+ * reach for many reconnects, and close waiting for them (bounded). */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proxy.h"
 #include "sem_fixture.h"
 
 /* The server's clock in epoch ms (scores are on it). */
@@ -521,4 +523,268 @@ TEST(psem_watchdog_batches_many_holders) {
     fx_close_psem(&fx, h[i]);
   ASSERT_EQ(srv_count(fx.srv, "many"), HOLDERS);
   fx_finish(&fx);
+}
+
+/* --- give-backs left to the background while the server is out of reach
+ * --- */
+
+/* A client through a proxy with short timeouts and a fast reconnect, so
+ * that a refused server costs a reconnect cycle every few tens of ms. */
+static rt_proxy_t *start_fast_proxied(fx_t *fx, int64_t default_lease_ms) {
+  lk_client_opts_t o;
+  rt_proxy_t *px;
+  memset(fx, 0, sizeof *fx);
+  ASSERT_OK(uv_loop_init(&fx->loop));
+  fx->srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx->srv);
+  px = rt_proxy_start(rt_server_port(fx->srv));
+  ASSERT_NOT_NULL(px);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(px);
+  o.reconnect_min_ms = 10;
+  o.reconnect_max_ms = 50;
+  o.reply_timeout_ms = 150;
+  o.connect_timeout_ms = 150;
+  if (default_lease_ms > 0)
+    o.default_lease_ms = default_lease_ms;
+  fx_start_client(fx, &o);
+  return px;
+}
+
+static uint64_t reconnects(fx_t *fx) {
+  lk_client_stats_t st;
+  lk_client_get_stats(fx->c, &st);
+  return st.reconnects;
+}
+
+/* Refused for many more reconnect cycles than the five sends a give-back
+ * used to get: the count stays where it is meanwhile. */
+static void stay_refused(fx_t *fx, const char *name, long long count) {
+  uint64_t before = reconnects(fx);
+  fx_spin(fx, rt_scaled_ms(800));
+  ASSERT_GE(reconnects(fx) - before, 8);
+  ASSERT_EQ(srv_count(fx->srv, name), count);
+}
+
+/* The connection heals: the count must reach want promptly (the give-back
+ * goes out on the first connection), well before lease_end (server ms),
+ * when the permits would come back anyway. Returns ms from heal to give
+ * back. */
+static long long heal_and_wait(fx_t *fx, rt_proxy_t *px, const char *name, long long want,
+                               long long lease_end) {
+  long long healed, got;
+  int64_t end;
+  rt_proxy_refuse(px, 0);
+  healed = server_ms(fx);
+  end = rt_now_ms() + rt_scaled_ms(3000);
+  while (srv_count(fx->srv, name) != want && rt_now_ms() < end) {
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(2);
+  }
+  got = server_ms(fx);
+  printf("%s: given back %lld ms after the heal; the lease ends %lld ms after it\n", name,
+         got - healed, lease_end - healed);
+  ASSERT_EQ(srv_count(fx->srv, name), want);
+  ASSERT_LT(got, lease_end - 300); /* given back, not expired */
+  ASSERT_LT(got - healed, rt_scaled_ms(1000));
+  return got - healed;
+}
+
+/* A renewed permit's lease is lost while no connection gets through: the
+ * renewal that ran on the server had its reply cut, so the lease there runs
+ * a renewal period past the object's deadline. The give-back of the lost
+ * permit is refused for many reconnects, then the connection heals before
+ * the lease ends: the permit comes back right away, not at lease end. */
+TEST(psem_lost_lease_given_back_after_long_cut) {
+  fx_t fx;
+  rt_proxy_t *px = start_fast_proxied(&fx, 6000);
+  lk_psem_t *a = fx_psem(&fx, "llc");
+  lost_t lost;
+  lk_client_stats_t st;
+  long long first, expiry;
+  char id[33];
+  int64_t end;
+  memset(&lost, 0, sizeof lost);
+  ASSERT_OK(lk_psem_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
+  ASSERT_OK(psem_acquire(&fx, a, 1, 0, LK_LEASE_DEFAULT));
+  snprintf(id, sizeof id, "%s", lk_psem_permit_id(a, 0));
+  first = score_of(&fx, "{llc}:timeout", id);
+  /* One renewal goes through (its script is then cached: the next
+   * EVALSHA is the next renewal). */
+  end = rt_now_ms() + rt_scaled_ms(5000);
+  while (score_of(&fx, "{llc}:timeout", id) == first && rt_now_ms() < end)
+    fx_spin(&fx, 20);
+  ASSERT_GT(score_of(&fx, "{llc}:timeout", id), first);
+  fx_spin(&fx, 50);
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_EQ(st.leases_lost, 0);
+  /* The next renewal runs, its reply is lost with the connection, and no
+   * new connection gets through. */
+  rt_proxy_refuse(px, 1);
+  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  end = rt_now_ms() + rt_scaled_ms(4000);
+  while (rt_proxy_rule_state(px) != RT_PROXY_RULE_APPLIED && rt_now_ms() < end)
+    fx_spin(&fx, 10);
+  ASSERT_EQ(rt_proxy_rule_state(px), RT_PROXY_RULE_APPLIED);
+  expiry = score_of(&fx, "{llc}:timeout", id);
+  /* The object's deadline (the last confirmed renewal's) passes first. */
+  rt_run_until(&fx.loop, &lost.calls, 6000);
+  ASSERT_EQ(lost.calls, 1);
+  ASSERT_EQ(lost.status, LK_ELEASELOST);
+  ASSERT_EQ(lk_psem_permit_count(a), 0);
+  stay_refused(&fx, "llc", 1);
+  ASSERT_EQ(score_of(&fx, "{llc}:timeout", id), expiry);
+  ASSERT_GT(expiry, server_ms(&fx) + 800); /* room to tell a give-back from expiry */
+  heal_and_wait(&fx, px, "llc", 2, expiry);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {llc}:timeout"), 0);
+  ASSERT_EQ(lost.calls, 1);
+  fx_close_psem(&fx, a);
+  ASSERT_EQ(srv_count(fx.srv, "llc"), 2);
+  fx_finish(&fx);
+  rt_proxy_stop(px);
+}
+
+/* The scripts are cached on the server, so the next EVALSHA is the
+ * operation itself (not a NOSCRIPT answer). */
+static void psem_warm_up(fx_t *fx, lk_psem_t *p, long long permits) {
+  ASSERT_OK(psem_run_n(fx, lk_psem_try_set_permits, p, permits, NULL));
+  ASSERT_OK(psem_acquire(fx, p, 1, 0, 60000));
+  ASSERT_OK(psem_run_id(fx, lk_psem_release, p, NULL, NULL));
+}
+
+/* An acquire runs on the server and its reply is lost with the connection;
+ * then every reconnect is refused for many cycles. The give-back of its
+ * ids waits for the server however many cycles that takes. */
+TEST(psem_unknown_acquire_given_back_after_many_reconnects) {
+  fx_t fx;
+  rt_proxy_t *px = start_fast_proxied(&fx, 0);
+  lk_psem_t *a = fx_psem(&fx, "uag");
+  sx_t x;
+  long long now;
+  psem_warm_up(&fx, a, 3);
+  rt_proxy_refuse(px, 1);
+  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  psem_start_acquire(a, 2, 0, 60000, &x);
+  rt_run_until(&fx.loop, &x.done, 3000);
+  ASSERT_EQ(x.status, LK_EUNKNOWN);
+  ASSERT_EQ(rt_proxy_rule_state(px), RT_PROXY_RULE_APPLIED);
+  ASSERT_EQ(srv_count(fx.srv, "uag"), 1); /* it took them */
+  ASSERT_EQ(lk_psem_permit_count(a), 0);
+  stay_refused(&fx, "uag", 1);
+  now = server_ms(&fx);
+  heal_and_wait(&fx, px, "uag", 3, now + 59000);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {uag}:timeout"), 0);
+  fx_close_psem(&fx, a);
+  ASSERT_EQ(srv_count(fx.srv, "uag"), 3);
+  fx_finish(&fx);
+  rt_proxy_stop(px);
+}
+
+/* A release is sent into a blackhole (never run) and its resends fail: it
+ * completes with LK_EUNKNOWN and is finished in the background, which
+ * waits out many refused reconnects. */
+TEST(psem_unknown_release_given_back_after_many_reconnects) {
+  fx_t fx;
+  rt_proxy_t *px = start_fast_proxied(&fx, 0);
+  lk_psem_t *a = fx_psem(&fx, "urg");
+  sx_t r;
+  long long now;
+  psem_warm_up(&fx, a, 3);
+  ASSERT_OK(psem_acquire(&fx, a, 2, 0, 60000));
+  ASSERT_EQ(srv_count(fx.srv, "urg"), 1);
+  rt_proxy_blackhole(px, 1);
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(lk_psem_release(a, NULL, psem_cb, &r));
+  rt_run_until(&fx.loop, &r.done, 5000);
+  ASSERT_EQ(r.status, LK_EUNKNOWN);
+  ASSERT_EQ(lk_psem_permit_count(a), 0);
+  /* From the blackhole to refused connections (the connection that lost
+   * bytes goes first). */
+  rt_proxy_refuse(px, 1);
+  rt_proxy_reset_all(px);
+  rt_proxy_blackhole(px, 0);
+  stay_refused(&fx, "urg", 1);
+  now = server_ms(&fx);
+  heal_and_wait(&fx, px, "urg", 3, now + 59000);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {urg}:timeout"), 0);
+  fx_close_psem(&fx, a);
+  ASSERT_EQ(srv_count(fx.srv, "urg"), 3);
+  fx_finish(&fx);
+  rt_proxy_stop(px);
+}
+
+static void count_closed(lk_psem_t *p) { (*(int *)lk_psem_get_data(p))++; }
+
+/* Close with a give-back still pending and the server out of reach: close
+ * waits for it (within its bound), so the permits are back when close_cb
+ * runs. */
+TEST(psem_close_waits_for_pending_give_back) {
+  fx_t fx;
+  rt_proxy_t *px = start_fast_proxied(&fx, 0);
+  lk_psem_t *a = fx_psem(&fx, "cwg");
+  sx_t x;
+  int closed = 0;
+  psem_warm_up(&fx, a, 3);
+  rt_proxy_refuse(px, 1);
+  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  psem_start_acquire(a, 2, 0, 60000, &x);
+  rt_run_until(&fx.loop, &x.done, 3000);
+  ASSERT_EQ(x.status, LK_EUNKNOWN);
+  ASSERT_EQ(srv_count(fx.srv, "cwg"), 1);
+  lk_psem_set_data(a, &closed);
+  ASSERT_OK(lk_psem_close(a, count_closed));
+  fx_spin(&fx, rt_scaled_ms(200));
+  ASSERT_EQ(closed, 0); /* still waiting for the give-back */
+  rt_proxy_refuse(px, 0);
+  rt_run_until(&fx.loop, &closed, 3000);
+  ASSERT_EQ(srv_count(fx.srv, "cwg"), 3); /* given back before close completed */
+  fx_spin(&fx, 50);
+  ASSERT_EQ(closed, 1);
+  fx_finish(&fx);
+  rt_proxy_stop(px);
+}
+
+/* Close on a server that stays out of reach: the release of the held
+ * permits fails, its give-back and an acquire's are waited for, but only
+ * up to close's bound (2 x (connect + reply timeout) + reconnect_max_ms =
+ * 650 ms here): close_cb runs once, in bounded time. */
+TEST(psem_close_bounded_while_server_unreachable) {
+  fx_t fx;
+  rt_proxy_t *px = start_fast_proxied(&fx, 0);
+  lk_psem_t *a = fx_psem(&fx, "cbu"), *b = fx_psem(&fx, "cbu");
+  sx_t x;
+  int closed = 0;
+  int64_t t0, took;
+  psem_warm_up(&fx, a, 4);
+  ASSERT_OK(psem_acquire(&fx, a, 1, 0, 60000));
+  rt_proxy_refuse(px, 1);
+  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  psem_start_acquire(b, 2, 0, 60000, &x);
+  rt_run_until(&fx.loop, &x.done, 3000);
+  ASSERT_EQ(x.status, LK_EUNKNOWN);
+  ASSERT_EQ(srv_count(fx.srv, "cbu"), 1);
+  lk_psem_set_data(a, &closed);
+  lk_psem_set_data(b, &closed);
+  t0 = rt_now_ms();
+  ASSERT_OK(lk_psem_close(a, count_closed));
+  ASSERT_OK(lk_psem_close(b, count_closed));
+  {
+    int64_t end = t0 + rt_scaled_ms(5000);
+    while (closed < 2 && rt_now_ms() < end) {
+      uv_run(&fx.loop, UV_RUN_NOWAIT);
+      rt_sleep_ms(1);
+    }
+  }
+  took = rt_now_ms() - t0;
+  printf("both closed %lld ms after close with the server unreachable\n", (long long)took);
+  ASSERT_EQ(closed, 2);
+  ASSERT_GE(took, 500); /* they waited for the give-backs */
+  ASSERT_LT(took, 650 + rt_scaled_ms(1000)); /* but not past the bound */
+  fx_spin(&fx, 100);
+  ASSERT_EQ(closed, 2); /* once each */
+  ASSERT_EQ(srv_count(fx.srv, "cbu"), 1); /* nothing invented */
+  rt_proxy_refuse(px, 0);
+  fx_finish(&fx);
+  rt_proxy_stop(px);
 }
