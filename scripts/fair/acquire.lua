@@ -34,15 +34,13 @@ while true do
   redis.call('zrem', t, head)
 end
 
-local function granted(count, fresh)
+-- Every grant takes a fresh token, a resend's too: the counter's current
+-- value is a lost attempt's only if that attempt did apply, which the count
+-- cannot prove in every case, and a token must never be handed out twice.
+local function granted(count)
   redis.call('pexpire', name, ARGV[1])
   if not KEYS[4] then
     return {count}
-  end
-  if not fresh then
-    -- An earlier attempt whose reply was lost took it: nobody acquired
-    -- since, so the counter still shows that attempt's token.
-    return {count, tonumber(redis.call('get', KEYS[4]) or '0'), 0}
   end
   local token = redis.call('incr', KEYS[4])
   local floor = tonumber(ARGV[7])
@@ -62,7 +60,7 @@ local before = tonumber(ARGV[3])
 if held and before >= 0 then
   if ARGV[6] == '1' and tonumber(held) == before + 1 then
     -- A resend: the attempt whose reply was lost did acquire.
-    return reply_granted(granted(tonumber(held), false))
+    return reply_granted(granted(tonumber(held)))
   end
   if tonumber(held) ~= before then
     -- Holds of this owner the object no longer counts (a release whose
@@ -75,7 +73,7 @@ if held and before >= 0 then
   end
 end
 if held then
-  return reply_granted(granted(redis.call('hincrby', name, owner, 1), true))
+  return reply_granted(granted(redis.call('hincrby', name, owner, 1)))
 end
 local pttl = redis.call('pttl', name) -- -2: free
 if pttl == -2 and (not head or head == owner) then
@@ -83,7 +81,7 @@ if pttl == -2 and (not head or head == owner) then
     redis.call('lpop', q)
   end
   redis.call('zrem', t, owner)
-  return reply_granted(granted(redis.call('hincrby', name, owner, 1), true))
+  return reply_granted(granted(redis.call('hincrby', name, owner, 1)))
 end
 
 if ARGV[5] == 'last' then

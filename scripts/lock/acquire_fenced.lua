@@ -8,14 +8,28 @@
 -- Reply: {count, token, regressed} when acquired, else the holder's PTTL.
 -- regressed = 1: the counter was below the floor (the server lost its data);
 -- it is lifted to the floor so tokens never go backwards again.
+local function token()
+  local t = redis.call('incr', KEYS[2])
+  local floor = tonumber(ARGV[4])
+  if t < floor then
+    redis.call('set', KEYS[2], floor)
+    return floor, 1
+  end
+  return t, 0
+end
+
 local held = redis.call('hget', KEYS[1], ARGV[2])
 local before = tonumber(ARGV[3])
 if held and before >= 0 then
   if ARGV[5] == '1' and tonumber(held) == before + 1 then
-    -- A resend: the attempt whose reply was lost took it; nobody else has
-    -- acquired since, so the counter still shows that attempt's token.
+    -- A resend: the attempt whose reply was lost took it. It gets a fresh
+    -- token, not the counter's current value: that value is the lost
+    -- attempt's only if that attempt did apply, which the count cannot
+    -- prove in every case (a stale count one above looks the same), and a
+    -- token must never be handed out twice. The lost one is skipped.
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return {tonumber(held), tonumber(redis.call('get', KEYS[2]) or '0'), 0}
+    local t, regressed = token()
+    return {tonumber(held), t, regressed}
   end
   if tonumber(held) ~= before then
     -- Stale holds of this owner (see acquire.lua): restart the count.
@@ -25,12 +39,7 @@ end
 if held or redis.call('exists', KEYS[1]) == 0 then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  local token = redis.call('incr', KEYS[2])
-  local floor = tonumber(ARGV[4])
-  if token < floor then
-    redis.call('set', KEYS[2], floor)
-    return {count, floor, 1}
-  end
-  return {count, token, 0}
+  local t, regressed = token()
+  return {count, t, regressed}
 end
 return redis.call('pttl', KEYS[1])

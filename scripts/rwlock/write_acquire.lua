@@ -24,13 +24,12 @@ end
 local before = tonumber(ARGV[4])
 local held = redis.call('hget', KEYS[1], ARGV[2])
 if held and before >= 0 and ARGV[5] == '1' and tonumber(held) == before + 1 then
-  -- A resend: the earlier attempt whose reply was lost took this hold. The
-  -- owner writes, so nobody took a token since: the counter's value is that
-  -- attempt's. On a first attempt such a count is a stale one (below), never
-  -- this attempt's grant.
-  local reads = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
-  if #KEYS < 2 then return {before + 1, reads} end
-  return {before + 1, reads, tonumber(redis.call('get', KEYS[2]) or '0'), 0}
+  -- A resend: the earlier attempt whose reply was lost took this hold. On a
+  -- first attempt such a count is a stale one (below), never this attempt's
+  -- grant. The grant takes a fresh token: the counter's current value is
+  -- the lost attempt's only if that attempt did apply, which the count
+  -- cannot prove in every case, and a token is never handed out twice.
+  return granted(before + 1)
 end
 
 local lease = tonumber(ARGV[1])
