@@ -16,6 +16,7 @@
 #include "test.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stddef.h>
@@ -44,7 +45,8 @@ enum {
   OP_RULE,
   OP_RULE_STATE,
   OP_RELEASE,
-  OP_REQUESTS
+  OP_REQUESTS,
+  OP_PARK
 };
 
 /* A growable byte buffer (proxy thread only). */
@@ -143,9 +145,11 @@ struct rt_proxy_s {
   uv_thread_t thread;
   uv_tcp_t listener;
   uv_async_t wake;
-  uv_mutex_t mu; /* guards cmds and cmd->done */
+  uv_mutex_t mu; /* guards cmds, cmd->done and parked */
   uv_cond_t cond;
   cmd_t *cmd_head, *cmd_tail;
+  int parked; /* the thread waits in on_wake until another thread clears it */
+  struct rt_proxy_s *next_live; /* the registry of running proxies */
   struct sockaddr_in target;
   int port;
   /* Below: proxy thread only. */
@@ -811,6 +815,8 @@ static void apply(rt_proxy_t *px, cmd_t *cmd) {
   }
 }
 
+static int call(rt_proxy_t *px, int op, int arg);
+
 static void on_wake(uv_async_t *a) {
   rt_proxy_t *px = a->data;
   uv_mutex_lock(&px->mu);
@@ -819,13 +825,67 @@ static void on_wake(uv_async_t *a) {
   uv_mutex_unlock(&px->mu);
   for (int i = 0; list != NULL && i < 100000; i++) {
     cmd_t *next = list->next; /* the caller may free the command once done */
-    apply(px, list);
+    int park = list->op == OP_PARK;
+    if (!park)
+      apply(px, list);
     uv_mutex_lock(&px->mu);
     list->done = 1;
+    if (park)
+      px->parked = 1;
     uv_cond_broadcast(&px->cond);
+    /* Parked: between two callbacks, holding no lock of the allocator's,
+     * until rt_proxies_unpark_all. */
+    for (int k = 0; px->parked && k < 1000000; k++)
+      uv_cond_wait(&px->cond, &px->mu);
     uv_mutex_unlock(&px->mu);
     list = next;
   }
+}
+
+/* ---- forking beside proxy threads --------------------------------------------------------- */
+
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static rt_proxy_t *live_head;
+
+void rt_proxies_park_all(void) {
+  pthread_mutex_lock(&live_mu); /* held until rt_proxies_unpark_all */
+  for (rt_proxy_t *p = live_head; p != NULL; p = p->next_live)
+    call(p, OP_PARK, 0);
+}
+
+void rt_proxies_unpark_all(void) {
+  for (rt_proxy_t *p = live_head; p != NULL; p = p->next_live) {
+    uv_mutex_lock(&p->mu);
+    p->parked = 0;
+    uv_cond_broadcast(&p->cond);
+    uv_mutex_unlock(&p->mu);
+  }
+  pthread_mutex_unlock(&live_mu);
+}
+
+void rt_proxies_forked_child(void) {
+  /* The proxies' threads do not exist here; only the registry lock, taken
+   * by this thread before fork, needs letting go. */
+  live_head = NULL;
+  pthread_mutex_unlock(&live_mu);
+}
+
+static void live_add(rt_proxy_t *p) {
+  pthread_mutex_lock(&live_mu);
+  p->next_live = live_head;
+  live_head = p;
+  pthread_mutex_unlock(&live_mu);
+}
+
+static void live_remove(rt_proxy_t *p) {
+  pthread_mutex_lock(&live_mu);
+  for (rt_proxy_t **pp = &live_head; *pp != NULL; pp = &(*pp)->next_live) {
+    if (*pp == p) {
+      *pp = p->next_live;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&live_mu);
 }
 
 static long long call_cmd(rt_proxy_t *px, cmd_t *in) {
@@ -936,6 +996,7 @@ rt_proxy_t *rt_proxy_start(int target_port) {
     free(px);
     return NULL;
   }
+  live_add(px);
   return px;
 }
 
@@ -944,6 +1005,7 @@ int rt_proxy_port(const rt_proxy_t *p) { return p->port; }
 void rt_proxy_stop(rt_proxy_t *p) {
   if (p == NULL)
     return;
+  live_remove(p);
   call(p, OP_STOP, 0);
   uv_thread_join(&p->thread);
   int r = uv_loop_close(&p->loop);

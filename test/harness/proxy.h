@@ -29,6 +29,15 @@ int rt_proxy_port(const rt_proxy_t *p);
  * a no-op. */
 void rt_proxy_stop(rt_proxy_t *p);
 
+/* Forking while a proxy thread is inside malloc leaves the child a locked
+ * allocator (glibc guards its own locks at fork; GCC 12's AddressSanitizer
+ * does not, and its child then hangs in its first malloc). rt_worker_start
+ * parks every running proxy's thread between two callbacks around fork(),
+ * and lets the child drop the registry. */
+void rt_proxies_park_all(void);
+void rt_proxies_unpark_all(void);
+void rt_proxies_forked_child(void);
+
 /* RST both legs of every current connection (SO_LINGER 0 close). */
 void rt_proxy_reset_all(rt_proxy_t *p);
 /* Close both legs of every current connection with FIN; bytes not yet

@@ -5,6 +5,8 @@
 
 #include "workers.h"
 
+#include "proxy.h"
+
 #include "test.h"
 
 #include <errno.h>
@@ -46,7 +48,12 @@ int rt_worker_start(rt_worker_t *w, int index, rt_worker_fn fn, void *arg) {
   w->cpu = allowed_cpu(index);
   parent_pid = getpid();
   fflush(NULL);
+  rt_proxies_park_all(); /* see proxy.h: no proxy thread inside malloc */
   pid_t pid = fork();
+  if (pid == 0)
+    rt_proxies_forked_child();
+  else
+    rt_proxies_unpark_all();
   if (pid < 0) {
     fprintf(stderr, "rt_worker_start: fork: %s\n", strerror(errno));
     return -1;
