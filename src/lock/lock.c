@@ -116,10 +116,24 @@ static void finish_unless_cut(lk_lock_t *l, int status) {
     finish(l, status);
 }
 
+static void give_back(lk_lock_t *l, int64_t before, uint32_t n);
+
 static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_lock_t *l = (lk_lock_t *)o;
   lk_lock_cb cb = l->cb;
   lk_client_t *c = o->client;
+  if (kind == OP_ACQUIRE && status != 0 && l->outcome_open) {
+    /* An attempt's reply was lost and nothing since settled it (a resend
+     * met a loading or busy server, then the budget ran out or the acquire
+     * was canceled between resends): give back the hold it may have taken,
+     * applied only if this owner's count shows it, before the callback can
+     * start anything; and say the outcome was unknown. */
+    if (!l->owner_shared)
+      give_back(l, (int64_t)l->holds + 1, 1);
+    l->outcome_open = 0;
+    if (status != LK_ECANCELED)
+      status = LK_EUNKNOWN;
+  }
   if (kind == OP_ACQUIRE && status == 0) {
     c->stats.acquires++;
     if (o->waited)
@@ -214,6 +228,7 @@ static void on_abandon(lk__obj_t *o) {
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
+  l->outcome_open = 0; /* the give-back below settles it, whatever comes */
   undo = release_op(l, l->owner_shared ? -1 : (int64_t)l->holds + 1, 1, lk__cleanup_cb,
                     o->client, 0, &err);
   if (undo == NULL) {
@@ -383,6 +398,7 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
      * count shows it), as for a lost reply. */
     if (!l->owner_shared)
       give_back(l, (int64_t)l->holds + 1, 1);
+    l->outcome_open = 0;
     finish(l, LK_EPROTOCOL);
     return;
   }
@@ -401,10 +417,9 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
     return;
   }
   if (status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) {
-    /* The budget is spent with the outcome open: queue a release that
-     * applies only if the lost attempt did take the lock. */
-    if (!l->owner_shared)
-      give_back(l, (int64_t)l->holds + 1, 1);
+    /* The budget is spent with the outcome open: on_complete queues a
+     * release that applies only if the lost attempt did take the lock. */
+    l->outcome_open = 1;
     finish(l, LK_EUNKNOWN);
     return;
   }

@@ -192,7 +192,6 @@ static void acquired(lk_rwlock_t *rw, redisReply *r) {
 
 static void on_acquire_reply(void *data, int status, redisReply *r) {
   lk_rwlock_t *rw = data;
-  int s = rw->req_side;
   long long ttl;
   rw->base.op = NULL;
   if (status == 0)
@@ -230,10 +229,9 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
     return;
   }
   if (status == LK_EUNKNOWN || (status == LK_ECONN && rw->unknown_resends > 0)) {
-    /* The budget is spent with the outcome open: queue a release that
-     * applies only if the lost attempt did take the hold. */
-    if (!rw->owner_shared)
-      lk__rw_give_back(rw, s, (int64_t)rw->side[s].holds + 1, 1);
+    /* The budget is spent with the outcome open: on_complete queues a
+     * release that applies only if the lost attempt did take the hold. */
+    rw->outcome_open = 1;
     finish(rw, LK_EUNKNOWN);
     return;
   }
@@ -291,6 +289,7 @@ void lk__rw_abandon(lk__obj_t *o) {
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
+  rw->outcome_open = 0; /* the give-back below settles it, whatever comes */
   undo = lk__rw_release_op(rw, s, rw->owner_shared ? -1 : (int64_t)rw->side[s].holds + 1,
                            1, lk__cleanup_cb, o->client, 0, &err);
   if (undo == NULL) {

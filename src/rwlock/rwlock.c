@@ -13,6 +13,19 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
   lk_rwlock_cb cb = rw->cb;
   lk_client_t *c = o->client;
+  if (kind == LK__RW_OP_ACQUIRE && status != 0 && rw->outcome_open) {
+    /* An attempt's reply was lost and nothing since settled it (a resend
+     * met a loading or busy server, then the budget ran out or the acquire
+     * was canceled between resends): give back the hold it may have taken,
+     * applied only if this owner's count shows it, before the callback can
+     * start anything; and say the outcome was unknown. */
+    int s = rw->req_side;
+    if (!rw->owner_shared)
+      lk__rw_give_back(rw, s, (int64_t)rw->side[s].holds + 1, 1);
+    rw->outcome_open = 0;
+    if (status != LK_ECANCELED)
+      status = LK_EUNKNOWN;
+  }
   if (kind == LK__RW_OP_ACQUIRE && status == 0) {
     c->stats.acquires++;
     if (o->waited)

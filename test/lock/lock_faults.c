@@ -423,3 +423,92 @@ TEST(late_renewal_reply_never_undoes_the_next_grant) {
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
+
+/* ---- an unknown outcome left open by a transient error ---- */
+
+static void on_direct_closed(lk_client_t *c) { *(int *)lk_client_get_data(c) = 1; }
+
+/* A waiter's winning attempt runs on the server but its reply is lost with
+ * the connection; the resend (which finds that grant) is answered LOADING,
+ * a transient error, so the waiter sleeps with the first attempt's outcome
+ * still open. Canceled then, it must give back the hold that attempt took
+ * (conditionally, by count): before, such a hold stayed until its lease
+ * ran out, with nobody believing it held the lock. */
+TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_opts_t o;
+  lk_client_t *direct = NULL;
+  lk_lock_t *holder, *waiter;
+  sx_t s;
+  static const char loading[] = "-LOADING Redis is loading the dataset in memory\r\n";
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  fx.srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx.srv);
+  p = rt_proxy_start(rt_server_port(fx.srv));
+  ASSERT_NOT_NULL(p);
+  lk_client_opts_init(&o);
+  o.port = rt_proxy_port(p);
+  o.reconnect_min_ms = 300; /* time to arm the next rule */
+  o.reconnect_max_ms = 300;
+  o.max_repoll_ms = 10000;  /* the sleep after LOADING outlasts the test */
+  fx_start_client(&fx, &o);
+  fx_client_opts(&fx, &o);
+  ASSERT_OK(lk_client_new(&fx.loop, &o, &direct));
+  ASSERT_OK(lk_lock_new(direct, "unk", &holder));
+  waiter = fx_lock(&fx, "unk");
+  ASSERT_OK(sx_acquire(&fx, holder, 0, 60000));
+  start_acquire(waiter, 20000, 60000, &s);
+  wait_subscribed(&fx, "redisson_lock__channel:{unk}");
+  spin(&fx, 50);
+  /* The waiter's next attempt wins; its reply is lost with the connection. */
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, holder, NULL));
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
+    while (rt_proxy_rule_state(p) != RT_PROXY_RULE_APPLIED) {
+      ASSERT_LT(rt_now_ms(), end);
+      spin(&fx, 1);
+    }
+  }
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN unk"), 1); /* the waiter's grant */
+  /* The resend after the reconnect finds it; its reply becomes LOADING. */
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_REPLACE, loading, sizeof loading - 1);
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
+    while (rt_proxy_rule_state(p) != RT_PROXY_RULE_APPLIED) {
+      ASSERT_LT(rt_now_ms(), end);
+      spin(&fx, 1);
+    }
+  }
+  spin(&fx, 50);
+  ASSERT_EQ(s.done, 0); /* asleep, outcome open */
+  ASSERT_OK(lk_lock_cancel(waiter));
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_EQ(s.status, LK_ECANCELED);
+  ASSERT_EQ(lk_lock_hold_count(waiter), 0);
+  /* Given back at once, not at the end of its 60 s lease. */
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
+    while (rt_cmd_int(fx.srv, "EXISTS unk") != 0) {
+      ASSERT_LT(rt_now_ms(), end);
+      spin(&fx, 2);
+    }
+  }
+  fx_close_lock(&fx, waiter);
+  {
+    int closed = 0;
+    lk_lock_set_data(holder, &closed);
+    ASSERT_OK(lk_lock_close(holder, fx_lock_closed_cb));
+    rt_run_until(&fx.loop, &closed, 5000);
+  }
+  {
+    int closed = 0;
+    lk_client_set_data(direct, &closed);
+    ASSERT_OK(lk_client_close(direct, on_direct_closed));
+    rt_run_until(&fx.loop, &closed, 5000);
+  }
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
