@@ -8,45 +8,13 @@
 #include "fair_fixture.h"
 #include "proxy.h"
 
-typedef struct {
-  int closed;
-} client_done_t;
-
-static void on_client_closed(lk_client_t *c) {
-  client_done_t *d = lk_client_get_data(c);
-  d->closed = 1;
-}
-
-/* A second client on the fixture's loop, straight to the server. */
-static lk_client_t *direct_client(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_t *c = NULL;
-  fx_client_opts(fx, &o);
-  ASSERT_OK(lk_client_new(&fx->loop, &o, &c));
-  return c;
-}
-
-static void close_client(fx_t *fx, lk_client_t *c) {
-  client_done_t d = {0};
-  lk_client_set_data(c, &d);
-  ASSERT_OK(lk_client_close(c, on_client_closed));
-  rt_run_until(&fx->loop, &d.closed, 5000);
-}
-
 static void start_proxied(fx_t *fx, rt_proxy_t **p, int64_t reply_timeout_ms) {
   lk_client_opts_t o;
-  memset(fx, 0, sizeof(*fx));
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  *p = rt_proxy_start(rt_server_port(fx->srv));
-  ASSERT_NOT_NULL(*p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(*p);
   o.reconnect_max_ms = 100;
   o.reply_timeout_ms = reply_timeout_ms;
   o.connect_timeout_ms = reply_timeout_ms;
-  fx_start_client(fx, &o);
+  *p = fx_start_proxied(fx, &o);
 }
 
 static long long holds_of(fx_t *fx, const char *name, const char *owner) {
@@ -67,7 +35,7 @@ TEST(cancel_racing_the_grant_gives_it_back) {
   fsx_t s, s2;
   char old_owner[128];
   start_proxied(&fx, &p, 3000);
-  c2 = direct_client(&fx);
+  c2 = fx_direct_client(&fx);
   ASSERT_OK(lk_fair_new(c2, "race", &h));
   w = fx_fair(&fx, "race");
   ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
@@ -110,7 +78,7 @@ TEST(cancel_racing_the_grant_gives_it_back) {
     ASSERT_OK(lk_fair_close(h, fx_fair_closed_cb));
     rt_run_until(&fx.loop, &closed, 5000);
   }
-  close_client(&fx, c2);
+  fx_close_direct_client(&fx, c2);
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
@@ -126,7 +94,7 @@ TEST(budget_spent_with_attempt_unanswered_leaves_no_trace) {
   lk_fair_t *h, *w;
   fsx_t s;
   start_proxied(&fx, &p, 400);
-  c2 = direct_client(&fx);
+  c2 = fx_direct_client(&fx);
   ASSERT_OK(lk_fair_new(c2, "unans", &h));
   w = fx_fair(&fx, "unans");
   ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
@@ -150,7 +118,7 @@ TEST(budget_spent_with_attempt_unanswered_leaves_no_trace) {
     ASSERT_OK(lk_fair_close(h, fx_fair_closed_cb));
     rt_run_until(&fx.loop, &closed, 5000);
   }
-  close_client(&fx, c2);
+  fx_close_direct_client(&fx, c2);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS unans"), 0);
   fx_finish(&fx);
   rt_proxy_stop(p);
@@ -165,7 +133,7 @@ TEST(lost_replies_while_queued_keep_one_entry) {
   lk_fair_t *h, *w;
   fsx_t s;
   start_proxied(&fx, &p, 400);
-  c2 = direct_client(&fx);
+  c2 = fx_direct_client(&fx);
   ASSERT_OK(lk_fair_new(c2, "lost", &h));
   w = fx_fair(&fx, "lost");
   ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
@@ -194,7 +162,7 @@ TEST(lost_replies_while_queued_keep_one_entry) {
     ASSERT_OK(lk_fair_close(h, fx_fair_closed_cb));
     rt_run_until(&fx.loop, &closed, 5000);
   }
-  close_client(&fx, c2);
+  fx_close_direct_client(&fx, c2);
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
@@ -358,17 +326,10 @@ TEST(late_renewal_reply_never_undoes_the_next_grant) {
   fsx_t first, again;
   relost_t r;
   int64_t n = -1;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.default_lease_ms = 600;
   o.reply_timeout_ms = 5000; /* held replies are late, not lost */
-  fx_start_client(&fx, &o);
+  p = fx_start_proxied(&fx, &o);
   w = fx_fair(&fx, "late");
   memset(&r, 0, sizeof(r));
   r.acq = &again;

@@ -85,27 +85,6 @@ static inline int64_t ms_between(uint64_t a_ns, uint64_t b_ns) {
   return ((int64_t)b_ns - (int64_t)a_ns) / 1000000;
 }
 
-/* Runs the loop for ms (unscaled) so background work can happen. */
-static inline void fx_spin(fx_t *fx, int64_t ms) {
-  int64_t end = rt_now_ms() + ms;
-  while (rt_now_ms() < end) {
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
-/* Spins the loop until cond holds; fails after ms (scaled). For conditions
- * seen only on the side channel, such as a clean-up command's effect. */
-#define FX_EVENTUALLY(fx, cond, ms)                                            \
-  do {                                                                         \
-    int64_t fx_end_ = rt_now_ms() + rt_scaled_ms(ms);                          \
-    while (!(cond)) {                                                          \
-      if (rt_now_ms() > fx_end_)                                               \
-        FAIL("not within %lld ms: %s", (long long)rt_scaled_ms(ms), #cond);    \
-      fx_spin((fx), 2);                                                        \
-    }                                                                          \
-  } while (0)
-
 /* ---- the keys, read on the side channel ---- */
 
 static inline char *fair_queue_key(const char *name) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "latchkey.h"
+#include "proxy.h"
 #include "redis_server.h"
 #include "test.h"
 
@@ -136,6 +137,61 @@ static inline int fx_wait_key_gone(fx_t *fx, const char *key, int64_t timeout_ms
     rt_sleep_ms(2);
   }
   return 0;
+}
+
+/* Runs the loop for ms (unscaled) so background work can happen. */
+static inline void fx_spin(fx_t *fx, int64_t ms) {
+  int64_t end = rt_now_ms() + ms;
+  while (rt_now_ms() < end) {
+    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+/* Spins the loop until cond holds; fails after ms (scaled). For conditions
+ * seen only on the side channel, such as a clean-up command's effect. */
+#define FX_EVENTUALLY(fx, cond, ms)                                            \
+  do {                                                                         \
+    int64_t fx_end_ = rt_now_ms() + rt_scaled_ms(ms);                          \
+    while (!(cond)) {                                                          \
+      if (rt_now_ms() > fx_end_)                                               \
+        FAIL("not within %lld ms: %s", (long long)rt_scaled_ms(ms), #cond);    \
+      fx_spin((fx), 2);                                                        \
+    }                                                                          \
+  } while (0)
+
+/* Loop, server, and a fault proxy in front of it; the fixture's client
+ * (options o, whose port is set to the proxy's) goes through the proxy. */
+static inline rt_proxy_t *fx_start_proxied(fx_t *fx, lk_client_opts_t *o) {
+  rt_proxy_t *p;
+  memset(fx, 0, sizeof(*fx));
+  ASSERT_OK(uv_loop_init(&fx->loop));
+  fx->srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(fx->srv);
+  p = rt_proxy_start(rt_server_port(fx->srv));
+  ASSERT_NOT_NULL(p);
+  o->port = rt_proxy_port(p);
+  fx_start_client(fx, o);
+  return p;
+}
+
+/* A second client on the fixture's loop, straight to the server. */
+static inline lk_client_t *fx_direct_client(fx_t *fx) {
+  lk_client_opts_t o;
+  lk_client_t *c = NULL;
+  fx_client_opts(fx, &o);
+  ASSERT_OK(lk_client_new(&fx->loop, &o, &c));
+  return c;
+}
+
+static inline void fx_flag_client_closed(lk_client_t *c) { *(int *)lk_client_get_data(c) = 1; }
+
+/* Closes a client made by fx_direct_client (its objects closed first). */
+static inline void fx_close_direct_client(fx_t *fx, lk_client_t *c) {
+  int closed = 0;
+  lk_client_set_data(c, &closed);
+  ASSERT_OK(lk_client_close(c, fx_flag_client_closed));
+  rt_run_until(&fx->loop, &closed, 10000);
 }
 
 #endif /* LK_TEST_HARNESS_LK_FIXTURE_H */

@@ -195,15 +195,6 @@ static inline long long srv_numsub(rt_server_t *srv, const char *channel) {
   return n;
 }
 
-/* Runs the loop for ms (unscaled) so background work can happen. */
-static inline void fx_spin(fx_t *fx, int64_t ms) {
-  int64_t end = rt_now_ms() + ms;
-  while (rt_now_ms() < end) {
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
 /* Spins the loop until the server has a subscriber on channel (bounded). */
 static inline void fx_wait_subscribed(fx_t *fx, const char *channel) {
   int64_t end = rt_now_ms() + rt_scaled_ms(3000);

@@ -374,17 +374,10 @@ TEST(late_renewal_reply_never_undoes_the_next_grant) {
   sx_t first, again;
   relost_t r;
   int64_t n = -1;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.default_lease_ms = 600;
   o.reply_timeout_ms = 5000; /* held replies are late, not lost */
-  fx_start_client(&fx, &o);
+  p = fx_start_proxied(&fx, &o);
   l = fx_lock(&fx, "late");
   memset(&r, 0, sizeof(r));
   r.acq = &again;
@@ -399,13 +392,7 @@ TEST(late_renewal_reply_never_undoes_the_next_grant) {
   rt_run_until(&fx.loop, &r.lost, 5000);
   ASSERT_EQ(r.lost, 1);
   /* Behind the renewal and the loss's give-back, the new acquisition ran. */
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-    while (token_counter(&fx, "late") != 2) {
-      ASSERT_LT(rt_now_ms(), end);
-      spin(&fx, 2);
-    }
-  }
+  FX_EVENTUALLY(&fx, token_counter(&fx, "late") == 2, 3000);
   ASSERT_EQ(again.done, 0);
   ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
   rt_proxy_release(p);
@@ -426,8 +413,6 @@ TEST(late_renewal_reply_never_undoes_the_next_grant) {
 
 /* ---- an unknown outcome left open by a transient error ---- */
 
-static void on_direct_closed(lk_client_t *c) { *(int *)lk_client_get_data(c) = 1; }
-
 /* A waiter's winning attempt runs on the server but its reply is lost with
  * the connection; the resend (which finds that grant) is answered LOADING,
  * a transient error, so the waiter sleeps with the first attempt's outcome
@@ -438,24 +423,16 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   fx_t fx;
   rt_proxy_t *p;
   lk_client_opts_t o;
-  lk_client_t *direct = NULL;
+  lk_client_t *direct;
   lk_lock_t *holder, *waiter;
   sx_t s;
   static const char loading[] = "-LOADING Redis is loading the dataset in memory\r\n";
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.reconnect_min_ms = 300; /* time to arm the next rule */
   o.reconnect_max_ms = 300;
   o.max_repoll_ms = 10000;  /* the sleep after LOADING outlasts the test */
-  fx_start_client(&fx, &o);
-  fx_client_opts(&fx, &o);
-  ASSERT_OK(lk_client_new(&fx.loop, &o, &direct));
+  p = fx_start_proxied(&fx, &o);
+  direct = fx_direct_client(&fx);
   ASSERT_OK(lk_lock_new(direct, "unk", &holder));
   waiter = fx_lock(&fx, "unk");
   ASSERT_OK(sx_acquire(&fx, holder, 0, 60000));
@@ -465,23 +442,11 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   /* The waiter's next attempt wins; its reply is lost with the connection. */
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
   ASSERT_OK(sx_run(&fx, lk_lock_release, holder, NULL));
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-    while (rt_proxy_rule_state(p) != RT_PROXY_RULE_APPLIED) {
-      ASSERT_LT(rt_now_ms(), end);
-      spin(&fx, 1);
-    }
-  }
+  FX_EVENTUALLY(&fx, rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED, 3000);
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN unk"), 1); /* the waiter's grant */
   /* The resend after the reconnect finds it; its reply becomes LOADING. */
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_REPLACE, loading, sizeof loading - 1);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-    while (rt_proxy_rule_state(p) != RT_PROXY_RULE_APPLIED) {
-      ASSERT_LT(rt_now_ms(), end);
-      spin(&fx, 1);
-    }
-  }
+  FX_EVENTUALLY(&fx, rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED, 3000);
   spin(&fx, 50);
   ASSERT_EQ(s.done, 0); /* asleep, outcome open */
   ASSERT_OK(lk_lock_cancel(waiter));
@@ -489,13 +454,7 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   ASSERT_EQ(s.status, LK_ECANCELED);
   ASSERT_EQ(lk_lock_hold_count(waiter), 0);
   /* Given back at once, not at the end of its 60 s lease. */
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-    while (rt_cmd_int(fx.srv, "EXISTS unk") != 0) {
-      ASSERT_LT(rt_now_ms(), end);
-      spin(&fx, 2);
-    }
-  }
+  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS unk") == 0, 2000);
   fx_close_lock(&fx, waiter);
   {
     int closed = 0;
@@ -503,12 +462,7 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
     ASSERT_OK(lk_lock_close(holder, fx_lock_closed_cb));
     rt_run_until(&fx.loop, &closed, 5000);
   }
-  {
-    int closed = 0;
-    lk_client_set_data(direct, &closed);
-    ASSERT_OK(lk_client_close(direct, on_direct_closed));
-    rt_run_until(&fx.loop, &closed, 5000);
-  }
+  fx_close_direct_client(&fx, direct);
   fx_finish(&fx);
   rt_proxy_stop(p);
 }

@@ -760,25 +760,16 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   fx_t fx;
   rt_proxy_t *p;
   lk_client_opts_t o;
-  lk_client_t *direct = NULL;
+  lk_client_t *direct;
   lk_rwlock_t *holder, *waiter;
   sx_t s;
-  int closed = 0;
   static const char loading[] = "-LOADING Redis is loading the dataset in memory\r\n";
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.reconnect_min_ms = 300; /* time to arm the next rule */
   o.reconnect_max_ms = 300;
   o.max_repoll_ms = 10000; /* the sleep after LOADING outlasts the test */
-  fx_start_client(&fx, &o);
-  fx_client_opts(&fx, &o);
-  ASSERT_OK(lk_client_new(&fx.loop, &o, &direct));
+  p = fx_start_proxied(&fx, &o);
+  direct = fx_direct_client(&fx);
   ASSERT_OK(lk_rwlock_new(direct, "unk", &holder));
   waiter = fx_rwlock(&fx, "unk");
   ASSERT_OK(rw_acquire(&fx, holder, RW_W, 0, 60000));
@@ -788,13 +779,7 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   /* The waiter's next attempt wins; its reply is lost with the connection. */
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
   ASSERT_OK(rw_release(&fx, holder, RW_W, NULL));
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-    while (rt_proxy_rule_state(p) != RT_PROXY_RULE_APPLIED) {
-      ASSERT_LT(rt_now_ms(), end);
-      rw_spin(&fx, 1);
-    }
-  }
+  FX_EVENTUALLY(&fx, rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED, 3000);
   {
     char field[160];
     snprintf(field, sizeof field, "%s:write", lk_rwlock_owner(waiter));
@@ -802,31 +787,17 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   }
   /* The resend after the reconnect finds it; its reply becomes LOADING. */
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_REPLACE, loading, sizeof loading - 1);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-    while (rt_proxy_rule_state(p) != RT_PROXY_RULE_APPLIED) {
-      ASSERT_LT(rt_now_ms(), end);
-      rw_spin(&fx, 1);
-    }
-  }
+  FX_EVENTUALLY(&fx, rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED, 3000);
   rw_spin(&fx, 50);
   ASSERT_EQ(s.done, 0); /* asleep, outcome open */
   ASSERT_OK(lk_rwlock_cancel(waiter));
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_EQ(s.status, LK_ECANCELED);
   /* Given back at once, not at the end of its 60 s lease. */
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-    while (rt_cmd_int(fx.srv, "EXISTS unk") != 0) {
-      ASSERT_LT(rt_now_ms(), end);
-      rw_spin(&fx, 2);
-    }
-  }
+  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS unk") == 0, 2000);
   fx_close_rwlock(&fx, waiter);
   fx_close_rwlock(&fx, holder);
-  lk_client_set_data(direct, &closed);
-  ASSERT_OK(lk_client_close(direct, fx_on_client_closed_flag));
-  rt_run_until(&fx.loop, &closed, 5000);
+  fx_close_direct_client(&fx, direct);
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
