@@ -59,11 +59,6 @@ if [ "$sanitize" -eq 1 ]; then
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
   export LK_TEST_TIMING=${LK_TEST_TIMING:-3}
-  # The nemesis runs in the plain lane: under ASan on two cores its workers'
-  # close phase once overran its budget (docs/reliability.md, open findings).
-  if [ "$select_given" -eq 0 ]; then
-    ctest_args+=(-E '^fault\.nemesis_seeded_run$')
-  fi
 elif [ "$valgrind" -eq 1 ]; then
   # Memcheck over a representative subset (reliability.md T39: T01-lite, T13,
   # T16, T23, plus hygiene, cancel and close paths): every definite leak or
