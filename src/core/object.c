@@ -31,7 +31,8 @@ int lk__obj_check_idle(const lk__obj_t *o, int has_cb) {
 void lk__obj_begin(lk__obj_t *o, int kind) {
   o->kind = kind;
   o->result = 0;
-  o->errtext[0] = '\0';
+  lk__free(o->errtext);
+  o->errtext = NULL;
   o->woken = 0;
   o->waited = 0;
   o->woken_ns = 0;
@@ -40,10 +41,17 @@ void lk__obj_begin(lk__obj_t *o, int kind) {
 /* The wait (if any) is over: no more timer, and no more listening unless
  * the object keeps its channel. */
 static void stop_waiting(lk__obj_t *o) {
-  uv_timer_stop(&o->timer);
   o->waiting = 0;
+  if (o->w == NULL)
+    return;
+  uv_timer_stop(&o->w->timer);
   if (!o->keep_sub)
-    lk__sub_stop(&o->sub);
+    lk__sub_stop(&o->w->sub);
+}
+
+void lk__obj_unsubscribe(lk__obj_t *o) {
+  if (o->w != NULL)
+    lk__sub_stop(&o->w->sub);
 }
 
 void lk__obj_finish(lk__obj_t *o, int status) {
@@ -66,9 +74,28 @@ void lk__obj_finish_later(lk__obj_t *o, int status) {
   lk__defer(o->client, &o->done);
 }
 
+#define LK__ERRTEXT_MAX 159
+
+/* The text is allocated when an error comes (errors are rare; most objects
+ * never keep one). Without memory the getter says "". */
+static void keep_errtext(lk__obj_t *o, const char *text, size_t len) {
+  if (len > LK__ERRTEXT_MAX)
+    len = LK__ERRTEXT_MAX;
+  lk__free(o->errtext);
+  o->errtext = lk__malloc(len + 1);
+  if (o->errtext == NULL)
+    return;
+  memcpy(o->errtext, text, len);
+  o->errtext[len] = '\0';
+}
+
 void lk__obj_error(lk__obj_t *o, const redisReply *r) {
   if (r != NULL && r->type == REDIS_REPLY_ERROR)
-    snprintf(o->errtext, sizeof(o->errtext), "%.*s", (int)r->len, r->str);
+    keep_errtext(o, r->str, r->len);
+}
+
+void lk__obj_set_errtext(lk__obj_t *o, const char *text) {
+  keep_errtext(o, text, strlen(text));
 }
 
 static void abandon(lk__obj_t *o) {
@@ -101,9 +128,18 @@ int lk__obj_cancel(lk__obj_t *o, int kind) {
 
 /* --- close --- */
 
-static void on_timer_closed(uv_handle_t *h) {
-  lk__obj_t *o = h->data;
+/* What the core allocated for the object; its timer is closed (or was
+ * never seen by this process's loop, after fork). */
+static void free_parts(lk__obj_t *o) {
+  lk__free(o->w);
+  o->w = NULL;
+  lk__free(o->errtext);
+  o->errtext = NULL;
+}
+
+static void closed_and_free(lk__obj_t *o) {
   lk__object_died(o->client);
+  free_parts(o);
   /* The library is done with the object: the user may close the client
    * inside the close callback. */
   if (o->ops->closed != NULL)
@@ -111,8 +147,21 @@ static void on_timer_closed(uv_handle_t *h) {
   o->ops->free(o);
 }
 
+static void on_timer_closed(uv_handle_t *h) { closed_and_free(h->data); }
+
+static void on_final_step(lk__defer_t *d) {
+  closed_and_free(lk__container_of(d, lk__obj_t, close_step));
+}
+
 void lk__obj_close_done(lk__obj_t *o) {
-  uv_close((uv_handle_t *)&o->timer, on_timer_closed);
+  if (o->w != NULL) {
+    uv_close((uv_handle_t *)&o->w->timer, on_timer_closed);
+    return;
+  }
+  /* No timer to close: the end still comes from the loop, after whatever
+   * the caller does next with the object. close_step ran already. */
+  lk__defer_init(&o->close_step, on_final_step);
+  lk__defer(o->client, &o->close_step);
 }
 
 /* Runs from the loop after the canceled operation's callback, so the user
@@ -135,6 +184,7 @@ int lk__obj_close(lk__obj_t *o) {
   if (o == NULL)
     return LK_EINVAL;
   if (lk__client_forked(o->client)) {
+    free_parts(o);
     o->ops->free(o);
     return LK_EFORKED;
   }
@@ -144,7 +194,7 @@ int lk__obj_close(lk__obj_t *o) {
   if (rc != 0)
     return rc;
   o->closing = 1;
-  lk__sub_stop(&o->sub); /* a kept channel goes with the object */
+  lk__obj_unsubscribe(o); /* a kept channel goes with the object */
   if (o->kind != 0 && !lk__queue_linked(&o->done.node)) {
     cut_short(o, LK_ECANCELED); /* on_done_defer continues the close */
     return 0;
@@ -179,6 +229,20 @@ void lk__obj_wait_begin(lk__obj_t *o, int64_t wait_ms) {
 }
 
 static void on_timer(uv_timer_t *t);
+static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
+                         size_t len);
+
+int lk__obj_want_timer(lk__obj_t *o) {
+  if (o->w != NULL)
+    return 0;
+  o->w = lk__calloc(1, sizeof(*o->w));
+  if (o->w == NULL)
+    return LK_ENOMEM;
+  uv_timer_init(o->client->loop, &o->w->timer);
+  o->w->timer.data = o;
+  o->w->obj = o;
+  return 0;
+}
 
 /* An attempt in flight when the budget ends may still answer within the
  * reply timeout (past it the connection itself gives up on the command), so
@@ -186,18 +250,20 @@ static void on_timer(uv_timer_t *t);
 static void arm_guard(lk__obj_t *o) {
   /* Forever has no budget; a single try (wait 0) is bounded by the reply
    * timeout itself, and a timer per try would cost every uncontended call. */
-  if (o->wait_ms <= 0)
+  if (o->wait_ms <= 0 || o->w == NULL)
     return;
   /* From the real now, not the loop's cached time (stale after the loop sat
    * idle or a callback ran long): else the guard fires at once. */
   uv_update_time(o->client->loop);
-  uv_timer_start(&o->timer, on_timer,
+  uv_timer_start(&o->w->timer, on_timer,
                  (uint64_t)(lk__obj_remaining_ms(o) + o->client->o.reply_timeout_ms + 10),
                  0);
 }
 
 int lk__obj_try(lk__obj_t *o) {
   int rc;
+  if (o->wait_ms != 0 && lk__obj_want_timer(o) != 0)
+    return LK_ENOMEM;
   o->woken = 0;
   rc = o->ops->attempt(o);
   if (rc == 0)
@@ -207,7 +273,8 @@ int lk__obj_try(lk__obj_t *o) {
 
 static void retry_now(lk__obj_t *o) {
   int rc;
-  uv_timer_stop(&o->timer);
+  if (o->w != NULL)
+    uv_timer_stop(&o->w->timer);
   rc = lk__obj_try(o);
   if (rc != 0)
     lk__obj_finish(o, rc);
@@ -215,7 +282,7 @@ static void retry_now(lk__obj_t *o) {
 
 static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
                          size_t len) {
-  lk__obj_t *o = lk__container_of(s, lk__obj_t, sub);
+  lk__obj_t *o = lk__container_of(s, lk__obj_wait_t, sub)->obj;
   if (o->kind == 0 || !o->waiting)
     return;
   if (event == LK__SUB_MESSAGE && o->ops->message != NULL &&
@@ -234,13 +301,18 @@ static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
   retry_now(o);
 }
 
-static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms) {
+static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms, int status) {
   int64_t delay = o->client->o.max_repoll_ms, left = lk__obj_remaining_ms(o);
+  if (o->w == NULL) {
+    /* Only a wait sleeps, and lk__obj_try made its part: not reached. */
+    lk__obj_finish(o, status);
+    return;
+  }
   o->waited = 1;
-  if (o->channel != NULL && !lk__sub_active(&o->sub)) {
+  if (o->channel != NULL && !lk__sub_active(&o->w->sub)) {
     /* Subscribe, then try once more when the subscription is confirmed:
      * a release published before we subscribed is not missed. */
-    int rc = lk__sub_start(o->client, &o->sub, o->channel, o->channel_len,
+    int rc = lk__sub_start(o->client, &o->w->sub, o->channel, o->channel_len,
                            on_sub_event);
     if (rc != 0)
       lk__log(o->client, LK_LOG_WARN, "cannot subscribe (%s): polling",
@@ -255,15 +327,18 @@ static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms) {
   if (left < delay)
     delay = left;
   uv_update_time(o->client->loop);
-  uv_timer_start(&o->timer, on_timer, (uint64_t)(delay > 0 ? delay : 0), 0);
+  uv_timer_start(&o->w->timer, on_timer, (uint64_t)(delay > 0 ? delay : 0), 0);
 }
 
-void lk__obj_try_after(lk__obj_t *o, int64_t delay_ms) {
+int lk__obj_try_after(lk__obj_t *o, int64_t delay_ms) {
   int64_t left = lk__obj_remaining_ms(o);
+  if (lk__obj_want_timer(o) != 0)
+    return LK_ENOMEM;
   if (left < delay_ms)
     delay_ms = left;
   uv_update_time(o->client->loop);
-  uv_timer_start(&o->timer, on_timer, (uint64_t)(delay_ms > 0 ? delay_ms : 0), 0);
+  uv_timer_start(&o->w->timer, on_timer, (uint64_t)(delay_ms > 0 ? delay_ms : 0), 0);
+  return 0;
 }
 
 void lk__obj_busy(lk__obj_t *o, int64_t ttl_ms) {
@@ -271,12 +346,12 @@ void lk__obj_busy(lk__obj_t *o, int64_t ttl_ms) {
     lk__obj_finish(o, LK_ETIMEDOUT);
     return;
   }
-  sleep_then_retry(o, ttl_ms);
+  sleep_then_retry(o, ttl_ms, LK_ETIMEDOUT);
 }
 
 void lk__obj_retry_or_finish(lk__obj_t *o, int status) {
   if (lk__obj_remaining_ms(o) > 0 && o->wait_ms != 0) {
-    sleep_then_retry(o, -1);
+    sleep_then_retry(o, -1, status);
     return;
   }
   lk__obj_finish(o, status);
@@ -317,7 +392,5 @@ void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops) {
   o->ops = ops;
   lk__defer_init(&o->done, on_done_defer);
   lk__defer_init(&o->close_step, on_close_step);
-  uv_timer_init(c->loop, &o->timer);
-  o->timer.data = o;
   lk__object_born(c);
 }

@@ -15,6 +15,15 @@
 
 typedef struct lk__obj_s lk__obj_t;
 
+/* What only a waiting object needs: the wait's timer and its subscription.
+ * Allocated by the first wait (or lk__obj_want_timer) and kept until close,
+ * so an object that never waits costs none of it. */
+typedef struct lk__obj_wait_s {
+  uv_timer_t timer; /* data: the object */
+  lk__sub_t sub;
+  lk__obj_t *obj;
+} lk__obj_wait_t;
+
 typedef struct lk__obj_ops_s {
   /* Runs the user's callback of the operation `kind` that just ended. */
   void (*complete)(lk__obj_t *o, int kind, int status);
@@ -47,8 +56,7 @@ struct lk__obj_s {
   int kind;      /* pending operation, 0 = none */
   lk__op_t *op;  /* its command in flight, or NULL */
   int composite; /* the operation drives other objects (MultiLock, RedLock) */
-  uv_timer_t timer;
-  lk__sub_t sub;
+  lk__obj_wait_t *w; /* NULL until the first wait */
   const char *channel; /* where waiters listen; borrowed, may be NULL */
   size_t channel_len;
   lk__defer_t done;
@@ -56,7 +64,7 @@ struct lk__obj_s {
   lk__defer_t close_step;
   int closing;
   int64_t result;
-  char errtext[160];
+  char *errtext; /* the last server error's text, or NULL; lk__obj_errtext */
   void *data;
   /* wait engine */
   int64_t wait_ms; /* 0 = try once, < 0 = forever */
@@ -92,6 +100,12 @@ void lk__obj_finish(lk__obj_t *o, int status);
 void lk__obj_finish_later(lk__obj_t *o, int status);
 /* Keeps a server error's text for the error getter. */
 void lk__obj_error(lk__obj_t *o, const redisReply *r);
+/* Keeps text of the library's own (at most 159 bytes) for the getter. */
+void lk__obj_set_errtext(lk__obj_t *o, const char *text);
+/* The text for the error getter: "" when there is none. */
+static inline const char *lk__obj_errtext(const lk__obj_t *o) {
+  return o != NULL && o->errtext != NULL ? o->errtext : "";
+}
 /* Cancels the pending operation if it is of `kind`: LK_EINVAL otherwise. */
 int lk__obj_cancel(lk__obj_t *o, int kind);
 /* The close protocol: the pending operation gets LK_ECANCELED, then
@@ -103,7 +117,8 @@ void lk__obj_close_done(lk__obj_t *o);
 
 /* --- the wait engine --- */
 void lk__obj_wait_begin(lk__obj_t *o, int64_t wait_ms);
-/* Sends an attempt through ops->attempt and guards the budget. */
+/* Sends an attempt through ops->attempt and guards the budget. A wait
+ * (wait_ms != 0) makes the wait part first: LK_ENOMEM when it cannot. */
 int lk__obj_try(lk__obj_t *o);
 /* The attempt found the object busy; ttl_ms is how long the current holder
  * has left (< 0: unknown). Ends with LK_ETIMEDOUT when the budget is spent,
@@ -115,8 +130,17 @@ void lk__obj_busy(lk__obj_t *o, int64_t ttl_ms);
 void lk__obj_retry_or_finish(lk__obj_t *o, int status);
 int64_t lk__obj_remaining_ms(const lk__obj_t *o);
 /* Starts the waiting operation with a pause: the first attempt goes out
- * after delay_ms (within the budget), as a wait's re-poll would. */
-void lk__obj_try_after(lk__obj_t *o, int64_t delay_ms);
+ * after delay_ms (within the budget), as a wait's re-poll would. 0 or
+ * LK_ENOMEM. */
+int lk__obj_try_after(lk__obj_t *o, int64_t delay_ms);
+/* For objects that drive a timer of their own (the composites): makes the
+ * wait part now. 0 or LK_ENOMEM. */
+int lk__obj_want_timer(lk__obj_t *o);
+/* The subscription of the wait part, or NULL when the object never waited
+ * (message hooks run only while it exists). */
+static inline lk__sub_t *lk__obj_sub(lk__obj_t *o) { return o->w != NULL ? &o->w->sub : NULL; }
+/* Stops listening on the object's channel (a kept one too). */
+void lk__obj_unsubscribe(lk__obj_t *o);
 int lk__obj_transient(int status);
 
 static inline int lk__valid_wait(int64_t w) {

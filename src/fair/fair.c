@@ -68,7 +68,7 @@ int lk__fair_take_owner(lk_fair_t *f, const char *client_id, uint64_t tid) {
   if (n < 0 || (size_t)n >= sizeof(owner))
     return LK_EINVAL;
   /* Messages on the old owner's channel mean nothing to the new one. */
-  lk__sub_stop(&f->base.sub);
+  lk__obj_unsubscribe(&f->base);
   memcpy(f->owner, owner, (size_t)n + 1);
   f->owner_len = (size_t)n;
   f->wd.owner_len = f->owner_len;
@@ -234,7 +234,7 @@ int lk_fair_is_held(const lk_fair_t *f) {
 int64_t lk_fair_token(const lk_fair_t *f) { return f ? f->token : 0; }
 uint32_t lk_fair_hold_count(const lk_fair_t *f) { return f ? f->holds : 0; }
 int64_t lk_fair_result(const lk_fair_t *f) { return f ? f->base.result : 0; }
-const char *lk_fair_error_text(const lk_fair_t *f) { return f ? f->base.errtext : ""; }
+const char *lk_fair_error_text(const lk_fair_t *f) { return f ? lk__obj_errtext(&f->base) : ""; }
 const char *lk_fair_name(const lk_fair_t *f) { return f ? f->name : NULL; }
 const char *lk_fair_owner(const lk_fair_t *f) { return f ? f->owner : NULL; }
 lk_client_t *lk_fair_client(const lk_fair_t *f) { return f ? LK__FAIR_CLIENT(f) : NULL; }

@@ -175,7 +175,7 @@ int lk_latch_cancel(lk_latch_t *l) {
 /* --- accessors --- */
 
 int64_t lk_latch_result(const lk_latch_t *l) { return l ? l->base.result : 0; }
-const char *lk_latch_error_text(const lk_latch_t *l) { return l ? l->base.errtext : ""; }
+const char *lk_latch_error_text(const lk_latch_t *l) { return l ? lk__obj_errtext(&l->base) : ""; }
 const char *lk_latch_name(const lk_latch_t *l) { return l ? l->name : NULL; }
 int lk_latch_is_strict(const lk_latch_t *l) { return l ? l->strict : 0; }
 lk_client_t *lk_latch_client(const lk_latch_t *l) { return l ? LATCH_CLIENT(l) : NULL; }

@@ -147,8 +147,7 @@ static void on_state_reply(void *data, int status, redisReply *r) {
   }
   v = decide(l, r, &count);
   if (v == V_BAD)
-    snprintf(l->base.errtext, sizeof(l->base.errtext),
-             "the latch key holds a value that is not a count");
+    lk__obj_set_errtext(&l->base, "the latch key holds a value that is not a count");
   if (l->base.kind == LATCH_OP_GET_COUNT) {
     l->base.result = v == V_ARMED ? count : 0;
     lk__latch_finish(l, verdict_status(v));

@@ -482,8 +482,10 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
      * wake-up and one round trip behind), starving everyone else. Let the
      * woken waiter in first; a wait budget makes the pause free to take. */
     l->released_to_waiters_ns = 0;
-    lk__obj_try_after(&l->base, LK__POLITE_DELAY_MS);
-    return 0;
+    rc = lk__obj_try_after(&l->base, LK__POLITE_DELAY_MS);
+    if (rc != 0)
+      l->base.kind = OP_NONE;
+    return rc;
   }
   rc = lk__obj_try(&l->base);
   if (rc != 0)
@@ -819,7 +821,7 @@ int lk_lock_close(lk_lock_t *l, lk_lock_close_cb close_cb) {
 
 uint32_t lk_lock_hold_count(const lk_lock_t *l) { return l ? l->holds : 0; }
 int64_t lk_lock_result(const lk_lock_t *l) { return l ? l->base.result : 0; }
-const char *lk_lock_error_text(const lk_lock_t *l) { return l ? l->base.errtext : ""; }
+const char *lk_lock_error_text(const lk_lock_t *l) { return l ? lk__obj_errtext(&l->base) : ""; }
 const char *lk_lock_name(const lk_lock_t *l) { return l ? l->name : NULL; }
 const char *lk_lock_owner(const lk_lock_t *l) { return l ? l->owner : NULL; }
 lk_client_t *lk_lock_client(const lk_lock_t *l) { return l ? CLIENT(l) : NULL; }

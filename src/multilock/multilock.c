@@ -320,7 +320,7 @@ static void rollback_done(lk_multilock_t *ml) {
   }
   if (delay > 0) {
     ml->phase = PH_BACKOFF;
-    uv_timer_start(&ml->base.timer, on_backoff, (uint64_t)delay, 0);
+    uv_timer_start(&ml->base.w->timer, on_backoff, (uint64_t)delay, 0);
     return;
   }
   start_pivot(ml);
@@ -478,6 +478,10 @@ int lk_multilock_acquire(lk_multilock_t *ml, const lk_multilock_opts_t *opts,
     ml->lost = 0;
     ml->holds = 0;
   }
+  /* Its timer (backoff, leases) is the wait part's: made by the first
+   * acquire, kept until close. */
+  if (lk__obj_want_timer(&ml->base) != 0)
+    return LK_ENOMEM;
   begin(ml, OP_ACQUIRE, cb, arg);
   lk__obj_wait_begin(&ml->base, opts->wait_ms);
   ml->lease_ms = opts->lease_ms;

@@ -318,7 +318,7 @@ static void on_token_reply(void *data, int status, redisReply *r) {
 static void on_timer(uv_timer_t *t);
 
 static void arm(lk_redlock_t *rl, int64_t ms) {
-  uv_timer_start(&rl->base.timer, on_timer, (uint64_t)(ms > 0 ? ms : 0), 0);
+  uv_timer_start(&rl->base.w->timer, on_timer, (uint64_t)(ms > 0 ? ms : 0), 0);
 }
 
 static void start_fence(lk_redlock_t *rl) {

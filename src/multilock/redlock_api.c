@@ -66,6 +66,10 @@ int lk_redlock_acquire(lk_redlock_t *rl, const lk_redlock_opts_t *opts, lk_redlo
     rl->lost = 0;
     rl->holds = 0;
   }
+  /* Its timer (node timeouts, retries, renewal) is the wait part's: made
+   * by the first acquire, kept until close. */
+  if (lk__obj_want_timer(&rl->base) != 0)
+    return LK_ENOMEM;
   begin(rl, OP_ACQUIRE, cb, arg);
   lk__obj_wait_begin(&rl->base, opts->wait_ms);
   rl->lease_ms = opts->lease_ms;

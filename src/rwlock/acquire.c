@@ -320,6 +320,6 @@ void lk__rw_abandon(lk__obj_t *o) {
  * woken still re-poll on their timer. */
 int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len) {
   if (len == 1 && msg[0] == '0')
-    return lk__sub_take(&o->sub) == 0;
+    return lk__sub_take(lk__obj_sub(o)) == 0;
   return 1;
 }

@@ -399,7 +399,7 @@ uint32_t lk_rwlock_hold_count(const lk_rwlock_t *rw, lk_rwlock_side_t side) {
 
 int64_t lk_rwlock_token(const lk_rwlock_t *rw) { return rw ? rw->token : 0; }
 int64_t lk_rwlock_result(const lk_rwlock_t *rw) { return rw ? rw->base.result : 0; }
-const char *lk_rwlock_error_text(const lk_rwlock_t *rw) { return rw ? rw->base.errtext : ""; }
+const char *lk_rwlock_error_text(const lk_rwlock_t *rw) { return rw ? lk__obj_errtext(&rw->base) : ""; }
 const char *lk_rwlock_name(const lk_rwlock_t *rw) { return rw ? rw->name : NULL; }
 const char *lk_rwlock_owner(const lk_rwlock_t *rw) { return rw ? rw->owner : NULL; }
 lk_client_t *lk_rwlock_client(const lk_rwlock_t *rw) { return rw ? LK__RW_CLIENT(rw) : NULL; }

@@ -637,7 +637,7 @@ static int on_message(lk__obj_t *o, const char *msg, size_t len) {
   int64_t v;
   if (!lk__sem_parse_msg(msg, len, &v))
     return 1;
-  return v >= (int64_t)p->req_n && (int64_t)lk__sub_take(&o->sub) <= v;
+  return v >= (int64_t)p->req_n && (int64_t)lk__sub_take(lk__obj_sub(o)) <= v;
 }
 
 static const lk__obj_ops_t lk__psem_ops = {
@@ -695,7 +695,7 @@ int lk_psem_close(lk_psem_t *p, lk_psem_close_cb close_cb) {
 /* --- accessors --- */
 
 int64_t lk_psem_result(const lk_psem_t *p) { return p ? p->base.result : 0; }
-const char *lk_psem_error_text(const lk_psem_t *p) { return p ? p->base.errtext : ""; }
+const char *lk_psem_error_text(const lk_psem_t *p) { return p ? lk__obj_errtext(&p->base) : ""; }
 const char *lk_psem_name(const lk_psem_t *p) { return p ? p->name : NULL; }
 lk_client_t *lk_psem_client(const lk_psem_t *p) { return p ? CLIENT(p) : NULL; }
 void *lk_psem_get_data(const lk_psem_t *p) { return p ? p->base.data : NULL; }

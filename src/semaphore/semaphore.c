@@ -562,7 +562,7 @@ static int on_message(lk__obj_t *o, const char *msg, size_t len) {
   int64_t v;
   if (!lk__sem_parse_msg(msg, len, &v))
     return 1; /* not a count (another client's message): try anyway */
-  return v >= s->n && (int64_t)lk__sub_take(&o->sub) <= v;
+  return v >= s->n && (int64_t)lk__sub_take(lk__obj_sub(o)) <= v;
 }
 
 static const lk__obj_ops_t lk__semaphore_ops = {
@@ -630,7 +630,7 @@ int lk_semaphore_close(lk_semaphore_t *s, lk_semaphore_close_cb close_cb) {
 
 int64_t lk_semaphore_held(const lk_semaphore_t *s) { return s ? s->held : 0; }
 int64_t lk_semaphore_result(const lk_semaphore_t *s) { return s ? s->base.result : 0; }
-const char *lk_semaphore_error_text(const lk_semaphore_t *s) { return s ? s->base.errtext : ""; }
+const char *lk_semaphore_error_text(const lk_semaphore_t *s) { return s ? lk__obj_errtext(&s->base) : ""; }
 const char *lk_semaphore_name(const lk_semaphore_t *s) { return s ? s->name : NULL; }
 lk_client_t *lk_semaphore_client(const lk_semaphore_t *s) { return s ? CLIENT(s) : NULL; }
 void *lk_semaphore_get_data(const lk_semaphore_t *s) { return s ? s->base.data : NULL; }

@@ -233,8 +233,11 @@ void wl_excl_dump(void *state, FILE *out) {
               ? "closing"
               : uv_is_active((const uv_handle_t *)&w->timer) ? "active" : "idle",
           b->kind, b->op ? "in flight" : "none", b->waiting, b->closing,
-          uv_is_active((const uv_handle_t *)&b->timer) ? "active" : "idle",
-          b->sub.chan ? "subscribed" : "none", b->client->inflight, b->client->objects,
+          b->w == NULL ? "none"
+          : uv_is_active((const uv_handle_t *)&b->w->timer) ? "active"
+                                                             : "idle",
+          b->w != NULL && b->w->sub.chan ? "subscribed" : "none", b->client->inflight,
+          b->client->objects,
           b->client->closing);
   if (w->ops->dump != NULL)
     w->ops->dump(w->o, out);
