@@ -379,22 +379,15 @@ static void t13_run(int use_proxy_reset) {
   fx_t fx;
   lk_client_opts_t o;
   fu_events_t ev;
-  memset(&fx, 0, sizeof fx);
   memset(&ev, 0, sizeof ev);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.client_name = "t13holder";
   o.default_lease_ms = 900;
   o.reconnect_min_ms = 20;
   o.reconnect_max_ms = 100;
   o.on_event = fu_on_event;
   o.event_arg = &ev;
-  fx_start_client(&fx, &o);
+  rt_proxy_t *p = fx_start_proxied(&fx, &o);
   lk_lock_t *a = fx_lock(&fx, "t13");
   fu_lost_t lost = {0};
   lk_lock_set_lost_cb(a, fu_on_lost, &lost);
@@ -437,20 +430,13 @@ TEST(t13_proxy_reset_while_holding_reconnects_and_keeps_lease) { t13_run(1); }
 TEST(t14_blackhole_lost_before_expiry_then_waiter_gets_it) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.default_lease_ms = 600;
   o.reply_timeout_ms = 200;
   o.connect_timeout_ms = 200;
   o.reconnect_max_ms = 100;
-  fx_start_client(&fx, &o); /* the holder, behind the proxy */
-  lk_client_t *wc = fu_client(&fx.loop, rt_server_port(fx.srv), NULL); /* direct */
+  rt_proxy_t *p = fx_start_proxied(&fx, &o); /* the holder, behind the proxy */
+  lk_client_t *wc = fx_direct_client(&fx);
   lk_lock_t *a = fx_lock(&fx, "t14");
   lk_lock_t *b = fu_lock(wc, "t14");
   fu_lost_t lost = {0};
@@ -482,7 +468,7 @@ TEST(t14_blackhole_lost_before_expiry_then_waiter_gets_it) {
   lk_lock_set_data(b, &closed);
   ASSERT_OK(lk_lock_close(b, fx_lock_closed_cb));
   rt_run_until(&fx.loop, &closed, 5000);
-  fu_close_client(&fx.loop, wc);
+  fx_close_direct_client(&fx, wc);
   fx_close_lock(&fx, a);
   fx_finish(&fx);
   rt_proxy_stop(p);
@@ -497,16 +483,9 @@ TEST(t14_blackhole_lost_before_expiry_then_waiter_gets_it) {
 TEST(t15_grant_arriving_after_its_lease_is_refused_and_given_back) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.reply_timeout_ms = 5000;
-  fx_start_client(&fx, &o);
+  rt_proxy_t *p = fx_start_proxied(&fx, &o);
   lk_lock_t *a = fx_lock(&fx, "t15");
   sx_t s;
   /* 0.1 x lease each way: held, with about 0.8 x lease of validity. */
@@ -543,17 +522,10 @@ TEST(t15_grant_arriving_after_its_lease_is_refused_and_given_back) {
 static void t16_run(int64_t wait_ms) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.reconnect_min_ms = 20;
   o.reconnect_max_ms = 50;
-  fx_start_client(&fx, &o);
+  rt_proxy_t *p = fx_start_proxied(&fx, &o);
   lk_lock_t *a = fx_lock(&fx, "t16");
   sx_t s;
   ASSERT_OK(sx_run(&fx, lk_lock_is_locked, a, NULL)); /* connected first */
@@ -593,18 +565,11 @@ TEST(t16_lost_acquire_reply_try_once_gives_back) { t16_run(0); }
 TEST(t16_lost_renewal_reply_is_resent) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.default_lease_ms = 900;
   o.reconnect_min_ms = 20;
   o.reconnect_max_ms = 50;
-  fx_start_client(&fx, &o);
+  rt_proxy_t *p = fx_start_proxied(&fx, &o);
   lk_lock_t *a = fx_lock(&fx, "t16r");
   fu_lost_t lost = {0};
   lk_lock_set_lost_cb(a, fu_on_lost, &lost);
@@ -764,11 +729,7 @@ TEST(t24_release_before_subscription_is_not_missed) {
   rt_proxy_on_reply(p, "CLIENT SETNAME", 1, RT_PROXY_HOLD, NULL, 0);
   sx_t s;
   fu_start_acquire(w, 10000, 30000, 0, &s);
-  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-  while (rt_proxy_rule_state(p) != RT_PROXY_RULE_APPLIED) {
-    ASSERT_LT(rt_now_ms(), end);
-    fu_spin(&fx.loop, 2);
-  }
+  FX_WAIT_RULE_APPLIED(&fx, p, 3000);
   /* The attempt failed; now the holder leaves, publishing to nobody. */
   ASSERT_OK(sx_run(&fx, lk_lock_release, h, NULL));
   ASSERT_EQ(s.done, 0);

@@ -87,15 +87,6 @@ static inline int lx_await(uv_loop_t *loop, lk_latch_t *l, int64_t wait_ms) {
   return s.status;
 }
 
-/* Runs the loop for ms (unscaled) so background work can happen. */
-static inline void lx_spin(uv_loop_t *loop, int64_t ms) {
-  int64_t end = rt_now_ms() + ms;
-  while (rt_now_ms() < end) {
-    uv_run(loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
 static inline long long lx_numsub(rt_server_t *srv, const char *channel) {
   redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
   long long n;

@@ -160,6 +160,11 @@ static inline void fx_spin(fx_t *fx, int64_t ms) {
     }                                                                          \
   } while (0)
 
+/* Spins the loop until the rule last armed on proxy p (rt_proxy_on_reply)
+ * has acted on a reply; fails after ms (scaled). */
+#define FX_WAIT_RULE_APPLIED(fx, p, ms)                                        \
+  FX_EVENTUALLY((fx), rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED, (ms))
+
 /* Loop, server, and a fault proxy in front of it; the fixture's client
  * (options o, whose port is set to the proxy's) goes through the proxy. */
 static inline rt_proxy_t *fx_start_proxied(fx_t *fx, lk_client_opts_t *o) {

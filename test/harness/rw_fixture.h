@@ -98,21 +98,6 @@ static inline int64_t rw_server_holds(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_
   return s.result;
 }
 
-/* A client close callback that sets the int the client's data points to. */
-static inline void fx_on_client_closed_flag(lk_client_t *c) {
-  int *flag = lk_client_get_data(c);
-  *flag = 1;
-}
-
-/* Runs the loop for ms (unscaled) so background work can happen. */
-static inline void rw_spin(fx_t *fx, int64_t ms) {
-  int64_t end = rt_now_ms() + ms;
-  while (rt_now_ms() < end) {
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
 /* HGET key field as a number; 0 when absent. */
 static inline long long rw_hget(fx_t *fx, const char *key, const char *field) {
   char *v = rt_cmd_str(fx->srv, "HGET %s %s", key, field);

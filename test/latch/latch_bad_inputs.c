@@ -27,7 +27,7 @@ static void never_cb(lk_latch_t *l, int status, void *arg) {
 }
 
 static void finish(fx_t *fx) {
-  lx_spin(&fx->loop, 20); /* a wrongly queued callback would run now */
+  fx_spin(fx, 20); /* a wrongly queued callback would run now */
   fx_finish(fx);
   ASSERT_EQ(g_never_calls, 0);
 }

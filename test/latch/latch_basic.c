@@ -101,14 +101,7 @@ TEST(arm_count_down_open) {
   ASSERT_EQ(lx_count_keys(fx.srv, "latchkey_latch_req*"), 2);
   lx_close(&fx.loop, a);
   lx_close(&fx.loop, b);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-    while (lx_count_keys(fx.srv, "*") != 0) {
-      ASSERT_LT(rt_now_ms(), end);
-      uv_run(&fx.loop, UV_RUN_NOWAIT);
-      rt_sleep_ms(1);
-    }
-  }
+  FX_EVENTUALLY(&fx, lx_count_keys(fx.srv, "*") == 0, 2000);
   ASSERT_EQ(lx_numsub(fx.srv, CHANNEL("job")), 1); /* only the raw subscriber */
   redisFree(sub);
   fx_finish(&fx);
@@ -130,7 +123,7 @@ TEST(awaiter_released_by_final_count_down) {
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("rel"), 1);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 1);
-  lx_spin(&fx.loop, 50);
+  fx_spin(&fx, 50);
   ASSERT_EQ(s.done, 0); /* never opens early */
   before_last = uv_hrtime();
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
@@ -182,7 +175,7 @@ TEST(lost_message_costs_one_repoll) {
   ASSERT_OK(lx_set(&fx.loop, w, 1, NULL));
   lx_await_start(w, -1, &s);
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("quiet"), 1);
-  lx_spin(&fx.loop, 30);
+  fx_spin(&fx, 30);
   ASSERT_EQ(s.done, 0);
   t0 = uv_hrtime();
   ASSERT_EQ(rt_cmd_int(fx.srv, "DEL quiet"), 1);
@@ -220,7 +213,7 @@ TEST(rearm_after_open) {
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("again"), 2);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 1);
-  lx_spin(&fx.loop, 30);
+  fx_spin(&fx, 30);
   ASSERT_EQ(s.done, 0);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 0);
@@ -254,7 +247,7 @@ TEST(delete_releases_awaiters) {
   lx_await_start(w1, -1, &s1);
   lx_await_start(w2, -1, &s2);
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("gone"), 2);
-  lx_spin(&fx.loop, 30);
+  fx_spin(&fx, 30);
   t0 = uv_hrtime();
   ASSERT_OK(lx_run(&fx.loop, lk_latch_delete, d, &res));
   ASSERT_EQ(res, 1);
@@ -325,14 +318,7 @@ TEST(cancel_and_close_pending_await) {
   ASSERT_EQ(s2.status, LK_ECANCELED);
   ASSERT_EQ(s1.calls, 1);
   ASSERT_EQ(s2.calls, 1);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-    while (lx_numsub(fx.srv, CHANNEL("cc")) != 0) {
-      ASSERT_LT(rt_now_ms(), end);
-      uv_run(&fx.loop, UV_RUN_NOWAIT);
-      rt_sleep_ms(1);
-    }
-  }
+  FX_EVENTUALLY(&fx, lx_numsub(fx.srv, CHANNEL("cc")) == 0, 2000);
   lx_close(&fx.loop, w1);
   fx_finish(&fx);
 }

@@ -15,30 +15,16 @@
 /* Through a proxy, with short timeouts so a swallowed reply is noticed. */
 static rt_proxy_t *start_proxied(fx_t *fx) {
   lk_client_opts_t o;
-  rt_proxy_t *p;
-  memset(fx, 0, sizeof(*fx));
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  p = rt_proxy_start(rt_server_port(fx->srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.reconnect_max_ms = 100;
   o.reply_timeout_ms = 400;
   o.connect_timeout_ms = 400; /* a handshake lost in the blackhole */
-  fx_start_client(fx, &o);
-  return p;
+  return fx_start_proxied(fx, &o);
 }
 
 /* Waits (loop running) until GET key reads want: the server applied it. */
 static void wait_value(fx_t *fx, const char *key, long long want) {
-  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-  while (lx_get(fx->srv, key, -100) != want) {
-    ASSERT_LT(rt_now_ms(), end);
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
+  FX_EVENTUALLY(fx, lx_get(fx->srv, key, -100) == want, 3000);
 }
 
 /* The count_down reaches the server, its reply is swallowed, the
@@ -60,7 +46,7 @@ TEST(lost_count_down_reply_is_applied_once) {
   wait_value(&fx, "lr", 4); /* applied; the reply is still in the proxy */
   rt_proxy_blackhole(p, 1);
   rt_proxy_delay(p, 0);
-  lx_spin(&fx.loop, 500); /* reply timeout: the connection is dropped */
+  fx_spin(&fx, 500); /* reply timeout: the connection is dropped */
   rt_proxy_blackhole(p, 0);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
@@ -95,17 +81,10 @@ TEST(lost_reply_of_final_count_down_publishes_once) {
   rt_proxy_delay(p, 150);
   memset(&s, 0, sizeof(s));
   ASSERT_OK(lk_latch_count_down(l, lx_cb, &s));
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-    while (rt_cmd_int(fx.srv, "EXISTS fin") != 0) {
-      ASSERT_LT(rt_now_ms(), end);
-      uv_run(&fx.loop, UV_RUN_NOWAIT);
-      rt_sleep_ms(1);
-    }
-  }
+  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS fin") == 0, 3000);
   rt_proxy_blackhole(p, 1);
   rt_proxy_delay(p, 0);
-  lx_spin(&fx.loop, 500);
+  fx_spin(&fx, 500);
   rt_proxy_blackhole(p, 0);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
@@ -149,9 +128,9 @@ TEST(awaiters_survive_pubsub_reconnect) {
   }
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("ps"), 1);
   ASSERT_GE(rt_cmd_int(fx.srv, "CLIENT KILL TYPE pubsub"), 1);
-  lx_spin(&fx.loop, 50);
+  fx_spin(&fx, 50);
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("ps"), 1);
-  lx_spin(&fx.loop, 30);
+  fx_spin(&fx, 30);
   for (i = 0; i < 5; i++)
     ASSERT_EQ(s[i].done, 0);
   t0 = uv_hrtime();
@@ -195,11 +174,11 @@ TEST(await_forever_rides_out_server_outage) {
   lx_await_start(w, -1, &s);
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("out"), 1);
   rt_server_kill(fx.srv, SIGKILL);
-  lx_spin(&fx.loop, 800); /* several failed re-polls */
+  fx_spin(&fx, 800); /* several failed re-polls */
   ASSERT_EQ(s.done, 0);
   ASSERT_OK(rt_server_restart(fx.srv));
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("out"), 1);
-  lx_spin(&fx.loop, 300);
+  fx_spin(&fx, 300);
   ASSERT_EQ(s.done, 0); /* the count survived: still armed */
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 0);
@@ -224,16 +203,9 @@ TEST(unreachable_server_fails_cleanly) {
   ASSERT_OK(lx_set(&fx.loop, l, 2, NULL));
   rt_proxy_refuse(p, 1);
   rt_proxy_reset_all(p);
-  {
-    /* Once the client has seen the reset, nothing can be sent: a command
-     * sent before that would have an unknown outcome instead. */
-    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-    while (lk_client_is_connected(fx.c)) {
-      ASSERT_LT(rt_now_ms(), end);
-      uv_run(&fx.loop, UV_RUN_NOWAIT);
-      rt_sleep_ms(1);
-    }
-  }
+  /* Once the client has seen the reset, nothing can be sent: a command sent
+   * before that would have an unknown outcome instead. */
+  FX_EVENTUALLY(&fx, !lk_client_is_connected(fx.c), 3000);
   ASSERT_EQ(lx_run(&fx.loop, lk_latch_count_down, l, NULL), LK_ECONN);
   ASSERT_EQ(lx_get(fx.srv, "down", -1), 2);
   t0 = uv_hrtime();
@@ -243,14 +215,7 @@ TEST(unreachable_server_fails_cleanly) {
   ASSERT(s.status == LK_ECONN || s.status == LK_ETIMEDOUT);
   ASSERT_LT(took, 600 + 400 + rt_scaled_ms(1000)); /* budget + reply timeout */
   rt_proxy_refuse(p, 0);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-    while (!lk_client_is_connected(fx.c)) {
-      ASSERT_LT(rt_now_ms(), end);
-      uv_run(&fx.loop, UV_RUN_NOWAIT);
-      rt_sleep_ms(1);
-    }
-  }
+  FX_EVENTUALLY(&fx, lk_client_is_connected(fx.c), 3000);
   ASSERT_EQ(lx_await(&fx.loop, l, 0), LK_ETIMEDOUT); /* reachable again, still armed */
   lx_close(&fx.loop, l);
   fx_finish(&fx);
@@ -296,7 +261,7 @@ TEST(user_without_channel_access_polls) {
   c = lx_new(&fx, "nc", 0);
   ASSERT_OK(lx_set(&fx.loop, c, 1, NULL)); /* its PUBLISH fails quietly */
   lx_await_start(w, 10000, &s);
-  lx_spin(&fx.loop, 400);
+  fx_spin(&fx, 400);
   ASSERT_EQ(s.done, 0);
   t0 = uv_hrtime();
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
@@ -361,14 +326,14 @@ TEST(close_with_count_down_in_flight) {
   rt_proxy_delay(p, 100);
   memset(&s, 0, sizeof(s));
   ASSERT_OK(lk_latch_count_down(l, lx_cb, &s));
-  lx_spin(&fx.loop, 10); /* on its way */
+  fx_spin(&fx, 10); /* on its way */
   lk_latch_set_data(l, &closed);
   ASSERT_OK(lk_latch_close(l, lx_closed_cb));
   rt_run_until(&fx.loop, &closed, 3000);
   ASSERT_EQ(s.calls, 1);
   ASSERT_EQ(s.status, LK_ECANCELED);
   wait_value(&fx, "cf", 2);
-  lx_spin(&fx.loop, 300);
+  fx_spin(&fx, 300);
   ASSERT_EQ(lx_count_keys(fx.srv, "latchkey_latch_req*"), 1);
   {
     redisReply *r = rt_cmd(fx.srv, "KEYS latchkey_latch_req*");

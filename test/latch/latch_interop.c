@@ -58,13 +58,13 @@ TEST(redisson_counts_down_latchkey_awaits) {
   lx_await_start(w2, 20000, &s2);
   lx_await_start(ws, -1, &ss);
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("rj"), 1);
-  lx_spin(&fx.loop, 20);
+  fx_spin(&fx, 20);
   ASSERT_EQ(rt_rlatch_count_down(r, "rj"), 3);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 2);
   ASSERT_EQ(rt_rlatch_count_down(r, "rj"), 1);
   ASSERT_EQ(rt_rlatch_get_count(r, "rj"), 1);
-  lx_spin(&fx.loop, 50);
+  fx_spin(&fx, 50);
   ASSERT_EQ(s1.done + s2.done + ss.done, 0);
   t0 = uv_hrtime();
   ASSERT_EQ(rt_rlatch_count_down(r, "rj"), 0);
@@ -143,7 +143,7 @@ TEST(latchkey_counts_down_redisson_awaits) {
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 1);
   ASSERT_EQ(rt_rlatch_get_count(r, "jr"), 1);
-  lx_spin(&fx.loop, 50);
+  fx_spin(&fx, 50);
   ASSERT_EQ(atomic_load(&w.done), 0);
   t0 = uv_hrtime();
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
@@ -179,7 +179,7 @@ TEST(deletes_across_clients) {
   ASSERT_EQ(rt_rlatch_try_set_count(r, "dd", 2), 1);
   lx_await_start(w, -1, &s);
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("dd"), 1);
-  lx_spin(&fx.loop, 20);
+  fx_spin(&fx, 20);
   ASSERT_EQ(rt_rlatch_delete(r, "dd"), 1);
   rt_run_until(&fx.loop, &s.done, 2000);
   ASSERT_OK(s.status);
@@ -195,7 +195,7 @@ TEST(deletes_across_clients) {
   freeReplyObject(m);
   lx_await_start(w, -1, &s);
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("dd"), 2);
-  lx_spin(&fx.loop, 20);
+  fx_spin(&fx, 20);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_delete, d, &res));
   ASSERT_EQ(res, 1);
   m = rt_sub_next_message(sub, rt_scaled_ms(1000));

@@ -280,7 +280,7 @@ TEST(fifty_awaiters_in_four_processes) {
   ASSERT_EQ(res, 2);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 1);
-  lx_spin(&fx.loop, 100);
+  fx_spin(&fx, 100);
   read_reports(kids, AW_PROCS, reps, &n, AW_TOTAL + 8);
   ASSERT_EQ(n, 0); /* never opens early */
   t_final = uv_hrtime();

@@ -107,7 +107,7 @@ TEST(strict_key_deleted_under_awaiters) {
   lx_await_start(s1, -1, &a);
   lx_await_start(i1, -1, &b);
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("del"), 1);
-  lx_spin(&fx.loop, 30);
+  fx_spin(&fx, 30);
   ASSERT_EQ(rt_cmd_int(fx.srv, "DEL del"), 1);
   t0 = uv_hrtime();
   rt_run_until(&fx.loop, &a.done, 3000);
@@ -120,7 +120,7 @@ TEST(strict_key_deleted_under_awaiters) {
   ASSERT_OK(lx_set(&fx.loop, c, 3, NULL));
   lx_await_start(s2, -1, &d);
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("del"), 1);
-  lx_spin(&fx.loop, 30);
+  fx_spin(&fx, 30);
   emu = rt_rlock_connect(rt_server_port(fx.srv));
   t0 = uv_hrtime();
   ASSERT_EQ(rt_rlatch_delete(emu, "del"), 1);
@@ -178,7 +178,7 @@ TEST(strict_survives_restart_with_persistence) {
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("aof"), 1);
   ASSERT_OK(rt_server_restart(fx.srv));
   lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("aof"), 1);
-  lx_spin(&fx.loop, 400); /* at least one re-poll after the restart */
+  fx_spin(&fx, 400); /* at least one re-poll after the restart */
   ASSERT_EQ(a.done, 0);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 1);

@@ -191,21 +191,8 @@ TEST(waiter_wakes_promptly_on_release) {
     ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &s));
   }
   /* Let b reach its wait (subscribed and re-tried). */
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-    while (numsub(&fx, "redisson_lock__channel:{wake}") == 0) {
-      ASSERT_LT(rt_now_ms(), end);
-      uv_run(&fx.loop, UV_RUN_NOWAIT);
-      rt_sleep_ms(1);
-    }
-  }
-  {
-    int64_t end = rt_now_ms() + 50;
-    while (rt_now_ms() < end) { /* the post-subscribe retry lands */
-      uv_run(&fx.loop, UV_RUN_NOWAIT);
-      rt_sleep_ms(1);
-    }
-  }
+  FX_EVENTUALLY(&fx, numsub(&fx, "redisson_lock__channel:{wake}") != 0, 3000);
+  fx_spin(&fx, 50); /* the post-subscribe retry lands */
   ASSERT_EQ(s.done, 0);
   memset(&r, 0, sizeof(r));
   ASSERT_OK(lk_lock_release(a, sx_cb, &r));
@@ -218,14 +205,7 @@ TEST(waiter_wakes_promptly_on_release) {
   fx_close_lock(&fx, b);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS wake"), 0);
   /* The channel is unsubscribed once nobody waits. */
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-    while (numsub(&fx, "redisson_lock__channel:{wake}") != 0) {
-      ASSERT_LT(rt_now_ms(), end);
-      uv_run(&fx.loop, UV_RUN_NOWAIT);
-      rt_sleep_ms(1);
-    }
-  }
+  FX_EVENTUALLY(&fx, numsub(&fx, "redisson_lock__channel:{wake}") == 0, 2000);
   fx_finish(&fx);
 }
 

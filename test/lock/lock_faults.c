@@ -17,13 +17,12 @@ static void start_acquire(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, sx_t 
   ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
 }
 
-/* Runs the loop for ms (unscaled) so background work can happen. */
-static void spin(fx_t *fx, int64_t ms) {
-  int64_t end = rt_now_ms() + ms;
-  while (rt_now_ms() < end) {
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
+/* Whether HGET name <l's owner> reads want. */
+static int hold_field_is(fx_t *fx, const char *name, lk_lock_t *l, const char *want) {
+  char *v = rt_cmd_str(fx->srv, "HGET %s %s", name, lk_lock_owner(l));
+  int is = v != NULL && strcmp(v, want) == 0;
+  free(v);
+  return is;
 }
 
 static void wait_subscribed(fx_t *fx, const char *channel) {
@@ -121,9 +120,9 @@ TEST(pubsub_killed_while_waiting) {
   start_acquire(b, 30000, 10000, &s);
   wait_subscribed(&fx, "redisson_lock__channel:{pk}");
   ASSERT_GE(rt_cmd_int(fx.srv, "CLIENT KILL TYPE pubsub"), 1);
-  spin(&fx, 50);
+  fx_spin(&fx, 50);
   wait_subscribed(&fx, "redisson_lock__channel:{pk}");
-  spin(&fx, 20);
+  fx_spin(&fx, 20);
   ASSERT_EQ(s.done, 0);
   memset(&r, 0, sizeof(r));
   ASSERT_OK(lk_lock_release(a, sx_cb, &r));
@@ -146,24 +145,17 @@ TEST(tcp_reset_produces_callbacks) {
   lk_lock_t *a;
   sx_t q;
   int64_t n = -1;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.reconnect_max_ms = 100;
   o.reply_timeout_ms = 1000;
-  fx_start_client(&fx, &o);
+  p = fx_start_proxied(&fx, &o);
   a = fx_lock(&fx, "rst");
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
   /* Delay replies so the query is surely in flight when the reset hits. */
   rt_proxy_delay(p, 200);
   memset(&q, 0, sizeof(q));
   ASSERT_OK(lk_lock_is_locked(a, sx_cb, &q));
-  spin(&fx, 20);
+  fx_spin(&fx, 20);
   rt_proxy_reset_all(p);
   rt_proxy_delay(p, 0);
   rt_run_until(&fx.loop, &q.done, 3000);
@@ -187,18 +179,11 @@ TEST(lost_release_reply_is_applied_once) {
   lk_lock_t *a;
   sx_t r;
   int64_t n = -1;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.reconnect_max_ms = 100;
   o.reply_timeout_ms = 400;
   o.connect_timeout_ms = 400; /* a handshake lost in the blackhole */
-  fx_start_client(&fx, &o);
+  p = fx_start_proxied(&fx, &o);
   a = fx_lock(&fx, "lr");
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
@@ -206,24 +191,12 @@ TEST(lost_release_reply_is_applied_once) {
   rt_proxy_delay(p, 150);
   memset(&r, 0, sizeof(r));
   ASSERT_OK(lk_lock_release(a, sx_cb, &r));
-  {
-    /* Wait until the server applied it; the reply is then still held by
-     * the proxy's delay, and the blackhole swallows it. */
-    int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-    for (;;) {
-      char *v = rt_cmd_str(fx.srv, "HGET lr %s", lk_lock_owner(a));
-      int applied = v != NULL && strcmp(v, "1") == 0;
-      free(v);
-      if (applied)
-        break;
-      ASSERT_LT(rt_now_ms(), end);
-      uv_run(&fx.loop, UV_RUN_NOWAIT);
-      rt_sleep_ms(1);
-    }
-  }
+  /* Wait until the server applied it; the reply is then still held by the
+   * proxy's delay, and the blackhole swallows it. */
+  FX_EVENTUALLY(&fx, hold_field_is(&fx, "lr", a, "1"), 3000);
   rt_proxy_blackhole(p, 1);
   rt_proxy_delay(p, 0);
-  spin(&fx, 500); /* reply timeout: the connection is dropped */
+  fx_spin(&fx, 500); /* reply timeout: the connection is dropped */
   rt_proxy_blackhole(p, 0);
   rt_run_until(&fx.loop, &r.done, 5000);
   ASSERT_OK(r.status);
@@ -264,7 +237,7 @@ TEST(refused_connect_fails_fast) {
    * comes back. */
   memset(&s, 0, sizeof(s));
   start_acquire(a, 5000, 5000, &s);
-  spin(&fx, 200);
+  fx_spin(&fx, 200);
   ASSERT_EQ(s.done, 0);
   rt_proxy_refuse(p, 0);
   rt_run_until(&fx.loop, &s.done, 5000);
@@ -311,7 +284,7 @@ TEST(user_without_channel_access_polls) {
   b = fx_lock(&fx, "nc");
   ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
   start_acquire(b, 10000, 10000, &s);
-  spin(&fx, 400);
+  fx_spin(&fx, 400);
   ASSERT_EQ(s.done, 0);
   memset(&r, 0, sizeof(r));
   ASSERT_OK(lk_lock_release(a, sx_cb, &r)); /* its PUBLISH fails quietly */
@@ -438,16 +411,16 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   ASSERT_OK(sx_acquire(&fx, holder, 0, 60000));
   start_acquire(waiter, 20000, 60000, &s);
   wait_subscribed(&fx, "redisson_lock__channel:{unk}");
-  spin(&fx, 50);
+  fx_spin(&fx, 50);
   /* The waiter's next attempt wins; its reply is lost with the connection. */
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
   ASSERT_OK(sx_run(&fx, lk_lock_release, holder, NULL));
-  FX_EVENTUALLY(&fx, rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED, 3000);
+  FX_WAIT_RULE_APPLIED(&fx, p, 3000);
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN unk"), 1); /* the waiter's grant */
   /* The resend after the reconnect finds it; its reply becomes LOADING. */
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_REPLACE, loading, sizeof loading - 1);
-  FX_EVENTUALLY(&fx, rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED, 3000);
-  spin(&fx, 50);
+  FX_WAIT_RULE_APPLIED(&fx, p, 3000);
+  fx_spin(&fx, 50);
   ASSERT_EQ(s.done, 0); /* asleep, outcome open */
   ASSERT_OK(lk_lock_cancel(waiter));
   rt_run_until(&fx.loop, &s.done, 5000);

@@ -82,14 +82,6 @@ static void wait_for_subscriber(fx_t *fx, const char *channel) {
   }
 }
 
-static void run_loop_for(fx_t *fx, int64_t ms) {
-  int64_t end = rt_now_ms() + ms;
-  while (rt_now_ms() < end) {
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(2);
-  }
-}
-
 static redisContext *emu_connect(fx_t *fx) { return rt_rlock_connect(rt_server_port(fx->srv)); }
 
 /* A raw subscriber on channel, to see exactly what gets published. */
@@ -341,7 +333,7 @@ TEST(redisson_latchkey_release_wakes_emulator) {
   pthread_t th;
   ASSERT_OK(pthread_create(&th, NULL, emu_waiter_main, &w));
   wait_for_subscriber(&fx, "redisson_lock__channel:{handoff}");
-  run_loop_for(&fx, 200);
+  fx_spin(&fx, 200);
   if (atomic_load(&w.done))
     FAIL("the emulator's lock() returned (rc %d) while latchkey held the lock", w.rc);
 

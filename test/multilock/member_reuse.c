@@ -23,15 +23,8 @@ TEST(cancel_in_flight_then_reacquire_keeps_the_new_hold) {
   lk_lock_t *l;
   sx_t a, b;
   lk_lock_opts_t lo;
-  int64_t end;
-  fx_start(&fx, NULL);
-  px = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(px);
-  ASSERT_OK(lk_client_close(fx.c, NULL));
-  fx.c = NULL;
-  fx_client_opts(&fx, &o);
-  o.port = rt_proxy_port(px);
-  fx_start_client(&fx, &o);
+  lk_client_opts_init(&o);
+  px = fx_start_proxied(&fx, &o);
   l = fx_lock(&fx, "reuse");
   ASSERT_OK(sx_acquire(&fx, l, 0, 10000)); /* connected */
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
@@ -49,11 +42,7 @@ TEST(cancel_in_flight_then_reacquire_keeps_the_new_hold) {
   ASSERT_EQ(lk_lock_hold_count(l), 1);
   /* Let the canceled one's give-back run its course, then the server must
    * still show exactly the one hold the object counts. */
-  end = rt_now_ms() + 600;
-  while (rt_now_ms() < end) {
-    uv_run(&fx.loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(2);
-  }
+  fx_spin(&fx, 600);
   ASSERT_EQ(server_holds(&fx, l), 1);
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(server_holds(&fx, l), 0);

@@ -128,7 +128,7 @@ TEST(acquire_rejects_bad_arguments) {
     ASSERT_EQ(acquire_rc(rw, side, 0, LK_MAX_TIME_MS + 1), LK_EINVAL);
     ASSERT_EQ(acquire_rc(rw, side, 0, INT64_MAX), LK_EINVAL);
   }
-  rw_spin(&fx, 20);
+  fx_spin(&fx, 20);
   ASSERT_EQ(scripts_run(&fx), before);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS bad"), 0);
   /* The edges are valid. */

@@ -251,7 +251,7 @@ TEST(write_release_wakes_every_waiter) {
     rw_start(r[i], RW_R, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s[i]);
   }
   rw_wait_subscribers(&fx, "redisson_rwlock:{wake-all}", 1);
-  rw_spin(&fx, 100); /* every waiter has made its post-subscribe try */
+  fx_spin(&fx, 100); /* every waiter has made its post-subscribe try */
   for (i = 0; i < N; i++)
     ASSERT_EQ(s[i].done, 0);
   t_rel = uv_hrtime();
@@ -286,7 +286,7 @@ TEST(read_release_wakes_one_waiter) {
   rw_start(w1, RW_W, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s1);
   rw_start(w2, RW_W, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s2);
   rw_wait_subscribers(&fx, "redisson_rwlock:{wake-one}", 1);
-  rw_spin(&fx, 100);
+  fx_spin(&fx, 100);
   ASSERT_EQ(s1.done + s2.done, 0);
   calls = evalsha_calls(&fx);
   t_rel = uv_hrtime();
@@ -300,7 +300,7 @@ TEST(read_release_wakes_one_waiter) {
   ss = s1.done ? &s2 : &s1;
   ASSERT_OK(sf->status);
   ASSERT_LT((int64_t)(sf->t_ns - t_rel) / 1000000, rt_scaled_ms(1000));
-  rw_spin(&fx, 100);
+  fx_spin(&fx, 100);
   ASSERT_EQ(ss->done, 0);
   /* The release and one retry: the other waiter did not even try. */
   ASSERT_EQ(evalsha_calls(&fx) - calls, 2);
@@ -576,7 +576,7 @@ TEST(close_releases_both_sides) {
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, 10000));
   rw_start(b, RW_R, 10000, LK_LEASE_DEFAULT, &s);
-  rw_spin(&fx, 50);
+  fx_spin(&fx, 50);
   lk_rwlock_set_data(b, &closed);
   ASSERT_OK(lk_rwlock_close(b, fx_rwlock_closed_cb));
   ASSERT_EQ(lk_rwlock_close(b, NULL), LK_ECLOSED);

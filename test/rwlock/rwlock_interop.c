@@ -68,7 +68,7 @@ static void start_waiting(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side, cons
   char *channel = rt_rwlock_channel(name);
   rw_start(rw, side, rt_scaled_ms(20000), LK_LEASE_DEFAULT, s);
   rw_wait_subscribers(fx, channel, 1);
-  rw_spin(fx, 100);
+  fx_spin(fx, 100);
   ASSERT_EQ(s->done, 0);
   free(channel);
 }
@@ -100,7 +100,7 @@ TEST(readers_of_both_kinds_share) {
   m = mode_of(&fx, "share");
   ASSERT_STREQ(m, "read");
   free(m);
-  rw_spin(&fx, 50);
+  fx_spin(&fx, 50);
   ASSERT_EQ(ws.done, 0);
   /* latchkey's reader leaves: "0" wakes the waiting writer at once. */
   t_rel = uv_hrtime();
@@ -140,7 +140,7 @@ TEST(redisson_writer_release_wakes_latchkey_readers) {
   }
   /* Re-entered: the first unlock keeps it. */
   ASSERT_EQ(rt_rwlock_write_unlock(e, "rw", EMU_UUID, EMU_TID), 0);
-  rw_spin(&fx, 50);
+  fx_spin(&fx, 50);
   ASSERT_EQ(s[0].done + s[1].done, 0);
   t_rel = uv_hrtime();
   ASSERT_EQ(rt_rwlock_write_unlock(e, "rw", EMU_UUID, EMU_TID), 1);
@@ -206,7 +206,7 @@ static void redisson_waits_for_latchkey(lk_rwlock_side_t held, int emu_write) {
   b.timeout_ms = rt_scaled_ms(10000);
   ASSERT_OK(pthread_create(&th, NULL, blocker_main, &b));
   rw_wait_subscribers(&fx, "redisson_rwlock:{lkw}", 2);
-  rw_spin(&fx, 100);
+  fx_spin(&fx, 100);
   t_rel = uv_hrtime();
   ASSERT_OK(rw_release(&fx, a, held, NULL));
   ASSERT_OK(pthread_join(th, NULL));
@@ -329,7 +329,6 @@ TEST(latchkey_renewal_never_keeps_a_redisson_reader) {
   redisContext *e;
   lk_rwlock_t *r, *w;
   char *emu_key;
-  int64_t end;
   start(&fx, 1000, lease);
   e = emu(&fx);
   r = fx_rwlock(&fx, "zr");
@@ -337,12 +336,8 @@ TEST(latchkey_renewal_never_keeps_a_redisson_reader) {
   emu_key = rt_rwlock_hold_key("zr", EMU_UUID, EMU_TID, 1);
   ASSERT_EQ(rt_rwlock_read_try(e, "zr", EMU_UUID, EMU_TID, lease), RT_RLOCK_ACQUIRED);
   ASSERT_OK(rw_acquire(&fx, r, RW_R, 0, LK_LEASE_DEFAULT));
-  end = rt_now_ms() + rt_scaled_ms(lease * 3);
-  while (rt_cmd_int(fx.srv, "EXISTS %s", emu_key) == 1) {
-    ASSERT_LT(rt_now_ms(), end);
-    rw_spin(&fx, 10);
-  }
-  rw_spin(&fx, lease); /* latchkey renews meanwhile */
+  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS %s", emu_key) != 1, lease * 3);
+  fx_spin(&fx, lease); /* latchkey renews meanwhile */
   ASSERT_EQ(lk_rwlock_is_held(r, RW_R), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS %s", emu_key), 0);
   ASSERT_EQ(rw_acquire(&fx, w, RW_W, 0, LK_LEASE_DEFAULT), LK_ETIMEDOUT);

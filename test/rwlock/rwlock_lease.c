@@ -77,7 +77,7 @@ TEST(watchdog_keeps_both_sides) {
   k = hold_key(a, "kept", 1);
   end = rt_now_ms() + lease * 3;
   while (rt_now_ms() < end) {
-    rw_spin(&fx, 20);
+    fx_spin(&fx, 20);
     ASSERT_EQ(exists(&fx, "kept"), 1);
     ASSERT_EQ(exists(&fx, k), 1);
     ASSERT_LE(rt_cmd_int(fx.srv, "PTTL %s", k), lease);
@@ -89,7 +89,7 @@ TEST(watchdog_keeps_both_sides) {
   ASSERT_OK(rw_release(&fx, a, RW_W, NULL));
   end = rt_now_ms() + lease * 3;
   while (rt_now_ms() < end) {
-    rw_spin(&fx, 20);
+    fx_spin(&fx, 20);
     ASSERT_EQ(exists(&fx, k), 1);
     ASSERT_LE(rt_cmd_int(fx.srv, "PTTL kept"), lease);
     ASSERT_EQ(lk_rwlock_is_held(a, RW_R), 1);
@@ -103,7 +103,7 @@ TEST(watchdog_keeps_both_sides) {
   {
     lk_client_stats_t st0, st1;
     lk_client_get_stats(fx.c, &st0);
-    rw_spin(&fx, lease);
+    fx_spin(&fx, lease);
     lk_client_get_stats(fx.c, &st1);
     ASSERT_EQ(st1.renewal_commands, st0.renewal_commands);
   }
@@ -141,7 +141,7 @@ TEST(lost_read_side) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "HEXISTS lr %s", lk_rwlock_owner(b)), 1);
   ASSERT_EQ(lk_rwlock_release(a, RW_R, rw_cb, &s), LK_ELEASELOST);
   ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 0);
-  rw_spin(&fx, lease);
+  fx_spin(&fx, lease);
   ASSERT_EQ(lk_rwlock_is_held(b, RW_R), 1);
   ASSERT_EQ(lost.calls, 1);
   /* A fresh start works. */
@@ -214,20 +214,12 @@ static void cut_off(lk_rwlock_side_t side) {
   lost_t lost;
   sx_t s, ws;
   memset(&lost, 0, sizeof(lost));
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
-  fx_client_opts(&fx, &o);
-  o.port = rt_proxy_port(p);
+  lk_client_opts_init(&o);
   o.default_lease_ms = lease;
   o.reconnect_max_ms = 100;
   o.reply_timeout_ms = lease * 3; /* the loss must come from the deadline */
-  fx_start_client(&fx, &o);
-  fx_client_opts(&fx, &o);
-  ASSERT_OK(lk_client_new(&fx.loop, &o, &c2));
+  p = fx_start_proxied(&fx, &o);
+  c2 = fx_direct_client(&fx);
   a = fx_rwlock(&fx, "cut");
   ASSERT_OK(lk_rwlock_new(c2, "cut", &w));
   ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
@@ -248,7 +240,7 @@ static void cut_off(lk_rwlock_side_t side) {
     rt_run_until(&fx.loop, &lost.calls, lease * 3);
     ASSERT_EQ(lost.status, LK_ELEASELOST);
     if (pr.fired_ns == 0) {
-      rw_spin(&fx, 20);
+      fx_spin(&fx, 20);
       ASSERT_NE(pr.fired_ns, 0);
     }
     printf("on_lost %.1f ms after the acquire; the deadline probe ran %.1f ms late\n",
@@ -274,12 +266,7 @@ static void cut_off(lk_rwlock_side_t side) {
     rt_run_until(&fx.loop, &closed, 5000);
   }
   fx_close_rwlock(&fx, a);
-  {
-    int c2_closed = 0;
-    lk_client_set_data(c2, &c2_closed);
-    ASSERT_OK(lk_client_close(c2, fx_on_client_closed_flag));
-    rt_run_until(&fx.loop, &c2_closed, 5000);
-  }
+  fx_close_direct_client(&fx, c2);
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
@@ -359,7 +346,7 @@ TEST(dead_reader_expires_while_live_reader_renews) {
    * kept alive by it and expires within one lease of the kill. */
   end = rt_now_ms() + lease * 3;
   while (rt_now_ms() < end) {
-    rw_spin(&fx, 10);
+    fx_spin(&fx, 10);
     ASSERT_EQ(exists(&fx, live_key), 1);
     ASSERT_EQ(lk_rwlock_is_held(live, RW_R), 1);
     ASSERT_EQ(ws.done, 0);
@@ -397,13 +384,8 @@ TEST(dead_reader_expires_while_live_reader_renews) {
  * the loop. */
 static void wait_server_count(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side, int want) {
   char field[160];
-  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
   snprintf(field, sizeof(field), "%s%s", lk_rwlock_owner(rw), side == RW_W ? ":write" : "");
-  while (rw_hget(fx, "lost-reply", field) != want) {
-    ASSERT_LT(rt_now_ms(), end);
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
+  FX_EVENTUALLY(fx, rw_hget(fx, "lost-reply", field) == want, 3000);
 }
 
 /* An acquire and a release whose replies are swallowed: the connection
@@ -415,18 +397,11 @@ static void lost_replies(lk_rwlock_side_t side) {
   lk_client_opts_t o;
   lk_rwlock_t *a;
   sx_t s;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
-  fx_client_opts(&fx, &o);
-  o.port = rt_proxy_port(p);
+  lk_client_opts_init(&o);
   o.reconnect_max_ms = 100;
   o.reply_timeout_ms = 400;
   o.connect_timeout_ms = 400;
-  fx_start_client(&fx, &o);
+  p = fx_start_proxied(&fx, &o);
   a = fx_rwlock(&fx, "lost-reply");
   ASSERT_OK(rw_acquire(&fx, a, side, 0, LK_LEASE_DEFAULT));
   /* The re-entry reaches the server; its reply is swallowed. */
@@ -435,7 +410,7 @@ static void lost_replies(lk_rwlock_side_t side) {
   wait_server_count(&fx, a, side, 2);
   rt_proxy_blackhole(p, 1);
   rt_proxy_delay(p, 0);
-  rw_spin(&fx, 500);
+  fx_spin(&fx, 500);
   rt_proxy_blackhole(p, 0);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
@@ -453,7 +428,7 @@ static void lost_replies(lk_rwlock_side_t side) {
   wait_server_count(&fx, a, side, 1);
   rt_proxy_blackhole(p, 1);
   rt_proxy_delay(p, 0);
-  rw_spin(&fx, 500);
+  fx_spin(&fx, 500);
   rt_proxy_blackhole(p, 0);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
@@ -633,18 +608,11 @@ TEST(resent_read_acquire_never_reports_another_readers_token) {
   lk_rwlock_t *a;
   sx_t s;
   int64_t freed = -1;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
-  fx_client_opts(&fx, &o);
-  o.port = rt_proxy_port(p);
+  lk_client_opts_init(&o);
   o.reconnect_max_ms = 100;
   o.reply_timeout_ms = 300;
   o.connect_timeout_ms = 300;
-  fx_start_client(&fx, &o);
+  p = fx_start_proxied(&fx, &o);
   a = fx_rwlock(&fx, "resent");
   /* The acquire runs on the server; its reply is dropped, the connection
    * stays until the reply timeout. */
@@ -707,7 +675,7 @@ TEST(close_inside_on_lost_during_reentry) {
   ASSERT_EQ(lost.calls, 1);
   ASSERT_EQ(s.calls, 1);
   ASSERT_EQ(s.status, LK_ECANCELED);
-  rw_spin(&fx, 50);
+  fx_spin(&fx, 50);
   ASSERT_EQ(s.calls, 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
   fx_finish(&fx);
@@ -723,16 +691,9 @@ TEST(grant_answered_after_its_deadline_is_given_back) {
   lk_client_opts_t o;
   lk_rwlock_t *a;
   int side;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
-  fx_client_opts(&fx, &o);
-  o.port = rt_proxy_port(p);
+  lk_client_opts_init(&o);
   o.reply_timeout_ms = 5000;
-  fx_start_client(&fx, &o);
+  p = fx_start_proxied(&fx, &o);
   a = fx_rwlock(&fx, "late-grant");
   ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL)); /* connected */
   for (side = RW_R; side <= RW_W; side++) {
@@ -775,11 +736,11 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   ASSERT_OK(rw_acquire(&fx, holder, RW_W, 0, 60000));
   rw_start(waiter, RW_W, 20000, 60000, &s);
   rw_wait_subscribers(&fx, "redisson_rwlock:{unk}", 1);
-  rw_spin(&fx, 50);
+  fx_spin(&fx, 50);
   /* The waiter's next attempt wins; its reply is lost with the connection. */
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
   ASSERT_OK(rw_release(&fx, holder, RW_W, NULL));
-  FX_EVENTUALLY(&fx, rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED, 3000);
+  FX_WAIT_RULE_APPLIED(&fx, p, 3000);
   {
     char field[160];
     snprintf(field, sizeof field, "%s:write", lk_rwlock_owner(waiter));
@@ -787,8 +748,8 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   }
   /* The resend after the reconnect finds it; its reply becomes LOADING. */
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_REPLACE, loading, sizeof loading - 1);
-  FX_EVENTUALLY(&fx, rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED, 3000);
-  rw_spin(&fx, 50);
+  FX_WAIT_RULE_APPLIED(&fx, p, 3000);
+  fx_spin(&fx, 50);
   ASSERT_EQ(s.done, 0); /* asleep, outcome open */
   ASSERT_OK(lk_rwlock_cancel(waiter));
   rt_run_until(&fx.loop, &s.done, 5000);

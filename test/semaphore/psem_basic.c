@@ -216,10 +216,7 @@ TEST(psem_lost_permit_is_reported) {
   hex_to_raw(lk_psem_permit_id(a, 2), raw);
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZREM {lost}:timeout %b", raw, (size_t)16), 1);
   t0 = rt_now_ms();
-  while (lost.calls == 0 && rt_now_ms() < t0 + rt_scaled_ms(2000)) {
-    uv_run(&fx.loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
+  FX_EVENTUALLY(&fx, lost.calls != 0, 2000);
   ASSERT_EQ(lost.calls, 1);
   ASSERT_EQ(lost.status, LK_ELEASELOST);
   ASSERT_LT(rt_now_ms() - t0, 200 + rt_scaled_ms(400)); /* within a period (lease/3) */
@@ -532,23 +529,14 @@ TEST(psem_watchdog_batches_many_holders) {
  * that a refused server costs a reconnect cycle every few tens of ms. */
 static rt_proxy_t *start_fast_proxied(fx_t *fx, int64_t default_lease_ms) {
   lk_client_opts_t o;
-  rt_proxy_t *px;
-  memset(fx, 0, sizeof *fx);
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  px = rt_proxy_start(rt_server_port(fx->srv));
-  ASSERT_NOT_NULL(px);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(px);
   o.reconnect_min_ms = 10;
   o.reconnect_max_ms = 50;
   o.reply_timeout_ms = 150;
   o.connect_timeout_ms = 150;
   if (default_lease_ms > 0)
     o.default_lease_ms = default_lease_ms;
-  fx_start_client(fx, &o);
-  return px;
+  return fx_start_proxied(fx, &o);
 }
 
 static uint64_t reconnects(fx_t *fx) {
@@ -603,7 +591,6 @@ TEST(psem_lost_lease_given_back_after_long_cut) {
   lk_client_stats_t st;
   long long first, expiry;
   char id[33];
-  int64_t end;
   memset(&lost, 0, sizeof lost);
   ASSERT_OK(lk_psem_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
@@ -612,9 +599,7 @@ TEST(psem_lost_lease_given_back_after_long_cut) {
   first = score_of(&fx, "{llc}:timeout", id);
   /* One renewal goes through (its script is then cached: the next
    * EVALSHA is the next renewal). */
-  end = rt_now_ms() + rt_scaled_ms(5000);
-  while (score_of(&fx, "{llc}:timeout", id) == first && rt_now_ms() < end)
-    fx_spin(&fx, 20);
+  FX_EVENTUALLY(&fx, score_of(&fx, "{llc}:timeout", id) != first, 5000);
   ASSERT_GT(score_of(&fx, "{llc}:timeout", id), first);
   fx_spin(&fx, 50);
   lk_client_get_stats(fx.c, &st);
@@ -623,10 +608,7 @@ TEST(psem_lost_lease_given_back_after_long_cut) {
    * new connection gets through. */
   rt_proxy_refuse(px, 1);
   rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  end = rt_now_ms() + rt_scaled_ms(4000);
-  while (rt_proxy_rule_state(px) != RT_PROXY_RULE_APPLIED && rt_now_ms() < end)
-    fx_spin(&fx, 10);
-  ASSERT_EQ(rt_proxy_rule_state(px), RT_PROXY_RULE_APPLIED);
+  FX_WAIT_RULE_APPLIED(&fx, px, 4000);
   expiry = score_of(&fx, "{llc}:timeout", id);
   /* The object's deadline (the last confirmed renewal's) passes first. */
   rt_run_until(&fx.loop, &lost.calls, 6000);

@@ -12,20 +12,11 @@
 /* A client through a proxy, with short timeouts so faults resolve fast. */
 static rt_proxy_t *start_proxied(fx_t *fx) {
   lk_client_opts_t o;
-  rt_proxy_t *p;
-  memset(fx, 0, sizeof *fx);
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  p = rt_proxy_start(rt_server_port(fx->srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.reconnect_max_ms = 100;
   o.reply_timeout_ms = 400;
   o.connect_timeout_ms = 400; /* a handshake lost in the blackhole */
-  fx_start_client(fx, &o);
-  return p;
+  return fx_start_proxied(fx, &o);
 }
 
 /* Spins until the server's count under name is want: the command was
@@ -134,18 +125,11 @@ static void unknown_acquire(int attempt_first) {
   sx_t a;
   lk_client_opts_t o;
   rt_proxy_t *p;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.reconnect_min_ms = 10;
   o.reconnect_max_ms = 50;
   o.reply_timeout_ms = 150;
-  fx_start_client(&fx, &o);
+  p = fx_start_proxied(&fx, &o);
   s = fx_sem(&fx, "ua");
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, s, 2, NULL));
   rt_proxy_delay(p, 400);
@@ -294,7 +278,7 @@ TEST(psem_server_restart_reports_loss) {
   lk_client_opts_t o;
   lk_psem_t *a;
   int lost = 0;
-  int64_t end, v;
+  int64_t v;
   memset(&fx, 0, sizeof fx);
   ASSERT_OK(uv_loop_init(&fx.loop));
   fx.srv = rt_server_start(NULL);
@@ -308,11 +292,7 @@ TEST(psem_server_restart_reports_loss) {
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
   ASSERT_OK(psem_acquire(&fx, a, 2, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rt_server_restart(fx.srv));
-  end = rt_now_ms() + rt_scaled_ms(3000);
-  while (lost == 0 && rt_now_ms() < end) {
-    uv_run(&fx.loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(2);
-  }
+  FX_EVENTUALLY(&fx, lost != 0, 3000);
   ASSERT_EQ(lost, 1);
   ASSERT_EQ(lk_psem_permit_count(a), 0);
   ASSERT(!lk_psem_is_held(a));
@@ -330,21 +310,12 @@ TEST(psem_server_restart_reports_loss) {
 
 static rt_proxy_t *start_fast(fx_t *fx) {
   lk_client_opts_t o;
-  rt_proxy_t *p;
-  memset(fx, 0, sizeof *fx);
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  p = rt_proxy_start(rt_server_port(fx->srv));
-  ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
-  o.port = rt_proxy_port(p);
   o.reconnect_min_ms = 10;
   o.reconnect_max_ms = 50;
   o.reply_timeout_ms = 150;
   o.connect_timeout_ms = 150;
-  fx_start_client(fx, &o);
-  return p;
+  return fx_start_proxied(fx, &o);
 }
 
 /* The scripts are cached on the server, so the next EVALSHA is the acquire

@@ -55,16 +55,6 @@ static lk_client_stats_t stats_of(fx_t *fx) {
   return st;
 }
 
-/* Runs the loop for ms (unscaled): renewals happen meanwhile, which is what
- * these cases observe. */
-static void spin(fx_t *fx, int64_t ms) {
-  int64_t end = rt_now_ms() + ms;
-  while (rt_now_ms() < end) {
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
 /* Spins until the client has sent more than `than` renewal scripts. */
 static void spin_until_renewals_exceed(fx_t *fx, uint64_t than, int64_t timeout_ms) {
   int64_t end = rt_now_ms() + rt_scaled_ms(timeout_ms);
@@ -179,7 +169,7 @@ TEST(explicit_lease_is_not_renewed) {
   ASSERT_EQ(lk_lock_is_held(e), 0);
   /* More renewal periods pass: the watchdog hold lives on, the explicit
    * one stays gone, nobody was told of a loss. */
-  spin(&fx, lease);
+  fx_spin(&fx, lease);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS expl"), 0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS wdog"), 1);
   ASSERT_EQ(lk_lock_is_held(w), 1);
@@ -223,7 +213,7 @@ TEST(no_renewals_after_release) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS norenew"), 0);
   c0 = stats_of(&fx).renewal_commands;
   e0 = script_calls(fx.srv);
-  spin(&fx, 3 * lease); /* 9 periods */
+  fx_spin(&fx, 3 * lease); /* 9 periods */
   ASSERT_EQ(stats_of(&fx).renewal_commands, c0);
   ASSERT_EQ(script_calls(fx.srv), e0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS norenew"), 0);
@@ -248,21 +238,14 @@ TEST(release_while_renewal_in_flight) {
   uint64_t c0;
   int64_t end;
   memset(&lost, 0, sizeof(lost));
-  memset(&fx, 0, sizeof(fx));
   g_seq = 0;
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
-  fx.srv = srv;
-  p = rt_proxy_start(rt_server_port(srv));
-  ASSERT_NOT_NULL(p);
   {
     lk_client_opts_t o;
     lk_client_opts_init(&o);
-    o.port = rt_proxy_port(p);
     o.default_lease_ms = lease;
-    fx_start_client(&fx, &o);
+    p = fx_start_proxied(&fx, &o);
   }
+  srv = fx.srv;
   /* Warm-up: the first use of each script costs a NOSCRIPT round trip
    * (EVALSHA, then EVAL); get that done before the delay, so the renewal
    * below is one round trip. */
@@ -270,12 +253,7 @@ TEST(release_while_renewal_in_flight) {
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
   before = stats_of(&fx);
   spin_until_renewals_exceed(&fx, 0, lease);
-  end = rt_now_ms() + rt_scaled_ms(1000);
-  while (stats_of(&fx).replies < before.replies + 1) {
-    ASSERT_LT(rt_now_ms(), end);
-    uv_run(&fx.loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
+  FX_EVENTUALLY(&fx, stats_of(&fx).replies >= before.replies + 1, 1000);
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   fx_close_lock(&fx, a);
   c0 = stats_of(&fx).renewal_commands;
@@ -327,7 +305,6 @@ static void lost_after_side_command(const char *name, const char *side_fmt) {
   lost_t lost;
   uint64_t t_side, c_lost;
   lk_client_stats_t st;
-  int64_t end;
   memset(&lost, 0, sizeof(lost));
   start_with_lease(&fx, lease, 0);
   a = fx_lock(&fx, name);
@@ -336,12 +313,7 @@ static void lost_after_side_command(const char *name, const char *side_fmt) {
   st = stats_of(&fx);
   spin_until_renewals_exceed(&fx, 0, lease);
   /* Let the renewal's reply come back. */
-  end = rt_now_ms() + rt_scaled_ms(1000);
-  while (stats_of(&fx).replies < st.replies + 1) {
-    ASSERT_LT(rt_now_ms(), end);
-    uv_run(&fx.loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
+  FX_EVENTUALLY(&fx, stats_of(&fx).replies >= st.replies + 1, 1000);
   ASSERT_EQ(lk_lock_is_held(a), 1);
   ASSERT_EQ(lost.calls, 0);
   t_side = uv_hrtime();
@@ -354,7 +326,7 @@ static void lost_after_side_command(const char *name, const char *side_fmt) {
   ASSERT_EQ(lk_lock_is_held(a), 0);
   ASSERT_EQ(stats_of(&fx).leases_lost, 1);
   c_lost = stats_of(&fx).renewal_commands;
-  spin(&fx, 2 * period + 50);
+  fx_spin(&fx, 2 * period + 50);
   ASSERT_EQ(stats_of(&fx).renewal_commands, c_lost); /* LOST: not renewed */
   ASSERT_EQ(lost.calls, 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS %s", name), 0);

@@ -71,14 +71,6 @@ static lk_client_stats_t stats_of(fx_t *fx) {
   return st;
 }
 
-static void spin(fx_t *fx, int64_t ms) {
-  int64_t end = rt_now_ms() + ms;
-  while (rt_now_ms() < end) {
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
 static int64_t ms_between(uint64_t from_ns, uint64_t to_ns) {
   return ((int64_t)to_ns - (int64_t)from_ns) / 1000000;
 }
@@ -129,7 +121,7 @@ TEST(paused_server_loses_lease_by_deadline) {
   ASSERT_GE(stats_of(&fx).renewal_commands, 1); /* one went to the paused server */
   c_lost = stats_of(&fx).renewal_commands;
   /* Paused for longer than the lease in all, the loop running. */
-  spin(&fx, lease + 300 - ms_between(t_pause, uv_hrtime()));
+  fx_spin(&fx, lease + 300 - ms_between(t_pause, uv_hrtime()));
   ASSERT_EQ(lost.calls, 1);
   rt_server_resume(fx.srv);
   ASSERT(fx_wait_key_gone(&fx, "paused", 1000));
@@ -169,30 +161,20 @@ TEST(late_renewal_reply_does_not_resurrect) {
   uint64_t c_lost;
   int64_t end;
   memset(&lost, 0, sizeof(lost));
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  p = rt_proxy_start(rt_server_port(fx.srv));
-  ASSERT_NOT_NULL(p);
   {
     lk_client_opts_t o;
     lk_client_opts_init(&o);
-    o.port = rt_proxy_port(p);
     o.default_lease_ms = lease;
-    fx_start_client(&fx, &o);
+    p = fx_start_proxied(&fx, &o);
   }
   /* Warm-up: load the acquire, renewal and release scripts (NOSCRIPT
    * costs a round trip the first time), without delay. */
   a = fx_lock(&fx, "warm");
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
   before = stats_of(&fx);
-  end = rt_now_ms() + rt_scaled_ms(2000);
-  while (stats_of(&fx).renewal_commands == 0 || stats_of(&fx).replies == before.replies) {
-    ASSERT_LT(rt_now_ms(), end);
-    uv_run(&fx.loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
+  FX_EVENTUALLY(&fx,
+                stats_of(&fx).renewal_commands != 0 && stats_of(&fx).replies != before.replies,
+                2000);
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   fx_close_lock(&fx, a);
 
@@ -210,7 +192,7 @@ TEST(late_renewal_reply_does_not_resurrect) {
   c_lost = stats_of(&fx).renewal_commands;
   /* The renewal did extend the key (it would have expired at ~600 ms),
    * and the give-back sent on the loss is still on its way. */
-  spin(&fx, 100);
+  fx_spin(&fx, 100);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS late"), 1);
   /* Then it goes, and nothing brings it back. */
   ASSERT(fx_wait_key_gone(&fx, "late", 1500));
@@ -245,7 +227,7 @@ TEST(restart_without_persistence_loses_lease_at_once) {
   a = fx_lock(&fx, "restart");
   ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
-  spin(&fx, 20);
+  fx_spin(&fx, 20);
   t_kill = uv_hrtime();
   ASSERT_OK(rt_server_restart(fx.srv));
   t_ready = uv_hrtime();
@@ -499,7 +481,7 @@ TEST(paused_holder_hears_on_lost_first) {
   ASSERT_OK(read_full(&fx, pipefd[0], &ready, 1, 10000));
   ASSERT_EQ(ready, 'R');
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS " FORK_LOCK), 1);
-  spin(&fx, CHILD_LEASE / 2); /* queries and a renewal or so */
+  fx_spin(&fx, CHILD_LEASE / 2); /* queries and a renewal or so */
   ASSERT_OK(kill(pid, SIGSTOP));
   ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
   ASSERT(WIFSTOPPED(status));

@@ -92,15 +92,7 @@ static void big_on_wave(uv_timer_t *t) {
 /* No command of this client is waiting for its reply, so the server has
  * executed everything the client counted as sent. */
 static void wait_quiet(fx_t *fx) {
-  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-  for (;;) {
-    lk_client_stats_t st = stats_of(fx->c);
-    if (st.commands_sent == st.replies)
-      return;
-    ASSERT_LT(rt_now_ms(), end);
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
+  FX_EVENTUALLY(fx, stats_of(fx->c).commands_sent == stats_of(fx->c).replies, 3000);
 }
 
 /* Spins until the client sends renewal scripts (a watchdog tick); returns
