@@ -273,13 +273,9 @@ TEST(lock_new_name_over_custom_cap) {
   lk_lock_t *l = BAD_LOCK;
   const char *n16 = "0123456789abcdef";
   const char *n17 = "0123456789abcdefg";
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.max_name_len = 16;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   ASSERT_EQ(strlen(n16), 16);
   ASSERT_EQ(strlen(n17), 17);
   ASSERT_EQ(lk_lock_new(fx.c, n17, &l), LK_ENAMETOOLONG);
@@ -301,13 +297,9 @@ TEST(lock_new_name_cap_scan_is_bounded) {
   char *buf = malloc(17);
   ASSERT_NOT_NULL(buf);
   memset(buf, 'n', 17); /* 17 bytes, no terminator */
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.max_name_len = 16;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   ASSERT_EQ(lk_lock_new(fx.c, buf, &l), LK_ENAMETOOLONG);
   ASSERT(l == BAD_LOCK);
   free(buf);

@@ -567,13 +567,9 @@ TEST(watchdog_keeps_and_loses_fair_holds) {
   lk_fair_t *a;
   int lost = 0;
   int64_t end;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.default_lease_ms = 600;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   a = fx_fair(&fx, "wd");
   ASSERT_OK(lk_fair_set_lost_cb(a, on_lost_flag, &lost));
   ASSERT_OK(fsx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
@@ -701,14 +697,10 @@ TEST(refresh_cadence_is_a_third_of_the_timeout) {
   lk_client_stats_t st0, st1;
   long long last, now, changes = 0;
   int64_t end;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.max_repoll_ms = 20000;
   o.heartbeat_ms = 60000; /* keep the counters to the waiters' own commands */
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   h = fx_fair(&fx, "cad");
   a = fx_fair(&fx, "cad");
   b = fx_fair(&fx, "cad");

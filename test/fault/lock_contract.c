@@ -118,13 +118,9 @@ TEST(t04_killed_holder_frees_at_lease_end_and_token_grows) {
 TEST(t05_watchdog_holds_against_competitor_then_stops) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.default_lease_ms = 300;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   lk_client_t *c2 = fu_client(&fx.loop, rt_server_port(fx.srv), NULL);
   lk_lock_t *a = fx_lock(&fx, "t05");
   lk_lock_t *comp = fu_lock(c2, "t05");
@@ -250,14 +246,10 @@ TEST(t06_no_orphan_renewals_after_churn) {
 TEST(t06_live_client_goes_quiet_after_churn) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.default_lease_ms = 300;
   o.heartbeat_ms = 100000; /* the heartbeat would count as traffic */
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   lk_lock_t *l[4];
   for (int i = 0; i < 4; i++)
     l[i] = fx_lock(&fx, "t06b");
@@ -283,15 +275,11 @@ TEST(t06_live_client_goes_quiet_after_churn) {
 TEST(t09_short_server_pause_keeps_lease_and_bounds_waits) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.default_lease_ms = 2400;
   o.reply_timeout_ms = 300;
   o.reconnect_max_ms = 100;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   lk_client_t *c2 = fu_client(&fx.loop, rt_server_port(fx.srv), &o);
   lk_lock_t *a = fx_lock(&fx, "t09");
   lk_lock_t *b = fu_lock(c2, "t09");
@@ -336,13 +324,9 @@ TEST(t09_short_server_pause_keeps_lease_and_bounds_waits) {
 TEST(t11_client_pause_bounds_waiters_and_leaves_nothing_stuck) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.reply_timeout_ms = 300;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   lk_lock_t *h = fx_lock(&fx, "t11");
   ASSERT_OK(sx_acquire(&fx, h, 0, 30000));
   lk_lock_t *w[4];
@@ -596,20 +580,16 @@ TEST(t19_aof_restart_keeps_lease_without_false_loss) {
   lk_client_opts_t o;
   rt_server_opts_t so;
   fu_events_t ev;
-  memset(&fx, 0, sizeof fx);
   memset(&ev, 0, sizeof ev);
-  ASSERT_OK(uv_loop_init(&fx.loop));
   rt_server_opts_init(&so);
   so.appendonly = 1;
-  fx.srv = rt_server_start(&so);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.default_lease_ms = 2000;
   o.reconnect_min_ms = 20;
   o.reconnect_max_ms = 50;
   o.on_event = fu_on_event;
   o.event_arg = &ev;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, &so, &o);
   lk_client_t *wc = fu_client(&fx.loop, rt_server_port(fx.srv), &o);
   lk_lock_t *a = fx_lock(&fx, "t19");
   lk_lock_t *b = fu_lock(wc, "t19");
@@ -659,13 +639,9 @@ TEST(t19_aof_restart_keeps_lease_without_false_loss) {
 TEST(t22_oom_refuses_acquire_but_renew_and_release_work) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.default_lease_ms = 600;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   lk_lock_t *a = fx_lock(&fx, "t22a");
   lk_lock_t *b = fx_lock(&fx, "t22b");
   fu_lost_t lost = {0};
@@ -705,10 +681,7 @@ TEST(t22_oom_refuses_acquire_but_renew_and_release_work) {
 TEST(t24_release_before_subscription_is_not_missed) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
+  fx_start_server(&fx, NULL);
   rt_proxy_t *p = rt_proxy_start(rt_server_port(fx.srv));
   ASSERT_NOT_NULL(p);
   fx_client_opts(&fx, &o);
@@ -914,10 +887,7 @@ TEST(t40_close_with_100_pending_acquires_cancels_each_once) {
 TEST(stale_loop_time_does_not_cut_connect_or_wait_short) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
+  fx_start_server(&fx, NULL);
   uv_run(&fx.loop, UV_RUN_NOWAIT); /* the loop's clock is read here... */
   rt_sleep_ms(2500);               /* ...and goes stale (blocking set-up) */
   fx_client_opts(&fx, &o);

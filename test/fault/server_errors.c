@@ -53,12 +53,9 @@ TEST(t12_busy_script_is_transient_and_lease_lost_by_deadline) {
   rt_server_opts_t so;
   const char *extra[] = {"--busy-reply-threshold", "200", NULL};
   fu_logs_t logs = {"LK_ESERVERBUSY", 0, 0};
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
   rt_server_opts_init(&so);
   so.extra_args = extra;
-  fx.srv = rt_server_start(&so);
-  ASSERT_NOT_NULL(fx.srv);
+  fx_start_server(&fx, &so);
   t12_port = rt_server_port(fx.srv);
   fx_client_opts(&fx, &o);
   o.default_lease_ms = 1000;
@@ -158,13 +155,10 @@ TEST(t20_replica_answers_readonly_not_busy) {
 TEST(t20_failover_without_wait_admits_a_second_holder) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
   rt_server_opts_t mo;
   rt_server_opts_init(&mo);
   mo.extra_args = no_sync_delay;
-  fx.srv = rt_server_start(&mo);
-  ASSERT_NOT_NULL(fx.srv);
+  fx_start_server(&fx, &mo);
   /* The replica follows the master through a proxy, so replication can be
    * cut without touching the clients. */
   rt_proxy_t *link = rt_proxy_start(rt_server_port(fx.srv));
@@ -208,10 +202,7 @@ TEST(t21_eviction_policy_warned_and_evicted_lock_reported_lost) {
   fx_t fx;
   lk_client_opts_t o;
   fu_logs_t logs = {"maxmemory-policy", 0, 0};
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
+  fx_start_server(&fx, NULL);
   rt_server_maxmemory(fx.srv, 4 << 20, "volatile-lru");
   fx_client_opts(&fx, &o);
   o.default_lease_ms = 600;
@@ -256,10 +247,7 @@ TEST(t21_eviction_policy_warned_and_evicted_lock_reported_lost) {
 TEST(t36_key_outside_acl_pattern_is_enoperm_at_once) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
+  fx_start_server(&fx, NULL);
   /* Scripts declare the release channel as a key (as Redisson's do), so a
    * user needs key access to it too (docs/reliability.md, minimal ACL). */
   rt_server_acl_user(fx.srv, "app", "pw", "~app:* ~redisson_lock__channel:{app:* &* +@all");
@@ -301,10 +289,7 @@ TEST(t36_key_outside_acl_pattern_is_enoperm_at_once) {
 TEST(t36_script_command_denied_is_enoperm) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
+  fx_start_server(&fx, NULL);
   rt_server_acl_user(fx.srv, "nohincr", "pw", "~* &* +@all -hincrby");
   fx_client_opts(&fx, &o);
   o.username = "nohincr";
@@ -324,10 +309,7 @@ TEST(t36_minimal_acl_runs_everything_without_warnings) {
   fx_t fx;
   lk_client_opts_t o;
   fu_logs_t logs = {NULL, 0, 0};
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
+  fx_start_server(&fx, NULL);
   rt_server_acl_user(fx.srv, "locker", "pw", MINIMAL_ACL);
   fx_client_opts(&fx, &o);
   o.username = "locker";
@@ -372,13 +354,9 @@ TEST(t36_minimal_acl_runs_everything_without_warnings) {
 TEST(t37_script_flush_before_every_op_runs_each_once) {
   fx_t fx;
   lk_client_opts_t o;
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.default_lease_ms = 600;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   lk_lock_t *a = fx_lock(&fx, "t37");
   fu_lost_t lost = {0};
   lk_lock_set_lost_cb(a, fu_on_lost, &lost);
@@ -434,13 +412,10 @@ TEST(t38_loading_is_transient_and_bounded) {
    * clients are served every KiB of the file meanwhile. */
   const char *extra[] = {"--key-load-delay", "20", "--loading-process-events-interval-bytes",
                          "1024", NULL};
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
   rt_server_opts_init(&so);
   so.debug_command = 1;
   so.extra_args = extra;
-  fx.srv = rt_server_start(&so);
-  ASSERT_NOT_NULL(fx.srv);
+  fx_start_server(&fx, &so);
   free(rt_cmd_str(fx.srv, "DEBUG POPULATE 25000 fill 10"));
   free(rt_cmd_str(fx.srv, "SAVE"));
   ASSERT_OK(rt_server_restart_loading(fx.srv));
@@ -488,17 +463,11 @@ static void bgsave_and_wait(rt_server_t *s, const char *want) {
 
 TEST(misconf_refuses_acquire_and_reports_release_failure) {
   fx_t fx;
-  lk_client_opts_t o;
   rt_server_opts_t so;
   const char *extra[] = {"--enable-protected-configs", "yes", NULL};
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
   rt_server_opts_init(&so);
   so.extra_args = extra;
-  fx.srv = rt_server_start(&so);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
-  fx_start_client(&fx, &o);
+  fx_start(&fx, &so);
   lk_lock_t *a = fx_lock(&fx, "misconf-a");
   lk_lock_t *b = fx_lock(&fx, "misconf-b");
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
@@ -530,17 +499,11 @@ TEST(misconf_refuses_acquire_and_reports_release_failure) {
 
 TEST(cluster_node_gives_ecluster_not_a_hang) {
   fx_t fx;
-  lk_client_opts_t o;
   rt_server_opts_t so;
   const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", NULL};
-  memset(&fx, 0, sizeof fx);
-  ASSERT_OK(uv_loop_init(&fx.loop));
   rt_server_opts_init(&so);
   so.extra_args = extra;
-  fx.srv = rt_server_start(&so);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
-  fx_start_client(&fx, &o);
+  fx_start(&fx, &so);
   lk_lock_t *a = fx_lock(&fx, "t-cluster");
   sx_t s;
   uint64_t t0 = uv_hrtime();

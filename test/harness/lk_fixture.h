@@ -47,15 +47,29 @@ static inline void fx_start_client(fx_t *fx, const lk_client_opts_t *o) {
   ASSERT_OK(lk_client_new(&fx->loop, o, &fx->c));
 }
 
-/* Loop + one server + a client with default options on it. */
-static inline void fx_start(fx_t *fx, const rt_server_opts_t *so) {
-  lk_client_opts_t o;
+/* Loop + one server (so NULL: default options), no client yet: for a case
+ * that prepares the server before its client starts (fx_client_opts,
+ * fx_start_client). */
+static inline void fx_start_server(fx_t *fx, const rt_server_opts_t *so) {
   memset(fx, 0, sizeof(*fx));
   ASSERT_OK(uv_loop_init(&fx->loop));
   fx->srv = rt_server_start(so);
   ASSERT_NOT_NULL(fx->srv);
-  fx_client_opts(fx, &o);
-  fx_start_client(fx, &o);
+}
+
+/* Loop + one server + the fixture's client with options o (from
+ * lk_client_opts_init), whose port is set to the server's. */
+static inline void fx_start_with(fx_t *fx, const rt_server_opts_t *so, lk_client_opts_t *o) {
+  fx_start_server(fx, so);
+  o->port = rt_server_port(fx->srv);
+  fx_start_client(fx, o);
+}
+
+/* Loop + one server + a client with default options on it. */
+static inline void fx_start(fx_t *fx, const rt_server_opts_t *so) {
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  fx_start_with(fx, so, &o);
 }
 
 static inline void fx_on_client_closed(lk_client_t *c) {
@@ -169,10 +183,7 @@ static inline void fx_spin(fx_t *fx, int64_t ms) {
  * (options o, whose port is set to the proxy's) goes through the proxy. */
 static inline rt_proxy_t *fx_start_proxied(fx_t *fx, lk_client_opts_t *o) {
   rt_proxy_t *p;
-  memset(fx, 0, sizeof(*fx));
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
+  fx_start_server(fx, NULL);
   p = rt_proxy_start(rt_server_port(fx->srv));
   ASSERT_NOT_NULL(p);
   o->port = rt_proxy_port(p);

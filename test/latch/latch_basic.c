@@ -16,14 +16,10 @@
 
 static void start(fx_t *fx, int64_t max_repoll_ms) {
   lk_client_opts_t o;
-  memset(fx, 0, sizeof(*fx));
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  fx_client_opts(fx, &o);
+  lk_client_opts_init(&o);
   if (max_repoll_ms > 0)
     o.max_repoll_ms = max_repoll_ms;
-  fx_start_client(fx, &o);
+  fx_start_with(fx, NULL, &o);
 }
 
 static redisContext *raw_subscriber(fx_t *fx, const char *channel) {

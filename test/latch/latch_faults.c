@@ -112,14 +112,10 @@ TEST(awaiters_survive_pubsub_reconnect) {
   int64_t res;
   uint64_t t0;
   int i;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.max_repoll_ms = 20000;
   o.reconnect_max_ms = 100;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   c = lx_new(&fx, "ps", 1); /* strict: marks the opening for strict awaiters */
   ASSERT_OK(lx_set(&fx.loop, c, 1, NULL));
   for (i = 0; i < 5; i++) {
@@ -157,17 +153,13 @@ TEST(await_forever_rides_out_server_outage) {
   lk_latch_t *w, *c;
   lx_t s;
   int64_t res;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
   rt_server_opts_init(&so);
   so.appendonly = 1;
-  fx.srv = rt_server_start(&so);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.max_repoll_ms = 200;
   o.reconnect_max_ms = 100;
   o.connect_timeout_ms = 300;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, &so, &o);
   w = lx_new(&fx, "out", 0);
   c = lx_new(&fx, "out", 0);
   ASSERT_OK(lx_set(&fx.loop, c, 1, NULL));
@@ -244,11 +236,8 @@ TEST(user_without_channel_access_polls) {
   int64_t res;
   uint64_t t0;
   lk_client_stats_t st;
-  memset(&fx, 0, sizeof(fx));
   memset(&logs, 0, sizeof(logs));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
+  fx_start_server(&fx, NULL);
   freeReplyObject(rt_cmd(fx.srv, "ACL SETUSER counter on >pw ~* resetchannels +@all"));
   fx_client_opts(&fx, &o);
   o.username = "counter";

@@ -21,13 +21,9 @@
 
 static void start(fx_t *fx) {
   lk_client_opts_t o;
-  memset(fx, 0, sizeof(*fx));
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  fx_client_opts(fx, &o);
+  lk_client_opts_init(&o);
   o.max_repoll_ms = NO_REPOLL_MS;
-  fx_start_client(fx, &o);
+  fx_start_with(fx, NULL, &o);
 }
 
 static redisContext *emu(fx_t *fx) { return rt_rlock_connect(rt_server_port(fx->srv)); }

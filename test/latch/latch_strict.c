@@ -17,16 +17,12 @@
 static void start(fx_t *fx, int64_t max_repoll_ms, int appendonly) {
   lk_client_opts_t o;
   rt_server_opts_t so;
-  memset(fx, 0, sizeof(*fx));
-  ASSERT_OK(uv_loop_init(&fx->loop));
   rt_server_opts_init(&so);
   so.appendonly = appendonly;
-  fx->srv = rt_server_start(&so);
-  ASSERT_NOT_NULL(fx->srv);
-  fx_client_opts(fx, &o);
+  lk_client_opts_init(&o);
   o.max_repoll_ms = max_repoll_ms;
   o.reconnect_max_ms = 200;
-  fx_start_client(fx, &o);
+  fx_start_with(fx, &so, &o);
 }
 
 /* Opening leaves the marker (with its TTL); re-arming and delete remove

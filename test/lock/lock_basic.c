@@ -173,13 +173,9 @@ TEST(waiter_wakes_promptly_on_release) {
   lk_lock_t *a, *b;
   sx_t s, r;
   uint64_t released;
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.max_repoll_ms = 20000;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   a = fx_lock(&fx, "wake");
   b = fx_lock(&fx, "wake");
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));

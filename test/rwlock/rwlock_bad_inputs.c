@@ -87,13 +87,9 @@ TEST(new_rejects_bad_arguments) {
   free(big);
   /* A custom cap applies too. */
   fx_finish(&fx);
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.max_name_len = 8;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   rw = BAD_RW;
   ASSERT_EQ(lk_rwlock_new(fx.c, "123456789", &rw), LK_ENAMETOOLONG);
   ASSERT(rw == BAD_RW);

@@ -14,13 +14,9 @@
 
 static void start_no_repoll(fx_t *fx) {
   lk_client_opts_t o;
-  memset(fx, 0, sizeof(*fx));
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  fx_client_opts(fx, &o);
+  lk_client_opts_init(&o);
   o.max_repoll_ms = NO_REPOLL_MS;
-  fx_start_client(fx, &o);
+  fx_start_with(fx, NULL, &o);
 }
 
 static char *str(fx_t *fx, const char *fmt, const char *a, const char *b) {

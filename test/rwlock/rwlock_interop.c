@@ -24,15 +24,11 @@
 
 static void start(fx_t *fx, int64_t repoll_ms, int64_t lease_ms) {
   lk_client_opts_t o;
-  memset(fx, 0, sizeof(*fx));
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  fx_client_opts(fx, &o);
+  lk_client_opts_init(&o);
   o.max_repoll_ms = repoll_ms;
   if (lease_ms > 0)
     o.default_lease_ms = lease_ms;
-  fx_start_client(fx, &o);
+  fx_start_with(fx, NULL, &o);
 }
 
 static redisContext *emu(fx_t *fx) { return rt_rlock_connect(rt_server_port(fx->srv)); }

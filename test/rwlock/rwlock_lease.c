@@ -30,24 +30,17 @@ static void on_lost(lk_rwlock_t *rw, int status, void *arg) {
   x->t_ns = uv_hrtime();
 }
 
-/* Loop + server + a client with the given watchdog lease; port 0 = the
- * server's own. */
-static void start_with_lease(fx_t *fx, int64_t lease_ms, int port, int64_t reply_timeout_ms) {
+/* Loop + server + a client with the given watchdog lease. */
+static void start_with_lease(fx_t *fx, int64_t lease_ms, int64_t reply_timeout_ms) {
   lk_client_opts_t o;
-  memset(fx, 0, sizeof(*fx));
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  fx_client_opts(fx, &o);
-  if (port != 0)
-    o.port = port;
+  lk_client_opts_init(&o);
   o.default_lease_ms = lease_ms;
   o.reconnect_max_ms = 100;
   if (reply_timeout_ms > 0) {
     o.reply_timeout_ms = reply_timeout_ms;
     o.connect_timeout_ms = reply_timeout_ms;
   }
-  fx_start_client(fx, &o);
+  fx_start_with(fx, NULL, &o);
 }
 
 static char *hold_key(const lk_rwlock_t *rw, const char *name, int i) {
@@ -69,7 +62,7 @@ TEST(watchdog_keeps_both_sides) {
   int64_t end;
   int checks = 0;
   memset(&lost, 0, sizeof(lost));
-  start_with_lease(&fx, lease, 0, 0);
+  start_with_lease(&fx, lease, 0);
   a = fx_rwlock(&fx, "kept");
   ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
@@ -123,7 +116,7 @@ TEST(lost_read_side) {
   char *k;
   sx_t s;
   memset(&lost, 0, sizeof(lost));
-  start_with_lease(&fx, lease, 0, 0);
+  start_with_lease(&fx, lease, 0);
   a = fx_rwlock(&fx, "lr");
   b = fx_rwlock(&fx, "lr");
   ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
@@ -163,7 +156,7 @@ TEST(lost_write_side) {
   lk_rwlock_t *a, *b;
   lost_t lost;
   memset(&lost, 0, sizeof(lost));
-  start_with_lease(&fx, lease, 0, 0);
+  start_with_lease(&fx, lease, 0);
   a = fx_rwlock(&fx, "lw");
   b = fx_rwlock(&fx, "lw");
   ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
@@ -327,7 +320,7 @@ TEST(dead_reader_expires_while_live_reader_renews) {
   sx_t ws, rs;
   uint64_t t_kill, t_gone = 0, t_rel;
   int64_t end;
-  start_with_lease(&fx, lease, 0, 0);
+  start_with_lease(&fx, lease, 0);
   pid = spawn_reader(&fx, lease, dead_owner, sizeof(dead_owner));
   ASSERT(asprintf(&dead_key, "{zombie}:%s:rwlock_timeout:1", dead_owner) > 0);
   live = fx_rwlock(&fx, "zombie");
@@ -665,7 +658,7 @@ TEST(close_inside_on_lost_during_reentry) {
   sx_t s;
   memset(&lost, 0, sizeof(lost));
   g_closed = 0;
-  start_with_lease(&fx, 30000, 0, 0);
+  start_with_lease(&fx, 30000, 0);
   a = fx_rwlock(&fx, "cl");
   ASSERT_OK(lk_rwlock_set_lost_cb(a, close_on_lost, &lost));
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));

@@ -51,16 +51,12 @@ static long long score_of(fx_t *fx, const char *zset, const char *hex) {
 
 static void start_with(fx_t *fx, int64_t default_lease_ms, int64_t repoll_ms) {
   lk_client_opts_t o;
-  memset(fx, 0, sizeof *fx);
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  fx_client_opts(fx, &o);
+  lk_client_opts_init(&o);
   if (default_lease_ms > 0)
     o.default_lease_ms = default_lease_ms;
   if (repoll_ms > 0)
     o.max_repoll_ms = repoll_ms;
-  fx_start_client(fx, &o);
+  fx_start_with(fx, NULL, &o);
 }
 
 TEST(psem_ids_layout_and_counts) {

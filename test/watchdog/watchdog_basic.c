@@ -32,21 +32,14 @@ static void on_lost(lk_lock_t *l, int status, void *arg) {
   x->seq = ++g_seq;
 }
 
-/* Loop + server + a client whose default (watchdog) lease is lease_ms;
- * port 0 = the server's own port. */
-static void start_with_lease(fx_t *fx, int64_t lease_ms, int port) {
+/* Loop + server + a client whose default (watchdog) lease is lease_ms. */
+static void start_with_lease(fx_t *fx, int64_t lease_ms) {
   lk_client_opts_t o;
-  memset(fx, 0, sizeof(*fx));
   g_seq = 0;
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  fx_client_opts(fx, &o);
-  if (port != 0)
-    o.port = port;
+  lk_client_opts_init(&o);
   o.default_lease_ms = lease_ms;
   o.reconnect_max_ms = 200;
-  fx_start_client(fx, &o);
+  fx_start_with(fx, NULL, &o);
 }
 
 static lk_client_stats_t stats_of(fx_t *fx) {
@@ -100,7 +93,7 @@ TEST(held_for_many_leases) {
   int64_t end, pttl, v;
   int passes = 0;
   memset(&lost, 0, sizeof(lost));
-  start_with_lease(&fx, lease, 0);
+  start_with_lease(&fx, lease);
   a = fx_lock(&fx, "held");
   ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
@@ -150,7 +143,7 @@ TEST(explicit_lease_is_not_renewed) {
   int64_t gone_ms;
   memset(&lost_w, 0, sizeof(lost_w));
   memset(&lost_e, 0, sizeof(lost_e));
-  start_with_lease(&fx, lease, 0);
+  start_with_lease(&fx, lease);
   w = fx_lock(&fx, "wdog");
   e = fx_lock(&fx, "expl");
   ASSERT_OK(lk_lock_set_lost_cb(w, on_lost, &lost_w));
@@ -198,7 +191,7 @@ TEST(no_renewals_after_release) {
   uint64_t c0;
   long long e0;
   memset(&lost, 0, sizeof(lost));
-  start_with_lease(&fx, lease, 0);
+  start_with_lease(&fx, lease);
   a = fx_lock(&fx, "norenew");
   ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
@@ -306,7 +299,7 @@ static void lost_after_side_command(const char *name, const char *side_fmt) {
   uint64_t t_side, c_lost;
   lk_client_stats_t st;
   memset(&lost, 0, sizeof(lost));
-  start_with_lease(&fx, lease, 0);
+  start_with_lease(&fx, lease);
   a = fx_lock(&fx, name);
   ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
@@ -387,7 +380,7 @@ TEST(stalled_loop_reports_loss_first) {
   uv_timer_t timer;
   memset(&lost, 0, sizeof(lost));
   memset(&st, 0, sizeof(st));
-  start_with_lease(&fx, lease, 0);
+  start_with_lease(&fx, lease);
   a = fx_lock(&fx, "stall");
   ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
@@ -432,7 +425,7 @@ TEST(reentry_after_force_release_reports_loss) {
   long seq_acq;
   int rc;
   memset(&lost, 0, sizeof(lost));
-  start_with_lease(&fx, lease, 0);
+  start_with_lease(&fx, lease);
   a = fx_lock(&fx, "reenter");
   other = fx_lock(&fx, "reenter");
   third = fx_lock(&fx, "reenter");

@@ -49,11 +49,7 @@ static void on_event(lk_client_t *c, lk_event_t ev, void *arg) {
 /* lease_ms 0 = the client's default. */
 static void start_with_lease(fx_t *fx, int64_t lease_ms, events_t *ev) {
   lk_client_opts_t o;
-  memset(fx, 0, sizeof(*fx));
-  ASSERT_OK(uv_loop_init(&fx->loop));
-  fx->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx->srv);
-  fx_client_opts(fx, &o);
+  lk_client_opts_init(&o);
   if (lease_ms > 0)
     o.default_lease_ms = lease_ms;
   o.reconnect_min_ms = 20;
@@ -62,7 +58,7 @@ static void start_with_lease(fx_t *fx, int64_t lease_ms, events_t *ev) {
     o.on_event = on_event;
     o.event_arg = ev;
   }
-  fx_start_client(fx, &o);
+  fx_start_with(fx, NULL, &o);
 }
 
 static lk_client_stats_t stats_of(fx_t *fx) {

@@ -160,13 +160,9 @@ TEST(ten_thousand_locks_renewed_in_batches) {
 
   b = calloc(1, sizeof(*b));
   ASSERT_NOT_NULL(b);
-  memset(&fx, 0, sizeof(fx));
-  ASSERT_OK(uv_loop_init(&fx.loop));
-  fx.srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(fx.srv);
-  fx_client_opts(&fx, &o);
+  lk_client_opts_init(&o);
   o.default_lease_ms = BIG_LEASE;
-  fx_start_client(&fx, &o);
+  fx_start_with(&fx, NULL, &o);
   for (i = 0; i < NLOCKS; i++) {
     snprintf(name, sizeof(name), "big:%05d", i);
     ASSERT_OK(lk_lock_new(fx.c, name, &b->locks[i]));
