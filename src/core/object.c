@@ -64,8 +64,11 @@ void lk__obj_finish(lk__obj_t *o, int status) {
 
 static void on_done_defer(lk__defer_t *d) {
   lk__obj_t *o = lk__container_of(d, lk__obj_t, done);
+  /* Only a close that was already under way continues here. One started
+   * inside the callback found nothing pending and queued its own step. */
+  int was_closing = o->closing;
   lk__obj_finish(o, o->done_status);
-  if (o->closing)
+  if (was_closing)
     close_continue(o);
 }
 
@@ -169,6 +172,9 @@ void lk__obj_close_done(lk__obj_t *o) {
 static void close_continue(lk__obj_t *o) {
   if (o->kind != 0)
     return; /* its deferred completion comes first, then calls back here */
+  if (o->closing > 1)
+    return; /* the release and the final steps run once */
+  o->closing = 2;
   if (!lk__client_forked(o->client) && o->ops->close_release != NULL &&
       o->ops->close_release(o))
     return;

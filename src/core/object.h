@@ -62,7 +62,7 @@ struct lk__obj_s {
   lk__defer_t done;
   int done_status;
   lk__defer_t close_step;
-  int closing;
+  int closing; /* 1: close asked for; 2: its release and final steps began */
   int64_t result;
   char *errtext; /* the last server error's text, or NULL; lk__obj_errtext */
   void *data;

@@ -360,6 +360,62 @@ TEST(close_from_inside_callback_releases) {
   fx_finish(&fx);
 }
 
+/* Closing from inside a callback that was delivered later (a cancel's
+ * LK_ECANCELED): the object and an idle one closed in the same callback are
+ * each closed exactly once, and the client then closes. The waiting object
+ * has its wait part (timer) by then; the idle one never had one. */
+typedef struct {
+  lk_lock_t *other;
+  int canceled, closed_waiter, closed_other;
+} close_in_cancel_t;
+
+static void on_waiter_closed(lk_lock_t *l) {
+  close_in_cancel_t *st = lk_lock_get_data(l);
+  st->closed_waiter++;
+}
+
+static void on_other_closed(lk_lock_t *l) {
+  close_in_cancel_t *st = lk_lock_get_data(l);
+  st->closed_other++;
+}
+
+static void on_canceled_close_both(lk_lock_t *l, int status, void *arg) {
+  close_in_cancel_t *st = arg;
+  ASSERT_EQ(status, LK_ECANCELED);
+  st->canceled++;
+  ASSERT_OK(lk_lock_close(l, on_waiter_closed));
+  ASSERT_OK(lk_lock_close(st->other, on_other_closed));
+}
+
+TEST(close_inside_a_cancel_callback_closes_each_once) {
+  fx_t fx;
+  lk_lock_t *holder, *waiter, *idle;
+  close_in_cancel_t st;
+  lk_lock_opts_t o;
+  memset(&st, 0, sizeof(st));
+  fx_start(&fx, NULL);
+  holder = fx_lock(&fx, "cicb");
+  waiter = fx_lock(&fx, "cicb");
+  idle = fx_lock(&fx, "cicb-idle");
+  st.other = idle;
+  lk_lock_set_data(waiter, &st);
+  lk_lock_set_data(idle, &st);
+  ASSERT_OK(sx_acquire(&fx, holder, 0, 20000));
+  lk_lock_opts_init(&o);
+  o.wait_ms = 5000;
+  ASSERT_OK(lk_lock_acquire(waiter, &o, on_canceled_close_both, &st));
+  fx_spin(&fx, 50); /* waiting: its timer and subscription are made */
+  ASSERT_OK(lk_lock_cancel(waiter));
+  rt_run_until(&fx.loop, &st.closed_other, 5000);
+  rt_run_until(&fx.loop, &st.closed_waiter, 5000);
+  fx_spin(&fx, 50); /* a second close would come now */
+  ASSERT_EQ(st.canceled, 1);
+  ASSERT_EQ(st.closed_waiter, 1);
+  ASSERT_EQ(st.closed_other, 1);
+  fx_close_lock(&fx, holder);
+  fx_finish(&fx); /* fails unless every object is gone */
+}
+
 typedef struct {
   sx_t op;
   int closed;
