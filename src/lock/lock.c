@@ -182,6 +182,12 @@ static int granted_or_unknown(int status, const redisReply *r) {
   return granted(status, r) || status == LK_EUNKNOWN;
 }
 
+static int always(int status, const redisReply *r) {
+  (void)status;
+  (void)r;
+  return 1;
+}
+
 static int attempt_acquire(lk__obj_t *o);
 
 typedef struct lk__lock_track_s {
@@ -223,12 +229,18 @@ static void on_abandoned_settled(void *arg) {
 static void on_abandon(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   lk__op_t *undo;
+  int (*pred)(int status, const redisReply *r);
   int err = 0;
   if (o->kind != OP_ACQUIRE) {
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
-  l->outcome_open = 0; /* the give-back below settles it, whatever comes */
+  /* When an earlier attempt's outcome is open (this one is its resend), the
+   * give-back goes whatever this one answers: a LOADING reply to the resend
+   * says nothing of the first attempt's grant. It applies only if the
+   * owner's count shows a grant, and settles the open outcome. */
+  pred = l->owner_shared ? granted : l->outcome_open ? always : granted_or_unknown;
+  l->outcome_open = 0;
   undo = release_op(l, l->owner_shared ? -1 : (int64_t)l->holds + 1, 1, lk__cleanup_cb,
                     o->client, 0, &err);
   if (undo == NULL) {
@@ -241,12 +253,10 @@ static void on_abandon(lk__obj_t *o) {
   if (l->track == NULL && (l->track = lk__calloc(1, sizeof(*l->track))) != NULL)
     l->track->lock = l;
   if (l->track == NULL) {
-    lk__op_follow_up(o->client, o->op, undo, l->owner_shared ? granted : granted_or_unknown);
+    lk__op_follow_up(o->client, o->op, undo, pred);
     return;
   }
-  if (lk__op_follow_up_then(o->client, o->op, undo,
-                            l->owner_shared ? granted : granted_or_unknown,
-                            on_abandoned_settled, l->track) == 0)
+  if (lk__op_follow_up_then(o->client, o->op, undo, pred, on_abandoned_settled, l->track) == 0)
     l->track->pending++;
 }
 

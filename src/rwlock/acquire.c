@@ -252,6 +252,12 @@ static int granted_or_unknown(int status, const redisReply *r) {
   return granted(status, r) || status == LK_EUNKNOWN;
 }
 
+static int always(int status, const redisReply *r) {
+  (void)status;
+  (void)r;
+  return 1;
+}
+
 /* An abandoned acquire's outcome came and its give-back (if any) is on the
  * connection: what waited for it may go now. */
 static void on_abandoned_settled(void *arg) {
@@ -285,11 +291,17 @@ void lk__rw_abandon(lk__obj_t *o) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int s = rw->req_side, err = 0;
   lk__op_t *undo;
+  int (*pred)(int status, const redisReply *r);
   if (o->kind != LK__RW_OP_ACQUIRE) {
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
-  rw->outcome_open = 0; /* the give-back below settles it, whatever comes */
+  /* When an earlier attempt's outcome is open (this one is its resend), the
+   * give-back goes whatever this one answers: a LOADING reply to the resend
+   * says nothing of the first attempt's grant. It applies only if the
+   * owner's count shows a grant, and settles the open outcome. */
+  pred = rw->owner_shared ? granted : rw->outcome_open ? always : granted_or_unknown;
+  rw->outcome_open = 0;
   undo = lk__rw_release_op(rw, s, rw->owner_shared ? -1 : (int64_t)rw->side[s].holds + 1,
                            1, lk__cleanup_cb, o->client, 0, &err);
   if (undo == NULL) {
@@ -302,12 +314,10 @@ void lk__rw_abandon(lk__obj_t *o) {
   if (rw->track == NULL && (rw->track = lk__calloc(1, sizeof(*rw->track))) != NULL)
     rw->track->rw = rw;
   if (rw->track == NULL) {
-    lk__op_follow_up(o->client, o->op, undo, rw->owner_shared ? granted : granted_or_unknown);
+    lk__op_follow_up(o->client, o->op, undo, pred);
     return;
   }
-  if (lk__op_follow_up_then(o->client, o->op, undo,
-                            rw->owner_shared ? granted : granted_or_unknown,
-                            on_abandoned_settled, rw->track) == 0)
+  if (lk__op_follow_up_then(o->client, o->op, undo, pred, on_abandoned_settled, rw->track) == 0)
     rw->track->pending++;
 }
 

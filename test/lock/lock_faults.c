@@ -425,3 +425,58 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
+
+/* As above, but the cancel comes while the resend itself is in flight, and
+ * the resend is then answered LOADING: that answer says nothing of the
+ * first attempt's grant, so the give-back must go anyway (it applies only
+ * if the owner's count shows the grant). Found by review. */
+TEST(cancel_during_a_resend_answered_loading_gives_the_grant_back) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_opts_t o;
+  lk_client_t *direct;
+  lk_lock_t *holder, *waiter;
+  sx_t s;
+  long long before_req;
+  static const char loading[] = "-LOADING Redis is loading the dataset in memory\r\n";
+  lk_client_opts_init(&o);
+  o.reconnect_min_ms = 300; /* time to arm the next rule */
+  o.reconnect_max_ms = 300;
+  o.max_repoll_ms = 10000;
+  p = fx_start_proxied(&fx, &o);
+  direct = fx_direct_client(&fx);
+  ASSERT_OK(lk_lock_new(direct, "unk2", &holder));
+  waiter = fx_lock(&fx, "unk2");
+  ASSERT_OK(sx_acquire(&fx, holder, 0, 60000));
+  start_acquire(waiter, 20000, 60000, &s);
+  wait_subscribed(&fx, "redisson_lock__channel:{unk2}");
+  fx_spin(&fx, 50);
+  /* The waiter's next attempt wins; its reply is lost with the connection. */
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, holder, NULL));
+  FX_WAIT_RULE_APPLIED(&fx, p, 3000);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN unk2"), 1); /* the waiter's grant */
+  /* The resend's reply will be LOADING, and slow: cancel while it flies. */
+  before_req = rt_proxy_requests(p, "EVALSHA");
+  rt_proxy_delay(p, 800);
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_REPLACE, loading, sizeof loading - 1);
+  FX_EVENTUALLY(&fx, rt_proxy_requests(p, "EVALSHA") > before_req, 5000);
+  ASSERT_EQ(s.done, 0);
+  ASSERT_OK(lk_lock_cancel(waiter));
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_EQ(s.status, LK_ECANCELED);
+  FX_WAIT_RULE_APPLIED(&fx, p, 5000);
+  rt_proxy_delay(p, 0);
+  /* Given back once the resend's answer came, not at the lease's end. */
+  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS unk2") == 0, 3000);
+  fx_close_lock(&fx, waiter);
+  {
+    int closed = 0;
+    lk_lock_set_data(holder, &closed);
+    ASSERT_OK(lk_lock_close(holder, fx_lock_closed_cb));
+    rt_run_until(&fx.loop, &closed, 5000);
+  }
+  fx_close_direct_client(&fx, direct);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
