@@ -62,15 +62,24 @@ if held and before >= 0 then
     -- A resend: the attempt whose reply was lost did acquire.
     return reply_granted(granted(tonumber(held)))
   end
-  if tonumber(held) ~= before then
+  if tonumber(held) > before then
     -- Holds of this owner the object no longer counts (a release whose
     -- outcome stayed unknown did not apply, or a give-back was lost). The
     -- owner still holds the lock, so nobody else held it in between:
     -- restart the count from the object's, so its next release frees it.
     -- (On a first attempt a count one above is such a stale one too, not
-    -- this attempt's grant.)
+    -- this attempt's grant. Fewer than the object counts is counted on:
+    -- the object sees the jump and reports the loss.)
     redis.call('hset', name, owner, before)
   end
+end
+-- A re-entry (the object counts holds) that finds none of this owner's:
+-- they were lost (expired, deleted, force-released) and someone else may
+-- have held the lock since. Nothing is granted: a grant here, taken by an
+-- attempt whose caller stopped waiting for it, would let the object's next
+-- re-entry go on counting across that gap. The object reports the loss.
+if not held and before > 0 then
+  return {0, 0}
 end
 if held then
   return reply_granted(granted(redis.call('hincrby', name, owner, 1)))

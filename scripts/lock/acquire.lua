@@ -16,13 +16,22 @@ if held and before >= 0 then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {tonumber(held)}
   end
-  if tonumber(held) ~= before then
+  if tonumber(held) > before then
     -- Holds of this owner the object no longer counts (a release whose
     -- outcome stayed unknown did not apply). The owner still holds the lock,
     -- so nobody else held it in between: restart the count from the
-    -- object's, so the next release frees it.
+    -- object's, so the next release frees it. (Fewer than the object counts
+    -- is counted on: the object sees the jump and reports the loss.)
     redis.call('hset', KEYS[1], ARGV[2], before)
   end
+end
+-- A re-entry (the object counts holds) that finds none of this owner's:
+-- they were lost (expired, deleted, force-released) and someone else may
+-- have held the lock since. Nothing is granted: a grant here, taken by an
+-- attempt whose caller stopped waiting for it, would let the object's next
+-- re-entry go on counting across that gap. The object reports the loss.
+if not held and before > 0 then
+  return {0}
 end
 if held or redis.call('exists', KEYS[1]) == 0 then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)

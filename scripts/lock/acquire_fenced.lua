@@ -31,10 +31,14 @@ if held and before >= 0 then
     local t, regressed = token()
     return {tonumber(held), t, regressed}
   end
-  if tonumber(held) ~= before then
+  if tonumber(held) > before then
     -- Stale holds of this owner (see acquire.lua): restart the count.
     redis.call('hset', KEYS[1], ARGV[2], before)
   end
+end
+-- A re-entry that finds none of this owner's holds (see acquire.lua).
+if not held and before > 0 then
+  return {0}
 end
 if held or redis.call('exists', KEYS[1]) == 0 then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)

@@ -59,6 +59,17 @@ if held and before >= 0 and ARGV[5] == '1' and tonumber(held) == before + 1 and
   return granted(before + 1)
 end
 
+-- A re-entry (the object counts read holds) that finds none of this
+-- owner's: they were lost and someone else may have held the lock since.
+-- Nothing is granted (see write_acquire.lua); the object reports the loss.
+-- The keys of the holds it counted are dead with the field: they go too.
+if not held and before > 0 then
+  for i = before, math.max(1, before - 9999), -1 do
+    redis.call('del', KEYS[2] .. ':' .. i)
+  end
+  return {0, tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')}
+end
+
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
   if redis.call('exists', KEYS[1]) == 1 then
@@ -76,7 +87,7 @@ elseif mode ~= 'read' then
   return redis.call('pttl', KEYS[1])
 end
 
-if held and before >= 0 and tonumber(held) ~= before and counted_live() then
+if held and before >= 0 and tonumber(held) > before and counted_live() then
   -- Holds of this owner the object no longer counts (a give-back that was
   -- lost). Every hold it does count lives, so the owner read all along and
   -- nobody wrote in between: restart the count from the object's (the

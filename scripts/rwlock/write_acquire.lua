@@ -32,6 +32,16 @@ if held and before >= 0 and ARGV[5] == '1' and tonumber(held) == before + 1 then
   return granted(before + 1)
 end
 
+-- A re-entry (the object counts write holds) that finds none of this
+-- owner's: they were lost (expired, deleted, force-released) and someone
+-- else may have held the lock since. Nothing is granted: a grant here,
+-- taken by an attempt whose caller stopped waiting for it, would let the
+-- object's next re-entry go on counting across that gap. The object
+-- reports the loss.
+if not held and before > 0 then
+  return {0, tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')}
+end
+
 local lease = tonumber(ARGV[1])
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
@@ -44,11 +54,13 @@ if not mode then
   return granted(1)
 end
 if mode == 'write' and held then
-  if before >= 0 and tonumber(held) ~= before then
+  if before >= 0 and tonumber(held) > before then
     -- Holds of this owner the object no longer counts (a give-back that was
     -- lost, a release whose outcome stayed unknown). The owner still writes,
     -- so nobody else held the lock in between: restart the count from the
     -- object's, so its releases free the lock, and take a fresh token.
+    -- (Fewer than the object counts is counted on: the object sees the
+    -- jump and reports the loss.)
     redis.call('hset', KEYS[1], ARGV[2], before)
   end
   local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)

@@ -385,3 +385,45 @@ TEST(first_attempt_never_takes_a_stale_count_for_its_grant) {
   fx_close_fair(&fx, w);
   fx_finish(&fx);
 }
+
+/* A re-entry (the object holds 2) is held up on its way and canceled;
+ * meanwhile the lock is force-released, so someone else may take it and
+ * leave. When the late attempt reaches the server it must not grant a fresh
+ * hold to this owner: the object's next re-entry would then go on counting
+ * across the gap (and the watchdog would renew it). It grants nothing, and
+ * the next acquire reports the loss. Found by review. */
+TEST(late_reentry_after_a_force_release_grants_nothing) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_fair_t *w;
+  fsx_t s;
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  p = fx_start_proxied(&fx, &o);
+  w = fx_fair(&fx, "rev");
+  ASSERT_OK(fsx_acquire(&fx, w, 0, 60000));
+  ASSERT_OK(fsx_acquire(&fx, w, 0, 60000));
+  ASSERT_EQ(lk_fair_hold_count(w), 2);
+  /* A third re-entry, held up on the way, then canceled. */
+  rt_proxy_pause(p, RT_PROXY_UP, 1);
+  fsx_start(w, 5000, 60000, 0, &s);
+  fx_spin(&fx, 50);
+  ASSERT_OK(lk_fair_cancel(w));
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_EQ(s.status, LK_ECANCELED);
+  /* An administrator force-releases the lock meanwhile. */
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DEL rev"), 1);
+  rt_proxy_pause(p, RT_PROXY_UP, 0);
+  /* The late attempt and the clean-up behind it run; a query behind them
+   * answers once they have. */
+  ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, w, NULL));
+  ASSERT_EQ(holds_of(&fx, "rev", lk_fair_owner(w)), 0); /* nothing granted */
+  fsx_start(w, 0, 60000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_EQ(s.status, LK_ELEASELOST);
+  ASSERT_EQ(lk_fair_hold_count(w), 0);
+  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS rev") == 0, 2000);
+  fx_close_fair(&fx, w);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
