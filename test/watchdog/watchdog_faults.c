@@ -13,7 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/internal.h"
 #include "lk_fixture.h"
+#include "lock/lock_internal.h"
 #include "proxy.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -294,6 +296,11 @@ TEST(fencing_token_regression_is_refused) {
 typedef struct {
   int32_t setup_rc;     /* 0, or where the child's setup failed */
   int32_t violations;   /* callbacks that saw is_held 0 before on_lost */
+  int32_t held_after;   /* ... or 1 after it */
+  int32_t last_status;  /* of the query that broke the rule */
+  int32_t error_status; /* of the last query that failed (or the call's) */
+  int32_t error_lost;   /* lost_calls when it failed */
+  int64_t early_ms;     /* how far before the reply the deadline had passed */
   int32_t lost_calls;
   int32_t lost_status;
   int32_t lost_held;    /* is_held inside on_lost */
@@ -321,16 +328,24 @@ static void child_on_query(lk_lock_t *l, int status, void *arg) {
   int held = lk_lock_is_held(l);
   ch->pending = 0;
   ch->rep.queries++;
-  if (status != 0)
+  if (status != 0) {
     ch->rep.query_errors++;
+    ch->rep.error_status = status;
+    ch->rep.error_lost = ch->rep.lost_calls;
+  }
   if (held)
     ch->rep.held_queries++;
   /* The rule under test: no callback of this object sees the hold gone
    * before on_lost has told so; and after on_lost it stays gone. */
-  if (!held && ch->rep.lost_calls == 0)
+  if (!held && ch->rep.lost_calls == 0) {
     ch->rep.violations++;
-  if (held && ch->rep.lost_calls > 0)
+    ch->rep.last_status = status;
+    ch->rep.early_ms = (int64_t)(lk__now_ns() - lk__lock_deadline_ns(l)) / 1000000;
+  }
+  if (held && ch->rep.lost_calls > 0) {
     ch->rep.violations++;
+    ch->rep.held_after++;
+  }
   if (ch->rep.lost_calls > 0)
     ch->rep.after_lost++;
 }
@@ -339,10 +354,14 @@ static void child_on_timer(uv_timer_t *t) {
   child_t *ch = t->data;
   if (ch->pending)
     return;
-  if (lk_lock_is_locked(ch->l, child_on_query, ch) == 0)
+  int rc = lk_lock_is_locked(ch->l, child_on_query, ch);
+  if (rc == 0) {
     ch->pending = 1;
-  else
+  } else {
     ch->rep.query_errors++;
+    ch->rep.error_status = rc;
+    ch->rep.error_lost = ch->rep.lost_calls;
+  }
 }
 
 static void child_flag_lock_closed(lk_lock_t *l) { *(int *)lk_lock_get_data(l) = 1; }
@@ -396,6 +415,9 @@ __attribute__((noreturn)) static void child_main(int port, int fd) {
     uv_run(&loop, UV_RUN_ONCE);
   uv_timer_stop(&timer);
   uv_close((uv_handle_t *)&timer, NULL);
+  /* The query in flight ends first: a close would cancel it. */
+  while (ch.pending && rt_now_ms() < end)
+    uv_run(&loop, UV_RUN_ONCE);
   /* Its close gives back whatever it still counts: never the parent's. */
   lk_lock_set_data(ch.l, &lock_closed);
   if (lk_lock_close(ch.l, child_flag_lock_closed) != 0)
@@ -497,7 +519,15 @@ TEST(paused_holder_hears_on_lost_first) {
   ASSERT_EQ(rep.lost_status, LK_ELEASELOST);
   ASSERT_EQ(rep.lost_held, 0);
   ASSERT_GE(rep.after_lost, 20);
+  if (rep.query_errors != 0)
+    printf("query errors %d, the last %s (on_lost calls then: %d)\n", rep.query_errors,
+           lk_err_name(rep.error_status), rep.error_lost);
   ASSERT_EQ(rep.query_errors, 0);
+  if (rep.violations != 0)
+    printf("violations %d (held after on_lost: %d); last early one: status %s, the "
+           "deadline had passed %lld ms before\n",
+           rep.violations, rep.held_after, lk_err_name(rep.last_status),
+           (long long)rep.early_ms);
   ASSERT_EQ(rep.violations, 0);
   /* The parent's hold is intact: the child's give-back and close named the
    * child's owner, not the parent's. */
