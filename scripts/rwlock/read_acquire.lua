@@ -55,7 +55,13 @@ if held and before >= 0 and ARGV[5] == '1' and tonumber(held) == before + 1 and
   -- reports the loss. On a first attempt such a count is a stale one, never
   -- this attempt's grant (below). The lost attempt's token never reached
   -- anyone, and other readers may have taken tokens since (the counter's
-  -- value may be theirs): this grant gets a fresh one.
+  -- value may be theirs): this grant gets a fresh one. The hold's lease
+  -- starts again now, as the object dates it from this resend.
+  local lease = tonumber(ARGV[1])
+  redis.call('pexpire', KEYS[2] .. ':' .. held, lease)
+  if redis.call('pttl', KEYS[1]) < lease then
+    redis.call('pexpire', KEYS[1], lease)
+  end
   return granted(before + 1)
 end
 

@@ -29,6 +29,12 @@ if held and before >= 0 and ARGV[5] == '1' and tonumber(held) == before + 1 then
   -- grant. The grant takes a fresh token: the counter's current value is
   -- the lost attempt's only if that attempt did apply, which the count
   -- cannot prove in every case, and a token is never handed out twice.
+  -- The lease starts again now, as the object dates it from this resend
+  -- (never shortened: as for a re-entry below).
+  local lease = tonumber(ARGV[1])
+  if redis.call('pttl', KEYS[1]) < lease then
+    redis.call('pexpire', KEYS[1], lease)
+  end
   return granted(before + 1)
 end
 

@@ -759,3 +759,47 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
+
+/* ---- a resend restarts the lease ---- */
+
+/* The first attempt's reply is lost with its connection; the resend, a
+ * reconnect later, finds the hold the first attempt took. The object dates
+ * the hold's lease from the resend, so the server must restart it then too:
+ * otherwise is_held() would say held for up to a reconnect's time after the
+ * server's lease ended (found by review). */
+static void resend_restarts_lease(lk_rwlock_side_t side) {
+  const int64_t lease = 3000, gap = 500;
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_opts_t o;
+  lk_rwlock_t *a;
+  sx_t s;
+  long long pttl;
+  char *k;
+  lk_client_opts_init(&o);
+  o.reconnect_min_ms = gap;
+  o.reconnect_max_ms = gap;
+  p = fx_start_proxied(&fx, &o);
+  a = fx_rwlock(&fx, "rsl");
+  /* Scripts cached: the next EVALSHA is the acquire itself. */
+  ASSERT_OK(rw_acquire(&fx, a, side, 0, lease));
+  ASSERT_OK(rw_release(&fx, a, side, NULL));
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  rw_start(a, side, 10000, lease, &s);
+  rt_run_until(&fx.loop, &s.done, 10000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  k = side == RW_R ? hold_key(a, "rsl", 1) : strdup("rsl");
+  pttl = rt_cmd_int(fx.srv, "PTTL %s", k);
+  free(k);
+  printf("PTTL %lld ms right after the resend's grant (lease %lld, reconnect %lld)\n", pttl,
+         (long long)lease, (long long)gap);
+  ASSERT_GT(pttl, lease - gap / 2);
+  ASSERT_OK(rw_release(&fx, a, side, NULL));
+  fx_close_rwlock(&fx, a);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+TEST(read_resend_restarts_the_lease) { resend_restarts_lease(RW_R); }
+TEST(write_resend_restarts_the_lease) { resend_restarts_lease(RW_W); }
