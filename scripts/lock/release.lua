@@ -7,11 +7,19 @@
 -- KEYS[1] lock name, KEYS[2] channel; ARGV[1] lease ms (re-applied while
 -- still held), ARGV[2] owner, ARGV[3] publish command, ARGV[4] the count
 -- before the first attempt when this is a resend after a lost reply (else
--- -1), ARGV[5] n.
+-- -1), ARGV[5] n, ARGV[6] 'exact' when ARGV[4] is a give-back's condition
+-- instead: drop n holds only if the count is exactly ARGV[4] (the hold an
+-- abandoned or unanswered acquire may have added), else nothing.
 local held = redis.call('hget', KEYS[1], ARGV[2])
 local before = tonumber(ARGV[4])
 local n = tonumber(ARGV[5])
-if before >= 0 then
+if before >= 0 and ARGV[6] == 'exact' then
+  local now = held and tonumber(held) or 0
+  if now ~= before then
+    if held then return 0 end
+    return nil
+  end
+elseif before >= 0 then
   local now = held and tonumber(held) or 0
   if now == before - n or (now == 0 and before <= n) then
     -- The lost attempt was applied already.

@@ -5,7 +5,9 @@
 -- KEYS[4] the prefix of every owner's hold keys ("{NAME}", or NAME when it
 -- has a brace). ARGV[1] reader field, ARGV[2] publish command, ARGV[3] the
 -- count before the first attempt when this is a resend after a lost reply
--- (else -1), ARGV[4] n (0: every hold the owner has).
+-- (else -1), ARGV[4] n (0: every hold the owner has), ARGV[5] 'exact' when
+-- ARGV[3] is a give-back's condition instead: drop n holds only if the
+-- count is exactly ARGV[3], else nothing.
 -- Reply (private): the owner's read holds left, or nil when it had none.
 -- When no live hold of anyone is left the lock is deleted and '0' published
 -- (Redisson's read release message).
@@ -23,7 +25,12 @@ local held = redis.call('hget', KEYS[1], ARGV[1])
 local now = held and tonumber(held) or 0
 local before = tonumber(ARGV[3])
 local n = tonumber(ARGV[4])
-if before >= 0 and (now == before - n or (now == 0 and before <= n)) then
+if before >= 0 and ARGV[5] == 'exact' then
+  if now ~= before then
+    if held then return now end
+    return nil
+  end
+elseif before >= 0 and (now == before - n or (now == 0 and before <= n)) then
   return now -- the lost attempt was applied already
 end
 if not held then

@@ -3,7 +3,9 @@
 -- KEYS[1] NAME, KEYS[2] channel. ARGV[1] writer field, ARGV[2] publish
 -- command, ARGV[3] lease ms (the hash keeps at least this while holds
 -- remain), ARGV[4] the count before the first attempt when this is a resend
--- after a lost reply (else -1), ARGV[5] n (0: every hold the owner has).
+-- after a lost reply (else -1), ARGV[5] n (0: every hold the owner has),
+-- ARGV[6] 'exact' when ARGV[4] is a give-back's condition instead: drop n
+-- holds only if the count is exactly ARGV[4], else nothing.
 -- Reply (private): the owner's write holds left, or nil when it had none.
 -- The last write hold: the lock is deleted, or, when this owner still has
 -- read holds, it turns to 'read' (the downgrade). Either way '1' (write
@@ -13,7 +15,12 @@ local held = redis.call('hget', KEYS[1], ARGV[1])
 local now = held and tonumber(held) or 0
 local before = tonumber(ARGV[4])
 local n = tonumber(ARGV[5])
-if before >= 0 and (now == before - n or (now == 0 and before <= n)) then
+if before >= 0 and ARGV[6] == 'exact' then
+  if now ~= before then
+    if held then return now end
+    return nil
+  end
+elseif before >= 0 and (now == before - n or (now == 0 and before <= n)) then
   return now -- the lost attempt was applied already
 end
 if not held or redis.call('hget', KEYS[1], 'mode') ~= 'write' then

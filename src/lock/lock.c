@@ -150,28 +150,34 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
 
 /* --- giving back --- */
 
-/* Formats the release script: n holds, applied only if the owner's count is
- * `before` (-1: whatever it is). Sent now, or prepared for later. */
-static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n,
+/* Formats the release script for n holds. `before` (-1: none) is read as
+ * the count before a release's first attempt (a resend; mode "resend": the
+ * lost attempt is not applied twice), or as a give-back's condition (mode
+ * "exact": applied only if the owner's count is exactly `before`). Sent
+ * now, or prepared for later. */
+static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n, const char *mode,
                             lk__op_cb cb, void *data, int send, int *err) {
   char lease[24], bef[24], cnt[24];
-  const char *argv[7] = {l->name, l->channel, lease, l->owner, "PUBLISH", bef, cnt};
-  size_t lens[7];
+  const char *argv[8] = {l->name, l->channel, lease, l->owner, "PUBLISH", bef, cnt, mode};
+  size_t lens[8];
   lens[0] = l->name_len, lens[1] = l->channel_len;
   lens[2] = lk__i64_to_str(lease, l->lease_ms);
   lens[3] = l->owner_len, lens[4] = 7;
   lens[5] = lk__i64_to_str(bef, before);
   lens[6] = lk__i64_to_str(cnt, n);
+  lens[7] = strlen(mode);
   return (send ? lk__script_call : lk__script_prepare)(CLIENT(l), script("lock/release"),
-                                                       2, 5, argv, lens, cb, data, err);
+                                                       2, 6, argv, lens, cb, data, err);
 }
 
 /* Gives back n holds the object no longer counts as its own (a lost lease,
- * a refused token). Best effort: what cannot be sent expires with its lease. */
+ * a refused token), or, with before >= 0, the hold an acquire may have added
+ * (only if the owner's count is exactly `before`). Best effort: what cannot
+ * be sent expires with its lease. */
 static void give_back(lk_lock_t *l, int64_t before, uint32_t n) {
   int err = 0;
   if (n > 0)
-    release_op(l, before, n, lk__cleanup_cb, CLIENT(l), 1, &err);
+    release_op(l, before, n, "exact", lk__cleanup_cb, CLIENT(l), 1, &err);
 }
 
 static int granted(int status, const redisReply *r) {
@@ -241,8 +247,8 @@ static void on_abandon(lk__obj_t *o) {
    * owner's count shows a grant, and settles the open outcome. */
   pred = l->owner_shared ? granted : l->outcome_open ? always : granted_or_unknown;
   l->outcome_open = 0;
-  undo = release_op(l, l->owner_shared ? -1 : (int64_t)l->holds + 1, 1, lk__cleanup_cb,
-                    o->client, 0, &err);
+  undo = release_op(l, l->owner_shared ? -1 : (int64_t)l->holds + 1, 1, "exact",
+                    lk__cleanup_cb, o->client, 0, &err);
   if (undo == NULL) {
     lk__log(o->client, LK_LOG_WARN, "cannot prepare giving back an abandoned "
                                     "acquire (%s); any hold expires with its lease",
@@ -514,7 +520,7 @@ static void on_release_reply(void *data, int status, redisReply *r);
 static int release_attempt(lk_lock_t *l, int resend) {
   int err = 0;
   l->base.op = release_op(l, resend && !l->owner_shared ? (int64_t)l->release_before : -1,
-                          1, on_release_reply, l, 1, &err);
+                          1, "resend", on_release_reply, l, 1, &err);
   return l->base.op != NULL ? 0 : err;
 }
 
@@ -744,7 +750,7 @@ static int on_close_release_start(lk__obj_t *o) {
     lk__wd_remove(o->client, &l->wd);
   if (l->holds == 0)
     return 0;
-  o->op = release_op(l, -1, l->owner_shared ? l->holds : UINT32_MAX, on_close_release, l,
+  o->op = release_op(l, -1, l->owner_shared ? l->holds : UINT32_MAX, "exact", on_close_release, l,
                      1, &err);
   return o->op != NULL;
 }

@@ -303,7 +303,7 @@ void lk__rw_abandon(lk__obj_t *o) {
   pred = rw->owner_shared ? granted : rw->outcome_open ? always : granted_or_unknown;
   rw->outcome_open = 0;
   undo = lk__rw_release_op(rw, s, rw->owner_shared ? -1 : (int64_t)rw->side[s].holds + 1,
-                           1, lk__cleanup_cb, o->client, 0, &err);
+                           1, 1, lk__cleanup_cb, o->client, 0, &err);
   if (undo == NULL) {
     lk__log(o->client, LK_LOG_WARN, "cannot prepare giving back an abandoned "
                                     "acquire (%s); any hold expires with its lease",

@@ -12,11 +12,12 @@
 const lk__wd_class_t lk__rw_wd_read_class = {"rwlock/renew_read", 2};
 const lk__wd_class_t lk__rw_wd_write_class = {"rwlock/renew_write", 1};
 
-lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n,
+lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, int exact,
                             lk__op_cb cb, void *data, int send, int *err) {
   char bef[24], cnt[16], lease[24];
-  const char *argv[9];
-  size_t lens[9];
+  const char *argv[10];
+  size_t lens[10];
+  const char *mode = exact ? "exact" : "resend";
   int nkeys, nargs;
   snprintf(bef, sizeof(bef), "%" PRId64, before);
   snprintf(cnt, sizeof(cnt), "%" PRIu32, n);
@@ -29,7 +30,8 @@ lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n,
     argv[5] = "PUBLISH", lens[5] = 7;
     argv[6] = bef, lens[6] = strlen(bef);
     argv[7] = cnt, lens[7] = strlen(cnt);
-    nkeys = 4, nargs = 4;
+    argv[8] = mode, lens[8] = strlen(mode);
+    nkeys = 4, nargs = 5;
   } else {
     snprintf(lease, sizeof(lease), "%" PRId64, rw->side[LK__RW_W].lease_ms);
     argv[2] = rw->writer, lens[2] = rw->writer_len;
@@ -37,7 +39,8 @@ lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n,
     argv[4] = lease, lens[4] = strlen(lease);
     argv[5] = bef, lens[5] = strlen(bef);
     argv[6] = cnt, lens[6] = strlen(cnt);
-    nkeys = 2, nargs = 5;
+    argv[7] = mode, lens[7] = strlen(mode);
+    nkeys = 2, nargs = 6;
   }
   return (send ? lk__script_call : lk__script_prepare)(
       LK__RW_CLIENT(rw),
@@ -47,7 +50,7 @@ lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n,
 
 void lk__rw_give_back(lk_rwlock_t *rw, int s, int64_t before, uint32_t n) {
   int err = 0;
-  lk__rw_release_op(rw, s, before, n, lk__cleanup_cb, LK__RW_CLIENT(rw), 1, &err);
+  lk__rw_release_op(rw, s, before, n, 1, lk__cleanup_cb, LK__RW_CLIENT(rw), 1, &err);
 }
 
 /* What a lost or vanished hold leaves behind goes: all of this owner's on
@@ -69,7 +72,7 @@ static void on_release_reply(void *data, int status, redisReply *r);
 static int release_attempt(lk_rwlock_t *rw, int resend) {
   int err = 0;
   rw->base.op = lk__rw_release_op(
-      rw, rw->req_side, resend && !rw->owner_shared ? (int64_t)rw->release_before : -1, 1,
+      rw, rw->req_side, resend && !rw->owner_shared ? (int64_t)rw->release_before : -1, 1, 0,
       on_release_reply, rw, 1, &err);
   return rw->base.op != NULL ? 0 : err;
 }
@@ -232,7 +235,7 @@ int lk__rw_close_release(lk__obj_t *o) {
     return 0; /* given back when the loss was declared */
   for (s = LK__RW_R; s <= LK__RW_W; s++)
     if (rw->side[s].holds > 0 &&
-        lk__rw_release_op(rw, s, -1, rw->owner_shared ? rw->side[s].holds : LK__RW_ALL,
+        lk__rw_release_op(rw, s, -1, rw->owner_shared ? rw->side[s].holds : LK__RW_ALL, 0,
                           on_close_release, rw, 1, &err) != NULL)
       rw->close_left++;
   return rw->close_left > 0;

@@ -106,11 +106,14 @@ int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len);
 /* n for "every hold the owner has on the server" (the release scripts read
  * 0 so). */
 #define LK__RW_ALL 0u
-/* Formats a release of n holds of side s, applied only if the owner's count
- * is `before` (-1: whatever it is); sent now or prepared for later. */
-lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n,
+/* Formats a release of n holds of side s; sent now or prepared for later.
+ * `before` (-1: none) is the count before a release's first attempt (a
+ * resend: not applied twice) or, with exact, a give-back's condition
+ * (applied only if the owner's count is exactly `before`). */
+lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, int exact,
                             lk__op_cb cb, void *data, int send, int *err);
-/* Best-effort release nobody waits for (n may be LK__RW_ALL). */
+/* Best-effort release nobody waits for (n may be LK__RW_ALL); with
+ * before >= 0, only if the owner's count is exactly `before`. */
 void lk__rw_give_back(lk_rwlock_t *rw, int s, int64_t before, uint32_t n);
 /* The holds are gone: stop renewing, give back, tell the holder. */
 void lk__rw_lose(lk_rwlock_t *rw);

@@ -480,3 +480,42 @@ TEST(cancel_during_a_resend_answered_loading_gives_the_grant_back) {
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
+
+/* A give-back by count applies only when the owner's count is exactly the
+ * one the unanswered acquire would have made. Here the server counts one
+ * hold fewer than the object (a release whose reply was lost did apply),
+ * and the re-entry never reached the server: its give-back must leave the
+ * owner's remaining hold alone. Before, any count but "applied already"
+ * made it drop a hold, and here it deleted the lock the object still held. */
+TEST(give_back_by_count_applies_only_to_that_count) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_client_opts_t o;
+  lk_lock_t *l;
+  sx_t s;
+  int64_t n = -1;
+  lk_client_opts_init(&o);
+  o.reply_timeout_ms = 300;
+  o.connect_timeout_ms = 300;
+  o.reconnect_max_ms = 100;
+  p = fx_start_proxied(&fx, &o);
+  l = fx_lock(&fx, "exact");
+  ASSERT_OK(sx_acquire(&fx, l, 0, 60000));
+  ASSERT_OK(sx_acquire(&fx, l, 0, 60000));
+  ASSERT_EQ(lk_lock_hold_count(l), 2);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "HINCRBY exact %s -1", lk_lock_owner(l)), 1);
+  /* The re-entry is swallowed: its outcome stays unknown. */
+  rt_proxy_blackhole(p, 1);
+  start_acquire(l, 0, 60000, &s);
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_EQ(s.status, LK_EUNKNOWN);
+  rt_proxy_blackhole(p, 0);
+  /* Behind the give-back on the recovered connection. */
+  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, l, &n));
+  ASSERT_EQ(n, 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, l, &n));
+  fx_close_lock(&fx, l);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS exact"), 0);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
