@@ -372,58 +372,74 @@ TEST(late_renewal_reply_never_undoes_the_next_grant) {
 
 /* ---- an unknown outcome left open by a transient error ---- */
 
-/* A waiter's winning attempt runs on the server but its reply is lost with
- * the connection; the resend (which finds that grant) is answered LOADING,
- * a transient error, so the waiter sleeps with the first attempt's outcome
- * still open. Canceled then, it must give back the hold that attempt took
- * (conditionally, by count): before, such a hold stayed until its lease
- * ran out, with nobody believing it held the lock. */
-TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
+static const char loading_reply[] = "-LOADING Redis is loading the dataset in memory\r\n";
+
+/* A waiter (through the proxy) whose winning attempt ran on the server but
+ * whose reply was lost with the connection: its resend is due after the
+ * reconnect (300 ms, time to arm the next rule). */
+typedef struct {
   fx_t fx;
   rt_proxy_t *p;
-  lk_client_opts_t o;
   lk_client_t *direct;
   lk_lock_t *holder, *waiter;
   sx_t s;
-  static const char loading[] = "-LOADING Redis is loading the dataset in memory\r\n";
+} lost_grant_t;
+
+static void lost_grant_start(lost_grant_t *x, const char *name) {
+  lk_client_opts_t o;
+  char channel[128];
   lk_client_opts_init(&o);
-  o.reconnect_min_ms = 300; /* time to arm the next rule */
+  o.reconnect_min_ms = 300;
   o.reconnect_max_ms = 300;
-  o.max_repoll_ms = 10000;  /* the sleep after LOADING outlasts the test */
-  p = fx_start_proxied(&fx, &o);
-  direct = fx_direct_client(&fx);
-  ASSERT_OK(lk_lock_new(direct, "unk", &holder));
-  waiter = fx_lock(&fx, "unk");
-  ASSERT_OK(sx_acquire(&fx, holder, 0, 60000));
-  start_acquire(waiter, 20000, 60000, &s);
-  wait_subscribed(&fx, "redisson_lock__channel:{unk}");
-  fx_spin(&fx, 50);
+  o.max_repoll_ms = 10000; /* a sleep after LOADING outlasts the test */
+  x->p = fx_start_proxied(&x->fx, &o);
+  x->direct = fx_direct_client(&x->fx);
+  ASSERT_OK(lk_lock_new(x->direct, name, &x->holder));
+  x->waiter = fx_lock(&x->fx, name);
+  ASSERT_OK(sx_acquire(&x->fx, x->holder, 0, 60000));
+  start_acquire(x->waiter, 20000, 60000, &x->s);
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+  wait_subscribed(&x->fx, channel);
+  fx_spin(&x->fx, 50);
   /* The waiter's next attempt wins; its reply is lost with the connection. */
-  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, holder, NULL));
-  FX_WAIT_RULE_APPLIED(&fx, p, 3000);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN unk"), 1); /* the waiter's grant */
+  rt_proxy_on_reply(x->p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  ASSERT_OK(sx_run(&x->fx, lk_lock_release, x->holder, NULL));
+  FX_WAIT_RULE_APPLIED(&x->fx, x->p, 3000);
+  ASSERT_EQ(rt_cmd_int(x->fx.srv, "HLEN %s", name), 1); /* the waiter's grant */
+}
+
+static void lost_grant_finish(lost_grant_t *x) {
+  int closed = 0;
+  fx_close_lock(&x->fx, x->waiter);
+  lk_lock_set_data(x->holder, &closed);
+  ASSERT_OK(lk_lock_close(x->holder, fx_lock_closed_cb));
+  rt_run_until(&x->fx.loop, &closed, 5000);
+  fx_close_direct_client(&x->fx, x->direct);
+  fx_finish(&x->fx);
+  rt_proxy_stop(x->p);
+}
+
+/* The resend (which finds that grant) is answered LOADING, a transient
+ * error, so the waiter sleeps with the first attempt's outcome still open.
+ * Canceled then, it must give back the hold that attempt took
+ * (conditionally, by count): before, such a hold stayed until its lease
+ * ran out, with nobody believing it held the lock. */
+TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
+  lost_grant_t x;
+  lost_grant_start(&x, "unk");
   /* The resend after the reconnect finds it; its reply becomes LOADING. */
-  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_REPLACE, loading, sizeof loading - 1);
-  FX_WAIT_RULE_APPLIED(&fx, p, 3000);
-  fx_spin(&fx, 50);
-  ASSERT_EQ(s.done, 0); /* asleep, outcome open */
-  ASSERT_OK(lk_lock_cancel(waiter));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_EQ(s.status, LK_ECANCELED);
-  ASSERT_EQ(lk_lock_hold_count(waiter), 0);
+  rt_proxy_on_reply(x.p, "EVALSHA", 1, RT_PROXY_REPLACE, loading_reply,
+                    sizeof loading_reply - 1);
+  FX_WAIT_RULE_APPLIED(&x.fx, x.p, 3000);
+  fx_spin(&x.fx, 50);
+  ASSERT_EQ(x.s.done, 0); /* asleep, outcome open */
+  ASSERT_OK(lk_lock_cancel(x.waiter));
+  rt_run_until(&x.fx.loop, &x.s.done, 5000);
+  ASSERT_EQ(x.s.status, LK_ECANCELED);
+  ASSERT_EQ(lk_lock_hold_count(x.waiter), 0);
   /* Given back at once, not at the end of its 60 s lease. */
-  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS unk") == 0, 2000);
-  fx_close_lock(&fx, waiter);
-  {
-    int closed = 0;
-    lk_lock_set_data(holder, &closed);
-    ASSERT_OK(lk_lock_close(holder, fx_lock_closed_cb));
-    rt_run_until(&fx.loop, &closed, 5000);
-  }
-  fx_close_direct_client(&fx, direct);
-  fx_finish(&fx);
-  rt_proxy_stop(p);
+  FX_EVENTUALLY(&x.fx, rt_cmd_int(x.fx.srv, "EXISTS unk") == 0, 2000);
+  lost_grant_finish(&x);
 }
 
 /* As above, but the cancel comes while the resend itself is in flight, and
@@ -431,54 +447,24 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
  * first attempt's grant, so the give-back must go anyway (it applies only
  * if the owner's count shows the grant). Found by review. */
 TEST(cancel_during_a_resend_answered_loading_gives_the_grant_back) {
-  fx_t fx;
-  rt_proxy_t *p;
-  lk_client_opts_t o;
-  lk_client_t *direct;
-  lk_lock_t *holder, *waiter;
-  sx_t s;
+  lost_grant_t x;
   long long before_req;
-  static const char loading[] = "-LOADING Redis is loading the dataset in memory\r\n";
-  lk_client_opts_init(&o);
-  o.reconnect_min_ms = 300; /* time to arm the next rule */
-  o.reconnect_max_ms = 300;
-  o.max_repoll_ms = 10000;
-  p = fx_start_proxied(&fx, &o);
-  direct = fx_direct_client(&fx);
-  ASSERT_OK(lk_lock_new(direct, "unk2", &holder));
-  waiter = fx_lock(&fx, "unk2");
-  ASSERT_OK(sx_acquire(&fx, holder, 0, 60000));
-  start_acquire(waiter, 20000, 60000, &s);
-  wait_subscribed(&fx, "redisson_lock__channel:{unk2}");
-  fx_spin(&fx, 50);
-  /* The waiter's next attempt wins; its reply is lost with the connection. */
-  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, holder, NULL));
-  FX_WAIT_RULE_APPLIED(&fx, p, 3000);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN unk2"), 1); /* the waiter's grant */
+  lost_grant_start(&x, "unk2");
   /* The resend's reply will be LOADING, and slow: cancel while it flies. */
-  before_req = rt_proxy_requests(p, "EVALSHA");
-  rt_proxy_delay(p, 800);
-  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_REPLACE, loading, sizeof loading - 1);
-  FX_EVENTUALLY(&fx, rt_proxy_requests(p, "EVALSHA") > before_req, 5000);
-  ASSERT_EQ(s.done, 0);
-  ASSERT_OK(lk_lock_cancel(waiter));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_EQ(s.status, LK_ECANCELED);
-  FX_WAIT_RULE_APPLIED(&fx, p, 5000);
-  rt_proxy_delay(p, 0);
+  before_req = rt_proxy_requests(x.p, "EVALSHA");
+  rt_proxy_delay(x.p, 800);
+  rt_proxy_on_reply(x.p, "EVALSHA", 1, RT_PROXY_REPLACE, loading_reply,
+                    sizeof loading_reply - 1);
+  FX_EVENTUALLY(&x.fx, rt_proxy_requests(x.p, "EVALSHA") > before_req, 5000);
+  ASSERT_EQ(x.s.done, 0);
+  ASSERT_OK(lk_lock_cancel(x.waiter));
+  rt_run_until(&x.fx.loop, &x.s.done, 5000);
+  ASSERT_EQ(x.s.status, LK_ECANCELED);
+  FX_WAIT_RULE_APPLIED(&x.fx, x.p, 5000);
+  rt_proxy_delay(x.p, 0);
   /* Given back once the resend's answer came, not at the lease's end. */
-  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS unk2") == 0, 3000);
-  fx_close_lock(&fx, waiter);
-  {
-    int closed = 0;
-    lk_lock_set_data(holder, &closed);
-    ASSERT_OK(lk_lock_close(holder, fx_lock_closed_cb));
-    rt_run_until(&fx.loop, &closed, 5000);
-  }
-  fx_close_direct_client(&fx, direct);
-  fx_finish(&fx);
-  rt_proxy_stop(p);
+  FX_EVENTUALLY(&x.fx, rt_cmd_int(x.fx.srv, "EXISTS unk2") == 0, 3000);
+  lost_grant_finish(&x);
 }
 
 /* A give-back by count applies only when the owner's count is exactly the
