@@ -629,15 +629,8 @@ static void free_psem(lk__obj_t *o) {
   lk__free(p);
 }
 
-/* A message carries the new available count: a waiter that needs more, or
- * one of more local waiters than there are permits, has nothing to try
- * for. Something else (another client's message): try anyway. */
 static int on_message(lk__obj_t *o, const char *msg, size_t len) {
-  lk_psem_t *p = (lk_psem_t *)o;
-  int64_t v;
-  if (!lk__sem_parse_msg(msg, len, &v))
-    return 1;
-  return v >= (int64_t)p->req_n && (int64_t)lk__sub_take(lk__obj_sub(o)) <= v;
+  return lk__sem_worth_waking(o, msg, len, (int64_t)((lk_psem_t *)o)->req_n);
 }
 
 static const lk__obj_ops_t lk__psem_ops = {

@@ -51,14 +51,17 @@ int lk__sem_int_of(const redisReply *r, int64_t *out) {
   }
 }
 
-int lk__sem_parse_msg(const char *msg, size_t len, int64_t *out) {
+int lk__sem_worth_waking(lk__obj_t *o, const char *msg, size_t len, int64_t need) {
   char buf[24], *end;
+  int64_t v;
   if (len == 0 || len >= sizeof(buf))
-    return 0;
+    return 1;
   memcpy(buf, msg, len);
   buf[len] = '\0';
-  *out = strtoll(buf, &end, 10);
-  return end == buf + len;
+  v = strtoll(buf, &end, 10);
+  if (end != buf + len)
+    return 1;
+  return v >= need && (int64_t)lk__sub_take(lk__obj_sub(o)) <= v;
 }
 
 int lk__sem_elem(const redisReply *r, size_t i, int64_t *out) {

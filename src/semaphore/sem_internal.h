@@ -25,8 +25,12 @@ int lk__sem_status(int status, const redisReply *r);
 /* An integer reply, or a string holding one (GET); nil reads as 0. */
 int lk__sem_int_of(const redisReply *r, int64_t *out);
 
-/* A channel message as a count (decimal, as Redisson publishes it). */
-int lk__sem_parse_msg(const char *msg, size_t len, int64_t *out);
+/* The wait engine's message hook for both semaphores: a message carries
+ * the new available count (decimal, as Redisson publishes it). A waiter
+ * that needs more than `need`, or one of more local waiters than there are
+ * permits, has nothing to try for (0); anything else, another client's
+ * message say, is worth a try (1). */
+int lk__sem_worth_waking(lk__obj_t *o, const char *msg, size_t len, int64_t need);
 
 /* The i-th element of an array reply as an integer. */
 int lk__sem_elem(const redisReply *r, size_t i, int64_t *out);

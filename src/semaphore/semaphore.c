@@ -555,14 +555,8 @@ static void free_semaphore(lk__obj_t *o) {
   lk__free(s);
 }
 
-/* A message carries the new count: a waiter that needs more, or one of more
- * local waiters than there are permits, has nothing to try for. */
 static int on_message(lk__obj_t *o, const char *msg, size_t len) {
-  lk_semaphore_t *s = (lk_semaphore_t *)o;
-  int64_t v;
-  if (!lk__sem_parse_msg(msg, len, &v))
-    return 1; /* not a count (another client's message): try anyway */
-  return v >= s->n && (int64_t)lk__sub_take(lk__obj_sub(o)) <= v;
+  return lk__sem_worth_waking(o, msg, len, ((lk_semaphore_t *)o)->n);
 }
 
 static const lk__obj_ops_t lk__semaphore_ops = {
