@@ -61,9 +61,7 @@ static const char unlock_script[] =
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *xasprintf(const char *fmt, ...) {
+char *rt_emu_asprintf(const char *fmt, ...) {
   va_list ap;
   char *out = NULL;
   va_start(ap, fmt);
@@ -76,8 +74,8 @@ static char *xasprintf(const char *fmt, ...) {
 
 char *rt_rlock_prefix_name(const char *prefix, const char *name) {
   if (strchr(name, '{') != NULL)
-    return xasprintf("%s:%s", prefix, name);
-  return xasprintf("%s:{%s}", prefix, name);
+    return rt_emu_asprintf("%s:%s", prefix, name);
+  return rt_emu_asprintf("%s:{%s}", prefix, name);
 }
 
 char *rt_rlock_channel(const char *name) {
@@ -86,15 +84,15 @@ char *rt_rlock_channel(const char *name) {
 
 char *rt_rlock_latch_key(const char *name, const char *req) {
   char *base = rt_rlock_prefix_name("redisson_unlock_latch", name);
-  char *key = xasprintf("%s:%s", base, req);
+  char *key = rt_emu_asprintf("%s:%s", base, req);
   free(base);
   return key;
 }
 
-static char *owner_of(const char *uuid, long long tid) { return xasprintf("%s:%lld", uuid, tid); }
+static char *owner_of(const char *uuid, long long tid) { return rt_emu_asprintf("%s:%lld", uuid, tid); }
 
 /* 16 random bytes as 32 lower-case hex characters (Redisson's request id). */
-static void random_req(char out[33]) {
+void rt_emu_random_req(char out[33]) {
   unsigned char b[16];
   int rc = uv_random(NULL, NULL, b, sizeof b, 0, NULL);
   if (rc != 0)
@@ -120,7 +118,7 @@ redisContext *rt_rlock_connect(int port) {
   return c;
 }
 
-static redisReply *command(redisContext *ctx, int argc, const char **argv, const char *what) {
+redisReply *rt_emu_command(redisContext *ctx, int argc, const char **argv, const char *what) {
   size_t lens[16];
   if (argc > 16)
     FAIL("redisson_emu: too many arguments");
@@ -146,7 +144,7 @@ long long rt_rlock_try(redisContext *ctx, const char *name, const char *uuid, lo
   char *owner = owner_of(uuid, tid);
   snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
   const char *argv[] = {"EVAL", acquire_script, "1", name, lease, owner};
-  redisReply *r = command(ctx, 6, argv, "tryLock");
+  redisReply *r = rt_emu_command(ctx, 6, argv, "tryLock");
   free(owner);
   long long out;
   if (r->type == REDIS_REPLY_NIL) {
@@ -176,7 +174,7 @@ int rt_rlock_unlock_req(redisContext *ctx, const char *name, const char *uuid, l
   snprintf(latch_ttl, sizeof latch_ttl, "%d", RT_RLOCK_LATCH_TTL_MS);
   const char *argv[] = {"EVAL", unlock_script, "3",   name,      channel, latch,
                         "0",    lease,         owner, "PUBLISH", latch_ttl};
-  redisReply *r = command(ctx, 11, argv, "unlock");
+  redisReply *r = rt_emu_command(ctx, 11, argv, "unlock");
   int out;
   if (r->type == REDIS_REPLY_NIL) {
     out = -1;
@@ -192,7 +190,7 @@ int rt_rlock_unlock_req(redisContext *ctx, const char *name, const char *uuid, l
   if (del_latch) {
     /* Redisson sends this without waiting; here it is simply the next command. */
     const char *del[] = {"DEL", latch};
-    freeReplyObject(command(ctx, 2, del, "DEL latch"));
+    freeReplyObject(rt_emu_command(ctx, 2, del, "DEL latch"));
   }
   free(owner);
   free(channel);
@@ -203,7 +201,7 @@ int rt_rlock_unlock_req(redisContext *ctx, const char *name, const char *uuid, l
 int rt_rlock_unlock_lease(redisContext *ctx, const char *name, const char *uuid,
                           long long tid, int64_t lease_ms) {
   char req[33];
-  random_req(req);
+  rt_emu_random_req(req);
   return rt_rlock_unlock_req(ctx, name, uuid, tid, lease_ms, req, 1);
 }
 
@@ -453,7 +451,7 @@ char *rt_rfair_timeout_key(const char *name) {
 
 char *rt_rfair_channel(const char *name, const char *uuid, long long tid) {
   char *base = rt_rlock_channel(name);
-  char *ch = xasprintf("%s:%s:%lld", base, uuid, tid);
+  char *ch = rt_emu_asprintf("%s:%s:%lld", base, uuid, tid);
   free(base);
   return ch;
 }
@@ -472,7 +470,7 @@ static redisReply *rfair_eval(redisContext *ctx, const char *script, const char 
   argv[n++] = t;
   for (int i = 0; i < nargs; i++)
     argv[n++] = args[i];
-  redisReply *r = command(ctx, n, argv, what);
+  redisReply *r = rt_emu_command(ctx, n, argv, what);
   free(q);
   free(t);
   return r;
@@ -531,7 +529,7 @@ void rt_rfair_acquire_failed(redisContext *ctx, const char *name, const char *uu
   char *q = rt_rfair_queue_key(name), *t = rt_rfair_timeout_key(name);
   snprintf(wait, sizeof wait, "%" PRId64, wait_ms);
   const char *argv[] = {"EVAL", rfair_failed_script, "2", q, t, owner, wait};
-  freeReplyObject(command(ctx, 7, argv, "fair acquireFailed"));
+  freeReplyObject(rt_emu_command(ctx, 7, argv, "fair acquireFailed"));
   free(owner);
   free(q);
   free(t);
@@ -539,7 +537,7 @@ void rt_rfair_acquire_failed(redisContext *ctx, const char *name, const char *uu
 
 int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long long tid) {
   char req[33], lease[24], now[24], latch_ttl[24];
-  random_req(req);
+  rt_emu_random_req(req);
   char *owner = owner_of(uuid, tid);
   char *q = rt_rfair_queue_key(name), *t = rt_rfair_timeout_key(name);
   char *base = rt_rlock_channel(name);
@@ -549,7 +547,7 @@ int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long 
   snprintf(latch_ttl, sizeof latch_ttl, "%d", RT_RLOCK_LATCH_TTL_MS);
   const char *argv[] = {"EVAL", rfair_unlock_script, "5", name, q, t, base, latch,
                         "0",    lease,               owner, now, "PUBLISH", latch_ttl};
-  redisReply *r = command(ctx, 14, argv, "fair unlock");
+  redisReply *r = rt_emu_command(ctx, 14, argv, "fair unlock");
   int out;
   if (r->type == REDIS_REPLY_NIL) {
     out = -1;
@@ -562,7 +560,7 @@ int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long 
   }
   freeReplyObject(r);
   const char *del[] = {"DEL", latch};
-  freeReplyObject(command(ctx, 2, del, "DEL latch"));
+  freeReplyObject(rt_emu_command(ctx, 2, del, "DEL latch"));
   free(owner);
   free(q);
   free(t);
@@ -659,7 +657,7 @@ int rt_rsem_try_acquire(redisContext *ctx, const char *name, long long n) {
   char num[24];
   snprintf(num, sizeof num, "%lld", n);
   const char *argv[] = {"EVAL", rsem_acquire_script, "1", name, num};
-  return (int)int_reply(command(ctx, 5, argv, "semaphore tryAcquire"), "semaphore tryAcquire");
+  return (int)int_reply(rt_emu_command(ctx, 5, argv, "semaphore tryAcquire"), "semaphore tryAcquire");
 }
 
 long long rt_rsem_release(redisContext *ctx, const char *name, long long n) {
@@ -667,7 +665,7 @@ long long rt_rsem_release(redisContext *ctx, const char *name, long long n) {
   char *channel = rt_rsem_channel(name);
   snprintf(num, sizeof num, "%lld", n);
   const char *argv[] = {"EVAL", rsem_release_script, "2", name, channel, num, "PUBLISH"};
-  long long v = int_reply(command(ctx, 7, argv, "semaphore release"), "semaphore release");
+  long long v = int_reply(rt_emu_command(ctx, 7, argv, "semaphore release"), "semaphore release");
   free(channel);
   return v;
 }
@@ -677,14 +675,14 @@ int rt_rsem_try_set_permits(redisContext *ctx, const char *name, long long n) {
   char *channel = rt_rsem_channel(name);
   snprintf(num, sizeof num, "%lld", n);
   const char *argv[] = {"EVAL", rsem_try_set_script, "2", name, channel, num, "PUBLISH"};
-  int v = (int)int_reply(command(ctx, 7, argv, "trySetPermits"), "trySetPermits");
+  int v = (int)int_reply(rt_emu_command(ctx, 7, argv, "trySetPermits"), "trySetPermits");
   free(channel);
   return v;
 }
 
 long long rt_rsem_available(redisContext *ctx, const char *name) {
   const char *argv[] = {"GET", name};
-  redisReply *r = command(ctx, 2, argv, "availablePermits");
+  redisReply *r = rt_emu_command(ctx, 2, argv, "availablePermits");
   long long v = 0;
   if (r->type == REDIS_REPLY_STRING)
     v = strtoll(r->str, NULL, 10);
@@ -778,8 +776,8 @@ static long long epoch_ms(void) {
 
 static char *rpsem_timeout_key(const char *name) {
   if (strchr(name, '{') != NULL)
-    return xasprintf("%s:timeout", name);
-  return xasprintf("{%s}:timeout", name);
+    return rt_emu_asprintf("%s:timeout", name);
+  return rt_emu_asprintf("{%s}:timeout", name);
 }
 
 int rt_rpsem_try_acquire(redisContext *ctx, const char *name, int64_t lease_ms,
@@ -855,7 +853,7 @@ long long rt_rpsem_available(redisContext *ctx, const char *name) {
   char *channel = rt_rsem_channel(name);
   const char *argv[] = {"EVAL", rpsem_available_script, "3", name, zset, channel,
                         "1", "0", now, never, "PUBLISH"};
-  long long v = int_reply(command(ctx, 11, argv, "permit availablePermits"),
+  long long v = int_reply(rt_emu_command(ctx, 11, argv, "permit availablePermits"),
                           "permit availablePermits");
   free(zset);
   free(channel);

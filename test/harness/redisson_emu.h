@@ -43,6 +43,15 @@ redisContext *rt_rlock_connect(int port);
 /* prefixName(prefix, name): "prefix:name" when name contains '{', else
  * "prefix:{name}". malloc'd; free(). */
 char *rt_rlock_prefix_name(const char *prefix, const char *name);
+
+/* Shared by every emulator (lock, fair, semaphore, read/write, latch):
+ * a formatted malloc'd string (fails the test without memory); a Redisson
+ * request id (16 random bytes as 32 hex characters); a blocking command
+ * (at most 16 arguments) that fails the test on a transport error or a
+ * server error, naming `what`. */
+char *rt_emu_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void rt_emu_random_req(char out[33]);
+redisReply *rt_emu_command(redisContext *ctx, int argc, const char **argv, const char *what);
 /* The lock's channel: rt_rlock_prefix_name("redisson_lock__channel", name). */
 char *rt_rlock_channel(const char *name);
 

@@ -57,25 +57,6 @@ char *rt_rlatch_channel(const char *name) {
   return ch;
 }
 
-static redisReply *command(redisContext *ctx, int argc, const char **argv, const char *what) {
-  size_t lens[8];
-  redisReply *r;
-  if (argc > 8)
-    FAIL("redisson_latch_emu: too many arguments");
-  for (int i = 0; i < argc; i++)
-    lens[i] = strlen(argv[i]);
-  r = redisCommandArgv(ctx, argc, argv, lens);
-  if (r == NULL)
-    FAIL("redisson_latch_emu: %s: %s", what, ctx->errstr[0] ? ctx->errstr : "no reply");
-  if (r->type == REDIS_REPLY_ERROR) {
-    char text[256];
-    snprintf(text, sizeof text, "%.*s", (int)r->len, r->str);
-    freeReplyObject(r);
-    FAIL("redisson_latch_emu: %s: server error: %s", what, text);
-  }
-  return r;
-}
-
 static long long int_reply(redisReply *r, const char *what) {
   long long v;
   if (r->type != REDIS_REPLY_INTEGER) {
@@ -93,7 +74,7 @@ int rt_rlatch_try_set_count(redisContext *ctx, const char *name, long long count
   char *channel = rt_rlatch_channel(name);
   snprintf(n, sizeof n, "%lld", count);
   const char *argv[] = {"EVAL", try_set_script, "2", name, channel, "1", n, "PUBLISH"};
-  long long v = int_reply(command(ctx, 8, argv, "trySetCount"), "trySetCount");
+  long long v = int_reply(rt_emu_command(ctx, 8, argv, "trySetCount"), "trySetCount");
   free(channel);
   return (int)v;
 }
@@ -101,14 +82,14 @@ int rt_rlatch_try_set_count(redisContext *ctx, const char *name, long long count
 long long rt_rlatch_count_down(redisContext *ctx, const char *name) {
   char *channel = rt_rlatch_channel(name);
   const char *argv[] = {"EVAL", count_down_script, "2", name, channel, "0", "PUBLISH"};
-  long long v = int_reply(command(ctx, 7, argv, "countDown"), "countDown");
+  long long v = int_reply(rt_emu_command(ctx, 7, argv, "countDown"), "countDown");
   free(channel);
   return v;
 }
 
 long long rt_rlatch_get_count(redisContext *ctx, const char *name) {
   const char *argv[] = {"GET", name};
-  redisReply *r = command(ctx, 2, argv, "getCount");
+  redisReply *r = rt_emu_command(ctx, 2, argv, "getCount");
   long long v = 0;
   if (r->type == REDIS_REPLY_STRING)
     v = strtoll(r->str, NULL, 10);
@@ -121,38 +102,9 @@ long long rt_rlatch_get_count(redisContext *ctx, const char *name) {
 int rt_rlatch_delete(redisContext *ctx, const char *name) {
   char *channel = rt_rlatch_channel(name);
   const char *argv[] = {"EVAL", delete_script, "2", name, channel, "1", "PUBLISH"};
-  long long v = int_reply(command(ctx, 7, argv, "delete"), "delete");
+  long long v = int_reply(rt_emu_command(ctx, 7, argv, "delete"), "delete");
   free(channel);
   return (int)v;
-}
-
-/* Sends (UN)SUBSCRIBE channel and reads until its confirmation; messages
- * that arrive first are dropped (the count is read again after it). */
-static void sub_cmd(redisContext *sub, const char *verb, const char *confirm,
-                    const char *channel) {
-  const char *argv[] = {verb, channel};
-  size_t lens[] = {strlen(verb), strlen(channel)};
-  int done = 0;
-  if (redisAppendCommandArgv(sub, 2, argv, lens) != REDIS_OK)
-    FAIL("redisson_latch_emu: %s: %s", verb, sub->errstr);
-  while (!done) {
-    if (redisBufferWrite(sub, &done) != REDIS_OK)
-      FAIL("redisson_latch_emu: %s: %s", verb, sub->errstr);
-  }
-  int64_t deadline = rt_now_ms() + rt_scaled_ms(5000);
-  for (;;) {
-    int64_t left = deadline - rt_now_ms();
-    redisReply *r = left > 0 ? rt_sub_next(sub, left) : NULL;
-    int ok;
-    if (r == NULL)
-      FAIL("redisson_latch_emu: no %s confirmation for %s", verb, channel);
-    ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
-         r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, confirm) == 0 &&
-         r->element[1]->type == REDIS_REPLY_STRING && strcmp(r->element[1]->str, channel) == 0;
-    freeReplyObject(r);
-    if (ok)
-      return;
-  }
 }
 
 int rt_rlatch_await(redisContext *ctx, redisContext *sub, const char *name,
@@ -163,7 +115,7 @@ int rt_rlatch_await(redisContext *ctx, redisContext *sub, const char *name,
   if (rt_rlatch_get_count(ctx, name) <= 0)
     return 1;
   channel = rt_rlatch_channel(name);
-  sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
+  rt_sub_subscribe(sub, channel);
   for (;;) {
     if (rt_rlatch_get_count(ctx, name) <= 0) {
       opened = 1;
@@ -176,7 +128,7 @@ int rt_rlatch_await(redisContext *ctx, redisContext *sub, const char *name,
     if (m != NULL)
       freeReplyObject(m); /* "0" opens the local gate, "1" closes it: look again */
   }
-  sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
+  rt_sub_unsubscribe(sub, channel);
   free(channel);
   return opened;
 }

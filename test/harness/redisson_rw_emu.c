@@ -8,12 +8,9 @@
 #include "redisson_rw_emu.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <uv.h>
 
 #include "test.h"
 
@@ -146,30 +143,17 @@ static const char write_unlock[] =
 
 /* ---- helpers ---- */
 
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *xasprintf(const char *fmt, ...) {
-  va_list ap;
-  char *out = NULL;
-  va_start(ap, fmt);
-  int n = vasprintf(&out, fmt, ap);
-  va_end(ap);
-  if (n < 0 || out == NULL)
-    FAIL("redisson_rw_emu: out of memory");
-  return out;
-}
-
 /* suffixName(name, s): "name:s" when name has a '{', else "{name}:s". */
 static char *suffix_name(const char *name, const char *s) {
   if (strchr(name, '{') != NULL)
-    return xasprintf("%s:%s", name, s);
-  return xasprintf("{%s}:%s", name, s);
+    return rt_emu_asprintf("%s:%s", name, s);
+  return rt_emu_asprintf("{%s}:%s", name, s);
 }
 
 static char *key_prefix(const char *name) {
   if (strchr(name, '{') != NULL)
-    return xasprintf("%s", name);
-  return xasprintf("{%s}", name);
+    return rt_emu_asprintf("%s", name);
+  return rt_emu_asprintf("{%s}", name);
 }
 
 char *rt_rwlock_channel(const char *name) {
@@ -177,35 +161,10 @@ char *rt_rwlock_channel(const char *name) {
 }
 
 char *rt_rwlock_hold_key(const char *name, const char *uuid, long long tid, int i) {
-  char *owner = xasprintf("%s:%lld:rwlock_timeout:%d", uuid, tid, i);
+  char *owner = rt_emu_asprintf("%s:%lld:rwlock_timeout:%d", uuid, tid, i);
   char *k = suffix_name(name, owner);
   free(owner);
   return k;
-}
-
-static void random_req(char out[33]) {
-  unsigned char b[16];
-  int rc = uv_random(NULL, NULL, b, sizeof b, 0, NULL);
-  if (rc != 0)
-    FAIL("redisson_rw_emu: uv_random: %s", uv_strerror(rc));
-  for (int i = 0; i < 16; i++)
-    snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
-static redisReply *eval(redisContext *ctx, int argc, const char **argv, const char *what) {
-  size_t lens[16];
-  for (int i = 0; i < argc; i++)
-    lens[i] = strlen(argv[i]);
-  redisReply *r = redisCommandArgv(ctx, argc, argv, lens);
-  if (r == NULL)
-    FAIL("redisson_rw_emu: %s: %s", what, ctx->errstr[0] ? ctx->errstr : "no reply");
-  if (r->type == REDIS_REPLY_ERROR) {
-    char text[256];
-    snprintf(text, sizeof text, "%.*s", (int)r->len, r->str);
-    freeReplyObject(r);
-    FAIL("redisson_rw_emu: %s: server error: %s", what, text);
-  }
-  return r;
 }
 
 static long long try_result(redisReply *r, const char *what) {
@@ -239,13 +198,13 @@ static int unlock_result(redisReply *r, const char *what) {
 long long rt_rwlock_read_try(redisContext *ctx, const char *name, const char *uuid,
                              long long tid, int64_t lease_ms) {
   char lease[24];
-  char *reader = xasprintf("%s:%lld", uuid, tid);
-  char *writer = xasprintf("%s:write", reader);
-  char *tp_suffix = xasprintf("%s:rwlock_timeout", reader);
+  char *reader = rt_emu_asprintf("%s:%lld", uuid, tid);
+  char *writer = rt_emu_asprintf("%s:write", reader);
+  char *tp_suffix = rt_emu_asprintf("%s:rwlock_timeout", reader);
   char *tp = suffix_name(name, tp_suffix);
   snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
   const char *argv[] = {"EVAL", read_acquire, "2", name, tp, lease, reader, writer};
-  long long out = try_result(eval(ctx, 8, argv, "read tryLock"), "read tryLock");
+  long long out = try_result(rt_emu_command(ctx, 8, argv, "read tryLock"), "read tryLock");
   free(reader);
   free(writer);
   free(tp_suffix);
@@ -256,10 +215,10 @@ long long rt_rwlock_read_try(redisContext *ctx, const char *name, const char *uu
 long long rt_rwlock_write_try(redisContext *ctx, const char *name, const char *uuid,
                               long long tid, int64_t lease_ms) {
   char lease[24];
-  char *writer = xasprintf("%s:%lld:write", uuid, tid);
+  char *writer = rt_emu_asprintf("%s:%lld:write", uuid, tid);
   snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
   const char *argv[] = {"EVAL", write_acquire, "1", name, lease, writer};
-  long long out = try_result(eval(ctx, 6, argv, "write tryLock"), "write tryLock");
+  long long out = try_result(rt_emu_command(ctx, 6, argv, "write tryLock"), "write tryLock");
   free(writer);
   return out;
 }
@@ -267,19 +226,19 @@ long long rt_rwlock_write_try(redisContext *ctx, const char *name, const char *u
 int rt_rwlock_read_unlock(redisContext *ctx, const char *name, const char *uuid,
                           long long tid) {
   char req[33], ttl[24];
-  random_req(req);
+  rt_emu_random_req(req);
   snprintf(ttl, sizeof ttl, "%d", RT_RLOCK_LATCH_TTL_MS);
-  char *reader = xasprintf("%s:%lld", uuid, tid);
-  char *tp_suffix = xasprintf("%s:rwlock_timeout", reader);
+  char *reader = rt_emu_asprintf("%s:%lld", uuid, tid);
+  char *tp_suffix = rt_emu_asprintf("%s:rwlock_timeout", reader);
   char *tp = suffix_name(name, tp_suffix);
   char *kp = key_prefix(name);
   char *channel = rt_rwlock_channel(name);
   char *latch = rt_rlock_latch_key(name, req);
   const char *argv[] = {"EVAL", read_unlock, "5",    name,      channel, tp,
                         kp,     latch,       "0",    reader,    "PUBLISH", ttl};
-  int out = unlock_result(eval(ctx, 12, argv, "read unlock"), "read unlock");
+  int out = unlock_result(rt_emu_command(ctx, 12, argv, "read unlock"), "read unlock");
   const char *del[] = {"DEL", latch};
-  freeReplyObject(eval(ctx, 2, del, "DEL latch"));
+  freeReplyObject(rt_emu_command(ctx, 2, del, "DEL latch"));
   free(reader);
   free(tp_suffix);
   free(tp);
@@ -292,17 +251,17 @@ int rt_rwlock_read_unlock(redisContext *ctx, const char *name, const char *uuid,
 int rt_rwlock_write_unlock(redisContext *ctx, const char *name, const char *uuid,
                            long long tid) {
   char req[33], ttl[24], lease[24];
-  random_req(req);
+  rt_emu_random_req(req);
   snprintf(ttl, sizeof ttl, "%d", RT_RLOCK_LATCH_TTL_MS);
   snprintf(lease, sizeof lease, "%d", RT_RLOCK_DEFAULT_LEASE_MS);
-  char *writer = xasprintf("%s:%lld:write", uuid, tid);
+  char *writer = rt_emu_asprintf("%s:%lld:write", uuid, tid);
   char *channel = rt_rwlock_channel(name);
   char *latch = rt_rlock_latch_key(name, req);
   const char *argv[] = {"EVAL", write_unlock, "3",    name,      channel, latch,
                         "1",    lease,        writer, "PUBLISH", ttl};
-  int out = unlock_result(eval(ctx, 11, argv, "write unlock"), "write unlock");
+  int out = unlock_result(rt_emu_command(ctx, 11, argv, "write unlock"), "write unlock");
   const char *del[] = {"DEL", latch};
-  freeReplyObject(eval(ctx, 2, del, "DEL latch"));
+  freeReplyObject(rt_emu_command(ctx, 2, del, "DEL latch"));
   free(writer);
   free(channel);
   free(latch);
@@ -310,27 +269,6 @@ int rt_rwlock_write_unlock(redisContext *ctx, const char *name, const char *uuid
 }
 
 /* ---- lock() ---- */
-
-static void sub_cmd(redisContext *sub, const char *verb, const char *confirm,
-                    const char *channel) {
-  const char *argv[] = {verb, channel};
-  size_t lens[] = {strlen(verb), strlen(channel)};
-  redisReply *r = redisCommandArgv(sub, 2, argv, lens);
-  if (r == NULL)
-    FAIL("redisson_rw_emu: %s: %s", verb, sub->errstr);
-  /* The confirmation may come after messages already queued: skip those. */
-  for (;;) {
-    int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-             r->element[0]->type == REDIS_REPLY_STRING &&
-             strcmp(r->element[0]->str, confirm) == 0;
-    freeReplyObject(r);
-    if (ok)
-      return;
-    r = rt_sub_next(sub, rt_scaled_ms(5000));
-    if (r == NULL)
-      FAIL("redisson_rw_emu: no %s confirmation for %s", verb, channel);
-  }
-}
 
 int rt_rwlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *name,
                             const char *uuid, long long tid, int write, int64_t lease_ms,
@@ -342,7 +280,7 @@ int rt_rwlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *na
   if (ttl == RT_RLOCK_ACQUIRED)
     return 0;
   char *channel = rt_rwlock_channel(name);
-  sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
+  rt_sub_subscribe(sub, channel);
   int acquired = 0;
   for (;;) {
     ttl = try_fn(ctx, name, uuid, tid, lease_ms);
@@ -358,7 +296,7 @@ int rt_rwlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *na
     if (m != NULL)
       freeReplyObject(m);
   }
-  sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
+  rt_sub_unsubscribe(sub, channel);
   free(channel);
   return acquired ? 0 : -1;
 }
