@@ -46,34 +46,24 @@ typedef struct worker_s {
 static worker_t W;
 static pid_t order_parent;
 
-__attribute__((noreturn, format(printf, 1, 2))) static void worker_die(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "worker %d (pid %d): FAIL: ", W.index, (int)getpid());
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  _exit(3);
-}
-
 static void on_worker_released(lk_fair_t *f, int status, void *arg) {
   (void)arg;
   if (status != 0 || lk_fair_result(f) != 1)
-    worker_die("release: %s", lk_err_name(status));
+    rt_worker_die(W.index, "release: %s", lk_err_name(status));
 }
 
 static void on_worker_acquired(lk_fair_t *f, int status, void *arg) {
   int j = (int)(intptr_t)arg;
   redisReply *r;
   if (status != 0)
-    worker_die("waiter %d: acquire: %s", j, lk_err_name(status));
+    rt_worker_die(W.index, "waiter %d: acquire: %s", j, lk_err_name(status));
   r = redisCommand(W.side, "RPUSH %s %d:%d", LOG_KEY, W.index, j);
   if (r == NULL || r->type != REDIS_REPLY_INTEGER)
-    worker_die("RPUSH log: %s", W.side->errstr);
+    rt_worker_die(W.index, "RPUSH log: %s", W.side->errstr);
   freeReplyObject(r);
   status = lk_fair_release(f, on_worker_released, NULL);
   if (status != 0)
-    worker_die("lk_fair_release: %s", lk_err_name(status));
+    rt_worker_die(W.index, "lk_fair_release: %s", lk_err_name(status));
 }
 
 static void on_worker_client_closed(lk_client_t *c) { (void)c; }
@@ -83,7 +73,7 @@ static void on_worker_fair_closed(lk_fair_t *f) {
   if (--W.open_objects == 0) {
     int rc = lk_client_close(W.c, on_worker_client_closed);
     if (rc != 0)
-      worker_die("lk_client_close: %s", lk_err_name(rc));
+      rt_worker_die(W.index, "lk_client_close: %s", lk_err_name(rc));
   }
 }
 
@@ -105,14 +95,14 @@ static void on_command(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
       lk_fair_opts_t o;
       int rc;
       if (W.next >= W.nwaiters)
-        worker_die("no waiter left to enqueue");
+        rt_worker_die(W.index, "no waiter left to enqueue");
       lk_fair_opts_init(&o);
       o.wait_ms = 120000;
       o.lease_ms = 30000;
       o.waiter_timeout_ms = W.waiter_timeout_ms;
       rc = lk_fair_acquire(W.w[W.next], &o, on_worker_acquired, (void *)(intptr_t)W.next);
       if (rc != 0)
-        worker_die("lk_fair_acquire: %s", lk_err_name(rc));
+        rt_worker_die(W.index, "lk_fair_acquire: %s", lk_err_name(rc));
       W.next++;
     } else if (buf->base[i] == 'q') {
       int j;
@@ -120,7 +110,7 @@ static void on_command(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
       for (j = 0; j < W.nwaiters; j++) {
         int rc = lk_fair_close(W.w[j], on_worker_fair_closed);
         if (rc != 0)
-          worker_die("lk_fair_close: %s", lk_err_name(rc));
+          rt_worker_die(W.index, "lk_fair_close: %s", lk_err_name(rc));
       }
       return;
     }
@@ -144,25 +134,25 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int cmd_f
     _exit(5);
   W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
   if (W.side == NULL || W.side->err)
-    worker_die("side connection");
+    rt_worker_die(W.index, "side connection");
   if (uv_loop_init(&W.loop) != 0)
-    worker_die("uv_loop_init");
+    rt_worker_die(W.index, "uv_loop_init");
   lk_client_opts_init(&o);
   o.port = port;
   if ((rc = lk_client_new(&W.loop, &o, &W.c)) != 0)
-    worker_die("lk_client_new: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
   for (j = 0; j < nwaiters; j++) {
     if ((rc = lk_fair_new(W.c, lock, &W.w[j])) != 0)
-      worker_die("lk_fair_new: %s", lk_err_name(rc));
+      rt_worker_die(W.index, "lk_fair_new: %s", lk_err_name(rc));
     W.open_objects++;
   }
   uv_pipe_init(&W.loop, &W.cmd, 0);
   if (uv_pipe_open(&W.cmd, cmd_fd) != 0)
-    worker_die("uv_pipe_open");
+    rt_worker_die(W.index, "uv_pipe_open");
   uv_read_start((uv_stream_t *)&W.cmd, alloc_cb, on_command);
   uv_run(&W.loop, UV_RUN_DEFAULT);
   if ((rc = uv_loop_close(&W.loop)) != 0)
-    worker_die("uv_loop_close: %s", uv_strerror(rc));
+    rt_worker_die(W.index, "uv_loop_close: %s", uv_strerror(rc));
   redisFree(W.side);
   exit(0); /* exit, not _exit: LeakSanitizer checks the worker too */
 }

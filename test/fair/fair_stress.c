@@ -63,38 +63,15 @@ typedef struct {
 static worker_t W;
 static pid_t stress_parent;
 
-__attribute__((noreturn, format(printf, 1, 2))) static void worker_die(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "worker %d (pid %d): FAIL: ", W.index, (int)getpid());
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  _exit(3);
-}
-
-static uint64_t worker_rand(void) {
-  W.rng ^= W.rng << 13;
-  W.rng ^= W.rng >> 7;
-  W.rng ^= W.rng << 17;
-  return W.rng;
-}
-
-static void sleep_us(unsigned us) {
-  struct timespec ts = {0, (long)us * 1000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 static long long side_int(const char *cmd, long long v, int set) {
   redisReply *r = set ? redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v)
                       : redisCommand(W.side, "GET %s", COUNTER_KEY);
   long long out = 0;
   if (r == NULL)
-    worker_die("%s: %s", cmd, W.side->errstr);
+    rt_worker_die(W.index, "%s: %s", cmd, W.side->errstr);
   if (!set) {
     if (r->type != REDIS_REPLY_STRING)
-      worker_die("GET: reply type %d", r->type);
+      rt_worker_die(W.index, "GET: reply type %d", r->type);
     out = strtoll(r->str, NULL, 10);
   }
   freeReplyObject(r);
@@ -110,14 +87,14 @@ static void on_fair_closed(lk_fair_t *f) {
   (void)f;
   rc = lk_client_close(W.c, on_client_closed);
   if (rc != 0)
-    worker_die("lk_client_close: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_client_close: %s", lk_err_name(rc));
 }
 
 static void on_released(lk_fair_t *f, int status, void *arg) {
   int rc;
   (void)arg;
   if (status != 0 || lk_fair_result(f) != 1)
-    worker_die("release #%d: %s, result %" PRId64, W.done_iters,
+    rt_worker_die(W.index, "release #%d: %s, result %" PRId64, W.done_iters,
                status ? lk_err_name(status) : "0", lk_fair_result(f));
   if (++W.done_iters < W.iters) {
     start_acquire();
@@ -126,7 +103,7 @@ static void on_released(lk_fair_t *f, int status, void *arg) {
   lk_client_get_stats(W.c, &W.stats);
   rc = lk_fair_close(f, on_fair_closed);
   if (rc != 0)
-    worker_die("lk_fair_close: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_fair_close: %s", lk_err_name(rc));
 }
 
 static void on_acquired(lk_fair_t *f, int status, void *arg) {
@@ -135,18 +112,18 @@ static void on_acquired(lk_fair_t *f, int status, void *arg) {
   int rc;
   (void)arg;
   if (status != 0)
-    worker_die("acquire #%d: %s (%s)", W.done_iters, lk_err_name(status),
+    rt_worker_die(W.index, "acquire #%d: %s (%s)", W.done_iters, lk_err_name(status),
                lk_fair_error_text(f));
   W.t_acq = uv_hrtime();
   v = side_int("GET", 0, 0);
-  sleep_us((unsigned)(worker_rand() % 201u));
+  rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 201u));
   side_int("SET", v + 1, 1);
   t_rel = uv_hrtime();
   if (rt_history_append(W.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
-    worker_die("writing the history: %s", strerror(errno));
+    rt_worker_die(W.index, "writing the history: %s", strerror(errno));
   rc = lk_fair_release(f, on_released, NULL);
   if (rc != 0)
-    worker_die("lk_fair_release: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_fair_release: %s", lk_err_name(rc));
 }
 
 static void start_acquire(void) {
@@ -156,7 +133,7 @@ static void start_acquire(void) {
   o.wait_ms = 60000;
   rc = lk_fair_acquire(W.f, &o, on_acquired, NULL);
   if (rc != 0)
-    worker_die("lk_fair_acquire: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_fair_acquire: %s", lk_err_name(rc));
 }
 
 __attribute__((noreturn)) static void worker_main(int index, int port, int iters,
@@ -181,28 +158,28 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
     W.cpu = -1;
   W.hist = rt_history_create(hist_path);
   if (W.hist == NULL)
-    worker_die("%s: %s", hist_path, strerror(errno));
+    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
   W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
   if (W.side == NULL || W.side->err)
-    worker_die("side connection");
+    rt_worker_die(W.index, "side connection");
   redisSetTimeout(W.side, tv);
   if (uv_loop_init(&W.loop) != 0)
-    worker_die("uv_loop_init");
+    rt_worker_die(W.index, "uv_loop_init");
   lk_client_opts_init(&o);
   o.port = port;
   if ((rc = lk_client_new(&W.loop, &o, &W.c)) != 0)
-    worker_die("lk_client_new: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
   if ((rc = lk_fair_new(W.c, LOCK_NAME, &W.f)) != 0)
-    worker_die("lk_fair_new: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_fair_new: %s", lk_err_name(rc));
   W.t_begin = uv_hrtime();
   start_acquire();
   uv_run(&W.loop, UV_RUN_DEFAULT);
   if (W.done_iters != W.iters)
-    worker_die("the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
+    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
   if ((rc = uv_loop_close(&W.loop)) != 0)
-    worker_die("uv_loop_close: %s", uv_strerror(rc));
+    rt_worker_die(W.index, "uv_loop_close: %s", uv_strerror(rc));
   if (rt_history_finish(W.hist) != 0)
-    worker_die("closing the history: %s", strerror(errno));
+    rt_worker_die(W.index, "closing the history: %s", strerror(errno));
   redisFree(W.side);
   printf("worker %d: cpu %d, %d holds in %.0f ms, waited %" PRIu64 " times, %" PRIu64
          " pub/sub messages, %" PRIu64 " commands\n",

@@ -68,14 +68,6 @@ static run_t RUN;
 int64_t nem_lease_ms(void) { return RUN.lease_ms; }
 int64_t nem_reply_timeout_ms(void) { return RUN.reply_timeout_ms; }
 
-static uint64_t xorshift(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  return *s = x ? x : 0x9e3779b97f4a7c15u;
-}
-
 static int64_t env_int(const char *name, int64_t def, int64_t lo, int64_t hi) {
   const char *v = getenv(name);
   if (v == NULL || *v == '\0')
@@ -99,18 +91,12 @@ static stat_t wstats[128];
 static int n_wstats;
 static int log_errors;
 
-uint64_t nem_rand(nem_ctx_t *ctx) { return xorshift(&ctx->rng); }
+uint64_t nem_rand(nem_ctx_t *ctx) { return rt_xorshift(&ctx->rng); }
 
 int64_t nem_between(nem_ctx_t *ctx, int64_t lo, int64_t hi) {
   if (hi <= lo)
     return lo;
   return lo + (int64_t)(nem_rand(ctx) % (uint64_t)(hi - lo + 1));
-}
-
-void nem_sleep_us(unsigned us) {
-  struct timespec ts = {0, (long)us * 1000L};
-  for (int i = 0; i < 100 && nanosleep(&ts, &ts) != 0 && errno == EINTR; i++) {
-  }
 }
 
 void nem_record(nem_ctx_t *ctx, uint16_t op, uint16_t obj, uint64_t start_ns, uint64_t end_ns,
@@ -410,7 +396,7 @@ typedef struct nem_s {
 static int64_t nbetween(nem_t *n, int64_t lo, int64_t hi) {
   if (hi <= lo)
     return lo;
-  return lo + (int64_t)(xorshift(&n->rng) % (uint64_t)(hi - lo + 1));
+  return lo + (int64_t)(rt_xorshift(&n->rng) % (uint64_t)(hi - lo + 1));
 }
 
 static int pick_fault(nem_t *n) {

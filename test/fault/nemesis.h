@@ -72,7 +72,6 @@ void nem_workload_closed(nem_ctx_t *ctx);
  * having findings and is printed. */
 void nem_status(nem_ctx_t *ctx, const char *what, int status, const int *expected);
 /* Sleeps us microseconds (critical sections: 0-200 us, DESIGN.md §6). */
-void nem_sleep_us(unsigned us);
 
 /* ---- parent-side helpers ---- */
 

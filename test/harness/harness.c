@@ -253,6 +253,30 @@ void rt_sleep_ms(int64_t ms) {
   }
 }
 
+void rt_sleep_us(unsigned us) {
+  struct timespec ts = {0, (long)(us % 1000000u) * 1000L};
+  for (int i = 0; i < 1000 && nanosleep(&ts, &ts) != 0 && errno == EINTR; i++) {
+  }
+}
+
+uint64_t rt_xorshift(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *state = x ? x : 0x9e3779b97f4a7c15u;
+}
+
+void rt_worker_die(int index, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "worker %d (pid %d): FAIL: ", index, (int)getpid());
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  _exit(3);
+}
+
 /* ---- ports ----------------------------------------------------------------------------- */
 
 static pthread_mutex_t port_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -130,6 +130,15 @@ int64_t rt_now_ms(void);
 uint64_t rt_now_ns(void);
 /* Sleep ms milliseconds (unscaled), restarting after signals. */
 void rt_sleep_ms(int64_t ms);
+/* The same for us microseconds (< 1 s): a worker's short busy section. */
+void rt_sleep_us(unsigned us);
+/* xorshift64: the next value of a worker's (or a schedule's) own random
+ * sequence; never 0, so the state never sticks. */
+uint64_t rt_xorshift(uint64_t *state);
+/* For forked worker processes: prints "worker INDEX (pid P): FAIL: ..." and
+ * _exit(3), which the parent reports. */
+__attribute__((noreturn, format(printf, 2, 3))) void rt_worker_die(int index, const char *fmt,
+                                                                   ...);
 
 /* ---- libuv helpers (call on the loop's thread) ------------------------------- */
 

@@ -85,35 +85,12 @@ typedef struct worker_s {
 static worker_t W; /* one per process */
 static pid_t stress_parent; /* the test process, set before forking */
 
-__attribute__((noreturn, format(printf, 1, 2))) static void worker_die(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "worker %d (pid %d): FAIL: ", W.index, (int)getpid());
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  _exit(3);
-}
-
-static uint64_t worker_rand(void) {
-  W.rng ^= W.rng << 13; /* xorshift64 */
-  W.rng ^= W.rng >> 7;
-  W.rng ^= W.rng << 17;
-  return W.rng;
-}
-
-static void sleep_us(unsigned us) {
-  struct timespec ts = {0, (long)us * 1000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 static long long counter_get(void) {
   redisReply *r = redisCommand(W.side, "GET %s", COUNTER_KEY);
   if (r == NULL)
-    worker_die("GET: %s", W.side->errstr);
+    rt_worker_die(W.index, "GET: %s", W.side->errstr);
   if (r->type != REDIS_REPLY_STRING)
-    worker_die("GET: reply type %d", r->type);
+    rt_worker_die(W.index, "GET: reply type %d", r->type);
   long long v = strtoll(r->str, NULL, 10);
   freeReplyObject(r);
   return v;
@@ -122,9 +99,9 @@ static long long counter_get(void) {
 static void counter_set(long long v) {
   redisReply *r = redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v);
   if (r == NULL)
-    worker_die("SET: %s", W.side->errstr);
+    rt_worker_die(W.index, "SET: %s", W.side->errstr);
   if (r->type != REDIS_REPLY_STATUS)
-    worker_die("SET: reply type %d", r->type);
+    rt_worker_die(W.index, "SET: reply type %d", r->type);
   freeReplyObject(r);
 }
 
@@ -137,7 +114,7 @@ static void on_lock_closed(lk_lock_t *l) {
   W.l = NULL;
   int rc = lk_client_close(W.c, on_client_closed);
   if (rc != 0)
-    worker_die("lk_client_close: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_client_close: %s", lk_err_name(rc));
 }
 
 static void on_released(lk_lock_t *l, int status, void *arg) {
@@ -157,14 +134,14 @@ static void on_released(lk_lock_t *l, int status, void *arg) {
      * worker runs all its iterations in a row and the handoffs, where an
      * overlap would show, are few. */
     if (W.think_us > 0)
-      sleep_us((unsigned)(worker_rand() % (uint64_t)(W.think_us + 1)));
+      rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % (uint64_t)(W.think_us + 1)));
     start_acquire();
     return;
   }
   lk_client_get_stats(W.c, &W.stats);
   int rc = lk_lock_close(l, on_lock_closed);
   if (rc != 0)
-    worker_die("lk_lock_close: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_lock_close: %s", lk_err_name(rc));
 }
 
 static void on_acquired(lk_lock_t *l, int status, void *arg) {
@@ -175,18 +152,18 @@ static void on_acquired(lk_lock_t *l, int status, void *arg) {
     return;
   }
   if (status != 0)
-    worker_die("acquire #%d completed with %s (%s)", W.done_iters, lk_err_name(status),
+    rt_worker_die(W.index, "acquire #%d completed with %s (%s)", W.done_iters, lk_err_name(status),
                lk_lock_error_text(l));
   W.t_acq = uv_hrtime();
   long long v = counter_get();
-  sleep_us((unsigned)(worker_rand() % 201u));
+  rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 201u));
   counter_set(v + 1);
   uint64_t t_rel = uv_hrtime();
   if (rt_history_append(W.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
-    worker_die("writing the history: %s", strerror(errno));
+    rt_worker_die(W.index, "writing the history: %s", strerror(errno));
   int rc = lk_lock_release(l, on_released, NULL);
   if (rc != 0)
-    worker_die("lk_lock_release: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_lock_release: %s", lk_err_name(rc));
 }
 
 static void start_acquire(void) {
@@ -196,7 +173,7 @@ static void start_acquire(void) {
   o.lease_ms = -1; /* the client's default lease */
   int rc = lk_lock_acquire(W.l, &o, on_acquired, NULL);
   if (rc != 0)
-    worker_die("lk_lock_acquire: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_lock_acquire: %s", lk_err_name(rc));
 }
 
 __attribute__((noreturn)) static void worker_main(int index, int port, int iters,
@@ -225,35 +202,35 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
 
   W.hist = rt_history_create(hist_path);
   if (W.hist == NULL)
-    worker_die("%s: %s", hist_path, strerror(errno));
+    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
   struct timeval tv = {5, 0};
   W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
   if (W.side == NULL || W.side->err)
-    worker_die("side connection: %s", W.side ? W.side->errstr : "out of memory");
+    rt_worker_die(W.index, "side connection: %s", W.side ? W.side->errstr : "out of memory");
   redisSetTimeout(W.side, tv);
 
   if (uv_loop_init(&W.loop) != 0)
-    worker_die("uv_loop_init");
+    rt_worker_die(W.index, "uv_loop_init");
   lk_client_opts_t o;
   lk_client_opts_init(&o);
   o.port = port;
   int rc = lk_client_new(&W.loop, &o, &W.c);
   if (rc != 0)
-    worker_die("lk_client_new: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
   rc = lk_lock_new(W.c, LOCK_NAME, &W.l);
   if (rc != 0)
-    worker_die("lk_lock_new: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_lock_new: %s", lk_err_name(rc));
 
   W.t_begin = uv_hrtime();
   start_acquire();
   uv_run(&W.loop, UV_RUN_DEFAULT);
   if (W.done_iters != W.iters)
-    worker_die("the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
+    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
   rc = uv_loop_close(&W.loop);
   if (rc != 0)
-    worker_die("uv_loop_close: %s", uv_strerror(rc));
+    rt_worker_die(W.index, "uv_loop_close: %s", uv_strerror(rc));
   if (rt_history_finish(W.hist) != 0)
-    worker_die("closing the history: %s", strerror(errno));
+    rt_worker_die(W.index, "closing the history: %s", strerror(errno));
   redisFree(W.side);
   double ms = (double)(uv_hrtime() - W.t_begin) / 1e6;
   printf("worker %d: cpu %d, %d holds in %.0f ms, waited %" PRIu64 " times, %d timeouts, "

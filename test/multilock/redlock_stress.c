@@ -49,34 +49,11 @@ typedef struct worker_s {
 static worker_t W;
 static pid_t stress_parent;
 
-__attribute__((noreturn, format(printf, 1, 2))) static void worker_die(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "worker %d (pid %d): FAIL: ", W.index, (int)getpid());
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  _exit(3);
-}
-
-static uint64_t worker_rand(void) {
-  W.rng ^= W.rng << 13;
-  W.rng ^= W.rng >> 7;
-  W.rng ^= W.rng << 17;
-  return W.rng;
-}
-
-static void sleep_us(unsigned us) {
-  struct timespec ts = {0, (long)us * 1000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 static long long side_int(const char *cmd) {
   redisReply *r = redisCommand(W.side, cmd, COUNTER_KEY);
   long long v;
   if (r == NULL)
-    worker_die("%s: %s", cmd, W.side->errstr);
+    rt_worker_die(W.index, "%s: %s", cmd, W.side->errstr);
   v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
   freeReplyObject(r);
   return v;
@@ -85,7 +62,7 @@ static long long side_int(const char *cmd) {
 static void counter_set(long long v) {
   redisReply *r = redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v);
   if (r == NULL || r->type != REDIS_REPLY_STATUS)
-    worker_die("SET failed");
+    rt_worker_die(W.index, "SET failed");
   freeReplyObject(r);
 }
 
@@ -101,7 +78,7 @@ static void on_rl_closed(lk_redlock_t *rl) {
   (void)rl;
   for (i = 0; i < N_MASTERS; i++)
     if (lk_client_close(W.c[i], on_client_closed) != 0)
-      worker_die("lk_client_close");
+      rt_worker_die(W.index, "lk_client_close");
 }
 
 static void on_released(lk_redlock_t *rl, int status, void *arg) {
@@ -109,12 +86,12 @@ static void on_released(lk_redlock_t *rl, int status, void *arg) {
   if (status != 0 && W.release_errors++ < 5)
     fprintf(stderr, "worker %d: release #%d: %s\n", W.index, W.done_iters, lk_err_name(status));
   if (++W.done_iters < W.iters) {
-    sleep_us((unsigned)(worker_rand() % 301u));
+    rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 301u));
     start_acquire();
     return;
   }
   if (lk_redlock_close(rl, on_rl_closed) != 0)
-    worker_die("lk_redlock_close");
+    rt_worker_die(W.index, "lk_redlock_close");
 }
 
 static void on_acquired(lk_redlock_t *rl, int status, void *arg) {
@@ -130,18 +107,18 @@ static void on_acquired(lk_redlock_t *rl, int status, void *arg) {
     return;
   }
   if (status != 0)
-    worker_die("acquire #%d: %s", W.done_iters, lk_err_name(status));
+    rt_worker_die(W.index, "acquire #%d: %s", W.done_iters, lk_err_name(status));
   W.t_acq = uv_hrtime();
   v = side_int("GET %s");
-  sleep_us((unsigned)(worker_rand() % 201u));
+  rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 201u));
   counter_set(v + 1);
   t_rel = uv_hrtime();
   if (!lk_redlock_is_held(rl))
-    worker_die("validity ran out inside a 200 us section");
+    rt_worker_die(W.index, "validity ran out inside a 200 us section");
   if (rt_history_append(W.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
-    worker_die("history: %s", strerror(errno));
+    rt_worker_die(W.index, "history: %s", strerror(errno));
   if (lk_redlock_release(rl, on_released, NULL) != 0)
-    worker_die("lk_redlock_release");
+    rt_worker_die(W.index, "lk_redlock_release");
 }
 
 static void start_acquire(void) {
@@ -150,7 +127,7 @@ static void start_acquire(void) {
   o.wait_ms = 30000;
   o.node_timeout_ms = 1000;
   if (lk_redlock_acquire(W.rl, &o, on_acquired, NULL) != 0)
-    worker_die("lk_redlock_acquire");
+    rt_worker_die(W.index, "lk_redlock_acquire");
 }
 
 __attribute__((noreturn)) static void worker_main(int index, const int *ports, int iters,
@@ -171,32 +148,32 @@ __attribute__((noreturn)) static void worker_main(int index, const int *ports, i
   (void)sched_setaffinity(0, sizeof set, &set);
   W.hist = rt_history_create(hist_path);
   if (W.hist == NULL)
-    worker_die("%s: %s", hist_path, strerror(errno));
+    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
   W.side = redisConnectWithTimeout("127.0.0.1", ports[0], tv);
   if (W.side == NULL || W.side->err)
-    worker_die("side connection");
+    rt_worker_die(W.index, "side connection");
   redisSetTimeout(W.side, tv);
   if (uv_loop_init(&W.loop) != 0)
-    worker_die("uv_loop_init");
+    rt_worker_die(W.index, "uv_loop_init");
   for (i = 0; i < N_MASTERS; i++) {
     lk_client_opts_t o;
     lk_client_opts_init(&o);
     o.port = ports[i];
     rc = lk_client_new(&W.loop, &o, &W.c[i]);
     if (rc != 0)
-      worker_die("lk_client_new: %s", lk_err_name(rc));
+      rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
   }
   rc = lk_redlock_new(W.c, N_MASTERS, LOCK_NAME, NULL, &W.rl);
   if (rc != 0)
-    worker_die("lk_redlock_new: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_redlock_new: %s", lk_err_name(rc));
   start_acquire();
   uv_run(&W.loop, UV_RUN_DEFAULT);
   if (W.done_iters != W.iters || W.closed != N_MASTERS)
-    worker_die("the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
+    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
   if (uv_loop_close(&W.loop) != 0)
-    worker_die("uv_loop_close");
+    rt_worker_die(W.index, "uv_loop_close");
   if (rt_history_finish(W.hist) != 0)
-    worker_die("closing the history");
+    rt_worker_die(W.index, "closing the history");
   redisFree(W.side);
   printf("worker %d: %d holds, %d budget timeouts, %d no-quorum retries\n", W.index,
          W.done_iters, W.timeouts, W.noquorum);

@@ -77,19 +77,6 @@ __attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt,
   _exit(3);
 }
 
-static uint64_t rnd(void) {
-  W.rng ^= W.rng << 13;
-  W.rng ^= W.rng >> 7;
-  W.rng ^= W.rng << 17;
-  return W.rng;
-}
-
-static void sleep_us(unsigned us) {
-  struct timespec ts = {0, (long)us * 1000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 static long long counter(void) {
   redisReply *r = redisCommand(W.side, "GET %s", COUNTER_KEY);
   long long v;
@@ -126,7 +113,7 @@ static void on_released(lk_rwlock_t *rw, int status, void *arg) {
   }
   if (++W.done < W.iters) {
     if (W.think_us > 0)
-      sleep_us((unsigned)(rnd() % (uint64_t)(W.think_us + 1)));
+      rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % (uint64_t)(W.think_us + 1)));
     next();
     return;
   }
@@ -149,12 +136,12 @@ static void on_acquired(lk_rwlock_t *rw, int status, void *arg) {
   W.t_acq = uv_hrtime();
   if (W.writing) {
     long long v = counter();
-    sleep_us((unsigned)(rnd() % 201u));
+    rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 201u));
     counter_set(v + 1);
     W.writes++;
   } else {
     long long v = counter();
-    sleep_us((unsigned)(rnd() % 201u));
+    rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 201u));
     if (counter() != v)
       W.torn_reads++;
     W.reads++;
@@ -172,7 +159,7 @@ static void next(void) {
   int rc;
   lk_rwlock_opts_init(&o);
   o.wait_ms = 30000;
-  W.writing = (int)(rnd() % 100u) < W.write_pct;
+  W.writing = (int)(rt_xorshift(&W.rng) % 100u) < W.write_pct;
   rc = lk_rwlock_acquire(W.rw, W.writing ? LK_RW_WRITE : LK_RW_READ, &o, on_acquired, NULL);
   if (rc != 0)
     die("lk_rwlock_acquire: %s", lk_err_name(rc));

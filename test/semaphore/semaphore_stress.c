@@ -69,34 +69,11 @@ typedef struct worker_s {
 static worker_t W;
 static pid_t stress_parent;
 
-__attribute__((noreturn, format(printf, 1, 2))) static void worker_die(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "worker %d (pid %d): FAIL: ", W.index, (int)getpid());
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  _exit(3);
-}
-
-static uint64_t worker_rand(void) {
-  W.rng ^= W.rng << 13;
-  W.rng ^= W.rng >> 7;
-  W.rng ^= W.rng << 17;
-  return W.rng;
-}
-
-static void sleep_us(unsigned us) {
-  struct timespec ts = {0, (long)us * 1000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 static long long side_incrby(long long by) {
   redisReply *r = redisCommand(W.side, "INCRBY %s %lld", INSIDE_KEY, by);
   long long v;
   if (r == NULL || r->type != REDIS_REPLY_INTEGER)
-    worker_die("INCRBY: %s", r == NULL ? W.side->errstr : "unexpected reply");
+    rt_worker_die(W.index, "INCRBY: %s", r == NULL ? W.side->errstr : "unexpected reply");
   v = r->integer;
   freeReplyObject(r);
   return v;
@@ -118,14 +95,14 @@ static void next_or_close(void) {
   int rc;
   W.done_iters++;
   if (W.done_iters < W.iters) {
-    sleep_us((unsigned)(worker_rand() % 301u)); /* think time outside */
+    rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 301u)); /* think time outside */
     start_acquire();
     return;
   }
   lk_client_get_stats(W.c, &W.stats);
   rc = W.expirable ? lk_psem_close(W.p, on_psem_closed) : lk_semaphore_close(W.s, on_sem_closed);
   if (rc != 0)
-    worker_die("close: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "close: %s", lk_err_name(rc));
 }
 
 static void on_released(int status) {
@@ -149,7 +126,7 @@ static void on_acquired(int status, const char *text) {
   uint64_t t_rel, waited;
   int rc;
   if (status != 0)
-    worker_die("acquire #%d: %s (%s)", W.done_iters, lk_err_name(status), text);
+    rt_worker_die(W.index, "acquire #%d: %s (%s)", W.done_iters, lk_err_name(status), text);
   W.t_acq = uv_hrtime();
   waited = W.t_acq - W.t_call;
   W.wait_sum_ns += waited;
@@ -160,15 +137,15 @@ static void on_acquired(int status, const char *text) {
     W.inside_max = v;
   if (v > W.permits)
     W.over++;
-  sleep_us((unsigned)(worker_rand() % 201u));
+  rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 201u));
   side_incrby(-W.n);
   t_rel = uv_hrtime();
   if (rt_permit_history_append(W.hist, (uint32_t)W.index, (uint32_t)W.n, W.t_acq, t_rel) != 0)
-    worker_die("writing the history: %s", strerror(errno));
+    rt_worker_die(W.index, "writing the history: %s", strerror(errno));
   rc = W.expirable ? lk_psem_release(W.p, NULL, on_psem_released, NULL)
                    : lk_semaphore_release(W.s, W.n, on_sem_released, NULL);
   if (rc != 0)
-    worker_die("release call: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "release call: %s", lk_err_name(rc));
 }
 
 static void on_sem_acquired(lk_semaphore_t *s, int status, void *arg) {
@@ -182,7 +159,7 @@ static void on_psem_acquired(lk_psem_t *p, int status, void *arg) {
 
 static void start_acquire(void) {
   int rc;
-  W.n = W.expirable ? 1 + (int64_t)(worker_rand() % 2u) : 1;
+  W.n = W.expirable ? 1 + (int64_t)(rt_xorshift(&W.rng) % 2u) : 1;
   W.t_call = uv_hrtime();
   if (W.expirable) {
     lk_psem_opts_t o;
@@ -198,7 +175,7 @@ static void start_acquire(void) {
     rc = lk_semaphore_acquire(W.s, &o, on_sem_acquired, NULL);
   }
   if (rc != 0)
-    worker_die("acquire call: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "acquire call: %s", lk_err_name(rc));
 }
 
 __attribute__((noreturn)) static void worker_main(int index, int port, int iters, int expirable,
@@ -223,29 +200,29 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
     cpu = -1;
   W.hist = rt_history_create(hist_path);
   if (W.hist == NULL)
-    worker_die("%s: %s", hist_path, strerror(errno));
+    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
   W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
   if (W.side == NULL || W.side->err)
-    worker_die("side connection failed");
+    rt_worker_die(W.index, "side connection failed");
   redisSetTimeout(W.side, tv);
   if (uv_loop_init(&W.loop) != 0)
-    worker_die("uv_loop_init");
+    rt_worker_die(W.index, "uv_loop_init");
   lk_client_opts_init(&o);
   o.port = port;
   if ((rc = lk_client_new(&W.loop, &o, &W.c)) != 0)
-    worker_die("lk_client_new: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
   rc = expirable ? lk_psem_new(W.c, name, &W.p) : lk_semaphore_new(W.c, name, &W.s);
   if (rc != 0)
-    worker_die("new: %s", lk_err_name(rc));
+    rt_worker_die(W.index, "new: %s", lk_err_name(rc));
   W.t_begin = uv_hrtime();
   start_acquire();
   uv_run(&W.loop, UV_RUN_DEFAULT);
   if (W.done_iters != W.iters)
-    worker_die("the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
+    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
   if ((rc = uv_loop_close(&W.loop)) != 0)
-    worker_die("uv_loop_close: %s", uv_strerror(rc));
+    rt_worker_die(W.index, "uv_loop_close: %s", uv_strerror(rc));
   if (rt_history_finish(W.hist) != 0)
-    worker_die("closing the history: %s", strerror(errno));
+    rt_worker_die(W.index, "closing the history: %s", strerror(errno));
   redisFree(W.side);
   printf("worker %d: cpu %d, %d holds in %.0f ms, waited %" PRIu64 " times (mean %.2f ms, "
          "max %.1f ms), %" PRIu64 " messages, %" PRIu64 " commands, counter max %lld\n",

@@ -122,7 +122,7 @@ void wl_excl_acquired(wl_excl_t *w, int status) {
   }
   w->state = HOLDING;
   if (w->ctx->stopping || nem_rand(w->ctx) % 10 < 8) {
-    nem_sleep_us((unsigned)nem_between(w->ctx, 0, 200)); /* a short section */
+    rt_sleep_us((unsigned)nem_between(w->ctx, 0, 200)); /* a short section */
     end_hold(w);
     return;
   }

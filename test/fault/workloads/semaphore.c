@@ -73,7 +73,7 @@ static void on_acquired(lk_semaphore_t *s, int status, void *arg) {
   w->t_acq = now;
   w->state = HOLDING;
   if (w->ctx->stopping || nem_rand(w->ctx) % 10 < 7) {
-    nem_sleep_us((unsigned)nem_between(w->ctx, 0, 200));
+    rt_sleep_us((unsigned)nem_between(w->ctx, 0, 200));
     end_hold(w);
     return;
   }
