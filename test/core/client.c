@@ -109,23 +109,12 @@ static void rec_close_cb(lk_lock_t *l) {
   r->seq = ++g_seq;
 }
 
-static long long numsub(rt_server_t *s, const char *channel) {
-  redisReply *r = rt_cmd(s, "PUBSUB NUMSUB %s", channel);
-  long long n;
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  ASSERT_EQ(r->elements, 2);
-  n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
 /* Polls the server (bounded) while the loop keeps running, for a condition
  * with no callback to await: a waiter's subscription being in place. */
 static void wait_numsub(fx_t *fx, const char *channel, long long want, int64_t timeout_ms) {
   int64_t end = rt_now_ms() + rt_scaled_ms(timeout_ms);
   for (;;) {
-    if (numsub(fx->srv, channel) == want)
+    if (rt_server_numsub(fx->srv, channel) == want)
       return;
     if (rt_now_ms() > end)
       FAIL("channel %s never had %lld subscribers", channel, want);

@@ -385,7 +385,7 @@ TEST(waiter_channel_is_kept_until_close) {
     fsx_t rel;
     ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
     fsx_start(w, 30000, 30000, 0, &s);
-    FX_EVENTUALLY(&fx, fair_numsub(fx.srv, ch) == 1 && fair_llen(fx.srv, "chan") == 1, 3000);
+    FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 1 && fair_llen(fx.srv, "chan") == 1, 3000);
     fx_spin(&fx, 5);
     memset(&rel, 0, sizeof(rel));
     ASSERT_OK(lk_fair_release(h, fsx_cb, &rel));
@@ -395,12 +395,12 @@ TEST(waiter_channel_is_kept_until_close) {
     /* woken by its message, not by a re-poll (1 s) */
     ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_scaled_ms(500));
     ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
-    ASSERT_EQ(fair_numsub(fx.srv, ch), 1);
+    ASSERT_EQ(rt_server_numsub(fx.srv, ch), 1);
   }
   /* Its own channel and the client's heartbeat channel: two in all. */
   ASSERT_LE(cmdstat_calls(fx.srv, "subscribe") - subs0, 2);
   fx_close_fair(&fx, w);
-  FX_EVENTUALLY(&fx, fair_numsub(fx.srv, ch) == 0, 2000);
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 0, 2000);
   free(ch);
   fx_close_fair(&fx, h);
   fx_finish(&fx);
@@ -676,7 +676,7 @@ TEST(names_with_braces_use_redisson_keys) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD redisson_lock_timeout:a{b}c"), 1);
   ch = fair_channel_of(w);
   ASSERT(strncmp(ch, "redisson_lock__channel:a{b}c:", strlen("redisson_lock__channel:a{b}c:")) == 0);
-  FX_EVENTUALLY(&fx, fair_numsub(fx.srv, ch) == 1, 3000);
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 1, 3000);
   free(ch);
   ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
   rt_run_until(&fx.loop, &s.done, 5000);

@@ -43,7 +43,7 @@ TEST(cancel_racing_the_grant_gives_it_back) {
   FX_EVENTUALLY(&fx, fair_llen(fx.srv, "race") == 1, 3000);
   {
     char *ch = fair_channel_of(w);
-    FX_EVENTUALLY(&fx, fair_numsub(fx.srv, ch) == 1, 3000);
+    FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 1, 3000);
     free(ch);
   }
   fx_spin(&fx, 20);
@@ -189,12 +189,12 @@ TEST(pubsub_killed_while_queued_still_acquires_promptly) {
   for (round = 0; round < 2; round++) {
     ASSERT_OK(fsx_acquire(&fx, h, 0, 60000));
     fsx_start(w, 60000, 60000, 60000, &s); /* refresh every 20 s */
-    FX_EVENTUALLY(&fx, fair_numsub(fx.srv, ch) == 1 && fair_llen(fx.srv, "psk") == 1, 3000);
+    FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 1 && fair_llen(fx.srv, "psk") == 1, 3000);
     fx_spin(&fx, 20);
     ASSERT_GE(rt_cmd_int(fx.srv, "CLIENT KILL TYPE pubsub"), 1);
     if (round == 0) {
       fx_spin(&fx, 30);
-      FX_EVENTUALLY(&fx, fair_numsub(fx.srv, ch) == 1, 3000);
+      FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 1, 3000);
       fx_spin(&fx, 20);
     }
     ASSERT_EQ(s.done, 0);

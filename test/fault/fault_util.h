@@ -67,16 +67,6 @@ static inline void fu_start_acquire(lk_lock_t *l, int64_t wait_ms, int64_t lease
   ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
 }
 
-/* Waits until the server counts a subscriber on channel. */
-static inline void fu_wait_subscribed(uv_loop_t *loop, rt_server_t *srv, const char *channel) {
-  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-  while (rt_server_numsub(srv, channel) == 0) {
-    ASSERT_LT(rt_now_ms(), end);
-    uv_run(loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
 /* Lost-lease recorder. */
 typedef struct fu_lost_s {
   int calls;

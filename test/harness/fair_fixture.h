@@ -172,18 +172,6 @@ static inline long long server_ms(rt_server_t *srv) {
   return ms;
 }
 
-static inline long long fair_numsub(rt_server_t *srv, const char *channel) {
-  const char *argv[3] = {"PUBSUB", "NUMSUB", channel};
-  redisReply *r = rt_cmd_argv(srv, 3, argv, NULL);
-  long long n;
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  ASSERT_EQ(r->elements, 2);
-  n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
 /* The waiter channel of a fair-lock object. malloc'd. */
 static inline char *fair_channel_of(lk_fair_t *f) {
   const char *name = lk_fair_name(f);

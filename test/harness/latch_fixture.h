@@ -87,29 +87,6 @@ static inline int lx_await(uv_loop_t *loop, lk_latch_t *l, int64_t wait_ms) {
   return s.status;
 }
 
-static inline long long lx_numsub(rt_server_t *srv, const char *channel) {
-  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
-  long long n;
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  ASSERT_EQ(r->elements, 2);
-  n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
-/* Keeps the loop running until channel has at least n subscribers. */
-static inline void lx_wait_subscribers(uv_loop_t *loop, rt_server_t *srv, const char *channel,
-                                       long long n) {
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (lx_numsub(srv, channel) < n) {
-    if (rt_now_ms() > end)
-      FAIL("fewer than %lld subscribers on %s", n, channel);
-    uv_run(loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
 /* GET key as a number; def when absent. */
 static inline long long lx_get(rt_server_t *srv, const char *key, long long def) {
   char *v = rt_cmd_str(srv, "GET %s", key);

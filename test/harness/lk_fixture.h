@@ -10,6 +10,7 @@
 #include "latchkey.h"
 #include "proxy.h"
 #include "redis_server.h"
+#include "server_faults.h"
 #include "test.h"
 
 typedef struct fx_s {
@@ -178,6 +179,24 @@ static inline void fx_spin(fx_t *fx, int64_t ms) {
  * has acted on a reply; fails after ms (scaled). */
 #define FX_WAIT_RULE_APPLIED(fx, p, ms)                                        \
   FX_EVENTUALLY((fx), rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED, (ms))
+
+/* Runs loop until channel has at least n subscribers on srv
+ * (rt_server_numsub); fails after 5 s (scaled). */
+static inline void rt_wait_subscribers(uv_loop_t *loop, rt_server_t *srv, const char *channel,
+                                       long long n) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  long long got;
+  while ((got = rt_server_numsub(srv, channel)) < n) {
+    if (rt_now_ms() > end)
+      FAIL("%s has %lld subscribers, want %lld", channel, got, n);
+    uv_run(loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+static inline void fx_wait_subscribers(fx_t *fx, const char *channel, long long n) {
+  rt_wait_subscribers(&fx->loop, fx->srv, channel, n);
+}
 
 /* Loop, server, and a fault proxy in front of it; the fixture's client
  * (options o, whose port is set to the proxy's) goes through the proxy. */

@@ -106,24 +106,4 @@ static inline long long rw_hget(fx_t *fx, const char *key, const char *field) {
   return n;
 }
 
-/* Polls until channel has at least n subscribers, running the loop. */
-static inline void rw_wait_subscribers(fx_t *fx, const char *channel, long long n) {
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  for (;;) {
-    redisReply *r = rt_cmd(fx->srv, "PUBSUB NUMSUB %s", channel);
-    long long got;
-    ASSERT_NOT_NULL(r);
-    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-    ASSERT_EQ(r->elements, 2);
-    got = r->element[1]->integer;
-    freeReplyObject(r);
-    if (got >= n)
-      return;
-    if (rt_now_ms() > end)
-      FAIL("%s has %lld subscribers, want %lld", channel, got, n);
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(2);
-  }
-}
-
 #endif /* LK_TEST_HARNESS_RW_FIXTURE_H */

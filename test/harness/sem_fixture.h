@@ -184,27 +184,6 @@ static inline long long srv_count(rt_server_t *srv, const char *name) {
   return n;
 }
 
-static inline long long srv_numsub(rt_server_t *srv, const char *channel) {
-  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
-  long long n;
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  ASSERT_EQ(r->elements, 2);
-  n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
-/* Spins the loop until the server has a subscriber on channel (bounded). */
-static inline void fx_wait_subscribed(fx_t *fx, const char *channel) {
-  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-  while (srv_numsub(fx->srv, channel) == 0) {
-    ASSERT_LT(rt_now_ms(), end);
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
 /* Spins the loop until the server's count under name is want (bounded):
  * for background work with no callback to await. */
 static inline int fx_wait_count(fx_t *fx, const char *name, long long want, int64_t timeout_ms) {

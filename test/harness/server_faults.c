@@ -145,7 +145,8 @@ long long rt_server_info_int(rt_server_t *s, const char *section, const char *fi
 
 long long rt_server_numsub(rt_server_t *s, const char *channel) {
   redisReply *r = rt_cmd(s, "PUBSUB NUMSUB %s", channel);
-  if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+  if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[1]->type != REDIS_REPLY_INTEGER)
     FAIL("PUBSUB NUMSUB %s: unexpected reply", channel);
   long long n = r->element[1]->integer;
   freeReplyObject(r);

@@ -98,7 +98,7 @@ TEST(arm_count_down_open) {
   lx_close(&fx.loop, a);
   lx_close(&fx.loop, b);
   FX_EVENTUALLY(&fx, lx_count_keys(fx.srv, "*") == 0, 2000);
-  ASSERT_EQ(lx_numsub(fx.srv, CHANNEL("job")), 1); /* only the raw subscriber */
+  ASSERT_EQ(rt_server_numsub(fx.srv, CHANNEL("job")), 1); /* only the raw subscriber */
   redisFree(sub);
   fx_finish(&fx);
 }
@@ -116,7 +116,7 @@ TEST(awaiter_released_by_final_count_down) {
   c = lx_new(&fx, "rel", 0);
   ASSERT_OK(lx_set(&fx.loop, c, 2, NULL));
   lx_await_start(w, -1, &s);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("rel"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("rel"), 1);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 1);
   fx_spin(&fx, 50);
@@ -170,7 +170,7 @@ TEST(lost_message_costs_one_repoll) {
   w = lx_new(&fx, "quiet", 0);
   ASSERT_OK(lx_set(&fx.loop, w, 1, NULL));
   lx_await_start(w, -1, &s);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("quiet"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("quiet"), 1);
   fx_spin(&fx, 30);
   ASSERT_EQ(s.done, 0);
   t0 = uv_hrtime();
@@ -206,7 +206,7 @@ TEST(rearm_after_open) {
   expect_message(sub, "1");
   ASSERT_EQ(lx_await(&fx.loop, w, 0), LK_ETIMEDOUT); /* armed again */
   lx_await_start(w, 20000, &s);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("again"), 2);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("again"), 2);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 1);
   fx_spin(&fx, 30);
@@ -242,7 +242,7 @@ TEST(delete_releases_awaiters) {
   expect_message(sub, "1");
   lx_await_start(w1, -1, &s1);
   lx_await_start(w2, -1, &s2);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("gone"), 2);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("gone"), 2);
   fx_spin(&fx, 30);
   t0 = uv_hrtime();
   ASSERT_OK(lx_run(&fx.loop, lk_latch_delete, d, &res));
@@ -271,7 +271,7 @@ TEST(delete_releases_awaiters) {
    * as opened, not as deleted, by the next final count_down. */
   ASSERT_OK(lx_set(&fx.loop, d, 1, NULL));
   lx_await_start(w1, 20000, &s1);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("gone"), 2);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("gone"), 2);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, d, &res));
   ASSERT_EQ(res, 0);
   rt_run_until(&fx.loop, &s1.done, 2000);
@@ -298,7 +298,7 @@ TEST(cancel_and_close_pending_await) {
   lx_await_start(w1, -1, &s1);
   lx_await_start(w2, -1, &s2);
   ASSERT_EQ(lk_latch_count_down(w1, lx_cb, &s2), LK_EBUSY);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("cc"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("cc"), 1);
   ASSERT_OK(lk_latch_cancel(w1));
   ASSERT_EQ(s1.done, 0); /* never inside the call */
   ASSERT_EQ(lk_latch_cancel(w1), LK_EINVAL); /* its completion is queued */
@@ -314,7 +314,7 @@ TEST(cancel_and_close_pending_await) {
   ASSERT_EQ(s2.status, LK_ECANCELED);
   ASSERT_EQ(s1.calls, 1);
   ASSERT_EQ(s2.calls, 1);
-  FX_EVENTUALLY(&fx, lx_numsub(fx.srv, CHANNEL("cc")) == 0, 2000);
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, CHANNEL("cc")) == 0, 2000);
   lx_close(&fx.loop, w1);
   fx_finish(&fx);
 }

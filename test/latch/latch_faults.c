@@ -122,10 +122,10 @@ TEST(awaiters_survive_pubsub_reconnect) {
     w[i] = lx_new(&fx, "ps", i % 2);
     lx_await_start(w[i], -1, &s[i]);
   }
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("ps"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("ps"), 1);
   ASSERT_GE(rt_cmd_int(fx.srv, "CLIENT KILL TYPE pubsub"), 1);
   fx_spin(&fx, 50);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("ps"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("ps"), 1);
   fx_spin(&fx, 30);
   for (i = 0; i < 5; i++)
     ASSERT_EQ(s[i].done, 0);
@@ -164,12 +164,12 @@ TEST(await_forever_rides_out_server_outage) {
   c = lx_new(&fx, "out", 0);
   ASSERT_OK(lx_set(&fx.loop, c, 1, NULL));
   lx_await_start(w, -1, &s);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("out"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("out"), 1);
   rt_server_kill(fx.srv, SIGKILL);
   fx_spin(&fx, 800); /* several failed re-polls */
   ASSERT_EQ(s.done, 0);
   ASSERT_OK(rt_server_restart(fx.srv));
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("out"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("out"), 1);
   fx_spin(&fx, 300);
   ASSERT_EQ(s.done, 0); /* the count survived: still armed */
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));

@@ -53,7 +53,7 @@ TEST(redisson_counts_down_latchkey_awaits) {
   lx_await_start(w1, -1, &s1);
   lx_await_start(w2, 20000, &s2);
   lx_await_start(ws, -1, &ss);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("rj"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("rj"), 1);
   fx_spin(&fx, 20);
   ASSERT_EQ(rt_rlatch_count_down(r, "rj"), 3);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
@@ -135,7 +135,7 @@ TEST(latchkey_counts_down_redisson_awaits) {
   w.name = "jr";
   w.timeout_ms = rt_scaled_ms(10000);
   ASSERT_OK(uv_thread_create(&th, emu_wait_thread, &w));
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("jr"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("jr"), 1);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 1);
   ASSERT_EQ(rt_rlatch_get_count(r, "jr"), 1);
@@ -174,7 +174,7 @@ TEST(deletes_across_clients) {
   d = lx_new(&fx, "dd", 0);
   ASSERT_EQ(rt_rlatch_try_set_count(r, "dd", 2), 1);
   lx_await_start(w, -1, &s);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("dd"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("dd"), 1);
   fx_spin(&fx, 20);
   ASSERT_EQ(rt_rlatch_delete(r, "dd"), 1);
   rt_run_until(&fx.loop, &s.done, 2000);
@@ -190,7 +190,7 @@ TEST(deletes_across_clients) {
   ASSERT_STREQ(m->element[2]->str, "1");
   freeReplyObject(m);
   lx_await_start(w, -1, &s);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("dd"), 2);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("dd"), 2);
   fx_spin(&fx, 20);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_delete, d, &res));
   ASSERT_EQ(res, 1);

@@ -275,7 +275,7 @@ TEST(fifty_awaiters_in_four_processes) {
   for (int i = 0; i < AW_PROCS; i++)
     child_go(&kids[i]);
   /* Every process has subscribed (each after an awaiter found it armed). */
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL(AW_NAME), AW_PROCS);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL(AW_NAME), AW_PROCS);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 2);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));

@@ -102,7 +102,7 @@ TEST(strict_key_deleted_under_awaiters) {
   ASSERT_OK(lx_set(&fx.loop, c, 3, NULL));
   lx_await_start(s1, -1, &a);
   lx_await_start(i1, -1, &b);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("del"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("del"), 1);
   fx_spin(&fx, 30);
   ASSERT_EQ(rt_cmd_int(fx.srv, "DEL del"), 1);
   t0 = uv_hrtime();
@@ -115,7 +115,7 @@ TEST(strict_key_deleted_under_awaiters) {
   /* Redisson's delete publishes "1": the strict awaiter looks at once. */
   ASSERT_OK(lx_set(&fx.loop, c, 3, NULL));
   lx_await_start(s2, -1, &d);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("del"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("del"), 1);
   fx_spin(&fx, 30);
   emu = rt_rlock_connect(rt_server_port(fx.srv));
   t0 = uv_hrtime();
@@ -146,7 +146,7 @@ TEST(strict_lost_on_restart_without_persistence) {
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, NULL));
   lx_await_start(s, -1, &a);
   lx_await_start(i, -1, &b);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("rs"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("rs"), 1);
   ASSERT_OK(rt_server_restart(fx.srv));
   rt_run_until(&fx.loop, &a.done, 8000);
   rt_run_until(&fx.loop, &b.done, 8000);
@@ -171,9 +171,9 @@ TEST(strict_survives_restart_with_persistence) {
   c = lx_new(&fx, "aof", 1);
   ASSERT_OK(lx_set(&fx.loop, c, 2, NULL));
   lx_await_start(s, -1, &a);
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("aof"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("aof"), 1);
   ASSERT_OK(rt_server_restart(fx.srv));
-  lx_wait_subscribers(&fx.loop, fx.srv, CHANNEL("aof"), 1);
+  rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("aof"), 1);
   fx_spin(&fx, 400); /* at least one re-poll after the restart */
   ASSERT_EQ(a.done, 0);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));

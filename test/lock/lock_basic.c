@@ -15,17 +15,6 @@ static long long server_holds(fx_t *fx, lk_lock_t *l) {
   return n;
 }
 
-static long long numsub(fx_t *fx, const char *channel) {
-  redisReply *r = rt_cmd(fx->srv, "PUBSUB NUMSUB %s", channel);
-  long long n;
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  ASSERT_EQ(r->elements, 2);
-  n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
 TEST(reentrancy_counts) {
   fx_t fx;
   lk_lock_t *l;
@@ -187,7 +176,7 @@ TEST(waiter_wakes_promptly_on_release) {
     ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &s));
   }
   /* Let b reach its wait (subscribed and re-tried). */
-  FX_EVENTUALLY(&fx, numsub(&fx, "redisson_lock__channel:{wake}") != 0, 3000);
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{wake}") != 0, 3000);
   fx_spin(&fx, 50); /* the post-subscribe retry lands */
   ASSERT_EQ(s.done, 0);
   memset(&r, 0, sizeof(r));
@@ -201,7 +190,7 @@ TEST(waiter_wakes_promptly_on_release) {
   fx_close_lock(&fx, b);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS wake"), 0);
   /* The channel is unsubscribed once nobody waits. */
-  FX_EVENTUALLY(&fx, numsub(&fx, "redisson_lock__channel:{wake}") == 0, 2000);
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{wake}") == 0, 2000);
   fx_finish(&fx);
 }
 
@@ -404,7 +393,8 @@ TEST(close_inside_a_cancel_callback_closes_each_once) {
   lk_lock_opts_init(&o);
   o.wait_ms = 5000;
   ASSERT_OK(lk_lock_acquire(waiter, &o, on_canceled_close_both, &st));
-  fx_spin(&fx, 50); /* waiting: its timer and subscription are made */
+  /* Waiting: its timer and subscription are made. */
+  fx_wait_subscribers(&fx, "redisson_lock__channel:{cicb}", 1);
   ASSERT_OK(lk_lock_cancel(waiter));
   rt_run_until(&fx.loop, &st.closed_other, 5000);
   rt_run_until(&fx.loop, &st.closed_waiter, 5000);

@@ -25,23 +25,6 @@ static int hold_field_is(fx_t *fx, const char *name, lk_lock_t *l, const char *w
   return is;
 }
 
-static void wait_subscribed(fx_t *fx, const char *channel) {
-  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-  for (;;) {
-    redisReply *r = rt_cmd(fx->srv, "PUBSUB NUMSUB %s", channel);
-    long long n;
-    ASSERT_NOT_NULL(r);
-    ASSERT_EQ(r->elements, 2);
-    n = r->element[1]->integer;
-    freeReplyObject(r);
-    if (n > 0)
-      return;
-    ASSERT_LT(rt_now_ms(), end);
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
 typedef struct {
   int events[8];
   int n;
@@ -79,7 +62,7 @@ TEST(redis_restart_while_waiting) {
   b = fx_lock(&fx, "rs");
   ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
   start_acquire(b, 20000, 10000, &s);
-  wait_subscribed(&fx, "redisson_lock__channel:{rs}");
+  fx_wait_subscribers(&fx, "redisson_lock__channel:{rs}", 1);
   ASSERT_OK(rt_server_restart(fx.srv));
   rt_run_until(&fx.loop, &s.done, 8000);
   ASSERT_OK(s.status);
@@ -110,10 +93,10 @@ TEST(pubsub_killed_while_waiting) {
   b = fx_lock(&fx, "pk");
   ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
   start_acquire(b, 30000, 10000, &s);
-  wait_subscribed(&fx, "redisson_lock__channel:{pk}");
+  fx_wait_subscribers(&fx, "redisson_lock__channel:{pk}", 1);
   ASSERT_GE(rt_cmd_int(fx.srv, "CLIENT KILL TYPE pubsub"), 1);
   fx_spin(&fx, 50);
-  wait_subscribed(&fx, "redisson_lock__channel:{pk}");
+  fx_wait_subscribers(&fx, "redisson_lock__channel:{pk}", 1);
   fx_spin(&fx, 20);
   ASSERT_EQ(s.done, 0);
   memset(&r, 0, sizeof(r));
@@ -399,7 +382,7 @@ static void lost_grant_start(lost_grant_t *x, const char *name) {
   ASSERT_OK(sx_acquire(&x->fx, x->holder, 0, 60000));
   start_acquire(x->waiter, 20000, 60000, &x->s);
   snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
-  wait_subscribed(&x->fx, channel);
+  fx_wait_subscribers(&x->fx, channel, 1);
   fx_spin(&x->fx, 50);
   /* The waiter's next attempt wins; its reply is lost with the connection. */
   rt_proxy_on_reply(x->p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);

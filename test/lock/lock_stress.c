@@ -265,16 +265,6 @@ static void kill_workers(const pid_t *pids, const int *running) {
     }
 }
 
-static long long numsub(rt_server_t *srv, const char *channel) {
-  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  ASSERT_EQ(r->elements, 2);
-  long long n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
 TEST(lock_stress_mutual_exclusion) {
   const int K = iters_from_env();
   const int think_us = think_from_env();
@@ -397,9 +387,9 @@ TEST(lock_stress_mutual_exclusion) {
     FAIL("%zu keys left, first: %s", keys->elements, keys->element[0]->str);
   freeReplyObject(keys);
   int64_t sub_deadline = rt_now_ms() + rt_scaled_ms(2000);
-  while (numsub(srv, LOCK_CHANNEL) != 0 && rt_now_ms() < sub_deadline)
+  while (rt_server_numsub(srv, LOCK_CHANNEL) != 0 && rt_now_ms() < sub_deadline)
     rt_sleep_ms(5);
-  ASSERT_EQ(numsub(srv, LOCK_CHANNEL), 0);
+  ASSERT_EQ(rt_server_numsub(srv, LOCK_CHANNEL), 0);
 
   printf("stress: %d workers x %d iterations = %d holds in %.0f ms (%.0f holds/s)\n", N_WORKERS,
          K, N_WORKERS * K, elapsed_ms, (double)(N_WORKERS * K) / (elapsed_ms / 1000.0));

@@ -33,16 +33,6 @@ static void start(fx_t *fx) {
   fx_start_with(fx, NULL, &o);
 }
 
-static long long numsub(fx_t *fx, const char *channel) {
-  redisReply *r = rt_cmd(fx->srv, "PUBSUB NUMSUB %s", channel);
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  ASSERT_EQ(r->elements, 2);
-  long long n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
 /* HGET name field as a number; 0 when absent. */
 static long long hget(fx_t *fx, const char *name, const char *field) {
   char *v = rt_cmd_str(fx->srv, "HGET %s %s", name, field);
@@ -70,7 +60,7 @@ static void assert_pttl_within(fx_t *fx, const char *name, long long lease) {
  * channel has at least one subscriber. */
 static void wait_for_subscriber(fx_t *fx, const char *channel) {
   int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (numsub(fx, channel) < 1) {
+  while (rt_server_numsub(fx->srv, channel) < 1) {
     if (rt_now_ms() > end)
       FAIL("nobody subscribed to %s", channel);
     uv_run(&fx->loop, UV_RUN_NOWAIT);
@@ -131,7 +121,7 @@ static void releaser_tick(uv_timer_t *t) {
   }
   int64_t now = rt_now_ms();
   if (r->t_seen_ms == 0) {
-    if (numsub(r->fx, r->channel) >= 1)
+    if (rt_server_numsub(r->fx->srv, r->channel) >= 1)
       r->t_seen_ms = now;
     return;
   }
@@ -242,7 +232,7 @@ TEST(redisson_emulator_self_check) {
   int64_t t0 = rt_now_ms();
   ASSERT_EQ(rt_rlock_lock_blocking(emu, wsub, "y", EMU_UUID, 2, 10000, 300), -1);
   ASSERT_GE(rt_now_ms() - t0, 300);
-  ASSERT_EQ(numsub(&fx, "redisson_lock__channel:{y}"), 0); /* unsubscribed again */
+  ASSERT_EQ(rt_server_numsub(fx.srv, "redisson_lock__channel:{y}"), 0); /* unsubscribed again */
   ASSERT_EQ(rt_cmd_int(fx.srv, "PEXPIRE y 300"), 1);
   t0 = rt_now_ms();
   ASSERT_EQ(rt_rlock_lock_blocking(emu, wsub, "y", EMU_UUID, 2, 10000, rt_scaled_ms(5000)), 0);
@@ -353,7 +343,7 @@ TEST(redisson_latchkey_release_wakes_emulator) {
 
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN handoff"), 1);
   ASSERT_EQ(hget(&fx, "handoff", EMU_OWNER), 1);
-  ASSERT_EQ(numsub(&fx, "redisson_lock__channel:{handoff}"), 0);
+  ASSERT_EQ(rt_server_numsub(fx.srv, "redisson_lock__channel:{handoff}"), 0);
   redisContext *emu = emu_connect(&fx);
   ASSERT_EQ(rt_rlock_unlock(emu, "handoff", EMU_UUID, EMU_TID), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS handoff"), 0);
@@ -547,7 +537,7 @@ TEST(redisson_braced_name_channel) {
    * the emulator's release there wakes it. The channel check runs while it
    * waits: the releaser only acts once that channel has a subscriber. */
   emulator_release_wakes_latchkey(&fx, emu, name, l);
-  ASSERT_EQ(numsub(&fx, "redisson_lock__channel:{a{b}c}"), 0);
+  ASSERT_EQ(rt_server_numsub(fx.srv, "redisson_lock__channel:{a{b}c}"), 0);
   ASSERT_EQ(hget(&fx, name, lk_lock_owner(l)), 1);
   assert_no_latch_keys(&fx);
 

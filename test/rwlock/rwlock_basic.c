@@ -246,7 +246,7 @@ TEST(write_release_wakes_every_waiter) {
     r[i] = fx_rwlock(&fx, "wake-all");
     rw_start(r[i], RW_R, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s[i]);
   }
-  rw_wait_subscribers(&fx, "redisson_rwlock:{wake-all}", 1);
+  fx_wait_subscribers(&fx, "redisson_rwlock:{wake-all}", 1);
   fx_spin(&fx, 100); /* every waiter has made its post-subscribe try */
   for (i = 0; i < N; i++)
     ASSERT_EQ(s[i].done, 0);
@@ -281,7 +281,7 @@ TEST(read_release_wakes_one_waiter) {
   ASSERT_OK(rw_acquire(&fx, r, RW_R, 0, LK_LEASE_DEFAULT));
   rw_start(w1, RW_W, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s1);
   rw_start(w2, RW_W, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s2);
-  rw_wait_subscribers(&fx, "redisson_rwlock:{wake-one}", 1);
+  fx_wait_subscribers(&fx, "redisson_rwlock:{wake-one}", 1);
   fx_spin(&fx, 100);
   ASSERT_EQ(s1.done + s2.done, 0);
   calls = evalsha_calls(&fx);
@@ -521,7 +521,7 @@ TEST(cancel_waiting_acquire) {
   r = fx_rwlock(&fx, "cancel");
   ASSERT_OK(rw_acquire(&fx, w, RW_W, 0, LK_LEASE_DEFAULT));
   rw_start(r, RW_R, 10000, LK_LEASE_DEFAULT, &s);
-  rw_wait_subscribers(&fx, "redisson_rwlock:{cancel}", 1);
+  fx_wait_subscribers(&fx, "redisson_rwlock:{cancel}", 1);
   ASSERT_OK(lk_rwlock_cancel(r));
   ASSERT_EQ(s.done, 0); /* never inside the call */
   rt_run_until(&fx.loop, &s.done, 2000);

@@ -63,7 +63,7 @@ static void start_waiting(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side, cons
                           sx_t *s) {
   char *channel = rt_rwlock_channel(name);
   rw_start(rw, side, rt_scaled_ms(20000), LK_LEASE_DEFAULT, s);
-  rw_wait_subscribers(fx, channel, 1);
+  fx_wait_subscribers(fx, channel, 1);
   fx_spin(fx, 100);
   ASSERT_EQ(s->done, 0);
   free(channel);
@@ -201,7 +201,7 @@ static void redisson_waits_for_latchkey(lk_rwlock_side_t held, int emu_write) {
   b.write = emu_write;
   b.timeout_ms = rt_scaled_ms(10000);
   ASSERT_OK(pthread_create(&th, NULL, blocker_main, &b));
-  rw_wait_subscribers(&fx, "redisson_rwlock:{lkw}", 2);
+  fx_wait_subscribers(&fx, "redisson_rwlock:{lkw}", 2);
   fx_spin(&fx, 100);
   t_rel = uv_hrtime();
   ASSERT_OK(rw_release(&fx, a, held, NULL));

@@ -732,7 +732,7 @@ TEST(cancel_after_unknown_then_loading_gives_the_grant_back) {
   waiter = fx_rwlock(&fx, "unk");
   ASSERT_OK(rw_acquire(&fx, holder, RW_W, 0, 60000));
   rw_start(waiter, RW_W, 20000, 60000, &s);
-  rw_wait_subscribers(&fx, "redisson_rwlock:{unk}", 1);
+  fx_wait_subscribers(&fx, "redisson_rwlock:{unk}", 1);
   fx_spin(&fx, 50);
   /* The waiter's next attempt wins; its reply is lost with the connection. */
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);

@@ -443,7 +443,7 @@ TEST(psem_close_gives_back_and_cancels) {
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
   ASSERT_OK(psem_acquire(&fx, a, 2, 0, LK_LEASE_DEFAULT));
   psem_start_acquire(b, 1, 30000, 5000, &x);
-  fx_wait_subscribed(&fx, "redisson_sc:{pc}");
+  fx_wait_subscribers(&fx, "redisson_sc:{pc}", 1);
   fx_close_psem(&fx, a); /* gives back: b is woken and takes one */
   rt_run_until(&fx.loop, &x.done, 3000);
   ASSERT_OK(x.status);

@@ -260,7 +260,7 @@ TEST(waiter_wakes_on_release_message) {
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, a, 2, NULL));
   ASSERT_OK(sem_acquire(&fx, a, 2, 0));
   sem_start_acquire(b, 1, 20000, &w);
-  fx_wait_subscribed(&fx, "redisson_sc:{wake}");
+  fx_wait_subscribers(&fx, "redisson_sc:{wake}", 1);
   fx_spin(&fx, 50);
   ASSERT_EQ(w.done, 0);
   memset(&rel, 0, sizeof rel);
@@ -277,7 +277,7 @@ TEST(waiter_wakes_on_release_message) {
   ASSERT_EQ(st.acquire_waits, 1);
   /* The waiter left the channel once it acquired. */
   fx_spin(&fx, 20);
-  ASSERT_EQ(srv_numsub(fx.srv, "redisson_sc:{wake}"), 0);
+  ASSERT_EQ(rt_server_numsub(fx.srv, "redisson_sc:{wake}"), 0);
   fx_close_sem(&fx, a);
   fx_close_sem(&fx, b);
   ASSERT_EQ(srv_count(fx.srv, "wake"), 2);
@@ -302,7 +302,7 @@ TEST(release_wakes_as_many_waiters_as_permits) {
     w[i] = fx_sem(&fx, "many");
     sem_start_acquire(w[i], 1, 30000, &x[i]);
   }
-  fx_wait_subscribed(&fx, "redisson_sc:{many}");
+  fx_wait_subscribers(&fx, "redisson_sc:{many}", 1);
   fx_spin(&fx, 50);
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, a, 2, NULL));
   {
@@ -376,7 +376,7 @@ TEST(cancel_waiting_and_in_flight) {
   s = fx_sem(&fx, "cx");
   /* Waiting: canceled, nothing taken. */
   sem_start_acquire(s, 1, 30000, &x);
-  fx_wait_subscribed(&fx, "redisson_sc:{cx}");
+  fx_wait_subscribers(&fx, "redisson_sc:{cx}", 1);
   ASSERT_OK(lk_semaphore_cancel(s));
   ASSERT_EQ(lk_semaphore_cancel(s), LK_EINVAL); /* already on its way */
   rt_run_until(&fx.loop, &x.done, 3000);

@@ -233,12 +233,12 @@ TEST(waiter_survives_pubsub_kill) {
   ASSERT_OK(psem_acquire(&fx, pa, 1, 0, 60000));
   sem_start_acquire(b, 1, 30000, &w);
   psem_start_acquire(pb, 1, 30000, 60000, &pw);
-  fx_wait_subscribed(&fx, "redisson_sc:{pk}");
-  fx_wait_subscribed(&fx, "redisson_sc:{ppk}");
+  fx_wait_subscribers(&fx, "redisson_sc:{pk}", 1);
+  fx_wait_subscribers(&fx, "redisson_sc:{ppk}", 1);
   ASSERT_GE(rt_cmd_int(fx.srv, "CLIENT KILL TYPE pubsub"), 1);
   fx_spin(&fx, 50);
-  fx_wait_subscribed(&fx, "redisson_sc:{pk}");
-  fx_wait_subscribed(&fx, "redisson_sc:{ppk}");
+  fx_wait_subscribers(&fx, "redisson_sc:{pk}", 1);
+  fx_wait_subscribers(&fx, "redisson_sc:{ppk}", 1);
   fx_spin(&fx, 20);
   ASSERT_EQ(w.done, 0);
   ASSERT_EQ(pw.done, 0);

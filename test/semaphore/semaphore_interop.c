@@ -72,7 +72,7 @@ TEST(redisson_semaphore_release_wakes_latchkey) {
   ASSERT_EQ(rt_rsem_try_set_permits(emu, "e2l", 1), 1);
   ASSERT_EQ(rt_rsem_try_acquire(emu, "e2l", 1), 1);
   sem_start_acquire(s, 1, 30000, &w);
-  fx_wait_subscribed(&fx, "redisson_sc:{e2l}");
+  fx_wait_subscribers(&fx, "redisson_sc:{e2l}", 1);
   fx_spin(&fx, 50);
   ASSERT_EQ(w.done, 0);
   t_rel = uv_hrtime();
@@ -126,7 +126,7 @@ TEST(redisson_semaphore_latchkey_release_wakes_emulator) {
   w.timeout_ms = rt_scaled_ms(10000);
   atomic_init(&w.done, 0);
   ASSERT_OK(pthread_create(&th, NULL, emu_waiter_main, &w));
-  fx_wait_subscribed(&fx, "redisson_sc:{l2e}");
+  fx_wait_subscribers(&fx, "redisson_sc:{l2e}", 1);
   fx_spin(&fx, 100);
   ASSERT_EQ(atomic_load(&w.done), 0);
   t_rel = uv_hrtime();
@@ -219,7 +219,7 @@ TEST(redisson_permit_without_lease) {
   ASSERT_OK(psem_run(&fx, lk_psem_acquired, p, &r));
   ASSERT_EQ(r, 1);
   psem_start_acquire(p, 1, 30000, 5000, &w);
-  fx_wait_subscribed(&fx, "redisson_sc:{nolease}");
+  fx_wait_subscribers(&fx, "redisson_sc:{nolease}", 1);
   lk_client_get_stats(fx.c, &before);
   fx_spin(&fx, 300);
   lk_client_get_stats(fx.c, &after);

@@ -397,10 +397,10 @@ static void stress(int expirable) {
   ASSERT_EQ(srv_keys_matching(srv, "latchkey_semaphore_req"), 0);
   {
     int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-    while (srv_numsub(srv, channel) != 0 && rt_now_ms() < end)
+    while (rt_server_numsub(srv, channel) != 0 && rt_now_ms() < end)
       rt_sleep_ms(5);
   }
-  ASSERT_EQ(srv_numsub(srv, channel), 0);
+  ASSERT_EQ(rt_server_numsub(srv, channel), 0);
   rt_server_stop(srv);
 }
 
