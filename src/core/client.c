@@ -256,15 +256,21 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
   return 0;
 }
 
+/* What a client owns besides its connections' buffers. */
+static void free_client_memory(lk_client_t *c) {
+  lk__pubsub_free(c);
+  lk__tokens_free(c);
+  lk__op_pool_free(c);
+  lk__free(c->scratch);
+  free_opts(&c->o);
+  lk__alloc_client_died();
+}
+
 static void finish_close(lk_client_t *c) {
   lk_client_close_cb cb = c->close_cb;
   lk__conn_free_buffers(&c->cmd);
   lk__conn_free_buffers(&c->ps);
-  lk__pubsub_free(c);
-  lk__tokens_free(c);
-  lk__op_pool_free(c);
-  free_opts(&c->o);
-  lk__alloc_client_died();
+  free_client_memory(c);
   if (cb != NULL)
     cb(c);
   lk__free(c);
@@ -290,11 +296,7 @@ static void free_forked(lk_client_t *c) {
       redisReaderFree(conns[i]->reader);
     lk__conn_free_buffers(conns[i]);
   }
-  lk__pubsub_free(c);
-  lk__tokens_free(c);
-  lk__op_pool_free(c);
-  free_opts(&c->o);
-  lk__alloc_client_died();
+  free_client_memory(c);
   lk__free(c);
 }
 

@@ -156,6 +156,9 @@ struct lk_client_s {
    * steady stream of commands allocates nothing. */
   lk__op_t *op_pool;
   size_t op_pool_len;
+  /* Scratch space for names built on demand (lk__scratch_prefix_name). */
+  char *scratch;
+  size_t scratch_cap;
 };
 
 /* --- entry checks (every public entry point) --- */
@@ -262,6 +265,13 @@ int lk__valid_client_id(const char *s);
 /* prefix:NAME if NAME contains '{', else prefix:{NAME}. Caller frees. */
 char *lk__prefix_name(const char *prefix, const char *name, size_t name_len,
                       size_t *out_len);
+/* The same, built in the client's scratch buffer instead of an allocation of
+ * its own: valid until the next use of the scratch buffer, so for a command
+ * formatted right away or a name copied at once (lk__sub_start copies).
+ * Objects build names they need only now and then (a lock's channel) this
+ * way rather than keep them. NULL: out of memory. */
+const char *lk__scratch_prefix_name(lk_client_t *c, const char *prefix, const char *name,
+                                    size_t name_len, size_t *out_len);
 /* NAME:suffix if NAME contains '{', else {NAME}:suffix. Caller frees. */
 char *lk__suffix_name(const char *name, size_t name_len, const char *suffix,
                       size_t *out_len);

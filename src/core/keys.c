@@ -4,14 +4,17 @@
 
 #include "core/internal.h"
 
-char *lk__prefix_name(const char *prefix, const char *name, size_t name_len,
-                      size_t *out_len) {
+static size_t prefix_name_len(const char *prefix, const char *name, size_t name_len,
+                              int *braced) {
+  *braced = memchr(name, '{', name_len) != NULL;
+  return strlen(prefix) + 1 + name_len + (*braced ? 0 : 2);
+}
+
+/* Writes prefix:{NAME} (or prefix:NAME) and a NUL into k. */
+static void prefix_name_write(char *k, const char *prefix, const char *name, size_t name_len,
+                              int braced) {
   size_t pl = strlen(prefix);
-  int braced = memchr(name, '{', name_len) != NULL;
-  size_t n = pl + 1 + name_len + (braced ? 0 : 2);
-  char *k = lk__malloc(n + 1), *p = k;
-  if (k == NULL)
-    return NULL;
+  char *p = k;
   memcpy(p, prefix, pl), p += pl;
   *p++ = ':';
   if (!braced)
@@ -20,8 +23,35 @@ char *lk__prefix_name(const char *prefix, const char *name, size_t name_len,
   if (!braced)
     *p++ = '}';
   *p = '\0';
+}
+
+char *lk__prefix_name(const char *prefix, const char *name, size_t name_len,
+                      size_t *out_len) {
+  int braced;
+  size_t n = prefix_name_len(prefix, name, name_len, &braced);
+  char *k = lk__malloc(n + 1);
+  if (k == NULL)
+    return NULL;
+  prefix_name_write(k, prefix, name, name_len, braced);
   *out_len = n;
   return k;
+}
+
+const char *lk__scratch_prefix_name(lk_client_t *c, const char *prefix, const char *name,
+                                    size_t name_len, size_t *out_len) {
+  int braced;
+  size_t n = prefix_name_len(prefix, name, name_len, &braced);
+  if (n + 1 > c->scratch_cap) {
+    /* Grows to the longest name used, then stays: no allocation after. */
+    char *k = lk__realloc(c->scratch, n + 1);
+    if (k == NULL)
+      return NULL;
+    c->scratch = k;
+    c->scratch_cap = n + 1;
+  }
+  prefix_name_write(c->scratch, prefix, name, name_len, braced);
+  *out_len = n;
+  return c->scratch;
 }
 
 char *lk__suffix_name(const char *name, size_t name_len, const char *suffix,

@@ -315,11 +315,13 @@ static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms, int status) {
     return;
   }
   o->waited = 1;
-  if (o->channel != NULL && !lk__sub_active(&o->w->sub)) {
+  if ((o->channel != NULL || o->ops->channel != NULL) && !lk__sub_active(&o->w->sub)) {
     /* Subscribe, then try once more when the subscription is confirmed:
      * a release published before we subscribed is not missed. */
-    int rc = lk__sub_start(o->client, &o->w->sub, o->channel, o->channel_len,
-                           on_sub_event);
+    size_t len = o->channel_len;
+    const char *ch = o->channel != NULL ? o->channel : o->ops->channel(o, &len);
+    int rc = ch != NULL ? lk__sub_start(o->client, &o->w->sub, ch, len, on_sub_event)
+                        : LK_ENOMEM;
     if (rc != 0)
       lk__log(o->client, LK_LOG_WARN, "cannot subscribe (%s): polling",
               lk_err_name(rc));

@@ -48,20 +48,26 @@ typedef struct lk__obj_ops_s {
    * lk__sub_take). NULL: every message wakes. Last, so tables that predate
    * it leave it NULL. */
   int (*message)(lk__obj_t *o, const char *msg, size_t len);
+  /* The channel a wait subscribes to, for objects that build it on demand
+   * instead of keeping it in o->channel (the text may be temporary: it is
+   * copied at once). NULL result: out of memory. Used only when o->channel
+   * is NULL; may be NULL. */
+  const char *(*channel)(lk__obj_t *o, size_t *len);
 } lk__obj_ops_t;
 
 struct lk__obj_s {
   lk_client_t *client;
   const lk__obj_ops_t *ops;
+  lk__op_t *op;  /* the pending operation's command in flight, or NULL */
   int kind;      /* pending operation, 0 = none */
-  lk__op_t *op;  /* its command in flight, or NULL */
   int composite; /* the operation drives other objects (MultiLock, RedLock) */
   lk__obj_wait_t *w; /* NULL until the first wait */
-  const char *channel; /* where waiters listen; borrowed, may be NULL */
+  const char *channel; /* where waiters listen; borrowed, or NULL (then
+                          ops->channel, if any, builds it) */
   size_t channel_len;
   lk__defer_t done;
-  int done_status;
   lk__defer_t close_step;
+  int done_status;
   int closing; /* 1: close asked for; 2: its release and final steps began */
   int64_t result;
   char *errtext; /* the last server error's text, or NULL; lk__obj_errtext */
@@ -69,9 +75,9 @@ struct lk__obj_s {
   /* wait engine */
   int64_t wait_ms; /* 0 = try once, < 0 = forever */
   uint64_t deadline_ns;
-  int woken;        /* poked while an attempt was in flight */
-  int waited;       /* had to wait at least once */
   uint64_t woken_ns; /* first release message seen by this wait */
+  int woken;         /* poked while an attempt was in flight */
+  int waited;        /* had to wait at least once */
   int waiting;       /* a wait began and its operation has not ended */
   /* Set by objects that listen on a channel of their own (the fair lock's
    * per-waiter channel): the subscription made by the first wait is kept

@@ -30,16 +30,20 @@ enum lk__lock_op {
   OP_QUERY_HOLDS
 };
 
+/* Memory (docs/design.md, "Memory"): one allocation holds the struct, the
+ * name and the owner id, each at its exact size. The channel is built when
+ * a command or a subscription needs it (lk__scratch_prefix_name), and the
+ * watchdog entry is made by the first acquire that asks for a renewed
+ * lease, so an idle object pays for neither. */
 struct lk_lock_s {
   lk__obj_t base; /* first: the shared object body (core/object.h) */
-  char *name;
+  char *name;     /* after the struct, NUL-terminated */
   size_t name_len;
-  char *channel;
-  size_t channel_len;
-  char owner[96];
+  char *owner; /* after the name, or its own allocation (owner_heap) */
   size_t owner_len;
-  int owner_shared;
+  size_t owner_cap; /* bytes the owner's storage holds, its NUL included */
   uint32_t holds;
+  uint32_t release_before; /* holds before a release's first attempt */
   int64_t lease_ms; /* of the current holding: re-applied by a partial release */
   char *token_key;  /* fenced locks only, made on first use */
   size_t token_key_len;
@@ -47,9 +51,8 @@ struct lk_lock_s {
 
   /* leases: watchdog-renewed holds are in the client's ring; explicit-lease
    * holds keep their own local deadline */
-  lk__wd_entry_t wd;
+  lk__wd_entry_t *wd; /* NULL until the first watchdog-renewed acquire */
   uint64_t hold_deadline_ns;
-  int lost;
   lk_lock_cb on_lost;
   void *lost_arg;
   lk__lock_lost_fn lost_observer; /* the group built on this lock, if any */
@@ -61,11 +64,6 @@ struct lk_lock_s {
   lk_lock_cb cb;
   void *arg;
   int64_t req_lease_ms;
-  int req_watchdog; /* the acquire asked for the default, renewed lease */
-  int req_fenced;
-  int unknown_resends;
-  int outcome_open; /* the last attempt's reply was lost: the next is a resend */
-  uint32_t release_before; /* holds before a release's first attempt */
   uint64_t released_to_waiters_ns; /* last release that waiters heard */
   lk_lock_close_cb close_cb;
   /* Abandoned acquires whose outcome is still out. The give-back of a late
@@ -75,29 +73,48 @@ struct lk_lock_s {
    * wait (attempt_deferred). The count lives apart from the object so a
    * closed object need not wait for it. */
   struct lk__lock_track_s *track;
-  int attempt_deferred;
+  int unknown_resends;
+  unsigned owner_shared : 1;
+  unsigned owner_heap : 1;
+  unsigned lost : 1;
+  unsigned req_watchdog : 1; /* the acquire asked for the default, renewed lease */
+  unsigned req_fenced : 1;
+  unsigned outcome_open : 1; /* the last attempt's reply was lost: the next is a resend */
+  unsigned attempt_deferred : 1;
 };
 
 #define CLIENT(l) ((l)->base.client)
 
-#define CLIENT(l) ((l)->base.client)
-
-/* A command whose object stopped waiting for it (cancel, timeout, close).
- * It keeps what is needed to give back a hold the server may have granted. */
-typedef struct lk__lock_orphan_s {
-  lk_client_t *client;
-  size_t name_len, channel_len, owner_len;
-  int64_t lease_ms;
-  int64_t taken_count; /* this owner's count if the acquire applied; -1 when
-                          unknowable (shared owner) */
-  char *name, *channel, *owner;
-} lk__lock_orphan_t;
+/* The watchdog entry and the way back to its lock. */
+typedef struct lk__lock_wd_s {
+  lk__wd_entry_t entry;
+  lk_lock_t *lock;
+} lk__lock_wd_t;
 
 static const lk__script_t *script(const char *name) {
   return lk__script_find(name); /* present: embedded at build time */
 }
 
 static void lose(lk_lock_t *l);
+static int want_wd(lk_lock_t *l);
+
+static int watching(const lk_lock_t *l) { return l->wd != NULL && lk__wd_watching(l->wd); }
+
+static void stop_watching(lk_lock_t *l) {
+  if (watching(l))
+    lk__wd_remove(CLIENT(l), l->wd);
+}
+
+static void set_paused(lk_lock_t *l, int paused) {
+  if (l->wd != NULL)
+    l->wd->paused = paused ? 1 : 0;
+}
+
+/* The channel waiters listen on, in the client's scratch buffer (see
+ * lk__scratch_prefix_name for how long it stays valid). */
+static const char *channel(lk_lock_t *l, size_t *len) {
+  return lk__scratch_prefix_name(CLIENT(l), LK__LOCK_CHANNEL_PREFIX, l->name, l->name_len, len);
+}
 
 static void begin(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb, void *arg) {
   lk__obj_begin(&l->base, kind);
@@ -158,9 +175,14 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
 static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n, const char *mode,
                             lk__op_cb cb, void *data, int send, int *err) {
   char lease[24], bef[24], cnt[24];
-  const char *argv[8] = {l->name, l->channel, lease, l->owner, "PUBLISH", bef, cnt, mode};
+  const char *argv[8] = {l->name, NULL, lease, l->owner, "PUBLISH", bef, cnt, mode};
   size_t lens[8];
-  lens[0] = l->name_len, lens[1] = l->channel_len;
+  argv[1] = channel(l, &lens[1]);
+  if (argv[1] == NULL) {
+    *err = LK_ENOMEM;
+    return NULL;
+  }
+  lens[0] = l->name_len;
   lens[2] = lk__i64_to_str(lease, l->lease_ms);
   lens[3] = l->owner_len, lens[4] = 7;
   lens[5] = lk__i64_to_str(bef, before);
@@ -346,9 +368,8 @@ static void acquired(lk_lock_t *l, redisReply *r) {
   if (l->req_watchdog) {
     /* The script set the watchdog's lease at `sent`: that confirmation
      * starts (or restarts) this object's local deadline. */
-    if (lk__wd_watching(&l->wd))
-      lk__wd_remove(c, &l->wd);
-    lk__wd_add(c, &l->wd, sent);
+    stop_watching(l);
+    lk__wd_add(c, l->wd, sent); /* made by lk_lock_acquire */
   } else {
     l->hold_deadline_ns = sent + (uint64_t)l->req_lease_ms * 1000000u -
                           lk__wd_drift_ns(l->req_lease_ms);
@@ -365,8 +386,8 @@ static void acquired(lk_lock_t *l, redisReply *r) {
                                "(server lost its data); acquisition refused");
       give_back(l, -1, 1);
       l->holds = before;
-      if (l->holds == 0 && lk__wd_watching(&l->wd))
-        lk__wd_remove(c, &l->wd);
+      if (l->holds == 0)
+        stop_watching(l);
       finish(l, LK_ETOKEN);
       return;
     }
@@ -383,8 +404,7 @@ static void acquired(lk_lock_t *l, redisReply *r) {
       l->lost = 0;
     } else {
       give_back(l, -1, 1);
-      if (lk__wd_watching(&l->wd))
-        lk__wd_remove(c, &l->wd);
+      stop_watching(l);
     }
     l->holds = 0;
     finish_unless_cut(l, LK_ELEASELOST);
@@ -475,6 +495,8 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
     if (l->token_key == NULL)
       return LK_ENOMEM;
   }
+  if ((opts->lease_ms == LK_LEASE_DEFAULT || watching(l)) && want_wd(l) != 0)
+    return LK_ENOMEM;
   if (l->lost) {
     /* Told of the loss already; what the server may have kept was given
      * back then. Start afresh. */
@@ -489,7 +511,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   /* A re-entry with an explicit lease while the watchdog keeps this owner's
    * lease keeps the watchdog's lease: a shorter one would end the lock before
    * the local deadline the watchdog promises. */
-  l->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__wd_watching(&l->wd);
+  l->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || watching(l);
   l->req_lease_ms = l->req_watchdog ? CLIENT(l)->o.default_lease_ms : opts->lease_ms;
   if (opts->wait_ms != 0 && l->holds == 0 && l->released_to_waiters_ns != 0 &&
       lk__now_ns() - l->released_to_waiters_ns < LK__POLITE_WINDOW_NS) {
@@ -529,10 +551,9 @@ static int release_attempt(lk_lock_t *l, int resend) {
 static void release_finish(lk_lock_t *l, int status) {
   if (l->holds == 0) {
     l->lost = 0;
-    if (lk__wd_watching(&l->wd))
-      lk__wd_remove(CLIENT(l), &l->wd);
+    stop_watching(l);
   }
-  l->wd.paused = 0;
+  set_paused(l, 0);
   finish(l, status);
 }
 
@@ -592,11 +613,11 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   /* No renewal may follow the release of the last hold. One already in
    * flight is ahead of it on the connection, so it cannot outlive it. */
   if (l->holds == 1)
-    l->wd.paused = 1;
+    set_paused(l, 1);
   rc = release_attempt(l, 0);
   if (rc != 0) {
     l->base.kind = OP_NONE;
-    l->wd.paused = 0; /* nothing was sent: still held, keep renewing */
+    set_paused(l, 0); /* nothing was sent: still held, keep renewing */
   }
   return rc;
 }
@@ -632,8 +653,7 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
     if (l->base.kind == OP_FORCE) {
       l->holds = 0;
       l->lost = 0;
-      if (lk__wd_watching(&l->wd))
-        lk__wd_remove(CLIENT(l), &l->wd);
+      stop_watching(l);
     }
     break;
   }
@@ -651,10 +671,13 @@ static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
   switch (kind) {
   case OP_FORCE:
     argv[0] = l->name, lens[0] = l->name_len;
-    argv[1] = l->channel, lens[1] = l->channel_len;
+    argv[1] = channel(l, &lens[1]);
     argv[2] = "PUBLISH", lens[2] = 7;
-    l->base.op = lk__script_call(CLIENT(l), script("lock/force_release"), 2, 1, argv,
-                            lens, on_simple_reply, l, &err);
+    if (argv[1] == NULL)
+      err = LK_ENOMEM;
+    else
+      l->base.op = lk__script_call(CLIENT(l), script("lock/force_release"), 2, 1, argv, lens,
+                                   on_simple_reply, l, &err);
     break;
   case OP_QUERY_HOLDS:
     argv[0] = "HGET", lens[0] = 4;
@@ -692,7 +715,7 @@ int lk_lock_server_hold_count(lk_lock_t *l, lk_lock_cb cb, void *arg) {
 /* --- leases --- */
 
 static void on_wd_event(lk__wd_entry_t *e, int event) {
-  lk_lock_t *l = lk__container_of(e, lk_lock_t, wd);
+  lk_lock_t *l = lk__container_of(e, lk__lock_wd_t, entry)->lock;
   (void)event; /* LK__WD_LOST, the only one */
   lose(l);
 }
@@ -702,8 +725,7 @@ static void on_wd_event(lk__wd_entry_t *e, int event) {
 static void lose(lk_lock_t *l) {
   /* Stop watching entirely: a renewal still in flight was sent before the
    * give-back below, which therefore undoes a late success of it. */
-  if (lk__wd_watching(&l->wd))
-    lk__wd_remove(CLIENT(l), &l->wd);
+  stop_watching(l);
   l->lost = 1;
   CLIENT(l)->stats.leases_lost++;
   lk__log(CLIENT(l), LK_LOG_WARN, "lease lost on a held lock");
@@ -719,11 +741,62 @@ static void lose(lk_lock_t *l) {
 
 /* --- lifecycle --- */
 
+/* The watchdog renews by the lock's name and owner: told again when the
+ * owner changes. */
+static void wd_describe(lk_lock_t *l) {
+  if (l->wd == NULL)
+    return;
+  l->wd->keys[0] = l->name;
+  l->wd->key_lens[0] = l->name_len;
+  l->wd->owner = l->owner;
+  l->wd->owner_len = l->owner_len;
+}
+
+/* Made by the first acquire that asks for a renewed lease, kept until
+ * close: steady use allocates nothing. */
+static int want_wd(lk_lock_t *l) {
+  lk__lock_wd_t *w;
+  if (l->wd != NULL)
+    return 0;
+  w = lk__calloc(1, sizeof(*w));
+  if (w == NULL)
+    return LK_ENOMEM;
+  w->lock = l;
+  w->entry.cls = &lk__wd_lock_class;
+  w->entry.on_event = on_wd_event;
+  lk__queue_init(&w->entry.node);
+  l->wd = &w->entry;
+  wd_describe(l);
+  return 0;
+}
+
+#define LK__OWNER_MAX 96 /* client id (<= 64) + ':' + a 64-bit thread id */
+
+static size_t owner_text(char out[LK__OWNER_MAX], const char *client_id, uint64_t tid) {
+  int n = snprintf(out, LK__OWNER_MAX, "%s:%" PRIu64, client_id, tid);
+  return n > 0 && n < LK__OWNER_MAX ? (size_t)n : 0;
+}
+
+/* A new owner goes where the old one was when it fits, else into storage of
+ * its own. */
 static int set_owner(lk_lock_t *l, const char *client_id, uint64_t tid) {
-  int n = snprintf(l->owner, sizeof(l->owner), "%s:%" PRIu64, client_id, tid);
-  if (n < 0 || (size_t)n >= sizeof(l->owner))
+  char text[LK__OWNER_MAX];
+  size_t n = owner_text(text, client_id, tid);
+  if (n == 0)
     return LK_EINVAL;
-  l->owner_len = (size_t)n;
+  if (n + 1 > l->owner_cap) {
+    char *o = lk__malloc(n + 1);
+    if (o == NULL)
+      return LK_ENOMEM;
+    if (l->owner_heap)
+      lk__free(l->owner);
+    l->owner = o;
+    l->owner_cap = n + 1;
+    l->owner_heap = 1;
+  }
+  memcpy(l->owner, text, n + 1);
+  l->owner_len = n;
+  wd_describe(l);
   return 0;
 }
 
@@ -746,8 +819,7 @@ static void on_close_release(void *data, int status, redisReply *r) {
 static int on_close_release_start(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   int err = 0;
-  if (lk__wd_watching(&l->wd))
-    lk__wd_remove(o->client, &l->wd);
+  stop_watching(l);
   if (l->holds == 0)
     return 0;
   o->op = release_op(l, -1, l->owner_shared ? l->holds : UINT32_MAX, "exact", on_close_release, l,
@@ -770,9 +842,15 @@ static void free_lock(lk__obj_t *o) {
       l->track->lock = NULL; /* the last settled give-back frees it */
   }
   lk__free(l->token_key);
-  lk__free(l->name);
-  lk__free(l->channel);
+  if (l->owner_heap)
+    lk__free(l->owner);
+  if (l->wd != NULL)
+    lk__free(lk__container_of(l->wd, lk__lock_wd_t, entry));
   lk__free(l);
+}
+
+static const char *wait_channel(lk__obj_t *o, size_t *len) {
+  return channel((lk_lock_t *)o, len);
 }
 
 static const lk__obj_ops_t lk__lock_ops = {
@@ -782,38 +860,32 @@ static const lk__obj_ops_t lk__lock_ops = {
     .close_release = on_close_release_start,
     .closed = on_closed,
     .free = free_lock,
+    .channel = wait_channel,
 };
 
 int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   lk_lock_t *l;
-  size_t len;
+  char owner[LK__OWNER_MAX];
+  size_t len, owner_len;
   int rc = lk__obj_new_check(c, out, name, &len);
   if (rc != 0)
     return rc;
-  l = lk__calloc(1, sizeof(*l));
+  owner_len = owner_text(owner, c->id, c->next_tid + 1);
+  if (owner_len == 0)
+    return LK_EINVAL; /* not reached: client ids are at most 64 bytes */
+  l = lk__calloc(1, sizeof(*l) + len + 1 + owner_len + 1);
   if (l == NULL)
     return LK_ENOMEM;
-  l->name = lk__memdup0(name, len);
+  c->next_tid++;
+  l->name = (char *)(l + 1);
+  memcpy(l->name, name, len);
   l->name_len = len;
-  l->channel = lk__prefix_name(LK__LOCK_CHANNEL_PREFIX, name, len, &l->channel_len);
-  if (l->name == NULL || l->channel == NULL) {
-    lk__free(l->name);
-    lk__free(l->channel);
-    lk__free(l);
-    return LK_ENOMEM;
-  }
-  set_owner(l, c->id, ++c->next_tid);
+  l->owner = l->name + len + 1;
+  memcpy(l->owner, owner, owner_len + 1);
+  l->owner_len = owner_len;
+  l->owner_cap = owner_len + 1;
   l->lease_ms = c->o.default_lease_ms;
-  l->wd.cls = &lk__wd_lock_class;
-  l->wd.keys[0] = l->name;
-  l->wd.key_lens[0] = l->name_len;
-  l->wd.owner = l->owner;
-  l->wd.owner_len = l->owner_len;
-  l->wd.on_event = on_wd_event;
-  lk__queue_init(&l->wd.node);
   lk__obj_init(&l->base, c, &lk__lock_ops);
-  l->base.channel = l->channel;
-  l->base.channel_len = l->channel_len;
   *out = l;
   return 0;
 }
@@ -856,10 +928,8 @@ int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
   if (l->base.kind != OP_NONE || l->holds > 0)
     return LK_EBUSY;
   rc = set_owner(l, client_id ? client_id : CLIENT(l)->id, thread_id);
-  if (rc == 0) {
+  if (rc == 0)
     l->owner_shared = 1;
-    l->wd.owner_len = l->owner_len;
-  }
   return rc;
 }
 
@@ -877,8 +947,8 @@ int lk_lock_is_held(const lk_lock_t *l) {
   if (l == NULL || l->holds == 0 || l->lost)
     return 0;
   now = lk__now_ns();
-  if (lk__wd_watching(&l->wd))
-    return now < lk__wd_deadline(CLIENT(l), &l->wd);
+  if (watching(l))
+    return now < lk__wd_deadline(CLIENT(l), l->wd);
   return now < l->hold_deadline_ns;
 }
 
@@ -909,8 +979,8 @@ int64_t lk__lock_busy_ttl(const lk_lock_t *l) { return l->busy_ttl; }
 uint64_t lk__lock_deadline_ns(const lk_lock_t *l) {
   if (l->holds == 0 || l->lost)
     return 0;
-  if (lk__wd_watching(&l->wd))
-    return lk__wd_deadline(CLIENT(l), &l->wd);
+  if (watching(l))
+    return lk__wd_deadline(CLIENT(l), l->wd);
   return l->hold_deadline_ns;
 }
 
@@ -924,7 +994,6 @@ void lk__lock_drop_holds(lk_lock_t *l, uint32_t n) {
   l->holds -= n;
   if (l->holds == 0) {
     l->lost = 0;
-    if (lk__wd_watching(&l->wd))
-      lk__wd_remove(CLIENT(l), &l->wd);
+    stop_watching(l);
   }
 }

@@ -216,6 +216,52 @@ TEST(no_renewals_after_release) {
   fx_finish(&fx);
 }
 
+/* The watchdog renews by the owner the lock has now: an object whose
+ * watchdog entry was made under its own owner, then given a longer one with
+ * lk_lock_set_owner (stored apart from the object), keeps a renewed hold
+ * under the new owner for several leases; and back under a short owner. */
+TEST(renewal_follows_a_new_owner) {
+  static const char long_id[] = "a-client-id-long-enough-to-need-storage-of-its-own-0123456789ab";
+  const int64_t lease = rt_scaled_ms(300);
+  const uint64_t tids[2] = {18446744073709551615ull, 7};
+  const char *ids[2] = {long_id, "short"};
+  fx_t fx;
+  lk_lock_t *a;
+  lost_t lost;
+  int round;
+  memset(&lost, 0, sizeof(lost));
+  start_with_lease(&fx, lease);
+  a = fx_lock(&fx, "newowner");
+  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  for (round = 0; round < 2; round++) {
+    char want[128];
+    uint64_t c0;
+    int k;
+    int64_t v;
+    ASSERT_OK(lk_lock_set_owner(a, ids[round], tids[round]));
+    snprintf(want, sizeof(want), "%s:%llu", ids[round], (unsigned long long)tids[round]);
+    ASSERT_STREQ(lk_lock_owner(a), want);
+    ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+    ASSERT_EQ(rt_cmd_int(fx.srv, "HEXISTS newowner %s", want), 1);
+    /* Three leases' worth of renewals, each one under the new owner. */
+    for (k = 0; k < 9; k++) {
+      c0 = stats_of(&fx).renewal_commands;
+      spin_until_renewals_exceed(&fx, c0, 300);
+    }
+    ASSERT_EQ(lost.calls, 0);
+    ASSERT_EQ(lk_lock_is_held(a), 1);
+    ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &v));
+    ASSERT_EQ(v, 1);
+    ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+    ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS newowner"), 0);
+  }
+  ASSERT_EQ(stats_of(&fx).leases_lost, 0);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
 /* The release goes out while a renewal is in flight (both held up by the
  * proxy): the key is gone after the release's reply and stays gone, and no
  * renewal is sent after the release. */
