@@ -86,14 +86,18 @@ LK_EXTERN int64_t lk_lock_result(const lk_lock_t *lock);
 LK_EXTERN const char *lk_lock_error_text(const lk_lock_t *lock);
 /* The name as given; borrowed for the object's life. */
 LK_EXTERN const char *lk_lock_name(const lk_lock_t *lock);
-/* The owner id "UUID:TID". A secret in effect: never log it. Borrowed. */
+/* The owner id "UUID:TID". A secret in effect: never log it. Borrowed:
+ * readable until close, and the current owner until the next
+ * lk_lock_set_owner (ask again after one). */
 LK_EXTERN const char *lk_lock_owner(const lk_lock_t *lock);
 
 /* Acts as the owner client_id:thread_id (NULL client_id = this client's id),
  * so two objects can share one identity, or act as a Redisson thread. Only
  * while the object holds nothing and has nothing pending (else LK_EBUSY).
  * Objects sharing an owner rely on the server's hold count, so a retried
- * operation after a lost reply is no longer idempotent for them. */
+ * operation after a lost reply is no longer idempotent for them. 0,
+ * LK_EBUSY, LK_EINVAL (client_id empty, over 64 bytes, or with ':',
+ * spaces or bytes outside printable ASCII), LK_ENOMEM. */
 LK_EXTERN int lk_lock_set_owner(lk_lock_t *lock, const char *client_id,
                                 uint64_t thread_id);
 

@@ -151,12 +151,9 @@ static lk__chan_t *chan_find(lk_client_t *c, const char *name, size_t len) {
   return ch;
 }
 
-static lk__chan_t *chan_get(lk_client_t *c, const char *name, size_t len,
-                            int internal) {
-  lk__chan_t *ch = chan_find(c, name, len);
-  if (ch != NULL)
-    return ch;
-  ch = lk__calloc(1, sizeof(*ch));
+/* A channel record, not yet subscribed. */
+static lk__chan_t *chan_new(lk_client_t *c, const char *name, size_t len, int internal) {
+  lk__chan_t *ch = lk__calloc(1, sizeof(*ch));
   if (ch == NULL)
     return NULL;
   ch->name = lk__memdup0(name, len);
@@ -171,22 +168,37 @@ static lk__chan_t *chan_get(lk_client_t *c, const char *name, size_t len,
   HASH_ADD_KEYPTR(hh, c->chans, ch->name, ch->len, ch);
   if (!internal)
     c->user_chans++;
-  chan_subscribe(ch);
   return ch;
 }
 
 int lk__sub_start(lk_client_t *c, lk__sub_t *s, const char *channel,
                   size_t len, lk__sub_cb cb) {
-  lk__chan_t *ch;
+  lk__chan_t *ch, *hb;
+  int fresh = 0;
   if (c->closing)
     return LK_ECLOSED;
+  /* The name is copied before anything that can call out to the user (a
+   * connect that fails at once logs): channel may be in the client's scratch
+   * buffer, which a call made from the log callback would reuse. */
+  ch = chan_find(c, channel, len);
+  if (ch == NULL) {
+    ch = chan_new(c, channel, len, 0);
+    if (ch == NULL)
+      return LK_ENOMEM;
+    fresh = 1;
+  }
   /* The heartbeat channel rides along with the first user channel. */
-  if (c->hb_channel != NULL && chan_find(c, c->hb_channel, c->hb_channel_len) == NULL &&
-      chan_get(c, c->hb_channel, c->hb_channel_len, 1) == NULL)
-    return LK_ENOMEM;
-  ch = chan_get(c, channel, len, 0);
-  if (ch == NULL)
-    return LK_ENOMEM;
+  if (c->hb_channel != NULL && chan_find(c, c->hb_channel, c->hb_channel_len) == NULL) {
+    hb = chan_new(c, c->hb_channel, c->hb_channel_len, 1);
+    if (hb == NULL) {
+      if (fresh)
+        chan_free(ch);
+      return LK_ENOMEM;
+    }
+    chan_subscribe(hb);
+  }
+  if (fresh)
+    chan_subscribe(ch);
   s->chan = ch;
   s->cb = cb;
   s->client = c;

@@ -778,20 +778,19 @@ static size_t owner_text(char out[LK__OWNER_MAX], const char *client_id, uint64_
 }
 
 /* A new owner goes where the old one was when it fits, else into storage of
- * its own. */
+ * its own, made once at the largest owner size: it never moves again, so
+ * what lk_lock_owner returned stays readable until close. */
 static int set_owner(lk_lock_t *l, const char *client_id, uint64_t tid) {
   char text[LK__OWNER_MAX];
   size_t n = owner_text(text, client_id, tid);
   if (n == 0)
     return LK_EINVAL;
   if (n + 1 > l->owner_cap) {
-    char *o = lk__malloc(n + 1);
+    char *o = lk__malloc(LK__OWNER_MAX);
     if (o == NULL)
       return LK_ENOMEM;
-    if (l->owner_heap)
-      lk__free(l->owner);
     l->owner = o;
-    l->owner_cap = n + 1;
+    l->owner_cap = LK__OWNER_MAX;
     l->owner_heap = 1;
   }
   memcpy(l->owner, text, n + 1);
