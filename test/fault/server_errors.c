@@ -202,10 +202,14 @@ TEST(t21_eviction_policy_warned_and_evicted_lock_reported_lost) {
   fx_t fx;
   lk_client_opts_t o;
   fu_logs_t logs = {"maxmemory-policy", 0, 0};
+  /* Scaled, and long enough that a period plus the margin below stays well
+   * short of the local deadline (a loss found only by it would come some
+   * 2/3 of a lease or more after the eviction). */
+  const int64_t lease = rt_scaled_ms(1200);
   fx_start_server(&fx, NULL);
   rt_server_maxmemory(fx.srv, 4 << 20, "volatile-lru");
   fx_client_opts(&fx, &o);
-  o.default_lease_ms = 600;
+  o.default_lease_ms = lease;
   o.log = fu_on_log;
   o.log_arg = &logs;
   fx_start_client(&fx, &o);
@@ -235,7 +239,7 @@ TEST(t21_eviction_policy_warned_and_evicted_lock_reported_lost) {
   ASSERT_GT(rt_server_info_int(fx.srv, "stats", "evicted_keys"), 0);
   /* The watchdog notices within one renewal period (lease/3). */
   rt_run_until(&fx.loop, &lost.calls, 2000);
-  ASSERT_LE(fu_ms_between(gone, lost.t_ns), 200 + rt_scaled_ms(100));
+  ASSERT_LE(fu_ms_between(gone, lost.t_ns), lease / 3 + rt_scaled_ms(200));
   ASSERT(!lk_lock_is_held(a));
   rt_server_maxmemory(fx.srv, 0, "noeviction");
   fx_close_lock(&fx, a);

@@ -229,4 +229,59 @@ static inline void fx_close_direct_client(fx_t *fx, lk_client_t *c) {
   rt_run_until(&fx->loop, &closed, 10000);
 }
 
+/* ---- deadline probe ---- */
+
+/* A timer of the test's own, due just after a hold's local deadline. The
+ * library's timer for that deadline runs no later, in the same loop pass or
+ * an earlier one, so "on_lost came no later than the probe" holds
+ * however late a loaded machine runs the loop; how late the probe ran says
+ * whether a tighter wall-clock bound may be checked. */
+typedef struct fx_probe_s {
+  uv_timer_t t;
+  uint64_t due_ns;
+  uint64_t fired_ns; /* 0 until it ran */
+  int closed;
+} fx_probe_t;
+
+static inline void fx_probe_fired_cb(uv_timer_t *t) {
+  fx_probe_t *pr = (fx_probe_t *)t->data;
+  pr->fired_ns = uv_hrtime();
+}
+
+/* Due 2 ms after deadline_ns (a monotonic time no earlier than the hold's
+ * local deadline): libuv counts whole milliseconds from its cached time, so
+ * a library timer armed for the deadline is then never due after the probe
+ * and runs in the same loop pass or an earlier one. */
+static inline void fx_probe_start(uv_loop_t *loop, fx_probe_t *pr, uint64_t deadline_ns) {
+  uint64_t now, due_ns = deadline_ns + 2000000u;
+  memset(pr, 0, sizeof(*pr));
+  pr->due_ns = due_ns;
+  ASSERT_OK(uv_timer_init(loop, &pr->t));
+  pr->t.data = pr;
+  uv_update_time(loop);
+  now = uv_hrtime();
+  /* Rounded up: libuv counts whole milliseconds and never fires early. */
+  ASSERT_OK(uv_timer_start(&pr->t, fx_probe_fired_cb,
+                           due_ns > now ? (due_ns - now + 999999u) / 1000000u : 0, 0));
+}
+
+/* How late (ms) the probe ran after its due time; runs the loop until it did
+ * (bounded). */
+static inline double fx_probe_lateness_ms(uv_loop_t *loop, fx_probe_t *pr) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (pr->fired_ns == 0 && rt_now_ms() < end) {
+    uv_run(loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+  ASSERT_NE(pr->fired_ns, 0);
+  return (double)((int64_t)(pr->fired_ns - pr->due_ns)) / 1e6;
+}
+
+static inline void fx_probe_closed_cb(uv_handle_t *h) { ((fx_probe_t *)h->data)->closed = 1; }
+
+static inline void fx_probe_close(uv_loop_t *loop, fx_probe_t *pr) {
+  uv_close((uv_handle_t *)&pr->t, fx_probe_closed_cb);
+  rt_run_until(loop, &pr->closed, 1000);
+}
+
 #endif /* LK_TEST_HARNESS_LK_FIXTURE_H */

@@ -96,6 +96,8 @@ TEST(paused_server_loses_lease_by_deadline) {
   lk_lock_t *a;
   lost_t lost;
   sx_t s;
+  fx_probe_t pr;
+  double late;
   uint64_t t_start, t_pause, c_lost;
   int64_t end;
   memset(&lost, 0, sizeof(lost));
@@ -107,13 +109,19 @@ TEST(paused_server_loses_lease_by_deadline) {
   rt_server_pause(fx.srv);
   t_pause = uv_hrtime();
   ASSERT_EQ(lk_lock_is_held(a), 1);
+  fx_probe_start(&fx.loop, &pr, s.t_ns + (uint64_t)(lease - drift) * 1000000u);
   rt_run_until(&fx.loop, &lost.calls, lease + 2000);
   ASSERT_EQ(lost.status, LK_ELEASELOST);
   ASSERT_EQ(lost.held_in_cb, 0);
-  /* Safety, unscaled: no later than acquire reply + lease (the server may
-   * expire the key from then on), and not before the earliest local
-   * deadline the acquire can have. */
-  ASSERT_LE(ms_between(s.t_ns, lost.t_ns), lease);
+  /* Safety, unscaled: no later than a timer due at the latest local
+   * deadline, and so no later than acquire reply + lease (the server may
+   * expire the key from then on) whenever the loop ran on time; and not
+   * before the earliest local deadline the acquire can have. */
+  late = fx_probe_lateness_ms(&fx.loop, &pr);
+  ASSERT_LE(lost.t_ns, pr.fired_ns + 3000000u); /* both timers have ms steps */
+  if (late < 5)
+    ASSERT_LE(ms_between(s.t_ns, lost.t_ns), lease);
+  fx_probe_close(&fx.loop, &pr);
   ASSERT_GE((int64_t)(lost.t_ns - t_start), (lease - drift) * 1000000);
   ASSERT_EQ(lk_lock_is_held(a), 0);
   ASSERT_GE(stats_of(&fx).renewal_commands, 1); /* one went to the paused server */
@@ -145,16 +153,21 @@ TEST(paused_server_loses_lease_by_deadline) {
 }
 
 /* A renewal that reaches the server in time but whose reply comes back
- * after the local deadline (250 ms each way through the proxy, lease
- * 600 ms): the server did extend the lease, the holder was told it lost it.
- * The extension must be given back, not kept: the key goes and stays gone. */
+ * after the local deadline (at timing 1: 500 ms each way through the proxy,
+ * lease 1200 ms): the server did extend the lease, the holder was told it
+ * lost it. The extension must be given back, not kept: the key goes and
+ * stays gone. Lease and delay are scaled together, and long enough that a
+ * late renewal still reaches the server ~300 ms before the key would expire,
+ * and the give-back arrives ~400 ms after the check that the key lives. */
 TEST(late_renewal_reply_does_not_resurrect) {
-  const int64_t lease = 600;
+  const int64_t lease = rt_scaled_ms(1200), delay = lease * 5 / 12;
   fx_t fx;
   rt_proxy_t *p;
   lk_lock_t *a;
   lost_t lost;
   sx_t s;
+  fx_probe_t pr;
+  double late;
   lk_client_stats_t before;
   uint64_t c_lost;
   int64_t end;
@@ -179,22 +192,29 @@ TEST(late_renewal_reply_does_not_resurrect) {
   a = fx_lock(&fx, "late");
   ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(sx_acquire_in(&fx.loop, a, 0, LK_LEASE_DEFAULT, &s));
-  /* The renewal (due ~200 ms after the acquire) reaches the server at
-   * ~450 ms, while the key lives; its reply would be back at ~700 ms, past
-   * the deadline (592 ms). */
-  rt_proxy_delay(p, 250);
+  /* The renewal (sent 300..400 ms after the acquire) reaches the server at
+   * ~800..900 ms, while the key lives; its reply would be back at 1300 ms
+   * or later, past the deadline (1186 ms). (Times at timing 1.) */
+  rt_proxy_delay(p, (int)delay);
+  fx_probe_start(&fx.loop, &pr, s.t_ns + (uint64_t)(lease - (lease / 100 + 2)) * 1000000u);
   rt_run_until(&fx.loop, &lost.calls, lease + 2000);
   ASSERT_EQ(lost.status, LK_ELEASELOST);
-  ASSERT_LE(ms_between(s.t_ns, lost.t_ns), lease);
+  /* No later than a timer due at the latest local deadline; by acquire
+   * reply + lease whenever the loop ran on time. */
+  late = fx_probe_lateness_ms(&fx.loop, &pr);
+  ASSERT_LE(lost.t_ns, pr.fired_ns + 3000000u); /* both timers have ms steps */
+  if (late < 5)
+    ASSERT_LE(ms_between(s.t_ns, lost.t_ns), lease);
+  fx_probe_close(&fx.loop, &pr);
   ASSERT_EQ(lk_lock_is_held(a), 0);
   c_lost = stats_of(&fx).renewal_commands;
-  /* The renewal did extend the key (it would have expired at ~600 ms),
+  /* The renewal did extend the key (it would have expired at ~1200 ms),
    * and the give-back sent on the loss is still on its way. */
   fx_spin(&fx, 100);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS late"), 1);
   /* Then it goes, and nothing brings it back. */
   ASSERT(fx_wait_key_gone(&fx, "late", 1500));
-  end = rt_now_ms() + 2 * lease + 200;
+  end = rt_now_ms() + lease + 200; /* three periods and more */
   while (rt_now_ms() < end) {
     uv_run(&fx.loop, UV_RUN_NOWAIT);
     ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS late"), 0);

@@ -206,10 +206,11 @@ TEST(ten_thousand_locks_renewed_in_batches) {
   st1 = stats_of(fx.c);
   e1 = cmd_calls(fx.srv, "evalsha") + cmd_calls(fx.srv, "eval");
   /* Ticks are lease/6 apart, never closer (safety), and not much further
-   * (liveness). */
+   * (liveness: each tick is timed from when the last one ran, so a loaded
+   * machine's lateness adds up over the 2P ticks). */
   ASSERT_GE((int64_t)(t_last - t_tick), (int64_t)(2 * P * tick_ns) - 3000000);
   ASSERT_LE((int64_t)(t_last - t_tick) / 1000000,
-            (int64_t)(P * period_ns / 1000000u) + rt_scaled_ms(100));
+            (int64_t)(P * period_ns / 1000000u) + 2 * P * rt_scaled_ms(40));
   fprintf(stderr,
           "%d periods: %llu renewal scripts (client), %lld scripts (server), "
           "%llu leases renewed; bound %lld scripts\n",
