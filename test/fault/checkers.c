@@ -184,7 +184,18 @@ TEST(lost_first_checker_passes_and_fails) {
   ASSERT_EQ(c.violations, 1);
   ASSERT_EQ(c.first_a.proc, 2);
   ASSERT_EQ(c.first_b.proc, 3);
-  /* ... unless 2 was stopped meanwhile: it could not be told. */
+  /* A stall of another process, or one of this process outside the
+   * section, excuses nothing. */
+  add(&h, 3, RT_OP_STALLED, 1050, 1280, 0, 0);
+  add(&h, 2, RT_OP_STALLED, 900, 990, 0, 0);
+  rt_check_lost_first(&h, 0, RT_OP_HOLD, &c);
+  ASSERT_EQ(c.violations, 1);
+  /* ... unless 2 was stopped meanwhile, or its loop stalled: it could not
+   * be told. */
+  add(&h, 2, RT_OP_STALLED, 1150, 1290, 0, 0);
+  rt_check_lost_first(&h, 0, RT_OP_HOLD, &c);
+  ASSERT_EQ(c.violations, 0);
+  h.n--;
   add(&h, 2, RT_OP_STOPPED, 1050, 1280, 0, 0);
   rt_check_lost_first(&h, 0, RT_OP_HOLD, &c);
   ASSERT_EQ(c.violations, 0);

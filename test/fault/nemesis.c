@@ -164,6 +164,25 @@ static void on_end(uv_timer_t *t) {
       RUN.wl[i]->stop(wl_state[i]);
 }
 
+/* A loop that does not run cannot tell a holder of its loss in time, just
+ * like a stopped process. On a loaded machine a worker pinned to a busy CPU
+ * can be starved for hundreds of milliseconds, so each worker beats every
+ * STALL_BEAT_MS and records a gap longer than STALL_GAP_MS (the lease's
+ * drift allowance, about 10 ms, is all a late loop may eat) as a stall,
+ * which the checkers treat as a stop (rt_proc_paused). */
+#define STALL_BEAT_MS 2
+#define STALL_GAP_MS 8
+static uv_timer_t stall_timer;
+static uint64_t last_beat_ns;
+
+static void on_stall_beat(uv_timer_t *t) {
+  uint64_t now = uv_hrtime();
+  (void)t;
+  if (last_beat_ns != 0 && now - last_beat_ns > (uint64_t)STALL_GAP_MS * 1000000u)
+    nem_record(&CTX, RT_OP_STALLED, 0, last_beat_ns, now, 0, 0);
+  last_beat_ns = now;
+}
+
 static void worker_log(lk_log_level_t level, const char *msg, void *arg) {
   (void)arg;
   if (level >= LK_LOG_ERROR && log_errors++ < 3)
@@ -252,12 +271,17 @@ static void worker_main(int index, void *arg) {
   uv_signal_init(&loop, &report);
   uv_signal_start(&report, on_stuck_report, SIGUSR1);
   uv_unref((uv_handle_t *)&report); /* must not keep the loop alive */
+  uv_timer_init(&loop, &stall_timer);
+  last_beat_ns = 0;
+  uv_timer_start(&stall_timer, on_stall_beat, 0, STALL_BEAT_MS);
+  uv_unref((uv_handle_t *)&stall_timer); /* nor this one */
   uv_timer_init(&loop, &end_timer);
   uint64_t now = uv_hrtime();
   uv_timer_start(&end_timer, on_end,
                  RUN.end_ns > now ? (RUN.end_ns - now) / 1000000u : 0, 0);
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_close((uv_handle_t *)&report, NULL);
+  uv_close((uv_handle_t *)&stall_timer, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);
   rc = uv_loop_close(&loop);
   if (rc != 0) {
@@ -332,13 +356,7 @@ void nem_check_bounded(const rt_recs_t *h, uint16_t obj, int64_t reply_timeout_m
     int64_t over = took - r->extra - reply_timeout_ms;
     if (over <= 0)
       continue;
-    int stopped = 0;
-    for (size_t k = 0; k < h->n && !stopped; k++) {
-      const rt_rec_t *s = &h->v[k];
-      stopped = s->op == RT_OP_STOPPED && s->proc == r->proc && s->start_ns < r->end_ns &&
-                s->end_ns > r->start_ns;
-    }
-    if (stopped)
+    if (rt_proc_paused(h, r->proc, r->start_ns, r->end_ns))
       continue;
     if (over > worst)
       worst = over;
@@ -548,7 +566,7 @@ static int rec_start_cmp(const void *pa, const void *pb) {
 
 static void dump_timeline(rt_recs_t *h) {
   static const char *const ops[] = {"?",       "hold",   "read",    "write", "permits", "countdown",
-                                    "await",   "lost",   "stopped", "fault", "call"};
+                                    "await",   "lost",   "stopped", "fault", "call", "stalled"};
   const char *tmp = getenv("TMPDIR");
   char path[600];
   snprintf(path, sizeof path, "%s/lk-nemesis-%" PRIu64 "-%d.txt",

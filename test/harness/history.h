@@ -95,6 +95,8 @@ void rt_history_print(FILE *out, const rt_history_report_t *rep);
  *   RT_OP_LOST      on_lost callback at start          side         start of the section it ended,
  *                                                                   -1 when none was open
  *   RT_OP_STOPPED   the process was SIGSTOPped          -            -
+ *   RT_OP_STALLED   the process's loop did not run       -            -
+ *                   (starved of CPU: as if stopped)
  *   RT_OP_FAULT     a fault the nemesis injected       fault kind   -
  *   RT_OP_CALL      an operation invoked .. completed  status       wait budget (ms)
  *
@@ -111,7 +113,8 @@ enum {
   RT_OP_LOST,
   RT_OP_STOPPED,
   RT_OP_FAULT,
-  RT_OP_CALL
+  RT_OP_CALL,
+  RT_OP_STALLED
 };
 
 typedef struct rt_rec_s {
@@ -176,9 +179,12 @@ void rt_check_fifo(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *ou
  * (extra 1) returned no earlier than the invocation of the n-th
  * RT_OP_COUNTDOWN; with fewer than n count-downs no await may see it open. */
 void rt_check_latch(const rt_recs_t *h, uint16_t obj, int64_t n, rt_check_t *out);
+/* 1 when process proc was stopped (RT_OP_STOPPED) or its loop stalled
+ * (RT_OP_STALLED) at some time within (from, to): it could not act then. */
+int rt_proc_paused(const rt_recs_t *h, uint32_t proc, uint64_t from, uint64_t to);
 /* Every RT_OP_LOST of obj that ended an open section (extra >= 0) comes
  * before any section (op) of another process that started after that
- * section began, unless the losing process was stopped (RT_OP_STOPPED) in
+ * section began, unless the losing process was paused (rt_proc_paused) in
  * between: a holder hears of the loss before someone else can hold it. */
 void rt_check_lost_first(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out);
 /* One line per checker for humans. */
