@@ -567,13 +567,16 @@ TEST(watchdog_keeps_and_loses_fair_holds) {
   lk_fair_t *a;
   int lost = 0;
   int64_t end;
+  /* Scaled: the hold survives only while every renewal comes back within
+   * about 2/3 of a lease. */
+  const int64_t lease = rt_scaled_ms(600);
   lk_client_opts_init(&o);
-  o.default_lease_ms = 600;
+  o.default_lease_ms = lease;
   fx_start_with(&fx, NULL, &o);
   a = fx_fair(&fx, "wd");
   ASSERT_OK(lk_fair_set_lost_cb(a, on_lost_flag, &lost));
   ASSERT_OK(fsx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
-  end = rt_now_ms() + 2000; /* over three leases */
+  end = rt_now_ms() + lease * 10 / 3; /* over three leases */
   while (rt_now_ms() < end) {
     ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS wd"), 1);
     fx_spin(&fx, 20);

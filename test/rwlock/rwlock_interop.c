@@ -320,7 +320,8 @@ TEST(downgrades_of_both_kinds) {
  * process died) is not kept alive by latchkey's renewing reader, and once
  * latchkey's reader leaves, the lock goes at once. */
 TEST(latchkey_renewal_never_keeps_a_redisson_reader) {
-  const int64_t lease = 600;
+  /* Scaled: latchkey's reader must live on its renewals through the case. */
+  const int64_t lease = rt_scaled_ms(600);
   fx_t fx;
   redisContext *e;
   lk_rwlock_t *r, *w;

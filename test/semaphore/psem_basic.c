@@ -147,16 +147,19 @@ TEST(psem_fixed_lease_ends_and_permit_returns) {
 /* The default lease is renewed by the watchdog while the object holds the
  * permits: they outlive many leases, and others stay out. */
 TEST(psem_watchdog_keeps_permits) {
+  /* Scaled: the hold survives only while every renewal comes back within
+   * about 2/3 of a lease. */
+  const int64_t lease = rt_scaled_ms(600);
   fx_t fx;
   lk_psem_t *a, *b;
   lk_client_stats_t st;
   int64_t r;
-  start_with(&fx, 600, 0);
+  start_with(&fx, lease, 0);
   a = fx_psem(&fx, "wd");
   b = fx_psem(&fx, "wd");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
   ASSERT_OK(psem_acquire(&fx, a, 2, 0, LK_LEASE_DEFAULT));
-  fx_spin(&fx, 2000);
+  fx_spin(&fx, lease * 10 / 3); /* 10 periods */
   ASSERT(lk_psem_is_held(a));
   ASSERT_EQ(psem_acquire(&fx, b, 1, 0, 5000), LK_ETIMEDOUT);
   ASSERT_GT(score_of(&fx, "{wd}:timeout", lk_psem_permit_id(a, 1)), server_ms(&fx));
@@ -169,7 +172,7 @@ TEST(psem_watchdog_keeps_permits) {
   lk_client_get_stats(fx.c, &st);
   {
     uint64_t before = st.renewals;
-    fx_spin(&fx, 700);
+    fx_spin(&fx, lease * 7 / 6); /* 3.5 periods */
     lk_client_get_stats(fx.c, &st);
     ASSERT_EQ(st.renewals, before);
   }
@@ -234,17 +237,22 @@ TEST(psem_update_lease) {
   lk_psem_t *a;
   char id[33];
   long long now;
-  start_with(&fx, 600, 0);
+  /* Scaled: the first fixed lease must last until both updates are
+   * answered (300 ms left a preempted test little room), and the renewed
+   * permit must live on its renewals. The spin outlasts the first lease by
+   * 400 ms: a permit the updates missed would be gone by then. */
+  const int64_t first_lease = rt_scaled_ms(800);
+  start_with(&fx, rt_scaled_ms(600), 0);
   a = fx_psem(&fx, "upd");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
-  ASSERT_OK(psem_acquire(&fx, a, 2, 0, 300));
+  ASSERT_OK(psem_acquire(&fx, a, 2, 0, first_lease));
   snprintf(id, sizeof id, "%s", lk_psem_permit_id(a, 0));
   /* One permit gets a longer fixed lease, the other is renewed. */
   ASSERT_OK(psem_update(&fx, a, id, 5000));
   now = server_ms(&fx);
   ASSERT_GT(score_of(&fx, "{upd}:timeout", id), now + 4000);
   ASSERT_OK(psem_update(&fx, a, lk_psem_permit_id(a, 1), LK_LEASE_DEFAULT));
-  fx_spin(&fx, 1200);
+  fx_spin(&fx, first_lease + 400);
   ASSERT_EQ(lk_psem_permit_count(a), 2);
   ASSERT(lk_psem_is_held(a));
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {upd}:timeout"), 2);
@@ -361,6 +369,7 @@ TEST(psem_bad_inputs) {
  * ends on the server (not before), for a fixed lease and for a
  * watchdog-renewed one (renewals stop with the process). */
 static void killed_holder(int64_t lease_ms) {
+  const int64_t renewed_lease_ms = 1500;
   fx_t fx;
   int pipefd[2];
   pid_t pid;
@@ -383,7 +392,7 @@ static void killed_holder(int64_t lease_ms) {
     uv_loop_init(&loop);
     lk_client_opts_init(&o);
     o.port = rt_server_port(fx.srv);
-    o.default_lease_ms = 900;
+    o.default_lease_ms = renewed_lease_ms;
     if (lk_client_new(&loop, &o, &cl) != 0 || lk_psem_new(cl, "kh", &p) != 0)
       _exit(3);
     memset(&cx, 0, sizeof cx);
@@ -402,7 +411,9 @@ static void killed_holder(int64_t lease_ms) {
   close(pipefd[1]);
   ASSERT_EQ(read(pipefd[0], &c, 1), 1);
   close(pipefd[0]);
-  rt_sleep_ms(lease_ms < 0 ? 1500 : 100); /* the renewed one outlives its lease */
+  /* The renewed one outlives its lease (renewals every third of it; the
+   * lease leaves a loaded machine's child room to renew late). */
+  rt_sleep_ms(lease_ms < 0 ? renewed_lease_ms * 5 / 3 : 100);
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {kh}:timeout"), 2);
   kill(pid, SIGKILL);
   ASSERT_EQ(waitpid(pid, NULL, 0), pid);
@@ -421,7 +432,7 @@ static void killed_holder(int64_t lease_ms) {
   printf("permits back %lld ms after the kill (lease ended %lld ms after it)\n",
          got - killed_at, expiry - killed_at);
   ASSERT_GE(got, expiry); /* safety: not before the last lease ended */
-  ASSERT_LT(got, expiry + rt_scaled_ms(500));
+  ASSERT_LT(got, expiry + rt_scaled_ms(1000)); /* b re-polls at the holder's ttl */
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {kh}:timeout"), 2); /* b's two */
   fx_close_psem(&fx, b);
   ASSERT_EQ(srv_count(fx.srv, "kh"), 2);
@@ -486,12 +497,14 @@ TEST(psem_waiter_retries_when_the_nearest_lease_ends) {
  * script): every permit outlives several leases, in few commands. */
 TEST(psem_watchdog_batches_many_holders) {
   enum { HOLDERS = 150 };
+  /* Scaled: every holder must live on renewals batched 100 to a script. */
+  const int64_t lease = rt_scaled_ms(600);
   fx_t fx;
   lk_psem_t *h[HOLDERS];
   lk_client_stats_t st;
   int64_t t0, ticks;
   int i;
-  start_with(&fx, 600, 0);
+  start_with(&fx, lease, 0);
   t0 = rt_now_ms();
   for (i = 0; i < HOLDERS; i++)
     h[i] = fx_psem(&fx, "many");
@@ -499,14 +512,15 @@ TEST(psem_watchdog_batches_many_holders) {
   for (i = 0; i < HOLDERS; i++)
     ASSERT_OK(psem_acquire(&fx, h[i], 1, 0, LK_LEASE_DEFAULT));
   ASSERT_EQ(srv_count(fx.srv, "many"), 0);
-  fx_spin(&fx, 1800); /* three leases */
+  fx_spin(&fx, lease * 3); /* three leases */
   lk_client_get_stats(fx.c, &st);
   ASSERT_EQ(st.leases_lost, 0);
   ASSERT_GE(st.renewals, (uint64_t)HOLDERS * 3);
-  /* Batched, not one each: a tick (lease/6 = 100 ms) renews whatever is
-   * due in at most two scripts for 150 holders (100 keys per script), however
-   * slowly the acquisitions spread them (a sanitizer build is slow). */
-  ticks = (rt_now_ms() - t0) / 100 + 2;
+  /* Batched, not one each: a tick (lease/6, 100 ms at timing 1) renews
+   * whatever is due in at most two scripts for 150 holders (100 keys per
+   * script), however slowly the acquisitions spread them (a sanitizer build
+   * is slow). */
+  ticks = (rt_now_ms() - t0) / (lease / 6) + 2;
   ASSERT_LE(st.renewal_commands, (uint64_t)(2 * ticks));
   ASSERT_LE(st.renewal_commands * 10, st.renewals);
   for (i = 0; i < HOLDERS; i++)
