@@ -61,7 +61,9 @@ TEST(t39_faulted_session_leaves_nothing_behind) {
   ASSERT_OK(uv_loop_init(&loop));
   lk_client_opts_t o;
   lk_client_opts_init(&o);
-  o.default_lease_ms = 900;
+  /* Scaled: b's hold must outlive the AOF restart below, which blocks this
+   * loop, plus the reconnect and one renewal. */
+  o.default_lease_ms = rt_scaled_ms(1500);
   o.reconnect_min_ms = 20;
   o.reconnect_max_ms = 100;
   o.reply_timeout_ms = 500;
