@@ -51,7 +51,10 @@ long long rt_server_info_int(rt_server_t *s, const char *section, const char *fi
 /* PUBSUB NUMSUB channel. */
 long long rt_server_numsub(rt_server_t *s, const char *channel);
 
-/* Keys matching pattern (KEYS; tests only). */
+/* Keys matching pattern (KEYS; tests only). Only keys that exist now:
+ * DBSIZE also counts keys whose TTL ran out but which the server has not
+ * reaped yet (it reaps lazily and by sampling, later on a loaded machine),
+ * so "nothing left" is rt_server_count_keys(s, "*") == 0, never DBSIZE. */
 long long rt_server_count_keys(rt_server_t *s, const char *pattern);
 
 #ifdef __cplusplus

@@ -199,7 +199,7 @@ TEST(second_operation_while_pending_is_busy) {
   ASSERT_EQ(lk_rwlock_set_owner(rw, NULL, 5), LK_EBUSY);
   fx_close_rwlock(&fx, rw);
   fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   finish(&fx);
 }
 
@@ -223,7 +223,7 @@ TEST(set_owner_checks_and_acts_as_given_owner) {
   ASSERT_EQ(rw_hget(&fx, "owner", field), 1);
   ASSERT_OK(rw_release(&fx, rw, RW_W, NULL));
   fx_close_rwlock(&fx, rw);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   finish(&fx);
 }
 
@@ -244,7 +244,7 @@ TEST(operations_on_a_closing_object) {
   ASSERT_EQ(lk_rwlock_set_lost_cb(rw, never_cb, NULL), LK_ECLOSED);
   ASSERT_EQ(lk_rwlock_close(rw, NULL), LK_ECLOSED);
   rt_run_until(&fx.loop, &closed, 5000);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   /* A client with an open object refuses to close. */
   rw = fx_rwlock(&fx, "closing");
   ASSERT_EQ(lk_client_close(fx.c, NULL), LK_EBUSY);
@@ -351,7 +351,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   ASSERT_EQ(rw_server_holds(&fx, held, RW_R), 1);
   fx_close_rwlock(&fx, idle);
   fx_close_rwlock(&fx, held);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   finish(&fx);
 }
 

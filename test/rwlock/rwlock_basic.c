@@ -40,7 +40,7 @@ static long long evalsha_calls(fx_t *fx) {
 /* Polls (bounded, loop running) until the server holds no key at all. */
 static void wait_db_empty(fx_t *fx) {
   int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-  while (rt_cmd_int(fx->srv, "DBSIZE") != 0) {
+  while (rt_server_count_keys(fx->srv, "*") != 0) {
     if (rt_now_ms() > end)
       FAIL("keys left behind");
     uv_run(&fx->loop, UV_RUN_NOWAIT);
@@ -103,7 +103,7 @@ TEST(readers_share_writer_excluded) {
   fx_close_rwlock(&fx, a);
   fx_close_rwlock(&fx, b);
   fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -152,7 +152,7 @@ TEST(reentrancy_on_both_sides) {
   ASSERT_EQ(lk_rwlock_release(a, RW_R, rw_cb, NULL), LK_ENOTHELD);
   fx_close_rwlock(&fx, a);
   fx_close_rwlock(&fx, b);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -193,7 +193,7 @@ TEST(downgrade) {
   fx_close_rwlock(&fx, a);
   fx_close_rwlock(&fx, b);
   fx_close_rwlock(&fx, c);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -226,7 +226,7 @@ TEST(upgrade_refused) {
   ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
   fx_close_rwlock(&fx, a);
   fx_close_rwlock(&fx, twin);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -261,7 +261,7 @@ TEST(write_release_wakes_every_waiter) {
   for (i = 0; i < N; i++)
     fx_close_rwlock(&fx, r[i]);
   fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -309,7 +309,7 @@ TEST(read_release_wakes_one_waiter) {
   fx_close_rwlock(&fx, r);
   fx_close_rwlock(&fx, w1);
   fx_close_rwlock(&fx, w2);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -371,7 +371,7 @@ TEST(queries_and_force_release) {
   ASSERT_OK(rw_run(&fx, lk_rwlock_force_release, b, &v));
   ASSERT_EQ(v, 1);
   ASSERT_EQ(lk_rwlock_hold_count(b, RW_R), 0);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   /* a still counts its holds; the server says they are gone. */
   ASSERT_EQ(rw_release(&fx, a, RW_R, NULL), LK_ENOTOWNER);
   ASSERT_OK(rw_acquire(&fx, b, RW_W, 0, LK_LEASE_DEFAULT));
@@ -380,7 +380,7 @@ TEST(queries_and_force_release) {
   ASSERT_EQ(rw_server_holds(&fx, b, RW_W), 1);
   ASSERT_OK(rw_run(&fx, lk_rwlock_force_release, a, &v));
   ASSERT_EQ(v, 1);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   /* A key of another type is never touched. */
   freeReplyObject(rt_cmd(fx.srv, "SET q precious"));
   ASSERT_EQ(rw_run(&fx, lk_rwlock_force_release, a, &v), LK_EWRONGTYPE);
@@ -420,7 +420,7 @@ TEST(plain_lock_of_the_same_name_is_not_taken) {
   ASSERT_EQ(sx_acquire(&fx, l, 0, LK_LEASE_DEFAULT), LK_ETIMEDOUT);
   fx_close_lock(&fx, l);
   fx_close_rwlock(&fx, rw);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -452,7 +452,7 @@ TEST(names_with_braces_and_odd_bytes) {
   fx_close_rwlock(&fx, a);
   fx_close_rwlock(&fx, b);
   fx_close_rwlock(&fx, c);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -530,7 +530,7 @@ TEST(cancel_waiting_acquire) {
   ASSERT_EQ(lk_rwlock_hold_count(r, RW_R), 0);
   fx_close_rwlock(&fx, r);
   fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -554,7 +554,7 @@ TEST(cancel_in_flight_gives_back_late_grant) {
     wait_db_empty(&fx);
   }
   fx_close_rwlock(&fx, a);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -580,7 +580,7 @@ TEST(close_releases_both_sides) {
   ASSERT_EQ(s.done, 1);
   ASSERT_EQ(s.status, LK_ECANCELED);
   fx_close_rwlock(&fx, a);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -599,7 +599,7 @@ TEST(close_from_inside_callback_releases) {
   a = fx_rwlock(&fx, "inside");
   ASSERT_OK(lk_rwlock_acquire(a, RW_W, NULL, close_in_cb, &closed));
   rt_run_until(&fx.loop, &closed, 5000);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -632,7 +632,7 @@ TEST(dead_readers_never_keep_writers_out) {
   fx_close_rwlock(&fx, a);
   fx_close_rwlock(&fx, b);
   fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -669,7 +669,7 @@ TEST(commands_after_a_canceled_reentry_wait_for_its_give_back) {
     ASSERT_EQ(lk_rwlock_hold_count(a, (lk_rwlock_side_t)side), 1);
     ASSERT_EQ(rw_server_holds(&fx, a, (lk_rwlock_side_t)side), 1);
     ASSERT_OK(rw_release(&fx, a, (lk_rwlock_side_t)side, NULL));
-    ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+    ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   }
   fx_close_rwlock(&fx, a);
   fx_finish(&fx);

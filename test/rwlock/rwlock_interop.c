@@ -109,7 +109,7 @@ TEST(readers_of_both_kinds_share) {
   ASSERT_OK(rw_release(&fx, w, RW_W, NULL));
   ASSERT_EQ(rt_rwlock_read_try(e, "share", EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
   ASSERT_EQ(rt_rwlock_read_unlock(e, "share", EMU_UUID, EMU_TID), 1);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   redisFree(e);
   fx_close_rwlock(&fx, r);
   fx_close_rwlock(&fx, w);
@@ -151,7 +151,7 @@ TEST(redisson_writer_release_wakes_latchkey_readers) {
   redisFree(e);
   for (i = 0; i < N; i++)
     fx_close_rwlock(&fx, r[i]);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -213,7 +213,7 @@ static void redisson_waits_for_latchkey(lk_rwlock_side_t held, int emu_write) {
   expect_message(sub, emu_write ? "1" : "0");
   redisFree(sub);
   fx_close_rwlock(&fx, a);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -250,7 +250,7 @@ TEST(same_thread_across_implementations) {
     free(m);
   }
   ASSERT_EQ(rt_rwlock_read_unlock(e, "thread", EMU_UUID, EMU_TID), 1);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   /* latchkey's releases find the server empty: not the owner any more. */
   ASSERT_EQ(rw_release(&fx, a, RW_R, NULL), LK_ENOTOWNER);
   ASSERT_EQ(rw_release(&fx, a, RW_W, NULL), LK_ENOTOWNER);
@@ -264,7 +264,7 @@ TEST(same_thread_across_implementations) {
   /* A read-holding thread asking latchkey for the write side is refused. */
   ASSERT_EQ(rw_acquire(&fx, a, RW_W, 5000, LK_LEASE_DEFAULT), LK_EUPGRADE);
   ASSERT_EQ(rt_rwlock_read_unlock(e, "thread", EMU_UUID, EMU_TID), 1);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   redisFree(e);
   fx_close_rwlock(&fx, a);
   fx_finish(&fx);
@@ -308,7 +308,7 @@ TEST(downgrades_of_both_kinds) {
   ASSERT_EQ(rt_rwlock_read_unlock(e, "dg", EMU_UUID, EMU_TID), 0);
   ASSERT_OK(rw_release(&fx, a, RW_R, NULL));
   expect_message(sub, "0");
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   redisFree(sub);
   redisFree(e);
   fx_close_rwlock(&fx, a);
@@ -346,6 +346,6 @@ TEST(latchkey_renewal_never_keeps_a_redisson_reader) {
   redisFree(e);
   fx_close_rwlock(&fx, r);
   fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }

@@ -91,7 +91,7 @@ TEST(watchdog_keeps_both_sides) {
   ASSERT_EQ(lost.calls, 0);
   ASSERT_GT(checks, 20);
   ASSERT_OK(rw_release(&fx, a, RW_R, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   /* Nothing is renewed after the release: the ring is empty. */
   {
     lk_client_stats_t st0, st1;
@@ -142,7 +142,7 @@ TEST(lost_read_side) {
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rw_release(&fx, a, RW_R, NULL));
   ASSERT_OK(rw_release(&fx, b, RW_R, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   free(k);
   fx_close_rwlock(&fx, a);
   fx_close_rwlock(&fx, b);
@@ -177,7 +177,7 @@ TEST(lost_write_side) {
   ASSERT_EQ(lk_rwlock_hold_count(a, RW_W), 0);
   ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 0);
   ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_close_rwlock(&fx, a);
   fx_close_rwlock(&fx, b);
   fx_finish(&fx);
@@ -351,7 +351,7 @@ TEST(dead_reader_expires_while_live_reader_renews) {
   /* And readers get in again. */
   ASSERT_OK(rw_acquire_in(&fx.loop, live, RW_R, 0, LK_LEASE_DEFAULT, &rs));
   ASSERT_OK(rw_release(&fx, live, RW_R, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   free(dead_key);
   free(live_key);
   fx_close_rwlock(&fx, live);
@@ -417,7 +417,7 @@ static void lost_replies(lk_rwlock_side_t side) {
   ASSERT_EQ(lk_rwlock_hold_count(a, side), 1);
   ASSERT_EQ(rw_server_holds(&fx, a, side), 1);
   ASSERT_OK(rw_release(&fx, a, side, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_close_rwlock(&fx, a);
   fx_finish(&fx);
   rt_proxy_stop(p);
@@ -513,7 +513,7 @@ TEST(read_first_attempt_never_takes_a_stale_count_for_its_grant) {
   ASSERT_OK(rw_release(&fx, a, RW_R, &freed));
   ASSERT_EQ(freed, 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-r"), 0);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 1); /* the token counter */
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 1); /* the token counter */
   free(k2);
   free(k3);
   fx_close_rwlock(&fx, a);
@@ -545,7 +545,7 @@ TEST(stale_reader_count_never_hands_out_another_readers_token) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-2"), 1);
   ASSERT_OK(rw_release(&fx, b, RW_R, &freed));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-2"), 0);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 1); /* the token counter */
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 1); /* the token counter */
   fx_close_rwlock(&fx, a);
   fx_close_rwlock(&fx, b);
   fx_finish(&fx);
@@ -571,7 +571,7 @@ TEST(stale_read_count_never_revives_dead_counted_holds) {
   ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL)); /* the give-back is through */
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-dead"), 0);
   ASSERT_EQ(exists(&fx, k2), 0);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 1); /* the token counter */
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 1); /* the token counter */
   free(k1);
   free(k2);
   fx_close_rwlock(&fx, a);
@@ -658,7 +658,7 @@ TEST(close_inside_on_lost_during_reentry) {
   ASSERT_EQ(s.status, LK_ECANCELED);
   fx_spin(&fx, 50);
   ASSERT_EQ(s.calls, 1);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   fx_finish(&fx);
 }
 
@@ -684,7 +684,7 @@ TEST(grant_answered_after_its_deadline_is_given_back) {
     ASSERT_EQ(lk_rwlock_hold_count(a, (lk_rwlock_side_t)side), 0);
     ASSERT_EQ(lk_rwlock_is_held(a, (lk_rwlock_side_t)side), 0);
     ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL)); /* the give-back is through */
-    ASSERT_EQ(rt_cmd_int(fx.srv, "DBSIZE"), 0);
+    ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   }
   fx_close_rwlock(&fx, a);
   fx_finish(&fx);
