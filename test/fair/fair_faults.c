@@ -286,13 +286,6 @@ static void start_fenced(lk_fair_t *f, fsx_t *s) {
   ASSERT_OK(lk_fair_acquire(f, &o, fsx_cb, s));
 }
 
-static long long token_counter(fx_t *fx, const char *name) {
-  char *v = rt_cmd_str(fx->srv, "GET redisson_lock_token:{%s}", name);
-  long long n = v ? atoll(v) : 0;
-  free(v);
-  return n;
-}
-
 /* The holder is told at once and acquires again from on_lost. */
 static void on_lost_acquire_again(lk_fair_t *f, int status, void *arg) {
   relost_t *r = arg;
@@ -333,7 +326,7 @@ TEST(late_renewal_reply_never_undoes_the_next_grant) {
   rt_run_until(&fx.loop, &r.lost, 5000);
   ASSERT_EQ(r.lost, 1);
   /* Behind the renewal and the loss's give-back, the new acquisition ran. */
-  FX_EVENTUALLY(&fx, token_counter(&fx, "late") == 2, 3000);
+  FX_EVENTUALLY(&fx, fx_token_counter(&fx, "late") == 2, 3000);
   ASSERT_EQ(again.done, 0);
   ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
   rt_proxy_release(p);

@@ -5,6 +5,7 @@
 #ifndef LK_TEST_HARNESS_LK_FIXTURE_H
 #define LK_TEST_HARNESS_LK_FIXTURE_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "latchkey.h"
@@ -155,6 +156,14 @@ static inline int fx_wait_key_gone(fx_t *fx, const char *key, int64_t timeout_ms
 }
 
 /* Runs the loop for ms (unscaled) so background work can happen. */
+/* The fencing counter Redisson's layout keeps beside lock NAME (0: none). */
+static inline long long fx_token_counter(fx_t *fx, const char *name) {
+  char *v = rt_cmd_str(fx->srv, "GET redisson_lock_token:{%s}", name);
+  long long n = v ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
 static inline void fx_spin(fx_t *fx, int64_t ms) {
   int64_t end = rt_now_ms() + ms;
   while (rt_now_ms() < end) {

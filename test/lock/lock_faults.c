@@ -295,13 +295,6 @@ static void on_lost_acquire_again(lk_lock_t *l, int status, void *arg) {
   start_fenced(l, r->acq);
 }
 
-static long long token_counter(fx_t *fx, const char *name) {
-  char *v = rt_cmd_str(fx->srv, "GET redisson_lock_token:{%s}", name);
-  long long n = v ? atoll(v) : 0;
-  free(v);
-  return n;
-}
-
 /* A renewal whose reply arrives after the holder was told it lost the lease
  * (the reply was slow; the server did extend): the loss's give-back was sent
  * behind that renewal and undoes the extension. Nothing more may be sent
@@ -334,7 +327,7 @@ TEST(late_renewal_reply_never_undoes_the_next_grant) {
   rt_run_until(&fx.loop, &r.lost, 5000);
   ASSERT_EQ(r.lost, 1);
   /* Behind the renewal and the loss's give-back, the new acquisition ran. */
-  FX_EVENTUALLY(&fx, token_counter(&fx, "late") == 2, 3000);
+  FX_EVENTUALLY(&fx, fx_token_counter(&fx, "late") == 2, 3000);
   ASSERT_EQ(again.done, 0);
   ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
   rt_proxy_release(p);
