@@ -251,6 +251,24 @@ TEST(proxy_replace_sends_other_bytes) {
   px_stop(&x);
 }
 
+/* INSERT puts an unsolicited reply before the real one: a FIFO client then
+ * reads every later reply one request late. */
+TEST(proxy_insert_adds_a_reply_before_the_real_one) {
+  px_t x;
+  px_start(&x);
+  int fd = raw_connect(rt_proxy_port(x.p), rt_scaled_ms(2000));
+  char buf[256];
+  const char extra[] = "+EXTRA\r\n";
+  rt_proxy_on_reply(x.p, "ECHO", 2, RT_PROXY_INSERT, extra, strlen(extra));
+  raw_send(fd, "ECHO one\r\nECHO two\r\nECHO three\r\n");
+  /* one, the extra reply, two, three: 9 + 8 + 9 + 11 bytes. */
+  ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 37), 37);
+  ASSERT_STREQ(buf, "$3\r\none\r\n+EXTRA\r\n$3\r\ntwo\r\n$5\r\nthree\r\n");
+  ASSERT_EQ(rt_proxy_rule_state(x.p), RT_PROXY_RULE_APPLIED);
+  close(fd);
+  px_stop(&x);
+}
+
 /* Subscribe confirmations are replies; messages are not: a rule on the
  * reply to the 2nd command of a subscribed connection skips the pushes. */
 TEST(proxy_rules_skip_pubsub_pushes) {

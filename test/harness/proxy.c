@@ -459,6 +459,10 @@ static void apply_action(conn_t *c, bytes_t *out) {
   case RT_PROXY_REPLACE:
     route(c, out, r->replacement, r->replacement_len);
     return;
+  case RT_PROXY_INSERT:
+    route(c, out, r->replacement, r->replacement_len);
+    route(c, out, c->frame.p, c->frame.len);
+    return;
   }
 }
 
@@ -1043,7 +1047,7 @@ void rt_proxy_on_reply(rt_proxy_t *p, const char *match, int k, rt_proxy_action_
   cmd.arg = k;
   cmd.arg2 = (int)action;
   cmd.ptr2 = bytes;
-  cmd.len2 = action == RT_PROXY_REPLACE ? len : 0;
+  cmd.len2 = action == RT_PROXY_REPLACE || action == RT_PROXY_INSERT ? len : 0;
   call_cmd(p, &cmd);
 }
 

@@ -93,7 +93,11 @@ typedef enum {
   /* Hold it and every later reply until rt_proxy_release. */
   RT_PROXY_HOLD,
   /* Send bytes (copied) instead of it: hostile or unexpected replies. */
-  RT_PROXY_REPLACE
+  RT_PROXY_REPLACE,
+  /* Send bytes (copied), then the real reply: an unsolicited reply arriving
+   * just before it, which shifts every later reply on that connection by one
+   * unless the client notices. */
+  RT_PROXY_INSERT
 } rt_proxy_action_t;
 
 enum {
