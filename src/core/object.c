@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/object.h"
+#include "core/outcome.h"
 #include "core/watchdog.h"
 
 static void close_continue(lk__obj_t *o);
@@ -36,6 +37,11 @@ void lk__obj_begin(lk__obj_t *o, int kind) {
   o->woken = 0;
   o->waited = 0;
   o->woken_ns = 0;
+  o->resends = 0;
+  o->outcome_open = 0;
+  o->attempt_deferred = 0;
+  o->command_deferred = 0;
+  o->budgeted = 0;
 }
 
 /* The wait (if any) is over: no more timer, and no more listening unless
@@ -56,6 +62,7 @@ void lk__obj_unsubscribe(lk__obj_t *o) {
 
 void lk__obj_finish(lk__obj_t *o, int status) {
   int kind = o->kind;
+  status = lk__outcome_settle(o, status);
   stop_waiting(o);
   o->kind = 0;
   o->op = NULL;
@@ -107,7 +114,7 @@ static void abandon(lk__obj_t *o) {
   if (o->ops->abandon != NULL)
     o->ops->abandon(o);
   else if (o->op != NULL)
-    lk__op_retarget(o->op, NULL, NULL);
+    lk__outcome_abandon(o);
   o->op = NULL;
 }
 
@@ -134,6 +141,7 @@ int lk__obj_cancel(lk__obj_t *o, int kind) {
 /* What the core allocated for the object; its timer is closed (or was
  * never seen by this process's loop, after fork). */
 static void free_parts(lk__obj_t *o) {
+  lk__outcome_free(o);
   lk__free(o->w);
   o->w = NULL;
   lk__free(o->errtext);
@@ -231,6 +239,7 @@ int lk__obj_transient(int status) {
 void lk__obj_wait_begin(lk__obj_t *o, int64_t wait_ms) {
   o->waiting = 1;
   o->wait_ms = wait_ms;
+  o->budgeted = wait_ms != 0;
   o->deadline_ns = lk__now_ns() + ms_to_ns(wait_ms < 0 ? 0 : wait_ms);
 }
 
@@ -361,6 +370,15 @@ void lk__obj_retry_or_finish(lk__obj_t *o, int status) {
   if (lk__obj_remaining_ms(o) > 0 && o->wait_ms != 0) {
     sleep_then_retry(o, -1, status);
     return;
+  }
+  /* A wait whose budget ran out without acquiring ends with LK_ETIMEDOUT,
+   * whatever kept it from the server (unreachable, loading, busy): the
+   * last such reason stays readable through the error getter. A single try
+   * (wait 0) reports the reason itself. */
+  if (o->budgeted && lk__obj_transient(status)) {
+    if (o->errtext == NULL)
+      lk__obj_set_errtext(o, lk_strerror(status));
+    status = LK_ETIMEDOUT;
   }
   lk__obj_finish(o, status);
 }

@@ -14,6 +14,7 @@
 #include "core/pubsub.h"
 
 typedef struct lk__obj_s lk__obj_t;
+struct lk__hold_s; /* core/hold.h */
 
 /* What only a waiting object needs: the wait's timer and its subscription.
  * Allocated by the first wait (or lk__obj_want_timer) and kept until close,
@@ -53,6 +54,33 @@ typedef struct lk__obj_ops_s {
    * copied at once). NULL result: out of memory. Used only when o->channel
    * is NULL; may be NULL. */
   const char *(*channel)(lk__obj_t *o, size_t *len);
+
+  /* --- the outcome policy's verbs (core/outcome.h); all may be NULL --- */
+  /* The kind of the operation whose attempts may be granted a hold (the
+   * acquire); 0: the object grants nothing. */
+  int acquire_kind;
+  /* 1 when the object knows its owner's count on the server: its scripts
+   * take the expected count, so a resend is applied at most once and a
+   * give-back can be made conditional on the count showing a grant. */
+  int (*counted)(lk__obj_t *o);
+  /* Prepares (does not send) the give-back of the hold the pending
+   * acquire's attempt may have been granted. known_grant: its reply showed a
+   * grant; 0: not known, so only a give-back conditional on the owner's
+   * count is safe (NULL when the object cannot make one). */
+  lk__op_t *(*undo)(lk__obj_t *o, int known_grant);
+  /* The reply to an attempt is a grant (status 0, reply non-NULL). */
+  int (*is_grant)(const redisReply *r);
+  /* A command that waited for an abandoned attempt's give-back
+   * (lk__outcome_defer_command) may be sent now. */
+  void (*deferred)(lk__obj_t *o);
+
+  /* --- the hold verbs (core/hold.h), for objects that hold --- */
+  /* Gives back n holds of side h, best effort, nobody waiting: only if the
+   * owner's count on it is exactly cond (cond >= 0), else unconditionally. */
+  void (*give_back)(lk__obj_t *o, struct lk__hold_s *h, int64_t cond, uint32_t n);
+  /* The holds are gone: stop renewing, give back what the server may still
+   * have for the owner, set o->lost, tell the holder (on_lost). */
+  void (*lose)(lk__obj_t *o);
 } lk__obj_ops_t;
 
 struct lk__obj_s {
@@ -84,6 +112,14 @@ struct lk__obj_s {
    * until close, so later waits cost no SUBSCRIBE/UNSUBSCRIBE. Messages that
    * arrive while no wait is on are ignored. */
   int keep_sub;
+  /* outcome policy (core/outcome.h) */
+  uint8_t resends;            /* of the current command, after unknown outcomes */
+  unsigned outcome_open : 1;  /* an attempt's outcome is unknown: the next is a resend */
+  unsigned attempt_deferred : 1;
+  unsigned command_deferred : 1;
+  unsigned budgeted : 1; /* the wait was given a budget (wait_ms != 0) */
+  unsigned lost : 1;     /* holding objects: on_lost was told, holds not yet forgotten */
+  struct lk__outcome_track_s *track; /* abandoned attempts still out, or NULL */
 };
 
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);

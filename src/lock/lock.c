@@ -7,14 +7,15 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/hold.h"
 #include "core/object.h"
+#include "core/outcome.h"
 #include "core/tokens.h"
 #include "core/watchdog.h"
 #include "lock/lock_internal.h"
 
 #define LK__LOCK_CHANNEL_PREFIX "redisson_lock__channel"
 #define LK__LOCK_TOKEN_PREFIX "redisson_lock_token"
-#define LK__UNKNOWN_RESENDS 3
 /* After a release that waiters heard, a new acquire by the same owner within
  * this window first gives them this long (see lk_lock_acquire). */
 #define LK__POLITE_WINDOW_NS (2 * 1000000u)
@@ -42,17 +43,12 @@ struct lk_lock_s {
   char *owner; /* after the name, or its own allocation (owner_heap) */
   size_t owner_len;
   size_t owner_cap; /* bytes the owner's storage holds, its NUL included */
-  uint32_t holds;
+  lk__hold_t hold;  /* hold.wd: NULL until the first watchdog-renewed acquire */
   uint32_t release_before; /* holds before a release's first attempt */
-  int64_t lease_ms; /* of the current holding: re-applied by a partial release */
   char *token_key;  /* fenced locks only, made on first use */
   size_t token_key_len;
   int64_t token;
 
-  /* leases: watchdog-renewed holds are in the client's ring; explicit-lease
-   * holds keep their own local deadline */
-  lk__wd_entry_t *wd; /* NULL until the first watchdog-renewed acquire */
-  uint64_t hold_deadline_ns;
   lk_lock_cb on_lost;
   void *lost_arg;
   lk__lock_lost_fn lost_observer; /* the group built on this lock, if any */
@@ -66,21 +62,10 @@ struct lk_lock_s {
   int64_t req_lease_ms;
   uint64_t released_to_waiters_ns; /* last release that waiters heard */
   lk_lock_close_cb close_cb;
-  /* Abandoned acquires whose outcome is still out. The give-back of a late
-   * grant goes out when that outcome arrives; an attempt sent before it
-   * would reach the server first, take the late grant for its own (the
-   * expected count matches), and then lose it to the give-back. So attempts
-   * wait (attempt_deferred). The count lives apart from the object so a
-   * closed object need not wait for it. */
-  struct lk__lock_track_s *track;
-  int unknown_resends;
   unsigned owner_shared : 1;
   unsigned owner_heap : 1;
-  unsigned lost : 1;
   unsigned req_watchdog : 1; /* the acquire asked for the default, renewed lease */
   unsigned req_fenced : 1;
-  unsigned outcome_open : 1; /* the last attempt's reply was lost: the next is a resend */
-  unsigned attempt_deferred : 1;
 };
 
 #define CLIENT(l) ((l)->base.client)
@@ -95,19 +80,14 @@ static const lk__script_t *script(const char *name) {
   return lk__script_find(name); /* present: embedded at build time */
 }
 
-static void lose(lk_lock_t *l);
+static void lose(lk__obj_t *o);
 static int want_wd(lk_lock_t *l);
 
-static int watching(const lk_lock_t *l) { return l->wd != NULL && lk__wd_watching(l->wd); }
-
-static void stop_watching(lk_lock_t *l) {
-  if (watching(l))
-    lk__wd_remove(CLIENT(l), l->wd);
-}
+static int watching(const lk_lock_t *l) { return lk__hold_watched(&l->hold); }
 
 static void set_paused(lk_lock_t *l, int paused) {
-  if (l->wd != NULL)
-    l->wd->paused = paused ? 1 : 0;
+  if (l->hold.wd != NULL)
+    l->hold.wd->paused = paused ? 1 : 0;
 }
 
 /* The channel waiters listen on, in the client's scratch buffer (see
@@ -120,37 +100,14 @@ static void begin(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb, void *arg)
   lk__obj_begin(&l->base, kind);
   l->cb = cb;
   l->arg = arg;
-  l->unknown_resends = 0;
-  l->outcome_open = 0;
 }
 
 static void finish(lk_lock_t *l, int status) { lk__obj_finish(&l->base, status); }
-
-/* After on_lost ran: the user may have canceled or closed the object from
- * it, which already queued the operation's one completion. */
-static void finish_unless_cut(lk_lock_t *l, int status) {
-  if (!lk__queue_linked(&l->base.done.node))
-    finish(l, status);
-}
-
-static void give_back(lk_lock_t *l, int64_t before, uint32_t n);
 
 static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_lock_t *l = (lk_lock_t *)o;
   lk_lock_cb cb = l->cb;
   lk_client_t *c = o->client;
-  if (kind == OP_ACQUIRE && status != 0 && l->outcome_open) {
-    /* An attempt's reply was lost and nothing since settled it (a resend
-     * met a loading or busy server, then the budget ran out or the acquire
-     * was canceled between resends): give back the hold it may have taken,
-     * applied only if this owner's count shows it, before the callback can
-     * start anything; and say the outcome was unknown. */
-    if (!l->owner_shared)
-      give_back(l, (int64_t)l->holds + 1, 1);
-    l->outcome_open = 0;
-    if (status != LK_ECANCELED)
-      status = LK_EUNKNOWN;
-  }
   if (kind == OP_ACQUIRE && status == 0) {
     c->stats.acquires++;
     if (o->waited)
@@ -183,7 +140,7 @@ static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n, const char
     return NULL;
   }
   lens[0] = l->name_len;
-  lens[2] = lk__i64_to_str(lease, l->lease_ms);
+  lens[2] = lk__i64_to_str(lease, l->hold.lease_ms);
   lens[3] = l->owner_len, lens[4] = 7;
   lens[5] = lk__i64_to_str(bef, before);
   lens[6] = lk__i64_to_str(cnt, n);
@@ -193,138 +150,32 @@ static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n, const char
 }
 
 /* Gives back n holds the object no longer counts as its own (a lost lease,
- * a refused token), or, with before >= 0, the hold an acquire may have added
- * (only if the owner's count is exactly `before`). Best effort: what cannot
- * be sent expires with its lease. */
-static void give_back(lk_lock_t *l, int64_t before, uint32_t n) {
+ * a refused token), or, with cond >= 0, only if the owner's count is
+ * exactly cond. Best effort: what cannot be sent expires with its lease. */
+static void give_back(lk_lock_t *l, int64_t cond, uint32_t n) {
   int err = 0;
   if (n > 0)
-    release_op(l, before, n, "exact", lk__cleanup_cb, CLIENT(l), 1, &err);
+    release_op(l, cond, n, "exact", lk__cleanup_cb, CLIENT(l), 1, &err);
 }
 
-static int granted(int status, const redisReply *r) {
-  return status == 0 && r != NULL && r->type == REDIS_REPLY_ARRAY;
+static void give_back_hold(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
+  (void)h; /* the lock has one side */
+  give_back((lk_lock_t *)o, cond, n);
 }
 
-static int granted_or_unknown(int status, const redisReply *r) {
-  return granted(status, r) || status == LK_EUNKNOWN;
-}
+/* --- the outcome policy's verbs (core/outcome.h) --- */
 
-static int always(int status, const redisReply *r) {
-  (void)status;
-  (void)r;
-  return 1;
-}
+static int counted(lk__obj_t *o) { return !((lk_lock_t *)o)->owner_shared; }
 
-static int attempt_acquire(lk__obj_t *o);
-
-typedef struct lk__lock_track_s {
-  lk_lock_t *lock; /* NULL once the object is freed */
-  unsigned pending;
-} lk__lock_track_t;
-
-static int abandoned_pending(const lk_lock_t *l) {
-  return l->track != NULL && l->track->pending > 0;
-}
-
-/* An abandoned acquire's outcome came and its give-back (if any) is on the
- * connection: a deferred attempt may go now. */
-static void on_abandoned_settled(void *arg) {
-  lk__lock_track_t *t = arg;
-  lk_lock_t *l = t->lock;
-  int rc;
-  t->pending--;
-  if (l == NULL) {
-    if (t->pending == 0)
-      lk__free(t);
-    return;
-  }
-  if (t->pending > 0)
-    return;
-  if (l->attempt_deferred && l->base.kind == OP_ACQUIRE && l->base.op == NULL &&
-      !lk__queue_linked(&l->base.done.node)) {
-    l->attempt_deferred = 0;
-    rc = lk__obj_try(&l->base);
-    if (rc != 0)
-      finish(l, rc);
-  }
-}
-
-/* The acquire in flight is left behind (timeout, cancel, close): a late
- * grant is given back. The release is prepared now and applies only if the
- * owner's count shows the grant, so it can follow an unknown outcome too.
- * Other commands' late outcomes matter to nobody. */
-static void on_abandon(lk__obj_t *o) {
+/* The hold an acquire's attempt may have added: conditional on this
+ * owner's count when the object knows it, else only a grant seen. */
+static lk__op_t *undo_attempt(lk__obj_t *o, int known_grant) {
   lk_lock_t *l = (lk_lock_t *)o;
-  lk__op_t *undo;
-  int (*pred)(int status, const redisReply *r);
   int err = 0;
-  if (o->kind != OP_ACQUIRE) {
-    lk__op_retarget(o->op, NULL, NULL);
-    return;
-  }
-  /* When an earlier attempt's outcome is open (this one is its resend), the
-   * give-back goes whatever this one answers: a LOADING reply to the resend
-   * says nothing of the first attempt's grant. It applies only if the
-   * owner's count shows a grant, and settles the open outcome. */
-  pred = l->owner_shared ? granted : l->outcome_open ? always : granted_or_unknown;
-  l->outcome_open = 0;
-  undo = release_op(l, l->owner_shared ? -1 : (int64_t)l->holds + 1, 1, "exact",
+  if (l->owner_shared && !known_grant)
+    return NULL;
+  return release_op(l, l->owner_shared ? -1 : (int64_t)l->hold.count + 1, 1, "exact",
                     lk__cleanup_cb, o->client, 0, &err);
-  if (undo == NULL) {
-    lk__log(o->client, LK_LOG_WARN, "cannot prepare giving back an abandoned "
-                                    "acquire (%s); any hold expires with its lease",
-            lk_err_name(err));
-    lk__op_retarget(o->op, NULL, NULL);
-    return;
-  }
-  if (l->track == NULL && (l->track = lk__calloc(1, sizeof(*l->track))) != NULL)
-    l->track->lock = l;
-  if (l->track == NULL) {
-    lk__op_follow_up(o->client, o->op, undo, pred);
-    return;
-  }
-  if (lk__op_follow_up_then(o->client, o->op, undo, pred, on_abandoned_settled, l->track) == 0)
-    l->track->pending++;
-}
-
-static void on_acquire_reply(void *data, int status, redisReply *r);
-
-static int attempt_acquire(lk__obj_t *o) {
-  lk_lock_t *l = (lk_lock_t *)o;
-  char lease[24], before[24], floor[24];
-  const char *argv[7];
-  size_t lens[7];
-  const char *resend = l->outcome_open ? "1" : "0";
-  int err = 0;
-  if (abandoned_pending(l)) {
-    l->attempt_deferred = 1; /* on_abandoned_settled sends it */
-    return 0;
-  }
-  size_t lease_len = lk__i64_to_str(lease, l->req_lease_ms);
-  size_t before_len =
-      lk__i64_to_str(before, l->owner_shared ? (int64_t)-1 : (int64_t)l->holds);
-  if (l->req_fenced) {
-    argv[0] = l->name, lens[0] = l->name_len;
-    argv[1] = l->token_key, lens[1] = l->token_key_len;
-    argv[2] = lease, lens[2] = lease_len;
-    argv[3] = l->owner, lens[3] = l->owner_len;
-    argv[4] = before, lens[4] = before_len;
-    argv[5] = floor;
-    lens[5] = lk__i64_to_str(floor, lk__token_highest(CLIENT(l), l->name, l->name_len) + 1);
-    argv[6] = resend, lens[6] = 1;
-    l->base.op = lk__script_call(CLIENT(l), script("lock/acquire_fenced"), 2, 5, argv,
-                            lens, on_acquire_reply, l, &err);
-  } else {
-    argv[0] = l->name, lens[0] = l->name_len;
-    argv[1] = lease, lens[1] = lease_len;
-    argv[2] = l->owner, lens[2] = l->owner_len;
-    argv[3] = before, lens[3] = before_len;
-    argv[4] = resend, lens[4] = 1;
-    l->base.op = lk__script_call(CLIENT(l), script("lock/acquire"), 1, 4, argv, lens,
-                            on_acquire_reply, l, &err);
-  }
-  return l->base.op != NULL ? 0 : err;
 }
 
 static int is_grant(const redisReply *r) {
@@ -337,135 +188,83 @@ static int is_grant(const redisReply *r) {
   return 1;
 }
 
-/* The server granted a hold: count it, start or refresh its lease keeping,
- * check the fencing token. */
-static void acquired(lk_lock_t *l, redisReply *r) {
-  lk_client_t *c = CLIENT(l);
-  uint64_t sent = c->completing_sent_ns;
-  long long count = r->element[0]->integer;
-  uint32_t before = l->holds;
-  if (l->lost) {
-    /* A re-entry that was in flight when the lease was declared lost: the
-     * clean-up release queued behind it has taken it away again. */
-    l->lost = 0;
-    l->holds = 0;
-    finish(l, LK_ELEASELOST);
-    return;
-  }
-  if (!l->owner_shared && before > 0 && count != (long long)before + 1) {
-    /* A re-entry found fewer holds than this owner had: the earlier ones
-     * were lost (expired, deleted, force-released) and someone else may have
-     * held the lock in between. Report the loss, give back the fresh hold. */
-    l->holds = (uint32_t)(count > 0 && count <= UINT32_MAX ? count : 1);
-    lose(l);
-    l->holds = 0;
-    l->lost = 0;
-    finish_unless_cut(l, LK_ELEASELOST);
-    return;
-  }
-  l->holds++;
-  l->lease_ms = l->req_lease_ms;
-  if (l->req_watchdog) {
-    /* The script set the watchdog's lease at `sent`: that confirmation
-     * starts (or restarts) this object's local deadline. */
-    stop_watching(l);
-    lk__wd_add(c, l->wd, sent); /* made by lk_lock_acquire */
+/* --- acquiring --- */
+
+static void on_acquire_reply(void *data, int status, redisReply *r);
+
+static int attempt_acquire(lk__obj_t *o) {
+  lk_lock_t *l = (lk_lock_t *)o;
+  char lease[24], before[24], floor[24];
+  const char *argv[7];
+  size_t lens[7];
+  const char *resend = o->outcome_open ? "1" : "0";
+  int err = 0;
+  if (lk__outcome_defer_attempt(o))
+    return 0;
+  size_t lease_len = lk__i64_to_str(lease, l->req_lease_ms);
+  size_t before_len =
+      lk__i64_to_str(before, l->owner_shared ? (int64_t)-1 : (int64_t)l->hold.count);
+  if (l->req_fenced) {
+    argv[0] = l->name, lens[0] = l->name_len;
+    argv[1] = l->token_key, lens[1] = l->token_key_len;
+    argv[2] = lease, lens[2] = lease_len;
+    argv[3] = l->owner, lens[3] = l->owner_len;
+    argv[4] = before, lens[4] = before_len;
+    argv[5] = floor;
+    lens[5] = lk__i64_to_str(floor, lk__token_highest(CLIENT(l), l->name, l->name_len) + 1);
+    argv[6] = resend, lens[6] = 1;
+    o->op = lk__script_call(CLIENT(l), script("lock/acquire_fenced"), 2, 5, argv, lens,
+                            on_acquire_reply, l, &err);
   } else {
-    l->hold_deadline_ns = sent + (uint64_t)l->req_lease_ms * 1000000u -
-                          lk__wd_drift_ns(l->req_lease_ms);
+    argv[0] = l->name, lens[0] = l->name_len;
+    argv[1] = lease, lens[1] = lease_len;
+    argv[2] = l->owner, lens[2] = l->owner_len;
+    argv[3] = before, lens[3] = before_len;
+    argv[4] = resend, lens[4] = 1;
+    o->op = lk__script_call(CLIENT(l), script("lock/acquire"), 1, 4, argv, lens,
+                            on_acquire_reply, l, &err);
   }
-  if (l->req_fenced && r->elements == 3) {
-    int64_t token = r->element[1]->integer;
-    int regressed = r->element[2]->integer != 0;
-    lk__token_seen(c, l->name, l->name_len, token);
-    if (regressed) {
-      /* Handing this token out could let a stale writer win at the
-       * resource: give the hold back and say why. The counter was lifted,
-       * so the next acquisition gets a token above any seen before. */
-      lk__log(c, LK_LOG_ERROR, "fencing token went backwards for a lock "
-                               "(server lost its data); acquisition refused");
-      give_back(l, -1, 1);
-      l->holds = before;
-      if (l->holds == 0)
-        stop_watching(l);
-      finish(l, LK_ETOKEN);
-      return;
-    }
-    l->token = token;
+  return o->op != NULL ? 0 : err;
+}
+
+/* The server granted a hold: the core's grant routine counts it and keeps
+ * its lease (core/hold.h). */
+static void acquired(lk_lock_t *l, const redisReply *r) {
+  lk__grant_t g = {0};
+  g.hold = &l->hold;
+  g.count = r->element[0]->integer;
+  g.lease_ms = l->req_lease_ms;
+  g.watchdog = l->req_watchdog;
+  g.fenced = l->req_fenced && r->elements == 3;
+  if (g.fenced) {
+    g.token = r->element[1]->integer;
+    g.regressed = r->element[2]->integer != 0;
+    g.token_out = &l->token;
+    g.name = l->name;
+    g.name_len = l->name_len;
   }
-  if (lk__now_ns() >= lk__lock_deadline_ns(l)) {
-    /* The grant came back after its own local deadline (the round trip took
-     * longer than the lease): the server may have expired it already, so it
-     * cannot be used (Redlock's "validity <= 0"; etcd #11456). Give it back
-     * and fail. A re-entry's earlier holds are past their deadline too. */
-    lk__log(c, LK_LOG_WARN, "acquisition answered after its lease ran out; given back");
-    if (before > 0) {
-      lose(l);
-      l->lost = 0;
-    } else {
-      give_back(l, -1, 1);
-      stop_watching(l);
-    }
-    l->holds = 0;
-    finish_unless_cut(l, LK_ELEASELOST);
-    return;
-  }
-  finish(l, 0);
+  lk__hold_grant(&l->base, &g);
 }
 
 static void on_acquire_reply(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
   long long ttl;
   l->base.op = NULL;
-  if (status == 0)
-    l->outcome_open = 0; /* answered: whatever was open is settled */
-  if (status == 0 && is_grant(r)) {
-    acquired(l, r);
+  if (status != 0) {
+    lk__outcome_failed(&l->base, status, r);
     return;
   }
-  if (status == 0 && lk__reply_is_int(r, &ttl)) {
+  if (is_grant(r)) {
+    lk__outcome_answered(&l->base);
+    acquired(l, r);
+  } else if (lk__reply_is_int(r, &ttl)) {
+    lk__outcome_answered(&l->base);
     l->busy_ttl = ttl;
     lk__obj_busy(&l->base, ttl);
-    return;
+  } else {
+    lk__outcome_garbled(&l->base);
   }
-  if (status == 0) {
-    /* A reply the script never sends: what ran on the server is unknown.
-     * Give back a hold it may have taken (applied only if this owner's
-     * count shows it), as for a lost reply. */
-    if (!l->owner_shared)
-      give_back(l, (int64_t)l->holds + 1, 1);
-    l->outcome_open = 0;
-    finish(l, LK_EPROTOCOL);
-    return;
-  }
-  lk__obj_error(&l->base, r);
-  if ((status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) &&
-      !l->owner_shared && l->unknown_resends < LK__UNKNOWN_RESENDS &&
-      lk__obj_remaining_ms(&l->base) > 0) {
-    /* Safe to resend: the script recognises an earlier attempt that took the
-     * lock by the expected count, so nothing is counted twice. */
-    int rc;
-    l->unknown_resends++;
-    l->outcome_open = 1;
-    rc = lk__obj_try(&l->base);
-    if (rc != 0)
-      finish(l, rc);
-    return;
-  }
-  if (status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) {
-    /* The budget is spent with the outcome open: on_complete queues a
-     * release that applies only if the lost attempt did take the lock. */
-    l->outcome_open = 1;
-    finish(l, LK_EUNKNOWN);
-    return;
-  }
-  if (lk__obj_transient(status)) {
-    lk__obj_retry_or_finish(&l->base, status);
-    return;
-  }
-  finish(l, status);
 }
-
 
 void lk_lock_opts_init(lk_lock_opts_t *o) {
   if (o == NULL)
@@ -487,7 +286,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   }
   if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
-  if (l->holds == UINT32_MAX)
+  if (l->hold.count == UINT32_MAX)
     return LK_EINVAL;
   if (opts->fenced && l->token_key == NULL) {
     l->token_key = lk__prefix_name(LK__LOCK_TOKEN_PREFIX, l->name, l->name_len,
@@ -497,15 +296,14 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   }
   if ((opts->lease_ms == LK_LEASE_DEFAULT || watching(l)) && want_wd(l) != 0)
     return LK_ENOMEM;
-  if (l->lost) {
+  if (l->base.lost) {
     /* Told of the loss already; what the server may have kept was given
      * back then. Start afresh. */
-    l->lost = 0;
-    l->holds = 0;
+    l->base.lost = 0;
+    l->hold.count = 0;
   }
   begin(l, OP_ACQUIRE, cb, arg);
   l->busy_ttl = LK__LOCK_NOT_BUSY;
-  l->attempt_deferred = 0;
   lk__obj_wait_begin(&l->base, opts->wait_ms);
   l->req_fenced = opts->fenced != 0;
   /* A re-entry with an explicit lease while the watchdog keeps this owner's
@@ -513,7 +311,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
    * the local deadline the watchdog promises. */
   l->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || watching(l);
   l->req_lease_ms = l->req_watchdog ? CLIENT(l)->o.default_lease_ms : opts->lease_ms;
-  if (opts->wait_ms != 0 && l->holds == 0 && l->released_to_waiters_ns != 0 &&
+  if (opts->wait_ms != 0 && l->hold.count == 0 && l->released_to_waiters_ns != 0 &&
       lk__now_ns() - l->released_to_waiters_ns < LK__POLITE_WINDOW_NS) {
     /* This owner just handed the lock to listening waiters: taking it
      * straight back would win the race nearly every time (the waiter is one
@@ -549,9 +347,9 @@ static int release_attempt(lk_lock_t *l, int resend) {
 /* A release ended: nothing held means nothing to renew; otherwise renewal
  * resumes (it was paused while the last hold's release was in flight). */
 static void release_finish(lk_lock_t *l, int status) {
-  if (l->holds == 0) {
-    l->lost = 0;
-    stop_watching(l);
+  if (l->hold.count == 0) {
+    l->base.lost = 0;
+    lk__hold_unwatch(CLIENT(l), &l->hold);
   }
   set_paused(l, 0);
   finish(l, status);
@@ -563,7 +361,7 @@ static void on_release_reply(void *data, int status, redisReply *r) {
   l->base.op = NULL;
   if (status == 0 && r->type == REDIS_REPLY_NIL) {
     /* The server has no hold for this owner: the lease ran out. */
-    l->holds = 0;
+    l->hold.count = 0;
     release_finish(l, LK_ENOTOWNER);
     return;
   }
@@ -572,54 +370,65 @@ static void on_release_reply(void *data, int status, redisReply *r) {
       l->released_to_waiters_ns = lk__now_ns();
       v = 1;
     }
-    l->holds = l->release_before - 1;
+    l->hold.count = l->release_before - 1;
     if (v == 1 && !l->owner_shared)
-      l->holds = 0;
+      l->hold.count = 0;
     l->base.result = v;
     release_finish(l, 0);
     return;
   }
   if (status == 0) {
-    release_finish(l, LK_EPROTOCOL);
+    /* A shape the script never sends: whether it ran is unknown. */
+    status = LK_EUNKNOWN;
+  } else {
+    lk__obj_error(&l->base, r);
+  }
+  /* Resend after an unknown outcome (the script recognises an applied
+   * first attempt by the count before it); a resend that could not be sent
+   * (the reconnect failed) is tried again too, within the same budget. */
+  if (lk__outcome_may_resend(&l->base, status) && release_attempt(l, 1) == 0)
     return;
-  }
-  lk__obj_error(&l->base, r);
-  /* Resend after a lost reply; a resend that could not even be sent (the
-   * reconnect failed) is tried again too, within the same small budget. */
-  if ((status == LK_EUNKNOWN || (status == LK_ECONN && l->unknown_resends > 0)) &&
-      !l->owner_shared && l->unknown_resends < LK__UNKNOWN_RESENDS) {
-    l->unknown_resends++;
-    if (release_attempt(l, 1) == 0)
-      return;
-  }
-  /* A resend that could not be sent leaves the first attempt's fate open. */
-  release_finish(l, l->unknown_resends > 0 && status == LK_ECONN ? LK_EUNKNOWN : status);
+  release_finish(l, lk__outcome_unknown(&l->base, status) ? LK_EUNKNOWN : status);
 }
 
 int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (l->holds == 0)
+  if (l->hold.count == 0)
     return LK_ENOTHELD;
-  if (l->lost) {
+  if (l->base.lost) {
     /* on_lost told the loss; the server's side was given back then. */
-    l->holds = 0;
-    l->lost = 0;
+    l->hold.count = 0;
+    l->base.lost = 0;
     return LK_ELEASELOST;
   }
   begin(l, OP_RELEASE, cb, arg);
-  l->release_before = l->holds;
+  l->release_before = l->hold.count;
   /* No renewal may follow the release of the last hold. One already in
    * flight is ahead of it on the connection, so it cannot outlive it. */
-  if (l->holds == 1)
+  if (l->hold.count == 1)
     set_paused(l, 1);
+  /* An abandoned acquire's give-back is not on the connection yet: a
+   * release sent first would take the late grant instead of a hold this
+   * object counts. It waits (deferred_release). */
+  if (lk__outcome_defer_command(&l->base))
+    return 0;
   rc = release_attempt(l, 0);
   if (rc != 0) {
     l->base.kind = OP_NONE;
     set_paused(l, 0); /* nothing was sent: still held, keep renewing */
   }
   return rc;
+}
+
+static void deferred_release(lk__obj_t *o) {
+  lk_lock_t *l = (lk_lock_t *)o;
+  int rc = release_attempt(l, 0);
+  if (rc != 0) {
+    set_paused(l, 0);
+    finish(l, rc);
+  }
 }
 
 /* --- force release and queries --- */
@@ -651,9 +460,9 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
     }
     l->base.result = v;
     if (l->base.kind == OP_FORCE) {
-      l->holds = 0;
-      l->lost = 0;
-      stop_watching(l);
+      l->hold.count = 0;
+      l->base.lost = 0;
+      lk__hold_unwatch(CLIENT(l), &l->hold);
     }
     break;
   }
@@ -717,25 +526,26 @@ int lk_lock_server_hold_count(lk_lock_t *l, lk_lock_cb cb, void *arg) {
 static void on_wd_event(lk__wd_entry_t *e, int event) {
   lk_lock_t *l = lk__container_of(e, lk__lock_wd_t, entry)->lock;
   (void)event; /* LK__WD_LOST, the only one */
-  lose(l);
+  lose(&l->base);
 }
 
 /* The holds are gone: stop renewing, give back what the server may still
  * have for this owner, tell the holder. */
-static void lose(lk_lock_t *l) {
+static void lose(lk__obj_t *o) {
+  lk_lock_t *l = (lk_lock_t *)o;
   /* Stop watching entirely: a renewal still in flight was sent before the
    * give-back below, which therefore undoes a late success of it. */
-  stop_watching(l);
-  l->lost = 1;
+  lk__hold_unwatch(CLIENT(l), &l->hold);
+  o->lost = 1;
   CLIENT(l)->stats.leases_lost++;
   lk__log(CLIENT(l), LK_LOG_WARN, "lease lost on a held lock");
   /* Whatever the server still has for this owner goes now: the holder has
    * been told it lost the lock, so nobody must keep it. An owner of our own
    * gives back everything, a re-entry still in flight included. */
-  give_back(l, -1, l->owner_shared ? l->holds : UINT32_MAX);
-  if (l->on_lost != NULL && !l->base.closing)
+  give_back(l, -1, l->owner_shared ? l->hold.count : UINT32_MAX);
+  if (l->on_lost != NULL && !o->closing)
     l->on_lost(l, LK_ELEASELOST, l->lost_arg);
-  if (l->lost_observer != NULL && !l->base.closing)
+  if (l->lost_observer != NULL && !o->closing)
     l->lost_observer(l, l->lost_observer_data);
 }
 
@@ -744,19 +554,19 @@ static void lose(lk_lock_t *l) {
 /* The watchdog renews by the lock's name and owner: told again when the
  * owner changes. */
 static void wd_describe(lk_lock_t *l) {
-  if (l->wd == NULL)
+  if (l->hold.wd == NULL)
     return;
-  l->wd->keys[0] = l->name;
-  l->wd->key_lens[0] = l->name_len;
-  l->wd->owner = l->owner;
-  l->wd->owner_len = l->owner_len;
+  l->hold.wd->keys[0] = l->name;
+  l->hold.wd->key_lens[0] = l->name_len;
+  l->hold.wd->owner = l->owner;
+  l->hold.wd->owner_len = l->owner_len;
 }
 
 /* Made by the first acquire that asks for a renewed lease, kept until
  * close: steady use allocates nothing. */
 static int want_wd(lk_lock_t *l) {
   lk__lock_wd_t *w;
-  if (l->wd != NULL)
+  if (l->hold.wd != NULL)
     return 0;
   w = lk__calloc(1, sizeof(*w));
   if (w == NULL)
@@ -765,7 +575,7 @@ static int want_wd(lk_lock_t *l) {
   w->entry.cls = &lk__wd_lock_class;
   w->entry.on_event = on_wd_event;
   lk__queue_init(&w->entry.node);
-  l->wd = &w->entry;
+  l->hold.wd = &w->entry;
   wd_describe(l);
   return 0;
 }
@@ -806,7 +616,7 @@ static void on_close_release(void *data, int status, redisReply *r) {
     lk__log(CLIENT(l), LK_LOG_WARN, "release on close failed (%s); the lock "
                                     "expires with its lease",
             lk_err_name(status));
-  l->holds = 0;
+  l->hold.count = 0;
   lk__obj_close_done(&l->base);
 }
 
@@ -818,10 +628,10 @@ static void on_close_release(void *data, int status, redisReply *r) {
 static int on_close_release_start(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   int err = 0;
-  stop_watching(l);
-  if (l->holds == 0)
+  lk__hold_unwatch(CLIENT(l), &l->hold);
+  if (l->hold.count == 0)
     return 0;
-  o->op = release_op(l, -1, l->owner_shared ? l->holds : UINT32_MAX, "exact", on_close_release, l,
+  o->op = release_op(l, -1, l->owner_shared ? l->hold.count : UINT32_MAX, "exact", on_close_release, l,
                      1, &err);
   return o->op != NULL;
 }
@@ -834,17 +644,11 @@ static void on_closed(lk__obj_t *o) {
 
 static void free_lock(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
-  if (l->track != NULL) {
-    if (l->track->pending == 0)
-      lk__free(l->track);
-    else
-      l->track->lock = NULL; /* the last settled give-back frees it */
-  }
   lk__free(l->token_key);
   if (l->owner_heap)
     lk__free(l->owner);
-  if (l->wd != NULL)
-    lk__free(lk__container_of(l->wd, lk__lock_wd_t, entry));
+  if (l->hold.wd != NULL)
+    lk__free(lk__container_of(l->hold.wd, lk__lock_wd_t, entry));
   lk__free(l);
 }
 
@@ -855,11 +659,17 @@ static const char *wait_channel(lk__obj_t *o, size_t *len) {
 static const lk__obj_ops_t lk__lock_ops = {
     .complete = on_complete,
     .attempt = attempt_acquire,
-    .abandon = on_abandon,
     .close_release = on_close_release_start,
     .closed = on_closed,
     .free = free_lock,
     .channel = wait_channel,
+    .acquire_kind = OP_ACQUIRE,
+    .counted = counted,
+    .undo = undo_attempt,
+    .is_grant = is_grant,
+    .deferred = deferred_release,
+    .give_back = give_back_hold,
+    .lose = lose,
 };
 
 int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
@@ -883,7 +693,7 @@ int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   memcpy(l->owner, owner, owner_len + 1);
   l->owner_len = owner_len;
   l->owner_cap = owner_len + 1;
-  l->lease_ms = c->o.default_lease_ms;
+  l->hold.lease_ms = c->o.default_lease_ms;
   lk__obj_init(&l->base, c, &lk__lock_ops);
   *out = l;
   return 0;
@@ -906,7 +716,7 @@ int lk_lock_close(lk_lock_t *l, lk_lock_close_cb close_cb) {
 
 /* --- accessors --- */
 
-uint32_t lk_lock_hold_count(const lk_lock_t *l) { return l ? l->holds : 0; }
+uint32_t lk_lock_hold_count(const lk_lock_t *l) { return l ? l->hold.count : 0; }
 int64_t lk_lock_result(const lk_lock_t *l) { return l ? l->base.result : 0; }
 const char *lk_lock_error_text(const lk_lock_t *l) { return l ? lk__obj_errtext(&l->base) : ""; }
 const char *lk_lock_name(const lk_lock_t *l) { return l ? l->name : NULL; }
@@ -924,7 +734,7 @@ int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
     return rc;
   if (client_id != NULL && !lk__valid_client_id(client_id))
     return LK_EINVAL;
-  if (l->base.kind != OP_NONE || l->holds > 0)
+  if (l->base.kind != OP_NONE || l->hold.count > 0)
     return LK_EBUSY;
   rc = set_owner(l, client_id ? client_id : CLIENT(l)->id, thread_id);
   if (rc == 0)
@@ -942,13 +752,7 @@ int lk_lock_set_lost_cb(lk_lock_t *l, lk_lock_cb on_lost, void *arg) {
 }
 
 int lk_lock_is_held(const lk_lock_t *l) {
-  uint64_t now;
-  if (l == NULL || l->holds == 0 || l->lost)
-    return 0;
-  now = lk__now_ns();
-  if (watching(l))
-    return now < lk__wd_deadline(CLIENT(l), l->wd);
-  return now < l->hold_deadline_ns;
+  return l != NULL && !l->base.lost && lk__hold_is_held(CLIENT(l), &l->hold);
 }
 
 int64_t lk_lock_token(const lk_lock_t *l) { return l ? l->token : 0; }
@@ -976,23 +780,19 @@ void lk__lock_set_lost_observer(lk_lock_t *l, lk__lock_lost_fn fn, void *data) {
 int64_t lk__lock_busy_ttl(const lk_lock_t *l) { return l->busy_ttl; }
 
 uint64_t lk__lock_deadline_ns(const lk_lock_t *l) {
-  if (l->holds == 0 || l->lost)
-    return 0;
-  if (watching(l))
-    return lk__wd_deadline(CLIENT(l), l->wd);
-  return l->hold_deadline_ns;
+  return l->base.lost ? 0 : lk__hold_deadline(CLIENT(l), &l->hold);
 }
 
 void lk__lock_drop_holds(lk_lock_t *l, uint32_t n) {
-  if (n > l->holds)
-    n = l->holds;
+  if (n > l->hold.count)
+    n = l->hold.count;
   if (n == 0)
     return;
-  if (!l->lost)
+  if (!l->base.lost)
     give_back(l, -1, n);
-  l->holds -= n;
-  if (l->holds == 0) {
-    l->lost = 0;
-    stop_watching(l);
+  l->hold.count -= n;
+  if (l->hold.count == 0) {
+    l->base.lost = 0;
+    lk__hold_unwatch(CLIENT(l), &l->hold);
   }
 }

@@ -1,0 +1,143 @@
+/* Hold records and the grant routine (hold.h). */
+#include "core/hold.h"
+#include "core/tokens.h"
+
+uint64_t lk__hold_deadline(const lk_client_t *c, const lk__hold_t *h) {
+  if (h->count == 0)
+    return 0;
+  if (lk__hold_watched(h))
+    return lk__wd_deadline(c, h->wd);
+  return h->deadline_ns;
+}
+
+int lk__hold_is_held(const lk_client_t *c, const lk__hold_t *h) {
+  return h->count > 0 && lk__now_ns() < lk__hold_deadline(c, h);
+}
+
+int lk__hold_watched(const lk__hold_t *h) { return h->wd != NULL && lk__wd_watching(h->wd); }
+
+void lk__hold_unwatch(lk_client_t *c, lk__hold_t *h) {
+  if (lk__hold_watched(h))
+    lk__wd_remove(c, h->wd);
+}
+
+void lk__hold_drop(lk_client_t *c, lk__hold_t *h, uint32_t n) {
+  h->count = n >= h->count ? 0 : h->count - n;
+  if (h->count == 0)
+    lk__hold_unwatch(c, h);
+}
+
+static uint32_t clamp_count(long long v) {
+  return v <= 0 ? 0 : v >= UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static int counted(lk__obj_t *o) { return o->ops->counted != NULL && o->ops->counted(o); }
+
+static void give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
+  if (n > 0)
+    o->ops->give_back(o, h, cond, n);
+}
+
+/* on_lost may cancel or close the object, which queues the operation's one
+ * completion: that one stands. */
+static void finish_unless_cut(lk__obj_t *o, int status) {
+  if (!lk__queue_linked(&o->done.node))
+    lk__obj_finish(o, status);
+}
+
+static void zero_sides(const lk__grant_t *g) {
+  g->hold->count = 0;
+  if (g->other != NULL)
+    g->other->count = 0;
+}
+
+/* The holds are gone behind the object's back: report the loss (lose gives
+ * back what the server still has for this owner), and start afresh. */
+static void lost_as_a_whole(lk__obj_t *o, const lk__grant_t *g) {
+  o->ops->lose(o);
+  zero_sides(g);
+  o->lost = 0;
+  finish_unless_cut(o, LK_ELEASELOST);
+}
+
+/* Starts or refreshes the side's lease keeping: the script set the lease
+ * at `sent`, which starts (or restarts) the local deadline. */
+static void keep_lease(lk_client_t *c, const lk__grant_t *g, uint32_t before, uint64_t sent) {
+  lk__hold_t *h = g->hold;
+  h->lease_ms = g->lease_ms;
+  if (g->watchdog) {
+    lk__hold_unwatch(c, h);
+    lk__wd_add(c, h->wd, sent);
+    return;
+  }
+  /* A re-entry keeps the later deadline, except on a side whose holds each
+   * have their own key and expire oldest first (read holds): the earliest. */
+  uint64_t dl = sent + (uint64_t)g->lease_ms * 1000000u - lk__wd_drift_ns(g->lease_ms);
+  if (before == 0 || (g->earliest ? dl < h->deadline_ns : dl > h->deadline_ns))
+    h->deadline_ns = dl;
+}
+
+void lk__hold_grant(lk__obj_t *o, const lk__grant_t *g) {
+  lk_client_t *c = o->client;
+  uint64_t sent = c->completing_sent_ns;
+  lk__hold_t *h = g->hold;
+  uint32_t before = h->count;
+  if (o->lost) {
+    /* A re-entry that was in flight when the loss was declared: the
+     * give-back sent then did not count this hold. Give it back, applied
+     * only if the owner's count still shows it. */
+    give_back(o, h, g->count, 1);
+    o->lost = 0;
+    zero_sides(g);
+    lk__obj_finish(o, LK_ELEASELOST);
+    return;
+  }
+  if (counted(o) && ((before > 0 && g->count != (long long)before + 1) ||
+                     (g->other != NULL && g->other_count < (long long)g->other->count))) {
+    /* A re-entry found fewer holds than this owner had (on either side):
+     * the earlier ones were lost (expired, deleted, force-released) and
+     * someone else may have held the lock in between. */
+    h->count = clamp_count(g->count);
+    if (g->other != NULL)
+      g->other->count = clamp_count(g->other_count);
+    lost_as_a_whole(o, g);
+    return;
+  }
+  h->count++;
+  keep_lease(c, g, before, sent);
+  if (g->fenced) {
+    lk__token_seen(c, g->name, g->name_len, g->token);
+    if (g->regressed) {
+      /* Handing this token out could let a stale writer win at the
+       * resource: give the hold back and say why. The counter was lifted,
+       * so the next acquisition gets a token above any seen before. */
+      lk__log(c, LK_LOG_ERROR, "fencing token went backwards (the server lost its "
+                               "data); acquisition refused");
+      give_back(o, h, -1, 1);
+      h->count = before;
+      if (before == 0)
+        lk__hold_unwatch(c, h);
+      lk__obj_finish(o, LK_ETOKEN);
+      return;
+    }
+    *g->token_out = g->token;
+  }
+  if (!lk__hold_is_held(c, h)) {
+    /* Success must mean is_held(): the grant came back after its own local
+     * deadline (the round trip took longer than the lease), or an earlier
+     * hold of the side is past its own. The server may have expired it, so
+     * it cannot be used (Redlock's "validity <= 0"). With earlier holds
+     * (either side) the object cannot trust them either. */
+    lk__log(c, LK_LOG_WARN, "acquisition answered after its lease ran out; given back");
+    if (before > 0 || (g->other != NULL && g->other->count > 0)) {
+      lost_as_a_whole(o, g);
+      return;
+    }
+    give_back(o, h, -1, 1);
+    h->count = 0;
+    lk__hold_unwatch(c, h);
+    finish_unless_cut(o, LK_ELEASELOST);
+    return;
+  }
+  lk__obj_finish(o, 0);
+}

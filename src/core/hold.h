@@ -1,0 +1,63 @@
+#ifndef LK_CORE_HOLD_H
+#define LK_CORE_HOLD_H
+
+/* One hold record and one grant routine for every object that holds
+ * (lock, fair lock, both sides of the read/write lock, and what comes
+ * later): how many holds the owner has, how their lease is kept (by the
+ * watchdog, or a local deadline of their own), and what a granting reply
+ * means (docs/objects.md, "Holds").
+ *
+ * A primitive keeps one lk__hold_t per side it can hold, points h->wd at
+ * its watchdog entry when it has one, and gives the object two verbs in its
+ * ops table: give_back (a best-effort release of n holds of a side,
+ * optionally conditional on the owner's count) and lose (the holds are
+ * gone: stop renewing, give back, tell the holder, set o->lost). */
+
+#include "core/object.h"
+#include "core/watchdog.h"
+
+typedef struct lk__hold_s {
+  uint32_t count;
+  int64_t lease_ms;     /* of the current holding: re-applied by a partial release */
+  uint64_t deadline_ns; /* explicit leases: the local deadline */
+  lk__wd_entry_t *wd;   /* the watchdog's entry for this side, or NULL */
+} lk__hold_t;
+
+/* What a granting reply says, and what the acquire asked for. */
+typedef struct lk__grant_s {
+  lk__hold_t *hold;  /* the side granted */
+  long long count;   /* the owner's count on that side, as the server reports it */
+  lk__hold_t *other; /* the owner's other side (read/write lock), or NULL */
+  long long other_count;
+  int64_t lease_ms;
+  unsigned watchdog : 1; /* the lease is the watchdog's, renewed */
+  unsigned earliest : 1; /* explicit leases: the side's deadline is its earliest hold's */
+  unsigned fenced : 1;   /* the reply carries a token */
+  int64_t token;
+  int regressed;  /* the token went backwards: the server lost its data */
+  int64_t *token_out;
+  const char *name; /* the name tokens are tracked by (lk__token_seen) */
+  size_t name_len;
+} lk__grant_t;
+
+/* The side's local deadline (monotonic ns): the watchdog's when it renews
+ * the lease, else its own. 0 when nothing is held. */
+uint64_t lk__hold_deadline(const lk_client_t *c, const lk__hold_t *h);
+/* Held, as far as the object knows without a round trip. */
+int lk__hold_is_held(const lk_client_t *c, const lk__hold_t *h);
+int lk__hold_watched(const lk__hold_t *h);
+/* Stops renewing the side (a renewal in flight is forgotten). */
+void lk__hold_unwatch(lk_client_t *c, lk__hold_t *h);
+/* Forgets n holds of the side; with none left, its renewal stops. */
+void lk__hold_drop(lk_client_t *c, lk__hold_t *h, uint32_t n);
+
+/* The grant routine: counts the hold, starts or refreshes its lease keeping,
+ * checks the fencing token, and refuses a grant that cannot be used (the
+ * loss was declared while it was in flight; a re-entry found the earlier
+ * holds gone; the token went backwards; the reply came after the lease's
+ * own local deadline), giving back what must be given back. Ends the
+ * pending operation: 0, LK_ELEASELOST or LK_ETOKEN (unless on_lost already
+ * canceled or closed it). */
+void lk__hold_grant(lk__obj_t *o, const lk__grant_t *g);
+
+#endif /* LK_CORE_HOLD_H */

@@ -1,0 +1,192 @@
+/* The outcome policy (outcome.h): every resend, give-back and end of an
+ * operation whose command may have been applied goes through here. */
+#include "core/outcome.h"
+
+/* Abandoned attempts whose outcome is still out. It lives apart from the
+ * object so a closed object need not wait for them: the last to settle
+ * frees it once the object is gone. */
+typedef struct lk__outcome_track_s {
+  lk__obj_t *obj; /* NULL once the object is freed */
+  unsigned pending;
+} lk__outcome_track_t;
+
+static int counted(lk__obj_t *o) { return o->ops->counted != NULL && o->ops->counted(o); }
+
+int lk__outcome_may_resend(lk__obj_t *o, int status) {
+  if (!lk__outcome_unknown(o, status) || !counted(o) || o->resends >= LK__OUTCOME_RESENDS)
+    return 0;
+  o->resends++;
+  return 1;
+}
+
+void lk__outcome_failed(lk__obj_t *o, int status, const redisReply *r) {
+  lk__obj_error(o, r);
+  if (lk__outcome_unknown(o, status)) {
+    /* Open until an answer or a give-back settles it. */
+    o->outcome_open = 1;
+    if (lk__obj_remaining_ms(o) > 0 && lk__outcome_may_resend(o, status)) {
+      /* Safe to resend: the script recognises an earlier attempt's grant
+       * by the expected count, so nothing is counted twice. */
+      int rc = lk__obj_try(o);
+      if (rc != 0)
+        lk__obj_finish(o, rc);
+      return;
+    }
+    /* lk__outcome_settle gives back what the attempt may have taken. */
+    lk__obj_finish(o, LK_EUNKNOWN);
+    return;
+  }
+  if (lk__obj_transient(status)) {
+    lk__obj_retry_or_finish(o, status);
+    return;
+  }
+  lk__obj_finish(o, status);
+}
+
+void lk__outcome_garbled(lk__obj_t *o) {
+  lk__log(o->client, LK_LOG_WARN, "a reply of a shape its script never sends: outcome unknown");
+  lk__outcome_failed(o, LK_EUNKNOWN, NULL);
+}
+
+static int is_acquire(const lk__obj_t *o, int kind) {
+  return o->ops->acquire_kind != 0 && kind == o->ops->acquire_kind;
+}
+
+int lk__outcome_settle(lk__obj_t *o, int status) {
+  lk__op_t *undo;
+  if (!o->outcome_open || !is_acquire(o, o->kind))
+    return status;
+  o->outcome_open = 0;
+  if (status == 0)
+    return 0;
+  /* Nothing since settled the lost attempt (a resend met a loading server,
+   * then the budget ran out, or the acquire was canceled between resends):
+   * give back the hold it may have taken, before the callback can start
+   * anything. Applied only if the owner's count shows it. */
+  undo = o->ops->undo != NULL ? o->ops->undo(o, 0) : NULL;
+  if (undo != NULL && lk__op_submit(o->client, undo) != 0) {
+    lk__op_free(undo);
+    lk__log(o->client, LK_LOG_WARN, "cannot give back an acquire whose outcome is "
+                                    "unknown; any hold expires with its lease");
+  }
+  return status == LK_ECANCELED ? status : LK_EUNKNOWN;
+}
+
+/* --- abandoned attempts --- */
+
+typedef struct lk__outcome_follow_s {
+  lk__outcome_track_t *track;
+  lk__op_t *undo;
+  int (*is_grant)(const redisReply *r);
+  uint8_t when; /* FOLLOW_* */
+} lk__outcome_follow_t;
+
+enum {
+  FOLLOW_GRANT = 0,        /* only a reply showing a grant */
+  FOLLOW_GRANT_OR_UNKNOWN, /* that, or a lost reply */
+  FOLLOW_ALWAYS            /* whatever comes (the undo is conditional) */
+};
+
+static void settled(lk__outcome_track_t *t) {
+  lk__obj_t *o = t->obj;
+  int rc;
+  t->pending--;
+  if (o == NULL) {
+    if (t->pending == 0)
+      lk__free(t);
+    return;
+  }
+  if (t->pending > 0 || o->op != NULL || lk__queue_linked(&o->done.node))
+    return;
+  if (o->attempt_deferred && is_acquire(o, o->kind)) {
+    o->attempt_deferred = 0;
+    rc = lk__obj_try(o);
+    if (rc != 0)
+      lk__obj_finish(o, rc);
+  } else if (o->command_deferred && o->kind != 0 && o->ops->deferred != NULL) {
+    o->command_deferred = 0;
+    o->ops->deferred(o);
+  }
+}
+
+static void on_followed(void *data, int status, redisReply *r) {
+  lk__outcome_follow_t *f = data;
+  lk__outcome_track_t *t = f->track;
+  int grant = status == 0 && r != NULL && f->is_grant != NULL && f->is_grant(r);
+  int send = f->when == FOLLOW_ALWAYS || grant ||
+             (f->when == FOLLOW_GRANT_OR_UNKNOWN && status == LK_EUNKNOWN);
+  lk_client_t *c = f->undo->client;
+  if (send && lk__op_submit(c, f->undo) == 0)
+    f->undo = NULL;
+  if (f->undo != NULL)
+    lk__op_free(f->undo);
+  lk__free(f);
+  if (t != NULL)
+    settled(t);
+}
+
+void lk__outcome_abandon(lk__obj_t *o) {
+  lk__outcome_follow_t *f;
+  lk__op_t *undo;
+  int own = counted(o);
+  if (!is_acquire(o, o->kind)) {
+    /* Other commands' late outcomes matter to nobody. */
+    lk__op_retarget(o->op, NULL, NULL);
+    return;
+  }
+  /* The release is prepared now, while the object's data is at hand. An
+   * owner with a count makes it conditional, so it may follow an unknown
+   * outcome too; when an earlier attempt's outcome is open (this one is its
+   * resend), it goes whatever this one answers: a LOADING reply to the
+   * resend says nothing of the first attempt's grant. */
+  undo = o->ops->undo != NULL ? o->ops->undo(o, !own) : NULL;
+  f = undo != NULL ? lk__malloc(sizeof(*f)) : NULL;
+  if (f == NULL) {
+    if (undo != NULL) {
+      lk__op_free(undo);
+      lk__log(o->client, LK_LOG_WARN, "cannot prepare giving back an abandoned "
+                                      "acquire; any hold expires with its lease");
+    }
+    o->outcome_open = 0;
+    lk__op_retarget(o->op, NULL, NULL);
+    return;
+  }
+  f->undo = undo;
+  f->is_grant = o->ops->is_grant;
+  f->when = !own ? FOLLOW_GRANT : o->outcome_open ? FOLLOW_ALWAYS : FOLLOW_GRANT_OR_UNKNOWN;
+  o->outcome_open = 0;
+  if (o->track == NULL && (o->track = lk__calloc(1, sizeof(*o->track))) != NULL)
+    o->track->obj = o;
+  f->track = o->track;
+  if (f->track != NULL)
+    f->track->pending++;
+  lk__op_retarget(o->op, on_followed, f);
+}
+
+static int abandoned_pending(const lk__obj_t *o) {
+  return o->track != NULL && o->track->pending > 0;
+}
+
+int lk__outcome_defer_attempt(lk__obj_t *o) {
+  if (!abandoned_pending(o))
+    return 0;
+  o->attempt_deferred = 1; /* settled() sends it */
+  return 1;
+}
+
+int lk__outcome_defer_command(lk__obj_t *o) {
+  if (!abandoned_pending(o))
+    return 0;
+  o->command_deferred = 1; /* settled() runs ops->deferred */
+  return 1;
+}
+
+void lk__outcome_free(lk__obj_t *o) {
+  if (o->track == NULL)
+    return;
+  if (o->track->pending == 0)
+    lk__free(o->track);
+  else
+    o->track->obj = NULL; /* the last settled give-back frees it */
+  o->track = NULL;
+}
