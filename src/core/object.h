@@ -59,9 +59,10 @@ typedef struct lk__obj_ops_s {
   /* The kind of the operation whose attempts may be granted a hold (the
    * acquire); 0: the object grants nothing. */
   int acquire_kind;
-  /* 1 when the object knows its owner's count on the server: its scripts
-   * take the expected count, so a resend is applied at most once and a
-   * give-back can be made conditional on the count showing a grant. */
+  /* 1 when a resend of the pending command is applied at most once: the
+   * scripts take the owner's expected count (lock-like objects, whose
+   * give-backs can then be conditional on the count showing a grant) or a
+   * request id the server remembers (semaphores, latch). */
   int (*counted)(lk__obj_t *o);
   /* Prepares (does not send) the give-back of the hold the pending
    * acquire's attempt may have been granted. known_grant: its reply showed a

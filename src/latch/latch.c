@@ -16,7 +16,6 @@ void lk__latch_begin(lk_latch_t *l, enum lk__latch_op kind, lk_latch_cb cb,
   lk__obj_begin(&l->base, kind);
   l->cb = cb;
   l->arg = arg;
-  l->resends = 0;
 }
 
 static void on_complete(lk__obj_t *o, int kind, int status) {
@@ -56,10 +55,18 @@ static void free_latch(lk__obj_t *o) {
 
 /* Every message wakes an awaiter: "0" (opened) and "1" (re-armed, or
  * deleted: the tombstone is only seen by looking). */
+/* Writes carry this object's request sequence, which the record answers
+ * for, and reads change nothing: every command may be resent. */
+static int resend_safe(lk__obj_t *o) {
+  (void)o;
+  return 1;
+}
+
 static const lk__obj_ops_t lk__latch_ops = {
     .complete = on_complete,
     .attempt = lk__latch_attempt_state,
     .abandon = on_abandon,
+    .counted = resend_safe,
     .close_release = lk__latch_close_cleanup,
     .closed = on_closed,
     .free = free_latch,

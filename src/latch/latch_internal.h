@@ -7,6 +7,7 @@
 
 #include "core/internal.h"
 #include "core/object.h"
+#include "core/outcome.h"
 
 /* Redisson's channel wraps the raw name in braces whatever it contains
  * (research/redisson.md §6.1, quirk 7). */
@@ -21,7 +22,6 @@
  * still there. The record is one key per object (overwritten by each
  * request), so a long life costs nothing per operation. */
 #define LK__LATCH_RECORD_TTL_MS ((int64_t)600000)
-#define LK__LATCH_UNKNOWN_RESENDS 3
 /* The deletion tombstone lives at least this long (longer on clients whose
  * re-poll interval is longer): pending awaiters must poll within it. */
 #define LK__LATCH_TOMB_TTL_MIN_MS ((int64_t)300000)
@@ -56,7 +56,6 @@ struct lk_latch_s {
   uint64_t seq;         /* sequence number of the latest write request */
   int record_written;   /* the server may hold this object's record */
   int record_unsettled; /* a write's outcome is open: its record must stay */
-  int resends;
   uint64_t first_sent_ns;
   int64_t req_count;
 

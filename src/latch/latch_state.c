@@ -108,7 +108,7 @@ static int verdict_status(enum verdict v) {
 
 static void state_failed(lk_latch_t *l, int status, redisReply *r) {
   lk__obj_t *o = &l->base;
-  int lost = status == LK_EUNKNOWN || (status == LK_ECONN && l->resends > 0);
+  int lost = lk__outcome_unknown(o, status);
   lk__obj_error(o, r);
   /* A read changes nothing: a lost reply leaves no outcome to be unsure
    * of, only an answer that did not arrive. */
@@ -124,11 +124,8 @@ static void state_failed(lk_latch_t *l, int status, redisReply *r) {
   }
   /* get_count: asked again after a lost reply (a few times), not when the
    * server could not be reached at all. */
-  if (lost && l->resends < LK__LATCH_UNKNOWN_RESENDS) {
-    l->resends++;
-    if (send_state(l) == 0)
-      return;
-  }
+  if (lost && lk__outcome_may_resend(o, LK_EUNKNOWN) && send_state(l) == 0)
+    return;
   lk__latch_finish(l, status);
 }
 

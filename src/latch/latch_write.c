@@ -76,6 +76,8 @@ static int send_write(lk_latch_t *l) {
   return l->base.op != NULL ? 0 : err;
 }
 
+static void write_failed(lk_latch_t *l, int status, const redisReply *r);
+
 static void write_done(lk_latch_t *l, long long v) {
   int status = 0;
   switch (l->base.kind) {
@@ -92,46 +94,44 @@ static void write_done(lk_latch_t *l, long long v) {
       status = LK_EPROTOCOL;
     break;
   }
+  if (status == LK_EPROTOCOL) {
+    write_failed(l, LK_EUNKNOWN, NULL); /* a value the script never sends */
+    return;
+  }
   if (status == 0)
     l->base.result = v;
   lk__latch_finish(l, status);
 }
 
-static int may_resend(const lk_latch_t *l, int status) {
+/* A write failed or its outcome is unknown (core/outcome.h decides). After
+ * an unknown outcome the write is resent with the same sequence: the record
+ * answers for an earlier attempt that was applied. Resends go only within
+ * the first half of the record's life, so the record is still there. */
+static void write_failed(lk_latch_t *l, int status, const redisReply *r) {
   uint64_t window_ns = (uint64_t)(LK__LATCH_RECORD_TTL_MS / 2) * 1000000u;
-  return (status == LK_EUNKNOWN || (status == LK_ECONN && l->resends > 0)) &&
-         l->resends < LK__LATCH_UNKNOWN_RESENDS &&
-         lk__now_ns() - l->first_sent_ns < window_ns;
-}
-
-static void on_write_reply(void *data, int status, redisReply *r) {
-  lk_latch_t *l = data;
-  long long v;
-  l->base.op = NULL;
-  if (status == 0) {
-    if (lk__reply_is_int(r, &v))
-      write_done(l, v);
-    else
-      lk__latch_finish(l, LK_EPROTOCOL);
-    return;
-  }
   lk__obj_error(&l->base, r);
-  /* After a lost reply the write is resent with the same sequence: the
-   * record answers for an earlier attempt that was applied. A resend that
-   * could not even be sent (reconnect failed) is tried again too, within
-   * the same small budget. */
-  if (may_resend(l, status)) {
-    l->resends++;
-    if (send_write(l) == 0)
-      return;
-  }
-  if (status == LK_EUNKNOWN || (status == LK_ECONN && l->resends > 0)) {
+  if (lk__now_ns() - l->first_sent_ns < window_ns && lk__outcome_may_resend(&l->base, status) &&
+      send_write(l) == 0)
+    return;
+  if (lk__outcome_unknown(&l->base, status)) {
     /* The first attempt may still have been applied, and a copy of it may
      * still arrive: the record must stay to answer for it. */
     l->record_unsettled = 1;
     status = LK_EUNKNOWN;
   }
   lk__latch_finish(l, status);
+}
+
+static void on_write_reply(void *data, int status, redisReply *r) {
+  lk_latch_t *l = data;
+  long long v;
+  l->base.op = NULL;
+  if (status != 0)
+    write_failed(l, status, r);
+  else if (lk__reply_is_int(r, &v))
+    write_done(l, v);
+  else
+    write_failed(l, LK_EUNKNOWN, NULL); /* a shape the script never sends */
 }
 
 void lk__latch_write_abandoned(lk_latch_t *l) { l->record_unsettled = 1; }
