@@ -73,14 +73,17 @@ LK_EXTERN void lk_client_opts_init(lk_client_opts_t *opts);
 
 /* Creates a client on loop and starts connecting. opts is copied (strings
  * included); NULL means defaults. *out is set only on success. The client must
- * be used from the thread that runs loop. */
+ * be used from the thread that runs loop. Returns 0, LK_EINVAL (a NULL loop or
+ * out, an option out of range: docs/client.md) or LK_ENOMEM. */
 LK_EXTERN int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
                             lk_client_t **out);
 
 /* LK_EBUSY while objects made from this client are still open (close them
  * first, as libuv asks of handles). Otherwise every handle is closed and
  * close_cb (may be NULL) runs once all of them are; the memory is freed after
- * it returns. */
+ * it returns. Returns 0, LK_EINVAL (NULL), LK_EWRONGTHREAD, LK_ECLOSED
+ * (already closing), LK_EBUSY, or LK_EFORKED (in a forked child, where only
+ * the memory is freed and no callback runs). */
 LK_EXTERN int lk_client_close(lk_client_t *client, lk_client_close_cb close_cb);
 
 LK_EXTERN uv_loop_t *lk_client_loop(const lk_client_t *client);

@@ -10,7 +10,31 @@ extern "C" {
 /* Every fallible function returns 0 or a negative code. Operating-system
  * errors are passed through as -errno; latchkey's own codes live in a private
  * band far below any errno value. Codes are never reused: extend the table at
- * the end. XX(name, offset, message). */
+ * the end. XX(name, offset, message).
+ *
+ * How the headers list codes. Each function that returns a status lists what
+ * it returns "at once" (then its callback never runs) and, when it takes a
+ * callback, every status that callback can get. Three shorthands stand for
+ * fixed sets:
+ *
+ *   the entry codes   LK_EINVAL (a NULL object or argument, a value out of
+ *                     range), LK_EWRONGTHREAD (not the loop's thread),
+ *                     LK_EFORKED (in a forked child), LK_ECLOSED (the object
+ *                     or its client is closing): any entry point that returns
+ *                     a status;
+ *   the start codes   the entry codes (LK_EINVAL also for a NULL callback),
+ *                     LK_EBUSY (an operation is pending), LK_ENOMEM, and
+ *                     LK_EAGAIN (the client's max_inflight is reached): any
+ *                     call that starts an operation;
+ *   the server codes  LK_EWRONGTYPE, LK_ENOPERM, LK_EAUTH, LK_EOOM,
+ *                     LK_EREADONLY, LK_ELOADING, LK_ESERVERBUSY, LK_EMISCONF,
+ *                     LK_ECLUSTER, LK_EREDIS: the server's error reply, or the
+ *                     failed handshake of the connection a command waited for.
+ *
+ * A callback can also get LK_ENOMEM or LK_EAGAIN when a command its operation
+ * sends after the call (a retry, a resend) cannot be queued. Which code means
+ * what: docs/errors.md; how an operation ends after a lost, late or garbled
+ * reply: docs/objects.md. */
 #define LK_ERRNO_MAP(XX)                                                      \
   XX(EINVAL, 1, "invalid argument")                                           \
   XX(ENAMETOOLONG, 2, "name longer than the client's name cap")               \

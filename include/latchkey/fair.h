@@ -10,7 +10,9 @@ extern "C" {
 /* A reentrant fair lock, wire compatible with Redisson's RFairLock: waiters
  * are served strictly in the order they joined the queue, and each is woken
  * on a channel of its own when its turn comes. One object is one owner
- * ("UUID:TID") with at most one operation pending. docs/fair.md. */
+ * ("UUID:TID") with at most one operation pending. docs/fair.md; the object
+ * contract (lifecycle, callbacks, close, outcomes) is docs/objects.md. Codes
+ * are listed as errno.h explains ("the start codes"...). */
 typedef struct lk_fair_s lk_fair_t;
 
 /* status is 0 or a negative LK_ code. Results (lk_fair_result,
@@ -39,32 +41,50 @@ typedef struct lk_fair_opts_s {
 
 LK_EXTERN void lk_fair_opts_init(lk_fair_opts_t *opts);
 
-/* name is copied; binary-safe except NUL; 1..max_name_len bytes. */
+/* name is copied; binary-safe except NUL; 1..max_name_len bytes. Sends
+ * nothing. Returns 0, the entry codes, LK_ENAMETOOLONG or LK_ENOMEM. */
 LK_EXTERN int lk_fair_new(lk_client_t *client, const char *name,
                           lk_fair_t **out);
 
 /* Acquires (or re-enters) the lock; a waiting acquire joins the queue and
- * is served in order. opts may be NULL (try once, default lease). Completes
- * with 0, LK_ETIMEDOUT, LK_ECANCELED, LK_ECONN, LK_EUNKNOWN, LK_ETOKEN or a
- * server error. An acquire that ends without the lock leaves the queue. */
+ * is served in order. opts may be NULL (try once, default lease). An acquire
+ * that ends without the lock leaves the queue.
+ * At once: the start codes (LK_EINVAL also for a wait, lease or waiter
+ * timeout out of range, or a hold count at its maximum).
+ * Callback: 0; LK_ETIMEDOUT (the budget ran out: not this waiter's turn, or
+ * the server not reachable in time; with wait 0, not free for it);
+ * LK_ECONN (a single try that could not be sent); LK_EUNKNOWN (the outcome
+ * stayed unknown: a hold it may have taken was given back); LK_ELEASELOST
+ * (the grant came back after its own local deadline, or a re-entry found
+ * the earlier holds gone: given back); LK_ETOKEN (fenced: the server's
+ * counter went backwards; given back); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_fair_acquire(lk_fair_t *fair, const lk_fair_opts_t *opts,
                               lk_fair_cb cb, void *arg);
 
-/* Drops one hold; the last one wakes the next waiter in line. Returns
- * LK_ENOTHELD at once when this object holds nothing. Completes with 0
- * (lk_fair_result: 1 released, 0 still held), LK_ENOTOWNER (the server no
- * longer has this owner's hold), LK_ECONN, LK_EUNKNOWN or a server error. */
+/* Drops one hold; the last one wakes the next waiter in line.
+ * At once: the start codes; LK_ENOTHELD (this object holds nothing);
+ * LK_ELEASELOST (on_lost told the loss: the object starts afresh).
+ * Callback: 0 (lk_fair_result: 1 released, 0 still held); LK_ENOTOWNER (the
+ * server no longer has this owner's hold); LK_ECONN (not sent: still held);
+ * LK_EUNKNOWN (may or may not have applied); LK_ECANCELED; the server
+ * codes. */
 LK_EXTERN int lk_fair_release(lk_fair_t *fair, lk_fair_cb cb, void *arg);
 
 /* Deletes the lock whoever holds it and wakes the next waiter.
  * lk_fair_result() is 1 when a lock was deleted, 0 when there was none. This
- * object's holds are forgotten. The queue is kept. */
+ * object's holds are forgotten. The queue is kept.
+ * At once: the start codes.
+ * Callback: 0; LK_EWRONGTYPE (the key is not a lock: left alone); LK_ECONN;
+ * LK_EUNKNOWN; LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_fair_force_release(lk_fair_t *fair, lk_fair_cb cb, void *arg);
 
 /* Server queries; the answer is lk_fair_result() inside the callback:
  * is_locked: 1/0; remaining_ttl: ms, -2 no lock, -1 no expiry;
  * server_hold_count: this owner's hold count on the server;
- * queue_length: waiters queued whose deadline has not passed. */
+ * queue_length: waiters queued whose deadline has not passed.
+ * At once: the start codes.
+ * Callback: 0; LK_EPROTOCOL (a reply the query cannot read); LK_ECONN;
+ * LK_EUNKNOWN (no answer: ask again); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_fair_is_locked(lk_fair_t *fair, lk_fair_cb cb, void *arg);
 LK_EXTERN int lk_fair_remaining_ttl(lk_fair_t *fair, lk_fair_cb cb, void *arg);
 LK_EXTERN int lk_fair_server_hold_count(lk_fair_t *fair, lk_fair_cb cb,
@@ -73,23 +93,28 @@ LK_EXTERN int lk_fair_queue_length(lk_fair_t *fair, lk_fair_cb cb, void *arg);
 
 /* Cancels the pending acquire: its callback runs with LK_ECANCELED (from the
  * loop, not inside this call), and the waiter leaves the queue. A hold the
- * server may have granted meanwhile is given back. LK_EINVAL when no acquire
- * is pending. */
+ * server may have granted meanwhile is given back. Returns 0 or the entry
+ * codes; LK_EINVAL when no acquire is pending (or its callback is already on
+ * its way). */
 LK_EXTERN int lk_fair_cancel(lk_fair_t *fair);
 
 /* A pending operation completes with LK_ECANCELED, the object leaves the
  * queue, its holds are released (best effort), then close_cb (may be NULL)
- * runs and the object is freed. */
+ * runs and the object is freed. Returns 0 or the entry codes (LK_ECLOSED:
+ * already closing; LK_EFORKED: in a forked child, where only the memory is
+ * freed and no callback runs). */
 LK_EXTERN int lk_fair_close(lk_fair_t *fair, lk_fair_close_cb close_cb);
 
 /* Called with LK_ELEASELOST when a watchdog-renewed hold is lost (see
- * lk_lock_set_lost_cb: same rules). Set it any time; NULL removes it. */
+ * lk_lock_set_lost_cb: same rules). Set it any time; NULL removes it.
+ * Returns 0 or the entry codes. */
 LK_EXTERN int lk_fair_set_lost_cb(lk_fair_t *fair, lk_fair_cb on_lost,
                                   void *arg);
 /* Called with status 0 while an acquire of this object waits, each time the
  * server reports a position for it that differs from the last one (first
  * when it joins the queue); lk_fair_position() tells it. Always before the
- * acquire's own callback. Set it any time; NULL removes it. */
+ * acquire's own callback. Set it any time; NULL removes it. Returns 0 or
+ * the entry codes. */
 LK_EXTERN int lk_fair_set_queue_cb(lk_fair_t *fair, lk_fair_cb on_queued,
                                    void *arg);
 /* This object's place in the queue as the server last reported it: 0 = next
@@ -116,7 +141,8 @@ LK_EXTERN const char *lk_fair_owner(const lk_fair_t *fair);
 /* Acts as the owner client_id:thread_id (NULL client_id = this client's id),
  * e.g. a given Redisson thread. Only while the object holds nothing and has
  * nothing pending (else LK_EBUSY). As for the lock, objects sharing an owner
- * rely on the server's hold count. */
+ * rely on the server's hold count. Returns 0, the entry codes (LK_EINVAL
+ * also for a bad client_id, as for lk_lock_set_owner) or LK_EBUSY. */
 LK_EXTERN int lk_fair_set_owner(lk_fair_t *fair, const char *client_id,
                                 uint64_t thread_id);
 

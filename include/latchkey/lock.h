@@ -8,7 +8,9 @@ extern "C" {
 #endif
 
 /* A reentrant lock, wire compatible with Redisson's RLock. One object is one
- * owner ("UUID:TID") with at most one operation pending. docs/lock.md. */
+ * owner ("UUID:TID") with at most one operation pending. docs/lock.md; the
+ * object contract (lifecycle, callbacks, close, outcomes) is docs/objects.md.
+ * Codes are listed as errno.h explains ("the start codes"...). */
 typedef struct lk_lock_s lk_lock_t;
 
 /* status is 0 or a negative LK_ code. Results (lk_lock_result,
@@ -25,29 +27,48 @@ typedef struct lk_lock_opts_s {
 
 LK_EXTERN void lk_lock_opts_init(lk_lock_opts_t *opts);
 
-/* name is copied; binary-safe except NUL; 1..max_name_len bytes. */
+/* name is copied; binary-safe except NUL; 1..max_name_len bytes. Sends
+ * nothing. Returns 0, the entry codes, LK_ENAMETOOLONG or LK_ENOMEM. */
 LK_EXTERN int lk_lock_new(lk_client_t *client, const char *name,
                           lk_lock_t **out);
 
 /* Acquires (or re-enters) the lock. opts may be NULL (try once, default
- * lease). Completes with 0, LK_ETIMEDOUT, LK_ECANCELED, LK_ECONN,
- * LK_EUNKNOWN or a server error. */
+ * lease).
+ * At once: the start codes (LK_EINVAL also for a wait or lease out of
+ * range, or a hold count at its maximum).
+ * Callback: 0; LK_ETIMEDOUT (the budget ran out: held by another, or the
+ * server not reachable in time; with wait 0, held by another); LK_ECONN (a
+ * single try that could not be sent); LK_EUNKNOWN (the outcome stayed
+ * unknown: a hold it may have taken was given back); LK_ELEASELOST (the
+ * grant came back after its own local deadline, or a re-entry found the
+ * earlier holds gone: given back); LK_ETOKEN (fenced: the server's counter
+ * went backwards; given back); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_lock_acquire(lk_lock_t *lock, const lk_lock_opts_t *opts,
                               lk_lock_cb cb, void *arg);
 
-/* Drops one hold. Returns LK_ENOTHELD at once when this object holds
- * nothing. Completes with 0, LK_ENOTOWNER (the server no longer has this
- * owner), LK_ECONN, LK_EUNKNOWN or a server error. */
+/* Drops one hold; the last one deletes the lock and wakes waiters.
+ * At once: the start codes; LK_ENOTHELD (this object holds nothing);
+ * LK_ELEASELOST (on_lost told the loss: the object starts afresh).
+ * Callback: 0 (lk_lock_result: 1 released, 0 still held); LK_ENOTOWNER (the
+ * server no longer has this owner's hold); LK_ECONN (not sent: still held);
+ * LK_EUNKNOWN (may or may not have applied; the object still counts the
+ * hold); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_lock_release(lk_lock_t *lock, lk_lock_cb cb, void *arg);
 
 /* Deletes the lock whoever holds it and wakes waiters. lk_lock_result() is 1
  * when a lock was deleted, 0 when there was none. This object's holds are
- * forgotten. */
+ * forgotten.
+ * At once: the start codes.
+ * Callback: 0; LK_EWRONGTYPE (the key is not a lock: left alone); LK_ECONN;
+ * LK_EUNKNOWN; LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_lock_force_release(lk_lock_t *lock, lk_lock_cb cb, void *arg);
 
 /* Server queries; the answer is lk_lock_result() inside the callback:
  * is_locked: 1/0; remaining_ttl: ms, -2 no lock, -1 no expiry;
- * server_hold_count: this owner's hold count on the server. */
+ * server_hold_count: this owner's hold count on the server.
+ * At once: the start codes.
+ * Callback: 0; LK_EPROTOCOL (a reply the query cannot read); LK_ECONN;
+ * LK_EUNKNOWN (no answer: ask again); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_lock_is_locked(lk_lock_t *lock, lk_lock_cb cb, void *arg);
 LK_EXTERN int lk_lock_remaining_ttl(lk_lock_t *lock, lk_lock_cb cb, void *arg);
 LK_EXTERN int lk_lock_server_hold_count(lk_lock_t *lock, lk_lock_cb cb,
@@ -55,11 +76,15 @@ LK_EXTERN int lk_lock_server_hold_count(lk_lock_t *lock, lk_lock_cb cb,
 
 /* Cancels the pending acquire: its callback runs with LK_ECANCELED (from the
  * loop, not inside this call). A hold the server may have granted meanwhile is
- * given back. LK_EINVAL when no acquire is pending. */
+ * given back. Returns 0 or the entry codes; LK_EINVAL when no acquire is
+ * pending (or its callback is already on its way). */
 LK_EXTERN int lk_lock_cancel(lk_lock_t *lock);
 
 /* A pending operation completes with LK_ECANCELED, holds are released (best
- * effort), then close_cb (may be NULL) runs and the object is freed. */
+ * effort), then close_cb (may be NULL) runs and the object is freed.
+ * Returns 0 or the entry codes (LK_ECLOSED: already closing; LK_EFORKED: in
+ * a forked child, where only the memory is freed and no callback runs);
+ * LK_EBUSY while the lock is a MultiLock's member or a RedLock's node. */
 LK_EXTERN int lk_lock_close(lk_lock_t *lock, lk_lock_close_cb close_cb);
 
 /* Called with LK_ELEASELOST when a watchdog-renewed hold is lost: a renewal
@@ -68,7 +93,7 @@ LK_EXTERN int lk_lock_close(lk_lock_t *lock, lk_lock_close_cb close_cb);
  * It comes before any other callback of this object. The object is then
  * LOST: nothing is renewed, latchkey gives back whatever the server may
  * still hold, and lk_lock_release returns LK_ELEASELOST. Set it any time;
- * NULL removes it. */
+ * NULL removes it. Returns 0 or the entry codes. */
 LK_EXTERN int lk_lock_set_lost_cb(lk_lock_t *lock, lk_lock_cb on_lost,
                                   void *arg);
 /* 1 while this object holds the lock by its own reckoning: at least one
@@ -95,9 +120,10 @@ LK_EXTERN const char *lk_lock_owner(const lk_lock_t *lock);
  * so two objects can share one identity, or act as a Redisson thread. Only
  * while the object holds nothing and has nothing pending (else LK_EBUSY).
  * Objects sharing an owner rely on the server's hold count, so a retried
- * operation after a lost reply is no longer idempotent for them. 0,
- * LK_EBUSY, LK_EINVAL (client_id empty, over 64 bytes, or with ':',
- * spaces or bytes outside printable ASCII), LK_ENOMEM. */
+ * operation after a lost reply is no longer idempotent for them. Returns
+ * 0, the entry codes (LK_EINVAL also for a client_id empty, over 64 bytes,
+ * or with ':', spaces or bytes outside printable ASCII), LK_EBUSY or
+ * LK_ENOMEM. */
 LK_EXTERN int lk_lock_set_owner(lk_lock_t *lock, const char *client_id,
                                 uint64_t thread_id);
 

@@ -11,7 +11,9 @@ extern "C" {
 /* ===== MultiLock: several locks held all together, or none ============== */
 
 /* Groups lock objects (possibly on different clients and servers) so they
- * are taken all together or not at all. docs/multilock.md. */
+ * are taken all together or not at all. docs/multilock.md; the object
+ * contract (lifecycle, callbacks, close, outcomes) is docs/objects.md. Codes
+ * are listed as errno.h explains ("the entry codes"...). */
 typedef struct lk_multilock_s lk_multilock_t;
 
 typedef void (*lk_multilock_cb)(lk_multilock_t *ml, int status, void *arg);
@@ -37,7 +39,8 @@ LK_EXTERN void lk_multilock_opts_init(lk_multilock_opts_t *opts);
  * callback ran). A lock belongs to one MultiLock at a time (LK_EBUSY).
  * LK_EINVAL: n == 0, n > LK_MULTILOCK_MAX_MEMBERS, a NULL member, the same
  * lock twice or two members naming one lock on one server, members whose
- * clients run on different loops. Sends nothing. */
+ * clients run on different loops. Sends nothing. Returns 0, the entry codes
+ * (of the members' clients too), LK_EBUSY or LK_ENOMEM. */
 LK_EXTERN int lk_multilock_new(lk_lock_t *const *locks, size_t n,
                                lk_multilock_t **out);
 
@@ -45,36 +48,49 @@ LK_EXTERN int lk_multilock_new(lk_lock_t *const *locks, size_t n,
  * all members at once; when one is taken by someone else, every member taken
  * by this call is released before the next attempt, which first waits for
  * that member (holding nothing else), then tries the others at once. So two
- * groups asking for the same locks in any order never deadlock. Completes
- * with 0, LK_ETIMEDOUT (a member stayed taken for the whole budget),
- * LK_ECANCELED, or a member's error (LK_ECONN, LK_EUNKNOWN, server errors,
- * LK_EBUSY when a member has an operation of its own pending). Whatever the
+ * groups asking for the same locks in any order never deadlock. Whatever the
  * status, nothing this call took is still held when it is not 0.
- * lk_multilock_member_status() tells each member's outcome. */
+ * lk_multilock_member_status() tells each member's outcome.
+ * At once: the entry codes (LK_EINVAL also for a NULL callback, a wait or
+ * lease out of range, or a hold count at its maximum), LK_EBUSY, LK_ENOMEM.
+ * Callback: 0; LK_ETIMEDOUT (a member stayed taken for the whole budget);
+ * LK_ELEASELOST (a re-entry found the group's earlier holds gone);
+ * LK_ECANCELED; or a member's failure: a status its lk_lock_acquire
+ * delivered (LK_ECONN, LK_EUNKNOWN, LK_ETOKEN, LK_ELEASELOST, the server
+ * codes...) or returned at once (LK_EBUSY when the member has an operation
+ * of its own pending, LK_EINVAL, LK_ENOMEM, LK_EAGAIN). */
 LK_EXTERN int lk_multilock_acquire(lk_multilock_t *ml,
                                    const lk_multilock_opts_t *opts,
                                    lk_multilock_cb cb, void *arg);
 
-/* Drops one hold on every member, all at once. LK_ENOTHELD at once when the
- * group holds nothing, LK_ELEASELOST at once after on_lost. Completes with 0
- * or the first member's failure (lk_multilock_member_status for all); the
- * group's hold is given up on every member either way. */
+/* Drops one hold on every member, all at once; the group's hold is given up
+ * on every member whatever the status (lk_multilock_member_status for each).
+ * At once: the entry codes (LK_EINVAL also for a NULL callback), LK_EBUSY;
+ * LK_ENOTHELD (the group holds nothing); LK_ELEASELOST (after on_lost).
+ * Callback: 0; LK_ELEASELOST (the group's holds were lost meanwhile);
+ * LK_ECANCELED; or the first member's failure: a status its lk_lock_release
+ * delivered (LK_ENOTOWNER, LK_ECONN, LK_EUNKNOWN, the server codes...) or
+ * returned at once (LK_ENOTHELD, LK_ELEASELOST, LK_EBUSY, LK_ENOMEM,
+ * LK_EAGAIN). */
 LK_EXTERN int lk_multilock_release(lk_multilock_t *ml, lk_multilock_cb cb,
                                    void *arg);
 
 /* Cancels the pending acquire: its callback runs with LK_ECANCELED from the
- * loop; holds it took are given back. LK_EINVAL when no acquire is pending. */
+ * loop; holds it took are given back. Returns 0 or the entry codes;
+ * LK_EINVAL when no acquire is pending (or its callback is on its way). */
 LK_EXTERN int lk_multilock_cancel(lk_multilock_t *ml);
 
 /* Cancels what is pending, gives back the group's holds (best effort), lets
  * go of the members (they stay open: close them afterwards), then runs
- * close_cb (may be NULL) and frees the object. */
+ * close_cb (may be NULL) and frees the object. Returns 0 or the entry codes
+ * (LK_ECLOSED: already closing; LK_EFORKED: in a forked child, where only
+ * the memory is freed and no callback runs). */
 LK_EXTERN int lk_multilock_close(lk_multilock_t *ml,
                                  lk_multilock_close_cb close_cb);
 
 /* Called with LK_ELEASELOST when a member's watchdog-renewed hold is lost;
  * the group's holds on the other members are then given back and release
- * returns LK_ELEASELOST. */
+ * returns LK_ELEASELOST. Returns 0 or the entry codes. */
 LK_EXTERN int lk_multilock_set_lost_cb(lk_multilock_t *ml, lk_multilock_cb on_lost,
                                        void *arg);
 /* 1 while the group holds every member by its own reckoning (no round trip). */
@@ -93,7 +109,8 @@ LK_EXTERN void lk_multilock_set_data(lk_multilock_t *ml, void *data);
 
 /* One lock name on N independent masters (one client each), held while a
  * majority (N/2 + 1) holds it for this object within its validity time. On
- * each master the data is Redisson's RLock layout. docs/multilock.md. */
+ * each master the data is Redisson's RLock layout. docs/multilock.md; the
+ * object contract is docs/objects.md. */
 typedef struct lk_redlock_s lk_redlock_t;
 
 typedef void (*lk_redlock_cb)(lk_redlock_t *rl, int status, void *arg);
@@ -136,7 +153,9 @@ LK_EXTERN void lk_redlock_opts_init(lk_redlock_opts_t *opts);
  * clients on different loops). The array is copied, the clients borrowed
  * (each keeps LK_EBUSY from lk_client_close while the RedLock is open).
  * name is copied; cfg may be NULL (defaults). Sends nothing. An even n is
- * allowed but tolerates no more failures than n - 1. */
+ * allowed but tolerates no more failures than n - 1. Returns 0, the entry
+ * codes (of the clients; LK_EINVAL also for a bad cfg), LK_ENAMETOOLONG or
+ * LK_ENOMEM. */
 LK_EXTERN int lk_redlock_new(lk_client_t *const *clients, size_t n,
                              const char *name, const lk_redlock_config_t *cfg,
                              lk_redlock_t **out);
@@ -146,29 +165,44 @@ LK_EXTERN int lk_redlock_new(lk_client_t *const *clients, size_t n,
  * drift (lease / 100 + 2 ms). Otherwise every grant is given back, on every
  * master, and the attempt is retried within the budget, woken by a release
  * message from any master or the holders' ttl. Re-entry (while held) adds a
- * hold on the masters that hold it, again needing a quorum. Completes with
- * 0, LK_ETIMEDOUT (enough masters answered, but the lock was taken for the
- * whole budget), LK_ENOQUORUM (too few masters answered in time, or the
- * validity was spent), LK_ECANCELED, LK_ELEASELOST (a re-entry found the
- * group's holds gone), LK_EINVAL (two clients turned out to reach one
- * server). Per master: lk_redlock_node_status. */
+ * hold on the masters that hold it, again needing a quorum. Per master:
+ * lk_redlock_node_status.
+ * At once: the entry codes (LK_EINVAL also for a NULL callback, a wait,
+ * lease or node timeout out of range, a hold count at its maximum, or two
+ * clients that turned out to reach one server), LK_EBUSY, LK_ENOMEM.
+ * Callback: 0; LK_ETIMEDOUT (enough masters answered, but the lock was
+ * taken for the whole budget); LK_ENOQUORUM (too few masters answered in
+ * time, or the validity was spent); LK_ELEASELOST (a re-entry found the
+ * quorum's holds gone); LK_ECANCELED. */
 LK_EXTERN int lk_redlock_acquire(lk_redlock_t *rl, const lk_redlock_opts_t *opts,
                                  lk_redlock_cb cb, void *arg);
 
-/* Drops one hold on every master that has one, all at once. LK_ENOTHELD at
- * once when nothing is held, LK_ELEASELOST at once after on_lost. Completes
- * with 0, or the first master's failure (lk_redlock_node_status; LK_ETIMEDOUT:
- * no answer within the node timeout), once every master answered or timed
- * out; the hold is given up either way, and what an unreachable master still
- * has expires with its lease. */
+/* Drops one hold on every master that has one, all at once; completes once
+ * every master answered or timed out. The hold is given up either way, and
+ * what an unreachable master still has expires with its lease.
+ * At once: the entry codes (LK_EINVAL also for a NULL callback), LK_EBUSY;
+ * LK_ENOTHELD (nothing is held); LK_ELEASELOST (after on_lost).
+ * Callback: 0; LK_ELEASELOST (the quorum was lost meanwhile); LK_ECANCELED;
+ * or the first master's failure (lk_redlock_node_status): LK_ETIMEDOUT (no
+ * answer within the node timeout), a status its lock's lk_lock_release
+ * delivered (LK_ENOTOWNER, LK_ECONN, LK_EUNKNOWN, the server codes...) or
+ * returned at once (LK_ELEASELOST, LK_EBUSY, LK_ENOMEM, LK_EAGAIN). */
 LK_EXTERN int lk_redlock_release(lk_redlock_t *rl, lk_redlock_cb cb, void *arg);
+/* Cancels the pending acquire: its callback runs with LK_ECANCELED from the
+ * loop; grants are given back as they come. Returns 0 or the entry codes;
+ * LK_EINVAL when no acquire is pending (or its callback is on its way). */
 LK_EXTERN int lk_redlock_cancel(lk_redlock_t *rl);
+/* Cancels what is pending and closes every master's lock object (each gives
+ * back its holds), then runs close_cb (may be NULL) and frees the object.
+ * Returns 0 or the entry codes (LK_ECLOSED: already closing; LK_EFORKED: in
+ * a forked child, where only the memory is freed and no callback runs). */
 LK_EXTERN int lk_redlock_close(lk_redlock_t *rl, lk_redlock_close_cb close_cb);
 
 /* Called with LK_ELEASELOST when fewer than a quorum of masters still hold
  * the lock by their watchdogs' reckoning (a renewal found it gone, or the
  * renewals did not reach a quorum in time). Then the remaining holds are
- * given back and release returns LK_ELEASELOST. */
+ * given back and release returns LK_ELEASELOST. Returns 0 or the entry
+ * codes. */
 LK_EXTERN int lk_redlock_set_lost_cb(lk_redlock_t *rl, lk_redlock_cb on_lost,
                                      void *arg);
 /* 1 while held by this object's reckoning: a quorum of masters holds it and

@@ -12,7 +12,10 @@ extern "C" {
  * lock at once, a writer excludes everyone else. Both sides are reentrant; a
  * writer may also take read holds (and keep them when it lets the write go:
  * a downgrade); a reader asking for the write side is refused with
- * LK_EUPGRADE. At most one operation is pending per object. docs/rwlock.md. */
+ * LK_EUPGRADE. At most one operation is pending per object. docs/rwlock.md;
+ * the object contract (lifecycle, callbacks, close, outcomes) is
+ * docs/objects.md. Codes are listed as errno.h explains ("the start
+ * codes"...). */
 typedef struct lk_rwlock_s lk_rwlock_t;
 
 typedef enum { LK_RW_READ = 1, LK_RW_WRITE = 2 } lk_rwlock_side_t;
@@ -32,39 +35,57 @@ typedef struct lk_rwlock_opts_s {
 LK_EXTERN void lk_rwlock_opts_init(lk_rwlock_opts_t *opts);
 
 /* name is copied; binary-safe except NUL; 1..max_name_len bytes. Sends
- * nothing. */
+ * nothing. Returns 0, the entry codes, LK_ENAMETOOLONG or LK_ENOMEM. */
 LK_EXTERN int lk_rwlock_new(lk_client_t *client, const char *name,
                             lk_rwlock_t **out);
 
 /* Takes one hold on `side` (or one more when this owner has it). opts may be
- * NULL (try once, default lease). Returns LK_EUPGRADE at once when the object
+ * NULL (try once, default lease).
+ * At once: the start codes (LK_EINVAL also for a bad side, a wait or lease
+ * out of range, or a hold count at its maximum); LK_EUPGRADE when the object
  * holds read and no write and asks for write (it would wait for itself).
- * Completes with 0, LK_ETIMEDOUT, LK_EUPGRADE (another object sharing this
- * owner holds read), LK_ELEASELOST (a re-entry found earlier holds gone),
- * LK_ECANCELED, LK_ECONN, LK_EUNKNOWN, LK_ETOKEN or a server error. */
+ * Callback: 0; LK_ETIMEDOUT (the budget ran out: held by others, or the
+ * server not reachable in time; with wait 0, held by others); LK_ECONN (a
+ * single try that could not be sent); LK_EUNKNOWN (the outcome stayed
+ * unknown: a hold it may have taken was given back); LK_EUPGRADE (another
+ * object sharing this owner holds read); LK_ELEASELOST (the grant came back
+ * after its own local deadline, or a re-entry found earlier holds of either
+ * side gone: given back); LK_ETOKEN (fenced: the server's counter went
+ * backwards; given back); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side,
                                 const lk_rwlock_opts_t *opts, lk_rwlock_cb cb,
                                 void *arg);
 
-/* Drops one hold of `side`. Returns LK_ENOTHELD at once when the object holds
- * none on that side, LK_ELEASELOST after a loss. Completes with 0
- * (lk_rwlock_result: 1 = that side's last hold went, 0 = holds remain),
- * LK_ENOTOWNER (the server no longer has this owner's hold), LK_ECONN,
- * LK_EUNKNOWN or a server error. Releasing the write side while read holds
- * remain is the downgrade: the lock stays read-locked by this owner. */
+/* Drops one hold of `side`. Releasing the write side while read holds
+ * remain is the downgrade: the lock stays read-locked by this owner.
+ * At once: the start codes (LK_EINVAL also for a bad side); LK_ENOTHELD
+ * (the object holds none on that side); LK_ELEASELOST (on_lost told the
+ * loss: the object starts afresh).
+ * Callback: 0 (lk_rwlock_result: 1 = that side's last hold went, 0 = holds
+ * remain); LK_ENOTOWNER (the server no longer has this owner's hold on that
+ * side); LK_ECONN (not sent: still held); LK_EUNKNOWN (may or may not have
+ * applied); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side,
                                 lk_rwlock_cb cb, void *arg);
 
 /* Deletes the lock whoever holds it, in either mode, and wakes every waiter.
  * lk_rwlock_result() is 1 when a lock was deleted, 0 when there was none.
- * This object's holds are forgotten. */
+ * This object's holds are forgotten.
+ * At once: the start codes.
+ * Callback: 0; LK_EWRONGTYPE (the key is not a hash: left alone); LK_ECONN;
+ * LK_EUNKNOWN; LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_rwlock_force_release(lk_rwlock_t *rw, lk_rwlock_cb cb,
                                       void *arg);
 
 /* Server queries; the answer is lk_rwlock_result() inside the callback:
  * mode: 0 free, LK_RW_READ, LK_RW_WRITE; remaining_ttl: ms, -2 no lock, -1 no
  * expiry; server_hold_count: this owner's hold count of `side` on the
- * server. */
+ * server.
+ * At once: the start codes (server_hold_count: LK_EINVAL also for a bad
+ * side).
+ * Callback: 0; LK_EPROTOCOL (a reply the query cannot read, e.g. a mode
+ * field that is neither read nor write); LK_ECONN; LK_EUNKNOWN (no answer:
+ * ask again); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_rwlock_mode(lk_rwlock_t *rw, lk_rwlock_cb cb, void *arg);
 LK_EXTERN int lk_rwlock_remaining_ttl(lk_rwlock_t *rw, lk_rwlock_cb cb,
                                       void *arg);
@@ -74,12 +95,15 @@ LK_EXTERN int lk_rwlock_server_hold_count(lk_rwlock_t *rw,
 
 /* Cancels the pending acquire: its callback runs with LK_ECANCELED (from the
  * loop, not inside this call). A hold the server may have granted meanwhile
- * is given back. LK_EINVAL when no acquire is pending. */
+ * is given back. Returns 0 or the entry codes; LK_EINVAL when no acquire is
+ * pending (or its callback is already on its way). */
 LK_EXTERN int lk_rwlock_cancel(lk_rwlock_t *rw);
 
 /* A pending operation completes with LK_ECANCELED, holds of both sides are
  * released (best effort), then close_cb (may be NULL) runs and the object is
- * freed. */
+ * freed. Returns 0 or the entry codes (LK_ECLOSED: already closing;
+ * LK_EFORKED: in a forked child, where only the memory is freed and no
+ * callback runs). */
 LK_EXTERN int lk_rwlock_close(lk_rwlock_t *rw, lk_rwlock_close_cb close_cb);
 
 /* Called with LK_ELEASELOST when a watchdog-renewed hold of either side is
@@ -87,7 +111,7 @@ LK_EXTERN int lk_rwlock_close(lk_rwlock_t *rw, lk_rwlock_close_cb close_cb);
  * It comes before any other callback of this object. The object is then
  * LOST as a whole: both sides' holds are given back, nothing is renewed,
  * lk_rwlock_release returns LK_ELEASELOST and the next acquire starts afresh.
- * Set it any time; NULL removes it. */
+ * Set it any time; NULL removes it. Returns 0 or the entry codes. */
 LK_EXTERN int lk_rwlock_set_lost_cb(lk_rwlock_t *rw, lk_rwlock_cb on_lost,
                                     void *arg);
 /* 1 while this object holds `side` by its own reckoning: at least one hold,
@@ -114,7 +138,9 @@ LK_EXTERN const char *lk_rwlock_owner(const lk_rwlock_t *rw);
  * e.g. to share an identity between objects or act as a Redisson thread.
  * Only while the object holds nothing and has nothing pending (else
  * LK_EBUSY). Objects sharing an owner rely on the server's hold counts, so
- * an operation whose reply is lost is reported LK_EUNKNOWN, not resent. */
+ * an operation whose reply is lost is reported LK_EUNKNOWN, not resent.
+ * Returns 0, the entry codes (LK_EINVAL also for a bad client_id, as for
+ * lk_lock_set_owner), LK_EBUSY or LK_ENOMEM. */
 LK_EXTERN int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id,
                                   uint64_t thread_id);
 

@@ -18,7 +18,9 @@ extern "C" {
  *   lease ends.
  *
  * One object is one holder with at most one operation pending; processes
- * and waiters that compete use separate objects. */
+ * and waiters that compete use separate objects. The object contract
+ * (lifecycle, callbacks, close, outcomes) is docs/objects.md. Codes are
+ * listed as errno.h explains ("the start codes"...). */
 
 /* The largest permit count: counts are kept exact in Redis's Lua (doubles). */
 #define LK_SEMAPHORE_MAX_PERMITS ((int64_t)9007199254740991) /* 2^53 - 1 */
@@ -40,54 +42,80 @@ typedef struct lk_semaphore_opts_s {
 LK_EXTERN void lk_semaphore_opts_init(lk_semaphore_opts_t *opts);
 
 /* name is copied; binary-safe except NUL; 1..max_name_len bytes. Sends
- * nothing. */
+ * nothing. Returns 0, the entry codes, LK_ENAMETOOLONG or LK_ENOMEM. */
 LK_EXTERN int lk_semaphore_new(lk_client_t *client, const char *name,
                                lk_semaphore_t **out);
 
 /* Takes opts->permits permits, waiting up to opts->wait_ms for them (opts
  * NULL: one permit, try once). lk_semaphore_result() = permits left
- * available. Completes with 0, LK_ETIMEDOUT, LK_ECANCELED, LK_ECONN,
- * LK_EUNKNOWN or a server error. */
+ * available.
+ * At once: the start codes (LK_EINVAL also for a count or wait out of
+ * range, or a count that would make the object hold more than the maximum).
+ * Callback: 0; LK_ETIMEDOUT (the budget ran out: too few permits, or the
+ * server not reachable in time; with wait 0, too few permits); LK_ECONN (a
+ * single try that could not be sent); LK_EUNKNOWN (the outcome stayed
+ * unknown: permits it may have taken are given back in the background);
+ * LK_ECANCELED; the server codes (LK_EREDIS: the value is not a count). */
 LK_EXTERN int lk_semaphore_acquire(lk_semaphore_t *sem,
                                    const lk_semaphore_opts_t *opts,
                                    lk_semaphore_cb cb, void *arg);
-/* The same with wait 0: one try. */
+/* The same with wait 0: one try; the same codes. */
 LK_EXTERN int lk_semaphore_try_acquire(lk_semaphore_t *sem, int64_t permits,
                                        lk_semaphore_cb cb, void *arg);
 
-/* Gives back permits this object holds. Returns LK_ENOTHELD at once when it
- * holds fewer. lk_semaphore_result() = permits available after. A resend
- * after a lost reply is applied at most once. */
+/* Gives back permits this object holds. lk_semaphore_result() = permits
+ * available after. A resend after a lost reply is applied at most once.
+ * At once: the start codes (LK_EINVAL also for a count out of range);
+ * LK_ENOTHELD (the object holds fewer).
+ * Callback: 0; LK_EINVAL (the count would pass LK_SEMAPHORE_MAX_PERMITS:
+ * nothing changed); LK_ECONN (not sent: still held); LK_EUNKNOWN (the
+ * permits are no longer the object's; the release is finished in the
+ * background, at most once); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_semaphore_release(lk_semaphore_t *sem, int64_t permits,
                                    lk_semaphore_cb cb, void *arg);
 /* Redisson's release without acquire: adds permits this object does not
- * hold (JDK semantics; it raises the total). Idempotent like release. */
+ * hold (JDK semantics; it raises the total). Idempotent like release, with
+ * release's codes but for LK_ENOTHELD. */
 LK_EXTERN int lk_semaphore_release_unheld(lk_semaphore_t *sem, int64_t permits,
                                           lk_semaphore_cb cb, void *arg);
 
 /* Sets the number of permits when the semaphore does not exist yet:
- * lk_semaphore_result() 1 set, 0 it existed (unchanged). 0..MAX. */
+ * lk_semaphore_result() 1 set, 0 it existed (unchanged). 0..MAX.
+ * At once: the start codes (LK_EINVAL also for a count out of range).
+ * Callback: 0; LK_ECONN; LK_EUNKNOWN; LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_semaphore_try_set_permits(lk_semaphore_t *sem, int64_t permits,
                                            lk_semaphore_cb cb, void *arg);
 /* Adds delta permits (may be negative, as in Redisson); result = the new
- * count. A count that would pass +-LK_SEMAPHORE_MAX_PERMITS: LK_EINVAL. */
+ * count.
+ * At once: the start codes (LK_EINVAL also for a delta out of range).
+ * Callback: 0; LK_EINVAL (the count would pass +-LK_SEMAPHORE_MAX_PERMITS:
+ * nothing changed); LK_ECONN; LK_EUNKNOWN; LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_semaphore_add_permits(lk_semaphore_t *sem, int64_t delta,
                                        lk_semaphore_cb cb, void *arg);
-/* result = permits available now (0 when the semaphore does not exist). */
+/* result = permits available now (0 when the semaphore does not exist).
+ * At once: the start codes.
+ * Callback: 0; LK_EPROTOCOL (the key holds no integer); LK_ECONN;
+ * LK_EUNKNOWN (no answer: ask again); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_semaphore_available(lk_semaphore_t *sem, lk_semaphore_cb cb,
                                      void *arg);
 /* Takes every available permit; result = how many (they count as held by
- * this object). */
+ * this object).
+ * At once: the start codes.
+ * Callback: 0; LK_ECONN; LK_EUNKNOWN; LK_ECANCELED; the server codes
+ * (LK_EREDIS: the value is not a count). */
 LK_EXTERN int lk_semaphore_drain(lk_semaphore_t *sem, lk_semaphore_cb cb,
                                  void *arg);
 
 /* Cancels the pending acquire: its callback runs with LK_ECANCELED (from the
  * loop). Permits the server may have granted meanwhile are given back.
- * LK_EINVAL when no acquire is pending. */
+ * Returns 0 or the entry codes; LK_EINVAL when no acquire is pending (or its
+ * callback is already on its way). */
 LK_EXTERN int lk_semaphore_cancel(lk_semaphore_t *sem);
 /* A pending operation completes with LK_ECANCELED, held permits are given
  * back (best effort), then close_cb (may be NULL) runs and the object is
- * freed. */
+ * freed. Returns 0 or the entry codes (LK_ECLOSED: already closing;
+ * LK_EFORKED: in a forked child, where only the memory is freed and no
+ * callback runs). */
 LK_EXTERN int lk_semaphore_close(lk_semaphore_t *sem,
                                  lk_semaphore_close_cb close_cb);
 
@@ -125,57 +153,83 @@ typedef struct lk_psem_opts_s {
 
 LK_EXTERN void lk_psem_opts_init(lk_psem_opts_t *opts);
 
+/* As lk_semaphore_new: 0, the entry codes, LK_ENAMETOOLONG or LK_ENOMEM. */
 LK_EXTERN int lk_psem_new(lk_client_t *client, const char *name, lk_psem_t **out);
 
 /* Takes opts->permits permits, each with its own id and lease. The new ids
  * are the last lk_psem_result() entries of lk_psem_permit_id();
- * lk_psem_result() = how many were taken. Completes with 0, LK_ETIMEDOUT,
- * LK_ECANCELED, LK_ECONN, LK_EUNKNOWN or a server error. */
+ * lk_psem_result() = how many were taken.
+ * At once: the start codes (LK_EINVAL also for a count, wait or lease out
+ * of range), or the OS's code when no random ids can be drawn.
+ * Callback: 0; LK_ETIMEDOUT (the budget ran out: too few permits, or the
+ * server not reachable in time; with wait 0, too few permits); LK_ECONN (a
+ * single try that could not be sent); LK_EUNKNOWN (the outcome stayed
+ * unknown: ids it may have taken are given back in the background);
+ * LK_ENOMEM (taken, but no memory to track them: given back); LK_ECANCELED;
+ * the server codes. */
 LK_EXTERN int lk_psem_acquire(lk_psem_t *ps, const lk_psem_opts_t *opts,
                               lk_psem_cb cb, void *arg);
 
 /* Gives back one permit of this object's by id (LK_PSEM_ID_LEN hex
- * characters), or every permit it holds (id NULL). LK_ENOTHELD at once when
- * the object does not hold that id (or holds nothing); LK_EINVAL for a
- * malformed id. Completes with 0, or LK_ELEASELOST when a lease had ended
- * first (that permit came back through its expiry, not twice); result =
- * permits released by this call. A resend never adds a permit twice. */
+ * characters), or every permit it holds (id NULL); result = permits
+ * released by this call. A resend never adds a permit twice.
+ * At once: the start codes (LK_EINVAL also for a malformed id);
+ * LK_ENOTHELD (the object does not hold that id, or holds nothing).
+ * Callback: 0; LK_ELEASELOST (a lease had ended first: that permit came
+ * back through its expiry, not twice); LK_ECONN (not sent: still held);
+ * LK_EUNKNOWN (the permits are no longer the object's; the release is
+ * finished in the background); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_psem_release(lk_psem_t *ps, const char *id, lk_psem_cb cb,
                               void *arg);
 /* Gives back any permit by id, also one taken by another object, process
- * or Redisson client. Completes with 0 (result 1), or LK_ENOTHELD when no
- * such permit is held (released or expired already). */
+ * or Redisson client.
+ * At once: the start codes (LK_EINVAL also for a NULL or malformed id).
+ * Callback: 0 (result 1); LK_ENOTHELD (no such permit is held: released or
+ * expired already); then as lk_psem_release (LK_ELEASELOST for one of this
+ * object's own permits whose lease had ended, LK_ECONN, LK_EUNKNOWN,
+ * LK_ECANCELED, the server codes). */
 LK_EXTERN int lk_psem_release_id(lk_psem_t *ps, const char *id, lk_psem_cb cb,
                                  void *arg);
 /* Sets a new lease on one of this object's permits (or all, id NULL):
  * lease_ms N = fixed from now, -1 = the default lease renewed by the
- * watchdog. Completes with 0, or LK_ELEASELOST when a permit's lease had
- * ended (it is dropped; the others are updated). */
+ * watchdog.
+ * At once: the start codes (LK_EINVAL also for a lease out of range or a
+ * malformed id); LK_ENOTHELD as for lk_psem_release.
+ * Callback: 0; LK_ELEASELOST (a permit's lease had ended: it is dropped, the
+ * others are updated); LK_ECONN; LK_EUNKNOWN (the permits keep their old
+ * terms); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_psem_update_lease(lk_psem_t *ps, const char *id,
                                    int64_t lease_ms, lk_psem_cb cb, void *arg);
 
 /* Sets the number of permits when the semaphore does not exist yet: result
- * 1 set, 0 it existed. 0..MAX. */
+ * 1 set, 0 it existed. 0..MAX. Codes as lk_semaphore_try_set_permits. */
 LK_EXTERN int lk_psem_try_set_permits(lk_psem_t *ps, int64_t permits,
                                       lk_psem_cb cb, void *arg);
-/* Adds delta available permits (may be negative); result = the new count. */
+/* Adds delta available permits (may be negative); result = the new count.
+ * Codes as lk_semaphore_add_permits. */
 LK_EXTERN int lk_psem_add_permits(lk_psem_t *ps, int64_t delta, lk_psem_cb cb,
                                   void *arg);
 /* result = permits available / permits acquired (leases not ended), after
- * expired permits are reclaimed. */
+ * expired permits are reclaimed.
+ * At once: the start codes.
+ * Callback: 0; LK_EPROTOCOL (a reply the query cannot read); LK_ECONN;
+ * LK_EUNKNOWN (no answer: ask again); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_psem_available(lk_psem_t *ps, lk_psem_cb cb, void *arg);
 LK_EXTERN int lk_psem_acquired(lk_psem_t *ps, lk_psem_cb cb, void *arg);
 
+/* Cancels the pending acquire, as lk_semaphore_cancel (same codes); ids the
+ * server may have granted meanwhile are given back. */
 LK_EXTERN int lk_psem_cancel(lk_psem_t *ps);
 /* A pending operation completes with LK_ECANCELED, renewal stops, held
- * permits are given back (best effort), then close_cb and the free. */
+ * permits are given back (best effort), then close_cb and the free. Codes
+ * as lk_semaphore_close. */
 LK_EXTERN int lk_psem_close(lk_psem_t *ps, lk_psem_close_cb close_cb);
 
 /* Called with LK_ELEASELOST when watchdog-renewed permits are lost: a
  * renewal found one gone, or the local deadline (last confirmed renewal +
  * lease - drift) passed unconfirmed. Those permits leave the object (what
  * the server still has of them is given back) before any other callback of
- * the object. NULL removes it. */
+ * the object. NULL removes it. Returns 0 or the entry codes. */
 LK_EXTERN int lk_psem_set_lost_cb(lk_psem_t *ps, lk_psem_cb on_lost, void *arg);
 
 /* Permits this object holds, and their ids (NUL-terminated hex, borrowed
