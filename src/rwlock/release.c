@@ -48,21 +48,19 @@ lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, 
       nkeys, nargs, argv, lens, cb, data, err);
 }
 
-void lk__rw_give_back(lk_rwlock_t *rw, int s, int64_t before, uint32_t n) {
+void lk__rw_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int err = 0;
-  lk__rw_release_op(rw, s, before, n, 1, lk__cleanup_cb, LK__RW_CLIENT(rw), 1, &err);
+  lk__rw_release_op(rw, h == &rw->side[LK__RW_W] ? LK__RW_W : LK__RW_R, cond, n, 1,
+                    lk__cleanup_cb, o->client, 1, &err);
 }
 
 /* What a lost or vanished hold leaves behind goes: all of this owner's on
  * side s, or only this object's own holds when the owner is shared. */
 static void give_back_side(lk_rwlock_t *rw, int s) {
-  if (rw->side[s].holds > 0)
-    lk__rw_give_back(rw, s, -1, rw->owner_shared ? rw->side[s].holds : LK__RW_ALL);
-}
-
-void lk__rw_stop_watching(lk_rwlock_t *rw, int s) {
-  if (lk__wd_watching(&rw->side[s].wd))
-    lk__wd_remove(LK__RW_CLIENT(rw), &rw->side[s].wd);
+  lk__hold_t *h = &rw->side[s];
+  if (h->count > 0)
+    lk__rw_give_back(&rw->base, h, -1, rw->owner_shared ? h->count : LK__RW_ALL);
 }
 
 /* --- release --- */
@@ -81,50 +79,47 @@ static int release_attempt(lk_rwlock_t *rw, int resend) {
  * its renewal resumes (it was paused while the last hold's release was in
  * flight). */
 static void release_finish(lk_rwlock_t *rw, int status) {
-  lk__rw_side_t *sd = &rw->side[rw->req_side];
-  if (sd->holds == 0)
-    lk__rw_stop_watching(rw, rw->req_side);
-  sd->wd.paused = 0;
-  if (rw->side[LK__RW_R].holds == 0 && rw->side[LK__RW_W].holds == 0)
-    rw->lost = 0;
+  int s = rw->req_side;
+  if (rw->side[s].count == 0)
+    lk__hold_unwatch(LK__RW_CLIENT(rw), &rw->side[s]);
+  rw->wd[s].paused = 0;
+  if (rw->side[LK__RW_R].count == 0 && rw->side[LK__RW_W].count == 0)
+    rw->base.lost = 0;
   lk__obj_finish(&rw->base, status);
 }
 
 static void on_release_reply(void *data, int status, redisReply *r) {
   lk_rwlock_t *rw = data;
-  lk__rw_side_t *sd = &rw->side[rw->req_side];
+  lk__hold_t *h = &rw->side[rw->req_side];
   long long left;
   rw->base.op = NULL;
   if (status == 0 && r->type == REDIS_REPLY_NIL) {
     /* The server has no hold of this owner's on that side: the lease ran
      * out, or the lock was forced. */
-    sd->holds = 0;
+    h->count = 0;
     release_finish(rw, LK_ENOTOWNER);
     return;
   }
   if (status == 0 && lk__reply_is_int(r, &left) && left >= 0) {
-    sd->holds = rw->release_before - 1;
+    h->count = rw->release_before - 1;
     if (left == 0)
-      sd->holds = 0; /* the server's count is the truth when none is left */
-    rw->base.result = sd->holds == 0;
+      h->count = 0; /* the server's count is the truth when none is left */
+    rw->base.result = h->count == 0;
     release_finish(rw, 0);
     return;
   }
   if (status == 0) {
-    release_finish(rw, LK_EPROTOCOL);
+    /* A shape the script never sends: whether it ran is unknown. */
+    status = LK_EUNKNOWN;
+  } else {
+    lk__obj_error(&rw->base, r);
+  }
+  /* Resend after an unknown outcome (the script recognises an applied
+   * first attempt by the count before it); a resend that could not be sent
+   * (the reconnect failed) is tried again too, within the same budget. */
+  if (lk__outcome_may_resend(&rw->base, status) && release_attempt(rw, 1) == 0)
     return;
-  }
-  lk__obj_error(&rw->base, r);
-  /* Resend after a lost reply; a resend that could not even be sent (the
-   * reconnect failed) is tried again too, within the same small budget. */
-  if ((status == LK_EUNKNOWN || (status == LK_ECONN && rw->unknown_resends > 0)) &&
-      !rw->owner_shared && rw->unknown_resends < LK__RW_UNKNOWN_RESENDS) {
-    rw->unknown_resends++;
-    if (release_attempt(rw, 1) == 0)
-      return;
-  }
-  /* A resend that could not be sent leaves the first attempt's fate open. */
-  release_finish(rw, rw->unknown_resends > 0 && status == LK_ECONN ? LK_EUNKNOWN : status);
+  release_finish(rw, lk__outcome_unknown(&rw->base, status) ? LK_EUNKNOWN : status);
 }
 
 int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
@@ -135,38 +130,38 @@ int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
   if (!lk__rw_valid_side(side))
     return LK_EINVAL;
   s = lk__rw_side_index(side);
-  if (rw->side[s].holds == 0)
+  if (rw->side[s].count == 0)
     return LK_ENOTHELD;
-  if (rw->lost) {
+  if (rw->base.lost) {
     /* on_lost told the loss; the server's side was given back then. */
-    rw->side[LK__RW_R].holds = rw->side[LK__RW_W].holds = 0;
-    rw->lost = 0;
+    rw->side[LK__RW_R].count = rw->side[LK__RW_W].count = 0;
+    rw->base.lost = 0;
     return LK_ELEASELOST;
   }
   lk__obj_begin(&rw->base, LK__RW_OP_RELEASE);
   rw->cb = cb;
   rw->arg = arg;
-  rw->unknown_resends = 0;
   rw->req_side = s;
-  rw->release_before = rw->side[s].holds;
-  rw->release_deferred = 0;
+  rw->release_before = rw->side[s].count;
   /* No renewal may follow the release of the side's last hold. One already
    * in flight is ahead of it on the connection, so it cannot outlive it. */
-  if (rw->side[s].holds == 1)
-    rw->side[s].wd.paused = 1;
-  if (lk__rw_abandoned_pending(rw)) {
-    rw->release_deferred = 1; /* on_abandoned_settled sends it */
+  if (rw->side[s].count == 1)
+    rw->wd[s].paused = 1;
+  /* An abandoned acquire's give-back is not on the connection yet: a
+   * release sent first would drop the late grant instead of a hold this
+   * object counts. It waits (lk__rw_release_deferred). */
+  if (lk__outcome_defer_command(&rw->base))
     return 0;
-  }
   rc = release_attempt(rw, 0);
   if (rc != 0) {
-    rw->side[s].wd.paused = 0;
+    rw->wd[s].paused = 0;
     rw->base.kind = LK__RW_OP_NONE;
   }
   return rc;
 }
 
-void lk__rw_release_now(lk_rwlock_t *rw) {
+void lk__rw_release_deferred(lk__obj_t *o) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int rc = release_attempt(rw, 0);
   if (rc != 0)
     release_finish(rw, rc);
@@ -176,11 +171,11 @@ void lk__rw_release_now(lk_rwlock_t *rw) {
 
 void lk__rw_on_wd_event(lk__wd_entry_t *e, int event) {
   int s = e->cls == &lk__rw_wd_read_class ? LK__RW_R : LK__RW_W;
-  lk_rwlock_t *rw = s == LK__RW_R ? lk__container_of(e, lk_rwlock_t, side[LK__RW_R].wd)
-                                  : lk__container_of(e, lk_rwlock_t, side[LK__RW_W].wd);
+  lk_rwlock_t *rw = s == LK__RW_R ? lk__container_of(e, lk_rwlock_t, wd[LK__RW_R])
+                                  : lk__container_of(e, lk_rwlock_t, wd[LK__RW_W]);
   (void)event; /* LK__WD_LOST, the only one */
-  if (!rw->lost)
-    lk__rw_lose(rw);
+  if (!rw->base.lost)
+    lk__rw_lose(&rw->base);
 }
 
 /* Both sides of one owner live in one hash: when either cannot be
@@ -188,21 +183,20 @@ void lk__rw_on_wd_event(lk__wd_entry_t *e, int event) {
  * may still have for this owner is given back (reads first, so the write
  * release then deletes the lock rather than downgrading it), and the holder
  * is told. */
-void lk__rw_lose(lk_rwlock_t *rw) {
-  lk_client_t *c = LK__RW_CLIENT(rw);
+void lk__rw_lose(lk__obj_t *o) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
+  lk_client_t *c = o->client;
   int s;
-  for (s = LK__RW_R; s <= LK__RW_W; s++) {
-    /* Stop watching entirely: a renewal still in flight was sent before
-     * the give-backs below, which therefore undo a late success of it. */
-    if (lk__wd_watching(&rw->side[s].wd))
-      lk__wd_remove(c, &rw->side[s].wd);
-  }
-  rw->lost = 1;
+  /* Stop watching entirely: a renewal still in flight was sent before the
+   * give-backs below, which therefore undo a late success of it. */
+  for (s = LK__RW_R; s <= LK__RW_W; s++)
+    lk__hold_unwatch(c, &rw->side[s]);
+  o->lost = 1;
   c->stats.leases_lost++;
   lk__log(c, LK_LOG_WARN, "lease lost on a held read/write lock");
   give_back_side(rw, LK__RW_R);
   give_back_side(rw, LK__RW_W);
-  if (rw->on_lost != NULL && !rw->base.closing)
+  if (rw->on_lost != NULL && !o->closing)
     rw->on_lost(rw, LK_ELEASELOST, rw->lost_arg);
 }
 
@@ -217,7 +211,7 @@ static void on_close_release(void *data, int status, redisReply *r) {
             lk_err_name(status));
   if (--rw->close_left > 0)
     return;
-  rw->side[LK__RW_R].holds = rw->side[LK__RW_W].holds = 0;
+  rw->side[LK__RW_R].count = rw->side[LK__RW_W].count = 0;
   lk__obj_close_done(&rw->base);
 }
 
@@ -230,12 +224,12 @@ int lk__rw_close_release(lk__obj_t *o) {
   int s, err = 0;
   rw->close_left = 0;
   for (s = LK__RW_R; s <= LK__RW_W; s++)
-    lk__rw_stop_watching(rw, s);
-  if (rw->lost)
+    lk__hold_unwatch(o->client, &rw->side[s]);
+  if (o->lost)
     return 0; /* given back when the loss was declared */
   for (s = LK__RW_R; s <= LK__RW_W; s++)
-    if (rw->side[s].holds > 0 &&
-        lk__rw_release_op(rw, s, -1, rw->owner_shared ? rw->side[s].holds : LK__RW_ALL, 0,
+    if (rw->side[s].count > 0 &&
+        lk__rw_release_op(rw, s, -1, rw->owner_shared ? rw->side[s].count : LK__RW_ALL, 0,
                           on_close_release, rw, 1, &err) != NULL)
       rw->close_left++;
   return rw->close_left > 0;

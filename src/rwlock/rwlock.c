@@ -13,19 +13,6 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
   lk_rwlock_cb cb = rw->cb;
   lk_client_t *c = o->client;
-  if (kind == LK__RW_OP_ACQUIRE && status != 0 && rw->outcome_open) {
-    /* An attempt's reply was lost and nothing since settled it (a resend
-     * met a loading or busy server, then the budget ran out or the acquire
-     * was canceled between resends): give back the hold it may have taken,
-     * applied only if this owner's count shows it, before the callback can
-     * start anything; and say the outcome was unknown. */
-    int s = rw->req_side;
-    if (!rw->owner_shared)
-      lk__rw_give_back(rw, s, (int64_t)rw->side[s].holds + 1, 1);
-    rw->outcome_open = 0;
-    if (status != LK_ECANCELED)
-      status = LK_EUNKNOWN;
-  }
   if (kind == LK__RW_OP_ACQUIRE && status == 0) {
     c->stats.acquires++;
     if (o->waited)
@@ -44,8 +31,6 @@ static void begin(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_cb cb, void *a
   lk__obj_begin(&rw->base, kind);
   rw->cb = cb;
   rw->arg = arg;
-  rw->unknown_resends = 0;
-  rw->outcome_open = 0;
 }
 
 /* --- acquire --- */
@@ -61,7 +46,7 @@ void lk_rwlock_opts_init(lk_rwlock_opts_t *o) {
 int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_opts_t *opts,
                       lk_rwlock_cb cb, void *arg) {
   lk_rwlock_opts_t defaults;
-  lk__rw_side_t *sd;
+  lk__hold_t *h;
   int s, rc = lk__obj_check_idle(rw ? &rw->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
@@ -74,8 +59,8 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
   if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
   s = lk__rw_side_index(side);
-  sd = &rw->side[s];
-  if (sd->holds == UINT32_MAX)
+  h = &rw->side[s];
+  if (h->count == UINT32_MAX)
     return LK_EINVAL;
   if (opts->fenced && rw->token_key == NULL) {
     rw->token_key = lk__prefix_name(LK__RW_TOKEN_PREFIX, rw->name, rw->name_len,
@@ -83,24 +68,23 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
     if (rw->token_key == NULL)
       return LK_ENOMEM;
   }
-  if (rw->lost) {
+  if (rw->base.lost) {
     /* Told of the loss already; what the server may have kept was given
      * back then. Start afresh. */
-    rw->lost = 0;
-    rw->side[LK__RW_R].holds = rw->side[LK__RW_W].holds = 0;
+    rw->base.lost = 0;
+    rw->side[LK__RW_R].count = rw->side[LK__RW_W].count = 0;
   }
   /* A reader asking to write would wait for its own read holds to go. */
-  if (s == LK__RW_W && rw->side[LK__RW_R].holds > 0 && rw->side[LK__RW_W].holds == 0)
+  if (s == LK__RW_W && rw->side[LK__RW_R].count > 0 && rw->side[LK__RW_W].count == 0)
     return LK_EUPGRADE;
   begin(rw, LK__RW_OP_ACQUIRE, cb, arg);
-  rw->attempt_deferred = 0;
   lk__obj_wait_begin(&rw->base, opts->wait_ms);
   rw->req_side = s;
   rw->req_fenced = opts->fenced != 0;
   /* A re-entry with an explicit lease while the watchdog keeps this side
    * keeps the watchdog's lease: a shorter one would end the holds before the
    * local deadline the watchdog promises. */
-  rw->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__wd_watching(&sd->wd);
+  rw->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__hold_watched(h);
   rw->req_lease_ms = rw->req_watchdog ? LK__RW_CLIENT(rw)->o.default_lease_ms : opts->lease_ms;
   rc = lk__obj_try(&rw->base);
   if (rc != 0)
@@ -151,11 +135,9 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
     }
     rw->base.result = v;
     if (rw->base.kind == LK__RW_OP_FORCE) {
-      for (s = LK__RW_R; s <= LK__RW_W; s++) {
-        rw->side[s].holds = 0;
-        lk__rw_stop_watching(rw, s);
-      }
-      rw->lost = 0;
+      for (s = LK__RW_R; s <= LK__RW_W; s++)
+        lk__hold_drop(LK__RW_CLIENT(rw), &rw->side[s], UINT32_MAX);
+      rw->base.lost = 0;
     }
     break;
   }
@@ -242,12 +224,12 @@ static int set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t tid) {
   rw->owner_len = (size_t)n;
   rw->writer_len = (size_t)snprintf(rw->writer, sizeof(rw->writer), "%s:write", owner);
   /* The watchdog entries borrow these. */
-  rw->side[LK__RW_R].wd.keys[1] = rw->tp;
-  rw->side[LK__RW_R].wd.key_lens[1] = rw->tp_len;
-  rw->side[LK__RW_R].wd.owner = rw->owner;
-  rw->side[LK__RW_R].wd.owner_len = rw->owner_len;
-  rw->side[LK__RW_W].wd.owner = rw->writer;
-  rw->side[LK__RW_W].wd.owner_len = rw->writer_len;
+  rw->wd[LK__RW_R].keys[1] = rw->tp;
+  rw->wd[LK__RW_R].key_lens[1] = rw->tp_len;
+  rw->wd[LK__RW_R].owner = rw->owner;
+  rw->wd[LK__RW_R].owner_len = rw->owner_len;
+  rw->wd[LK__RW_W].owner = rw->writer;
+  rw->wd[LK__RW_W].owner_len = rw->writer_len;
   return 0;
 }
 
@@ -257,9 +239,9 @@ int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t thread_
     return rc;
   if (client_id != NULL && !lk__valid_client_id(client_id))
     return LK_EINVAL;
-  if (rw->base.kind != LK__RW_OP_NONE || rw->side[LK__RW_R].holds > 0 ||
-      rw->side[LK__RW_W].holds > 0 || lk__wd_watching(&rw->side[LK__RW_R].wd) ||
-      lk__wd_watching(&rw->side[LK__RW_W].wd))
+  if (rw->base.kind != LK__RW_OP_NONE || rw->side[LK__RW_R].count > 0 ||
+      rw->side[LK__RW_W].count > 0 || lk__hold_watched(&rw->side[LK__RW_R]) ||
+      lk__hold_watched(&rw->side[LK__RW_W]))
     return LK_EBUSY;
   rc = set_owner(rw, client_id ? client_id : LK__RW_CLIENT(rw)->id, thread_id);
   if (rc == 0)
@@ -277,12 +259,6 @@ static void on_closed(lk__obj_t *o) {
 
 static void free_rwlock(lk__obj_t *o) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
-  if (rw->track != NULL) {
-    if (rw->track->pending == 0)
-      lk__free(rw->track);
-    else
-      rw->track->rw = NULL; /* the last settled give-back frees it */
-  }
   lk__free(rw->token_key);
   lk__free(rw->tp);
   lk__free(rw->kp);
@@ -294,11 +270,17 @@ static void free_rwlock(lk__obj_t *o) {
 static const lk__obj_ops_t lk__rwlock_ops = {
     .complete = on_complete,
     .attempt = lk__rw_attempt,
-    .abandon = lk__rw_abandon,
     .close_release = lk__rw_close_release,
     .closed = on_closed,
     .free = free_rwlock,
     .message = lk__rw_on_message,
+    .acquire_kind = LK__RW_OP_ACQUIRE,
+    .counted = lk__rw_counted,
+    .undo = lk__rw_undo,
+    .is_grant = lk__rw_is_grant,
+    .deferred = lk__rw_release_deferred,
+    .give_back = lk__rw_give_back,
+    .lose = lk__rw_lose,
 };
 
 /* {NAME}, or NAME itself when it has a brace (Redisson's hash-tag rule):
@@ -339,15 +321,15 @@ int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
     free_rwlock(&rw->base);
     return rc;
   }
-  rw->side[LK__RW_R].wd.cls = &lk__rw_wd_read_class;
-  rw->side[LK__RW_W].wd.cls = &lk__rw_wd_write_class;
+  rw->wd[LK__RW_R].cls = &lk__rw_wd_read_class;
+  rw->wd[LK__RW_W].cls = &lk__rw_wd_write_class;
   for (int s = LK__RW_R; s <= LK__RW_W; s++) {
-    lk__rw_side_t *sd = &rw->side[s];
-    sd->lease_ms = c->o.default_lease_ms;
-    sd->wd.keys[0] = rw->name;
-    sd->wd.key_lens[0] = rw->name_len;
-    sd->wd.on_event = lk__rw_on_wd_event;
-    lk__queue_init(&sd->wd.node);
+    rw->side[s].lease_ms = c->o.default_lease_ms;
+    rw->side[s].wd = &rw->wd[s];
+    rw->wd[s].keys[0] = rw->name;
+    rw->wd[s].key_lens[0] = rw->name_len;
+    rw->wd[s].on_event = lk__rw_on_wd_event;
+    lk__queue_init(&rw->wd[s].node);
   }
   lk__obj_init(&rw->base, c, &lk__rwlock_ops);
   rw->base.channel = rw->channel;
@@ -377,24 +359,17 @@ int lk_rwlock_set_lost_cb(lk_rwlock_t *rw, lk_rwlock_cb on_lost, void *arg) {
   return 0;
 }
 
+/* The read side's explicit deadline is its earliest hold's (core/hold.h,
+ * `earliest`): held means every read hold this object counts is. */
 int lk_rwlock_is_held(const lk_rwlock_t *rw, lk_rwlock_side_t side) {
-  const lk__rw_side_t *sd;
-  uint64_t now;
-  if (rw == NULL || !lk__rw_valid_side(side) || rw->lost)
-    return 0;
-  sd = &rw->side[lk__rw_side_index(side)];
-  if (sd->holds == 0)
-    return 0;
-  now = lk__now_ns();
-  if (lk__wd_watching(&sd->wd))
-    return now < lk__wd_deadline(LK__RW_CLIENT(rw), &sd->wd);
-  return now < sd->deadline_ns;
+  return rw != NULL && lk__rw_valid_side(side) && !rw->base.lost &&
+         lk__hold_is_held(LK__RW_CLIENT(rw), &rw->side[lk__rw_side_index(side)]);
 }
 
 uint32_t lk_rwlock_hold_count(const lk_rwlock_t *rw, lk_rwlock_side_t side) {
   if (rw == NULL || !lk__rw_valid_side(side))
     return 0;
-  return rw->side[lk__rw_side_index(side)].holds;
+  return rw->side[lk__rw_side_index(side)].count;
 }
 
 int64_t lk_rwlock_token(const lk_rwlock_t *rw) { return rw ? rw->token : 0; }

@@ -6,12 +6,13 @@
  * release.c (giving holds back, leases, losses). */
 
 #include "core/internal.h"
+#include "core/hold.h"
 #include "core/object.h"
+#include "core/outcome.h"
 #include "core/watchdog.h"
 
 #define LK__RW_CHANNEL_PREFIX "redisson_rwlock"
 #define LK__RW_TOKEN_PREFIX "redisson_lock_token"
-#define LK__RW_UNKNOWN_RESENDS 3
 
 enum lk__rw_op {
   LK__RW_OP_NONE = 0,
@@ -24,23 +25,6 @@ enum lk__rw_op {
 };
 
 enum { LK__RW_R = 0, LK__RW_W = 1 }; /* index of a side in rw->side[] */
-
-/* Abandoned acquires whose outcome is still out (their give-back follows
- * that outcome). It lives apart from the object: close does not wait for
- * them, and the last one to settle frees it. */
-typedef struct lk__rw_track_s {
-  lk_rwlock_t *rw; /* NULL once the object is freed */
-  unsigned pending;
-} lk__rw_track_t;
-
-/* One side's holds. A side kept by the watchdog is in the client's ring
- * (wd); a side taken with an explicit lease keeps its own deadline. */
-typedef struct lk__rw_side_s {
-  uint32_t holds;
-  int64_t lease_ms; /* of the current holding, kept by a partial release */
-  lk__wd_entry_t wd;
-  uint64_t deadline_ns; /* explicit leases: the earliest hold's end */
-} lk__rw_side_t;
 
 struct lk_rwlock_s {
   lk__obj_t base; /* first: the shared object body (core/object.h) */
@@ -59,9 +43,13 @@ struct lk_rwlock_s {
   char writer[104]; /* the writer field "UUID:TID:write" */
   size_t writer_len;
   int owner_shared;
-  lk__rw_side_t side[2];
+  /* One hold record per side (core/hold.h): a side kept by the watchdog is
+   * in the client's ring through side[s].wd = &wd[s]; a side taken with an
+   * explicit lease keeps its own deadline (the read side's is its earliest
+   * hold's: each read hold has its own key and expires on its own). */
+  lk__hold_t side[2];
+  lk__wd_entry_t wd[2];
   int64_t token;
-  int lost;
   lk_rwlock_cb on_lost;
   void *lost_arg;
 
@@ -72,19 +60,9 @@ struct lk_rwlock_s {
   int64_t req_lease_ms;
   int req_watchdog;
   int req_fenced;
-  int unknown_resends;
-  int outcome_open; /* an acquire's last reply was lost: the next is a resend */
   uint32_t release_before; /* holds before a release's first attempt */
   lk_rwlock_close_cb close_cb;
   int close_left; /* give-back commands of close still unanswered */
-  /* While an abandoned acquire's give-back is not on the connection yet, a
-   * new command of this owner would reach the server first: an attempt
-   * would take the late grant for its own (the expected count matches) and
-   * then lose it to the give-back; a release would drop the late grant
-   * instead of a hold the object counts. Both wait (sent on settling). */
-  lk__rw_track_t *track;
-  int attempt_deferred;
-  int release_deferred;
 };
 
 #define LK__RW_CLIENT(rw) ((rw)->base.client)
@@ -96,10 +74,12 @@ static inline int lk__rw_valid_side(lk_rwlock_side_t side) {
   return side == LK_RW_READ || side == LK_RW_WRITE;
 }
 
-/* acquire.c */
+/* acquire.c: the acquire's verbs for the wait engine and the outcome
+ * policy (core/outcome.h) */
 int lk__rw_attempt(lk__obj_t *o);
-int lk__rw_abandoned_pending(const lk_rwlock_t *rw);
-void lk__rw_abandon(lk__obj_t *o);
+int lk__rw_counted(lk__obj_t *o);
+lk__op_t *lk__rw_undo(lk__obj_t *o, int known_grant);
+int lk__rw_is_grant(const redisReply *r);
 int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len);
 
 /* release.c */
@@ -112,16 +92,17 @@ int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len);
  * (applied only if the owner's count is exactly `before`). */
 lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, int exact,
                             lk__op_cb cb, void *data, int send, int *err);
-/* Best-effort release nobody waits for (n may be LK__RW_ALL); with
- * before >= 0, only if the owner's count is exactly `before`. */
-void lk__rw_give_back(lk_rwlock_t *rw, int s, int64_t before, uint32_t n);
-/* The holds are gone: stop renewing, give back, tell the holder. */
-void lk__rw_lose(lk_rwlock_t *rw);
-void lk__rw_stop_watching(lk_rwlock_t *rw, int s);
+/* ops->give_back: a best-effort release nobody waits for of n holds of the
+ * side h is (n may be LK__RW_ALL); with cond >= 0, only if the owner's
+ * count is exactly cond. */
+void lk__rw_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n);
+/* ops->lose: the holds are gone: stop renewing, give back, tell the holder. */
+void lk__rw_lose(lk__obj_t *o);
 void lk__rw_on_wd_event(lk__wd_entry_t *e, int event);
 int lk__rw_close_release(lk__obj_t *o);
-/* Sends a release deferred behind an abandoned acquire's give-back. */
-void lk__rw_release_now(lk_rwlock_t *rw);
+/* ops->deferred: sends a release that waited for an abandoned acquire's
+ * give-back. */
+void lk__rw_release_deferred(lk__obj_t *o);
 
 extern const lk__wd_class_t lk__rw_wd_read_class;
 extern const lk__wd_class_t lk__rw_wd_write_class;
