@@ -7,7 +7,7 @@
 -- ARGV[4] waiter timeout ms, ARGV[5] 'wait' (join or stay in the queue) or
 -- 'last' (take it if it is our turn, else leave the queue), ARGV[6] '1' on
 -- a resend after a lost reply, ARGV[7] the lowest acceptable fencing token
--- (fenced only).
+-- (fenced only): one above the highest this client has seen.
 -- Deadlines use the server's clock (TIME), so clients never disagree on them.
 -- Replies (private to latchkey):
 --   {0, count[, token, regressed]}  acquired (count = holds now)
@@ -37,16 +37,29 @@ end
 -- Every grant takes a fresh token, a resend's too: the counter's current
 -- value is a lost attempt's only if that attempt did apply, which the count
 -- cannot prove in every case, and a token must never be handed out twice.
+-- An absent counter (a restart without persistence, or the name's first
+-- fenced use) is seeded from the server's clock in microseconds, never below
+-- the floor, so it restarts above every token handed out before, for every
+-- client (docs/fair.md, "Fencing tokens"); one that exists is only INCRed,
+-- as Redisson does. regressed = 1: it existed below the floor (it went
+-- backwards while present) and is lifted to it. Values stay below 2^53
+-- (exact in Lua's numbers); the key is only ever SET from strings.
 local function granted(count)
   redis.call('pexpire', name, ARGV[1])
   if not KEYS[4] then
     return {count}
   end
+  if redis.call('exists', KEYS[4]) == 0 then
+    local seed = clock[1] .. string.rep('0', 6 - #clock[2]) .. clock[2]
+    if tonumber(seed) < tonumber(ARGV[7]) then
+      seed = ARGV[7]
+    end
+    redis.call('set', KEYS[4], seed)
+  end
   local token = redis.call('incr', KEYS[4])
-  local floor = tonumber(ARGV[7])
-  if token < floor then
-    redis.call('set', KEYS[4], floor)
-    return {count, floor, 1}
+  if token < tonumber(ARGV[7]) then
+    redis.call('set', KEYS[4], ARGV[7])
+    return {count, tonumber(ARGV[7]), 1}
   end
   return {count, token, 0}
 end

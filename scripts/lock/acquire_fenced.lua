@@ -6,14 +6,29 @@
 -- lowest token this client may accept (one above the highest it has seen),
 -- ARGV[5] '1' on a resend after a lost reply (see acquire.lua).
 -- Reply: {count, token, regressed} when acquired, else the holder's PTTL.
--- regressed = 1: the counter was below the floor (the server lost its data);
--- it is lifted to the floor so tokens never go backwards again.
+-- An absent counter (a restart without persistence, or the name's first
+-- fenced use) is seeded from the server's clock in microseconds, and never
+-- below the floor, before the INCR: a restarted counter starts above every
+-- token handed out before, for every client (docs/lock.md, "Fencing
+-- tokens", says what this assumes). A counter that exists is only ever
+-- INCRed, as Redisson RFencedLock does.
+-- regressed = 1: the counter existed but was below the floor (it went
+-- backwards while present); it is lifted to the floor so tokens never go
+-- backwards again. Values stay below 2^53, so Lua's numbers hold them
+-- exactly; the key is only ever SET from strings.
 local function token()
+  if redis.call('exists', KEYS[2]) == 0 then
+    local clock = redis.call('time')
+    local seed = clock[1] .. string.rep('0', 6 - #clock[2]) .. clock[2]
+    if tonumber(seed) < tonumber(ARGV[4]) then
+      seed = ARGV[4]
+    end
+    redis.call('set', KEYS[2], seed)
+  end
   local t = redis.call('incr', KEYS[2])
-  local floor = tonumber(ARGV[4])
-  if t < floor then
-    redis.call('set', KEYS[2], floor)
-    return floor, 1
+  if t < tonumber(ARGV[4]) then
+    redis.call('set', KEYS[2], ARGV[4])
+    return tonumber(ARGV[4]), 1
   end
   return t, 0
 end

@@ -10,15 +10,24 @@
 -- ARGV[6] the lowest acceptable token (fenced).
 -- Reply (private to latchkey): {reads, writes[, token, regressed]} when
 -- granted, where writes is this owner's write count; else the holder's PTTL.
+-- Tokens: see write_acquire.lua (an absent counter is seeded from the
+-- server's clock; one below the floor is lifted and reported).
 local function token()
   if #KEYS < 3 then return nil end
+  if redis.call('exists', KEYS[3]) == 0 then
+    local clock = redis.call('time')
+    local seed = clock[1] .. string.rep('0', 6 - #clock[2]) .. clock[2]
+    if tonumber(seed) < tonumber(ARGV[6]) then
+      seed = ARGV[6]
+    end
+    redis.call('set', KEYS[3], seed)
+  end
   local t = redis.call('incr', KEYS[3])
-  local floor = tonumber(ARGV[6])
-  if t < floor then
-    -- The counter is below a token already handed out: the server lost its
-    -- data. Lift it so tokens never go backwards again, and say so.
-    redis.call('set', KEYS[3], floor)
-    return floor, 1
+  if t < tonumber(ARGV[6]) then
+    -- The counter went backwards while present (set back by hand, say):
+    -- lift it so tokens never go backwards again, and say so.
+    redis.call('set', KEYS[3], ARGV[6])
+    return tonumber(ARGV[6]), 1
   end
   return t, 0
 end

@@ -8,15 +8,30 @@
 -- granted, where reads is this owner's read count; 'upgrade' when this owner
 -- holds the lock for reading only (waiting would be waiting for itself);
 -- else the holder's PTTL.
+-- Tokens (both sides share the counter): an absent counter (a restart
+-- without persistence, or the name's first fenced use) is seeded from the
+-- server's clock in microseconds, never below the floor, so it restarts
+-- above every token handed out before, for every client (docs/rwlock.md,
+-- "Fencing tokens"); one that exists is only INCRed, as Redisson does.
+-- regressed = 1: it existed below the floor (it went backwards while
+-- present) and is lifted to it. Values stay below 2^53 (exact in Lua's
+-- numbers); the key is only ever SET from strings.
 local function granted(writes)
   local reads = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
   if #KEYS < 2 then return {writes, reads} end
+  if redis.call('exists', KEYS[2]) == 0 then
+    local clock = redis.call('time')
+    local seed = clock[1] .. string.rep('0', 6 - #clock[2]) .. clock[2]
+    if tonumber(seed) < tonumber(ARGV[6]) then
+      seed = ARGV[6]
+    end
+    redis.call('set', KEYS[2], seed)
+  end
   local t = redis.call('incr', KEYS[2])
-  local floor = tonumber(ARGV[6])
-  if t < floor then
-    -- The server lost its data: lift the counter, report the regression.
-    redis.call('set', KEYS[2], floor)
-    return {writes, reads, floor, 1}
+  if t < tonumber(ARGV[6]) then
+    -- Went backwards while present: lift the counter, report it.
+    redis.call('set', KEYS[2], ARGV[6])
+    return {writes, reads, tonumber(ARGV[6]), 1}
   end
   return {writes, reads, t, 0}
 end

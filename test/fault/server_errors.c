@@ -286,6 +286,7 @@ TEST(t36_key_outside_acl_pattern_is_enoperm_at_once) {
 #define MINIMAL_ACL                                                                      \
   "+evalsha +eval +script|load +info +client|setname +subscribe +unsubscribe +publish " \
   "+hget +hset +hexists +hincrby +exists +pexpire +pttl +del +type +get +set +incr "    \
+  "+time "                                                                              \
   "~app:* ~redisson_lock_token:{app:* ~redisson_lock__channel:{app:* "                  \
   "&redisson_lock__channel:{app:* &latchkey:hb:*"
 

@@ -33,6 +33,18 @@ static const char acquire_script[] =
     "end\n"
     "return redis.call('pttl', KEYS[1])\n";
 
+/* RFencedLock's token-returning acquire: KEYS[1] the lock hash, KEYS[2] the
+ * token counter; ARGV[1] lease in ms; ARGV[2] "UUID:TID". Acquired (first
+ * hold or re-entry): {-1, token}, the counter INCRed; else {PTTL, -1}. */
+static const char fenced_acquire_script[] =
+    "if redis.call('exists', KEYS[1]) == 0\n"
+    "   or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then\n"
+    "  redis.call('hincrby', KEYS[1], ARGV[2], 1)\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "  return {-1, redis.call('incr', KEYS[2])}\n"
+    "end\n"
+    "return {redis.call('pttl', KEYS[1]), -1}\n";
+
 /* unlock: KEYS[1] the lock hash, KEYS[2] its channel, KEYS[3] this call's
  * latch key; ARGV[1] the message (always "0"), ARGV[2] the lease to re-apply
  * while holds remain, ARGV[3] "UUID:TID", ARGV[4] the publish command,
@@ -161,6 +173,32 @@ long long rt_rlock_try(redisContext *ctx, const char *name, const char *uuid, lo
     FAIL("redisson_emu: tryLock: unexpected reply type %d", type);
   }
   freeReplyObject(r);
+  return out;
+}
+
+long long rt_rlock_try_fenced(redisContext *ctx, const char *name, const char *uuid,
+                              long long tid, int64_t lease_ms, long long *token) {
+  char lease[24];
+  char *owner = owner_of(uuid, tid);
+  char *key = rt_rlock_prefix_name("redisson_lock_token", name);
+  snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
+  const char *argv[] = {"EVAL", fenced_acquire_script, "2", name, key, lease, owner};
+  redisReply *r = rt_emu_command(ctx, 7, argv, "tryLockAndGetToken");
+  free(owner);
+  free(key);
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER) {
+    freeReplyObject(r);
+    FAIL("redisson_emu: tryLockAndGetToken: unexpected reply");
+  }
+  long long out = r->element[0]->integer, t = r->element[1]->integer;
+  freeReplyObject(r);
+  if (out == -1) {
+    *token = t;
+    return RT_RLOCK_ACQUIRED;
+  }
+  if (out < 0)
+    FAIL("redisson_emu: tryLockAndGetToken replied %lld", out);
   return out;
 }
 

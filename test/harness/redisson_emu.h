@@ -61,6 +61,13 @@ char *rt_rlock_channel(const char *name);
 long long rt_rlock_try(redisContext *ctx, const char *name, const char *uuid, long long tid,
                        int64_t lease_ms);
 
+/* RFencedLock's tryLockAndGetToken() once (research layout: the lock hash as
+ * RLock's, and the counter prefixName("redisson_lock_token", name), a plain
+ * INCR on every acquisition, created at 1 when absent). Returns
+ * RT_RLOCK_ACQUIRED with *token set, else the holder's PTTL (>= 0). */
+long long rt_rlock_try_fenced(redisContext *ctx, const char *name, const char *uuid,
+                              long long tid, int64_t lease_ms, long long *token);
+
 /* unlock(): a fresh random 32-hex request id, the unlock script, then DEL of
  * the latch key. Returns 1 released (and "0" published), 0 decremented (the
  * lease is re-applied: RT_RLOCK_DEFAULT_LEASE_MS, or lease_ms in the _lease
