@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/outcome.h"
 #include "semaphore/psem_internal.h"
 
 enum lk__psem_op {
@@ -31,9 +32,6 @@ static void begin(lk_psem_t *p, enum lk__psem_op kind, lk_psem_cb cb, void *arg)
   lk__obj_begin(&p->base, kind);
   p->cb = cb;
   p->arg = arg;
-  p->resends = 0;
-  p->had_unknown = 0;
-  p->settled = 0;
   p->req_n = 0;
 }
 
@@ -43,11 +41,6 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_psem_t *p = (lk_psem_t *)o;
   lk_psem_cb cb = p->cb;
   lk_client_t *c = o->client;
-  if (kind == OP_ACQUIRE && status != 0 && p->had_unknown && !p->settled) {
-    /* Ended after an attempt whose reply was lost: its ids may be taken,
-     * with this acquire's lease at most (the ids are fresh). */
-    lk__psem_give_back(p, p->req_ids, p->req_n, p->req_lease_ms, NULL, lk__sem_always);
-  }
   if (kind == OP_ACQUIRE && status == 0) {
     c->stats.acquires++;
     if (o->waited)
@@ -117,39 +110,21 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
   lk__obj_t *o = &p->base;
   int64_t flag;
   o->op = NULL;
-  if (status == 0 && lk__sem_elem(r, 0, &flag) && flag == 1) {
+  if (status != 0) {
+    /* A resend is safe: the script recognises its own ids if an earlier
+     * attempt took them. */
+    lk__outcome_failed(o, lk__sem_status(status, r), r);
+    return;
+  }
+  if (lk__sem_elem(r, 0, &flag) && flag == 1) {
+    lk__outcome_answered(o);
     acquired(p);
-    return;
-  }
-  if (status == 0 && r->type == REDIS_REPLY_INTEGER) {
+  } else if (r->type == REDIS_REPLY_INTEGER) {
+    lk__outcome_answered(o);
     lk__obj_busy(o, r->integer); /* ms until the nearest lease ends, or -1 */
-    return;
+  } else {
+    lk__outcome_garbled(o);
   }
-  if (status == 0) {
-    finish(p, LK_EPROTOCOL);
-    return;
-  }
-  lk__obj_error(o, r);
-  if (status == LK_EUNKNOWN || (status == LK_ECONN && p->resends > 0)) {
-    p->had_unknown = 1;
-    if (p->resends < LK__SEM_UNKNOWN_RESENDS && lk__obj_remaining_ms(o) > 0) {
-      /* Safe: the script recognises its own ids if an earlier attempt
-       * took them. */
-      int rc;
-      p->resends++;
-      rc = lk__obj_try(o);
-      if (rc != 0)
-        finish(p, rc);
-      return;
-    }
-    finish(p, LK_EUNKNOWN); /* on_complete gives back whatever it took */
-    return;
-  }
-  if (lk__obj_transient(status)) {
-    lk__obj_retry_or_finish(o, status);
-    return;
-  }
-  finish(p, lk__sem_status(status, r));
 }
 
 void lk_psem_opts_init(lk_psem_opts_t *o) {
@@ -223,35 +198,35 @@ static void release_done(lk_psem_t *p, int status) {
 
 static void on_release_reply(void *data, int status, redisReply *r) {
   lk_psem_t *p = data;
+  lk__obj_t *o = &p->base;
   int64_t removed;
-  p->base.op = NULL;
+  o->op = NULL;
   if (status == 0 && lk__sem_elem(r, 0, &removed)) {
     int all = removed == (int64_t)p->req_n;
-    if (p->resends > 0) {
+    if (o->resends > 0) {
       /* Ids already gone were most likely released by the attempt whose
-       * reply was lost (or expired meanwhile): either way they are back. */
+       * outcome was unknown (or expired meanwhile): either way they are
+       * back. */
       all = 1;
       removed = (int64_t)p->req_n;
     }
-    p->base.result = removed;
-    if (p->base.kind == OP_RELEASE_ID)
+    o->result = removed;
+    if (o->kind == OP_RELEASE_ID)
       release_done(p, removed > 0 ? 0 : LK_ENOTHELD);
     else
       release_done(p, all ? 0 : LK_ELEASELOST);
     return;
   }
-  if (status == 0) {
-    p->wd.paused = 0;
-    finish(p, LK_EPROTOCOL);
+  if (status == 0)
+    status = LK_EUNKNOWN; /* a shape the script never sends: ran or not */
+  else
+    lk__obj_error(o, r);
+  if (lk__outcome_unknown(o, status))
+    o->outcome_open = 1; /* until an answer: an attempt may have applied */
+  /* Resent with the same ids: one already released adds nothing. */
+  if (lk__outcome_may_resend(o, status) && release_attempt(p) == 0)
     return;
-  }
-  lk__obj_error(&p->base, r);
-  if (status == LK_EUNKNOWN || (status == LK_ECONN && p->resends > 0)) {
-    if (p->resends < LK__SEM_UNKNOWN_RESENDS) {
-      p->resends++;
-      if (release_attempt(p) == 0)
-        return;
-    }
+  if (o->outcome_open) {
     /* Still open: finished in the background (an id adds a permit at most
      * once), and no longer this object's. */
     lk__psem_give_back(p, p->req_ids, p->req_n, release_lease_ms(p), NULL, lk__sem_always);
@@ -353,24 +328,18 @@ static void on_update_reply(void *data, int status, redisReply *r) {
     finish(p, missing > 0 ? LK_ELEASELOST : 0);
     return;
   }
-  if (status == 0) {
-    p->wd.paused = 0;
-    finish(p, LK_EPROTOCOL);
+  if (status == 0)
+    status = LK_EUNKNOWN; /* a shape the script never sends: ran or not */
+  else
+    lk__obj_error(&p->base, r);
+  /* Setting a lease twice is the same as once. */
+  if (lk__outcome_may_resend(&p->base, status) && update_attempt(p) == 0)
     return;
-  }
-  lk__obj_error(&p->base, r);
-  if ((status == LK_EUNKNOWN || (status == LK_ECONN && p->resends > 0)) &&
-      p->resends < LK__SEM_UNKNOWN_RESENDS) {
-    /* Setting a lease twice is the same as once. */
-    p->resends++;
-    if (update_attempt(p) == 0)
-      return;
-  }
   /* Not learnt: the permits keep their old terms here, which is safe (a
    * fixed lease that may have been extended ends no later than believed;
    * renewed ones keep being renewed). */
   p->wd.paused = 0;
-  finish(p, status == LK_ECONN && p->resends > 0 ? LK_EUNKNOWN : status);
+  finish(p, lk__outcome_unknown(&p->base, status) ? LK_EUNKNOWN : status);
 }
 
 int lk_psem_update_lease(lk_psem_t *p, const char *id, int64_t lease_ms, lk_psem_cb cb, void *arg) {
@@ -428,11 +397,13 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
   }
   if (p->base.kind == OP_AVAILABLE || p->base.kind == OP_ACQUIRED) {
     if (!lk__sem_elem(r, p->base.kind == OP_AVAILABLE ? 0 : 1, &v)) {
-      finish(p, LK_EPROTOCOL);
+      finish(p, LK_EPROTOCOL); /* a read: nothing changed */
       return;
     }
   } else if (!lk__sem_int_of(r, &v)) {
-    finish(p, LK_EPROTOCOL);
+    /* A shape the script never sends to a verb that changes the count:
+     * whether it ran is unknown, as after a lost reply. */
+    finish(p, LK_EUNKNOWN);
     return;
   }
   p->base.result = v;
@@ -504,25 +475,22 @@ int lk_psem_acquired(lk_psem_t *p, lk_psem_cb cb, void *arg) {
 
 /* --- lifecycle --- */
 
-static int reply_lost(int status, const redisReply *r) {
-  (void)r;
-  return status == LK_EUNKNOWN || status == LK_ECONN;
-}
-
 /* The command in flight is left behind (timeout, cancel, close). */
 static void on_abandon(lk__obj_t *o) {
   lk_psem_t *p = (lk_psem_t *)o;
   switch (o->kind) {
   case OP_ACQUIRE:
-    /* Its ids may be taken by the late answer: give them back then. */
-    p->settled = 1;
+    /* Its ids may be taken by the late answer: give them back then (after
+     * an attempt whose outcome is open, whatever this one answers). */
     lk__psem_give_back(p, p->req_ids, p->req_n, p->req_lease_ms, o->op,
-                       p->had_unknown ? lk__sem_always : lk__sem_took_or_unknown);
+                       o->outcome_open ? lk__sem_always : lk__sem_took_or_unknown);
+    o->outcome_open = 0; /* settled here: lk__outcome_settle has nothing left */
     break;
   case OP_RELEASE:
   case OP_RELEASE_ID:
     /* Only close abandons a release: resent should its reply be lost. */
-    lk__psem_give_back(p, p->req_ids, p->req_n, release_lease_ms(p), o->op, reply_lost);
+    lk__psem_give_back(p, p->req_ids, p->req_n, release_lease_ms(p), o->op,
+                       lk__sem_unconfirmed);
     lk__psem_drop_req(p);
     lk__psem_watch(p, 0);
     break;
@@ -552,12 +520,11 @@ static void close_finish(lk_psem_t *p) {
 
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_psem_t *p = data;
-  (void)r;
   p->base.op = NULL;
-  if (status == LK_EUNKNOWN || lk__obj_transient(status)) {
-    /* Not sent, or its reply lost, or a loading or busy server: given back
-     * in the background (an id adds a permit at most once), which close
-     * waits for. */
+  if (lk__sem_unconfirmed(status, r)) {
+    /* Not sent, or its reply lost or of a shape the script never sends, or
+     * a loading or busy server: given back in the background (an id adds a
+     * permit at most once), which close waits for. */
     lk__psem_give_back(p, p->req_ids, p->req_n, p->max_lease_ms, NULL, lk__sem_always);
   } else if (status != 0 && status != LK_ECANCELED) {
     lk__log(CLIENT(p), LK_LOG_WARN,
@@ -633,6 +600,26 @@ static int on_message(lk__obj_t *o, const char *msg, size_t len) {
   return lk__sem_worth_waking(o, msg, len, (int64_t)((lk_psem_t *)o)->req_n);
 }
 
+/* --- the outcome policy's verbs (core/outcome.h) --- */
+
+/* Every permit has an id: a resent acquire recognises its own ids, a
+ * resent release or update finds them as the first left them. */
+static int counted(lk__obj_t *o) {
+  (void)o;
+  return 1;
+}
+
+/* An acquire ended with its outcome open: its fresh ids may be taken, with
+ * this acquire's lease at most. They are given back in the background,
+ * which resends across reconnects and which close waits for (an id that is
+ * not there adds nothing). Nothing is left for the core to send. */
+static lk__op_t *undo_acquire(lk__obj_t *o, int known_grant) {
+  lk_psem_t *p = (lk_psem_t *)o;
+  (void)known_grant;
+  lk__psem_give_back(p, p->req_ids, p->req_n, p->req_lease_ms, NULL, lk__sem_always);
+  return NULL;
+}
+
 static const lk__obj_ops_t lk__psem_ops = {
     .complete = on_complete,
     .attempt = attempt_acquire,
@@ -641,6 +628,9 @@ static const lk__obj_ops_t lk__psem_ops = {
     .closed = on_closed,
     .free = free_psem,
     .message = on_message,
+    .acquire_kind = OP_ACQUIRE,
+    .counted = counted,
+    .undo = undo_acquire,
 };
 
 int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {

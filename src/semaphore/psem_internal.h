@@ -41,9 +41,6 @@ struct lk_psem_s {
   size_t req_n, req_cap;
   int64_t req_lease_ms;
   int req_renew;
-  int resends;
-  int had_unknown;
-  int settled;
   lk_psem_close_cb close_cb;
   /* The longest lease any command of this object gave a permit (acquire,
    * update, renewal): what the server may still have of a permit the

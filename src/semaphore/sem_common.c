@@ -80,9 +80,19 @@ int lk__sem_always(int status, const redisReply *r) {
 
 int lk__sem_took_or_unknown(int status, const redisReply *r) {
   int64_t took;
-  if (status == LK_EUNKNOWN)
-    return 1;
-  return status == 0 && lk__sem_elem(r, 0, &took) && took == 1;
+  if (status != 0)
+    return status == LK_EUNKNOWN;
+  if (r->type == REDIS_REPLY_INTEGER)
+    return 0; /* not enough permits */
+  if (lk__sem_elem(r, 0, &took))
+    return took == 1;
+  return 1; /* a shape the script never sends: whether it ran is unknown */
+}
+
+int lk__sem_unconfirmed(int status, const redisReply *r) {
+  int64_t v;
+  return !(status == 0 && lk__sem_elem(r, 0, &v)) && status != LK_ECANCELED &&
+         status != LK_EREDIS;
 }
 
 /* --- background clean-up --- */

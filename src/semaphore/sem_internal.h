@@ -9,8 +9,6 @@
 #include "core/object.h"
 
 #define LK__SEM_CHANNEL_PREFIX "redisson_sc"
-/* Resends of one attempt after a lost reply, as the lock does. */
-#define LK__SEM_UNKNOWN_RESENDS 3
 
 const lk__script_t *lk__sem_script(const char *name);
 
@@ -82,8 +80,13 @@ void lk__sem_give_back_owned(lk__sem_owner_t *w, int64_t valid_ms, const char *s
 
 /* Predicates for the background clean-up. */
 int lk__sem_always(int status, const redisReply *r);
-/* The abandoned acquire took permits, or may have (its reply was lost). */
+/* The abandoned acquire took permits, or may have (its reply was lost, or
+ * is of a shape the script never sends). */
 int lk__sem_took_or_unknown(int status, const redisReply *r);
+/* The abandoned release was not confirmed applied: no reply, a reply of a
+ * shape the script never sends, or a server that did not run it. Resending
+ * is safe (a release is applied at most once) and needed. */
+int lk__sem_unconfirmed(int status, const redisReply *r);
 
 /* Formats n into buf (at least 24 bytes); returns buf. */
 const char *lk__sem_i64(char *buf, int64_t n);

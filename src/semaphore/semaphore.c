@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/outcome.h"
 #include "semaphore/sem_internal.h"
 
 #define LK__SEM_MARK_PREFIX "latchkey_semaphore_req"
@@ -44,9 +45,6 @@ struct lk_semaphore_s {
   void *arg;
   int64_t n;       /* permits it moves */
   uint64_t op_req; /* its request number */
-  int resends;
-  int had_unknown; /* an attempt of this acquire got no reply */
-  int settled;     /* a settle of this acquire is already arranged */
   int unheld;      /* release without acquire */
   lk_semaphore_close_cb close_cb;
   /* settles and resends left to the background: retried while the object
@@ -69,7 +67,7 @@ static int64_t mark_ttl_ms(const lk_client_t *c) {
 static int64_t job_valid_ms(const lk_client_t *c) {
   const lk__opts_t *o = &c->o;
   return mark_ttl_ms(c) - o->reply_timeout_ms -
-         (LK__SEM_UNKNOWN_RESENDS + 1) *
+         (LK__OUTCOME_RESENDS + 1) *
              (o->reply_timeout_ms + o->connect_timeout_ms + o->reconnect_max_ms);
 }
 
@@ -84,9 +82,6 @@ static void begin(lk_semaphore_t *s, enum lk__sem_op kind, lk_semaphore_cb cb, v
   lk__obj_begin(&s->base, kind);
   s->cb = cb;
   s->arg = arg;
-  s->resends = 0;
-  s->had_unknown = 0;
-  s->settled = 0;
   s->unheld = 0;
 }
 
@@ -133,15 +128,9 @@ static void fill_args(lk_semaphore_t *s, lk__sem_args_t *a, int64_t n, uint64_t 
 static void settle_acquire(lk_semaphore_t *s, lk__op_t *after, lk__sem_pred pred) {
   lk__sem_args_t a;
   fill_args(s, &a, s->n, s->op_req);
-  s->settled = 1;
   lk__sem_background_owned(&s->jobs, job_valid_ms(CLIENT(s)), "semaphore/settle", 3, 4, a.argv,
                            a.lens, after, pred);
   switch_mark(s);
-}
-
-static int reply_lost(int status, const redisReply *r) {
-  (void)r;
-  return status == LK_EUNKNOWN || status == LK_ECONN;
 }
 
 /* Completes a release in the background (now, or when `after`, the attempt
@@ -151,7 +140,7 @@ static void release_later(lk_semaphore_t *s, int64_t n, uint64_t req, lk__op_t *
   lk__sem_args_t a;
   fill_args(s, &a, n, req);
   lk__sem_background_owned(&s->jobs, job_valid_ms(CLIENT(s)), "semaphore/release", 3, 5, a.argv,
-                           a.lens, after, after != NULL ? reply_lost : lk__sem_always);
+                           a.lens, after, after != NULL ? lk__sem_unconfirmed : lk__sem_always);
   switch_mark(s);
 }
 
@@ -159,11 +148,6 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_semaphore_t *s = (lk_semaphore_t *)o;
   lk_semaphore_cb cb = s->cb;
   lk_client_t *c = o->client;
-  if (kind == OP_ACQUIRE && status != 0 && s->had_unknown && !s->settled) {
-    /* Ended (timeout, cancel, transport) after an attempt whose reply was
-     * lost: it may have taken permits, or may still arrive. */
-    settle_acquire(s, NULL, lk__sem_always);
-  }
   if (kind == OP_ACQUIRE && status == 0) {
     c->stats.acquires++;
     if (o->waited)
@@ -212,7 +196,10 @@ static void on_abandon(lk__obj_t *o) {
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
-  settle_acquire(s, o->op, s->had_unknown ? lk__sem_always : lk__sem_took_or_unknown);
+  /* After an attempt whose outcome is open, whatever this one answers says
+   * nothing of that one's: settle in any case. */
+  settle_acquire(s, o->op, o->outcome_open ? lk__sem_always : lk__sem_took_or_unknown);
+  o->outcome_open = 0; /* settled here: lk__outcome_settle has nothing left */
 }
 
 static void on_acquire_reply(void *data, int status, redisReply *r) {
@@ -220,41 +207,26 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
   int64_t flag, left;
   lk__obj_t *o = &s->base;
   o->op = NULL;
-  if (status == 0 && lk__sem_elem(r, 0, &flag) && flag == 1 && lk__sem_elem(r, 1, &left)) {
+  if (status != 0) {
+    if (lk__outcome_unknown(o, status))
+      s->tainted = 1; /* a copy of the attempt may still arrive */
+    /* A resend is safe: the mark tells an earlier attempt that took
+     * permits. */
+    lk__outcome_failed(o, lk__sem_status(status, r), r);
+    return;
+  }
+  if (lk__sem_elem(r, 0, &flag) && flag == 1 && lk__sem_elem(r, 1, &left)) {
+    lk__outcome_answered(o);
     s->held += s->n;
     o->result = left;
     finish(s, 0);
-    return;
-  }
-  if (status == 0 && r->type == REDIS_REPLY_INTEGER) {
+  } else if (r->type == REDIS_REPLY_INTEGER) {
+    lk__outcome_answered(o);
     lk__obj_busy(o, -1); /* no holder TTL to wait for: re-poll bounds it */
-    return;
-  }
-  if (status == 0) {
-    finish(s, LK_EPROTOCOL);
-    return;
-  }
-  lk__obj_error(o, r);
-  if (status == LK_EUNKNOWN || (status == LK_ECONN && s->resends > 0)) {
-    s->had_unknown = 1;
+  } else {
     s->tainted = 1;
-    if (s->resends < LK__SEM_UNKNOWN_RESENDS && lk__obj_remaining_ms(o) > 0) {
-      /* Safe: the mark tells an earlier attempt that took permits. */
-      int rc;
-      s->resends++;
-      rc = lk__obj_try(o);
-      if (rc != 0)
-        finish(s, rc);
-      return;
-    }
-    finish(s, LK_EUNKNOWN); /* on_complete settles it */
-    return;
+    lk__outcome_garbled(o);
   }
-  if (lk__obj_transient(status)) {
-    lk__obj_retry_or_finish(o, status);
-    return;
-  }
-  finish(s, lk__sem_status(status, r));
 }
 
 void lk_semaphore_opts_init(lk_semaphore_opts_t *o) {
@@ -314,29 +286,28 @@ static int release_attempt(lk_semaphore_t *s) {
 
 static void on_release_reply(void *data, int status, redisReply *r) {
   lk_semaphore_t *s = data;
+  lk__obj_t *o = &s->base;
   int64_t avail;
-  s->base.op = NULL;
+  o->op = NULL;
   if (status == 0 && lk__sem_elem(r, 0, &avail)) {
     if (!s->unheld)
       s->held -= s->n;
-    s->base.result = avail;
+    o->result = avail;
     finish(s, 0);
     return;
   }
-  if (status == 0) {
-    finish(s, LK_EPROTOCOL);
-    return;
-  }
-  lk__obj_error(&s->base, r);
-  if (status == LK_EUNKNOWN || (s->tainted && lk__obj_transient(status))) {
-    /* No reply, or a resend after one found no connection, or a loading or
-     * busy server: the outcome is still open. */
+  if (status == 0)
+    status = LK_EUNKNOWN; /* a shape the script never sends: ran or not */
+  else
+    lk__obj_error(o, r);
+  if (lk__outcome_unknown(o, status)) {
+    o->outcome_open = 1; /* until an answer: an attempt may have applied */
     s->tainted = 1;
-    if (s->resends < LK__SEM_UNKNOWN_RESENDS) {
-      s->resends++;
-      if (release_attempt(s) == 0)
-        return;
-    }
+  }
+  /* Resent with the same request number: the mark tells an applied one. */
+  if (lk__outcome_may_resend(o, status) && release_attempt(s) == 0)
+    return;
+  if (o->outcome_open) {
     /* Still open: it is completed in the background (never twice), and the
      * permits are no longer this object's. */
     if (!s->unheld)
@@ -386,7 +357,9 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
     return;
   }
   if (!lk__sem_int_of(r, &v)) {
-    finish(s, LK_EPROTOCOL);
+    /* A shape the script never sends: for a verb that changes the count,
+     * whether it ran is unknown, as after a lost reply. */
+    finish(s, s->base.kind == OP_AVAILABLE ? LK_EPROTOCOL : LK_EUNKNOWN);
     return;
   }
   if (s->base.kind == OP_DRAIN && v > 0)
@@ -500,9 +473,10 @@ static void on_close_release(void *data, int status, redisReply *r) {
   s->base.op = NULL;
   if (status == 0 && lk__sem_elem(r, 0, &avail)) {
     s->held = 0;
-  } else if (status == LK_EUNKNOWN || lk__obj_transient(status)) {
-    /* Not sent, or its reply lost, or a loading or busy server: resent in
-     * the background (applied once), which close waits for. */
+  } else if (lk__sem_unconfirmed(status, r)) {
+    /* Not sent, or its reply lost or of a shape the script never sends, or
+     * a loading or busy server: resent in the background (applied once),
+     * which close waits for. */
     release_later(s, s->held, s->op_req, NULL);
     s->held = 0;
   } else if (status != LK_ECANCELED) {
@@ -559,6 +533,25 @@ static int on_message(lk__obj_t *o, const char *msg, size_t len) {
   return lk__sem_worth_waking(o, msg, len, ((lk_semaphore_t *)o)->n);
 }
 
+/* --- the outcome policy's verbs (core/outcome.h) --- */
+
+/* Every request is numbered under the object's mark: a resend is applied
+ * at most once. */
+static int counted(lk__obj_t *o) {
+  (void)o;
+  return 1;
+}
+
+/* An acquire ended with its outcome open: settle it in the background,
+ * which resends across reconnects and which close waits for (the mark makes
+ * it conditional on the request having taken permits). Nothing is left for
+ * the core to send. */
+static lk__op_t *undo_acquire(lk__obj_t *o, int known_grant) {
+  (void)known_grant;
+  settle_acquire((lk_semaphore_t *)o, NULL, lk__sem_always);
+  return NULL;
+}
+
 static const lk__obj_ops_t lk__semaphore_ops = {
     .complete = on_complete,
     .attempt = attempt_acquire,
@@ -567,6 +560,9 @@ static const lk__obj_ops_t lk__semaphore_ops = {
     .closed = on_closed,
     .free = free_semaphore,
     .message = on_message,
+    .acquire_kind = OP_ACQUIRE,
+    .counted = counted,
+    .undo = undo_acquire,
 };
 
 int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
