@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/outcome.h"
 #include "core/tokens.h"
 #include "fair/fair_internal.h"
 
@@ -17,9 +18,11 @@ static void on_acquire_reply(void *data, int status, redisReply *r);
 
 /* --- leaving the queue --- */
 
-static lk__op_t *leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb cb,
-                          void *data, int send, int *err) {
+lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb cb,
+                            void *data, int send) {
   char cs[24], ds[24];
+  int err = 0;
+  lk__op_t *op;
   const char *argv[8];
   size_t lens[8];
   lk_client_t *c = LK__FAIR_CLIENT(f);
@@ -37,18 +40,12 @@ static lk__op_t *leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb cb
     cb = lk__cleanup_cb;
     data = c;
   }
-  return (send ? lk__script_call : lk__script_prepare)(c, lk__fair_script("fair/leave"), 4,
-                                                       4, argv, lens, cb, data, err);
-}
-
-lk__op_t *lk__fair_leave(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb cb,
-                         void *data) {
-  int err = 0;
-  lk__op_t *op = leave_op(f, cond, drop, cb, data, 1, &err);
+  op = (send ? lk__script_call : lk__script_prepare)(c, lk__fair_script("fair/leave"), 4, 4,
+                                                     argv, lens, cb, data, &err);
   if (op == NULL)
-    lk__log(LK__FAIR_CLIENT(f), LK_LOG_WARN,
+    lk__log(c, LK_LOG_WARN,
             "cannot leave a fair lock's queue (%s); the entry is skipped once "
-            "its deadline passes",
+            "its deadline passes, a hold expires with its lease",
             lk_err_name(err));
   return op;
 }
@@ -75,14 +72,21 @@ static int reply_tag(const redisReply *r) {
   }
 }
 
-static int always(int status, const redisReply *r) {
-  (void)status;
-  (void)r;
-  return 1;
-}
+/* --- the outcome policy's verbs (core/outcome.h) --- */
 
-static int granted(int status, const redisReply *r) {
-  return status == 0 && reply_tag(r) == TAG_GRANTED;
+int lk__fair_counted(lk__obj_t *o) { return !((lk_fair_t *)o)->owner_shared; }
+
+int lk__fair_is_grant(const redisReply *r) { return reply_tag(r) == TAG_GRANTED; }
+
+/* What an acquire's attempt may have left: a queue entry, and a hold. The
+ * op leaves the queue, and drops that hold only if this owner's count shows
+ * it (a shared owner's count is unknown: only a grant seen is dropped). The
+ * queue is left by it, so the acquire's end need not leave it again. */
+lk__op_t *lk__fair_undo(lk__obj_t *o, int known_grant) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  int64_t cond = f->owner_shared ? -1 : (int64_t)f->hold.count + 1;
+  f->maybe_queued = 0;
+  return lk__fair_leave_op(f, cond, f->owner_shared && !known_grant ? 0 : 1, NULL, NULL, 0);
 }
 
 /* --- one attempt --- */
@@ -97,9 +101,11 @@ int lk__fair_attempt(lk__obj_t *o) {
   /* The last try (wait 0, or the budget is spent) never joins the queue and
    * leaves it if this owner is in it: one command, no clean-up after. */
   int last = o->wait_ms == 0;
+  if (lk__outcome_defer_attempt(o))
+    return 0;
   snprintf(lease, sizeof(lease), "%" PRId64, f->req_lease_ms);
   snprintf(before, sizeof(before), "%" PRId64,
-           f->owner_shared ? (int64_t)-1 : (int64_t)f->holds);
+           f->owner_shared ? (int64_t)-1 : (int64_t)f->hold.count);
   snprintf(timeout, sizeof(timeout), "%" PRId64, f->req_waiter_timeout_ms);
   argv[n] = f->name, lens[n++] = f->name_len;
   argv[n] = f->queue_key, lens[n++] = f->queue_key_len;
@@ -113,7 +119,7 @@ int lk__fair_attempt(lk__obj_t *o) {
   argv[n] = timeout, lens[n++] = strlen(timeout);
   argv[n] = last ? "last" : "wait", lens[n++] = 4;
   /* "Already applied" is read from the count on resends only. */
-  argv[n] = f->outcome_open ? "1" : "0", lens[n++] = 1;
+  argv[n] = o->outcome_open ? "1" : "0", lens[n++] = 1;
   if (f->req_fenced) {
     snprintf(floor, sizeof(floor), "%" PRId64,
              lk__token_highest(c, f->name, f->name_len) + 1);
@@ -128,83 +134,25 @@ int lk__fair_attempt(lk__obj_t *o) {
   return 0;
 }
 
-/* The server granted a hold: count it, start or refresh its lease keeping,
- * check the fencing token (as the reentrant lock does). */
+/* The server granted a hold: the core's grant routine counts it, keeps its
+ * lease and checks its token (core/hold.h). The queue entry went with it. */
 static void acquired(lk_fair_t *f, const redisReply *r) {
-  lk_client_t *c = LK__FAIR_CLIENT(f);
-  uint64_t sent = c->completing_sent_ns;
-  long long count = r->element[1]->integer;
-  uint32_t before = f->holds;
+  lk__grant_t g = {0};
   f->maybe_queued = 0;
   f->position = -1;
-  if (f->lost) {
-    /* A re-entry that was in flight when the lease was declared lost: the
-     * give-back queued behind it dropped the holds counted then; drop the
-     * one this attempt added too, if it survived that. */
-    if (count > (long long)f->holds)
-      lk__fair_give_back(f, -1, (uint32_t)(count - (long long)f->holds));
-    f->lost = 0;
-    f->holds = 0;
-    lk__fair_finish(f, LK_ELEASELOST);
-    return;
+  g.hold = &f->hold;
+  g.count = r->element[1]->integer;
+  g.lease_ms = f->req_lease_ms;
+  g.watchdog = f->req_watchdog != 0;
+  g.fenced = f->req_fenced && r->elements == 4;
+  if (g.fenced) {
+    g.token = r->element[2]->integer;
+    g.regressed = r->element[3]->integer != 0;
+    g.token_out = &f->token;
+    g.name = f->name;
+    g.name_len = f->name_len;
   }
-  if (!f->owner_shared && before > 0 && count != (long long)before + 1) {
-    /* A re-entry found fewer holds than this owner had: the earlier ones
-     * were lost and someone else may have held the lock in between. */
-    f->holds = (uint32_t)(count > 0 && count <= UINT32_MAX ? count : 1);
-    lk__fair_lose(f);
-    f->holds = 0;
-    f->lost = 0;
-    /* on_lost may have canceled or closed: that completion stands. */
-    if (f->base.waiting)
-      lk__fair_finish(f, LK_ELEASELOST);
-    return;
-  }
-  f->holds++;
-  f->lease_ms = f->req_lease_ms;
-  if (f->req_watchdog) {
-    if (lk__wd_watching(&f->wd))
-      lk__wd_remove(c, &f->wd);
-    lk__wd_add(c, &f->wd, sent);
-  } else {
-    f->hold_deadline_ns = sent + (uint64_t)f->req_lease_ms * 1000000u -
-                          lk__wd_drift_ns(f->req_lease_ms);
-  }
-  if (f->req_fenced && r->elements == 4) {
-    int64_t token = r->element[2]->integer;
-    lk__token_seen(c, f->name, f->name_len, token);
-    if (r->element[3]->integer != 0) {
-      lk__log(c, LK_LOG_ERROR, "fencing token went backwards for a fair lock "
-                               "(server lost its data); acquisition refused");
-      lk__fair_give_back(f, -1, 1);
-      f->holds = before;
-      if (f->holds == 0 && lk__wd_watching(&f->wd))
-        lk__wd_remove(c, &f->wd);
-      lk__fair_finish(f, LK_ETOKEN);
-      return;
-    }
-    f->token = token;
-  }
-  if (!lk_fair_is_held(f)) {
-    /* Success must mean is_held(): the grant came back after its own local
-     * deadline (the round trip took longer than the lease), so the server
-     * may have expired it already. Earlier holds are past it too. */
-    lk__log(c, LK_LOG_WARN, "acquisition answered after its lease ran out; given back");
-    if (before > 0) {
-      lk__fair_lose(f);
-      f->lost = 0;
-    } else {
-      lk__fair_give_back(f, -1, 1);
-      if (lk__wd_watching(&f->wd))
-        lk__wd_remove(c, &f->wd);
-    }
-    f->holds = 0;
-    /* on_lost may have canceled or closed: that completion stands. */
-    if (f->base.waiting)
-      lk__fair_finish(f, LK_ELEASELOST);
-    return;
-  }
-  lk__fair_finish(f, 0);
+  lk__hold_grant(&f->base, &g);
 }
 
 /* Still waiting: report a new position, then sleep until a message on this
@@ -236,90 +184,74 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
   lk__obj_t *o = &f->base;
   int tag;
   o->op = NULL;
-  if (status == 0) {
-    /* Any answer settles an earlier lost one: a grant it took would show
-     * as the expected count plus one, and be reported as this grant. */
-    f->outcome_open = 0;
-    tag = reply_tag(r);
-    if (tag == TAG_GRANTED) {
-      acquired(f, r);
-    } else if (tag == TAG_QUEUED) {
-      queued(f, r);
-    } else if (tag == TAG_OUT) {
-      f->maybe_queued = 0;
-      f->position = -1;
-      lk__obj_busy(o, r->element[1]->integer);
-    } else {
-      lk__fair_finish(f, LK_EPROTOCOL);
-    }
+  if (status != 0) {
+    /* Resent within the budget when safe: the script recognises an earlier
+     * attempt that took the lock by the expected count, and joining the
+     * queue twice is a refresh. */
+    lk__outcome_failed(o, status, r);
     return;
   }
-  lk__obj_error(o, r);
-  if (status == LK_EUNKNOWN && !f->owner_shared && lk__obj_remaining_ms(o) > 0) {
-    /* Safe to resend as often as the budget allows: the script recognises
-     * an earlier attempt that took the lock by the expected count, and
-     * joining the queue twice is a refresh. */
-    int rc;
-    f->outcome_open = 1;
-    rc = lk__obj_try(o);
-    if (rc != 0)
-      lk__fair_finish(f, rc);
+  tag = reply_tag(r);
+  if (tag < 0) {
+    lk__outcome_garbled(o);
     return;
   }
-  if (status == LK_EUNKNOWN)
-    f->outcome_open = 1;
-  if (lk__obj_transient(status) && status != LK_EUNKNOWN) {
-    lk__obj_retry_or_finish(o, status);
-    return;
+  /* Any answer settles an earlier lost one: a grant it took would show as
+   * the expected count plus one, and be reported as this grant. */
+  lk__outcome_answered(o);
+  if (tag == TAG_GRANTED) {
+    acquired(f, r);
+  } else if (tag == TAG_QUEUED) {
+    queued(f, r);
+  } else {
+    f->maybe_queued = 0;
+    f->position = -1;
+    lk__obj_busy(o, r->element[1]->integer);
   }
-  lk__fair_finish(f, status);
 }
 
 /* --- an attempt left behind (cancel, timeout, close) --- */
+
+/* A retired identity's clean-up goes whatever the attempt's outcome: lost
+ * or not, granted or queued, nothing of that identity may stay. */
+static int always(int status, const redisReply *r) {
+  (void)status;
+  (void)r;
+  return 1;
+}
 
 void lk__fair_abandon(lk__obj_t *o) {
   lk_fair_t *f = (lk_fair_t *)o;
   lk_client_t *c = o->client;
   lk__op_t *undo;
-  int err = 0;
   if (o->kind != LK__FAIR_OP_ACQUIRE) {
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
   f->maybe_queued = 0;
-  f->outcome_open = 0;
-  if (!f->owner_shared && f->holds == 0) {
+  if (!f->owner_shared && f->hold.count == 0) {
     /* Retire this identity. Once the attempt's outcome is known, whatever
      * it left (a queue entry, a hold) is removed; the object goes on under a
      * fresh owner, so a later acquire can never be mistaken for this one,
      * however the connection reorders or loses things. */
-    undo = leave_op(f, -1, -1, NULL, NULL, 0, &err);
-    if (undo != NULL) {
+    o->outcome_open = 0;
+    undo = lk__fair_leave_op(f, -1, -1, NULL, NULL, 0);
+    if (undo != NULL)
       lk__op_follow_up(c, o->op, undo, always);
-    } else {
+    else
       lk__op_retarget(o->op, NULL, NULL);
-      lk__log(c, LK_LOG_WARN, "cannot prepare leaving a fair lock's queue (%s); "
-                              "the entry is skipped once its deadline passes",
-              lk_err_name(err));
-    }
     if (!o->closing)
       lk__fair_take_owner(f, c->id, ++c->next_tid);
     return;
   }
-  /* The identity stays (it holds, or the user chose it). The clean-up goes
-   * right behind the attempt, ahead of anything this object sends later:
-   * it leaves the queue and gives back only a hold the attempt added. */
-  if (f->owner_shared) {
-    undo = leave_op(f, -1, 1, NULL, NULL, 0, &err);
-    if (undo != NULL)
-      lk__op_follow_up(c, o->op, undo, granted);
-    else
-      lk__op_retarget(o->op, NULL, NULL);
-    lk__fair_leave(f, -1, 0, NULL, NULL);
-  } else {
-    lk__op_retarget(o->op, NULL, NULL);
-    lk__fair_leave(f, (int64_t)f->holds + 1, 1, NULL, NULL);
-  }
+  /* The identity stays (it holds, or the user chose it). A shared owner's
+   * queue entry goes now, so the next waiter does not wait on this reply; a
+   * hold the attempt may have added is given back once its outcome is
+   * known, by the core's rule (ops->undo), before this object's next
+   * command. (A re-entry of a counted owner never queues.) */
+  if (f->owner_shared)
+    lk__fair_leave_op(f, -1, 0, NULL, NULL, 1);
+  lk__outcome_abandon(o);
 }
 
 /* --- the entry point --- */
@@ -346,7 +278,7 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
       opts->waiter_timeout_ms < LK_FAIR_WAITER_TIMEOUT_MIN ||
       opts->waiter_timeout_ms > LK_MAX_TIME_MS)
     return LK_EINVAL;
-  if (f->holds == UINT32_MAX)
+  if (f->hold.count == UINT32_MAX)
     return LK_EINVAL;
   if (opts->fenced && f->token_key == NULL) {
     f->token_key = lk__prefix_name("redisson_lock_token", f->name, f->name_len,
@@ -354,11 +286,11 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
     if (f->token_key == NULL)
       return LK_ENOMEM;
   }
-  if (f->lost) {
+  if (f->base.lost) {
     /* Told of the loss already; what the server may have kept was given
      * back then. Start afresh. */
-    f->lost = 0;
-    f->holds = 0;
+    f->base.lost = 0;
+    f->hold.count = 0;
   }
   lk__fair_begin(f, LK__FAIR_OP_ACQUIRE, cb, arg);
   lk__obj_wait_begin(&f->base, opts->wait_ms);
@@ -366,7 +298,7 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
   f->req_waiter_timeout_ms = opts->waiter_timeout_ms;
   /* As for the reentrant lock: a re-entry while the watchdog keeps this
    * owner's lease keeps the watchdog's lease. */
-  f->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__wd_watching(&f->wd);
+  f->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__hold_watched(&f->hold);
   f->req_lease_ms = f->req_watchdog ? LK__FAIR_CLIENT(f)->o.default_lease_ms : opts->lease_ms;
   rc = lk__obj_try(&f->base);
   if (rc != 0) {

@@ -21,8 +21,6 @@ void lk__fair_begin(lk_fair_t *f, int kind, lk_fair_cb cb, void *arg) {
   lk__obj_begin(&f->base, kind);
   f->cb = cb;
   f->arg = arg;
-  f->unknown_resends = 0;
-  f->outcome_open = 0;
 }
 
 void lk__fair_finish(lk_fair_t *f, int status) { lk__obj_finish(&f->base, status); }
@@ -33,17 +31,11 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_client_t *c = o->client;
   if (kind == LK__FAIR_OP_ACQUIRE) {
     /* Ended without the lock: whatever queue entry a waiting attempt made
-     * goes now, and a hold an attempt with a lost reply may have taken is
-     * given back (only if the count shows it). Sent before anything the
-     * callback may start, so it cannot undo a later acquire of this object. */
-    if (status != 0 && f->outcome_open && !f->owner_shared)
-      lk__fair_leave(f, (int64_t)f->holds + 1, 1, NULL, NULL);
-    else if (status != 0 && (f->maybe_queued || f->outcome_open))
-      lk__fair_leave(f, -1, 0, NULL, NULL);
-    if (status != 0 && status != LK_ECANCELED && f->outcome_open)
-      status = LK_EUNKNOWN;
+     * goes now, before anything the callback may start. (When an attempt's
+     * outcome was open, the core's give-back, lk__fair_undo, left it.) */
+    if (status != 0 && f->maybe_queued)
+      lk__fair_leave_op(f, -1, 0, NULL, NULL, 1);
     f->maybe_queued = 0;
-    f->outcome_open = 0;
     f->position = -1;
     if (status == 0) {
       c->stats.acquires++;
@@ -85,7 +77,7 @@ int lk_fair_set_owner(lk_fair_t *f, const char *client_id, uint64_t thread_id) {
     return rc;
   if (client_id != NULL && !lk__valid_client_id(client_id))
     return LK_EINVAL;
-  if (f->base.kind != LK__FAIR_OP_NONE || f->holds > 0)
+  if (f->base.kind != LK__FAIR_OP_NONE || f->hold.count > 0)
     return LK_EBUSY;
   rc = lk__fair_take_owner(f, client_id ? client_id : LK__FAIR_CLIENT(f)->id, thread_id);
   if (rc == 0)
@@ -103,19 +95,23 @@ static void on_close_leave(void *data, int status, redisReply *r) {
     lk__log(LK__FAIR_CLIENT(f), LK_LOG_WARN,
             "release on close failed (%s); the lock expires with its lease",
             lk_err_name(status));
-  f->holds = 0;
+  f->hold.count = 0;
   lk__obj_close_done(&f->base);
 }
 
 /* Close gives back every hold (renewal stops first). The queue entry of a
- * waiting acquire was removed when its cancellation completed. */
+ * waiting acquire was removed when its cancellation completed. An owner of
+ * our own drops everything it has on the server, so a late grant to an
+ * abandoned acquire queued behind is gone too (its conditional give-back
+ * then finds nothing); a shared owner drops exactly its count, and its late
+ * grants are given back one by one. */
 static int on_close_release_start(lk__obj_t *o) {
   lk_fair_t *f = (lk_fair_t *)o;
-  if (lk__wd_watching(&f->wd))
-    lk__wd_remove(o->client, &f->wd);
-  if (f->holds == 0)
+  lk__hold_unwatch(o->client, &f->hold);
+  if (f->hold.count == 0)
     return 0;
-  o->op = lk__fair_leave(f, -1, (int64_t)f->holds, on_close_leave, f);
+  o->op = lk__fair_leave_op(f, -1, f->owner_shared ? (int64_t)f->hold.count : -1,
+                            on_close_leave, f, 1);
   return o->op != NULL;
 }
 
@@ -143,6 +139,13 @@ static const lk__obj_ops_t lk__fair_ops = {
     .close_release = on_close_release_start,
     .closed = on_closed,
     .free = free_fair,
+    .acquire_kind = LK__FAIR_OP_ACQUIRE,
+    .counted = lk__fair_counted,
+    .undo = lk__fair_undo,
+    .is_grant = lk__fair_is_grant,
+    .deferred = lk__fair_deferred_release,
+    .give_back = lk__fair_give_back,
+    .lose = lk__fair_lose,
 };
 
 int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
@@ -173,7 +176,8 @@ int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
     free_fair(&f->base);
     return LK_ENOMEM;
   }
-  f->lease_ms = c->o.default_lease_ms;
+  f->hold.lease_ms = c->o.default_lease_ms;
+  f->hold.wd = &f->wd;
   f->position = -1;
   f->wd.cls = &lk__wd_lock_class; /* renewed exactly as a reentrant lock */
   f->wd.keys[0] = f->name;
@@ -222,17 +226,11 @@ int lk_fair_set_queue_cb(lk_fair_t *f, lk_fair_cb on_queued, void *arg) {
 int64_t lk_fair_position(const lk_fair_t *f) { return f ? f->position : -1; }
 
 int lk_fair_is_held(const lk_fair_t *f) {
-  uint64_t now;
-  if (f == NULL || f->holds == 0 || f->lost)
-    return 0;
-  now = lk__now_ns();
-  if (lk__wd_watching(&f->wd))
-    return now < lk__wd_deadline(LK__FAIR_CLIENT(f), &f->wd);
-  return now < f->hold_deadline_ns;
+  return f != NULL && !f->base.lost && lk__hold_is_held(LK__FAIR_CLIENT(f), &f->hold);
 }
 
 int64_t lk_fair_token(const lk_fair_t *f) { return f ? f->token : 0; }
-uint32_t lk_fair_hold_count(const lk_fair_t *f) { return f ? f->holds : 0; }
+uint32_t lk_fair_hold_count(const lk_fair_t *f) { return f ? f->hold.count : 0; }
 int64_t lk_fair_result(const lk_fair_t *f) { return f ? f->base.result : 0; }
 const char *lk_fair_error_text(const lk_fair_t *f) { return f ? lk__obj_errtext(&f->base) : ""; }
 const char *lk_fair_name(const lk_fair_t *f) { return f ? f->name : NULL; }

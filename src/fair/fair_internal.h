@@ -6,11 +6,11 @@
  * release, queries, lease loss). */
 
 #include "core/internal.h"
+#include "core/hold.h"
 #include "core/object.h"
 #include "core/watchdog.h"
 
 #define LK__FAIR_OWNER_MAX 96
-#define LK__FAIR_UNKNOWN_RESENDS 3 /* releases; a waiting acquire resends within its budget */
 
 enum lk__fair_op {
   LK__FAIR_OP_NONE = 0,
@@ -40,16 +40,13 @@ struct lk_fair_s {
   char owner[LK__FAIR_OWNER_MAX];
   size_t owner_len;
   int owner_shared;
-  uint32_t holds;
-  int64_t lease_ms; /* of the current holding: re-applied by a partial release */
+  lk__hold_t hold; /* hold.wd: &wd */
   char *token_key;  /* fenced acquisitions only, made on first use */
   size_t token_key_len;
   int64_t token;
 
-  /* leases, as the reentrant lock keeps them */
+  /* leases, as the reentrant lock keeps them (core/hold.h) */
   lk__wd_entry_t wd;
-  uint64_t hold_deadline_ns;
-  int lost;
   lk_fair_cb on_lost;
   void *lost_arg;
 
@@ -58,12 +55,9 @@ struct lk_fair_s {
   void *queued_arg;
   int64_t position; /* last reported; -1 = not queued */
   /* A waiting attempt was sent and nothing since says this owner is out of
-   * the queue: an acquire that ends without the lock must leave it. */
+   * the queue: an acquire that ends without the lock must leave it (once:
+   * the core's give-back of an open outcome leaves it too, see undo). */
   int maybe_queued;
-  /* An attempt's reply was lost (LK_EUNKNOWN) and no answer since settled
-   * it: an acquire that ends without the lock gives back the hold that
-   * attempt may have taken, and reports LK_EUNKNOWN. */
-  int outcome_open;
 
   /* the pending operation (the rest is in base) */
   lk_fair_cb cb;
@@ -72,7 +66,6 @@ struct lk_fair_s {
   int64_t req_waiter_timeout_ms;
   int req_watchdog;
   int req_fenced;
-  int unknown_resends;
   uint32_t release_before;
   lk_fair_close_cb close_cb;
 };
@@ -86,17 +79,25 @@ void lk__fair_finish(lk_fair_t *f, int status);
 /* acquire.c */
 int lk__fair_attempt(lk__obj_t *o);
 void lk__fair_abandon(lk__obj_t *o);
+/* The outcome policy's verbs (core/outcome.h). */
+int lk__fair_counted(lk__obj_t *o);
+lk__op_t *lk__fair_undo(lk__obj_t *o, int known_grant);
+int lk__fair_is_grant(const redisReply *r);
 /* Leaves the queue, and drops `drop` holds (-1 all, 0 none) when the owner's
- * count is `cond` (-1: whatever it is). Sent now, behind anything this
- * object sent before. cb/data NULL: nobody waits for it. */
-lk__op_t *lk__fair_leave(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb cb,
-                         void *data);
+ * count is `cond` (-1: whatever it is). Sent now (send = 1), behind anything
+ * this object sent before, or prepared for later. cb/data NULL: nobody waits
+ * for it. */
+lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb cb,
+                            void *data, int send);
 
 /* release.c */
-void lk__fair_lose(lk_fair_t *f);
+/* The hold verbs (core/hold.h): give back n holds, best effort (cond >= 0:
+ * only if the owner's count is exactly cond); the holds are gone. */
+void lk__fair_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n);
+void lk__fair_lose(lk__obj_t *o);
 void lk__fair_on_wd_event(lk__wd_entry_t *e, int event);
-/* Gives back n holds the object no longer counts as its own. Best effort. */
-void lk__fair_give_back(lk_fair_t *f, int64_t before, uint32_t n);
+/* A release that waited for an abandoned attempt's give-back may go. */
+void lk__fair_deferred_release(lk__obj_t *o);
 
 /* fair.c */
 /* Takes the identity client_id:tid and rebuilds the channel name; the

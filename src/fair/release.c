@@ -5,16 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/outcome.h"
 #include "fair/fair_internal.h"
 
-/* Formats the release script: n holds, applied only if the owner's count is
- * `before` (-1: whatever it is). */
+/* Formats the release script for n holds. `before` (-1: none) is the count
+ * before a release's first attempt, on a resend: the lost attempt is not
+ * applied twice. */
 static lk__op_t *release_op(lk_fair_t *f, int64_t before, uint32_t n, lk__op_cb cb,
                             void *data, int *err) {
   char lease[24], bef[24], cnt[16];
   const char *argv[9];
   size_t lens[9];
-  snprintf(lease, sizeof(lease), "%" PRId64, f->lease_ms);
+  snprintf(lease, sizeof(lease), "%" PRId64, f->hold.lease_ms);
   snprintf(bef, sizeof(bef), "%" PRId64, before);
   snprintf(cnt, sizeof(cnt), "%" PRIu32, n);
   argv[0] = f->name, lens[0] = f->name_len;
@@ -30,10 +32,20 @@ static lk__op_t *release_op(lk_fair_t *f, int64_t before, uint32_t n, lk__op_cb 
                          lens, cb, data, err);
 }
 
-void lk__fair_give_back(lk_fair_t *f, int64_t before, uint32_t n) {
+/* Gives back n holds the object no longer counts as its own (a lost lease,
+ * a refused token), or, with cond >= 0, only if the owner's count is exactly
+ * cond (the leave script makes that test). Best effort: what cannot be sent
+ * expires with its lease. */
+void lk__fair_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
+  lk_fair_t *f = (lk_fair_t *)o;
   int err = 0;
-  if (n > 0)
-    release_op(f, before, n, lk__cleanup_cb, LK__FAIR_CLIENT(f), &err);
+  (void)h; /* the fair lock has one side */
+  if (n == 0)
+    return;
+  if (cond >= 0)
+    lk__fair_leave_op(f, cond, n, NULL, NULL, 1);
+  else
+    release_op(f, -1, n, lk__cleanup_cb, o->client, &err);
 }
 
 /* --- release --- */
@@ -50,10 +62,9 @@ static int release_attempt(lk_fair_t *f, int resend) {
 /* A release ended: nothing held means nothing to renew; otherwise renewal
  * resumes (it was paused while the last hold's release was in flight). */
 static void release_finish(lk_fair_t *f, int status) {
-  if (f->holds == 0) {
-    f->lost = 0;
-    if (lk__wd_watching(&f->wd))
-      lk__wd_remove(LK__FAIR_CLIENT(f), &f->wd);
+  if (f->hold.count == 0) {
+    f->base.lost = 0;
+    lk__hold_unwatch(LK__FAIR_CLIENT(f), &f->hold);
   }
   f->wd.paused = 0;
   lk__fair_finish(f, status);
@@ -65,56 +76,67 @@ static void on_release_reply(void *data, int status, redisReply *r) {
   f->base.op = NULL;
   if (status == 0 && r->type == REDIS_REPLY_NIL) {
     /* The server has no hold for this owner: the lease ran out. */
-    f->holds = 0;
+    f->hold.count = 0;
     release_finish(f, LK_ENOTOWNER);
     return;
   }
   if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
-    f->holds = f->release_before - 1;
+    f->hold.count = f->release_before - 1;
     if (v == 1 && !f->owner_shared)
-      f->holds = 0;
+      f->hold.count = 0;
     f->base.result = v;
     release_finish(f, 0);
     return;
   }
   if (status == 0) {
-    release_finish(f, LK_EPROTOCOL);
+    /* A shape the script never sends: whether it ran is unknown. */
+    status = LK_EUNKNOWN;
+  } else {
+    lk__obj_error(&f->base, r);
+  }
+  /* Resend after an unknown outcome: the expected count makes it apply once. */
+  if (lk__outcome_may_resend(&f->base, status) && release_attempt(f, 1) == 0)
     return;
-  }
-  lk__obj_error(&f->base, r);
-  /* Resend after a lost reply: the expected count makes it apply once. */
-  if ((status == LK_EUNKNOWN || (status == LK_ECONN && f->unknown_resends > 0)) &&
-      !f->owner_shared && f->unknown_resends < LK__FAIR_UNKNOWN_RESENDS) {
-    f->unknown_resends++;
-    if (release_attempt(f, 1) == 0)
-      return;
-  }
-  release_finish(f, f->unknown_resends > 0 && status == LK_ECONN ? LK_EUNKNOWN : status);
+  release_finish(f, lk__outcome_unknown(&f->base, status) ? LK_EUNKNOWN : status);
 }
 
 int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
   int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (f->holds == 0)
+  if (f->hold.count == 0)
     return LK_ENOTHELD;
-  if (f->lost) {
+  if (f->base.lost) {
     /* on_lost told the loss; the server's side was given back then. */
-    f->holds = 0;
-    f->lost = 0;
+    f->hold.count = 0;
+    f->base.lost = 0;
     return LK_ELEASELOST;
   }
   lk__fair_begin(f, LK__FAIR_OP_RELEASE, cb, arg);
-  f->release_before = f->holds;
+  f->release_before = f->hold.count;
   /* No renewal may follow the release of the last hold. */
-  if (f->holds == 1)
+  if (f->hold.count == 1)
     f->wd.paused = 1;
+  /* An abandoned acquire's give-back is not on the connection yet: a
+   * release sent first would take the late grant instead of a hold this
+   * object counts. It waits (lk__fair_deferred_release). */
+  if (lk__outcome_defer_command(&f->base))
+    return 0;
   rc = release_attempt(f, 0);
   if (rc != 0) {
     f->base.kind = LK__FAIR_OP_NONE;
     f->wd.paused = 0;
   }
   return rc;
+}
+
+void lk__fair_deferred_release(lk__obj_t *o) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  int rc = release_attempt(f, 0);
+  if (rc != 0) {
+    f->wd.paused = 0;
+    lk__fair_finish(f, rc);
+  }
 }
 
 /* --- force release and queries --- */
@@ -146,10 +168,9 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
   }
   f->base.result = v;
   if (f->base.kind == LK__FAIR_OP_FORCE) {
-    f->holds = 0;
-    f->lost = 0;
-    if (lk__wd_watching(&f->wd))
-      lk__wd_remove(LK__FAIR_CLIENT(f), &f->wd);
+    f->hold.count = 0;
+    f->base.lost = 0;
+    lk__hold_unwatch(LK__FAIR_CLIENT(f), &f->hold);
   }
   lk__fair_finish(f, 0);
 }
@@ -219,21 +240,23 @@ int lk_fair_queue_length(lk_fair_t *f, lk_fair_cb cb, void *arg) {
 void lk__fair_on_wd_event(lk__wd_entry_t *e, int event) {
   lk_fair_t *f = lk__container_of(e, lk_fair_t, wd);
   (void)event; /* LK__WD_LOST, the only one */
-  lk__fair_lose(f);
+  lk__fair_lose(&f->base);
 }
 
 /* The holds are gone: stop renewing, give back what the server may still
  * have for this owner (waking the next waiter), tell the holder. */
-void lk__fair_lose(lk_fair_t *f) {
-  lk_client_t *c = LK__FAIR_CLIENT(f);
+void lk__fair_lose(lk__obj_t *o) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  lk_client_t *c = o->client;
   /* Stop watching entirely: a renewal still in flight was sent before the
    * give-back below, which therefore undoes a late success of it. */
-  if (lk__wd_watching(&f->wd))
-    lk__wd_remove(c, &f->wd);
-  f->lost = 1;
+  lk__hold_unwatch(c, &f->hold);
+  o->lost = 1;
   c->stats.leases_lost++;
   lk__log(c, LK_LOG_WARN, "lease lost on a held fair lock");
-  lk__fair_give_back(f, -1, f->holds);
-  if (f->on_lost != NULL && !f->base.closing)
+  /* An owner of our own gives back everything, a re-entry still in flight
+   * included; a shared owner exactly what this object counts. */
+  lk__fair_give_back(o, &f->hold, -1, f->owner_shared ? f->hold.count : UINT32_MAX);
+  if (f->on_lost != NULL && !o->closing)
     f->on_lost(f, LK_ELEASELOST, f->lost_arg);
 }

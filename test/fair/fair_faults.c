@@ -1,10 +1,12 @@
 /* Fair lock under faults: a cancel racing the grant, pub/sub killed while
  * queued, lost replies while queued, a server restart that loses the queue,
- * a user without channel permission. */
+ * a user without channel permission, replies of a shape the script never
+ * sends. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/scripts.h"
 #include "fair_fixture.h"
 #include "proxy.h"
 
@@ -420,6 +422,75 @@ TEST(late_reentry_after_a_force_release_grants_nothing) {
   ASSERT_EQ(s.status, LK_ELEASELOST);
   ASSERT_EQ(lk_fair_hold_count(w), 0);
   FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS rev") == 0, 2000);
+  fx_close_fair(&fx, w);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+/* The acquire script's replies, for proxy rules. */
+static void acquire_match(char *out, size_t len) {
+  snprintf(out, len, "EVALSHA %s", lk__script_find("fair/acquire")->sha1);
+}
+
+/* A reply of a shape the acquire script never sends, to a try-once whose
+ * script did grant: what ran is unknown, so the acquire ends LK_EUNKNOWN
+ * (no budget for a resend), not held, and the hold is given back. */
+TEST(wrong_shape_reply_to_acquire_is_unknown_and_given_back) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_fair_t *w;
+  fsx_t s;
+  char match[96];
+  const char fake[] = "+OK\r\n";
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  p = fx_start_proxied(&fx, &o);
+  w = fx_fair(&fx, "shape");
+  ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, w, NULL)); /* connected */
+  acquire_match(match, sizeof(match));
+  rt_proxy_on_reply(p, match, 1, RT_PROXY_REPLACE, fake, strlen(fake));
+  fsx_start(w, 0, 30000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_EQ(s.status, LK_EUNKNOWN);
+  ASSERT_EQ(lk_fair_hold_count(w), 0);
+  ASSERT(!lk_fair_is_held(w));
+  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS shape") == 0, 3000);
+  ASSERT_EQ(fair_llen(fx.srv, "shape"), 0);
+  ASSERT_EQ(fair_zcard(fx.srv, "shape"), 0);
+  /* The object carries on. */
+  ASSERT_OK(fsx_acquire(&fx, w, 0, 30000));
+  ASSERT_EQ(holds_of(&fx, "shape", lk_fair_owner(w)), 1);
+  ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS shape"), 0);
+  fx_close_fair(&fx, w);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
+
+/* The same with a wait budget: the attempt is resent, the resend reads the
+ * grant the first one took from the count, and the hold is counted once. */
+TEST(wrong_shape_reply_with_budget_is_resent_and_counted_once) {
+  fx_t fx;
+  rt_proxy_t *p;
+  lk_fair_t *w;
+  fsx_t s;
+  char match[96];
+  const char fake[] = ":7\r\n";
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  p = fx_start_proxied(&fx, &o);
+  w = fx_fair(&fx, "shape2");
+  ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, w, NULL)); /* connected */
+  acquire_match(match, sizeof(match));
+  rt_proxy_on_reply(p, match, 1, RT_PROXY_REPLACE, fake, strlen(fake));
+  fsx_start(w, 5000, 30000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, 7000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(lk_fair_hold_count(w), 1);
+  ASSERT_EQ(holds_of(&fx, "shape2", lk_fair_owner(w)), 1);
+  ASSERT_EQ(fair_llen(fx.srv, "shape2"), 0);
+  ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS shape2"), 0);
   fx_close_fair(&fx, w);
   fx_finish(&fx);
   rt_proxy_stop(p);

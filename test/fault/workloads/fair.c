@@ -55,7 +55,7 @@ static int close_obj(void *o, wl_excl_t *w) {
 static void dump(const void *o, FILE *out) {
   const lk_fair_t *f = o;
   fprintf(out, "  fair: owner %s holds %u lost %d maybe_queued %d outcome_open %d position %lld\n",
-          f->owner, f->holds, f->lost, f->maybe_queued, f->outcome_open,
+          f->owner, f->hold.count, (int)f->base.lost, f->maybe_queued, (int)f->base.outcome_open,
           (long long)f->position);
 }
 
@@ -67,5 +67,6 @@ static size_t wl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) {
   return wl_excl_check(h, obj, srv, ops.name, ops.key, 0);
 }
 
-static nem_workload_t wl_fair = {"fair", NULL, wl_start, wl_excl_stop, wl_check, wl_excl_dump, NULL};
+static nem_workload_t wl_fair = {.name = "fair", .start = wl_start, .stop = wl_excl_stop,
+                                 .check = wl_check, .dump = wl_excl_dump, .wipe_ok = 1};
 NEM_WORKLOAD(wl_fair)
