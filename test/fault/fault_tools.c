@@ -269,6 +269,24 @@ TEST(proxy_insert_adds_a_reply_before_the_real_one) {
   px_stop(&x);
 }
 
+/* TRUNCATE delivers the replies before, half of the k-th, then EOF; the
+ * command itself ran on the server. */
+TEST(proxy_truncate_sends_half_a_reply_then_cuts) {
+  px_t x;
+  px_start(&x);
+  int fd = raw_connect(rt_proxy_port(x.p), rt_scaled_ms(2000));
+  char buf[256];
+  rt_proxy_on_reply(x.p, "ECHO", 2, RT_PROXY_TRUNCATE, NULL, 0);
+  raw_send(fd, "ECHO one\r\nECHO three\r\nECHO four\r\n");
+  /* one (9 bytes), then 5 of "$5\r\nthree\r\n" (11), then EOF. */
+  ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 64), 14);
+  ASSERT_STREQ(buf, "$3\r\none\r\n$5\r\nt");
+  ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 1), 0); /* EOF, not a timeout */
+  ASSERT_EQ(rt_proxy_rule_state(x.p), RT_PROXY_RULE_APPLIED);
+  close(fd);
+  px_stop(&x);
+}
+
 /* Subscribe confirmations are replies; messages are not: a rule on the
  * reply to the 2nd command of a subscribed connection skips the pushes. */
 TEST(proxy_rules_skip_pubsub_pushes) {

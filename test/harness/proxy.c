@@ -463,6 +463,11 @@ static void apply_action(conn_t *c, bytes_t *out) {
     route(c, out, r->replacement, r->replacement_len);
     route(c, out, c->frame.p, c->frame.len);
     return;
+  case RT_PROXY_TRUNCATE:
+    /* Routed before cutting is set: route drops everything after. */
+    route(c, out, c->frame.p, c->frame.len > 1 ? c->frame.len / 2 : c->frame.len);
+    c->cutting = 1;
+    return;
   }
 }
 

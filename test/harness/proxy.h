@@ -97,7 +97,10 @@ typedef enum {
   /* Send bytes (copied), then the real reply: an unsolicited reply arriving
    * just before it, which shifts every later reply on that connection by one
    * unless the client notices. */
-  RT_PROXY_INSERT
+  RT_PROXY_INSERT,
+  /* Deliver the first half of it (at least one byte), then close the
+   * connection (FIN) as RT_PROXY_DROP_CUT does: a reply cut off mid-frame. */
+  RT_PROXY_TRUNCATE
 } rt_proxy_action_t;
 
 enum {
