@@ -118,6 +118,86 @@ TEST(token_checker_passes_and_fails) {
   rt_recs_free(&h);
 }
 
+TEST(grant_token_checker_passes_and_fails) {
+  rt_recs_t h;
+  rt_check_t c;
+  rt_recs_init(&h);
+  /* Calls 100..200 (token 10) and 150..400 (token 9) overlap: either INCR
+   * may have run first. 300..350 came after 10 was confirmed: above it. */
+  add(&h, 0, RT_OP_GRANT, 100, 200, 10, RT_OP_READ);
+  add(&h, 1, RT_OP_GRANT, 150, 400, 9, RT_OP_READ);
+  add(&h, 2, RT_OP_GRANT, 300, 350, 11, RT_OP_WRITE);
+  add(&h, 3, RT_OP_GRANT, 360, 380, 0, RT_OP_HOLD); /* no token: skipped */
+  add(&h, 3, RT_OP_HOLD, 500, 600, 1, 0);           /* not a grant record */
+  rt_check_grant_tokens(&h, 0, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.checked, 3);
+  ASSERT_EQ(c.violations, 0);
+  ASSERT_EQ(c.max_seen, 11);
+  /* After an empty restart: invoked after 11 was confirmed, yet 1. */
+  add(&h, 3, RT_OP_GRANT, 700, 710, 1, RT_OP_HOLD);
+  rt_check_grant_tokens(&h, 0, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 1);
+  ASSERT_EQ(c.first_a.token, 11);
+  ASSERT_EQ(c.first_b.token, 1);
+  h.n--;
+  /* Handed out twice, to calls that overlap (no order between them). */
+  add(&h, 4, RT_OP_GRANT, 160, 420, 9, RT_OP_READ);
+  rt_check_grant_tokens(&h, 0, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 1);
+  ASSERT_EQ(c.first_b.token, 9);
+  /* Other objects are separate. */
+  rt_check_grant_tokens(&h, 1, &c);
+  ASSERT_EQ(c.checked, 0);
+  rt_recs_free(&h);
+}
+
+/* A wipe (the server came back empty at once) ends the sections under way
+ * when it began: a holder that still believed it held is no overlap with a
+ * holder after the wipe; overlaps before the wipe still count. */
+TEST(wipe_ends_sections_for_the_exclusion_checkers) {
+  rt_recs_t h;
+  rt_check_t c;
+  rt_recs_init(&h);
+  add(&h, 0, RT_OP_HOLD, 100, 900, 0, 0);  /* believed held until 900 */
+  add(&h, 1, RT_OP_HOLD, 600, 700, 0, 0);  /* after the wipe */
+  add(&h, 0, RT_OP_LOST, 800, 800, 0, 100); /* told after 1 took it */
+  add(&h, 2, RT_OP_WRITE, 100, 900, 0, 0);
+  add(&h, 3, RT_OP_READ, 600, 700, 0, 0);
+  rt_check_exclusive(&h, 0, RT_OP_HOLD, &c);
+  ASSERT_EQ(c.violations, 1); /* without the wipe: overlaps */
+  rt_check_lost_first(&h, 0, RT_OP_HOLD, &c);
+  ASSERT_EQ(c.violations, 1);
+  rt_check_rw(&h, 0, &c);
+  ASSERT_EQ(c.violations, 1);
+  add(&h, UINT32_MAX, RT_OP_WIPE, 500, 550, 0, 0);
+  rt_check_exclusive(&h, 0, RT_OP_HOLD, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 0);
+  rt_check_lost_first(&h, 0, RT_OP_HOLD, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 0);
+  rt_check_rw(&h, 0, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 0);
+  /* A section that begins during the wipe is skipped; one that overlaps
+   * another before the wipe is still a violation. */
+  add(&h, 4, RT_OP_HOLD, 520, 800, 0, 0);
+  add(&h, 5, RT_OP_HOLD, 300, 400, 0, 0);
+  rt_check_exclusive(&h, 0, RT_OP_HOLD, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 1);
+  ASSERT_EQ(c.first_b.proc, 5);
+  /* Tokens take no excuse from it (rt_check_grant_tokens ignores wipes). */
+  add(&h, 0, RT_OP_GRANT, 90, 100, 5, RT_OP_HOLD);
+  add(&h, 1, RT_OP_GRANT, 560, 600, 1, RT_OP_HOLD);
+  rt_check_grant_tokens(&h, 0, &c);
+  ASSERT_EQ(c.violations, 1);
+  rt_recs_free(&h);
+}
+
 TEST(fifo_checker_passes_and_fails) {
   rt_recs_t h;
   rt_check_t c;

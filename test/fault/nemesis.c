@@ -9,6 +9,15 @@
  * At the end every fault is healed, the workers close cleanly, and each
  * workload's checkers run on the merged history.
  *
+ * nemesis_empty_restarts runs the workloads that survive it (wipe_ok: the
+ * lock-like ones) with two more faults: a restart without persistence (the
+ * server is killed and its AOF removed, so it comes back empty at once: a
+ * wipe, history.h), and a delayed one (down for longer than any lease,
+ * then empty). Fencing tokens must strictly increase across both, over every
+ * grant of every process; exclusion is checked across delayed restarts and
+ * up to each wipe. The default run never picks these faults, so a seed
+ * replays the same schedule as before they existed.
+ *
  *   LK_NEMESIS_SEED=N       replay the schedule of a printed seed
  *   LK_NEMESIS_SECONDS=S    run length (default 40; the test adds about 15)
  *   LK_NEMESIS_WORKERS=W    worker processes (default 4)
@@ -16,6 +25,7 @@
  *
  * The schedule (fault kinds, order, durations, targets) is a function of the
  * seed; what the workers do in between depends on timing, as in any run. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -61,6 +71,7 @@ typedef struct run_s {
   char dir[512];
   nem_workload_t *wl[MAX_WORKLOADS];
   int n_wl;
+  int wipes; /* 1: the nemesis_empty_restarts run */
 } run_t;
 
 static run_t RUN;
@@ -387,20 +398,26 @@ enum {
   F_CLIENT_PAUSE,
   F_WORKER_STOP,
   F_DROP_REPLY,
+  F_RESTART_EMPTY,
+  F_RESTART_EMPTY_DELAYED,
   F_QUIET,
   F_COUNT
 };
 
+/* weight: in the default run; weight_wipes: in nemesis_empty_restarts. */
 static const struct {
   const char *name;
-  int weight;
+  int weight, weight_wipes;
 } faults[F_COUNT] = {
-    {"server-pause", 3},  {"server-pause-long", 1}, {"proxy-reset", 3},  {"blackhole", 2},
-    {"partition", 2},     {"delay", 2},             {"restart-aof", 2},  {"kill-pubsub", 2},
-    {"kill-normal", 1},
-    {"script-flush", 2},  {"client-pause", 1},      {"worker-stop", 3},  {"drop-reply", 2},
-    {"quiet", 2},
+    {"server-pause", 3, 3},  {"server-pause-long", 1, 1}, {"proxy-reset", 3, 3},
+    {"blackhole", 2, 2},     {"partition", 2, 2},         {"delay", 2, 2},
+    {"restart-aof", 2, 2},   {"kill-pubsub", 2, 2},       {"kill-normal", 1, 1},
+    {"script-flush", 2, 2},  {"client-pause", 1, 1},      {"worker-stop", 3, 3},
+    {"drop-reply", 2, 2},    {"restart-empty", 0, 4},     {"restart-empty-delayed", 0, 3},
+    {"quiet", 2, 2},
 };
+
+static int weight(int kind) { return RUN.wipes ? faults[kind].weight_wipes : faults[kind].weight; }
 
 typedef struct nem_s {
   uint64_t rng;
@@ -420,14 +437,44 @@ static int64_t nbetween(nem_t *n, int64_t lo, int64_t hi) {
 static int pick_fault(nem_t *n) {
   int total = 0;
   for (int i = 0; i < F_COUNT; i++)
-    total += faults[i].weight;
+    total += weight(i);
   int r = (int)nbetween(n, 0, total - 1);
   for (int i = 0; i < F_COUNT; i++) {
-    if (r < faults[i].weight)
+    if (r < weight(i))
       return i;
-    r -= faults[i].weight;
+    r -= weight(i);
   }
   return F_QUIET;
+}
+
+/* Removes what a restart would load (the AOF directory; an RDB file if
+ * any), so the next start comes back empty while later AOF restarts keep
+ * working from there. The server must be down. */
+static void drop_persistence(rt_server_t *srv) {
+  char dir[700], path[1000];
+  snprintf(dir, sizeof dir, "%s/appendonlydir", rt_server_dir(srv));
+  DIR *d = opendir(dir);
+  if (d != NULL) {
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        continue;
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      if (unlink(path) != 0)
+        FAIL("nemesis: removing %s: %s", path, strerror(errno));
+    }
+    closedir(d);
+    if (rmdir(dir) != 0)
+      FAIL("nemesis: removing %s: %s", dir, strerror(errno));
+  } else if (errno != ENOENT) {
+    FAIL("nemesis: opening %s: %s", dir, strerror(errno));
+  }
+  static const char *const files[] = {"appendonly.aof", "dump.rdb"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", rt_server_dir(srv), files[i]);
+    if (unlink(path) != 0 && errno != ENOENT)
+      FAIL("nemesis: removing %s: %s", path, strerror(errno));
+  }
 }
 
 static void record_fault(nem_t *n, int kind, uint64_t t0, int64_t arg) {
@@ -487,6 +534,26 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
   case F_RESTART_AOF:
     if (rt_server_restart(n->srv) != 0)
       FAIL("nemesis: the server did not come back after a restart");
+    break;
+  case F_RESTART_EMPTY:
+  case F_RESTART_EMPTY_DELAYED:
+    /* Delayed: down for longer than any lease (every worker uses the run's
+     * lease), so every hold ended before the server is back (S1 holds);
+     * with no time left for that, it is an immediate one. Immediate: a
+     * wipe, which S1 does not cover (history.h). */
+    d = nbetween(n, lease + lease / 4, 2 * lease);
+    if (kind == F_RESTART_EMPTY || d > d_max) {
+      kind = F_RESTART_EMPTY;
+      d = 0;
+    }
+    arg = d;
+    rt_server_kill(n->srv, SIGKILL);
+    drop_persistence(n->srv);
+    rt_sleep_ms(d);
+    if (rt_server_restart(n->srv) != 0)
+      FAIL("nemesis: the server did not come back after an empty restart");
+    if (kind == F_RESTART_EMPTY)
+      rt_recs_add5(n->h, UINT32_MAX, RT_OP_WIPE, t0, uv_hrtime(), 0, 0);
     break;
   case F_KILL_PUBSUB:
     arg = rt_server_kill_clients_of_type(n->srv, "pubsub");
@@ -565,8 +632,9 @@ static int rec_start_cmp(const void *pa, const void *pb) {
 }
 
 static void dump_timeline(rt_recs_t *h) {
-  static const char *const ops[] = {"?",       "hold",   "read",    "write", "permits", "countdown",
-                                    "await",   "lost",   "stopped", "fault", "call", "stalled"};
+  static const char *const ops[] = {"?",     "hold",  "read",    "write", "permits",
+                                    "countdown", "await", "lost", "stopped", "fault",
+                                    "call",  "stalled", "grant", "wipe"};
   const char *tmp = getenv("TMPDIR");
   char path[600];
   snprintf(path, sizeof path, "%s/lk-nemesis-%" PRIu64 "-%d.txt",
@@ -583,6 +651,9 @@ static void dump_timeline(rt_recs_t *h) {
       fprintf(f, "%10.3f %10.3f nemesis  fault %s arg %" PRId64 "\n",
               (double)(r->start_ns - t0) / 1e6, (double)(r->end_ns - t0) / 1e6,
               r->token >= 0 && r->token < F_COUNT ? faults[r->token].name : "?", r->extra);
+    else if (r->op == RT_OP_WIPE)
+      fprintf(f, "%10.3f %10.3f nemesis  wipe (the server came back empty)\n",
+              (double)(r->start_ns - t0) / 1e6, (double)(r->end_ns - t0) / 1e6);
     else
       fprintf(f, "%10.3f %10.3f proc %-3u %s obj %s %-9s token/status %" PRId64 " extra %" PRId64 "\n",
               (double)(r->start_ns - t0) / 1e6, (double)(r->end_ns - t0) / 1e6, r->proc, what,
@@ -608,14 +679,32 @@ static void select_workloads(void) {
       if (!found)
         continue;
     }
+    if (RUN.wipes && !w->wipe_ok) {
+      if (only != NULL && *only != '\0')
+        FAIL("nemesis: workload %s does not survive restarts without persistence", w->name);
+      continue;
+    }
     RUN.wl[RUN.n_wl++] = w;
   }
   if (RUN.n_wl == 0)
     FAIL("nemesis: no workload selected (LK_NEMESIS_WORKLOADS=\"%s\")", only ? only : "");
 }
 
-TEST(nemesis_seeded_run) {
+/* Fencing tokens checked over every grant (rt_check_grant_tokens), summed
+ * over the workloads, for the summary. */
+static void count_grants(const rt_recs_t *h, size_t *grants, size_t *violations) {
+  *grants = *violations = 0;
+  for (int i = 0; i < RUN.n_wl; i++) {
+    rt_check_t c;
+    rt_check_grant_tokens(h, (uint16_t)i, &c);
+    *grants += c.checked;
+    *violations += c.violations;
+  }
+}
+
+static void run_nemesis(int wipes) {
   memset(&RUN, 0, sizeof RUN);
+  RUN.wipes = wipes;
   const char *seed_env = getenv("LK_NEMESIS_SEED");
   if (seed_env != NULL && *seed_env != '\0')
     RUN.seed = strtoull(seed_env, NULL, 10);
@@ -624,13 +713,14 @@ TEST(nemesis_seeded_run) {
   if (RUN.seed == 0)
     RUN.seed = 1;
   RUN.workers = (int)env_int("LK_NEMESIS_WORKERS", 4, 2, MAX_WORKERS);
-  RUN.seconds = env_int("LK_NEMESIS_SECONDS", 40, 1, 3600);
+  RUN.seconds = env_int("LK_NEMESIS_SECONDS", wipes ? 30 : 40, 1, 3600);
   RUN.lease_ms = rt_scaled_ms(800);
   RUN.reply_timeout_ms = RUN.lease_ms / 2;
   select_workloads();
-  printf("nemesis: seed %" PRIu64 " (replay the schedule with LK_NEMESIS_SEED=%" PRIu64
+  printf("nemesis%s: seed %" PRIu64 " (replay the schedule with LK_NEMESIS_SEED=%" PRIu64
          "); %d workers, %" PRId64 " s, lease %" PRId64 " ms; workloads:",
-         RUN.seed, RUN.seed, RUN.workers, RUN.seconds, RUN.lease_ms);
+         wipes ? " (restarts without persistence)" : "", RUN.seed, RUN.seed, RUN.workers,
+         RUN.seconds, RUN.lease_ms);
   for (int i = 0; i < RUN.n_wl; i++)
     printf(" %s", RUN.wl[i]->name);
   printf("\n");
@@ -715,6 +805,12 @@ TEST(nemesis_seeded_run) {
   size_t violations = 0;
   for (int i = 0; i < RUN.n_wl; i++)
     violations += RUN.wl[i]->check(&h, (uint16_t)i, srv);
+  size_t grants = 0, token_violations = 0;
+  count_grants(&h, &grants, &token_violations);
+  printf("nemesis: %lld restarts without persistence (%lld immediate, %lld delayed), %zu "
+         "grants' fencing tokens checked across every process, %zu token violations\n",
+         n.count[F_RESTART_EMPTY] + n.count[F_RESTART_EMPTY_DELAYED], n.count[F_RESTART_EMPTY],
+         n.count[F_RESTART_EMPTY_DELAYED], grants, token_violations);
   printf("nemesis: %zu records checked, %lld faults injected, %zu violations, %d workers with "
          "unexpected statuses; seed %" PRIu64 "\n",
          h.n, total_faults, violations, findings, RUN.seed);
@@ -724,6 +820,15 @@ TEST(nemesis_seeded_run) {
   ASSERT_EQ(violations, 0);
   ASSERT_EQ(findings, 0);
   ASSERT_GT(total_faults, 0);
+  if (wipes)
+    ASSERT_GT(n.count[F_RESTART_EMPTY] + n.count[F_RESTART_EMPTY_DELAYED], 0);
   rt_proxy_stop(px);
   rt_server_stop(srv);
 }
+
+TEST(nemesis_seeded_run) { run_nemesis(0); }
+
+/* Restarts without persistence, immediate and delayed, among the other
+ * faults, for the workloads that survive them: tokens strictly increase over
+ * every grant of every process (issue 15). */
+TEST(nemesis_empty_restarts) { run_nemesis(1); }

@@ -17,7 +17,13 @@
  * Parent side: setup() prepares the server before workers start (initial
  * permits, latch counts...); check() runs the checkers on the history of
  * every worker and the nemesis, prints one line per checker, and returns the
- * number of violations. */
+ * number of violations.
+ *
+ * wipe_ok: the workload's checks hold when the server restarts without its
+ * data (the nemesis_empty_restarts run; history.h, RT_OP_WIPE), as the
+ * lock-like ones do: their exclusion checks end sections at a wipe and their
+ * fencing tokens must increase across it. A semaphore's or a latch's state
+ * has no such guard, so those run only with persistence. */
 #ifndef LK_TEST_FAULT_NEMESIS_H
 #define LK_TEST_FAULT_NEMESIS_H
 
@@ -52,6 +58,7 @@ typedef struct nem_workload_s {
   /* Prints what the workload is waiting for (a worker that does not finish
    * is asked before it is killed); may be NULL. */
   void (*dump)(void *state, FILE *out);
+  int wipe_ok;
   struct nem_workload_s *next;
 } nem_workload_t;
 

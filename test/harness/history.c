@@ -362,16 +362,68 @@ static const rt_rec_t **select_sorted(const rt_recs_t *h, uint16_t obj, uint16_t
   return v;
 }
 
+/* The wipes of h (RT_OP_WIPE), for cutting sections (history.h). */
+typedef struct wipes_s {
+  const rt_rec_t **v;
+  size_t n;
+  size_t cut, skipped; /* sections ended early / skipped because of a wipe */
+} wipes_t;
+
+static void wipes_collect(const rt_recs_t *h, wipes_t *w) {
+  memset(w, 0, sizeof *w);
+  for (size_t i = 0; i < h->n; i++)
+    if (h->v[i].op == RT_OP_WIPE)
+      w->n++;
+  if (w->n == 0)
+    return;
+  w->v = malloc(w->n * sizeof *w->v);
+  w->n = 0;
+  for (size_t i = 0; w->v != NULL && i < h->n; i++)
+    if (h->v[i].op == RT_OP_WIPE)
+      w->v[w->n++] = &h->v[i];
+}
+
+/* The end of section [start, end] as the server knew it: the start of the
+ * earliest wipe that was under way at some time in it. At or before start
+ * (the section began during a wipe): skip it. Counts what it changed. */
+static uint64_t wipe_cut(wipes_t *w, uint64_t start, uint64_t end) {
+  uint64_t cut = end;
+  for (size_t k = 0; k < w->n; k++)
+    if (w->v[k]->start_ns < cut && w->v[k]->end_ns > start)
+      cut = w->v[k]->start_ns;
+  if (cut <= start)
+    w->skipped++;
+  else if (cut < end)
+    w->cut++;
+  return cut;
+}
+
+static void wipes_note(const wipes_t *w, rt_check_t *out) {
+  size_t len = strlen(out->detail);
+  if (w->n > 0 && len < sizeof out->detail)
+    snprintf(out->detail + len, sizeof out->detail - len,
+             "; %zu wipes: %zu sections cut, %zu skipped", w->n, w->cut,
+             w->skipped);
+}
+
 void rt_check_exclusive(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out) {
   check_begin(out, "exclusive");
+  wipes_t w;
+  wipes_collect(h, &w);
   rt_history_t iv;
   rt_history_init(&iv);
   for (size_t i = 0; i < h->n; i++) {
     const rt_rec_t *r = &h->v[i];
-    if (r->obj == obj && r->op == op && rt_history_add(&iv, r->proc, r->start_ns, r->end_ns) != 0) {
+    if (r->obj != obj || r->op != op)
+      continue;
+    uint64_t end = wipe_cut(&w, r->start_ns, r->end_ns);
+    if (end <= r->start_ns)
+      continue;
+    if (rt_history_add(&iv, r->proc, r->start_ns, end) != 0) {
       snprintf(out->detail, sizeof out->detail, "out of memory");
       out->violations = 1;
       rt_history_free(&iv);
+      free(w.v);
       return;
     }
   }
@@ -393,7 +445,9 @@ void rt_check_exclusive(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_
   snprintf(out->detail, sizeof out->detail,
            "%zu overlaps between processes, %zu within one, %zu malformed", rep.overlaps,
            rep.self_overlaps, rep.malformed);
+  wipes_note(&w, out);
   rt_history_free(&iv);
+  free(w.v);
 }
 
 typedef struct sweep_ev_s {
@@ -412,9 +466,10 @@ static int ev_cmp(const void *pa, const void *pb) {
   return 0;
 }
 
-/* Start and end events of the records of obj with op a or op b. */
+/* Start and end events of the records of obj with op a or op b; with w,
+ * sections end where a wipe cut them (wipe_cut). */
 static sweep_ev_t *events(const rt_recs_t *h, uint16_t obj, uint16_t op_a, uint16_t op_b,
-                          size_t *n) {
+                          wipes_t *w, size_t *n) {
   sweep_ev_t *ev = malloc((2 * h->n + 1) * sizeof *ev);
   *n = 0;
   if (ev == NULL)
@@ -423,8 +478,11 @@ static sweep_ev_t *events(const rt_recs_t *h, uint16_t obj, uint16_t op_a, uint1
     const rt_rec_t *r = &h->v[i];
     if (r->obj != obj || (r->op != op_a && r->op != op_b))
       continue;
+    uint64_t end = w != NULL ? wipe_cut(w, r->start_ns, r->end_ns) : r->end_ns;
+    if (w != NULL && end <= r->start_ns)
+      continue;
     ev[(*n)++] = (sweep_ev_t){r->start_ns, 0, 1, r};
-    ev[(*n)++] = (sweep_ev_t){r->end_ns, 1, -1, r};
+    ev[(*n)++] = (sweep_ev_t){end, 1, -1, r};
   }
   qsort(ev, *n, sizeof *ev, ev_cmp);
   return ev;
@@ -433,7 +491,7 @@ static sweep_ev_t *events(const rt_recs_t *h, uint16_t obj, uint16_t op_a, uint1
 void rt_check_permits(const rt_recs_t *h, uint16_t obj, int64_t max_permits, rt_check_t *out) {
   check_begin(out, "permits");
   size_t n = 0;
-  sweep_ev_t *ev = events(h, obj, RT_OP_PERMITS, RT_OP_PERMITS, &n);
+  sweep_ev_t *ev = events(h, obj, RT_OP_PERMITS, RT_OP_PERMITS, NULL, &n);
   int64_t held = 0;
   for (size_t i = 0; ev != NULL && i < n; i++) {
     int64_t p = ev[i].rec->extra;
@@ -456,7 +514,9 @@ void rt_check_permits(const rt_recs_t *h, uint16_t obj, int64_t max_permits, rt_
 void rt_check_rw(const rt_recs_t *h, uint16_t obj, rt_check_t *out) {
   check_begin(out, "read/write");
   size_t n = 0;
-  sweep_ev_t *ev = events(h, obj, RT_OP_READ, RT_OP_WRITE, &n);
+  wipes_t w;
+  wipes_collect(h, &w);
+  sweep_ev_t *ev = events(h, obj, RT_OP_READ, RT_OP_WRITE, &w, &n);
   int64_t readers = 0, writers = 0;
   const rt_rec_t *writer = NULL; /* the last writer that started */
   for (size_t i = 0; ev != NULL && i < n; i++) {
@@ -485,6 +545,8 @@ void rt_check_rw(const rt_recs_t *h, uint16_t obj, rt_check_t *out) {
   }
   snprintf(out->detail, sizeof out->detail, "at most %" PRId64 " readers at once",
            out->max_seen);
+  wipes_note(&w, out);
+  free(w.v);
   free(ev);
 }
 
@@ -505,6 +567,64 @@ void rt_check_tokens(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *
   out->max_seen = best != NULL ? best->token : 0;
   snprintf(out->detail, sizeof out->detail, "highest token %" PRId64, out->max_seen);
   free(v);
+}
+
+static int rec_by_end(const void *pa, const void *pb) {
+  const rt_rec_t *a = *(const rt_rec_t *const *)pa, *b = *(const rt_rec_t *const *)pb;
+  return a->end_ns < b->end_ns ? -1 : a->end_ns > b->end_ns;
+}
+
+static int rec_by_token(const void *pa, const void *pb) {
+  const rt_rec_t *a = *(const rt_rec_t *const *)pa, *b = *(const rt_rec_t *const *)pb;
+  return a->token < b->token ? -1 : a->token > b->token;
+}
+
+void rt_check_grant_tokens(const rt_recs_t *h, uint16_t obj, rt_check_t *out) {
+  check_begin(out, "fencing tokens (every grant, every process)");
+  size_t n = 0, twice = 0, backwards = 0;
+  const rt_rec_t **by_start = select_sorted(h, obj, RT_OP_GRANT, &n);
+  const rt_rec_t **other = malloc((n ? n : 1) * sizeof *other);
+  if (by_start == NULL || other == NULL) {
+    snprintf(out->detail, sizeof out->detail, "out of memory");
+    out->violations = 1;
+    free(by_start);
+    free(other);
+    return;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (by_start[i]->token > 0)
+      by_start[m++] = by_start[i];
+  n = m;
+  out->checked = n;
+  /* Real-time order: sweep the grants by invocation, keeping the largest
+   * token among those confirmed before it. */
+  memcpy(other, by_start, n * sizeof *other);
+  qsort(other, n, sizeof *other, rec_by_end);
+  const rt_rec_t *best = NULL;
+  for (size_t i = 0, j = 0; i < n; i++) {
+    const rt_rec_t *b = by_start[i];
+    for (; j < n && other[j]->end_ns < b->start_ns; j++)
+      if (best == NULL || other[j]->token > best->token)
+        best = other[j];
+    if (best != NULL && b->token <= best->token) {
+      backwards++;
+      violation(out, best, b);
+    }
+  }
+  /* Handed out twice, whenever. */
+  qsort(other, n, sizeof *other, rec_by_token);
+  for (size_t i = 1; i < n; i++)
+    if (other[i]->token == other[i - 1]->token) {
+      twice++;
+      violation(out, other[i - 1], other[i]);
+    }
+  out->max_seen = n > 0 ? other[n - 1]->token : 0;
+  snprintf(out->detail, sizeof out->detail,
+           "%zu handed out twice, %zu not above a token confirmed before the call; highest %" PRId64,
+           twice, backwards, out->max_seen);
+  free(by_start);
+  free(other);
 }
 
 void rt_check_fifo(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out) {
@@ -566,6 +686,8 @@ int rt_proc_paused(const rt_recs_t *h, uint32_t proc, uint64_t from, uint64_t to
 void rt_check_lost_first(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out) {
   check_begin(out, "lost first");
   size_t n = 0, after_section = 0, paused = 0;
+  wipes_t w;
+  wipes_collect(h, &w);
   const rt_rec_t **sec = select_sorted(h, obj, op, &n);
   for (size_t i = 0; sec != NULL && i < h->n; i++) {
     const rt_rec_t *lost = &h->v[i];
@@ -575,8 +697,13 @@ void rt_check_lost_first(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check
       after_section++; /* no section was open: nothing to be late for */
       continue;
     }
-    out->checked++;
     uint64_t began = (uint64_t)lost->extra, told = lost->start_ns;
+    /* A wipe during the section ended it on the server when it began:
+     * sections that start after that are not this notification's to precede. */
+    told = wipe_cut(&w, began, told);
+    if (told <= began)
+      continue;
+    out->checked++;
     if (rt_proc_paused(h, lost->proc, began, told)) {
       paused++; /* a process that does not run cannot be told in time */
       continue;
@@ -595,6 +722,8 @@ void rt_check_lost_first(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check
            "%zu lost-lease notifications during a section (%zu of them while the process "
            "was stopped or stalled, not judged), %zu after it",
            out->checked, paused, after_section);
+  wipes_note(&w, out);
+  free(w.v);
   free(sec);
 }
 

@@ -99,6 +99,15 @@ void rt_history_print(FILE *out, const rt_history_report_t *rep);
  *                   (starved of CPU: as if stopped)
  *   RT_OP_FAULT     a fault the nemesis injected       fault kind   -
  *   RT_OP_CALL      an operation invoked .. completed  status       wait budget (ms)
+ *   RT_OP_GRANT     a fenced acquire invoked .. its    fencing token  the section's op
+ *                   success confirmed (every grant,                 (HOLD, READ, WRITE)
+ *                   held or not)
+ *   RT_OP_WIPE      the server lost its data and came   -            -
+ *                   back at once (killed .. answering
+ *                   again): holds granted before it are
+ *                   gone while their holders may still
+ *                   count on them, which S1 does not
+ *                   cover (a delayed restart is no wipe)
  *
  * File: the 8 bytes "LKHIST02", then 40-byte records in host byte order
  * (rt_rec_t). Appending is not thread-safe; nothing fails the test itself. */
@@ -114,7 +123,9 @@ enum {
   RT_OP_STOPPED,
   RT_OP_FAULT,
   RT_OP_CALL,
-  RT_OP_STALLED
+  RT_OP_STALLED,
+  RT_OP_GRANT,
+  RT_OP_WIPE
 };
 
 typedef struct rt_rec_s {
@@ -159,6 +170,14 @@ typedef struct rt_check_s {
   char detail[160];
 } rt_check_t;
 
+/* Wipes (RT_OP_WIPE): the checkers of exclusion (rt_check_exclusive,
+ * rt_check_rw, rt_check_lost_first) end every section a wipe interrupts
+ * where the wipe began (what the holder believed afterwards, the server no
+ * longer knew), and skip sections that begin during a wipe (granted by the
+ * server that went, or by the one that came back: not told apart). Without
+ * wipes in h nothing changes. The token checkers ignore wipes: tokens must
+ * increase across them. */
+
 /* No two processes' sections of op (RT_OP_HOLD, or RT_OP_WRITE) on obj
  * overlap. max_seen: 1 when there were sections. */
 void rt_check_exclusive(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out);
@@ -172,6 +191,12 @@ void rt_check_rw(const rt_recs_t *h, uint16_t obj, rt_check_t *out);
 /* Records of op on obj with token > 0, in order of start: tokens strictly
  * increase. */
 void rt_check_tokens(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out);
+/* Every RT_OP_GRANT of obj with token > 0, of every process and side: no
+ * token is handed out twice, and a grant invoked after another one was
+ * confirmed (a.end_ns < b.start_ns, so the server ran a's INCR before b's)
+ * carries a larger token. Grants whose calls overlap are not ordered.
+ * max_seen: the highest token. */
+void rt_check_grant_tokens(const rt_recs_t *h, uint16_t obj, rt_check_t *out);
 /* Records of op on obj, in order of start (acquisition): their enqueue
  * ranks (extra) strictly increase: first come, first served. */
 void rt_check_fifo(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out);

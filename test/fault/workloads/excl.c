@@ -113,6 +113,9 @@ void wl_excl_acquired(wl_excl_t *w, int status) {
   }
   w->t_acq = now;
   w->token = w->ops->token(w->o);
+  /* Every grant's token, held or not, for the check across processes. */
+  if (w->token > 0)
+    nem_record(w->ctx, RT_OP_GRANT, w->obj, w->t_call, now, w->token, side_op(w->side));
   w->held_once = 0;
   poll_held(w);
   if (!w->held_once) {
@@ -262,6 +265,8 @@ size_t wl_excl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv, const c
   rt_check_exclusive(h, obj, excl_op, &c);
   v += nem_report(&c, name);
   rt_check_tokens(h, obj, excl_op, &c);
+  v += nem_report(&c, name);
+  rt_check_grant_tokens(h, obj, &c);
   v += nem_report(&c, name);
   rt_check_lost_first(h, obj, excl_op, &c);
   v += nem_report(&c, name);

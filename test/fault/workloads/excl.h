@@ -42,8 +42,11 @@ void wl_excl_acquired(wl_excl_t *w, int status);
 void wl_excl_released(wl_excl_t *w, int status);
 void wl_excl_lost(wl_excl_t *w);
 void wl_excl_closed(wl_excl_t *w);
-/* Exclusive primitives: exclusive sections, tokens, lost-first, bounded
- * waits, and the key gone at the end. Read/write: S6 instead of S1. */
+/* Exclusive primitives: exclusive sections, tokens (of the sections in
+ * order, and of every grant across processes in real-time order),
+ * lost-first, bounded waits, and the key gone at the end. Read/write: S6
+ * instead of S1. Every workload of this engine survives wipes (history.h:
+ * the exclusion checks end sections there; tokens must hold across them). */
 size_t wl_excl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv, const char *name,
                      const char *key, int read_write);
 

@@ -151,5 +151,6 @@ static size_t wl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) {
   return v;
 }
 
-static nem_workload_t wl_latch = {"latch", wl_setup, wl_start, wl_stop, wl_check, NULL, NULL};
+static nem_workload_t wl_latch = {.name = "latch", .setup = wl_setup, .start = wl_start,
+                                  .stop = wl_stop, .check = wl_check};
 NEM_WORKLOAD(wl_latch)

@@ -57,5 +57,6 @@ static size_t wl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) {
   return wl_excl_check(h, obj, srv, ops.name, ops.key, 1);
 }
 
-static nem_workload_t wl_rwlock = {"rwlock", NULL, wl_start, wl_excl_stop, wl_check, wl_excl_dump, NULL};
+static nem_workload_t wl_rwlock = {.name = "rwlock", .start = wl_start, .stop = wl_excl_stop,
+                                   .check = wl_check, .dump = wl_excl_dump, .wipe_ok = 1};
 NEM_WORKLOAD(wl_rwlock)

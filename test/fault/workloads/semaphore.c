@@ -180,5 +180,6 @@ static size_t wl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) {
   return v + (avail > SEM_PERMITS || avail < 0);
 }
 
-static nem_workload_t wl_semaphore = {"semaphore", wl_setup, wl_start, wl_stop, wl_check, NULL, NULL};
+static nem_workload_t wl_semaphore = {.name = "semaphore", .setup = wl_setup, .start = wl_start,
+                                      .stop = wl_stop, .check = wl_check};
 NEM_WORKLOAD(wl_semaphore)
