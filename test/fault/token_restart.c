@@ -5,7 +5,8 @@
  * every token handed out before. Then the earlier clients go on, with no
  * LK_ETOKEN, tokens still strictly increasing. Once immediately, once with
  * the server down for a while (an acquire waiting through it), for the
- * reentrant lock, the fair lock and both sides of the read/write lock.
+ * reentrant lock, the fair lock and both sides of the read/write lock, and
+ * for RedLock's quorum token when every master restarted empty.
  *
  * Before the counter was seeded when absent, the new client got token 1. */
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "lk_fixture.h"
+#include "multi_fixture.h"
 #include "redisson_emu.h"
 
 enum { P_LOCK, P_FAIR, P_RWLOCK };
@@ -260,4 +262,42 @@ TEST(lock_redisson_fenced_lock_continues_the_seeded_counter) {
   ASSERT_EQ(rt_rlock_unlock(rc, "tr-rsn", "emu", 1), 1);
   redisFree(rc);
   scene_end(&sc, &fresh);
+}
+
+/* RedLock: every master restarts empty; a process that has not seen the
+ * restarts (so no master abstains) takes a quorum token above every quorum
+ * token before: the masters' counters restart from their clocks. */
+TEST(redlock_tokens_increase_when_every_master_restarted_empty) {
+  enum { MASTERS = 3, RL_ROUNDS = 5 };
+  mfx_t m;
+  lk_client_t *fresh[MASTERS];
+  lk_redlock_t *rl;
+  lk_redlock_opts_t o;
+  mx_t s;
+  int64_t highest = 0;
+  mfx_start(&m, MASTERS, NULL); /* no persistence */
+  rl = mx_rl_new(&m, m.c, "tr-rl", NULL);
+  lk_redlock_opts_init(&o);
+  o.fenced = 1;
+  o.lease_ms = 10000;
+  o.node_timeout_ms = rt_scaled_ms(300);
+  for (int r = 0; r < RL_ROUNDS; r++) {
+    ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
+    ASSERT_GT(s.token, highest);
+    highest = s.token;
+    ASSERT_OK(mx_rl_release(&m, rl));
+  }
+  mx_rl_close(&m, rl);
+  for (int i = 0; i < MASTERS; i++)
+    ASSERT_OK(rt_server_restart(m.srv[i]));
+  mfx_clients(&m, fresh, 0);
+  rl = mx_rl_new(&m, fresh, "tr-rl", NULL);
+  ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
+  if (s.token <= highest)
+    FAIL("quorum token %" PRId64 " after %" PRId64 " had been handed out", s.token, highest);
+  printf("quorum tokens: %" PRId64 " before the restarts, %" PRId64 " after\n", highest, s.token);
+  ASSERT_OK(mx_rl_release(&m, rl));
+  mx_rl_close(&m, rl);
+  mfx_close_set(&m, fresh);
+  mfx_finish(&m);
 }
