@@ -1,0 +1,35 @@
+/* Hash slots of keys, as Redis Cluster assigns them (see slot.h). Written
+ * from the algorithm's definition: the router and the tests must agree with
+ * the server's CLUSTER KEYSLOT byte for byte. */
+#include "core/slot.h"
+
+#include <string.h>
+
+/* Bit by bit, most significant bit first: the key names a latchkey object
+ * and is short, so a table would buy nothing worth its 512 bytes. */
+uint16_t lk__crc16(const char *buf, size_t len) {
+  const unsigned char *p = (const unsigned char *)buf;
+  uint16_t crc = 0;
+  for (size_t i = 0; i < len; i++) {
+    crc ^= (uint16_t)((uint16_t)p[i] << 8);
+    for (int bit = 0; bit < 8; bit++) {
+      unsigned shifted = (unsigned)crc << 1;
+      crc = (uint16_t)((crc & 0x8000u) ? shifted ^ 0x1021u : shifted);
+    }
+  }
+  return crc;
+}
+
+uint16_t lk__key_slot(const char *key, size_t len) {
+  if (len == 0)
+    return lk__crc16(NULL, 0) & (LK__SLOTS - 1);
+  const char *open = memchr(key, '{', len);
+  if (open != NULL) {
+    size_t after = (size_t)(open - key) + 1;
+    const char *close = memchr(open + 1, '}', len - after);
+    /* "{}" is no tag: the whole key is hashed then, as the server does. */
+    if (close != NULL && close > open + 1)
+      return lk__crc16(open + 1, (size_t)(close - open - 1)) & (LK__SLOTS - 1);
+  }
+  return lk__crc16(key, len) & (LK__SLOTS - 1);
+}

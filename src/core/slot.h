@@ -1,0 +1,22 @@
+#ifndef LK_CORE_SLOT_H
+#define LK_CORE_SLOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Redis Cluster divides the key space into 16384 hash slots. */
+#define LK__SLOTS 16384
+
+/* The slot of a key, as a cluster computes it: CRC16 (the XMODEM variant:
+ * polynomial 0x1021, initial value 0, no reflection, no final xor) of the
+ * key's hash tag, modulo 16384. The hash tag is what lies between the first
+ * '{' and the first '}' after it, when that is at least one byte; otherwise
+ * the whole key is hashed. Binary-safe: len bytes of key are read, NULs
+ * included; key may be NULL when len is 0. */
+uint16_t lk__key_slot(const char *key, size_t len);
+
+/* Plain CRC16 (XMODEM) of len bytes, exposed for the tests' check of the
+ * published test vector (CRC16("123456789") == 0x31C3). */
+uint16_t lk__crc16(const char *buf, size_t len);
+
+#endif /* LK_CORE_SLOT_H */
