@@ -1,0 +1,915 @@
+/* A private Redis Cluster of rt_server_t nodes (see redis_cluster.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "redis_cluster.h"
+
+#include "test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define RT_NO_NODE 0xFF
+#define RT_MAX_MIGRATIONS 16
+
+typedef struct {
+  rt_server_t *srv; /* NULL before start and once removed */
+  int port;
+  int paused;
+  char id[48];
+} node_t;
+
+typedef struct {
+  int slot, from, to; /* slot -1: free record */
+} migration_t;
+
+struct rt_cluster_s {
+  node_t nodes[RT_CLUSTER_MAX_NODES];
+  int n;
+  int masters, replicas, node_timeout_ms;
+  char **extra; /* the caller's extra args, NULL-terminated copy */
+  migration_t mig[RT_MAX_MIGRATIONS];
+  /* slot -> node index (RT_NO_NODE: unassigned or unknown) */
+  uint8_t map[RT_CLUSTER_SLOTS], ref[RT_CLUSTER_SLOTS];
+  /* node -> the master CLUSTER SLOTS lists it under (RT_NO_NODE: not
+   * listed as a replica) */
+  uint8_t listed_under[RT_CLUSTER_MAX_NODES];
+};
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static int node_valid(const rt_cluster_t *c, int i) {
+  return c != NULL && i >= 0 && i < c->n && c->nodes[i].srv != NULL;
+}
+
+int rt_cluster_up(const rt_cluster_t *c, int i) {
+  return node_valid(c, i) && rt_server_running(c->nodes[i].srv) && !c->nodes[i].paused;
+}
+
+int rt_cluster_size(const rt_cluster_t *c) { return c->n; }
+
+rt_server_t *rt_cluster_server(rt_cluster_t *c, int i) {
+  return (c != NULL && i >= 0 && i < c->n) ? c->nodes[i].srv : NULL;
+}
+
+int rt_cluster_port(const rt_cluster_t *c, int i) {
+  return (i >= 0 && i < c->n) ? c->nodes[i].port : 0;
+}
+
+const char *rt_cluster_id(const rt_cluster_t *c, int i) {
+  return (i >= 0 && i < c->n) ? c->nodes[i].id : "";
+}
+
+int rt_cluster_index_of_port(const rt_cluster_t *c, int port) {
+  for (int i = 0; i < c->n; i++)
+    if (c->nodes[i].srv != NULL && c->nodes[i].port == port)
+      return i;
+  return -1;
+}
+
+static int reply_is_ok(const redisReply *r) {
+  return r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
+}
+
+/* Sends a command to node i, expecting +OK; prints and returns -1 otherwise. */
+static int cmd_ok(rt_cluster_t *c, int i, const char *fmt, ...) {
+  va_list ap;
+  if (!rt_cluster_up(c, i)) {
+    fprintf(stderr, "rt_cluster: node %d is not up for \"%s\"\n", i, fmt);
+    return -1;
+  }
+  va_start(ap, fmt);
+  char cmd[256];
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  /* Every argument here is a word, a number or a node id: split on spaces. */
+  const char *argv[16];
+  size_t lens[16];
+  int argc = 0;
+  for (char *save = NULL, *tok = strtok_r(cmd, " ", &save); tok != NULL && argc < 16;
+       tok = strtok_r(NULL, " ", &save)) {
+    argv[argc] = tok;
+    lens[argc] = strlen(tok);
+    argc++;
+  }
+  redisReply *r = rt_cmd_argv(c->nodes[i].srv, argc, argv, lens);
+  int ok = reply_is_ok(r);
+  if (!ok)
+    fprintf(stderr, "rt_cluster: node %d (port %d): %s -> %s\n", i, c->nodes[i].port, fmt,
+            r == NULL ? "no reply" : (r->str != NULL ? r->str : "non-text reply"));
+  if (r != NULL)
+    freeReplyObject(r);
+  return ok ? 0 : -1;
+}
+
+/* "name:value" in an INFO-style text (CLUSTER INFO), as a number; -1 absent. */
+static long long text_field(const char *text, size_t len, const char *name, char *val,
+                            size_t val_cap) {
+  size_t nlen = strlen(name);
+  const char *p = text, *end = text + len;
+  for (int lines = 0; p < end && lines < 10000; lines++) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    if (eol == NULL)
+      eol = end;
+    if ((size_t)(eol - p) > nlen && memcmp(p, name, nlen) == 0 && p[nlen] == ':') {
+      const char *v = p + nlen + 1, *vend = eol;
+      if (vend > v && vend[-1] == '\r')
+        vend--;
+      if (val != NULL && val_cap > 0)
+        snprintf(val, val_cap, "%.*s", (int)(vend - v), v);
+      return atoll(v);
+    }
+    p = eol + 1;
+  }
+  if (val != NULL && val_cap > 0)
+    val[0] = '\0';
+  return -1;
+}
+
+/* ---- asking the nodes ------------------------------------------------------------- */
+
+int rt_cluster_is_master(rt_cluster_t *c, int i) {
+  if (!rt_cluster_up(c, i))
+    return -1;
+  redisReply *r = rt_cmd(c->nodes[i].srv, "ROLE");
+  int role = -1;
+  if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+      r->element[0]->type == REDIS_REPLY_STRING)
+    role = strcmp(r->element[0]->str, "master") == 0 ? 1 : 0;
+  if (r != NULL)
+    freeReplyObject(r);
+  return role;
+}
+
+int rt_cluster_master_of(rt_cluster_t *c, int i) {
+  if (rt_cluster_is_master(c, i) != 0)
+    return -1;
+  char *port = rt_server_info(c->nodes[i].srv, "replication", "master_port");
+  int m = port != NULL ? rt_cluster_index_of_port(c, atoi(port)) : -1;
+  free(port);
+  return m;
+}
+
+int rt_cluster_replica_of(rt_cluster_t *c, int master) {
+  for (int i = 0; i < c->n; i++)
+    if (i != master && rt_cluster_up(c, i) && rt_cluster_master_of(c, i) == master)
+      return i;
+  return -1;
+}
+
+int rt_cluster_masters(rt_cluster_t *c, int *out, int cap) {
+  int n = 0;
+  for (int i = 0; i < c->n && n < cap; i++)
+    if (rt_cluster_is_master(c, i) == 1)
+      out[n++] = i;
+  return n;
+}
+
+int rt_cluster_is_valkey(rt_cluster_t *c) {
+  for (int i = 0; i < c->n; i++) {
+    if (!rt_cluster_up(c, i))
+      continue;
+    char *name = rt_server_info(c->nodes[i].srv, "server", "server_name");
+    int valkey = name != NULL && strcmp(name, "valkey") == 0;
+    free(name);
+    return valkey;
+  }
+  return 0;
+}
+
+/* Node i's view of slot ownership (CLUSTER SLOTS) into map, and of which
+ * replicas serve which master into c->listed_under. CLUSTER SLOTS leaves out
+ * a replica until this node knows it as one and has heard of a replication
+ * offset other than 0 from it. 0, or -1 after writing why. */
+static int read_owner_map(rt_cluster_t *c, int i, uint8_t *map, char *why, size_t why_len) {
+  memset(map, RT_NO_NODE, RT_CLUSTER_SLOTS);
+  memset(c->listed_under, RT_NO_NODE, sizeof c->listed_under);
+  redisReply *r = rt_cmd(c->nodes[i].srv, "CLUSTER SLOTS");
+  int rc = 0;
+  if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+    snprintf(why, why_len, "node %d: CLUSTER SLOTS: %s", i,
+             r == NULL ? "no reply" : (r->str ? r->str : "not an array"));
+    rc = -1;
+  }
+  for (size_t k = 0; rc == 0 && k < r->elements; k++) {
+    const redisReply *e = r->element[k];
+    if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+        e->element[0]->type != REDIS_REPLY_INTEGER || e->element[1]->type != REDIS_REPLY_INTEGER ||
+        e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2 ||
+        e->element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
+      snprintf(why, why_len, "node %d: CLUSTER SLOTS: unexpected entry", i);
+      rc = -1;
+      break;
+    }
+    long long lo = e->element[0]->integer, hi = e->element[1]->integer;
+    int owner = rt_cluster_index_of_port(c, (int)e->element[2]->element[1]->integer);
+    for (long long s = lo; s <= hi && s >= 0 && s < RT_CLUSTER_SLOTS; s++)
+      map[s] = owner < 0 ? RT_NO_NODE - 1 : (uint8_t)owner;
+    for (size_t k2 = 3; owner >= 0 && k2 < e->elements; k2++) {
+      const redisReply *rep = e->element[k2];
+      if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 2 &&
+          rep->element[1]->type == REDIS_REPLY_INTEGER) {
+        int ri = rt_cluster_index_of_port(c, (int)rep->element[1]->integer);
+        if (ri >= 0)
+          c->listed_under[ri] = (uint8_t)owner;
+      }
+    }
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  return rc;
+}
+
+/* The first up node, or -1. */
+static int any_up(const rt_cluster_t *c) {
+  for (int i = 0; i < c->n; i++)
+    if (rt_cluster_up(c, i))
+      return i;
+  return -1;
+}
+
+int rt_cluster_slot_owner(rt_cluster_t *c, int slot) {
+  char why[256];
+  if (slot < 0 || slot >= RT_CLUSTER_SLOTS)
+    return -1;
+  for (int i = 0; i < c->n; i++) {
+    if (rt_cluster_up(c, i) && read_owner_map(c, i, c->map, why, sizeof why) == 0)
+      return c->map[slot] < c->n ? c->map[slot] : -1;
+  }
+  return -1;
+}
+
+int rt_cluster_key_slot(rt_cluster_t *c, const char *key, size_t len) {
+  int i = any_up(c);
+  if (i < 0)
+    FAIL("rt_cluster_key_slot: no node is up");
+  const char *argv[] = {"CLUSTER", "KEYSLOT", key};
+  size_t lens[] = {7, 7, len};
+  redisReply *r = rt_cmd_argv(c->nodes[i].srv, 3, argv, lens);
+  if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+    FAIL("rt_cluster_key_slot: CLUSTER KEYSLOT on node %d: %s", i,
+         r == NULL ? "no reply" : (r->str ? r->str : "not an integer"));
+  int slot = (int)r->integer;
+  freeReplyObject(r);
+  return slot;
+}
+
+int rt_cluster_key_on(rt_cluster_t *c, int i, const char *prefix, char *out, size_t cap) {
+  char why[256];
+  int asked = any_up(c);
+  if (asked < 0 || read_owner_map(c, asked, c->map, why, sizeof why) != 0)
+    return -1;
+  for (int n = 0; n < 10000; n++) {
+    int len = snprintf(out, cap, "%s%d", prefix, n);
+    if (len < 0 || (size_t)len >= cap)
+      return -1;
+    int slot = rt_cluster_key_slot(c, out, (size_t)len);
+    if (c->map[slot] == i)
+      return slot;
+  }
+  return -1;
+}
+
+/* ---- waiting ------------------------------------------------------------------------ */
+
+typedef int (*pred_fn)(rt_cluster_t *c, int arg, char *why, size_t why_len);
+
+static int wait_for(rt_cluster_t *c, pred_fn pred, int arg, int64_t timeout_ms, const char *what) {
+  int64_t limit = rt_scaled_ms(timeout_ms);
+  int64_t deadline = rt_now_ms() + limit;
+  char why[512] = "not checked";
+  for (long i = 0; i < 1000000L; i++) {
+    if (pred(c, arg, why, sizeof why))
+      return 0;
+    if (rt_now_ms() > deadline)
+      break;
+    rt_sleep_ms(20);
+  }
+  fprintf(stderr, "rt_cluster: %s not reached in %lld ms (last: %s)\n", what, (long long)limit,
+          why);
+  return -1;
+}
+
+static int members(const rt_cluster_t *c) {
+  int n = 0;
+  for (int i = 0; i < c->n; i++)
+    n += c->nodes[i].srv != NULL;
+  return n;
+}
+
+/* cluster_state:ok and every member known, on node i. */
+static int node_info_ok(rt_cluster_t *c, int i, char *why, size_t why_len) {
+  redisReply *r = rt_cmd(c->nodes[i].srv, "CLUSTER INFO");
+  if (r == NULL || r->type != REDIS_REPLY_STRING) {
+    snprintf(why, why_len, "node %d: CLUSTER INFO: %s", i, r ? "not a string" : "no reply");
+    if (r != NULL)
+      freeReplyObject(r);
+    return 0;
+  }
+  char state[32];
+  text_field(r->str, r->len, "cluster_state", state, sizeof state);
+  long long known = text_field(r->str, r->len, "cluster_known_nodes", NULL, 0);
+  freeReplyObject(r);
+  if (strcmp(state, "ok") != 0) {
+    snprintf(why, why_len, "node %d: cluster_state:%s", i, state);
+    return 0;
+  }
+  if (known != members(c)) {
+    snprintf(why, why_len, "node %d knows %lld nodes, %d expected", i, known, members(c));
+    return 0;
+  }
+  return 1;
+}
+
+static int pred_stable(rt_cluster_t *c, int arg, char *why, size_t why_len) {
+  (void)arg;
+  /* Who replicates whom, by the replicas' own word (ROLE, INFO). */
+  int master_of[RT_CLUSTER_MAX_NODES];
+  for (int i = 0; i < c->n; i++) {
+    master_of[i] = -1;
+    if (rt_cluster_up(c, i) && rt_cluster_is_master(c, i) == 0) {
+      char *link = rt_server_info(c->nodes[i].srv, "replication", "master_link_status");
+      int up = link != NULL && strcmp(link, "up") == 0;
+      free(link);
+      master_of[i] = rt_cluster_master_of(c, i);
+      if (!up || master_of[i] < 0) {
+        snprintf(why, why_len, "replica %d: master link not up", i);
+        return 0;
+      }
+    }
+  }
+  int first = 1;
+  for (int i = 0; i < c->n; i++) {
+    if (!rt_cluster_up(c, i))
+      continue;
+    if (!node_info_ok(c, i, why, why_len) || read_owner_map(c, i, c->map, why, why_len) != 0)
+      return 0;
+    for (int s = 0; s < RT_CLUSTER_SLOTS; s++) {
+      if (c->map[s] >= c->n || !rt_cluster_up(c, c->map[s])) {
+        snprintf(why, why_len, "node %d: slot %d is %s", i, s,
+                 c->map[s] >= c->n ? "unassigned or on an unknown node" : "on a node that is down");
+        return 0;
+      }
+    }
+    if (first)
+      memcpy(c->ref, c->map, sizeof c->ref);
+    else if (memcmp(c->ref, c->map, sizeof c->ref) != 0) {
+      int s = 0;
+      while (s < RT_CLUSTER_SLOTS - 1 && c->ref[s] == c->map[s])
+        s++;
+      snprintf(why, why_len, "nodes disagree: slot %d on node %d for one, node %d for node %d",
+               s, c->ref[s], c->map[s], i);
+      return 0;
+    }
+    first = 0;
+    /* Every node must know every replica as one, or a replica's CLUSTER
+     * FAILOVER can go unanswered by a master that does not know it yet. A
+     * replica of a master without slots is not listed by CLUSTER SLOTS. */
+    for (int r = 0; r < c->n; r++) {
+      if (master_of[r] < 0 || memchr(c->map, master_of[r], sizeof c->map) == NULL)
+        continue;
+      if (c->listed_under[r] != master_of[r]) {
+        snprintf(why, why_len, "node %d does not list replica %d under master %d", i, r,
+                 master_of[r]);
+        return 0;
+      }
+    }
+  }
+  if (first) {
+    snprintf(why, why_len, "no node is up");
+    return 0;
+  }
+  return 1;
+}
+
+int rt_cluster_wait_stable(rt_cluster_t *c, int64_t timeout_ms) {
+  return wait_for(c, pred_stable, 0, timeout_ms, "a stable cluster");
+}
+
+static int pred_master(rt_cluster_t *c, int node, char *why, size_t why_len) {
+  if (rt_cluster_is_master(c, node) != 1) {
+    snprintf(why, why_len, "node %d is not (yet) a master", node);
+    return 0;
+  }
+  for (int i = 0; i < c->n; i++) {
+    if (!rt_cluster_up(c, i))
+      continue;
+    if (read_owner_map(c, i, c->map, why, why_len) != 0)
+      return 0;
+    if (memchr(c->map, node, sizeof c->map) == NULL) {
+      snprintf(why, why_len, "node %d does not yet see node %d owning a slot", i, node);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+int rt_cluster_wait_master(rt_cluster_t *c, int i, int64_t timeout_ms) {
+  return wait_for(c, pred_master, i, timeout_ms, "a new master");
+}
+
+/* Startup: stable, with the configured numbers of masters and replicas. */
+static int pred_formed(rt_cluster_t *c, int arg, char *why, size_t why_len) {
+  if (!pred_stable(c, arg, why, why_len))
+    return 0;
+  int masters = 0;
+  int per_master[RT_CLUSTER_MAX_NODES] = {0};
+  for (int i = 0; i < c->n; i++) {
+    int m = rt_cluster_is_master(c, i);
+    if (m < 0)
+      continue; /* not up: pred_stable said so already */
+    if (m == 1) {
+      masters++;
+    } else {
+      int of = rt_cluster_master_of(c, i);
+      if (of < 0) {
+        snprintf(why, why_len, "replica %d: master unknown", i);
+        return 0;
+      }
+      per_master[of]++;
+    }
+  }
+  for (int i = 0; i < c->n; i++) {
+    if (rt_cluster_is_master(c, i) == 1 && per_master[i] != c->replicas) {
+      snprintf(why, why_len, "master %d has %d replicas, %d expected", i, per_master[i],
+               c->replicas);
+      return 0;
+    }
+  }
+  if (masters != c->masters) {
+    snprintf(why, why_len, "%d masters, %d expected", masters, c->masters);
+    return 0;
+  }
+  return 1;
+}
+
+/* ---- starting nodes ------------------------------------------------------------- */
+
+static char *xstrdup(const char *s) {
+  char *d = strdup(s);
+  if (d == NULL)
+    FAIL("out of memory");
+  return d;
+}
+
+/* Starts node i on fresh ports. The bus port is picked apart (cluster-port),
+ * since port + 10000 may fall into the kernel's ephemeral range. A bus port
+ * lost to a race fails the start: pick another and try again. */
+static int start_node(rt_cluster_t *c, int i) {
+  char timeout[16];
+  snprintf(timeout, sizeof timeout, "%d", c->node_timeout_ms);
+  size_t n_extra = 0;
+  while (c->extra != NULL && c->extra[n_extra] != NULL)
+    n_extra++;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    char bus[16];
+    snprintf(bus, sizeof bus, "%d", rt_pick_port());
+    const char *fixed[] = {
+        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+        "--cluster-node-timeout", timeout, "--cluster-port", bus,
+        /* replicas sync at once instead of after diskless sync's 5 s delay */
+        "--repl-diskless-sync-delay", "0",
+        /* the replication offset moves (and the cluster lists a replica as
+         * usable) within a second even with no writes, not after 10 s */
+        "--repl-ping-replica-period", "1",
+        /* replicas stay where the test put them */
+        "--cluster-allow-replica-migration", "no"};
+    size_t n_fixed = sizeof fixed / sizeof fixed[0];
+    const char **argv = calloc(n_fixed + n_extra + 1, sizeof *argv);
+    if (argv == NULL)
+      FAIL("out of memory");
+    for (size_t k = 0; k < n_fixed; k++)
+      argv[k] = fixed[k];
+    for (size_t k = 0; k < n_extra; k++)
+      argv[n_fixed + k] = c->extra[k];
+    rt_server_opts_t so;
+    rt_server_opts_init(&so);
+    so.debug_command = 1;
+    so.extra_args = argv;
+    rt_server_t *s = rt_server_start(&so);
+    free(argv);
+    if (s == NULL)
+      continue;
+    char *id = rt_cmd_str(s, "CLUSTER MYID");
+    if (id == NULL || strlen(id) >= sizeof c->nodes[i].id) {
+      free(id);
+      rt_server_stop(s);
+      fprintf(stderr, "rt_cluster: node %d: no CLUSTER MYID\n", i);
+      return -1;
+    }
+    snprintf(c->nodes[i].id, sizeof c->nodes[i].id, "%s", id);
+    free(id);
+    c->nodes[i].srv = s;
+    c->nodes[i].port = rt_server_port(s);
+    c->nodes[i].paused = 0;
+    return 0;
+  }
+  fprintf(stderr, "rt_cluster: node %d did not start\n", i);
+  return -1;
+}
+
+/* The cli matching the server binary; see redis_cluster.h. */
+static void cli_name(char *out, size_t cap) {
+  const char *cli = getenv("LK_REDIS_CLI");
+  if (cli != NULL && *cli != '\0') {
+    snprintf(out, cap, "%s", cli);
+    return;
+  }
+  const char *srv = getenv("LK_REDIS_SERVER");
+  size_t n = srv != NULL ? strlen(srv) : 0;
+  if (n > 7 && strcmp(srv + n - 7, "-server") == 0)
+    snprintf(out, cap, "%.*s-cli", (int)(n - 7), srv);
+  else
+    snprintf(out, cap, "redis-cli");
+}
+
+static void print_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return;
+  char buf[4096];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  fprintf(stderr, "---- %s ----\n%s---- end ----\n", path, buf);
+}
+
+/* <cli> --cluster create host:port... --cluster-replicas R --cluster-yes,
+ * its output into a file in node 0's directory; bounded wait for its exit. */
+static int create_cluster(rt_cluster_t *c) {
+  char cli[512], log_path[600];
+  cli_name(cli, sizeof cli);
+  snprintf(log_path, sizeof log_path, "%s/cluster-create.log", rt_server_dir(c->nodes[0].srv));
+  char addrs[RT_CLUSTER_MAX_NODES][32], replicas[16];
+  const char *argv[RT_CLUSTER_MAX_NODES + 8];
+  int argc = 0;
+  argv[argc++] = cli;
+  argv[argc++] = "--cluster";
+  argv[argc++] = "create";
+  for (int i = 0; i < c->n; i++) {
+    snprintf(addrs[i], sizeof addrs[i], "127.0.0.1:%d", c->nodes[i].port);
+    argv[argc++] = addrs[i];
+  }
+  snprintf(replicas, sizeof replicas, "%d", c->replicas);
+  argv[argc++] = "--cluster-replicas";
+  argv[argc++] = replicas;
+  argv[argc++] = "--cluster-yes";
+  argv[argc] = NULL;
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid;
+  fflush(NULL);
+  int err = posix_spawnp(&pid, cli, &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (err != 0) {
+    fprintf(stderr, "rt_cluster: cannot run %s: %s\n", cli, strerror(err));
+    return -1;
+  }
+  rt_child_track(pid); /* killed with the test if it hangs past the alarm */
+  int64_t limit = rt_scaled_ms(30000), deadline = rt_now_ms() + limit;
+  int status = 0, done = 0;
+  for (long i = 0; i < 1000000L && !done; i++) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) {
+      done = r == pid ? 1 : -1;
+      break;
+    }
+    if (rt_now_ms() > deadline)
+      break;
+    rt_sleep_ms(10);
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  rt_child_untrack(pid);
+  if (done != 1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "rt_cluster: %s --cluster create %s\n", cli,
+            done == 0 ? "timed out" : "failed");
+    print_file(log_path);
+    return -1;
+  }
+  return 0;
+}
+
+void rt_cluster_opts_init(rt_cluster_opts_t *opts) {
+  memset(opts, 0, sizeof *opts);
+  opts->masters = 3;
+  opts->replicas = 1;
+  opts->node_timeout_ms = 2000;
+}
+
+rt_cluster_t *rt_cluster_start(const rt_cluster_opts_t *opts) {
+  rt_cluster_opts_t defaults;
+  if (opts == NULL) {
+    rt_cluster_opts_init(&defaults);
+    opts = &defaults;
+  }
+  int total = opts->masters * (1 + opts->replicas);
+  /* redis-cli refuses fewer than 3 masters */
+  if (opts->masters < 3 || opts->replicas < 0 || total > RT_CLUSTER_MAX_NODES ||
+      opts->node_timeout_ms <= 0) {
+    fprintf(stderr, "rt_cluster_start: %d masters x %d replicas not supported\n",
+            opts->masters, opts->replicas);
+    return NULL;
+  }
+  rt_cluster_t *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    FAIL("out of memory");
+  c->masters = opts->masters;
+  c->replicas = opts->replicas;
+  c->node_timeout_ms = opts->node_timeout_ms;
+  for (int k = 0; k < RT_MAX_MIGRATIONS; k++)
+    c->mig[k].slot = -1;
+  if (opts->extra_args != NULL) {
+    size_t n = 0;
+    while (opts->extra_args[n] != NULL)
+      n++;
+    c->extra = calloc(n + 1, sizeof *c->extra);
+    if (c->extra == NULL)
+      FAIL("out of memory");
+    for (size_t k = 0; k < n; k++)
+      c->extra[k] = xstrdup(opts->extra_args[k]);
+  }
+  for (int i = 0; i < total; i++) {
+    c->n = i + 1;
+    if (start_node(c, i) != 0) {
+      c->n = i; /* node i has no server */
+      rt_cluster_stop(c);
+      return NULL;
+    }
+  }
+  if (create_cluster(c) != 0 || wait_for(c, pred_formed, 0, 30000, "a formed cluster") != 0) {
+    rt_cluster_stop(c);
+    return NULL;
+  }
+  return c;
+}
+
+void rt_cluster_stop(rt_cluster_t *c) {
+  if (c == NULL)
+    return;
+  for (int i = 0; i < c->n; i++) {
+    rt_server_stop(c->nodes[i].srv); /* kill -9 by PID, reap, remove its dir */
+    c->nodes[i].srv = NULL;
+  }
+  if (c->extra != NULL)
+    for (size_t k = 0; c->extra[k] != NULL; k++)
+      free(c->extra[k]);
+  free(c->extra);
+  free(c);
+}
+
+/* ---- faults ------------------------------------------------------------------------ */
+
+void rt_cluster_kill(rt_cluster_t *c, int i) {
+  if (!node_valid(c, i))
+    return;
+  rt_server_kill(c->nodes[i].srv, SIGKILL);
+  c->nodes[i].paused = 0;
+}
+
+void rt_cluster_pause(rt_cluster_t *c, int i) {
+  if (!node_valid(c, i) || c->nodes[i].paused)
+    return;
+  rt_server_pause(c->nodes[i].srv);
+  c->nodes[i].paused = rt_server_running(c->nodes[i].srv);
+}
+
+void rt_cluster_resume(rt_cluster_t *c, int i) {
+  if (!node_valid(c, i) || !c->nodes[i].paused)
+    return;
+  rt_server_resume(c->nodes[i].srv);
+  c->nodes[i].paused = 0;
+}
+
+int rt_cluster_failover(rt_cluster_t *c, int replica, const char *mode) {
+  if (rt_cluster_is_master(c, replica) != 0) {
+    fprintf(stderr, "rt_cluster_failover: node %d is not an up replica\n", replica);
+    return -1;
+  }
+  int rc = mode != NULL ? cmd_ok(c, replica, "CLUSTER FAILOVER %s", mode)
+                        : cmd_ok(c, replica, "CLUSTER FAILOVER");
+  if (rc != 0)
+    return -1;
+  /* A coordinated failover takes well under a second; FORCE and TAKEOVER
+   * too. The old master then resyncs as a replica of the new one. */
+  if (rt_cluster_wait_master(c, replica, 20000) != 0)
+    return -1;
+  return rt_cluster_wait_stable(c, 20000);
+}
+
+/* ---- migration ----------------------------------------------------------------------- */
+
+static migration_t *mig_find(rt_cluster_t *c, int slot) {
+  for (int k = 0; k < RT_MAX_MIGRATIONS; k++)
+    if (c->mig[k].slot == slot)
+      return &c->mig[k];
+  return NULL;
+}
+
+int rt_cluster_migrate_start(rt_cluster_t *c, int slot, int to) {
+  if (slot < 0 || slot >= RT_CLUSTER_SLOTS || mig_find(c, slot) != NULL ||
+      rt_cluster_is_master(c, to) != 1) {
+    fprintf(stderr, "rt_cluster_migrate_start: slot %d to node %d: bad slot, slot already "
+                    "migrating, or target not an up master\n", slot, to);
+    return -1;
+  }
+  int from = rt_cluster_slot_owner(c, slot);
+  migration_t *m = mig_find(c, -1);
+  if (from < 0 || from == to || m == NULL) {
+    fprintf(stderr, "rt_cluster_migrate_start: slot %d: owner %d, target %d%s\n", slot, from,
+            to, m == NULL ? ", too many migrations" : "");
+    return -1;
+  }
+  if (cmd_ok(c, to, "CLUSTER SETSLOT %d IMPORTING %s", slot, c->nodes[from].id) != 0 ||
+      cmd_ok(c, from, "CLUSTER SETSLOT %d MIGRATING %s", slot, c->nodes[to].id) != 0)
+    return -1;
+  m->slot = slot, m->from = from, m->to = to;
+  return 0;
+}
+
+int rt_cluster_migrate_keys(rt_cluster_t *c, int slot, int max) {
+  migration_t *m = mig_find(c, slot);
+  if (m == NULL || !rt_cluster_up(c, m->from)) {
+    fprintf(stderr, "rt_cluster_migrate_keys: slot %d is not migrating from an up node\n",
+            slot);
+    return -1;
+  }
+  rt_server_t *src = c->nodes[m->from].srv;
+  char port[16], timeout[16];
+  snprintf(port, sizeof port, "%d", c->nodes[m->to].port);
+  snprintf(timeout, sizeof timeout, "%lld", (long long)rt_scaled_ms(5000));
+  int moved = 0;
+  for (int round = 0; round < 100000 && (max <= 0 || moved < max); round++) {
+    int want = max <= 0 ? 100 : (max - moved < 100 ? max - moved : 100);
+    redisReply *keys = rt_cmd(src, "CLUSTER GETKEYSINSLOT %d %d", slot, want);
+    if (keys == NULL || keys->type != REDIS_REPLY_ARRAY) {
+      fprintf(stderr, "rt_cluster_migrate_keys: GETKEYSINSLOT: %s\n",
+              keys == NULL ? "no reply" : (keys->str ? keys->str : "not an array"));
+      if (keys != NULL)
+        freeReplyObject(keys);
+      return -1;
+    }
+    size_t n = keys->elements;
+    if (n == 0) {
+      freeReplyObject(keys);
+      break;
+    }
+    /* MIGRATE host port "" 0 timeout KEYS k... */
+    const char **argv = calloc(n + 7, sizeof *argv);
+    size_t *lens = calloc(n + 7, sizeof *lens);
+    if (argv == NULL || lens == NULL)
+      FAIL("out of memory");
+    const char *head[] = {"MIGRATE", "127.0.0.1", port, "", "0", timeout, "KEYS"};
+    for (int k = 0; k < 7; k++)
+      argv[k] = head[k], lens[k] = strlen(head[k]);
+    for (size_t k = 0; k < n; k++)
+      argv[7 + k] = keys->element[k]->str, lens[7 + k] = keys->element[k]->len;
+    redisReply *r = rt_cmd_argv(src, (int)(n + 7), argv, lens);
+    int ok = r != NULL && r->type == REDIS_REPLY_STATUS &&
+             (strcmp(r->str, "OK") == 0 || strcmp(r->str, "NOKEY") == 0);
+    if (!ok)
+      fprintf(stderr, "rt_cluster_migrate_keys: MIGRATE: %s\n",
+              r == NULL ? "no reply" : (r->str ? r->str : "unexpected reply"));
+    if (r != NULL)
+      freeReplyObject(r);
+    free(argv);
+    free(lens);
+    freeReplyObject(keys);
+    if (!ok)
+      return -1;
+    moved += (int)n;
+  }
+  return moved;
+}
+
+static int pred_owner(rt_cluster_t *c, int arg, char *why, size_t why_len) {
+  int slot = arg & 0xFFFF, to = arg >> 16;
+  for (int i = 0; i < c->n; i++) {
+    if (!rt_cluster_up(c, i))
+      continue;
+    if (read_owner_map(c, i, c->map, why, why_len) != 0)
+      return 0;
+    if (c->map[slot] != to) {
+      snprintf(why, why_len, "node %d says slot %d is on node %d", i, slot, c->map[slot]);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+int rt_cluster_migrate_finish(rt_cluster_t *c, int slot) {
+  migration_t *m = mig_find(c, slot);
+  if (m == NULL) {
+    fprintf(stderr, "rt_cluster_migrate_finish: slot %d is not migrating\n", slot);
+    return -1;
+  }
+  int from = m->from, to = m->to;
+  if (rt_cluster_migrate_keys(c, slot, 0) < 0)
+    return -1;
+  /* The order the cluster specification gives: the target first (it then
+   * owns the slot and bumps its epoch), the source, then the other masters
+   * so they need not wait for gossip. */
+  if (cmd_ok(c, to, "CLUSTER SETSLOT %d NODE %s", slot, c->nodes[to].id) != 0 ||
+      cmd_ok(c, from, "CLUSTER SETSLOT %d NODE %s", slot, c->nodes[to].id) != 0)
+    return -1;
+  for (int i = 0; i < c->n; i++)
+    if (i != to && i != from && rt_cluster_is_master(c, i) == 1 &&
+        cmd_ok(c, i, "CLUSTER SETSLOT %d NODE %s", slot, c->nodes[to].id) != 0)
+      return -1;
+  m->slot = -1;
+  return wait_for(c, pred_owner, slot | (to << 16), 20000, "the slot's new owner everywhere");
+}
+
+int rt_cluster_migrate_slot(rt_cluster_t *c, int slot, int to) {
+  if (rt_cluster_migrate_start(c, slot, to) != 0)
+    return -1;
+  return rt_cluster_migrate_finish(c, slot);
+}
+
+/* ---- membership ------------------------------------------------------------------------ */
+
+static int pred_replicate(rt_cluster_t *c, int arg, char *why, size_t why_len) {
+  int node = arg & 0xFF, master = arg >> 8;
+  /* Refused with "Unknown node" until gossip has told node about master. */
+  const char *argv[] = {"CLUSTER", "REPLICATE", c->nodes[master].id};
+  size_t lens[] = {7, 9, strlen(c->nodes[master].id)};
+  redisReply *r = rt_cmd_argv(c->nodes[node].srv, 3, argv, lens);
+  int ok = reply_is_ok(r);
+  snprintf(why, why_len, "CLUSTER REPLICATE: %s",
+           r == NULL ? "no reply" : (r->str ? r->str : "unexpected reply"));
+  if (r != NULL)
+    freeReplyObject(r);
+  return ok;
+}
+
+int rt_cluster_add_node(rt_cluster_t *c, int replica_of) {
+  int via = any_up(c);
+  if (c->n >= RT_CLUSTER_MAX_NODES || via < 0 ||
+      (replica_of >= 0 && rt_cluster_is_master(c, replica_of) != 1)) {
+    fprintf(stderr, "rt_cluster_add_node: no room, no node up, or %d is not an up master\n",
+            replica_of);
+    return -1;
+  }
+  int i = c->n;
+  c->n = i + 1;
+  if (start_node(c, i) != 0) {
+    c->n = i;
+    return -1;
+  }
+  /* MEET takes the bus port, since it is not port + 10000 here. */
+  redisReply *cfg = rt_cmd(c->nodes[via].srv, "CONFIG GET cluster-port");
+  int bus_port = 0;
+  if (cfg != NULL && cfg->type == REDIS_REPLY_ARRAY && cfg->elements == 2)
+    bus_port = atoi(cfg->element[1]->str);
+  if (cfg != NULL)
+    freeReplyObject(cfg);
+  if (bus_port <= 0 ||
+      cmd_ok(c, i, "CLUSTER MEET 127.0.0.1 %d %d", c->nodes[via].port, bus_port) != 0)
+    return -1;
+  if (replica_of >= 0 &&
+      wait_for(c, pred_replicate, i | (replica_of << 8), 20000, "CLUSTER REPLICATE") != 0)
+    return -1;
+  return rt_cluster_wait_stable(c, 20000) == 0 ? i : -1;
+}
+
+int rt_cluster_remove_node(rt_cluster_t *c, int i) {
+  char why[256];
+  int via = -1;
+  for (int k = 0; k < c->n && via < 0; k++)
+    if (k != i && rt_cluster_up(c, k))
+      via = k;
+  if (!node_valid(c, i) || via < 0 || read_owner_map(c, via, c->map, why, sizeof why) != 0 ||
+      memchr(c->map, i, sizeof c->map) != NULL || rt_cluster_replica_of(c, i) >= 0) {
+    fprintf(stderr, "rt_cluster_remove_node: node %d cannot go: gone already, owns slots or "
+                    "has replicas\n", i);
+    return -1;
+  }
+  /* FORGET on every other node (each then ignores it for 60 s), so gossip
+   * cannot bring it back before it is gone. */
+  for (int k = 0; k < c->n; k++)
+    if (k != i && rt_cluster_up(c, k) && cmd_ok(c, k, "CLUSTER FORGET %s", c->nodes[i].id) != 0)
+      return -1;
+  rt_server_stop(c->nodes[i].srv);
+  c->nodes[i].srv = NULL;
+  c->nodes[i].paused = 0;
+  return rt_cluster_wait_stable(c, 20000);
+}
