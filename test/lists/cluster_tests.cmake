@@ -1,0 +1,6 @@
+# Redis Cluster support (issue 14): slot function, slot-map parser, and the
+# cluster fixture against a real 3-master + 3-replica cluster. Run on Valkey
+# with LK_REDIS_SERVER=valkey-server ctest -L cluster.
+lk_add_test_file(SOURCE cluster/slot_test.c LABEL cluster)
+lk_add_test_file(SOURCE cluster/topology_test.c LABEL cluster)
+lk_add_test_file(SOURCE cluster/fixture_test.c LABEL cluster TIMEOUT 90)
