@@ -67,7 +67,9 @@ typedef struct lk__obj_ops_s {
   /* Prepares (does not send) the give-back of the hold the pending
    * acquire's attempt may have been granted. known_grant: its reply showed a
    * grant; 0: not known, so only a give-back conditional on the owner's
-   * count is safe (NULL when the object cannot make one). */
+   * count is safe. NULL: nothing to give back, or the object cannot make a
+   * safe one, or it started its own give-back (the semaphores' background
+   * jobs, which resend across reconnects). */
   lk__op_t *(*undo)(lk__obj_t *o, int known_grant);
   /* The reply to an attempt is a grant (status 0, reply non-NULL). */
   int (*is_grant)(const redisReply *r);

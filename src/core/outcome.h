@@ -37,8 +37,13 @@ static inline int lk__outcome_unknown(const lk__obj_t *o, int status) {
 
 /* A reply that the object could read arrived for the pending operation:
  * whatever an earlier attempt left open is settled by it (the scripts read
- * an earlier attempt's grant from the owner's count and report it). */
-static inline void lk__outcome_answered(lk__obj_t *o) { o->outcome_open = 0; }
+ * an earlier attempt's grant from the owner's count and report it), and the
+ * resend allowance starts over: it bounds unknown outcomes in a row, so a
+ * long wait survives any number of separate blips. */
+static inline void lk__outcome_answered(lk__obj_t *o) {
+  o->outcome_open = 0;
+  o->resends = 0;
+}
 
 /* For resends outside the wait engine (releases): 1 when the command whose
  * outcome is unknown may be sent again now; the resend is counted. */

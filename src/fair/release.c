@@ -163,7 +163,8 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
     return;
   }
   if (!lk__reply_is_int(r, &v)) {
-    lk__fair_finish(f, LK_EPROTOCOL);
+    /* A force release may have run: its outcome is unknown. */
+    lk__fair_finish(f, f->base.kind == LK__FAIR_OP_FORCE ? LK_EUNKNOWN : LK_EPROTOCOL);
     return;
   }
   f->base.result = v;

@@ -455,7 +455,8 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
     break;
   default:
     if (!lk__reply_is_int(r, &v)) {
-      finish(l, LK_EPROTOCOL);
+      /* A force release may have run: its outcome is unknown. */
+      finish(l, l->base.kind == OP_FORCE ? LK_EUNKNOWN : LK_EPROTOCOL);
       return;
     }
     l->base.result = v;

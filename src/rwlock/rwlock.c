@@ -130,7 +130,8 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
     break;
   default:
     if (!lk__reply_is_int(r, &v)) {
-      lk__obj_finish(&rw->base, LK_EPROTOCOL);
+      /* A force release may have run: its outcome is unknown. */
+      lk__obj_finish(&rw->base, rw->base.kind == LK__RW_OP_FORCE ? LK_EUNKNOWN : LK_EPROTOCOL);
       return;
     }
     rw->base.result = v;
