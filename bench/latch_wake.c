@@ -38,6 +38,8 @@
 #include "core/scripts.h"
 #include "latchkey.h"
 
+#include "bench_script.h"
+
 #define MAX_AWAITERS 10000
 /* Both sides sit idle this long before the final count_down, as awaiters
  * do in real life: client and server then wake from idle for it, which
@@ -333,16 +335,17 @@ static redisReply *reply(redisContext *c) {
 }
 
 static void append_state(raw_side_t *s) {
-  const char *argv[6] = {"EVALSHA", s->state->sha1, "3", s->name, s->marker, s->tomb};
-  size_t lens[6];
-  for (int i = 0; i < 6; i++)
+  const char *argv[7] = {"EVALSHA", s->state->sha1, "3", s->name, s->marker, s->tomb, BENCH_TAG};
+  size_t lens[7];
+  for (int i = 0; i < 7; i++)
     lens[i] = strlen(argv[i]);
-  if (redisAppendCommandArgv(s->cmd, 6, argv, lens) != REDIS_OK)
+  if (redisAppendCommandArgv(s->cmd, 7, argv, lens) != REDIS_OK)
     die("append");
 }
 
 /* The state reply as latchkey's awaiter checks it: {count|nil, 0/1, tomb|nil}. */
-static int state_is_armed(const redisReply *r) {
+static int state_is_armed(redisReply *r) {
+  r = bench_script_reply(r);
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
       r->element[1]->type != REDIS_REPLY_INTEGER)
     die("raw: unexpected state reply");
@@ -358,8 +361,8 @@ static void sub_command(raw_side_t *s, const char *verb) {
 
 static void raw_round(raw_side_t *s, samples_t *out) {
   char seq[24], count[4] = "1";
-  const char *ts[11], *cd[12];
-  size_t tl[11], cl[12];
+  const char *ts[12], *cd[13];
+  size_t tl[12], cl[13];
   redisReply *r;
   int i, armed = 0;
   uint64_t t0;
@@ -367,11 +370,12 @@ static void raw_round(raw_side_t *s, samples_t *out) {
   snprintf(seq, sizeof(seq), "%" PRIu64, ++s->seq);
   ts[0] = "EVALSHA", ts[1] = s->try_set->sha1, ts[2] = "4", ts[3] = s->name;
   ts[4] = s->channel, ts[5] = s->record, ts[6] = s->marker, ts[7] = count;
-  ts[8] = "PUBLISH", ts[9] = seq, ts[10] = "600000";
-  for (i = 0; i < 11; i++)
+  ts[8] = "PUBLISH", ts[9] = seq, ts[10] = "600000", ts[11] = BENCH_TAG;
+  for (i = 0; i < 12; i++)
     tl[i] = strlen(ts[i]);
-  r = redisCommandArgv(s->cmd, 11, ts, tl);
-  if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+  r = redisCommandArgv(s->cmd, 12, ts, tl);
+  if (r == NULL || bench_script_reply(r)->type != REDIS_REPLY_INTEGER ||
+      bench_script_reply(r)->integer != 1)
     die("raw: try_set_count");
   freeReplyObject(r);
   /* everyone subscribes (one subscription, as latchkey's client) and looks */
@@ -390,12 +394,13 @@ static void raw_round(raw_side_t *s, samples_t *out) {
   snprintf(seq, sizeof(seq), "%" PRIu64, ++s->seq);
   cd[0] = "EVALSHA", cd[1] = s->count_down->sha1, cd[2] = "5", cd[3] = s->name;
   cd[4] = s->channel, cd[5] = s->record, cd[6] = s->marker, cd[7] = s->tomb;
-  cd[8] = "PUBLISH", cd[9] = seq, cd[10] = "600000", cd[11] = "0";
-  for (i = 0; i < 12; i++)
+  cd[8] = "PUBLISH", cd[9] = seq, cd[10] = "600000", cd[11] = "0", cd[12] = BENCH_TAG;
+  for (i = 0; i < 13; i++)
     cl[i] = strlen(cd[i]);
   t0 = uv_hrtime();
-  r = redisCommandArgv(s->cmd, 12, cd, cl);
-  if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 0)
+  r = redisCommandArgv(s->cmd, 13, cd, cl);
+  if (r == NULL || bench_script_reply(r)->type != REDIS_REPLY_INTEGER ||
+      bench_script_reply(r)->integer != 0)
     die("raw: count_down");
   freeReplyObject(r);
   r = reply(s->sub); /* the "0" message */

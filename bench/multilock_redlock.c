@@ -12,8 +12,8 @@
  *
  *   impl "raw" (the limit): the same parallel fan-out with no library logic.
  *     Five blocking hiredis connections; EVALSHA lock/acquire (KEYS name;
- *     ARGV lease, owner, expected count 0: what each master's lock object
- *     sends) is written to all five, then the replies are read as they
+ *     ARGV lease, owner, expected count 0, request tag: what each master's
+ *     lock object sends, bench_script.h) is written to all five, then the replies are read as they
  *     come (poll); the time is taken when the third grant is parsed. The
  *     other two replies are read, then EVALSHA lock/release goes to all five
  *     and the five replies are read (not timed).
@@ -46,6 +46,8 @@
 
 #include "core/scripts.h"
 #include "latchkey.h"
+
+#include "bench_script.h"
 
 #define MASTERS 5
 #define QUORUM 3
@@ -191,8 +193,8 @@ static const lk__script_t *load(redisContext *c, const char *name) {
 typedef struct raw_s {
   redisContext *c[MASTERS];
   char name[64], channel[96], owner[MASTERS][64];
-  const char *acq[MASTERS][7], *rel[MASTERS][10];
-  size_t acq_len[MASTERS][7], rel_len[MASTERS][10];
+  const char *acq[MASTERS][8], *rel[MASTERS][11]; /* each ends with BENCH_TAG */
+  size_t acq_len[MASTERS][8], rel_len[MASTERS][11];
 } raw_t;
 
 static void raw_open(raw_t *r, const args_t *a) {
@@ -210,14 +212,14 @@ static void raw_open(raw_t *r, const args_t *a) {
     snprintf(r->owner[i], sizeof(r->owner[i]), "6b1c3e0a-0000-4000-8000-00000000000%d:1", i);
     r->acq[i][0] = "EVALSHA", r->acq[i][1] = acq->sha1, r->acq[i][2] = "1";
     r->acq[i][3] = r->name, r->acq[i][4] = "30000", r->acq[i][5] = r->owner[i];
-    r->acq[i][6] = "0";
+    r->acq[i][6] = "0", r->acq[i][7] = BENCH_TAG;
     r->rel[i][0] = "EVALSHA", r->rel[i][1] = rel->sha1, r->rel[i][2] = "2";
     r->rel[i][3] = r->name, r->rel[i][4] = r->channel, r->rel[i][5] = "30000";
     r->rel[i][6] = r->owner[i], r->rel[i][7] = "PUBLISH", r->rel[i][8] = "-1";
-    r->rel[i][9] = "1";
-    for (k = 0; k < 7; k++)
+    r->rel[i][9] = "1", r->rel[i][10] = BENCH_TAG;
+    for (k = 0; k < 8; k++)
       r->acq_len[i][k] = strlen(r->acq[i][k]);
-    for (k = 0; k < 10; k++)
+    for (k = 0; k < 11; k++)
       r->rel_len[i][k] = strlen(r->rel[i][k]);
   }
 }
@@ -225,8 +227,8 @@ static void raw_open(raw_t *r, const args_t *a) {
 static void raw_send(raw_t *r, int release) {
   int i, done;
   for (i = 0; i < MASTERS; i++)
-    if ((release ? redisAppendCommandArgv(r->c[i], 10, r->rel[i], r->rel_len[i])
-                 : redisAppendCommandArgv(r->c[i], 7, r->acq[i], r->acq_len[i])) != REDIS_OK)
+    if ((release ? redisAppendCommandArgv(r->c[i], 11, r->rel[i], r->rel_len[i])
+                 : redisAppendCommandArgv(r->c[i], 8, r->acq[i], r->acq_len[i])) != REDIS_OK)
       die("append: %s", r->c[i]->errstr);
   for (i = 0; i < MASTERS; i++) {
     do {
@@ -250,7 +252,7 @@ static void raw_collect(raw_t *r, uint64_t *t_quorum) {
       if (redisGetReplyFromReader(r->c[i], &rep) != REDIS_OK)
         die("reply: %s", r->c[i]->errstr);
       if (rep != NULL) {
-        redisReply *x = rep;
+        redisReply *x = bench_script_reply(rep);
         got[i] = 1;
         n++;
         progress = 1;
@@ -258,7 +260,7 @@ static void raw_collect(raw_t *r, uint64_t *t_quorum) {
             x->element[0]->type == REDIS_REPLY_INTEGER && x->element[0]->integer == 1 &&
             ++granted == QUORUM)
           *t_quorum = uv_hrtime();
-        freeReplyObject(x);
+        freeReplyObject(rep);
         continue;
       }
       pfd[np].fd = r->c[i]->fd;

@@ -1,15 +1,19 @@
-/* bench/raw: the library-efficiency limit (DESIGN.md §6, bench/README.md).
+/* bench/raw: the library-efficiency limit (bench/README.md).
  *
  * A bare loop on latchkey's OWN connection layer: one lk_client_t, and the
  * lock's exact script sequence sent through lk__script_call, with no lock
  * object in between (no entry checks, wait engine, timers, hold counting,
  * lease keeping or subscriptions):
  *
- *   EVALSHA lock/acquire 1 NAME 30000 OWNER 0
- *   EVALSHA lock/release 2 NAME redisson_lock__channel:{NAME} 30000 OWNER PUBLISH -1 1
+ *   EVALSHA lock/acquire 1 NAME 30000 OWNER 0 TAG
+ *   EVALSHA lock/release 2 NAME redisson_lock__channel:{NAME} 30000 OWNER PUBLISH -1 1 TAG
  *
  * the same KEYS/ARGV bytes lk_lock_acquire (wait 0, lease 30000) and
  * lk_lock_release send for an uncontended pair, formatted once up front.
+ * TAG is the request tag lk__script_call appends to every script call and
+ * checks in its reply (docs/design.md, "Replies are attributable"), as it
+ * does for the lock: that check is part of the connection layer, so the
+ * limit pays it too.
  *
  * Sequential (default): the acquire's reply callback sends the release, the
  * release's callback the next acquire. --pipelined K: K lanes on distinct
@@ -18,9 +22,10 @@
  * the lock checks them: acquired = {1}, released = 1.
  *
  * --minimal: the least work a lock pair can be, on the same connection
- * layer: SET NAME OWNER NX PX 30000 (lk__cmd_argv), then a compare-DEL
- * script (if GET == OWNER then DEL) through lk__script_call. This is the
- * minimal-work ceiling without redis-benchmark's own client costs.
+ * layer: SET NAME OWNER NX PX 30000, then a compare-DEL script (if GET ==
+ * OWNER then DEL) as a plain EVALSHA, both through lk__cmd_argv: untagged,
+ * as redis-benchmark sends them. This is the minimal-work ceiling without
+ * redis-benchmark's own client costs.
  *
  * Prints one JSON line (bench_common.h) with impl "raw" (or "raw-minimal"). */
 #include <inttypes.h>
@@ -45,8 +50,8 @@ typedef struct lane_s {
   char name[64], channel[96], owner[96];
   const char *acq[ACQ_N], *rel[REL_N];
   size_t acq_len[ACQ_N], rel_len[REL_N];
-  const char *set[6], *cdel[2]; /* --minimal */
-  size_t set_len[6], cdel_len[2];
+  const char *set[6], *cdel[5]; /* --minimal */
+  size_t set_len[6], cdel_len[5];
   uint64_t t0, t_acq;
 } lane_t;
 
@@ -56,7 +61,7 @@ struct raw_s {
   lk_client_t *client;
   const lk__script_t *s_acq, *s_rel;
   int minimal;
-  lk__script_t s_cdel; /* --minimal: its SHA1 comes from SCRIPT LOAD */
+  char cdel_sha1[41]; /* --minimal: from SCRIPT LOAD */
   lane_t *lanes;
   size_t nlanes;
   int measuring;
@@ -152,8 +157,7 @@ static void on_acquired(void *data, int status, redisReply *rep) {
     return;
   }
   if (r->minimal)
-    op = lk__script_call(r->client, &r->s_cdel, 1, 1, ln->cdel, ln->cdel_len, on_released, ln,
-                         &err);
+    op = lk__cmd_argv(r->client, 5, ln->cdel, ln->cdel_len, on_released, ln, &err);
   else
     op = lk__script_call(r->client, r->s_rel, 2, REL_N - 2, ln->rel, ln->rel_len, on_released,
                          ln, &err);
@@ -198,15 +202,16 @@ static void lane_init(raw_t *r, lane_t *ln, size_t i) {
   ln->rel[3] = ln->owner, ln->rel[4] = "PUBLISH", ln->rel[5] = "-1", ln->rel[6] = "1";
   ln->set[0] = "SET", ln->set[1] = ln->name, ln->set[2] = ln->owner, ln->set[3] = "NX";
   ln->set[4] = "PX", ln->set[5] = "30000";
-  ln->cdel[0] = ln->name, ln->cdel[1] = ln->owner;
+  ln->cdel[0] = "EVALSHA", ln->cdel[1] = r->cdel_sha1, ln->cdel[2] = "1";
+  ln->cdel[3] = ln->name, ln->cdel[4] = ln->owner;
   for (k = 0; k < ACQ_N; k++)
     ln->acq_len[k] = strlen(ln->acq[k]);
   for (k = 0; k < REL_N; k++)
     ln->rel_len[k] = strlen(ln->rel[k]);
   for (k = 0; k < 6; k++)
     ln->set_len[k] = strlen(ln->set[k]);
-  for (k = 0; k < 2; k++)
-    ln->cdel_len[k] = strlen(ln->cdel[k]);
+  for (k = 0; k < 5; k++)
+    ln->cdel_len[k] = k == 1 ? 40 : strlen(ln->cdel[k]); /* the SHA1 comes later */
 }
 
 static const char cdel_text[] =
@@ -220,8 +225,8 @@ static void on_cdel_loaded(void *data, int status, redisReply *rep) {
     lk_client_close(r->client, NULL);
     return;
   }
-  memcpy(r->s_cdel.sha1, rep->str, 40);
-  r->s_cdel.sha1[40] = '\0';
+  memcpy(r->cdel_sha1, rep->str, 40);
+  r->cdel_sha1[40] = '\0';
   start_phase(r, r->args.warmup == 0);
 }
 
@@ -243,9 +248,6 @@ int main(int argc, char **argv) {
     }
   if (bench_parse_args(argc, argv, &r.args) != 0)
     return 2;
-  r.s_cdel.name = "bench/compare_del";
-  r.s_cdel.text = cdel_text;
-  r.s_cdel.len = sizeof(cdel_text) - 1;
   r.s_acq = lk__script_find("lock/acquire");
   r.s_rel = lk__script_find("lock/release");
   if (r.s_acq == NULL || r.s_rel == NULL) {

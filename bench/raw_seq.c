@@ -4,9 +4,13 @@
  *
  * It sends what latchkey sends for an uncontended acquire+release pair, and
  * nothing else: EVALSHA of the embedded lock/acquire script (KEYS name; ARGV
- * lease, owner, expected count 0), then EVALSHA of lock/release (KEYS name,
- * redisson_lock__channel:{name}; ARGV lease, owner, "PUBLISH", -1, 1), on one
- * blocking hiredis connection, with every argument formatted once up front.
+ * lease, owner, expected count 0, request tag), then EVALSHA of lock/release
+ * (KEYS name, redisson_lock__channel:{name}; ARGV lease, owner, "PUBLISH", -1,
+ * 1, request tag), on one blocking hiredis connection, with every argument
+ * but the tag formatted once up front. The tag is a counter's decimal text,
+ * new for every command, and each reply must bring it back ({tag, result}:
+ * the embedded scripts are wrapped, docs/design.md "Replies are
+ * attributable"), as latchkey's connection layer checks it.
  *
  * Sequential (default): redisCommandArgv, one command at a time.
  * --pipelined K: K lanes on distinct names, each sending its release after
@@ -15,8 +19,8 @@
  * output buffer goes out when no reply is left to read, in one write).
  *
  * Both scripts are loaded with SCRIPT LOAD first; the SHA1 the server returns
- * must match the embedded one. Replies are checked (acquired = {1},
- * released = 1), as the library checks them. Prints one JSON line. */
+ * must match the embedded one. Replies are checked (acquired = {tag, {1}},
+ * released = {tag, 1}), as the library checks them. Prints one JSON line. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +34,12 @@
 
 #include "bench_common.h"
 
-#define ACQ_ARGC 7
-#define REL_ARGC 10
+#define ACQ_ARGC 8
+#define REL_ARGC 11
 
 typedef struct lane_s {
   char name[64], channel[96], owner[64];
+  char tag[24]; /* the tag of this lane's command in flight */
   const char *acq[ACQ_ARGC], *rel[REL_ARGC];
   size_t acq_len[ACQ_ARGC], rel_len[REL_ARGC];
   uint64_t t0, t_acq;
@@ -69,23 +74,45 @@ static void lane_init(lane_t *ln, size_t i, const char *client_id,
   snprintf(ln->owner, sizeof(ln->owner), "%s:%zu", client_id, i + 1);
   ln->acq[0] = "EVALSHA", ln->acq[1] = acq->sha1, ln->acq[2] = "1";
   ln->acq[3] = ln->name, ln->acq[4] = "30000", ln->acq[5] = ln->owner;
-  ln->acq[6] = "0";
+  ln->acq[6] = "0", ln->acq[7] = ln->tag;
   ln->rel[0] = "EVALSHA", ln->rel[1] = rel->sha1, ln->rel[2] = "2";
   ln->rel[3] = ln->name, ln->rel[4] = ln->channel, ln->rel[5] = "30000";
   ln->rel[6] = ln->owner, ln->rel[7] = "PUBLISH", ln->rel[8] = "-1";
-  ln->rel[9] = "1";
+  ln->rel[9] = "1", ln->rel[10] = ln->tag;
   for (k = 0; k < ACQ_ARGC; k++)
     ln->acq_len[k] = strlen(ln->acq[k]);
   for (k = 0; k < REL_ARGC; k++)
     ln->rel_len[k] = strlen(ln->rel[k]);
 }
 
-static int check_acq(const redisReply *r) {
+static uint64_t next_tag;
+
+/* A new request tag for the lane's next command (both of its commands end
+ * with ln->tag). */
+static void new_tag(lane_t *ln) {
+  size_t n = (size_t)snprintf(ln->tag, sizeof(ln->tag), "%" PRIu64, ++next_tag);
+  ln->acq_len[ACQ_ARGC - 1] = ln->rel_len[REL_ARGC - 1] = n;
+}
+
+/* The script's own reply inside {tag, result}, or NULL when it is not this
+ * lane's command's. */
+static const redisReply *unwrap(const lane_t *ln, const redisReply *r) {
+  size_t n = ln->acq_len[ACQ_ARGC - 1];
+  if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len != n ||
+      memcmp(r->element[0]->str, ln->tag, n) != 0)
+    return NULL;
+  return r->element[1];
+}
+
+static int check_acq(const lane_t *ln, const redisReply *r) {
+  r = unwrap(ln, r);
   return r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
          r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 1;
 }
 
-static int check_rel(const redisReply *r) {
+static int check_rel(const lane_t *ln, const redisReply *r) {
+  r = unwrap(ln, r);
   return r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
 }
 
@@ -117,15 +144,17 @@ static int run_sequential(redisContext *c, lane_t *ln, uint64_t pairs, run_t *ru
   redisReply *r;
   for (i = 0; i < pairs && !capped(run); i++) {
     ln->t0 = uv_hrtime();
+    new_tag(ln);
     r = redisCommandArgv(c, ACQ_ARGC, ln->acq, ln->acq_len);
     ln->t_acq = uv_hrtime();
-    if (!check_acq(r)) {
+    if (!check_acq(ln, r)) {
       bad_reply(c, "acquire", r);
       return -1;
     }
     freeReplyObject(r);
+    new_tag(ln);
     r = redisCommandArgv(c, REL_ARGC, ln->rel, ln->rel_len);
-    if (!check_rel(r)) {
+    if (!check_rel(ln, r)) {
       bad_reply(c, "release", r);
       return -1;
     }
@@ -139,6 +168,7 @@ static int run_sequential(redisContext *c, lane_t *ln, uint64_t pairs, run_t *ru
 static void append_acquire(redisContext *c, lane_t *ln) {
   ln->releasing = 0;
   ln->t0 = uv_hrtime();
+  new_tag(ln);
   redisAppendCommandArgv(c, ACQ_ARGC, ln->acq, ln->acq_len);
 }
 
@@ -171,7 +201,7 @@ static int run_pipelined(redisContext *c, lane_t *lanes, size_t k, uint64_t pair
     ln = &lanes[li];
     if (!ln->releasing) {
       ln->t_acq = uv_hrtime();
-      if (!check_acq(r)) {
+      if (!check_acq(ln, r)) {
         bad_reply(c, "acquire", r);
         rc = -1;
       }
@@ -179,11 +209,12 @@ static int run_pipelined(redisContext *c, lane_t *lanes, size_t k, uint64_t pair
       if (rc != 0)
         break;
       ln->releasing = 1;
+      new_tag(ln);
       redisAppendCommandArgv(c, REL_ARGC, ln->rel, ln->rel_len);
       ring[tail] = li, tail = (tail + 1) % k, inflight++;
       continue;
     }
-    if (!check_rel(r)) {
+    if (!check_rel(ln, r)) {
       bad_reply(c, "release", r);
       rc = -1;
     }

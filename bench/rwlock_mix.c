@@ -53,6 +53,8 @@
 #include "core/scripts.h"
 #include "latchkey.h"
 
+#include "bench_script.h"
+
 #define MAX_PROCS 64
 #define MAX_SAMPLES (1u << 19) /* per process and run */
 #define LEASE_MS 30000
@@ -61,7 +63,8 @@
 
 /* The two alternatives to latchkey's read release that were measured
  * (docs/rwlock.md, "Read release"); same KEYS/ARGV and replies as
- * scripts/rwlock/read_release.lua. */
+ * scripts/rwlock/read_release.lua. Loaded wrapped as the embedded scripts
+ * are (load_text), so they take and answer the request tag the same way. */
 #define ALT_RELEASE_HEAD                                                                  \
   "local held = redis.call('hget', KEYS[1], ARGV[1])\n"                                   \
   "local now = held and tonumber(held) or 0\n"                                            \
@@ -350,6 +353,22 @@ static int load(redisContext *c, const char *name, raw_script_t *out) {
   return s == NULL ? -1 : load_text(c, s->text, s->len, out);
 }
 
+/* A script text of this program's own, wrapped as cmake/EmbedScripts.cmake
+ * wraps the embedded ones (it has no "#!lua" line). */
+static int load_own(redisContext *c, const char *body, raw_script_t *out) {
+  size_t h = strlen(lk__script_wrap_head), b = strlen(body), t = strlen(lk__script_wrap_tail);
+  char *text = malloc(h + b + t + 1);
+  int rc;
+  if (text == NULL)
+    return -1;
+  memcpy(text, lk__script_wrap_head, h);
+  memcpy(text + h, body, b);
+  memcpy(text + h + b, lk__script_wrap_tail, t + 1);
+  rc = load_text(c, text, h + b + t, out);
+  free(text);
+  return rc;
+}
+
 /* Waits up to ms for a pushed reply of kind ("message", "subscribe") on
  * sub, skipping others; 1 when one came, 0 on timeout, -1 on error. */
 static int sub_wait_kind(redisContext *sub, int ms, const char *kind) {
@@ -402,14 +421,16 @@ static void set_args(const char **argv, size_t *lens, int *argc, const char *sha
   argv[0] = "EVALSHA", argv[1] = sha, argv[2] = numkeys[nkeys];
   for (int i = 0; i < nrest; i++)
     argv[3 + i] = rest[i];
-  *argc = 3 + nrest;
+  argv[3 + nrest] = BENCH_TAG;
+  *argc = 4 + nrest;
   for (int i = 0; i < *argc; i++)
     lens[i] = strlen(argv[i]);
 }
 
 /* 1 granted, 0 busy (*ttl set), -1 error. */
 static int raw_acquire(raw_ctx_t *x, int s, long long *ttl) {
-  redisReply *r = redisCommandArgv(x->c, x->acq_argc[s], x->acq_argv[s], x->acq_len[s]);
+  redisReply *rep = redisCommandArgv(x->c, x->acq_argc[s], x->acq_argv[s], x->acq_len[s]);
+  redisReply *r = bench_script_reply(rep);
   int out = -1;
   if (r == NULL)
     return -1;
@@ -420,18 +441,19 @@ static int raw_acquire(raw_ctx_t *x, int s, long long *ttl) {
   else
     fprintf(stderr, "rwlock_mix: raw acquire: reply type %d %s\n", r->type,
             r->type == REDIS_REPLY_ERROR ? r->str : "");
-  freeReplyObject(r);
+  freeReplyObject(rep);
   return out;
 }
 
 static int raw_release(raw_ctx_t *x, int s) {
-  redisReply *r = redisCommandArgv(x->c, x->rel_argc[s], x->rel_argv[s], x->rel_len[s]);
+  redisReply *rep = redisCommandArgv(x->c, x->rel_argc[s], x->rel_argv[s], x->rel_len[s]);
+  redisReply *r = bench_script_reply(rep);
   int ok = r != NULL && r->type == REDIS_REPLY_INTEGER;
   if (!ok)
     fprintf(stderr, "rwlock_mix: raw release: %s\n",
             r == NULL ? x->c->errstr : r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
-  if (r != NULL)
-    freeReplyObject(r);
+  if (rep != NULL)
+    freeReplyObject(rep);
   return ok ? 0 : -1;
 }
 
@@ -462,11 +484,9 @@ static void raw_worker(const run_t *run, slot_t *sl, uint64_t seed, int index) {
     const char *wr[] = {run->name, channel, writer, "PUBLISH", "30000", "-1", "1"};
     if (load(x.c, "rwlock/read_acquire", &x.acq[0]) || load(x.c, "rwlock/write_acquire", &x.acq[1]) ||
         load(x.c, "rwlock/write_release", &x.rel[1]) ||
-        (run->impl == RAW_NOSHRINK ? load_text(x.c, noshrink_release,
-                                               sizeof(noshrink_release) - 1, &x.rel[0])
-         : run->impl == RAW_SCAN
-             ? load_text(x.c, scan_release, sizeof(scan_release) - 1, &x.rel[0])
-             : load(x.c, "rwlock/read_release", &x.rel[0]))) {
+        (run->impl == RAW_NOSHRINK ? load_own(x.c, noshrink_release, &x.rel[0])
+         : run->impl == RAW_SCAN   ? load_own(x.c, scan_release, &x.rel[0])
+                                   : load(x.c, "rwlock/read_release", &x.rel[0]))) {
       sl->errors++;
       return;
     }

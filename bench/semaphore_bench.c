@@ -49,6 +49,8 @@
 #include "core/scripts.h"
 #include "latchkey.h"
 
+#include "bench_script.h"
+
 #define MAX_ROUNDS 21
 #define MARK_TTL "90000"
 #define LEASE "30000"
@@ -162,42 +164,43 @@ static void raw_sem_init(raw_sem_t *r, const char *name, int psem, int lane) {
 
 /* 1 acquired, 0 busy. Exits on anything else. */
 static int raw_acquire(raw_sem_t *r) {
-  redisReply *rep;
+  redisReply *rep, *own;
   int got;
   if (r->psem) {
     char zset[80];
-    const char *argv[10];
-    size_t lens[10];
+    const char *argv[11];
+    size_t lens[11];
     int i;
     snprintf(zset, sizeof zset, "{%s}:timeout", r->name);
     uv_random(NULL, NULL, r->id, 16, 0, NULL);
     argv[0] = "EVALSHA", argv[1] = r->acq->sha1, argv[2] = "3", argv[3] = r->name;
     argv[4] = zset, argv[5] = r->channel, argv[6] = "1", argv[7] = (const char *)r->id;
-    argv[8] = LEASE, argv[9] = "PUBLISH";
-    for (i = 0; i < 10; i++)
+    argv[8] = LEASE, argv[9] = "PUBLISH", argv[10] = BENCH_TAG;
+    for (i = 0; i < 11; i++)
       lens[i] = i == 7 ? 16 : strlen(argv[i]);
-    rep = redisCommandArgv(r->c, 10, argv, lens);
+    rep = redisCommandArgv(r->c, 11, argv, lens);
   } else {
     char req[24];
-    const char *argv[8];
-    size_t lens[8];
+    const char *argv[9];
+    size_t lens[9];
     int i;
     snprintf(req, sizeof req, "%" PRIu64, ++r->req);
     argv[0] = "EVALSHA", argv[1] = r->acq->sha1, argv[2] = "2", argv[3] = r->name;
-    argv[4] = r->mark, argv[5] = "1", argv[6] = req, argv[7] = MARK_TTL;
-    for (i = 0; i < 8; i++)
+    argv[4] = r->mark, argv[5] = "1", argv[6] = req, argv[7] = MARK_TTL, argv[8] = BENCH_TAG;
+    for (i = 0; i < 9; i++)
       lens[i] = strlen(argv[i]);
-    rep = redisCommandArgv(r->c, 8, argv, lens);
+    rep = redisCommandArgv(r->c, 9, argv, lens);
   }
   if (rep == NULL)
     die("acquire: %s", r->c->errstr);
-  if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
-      rep->element[0]->type == REDIS_REPLY_INTEGER && rep->element[0]->integer == 1)
+  own = bench_script_reply(rep);
+  if (own->type == REDIS_REPLY_ARRAY && own->elements >= 1 &&
+      own->element[0]->type == REDIS_REPLY_INTEGER && own->element[0]->integer == 1)
     got = 1;
-  else if (rep->type == REDIS_REPLY_INTEGER)
+  else if (own->type == REDIS_REPLY_INTEGER)
     got = 0;
   else
-    die("acquire: %s", rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+    die("acquire: %s", own->type == REDIS_REPLY_ERROR ? own->str : "unexpected reply");
   freeReplyObject(rep);
   return got;
 }
@@ -206,30 +209,31 @@ static void raw_release(raw_sem_t *r) {
   redisReply *rep;
   if (r->psem) {
     char zset[80];
-    const char *argv[8];
-    size_t lens[8];
+    const char *argv[9];
+    size_t lens[9];
     int i;
     snprintf(zset, sizeof zset, "{%s}:timeout", r->name);
     argv[0] = "EVALSHA", argv[1] = r->rel->sha1, argv[2] = "3", argv[3] = r->name;
     argv[4] = zset, argv[5] = r->channel, argv[6] = (const char *)r->id, argv[7] = "PUBLISH";
-    for (i = 0; i < 8; i++)
+    argv[8] = BENCH_TAG;
+    for (i = 0; i < 9; i++)
       lens[i] = i == 6 ? 16 : strlen(argv[i]);
-    rep = redisCommandArgv(r->c, 8, argv, lens);
+    rep = redisCommandArgv(r->c, 9, argv, lens);
   } else {
     char req[24], max[24];
-    const char *argv[11];
-    size_t lens[11];
+    const char *argv[12];
+    size_t lens[12];
     int i;
     snprintf(req, sizeof req, "%" PRIu64, ++r->req);
     snprintf(max, sizeof max, "%" PRId64, LK_SEMAPHORE_MAX_PERMITS);
     argv[0] = "EVALSHA", argv[1] = r->rel->sha1, argv[2] = "3", argv[3] = r->name;
     argv[4] = r->channel, argv[5] = r->mark, argv[6] = "1", argv[7] = req;
-    argv[8] = MARK_TTL, argv[9] = "PUBLISH", argv[10] = max;
-    for (i = 0; i < 11; i++)
+    argv[8] = MARK_TTL, argv[9] = "PUBLISH", argv[10] = max, argv[11] = BENCH_TAG;
+    for (i = 0; i < 12; i++)
       lens[i] = strlen(argv[i]);
-    rep = redisCommandArgv(r->c, 11, argv, lens);
+    rep = redisCommandArgv(r->c, 12, argv, lens);
   }
-  if (rep == NULL || rep->type != REDIS_REPLY_ARRAY)
+  if (rep == NULL || bench_script_reply(rep)->type != REDIS_REPLY_ARRAY)
     die("release: %s", rep == NULL ? r->c->errstr
                        : rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
   freeReplyObject(rep);

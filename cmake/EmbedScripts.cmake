@@ -1,6 +1,25 @@
 # Embeds scripts/<primitive>/<verb>.lua into one generated C table with each
 # script's SHA1 (what EVALSHA needs), computed here so the library never
 # hashes at run time. Entry names are "<primitive>/<verb>".
+#
+# Every script is embedded WRAPPED, so that its reply names the request it
+# answers (src/core/reply.c checks it; docs/design.md, "Replies are
+# attributable"). The core appends one argument to every script call, a
+# request tag (short decimal text), as the LAST ARGV. The wrapper takes it off
+# ARGV before the script's own text runs (which therefore sees exactly the
+# arguments it was written for, #ARGV included), runs that text as a local
+# function, and answers {tag} when it returned nil or false, {tag, result}
+# otherwise. Error replies are not wrapped: a failing redis.call raises past
+# the wrapper, and an error table (redis.error_reply, a failed redis.pcall)
+# is returned as it is. The wrapper joins the script's first line (or its
+# second, after a "#!lua flags=..." line, which must stay first), so the line
+# numbers in the server's error messages are those of the .lua file. The SHA1
+# and length are those of the wrapped text: what the server runs.
+set(LK_SCRIPT_WRAP_HEAD "local lk__tag = table.remove(ARGV) local function lk__body() ")
+set(LK_SCRIPT_WRAP_TAIL "\nend local lk__r = lk__body() \
+if type(lk__r) == 'table' and lk__r.err then return lk__r end \
+if not lk__r then return {lk__tag} end return {lk__tag, lk__r}\n")
+
 function(lk_embed_scripts out_file scripts_dir)
   file(GLOB_RECURSE _scripts RELATIVE ${scripts_dir} CONFIGURE_DEPENDS ${scripts_dir}/*.lua)
   list(SORT _scripts)
@@ -9,19 +28,44 @@ function(lk_embed_scripts out_file scripts_dir)
   set(_i 0)
   foreach(_rel IN LISTS _scripts)
     set(_path ${scripts_dir}/${_rel})
-    file(READ ${_path} _hex HEX)
-    file(SHA1 ${_path} _sha)
-    file(SIZE ${_path} _size)
+    file(READ ${_path} _text)
+    # A "#!lua flags=..." line must stay the first line of what is sent.
+    set(_shebang "")
+    string(SUBSTRING "${_text}" 0 2 _start)
+    if(_start STREQUAL "#!")
+      string(FIND "${_text}" "\n" _nl)
+      if(_nl LESS 0)
+        message(FATAL_ERROR "${_path}: a script that is only a #! line")
+      endif()
+      math(EXPR _after "${_nl} + 1")
+      string(SUBSTRING "${_text}" 0 ${_after} _shebang)
+      string(SUBSTRING "${_text}" ${_after} -1 _text)
+    endif()
+    set(_wrapped "${_shebang}${LK_SCRIPT_WRAP_HEAD}${_text}${LK_SCRIPT_WRAP_TAIL}")
+    string(HEX "${_wrapped}" _hex)
+    string(SHA1 _sha "${_wrapped}")
+    string(LENGTH "${_hex}" _hexlen)
+    math(EXPR _size "${_hexlen} / 2")
     string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," _bytes "${_hex}")
     string(REGEX REPLACE "\\.lua$" "" _name "${_rel}")
     string(APPEND _body "static const char lk__script_text_${_i}[] = {${_bytes} 0x00};\n")
     string(APPEND _table "  {\"${_name}\", lk__script_text_${_i}, ${_size}, \"${_sha}\"},\n")
     math(EXPR _i "${_i} + 1")
   endforeach()
+  # The wrapper's two parts, for programs that drive a script text of their
+  # own the way the library drives these (bench/rwlock_mix.c).
+  foreach(_part IN ITEMS head tail)
+    string(TOUPPER ${_part} _upper)
+    string(HEX "${LK_SCRIPT_WRAP_${_upper}}" _hex)
+    string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," _bytes "${_hex}")
+    string(APPEND _body "const char lk__script_wrap_${_part}[] = {${_bytes} 0x00};\n")
+  endforeach()
   string(APPEND _body "\nconst lk__script_t lk__scripts[] = {\n${_table}  {0, 0, 0, {0}}\n};\n")
   string(APPEND _body "const size_t lk__script_count = ${_i};\n")
   file(GENERATE OUTPUT ${out_file} CONTENT "${_body}")
-  # Editing a script re-runs the configure step, which regenerates the table.
+  # Editing a script (or this file) re-runs the configure step, which
+  # regenerates the table.
   list(TRANSFORM _scripts PREPEND ${scripts_dir}/ OUTPUT_VARIABLE _script_paths)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_script_paths})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_script_paths}
+               ${CMAKE_CURRENT_FUNCTION_LIST_FILE})
 endfunction()

@@ -67,6 +67,10 @@ typedef struct lk_client_stats_s {
   uint64_t renewals;         /* leases renewed (entries sent) */
   uint64_t renewal_commands; /* renewal scripts sent (up to 100 leases each) */
   uint64_t leases_lost;      /* lost-lease notifications */
+  /* Replies that were not their command's own (a reply the server did not
+   * owe, or one out of step): each dropped the connection, and every command
+   * in flight on it ended with LK_EUNKNOWN. */
+  uint64_t unattributable_replies;
 } lk_client_stats_t;
 
 LK_EXTERN void lk_client_opts_init(lk_client_opts_t *opts);

@@ -201,13 +201,14 @@ static void on_hs_info(void *data, int status, redisReply *r) {
 }
 
 static int hs_send_len(lk__conn_t *conn, int argc, const char **argv,
-                       const size_t *lens, lk__op_cb cb) {
+                       const size_t *lens, const lk__script_t *loads, lk__op_cb cb) {
   int err = 0;
   lk__op_t *op = lk__op_new(conn->client, cb, conn, &err);
   int len;
   if (op == NULL)
     return err;
   op->internal = 1;
+  op->loads = loads;
   len = lk__format_command(&op->cmd, &op->cmd_cap, argc, argv, lens);
   if (len < 0) {
     lk__op_free(op);
@@ -220,7 +221,7 @@ static int hs_send_len(lk__conn_t *conn, int argc, const char **argv,
 }
 
 static int hs_send(lk__conn_t *conn, int argc, const char **argv, lk__op_cb cb) {
-  return hs_send_len(conn, argc, argv, NULL, cb);
+  return hs_send_len(conn, argc, argv, NULL, NULL, cb);
 }
 
 static void start_handshake(lk__conn_t *conn) {
@@ -258,13 +259,15 @@ static void start_handshake(lk__conn_t *conn) {
   }
   /* Load every script now, so the first use of each (a watchdog renewal
    * included) costs one round trip, not EVALSHA + NOSCRIPT + EVAL. A user
-   * without SCRIPT LOAD still works: NOSCRIPT is answered with EVAL. */
+   * without SCRIPT LOAD still works: NOSCRIPT is answered with EVAL. Each
+   * reply must be its script's SHA1 (lk__reply_unwrap), so a reply the
+   * server did not owe is caught here, before any user command is sent. */
   if (conn->kind == LK__CONN_CMD) {
     size_t i;
     for (i = 0; err == 0 && i < lk__script_count; i++) {
       const char *a[3] = {"SCRIPT", "LOAD", lk__scripts[i].text};
       size_t l[3] = {6, 4, lk__scripts[i].len};
-      err = hs_send_len(conn, 3, a, l, on_hs_optional);
+      err = hs_send_len(conn, 3, a, l, &lk__scripts[i], on_hs_optional);
     }
   }
   if (err != 0)
@@ -393,18 +396,44 @@ static int is_noscript(const redisReply *r) {
          memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
+/* A reply that is not the oldest command's own: one the server never owed
+ * (a proxy's or a broken server's), or one whose own reply went missing. From
+ * here on every reply would answer the wrong command, so none is taken: the
+ * connection is dropped and everything in flight on it has an unknown outcome
+ * (LK_EUNKNOWN), settled as after a lost connection. */
+static void drop_unattributable(lk__conn_t *conn, const lk__op_t *op, const redisReply *r) {
+  lk_client_t *c = conn->client;
+  c->stats.unattributable_replies++;
+  if (op == NULL)
+    lk__log(c, LK_LOG_WARN, "%s connection: a reply arrived with no command waiting",
+            conn_label(conn));
+  else
+    lk__log(c, LK_LOG_WARN,
+            "%s connection: the reply to %s%s (type %d) is not its own; replies are "
+            "out of step with commands",
+            conn_label(conn), op->loads != NULL ? "SCRIPT LOAD " : "script ",
+            op->loads != NULL ? op->loads->name : op->script->name, r->type);
+  lk__conn_drop(conn, LK_EPROTOCOL, "reply not attributable to its command");
+}
+
 static void dispatch(lk__conn_t *conn, redisReply *r) {
   lk_client_t *c = conn->client;
   lk__op_t *op;
+  redisReply *own;
 
   if (conn->kind == LK__CONN_PUBSUB && conn->state == LK__CONN_READY &&
       lk__pubsub_on_push(c, r))
     return;
   if (lk__queue_empty(&conn->sent)) {
-    lk__conn_drop(conn, LK_EPROTOCOL, "reply with no command waiting");
+    drop_unattributable(conn, NULL, r);
     return;
   }
   op = lk__container_of(lk__queue_head(&conn->sent), lk__op_t, node);
+  /* Checked while op is still in flight, so the drop settles it too. */
+  if (!lk__reply_unwrap(op, r, &own)) {
+    drop_unattributable(conn, op, r);
+    return;
+  }
   lk__queue_remove(&op->node);
   c->stats.replies++;
   if (op->script != NULL && !op->retried && is_noscript(r)) {
@@ -417,7 +446,7 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
       return;
     }
   }
-  lk__op_complete(op, lk__status_of(r), r);
+  lk__op_complete(op, lk__status_of(own), own);
 }
 
 void lk__client_cork(lk_client_t *c) { c->corked++; }

@@ -27,6 +27,9 @@ typedef void (*lk__op_cb)(void *data, int status, redisReply *reply);
 
 enum { LK__CONN_CMD = 0, LK__CONN_PUBSUB = 1 };
 
+/* A request tag's text: up to 20 decimal digits (a uint64_t) and a NUL. */
+#define LK__TAG_MAX 21
+
 enum lk__conn_state {
   LK__CONN_IDLE = 0,    /* not started (pub/sub before its first use) */
   LK__CONN_CONNECTING,  /* resolving or TCP/unix connect in progress */
@@ -45,7 +48,15 @@ struct lk__op_s {
   size_t cmd_len, cmd_cap;
   lk_client_t *client;
   const lk__script_t *script; /* EVALSHA op: may be resent as EVAL once */
+  /* The handshake's SCRIPT LOAD of this script: its reply must be the
+   * script's SHA1 (a shift caught before any user command is sent). */
+  const lk__script_t *loads;
   uint64_t sent_ns;
+  /* A script op's request tag, the last ARGV it was sent with, as decimal
+   * text: its reply must carry it back (lk__reply_unwrap). tag_len 0 for
+   * commands that are not script calls. */
+  char tag[LK__TAG_MAX];
+  unsigned char tag_len;
   unsigned retried : 1;
   unsigned internal : 1; /* handshake / heartbeat: not user work */
 };
@@ -108,6 +119,7 @@ struct lk_client_s {
   lk__opts_t o;
   char id[37]; /* UUID */
   uint64_t next_tid;
+  uint64_t next_tag; /* request tags of script calls (ops.c) */
   lk_client_event_cb on_event;
   void *event_arg;
   lk_log_cb log;
@@ -129,6 +141,9 @@ struct lk_client_s {
    * while (src/multilock/redlock.c). */
   uint64_t restarted_ns;
   lk_client_stats_t stats;
+  /* A Redis Cluster (core/router.h): keys are routed by slot, pub/sub is
+   * sharded, renewal batches never cross a slot. */
+  int cluster_on;
   /* pub/sub */
   struct lk__chan_s *chans; /* uthash table by channel name */
   size_t user_chans;        /* channels other than the heartbeat's */
@@ -255,6 +270,14 @@ int lk__format_command(char **out, size_t *cap, int argc, const char **argv,
 /* Maps an error reply's text to an LK_ code. */
 int lk__status_from_error(const char *text, size_t len);
 int lk__status_of(redisReply *r);
+/* Whether r, a reply that arrived for op, is op's own. A script op's
+ * non-error reply must be the wrapped form {tag} or {tag, result} with op's
+ * tag (cmake/EmbedScripts.cmake); *inner is then what the script itself
+ * returned (a nil reply for {tag}), so no reply parser sees the wrapper. A
+ * SCRIPT LOAD's reply must be its script's SHA1. Error replies and other
+ * commands' replies are taken as they are (*inner = r). 0: the reply cannot
+ * be op's, the reply stream is shifted. */
+int lk__reply_unwrap(const lk__op_t *op, redisReply *r, redisReply **inner);
 int lk__reply_is_int(const redisReply *r, long long *out);
 
 /* --- ids --- */

@@ -145,24 +145,31 @@ lk__op_t *lk__cmd_argv(lk_client_t *c, int argc, const char **argv,
 /* Small calls build their argument vector on the stack; renewal batches
  * (hundreds of arguments) get one allocation. */
 #define LK__STACK_ARGS 32
+/* EVALSHA, SHA1, key count before the keys; the request tag after the args. */
+#define LK__SCRIPT_EXTRA 4
 
 static lk__op_t *script_op(lk_client_t *c, const lk__script_t *s, int nkeys,
                            int nargs, const char **argv, const size_t *lens,
                            lk__op_cb cb, void *data, int send, int *err) {
-  const char *a_stack[LK__STACK_ARGS + 3];
-  size_t l_stack[LK__STACK_ARGS + 3];
+  const char *a_stack[LK__STACK_ARGS + LK__SCRIPT_EXTRA];
+  size_t l_stack[LK__STACK_ARGS + LK__SCRIPT_EXTRA];
   const char **a = a_stack;
   size_t *l = l_stack;
-  char nk[24];
+  char nk[24], tag[24];
+  size_t tag_len;
   int i, n = nkeys + nargs;
   lk__op_t *op;
   if (nkeys < 0 || nargs < 0 || s == NULL) {
     *err = LK_EINVAL;
     return NULL;
   }
+  if (send && c->inflight >= c->o.max_inflight) {
+    *err = LK_EAGAIN;
+    return NULL;
+  }
   if (n > LK__STACK_ARGS) {
-    a = lk__malloc(sizeof(*a) * (size_t)(n + 3));
-    l = lk__malloc(sizeof(*l) * (size_t)(n + 3));
+    a = lk__malloc(sizeof(*a) * (size_t)(n + LK__SCRIPT_EXTRA));
+    l = lk__malloc(sizeof(*l) * (size_t)(n + LK__SCRIPT_EXTRA));
     if (a == NULL || l == NULL) {
       lk__free(a);
       lk__free(l);
@@ -170,6 +177,10 @@ static lk__op_t *script_op(lk_client_t *c, const lk__script_t *s, int nkeys,
       return NULL;
     }
   }
+  /* The request tag: every script's reply carries it back, so a reply that
+   * is not this command's own is seen (lk__reply_unwrap). Unique per client:
+   * a counter, never reused while the client lives. */
+  tag_len = lk__i64_to_str(tag, (int64_t)(++c->next_tag & INT64_MAX));
   a[0] = "EVALSHA", l[0] = 7;
   a[1] = s->sha1, l[1] = 40;
   a[2] = nk, l[2] = lk__i64_to_str(nk, nkeys);
@@ -177,8 +188,16 @@ static lk__op_t *script_op(lk_client_t *c, const lk__script_t *s, int nkeys,
     a[i + 3] = argv[i];
     l[i + 3] = lens != NULL ? lens[i] : strlen(argv[i]);
   }
-  op = send ? send_argv(c, n + 3, a, l, s, cb, data, err)
-            : format_argv(c, n + 3, a, l, s, cb, data, err);
+  a[n + 3] = tag, l[n + 3] = tag_len;
+  op = format_argv(c, n + LK__SCRIPT_EXTRA, a, l, s, cb, data, err);
+  if (op != NULL) {
+    memcpy(op->tag, tag, tag_len);
+    op->tag_len = (unsigned char)tag_len;
+    if (send && (*err = lk__op_submit(c, op)) != 0) {
+      lk__op_free(op);
+      op = NULL;
+    }
+  }
   if (a != a_stack) {
     lk__free(a);
     lk__free(l);

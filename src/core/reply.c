@@ -69,3 +69,30 @@ int lk__reply_is_int(const redisReply *r, long long *out) {
   *out = r->integer;
   return 1;
 }
+
+/* What a script that returned nil or false answers through its wrapper
+ * ({tag}): handed to callbacks as the nil reply the script would have given
+ * unwrapped. Never written. */
+static redisReply lk__nil_reply = {.type = REDIS_REPLY_NIL};
+
+int lk__reply_unwrap(const lk__op_t *op, redisReply *r, redisReply **inner) {
+  const redisReply *t;
+  *inner = r;
+  if (r->type == REDIS_REPLY_ERROR)
+    return 1; /* not wrapped: see cmake/EmbedScripts.cmake */
+  if (op->loads != NULL)
+    return r->type == REDIS_REPLY_STRING && r->len == 40 &&
+           memcmp(r->str, op->loads->sha1, 40) == 0;
+  if (op->tag_len == 0)
+    return 1; /* not a script call: untagged, see docs/design.md */
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->elements > 2)
+    return 0;
+  t = r->element[0];
+  if (t == NULL || t->type != REDIS_REPLY_STRING || t->len != op->tag_len ||
+      memcmp(t->str, op->tag, op->tag_len) != 0)
+    return 0;
+  if (r->elements == 2 && r->element[1] == NULL)
+    return 0;
+  *inner = r->elements == 2 ? r->element[1] : &lk__nil_reply;
+  return 1;
+}

@@ -58,12 +58,16 @@ int lk__format_command(char **out, size_t *cap, int argc, const char **argv,
   }
   buf = *out;
   if (buf == NULL || *cap < total) {
-    /* Reused across commands by pooled operation records: grow only. */
-    buf = lk__realloc(*out, total);
+    /* Reused across commands by pooled operation records: grow only, with
+     * room for a few more digits, so a number that gains one (a script
+     * call's request tag past 9999, a sequence number) reuses the buffer
+     * instead of growing it again. */
+    size_t want = total + 16;
+    buf = lk__realloc(*out, want);
     if (buf == NULL)
       return -1;
     *out = buf;
-    *cap = total;
+    *cap = want;
   }
   p = put_header(buf, '*', (size_t)argc);
   for (i = 0; i < (size_t)argc; i++) {

@@ -14,6 +14,11 @@ typedef struct lk__script_s {
 
 extern const lk__script_t lk__scripts[];
 extern const size_t lk__script_count;
+/* Every text above is head + the .lua file's text + tail (after its "#!lua"
+ * line, when it has one): the wrapper that takes the request tag off ARGV
+ * and puts it in the reply (cmake/EmbedScripts.cmake). */
+extern const char lk__script_wrap_head[];
+extern const char lk__script_wrap_tail[];
 
 /* Looks a script up by name; NULL when missing (a build error, really). */
 const lk__script_t *lk__script_find(const char *name);

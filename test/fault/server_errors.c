@@ -555,7 +555,10 @@ static void hostile_finish(hostile_t *h) {
 }
 
 /* A reply of the wrong type to an acquire: LK_EUNKNOWN, not held, and the
- * hold the script did take is given back (the outcome was unknowable). */
+ * hold the script did take is given back (the outcome was unknowable). It is
+ * not the script's own reply (it lacks the request tag, docs/design.md
+ * "Replies are attributable"), so the connection is dropped and the acquire
+ * settled as after a lost reply. */
 TEST(wrong_type_reply_to_acquire_is_unknown_and_given_back) {
   hostile_t h;
   hostile_start(&h, "t-wrongtype", 3000);
@@ -569,6 +572,10 @@ TEST(wrong_type_reply_to_acquire_is_unknown_and_given_back) {
   ASSERT_EQ(s.status, LK_EUNKNOWN);
   ASSERT_EQ(lk_lock_hold_count(h.a), 0);
   ASSERT_GT(fu_wait_gone(&h.fx.loop, h.fx.srv, "t-wrongtype", 1000), 0);
+  lk_client_stats_t st;
+  lk_client_get_stats(h.fx.c, &st);
+  ASSERT_EQ(st.unattributable_replies, 1);
+  ASSERT_GE(st.reconnects, 1);
   /* The client carries on. */
   ASSERT_OK(sx_acquire(&h.fx, h.a, 0, 30000));
   ASSERT_OK(sx_run(&h.fx, lk_lock_release, h.a, NULL));
