@@ -141,9 +141,6 @@ struct lk_client_s {
    * while (src/multilock/redlock.c). */
   uint64_t restarted_ns;
   lk_client_stats_t stats;
-  /* A Redis Cluster (core/router.h): keys are routed by slot, pub/sub is
-   * sharded, renewal batches never cross a slot. */
-  int cluster_on;
   /* pub/sub */
   struct lk__chan_s *chans; /* uthash table by channel name */
   size_t user_chans;        /* channels other than the heartbeat's */
