@@ -64,9 +64,8 @@ set(_lk_hostile_verbs
 set(_lk_hostile_faults wrong_type garbled error truncated insert cut)
 
 # Cells that fail on today's code (verb.fault), with what they show.
-# (On 38f1dc7 the extra-reply cells failed too, and force_release answered a
-# reply of the wrong shape with LK_EPROTOCOL; reply attribution, 2557604,
-# fixed both.)
+# (The extra-reply cells failed too until reply attribution, 2557604, and
+# lock.force_release.wrong_type, which got LK_EPROTOCOL, until 88fc6ab.)
 set(_lk_hostile_pending
   # A drain whose outcome is unknown (reply lost, cut, garbled, of the wrong
   # shape, or not attributable) reports LK_EUNKNOWN and the permits it took
