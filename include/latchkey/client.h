@@ -15,8 +15,23 @@ typedef enum {
   LK_EVENT_CONNECTED = 1,   /* first connection ready (handshake done) */
   LK_EVENT_SUSPENDED,       /* command connection lost; reconnecting */
   LK_EVENT_RECONNECTED,     /* command connection ready again */
-  LK_EVENT_SERVER_RESTARTED /* reconnected to a server with a new run_id */
+  LK_EVENT_SERVER_RESTARTED, /* reconnected to a server with a new run_id */
+  /* A cluster's slot changed master (failover, migration, a node added or
+   * removed): the holds in it are being verified, on_lost follows for the
+   * ones that are gone (docs/client.md, "Redis Cluster"). */
+  LK_EVENT_TOPOLOGY_CHANGED
 } lk_event_t;
+
+/* How the client treats a Redis Cluster (docs/client.md, "Redis Cluster"). */
+typedef enum {
+  /* Found out: a node that says cluster_enabled:1, or a MOVED reply, turns
+   * cluster routing on. The default. */
+  LK_CLUSTER_AUTO = 0,
+  /* host/port is a cluster node (a seed); db must be 0. */
+  LK_CLUSTER_ON,
+  /* Never: a redirection ends the command with LK_ECLUSTER. */
+  LK_CLUSTER_OFF
+} lk_cluster_mode_t;
 
 typedef enum { LK_LOG_DEBUG = 0, LK_LOG_INFO, LK_LOG_WARN, LK_LOG_ERROR } lk_log_level_t;
 
@@ -49,6 +64,8 @@ typedef struct lk_client_opts_s {
   void *event_arg;
   lk_log_cb log;              /* NULL: warnings and errors go to stderr */
   void *log_arg;
+  int cluster;                /* lk_cluster_mode_t, default LK_CLUSTER_AUTO */
+  int64_t cluster_refresh_ms; /* topology re-read period on a cluster, default 5000 */
 } lk_client_opts_t;
 
 typedef struct lk_client_stats_s {
@@ -71,6 +88,14 @@ typedef struct lk_client_stats_s {
    * owe, or one out of step): each dropped the connection, and every command
    * in flight on it ended with LK_EUNKNOWN. */
   uint64_t unattributable_replies;
+  /* Redis Cluster (docs/client.md): redirections followed, commands sent
+   * again after TRYAGAIN or CLUSTERDOWN, topology reads, and reads that
+   * found a slot with a new master. */
+  uint64_t moved_redirects;
+  uint64_t ask_redirects;
+  uint64_t cluster_retries;
+  uint64_t topology_refreshes;
+  uint64_t topology_changes;
 } lk_client_stats_t;
 
 LK_EXTERN void lk_client_opts_init(lk_client_opts_t *opts);

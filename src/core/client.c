@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/router.h"
 #include "core/tokens.h"
 #include "core/watchdog.h"
 
@@ -69,6 +70,8 @@ void lk_client_opts_init(lk_client_opts_t *o) {
   o->default_lease_ms = 30000;
   o->max_inflight = 65536;
   o->max_name_len = 4096;
+  o->cluster = LK_CLUSTER_AUTO;
+  o->cluster_refresh_ms = 5000;
 }
 
 static int valid_ms(int64_t v, int64_t min) {
@@ -87,7 +90,12 @@ static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
       (s->username != NULL && s->password == NULL) ||
       (s->client_name != NULL && strlen(s->client_name) > 128) ||
       (s->client_name != NULL && strpbrk(s->client_name, " \r\n") != NULL) ||
-      (s->client_id != NULL && !lk__valid_client_id(s->client_id)))
+      (s->client_id != NULL && !lk__valid_client_id(s->client_id)) ||
+      (s->cluster != LK_CLUSTER_AUTO && s->cluster != LK_CLUSTER_ON &&
+       s->cluster != LK_CLUSTER_OFF) ||
+      !valid_ms(s->cluster_refresh_ms, 10) ||
+      /* A cluster has only db 0 and refuses SELECT. */
+      (s->cluster == LK_CLUSTER_ON && (s->db != 0 || s->unix_path != NULL)))
     return LK_EINVAL;
   d->port = s->port;
   d->db = s->db;
@@ -100,6 +108,8 @@ static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
   d->default_lease_ms = s->default_lease_ms;
   d->max_inflight = s->max_inflight;
   d->max_name_len = s->max_name_len;
+  d->cluster = s->cluster;
+  d->cluster_refresh_ms = s->cluster_refresh_ms;
   d->host = lk__strdup(s->host ? s->host : "");
   d->unix_path = lk__strdup(s->unix_path);
   d->username = lk__strdup(s->username);
@@ -181,11 +191,14 @@ void lk__emit(lk_client_t *c, lk_event_t ev) {
     c->on_event(c, ev, c->event_arg);
 }
 
-void lk__client_on_run_id(lk_client_t *c, const char *run_id, size_t len) {
-  int changed = c->run_id[0] != '\0' &&
-                (strlen(c->run_id) != len || memcmp(c->run_id, run_id, len) != 0);
-  memcpy(c->run_id, run_id, len);
-  c->run_id[len] = '\0';
+void lk__client_on_run_id(lk__conn_t *conn, const char *run_id, size_t len) {
+  lk_client_t *c = conn->client;
+  /* Node 0's is the client's (RedLock compares clients by it); a cluster's
+   * other nodes keep their own. */
+  char *mine = conn->node == NULL || conn->node == &c->node0 ? c->run_id : conn->node->run_id;
+  int changed = mine[0] != '\0' && (strlen(mine) != len || memcmp(mine, run_id, len) != 0);
+  memcpy(mine, run_id, len);
+  mine[len] = '\0';
   if (changed) {
     lk__log(c, LK_LOG_WARN, "server restarted (run_id changed)");
     c->restarted_ns = lk__now_ns();
@@ -229,6 +242,8 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
     return rc;
   }
   rc = lk__pubsub_init(c); /* only allocates: nothing to undo but memory */
+  if (rc == 0 && (rc = lk__router_alloc(c)) != 0)
+    lk__pubsub_free(c);
   if (rc != 0) {
     free_opts(&c->o);
     lk__free(c);
@@ -251,6 +266,7 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
   c->handles_open = 3; /* idle, heartbeat timer, watchdog timer */
   lk__conn_init(c, &c->cmd, LK__CONN_CMD);
   lk__conn_init(c, &c->ps, LK__CONN_PUBSUB);
+  lk__router_start(c);
   lk__conn_start(&c->cmd);
   *out = c;
   return 0;
@@ -270,6 +286,7 @@ static void finish_close(lk_client_t *c) {
   lk_client_close_cb cb = c->close_cb;
   lk__conn_free_buffers(&c->cmd);
   lk__conn_free_buffers(&c->ps);
+  lk__router_free(c);
   free_client_memory(c);
   if (cb != NULL)
     cb(c);
@@ -287,15 +304,21 @@ static void free_op_list(lk__queue_t *list) {
 /* In a forked child the loop and sockets are copies of the parent's: the
  * client's memory is freed without a single uv or socket call. */
 static void free_forked(lk_client_t *c) {
-  lk__conn_t *conns[2] = {&c->cmd, &c->ps};
-  int i;
-  for (i = 0; i < 2; i++) {
-    free_op_list(&conns[i]->sent);
-    free_op_list(&conns[i]->unsent);
-    if (conns[i]->reader != NULL)
-      redisReaderFree(conns[i]->reader);
-    lk__conn_free_buffers(conns[i]);
+  size_t i;
+  for (i = 0; i < c->n_nodes; i++) {
+    lk__conn_t *conns[2] = {c->nodes[i]->cmd, c->nodes[i]->ps};
+    int k;
+    for (k = 0; k < 2; k++) {
+      free_op_list(&conns[k]->sent);
+      free_op_list(&conns[k]->unsent);
+      if (conns[k]->reader != NULL)
+        redisReaderFree(conns[k]->reader);
+    }
   }
+  free_op_list(&c->retry_ops);
+  lk__conn_free_buffers(&c->cmd);
+  lk__conn_free_buffers(&c->ps);
+  lk__router_free(c);
   free_client_memory(c);
   lk__free(c);
 }
@@ -313,15 +336,22 @@ static void on_client_handle_closed(uv_handle_t *h) {
  * queued (a release sent by a closing lock deserves its reply, bounded by
  * the reply timeout), then every handle closes. */
 void lk__client_maybe_finish_close(lk_client_t *c) {
+  size_t i;
   if (!c->closing)
     return;
   if (c->closing == 1) {
-    if (c->cmd.state == LK__CONN_READY && lk__conn_is_busy(&c->cmd))
-      return;
+    for (i = 0; i < c->n_nodes; i++)
+      if (c->nodes[i]->cmd->state == LK__CONN_READY && lk__conn_is_busy(c->nodes[i]->cmd))
+        return;
+    if (!lk__queue_empty(&c->retry_ops))
+      return; /* redirected commands on their way: each ends within the reply timeout */
     c->closing = 2;
     lk__pubsub_shutdown(c);
-    lk__conn_close(&c->cmd);
-    lk__conn_close(&c->ps);
+    for (i = 0; i < c->n_nodes; i++) {
+      lk__conn_close(c->nodes[i]->cmd);
+      lk__conn_close(c->nodes[i]->ps);
+    }
+    lk__router_close(c);
     uv_timer_stop(&c->hb_timer);
     uv_close((uv_handle_t *)&c->hb_timer, on_client_handle_closed);
     lk__wd_close(c);
@@ -329,11 +359,13 @@ void lk__client_maybe_finish_close(lk_client_t *c) {
     uv_close((uv_handle_t *)&c->idle, on_client_handle_closed);
     return;
   }
-  if (c->closing == 2 && c->handles_open == 0 && !c->cmd.gai_pending &&
-      !c->ps.gai_pending) {
-    c->closing = 3;
-    finish_close(c);
-  }
+  if (c->closing != 2 || c->handles_open != 0)
+    return;
+  for (i = 0; i < c->n_nodes; i++)
+    if (c->nodes[i]->cmd->gai_pending || c->nodes[i]->ps->gai_pending)
+      return;
+  c->closing = 3;
+  finish_close(c);
 }
 
 static void on_close_defer(lk__defer_t *d) {
@@ -370,7 +402,13 @@ void lk__object_died(lk_client_t *c) { c->objects--; }
 uv_loop_t *lk_client_loop(const lk_client_t *c) { return c ? c->loop : NULL; }
 const char *lk_client_id(const lk_client_t *c) { return c ? c->id : NULL; }
 int lk_client_is_connected(const lk_client_t *c) {
-  return c != NULL && c->cmd.state == LK__CONN_READY;
+  size_t i;
+  if (c == NULL)
+    return 0;
+  for (i = 0; i < c->n_nodes; i++)
+    if (c->nodes[i]->cmd->state == LK__CONN_READY)
+      return 1;
+  return 0;
 }
 void lk_client_get_stats(const lk_client_t *c, lk_client_stats_t *out) {
   if (c != NULL && out != NULL)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/router.h"
 #include "core/watchdog.h"
 
 static void conn_start_connect(lk__conn_t *conn);
@@ -118,6 +119,7 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
     lk__pubsub_on_down(c);
   if (was_ready && conn->kind == LK__CONN_CMD)
     lk__emit(c, LK_EVENT_SUSPENDED);
+  lk__router_on_conn_down(conn);
   fail_list(&sent, c->closing ? LK_ECANCELED : LK_EUNKNOWN);
   fail_list(&unsent, c->closing ? LK_ECANCELED : unsent_status);
 
@@ -176,8 +178,9 @@ static void on_hs_info(void *data, int status, redisReply *r) {
       p += 7;
       while (p[n] != '\0' && p[n] != '\r' && p[n] != '\n' && n < 40)
         n++;
-      lk__client_on_run_id(conn->client, p, n);
+      lk__client_on_run_id(conn, p, n);
     }
+    lk__router_on_info(conn, r->str, r->len);
     /* Any policy but noeviction lets Redis evict lock keys (they carry a
      * TTL, so volatile-* policies pick them first): say so at connect. */
     p = strstr(r->str, "maxmemory_policy:");
@@ -241,7 +244,8 @@ static void start_handshake(lk__conn_t *conn) {
     err = o->username != NULL ? hs_send(conn, 3, a3, on_hs_required)
                               : hs_send(conn, 2, a2, on_hs_required);
   }
-  if (err == 0 && o->db != 0 && conn->kind == LK__CONN_CMD) {
+  /* A cluster has only db 0 and refuses SELECT (docs/client.md). */
+  if (err == 0 && o->db != 0 && conn->kind == LK__CONN_CMD && !c->cluster_on) {
     const char *a[2] = {"SELECT", dbuf};
     snprintf(dbuf, sizeof(dbuf), "%d", o->db);
     err = hs_send(conn, 2, a, on_hs_required);
@@ -253,9 +257,10 @@ static void start_handshake(lk__conn_t *conn) {
     err = hs_send(conn, 3, a, on_hs_optional);
   }
   if (err == 0 && conn->kind == LK__CONN_CMD) {
-    /* server: run_id (restart detection); memory: the eviction policy. */
-    const char *a[3] = {"INFO", "server", "memory"};
-    err = hs_send(conn, 3, a, on_hs_info);
+    /* server: run_id (restart detection); memory: the eviction policy;
+     * cluster: whether this is a cluster node (core/router.h). */
+    const char *a[4] = {"INFO", "server", "memory", "cluster"};
+    err = hs_send(conn, 4, a, on_hs_info);
   }
   /* Load every script now, so the first use of each (a watchdog renewal
    * included) costs one round trip, not EVALSHA + NOSCRIPT + EVAL. A user
@@ -277,12 +282,14 @@ static void start_handshake(lk__conn_t *conn) {
 static void conn_become_ready(lk__conn_t *conn) {
   lk_client_t *c = conn->client;
   lk__queue_t unsent;
-  int first = !conn->connected_once;
+  int first = !c->ever_connected;
 
   uv_timer_stop(&conn->timer);
   conn->state = LK__CONN_READY;
   conn->backoff_ms = 0;
   conn->connected_once = 1;
+  if (conn->kind == LK__CONN_CMD)
+    c->ever_connected = 1;
   lk__log(c, first ? LK_LOG_DEBUG : LK_LOG_INFO, "%s connection ready",
           conn_label(conn));
 
@@ -301,6 +308,7 @@ static void conn_become_ready(lk__conn_t *conn) {
       c->restart_pending = 0;
       lk__emit(c, LK_EVENT_SERVER_RESTARTED);
     }
+    lk__router_on_conn_ready(conn);
   }
 }
 
@@ -436,6 +444,10 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
   }
   lk__queue_remove(&op->node);
   c->stats.replies++;
+  /* MOVED, ASK, TRYAGAIN, CLUSTERDOWN: the command did not run; the router
+   * sends it where it belongs (core/router.h). */
+  if (own->type == REDIS_REPLY_ERROR && !op->internal && lk__router_redirected(conn, op, own))
+    return;
   if (op->script != NULL && !op->retried && is_noscript(r)) {
     /* NOSCRIPT means the script did not run, so resending is safe. EVAL
      * both loads and runs it: one round trip, not SCRIPT LOAD + EVALSHA. */
@@ -454,8 +466,11 @@ void lk__client_cork(lk_client_t *c) { c->corked++; }
 void lk__client_uncork(lk_client_t *c) {
   if (--c->corked > 0)
     return;
-  conn_flush(&c->cmd);
-  conn_flush(&c->ps);
+  size_t i;
+  for (i = 0; i < c->n_nodes; i++) {
+    conn_flush(c->nodes[i]->cmd);
+    conn_flush(c->nodes[i]->ps);
+  }
 }
 
 static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf);
@@ -627,7 +642,7 @@ static void on_connected(uv_connect_t *req, int status) {
     lk__conn_drop(conn, LK_ENOMEM, "reader allocation");
     return;
   }
-  if (conn->client->o.unix_path == NULL)
+  if (conn->io.handle.type == UV_TCP)
     uv_tcp_nodelay(&conn->io.tcp, 1); /* small commands must not wait */
   rc = uv_read_start(&conn->io.stream, on_alloc, on_read);
   if (rc < 0) {
@@ -673,6 +688,12 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *ai) 
 static void conn_start_connect(lk__conn_t *conn) {
   lk_client_t *c = conn->client;
   const lk__opts_t *o = &c->o;
+  /* Node 0 is where the options point; a cluster's other nodes are where
+   * the topology or a redirection said. */
+  const lk__node_t *n = conn->node;
+  const char *host = n != NULL && n->host != NULL ? n->host : o->host;
+  int node_port = n != NULL && n->host != NULL ? n->port : o->port;
+  const char *unix_path = n != NULL && n->host != NULL ? NULL : o->unix_path;
   struct sockaddr_storage ss;
   int rc = 0;
 
@@ -680,18 +701,17 @@ static void conn_start_connect(lk__conn_t *conn) {
   if (conn->io_closing)
     return; /* on_io_closed comes back here */
   conn_arm_timer(conn, on_connect_timeout, o->connect_timeout_ms);
-  if (o->unix_path != NULL) {
+  if (unix_path != NULL) {
     rc = uv_pipe_init(c->loop, &conn->io.pipe, 0);
     if (rc == 0) {
       conn->io.handle.data = conn;
       conn->io_open = 1;
       c->handles_open++;
       conn->connect_req.data = conn;
-      uv_pipe_connect(&conn->connect_req, &conn->io.pipe, o->unix_path,
-                      on_connected);
+      uv_pipe_connect(&conn->connect_req, &conn->io.pipe, unix_path, on_connected);
     }
-  } else if (uv_ip4_addr(o->host, o->port, (struct sockaddr_in *)&ss) == 0 ||
-             uv_ip6_addr(o->host, o->port, (struct sockaddr_in6 *)&ss) == 0) {
+  } else if (uv_ip4_addr(host, node_port, (struct sockaddr_in *)&ss) == 0 ||
+             uv_ip6_addr(host, node_port, (struct sockaddr_in6 *)&ss) == 0) {
     rc = connect_addr(conn, (const struct sockaddr *)&ss);
   } else {
     /* Names resolve on libuv's thread pool, never blocking the loop. */
@@ -700,10 +720,9 @@ static void conn_start_connect(lk__conn_t *conn) {
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    snprintf(port, sizeof(port), "%d", o->port);
+    snprintf(port, sizeof(port), "%d", node_port);
     conn->gai_req.data = conn;
-    rc = uv_getaddrinfo(c->loop, &conn->gai_req, on_resolved, o->host, port,
-                        &hints);
+    rc = uv_getaddrinfo(c->loop, &conn->gai_req, on_resolved, host, port, &hints);
     if (rc == 0)
       conn->gai_pending = 1;
   }

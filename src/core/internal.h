@@ -18,6 +18,8 @@
 typedef struct lk__conn_s lk__conn_t;
 typedef struct lk__op_s lk__op_t;
 typedef struct lk__chan_s lk__chan_t;
+typedef struct lk__node_s lk__node_t;
+struct lk__topo_s; /* core/topology.h */
 
 /* status: 0 with a reply (which may be an error reply: then status is its
  * mapped code and reply carries the text), LK_ECONN (never sent), LK_EUNKNOWN
@@ -57,12 +59,20 @@ struct lk__op_s {
    * commands that are not script calls. */
   char tag[LK__TAG_MAX];
   unsigned char tag_len;
+  /* Routing (core/router.h): the slot of the command's key on a cluster
+   * (LK__NO_SLOT: none, or not a cluster), how often it was redirected, and
+   * when it was first sent (TRYAGAIN/CLUSTERDOWN retries stay within the
+   * reply timeout from then) and is due again. */
+  int slot;
+  uint8_t redirects;
+  uint64_t first_sent_ns, retry_at_ns;
   unsigned retried : 1;
   unsigned internal : 1; /* handshake / heartbeat: not user work */
 };
 
 struct lk__conn_s {
   lk_client_t *client;
+  lk__node_t *node; /* the server this connection talks to */
   int kind;
   enum lk__conn_state state;
   union {
@@ -110,7 +120,21 @@ typedef struct lk__opts_s {
   int64_t reconnect_min_ms, reconnect_max_ms;
   int64_t max_repoll_ms, heartbeat_ms, default_lease_ms;
   size_t max_inflight, max_name_len;
+  int cluster; /* lk_cluster_mode_t */
+  int64_t cluster_refresh_ms;
 } lk__opts_t;
+
+/* One server: node 0 is the configured one (standalone, or a cluster's
+ * seed) and uses the client's own two connections; a cluster's other nodes
+ * are found through the topology and redirections (core/router.h). */
+struct lk__node_s {
+  lk_client_t *client;
+  lk__conn_t *cmd, *ps;
+  char *host; /* NULL for node 0: the client's options say where */
+  int port;
+  uint16_t idx; /* in client->nodes */
+  char run_id[41];
+};
 
 struct lk_client_s {
   uv_loop_t *loop;
@@ -141,6 +165,20 @@ struct lk_client_s {
    * while (src/multilock/redlock.c). */
   uint64_t restarted_ns;
   lk_client_stats_t stats;
+  /* A Redis Cluster (core/router.h): keys are routed by slot, pub/sub is
+   * sharded, renewal batches never cross a slot. */
+  int cluster_on;
+  lk__node_t node0;
+  lk__node_t **nodes; /* nodes[0] == &node0; node0_list until a second node */
+  lk__node_t *node0_list[1];
+  size_t n_nodes, nodes_cap;
+  uint16_t *slot_node; /* cluster: slot -> node index (LK__TOPO_NONE: unknown) */
+  struct lk__topo_s *topo; /* the last topology read */
+  uv_timer_t topo_timer, retry_timer;
+  lk__queue_t retry_ops; /* TRYAGAIN / CLUSTERDOWN, due again later */
+  uint64_t topo_last_ns;
+  unsigned topo_inflight : 1, topo_again : 1, topo_wanted : 1, topo_asked_slots : 1;
+  unsigned ever_connected : 1;
   /* pub/sub */
   struct lk__chan_s *chans; /* uthash table by channel name */
   size_t user_chans;        /* channels other than the heartbeat's */
@@ -210,7 +248,7 @@ void lk__pubsub_on_ready(lk_client_t *c);
 void lk__pubsub_on_down(lk_client_t *c);
 int lk__pubsub_on_push(lk_client_t *c, redisReply *r);
 /* Hook for the command connection's handshake: INFO server text. */
-void lk__client_on_run_id(lk_client_t *c, const char *run_id, size_t len);
+void lk__client_on_run_id(lk__conn_t *conn, const char *run_id, size_t len);
 
 /* --- operations --- */
 /* Sends a command on the command connection. Returns NULL with *err set

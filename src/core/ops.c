@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/router.h"
+#include "core/slot.h"
 
 /* Records kept for reuse, and the largest command buffer worth keeping. */
 #define LK__OP_POOL_MAX 1024
@@ -41,6 +43,7 @@ lk__op_t *lk__op_new(lk_client_t *c, lk__op_cb cb, void *data, int *err) {
   op->client = c;
   op->cb = cb;
   op->data = data;
+  op->slot = LK__NO_SLOT;
   return op;
 }
 
@@ -117,7 +120,7 @@ int lk__op_submit(lk_client_t *c, lk__op_t *op) {
   if (c->inflight >= c->o.max_inflight)
     return LK_EAGAIN;
   c->inflight++;
-  lk__conn_enqueue(&c->cmd, op);
+  lk__conn_enqueue(lk__router_cmd_conn(c, op->slot), op);
   return 0;
 }
 
@@ -130,6 +133,9 @@ static lk__op_t *send_argv(lk_client_t *c, int argc, const char **argv,
     return NULL;
   }
   op = format_argv(c, argc, argv, lens, script, cb, data, err);
+  /* Every plain command we send names its key first (HGET, PTTL, GET...). */
+  if (op != NULL && c->cluster_on && argc >= 2)
+    op->slot = lk__key_slot(argv[1], lens != NULL ? lens[1] : strlen(argv[1]));
   if (op != NULL && (*err = lk__op_submit(c, op)) != 0) {
     lk__op_free(op);
     op = NULL;
@@ -191,6 +197,10 @@ static lk__op_t *script_op(lk_client_t *c, const lk__script_t *s, int nkeys,
   a[n + 3] = tag, l[n + 3] = tag_len;
   op = format_argv(c, n + LK__SCRIPT_EXTRA, a, l, s, cb, data, err);
   if (op != NULL) {
+    /* On a cluster the first key decides the node: every key of a call
+     * shares the object's hash tag. */
+    if (c->cluster_on && nkeys > 0)
+      op->slot = lk__key_slot(a[3], l[3]);
     memcpy(op->tag, tag, tag_len);
     op->tag_len = (unsigned char)tag_len;
     if (send && (*err = lk__op_submit(c, op)) != 0) {

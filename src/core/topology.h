@@ -56,7 +56,7 @@ typedef struct {
   uint32_t n_slots;    /* slots owned (masters only) */
 } lk__topo_node_t;
 
-typedef struct {
+typedef struct lk__topo_s {
   lk__topo_node_t *nodes;
   size_t n_nodes;
   size_t n_masters;

@@ -502,19 +502,51 @@ TEST(misconf_refuses_acquire_and_reports_release_failure) {
 
 /* ---- §4.35: pointed at a cluster node ------------------------------------------------------------ */
 
-TEST(cluster_node_gives_ecluster_not_a_hang) {
+/* A cluster node that serves no slot answers CLUSTERDOWN: the router sends
+ * the command again (an election can end any moment) for as long as the
+ * reply timeout allows, then the acquire ends with LK_ECLUSTER. Not a hang. */
+TEST(cluster_node_with_no_slots_gives_ecluster_within_the_reply_timeout) {
   fx_t fx;
   rt_server_opts_t so;
+  lk_client_opts_t o;
+  lk_client_stats_t st;
   const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", NULL};
   rt_server_opts_init(&so);
   so.extra_args = extra;
-  fx_start(&fx, &so);
+  lk_client_opts_init(&o);
+  o.reply_timeout_ms = 1000;
+  fx_start_with(&fx, &so, &o);
+  lk_lock_t *a = fx_lock(&fx, "t-cluster");
+  sx_t s;
+  uint64_t t0 = uv_hrtime();
+  fu_start_acquire(a, 2000, 30000, 0, &s);
+  rt_run_until(&fx.loop, &s.done, rt_scaled_ms(6000));
+  ASSERT_EQ(s.status, LK_ECLUSTER); /* CLUSTERDOWN: no slot served */
+  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_scaled_ms(2000 + 1000 + 500));
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_GE(st.cluster_retries, 1);
+  fx_close_lock(&fx, a);
+  fx_finish(&fx);
+}
+
+/* With cluster support turned off, the same node's answer ends the command
+ * at once. */
+TEST(cluster_support_off_gives_ecluster_at_once) {
+  fx_t fx;
+  rt_server_opts_t so;
+  lk_client_opts_t o;
+  const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", NULL};
+  rt_server_opts_init(&so);
+  so.extra_args = extra;
+  lk_client_opts_init(&o);
+  o.cluster = LK_CLUSTER_OFF;
+  fx_start_with(&fx, &so, &o);
   lk_lock_t *a = fx_lock(&fx, "t-cluster");
   sx_t s;
   uint64_t t0 = uv_hrtime();
   fu_start_acquire(a, 2000, 30000, 0, &s);
   rt_run_until(&fx.loop, &s.done, 3000);
-  ASSERT_EQ(s.status, LK_ECLUSTER); /* CLUSTERDOWN: no slot served */
+  ASSERT_EQ(s.status, LK_ECLUSTER);
   ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_scaled_ms(300));
   fx_close_lock(&fx, a);
   fx_finish(&fx);

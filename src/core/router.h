@@ -1,0 +1,76 @@
+#ifndef LK_CORE_ROUTER_H
+#define LK_CORE_ROUTER_H
+
+/* The router: which node serves a command (docs/client.md, "Redis
+ * Cluster"). Primitives never name a connection: they send a script for a
+ * key and subscribe to a channel, and the router picks the node.
+ *
+ *   standalone: node 0, the configured server, serves everything.
+ *   cluster:    the master of the key's slot (CRC16 of its hash tag mod
+ *               16384, core/slot.h) from the topology (CLUSTER SHARDS, or
+ *               CLUSTER SLOTS on servers without it: core/topology.h). A
+ *               command for a slot the map does not know yet goes to any
+ *               node and follows its redirection.
+ *
+ * Redirections are handled here, before any primitive sees a reply (a
+ * redirected command did not run, so it is simply sent again):
+ *   MOVED slot host:port  the slot's owner is updated, a topology refresh
+ *                         is scheduled (rate-limited), and the command is
+ *                         resent to the new owner;
+ *   ASK slot host:port    ASKING and the command, once, to that node;
+ *   TRYAGAIN, CLUSTERDOWN the command is resent after a backoff, within
+ *                         the reply timeout counted from its first send.
+ * A command redirected too often ends with the last error (LK_ECLUSTER).
+ *
+ * Each node has its own command and pub/sub connection, opened on first
+ * use; a lost reply on one node's connection makes only that node's
+ * commands unknown. A change of a slot's master (failover, migration) is a
+ * loss event: every watched hold in that slot is verified at once
+ * (lk__wd_verify_slots), as after a server restart. */
+
+#include "core/internal.h"
+
+/* Whether the client talks to a cluster (decided by the option, or found
+ * at the first connection: cluster_enabled:1, or a MOVED). */
+static inline int lk__cluster(const lk_client_t *c) { return c->cluster_on; }
+
+/* The slot a command is for: its first key (scripts: KEYS[1]; other
+ * commands: argv[key_index]); LK__NO_SLOT when it has none. Computed only
+ * on a cluster, so standalone pays nothing. */
+#define LK__NO_SLOT (-1)
+
+/* Where an op goes: its slot's master (cluster) or node 0. NULL only while
+ * the client closes. */
+lk__conn_t *lk__router_cmd_conn(lk_client_t *c, int slot);
+/* The pub/sub connection a channel's subscription lives on. */
+lk__conn_t *lk__router_ps_conn(lk_client_t *c, int slot);
+
+/* A reply arrived for op on conn: 1 when it was a redirection the router
+ * took over (op is queued elsewhere, or will be), 0 to complete it. */
+int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r);
+
+/* The handshake's INFO text of a node: cluster_enabled:1 turns cluster
+ * mode on (LK_CLUSTER_AUTO), and a node's run_id is kept per node. */
+void lk__router_on_info(lk__conn_t *conn, const char *info, size_t len);
+/* A node's command connection dropped or came up. */
+void lk__router_on_conn_down(lk__conn_t *conn);
+void lk__router_on_conn_ready(lk__conn_t *conn);
+
+/* The publish command scripts use: SPUBLISH on a cluster (sharded pub/sub:
+ * a release reaches only its shard), PUBLISH otherwise. */
+static inline const char *lk__publish_cmd(const lk_client_t *c, size_t *len) {
+  *len = c->cluster_on ? 8 : 7;
+  return c->cluster_on ? "SPUBLISH" : "PUBLISH";
+}
+
+/* Before any handle exists (only memory: LK_ENOMEM), then its timers. */
+int lk__router_alloc(lk_client_t *c);
+void lk__router_start(lk_client_t *c);
+/* ASKING on conn, ahead of the command it admits. */
+int lk__router_asking(lk_client_t *c, lk__conn_t *conn);
+/* Every node's connections: for the client's close and fork paths. */
+size_t lk__router_conns(lk_client_t *c, lk__conn_t **out, size_t max);
+void lk__router_close(lk_client_t *c);
+void lk__router_free(lk_client_t *c);
+
+#endif /* LK_CORE_ROUTER_H */

@@ -1,0 +1,102 @@
+/* The reentrant lock on a 3-master cluster: routing by slot, redirections
+ * followed, waiters woken across nodes (issue 14). */
+#include <stdio.h>
+
+#include "cluster_fixture.h"
+
+/* Locks whose names live on each of the three masters: each acquire lands
+ * on its slot's master and nowhere else, and the release removes it. */
+TEST(lock_on_every_master) {
+  cfx_t f;
+  char names[3][64];
+  lk_lock_t *l[3];
+  lk_client_stats_t st;
+  cfx_start(&f, 0, NULL);
+  for (int i = 0; i < 3; i++) {
+    cfx_name_on(&f, f.masters[i], "cl-lock-", names[i], sizeof names[i]);
+    l[i] = fx_lock(&f.fx, names[i]);
+    ASSERT_OK(sx_acquire(&f.fx, l[i], 0, 30000));
+  }
+  /* Each hold is on its own slot's master (the others answer MOVED). */
+  for (int i = 0; i < 3; i++)
+    ASSERT_EQ(cfx_exists(&f, f.masters[i], names[i]), 1);
+  for (int i = 0; i < 3; i++) {
+    ASSERT_OK(sx_run(&f.fx, lk_lock_release, l[i], NULL));
+    ASSERT_EQ(cfx_exists(&f, f.masters[i], names[i]), 0);
+    fx_close_lock(&f.fx, l[i]);
+  }
+  lk_client_get_stats(f.fx.c, &st);
+  ASSERT_GE(st.topology_refreshes, 1);
+  cfx_finish(&f);
+}
+
+/* Seeded with a replica, which answers MOVED to every write: the client
+ * follows the redirection and learns the map. */
+TEST(seed_on_a_replica_follows_moved) {
+  cfx_t f;
+  char name[64];
+  int replica;
+  lk_client_stats_t st;
+  rt_cluster_opts_t unused;
+  (void)unused;
+  memset(&f, 0, sizeof(f));
+  ASSERT_OK(uv_loop_init(&f.fx.loop));
+  rt_cluster_opts_init(&unused);
+  f.cl = rt_cluster_start(&unused);
+  ASSERT_NOT_NULL(f.cl);
+  f.n_masters = rt_cluster_masters(f.cl, f.masters, RT_CLUSTER_MAX_NODES);
+  replica = rt_cluster_replica_of(f.cl, f.masters[1]);
+  ASSERT_GE(replica, 0);
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.port = rt_cluster_port(f.cl, replica);
+  o.cluster = LK_CLUSTER_ON;
+  fx_start_client(&f.fx, &o);
+  cfx_name_on(&f, f.masters[2], "cl-moved-", name, sizeof name);
+  lk_lock_t *l = fx_lock(&f.fx, name);
+  ASSERT_OK(sx_acquire(&f.fx, l, 0, 30000));
+  ASSERT_EQ(cfx_exists(&f, f.masters[2], name), 1);
+  ASSERT_EQ(lk_lock_hold_count(l), 1);
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, l, NULL));
+  ASSERT_EQ(cfx_exists(&f, f.masters[2], name), 0);
+  lk_client_get_stats(f.fx.c, &st);
+  ASSERT_GE(st.topology_refreshes, 1);
+  fx_close_lock(&f.fx, l);
+  cfx_finish(&f);
+}
+
+/* A waiter on a lock whose master is not the seed is let in when the
+ * holder releases, well before its re-poll interval would have. */
+TEST(waiter_is_woken_across_nodes) {
+  cfx_t f;
+  char name[64];
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.max_repoll_ms = 30000; /* only the release message can wake it in time */
+  cfx_start(&f, 0, &o);
+  cfx_name_on(&f, f.masters[2], "cl-wake-", name, sizeof name);
+  lk_lock_t *a = fx_lock(&f.fx, name), *b = fx_lock(&f.fx, name);
+  ASSERT_OK(sx_acquire(&f.fx, a, 0, 30000));
+  sx_t sb;
+  memset(&sb, 0, sizeof sb);
+  lk_lock_opts_t lo;
+  lk_lock_opts_init(&lo);
+  lo.wait_ms = 20000;
+  lo.lease_ms = 30000;
+  ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &sb));
+  /* b found the lock taken and listens before the release. */
+  char channel[96];
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+  cfx_wait_subscribers(&f, channel, 1);
+  ASSERT_EQ(sb.done, 0);
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, a, NULL));
+  rt_run_until(&f.fx.loop, &sb.done, rt_scaled_ms(10000));
+  ASSERT_OK(sb.status);
+  ASSERT_LT((int64_t)((uv_hrtime() - t0) / 1000000u), rt_scaled_ms(2000));
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, b, NULL));
+  fx_close_lock(&f.fx, a);
+  fx_close_lock(&f.fx, b);
+  cfx_finish(&f);
+}
+
