@@ -60,9 +60,27 @@ void lk__obj_unsubscribe(lk__obj_t *o) {
     lk__sub_stop(&o->w->sub);
 }
 
+/* The client's acquire and release statistics, for every primitive. */
+static void count_success(lk__obj_t *o, int kind) {
+  lk_client_stats_t *st = &o->client->stats;
+  if (kind == 0)
+    return;
+  if (kind == o->ops->acquire_kind) {
+    st->acquires++;
+    if (o->waited)
+      st->acquire_waits++;
+    if (o->woken_ns != 0)
+      st->handoff_ns_total += lk__now_ns() - o->woken_ns;
+  } else if (kind == o->ops->release_kind) {
+    st->releases++;
+  }
+}
+
 void lk__obj_finish(lk__obj_t *o, int status) {
   int kind = o->kind;
   status = lk__outcome_settle(o, status);
+  if (status == 0)
+    count_success(o, kind);
   stop_waiting(o);
   o->kind = 0;
   o->op = NULL;

@@ -57,8 +57,10 @@ typedef struct lk__obj_ops_s {
 
   /* --- the outcome policy's verbs (core/outcome.h); all may be NULL --- */
   /* The kind of the operation whose attempts may be granted a hold (the
-   * acquire); 0: the object grants nothing. */
+   * acquire); 0: the object grants nothing. The core counts its successes
+   * (and those of release_kind) in the client's stats. */
   int acquire_kind;
+  int release_kind;
   /* 1 when a resend of the pending command is applied at most once: the
    * scripts take the owner's expected count (lock-like objects, whose
    * give-backs can then be conditional on the count showing a grant) or a

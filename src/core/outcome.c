@@ -21,6 +21,14 @@ int lk__outcome_may_resend(lk__obj_t *o, int status) {
 
 void lk__outcome_failed(lk__obj_t *o, int status, const redisReply *r) {
   lk__obj_error(o, r);
+  if (status == LK_ECONN && o->outcome_open && counted(o)) {
+    /* A resend that could not even be sent (the connection is down): the
+     * first attempt's fate is still open and nothing new was risked. Wait
+     * for the connection within the budget and resend then; the allowance
+     * is for outcomes that stayed unknown, not for a reconnect's length. */
+    lk__obj_retry_or_finish(o, status);
+    return;
+  }
   if (lk__outcome_unknown(o, status)) {
     /* Open until an answer or a give-back settles it. */
     o->outcome_open = 1;

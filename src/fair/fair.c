@@ -28,7 +28,6 @@ void lk__fair_finish(lk_fair_t *f, int status) { lk__obj_finish(&f->base, status
 static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_fair_t *f = (lk_fair_t *)o;
   lk_fair_cb cb = f->cb;
-  lk_client_t *c = o->client;
   if (kind == LK__FAIR_OP_ACQUIRE) {
     /* Ended without the lock: whatever queue entry a waiting attempt made
      * goes now, before anything the callback may start. (When an attempt's
@@ -37,16 +36,7 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
       lk__fair_leave_op(f, -1, 0, NULL, NULL, 1);
     f->maybe_queued = 0;
     f->position = -1;
-    if (status == 0) {
-      c->stats.acquires++;
-      if (o->waited)
-        c->stats.acquire_waits++;
-      if (o->woken_ns != 0)
-        c->stats.handoff_ns_total += lk__now_ns() - o->woken_ns;
-    }
   }
-  if (kind == LK__FAIR_OP_RELEASE && status == 0)
-    c->stats.releases++;
   f->cb = NULL;
   if (cb != NULL)
     cb(f, status, f->arg);
@@ -140,6 +130,7 @@ static const lk__obj_ops_t lk__fair_ops = {
     .closed = on_closed,
     .free = free_fair,
     .acquire_kind = LK__FAIR_OP_ACQUIRE,
+    .release_kind = LK__FAIR_OP_RELEASE,
     .counted = lk__fair_counted,
     .undo = lk__fair_undo,
     .is_grant = lk__fair_is_grant,

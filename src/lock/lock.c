@@ -107,16 +107,7 @@ static void finish(lk_lock_t *l, int status) { lk__obj_finish(&l->base, status);
 static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_lock_t *l = (lk_lock_t *)o;
   lk_lock_cb cb = l->cb;
-  lk_client_t *c = o->client;
-  if (kind == OP_ACQUIRE && status == 0) {
-    c->stats.acquires++;
-    if (o->waited)
-      c->stats.acquire_waits++;
-    if (o->woken_ns != 0)
-      c->stats.handoff_ns_total += lk__now_ns() - o->woken_ns;
-  }
-  if (kind == OP_RELEASE && status == 0)
-    c->stats.releases++;
+  (void)kind;
   l->cb = NULL;
   if (cb != NULL)
     cb(l, status, l->arg);
@@ -665,6 +656,7 @@ static const lk__obj_ops_t lk__lock_ops = {
     .free = free_lock,
     .channel = wait_channel,
     .acquire_kind = OP_ACQUIRE,
+    .release_kind = OP_RELEASE,
     .counted = counted,
     .undo = undo_attempt,
     .is_grant = is_grant,

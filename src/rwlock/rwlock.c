@@ -12,16 +12,7 @@
 static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
   lk_rwlock_cb cb = rw->cb;
-  lk_client_t *c = o->client;
-  if (kind == LK__RW_OP_ACQUIRE && status == 0) {
-    c->stats.acquires++;
-    if (o->waited)
-      c->stats.acquire_waits++;
-    if (o->woken_ns != 0)
-      c->stats.handoff_ns_total += lk__now_ns() - o->woken_ns;
-  }
-  if (kind == LK__RW_OP_RELEASE && status == 0)
-    c->stats.releases++;
+  (void)kind;
   rw->cb = NULL;
   if (cb != NULL)
     cb(rw, status, rw->arg);
@@ -276,6 +267,7 @@ static const lk__obj_ops_t lk__rwlock_ops = {
     .free = free_rwlock,
     .message = lk__rw_on_message,
     .acquire_kind = LK__RW_OP_ACQUIRE,
+    .release_kind = LK__RW_OP_RELEASE,
     .counted = lk__rw_counted,
     .undo = lk__rw_undo,
     .is_grant = lk__rw_is_grant,

@@ -40,16 +40,7 @@ static void finish(lk_psem_t *p, int status) { lk__obj_finish(&p->base, status);
 static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_psem_t *p = (lk_psem_t *)o;
   lk_psem_cb cb = p->cb;
-  lk_client_t *c = o->client;
-  if (kind == OP_ACQUIRE && status == 0) {
-    c->stats.acquires++;
-    if (o->waited)
-      c->stats.acquire_waits++;
-    if (o->woken_ns != 0)
-      c->stats.handoff_ns_total += lk__now_ns() - o->woken_ns;
-  }
-  if (kind == OP_RELEASE && status == 0)
-    c->stats.releases++;
+  (void)kind;
   p->cb = NULL;
   if (cb != NULL)
     cb(p, status, p->arg);
@@ -629,6 +620,7 @@ static const lk__obj_ops_t lk__psem_ops = {
     .free = free_psem,
     .message = on_message,
     .acquire_kind = OP_ACQUIRE,
+    .release_kind = OP_RELEASE,
     .counted = counted,
     .undo = undo_acquire,
 };

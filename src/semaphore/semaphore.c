@@ -147,16 +147,7 @@ static void release_later(lk_semaphore_t *s, int64_t n, uint64_t req, lk__op_t *
 static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_semaphore_t *s = (lk_semaphore_t *)o;
   lk_semaphore_cb cb = s->cb;
-  lk_client_t *c = o->client;
-  if (kind == OP_ACQUIRE && status == 0) {
-    c->stats.acquires++;
-    if (o->waited)
-      c->stats.acquire_waits++;
-    if (o->woken_ns != 0)
-      c->stats.handoff_ns_total += lk__now_ns() - o->woken_ns;
-  }
-  if (kind == OP_RELEASE && status == 0)
-    c->stats.releases++;
+  (void)kind;
   s->cb = NULL;
   if (cb != NULL)
     cb(s, status, s->arg);
@@ -561,6 +552,7 @@ static const lk__obj_ops_t lk__semaphore_ops = {
     .free = free_semaphore,
     .message = on_message,
     .acquire_kind = OP_ACQUIRE,
+    .release_kind = OP_RELEASE,
     .counted = counted,
     .undo = undo_acquire,
 };
