@@ -64,7 +64,7 @@ extern "C" {
   XX(EPROTOCOL, 26, "unexpected reply from the server")                       \
   XX(EREDIS, 27, "server replied with an error")                              \
   XX(ENOMEM, 28, "out of memory")                                            \
-  XX(ETOKEN, 29, "fencing token went backwards: the server lost its data")   \
+  XX(ETOKEN, 29, "fencing token went backwards: the counter was set back")   \
   XX(EUPGRADE, 30, "read hold cannot be upgraded to a write hold")            \
   XX(EDELETED, 31, "the object was deleted while waited on")
 

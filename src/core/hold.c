@@ -111,8 +111,8 @@ void lk__hold_grant(lk__obj_t *o, const lk__grant_t *g) {
       /* Handing this token out could let a stale writer win at the
        * resource: give the hold back and say why. The counter was lifted,
        * so the next acquisition gets a token above any seen before. */
-      lk__log(c, LK_LOG_ERROR, "fencing token went backwards (the server lost its "
-                               "data); acquisition refused");
+      lk__log(c, LK_LOG_ERROR, "fencing token went backwards (the counter was set "
+                               "back); acquisition refused");
       give_back(o, h, -1, 1);
       h->count = before;
       if (before == 0)

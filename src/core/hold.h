@@ -34,7 +34,7 @@ typedef struct lk__grant_s {
   unsigned earliest : 1; /* explicit leases: the side's deadline is its earliest hold's */
   unsigned fenced : 1;   /* the reply carries a token */
   int64_t token;
-  int regressed;  /* the token went backwards: the server lost its data */
+  int regressed;  /* the counter was below a token seen before (set back) */
   int64_t *token_out;
   const char *name; /* the name tokens are tracked by (lk__token_seen) */
   size_t name_len;
