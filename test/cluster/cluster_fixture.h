@@ -4,6 +4,8 @@
 #ifndef LK_TEST_CLUSTER_FIXTURE_H
 #define LK_TEST_CLUSTER_FIXTURE_H
 
+#include <stdio.h>
+
 #include "lk_fixture.h"
 #include "redis_cluster.h"
 
@@ -75,6 +77,83 @@ static inline long long cfx_subscribers(cfx_t *f, const char *channel) {
 /* Runs the loop until channel has at least n subscribers (bounded). */
 static inline void cfx_wait_subscribers(cfx_t *f, const char *channel, long long n) {
   FX_EVENTUALLY(&f->fx, cfx_subscribers(f, channel) >= n, 5000);
+}
+
+/* ---- where keys live ---- */
+
+/* Node i's server (NULL once removed). */
+static inline rt_server_t *cfx_srv(cfx_t *f, int i) { return rt_cluster_server(f->cl, i); }
+
+/* The slot of key, asked of the servers (CLUSTER KEYSLOT). */
+static inline int cfx_slot(cfx_t *f, const char *key) {
+  return rt_cluster_key_slot(f->cl, key, strlen(key));
+}
+
+/* Names on every master: out[i] on f->masters[i], "<prefix><n>". */
+static inline void cfx_names(cfx_t *f, const char *prefix, char out[][64]) {
+  for (int i = 0; i < f->n_masters; i++)
+    cfx_name_on(f, f->masters[i], prefix, out[i], 64);
+}
+
+/* key hashes to name's slot (so a script may name both), and that slot's
+ * master is node m: what every key and channel a primitive derives from
+ * name must satisfy on a cluster. */
+static inline void cfx_assert_beside(cfx_t *f, const char *key, const char *name, int m) {
+  int ks = cfx_slot(f, key), ns = cfx_slot(f, name);
+  if (ks != ns)
+    FAIL("%s is in slot %d, its name %s in slot %d", key, ks, name, ns);
+  ASSERT_EQ(rt_cluster_slot_owner(f->cl, ks), m);
+}
+
+/* As cfx_assert_beside, and key exists on m (a node that does not own the
+ * slot would answer MOVED, which fails the test). */
+static inline void cfx_assert_key_on(cfx_t *f, const char *key, const char *name, int m) {
+  cfx_assert_beside(f, key, name, m);
+  if (cfx_exists(f, m, key) != 1)
+    FAIL("%s is not on node %d", key, m);
+}
+
+/* Keys on node i matching pattern (KEYS: each node answers for its own). */
+static inline size_t cfx_keys(cfx_t *f, int i, const char *pattern, char *first, size_t cap) {
+  redisReply *r = rt_cmd(cfx_srv(f, i), "KEYS %s", pattern);
+  size_t n;
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  n = r->elements;
+  if (first != NULL && cap > 0) {
+    first[0] = '\0';
+    if (n > 0)
+      snprintf(first, cap, "%s", r->element[0]->str);
+  }
+  freeReplyObject(r);
+  return n;
+}
+
+/* Keys matching pattern over every up master. */
+static inline size_t cfx_keys_all(cfx_t *f, const char *pattern) {
+  size_t n = 0;
+  int m[RT_CLUSTER_MAX_NODES];
+  int k = rt_cluster_masters(f->cl, m, RT_CLUSTER_MAX_NODES);
+  for (int i = 0; i < k; i++)
+    n += cfx_keys(f, m[i], pattern, NULL, 0);
+  return n;
+}
+
+/* ---- more clients ---- */
+
+/* Another client on the fixture's loop, seeded at node `seed` (options o,
+ * or NULL for defaults; o->port is set here), as another process would
+ * be. Close it with fx_close_direct_client(&f->fx, c). */
+static inline lk_client_t *cfx_client(cfx_t *f, int seed, lk_client_opts_t *o) {
+  lk_client_opts_t defaults;
+  lk_client_t *c = NULL;
+  if (o == NULL) {
+    lk_client_opts_init(&defaults);
+    o = &defaults;
+  }
+  o->port = rt_cluster_port(f->cl, seed);
+  ASSERT_OK(lk_client_new(&f->fx.loop, o, &c));
+  return c;
 }
 
 #endif /* LK_TEST_CLUSTER_FIXTURE_H */

@@ -5,3 +5,5 @@ lk_add_test_file(SOURCE cluster/slot_test.c LABEL cluster)
 lk_add_test_file(SOURCE cluster/topology_test.c LABEL cluster)
 lk_add_test_file(SOURCE cluster/fixture_test.c LABEL cluster TIMEOUT 90)
 lk_add_test_file(SOURCE cluster/cluster_lock.c LABEL cluster TIMEOUT 90)
+# Every primitive on names spread over the three masters (issue 14).
+lk_add_test_file(SOURCE cluster/cluster_primitives.c LABEL cluster TIMEOUT 90)
