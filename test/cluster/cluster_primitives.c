@@ -442,3 +442,138 @@ TEST(lock_fencing_tokens_increase_on_every_master) {
   fx_close_direct_client(&f.fx, c2);
   cfx_finish(&f);
 }
+
+/* ---- names with a hash tag ---------------------------------------------------------------- */
+
+/* Each of lock, fair lock, read/write lock and both semaphores on a name
+ * "x{TAG}y" whose tag one master owns: every script runs (none is refused
+ * with CROSSSLOT), every key lands on that master under the tag, waiters
+ * are woken by the release on the name's channel. The countdown latch is
+ * the exception: Redisson's channel for it wraps the whole name in braces
+ * ("redisson_countdownlatch__channel__{x{TAG}y}", whose tag is "x{TAG"),
+ * so its writes name two slots and the server refuses them. This case
+ * pins that down: a clear LK_ECLUSTER carrying the server's CROSSSLOT
+ * text, one callback, nothing written. */
+TEST(braced_names_keep_their_keys_in_the_tags_slot_except_the_latch) {
+  cfx_t f;
+  char tags[3][64], name[160], key[320];
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.max_repoll_ms = 30000; /* a waiter in time was woken by its channel */
+  cfx_start(&f, 0, &o);
+  cfx_names(&f, "cl-tag-", tags);
+
+  /* Lock (fenced) and a waiter, on master 0. */
+  int node = f.masters[0];
+  snprintf(name, sizeof name, "lock{%s}x", tags[0]);
+  lk_lock_t *l = fx_lock(&f.fx, name), *lw = fx_lock(&f.fx, name);
+  lk_lock_opts_t lo;
+  sx_t s, sw;
+  memset(&s, 0, sizeof s);
+  lk_lock_opts_init(&lo);
+  lo.lease_ms = LEASE;
+  lo.fenced = 1;
+  ASSERT_OK(lk_lock_acquire(l, &lo, sx_cb, &s));
+  rt_run_until(&f.fx.loop, &s.done, 15000);
+  ASSERT_OK(s.status);
+  memset(&sw, 0, sizeof sw);
+  lo.wait_ms = WAIT;
+  ASSERT_OK(lk_lock_acquire(lw, &lo, sx_cb, &sw));
+  snprintf(key, sizeof key, "redisson_lock__channel:%s", name);
+  cfx_assert_beside(&f, key, name, node);
+  cfx_wait_subscribers(&f, key, 1);
+  cfx_assert_key_on(&f, name, tags[0], node);
+  snprintf(key, sizeof key, "redisson_lock_token:%s", name);
+  cfx_assert_key_on(&f, key, tags[0], node);
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, l, NULL));
+  rt_run_until(&f.fx.loop, &sw.done, 10000);
+  ASSERT_OK(sw.status);
+  ASSERT_LT((int64_t)((uv_hrtime() - t0) / 1000000u), rt_scaled_ms(2000));
+  ASSERT_GT(lk_lock_token(lw), lk_lock_token(l));
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, lw, NULL));
+  fx_close_lock(&f.fx, l);
+  fx_close_lock(&f.fx, lw);
+
+  /* Fair lock and a queued waiter, on master 0. */
+  snprintf(name, sizeof name, "fair{%s}x", tags[0]);
+  lk_fair_t *fh = fx_fair(&f.fx, name), *fw = fx_fair(&f.fx, name);
+  fsx_t fs;
+  ASSERT_OK(fsx_acquire(&f.fx, fh, 0, LEASE));
+  fsx_start(fw, WAIT, LEASE, 0, &fs);
+  char *ch = fair_channel_of(fw);
+  cfx_assert_beside(&f, ch, tags[0], node);
+  cfx_wait_subscribers(&f, ch, 1);
+  free(ch);
+  char *qk = fair_queue_key(name), *tk = fair_timeout_key(name);
+  cfx_assert_key_on(&f, qk, tags[0], node);
+  cfx_assert_key_on(&f, tk, tags[0], node);
+  free(qk);
+  free(tk);
+  ASSERT_OK(fsx_run(&f.fx, lk_fair_release, fh, NULL));
+  rt_run_until(&f.fx.loop, &fs.done, 10000);
+  ASSERT_OK(fs.status);
+  ASSERT_OK(fsx_run(&f.fx, lk_fair_release, fw, NULL));
+  fx_close_fair(&f.fx, fh);
+  fx_close_fair(&f.fx, fw);
+
+  /* Read/write lock: a read hold's lease key, then a writer let in by the
+   * read release, on master 1. */
+  node = f.masters[1];
+  snprintf(name, sizeof name, "rw{%s}x", tags[1]);
+  lk_rwlock_t *rd = fx_rwlock(&f.fx, name), *wr = fx_rwlock(&f.fx, name);
+  ASSERT_OK(rw_acquire(&f.fx, rd, RW_R, 0, LEASE));
+  snprintf(key, sizeof key, "%s:%s:rwlock_timeout:1", name, lk_rwlock_owner(rd));
+  cfx_assert_key_on(&f, key, tags[1], node);
+  rw_start(wr, RW_W, WAIT, LEASE, &sw);
+  snprintf(key, sizeof key, "redisson_rwlock:%s", name);
+  cfx_assert_beside(&f, key, tags[1], node);
+  cfx_wait_subscribers(&f, key, 1);
+  ASSERT_OK(rw_release(&f.fx, rd, RW_R, NULL));
+  rt_run_until(&f.fx.loop, &sw.done, 10000);
+  ASSERT_OK(sw.status);
+  ASSERT_OK(rw_release(&f.fx, wr, RW_W, NULL));
+  fx_close_rwlock(&f.fx, rd);
+  fx_close_rwlock(&f.fx, wr);
+
+  /* Counting semaphore and its request record, on master 1. */
+  snprintf(name, sizeof name, "sem{%s}x", tags[1]);
+  lk_semaphore_t *sem = fx_sem(&f.fx, name);
+  int64_t res = 0;
+  ASSERT_OK(sem_run_n(&f.fx, lk_semaphore_try_set_permits, sem, 2, &res));
+  ASSERT_OK(sem_acquire(&f.fx, sem, 2, 0));
+  snprintf(key, sizeof key, "latchkey_semaphore_req:%s:*", name);
+  char first[320];
+  ASSERT_GE(cfx_keys(&f, node, key, first, sizeof first), 1);
+  cfx_assert_key_on(&f, first, tags[1], node);
+  ASSERT_OK(sem_run_n(&f.fx, lk_semaphore_release, sem, 2, NULL));
+  ASSERT_OK(sem_run(&f.fx, lk_semaphore_available, sem, &res));
+  ASSERT_EQ(res, 2);
+  fx_close_sem(&f.fx, sem);
+
+  /* Permit-expirable semaphore, on master 2. */
+  node = f.masters[2];
+  snprintf(name, sizeof name, "psem{%s}x", tags[2]);
+  lk_psem_t *ps = fx_psem(&f.fx, name);
+  ASSERT_OK(psem_run_n(&f.fx, lk_psem_try_set_permits, ps, 1, &res));
+  ASSERT_OK(psem_acquire(&f.fx, ps, 1, 0, LEASE));
+  snprintf(key, sizeof key, "%s:timeout", name);
+  cfx_assert_key_on(&f, key, tags[2], node);
+  ASSERT_OK(psem_run_id(&f.fx, lk_psem_release, ps, NULL, &res));
+  ASSERT_EQ(res, 1);
+  fx_close_psem(&f.fx, ps);
+
+  /* The latch, on master 2: refused, nothing written. */
+  snprintf(name, sizeof name, "latch{%s}x", tags[2]);
+  snprintf(key, sizeof key, "redisson_countdownlatch__channel__{%s}", name);
+  ASSERT_NE(cfx_slot(&f, key), cfx_slot(&f, name));
+  lk_latch_t *lt = lx_new(&f.fx, name, 0);
+  ASSERT_EQ(lx_set(&f.fx.loop, lt, 2, NULL), LK_ECLUSTER);
+  ASSERT_NOT_NULL(strstr(lk_latch_error_text(lt), "CROSSSLOT"));
+  ASSERT_EQ(lx_run(&f.fx.loop, lk_latch_count_down, lt, NULL), LK_ECLUSTER);
+  ASSERT_EQ(lx_run(&f.fx.loop, lk_latch_delete, lt, NULL), LK_ECLUSTER);
+  snprintf(key, sizeof key, "*latch{%s}*", tags[2]);
+  ASSERT_EQ(cfx_keys_all(&f, key), 0);
+  lx_close(&f.fx.loop, lt);
+  cfx_finish(&f);
+}
