@@ -1,20 +1,26 @@
 /* flash_sale: latchkey's main demo.
  *
- * A shop has N items in stock, kept in Redis as a plain string. Many buyers
- * arrive at once, served by worker processes. For each buyer a worker takes
- * the distributed lock "flash_sale:lock", reads the stock with GET, and writes
- * stock-1 back with SET: a read-modify-write that is only correct because the
- * lock keeps the workers out of each other's way. At the end the parent checks
- * that no item was sold twice and that the stock in Redis agrees with the
- * sales. Run it with --no-lock to see the same code oversell.
+ * A shop has N items in stock, split into lots, each kept in Redis as a
+ * plain string. Many buyers arrive at once, served by worker processes. For
+ * each buyer a worker takes the distributed lock of the buyer's lot
+ * ("flash_sale:{lot0}:lock"), reads the lot's stock with GET, and writes
+ * stock-1 back with SET: a read-modify-write that is only correct because
+ * the lock keeps the workers out of each other's way. At the end the parent
+ * checks that no item was sold twice and that every lot's stock in Redis
+ * agrees with its sales. Run it with --no-lock to see the same code oversell.
  *
  *   flash_sale [--redis host:port] [--workers 8] [--stock 1000]
- *              [--buyers 3000] [--wait-ms 10000] [--jitter-us 200]
- *              [--timeout 120] [--no-lock]
+ *              [--buyers 3000] [--locks N] [--wait-ms 10000]
+ *              [--jitter-us 200] [--timeout 120] [--no-lock]
  *
  * Redis: --redis, else $LATCHKEY_REDIS, else 127.0.0.1:6379 if it answers a
- * PING within 200 ms, else a private redis-server on a free loopback port,
- * stopped when the demo ends. Only the keys flash_sale:* are touched. */
+ * PING within 200 ms, else a private redis-server on a free loopback port
+ * ($LATCHKEY_SERVER names another binary, e.g. valkey-server), stopped when
+ * the demo ends. Only the keys flash_sale:* are touched.
+ *
+ * On a Redis Cluster node (tools/run-demo.sh --cluster starts one) the lots
+ * are chosen so that every master serves some, and the demo says how many
+ * lock names each master served. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -37,6 +43,7 @@
 #include <hiredis/hiredis.h>
 #include <latchkey.h>
 
+#include "nodes.h"
 #include "redis_spawn.h"
 #include "worker.h"
 
@@ -47,6 +54,7 @@ typedef struct {
   long workers;
   long stock;
   long buyers;
+  long lots; /* 0: one, or 4 per master on a cluster */
   long wait_ms;
   long jitter_us;
   long timeout_s;
@@ -66,6 +74,9 @@ static volatile sig_atomic_t g_signal;
 static redis_server g_server;
 static child g_kids[MAX_WORKERS];
 static int g_nkids;
+static fs_redis g_db; /* the parent's view of the server(s) */
+static fs_lot g_lots[FS_MAX_LOTS];
+static int g_nlots;
 
 static void on_signal(int sig) { g_signal = sig; }
 
@@ -80,10 +91,13 @@ static void usage(FILE *f, const char *argv0) {
           "usage: %s [options]\n"
           "  --redis HOST:PORT  use this server (default: $LATCHKEY_REDIS,\n"
           "                     else 127.0.0.1:6379 if it answers, else a\n"
-          "                     private redis-server on a free port)\n"
+          "                     private redis-server on a free port, or\n"
+          "                     $LATCHKEY_SERVER, e.g. valkey-server)\n"
           "  --workers N        worker processes (default 8)\n"
           "  --stock N          items for sale (default 1000)\n"
           "  --buyers N         buyers in total (default 3000)\n"
+          "  --locks N          lots, each with its own stock and lock\n"
+          "                     (default 1; on a cluster 4 per master)\n"
           "  --wait-ms N        lock wait per buyer (default 10000)\n"
           "  --jitter-us N      random sleep 0..N us between GET and SET "
           "(default 200)\n"
@@ -113,13 +127,14 @@ static int parse_options(int argc, char **argv, options *o) {
       {"workers", required_argument, NULL, 'w'},
       {"stock", required_argument, NULL, 's'},
       {"buyers", required_argument, NULL, 'b'},
+      {"locks", required_argument, NULL, 'l'},
       {"wait-ms", required_argument, NULL, 'W'},
       {"jitter-us", required_argument, NULL, 'j'},
       {"timeout", required_argument, NULL, 't'},
       {"no-lock", no_argument, NULL, 'n'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  *o = (options){NULL, 8, 1000, 3000, 10000, 200, 120, 1};
+  *o = (options){NULL, 8, 1000, 3000, 0, 10000, 200, 120, 1};
   int c;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     int rc = 0;
@@ -128,6 +143,7 @@ static int parse_options(int argc, char **argv, options *o) {
     case 'w': rc = parse_num("workers", optarg, 1, MAX_WORKERS, &o->workers); break;
     case 's': rc = parse_num("stock", optarg, 0, 1000000000L, &o->stock); break;
     case 'b': rc = parse_num("buyers", optarg, 0, 1000000000L, &o->buyers); break;
+    case 'l': rc = parse_num("locks", optarg, 1, FS_MAX_LOTS, &o->lots); break;
     case 'W': rc = parse_num("wait-ms", optarg, -1, 3600000L, &o->wait_ms); break;
     case 'j': rc = parse_num("jitter-us", optarg, 0, 100000L, &o->jitter_us); break;
     case 't': rc = parse_num("timeout", optarg, 1, 86400L, &o->timeout_s); break;
@@ -145,29 +161,10 @@ static int parse_options(int argc, char **argv, options *o) {
   return 0;
 }
 
-/* Blocking connection for the parent's setup and final check. */
-static redisContext *connect_blocking(const char *host, int port) {
-  struct timeval tv = {2, 0};
-  redisContext *c = redisConnectWithTimeout(host, port, tv);
-  if (c == NULL || c->err) {
-    fprintf(stderr, "flash_sale: connecting to %s:%d: %s\n", host, port,
-            c ? c->errstr : "out of memory");
-    if (c) redisFree(c);
-    return NULL;
-  }
-  tv.tv_sec = 5;
-  redisSetTimeout(c, tv);
-  return c;
-}
-
 /* Checks the reply of a command that must not fail: NULL (and a message) on
- * a connection error or an error reply. */
-static redisReply *must(redisContext *c, redisReply *r, const char *what) {
-  if (r == NULL) {
-    fprintf(stderr, "flash_sale: %s: %s\n", what, c->errstr);
-    return NULL;
-  }
-  if (r->type == REDIS_REPLY_ERROR) {
+ * an error reply; fs_command has reported a connection error already. */
+static redisReply *must(redisReply *r, const char *what) {
+  if (r != NULL && r->type == REDIS_REPLY_ERROR) {
     fprintf(stderr, "flash_sale: %s: %s\n", what, r->str);
     freeReplyObject(r);
     return NULL;
@@ -175,12 +172,45 @@ static redisReply *must(redisContext *c, redisReply *r, const char *what) {
   return r;
 }
 
-static int delete_keys(redisContext *c) {
-  redisReply *r = must(c, redisCommand(c, "DEL %s %s", FS_STOCK_KEY,
-                                       FS_LOCK_NAME), "DEL");
-  if (r == NULL) return -1;
-  freeReplyObject(r);
+/* Every lot's keys, one key per command: on a cluster the lots' keys sit on
+ * different masters. */
+static int delete_keys(void) {
+  for (int i = 0; i < g_nlots; i++) {
+    const char *keys[2] = {g_lots[i].stock, g_lots[i].lock};
+    for (int k = 0; k < 2; k++) {
+      int at = 0;
+      redisReply *r = must(fs_command(&g_db, &at, "DEL %s", keys[k]), "DEL");
+      if (r == NULL) return -1;
+      freeReplyObject(r);
+    }
+  }
   return 0;
+}
+
+/* Takes lots 0, 1, 2... in order, skipping one whose master already has its
+ * share, so that every master of a cluster serves some lots (when there are
+ * at least as many lots as masters). Past 2000 candidates (a master owning
+ * very few slots) any lot is taken. On one server: lots 0..want-1. */
+static int pick_lots(int want) {
+  int share = (want + g_db.masters - 1) / g_db.masters;
+  int count[FS_MAX_NODES] = {0};
+  g_nlots = 0;
+  for (int id = 0; g_nlots < want && id < 100000; id++) {
+    fs_lot *lot = &g_lots[g_nlots];
+    lot->id = id;
+    snprintf(lot->lock, sizeof lot->lock, FS_LOCK_FMT, id);
+    snprintf(lot->stock, sizeof lot->stock, FS_STOCK_FMT, id);
+    int m = fs_master_of(&g_db, lot->stock);
+    if (m < 0) return -1;
+    if (count[m] >= share && id < 2000) continue;
+    count[m]++;
+    g_nlots++;
+  }
+  return g_nlots == want ? 0 : -1;
+}
+
+static long lot_stock(const options *o, int i) {
+  return o->stock / g_nlots + (i < o->stock % g_nlots);
 }
 
 /* SIGKILLs the workers still running and reaps them. */
@@ -197,6 +227,7 @@ static void kill_workers(void) {
 
 static void cleanup(void) {
   kill_workers();
+  fs_close(&g_db);
   for (int i = 0; i < g_nkids; i++) {
     if (g_kids[i].fd >= 0) close(g_kids[i].fd);
     g_kids[i].fd = -1;
@@ -246,6 +277,8 @@ static int fork_workers(const options *o, const char *host, int port) {
       cfg.index = (int)i + 1;
       cfg.host = host;
       cfg.port = port;
+      cfg.lots = g_lots;
+      cfg.nlots = g_nlots;
       cfg.buyers = o->buyers / o->workers + (i < o->buyers % o->workers);
       cfg.wait_ms = o->wait_ms;
       cfg.jitter_us = (unsigned)o->jitter_us;
@@ -333,6 +366,50 @@ static void reap_workers(double deadline) {
   kill_workers(); /* whoever is left */
 }
 
+/* The sales of every lot, summed over the reports. */
+static void add_up_lots(int64_t *sold_in_lot) {
+  for (int i = 0; i < g_nkids; i++)
+    if (g_kids[i].reported)
+      for (int k = 0; k < g_nlots; k++)
+        sold_in_lot[k] += g_kids[i].rep.sold_in_lot[k];
+}
+
+/* Reads every lot's final stock (-1 when missing) and the master that
+ * answered for it. 0, or -1 when a server could not be asked. */
+static int read_final(long long *final, int *master) {
+  for (int k = 0; k < g_nlots; k++) {
+    int at = 0;
+    redisReply *r = must(fs_command(&g_db, &at, "GET %s", g_lots[k].stock),
+                         "GET");
+    if (r == NULL) return -1;
+    final[k] = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
+    master[k] = at;
+    freeReplyObject(r);
+  }
+  return 0;
+}
+
+/* On a cluster: which master served how many lock names, and their sales. */
+static void print_masters(const int *master, const int64_t *sold_in_lot,
+                          const long long *final) {
+  printf("\nmaster                 lock names    sold  stock left\n");
+  for (int m = 0; m < g_db.n; m++) {
+    int names = 0;
+    int64_t sold = 0;
+    long long left = 0;
+    for (int k = 0; k < g_nlots; k++)
+      if (master[k] == m) {
+        names++;
+        sold += sold_in_lot[k];
+        left += final[k] > 0 ? final[k] : 0;
+      }
+    if (names == 0 && !g_db.node[m].master) continue;
+    char addr[96];
+    printf("%-22s %10d %7" PRId64 " %11lld\n", fs_addr(&g_db, m, addr,
+           sizeof addr), names, sold, left);
+  }
+}
+
 int main(int argc, char **argv) {
   options o;
   if (parse_options(argc, argv, &o) < 0) return 2;
@@ -346,7 +423,6 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN); /* a dropped connection is an error, not a death */
 
   int exit_code = 1, keys_touched = 0;
-  redisContext *db = NULL;
   char host[256], why[256];
   int port = 6379;
   const char *where;
@@ -370,14 +446,14 @@ int main(int argc, char **argv) {
       where = "found running";
     } else {
       printf("flash_sale: nothing answers on 127.0.0.1:6379 (%s); "
-             "starting a private redis-server\n", why);
+             "starting a private %s\n", why, redis_server_binary());
       fflush(stdout);
       if (redis_spawn(&g_server, &g_signal, why, sizeof why) < 0) {
         fprintf(stderr, "flash_sale: %s\n", why);
         goto out;
       }
       port = g_server.port;
-      where = "private redis-server";
+      where = "private server";
     }
   }
   if (g_server.pid > 0)
@@ -385,27 +461,50 @@ int main(int argc, char **argv) {
            port, where, (long)g_server.pid, g_server.dir);
   else
     printf("redis: %s:%d (%s)\n", host, port, where);
-  printf("sale:  %ld items, %ld buyers, %ld worker processes, %s\n", o.stock,
-         o.buyers, o.workers,
-         o.use_lock ? "each buyer under lock \"" FS_LOCK_NAME "\""
-                    : "NO LOCK (--no-lock)");
-  if (o.use_lock)
-    printf("       wait %ld ms per buyer, lease: default with watchdog; "
-           "latchkey %s\n", o.wait_ms, lk_version_string());
+
+  /* 2. Split the stock into lots. */
+  if (fs_open(&g_db, host, port, why, sizeof why) < 0) {
+    fprintf(stderr, "flash_sale: %s\n", why);
+    goto out;
+  }
+  if (o.lots == 0)
+    o.lots = g_db.cluster ? (g_db.masters * 4 < FS_MAX_LOTS ? g_db.masters * 4
+                                                           : FS_MAX_LOTS)
+                          : 1;
+  if (g_db.cluster)
+    printf("       a cluster node: %d masters; the lock client "
+           "routes by slot on its own\n", g_db.masters);
+  if (pick_lots((int)o.lots) < 0) goto out;
+  char lots[96] = "";
+  if (g_nlots > 1)
+    snprintf(lots, sizeof lots, " in %d lots (%s...)", g_nlots,
+             g_lots[0].stock);
+  printf("sale:  %ld items%s, %ld buyers, %ld worker processes\n", o.stock,
+         lots, o.buyers, o.workers);
+  if (!o.use_lock)
+    printf("       NO LOCK (--no-lock)\n");
+  else
+    printf("       each buyer under %s lock \"%s\"%s, waiting up to %ld ms;"
+           "\n       lease: default with watchdog; latchkey %s\n",
+           g_nlots > 1 ? "the lot's" : "the", g_lots[0].lock,
+           g_nlots > 1 ? "..." : "", o.wait_ms, lk_version_string());
+  if (g_db.cluster && g_nlots < g_db.masters)
+    printf("       (fewer lots than masters: some master serves none)\n");
   fflush(stdout);
 
-  /* 2. Fresh keys. */
-  if ((db = connect_blocking(host, port)) == NULL) goto out;
-  redisReply *r;
+  /* 3. Fresh keys. */
   keys_touched = 1;
-  if (delete_keys(db) < 0) goto out;
-  r = must(db, redisCommand(db, "SET %s %ld", FS_STOCK_KEY, o.stock), "SET");
-  if (r == NULL) goto out;
-  freeReplyObject(r);
-  redisFree(db); /* not shared with the children */
-  db = NULL;
+  if (delete_keys() < 0) goto out;
+  for (int k = 0; k < g_nlots; k++) {
+    int at = 0;
+    redisReply *r = must(fs_command(&g_db, &at, "SET %s %ld", g_lots[k].stock,
+                                    lot_stock(&o, k)), "SET");
+    if (r == NULL) goto out;
+    freeReplyObject(r);
+  }
+  fs_close(&g_db); /* connections are not shared with the children */
 
-  /* 3. Run the sale. */
+  /* 4. Run the sale. */
   if (g_signal) goto out;
   int go = fork_workers(&o, host, port);
   if (go < 0) goto out;
@@ -420,9 +519,9 @@ int main(int argc, char **argv) {
     goto out;
   }
 
-  /* 4. Add it up. */
+  /* 5. Add it up. */
   int64_t sold = 0, away = 0, acq = 0, waited = 0, errors = 0, missing = 0;
-  int64_t bad_exit = 0;
+  int64_t bad_exit = 0, redirects = 0;
   printf("\nworker     pid  buyers    sold  turned away  acquisitions  waited"
          "  errors\n");
   for (int i = 0; i < g_nkids; i++) {
@@ -453,34 +552,48 @@ int main(int argc, char **argv) {
     acq += p->acquisitions;
     waited += p->waited;
     errors += p->errors;
+    redirects += p->redirects;
   }
   missing += o.workers - g_nkids; /* never forked */
 
-  if ((db = connect_blocking(host, port)) == NULL) goto out;
-  r = must(db, redisCommand(db, "GET %s", FS_STOCK_KEY), "GET");
-  if (r == NULL) goto out;
-  long long final = -1;
-  int have_final = r->type == REDIS_REPLY_STRING;
-  if (have_final) final = strtoll(r->str, NULL, 10);
-  freeReplyObject(r);
+  int64_t sold_in_lot[FS_MAX_LOTS] = {0};
+  long long final[FS_MAX_LOTS];
+  int master[FS_MAX_LOTS];
+  add_up_lots(sold_in_lot);
+  if (read_final(final, master) < 0) goto out;
+  if (g_db.cluster) print_masters(master, sold_in_lot, final);
 
+  /* Each lot on its own: nothing sold beyond its stock, and its stock in
+   * Redis is what it started with minus its sales. */
+  int64_t oversold = 0;
+  long long left = 0, lost = 0;
+  int have_final = 1;
+  for (int k = 0; k < g_nlots; k++) {
+    long long start = lot_stock(&o, k), expected = start - sold_in_lot[k];
+    if (sold_in_lot[k] > start) oversold += sold_in_lot[k] - start;
+    if (final[k] < 0) {
+      have_final = 0;
+      continue;
+    }
+    left += final[k];
+    lost += final[k] > expected ? final[k] - expected : expected - final[k];
+  }
   double secs = t1 - t0;
-  int64_t oversold = sold > o.stock ? sold - o.stock : 0;
-  long long expected = (long long)o.stock - sold;
-  long long lost = have_final ? final - expected : 0;
   int counts_ok = missing == 0 && errors == 0 && sold + away == o.buyers &&
                   (!o.use_lock || acq == o.buyers);
 
   printf("\nitems sold:          %" PRId64 " of %ld\n", sold, o.stock);
   printf("buyers turned away:  %" PRId64 "\n", away);
   if (have_final)
-    printf("final stock:         %lld (expected %ld - %" PRId64
-           " = %lld: %s)\n", final, o.stock, sold, expected,
-           lost == 0 ? "consistent" : "MISMATCH");
+    printf("final stock:         %lld in %d lot(s) (expected %ld - %" PRId64
+           " = %lld: %s)\n", left, g_nlots, o.stock, sold,
+           (long long)(o.stock - sold),
+           lost == 0 && left == o.stock - sold ? "consistent, lot by lot"
+                                               : "MISMATCH");
   else
     printf("final stock:         missing from Redis\n");
   printf("oversold:            %" PRId64 "\n", oversold);
-  printf("lost updates:        %lld\n", lost < 0 ? -lost : lost);
+  printf("lost updates:        %lld\n", lost);
   if (o.use_lock)
     printf("acquisitions:        %" PRId64 " in %.3f s = %.0f per second "
            "(%" PRId64 " had to wait)\n", acq, secs,
@@ -488,6 +601,9 @@ int main(int argc, char **argv) {
   else
     printf("acquisitions:        none (--no-lock); %" PRId64 " buyers in "
            "%.3f s\n", sold + away, secs);
+  if (g_db.cluster && o.use_lock)
+    printf("redirections:        %" PRId64 " MOVED/ASK followed by the lock "
+           "clients (before each learned the slot map)\n", redirects);
   printf("errors:              %" PRId64 "%s\n", errors,
          missing ? " (and some workers did not report)" : "");
 
@@ -514,9 +630,7 @@ int main(int argc, char **argv) {
 
 out:
   /* Leave nothing behind: the demo's keys, the workers, the private server. */
-  if (keys_touched && db == NULL) db = connect_blocking(host, port);
-  if (keys_touched && db != NULL) delete_keys(db);
-  if (db != NULL) redisFree(db);
+  if (keys_touched) delete_keys();
   cleanup();
   fflush(stdout);
   if (g_signal) {

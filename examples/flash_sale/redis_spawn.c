@@ -124,11 +124,17 @@ static void print_log_tail(const char *path) {
   close(fd);
   if (n <= 0) return;
   buf[n] = '\0';
-  fprintf(stderr, "flash_sale: end of redis-server's log:\n%s%s", buf,
+  fprintf(stderr, "flash_sale: end of the server's log:\n%s%s", buf,
           buf[n - 1] == '\n' ? "" : "\n");
 }
 
+const char *redis_server_binary(void) {
+  const char *bin = getenv("LATCHKEY_SERVER");
+  return bin != NULL && *bin != '\0' ? bin : "redis-server";
+}
+
 static pid_t start_server(const redis_server *srv) {
+  const char *bin = redis_server_binary(); /* getenv: before fork */
   char port[16];
   snprintf(port, sizeof port, "%d", srv->port);
   pid_t parent = getpid();
@@ -155,9 +161,9 @@ static pid_t start_server(const redis_server *srv) {
     dup2(in, STDIN_FILENO);
     close(in);
   }
-  execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
-         "--save", "", "--appendonly", "no", "--dir", srv->dir, (char *)NULL);
-  fprintf(stderr, "exec redis-server: %s\n", strerror(errno));
+  execlp(bin, bin, "--port", port, "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", srv->dir, (char *)NULL);
+  fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
   _exit(127);
 }
 
@@ -193,27 +199,27 @@ int redis_spawn(redis_server *srv, const volatile sig_atomic_t *interrupted,
       int status;
       char why[128];
       if (*interrupted) {
-        snprintf(err, errlen, "interrupted while starting redis-server");
+        snprintf(err, errlen, "interrupted while starting the server");
         redis_stop(srv);
         return -1;
       }
       if (waitpid(srv->pid, &status, WNOHANG) == srv->pid) {
         srv->pid = 0;
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-          snprintf(err, errlen, "cannot run redis-server (is it installed "
-                                "and on PATH?); or pass --redis host:port");
+          snprintf(err, errlen, "cannot run %s (is it installed and on "
+                   "PATH?); or pass --redis host:port", redis_server_binary());
           attempt = SPAWN_ATTEMPTS; /* no point retrying */
         } else {
-          snprintf(err, errlen, "redis-server exited at start (port %d)",
-                   srv->port);
+          snprintf(err, errlen, "%s exited at start (port %d)",
+                   redis_server_binary(), srv->port);
         }
         break; /* maybe the port was taken meanwhile: try another */
       }
       if (redis_ping("127.0.0.1", srv->port, 200, why, sizeof why) == 0)
         return 0;
       if (now_ms() >= deadline) {
-        snprintf(err, errlen, "redis-server did not answer PING within %d ms "
-                 "(last: %s)", SPAWN_WAIT_MS, why);
+        snprintf(err, errlen, "%s did not answer PING within %d ms "
+                 "(last: %s)", redis_server_binary(), SPAWN_WAIT_MS, why);
         attempt = SPAWN_ATTEMPTS;
         break;
       }

@@ -21,7 +21,11 @@ int redis_parse_addr(const char *spec, char *host, size_t hostlen, int *port);
 int redis_ping(const char *host, int port, int timeout_ms, char *err,
                size_t errlen);
 
-/* Starts redis-server on a free loopback port with a private temporary dir
+/* The server binary redis_spawn runs: $LATCHKEY_SERVER (e.g. valkey-server)
+ * when set, else redis-server. */
+const char *redis_server_binary(void);
+
+/* Starts the server binary on a free loopback port with a private temporary dir
  * and no persistence, and waits (about 5 s at most) until it answers PING.
  * Gives up early when *interrupted becomes nonzero. 0 on success; on failure
  * -1, a reason in err, and nothing left running. */

@@ -1,11 +1,13 @@
-/* flash_sale worker: buyer after buyer, take the lock, do a deliberately
- * non-atomic GET / SET on the stock, release the lock. The next buyer starts
- * from the release callback, so a worker has one lock request at a time and
- * the 8 workers contend for the lock across processes. */
+/* flash_sale worker: buyer after buyer, take the lot's lock, do a
+ * deliberately non-atomic GET / SET on the lot's stock, release the lock.
+ * The next buyer starts from the release callback, so a worker has one lock
+ * request at a time and the 8 workers contend for each lot's lock across
+ * processes. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "worker.h"
+#include "nodes.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,10 +25,13 @@ typedef struct {
   const worker_config *cfg;
   worker_report rep;
   uv_loop_t loop;
-  redisContext *redis; /* blocking: the protected resource */
+  fs_redis stock;               /* blocking: the protected resource */
+  int stock_node[FS_MAX_LOTS];  /* where each lot's stock was last seen */
   lk_client_t *client;
-  lk_lock_t *lock;
+  lk_lock_t *lock[FS_MAX_LOTS]; /* one per lot, all on one client */
+  int open_locks;
   lk_lock_opts_t opts;
+  int lot;         /* of the buyer being served */
   int64_t started; /* buyers whose turn has begun */
   int stopping;    /* an error happened: serve no further buyer */
   int finishing;   /* teardown has begun */
@@ -68,9 +73,11 @@ static void jitter(worker *w) {
 /* The critical section: read, think, write back. Correct only while nobody
  * else runs it at the same time, which is what the lock is for. */
 static int sell_one(worker *w) {
-  redisReply *r = redisCommand(w->redis, "GET %s", FS_STOCK_KEY);
+  const char *key = w->cfg->lots[w->lot].stock;
+  int *node = &w->stock_node[w->lot];
+  redisReply *r = fs_command(&w->stock, node, "GET %s", key);
   if (r == NULL) {
-    redis_fail(w, "GET", w->redis->errstr);
+    redis_fail(w, "GET", "no reply");
     return -1;
   }
   if (r->type != REDIS_REPLY_STRING) {
@@ -95,9 +102,9 @@ static int sell_one(worker *w) {
     w->rep.turned_away++;
     return 0;
   }
-  r = redisCommand(w->redis, "SET %s %lld", FS_STOCK_KEY, stock - 1);
+  r = fs_command(&w->stock, node, "SET %s %lld", key, stock - 1);
   if (r == NULL) {
-    redis_fail(w, "SET", w->redis->errstr);
+    redis_fail(w, "SET", "no reply");
     return -1;
   }
   int ok = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
@@ -107,6 +114,7 @@ static int sell_one(worker *w) {
   freeReplyObject(r);
   if (!ok) return -1;
   w->rep.sold++;
+  w->rep.sold_in_lot[w->lot]++;
   return 0;
 }
 
@@ -142,14 +150,17 @@ static void on_client_closed(lk_client_t *client) {
   w->client = NULL;
 }
 
-static void on_lock_closed(lk_lock_t *lock) {
-  worker *w = lk_lock_get_data(lock);
-  w->lock = NULL;
+static void close_client(worker *w) {
   int rc = lk_client_close(w->client, on_client_closed);
   if (rc < 0) {
     teardown_fail(w, "lk_client_close", rc);
     uv_stop(&w->loop);
   }
+}
+
+static void on_lock_closed(lk_lock_t *lock) {
+  worker *w = lk_lock_get_data(lock);
+  if (--w->open_locks == 0) close_client(w);
 }
 
 static void finish(worker *w) {
@@ -158,11 +169,20 @@ static void finish(worker *w) {
   lk_client_stats_t st;
   lk_client_get_stats(w->client, &st);
   w->rep.waited = (int64_t)st.acquire_waits;
+  w->rep.redirects = (int64_t)(st.moved_redirects + st.ask_redirects);
   send_report(w);
-  int rc = lk_lock_close(w->lock, on_lock_closed);
-  if (rc < 0) {
-    teardown_fail(w, "lk_lock_close", rc);
-    uv_stop(&w->loop);
+  if (w->open_locks == 0) {
+    close_client(w);
+    return;
+  }
+  for (int i = 0; i < w->cfg->nlots; i++) {
+    if (w->lock[i] == NULL) continue;
+    int rc = lk_lock_close(w->lock[i], on_lock_closed);
+    if (rc < 0) { /* not expected: only a wrong thread or a fork */
+      teardown_fail(w, "lk_lock_close", rc);
+      uv_stop(&w->loop);
+      return;
+    }
   }
 }
 
@@ -173,8 +193,10 @@ static void next_buyer(worker *w) {
     finish(w);
     return;
   }
+  /* Worker i starts at lot i, so the lots' first buyers come at once. */
+  w->lot = (int)((w->cfg->index - 1 + w->started) % w->cfg->nlots);
   w->started++;
-  int rc = lk_lock_acquire(w->lock, &w->opts, on_acquired, w);
+  int rc = lk_lock_acquire(w->lock[w->lot], &w->opts, on_acquired, w);
   if (rc < 0) {
     lk_fail(w, "lk_lock_acquire", rc);
     finish(w);
@@ -204,7 +226,8 @@ static void on_acquired(lk_lock_t *lock, int status, void *arg) {
   }
 }
 
-/* Runs the buyers on the loop with the lock. */
+/* Runs the buyers on the loop with the locks. The client finds out by
+ * itself whether host:port is a cluster node (LK_CLUSTER_AUTO). */
 static int run_locked(worker *w) {
   const worker_config *cfg = w->cfg;
   int rc = uv_loop_init(&w->loop);
@@ -224,17 +247,18 @@ static int run_locked(worker *w) {
     return -1;
   }
   lk_client_set_data(w->client, w);
-  rc = lk_lock_new(w->client, FS_LOCK_NAME, &w->lock);
-  if (rc < 0) {
-    lk_fail(w, "lk_lock_new", rc);
-    if ((rc = lk_client_close(w->client, on_client_closed)) < 0)
-      lk_fail(w, "lk_client_close", rc);
-  } else {
-    lk_lock_set_data(w->lock, w);
-    lk_lock_opts_init(&w->opts);
-    w->opts.wait_ms = cfg->wait_ms; /* lease: the client's default + watchdog */
-    next_buyer(w);
+  for (int i = 0; i < cfg->nlots && !w->stopping; i++) {
+    rc = lk_lock_new(w->client, cfg->lots[i].lock, &w->lock[i]);
+    if (rc < 0) {
+      lk_fail(w, "lk_lock_new", rc);
+      break;
+    }
+    lk_lock_set_data(w->lock[i], w);
+    w->open_locks++;
   }
+  lk_lock_opts_init(&w->opts);
+  w->opts.wait_ms = cfg->wait_ms; /* lease: the client's default + watchdog */
+  next_buyer(w); /* or, after an error, finish() */
   uv_run(&w->loop, UV_RUN_DEFAULT);
   rc = uv_loop_close(&w->loop);
   if (rc != 0) {
@@ -249,6 +273,7 @@ static int run_locked(worker *w) {
 /* --no-lock: the same critical section with nothing around it. */
 static void run_unlocked(worker *w) {
   for (int64_t i = 0; i < w->cfg->buyers && !w->stopping; i++) {
+    w->lot = (int)((w->cfg->index - 1 + w->started) % w->cfg->nlots);
     w->started++;
     sell_one(w);
   }
@@ -264,14 +289,9 @@ int worker_run(const worker_config *cfg) {
   w.rng = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL);
   if (w.rng == 0) w.rng = 1;
 
-  struct timeval tv = {2, 0};
-  w.redis = redisConnectWithTimeout(cfg->host, cfg->port, tv);
-  if (w.redis == NULL || w.redis->err) {
-    redis_fail(&w, "connect", w.redis ? w.redis->errstr : "out of memory");
-  } else {
-    tv.tv_sec = 5;
-    redisSetTimeout(w.redis, tv);
-  }
+  char why[256];
+  if (fs_open(&w.stock, cfg->host, cfg->port, why, sizeof why) < 0)
+    redis_fail(&w, "connect", why);
 
   /* Wait for the parent's start signal so all workers begin together. */
   char c;
@@ -286,7 +306,7 @@ int worker_run(const worker_config *cfg) {
     else
       run_unlocked(&w);
   }
-  if (w.redis) redisFree(w.redis);
+  fs_close(&w.stock);
   send_report(&w); /* unless finish() sent it already */
   close(cfg->report_fd);
   return w.rep.errors == 0 && !w.teardown_failed && w.started == cfg->buyers

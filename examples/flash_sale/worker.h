@@ -1,20 +1,32 @@
 /* flash_sale worker: one forked process that serves its share of the buyers.
- * It owns its uv loop, lk_client and lk_lock (made after fork: a client made
- * before fork answers LK_EFORKED in the child) plus a blocking hiredis
- * connection for the stock, the resource the lock protects. */
+ * It owns its uv loop, lk_client and one lk_lock per lot (made after fork: a
+ * client made before fork answers LK_EFORKED in the child) plus blocking
+ * hiredis connections for the stock, the resource the locks protect. */
 #ifndef FLASH_SALE_WORKER_H
 #define FLASH_SALE_WORKER_H
 
 #include <stdint.h>
 
-/* The demo's keys; nothing else on the server is touched. */
-#define FS_STOCK_KEY "flash_sale:stock"
-#define FS_LOCK_NAME "flash_sale:lock"
+/* The stock is split into lots, each with its own stock key and the lock
+ * that guards it. A lot's two keys share the hash tag {lotN}, so on a
+ * Redis Cluster both live on one master; the demo picks lots whose slots
+ * spread over every master. Nothing else on the server is touched. */
+#define FS_MAX_LOTS 64
+#define FS_LOCK_FMT "flash_sale:{lot%d}:lock"
+#define FS_STOCK_FMT "flash_sale:{lot%d}:stock"
+
+typedef struct {
+  int id;         /* N in {lotN} */
+  char lock[40];  /* FS_LOCK_FMT */
+  char stock[40]; /* FS_STOCK_FMT */
+} fs_lot;
 
 typedef struct {
   int index;          /* 1-based, for messages */
   const char *host;   /* Redis */
   int port;
+  const fs_lot *lots; /* buyer k of worker i goes to lot (i + k) mod nlots */
+  int nlots;
   int64_t buyers;     /* buyers this worker serves */
   int64_t wait_ms;    /* lock wait budget per buyer */
   unsigned jitter_us; /* random sleep of 0..jitter_us between GET and SET */
@@ -23,7 +35,7 @@ typedef struct {
   int report_fd;      /* write end of this worker's report pipe */
 } worker_config;
 
-/* Sent once through report_fd in a single write (far below PIPE_BUF, so the
+/* Sent once through report_fd in a single write (below PIPE_BUF, so the
  * parent never sees half of it unless the worker died). */
 typedef struct {
   int32_t index;
@@ -34,7 +46,10 @@ typedef struct {
   int64_t acquisitions; /* successful lock acquisitions */
   int64_t waited;       /* acquisitions that had to wait (client stats) */
   int64_t errors;       /* the worker stops at its first error */
+  int64_t redirects;    /* MOVED/ASK the lock client followed (cluster) */
+  int64_t sold_in_lot[FS_MAX_LOTS];
 } worker_report;
+_Static_assert(sizeof(worker_report) <= 4096, "one write of at most PIPE_BUF");
 
 /* Runs in the child; returns its exit status (0 when every buyer was served
  * without an error). Never returns to the caller's flow: _exit with it. */
