@@ -99,10 +99,13 @@ LK_EXTERN int lk_semaphore_add_permits(lk_semaphore_t *sem, int64_t delta,
 LK_EXTERN int lk_semaphore_available(lk_semaphore_t *sem, lk_semaphore_cb cb,
                                      void *arg);
 /* Takes every available permit; result = how many (they count as held by
- * this object).
+ * this object, as if acquired). A resend after a lost reply is applied at
+ * most once and reports what the first attempt took.
  * At once: the start codes.
- * Callback: 0; LK_ECONN; LK_EUNKNOWN; LK_ECANCELED; the server codes
- * (LK_EREDIS: the value is not a count). */
+ * Callback: 0; LK_ECONN (not sent: nothing taken); LK_EUNKNOWN (the object
+ * holds none of it; whatever it took is given back in the background);
+ * LK_ECANCELED (a close: the same); the server codes (LK_EREDIS: the value
+ * is not a count). */
 LK_EXTERN int lk_semaphore_drain(lk_semaphore_t *sem, lk_semaphore_cb cb,
                                  void *arg);
 

@@ -10,7 +10,8 @@
 -- Reply (private): {1, available after} acquired (now, or by an earlier
 -- attempt of the same request); {0} the request was settled already;
 -- -1 not enough permits.
-local mark = tonumber(redis.call('get', KEYS[2]) or '0')
+-- (A drain's mark carries its count after a colon: "2r:n".)
+local mark = tonumber(string.match(redis.call('get', KEYS[2]) or '0', '^%d+'))
 local req = tonumber(ARGV[2])
 if mark == 2 * req then
   return {1, tonumber(redis.call('get', KEYS[1]) or '0')}

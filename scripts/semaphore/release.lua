@@ -10,7 +10,8 @@
 -- Reply (private): {available after, 0} released now; {available, 1}
 -- released by an earlier attempt. ERANGE error: the count would pass the
 -- limit (nothing changed).
-local mark = tonumber(redis.call('get', KEYS[3]) or '0')
+-- (A drain's mark carries its count after a colon: "2r:n".)
+local mark = tonumber(string.match(redis.call('get', KEYS[3]) or '0', '^%d+'))
 local req = tonumber(ARGV[2])
 if mark >= 2 * req then
   return {tonumber(redis.call('get', KEYS[1]) or '0'), 1}

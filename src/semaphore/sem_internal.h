@@ -80,8 +80,8 @@ void lk__sem_give_back_owned(lk__sem_owner_t *w, int64_t valid_ms, const char *s
 
 /* Predicates for the background clean-up. */
 int lk__sem_always(int status, const redisReply *r);
-/* The abandoned acquire took permits, or may have (its reply was lost, or
- * is of a shape the script never sends). */
+/* The abandoned acquire (or drain) took permits, or may have (its reply
+ * was lost, or is of a shape the script never sends). */
 int lk__sem_took_or_unknown(int status, const redisReply *r);
 /* The abandoned release was not confirmed applied: no reply, a reply of a
  * shape the script never sends, or a server that did not run it. Resending

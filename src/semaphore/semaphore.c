@@ -3,8 +3,8 @@
  * redisson_sc:{NAME} carrying the new count.
  *
  * The server keeps no holder state, so the object counts what it holds and
- * refuses to give back more. Acquire and release are made idempotent by a
- * private mark key per object (DESIGN.md §1 "Operations"): requests are
+ * refuses to give back more. Acquire, drain and release are made idempotent
+ * by a private mark key per object (DESIGN.md §1 "Operations"): requests are
  * numbered, the scripts record the last one applied, and a resend after a
  * lost reply is recognised instead of applied twice (scripts/semaphore/).
  *
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/outcome.h"
+#include "core/router.h"
 #include "semaphore/sem_internal.h"
 
 #define LK__SEM_MARK_PREFIX "latchkey_semaphore_req"
@@ -119,13 +120,14 @@ static void fill_args(lk_semaphore_t *s, lk__sem_args_t *a, int64_t n, uint64_t 
   a->argv[3] = a->n, a->lens[3] = strlen(a->n);
   a->argv[4] = a->req, a->lens[4] = strlen(a->req);
   a->argv[5] = a->ttl, a->lens[5] = strlen(a->ttl);
-  a->argv[6] = "PUBLISH", a->lens[6] = 7;
+  a->argv[6] = lk__publish_cmd(CLIENT(s), &a->lens[6]);
   a->argv[7] = a->max, a->lens[7] = strlen(a->max);
 }
 
-/* Gives back the pending acquire's permits if it took them, and voids any
- * copy of it still on its way: now, or after `after` answers. */
-static void settle_acquire(lk_semaphore_t *s, lk__op_t *after, lk__sem_pred pred) {
+/* Gives back the pending acquire's or drain's permits if it took them (a
+ * drain's count is in the mark, s->n is 0), and voids any copy of it still
+ * on its way: now, or after `after` answers. */
+static void settle_request(lk_semaphore_t *s, lk__op_t *after, lk__sem_pred pred) {
   lk__sem_args_t a;
   fill_args(s, &a, s->n, s->op_req);
   lk__sem_background_owned(&s->jobs, job_valid_ms(CLIENT(s)), "semaphore/settle", 3, 4, a.argv,
@@ -171,8 +173,9 @@ static int attempt_acquire(lk__obj_t *o) {
   return o->op != NULL ? 0 : err;
 }
 
-/* The acquire in flight is left behind (timeout, cancel, close): if the
- * server's late answer says it took permits, or none comes, settle it. */
+/* The acquire or drain in flight is left behind (timeout, cancel, close):
+ * if the server's late answer says it took permits, or none comes, settle
+ * it. */
 static void on_abandon(lk__obj_t *o) {
   lk_semaphore_t *s = (lk_semaphore_t *)o;
   if (o->kind == OP_RELEASE) {
@@ -183,13 +186,14 @@ static void on_abandon(lk__obj_t *o) {
     release_later(s, s->n, s->op_req, o->op);
     return;
   }
-  if (o->kind != OP_ACQUIRE) {
+  if (o->kind != OP_ACQUIRE && o->kind != OP_DRAIN) {
     lk__op_retarget(o->op, NULL, NULL);
     return;
   }
-  /* After an attempt whose outcome is open, whatever this one answers says
-   * nothing of that one's: settle in any case. */
-  settle_acquire(s, o->op, o->outcome_open ? lk__sem_always : lk__sem_took_or_unknown);
+  /* An acquire, or a drain (only close abandons one): after an attempt
+   * whose outcome is open, whatever this one answers says nothing of that
+   * one's: settle in any case. */
+  settle_request(s, o->op, o->outcome_open ? lk__sem_always : lk__sem_took_or_unknown);
   o->outcome_open = 0; /* settled here: lk__outcome_settle has nothing left */
 }
 
@@ -275,6 +279,25 @@ static int release_attempt(lk_semaphore_t *s) {
   return s->base.op != NULL ? 0 : err;
 }
 
+/* A release or drain got no answer it can read (status 0: a reply of a
+ * shape the script never sends, which ran or not). Resends it with the same
+ * request number while the outcome policy allows (the mark tells an applied
+ * one) and returns 1; else 0, with o->outcome_open set when what ran on the
+ * server is still unknown. */
+static int resent(lk_semaphore_t *s, int status, const redisReply *r,
+                  int (*attempt)(lk_semaphore_t *s)) {
+  lk__obj_t *o = &s->base;
+  if (status == 0)
+    status = LK_EUNKNOWN;
+  else
+    lk__obj_error(o, r);
+  if (lk__outcome_unknown(o, status)) {
+    o->outcome_open = 1; /* until an answer: an attempt may have applied */
+    s->tainted = 1;
+  }
+  return lk__outcome_may_resend(o, status) && attempt(s) == 0;
+}
+
 static void on_release_reply(void *data, int status, redisReply *r) {
   lk_semaphore_t *s = data;
   lk__obj_t *o = &s->base;
@@ -287,16 +310,7 @@ static void on_release_reply(void *data, int status, redisReply *r) {
     finish(s, 0);
     return;
   }
-  if (status == 0)
-    status = LK_EUNKNOWN; /* a shape the script never sends: ran or not */
-  else
-    lk__obj_error(o, r);
-  if (lk__outcome_unknown(o, status)) {
-    o->outcome_open = 1; /* until an answer: an attempt may have applied */
-    s->tainted = 1;
-  }
-  /* Resent with the same request number: the mark tells an applied one. */
-  if (lk__outcome_may_resend(o, status) && release_attempt(s) == 0)
+  if (resent(s, status, r, release_attempt))
     return;
   if (o->outcome_open) {
     /* Still open: it is completed in the background (never twice), and the
@@ -336,7 +350,7 @@ int lk_semaphore_release_unheld(lk_semaphore_t *s, int64_t permits, lk_semaphore
   return start_release(s, permits, 1, cb, arg);
 }
 
-/* --- set, add, available, drain --- */
+/* --- set, add, available --- */
 
 static void on_simple_reply(void *data, int status, redisReply *r) {
   lk_semaphore_t *s = data;
@@ -353,8 +367,6 @@ static void on_simple_reply(void *data, int status, redisReply *r) {
     finish(s, s->base.kind == OP_AVAILABLE ? LK_EPROTOCOL : LK_EUNKNOWN);
     return;
   }
-  if (s->base.kind == OP_DRAIN && v > 0)
-    s->held = v > LK_SEMAPHORE_MAX_PERMITS - s->held ? LK_SEMAPHORE_MAX_PERMITS : s->held + v;
   s->base.result = v;
   finish(s, 0);
 }
@@ -372,7 +384,7 @@ static int start_simple(lk_semaphore_t *s, enum lk__sem_op kind, int64_t v, int 
   argv[0] = s->name, lens[0] = s->name_len;
   argv[1] = s->channel, lens[1] = s->channel_len;
   argv[2] = lk__sem_i64(num, v), lens[2] = strlen(num);
-  argv[3] = "PUBLISH", lens[3] = 7;
+  argv[3] = lk__publish_cmd(CLIENT(s), &lens[3]);
   argv[4] = lk__sem_i64(max, LK_SEMAPHORE_MAX_PERMITS), lens[4] = strlen(max);
   begin(s, kind, cb, arg);
   switch (kind) {
@@ -382,10 +394,6 @@ static int start_simple(lk_semaphore_t *s, enum lk__sem_op kind, int64_t v, int 
     break;
   case OP_ADD: /* NAME, channel; delta, PUBLISH, max */
     s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/add"), 2, 3, argv, lens,
-                                 on_simple_reply, s, &err);
-    break;
-  case OP_DRAIN:
-    s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/drain"), 1, 0, argv, lens,
                                  on_simple_reply, s, &err);
     break;
   default: {
@@ -418,8 +426,63 @@ int lk_semaphore_available(lk_semaphore_t *s, lk_semaphore_cb cb, void *arg) {
   return start_simple(s, OP_AVAILABLE, 0, 1, cb, arg);
 }
 
+/* --- drain --- */
+
+/* A drain takes permits as an acquire does, so it is numbered under the
+ * mark like one: a resend reports what the first attempt took, and a drain
+ * whose outcome stays open is settled (what it took goes back). */
+
+static void on_drain_reply(void *data, int status, redisReply *r);
+
+static int drain_attempt(lk_semaphore_t *s) {
+  char req[24], ttl[24];
+  const char *argv[4] = {s->name, s->mark, lk__sem_i64(req, (int64_t)s->op_req),
+                         lk__sem_i64(ttl, mark_ttl_ms(CLIENT(s)))};
+  size_t lens[4] = {s->name_len, s->mark_len, strlen(req), strlen(ttl)};
+  int err = 0;
+  s->mark_written = 1;
+  s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/drain"), 2, 2, argv, lens,
+                               on_drain_reply, s, &err);
+  return s->base.op != NULL ? 0 : err;
+}
+
+static void on_drain_reply(void *data, int status, redisReply *r) {
+  lk_semaphore_t *s = data;
+  lk__obj_t *o = &s->base;
+  int64_t took, n;
+  o->op = NULL;
+  /* {0} (settled already) cannot answer a request still pending: it is a
+   * reply the script never sends to it, like any other shape. */
+  if (status == 0 && lk__sem_elem(r, 0, &took) && took == 1 && lk__sem_elem(r, 1, &n) &&
+      n >= 0) {
+    s->held = n > LK_SEMAPHORE_MAX_PERMITS - s->held ? LK_SEMAPHORE_MAX_PERMITS : s->held + n;
+    o->result = n;
+    finish(s, 0);
+    return;
+  }
+  if (resent(s, status, r, drain_attempt))
+    return;
+  if (o->outcome_open) {
+    /* As for an acquire whose outcome stays open: whatever it took goes
+     * back in the background, and the object counts none of it. */
+    settle_request(s, NULL, lk__sem_always);
+    finish(s, LK_EUNKNOWN);
+    return;
+  }
+  finish(s, lk__sem_status(status, r));
+}
+
 int lk_semaphore_drain(lk_semaphore_t *s, lk_semaphore_cb cb, void *arg) {
-  return start_simple(s, OP_DRAIN, 0, 1, cb, arg);
+  int rc = lk__obj_check_idle(s ? &s->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  begin(s, OP_DRAIN, cb, arg);
+  s->n = 0; /* how many it takes is the server's: a settle reads it from the mark */
+  s->op_req = ++s->req;
+  rc = drain_attempt(s);
+  if (rc != 0)
+    s->base.kind = OP_NONE;
+  return rc;
 }
 
 /* --- lifecycle --- */
@@ -539,7 +602,7 @@ static int counted(lk__obj_t *o) {
  * the core to send. */
 static lk__op_t *undo_acquire(lk__obj_t *o, int known_grant) {
   (void)known_grant;
-  settle_acquire((lk_semaphore_t *)o, NULL, lk__sem_always);
+  settle_request((lk_semaphore_t *)o, NULL, lk__sem_always);
   return NULL;
 }
 

@@ -545,7 +545,7 @@ static void v_sem_try_set(hc_t *c) {
 static void v_sem_drain(hc_t *c) {
   lk_semaphore_t *s = fx_sem(&c->fx, HC_NAME);
   sem_set(c, 2);
-  hc_arm(c, "semaphore/drain", 1, "*1\r\n:1\r\n", ":5\r\n");
+  hc_arm(c, "semaphore/drain", 1, "*1\r\n:1\r\n", "*2\r\n:1\r\n:5\r\n");
   memset(&c->s, 0, sizeof c->s);
   ASSERT_OK(lk_semaphore_drain(s, sem_cb, &c->s));
   hc_wait(c);

@@ -63,18 +63,12 @@ set(_lk_hostile_verbs
 )
 set(_lk_hostile_faults wrong_type garbled error truncated insert cut)
 
-# Cells that fail on today's code (verb.fault), with what they show.
-# (The extra-reply cells failed too until reply attribution, 2557604, and
-# lock.force_release.wrong_type, which got LK_EPROTOCOL, until 88fc6ab.)
+# Cells that fail on today's code (verb.fault), with what they show: none
+# now. (The extra-reply cells failed until reply attribution, 2557604;
+# lock.force_release.wrong_type, which got LK_EPROTOCOL, until 88fc6ab; the
+# five semaphore.drain cells, whose unknown outcome lost the drained permits
+# for good, until the drain took a request mark like acquire's.)
 set(_lk_hostile_pending
-  # A drain whose outcome is unknown (reply lost, cut, garbled, of the wrong
-  # shape, or not attributable) reports LK_EUNKNOWN and the permits it took
-  # are lost for good: the server's count is 0 of 2 after every object
-  # closed (the counting semaphore has no leases to bring them back).
-  # docs/semaphore.md says a drain is not resent; either it gets a request
-  # mark like acquire, or the contract must say permits can be lost this way.
-  semaphore.drain.wrong_type semaphore.drain.garbled semaphore.drain.truncated
-  semaphore.drain.insert semaphore.drain.cut
 )
 
 set(_lk_hostile_cells)

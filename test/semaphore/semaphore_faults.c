@@ -398,3 +398,94 @@ TEST(close_waits_for_pending_settle) {
   ASSERT_EQ(srv_count(fx.srv, "cws"), 3); /* settled before close completed */
   finish_proxied(&fx, p);
 }
+
+/* --- drains whose reply is lost: the drain is numbered under the object's
+ * request mark like an acquire --- */
+
+/* Caches the drain script on the server (so the next EVALSHA is the drain
+ * itself), leaving `permits` available and none held. */
+static void warm_up_drain(fx_t *fx, lk_semaphore_t *s, const char *name, long long permits) {
+  int64_t n = 0;
+  ASSERT_OK(sem_run_n(fx, lk_semaphore_try_set_permits, s, permits, NULL));
+  ASSERT_OK(sem_run(fx, lk_semaphore_drain, s, &n));
+  ASSERT_EQ(n, permits);
+  ASSERT_OK(sem_run_n(fx, lk_semaphore_release, s, permits, NULL));
+  ASSERT_EQ(srv_count(fx->srv, name), permits);
+}
+
+/* The drain runs, its reply is lost with the connection: the resend finds
+ * it applied and reports how many the first attempt took, taking nothing
+ * more (permits added meanwhile stay available). */
+TEST(lost_drain_reply_takes_once) {
+  fx_t fx;
+  rt_proxy_t *p = start_fast(&fx);
+  lk_semaphore_t *s = fx_sem(&fx, "ldr");
+  sx_t d;
+  warm_up_drain(&fx, s, "ldr", 3);
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  memset(&d, 0, sizeof d);
+  ASSERT_OK(lk_semaphore_drain(s, sem_cb, &d));
+  ASSERT(fx_wait_count(&fx, "ldr", 0, 3000));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "INCRBY ldr 2"), 2); /* another client's add */
+  rt_run_until(&fx.loop, &d.done, 5000);
+  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  ASSERT_OK(d.status);
+  ASSERT_EQ(d.result, 3);
+  ASSERT_EQ(lk_semaphore_held(s), 3);
+  ASSERT_EQ(srv_count(fx.srv, "ldr"), 2);
+  fx_close_sem(&fx, s);
+  ASSERT_EQ(srv_count(fx.srv, "ldr"), 5);
+  finish_proxied(&fx, p);
+}
+
+/* The drain runs, its reply is lost, and the server stays out of reach for
+ * every resend: LK_EUNKNOWN, the object holds nothing, and what the drain
+ * took is given back once the server is reachable (as for an acquire). */
+TEST(unknown_drain_given_back_by_settle) {
+  fx_t fx;
+  rt_proxy_t *p = start_fast(&fx);
+  lk_semaphore_t *s = fx_sem(&fx, "udg");
+  sx_t d;
+  warm_up_drain(&fx, s, "udg", 3);
+  rt_proxy_refuse(p, 1); /* new connections only: this one stays */
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  memset(&d, 0, sizeof d);
+  ASSERT_OK(lk_semaphore_drain(s, sem_cb, &d));
+  rt_run_until(&fx.loop, &d.done, 3000);
+  ASSERT_EQ(d.status, LK_EUNKNOWN);
+  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  ASSERT_EQ(srv_count(fx.srv, "udg"), 0); /* it took them */
+  ASSERT_EQ(lk_semaphore_held(s), 0);
+  fx_spin(&fx, rt_scaled_ms(300)); /* refused reconnects */
+  ASSERT_EQ(srv_count(fx.srv, "udg"), 0);
+  rt_proxy_refuse(p, 0);
+  ASSERT(fx_wait_count(&fx, "udg", 3, 3000));
+  /* The object goes on, under a fresh mark. */
+  ASSERT_OK(sem_acquire(&fx, s, 3, 0));
+  ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, s, 3, NULL));
+  fx_close_sem(&fx, s);
+  ASSERT_EQ(srv_count(fx.srv, "udg"), 3);
+  finish_proxied(&fx, p);
+}
+
+/* Close while a drain is in flight: the drain is canceled, and what it took
+ * when it reaches the server is given back before close completes. */
+TEST(close_during_drain_loses_no_permit) {
+  fx_t fx;
+  rt_proxy_t *p = start_proxied(&fx);
+  lk_semaphore_t *s = fx_sem(&fx, "cdd");
+  sx_t d;
+  int closed = 0;
+  warm_up_drain(&fx, s, "cdd", 4);
+  rt_proxy_delay(p, 150);
+  memset(&d, 0, sizeof d);
+  ASSERT_OK(lk_semaphore_drain(s, sem_cb, &d));
+  lk_semaphore_set_data(s, &closed);
+  ASSERT_OK(lk_semaphore_close(s, note_closed));
+  rt_run_until(&fx.loop, &closed, 5000);
+  ASSERT_EQ(d.done, 1);
+  ASSERT_EQ(d.status, LK_ECANCELED);
+  ASSERT_EQ(srv_count(fx.srv, "cdd"), 4);
+  rt_proxy_delay(p, 0);
+  finish_proxied(&fx, p);
+}
