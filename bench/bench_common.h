@@ -1,5 +1,5 @@
 /* Small helpers shared by the bench programs: argument parsing, latency
- * percentiles, CPU time and the JSON lines of DESIGN.md §6. Header-only
+ * percentiles, CPU time and the JSON lines of bench/README.md. Header-only
  * (static functions), so each program stays a single translation unit.
  *
  * Every bench program follows the suite convention (bench/README.md,
@@ -159,7 +159,7 @@ static inline uint64_t bench_cpu_ns(void) {
          (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
-/* --- JSON lines (DESIGN.md §6) ---
+/* --- JSON lines (bench/README.md, "The JSON lines") ---
  * bench_json_begin prints {"bench","impl","metric","value","unit" and
  * optionally "variant" (what tells apart lines of one bench and metric:
  * the runner groups repetitions by bench + impl + metric + variant);

@@ -23,7 +23,8 @@
  *   impl "latchkey-single": lk_lock_acquire on master 1 alone, the same
  *     loop: what one master costs, for the ratio to a single master. With
  *     five masters on one CPU the fan-out itself costs a multiple of that;
- *     that part is not the library's (DESIGN.md §6).
+ *     that part is not the library's (bench/README.md: the masters share
+ *     one CPU).
  *
  * Run it pinned: masters on CPU 0, this program on CPU 1 (tools/bench.sh
  * does that for registered programs; --spawn does it here unless --no-pin).

@@ -27,7 +27,7 @@
  * hold key of every reader on every release) and raw-noshrink (never looks:
  * dead readers keep the lock alive).
  *
- * Per run, one JSON line (DESIGN.md §6): value = operations (acquire +
+ * Per run, one JSON line (bench/README.md, "The JSON lines"): value = operations (acquire +
  * release) per second over the measured window (after the warm-up), wait
  * p50/p99 (acquire called -> acquired; read and write apart), and
  * "limit_impl" naming the run that is this one's limit, for the suite's

@@ -1,5 +1,5 @@
 /* Semaphore benchmarks: latchkey against a raw loop that sends the same
- * script sequence with no library logic (DESIGN.md §6, bench/README.md).
+ * script sequence with no library logic (bench/README.md).
  *
  *   semaphore_bench [--rounds R] [--pairs N] [--procs W] [--permits M]
  *                   [--holds K] [--hold-us H] [--port P] [--no-pin]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs latchkey's whole benchmark suite against private redis-servers
-# (bench/README.md; DESIGN.md §6). Not part of CI.
+# (bench/README.md). Not part of CI.
 #
 #   tools/bench.sh                 # build, 5 interleaved rounds, pinned: JSON lines + summary
 #   tools/bench.sh --rounds 3      # fewer rounds

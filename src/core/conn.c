@@ -1,8 +1,8 @@
 /* One Redis connection on a libuv stream: connect (TCP or unix socket),
  * handshake, FIFO reply matching, reply timeout, reconnect with backoff.
  * hiredis is used only for its reply reader; we own the socket because
- * hiredis 0.14's libuv adapter loses socket errors (research/hiredis-0.14.md).
- */
+ * hiredis 0.14's libuv adapter loses socket errors (docs/design.md,
+ * "Layers"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

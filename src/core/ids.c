@@ -1,4 +1,5 @@
-/* Owner ids (DESIGN.md §3): a random UUID v4 per client from uv_random
+/* Owner ids (docs/objects.md, "Lifecycle"; docs/design.md, "Redisson
+ * compatibility"): a random UUID v4 per client from uv_random
  * (getrandom underneath: never a PRNG state a fork would share). */
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,8 @@
 
 /* The core's shared picture: client, connection, operation records.
  * Primitives use only the functions declared here and in the other core
- * headers; they never touch a connection directly (DESIGN.md §1). */
+ * headers; they never touch a connection directly (docs/design.md,
+ * "Layers"). */
 
 #include <hiredis/hiredis.h>
 #include <uv.h>

@@ -1,9 +1,9 @@
 #ifndef LK_CORE_OBJECT_H
 #define LK_CORE_OBJECT_H
 
-/* What every primitive object shares (DESIGN.md §2): entry checks, one
+/* What every primitive object shares (docs/objects.md): entry checks, one
  * pending operation, completion from the loop, cancel, the close protocol,
- * and the wait engine (DESIGN.md §1 "Waiting"): try → busy → subscribe →
+ * and the wait engine (docs/design.md, "Waiting"): try → busy → subscribe →
  * try again once subscribed → sleep until a message, the holder's TTL, the
  * re-poll interval or the budget → try again.
  *

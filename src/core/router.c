@@ -238,6 +238,10 @@ static void apply_topology(lk_client_t *c, lk__topo_t *t) {
     lk__log(c, LK_LOG_WARN, "cluster topology changed: %zu slot(s) have a new master; "
                             "holds in them are being verified",
             n_changed);
+    /* ... so to a RedLock this cluster is a member that may have lost its
+     * data, as after a restart without persistence: it abstains for the
+     * quarantine (docs/multilock.md). */
+    c->restarted_ns = lk__now_ns();
     lk__wd_verify_all(c); /* TODO(router): lk__wd_verify_slots(c, changed) */
     lk__emit(c, LK_EVENT_TOPOLOGY_CHANGED);
   }

@@ -3,7 +3,7 @@
 
 #include "core/internal.h"
 
-/* The client's lease watchdog (DESIGN.md §4). Every entry shares one lease
+/* The client's lease watchdog (docs/watchdog.md). Every entry shares one lease
  * (the client's default_lease_ms), so all renew on the same period,
  * lease/3. Entries are intrusive (embedded in the object that holds) and kept
  * in the order their last renewal was confirmed, which is also the order of

@@ -1,7 +1,7 @@
 /* Fair lock acquire: join the queue, wait for one's turn on one's own
  * channel, refresh one's deadline at every re-poll, and leave the queue when
- * the acquire ends without the lock (research/redisson.md §2; DESIGN.md §1
- * "Waiting"). The wait itself is the object body's engine; this file says
+ * the acquire ends without the lock (docs/fair.md, "How waiting works";
+ * docs/design.md, "Waiting"). The wait itself is the object body's engine; this file says
  * what one attempt is and what its reply means. */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* Fair lock, wire compatible with Redisson's RFairLock (research/redisson.md
- * §2): lifecycle, identity and accessors. One object is one owner with at
+/* Fair lock, wire compatible with Redisson's RFairLock (docs/fair.md):
+ * lifecycle, identity and accessors. One object is one owner with at
  * most one operation pending; it knows its own hold count (the scripts take
  * it as the expected count, as the reentrant lock's do) and keeps its own
  * channel subscribed from its first wait until it closes. */

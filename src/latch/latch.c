@@ -1,5 +1,5 @@
 /* Countdown latch, wire compatible with Redisson's RCountDownLatch
- * (research/redisson.md §6): lifecycle, keys and accessors. Reads are in
+ * (docs/latch.md, "Data layout"): lifecycle, keys and accessors. Reads are in
  * latch_state.c, writes in latch_write.c. */
 #include <inttypes.h>
 #include <stdio.h>

@@ -9,8 +9,9 @@
 #include "core/object.h"
 #include "core/outcome.h"
 
-/* Redisson's channel wraps the raw name in braces whatever it contains
- * (research/redisson.md §6.1, quirk 7). */
+/* Redisson's channel wraps the raw name in braces whatever it contains,
+ * even a name with a {tag} of its own, which may then hash to another slot
+ * than the latch's key (docs/latch.md, "Data layout"). */
 #define LK__LATCH_CHANNEL_PREFIX "redisson_countdownlatch__channel__"
 /* latchkey's private keys, all under the latch's hash tag and with a TTL. */
 #define LK__LATCH_MARKER_PREFIX "latchkey_latch_open"

@@ -3,7 +3,8 @@
  * No per-owner state exists on a latch, so a resend after a lost reply
  * cannot be recognised by an expected count (as the lock's are). Each object
  * keeps one private request record under the latch's hash tag instead
- * (DESIGN.md §1 "Operations"): "seq:reply" of its latest write, with a TTL.
+ * (docs/design.md, "Unknown outcomes"): "seq:reply" of its latest write,
+ * with a TTL.
  * A write carries its sequence number; the script answers from the record
  * when it already holds that sequence (or a later one: a stale copy), so a
  * count_down is applied at most once however often it is resent. One key

@@ -1,7 +1,8 @@
-/* Reentrant lock, wire compatible with Redisson's RLock (research/redisson.md
- * §1). One object is one owner with at most one operation pending; it knows
- * its own hold count, which its scripts take as the expected count so that a
- * resend after a lost reply is applied at most once (DESIGN.md §1). */
+/* Reentrant lock, wire compatible with Redisson's RLock (docs/lock.md; the
+ * keys in docs/design.md, "Redisson compatibility"). One object is one owner
+ * with at most one operation pending; it knows its own hold count, which its
+ * scripts take as the expected count so that a resend after a lost reply is
+ * applied at most once (docs/design.md, "Unknown outcomes"). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>

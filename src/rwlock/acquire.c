@@ -1,9 +1,9 @@
 /* Taking read and write holds, and waiting for them (rwlock_int.h).
  *
  * The scripts take the side's hold count the object expects, so a resend
- * after a lost reply is applied at most once (DESIGN.md §1), and they report
- * this owner's count on the other side too, so a re-entry notices holds of
- * either side that vanished behind its back. */
+ * after a lost reply is applied at most once (docs/design.md, "Unknown
+ * outcomes"), and they report this owner's count on the other side too, so
+ * a re-entry notices holds of either side that vanished behind its back. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* Read/write lock, wire compatible with Redisson's RReadWriteLock
- * (research/redisson.md §3): lifecycle, the acquire entry point, queries and
+ * (docs/rwlock.md, "Data layout"): lifecycle, the acquire entry point, queries and
  * accessors. One object is one owner with both sides and at most one
  * operation pending; it knows its hold count on each side. */
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* Permit-expirable semaphore, wire compatible with Redisson's
- * RPermitExpirableSemaphore (research/redisson.md §5): string NAME =
+ * RPermitExpirableSemaphore (docs/semaphore.md): string NAME =
  * available permits, zset {NAME}:timeout of raw 16-byte permit ids scored
  * by the end of their lease (epoch ms), channel redisson_sc:{NAME}.
  *

@@ -1,14 +1,15 @@
 /* Counting semaphore, wire compatible with Redisson's RSemaphore
- * (research/redisson.md §4): string NAME = available permits, channel
+ * (docs/semaphore.md): string NAME = available permits, channel
  * redisson_sc:{NAME} carrying the new count.
  *
  * The server keeps no holder state, so the object counts what it holds and
  * refuses to give back more. Acquire, drain and release are made idempotent
- * by a private mark key per object (DESIGN.md §1 "Operations"): requests are
- * numbered, the scripts record the last one applied, and a resend after a
- * lost reply is recognised instead of applied twice (scripts/semaphore/).
+ * by a private mark key per object (docs/semaphore.md, "Lost replies,
+ * retries and LK_EUNKNOWN"): requests are numbered, the scripts record the
+ * last one applied, and a resend after a lost reply is recognised instead of
+ * applied twice (scripts/semaphore/).
  *
- * The mark holds one number, so it can only judge the latest request made
+ * The mark records one request, so it can only judge the latest one made
  * under it. When the object leaves a request's outcome to clean-up (a lost
  * reply it stops resending, an acquire canceled in flight), that clean-up
  * keeps the mark and the object moves on to a fresh one: no later request

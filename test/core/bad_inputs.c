@@ -1,4 +1,4 @@
-/* Bad inputs (research/reliability.md §4, DESIGN.md §2): every rejected call
+/* Bad inputs (docs/reliability.md, items 1-23; docs/objects.md): every rejected call
  * returns its exact code at once, never runs its callback, sends nothing and
  * leaks nothing (the ASan build checks the last part). Names that look odd but
  * are valid (braces, spaces, CR/LF, printf directives) really are ordinary,

@@ -1,7 +1,7 @@
 /* The client against a real server: connection events, refused connects,
  * AUTH and ACL, SELECT, NOSCRIPT after SCRIPT FLUSH, reply timeouts and
  * reconnects, server restarts, the in-flight cap, unix sockets, and closing
- * with work in flight (DESIGN.md §1-2, docs/client.md). */
+ * with work in flight (docs/client.md, docs/objects.md). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -1,5 +1,5 @@
 /* Fair lock interop with the test-only Redisson emulator (our reading of
- * research/redisson.md §2; test/harness/redisson_emu.h): Redisson-style
+ * Redisson's RFairLock on the wire; test/harness/redisson_emu.h): Redisson-style
  * waiters queue behind and ahead of latchkey waiters and everyone is served
  * in queue order, each woken on its own channel. The emulator is driven
  * step by step from the test's thread between turns of the loop. */

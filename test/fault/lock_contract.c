@@ -1,4 +1,4 @@
-/* The reliability catalogue (shared/research/reliability.md §3.3) against the
+/* The fault catalogue (docs/reliability.md, T01-T40) against the
  * reentrant lock and the watchdog: the cases no other suite covers. Each
  * case names its T-number; docs/reliability.md maps every T to its tests. */
 #include <inttypes.h>

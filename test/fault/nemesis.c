@@ -1,5 +1,5 @@
-/* A bounded, seeded nemesis (Jepsen-style, reliability.md §3.3 "nightly"
- * made short enough for CI): worker processes use every registered workload
+/* A bounded, seeded nemesis (Jepsen-style, made short enough for CI;
+ * docs/reliability.md, "How it is tested"): worker processes use every registered workload
  * (one file each under test/fault/workloads/) through a fault proxy while the nemesis, from a
  * seeded schedule, pauses and restarts the server (AOF, appendfsync always:
  * the conditions under which S1 must hold), resets connections, cuts them

@@ -78,7 +78,7 @@ void nem_workload_closed(nem_ctx_t *ctx);
  * list (0-terminated; 0 itself is always expected) marks the worker as
  * having findings and is printed. */
 void nem_status(nem_ctx_t *ctx, const char *what, int status, const int *expected);
-/* Sleeps us microseconds (critical sections: 0-200 us, DESIGN.md §6). */
+/* Sleeps us microseconds (the workloads' critical sections last 0-200 us). */
 
 /* ---- parent-side helpers ---- */
 

@@ -1,6 +1,6 @@
-/* Server-side faults and hostile replies (reliability.md §3.3 T12, T20, T21,
- * T34, T36, T37, T38 and §4 items 24-35) against the reentrant lock and the
- * watchdog. */
+/* Server-side faults and hostile replies (docs/reliability.md: faults T12,
+ * T20, T21, T34, T36, T37, T38 and bad inputs 24-35) against the reentrant
+ * lock and the watchdog. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -447,7 +447,7 @@ TEST(t38_loading_is_transient_and_bounded) {
   fx_finish(&fx);
 }
 
-/* ---- §4.34: MISCONF (snapshots failing with stop-writes-on-bgsave-error) ------------------------ */
+/* ---- item 34: MISCONF (snapshots failing with stop-writes-on-bgsave-error) ---------------------- */
 
 static void bgsave_and_wait(rt_server_t *s, const char *want) {
   redisReply *r = rt_cmd(s, "BGSAVE");
@@ -500,7 +500,7 @@ TEST(misconf_refuses_acquire_and_reports_release_failure) {
   fx_finish(&fx);
 }
 
-/* ---- §4.35: pointed at a cluster node ------------------------------------------------------------ */
+/* ---- item 35: pointed at a cluster node ---------------------------------------------------------- */
 
 /* A cluster node that serves no slot answers CLUSTERDOWN: the router sends
  * the command again (an election can end any moment) for as long as the
@@ -552,7 +552,7 @@ TEST(cluster_support_off_gives_ecluster_at_once) {
   fx_finish(&fx);
 }
 
-/* ---- §4.24-26: unexpected, garbage and hostile replies ------------------------------------------- */
+/* ---- items 24-26: unexpected, garbage and hostile replies ---------------------------------------- */
 
 typedef struct {
   fx_t fx;

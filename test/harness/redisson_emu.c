@@ -1,7 +1,8 @@
 /* The Redisson RLock emulator (see redisson_emu.h). The two scripts below are
- * our own reading of research/redisson.md §1.2, written from that prose: they
- * are not Redisson's text and may differ from it in anything the spec does
- * not pin down (Redisson's compatibility is about semantics, §0.3). */
+ * our own, written from a description of what Redisson's lock and unlock do
+ * on the wire: they are not Redisson's text and may differ from it in
+ * anything that description does not pin down (compatibility is about the
+ * data and messages both sides see, not the scripts' text). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -357,7 +358,7 @@ int rt_rlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *nam
 }
 
 /* ---- RFairLock --------------------------------------------------------------------------
- * Our reading of research/redisson.md §2.2, written from that prose. The
+ * Our reading of what Redisson's RFairLock does on the wire. The
  * shared "purge" step: while the queue has a head whose deadline exists and
  * is not after NOW, that head is dropped from both structures. */
 

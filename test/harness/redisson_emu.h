@@ -2,7 +2,8 @@
  * behaves on the wire like a Redisson RLock user, so interop tests have the
  * other side of a shared lock without a JVM.
  *
- * It is OUR READING of research/redisson.md §0.2, §0.5, §1.2 and §1.3 (hash
+ * It is OUR READING of Redisson's RLock on the wire (docs/design.md, "Redisson
+ * compatibility": hash
  * NAME with field "UUID:TID" -> hold count and a PEXPIRE lease; unlock with
  * the idempotency latch; "0" published on redisson_lock__channel on full
  * release; lock() subscribes after the first failed try and retries on a
@@ -61,9 +62,9 @@ char *rt_rlock_channel(const char *name);
 long long rt_rlock_try(redisContext *ctx, const char *name, const char *uuid, long long tid,
                        int64_t lease_ms);
 
-/* RFencedLock's tryLockAndGetToken() once (research layout: the lock hash as
- * RLock's, and the counter prefixName("redisson_lock_token", name), a plain
- * INCR on every acquisition, created at 1 when absent). Returns
+/* RFencedLock's tryLockAndGetToken() once (docs/lock.md, "Fencing tokens":
+ * the lock hash as RLock's, and the counter prefixName("redisson_lock_token",
+ * name), a plain INCR on every acquisition, created at 1 when absent). Returns
  * RT_RLOCK_ACQUIRED with *token set, else the holder's PTTL (>= 0). */
 long long rt_rlock_try_fenced(redisContext *ctx, const char *name, const char *uuid,
                               long long tid, int64_t lease_ms, long long *token);
@@ -103,7 +104,7 @@ redisReply *rt_sub_next(redisContext *sub, int64_t timeout_ms);
  * an array {"message", channel, payload}. */
 redisReply *rt_sub_next_message(redisContext *sub, int64_t timeout_ms);
 
-/* ---- RFairLock (research/redisson.md §2), our reading ------------------------------------
+/* ---- RFairLock (docs/fair.md), our reading ----------------------------------------------
  *
  * Keys: the lock hash NAME, the queue list redisson_lock_queue:{NAME}, the
  * deadline zset redisson_lock_timeout:{NAME}; every waiter listens on
@@ -142,7 +143,7 @@ int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
 void rt_sub_subscribe(redisContext *sub, const char *channel);
 void rt_sub_unsubscribe(redisContext *sub, const char *channel);
 
-/* ---- RSemaphore and RPermitExpirableSemaphore (research/redisson.md §4, §5) ----
+/* ---- RSemaphore and RPermitExpirableSemaphore (docs/semaphore.md) ----
  *
  * Our reading of Redisson's semaphores: string NAME = available permits,
  * channel redisson_sc:{NAME} carrying the new count; the permit-expirable one

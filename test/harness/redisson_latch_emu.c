@@ -1,6 +1,6 @@
 /* The Redisson emulator's countdown latch (redisson_latch_emu.h). The
- * scripts are our own reading of research/redisson.md §6.2, written from
- * that prose: not Redisson's text. */
+ * scripts are our own, written from a description of what Redisson's
+ * countDown, trySetCount and delete do on the wire: not Redisson's text. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -2,7 +2,7 @@
  * that behaves on the wire like a Redisson RCountDownLatch user, so interop
  * tests have the other side of a shared latch without a JVM.
  *
- * It is OUR READING of research/redisson.md §6 (string NAME = remaining
+ * It is OUR READING of Redisson's countdown latch (string NAME = remaining
  * count, absent = open; channel "redisson_countdownlatch__channel__{NAME}"
  * with "0" published by the countDown that reaches zero and "1" by
  * trySetCount and by a delete that removed the key). The scripts were

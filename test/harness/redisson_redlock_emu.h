@@ -1,7 +1,7 @@
 /* Test-only emulation of Redisson's RedissonMultiLock and RedissonRedLock
- * (research/redisson.md §7 and §8), built on the RLock emulator
- * (redisson_emu.h): our reading of that prose, written in our own words,
- * not Redisson's code. Blocking; one connection per member.
+ * (docs/multilock.md), built on the RLock emulator (redisson_emu.h): our
+ * reading of how they behave, written in our own words, not Redisson's
+ * code. Blocking; one connection per member.
  *
  * Redisson's RedLock is a MultiLock of RLocks that tolerates
  * n - (n/2 + 1) failed members: members are tried one after another in

@@ -1,6 +1,6 @@
 /* The Redisson read/write lock emulator (see redisson_rw_emu.h). The scripts
- * are our own reading of research/redisson.md §3 and §0.5, written from that
- * prose. */
+ * are our own, written from the description there (with the unlock latch of
+ * redisson_emu.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -2,13 +2,14 @@
  * the wire like a Redisson RReadWriteLock user (readLock() / writeLock() of
  * one thread), for interop tests without a JVM.
  *
- * It is OUR READING of research/redisson.md §3 (hash NAME with 'mode', reader
+ * It is OUR READING of Redisson's read/write lock (hash NAME with 'mode', reader
  * field "UUID:TID", writer field "UUID:TID:write", one key per read hold
  * "{NAME}:UUID:TID:rwlock_timeout:<i>", channel "redisson_rwlock:{NAME}" with
  * "0" from a read unlock and "1" from a write unlock, the unlock latch of
- * §0.5, the HKEYS scan of every hold key on a read unlock, additive TTL on a
- * write re-entry, no message on a downgrade). The scripts were written from
- * that prose, not copied from Redisson; if the spec is wrong, so is this.
+ * redisson_emu.h, the HKEYS scan of every hold key on a read unlock,
+ * additive TTL on a write re-entry, no message on a downgrade; the layout is
+ * docs/rwlock.md's, "Data layout"). The scripts were written from that
+ * description, not copied from Redisson; if it is wrong, so is this.
  *
  * Connections are the caller's (rt_rlock_connect); transport or protocol
  * errors fail the test. Results as redisson_emu.h: RT_RLOCK_ACQUIRED,

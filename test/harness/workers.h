@@ -1,6 +1,6 @@
 /* Worker processes for multi-process tests: forked from the test, pinned to
- * the allowed CPUs in turn (DESIGN.md §6: overlaps cannot be observed with
- * every worker on one CPU), killed with the test (PR_SET_PDEATHSIG and the
+ * the allowed CPUs in turn (overlaps cannot be observed with every worker
+ * on one CPU), killed with the test (PR_SET_PDEATHSIG and the
  * harness's child tracking), and controllable: SIGSTOP / SIGCONT / SIGKILL.
  *
  * A worker must build its own loop and client after the fork (a client made

@@ -1,5 +1,5 @@
-/* Bad inputs to the countdown latch (research/reliability.md §4 item 20,
- * DESIGN.md §2): every rejected call returns its exact code at once, never
+/* Bad inputs to the countdown latch (docs/reliability.md, item 20;
+ * docs/objects.md): every rejected call returns its exact code at once, never
  * runs its callback, sends nothing and leaves the object usable. Counts at
  * the limits stay exact. */
 #ifndef _GNU_SOURCE

@@ -1,6 +1,6 @@
 /* Interop with Redisson's RCountDownLatch, played by the test-only emulator
- * (test/harness/redisson_latch_emu.h: our reading of research/redisson.md
- * §6, not Redisson itself). Each side must see the other's count, wake on
+ * (test/harness/redisson_latch_emu.h: our reading of Redisson's latch on
+ * the wire, not Redisson itself). Each side must see the other's count, wake on
  * the other's final countDown, and find exactly the data and messages a
  * Redisson client expects. */
 #ifndef _GNU_SOURCE

@@ -7,3 +7,5 @@ lk_add_test_file(SOURCE cluster/fixture_test.c LABEL cluster TIMEOUT 90)
 lk_add_test_file(SOURCE cluster/cluster_lock.c LABEL cluster TIMEOUT 90)
 # Every primitive on names spread over the three masters (issue 14).
 lk_add_test_file(SOURCE cluster/cluster_primitives.c LABEL cluster TIMEOUT 90)
+lk_add_test_file(SOURCE cluster/cluster_watchdog.c LABEL cluster TIMEOUT 90)
+lk_add_test_file(SOURCE cluster/cluster_multilock.c LABEL cluster TIMEOUT 90)

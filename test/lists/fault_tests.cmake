@@ -1,5 +1,5 @@
 # Fault injection (issue 10): the shared fault tools and history checkers,
-# the reliability catalogue (shared/research/reliability.md §3-§4) run
+# the fault and bad-input catalogues (docs/reliability.md) run
 # against every primitive that exists, and the seeded nemesis. Label fault.
 lk_add_test_file(SOURCE fault/checkers.c LABEL fault NO_LATCHKEY)
 lk_add_test_file(SOURCE fault/fault_tools.c LABEL fault NO_LATCHKEY)

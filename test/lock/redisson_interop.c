@@ -1,6 +1,6 @@
 /* Interop with Redisson's RLock, played by the test-only emulator
- * (test/harness/redisson_emu.h: our reading of research/redisson.md §1, not
- * Redisson itself). Both sides share one lock by name: each must see the
+ * (test/harness/redisson_emu.h: our reading of Redisson's RLock on the wire,
+ * not Redisson itself). Both sides share one lock by name: each must see the
  * other's holds, wake on the other's release, and latchkey's data must be
  * exactly what a Redisson client expects to find. */
 #ifndef _GNU_SOURCE

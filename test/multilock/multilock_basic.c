@@ -91,7 +91,7 @@ TEST(ml_reentry_counts_on_every_member) {
   mfx_finish(&m);
 }
 
-/* reliability.md T29(a): C is held by someone else; [A, B, C] with a
+/* docs/reliability.md, T29 (a): C is held by someone else; [A, B, C] with a
  * 200 ms budget fails, and A and B are free the moment it reports. */
 TEST(ml_partial_failure_leaves_nothing_held) {
   mfx_t m;

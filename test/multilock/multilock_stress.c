@@ -3,7 +3,7 @@
  * random 0-2 ms (a timer, so the others keep running meanwhile), and so
  * does the think time between holds; every hold
  * is recorded per member and the histories are checked for overlaps between
- * groups. reliability.md T29(c). */
+ * groups. docs/reliability.md, T29. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -55,7 +55,7 @@ TEST(rl_acquire_release_on_every_master) {
   mfx_finish(&m);
 }
 
-/* reliability.md T30: for each of the 32 subsets of masters held by someone
+/* docs/reliability.md, T30: for each of the 32 subsets of masters held by someone
  * else, one attempt succeeds iff at least 3 are free; after every failure
  * no master holds our owner id. */
 TEST(rl_quorum_for_every_subset_of_taken_masters) {

@@ -1,6 +1,6 @@
 /* RedLock under faults on real masters: paused masters (SIGSTOP), latency
  * beyond the node timeout, a master killed and restarted empty while held
- * (restart quarantine), and bounded waits. reliability.md T31, T32. */
+ * (restart quarantine), and bounded waits. docs/reliability.md, T31, T32. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Read/write lock bad inputs (research/reliability.md §4): every rejected
+/* Read/write lock bad inputs (docs/reliability.md, item 19): every rejected
  * call returns its exact code at once, never runs its callback, sends
  * nothing, and leaves the object usable. Wrong thread, forked child,
  * operations on a closing object and a busy object are covered too. */

@@ -1,6 +1,6 @@
 /* Interop with Redisson's RReadWriteLock, played by the test-only emulator
- * (test/harness/redisson_rw_emu.h: our reading of research/redisson.md §3,
- * not Redisson itself). Both sides share one lock by name, as reader and as
+ * (test/harness/redisson_rw_emu.h: our reading of Redisson's read/write
+ * lock on the wire, not Redisson itself). Both sides share one lock by name, as reader and as
  * writer: each sees the other's holds, wakes on the other's releases, reads
  * the other's hold keys, and latchkey's data is what a Redisson client
  * expects to find. */

@@ -1,6 +1,6 @@
 /* Interop with Redisson's RSemaphore and RPermitExpirableSemaphore, played
  * by the test-only emulator (test/harness/redisson_emu.h: our reading of
- * research/redisson.md §4-5, not Redisson itself). Both sides share one
+ * Redisson's semaphores on the wire, not Redisson itself). Both sides share one
  * semaphore by name: each sees the other's permits, wakes on the other's
  * release, and neither creates or loses a permit. */
 #ifndef _GNU_SOURCE

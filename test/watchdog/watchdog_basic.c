@@ -1,4 +1,4 @@
-/* Watchdog basics (DESIGN.md §4): a renewed hold survives many leases, an
+/* Watchdog basics (docs/watchdog.md): a renewed hold survives many leases, an
  * explicit lease is never renewed, renewal stops with the release (also when
  * a renewal is in flight as the release goes out), a key deleted or expired
  * behind the holder's back is reported within one period, and a stalled loop
