@@ -103,11 +103,11 @@ TEST(watchdog_keeps_holds_on_every_master_over_several_leases) {
   fx_spin(&f.fx, 4 * lease);
   lk_client_get_stats(f.fx.c, &st1);
   printf("watchdog: %llu leases renewed by %llu scripts in %.0f ms (lease %lld ms); "
-         "%d warnings (%d CROSSSLOT), first: %s\n",
+         "%d warnings (%d CROSSSLOT), first: %s; %d holds lost\n",
          (unsigned long long)(st1.renewals - st0.renewals),
          (unsigned long long)(st1.renewal_commands - st0.renewal_commands),
          (double)(uv_hrtime() - t0) / 1e6, (long long)lease, lg.warnings, lg.crossslot,
-         lg.first);
+         lg.first, lost);
   ASSERT_EQ(lg.crossslot, 0);
   ASSERT_EQ(lost, 0);
   /* Renewed every lease / 3: at least three times each in four leases. */
