@@ -310,7 +310,9 @@ static void close_from(int lowfd) {
 static int spawn(rt_server_t *s) {
   char bin[RT_PATH_MAX];
   if (find_binary(bin, sizeof bin) != 0) {
-    fprintf(stderr, "rt_server: redis-server not found (PATH or LK_REDIS_SERVER)\n");
+    const char *name = getenv("LK_REDIS_SERVER");
+    fprintf(stderr, "rt_server: %s not found (PATH or LK_REDIS_SERVER)\n",
+            name != NULL && *name != '\0' ? name : "redis-server");
     return -1;
   }
   char port[16];
