@@ -8,25 +8,33 @@
 #   tools/run-tests.sh --valgrind      # build-valgrind/: a representative subset
 #                                      # under valgrind memcheck (-R overrides it)
 #   tools/run-tests.sh --tsan          # build-tsan/: the thread checks under TSan
+#   tools/run-tests.sh --valkey        # the same tests against valkey-server
+#                                      # (standalone and cluster), in the same
+#                                      # build dir; combines with the others
+#   tools/run-tests.sh -L cluster      # the Redis Cluster tests (3+3 nodes each)
 #   tools/run-tests.sh -R client -V    # anything else is passed to ctest
 #
 # Environment: LATCHKEY_SKIP_DEPS=1 skips tools/install-deps.sh;
 # LATCHKEY_BUILD_DIR overrides the build directory; LATCHKEY_JOBS (default 2)
 # sets build and ctest parallelism; LK_TEST_TIMING scales the tests' liveness
-# bounds (3 by default under --sanitize).
-# The ctest output is also written to <build dir>/ctest.log.
+# bounds (3 by default under --sanitize); LK_REDIS_SERVER names the server
+# binary the tests start (--valkey sets valkey-server; the cluster tests use
+# the cli named like it, e.g. valkey-cli, or LK_REDIS_CLI).
+# The ctest output is also written to <build dir>/ctest.log (ctest-valkey.log
+# with --valkey).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 usage() {
-  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 sanitize=0
 valgrind=0
 tsan=0
+valkey=0
 ctest_args=()
 select_given=0
 for arg in "$@"; do
@@ -34,6 +42,7 @@ for arg in "$@"; do
     --sanitize) sanitize=1 ;;
     --valgrind) valgrind=1 ;;
     --tsan) tsan=1 ;;
+    --valkey) valkey=1 ;;
     -R | -L | -E | -I) select_given=1; ctest_args+=("$arg") ;;
     -h | --help) usage; exit 0 ;;
     *) ctest_args+=("$arg") ;;
@@ -44,6 +53,17 @@ jobs=${LATCHKEY_JOBS:-2}
 
 if [ "${LATCHKEY_SKIP_DEPS:-0}" != 1 ]; then
   "$ROOT/tools/install-deps.sh"
+fi
+
+log_name=ctest.log
+if [ "$valkey" -eq 1 ]; then
+  export LK_REDIS_SERVER=valkey-server
+  unset LK_REDIS_CLI # valkey-cli, from the server's name
+  if ! command -v valkey-server >/dev/null 2>&1 || ! command -v valkey-cli >/dev/null 2>&1; then
+    echo "run-tests: --valkey needs valkey-server and valkey-cli (tools/install-deps.sh installs them on Debian 12, from bookworm-backports)" >&2
+    exit 1
+  fi
+  log_name=ctest-valkey.log
 fi
 
 cmake_args=(
@@ -100,6 +120,9 @@ echo "==> build $build_dir"
 cmake --build "$build_dir" --parallel "$jobs"
 
 echo "==> ctest in $build_dir ${ctest_args[*]:-}"
+if [ -n "${LK_REDIS_SERVER:-}" ]; then
+  echo "    LK_REDIS_SERVER=$LK_REDIS_SERVER ($("$LK_REDIS_SERVER" --version 2>/dev/null | cut -d' ' -f1-3))"
+fi
 if [ "$sanitize" -eq 1 ]; then
   echo "    ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS LK_TEST_TIMING=$LK_TEST_TIMING"
 elif [ "$valgrind" -eq 1 ] || [ "$tsan" -eq 1 ]; then
@@ -109,4 +132,4 @@ cd "$build_dir"
 # --timeout is the default for tests that set none; --no-tests=error makes
 # an empty selection a failure rather than a silent pass.
 ctest --output-on-failure --parallel "$jobs" --timeout 180 --no-tests=error \
-  "${ctest_args[@]}" 2>&1 | tee ctest.log
+  "${ctest_args[@]}" 2>&1 | tee "$log_name"
