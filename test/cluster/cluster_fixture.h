@@ -156,4 +156,77 @@ static inline lk_client_t *cfx_client(cfx_t *f, int seed, lk_client_opts_t *o) {
   return c;
 }
 
+/* ---- what a fault test watches ---- */
+
+/* A lock's on_lost calls: how many, and when the first came. */
+typedef struct cfx_lost_s {
+  int n;
+  uint64_t t_ns;
+} cfx_lost_t;
+
+static inline void cfx_on_lost(lk_lock_t *l, int status, void *arg) {
+  cfx_lost_t *lost = arg;
+  (void)l;
+  ASSERT_EQ(status, LK_ELEASELOST);
+  if (lost->n++ == 0)
+    lost->t_ns = uv_hrtime();
+}
+
+/* A client's events (opts.on_event, event_arg): topology changes counted,
+ * with the time of the first. */
+typedef struct cfx_events_s {
+  int topology, suspended;
+  uint64_t topology_ns;
+} cfx_events_t;
+
+static inline void cfx_on_event(lk_client_t *c, lk_event_t e, void *arg) {
+  cfx_events_t *ev = arg;
+  (void)c;
+  if (e == LK_EVENT_TOPOLOGY_CHANGED && ev->topology++ == 0)
+    ev->topology_ns = uv_hrtime();
+  if (e == LK_EVENT_SUSPENDED)
+    ev->suspended++;
+}
+
+static inline lk_client_stats_t cfx_stats(lk_client_t *c) {
+  lk_client_stats_t st;
+  lk_client_get_stats(c, &st);
+  return st;
+}
+
+/* Starts an acquire (wait_ms, lease_ms as lk_lock_opts_t) whose outcome
+ * lands in *s (sx_cb); the caller runs the loop. */
+static inline void cfx_acquire_start(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, int fenced,
+                                     sx_t *s) {
+  lk_lock_opts_t o;
+  memset(s, 0, sizeof(*s));
+  lk_lock_opts_init(&o);
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  o.fenced = fenced;
+  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
+}
+
+/* EXISTS key on node i, preceded by ASKING: what a node importing key's
+ * slot holds (without ASKING it answers MOVED for that slot). */
+static inline long long cfx_exists_asking(cfx_t *f, int i, const char *key) {
+  redisReply *r = rt_cmd(cfx_srv(f, i), "ASKING");
+  ASSERT_NOT_NULL(r);
+  freeReplyObject(r);
+  return rt_cmd_int(cfx_srv(f, i), "EXISTS %s", key);
+}
+
+/* The channel a lock's waiters listen on (Redisson's prefixName: a name
+ * with a brace is used as it is, others are wrapped in a hash tag). */
+static inline void cfx_lock_channel(const char *name, char *out, size_t cap) {
+  snprintf(out, cap, strchr(name, '{') != NULL ? "redisson_lock__channel:%s"
+                                                : "redisson_lock__channel:{%s}",
+           name);
+}
+
+/* ms since t_ns (uv_hrtime), signed. */
+static inline double cfx_ms_since(uint64_t t_ns, uint64_t now_ns) {
+  return (double)((int64_t)(now_ns - t_ns)) / 1e6;
+}
+
 #endif /* LK_TEST_CLUSTER_FIXTURE_H */

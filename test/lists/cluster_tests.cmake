@@ -10,3 +10,16 @@ lk_add_test_file(SOURCE cluster/cluster_primitives.c LABEL cluster TIMEOUT 90)
 lk_add_test_file(SOURCE cluster/cluster_watchdog.c LABEL cluster TIMEOUT 90)
 lk_add_test_file(SOURCE cluster/cluster_multilock.c LABEL cluster TIMEOUT 90)
 lk_add_test_file(SOURCE cluster/cluster_stress.c LABEL cluster TIMEOUT 90)
+# Faults on a real cluster (issue 14): slot migration, failover and kill -9,
+# nodes added and removed, while locks are held and waited on. Labels
+# cluster and fault.
+foreach(_lk_src IN ITEMS cluster_migration cluster_failover cluster_nodes)
+  lk_add_test_file(SOURCE cluster/${_lk_src}.c LABEL cluster TIMEOUT 120)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/cluster/${_lk_src}.c)
+    file(STRINGS cluster/${_lk_src}.c _lk_cases REGEX "^TEST\\(")
+    foreach(_lk_line IN LISTS _lk_cases)
+      string(REGEX REPLACE "^TEST\\(([A-Za-z0-9_]+)\\).*" "\\1" _lk_case "${_lk_line}")
+      set_property(TEST "cluster.${_lk_case}" APPEND PROPERTY LABELS fault)
+    endforeach()
+  endif()
+endforeach()

@@ -1,0 +1,262 @@
+/* Slot migration while locks are held and waited on (issue 14), in the
+ * steps of test/harness/redis_cluster.h: start (the source answers ASK for
+ * keys it no longer has), keys (MIGRATE moves them), finish (the target owns
+ * the slot; the source answers MOVED).
+ *
+ * What the servers do meanwhile (Redis 7.0 and Valkey 8 alike): a command
+ * naming one key is served by the source while it has the key, else sent to
+ * the target by ASK; a script naming several keys of the slot gets TRYAGAIN
+ * when the source has some and not all of them, and the target (after
+ * ASKING) answers TRYAGAIN whenever one is missing. A release names the
+ * lock and its channel, and a channel is never a key: every release in a
+ * migrating slot gets TRYAGAIN until the migration finishes. So does a
+ * renewal batch whose keys are split between the two nodes. The router
+ * retries TRYAGAIN within the reply timeout (counted from the first send).
+ *
+ * Every name below carries one hash tag, so all of a test's locks share a
+ * slot, the slot being migrated. */
+#include <stdio.h>
+
+#include "cluster_fixture.h"
+
+/* The watchdog lease of these tests: renewals every third of it. */
+#define LEASE_MS 1500
+
+typedef struct mig_s {
+  cfx_t f;
+  cfx_events_t ev;
+  int from, to, slot;
+  char tag[64];
+} mig_t;
+
+/* The fixture's client with a short watchdog lease; `tag` names a slot on
+ * the first master, which the test migrates to the second. */
+static void mig_start(mig_t *m, int64_t lease_ms) {
+  lk_client_opts_t o;
+  memset(m, 0, sizeof(*m));
+  lk_client_opts_init(&o);
+  o.default_lease_ms = rt_scaled_ms(lease_ms);
+  o.on_event = cfx_on_event;
+  o.event_arg = &m->ev;
+  cfx_start(&m->f, 0, &o);
+  m->from = m->f.masters[0];
+  m->to = m->f.masters[1];
+  m->slot = rt_cluster_key_on(m->f.cl, m->from, "mig-", m->tag, sizeof m->tag);
+  ASSERT_GE(m->slot, 0);
+}
+
+/* "{tag}suffix": a name in the migrated slot. */
+static void mig_name(const mig_t *m, const char *suffix, char *out, size_t cap) {
+  snprintf(out, cap, "{%s}%s", m->tag, suffix);
+}
+
+static lk_lock_t *watched_lock(mig_t *m, const char *name, cfx_lost_t *lost) {
+  lk_lock_t *l = fx_lock(&m->f.fx, name);
+  memset(lost, 0, sizeof(*lost));
+  ASSERT_OK(lk_lock_set_lost_cb(l, cfx_on_lost, lost));
+  return l;
+}
+
+/* Runs the loop until n more leases were renewed, the holds staying held. */
+static void wait_renewals(mig_t *m, uint64_t n) {
+  uint64_t base = cfx_stats(m->f.fx.c).renewals;
+  FX_EVENTUALLY(&m->f.fx, cfx_stats(m->f.fx.c).renewals >= base + n, 4 * LEASE_MS);
+}
+
+/* A held lock keeps working through every step of its slot's migration:
+ * renewals from the source, then by ASK from the target, a reentrant
+ * acquire on either side, a new name created on the target by ASK, a
+ * release retried through TRYAGAIN until the migration finishes; then
+ * MOVED updates the map, the verification finds the hold where MIGRATE put
+ * it (no on_lost), and the waiter gets in on the release. */
+TEST(held_lock_keeps_working_through_a_migration_and_its_waiter_gets_in) {
+  mig_t m;
+  char held[96], fresh[96], channel[128];
+  cfx_lost_t lost;
+  sx_t sw, sr;
+  mig_start(&m, LEASE_MS);
+  mig_name(&m, "held", held, sizeof held);
+  mig_name(&m, "fresh", fresh, sizeof fresh);
+  cfx_lock_channel(held, channel, sizeof channel);
+  lk_lock_t *a = watched_lock(&m, held, &lost), *w = fx_lock(&m.f.fx, held);
+  lk_lock_t *n = fx_lock(&m.f.fx, fresh);
+  ASSERT_OK(sx_acquire(&m.f.fx, a, 0, LK_LEASE_DEFAULT));
+  /* The waiter's own lease is explicit, so the watchdog renews a alone. */
+  cfx_acquire_start(w, 60000, 30000, 0, &sw);
+  cfx_wait_subscribers(&m.f, channel, 1);
+
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  /* The key is still on the source, which serves it. */
+  wait_renewals(&m, 2);
+  ASSERT(lk_lock_is_held(a));
+  ASSERT_OK(sx_acquire(&m.f.fx, a, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(lk_lock_hold_count(a), 2);
+  /* A name neither node has: the source sends it to the target (ASK). */
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  ASSERT_OK(sx_acquire(&m.f.fx, n, 0, 30000));
+  ASSERT_GT(cfx_stats(m.f.fx.c).ask_redirects, st.ask_redirects);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, fresh), 1);
+
+  /* Every key moves; the hold is now renewed through ASK. */
+  ASSERT_GE(rt_cluster_migrate_keys(m.f.cl, m.slot, 0), 1);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, held), 1);
+  st = cfx_stats(m.f.fx.c);
+  wait_renewals(&m, 2);
+  ASSERT_GT(cfx_stats(m.f.fx.c).ask_redirects, st.ask_redirects);
+  ASSERT(lk_lock_is_held(a));
+  ASSERT_OK(sx_acquire(&m.f.fx, a, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(lk_lock_hold_count(a), 3);
+  ASSERT_EQ(sw.done, 0);
+
+  /* A release names the channel too: TRYAGAIN, retried, until the
+   * migration finishes (well within the reply timeout). */
+  st = cfx_stats(m.f.fx.c);
+  memset(&sr, 0, sizeof sr);
+  ASSERT_OK(lk_lock_release(a, sx_cb, &sr));
+  FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries, 5000);
+  ASSERT_EQ(sr.done, 0);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  rt_run_until(&m.f.fx.loop, &sr.done, 10000);
+  ASSERT_OK(sr.status);
+  ASSERT_EQ(sr.result, 0); /* two holds left */
+  ASSERT_GT(cfx_stats(m.f.fx.c).moved_redirects, st.moved_redirects);
+
+  /* The map learns the new owner; the hold, verified there, survives. */
+  FX_EVENTUALLY(&m.f.fx, m.ev.topology >= 1, 10000);
+  st = cfx_stats(m.f.fx.c);
+  wait_renewals(&m, 2);
+  ASSERT_EQ(cfx_stats(m.f.fx.c).leases_lost, st.leases_lost);
+  ASSERT_EQ(lost.n, 0);
+  ASSERT(lk_lock_is_held(a));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, held), 1);
+
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, a, NULL));
+  uint64_t t_rel = uv_hrtime();
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, a, NULL));
+  rt_run_until(&m.f.fx.loop, &sw.done, 10000);
+  ASSERT_OK(sw.status);
+  fprintf(stderr, "note: waiter admitted %.1f ms after the last release\n",
+          cfx_ms_since(t_rel, sw.t_ns));
+  ASSERT_LT(cfx_ms_since(t_rel, sw.t_ns), (double)rt_scaled_ms(2000));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, held), 1); /* now w's */
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, w, NULL));
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, n, NULL));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, held), 0);
+  ASSERT_EQ(cfx_exists(&m.f, m.to, fresh), 0);
+  ASSERT_EQ(lost.n, 0);
+  fx_close_lock(&m.f.fx, a);
+  fx_close_lock(&m.f.fx, w);
+  fx_close_lock(&m.f.fx, n);
+  cfx_finish(&m.f);
+}
+
+/* Two holds of one slot are renewed by one script. With one key moved and
+ * the other not, the source answers TRYAGAIN; the router retries, and once
+ * the migration finishes the retry meets MOVED, goes to the target, and
+ * both holds are renewed: neither is lost. The lease is long enough that
+ * the migration's last step (which blocks this thread) ends before it. */
+TEST(renewal_of_a_half_migrated_slot_is_retried_until_the_slot_settles) {
+  mig_t m;
+  char na[96], nb[96];
+  cfx_lost_t la, lb;
+  const int64_t lease = 6000;
+  mig_start(&m, lease);
+  mig_name(&m, "a", na, sizeof na);
+  mig_name(&m, "b", nb, sizeof nb);
+  lk_lock_t *a = watched_lock(&m, na, &la), *b = watched_lock(&m, nb, &lb);
+  ASSERT_OK(sx_acquire(&m.f.fx, a, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(sx_acquire(&m.f.fx, b, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  ASSERT_EQ(rt_cluster_migrate_keys(m.f.cl, m.slot, 1), 1);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  /* The next renewal (a third of the lease away) meets TRYAGAIN. */
+  FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries, lease);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  /* Confirmed by the target: a whole lease later both still hold. */
+  uint64_t renewed = cfx_stats(m.f.fx.c).renewals;
+  fx_spin(&m.f.fx, rt_scaled_ms(lease) + rt_scaled_ms(500));
+  ASSERT_GT(cfx_stats(m.f.fx.c).renewals, renewed);
+  ASSERT_EQ(la.n, 0);
+  ASSERT_EQ(lb.n, 0);
+  ASSERT(lk_lock_is_held(a));
+  ASSERT(lk_lock_is_held(b));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, na), 1);
+  ASSERT_EQ(cfx_exists(&m.f, m.to, nb), 1);
+  ASSERT_GT(cfx_stats(m.f.fx.c).moved_redirects, st.moved_redirects);
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, a, NULL));
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, b, NULL));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, na), 0);
+  fx_close_lock(&m.f.fx, a);
+  fx_close_lock(&m.f.fx, b);
+  cfx_finish(&m.f);
+}
+
+/* The same split left in place for longer than a lease: every renewal
+ * attempt meets TRYAGAIN until the reply timeout, so neither hold can be
+ * confirmed. Both are reported through on_lost by their local deadline,
+ * never silently dropped; once the slot settles the name can be taken
+ * again (after the old lease ran out on the server). */
+TEST(holds_in_a_slot_left_half_migrated_past_their_lease_are_reported_lost) {
+  mig_t m;
+  char na[96], nb[96];
+  cfx_lost_t la, lb;
+  mig_start(&m, LEASE_MS);
+  mig_name(&m, "a", na, sizeof na);
+  mig_name(&m, "b", nb, sizeof nb);
+  lk_lock_t *a = watched_lock(&m, na, &la), *b = watched_lock(&m, nb, &lb);
+  ASSERT_OK(sx_acquire(&m.f.fx, a, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(sx_acquire(&m.f.fx, b, 0, LK_LEASE_DEFAULT));
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  ASSERT_EQ(rt_cluster_migrate_keys(m.f.cl, m.slot, 1), 1);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  /* Bounded by a lease from the last confirmation, which came before t0. */
+  FX_EVENTUALLY(&m.f.fx, la.n == 1 && lb.n == 1, LEASE_MS + 2000);
+  ASSERT(!lk_lock_is_held(a));
+  ASSERT(!lk_lock_is_held(b));
+  double la_ms = cfx_ms_since(t0, la.t_ns), lb_ms = cfx_ms_since(t0, lb.t_ns);
+  fprintf(stderr, "note: on_lost %.0f / %.0f ms after the split began (lease %lld ms)\n", la_ms,
+          lb_ms, (long long)rt_scaled_ms(LEASE_MS));
+  ASSERT_LE(la_ms, (double)rt_scaled_ms(LEASE_MS) + 50);
+  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  /* The release answers for the loss; the name can be taken again. */
+  ASSERT_EQ(lk_lock_release(a, sx_cb, NULL), LK_ELEASELOST);
+  ASSERT_OK(sx_acquire(&m.f.fx, a, rt_scaled_ms(10000), 30000));
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, a, NULL));
+  fx_close_lock(&m.f.fx, a);
+  fx_close_lock(&m.f.fx, b);
+  cfx_finish(&m.f);
+}
+
+/* A fenced acquire names the lock and its token counter. In a migrating
+ * slot where neither exists the target answers TRYAGAIN (a key is
+ * missing): the acquire is retried and succeeds once the migration
+ * finishes, with a token above the one taken before it. */
+TEST(fenced_acquire_during_a_migration_gets_in_when_it_finishes) {
+  mig_t m;
+  char name[96];
+  sx_t s;
+  mig_start(&m, LEASE_MS);
+  mig_name(&m, "fenced", name, sizeof name);
+  lk_lock_t *l = fx_lock(&m.f.fx, name);
+  cfx_acquire_start(l, 0, 30000, 1, &s);
+  rt_run_until(&m.f.fx.loop, &s.done, 10000);
+  ASSERT_OK(s.status);
+  int64_t before = lk_lock_token(l);
+  ASSERT_GT(before, 0);
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  ASSERT_EQ(rt_cluster_migrate_keys(m.f.cl, m.slot, 0), 1); /* the counter */
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  cfx_acquire_start(l, rt_scaled_ms(10000), 30000, 1, &s);
+  FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries || s.done, 5000);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  rt_run_until(&m.f.fx.loop, &s.done, 20000);
+  ASSERT_OK(s.status);
+  ASSERT_GT(lk_lock_token(l), before);
+  ASSERT_EQ(cfx_exists(&m.f, m.to, name), 1);
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
+  fx_close_lock(&m.f.fx, l);
+  cfx_finish(&m.f);
+}
