@@ -55,6 +55,11 @@ static void on_backoff_done(uv_timer_t *t) {
   lk__conn_t *conn = t->data;
   if (conn->state != LK__CONN_BACKOFF)
     return;
+  if (!lk__router_redial(conn)) {
+    /* Idle until a command is queued for it (lk__conn_enqueue). */
+    conn->state = LK__CONN_IDLE;
+    return;
+  }
   conn_start_connect(conn);
 }
 

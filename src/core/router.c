@@ -451,6 +451,21 @@ void lk__router_on_conn_ready(lk__conn_t *conn) {
   }
 }
 
+int lk__router_redial(const lk__conn_t *conn) {
+  const lk_client_t *c = conn->client;
+  size_t i;
+  /* Node 0 is the seed: the client's way in, always dialled. A node with
+   * slots is dialled on too: its failed attempts keep asking for the
+   * topology, which is how a promotion after its death is learnt. */
+  if (!c->cluster_on || conn->kind != LK__CONN_CMD || conn->node == NULL ||
+      conn->node->idx == 0 || c->slot_node == NULL || !lk__queue_empty(&conn->unsent))
+    return 1;
+  for (i = 0; i < LK__SLOTS; i++)
+    if (c->slot_node[i] == conn->node->idx)
+      return 1;
+  return 0;
+}
+
 /* --- lifecycle --- */
 
 int lk__router_alloc(lk_client_t *c) {

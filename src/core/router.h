@@ -55,6 +55,11 @@ void lk__router_on_info(lk__conn_t *conn, const char *info, size_t len);
 /* A node's command connection dropped or came up. */
 void lk__router_on_conn_down(lk__conn_t *conn);
 void lk__router_on_conn_ready(lk__conn_t *conn);
+/* Whether a dropped connection dials again when its backoff ends: not a
+ * cluster node's command connection that has nothing queued while the node
+ * owns no slot (a node removed from the cluster, a master that failed
+ * over): it stays idle until a command is queued for it. */
+int lk__router_redial(const lk__conn_t *conn);
 
 /* The publish command scripts use: SPUBLISH on a cluster (sharded pub/sub:
  * a release reaches only its shard), PUBLISH otherwise. */
