@@ -161,9 +161,11 @@ struct lk_client_s {
   int handles_open;
   lk_client_close_cb close_cb;
   char run_id[41];
-  /* When a run_id change was last seen (0: never). A restarted server may
-   * have lost every key: RedLock keeps such a node out of its quorums for a
-   * while (src/multilock/redlock.c). */
+  /* When a run_id change, or on a cluster a slot's change of master
+   * (src/core/router.c), was last seen (0: never). A restarted server, or a
+   * replica promoted before it had every write, may have lost keys: RedLock
+   * keeps such a member out of its quorums for a while
+   * (src/multilock/redlock.c). */
   uint64_t restarted_ns;
   lk_client_stats_t stats;
   /* A Redis Cluster (core/router.h): keys are routed by slot, pub/sub is
