@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/slot.h"
+#include "core/topology.h"
 #include "core/watchdog.h"
 
 const lk__wd_class_t lk__wd_lock_class = {"lock/renew", 1};
@@ -11,8 +13,30 @@ struct lk__wd_batch_s {
   lk_client_t *client;
   const lk__wd_class_t *cls;
   int n;
-  lk__wd_entry_t *entries[LK__WD_CHUNK];
+  /* LK__WD_CHUNK slots standalone, where a chunk fills as the ring is
+   * walked; exactly n on a cluster, where a chunk's size is known before it
+   * is made (most hold a few entries: one slot's share of a tick). */
+  lk__wd_entry_t *entries[];
 };
+
+static lk__wd_batch_t *batch_new(lk_client_t *c, const lk__wd_class_t *cls, int cap) {
+  lk__wd_batch_t *b = lk__calloc(1, sizeof(*b) + (size_t)cap * sizeof(b->entries[0]));
+  if (b != NULL) {
+    b->client = c;
+    b->cls = cls;
+  }
+  return b;
+}
+
+/* The slot of the entry's first key, computed once per registration: on a
+ * cluster only, so standalone never pays for it. */
+static unsigned entry_slot(lk__wd_entry_t *e) {
+  if (!e->slot_known) {
+    e->slot = lk__key_slot(e->keys[0], e->key_lens[0]);
+    e->slot_known = 1;
+  }
+  return e->slot;
+}
 
 static uint64_t ms_ns(int64_t ms) { return (uint64_t)ms * 1000000u; }
 
@@ -100,12 +124,162 @@ void lk__wd_check(lk_client_t *c) {
 
 /* --- renewal --- */
 
+/* A cluster's due entries with their sort keys: the class's index in the
+ * tick's table of classes, shifted past the 14 bits of the slot (0 where
+ * slots do not matter). The array starts on the stack and moves to the heap
+ * when more entries are due: at most one allocation per such tick in steady
+ * state, none for a tick of DUE_STACK or fewer. */
+typedef struct {
+  uint32_t key;
+  lk__wd_entry_t *e;
+} due_t;
+
+/* MAX_CLASSES: renewal classes one tick handles (the lock, the read/write
+ * lock's two sides, the fair lock, expirable permits... with room to spare,
+ * so no class is left for the next tick). */
+enum { MAX_CLASSES = 8, SLOT_BITS = 14, DUE_STACK = 128 };
+
+typedef struct {
+  due_t *v; /* 2 * cap: the entries, then room for the sort */
+  size_t n, cap;
+  const lk__wd_class_t *cls[MAX_CLASSES];
+  due_t local[2 * DUE_STACK];
+} due_list_t;
+
+_Static_assert(DUE_STACK >= LK__WD_CHUNK, "a reply's owed entries fit on the stack");
+
+static void due_init(due_list_t *d) {
+  memset(d->cls, 0, sizeof(d->cls));
+  d->v = d->local;
+  d->n = 0;
+  d->cap = DUE_STACK;
+}
+
+static void due_free(due_list_t *d) {
+  if (d->v != d->local)
+    lk__free(d->v);
+}
+
+/* Room for one more; 0 when none could be had (the caller sends what it
+ * has, which empties the array). */
+static int due_room(due_list_t *d) {
+  size_t cap;
+  due_t *v;
+  if (d->n < d->cap)
+    return 1;
+  cap = d->cap * 4;
+  if (cap > SIZE_MAX / (2 * sizeof(*v)))
+    return 0;
+  v = lk__malloc(2 * cap * sizeof(*v));
+  if (v == NULL)
+    return 0;
+  memcpy(v, d->v, d->n * sizeof(*v));
+  due_free(d);
+  d->v = v;
+  d->cap = cap;
+  return 1;
+}
+
+/* The entry's sort key; -1 when the tick's table of classes is full (the
+ * entry waits for the next tick). */
+static int64_t due_key(lk_client_t *c, due_list_t *d, lk__wd_entry_t *e) {
+  int i;
+  for (i = 0; i < MAX_CLASSES && d->cls[i] != NULL && d->cls[i] != e->cls; i++)
+    ;
+  if (i == MAX_CLASSES)
+    return -1;
+  d->cls[i] = e->cls;
+  return ((int64_t)i << SLOT_BITS) | (c->cluster_on ? entry_slot(e) : 0);
+}
+
+/* By key: insertion for a few, else two radix passes of 9 bits, which cover
+ * the 17 bits of a key, through the array's second half. */
+static void due_sort(due_list_t *d) {
+  enum { DIGIT = 9, NB = 1 << DIGIT, SHORT = 16 };
+  uint32_t count[NB];
+  due_t *src = d->v, *dst = d->v + d->cap, *t;
+  size_t i, j, n = d->n;
+  int pass;
+  if (n <= SHORT) {
+    for (i = 1; i < n; i++) {
+      due_t x = src[i];
+      for (j = i; j > 0 && src[j - 1].key > x.key; j--)
+        src[j] = src[j - 1];
+      src[j] = x;
+    }
+    return;
+  }
+  for (pass = 0; pass < 2; pass++) {
+    unsigned shift = (unsigned)pass * DIGIT;
+    uint32_t sum = 0, k;
+    memset(count, 0, sizeof(count));
+    for (i = 0; i < n; i++)
+      count[(src[i].key >> shift) & (NB - 1)]++;
+    for (k = 0; k < NB; k++) {
+      uint32_t here = count[k];
+      count[k] = sum;
+      sum += here;
+    }
+    for (i = 0; i < n; i++)
+      dst[count[(src[i].key >> shift) & (NB - 1)]++] = src[i];
+    t = src;
+    src = dst;
+    dst = t;
+  }
+  /* an even number of passes: the result is back in the first half */
+}
+
+static void send_batch(lk_client_t *c, lk__wd_batch_t *b);
+
+/* Sends the gathered entries as one script per run of equal keys, at most
+ * LK__WD_CHUNK entries each, and empties the array. An entry whose chunk
+ * could not be allocated stays due: a later tick takes it. */
+static void due_send(lk_client_t *c, due_list_t *d) {
+  size_t i = 0, j;
+  due_sort(d);
+  while (i < d->n) {
+    lk__wd_batch_t *b;
+    size_t m = 1;
+    while (i + m < d->n && m < LK__WD_CHUNK && d->v[i + m].key == d->v[i].key)
+      m++;
+    b = batch_new(c, d->v[i].e->cls, (int)m);
+    if (b != NULL) {
+      for (j = 0; j < m; j++) {
+        lk__wd_entry_t *e = d->v[i + j].e;
+        e->batch = b;
+        e->batch_idx = b->n;
+        b->entries[b->n++] = e;
+      }
+      send_batch(c, b);
+    }
+    i += m;
+  }
+  d->n = 0;
+}
+
+/* Adds a due entry not in flight. */
+static void due_add(lk_client_t *c, due_list_t *d, lk__wd_entry_t *e) {
+  int64_t key = due_key(c, d, e);
+  if (key < 0)
+    return;
+  if (!due_room(d))
+    due_send(c, d);
+  d->v[d->n].key = (uint32_t)key;
+  d->v[d->n].e = e;
+  d->n++;
+}
+
 static void on_batch_reply(void *data, int status, redisReply *r) {
   lk__wd_batch_t *b = data;
   lk_client_t *c = b->client;
   uint64_t sent = c->completing_sent_ns;
   int i, ok = status == 0 && r->type == REDIS_REPLY_ARRAY && (int)r->elements == b->n;
+  /* Entries whose slot's master changed while this renewal was in flight:
+   * this answer may be the old master's, so they are renewed once more. */
+  due_list_t owed;
+  size_t k, kept;
 
+  due_init(&owed);
   lk__wd_check(c);
   if (status != 0 && status != LK_EUNKNOWN && status != LK_ECONN &&
       status != LK_ECANCELED)
@@ -116,24 +290,53 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
     if (e == NULL)
       continue; /* stopped watching meanwhile */
     e->batch = NULL;
-    if (!ok) {
-      /* No answer: the entry keeps its place and deadline and is sent
-       * again by the next tick (never a second renewal in flight). */
-      continue;
+    if (ok) {
+      extended = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1;
+      if (e->lost)
+        continue; /* undone on the server by the loss's give-back (watchdog.h) */
+      if (!extended) {
+        declare_lost(e);
+        continue;
+      }
+      ring_remove(e);
+      e->confirmed_ns = sent;
+      ring_insert(c, e);
+    } else if (status == LK_ECANCELED) {
+      continue; /* closing */
     }
-    extended = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 1;
-    if (e->lost)
-      continue; /* undone on the server by the loss's give-back (watchdog.h) */
-    if (!extended) {
-      declare_lost(e);
-      continue;
+    /* No answer otherwise: the entry keeps its place and deadline and is
+     * sent again by the next tick (never a second renewal in flight), or
+     * now if it is owed a verification. Sending clears that, so an owed
+     * entry is sent once more per lk__wd_verify_slots, never in a loop. */
+    if (e->verify_due) {
+      owed.v[owed.n++].e = e; /* key set below */
     }
-    ring_remove(e);
-    e->confirmed_ns = sent;
-    ring_insert(c, e);
   }
   lk__free(b);
-  rearm(c);
+  /* A lost handler above may have stopped watching some of them (a user's
+   * on_lost closing other objects): those are left out. None is freed yet:
+   * an object's memory goes only when its close has finished, from the
+   * loop. One class; on a cluster one slot, unless the batch left before the
+   * client turned cluster mode on. */
+  for (k = 0, kept = 0; k < owed.n; k++) {
+    lk__wd_entry_t *e = owed.v[k].e;
+    int64_t key;
+    if (!e->verify_due || !e->in_ring || e->batch != NULL || e->paused || e->lost ||
+        (key = due_key(c, &owed, e)) < 0)
+      continue;
+    owed.v[kept].key = (uint32_t)key;
+    owed.v[kept++].e = e;
+  }
+  owed.n = kept;
+  if (kept > 0)
+    due_send(c, &owed);
+  /* A reply only moves deadlines later or takes entries out (an entry added
+   * or removed by a lost handler re-arms the timer itself), so a timer
+   * already armed fires no later than needed: early at worst, and then it
+   * re-arms. Re-arming after each of a tick's replies (16 000 on a cluster
+   * at 100 000 holds) would cost a timer-heap update each. */
+  if (!uv_is_active((uv_handle_t *)&c->wd_timer))
+    rearm(c);
 }
 
 static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
@@ -158,6 +361,8 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
                       lens, on_batch_reply, b, &err) != NULL) {
     c->stats.renewals += (uint64_t)b->n;
     c->stats.renewal_commands++;
+    for (i = 0; i < b->n; i++)
+      b->entries[i]->verify_due = 0; /* this renewal settles a verification */
     return;
   }
   /* Not sent (in-flight cap, memory): the entries stay due. */
@@ -167,12 +372,9 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
 }
 
 /* Renews every entry whose renewal is due (confirmed + lease/3) by horizon
- * and not already in flight. */
-static void tick(lk_client_t *c, uint64_t horizon) {
-  /* One open chunk per class at a time: the lock, the read/write lock's two
-   * sides, the fair lock, expirable permits... with room to spare, so no
-   * class is left for the next tick. */
-  enum { MAX_CLASSES = 8 };
+ * and not already in flight: one open chunk per class, filled in ring
+ * order. */
+static void tick_standalone(lk_client_t *c, uint64_t horizon) {
   lk__wd_batch_t *open[MAX_CLASSES] = {0};
   const lk__wd_class_t *cls[MAX_CLASSES] = {0};
   lk__queue_t *q;
@@ -192,11 +394,9 @@ static void tick(lk_client_t *c, uint64_t horizon) {
     cls[i] = e->cls;
     b = open[i];
     if (b == NULL) {
-      b = lk__calloc(1, sizeof(*b));
+      b = batch_new(c, e->cls, LK__WD_CHUNK);
       if (b == NULL)
         break;
-      b->client = c;
-      b->cls = e->cls;
       open[i] = b;
     }
     e->batch = b;
@@ -210,6 +410,30 @@ static void tick(lk_client_t *c, uint64_t horizon) {
   for (i = 0; i < MAX_CLASSES; i++)
     if (open[i] != NULL)
       send_batch(c, open[i]);
+}
+
+/* The same entries on a cluster, in chunks of one class and one slot. The
+ * walk goes on while entries are sent (sending leaves the ring as it is). */
+static void tick_cluster(lk_client_t *c, uint64_t horizon) {
+  due_list_t d;
+  lk__queue_t *q;
+  due_init(&d);
+  for (q = c->wd_ring.next; q != &c->wd_ring; q = q->next) {
+    lk__wd_entry_t *e = lk__container_of(q, lk__wd_entry_t, node);
+    if (e->confirmed_ns + period_ns(c) > horizon)
+      break; /* ordered: everything after is due later */
+    if (e->batch == NULL && !e->paused)
+      due_add(c, &d, e);
+  }
+  due_send(c, &d);
+  due_free(&d);
+}
+
+static void tick(lk_client_t *c, uint64_t horizon) {
+  if (c->cluster_on)
+    tick_cluster(c, horizon);
+  else
+    tick_standalone(c, horizon);
 }
 
 static void on_wd_timer(uv_timer_t *t) {
@@ -236,6 +460,30 @@ void lk__wd_verify_all(lk_client_t *c) {
   rearm(c);
 }
 
+void lk__wd_verify_slots(lk_client_t *c, const uint8_t *changed) {
+  due_list_t d;
+  lk__queue_t *q;
+  if (changed == NULL)
+    return;
+  due_init(&d);
+  lk__client_cork(c);
+  for (q = c->wd_ring.next; q != &c->wd_ring; q = q->next) {
+    lk__wd_entry_t *e = lk__container_of(q, lk__wd_entry_t, node);
+    if (!lk__topo_bit(changed, entry_slot(e)))
+      continue;
+    /* Owed until a renewal sent from now on settles it: one in flight was
+     * sent to the old master, and is followed by another when it answers
+     * (on_batch_reply). A paused entry's release settles it instead. */
+    e->verify_due = 1;
+    if (e->batch == NULL && !e->paused)
+      due_add(c, &d, e);
+  }
+  due_send(c, &d);
+  lk__client_uncork(c);
+  due_free(&d);
+  rearm(c);
+}
+
 /* --- registration --- */
 
 void lk__wd_add(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns) {
@@ -244,6 +492,12 @@ void lk__wd_add(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns) {
   e->lost = 0;
   e->paused = 0;
   e->batch = NULL;
+  e->verify_due = 0;
+  /* Its keys may be new: the slot is computed again, now on a cluster, or
+   * at its first cluster tick if the client turns cluster mode on later. */
+  e->slot_known = 0;
+  if (c->cluster_on)
+    entry_slot(e);
   ring_insert(c, e);
   if (was_empty)
     c->wd_next_tick_ns = lk__now_ns() + tick_ns(c);
@@ -257,6 +511,7 @@ void lk__wd_remove(lk_client_t *c, lk__wd_entry_t *e) {
     e->batch = NULL;
   }
   e->paused = 0;
+  e->verify_due = 0;
   rearm(c);
 }
 

@@ -12,7 +12,19 @@
  * is not empty; a tick renews every entry due within the next half tick in
  * chunks of at most LK__WD_CHUNK keys, one multi-key script per chunk and
  * class. A stalled loop is caught up by the same rule (everything overdue is
- * due). Nothing is allocated per entry; one small record per chunk. */
+ * due). Nothing is allocated per entry; one small record per chunk.
+ *
+ * On a cluster (c->cluster_on) a script may not cross slots (CROSSSLOT), so a
+ * chunk holds entries of one class AND one slot: the tick gathers the due
+ * entries with their (class, slot) keys in an array, sorts it (radix), and
+ * sends one script per run of at most LK__WD_CHUNK. The array is on the
+ * stack up to 128 entries; a tick renewing more allocates one for that tick
+ * (grown fourfold as needed; without memory, what was gathered so far goes
+ * out and the walk goes on). An entry's slot (that of keys[0]: every key of
+ * an entry carries the object's hash tag) is computed once, when it is
+ * added on a cluster, or at its first cluster tick when the client turned
+ * cluster mode on after it was added. Standalone ticks never look at
+ * slots. */
 
 #define LK__WD_CHUNK 100
 
@@ -54,6 +66,11 @@ struct lk__wd_entry_s {
   unsigned in_ring : 1;
   unsigned paused : 1; /* a release is in flight: do not renew */
   unsigned lost : 1;
+  unsigned slot_known : 1;
+  unsigned slot : 14; /* cluster slot of keys[0], once slot_known */
+  /* A renewal is owed: its slot's master changed (lk__wd_verify_slots)
+   * after its last renewal was sent. Sent as soon as none is in flight. */
+  unsigned verify_due : 1;
 };
 
 extern const lk__wd_class_t lk__wd_lock_class;
@@ -81,5 +98,13 @@ uint64_t lk__wd_drift_ns(int64_t lease_ms);
 void lk__wd_check(lk_client_t *c);
 /* Renews every entry at once (the server restarted: verify, do not wait). */
 void lk__wd_verify_all(lk_client_t *c);
+/* Renews at once the entries whose slot's bit is set in changed (LK__SLOTS/8
+ * bytes, bit slot % 8 of byte slot / 8, as lk__topo_diff fills it): the
+ * router calls it when a slot's master changed (failover, migration), and a
+ * hold the new master lacks is then reported lost by the renewal's reply. An
+ * entry whose renewal is in flight is renewed again once that reply has come
+ * (it may be the old master's answer); one whose release is in flight is
+ * not (the release settles it). Corked: one write per node. */
+void lk__wd_verify_slots(lk_client_t *c, const uint8_t *changed);
 
 #endif /* LK_CORE_WATCHDOG_H */
