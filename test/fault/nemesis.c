@@ -23,6 +23,23 @@
  *   LK_NEMESIS_WORKERS=W    worker processes (default 4)
  *   LK_NEMESIS_WORKLOADS=a,b  only these workloads (default: all)
  *
+ * nemesis_cluster runs the workloads that name their key (nemesis.h) on a
+ * private 3-master + 3-replica Redis Cluster (test/harness/redis_cluster.h;
+ * LK_REDIS_SERVER=valkey-server for Valkey), the workers seeded at one
+ * master with no proxy in between, and its own faults aimed at the masters
+ * that own the workloads' slots: a coordinated CLUSTER FAILOVER (the
+ * replica catches up first, so no hold may be lost), a slot migration in
+ * steps with pauses in the ASK window (keys moved all at once or one by
+ * one, so scripts meet ASK and TRYAGAIN), a master paused (SIGSTOP) for
+ * less than the node timeout, and one paused for longer (its replica is
+ * elected meanwhile, and it wakes up a stale master); worker stops as
+ * before. The checkers are
+ * the same. Not in it: kill -9 of a master and failovers that do not wait
+ * for the replica (FORCE, TAKEOVER), under which a hold the replica never
+ * received is lost and a second holder is admitted until the watchdog's
+ * verification reports the loss (test/cluster/cluster_failover.c bounds
+ * that window; the exclusion checker here admits none).
+ *
  * The schedule (fault kinds, order, durations, targets) is a function of the
  * seed; what the workers do in between depends on timing, as in any run. */
 #include <dirent.h>
@@ -38,6 +55,7 @@
 
 #include "nemesis.h"
 #include "proxy.h"
+#include "redis_cluster.h"
 #include "server_faults.h"
 #include "test.h"
 #include "workers.h"
@@ -72,11 +90,14 @@ typedef struct run_s {
   nem_workload_t *wl[MAX_WORKLOADS];
   int n_wl;
   int wipes; /* 1: the nemesis_empty_restarts run */
+  int cluster; /* 1: nemesis_cluster; the workers dial seed_port */
+  int seed_port;
 } run_t;
 
 static run_t RUN;
 
 int64_t nem_lease_ms(void) { return RUN.lease_ms; }
+int nem_cluster(void) { return RUN.cluster; }
 int64_t nem_reply_timeout_ms(void) { return RUN.reply_timeout_ms; }
 
 static int64_t env_int(const char *name, int64_t def, int64_t lo, int64_t hi) {
@@ -132,6 +153,12 @@ void nem_status(nem_ctx_t *ctx, const char *what, int status, const int *expecte
   int ok = status == 0;
   for (int i = 0; !ok && expected != NULL && expected[i] != 0; i++)
     ok = expected[i] == status;
+  /* On a cluster a script in a slot being migrated may meet TRYAGAIN (a
+   * release always does: it names its channel, never a key), which the
+   * router retries for the reply timeout only; a longer migration window
+   * ends the call with LK_ECLUSTER, the script not run. Counted below. */
+  if (RUN.cluster && status == LK_ECLUSTER)
+    ok = 1;
   if (!ok) {
     if (ctx->unexpected++ < 10)
       fprintf(stderr, "nemesis worker %d: %s: unexpected status %s\n", ctx->proc, what,
@@ -256,7 +283,9 @@ static void worker_main(int index, void *arg) {
   CTX.loop = &loop;
   lk_client_opts_t o;
   lk_client_opts_init(&o);
-  o.port = RUN.proxy_port;
+  o.port = RUN.cluster ? RUN.seed_port : RUN.proxy_port;
+  if (RUN.cluster)
+    o.cluster = LK_CLUSTER_ON;
   o.default_lease_ms = RUN.lease_ms;
   o.reply_timeout_ms = RUN.reply_timeout_ms;
   o.connect_timeout_ms = RUN.reply_timeout_ms;
@@ -401,28 +430,47 @@ enum {
   F_RESTART_EMPTY,
   F_RESTART_EMPTY_DELAYED,
   F_QUIET,
+  F_CL_FAILOVER,
+  F_CL_MIGRATE,
+  F_CL_MASTER_PAUSE,
+  F_CL_MASTER_PAUSE_LONG,
   F_COUNT
 };
 
-/* weight: in the default run; weight_wipes: in nemesis_empty_restarts. */
+/* weight: in the default run; weight_wipes: in nemesis_empty_restarts;
+ * weight_cluster: in nemesis_cluster (a weight of 0 never draws, so adding
+ * a kind leaves the other runs' schedules as they were). */
 static const struct {
   const char *name;
-  int weight, weight_wipes;
+  int weight, weight_wipes, weight_cluster;
 } faults[F_COUNT] = {
-    {"server-pause", 3, 3},  {"server-pause-long", 1, 1}, {"proxy-reset", 3, 3},
-    {"blackhole", 2, 2},     {"partition", 2, 2},         {"delay", 2, 2},
-    {"restart-aof", 2, 2},   {"kill-pubsub", 2, 2},       {"kill-normal", 1, 1},
-    {"script-flush", 2, 2},  {"client-pause", 1, 1},      {"worker-stop", 3, 3},
-    {"drop-reply", 2, 2},    {"restart-empty", 0, 4},     {"restart-empty-delayed", 0, 3},
-    {"quiet", 2, 2},
+    {"server-pause", 3, 3, 0},     {"server-pause-long", 1, 1, 0},
+    {"proxy-reset", 3, 3, 0},      {"blackhole", 2, 2, 0},
+    {"partition", 2, 2, 0},        {"delay", 2, 2, 0},
+    {"restart-aof", 2, 2, 0},      {"kill-pubsub", 2, 2, 0},
+    {"kill-normal", 1, 1, 0},      {"script-flush", 2, 2, 0},
+    {"client-pause", 1, 1, 0},     {"worker-stop", 3, 3, 2},
+    {"drop-reply", 2, 2, 0},       {"restart-empty", 0, 4, 0},
+    {"restart-empty-delayed", 0, 3, 0}, {"quiet", 2, 2, 2},
+    {"cluster-failover", 0, 0, 3}, {"slot-migration", 0, 0, 4},
+    {"master-pause", 0, 0, 3},     {"master-pause-long", 0, 0, 1},
 };
 
-static int weight(int kind) { return RUN.wipes ? faults[kind].weight_wipes : faults[kind].weight; }
+static int weight(int kind) {
+  return RUN.cluster ? faults[kind].weight_cluster
+         : RUN.wipes ? faults[kind].weight_wipes
+                     : faults[kind].weight;
+}
 
 typedef struct nem_s {
   uint64_t rng;
   rt_server_t *srv;
   rt_proxy_t *px;
+  rt_cluster_t *cl; /* nemesis_cluster: srv and px are NULL */
+  /* When the masters last voted to replace node i (rt_now_ms; 0: never):
+   * they refuse to vote about the same master again for twice the node
+   * timeout, so a failover sooner would not happen. */
+  int64_t voted_at[RT_CLUSTER_MAX_NODES];
   rt_worker_t *w;
   rt_recs_t *h;
   long long count[F_COUNT];
@@ -480,6 +528,146 @@ static void drop_persistence(rt_server_t *srv) {
 static void record_fault(nem_t *n, int kind, uint64_t t0, int64_t arg) {
   rt_recs_add5(n->h, UINT32_MAX, RT_OP_FAULT, t0, uv_hrtime(), kind, arg);
   n->count[kind]++;
+}
+
+/* ---- cluster faults (nemesis_cluster) ---- */
+
+/* The cluster's node timeout (rt_cluster_opts_init): a master paused for
+ * longer would be failed over by its replica. */
+#define CLUSTER_NODE_TIMEOUT_MS 2000
+
+/* The master that owns key's slot now. */
+static int key_owner(rt_cluster_t *cl, const char *key) {
+  int owner = rt_cluster_slot_owner(cl, rt_cluster_key_slot(cl, key, strlen(key)));
+  if (owner < 0)
+    FAIL("nemesis: no master owns the slot of %s", key);
+  return owner;
+}
+
+/* A workload's key, drawn from the schedule. */
+static const char *pick_key(nem_t *n) { return RUN.wl[nbetween(n, 0, RUN.n_wl - 1)]->key; }
+
+/* Whether master m lists node r among its replicas (CLUSTER REPLICAS): a
+ * master ignores a coordinated failover's request from a node it does not
+ * know as its replica yet, as right after that node, a master paused until
+ * it was replaced, came back and turned replica. */
+static int knows_replica(rt_cluster_t *cl, int m, int r) {
+  redisReply *x = rt_cmd(rt_cluster_server(cl, m), "CLUSTER REPLICAS %s", rt_cluster_id(cl, m));
+  int found = 0;
+  for (size_t i = 0; x != NULL && x->type == REDIS_REPLY_ARRAY && i < x->elements; i++)
+    found |= x->element[i]->type == REDIS_REPLY_STRING &&
+             strncmp(x->element[i]->str, rt_cluster_id(cl, r), 40) == 0;
+  if (x != NULL)
+    freeReplyObject(x);
+  return found;
+}
+
+/* CLUSTER FAILOVER on replica r of master m, once m knows it (bounded). A
+ * coordinated failover that does not complete (the master gives it 5 s)
+ * changes nothing but a pause of m's writes: said, and the run goes on. */
+static void coordinated_failover(rt_cluster_t *cl, int m, int r) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (!knows_replica(cl, m, r) && rt_now_ms() < end)
+    rt_sleep_ms(20);
+  redisReply *x = rt_cmd(rt_cluster_server(cl, r), "CLUSTER FAILOVER");
+  int ok = x != NULL && x->type == REDIS_REPLY_STATUS;
+  if (x != NULL)
+    freeReplyObject(x);
+  if (!ok || rt_cluster_wait_master(cl, r, 10000) != 0)
+    printf("nemesis: CLUSTER FAILOVER of master %d by replica %d did not complete\n", m, r);
+  if (rt_cluster_wait_stable(cl, 20000) != 0)
+    FAIL("nemesis: the cluster did not settle after a failover of node %d", m);
+}
+
+/* Applies and heals one cluster fault aimed at the master of a workload's
+ * slot; *arg records its target (a node, or the migrated slot). */
+static void cluster_fault(nem_t *n, int kind, int64_t d_max, int64_t *arg) {
+  rt_cluster_t *cl = n->cl;
+  int64_t lease = RUN.lease_ms, d;
+  const char *key = pick_key(n);
+  int owner = key_owner(cl, key);
+  switch (kind) {
+  case F_CL_FAILOVER: {
+    /* Coordinated: the replica catches up before it takes over. */
+    int replica = rt_cluster_replica_of(cl, owner);
+    int64_t wait = n->voted_at[owner] + 2 * CLUSTER_NODE_TIMEOUT_MS + 500 - rt_now_ms();
+    *arg = owner;
+    if (replica < 0)
+      FAIL("nemesis: node %d (owner of %s) has no replica up", owner, key);
+    if (wait > d_max) {
+      *arg = -1; /* too soon after the last vote about it: nothing done */
+      break;
+    }
+    if (wait > 0)
+      rt_sleep_ms(wait);
+    coordinated_failover(cl, owner, replica);
+    n->voted_at[owner] = rt_now_ms();
+    break;
+  }
+  case F_CL_MIGRATE: {
+    int m[RT_CLUSTER_MAX_NODES], k = rt_cluster_masters(cl, m, RT_CLUSTER_MAX_NODES), to;
+    int slot = rt_cluster_key_slot(cl, key, strlen(key));
+    if (k < 2)
+      FAIL("nemesis: %d masters up, a migration needs two", k);
+    do
+      to = m[nbetween(n, 0, k - 1)];
+    while (to == owner);
+    *arg = slot;
+    if (rt_cluster_migrate_start(cl, slot, to) != 0)
+      FAIL("nemesis: migrating slot %d to node %d did not start", slot, to);
+    /* The ASK window, keys still on the source; then the keys move all at
+     * once or one at a time (scripts naming several meet TRYAGAIN), with a
+     * pause after each step. */
+    rt_sleep_ms(nbetween(n, 0, lease / 2));
+    int one_by_one = (int)nbetween(n, 0, 1);
+    for (int step = 0; step < 100; step++) {
+      int moved = rt_cluster_migrate_keys(cl, slot, one_by_one ? 1 : 0);
+      if (moved < 0)
+        FAIL("nemesis: migrating slot %d: MIGRATE failed", slot);
+      if (moved == 0)
+        break;
+      rt_sleep_ms(nbetween(n, 0, lease / 4));
+      if (!one_by_one)
+        break;
+    }
+    if (rt_cluster_migrate_finish(cl, slot) != 0)
+      FAIL("nemesis: migrating slot %d to node %d did not finish", slot, to);
+    break;
+  }
+  case F_CL_MASTER_PAUSE:
+    /* Shorter than the node timeout: no failover, the master just stalls. */
+    d = nbetween(n, 30, CLUSTER_NODE_TIMEOUT_MS / 2);
+    if (d > d_max)
+      d = d_max;
+    *arg = owner;
+    rt_cluster_pause(cl, owner);
+    rt_sleep_ms(d);
+    rt_cluster_resume(cl, owner);
+    break;
+  case F_CL_MASTER_PAUSE_LONG:
+    /* Long enough for its replica to be elected meanwhile: the old master
+     * wakes up stale and may run commands queued during the pause before
+     * it learns it was replaced. Every hold on it outlived its lease by
+     * then, and every client gave up on its commands (the reply timeout is
+     * far shorter than the pause), so no grant of the stale master is ever
+     * acted on. With too little time left, a short pause instead. */
+    d = nbetween(n, 2 * CLUSTER_NODE_TIMEOUT_MS, 3 * CLUSTER_NODE_TIMEOUT_MS);
+    if (d > d_max)
+      d = d_max < CLUSTER_NODE_TIMEOUT_MS / 2 ? d_max : CLUSTER_NODE_TIMEOUT_MS / 2;
+    *arg = owner;
+    rt_cluster_pause(cl, owner);
+    rt_sleep_ms(d);
+    rt_cluster_resume(cl, owner);
+    if (rt_cluster_wait_stable(cl, 20000) != 0)
+      FAIL("nemesis: the cluster did not settle after node %d's long pause", owner);
+    if (rt_cluster_is_master(cl, owner) == 0)
+      n->voted_at[owner] = rt_now_ms();
+    printf("nemesis: master %d paused %" PRId64 " ms: %s\n", owner, d,
+           rt_cluster_is_master(cl, owner) == 0 ? "its replica took over" : "still the master");
+    break;
+  default:
+    FAIL("nemesis: fault %d is not a cluster fault", kind);
+  }
 }
 
 /* One fault, applied and healed; d_max bounds its duration. */
@@ -598,6 +786,14 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
       kind = F_QUIET; /* never matched in time: count it as quiet */
     rt_proxy_on_reply(n->px, NULL, 0, RT_PROXY_DROP, NULL, 0);
     break;
+  case F_CL_FAILOVER:
+  case F_CL_MIGRATE:
+  case F_CL_MASTER_PAUSE:
+  case F_CL_MASTER_PAUSE_LONG:
+    cluster_fault(n, kind, d_max, &arg);
+    if (kind == F_CL_FAILOVER && arg < 0)
+      kind = F_QUIET; /* too soon to fail that master over again */
+    break;
   default:
     d = nbetween(n, 100, 1000);
     if (d > d_max)
@@ -609,6 +805,15 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
 }
 
 static void heal_all(nem_t *n) {
+  if (n->cl != NULL) {
+    for (int i = 0; i < rt_cluster_size(n->cl); i++)
+      rt_cluster_resume(n->cl, i);
+    if (rt_cluster_wait_stable(n->cl, 20000) != 0)
+      FAIL("nemesis: the cluster did not settle after the faults");
+    for (int i = 0; i < RUN.workers; i++)
+      rt_worker_cont(&n->w[i]);
+    return;
+  }
   rt_server_resume(n->srv);
   if (!rt_server_running(n->srv) && rt_server_restart(n->srv) != 0)
     FAIL("nemesis: the server did not come back");
@@ -679,6 +884,11 @@ static void select_workloads(void) {
       if (!found)
         continue;
     }
+    if (RUN.cluster && w->key == NULL) {
+      if (only != NULL && *only != '\0')
+        FAIL("nemesis: workload %s names no key, so it cannot run on a cluster", w->name);
+      continue;
+    }
     if (RUN.wipes && !w->wipe_ok) {
       if (only != NULL && *only != '\0')
         FAIL("nemesis: workload %s does not survive restarts without persistence", w->name);
@@ -702,9 +912,16 @@ static void count_grants(const rt_recs_t *h, size_t *grants, size_t *violations)
   }
 }
 
-static void run_nemesis(int wipes) {
+/* The server a workload's setup and checks talk to: on a cluster, the
+ * master that owns its key's slot now. */
+static rt_server_t *workload_server(rt_server_t *srv, rt_cluster_t *cl, int i) {
+  return cl != NULL ? rt_cluster_server(cl, key_owner(cl, RUN.wl[i]->key)) : srv;
+}
+
+static void run_nemesis(int wipes, int cluster) {
   memset(&RUN, 0, sizeof RUN);
   RUN.wipes = wipes;
+  RUN.cluster = cluster;
   const char *seed_env = getenv("LK_NEMESIS_SEED");
   if (seed_env != NULL && *seed_env != '\0')
     RUN.seed = strtoull(seed_env, NULL, 10);
@@ -713,30 +930,46 @@ static void run_nemesis(int wipes) {
   if (RUN.seed == 0)
     RUN.seed = 1;
   RUN.workers = (int)env_int("LK_NEMESIS_WORKERS", 4, 2, MAX_WORKERS);
-  RUN.seconds = env_int("LK_NEMESIS_SECONDS", wipes ? 30 : 40, 1, 3600);
+  RUN.seconds = env_int("LK_NEMESIS_SECONDS", wipes ? 30 : cluster ? 20 : 40, 1, 3600);
   RUN.lease_ms = rt_scaled_ms(800);
   RUN.reply_timeout_ms = RUN.lease_ms / 2;
   select_workloads();
   printf("nemesis%s: seed %" PRIu64 " (replay the schedule with LK_NEMESIS_SEED=%" PRIu64
          "); %d workers, %" PRId64 " s, lease %" PRId64 " ms; workloads:",
-         wipes ? " (restarts without persistence)" : "", RUN.seed, RUN.seed, RUN.workers,
+         wipes     ? " (restarts without persistence)"
+         : cluster ? " (Redis Cluster: failover, migration, paused master)"
+                   : "",
+         RUN.seed, RUN.seed, RUN.workers,
          RUN.seconds, RUN.lease_ms);
   for (int i = 0; i < RUN.n_wl; i++)
     printf(" %s", RUN.wl[i]->name);
   printf("\n");
 
-  rt_server_opts_t so;
-  rt_server_opts_init(&so);
-  so.appendonly = 1; /* with appendfsync always (the harness's default) */
-  rt_server_t *srv = rt_server_start(&so);
-  ASSERT_NOT_NULL(srv);
-  rt_proxy_t *px = rt_proxy_start(rt_server_port(srv));
-  ASSERT_NOT_NULL(px);
-  RUN.proxy_port = rt_proxy_port(px);
-  snprintf(RUN.dir, sizeof RUN.dir, "%s", rt_server_dir(srv));
+  rt_server_t *srv = NULL;
+  rt_proxy_t *px = NULL;
+  rt_cluster_t *cl = NULL;
+  if (cluster) {
+    /* No proxy: the workers follow redirections to every node. */
+    int m[RT_CLUSTER_MAX_NODES];
+    cl = rt_cluster_start(NULL);
+    ASSERT_NOT_NULL(cl);
+    ASSERT_GE(rt_cluster_masters(cl, m, RT_CLUSTER_MAX_NODES), 2);
+    RUN.seed_port = rt_cluster_port(cl, m[0]);
+    snprintf(RUN.dir, sizeof RUN.dir, "%s", rt_server_dir(rt_cluster_server(cl, m[0])));
+  } else {
+    rt_server_opts_t so;
+    rt_server_opts_init(&so);
+    so.appendonly = 1; /* with appendfsync always (the harness's default) */
+    srv = rt_server_start(&so);
+    ASSERT_NOT_NULL(srv);
+    px = rt_proxy_start(rt_server_port(srv));
+    ASSERT_NOT_NULL(px);
+    RUN.proxy_port = rt_proxy_port(px);
+    snprintf(RUN.dir, sizeof RUN.dir, "%s", rt_server_dir(srv));
+  }
   for (int i = 0; i < RUN.n_wl; i++)
     if (RUN.wl[i]->setup != NULL)
-      RUN.wl[i]->setup(srv, (uint16_t)i);
+      RUN.wl[i]->setup(workload_server(srv, cl, i), (uint16_t)i);
 
   rt_recs_t h;
   rt_recs_init(&h);
@@ -751,6 +984,7 @@ static void run_nemesis(int wipes) {
   n.rng = RUN.seed;
   n.srv = srv;
   n.px = px;
+  n.cl = cl;
   n.w = w;
   n.h = &h;
   /* Faults stop early enough that the longest one is healed before the
@@ -804,7 +1038,7 @@ static void run_nemesis(int wipes) {
   }
   size_t violations = 0;
   for (int i = 0; i < RUN.n_wl; i++)
-    violations += RUN.wl[i]->check(&h, (uint16_t)i, srv);
+    violations += RUN.wl[i]->check(&h, (uint16_t)i, workload_server(srv, cl, i));
   size_t grants = 0, token_violations = 0;
   count_grants(&h, &grants, &token_violations);
   printf("nemesis: %lld restarts without persistence (%lld immediate, %lld delayed), %zu "
@@ -822,13 +1056,21 @@ static void run_nemesis(int wipes) {
   ASSERT_GT(total_faults, 0);
   if (wipes)
     ASSERT_GT(n.count[F_RESTART_EMPTY] + n.count[F_RESTART_EMPTY_DELAYED], 0);
+  if (cluster)
+    ASSERT_GT(n.count[F_CL_FAILOVER] + n.count[F_CL_MIGRATE], 0);
   rt_proxy_stop(px);
   rt_server_stop(srv);
+  rt_cluster_stop(cl);
 }
 
-TEST(nemesis_seeded_run) { run_nemesis(0); }
+TEST(nemesis_seeded_run) { run_nemesis(0, 0); }
 
 /* Restarts without persistence, immediate and delayed, among the other
  * faults, for the workloads that survive them: tokens strictly increase over
  * every grant of every process (issue 15). */
-TEST(nemesis_empty_restarts) { run_nemesis(1); }
+TEST(nemesis_empty_restarts) { run_nemesis(1, 0); }
+
+/* The cluster faults (coordinated failover, slot migration in steps, a
+ * paused master) and worker stops, on a 3-master + 3-replica cluster, for
+ * the workloads that name their key; the same checkers (issue 14). */
+TEST(nemesis_cluster) { run_nemesis(0, 1); }

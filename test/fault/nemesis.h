@@ -59,6 +59,11 @@ typedef struct nem_workload_s {
    * is asked before it is killed); may be NULL. */
   void (*dump)(void *state, FILE *out);
   int wipe_ok;
+  /* The name every key of the workload derives from (they share its hash
+   * slot): on a cluster (nemesis_cluster) setup() and check() get the
+   * server of that slot's master, and the faults aim at it. NULL: the
+   * workload runs on a standalone server only. */
+  const char *key;
   struct nem_workload_s *next;
 } nem_workload_t;
 
@@ -89,6 +94,8 @@ size_t nem_report(const rt_check_t *c, const char *workload);
  * unless its process was stopped (RT_OP_STOPPED) meanwhile. */
 void nem_check_bounded(const rt_recs_t *h, uint16_t obj, int64_t reply_timeout_ms,
                        int64_t slack_ms, rt_check_t *out);
+/* 1 in nemesis_cluster: the workers talk to a Redis Cluster. */
+int nem_cluster(void);
 /* The run's lease and reply timeout, for checks. */
 int64_t nem_lease_ms(void);
 int64_t nem_reply_timeout_ms(void);

@@ -12,6 +12,8 @@ add_library(lk_nemesis_workloads OBJECT ${_lk_nemesis_workloads})
 target_compile_definitions(lk_nemesis_workloads PRIVATE _GNU_SOURCE)
 target_link_libraries(lk_nemesis_workloads PRIVATE rt_harness latchkey_testing)
 lk_add_test_file(SOURCE fault/nemesis.c LABEL fault LIBS lk_nemesis_workloads TIMEOUT 240)
+# Its Redis Cluster run (about 30 s) is a cluster test too.
+set_property(TEST fault.nemesis_cluster APPEND PROPERTY LABELS cluster)
 lk_add_test_file(SOURCE fault/lock_contract.c LABEL fault TIMEOUT 120)
 lk_add_test_file(SOURCE fault/server_errors.c LABEL fault TIMEOUT 120)
 lk_add_test_file(SOURCE fault/hygiene.c LABEL fault)

@@ -68,5 +68,6 @@ static size_t wl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) {
 }
 
 static nem_workload_t wl_fair = {.name = "fair", .start = wl_start, .stop = wl_excl_stop,
-                                 .check = wl_check, .dump = wl_excl_dump, .wipe_ok = 1};
+                                 .check = wl_check, .dump = wl_excl_dump, .wipe_ok = 1,
+                                 .key = "nem-fair"};
 NEM_WORKLOAD(wl_fair)

@@ -152,5 +152,5 @@ static size_t wl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) {
 }
 
 static nem_workload_t wl_latch = {.name = "latch", .setup = wl_setup, .start = wl_start,
-                                  .stop = wl_stop, .check = wl_check};
+                                  .stop = wl_stop, .check = wl_check, .key = LATCH_KEY};
 NEM_WORKLOAD(wl_latch)
