@@ -10,6 +10,7 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expiry = now + tonumber(ARGV[1])
 local out = {}
+local sharded
 for i = 1, #KEYS / 2 do
   local name, zset = KEYS[2 * i - 1], KEYS[2 * i]
   local expired = redis.call('zremrangebyscore', zset, '-inf', now)
@@ -22,7 +23,17 @@ for i = 1, #KEYS / 2 do
     else
       channel = 'redisson_sc:{' .. name .. '}'
     end
-    redis.pcall('publish', channel, v)
+    -- Published the way waiters listen (src/core/pubsub.c): SPUBLISH on a
+    -- cluster, so only this shard hears it; PUBLISH on a standalone server
+    -- or where SPUBLISH is missing (before 7.0). The watchdog's argument
+    -- layout has no room for the client's publish command, so ask INFO.
+    if sharded == nil then
+      sharded = string.find(redis.call('info', 'cluster'), 'cluster_enabled:1', 1, true) ~= nil
+    end
+    local heard = sharded and redis.pcall('spublish', channel, v) or nil
+    if type(heard) ~= 'number' then
+      redis.pcall('publish', channel, v)
+    end
   end
   local ids = ARGV[i + 1]
   local held = 1

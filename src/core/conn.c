@@ -121,7 +121,7 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
       unsent_status != LK_ECLOSED && unsent_status != LK_ECANCELED)
     unsent_status = LK_ECONN;
   if (conn->kind == LK__CONN_PUBSUB)
-    lk__pubsub_on_down(c);
+    lk__pubsub_on_down(conn);
   if (was_ready && conn->kind == LK__CONN_CMD)
     lk__emit(c, LK_EVENT_SUSPENDED);
   lk__router_on_conn_down(conn);
@@ -306,7 +306,7 @@ static void conn_become_ready(lk__conn_t *conn) {
     conn_send(conn, op);
   }
   if (conn->kind == LK__CONN_PUBSUB) {
-    lk__pubsub_on_ready(c);
+    lk__pubsub_on_ready(conn);
   } else {
     lk__emit(c, first ? LK_EVENT_CONNECTED : LK_EVENT_RECONNECTED);
     if (c->restart_pending) {
@@ -435,7 +435,7 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
   redisReply *own;
 
   if (conn->kind == LK__CONN_PUBSUB && conn->state == LK__CONN_READY &&
-      lk__pubsub_on_push(c, r))
+      lk__pubsub_on_push(conn, r))
     return;
   if (lk__queue_empty(&conn->sent)) {
     drop_unattributable(conn, NULL, r);

@@ -193,6 +193,9 @@ struct lk_client_s {
   int hb_inflight;
   int hb_denied;
   int warned_nochannel;
+  /* A cluster without sharded pub/sub (servers before 7.0): channels use
+   * SUBSCRIBE on node 0 and scripts PUBLISH (core/pubsub.c). */
+  unsigned ps_classic : 1;
   int restart_pending;
   lk__defer_t close_defer;
   /* When a reply's callback runs: the send time of its command (the moment
@@ -247,9 +250,17 @@ int lk__pubsub_init(lk_client_t *c);
 void lk__pubsub_shutdown(lk_client_t *c);
 void lk__pubsub_free(lk_client_t *c);
 int lk__client_forked(const lk_client_t *c);
-void lk__pubsub_on_ready(lk_client_t *c);
-void lk__pubsub_on_down(lk_client_t *c);
-int lk__pubsub_on_push(lk_client_t *c, redisReply *r);
+/* Per pub/sub connection: it came up (its channels subscribe), it went down
+ * (its channels wait), a reply or push arrived on it (1: a push, handled). */
+void lk__pubsub_on_ready(lk__conn_t *conn);
+void lk__pubsub_on_down(lk__conn_t *conn);
+int lk__pubsub_on_push(lk__conn_t *conn, redisReply *r);
+/* From the router: a topology was read (channels follow their slots), and
+ * a node's handshake INFO (sharded pub/sub needs 7.0+). */
+void lk__pubsub_on_topology(lk_client_t *c);
+void lk__pubsub_on_info(lk__conn_t *conn, const char *info, size_t len);
+/* Whether a channel lives (or is to be subscribed) on conn. */
+int lk__pubsub_has_channels(const lk__conn_t *conn);
 /* Hook for the command connection's handshake: INFO server text. */
 void lk__client_on_run_id(lk__conn_t *conn, const char *run_id, size_t len);
 

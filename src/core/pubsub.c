@@ -1,21 +1,43 @@
-/* Pub/sub on its own connection, with our own push handling: hiredis 0.14's
+/* Pub/sub on its own connections, with our own push handling: hiredis 0.14's
  * async subscribe bookkeeping misroutes confirmations and PINGs and drops the
- * connection on one NOPERM (research/hiredis-0.14.md). Here every SUBSCRIBE
- * and UNSUBSCRIBE names one channel and so gets exactly one reply in FIFO
- * order on the connection, while "message" pushes are routed by name. */
+ * connection on one NOPERM (docs/client.md). Here every (S)SUBSCRIBE and
+ * (S)UNSUBSCRIBE names one channel and so gets exactly one reply in FIFO
+ * order on its connection, while "message"/"smessage" pushes are routed by
+ * name.
+ *
+ * Where a channel lives (docs/design.md, "Pub/sub"):
+ * - standalone: node 0's pub/sub connection, SUBSCRIBE; scripts PUBLISH.
+ * - cluster: the pub/sub connection of the master of the channel's slot,
+ *   SSUBSCRIBE (sharded pub/sub, Redis and Valkey 7.0+); scripts SPUBLISH,
+ *   which the server delivers on that shard only, so the traffic of a
+ *   release does not grow with the number of shards. When the slot moves
+ *   (failover, migration) the old owner ends the subscription with a
+ *   `sunsubscribe` push; a dead owner sends nothing, and a server could
+ *   keep a subscription where nothing is published any more: then the next
+ *   topology read moves it. Either way the channel follows the slot to its
+ *   new owner, and every listener re-polls once it is back.
+ * - a cluster without sharded pub/sub (before 7.0): SUBSCRIBE on node 0,
+ *   scripts PUBLISH (broadcast to every node), one warning. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
 
 #include "core/pubsub.h"
+#include "core/router.h"
+#include "core/slot.h"
 
 #undef uthash_malloc
 #undef uthash_free
 #define uthash_malloc(sz) lk__malloc(sz)
 #define uthash_free(ptr, sz) lk__free(ptr)
 
+/* MOVED replies to one channel's SSUBSCRIBE in a row before it waits for
+ * the next topology read (each one has already corrected the slot map). */
+#define LK__MAX_SUB_MOVES 5
+
 enum lk__chan_state {
-  LK__CHAN_PENDING = 0, /* wants a SUBSCRIBE once the connection is ready */
+  LK__CHAN_PENDING = 0, /* wants a SUBSCRIBE once its connection is ready */
   LK__CHAN_SUBSCRIBING,
   LK__CHAN_SUBSCRIBED,
   LK__CHAN_DENIED /* NOPERM: listeners poll */
@@ -28,10 +50,16 @@ struct lk__chan_s {
   size_t len;
   lk__queue_t listeners;
   enum lk__chan_state state;
-  lk__op_t *sub_op; /* the SUBSCRIBE whose reply is outstanding */
+  lk__op_t *sub_op; /* the (S)SUBSCRIBE whose reply is outstanding */
+  /* Where the subscription is (or is to be) made: NULL before the first
+   * try. Sharded: SSUBSCRIBE there, else SUBSCRIBE. */
+  lk__conn_t *conn;
+  int slot; /* on a cluster, computed at the first sharded try; else -1 */
+  unsigned sharded : 1;
+  unsigned moves : 7; /* MOVED replies in a row */
   int dispatching; /* messages being delivered: free after */
   unsigned taken;  /* listeners that took the message being delivered */
-  int internal;    /* the heartbeat channel */
+  int internal;    /* the heartbeat channel (standalone only) */
 };
 
 static void chan_subscribe(lk__chan_t *ch);
@@ -66,8 +94,9 @@ static void chan_free(lk__chan_t *ch) {
   lk__free(ch);
 }
 
-static lk__op_t *send_on_ps(lk_client_t *c, const char *verb, lk__chan_t *ch,
-                            lk__op_cb cb, void *data) {
+static lk__op_t *send_on(lk__conn_t *conn, const char *verb, const lk__chan_t *ch,
+                         lk__op_cb cb, void *data) {
+  lk_client_t *c = conn->client;
   const char *argv[2] = {verb, ch->name};
   size_t lens[2] = {strlen(verb), ch->len};
   int err = 0;
@@ -82,14 +111,61 @@ static lk__op_t *send_on_ps(lk_client_t *c, const char *verb, lk__chan_t *ch,
     return NULL;
   }
   op->cmd_len = (size_t)len;
-  lk__conn_enqueue(&c->ps, op);
+  lk__conn_enqueue(conn, op);
   return op;
 }
 
-static int is_subscribe_ack(const redisReply *r) {
+static int is_kind(const redisReply *r, const char *kind) {
   return r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-         r->element[0]->type == REDIS_REPLY_STRING &&
-         strcmp(r->element[0]->str, "subscribe") == 0;
+         r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, kind) == 0;
+}
+
+static int error_has(const redisReply *r, const char *text) {
+  return r != NULL && r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+         strstr(r->str, text) != NULL;
+}
+
+/* Where ch is to be subscribed now, and how. */
+static lk__conn_t *route(lk__chan_t *ch, int *sharded) {
+  lk_client_t *c = ch->client;
+  if (c->cluster_on && !c->ps_classic && !ch->internal) {
+    if (ch->slot < 0)
+      ch->slot = lk__key_slot(ch->name, ch->len);
+    *sharded = 1;
+    return lk__router_ps_conn(c, ch->slot);
+  }
+  *sharded = 0;
+  return &c->ps;
+}
+
+/* Undoes ch's subscription (made or under way) on its connection: the
+ * reply still due is re-aimed at nothing, the UNSUBSCRIBE behind it undoes
+ * it. The channel is left PENDING and unrouted. */
+static void chan_detach(lk__chan_t *ch) {
+  lk_client_t *c = ch->client;
+  lk__conn_t *conn = ch->conn;
+  if (ch->sub_op != NULL)
+    lk__op_retarget(ch->sub_op, NULL, NULL);
+  if (conn != NULL && (ch->state == LK__CHAN_SUBSCRIBED || ch->sub_op != NULL) &&
+      conn->state == LK__CONN_READY && !c->closing)
+    send_on(conn, ch->sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", ch, NULL, NULL);
+  ch->sub_op = NULL;
+  ch->state = LK__CHAN_PENDING;
+  ch->conn = NULL;
+}
+
+/* Sharded pub/sub is missing (a cluster of servers before 7.0): every
+ * channel moves to classic SUBSCRIBE on node 0, and scripts PUBLISH
+ * (lk__publish_cmd). */
+static void go_classic(lk_client_t *c, const char *why) {
+  if (c->ps_classic)
+    return;
+  c->ps_classic = 1;
+  lk__log(c, LK_LOG_WARN,
+          "%s: sharded pub/sub (SSUBSCRIBE/SPUBLISH, Redis 7.0+) unavailable; "
+          "release messages are broadcast to every node",
+          why);
+  lk__pubsub_on_topology(c);
 }
 
 static void on_subscribed(void *data, int status, redisReply *r) {
@@ -98,8 +174,9 @@ static void on_subscribed(void *data, int status, redisReply *r) {
   ch->sub_op = NULL;
   if (ch->state != LK__CHAN_SUBSCRIBING)
     return; /* the connection dropped meanwhile; on_down handled it */
-  if (status == 0 && is_subscribe_ack(r)) {
+  if (status == 0 && is_kind(r, ch->sharded ? "ssubscribe" : "subscribe")) {
     ch->state = LK__CHAN_SUBSCRIBED;
+    ch->moves = 0;
     poke_all(ch, 0);
   } else if (status == LK_ENOPERM) {
     ch->state = LK__CHAN_DENIED;
@@ -111,37 +188,53 @@ static void on_subscribed(void *data, int status, redisReply *r) {
               (long long)c->o.max_repoll_ms);
     }
     poke_all(ch, LK_ENOPERM);
+  } else if (ch->sharded && lk__router_note_moved(ch->conn, r)) {
+    /* The slot has another owner (the map is corrected already): follow
+     * it, a few times in a row; then the next topology read retries. */
+    ch->state = LK__CHAN_PENDING;
+    if (++ch->moves <= LK__MAX_SUB_MOVES)
+      chan_subscribe(ch);
+    else
+      poke_all(ch, LK_ECLUSTER);
+  } else if (ch->sharded && error_has(r, "unknown command")) {
+    ch->state = LK__CHAN_PENDING;
+    go_classic(c, "SSUBSCRIBE refused as an unknown command");
+    if (ch->state == LK__CHAN_PENDING && ch->sub_op == NULL)
+      chan_subscribe(ch); /* classic now (go_classic moved the others) */
+  } else if (status != 0 && r != NULL && c->cluster_on) {
+    /* CLUSTERDOWN during an election, ASK, TRYAGAIN...: the channel waits
+     * for the next topology read (asked for now), which retries it. */
+    ch->state = LK__CHAN_PENDING;
+    poke_all(ch, status);
+    lk__router_refresh(c);
   } else {
     /* Anything else is a broken connection or protocol: start over. */
     ch->state = LK__CHAN_PENDING;
     poke_all(ch, status ? status : LK_EPROTOCOL);
     if (status == 0)
-      lk__conn_drop(&c->ps, LK_EPROTOCOL, "unexpected SUBSCRIBE reply");
+      lk__conn_drop(ch->conn, LK_EPROTOCOL, "unexpected SUBSCRIBE reply");
   }
 }
 
 static void chan_subscribe(lk__chan_t *ch) {
-  lk_client_t *c = ch->client;
-  if (c->ps.state != LK__CONN_READY) {
-    lk__conn_start(&c->ps);
+  int sharded = 0;
+  lk__conn_t *conn = route(ch, &sharded);
+  ch->conn = conn;
+  ch->sharded = (unsigned)sharded;
+  if (conn->state != LK__CONN_READY) {
+    lk__conn_start(conn); /* on_ready(conn) subscribes */
     return;
   }
-  ch->sub_op = send_on_ps(c, "SUBSCRIBE", ch, on_subscribed, ch);
+  ch->sub_op = send_on(conn, sharded ? "SSUBSCRIBE" : "SUBSCRIBE", ch, on_subscribed, ch);
   if (ch->sub_op != NULL)
     ch->state = LK__CHAN_SUBSCRIBING;
 }
 
-/* Last listener gone: unsubscribe and forget the channel. A SUBSCRIBE reply
- * still due is re-aimed at nothing; the UNSUBSCRIBE behind it undoes it. */
+/* Last listener gone: unsubscribe and forget the channel. */
 static void chan_release(lk__chan_t *ch) {
-  lk_client_t *c = ch->client;
   if (!lk__queue_empty(&ch->listeners) || ch->dispatching || ch->internal)
     return;
-  if (ch->sub_op != NULL)
-    lk__op_retarget(ch->sub_op, NULL, NULL);
-  if ((ch->state == LK__CHAN_SUBSCRIBED || ch->sub_op != NULL) &&
-      c->ps.state == LK__CONN_READY && !c->closing)
-    send_on_ps(c, "UNSUBSCRIBE", ch, NULL, NULL);
+  chan_detach(ch);
   chan_free(ch);
 }
 
@@ -163,6 +256,7 @@ static lk__chan_t *chan_new(lk_client_t *c, const char *name, size_t len, int in
   }
   ch->client = c;
   ch->len = len;
+  ch->slot = -1;
   ch->internal = internal;
   lk__queue_init(&ch->listeners);
   HASH_ADD_KEYPTR(hh, c->chans, ch->name, ch->len, ch);
@@ -187,8 +281,10 @@ int lk__sub_start(lk_client_t *c, lk__sub_t *s, const char *channel,
       return LK_ENOMEM;
     fresh = 1;
   }
-  /* The heartbeat channel rides along with the first user channel. */
-  if (c->hb_channel != NULL && chan_find(c, c->hb_channel, c->hb_channel_len) == NULL) {
+  /* Standalone: the heartbeat channel rides along with the first user
+   * channel (a cluster checks its connections with PING instead). */
+  if (!c->cluster_on && c->hb_channel != NULL &&
+      chan_find(c, c->hb_channel, c->hb_channel_len) == NULL) {
     hb = chan_new(c, c->hb_channel, c->hb_channel_len, 1);
     if (hb == NULL) {
       if (fresh)
@@ -208,7 +304,7 @@ int lk__sub_start(lk_client_t *c, lk__sub_t *s, const char *channel,
     poke(s, 0);
   else if (ch->state == LK__CHAN_DENIED)
     poke(s, LK_ENOPERM);
-  else if (c->ps.state == LK__CONN_BACKOFF)
+  else if (ch->conn != NULL && ch->conn->state == LK__CONN_BACKOFF)
     poke(s, LK_ECONN); /* known down: poll until it comes back */
   if (!uv_is_active((uv_handle_t *)&c->hb_timer))
     uv_timer_start(&c->hb_timer, hb_tick, (uint64_t)c->o.heartbeat_ms,
@@ -232,35 +328,134 @@ void lk__sub_stop(lk__sub_t *s) {
 
 /* --- connection hooks --- */
 
-void lk__pubsub_on_ready(lk_client_t *c) {
+void lk__pubsub_on_ready(lk__conn_t *conn) {
   lk__chan_t *ch, *tmp;
-  HASH_ITER(hh, c->chans, ch, tmp) {
-    if (ch->state == LK__CHAN_PENDING && ch->sub_op == NULL)
+  HASH_ITER(hh, conn->client->chans, ch, tmp) {
+    if (ch->conn == conn && ch->state == LK__CHAN_PENDING && ch->sub_op == NULL)
       chan_subscribe(ch);
   }
 }
 
-void lk__pubsub_on_down(lk_client_t *c) {
+void lk__pubsub_on_down(lk__conn_t *conn) {
+  lk_client_t *c = conn->client;
   lk__chan_t *ch, *tmp;
-  c->hb_expect_ns = 0;
+  int any = 0;
+  if (conn == &c->ps)
+    c->hb_expect_ns = 0;
   HASH_ITER(hh, c->chans, ch, tmp) {
+    if (ch->conn != conn)
+      continue;
     /* SUBSCRIBE replies still due are failed by the connection right
      * after this and find the channel PENDING. A denial is retried too: the
      * ACL may have changed. */
     ch->state = LK__CHAN_PENDING;
     poke_all(ch, LK_ECONN);
+    any = 1;
+  }
+  /* Its node may have failed over: the next topology read moves the
+   * channels to the new master (lk__pubsub_on_topology), else they come
+   * back with the connection (lk__pubsub_on_ready). */
+  if (any && c->cluster_on)
+    lk__router_refresh(c);
+}
+
+int lk__pubsub_has_channels(const lk__conn_t *conn) {
+  lk__chan_t *ch, *tmp;
+  HASH_ITER(hh, conn->client->chans, ch, tmp) {
+    if (ch->conn == conn)
+      return 1;
+  }
+  return 0;
+}
+
+/* The topology was read: every channel whose slot now belongs to another
+ * master (or whose mode changed: cluster found, sharded pub/sub missing)
+ * moves there; channels left waiting by a redirection or an election are
+ * retried. After the move each one is confirmed again, which makes its
+ * listeners re-poll (a message may have gone to the old owner). */
+void lk__pubsub_on_topology(lk_client_t *c) {
+  lk__chan_t *ch, *tmp;
+  if (c->closing)
+    return;
+  HASH_ITER(hh, c->chans, ch, tmp) {
+    int sharded = 0;
+    lk__conn_t *to;
+    if (ch->internal && c->cluster_on) {
+      /* Subscribed before the server turned out to be a cluster node. */
+      chan_detach(ch);
+      chan_free(ch);
+      continue;
+    }
+    if (ch->conn == NULL || ch->state == LK__CHAN_DENIED)
+      continue;
+    to = route(ch, &sharded);
+    if (to != ch->conn || (unsigned)sharded != ch->sharded) {
+      chan_detach(ch);
+      ch->moves = 0;
+      chan_subscribe(ch);
+    } else if (ch->state == LK__CHAN_PENDING && ch->sub_op == NULL) {
+      ch->moves = 0;
+      chan_subscribe(ch); /* now, or when its connection is ready */
+    }
   }
 }
 
-/* Returns 1 when r was a pushed message (consumed here). */
-int lk__pubsub_on_push(lk_client_t *c, redisReply *r) {
+/* Whether the oldest command in flight on conn is our SUNSUBSCRIBE of
+ * name: its reply has the same shape as the server's own `sunsubscribe`
+ * push in RESP2, and only the FIFO tells them apart. */
+static int awaiting_sunsubscribe(const lk__conn_t *conn, const char *name, size_t len) {
+  static const char verb[] = "*2\r\n$12\r\nSUNSUBSCRIBE\r\n";
+  const size_t vlen = sizeof(verb) - 1;
+  const lk__op_t *op;
+  char hdr[32];
+  int n;
+  if (lk__queue_empty(&conn->sent))
+    return 0;
+  op = lk__container_of(lk__queue_head(&conn->sent), lk__op_t, node);
+  n = snprintf(hdr, sizeof(hdr), "$%zu\r\n", len);
+  return op->cmd_len == vlen + (size_t)n + len + 2 && memcmp(op->cmd, verb, vlen) == 0 &&
+         memcmp(op->cmd + vlen, hdr, (size_t)n) == 0 &&
+         memcmp(op->cmd + vlen + (size_t)n, name, len) == 0;
+}
+
+/* The server ended a sharded subscription on its own: the channel's slot
+ * has a new owner (failover or migration). Listeners re-poll now (a
+ * message may have been missed), the channel follows the slot. */
+static void slot_moved(lk__chan_t *ch) {
+  lk_client_t *c = ch->client;
+  lk__log(c, LK_LOG_INFO, "sharded subscription to %s ended by the server: resubscribing",
+          ch->name);
+  if (ch->sub_op != NULL)
+    lk__op_retarget(ch->sub_op, NULL, NULL);
+  ch->sub_op = NULL;
+  ch->state = LK__CHAN_PENDING;
+  ch->moves = 0;
+  poke_all(ch, 0);
+  lk__router_refresh(c);
+  chan_subscribe(ch);
+}
+
+/* Returns 1 when r was a push (consumed here), 0 for a command's reply. */
+int lk__pubsub_on_push(lk__conn_t *conn, redisReply *r) {
+  lk_client_t *c = conn->client;
   lk__chan_t *ch;
   lk__queue_t pending;
   redisReply *ty, *name, *msg;
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
     return 0;
   ty = r->element[0], name = r->element[1], msg = r->element[2];
-  if (ty->type != REDIS_REPLY_STRING || strcmp(ty->str, "message") != 0)
+  if (ty->type != REDIS_REPLY_STRING)
+    return 0;
+  if (strcmp(ty->str, "sunsubscribe") == 0) {
+    if (name->type != REDIS_REPLY_STRING || awaiting_sunsubscribe(conn, name->str, name->len))
+      return 0;
+    ch = chan_find(c, name->str, name->len);
+    /* A push for a subscription we have since moved elsewhere is stale. */
+    if (ch != NULL && ch->conn == conn && ch->sharded && !ch->internal)
+      slot_moved(ch);
+    return 1;
+  }
+  if (strcmp(ty->str, "message") != 0 && strcmp(ty->str, "smessage") != 0)
     return 0;
   if (name->type != REDIS_REPLY_STRING || msg->type != REDIS_REPLY_STRING)
     return 1;
@@ -289,9 +484,36 @@ int lk__pubsub_on_push(lk_client_t *c, redisReply *r) {
   return 1;
 }
 
-/* --- heartbeat: PUBLISH on the command connection to our own channel; the
+/* The handshake's INFO of a node: a cluster of servers before 7.0 has no
+ * sharded pub/sub, and every process must know before its first release
+ * (a script's SPUBLISH would fail there, silently under pcall). */
+void lk__pubsub_on_info(lk__conn_t *conn, const char *info, size_t len) {
+  lk_client_t *c = conn->client;
+  const char *p = memmem(info, len, "redis_version:", 14);
+  if (p == NULL || !c->cluster_on || c->ps_classic)
+    return;
+  if (strtol(p + 14, NULL, 10) < 7)
+    go_classic(c, "cluster node older than 7.0");
+}
+
+/* --- heartbeat ---
+ *
+ * Standalone: PUBLISH on the command connection to our own channel; the
  * integer reply says whether the server still sees our subscriber, and the
- * message must then arrive within the reply timeout. --- */
+ * message must then arrive within the reply timeout.
+ *
+ * Cluster: that cannot work per shard (a PUBLISH counts the receivers of
+ * the node it runs on; an SPUBLISH to a private channel would test one
+ * slot's owner only). Instead every pub/sub connection that carries a
+ * subscription gets a PING when nothing else is in flight on it: a
+ * subscribed RESP2 connection answers ["pong", ""], a reply like any other
+ * (FIFO), so a node that stopped answering trips the connection's reply
+ * timeout, the connection is dropped and its channels resubscribe when it
+ * is back (or on the slot's new master). What the PUBLISH count also
+ * catches, a server that quietly forgot us, happens on a cluster when a
+ * slot moves: the server says so with a `sunsubscribe` push, or (Redis 7.0
+ * migrations) the topology read moves the channel. Cost: one PING per
+ * subscribed node per period, none on nodes without our channels. */
 
 static void on_hb_reply(void *data, int status, redisReply *r) {
   lk_client_t *c = data;
@@ -316,6 +538,42 @@ static void on_hb_reply(void *data, int status, redisReply *r) {
     c->hb_expect_ns = c->hb_sent_ns;
 }
 
+static void on_ping_reply(void *data, int status, redisReply *r) {
+  lk__conn_t *conn = data;
+  if (status != 0 || conn->state != LK__CONN_READY)
+    return; /* a lost connection is handled where it is seen */
+  if (is_kind(r, "pong") ||
+      (r->type == REDIS_REPLY_STATUS && r->len == 4 && memcmp(r->str, "PONG", 4) == 0))
+    return;
+  lk__conn_drop(conn, LK_EPROTOCOL, "unexpected reply to PING");
+}
+
+static void ping_tick(lk_client_t *c) {
+  const char *argv[1] = {"PING"};
+  size_t lens[1] = {4};
+  lk__chan_t *ch, *tmp;
+  HASH_ITER(hh, c->chans, ch, tmp) {
+    lk__conn_t *conn = ch->conn;
+    lk__op_t *op;
+    int err = 0, len;
+    /* Something in flight already has the reply timeout watching. */
+    if (ch->state != LK__CHAN_SUBSCRIBED || conn == NULL ||
+        conn->state != LK__CONN_READY || lk__conn_is_busy(conn))
+      continue;
+    op = lk__op_new(c, on_ping_reply, conn, &err);
+    if (op == NULL)
+      return;
+    op->internal = 1;
+    len = lk__format_command(&op->cmd, &op->cmd_cap, 1, argv, lens);
+    if (len < 0) {
+      lk__op_free(op);
+      return;
+    }
+    op->cmd_len = (size_t)len;
+    lk__conn_enqueue(conn, op); /* busy from now on: one PING per connection */
+  }
+}
+
 static void hb_tick(uv_timer_t *t) {
   lk_client_t *c = t->data;
   lk__chan_t *hb;
@@ -324,6 +582,10 @@ static void hb_tick(uv_timer_t *t) {
   int err = 0;
   if (c->user_chans == 0) {
     uv_timer_stop(&c->hb_timer);
+    return;
+  }
+  if (c->cluster_on) {
+    ping_tick(c);
     return;
   }
   hb = chan_find(c, c->hb_channel, c->hb_channel_len);

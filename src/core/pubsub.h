@@ -5,14 +5,18 @@
 
 /* A listener on one channel, embedded in the object that waits. Channels are
  * shared and reference counted: one SUBSCRIBE per channel per client, an
- * UNSUBSCRIBE when the last listener leaves.
+ * UNSUBSCRIBE when the last listener leaves (on a cluster SSUBSCRIBE and
+ * SUNSUBSCRIBE on the master of the channel's slot: pubsub.c).
  *
  * Events:
  * - LK__SUB_POKE (from the loop, never inside lk__sub_start): "try now".
  *   status 0: the subscription is confirmed (first time, or again after a
- *   pub/sub reconnect: messages may have been missed). LK_ENOPERM: the user
- *   may not subscribe; LK_ECONN: pub/sub is down. Either way the waiter must
- *   rely on its re-poll timer until a later poke with status 0.
+ *   pub/sub reconnect or after its slot moved: messages may have been
+ *   missed), or the server just ended it because its slot moved. LK_ENOPERM:
+ *   the user may not subscribe; LK_ECONN: pub/sub is down; LK_ECLUSTER and
+ *   other errors: the subscription waits for the next topology read. Any
+ *   error means the waiter must rely on its re-poll timer until a later
+ *   poke with status 0.
  * - LK__SUB_MESSAGE: a message; msg is borrowed for the callback's length.
  * Notifications are best effort: every waiter keeps a bounded re-poll. */
 enum { LK__SUB_POKE = 1, LK__SUB_MESSAGE = 2 };

@@ -132,6 +132,7 @@ void lk__router_on_info(lk__conn_t *conn, const char *info, size_t len) {
   const char *p = memmem(info, len, "cluster_enabled:1", 17);
   if (p != NULL && !c->cluster_on && c->o.cluster != LK_CLUSTER_OFF)
     cluster_begin(c);
+  lk__pubsub_on_info(conn, info, len);
 }
 
 /* --- topology --- */
@@ -245,6 +246,8 @@ static void apply_topology(lk_client_t *c, lk__topo_t *t) {
     lk__wd_verify_all(c); /* TODO(router): lk__wd_verify_slots(c, changed) */
     lk__emit(c, LK_EVENT_TOPOLOGY_CHANGED);
   }
+  /* Subscriptions follow their slots (and retry after a redirection). */
+  lk__pubsub_on_topology(c);
 }
 
 static void on_topology(void *data, int status, redisReply *r) {
@@ -414,6 +417,30 @@ int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r) {
   return 1;
 }
 
+int lk__router_note_moved(lk__conn_t *conn, const redisReply *r) {
+  lk_client_t *c = conn->client;
+  const char *host;
+  size_t host_len;
+  int slot, port;
+  lk__node_t *n;
+  if (r == NULL || r->type != REDIS_REPLY_ERROR || !c->cluster_on || c->closing ||
+      !starts(r, "MOVED ") || parse_redirect(r, 6, &slot, &host, &host_len, &port) != 0)
+    return 0;
+  if (host_len == 0) {
+    host = node_host(c, conn->node);
+    host_len = strlen(host);
+  }
+  n = node_get(c, host, host_len, port);
+  if (n == NULL)
+    return 0;
+  c->stats.moved_redirects++;
+  c->slot_node[slot] = n->idx;
+  refresh_soon(c);
+  return 1;
+}
+
+void lk__router_refresh(lk_client_t *c) { refresh_soon(c); }
+
 /* ASKING, nobody waits for its +OK; it must immediately precede the
  * command it admits on that connection, which enqueueing both in a row
  * guarantees (commands leave a connection in order). */
@@ -457,6 +484,11 @@ int lk__router_redial(const lk__conn_t *conn) {
   /* Node 0 is the seed: the client's way in, always dialled. A node with
    * slots is dialled on too: its failed attempts keep asking for the
    * topology, which is how a promotion after its death is learnt. */
+  /* A pub/sub connection is dialled while a channel lives on it (the
+   * channels of a dead master move to its replica once the topology says
+   * so, lk__pubsub_on_topology; then its node is left alone). */
+  if (c->cluster_on && conn->kind == LK__CONN_PUBSUB)
+    return lk__pubsub_has_channels(conn);
   if (!c->cluster_on || conn->kind != LK__CONN_CMD || conn->node == NULL ||
       conn->node->idx == 0 || c->slot_node == NULL || !lk__queue_empty(&conn->unsent))
     return 1;

@@ -58,15 +58,28 @@ void lk__router_on_conn_ready(lk__conn_t *conn);
 /* Whether a dropped connection dials again when its backoff ends: not a
  * cluster node's command connection that has nothing queued while the node
  * owns no slot (a node removed from the cluster, a master that failed
- * over): it stays idle until a command is queued for it. */
+ * over), nor a cluster's pub/sub connection no channel lives on: it stays
+ * idle until a command is queued for it. */
 int lk__router_redial(const lk__conn_t *conn);
 
-/* The publish command scripts use: SPUBLISH on a cluster (sharded pub/sub:
- * a release reaches only its shard), PUBLISH otherwise. */
+/* The publish command scripts use, matching how waiters subscribe
+ * (core/pubsub.c): SPUBLISH on a cluster (sharded pub/sub: a release reaches
+ * only its shard), PUBLISH on a standalone server and on a cluster without
+ * sharded pub/sub (before 7.0). */
 static inline const char *lk__publish_cmd(const lk_client_t *c, size_t *len) {
-  *len = c->cluster_on ? 8 : 7;
-  return c->cluster_on ? "SPUBLISH" : "PUBLISH";
+  int sharded = c->cluster_on && !c->ps_classic;
+  *len = sharded ? 8 : 7;
+  return sharded ? "SPUBLISH" : "PUBLISH";
 }
+
+/* Asks for a topology read soon (rate-limited; a no-op off a cluster): a
+ * sharded subscription ended or its connection dropped. */
+void lk__router_refresh(lk_client_t *c);
+/* r, an error reply that came on conn to a command the router did not
+ * send for a key (a subscription): when it is a MOVED, the slot's owner is
+ * updated and a topology read scheduled, as for a command's MOVED, and 1
+ * is returned; else 0. */
+int lk__router_note_moved(lk__conn_t *conn, const redisReply *r);
 
 /* Before any handle exists (only memory: LK_ENOMEM), then its timers. */
 int lk__router_alloc(lk_client_t *c);

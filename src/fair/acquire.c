@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/outcome.h"
+#include "core/router.h"
 #include "core/tokens.h"
 #include "fair/fair_internal.h"
 
@@ -33,7 +34,7 @@ lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb 
   argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
   argv[3] = f->channel_base, lens[3] = f->channel_base_len;
   argv[4] = f->owner, lens[4] = f->owner_len;
-  argv[5] = "PUBLISH", lens[5] = 7;
+  argv[5] = lk__publish_cmd(c, &lens[5]);
   argv[6] = cs, lens[6] = strlen(cs);
   argv[7] = ds, lens[7] = strlen(ds);
   if (cb == NULL) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/outcome.h"
+#include "core/router.h"
 #include "fair/fair_internal.h"
 
 /* Formats the release script for n holds. `before` (-1: none) is the count
@@ -25,7 +26,7 @@ static lk__op_t *release_op(lk_fair_t *f, int64_t before, uint32_t n, lk__op_cb 
   argv[3] = f->channel_base, lens[3] = f->channel_base_len;
   argv[4] = lease, lens[4] = strlen(lease);
   argv[5] = f->owner, lens[5] = f->owner_len;
-  argv[6] = "PUBLISH", lens[6] = 7;
+  argv[6] = lk__publish_cmd(LK__FAIR_CLIENT(f), &lens[6]);
   argv[7] = bef, lens[7] = strlen(bef);
   argv[8] = cnt, lens[8] = strlen(cnt);
   return lk__script_call(LK__FAIR_CLIENT(f), lk__fair_script("fair/release"), 4, 5, argv,
@@ -191,7 +192,7 @@ static int start_simple(lk_fair_t *f, enum lk__fair_op kind, lk_fair_cb cb, void
     argv[1] = f->queue_key, lens[1] = f->queue_key_len;
     argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
     argv[3] = f->channel_base, lens[3] = f->channel_base_len;
-    argv[4] = "PUBLISH", lens[4] = 7;
+    argv[4] = lk__publish_cmd(LK__FAIR_CLIENT(f), &lens[4]);
     f->base.op = lk__script_call(c, lk__fair_script("fair/force_release"), 4, 1, argv, lens,
                                  on_simple_reply, f, &err);
     break;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/router.h"
 #include "latch/latch_internal.h"
 
 static void on_write_reply(void *data, int status, redisReply *r);
@@ -30,6 +31,8 @@ static int send_write(lk_latch_t *l) {
   const char *argv[10];
   size_t lens[10];
   const char *script;
+  size_t pub_len;
+  const char *pub = lk__publish_cmd(LATCH_CLIENT(l), &pub_len);
   int nkeys = 5, nargs = 4, err = 0, i;
   snprintf(seq, sizeof(seq), "%" PRIu64, l->seq);
   snprintf(rec_ttl, sizeof(rec_ttl), "%" PRId64, LK__LATCH_RECORD_TTL_MS);
@@ -44,7 +47,7 @@ static int send_write(lk_latch_t *l) {
     snprintf(num, sizeof(num), "%" PRId64, l->req_count);
     nkeys = 4;
     argv[4] = num;
-    argv[5] = "PUBLISH";
+    argv[5] = pub;
     argv[6] = seq;
     argv[7] = rec_ttl;
     break;
@@ -52,7 +55,7 @@ static int send_write(lk_latch_t *l) {
     script = "latch/count_down";
     /* The marker's TTL in strict mode, "0" (no marker) in interop mode. */
     snprintf(num, sizeof(num), "%" PRId64, l->strict ? l->marker_ttl_ms : (int64_t)0);
-    argv[5] = "PUBLISH";
+    argv[5] = pub;
     argv[6] = seq;
     argv[7] = rec_ttl;
     argv[8] = num;
@@ -63,7 +66,7 @@ static int send_write(lk_latch_t *l) {
     snprintf(tomb_val, sizeof(tomb_val), "%s:%" PRIu64, l->owner, l->seq);
     snprintf(tomb_ttl, sizeof(tomb_ttl), "%" PRId64, tomb_ttl_ms(LATCH_CLIENT(l)));
     nargs = 5;
-    argv[5] = "PUBLISH";
+    argv[5] = pub;
     argv[6] = seq;
     argv[7] = rec_ttl;
     argv[8] = tomb_val;

@@ -11,6 +11,7 @@
 #include "core/hold.h"
 #include "core/object.h"
 #include "core/outcome.h"
+#include "core/router.h"
 #include "core/tokens.h"
 #include "core/watchdog.h"
 #include "lock/lock_internal.h"
@@ -124,7 +125,7 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
 static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n, const char *mode,
                             lk__op_cb cb, void *data, int send, int *err) {
   char lease[24], bef[24], cnt[24];
-  const char *argv[8] = {l->name, NULL, lease, l->owner, "PUBLISH", bef, cnt, mode};
+  const char *argv[8] = {l->name, NULL, lease, l->owner, NULL, bef, cnt, mode};
   size_t lens[8];
   argv[1] = channel(l, &lens[1]);
   if (argv[1] == NULL) {
@@ -133,7 +134,8 @@ static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n, const char
   }
   lens[0] = l->name_len;
   lens[2] = lk__i64_to_str(lease, l->hold.lease_ms);
-  lens[3] = l->owner_len, lens[4] = 7;
+  lens[3] = l->owner_len;
+  argv[4] = lk__publish_cmd(CLIENT(l), &lens[4]);
   lens[5] = lk__i64_to_str(bef, before);
   lens[6] = lk__i64_to_str(cnt, n);
   lens[7] = strlen(mode);
@@ -474,7 +476,7 @@ static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
   case OP_FORCE:
     argv[0] = l->name, lens[0] = l->name_len;
     argv[1] = channel(l, &lens[1]);
-    argv[2] = "PUBLISH", lens[2] = 7;
+    argv[2] = lk__publish_cmd(CLIENT(l), &lens[2]);
     if (argv[1] == NULL)
       err = LK_ENOMEM;
     else

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/router.h"
 #include "rwlock/rwlock_int.h"
 
 /* Each side renews with its own script: a read entry's keys are the lock
@@ -27,7 +28,7 @@ lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, 
     argv[2] = rw->tp, lens[2] = rw->tp_len;
     argv[3] = rw->kp, lens[3] = rw->kp_len;
     argv[4] = rw->owner, lens[4] = rw->owner_len;
-    argv[5] = "PUBLISH", lens[5] = 7;
+    argv[5] = lk__publish_cmd(LK__RW_CLIENT(rw), &lens[5]);
     argv[6] = bef, lens[6] = strlen(bef);
     argv[7] = cnt, lens[7] = strlen(cnt);
     argv[8] = mode, lens[8] = strlen(mode);
@@ -35,7 +36,7 @@ lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, 
   } else {
     snprintf(lease, sizeof(lease), "%" PRId64, rw->side[LK__RW_W].lease_ms);
     argv[2] = rw->writer, lens[2] = rw->writer_len;
-    argv[3] = "PUBLISH", lens[3] = 7;
+    argv[3] = lk__publish_cmd(LK__RW_CLIENT(rw), &lens[3]);
     argv[4] = lease, lens[4] = strlen(lease);
     argv[5] = bef, lens[5] = strlen(bef);
     argv[6] = cnt, lens[6] = strlen(cnt);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/router.h"
 #include "rwlock/rwlock_int.h"
 
 static void on_complete(lk__obj_t *o, int kind, int status) {
@@ -151,7 +152,7 @@ static int start_simple(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_side_t s
     argv[0] = rw->name, lens[0] = rw->name_len;
     argv[1] = rw->channel, lens[1] = rw->channel_len;
     argv[2] = rw->kp, lens[2] = rw->kp_len;
-    argv[3] = "PUBLISH", lens[3] = 7;
+    argv[3] = lk__publish_cmd(LK__RW_CLIENT(rw), &lens[3]);
     rw->base.op = lk__script_call(LK__RW_CLIENT(rw), lk__script_find("rwlock/force_release"),
                                   3, 1, argv, lens, on_simple_reply, rw, &err);
     break;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/outcome.h"
+#include "core/router.h"
 #include "semaphore/psem_internal.h"
 
 enum lk__psem_op {
@@ -53,20 +54,22 @@ static void on_acquire_reply(void *data, int status, redisReply *r);
 static int attempt_acquire(lk__obj_t *o) {
   lk_psem_t *p = (lk_psem_t *)o;
   char n[24], lease[24];
+  size_t pub_len;
+  const char *pub = lk__publish_cmd(CLIENT(p), &pub_len);
   const char *argv[7] = {p->name,
                          p->zset,
                          p->channel,
                          lk__sem_i64(n, (int64_t)p->req_n),
                          (const char *)p->req_ids,
                          lk__sem_i64(lease, p->req_lease_ms),
-                         "PUBLISH"};
+                         pub};
   size_t lens[7] = {p->name_len,
                     p->zset_len,
                     p->channel_len,
                     strlen(n),
                     p->req_n * LK__PSEM_ID_BYTES,
                     strlen(lease),
-                    7};
+                    pub_len};
   int err = 0;
   o->op = lk__script_call(o->client, lk__sem_script("semaphore/psem_acquire"), 3, 4, argv, lens,
                           on_acquire_reply, p, &err);
@@ -171,8 +174,11 @@ static int64_t release_lease_ms(const lk_psem_t *p) {
 }
 
 static int release_attempt(lk_psem_t *p) {
-  const char *argv[5] = {p->name, p->zset, p->channel, (const char *)p->req_ids, "PUBLISH"};
-  size_t lens[5] = {p->name_len, p->zset_len, p->channel_len, p->req_n * LK__PSEM_ID_BYTES, 7};
+  size_t pub_len;
+  const char *pub = lk__publish_cmd(CLIENT(p), &pub_len);
+  const char *argv[5] = {p->name, p->zset, p->channel, (const char *)p->req_ids, pub};
+  size_t lens[5] = {p->name_len, p->zset_len, p->channel_len, p->req_n * LK__PSEM_ID_BYTES,
+                    pub_len};
   int err = 0;
   p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/psem_release"), 3, 2, argv,
                                lens, on_release_reply, p, &err);
@@ -284,11 +290,14 @@ static void on_update_reply(void *data, int status, redisReply *r);
 
 static int update_attempt(lk_psem_t *p) {
   char lease[24];
+  size_t pub_len;
+  const char *pub = lk__publish_cmd(CLIENT(p), &pub_len);
   const char *argv[6] = {
       p->name,  p->zset, p->channel, (const char *)p->req_ids, lk__sem_i64(lease, p->req_lease_ms),
-      "PUBLISH"};
+      pub};
   size_t lens[6] = {
-      p->name_len, p->zset_len, p->channel_len, p->req_n * LK__PSEM_ID_BYTES, strlen(lease), 7};
+      p->name_len, p->zset_len, p->channel_len, p->req_n * LK__PSEM_ID_BYTES, strlen(lease),
+      pub_len};
   int err = 0;
   p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/psem_update"), 3, 3, argv, lens,
                                on_update_reply, p, &err);
@@ -417,7 +426,7 @@ static int start_simple(lk_psem_t *p, enum lk__psem_op kind, int64_t v, int vali
   case OP_TRY_SET: /* NAME, channel; permits, PUBLISH */
     argv[1] = p->channel, lens[1] = p->channel_len;
     argv[2] = lk__sem_i64(num, v), lens[2] = strlen(num);
-    argv[3] = "PUBLISH", lens[3] = 7;
+    argv[3] = lk__publish_cmd(CLIENT(p), &lens[3]);
     p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/try_set"), 2, 2, argv, lens,
                                  on_simple_reply, p, &err);
     break;
@@ -425,7 +434,7 @@ static int start_simple(lk_psem_t *p, enum lk__psem_op kind, int64_t v, int vali
     argv[1] = p->zset, lens[1] = p->zset_len;
     argv[2] = p->channel, lens[2] = p->channel_len;
     argv[3] = lk__sem_i64(num, v), lens[3] = strlen(num);
-    argv[4] = "PUBLISH", lens[4] = 7;
+    argv[4] = lk__publish_cmd(CLIENT(p), &lens[4]);
     argv[5] = lk__sem_i64(max, LK_SEMAPHORE_MAX_PERMITS), lens[5] = strlen(max);
     p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/psem_add"), 3, 3, argv, lens,
                                  on_simple_reply, p, &err);
@@ -433,7 +442,7 @@ static int start_simple(lk_psem_t *p, enum lk__psem_op kind, int64_t v, int vali
   default: /* NAME, zset, channel; PUBLISH */
     argv[1] = p->zset, lens[1] = p->zset_len;
     argv[2] = p->channel, lens[2] = p->channel_len;
-    argv[3] = "PUBLISH", lens[3] = 7;
+    argv[3] = lk__publish_cmd(CLIENT(p), &lens[3]);
     p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/psem_counts"), 3, 1, argv,
                                  lens, on_simple_reply, p, &err);
     break;
@@ -555,7 +564,7 @@ static int on_close_release_start(lk__obj_t *o) {
   argv[1] = p->zset, lens[1] = p->zset_len;
   argv[2] = p->channel, lens[2] = p->channel_len;
   argv[3] = (const char *)p->req_ids, lens[3] = p->req_n * LK__PSEM_ID_BYTES;
-  argv[4] = "PUBLISH", lens[4] = 7;
+  argv[4] = lk__publish_cmd(CLIENT(p), &lens[4]);
   o->op = lk__script_call(o->client, lk__sem_script("semaphore/psem_release"), 3, 2, argv, lens,
                           on_close_release, p, &err);
   if (o->op == NULL) {

@@ -3,6 +3,7 @@
  * (psem_internal.h). */
 #include <string.h>
 
+#include "core/router.h"
 #include "semaphore/psem_internal.h"
 
 const lk__wd_class_t lk__wd_psem_class = {"semaphore/psem_renew", 2};
@@ -157,8 +158,10 @@ static int64_t give_back_valid_ms(const lk_client_t *c, int64_t lease_ms) {
  * or when `after` turns out to satisfy pred. */
 void lk__psem_give_back(lk_psem_t *p, const unsigned char *ids, size_t n, int64_t lease_ms,
                         lk__op_t *after, lk__sem_pred pred) {
-  const char *argv[5] = {p->name, p->zset, p->channel, (const char *)ids, "PUBLISH"};
-  size_t lens[5] = {p->name_len, p->zset_len, p->channel_len, n * LK__PSEM_ID_BYTES, 7};
+  size_t pub_len;
+  const char *pub = lk__publish_cmd(CLIENT(p), &pub_len);
+  const char *argv[5] = {p->name, p->zset, p->channel, (const char *)ids, pub};
+  size_t lens[5] = {p->name_len, p->zset_len, p->channel_len, n * LK__PSEM_ID_BYTES, pub_len};
   if (n == 0) {
     if (after != NULL)
       lk__op_retarget(after, NULL, NULL);
