@@ -212,7 +212,7 @@ int rt_rlock_unlock_req(redisContext *ctx, const char *name, const char *uuid, l
   snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
   snprintf(latch_ttl, sizeof latch_ttl, "%d", RT_RLOCK_LATCH_TTL_MS);
   const char *argv[] = {"EVAL", unlock_script, "3",   name,      channel, latch,
-                        "0",    lease,         owner, "PUBLISH", latch_ttl};
+                        "0",    lease,         owner, rt_emu_publish_cmd(), latch_ttl};
   redisReply *r = rt_emu_command(ctx, 11, argv, "unlock");
   int out;
   if (r->type == REDIS_REPLY_NIL) {
@@ -250,6 +250,13 @@ int rt_rlock_unlock(redisContext *ctx, const char *name, const char *uuid, long 
 
 /* ---- pub/sub ------------------------------------------------------------------------------ */
 
+/* Redisson's shardedSubscriptionMode AUTO on a 7+ cluster (redisson_emu.h). */
+static int emu_sharded;
+
+void rt_emu_set_sharded(int on) { emu_sharded = on != 0; }
+int rt_emu_sharded(void) { return emu_sharded; }
+const char *rt_emu_publish_cmd(void) { return emu_sharded ? "SPUBLISH" : "PUBLISH"; }
+
 redisReply *rt_sub_next(redisContext *sub, int64_t timeout_ms) {
   int64_t deadline = rt_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   for (;;) {
@@ -285,7 +292,7 @@ redisReply *rt_sub_next_message(redisContext *sub, int64_t timeout_ms) {
     redisReply *r = rt_sub_next(sub, left > 0 ? left : 0);
     if (r == NULL)
       return NULL;
-    if (is_push(r, "message"))
+    if (is_push(r, "message") || is_push(r, "smessage"))
       return r;
     freeReplyObject(r);
   }
@@ -336,7 +343,7 @@ int rt_rlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *nam
   /* Subscribe only after a failed try, then try again before sleeping: a
    * release published before the subscription took effect is not missed. */
   char *channel = rt_rlock_channel(name);
-  sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
+  rt_sub_subscribe(sub, channel);
   int acquired = 0;
   for (;;) {
     ttl = rt_rlock_try(ctx, name, uuid, tid, lease_ms);
@@ -352,7 +359,7 @@ int rt_rlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *nam
     if (m != NULL)
       freeReplyObject(m); /* "0" wakes one waiter in Redisson; we are the only one */
   }
-  sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
+  rt_sub_unsubscribe(sub, channel);
   free(channel);
   return acquired ? 0 : -1;
 }
@@ -585,7 +592,7 @@ int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long 
   snprintf(now, sizeof now, "%lld", wall_ms());
   snprintf(latch_ttl, sizeof latch_ttl, "%d", RT_RLOCK_LATCH_TTL_MS);
   const char *argv[] = {"EVAL", rfair_unlock_script, "5", name, q, t, base, latch,
-                        "0",    lease,               owner, now, "PUBLISH", latch_ttl};
+                        "0",    lease,               owner, now, rt_emu_publish_cmd(), latch_ttl};
   redisReply *r = rt_emu_command(ctx, 14, argv, "fair unlock");
   int out;
   if (r->type == REDIS_REPLY_NIL) {
@@ -609,11 +616,17 @@ int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long 
 }
 
 void rt_sub_subscribe(redisContext *sub, const char *channel) {
-  sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
+  if (emu_sharded)
+    sub_cmd(sub, "SSUBSCRIBE", "ssubscribe", channel);
+  else
+    sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
 }
 
 void rt_sub_unsubscribe(redisContext *sub, const char *channel) {
-  sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
+  if (emu_sharded)
+    sub_cmd(sub, "SUNSUBSCRIBE", "sunsubscribe", channel);
+  else
+    sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
 }
 
 int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
@@ -624,7 +637,7 @@ int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
   if (rt_rfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl))
     return 0;
   char *channel = rt_rfair_channel(name, uuid, tid);
-  sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
+  rt_sub_subscribe(sub, channel);
   int acquired = 0;
   for (;;) {
     if (rt_rfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl)) {
@@ -645,7 +658,7 @@ int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
   }
   if (!acquired)
     rt_rfair_acquire_failed(ctx, name, uuid, tid, wait_ms);
-  sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
+  rt_sub_unsubscribe(sub, channel);
   free(channel);
   return acquired ? 0 : -1;
 }
@@ -703,7 +716,7 @@ long long rt_rsem_release(redisContext *ctx, const char *name, long long n) {
   char num[24];
   char *channel = rt_rsem_channel(name);
   snprintf(num, sizeof num, "%lld", n);
-  const char *argv[] = {"EVAL", rsem_release_script, "2", name, channel, num, "PUBLISH"};
+  const char *argv[] = {"EVAL", rsem_release_script, "2", name, channel, num, rt_emu_publish_cmd()};
   long long v = int_reply(rt_emu_command(ctx, 7, argv, "semaphore release"), "semaphore release");
   free(channel);
   return v;
@@ -713,7 +726,7 @@ int rt_rsem_try_set_permits(redisContext *ctx, const char *name, long long n) {
   char num[24];
   char *channel = rt_rsem_channel(name);
   snprintf(num, sizeof num, "%lld", n);
-  const char *argv[] = {"EVAL", rsem_try_set_script, "2", name, channel, num, "PUBLISH"};
+  const char *argv[] = {"EVAL", rsem_try_set_script, "2", name, channel, num, rt_emu_publish_cmd()};
   int v = (int)int_reply(rt_emu_command(ctx, 7, argv, "trySetPermits"), "trySetPermits");
   free(channel);
   return v;
@@ -737,7 +750,7 @@ int rt_rsem_acquire_blocking(redisContext *ctx, redisContext *sub, const char *n
   if (rt_rsem_try_acquire(ctx, name, n))
     return 0;
   char *channel = rt_rsem_channel(name);
-  sub_cmd(sub, "SUBSCRIBE", "subscribe", channel);
+  rt_sub_subscribe(sub, channel);
   int acquired = 0;
   for (;;) {
     if (rt_rsem_try_acquire(ctx, name, n)) {
@@ -751,7 +764,7 @@ int rt_rsem_acquire_blocking(redisContext *ctx, redisContext *sub, const char *n
     if (m != NULL)
       freeReplyObject(m);
   }
-  sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
+  rt_sub_unsubscribe(sub, channel);
   free(channel);
   return acquired ? 0 : -1;
 }
@@ -835,7 +848,7 @@ int rt_rpsem_try_acquire(redisContext *ctx, const char *name, int64_t lease_ms,
   char *zset = rpsem_timeout_key(name);
   char *channel = rt_rsem_channel(name);
   const char *argv[] = {"EVAL", rpsem_acquire_script, "3", name, zset, channel, "1",
-                        expiry, now, never, "PUBLISH", (const char *)raw};
+                        expiry, now, never, rt_emu_publish_cmd(), (const char *)raw};
   size_t lens[12];
   for (int i = 0; i < 11; i++)
     lens[i] = strlen(argv[i]);
@@ -872,7 +885,7 @@ int rt_rpsem_release(redisContext *ctx, const char *name, const char *id_hex) {
   char *zset = rpsem_timeout_key(name);
   char *channel = rt_rsem_channel(name);
   const char *argv[] = {"EVAL", rpsem_release_script, "3", name, channel, zset,
-                        (const char *)raw, "1", now, "PUBLISH"};
+                        (const char *)raw, "1", now, rt_emu_publish_cmd()};
   size_t lens[10];
   for (int i = 0; i < 10; i++)
     lens[i] = i == 6 ? 16 : strlen(argv[i]);
@@ -891,7 +904,7 @@ long long rt_rpsem_available(redisContext *ctx, const char *name) {
   char *zset = rpsem_timeout_key(name);
   char *channel = rt_rsem_channel(name);
   const char *argv[] = {"EVAL", rpsem_available_script, "3", name, zset, channel,
-                        "1", "0", now, never, "PUBLISH"};
+                        "1", "0", now, never, rt_emu_publish_cmd()};
   long long v = int_reply(rt_emu_command(ctx, 11, argv, "permit availablePermits"),
                           "permit availablePermits");
   free(zset);

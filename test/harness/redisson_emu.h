@@ -37,6 +37,19 @@ extern "C" {
  * reply -1 there; it is kept apart here so that -1 only means "acquired"). */
 #define RT_RLOCK_BUSY_NO_TTL (-3)
 
+/* Sharded mode, as Redisson's shardedSubscriptionMode AUTO on a Redis 7+
+ * cluster: every emulator's scripts then publish with SPUBLISH (their
+ * publish-command argument) and every wait subscribes with SSUBSCRIBE
+ * (confirmation "ssubscribe", messages "smessage"); off by default (PUBLISH,
+ * SUBSCRIBE). Process-wide: set it from the test's main thread before any
+ * emulator runs. The emulators follow no redirection: on a cluster each of
+ * their connections must be to the master of the name's slot, where its
+ * channel's slot lives too (prefixName keeps the name's hash tag). */
+void rt_emu_set_sharded(int on);
+int rt_emu_sharded(void);
+/* "SPUBLISH" in sharded mode, else "PUBLISH". */
+const char *rt_emu_publish_cmd(void);
+
 /* A blocking connection to 127.0.0.1:port (connect and I/O timeouts about
  * 5 s scaled). Fails the test when it cannot connect. Free with redisFree. */
 redisContext *rt_rlock_connect(int port);
@@ -85,11 +98,11 @@ int rt_rlock_unlock_req(redisContext *ctx, const char *name, const char *uuid, l
  * + ":" + req. malloc'd; free(). */
 char *rt_rlock_latch_key(const char *name, const char *req);
 
-/* lock() bounded by timeout_ms: one try; on failure SUBSCRIBE to the
+/* lock() bounded by timeout_ms: one try; on failure (S)SUBSCRIBE to the
  * channel on sub (a second connection, not subscribed to anything), try
  * again, then repeatedly wait for a message on the channel for at most the
  * holder's ttl (or the time left when there is no ttl) and try again.
- * UNSUBSCRIBEs before returning, leaving sub reusable. Returns 0 acquired,
+ * (S)UNSUBSCRIBEs before returning, leaving sub reusable. Returns 0 acquired,
  * -1 when timeout_ms passed first. The bound is not scaled. */
 int rt_rlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *name,
                            const char *uuid, long long tid, int64_t lease_ms, int64_t timeout_ms);
@@ -99,9 +112,9 @@ int rt_rlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *nam
  * timeout. Free with freeReplyObject. */
 redisReply *rt_sub_next(redisContext *sub, int64_t timeout_ms);
 
-/* Waits (up to timeout_ms) for a "message" push on sub and returns it, or
- * NULL; subscribe confirmations and other pushes are skipped. The reply is
- * an array {"message", channel, payload}. */
+/* Waits (up to timeout_ms) for a "message" or "smessage" push on sub and
+ * returns it, or NULL; subscribe confirmations and other pushes are skipped.
+ * The reply is an array {"message" or "smessage", channel, payload}. */
 redisReply *rt_sub_next_message(redisContext *sub, int64_t timeout_ms);
 
 /* ---- RFairLock (docs/fair.md), our reading ----------------------------------------------
@@ -139,7 +152,8 @@ int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long 
 int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
                        const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
                        int64_t timeout_ms);
-/* SUBSCRIBE / UNSUBSCRIBE one channel on sub and wait for the confirmation. */
+/* SUBSCRIBE / UNSUBSCRIBE one channel on sub (SSUBSCRIBE / SUNSUBSCRIBE in
+ * sharded mode) and wait for the confirmation. */
 void rt_sub_subscribe(redisContext *sub, const char *channel);
 void rt_sub_unsubscribe(redisContext *sub, const char *channel);
 

@@ -73,7 +73,7 @@ int rt_rlatch_try_set_count(redisContext *ctx, const char *name, long long count
   char n[24];
   char *channel = rt_rlatch_channel(name);
   snprintf(n, sizeof n, "%lld", count);
-  const char *argv[] = {"EVAL", try_set_script, "2", name, channel, "1", n, "PUBLISH"};
+  const char *argv[] = {"EVAL", try_set_script, "2", name, channel, "1", n, rt_emu_publish_cmd()};
   long long v = int_reply(rt_emu_command(ctx, 8, argv, "trySetCount"), "trySetCount");
   free(channel);
   return (int)v;
@@ -81,7 +81,7 @@ int rt_rlatch_try_set_count(redisContext *ctx, const char *name, long long count
 
 long long rt_rlatch_count_down(redisContext *ctx, const char *name) {
   char *channel = rt_rlatch_channel(name);
-  const char *argv[] = {"EVAL", count_down_script, "2", name, channel, "0", "PUBLISH"};
+  const char *argv[] = {"EVAL", count_down_script, "2", name, channel, "0", rt_emu_publish_cmd()};
   long long v = int_reply(rt_emu_command(ctx, 7, argv, "countDown"), "countDown");
   free(channel);
   return v;
@@ -101,7 +101,7 @@ long long rt_rlatch_get_count(redisContext *ctx, const char *name) {
 
 int rt_rlatch_delete(redisContext *ctx, const char *name) {
   char *channel = rt_rlatch_channel(name);
-  const char *argv[] = {"EVAL", delete_script, "2", name, channel, "1", "PUBLISH"};
+  const char *argv[] = {"EVAL", delete_script, "2", name, channel, "1", rt_emu_publish_cmd()};
   long long v = int_reply(rt_emu_command(ctx, 7, argv, "delete"), "delete");
   free(channel);
   return (int)v;

@@ -235,7 +235,7 @@ int rt_rwlock_read_unlock(redisContext *ctx, const char *name, const char *uuid,
   char *channel = rt_rwlock_channel(name);
   char *latch = rt_rlock_latch_key(name, req);
   const char *argv[] = {"EVAL", read_unlock, "5",    name,      channel, tp,
-                        kp,     latch,       "0",    reader,    "PUBLISH", ttl};
+                        kp,     latch,       "0",    reader,    rt_emu_publish_cmd(), ttl};
   int out = unlock_result(rt_emu_command(ctx, 12, argv, "read unlock"), "read unlock");
   const char *del[] = {"DEL", latch};
   freeReplyObject(rt_emu_command(ctx, 2, del, "DEL latch"));
@@ -258,7 +258,7 @@ int rt_rwlock_write_unlock(redisContext *ctx, const char *name, const char *uuid
   char *channel = rt_rwlock_channel(name);
   char *latch = rt_rlock_latch_key(name, req);
   const char *argv[] = {"EVAL", write_unlock, "3",    name,      channel, latch,
-                        "1",    lease,        writer, "PUBLISH", ttl};
+                        "1",    lease,        writer, rt_emu_publish_cmd(), ttl};
   int out = unlock_result(rt_emu_command(ctx, 11, argv, "write unlock"), "write unlock");
   const char *del[] = {"DEL", latch};
   freeReplyObject(rt_emu_command(ctx, 2, del, "DEL latch"));
