@@ -414,7 +414,7 @@ TEST(lock_fencing_tokens_increase_on_every_master) {
   for (int m = 0; m < 3; m++) {
     const char *name = names[m];
     int node = f.masters[m];
-    char key[96];
+    char key[256];
     lk_lock_t *a = fx_lock(&f.fx, name), *b = NULL;
     ASSERT_OK(lk_lock_new(c2, name, &b));
     int64_t prev = 0;
