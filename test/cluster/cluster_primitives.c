@@ -119,7 +119,7 @@ TEST(fair_lock_keeps_fifo_on_every_master) {
     }
     /* Redisson's layout, every key under the name's hash tag. */
     char *qk = fair_queue_key(name), *tk = fair_timeout_key(name);
-    char token_key[96];
+    char token_key[256];
     snprintf(token_key, sizeof token_key, "redisson_lock_token:{%s}", name);
     cfx_assert_key_on(&f, name, name, node);
     cfx_assert_key_on(&f, qk, name, node);
