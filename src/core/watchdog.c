@@ -12,6 +12,12 @@ const lk__wd_class_t lk__wd_lock_class = {"lock/renew", 1};
 struct lk__wd_batch_s {
   lk_client_t *client;
   const lk__wd_class_t *cls;
+  /* On a cluster: a time taken before any script of its tick was sent, which
+   * its holds' renewals count from (earlier than their send: conservative).
+   * The tick's replies come back from several nodes in any order, and with
+   * one time for all of them each goes to the ring's tail (ring_insert).
+   * 0: the script's own send time, as standalone. */
+  uint64_t stamp;
   int n;
   /* LK__WD_CHUNK slots standalone, where a chunk fills as the ring is
    * walked; exactly n on a cluster, where a chunk's size is known before it
@@ -58,19 +64,39 @@ static lk__wd_entry_t *ring_head(lk_client_t *c) {
   return lk__container_of(lk__queue_head(&c->wd_ring), lk__wd_entry_t, node);
 }
 
-/* Keeps the ring ordered by confirmation time. Confirmations arrive in send
- * order on one connection, so this is almost always an append. */
-static void ring_insert(lk_client_t *c, lk__wd_entry_t *e) {
-  lk__queue_t *q = c->wd_ring.prev;
-  while (q != &c->wd_ring &&
-         lk__container_of(q, lk__wd_entry_t, node)->confirmed_ns > e->confirmed_ns)
-    q = q->prev;
-  /* insert after q */
+static uint64_t confirmed_of(const lk__queue_t *q) {
+  return lk__container_of(q, lk__wd_entry_t, node)->confirmed_ns;
+}
+
+/* Keeps the ring ordered by confirmation time: e goes after the last entry
+ * confirmed no later than it. Confirmations arrive in send order on one
+ * connection, so this is almost always an append. On a cluster one node may
+ * answer a tick late, after later ticks' confirmations from the others: the
+ * place is looked for from both ends at once, so that costs no more than the
+ * entries on its nearer side (old confirmations belong near the head). */
+static void link_after(lk__queue_t *q, lk__wd_entry_t *e) {
   e->node.prev = q;
   e->node.next = q->next;
   q->next->prev = &e->node;
   q->next = &e->node;
   e->in_ring = 1;
+}
+
+static void ring_insert(lk_client_t *c, lk__wd_entry_t *e) {
+  lk__queue_t *back = c->wd_ring.prev, *front = c->wd_ring.next, *q;
+  for (;;) {
+    if (back == &c->wd_ring || confirmed_of(back) <= e->confirmed_ns) {
+      q = back;
+      break;
+    }
+    if (confirmed_of(front) > e->confirmed_ns) {
+      q = front->prev; /* front is not the sentinel: back has not met it */
+      break;
+    }
+    back = back->prev;
+    front = front->next;
+  }
+  link_after(q, e);
 }
 
 static void ring_remove(lk__wd_entry_t *e) {
@@ -235,6 +261,7 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b);
  * LK__WD_CHUNK entries each, and empties the array. An entry whose chunk
  * could not be allocated stays due: a later tick takes it. */
 static void due_send(lk_client_t *c, due_list_t *d) {
+  uint64_t stamp = lk__now_ns(); /* before any of them is sent */
   size_t i = 0, j;
   due_sort(d);
   while (i < d->n) {
@@ -244,6 +271,7 @@ static void due_send(lk_client_t *c, due_list_t *d) {
       m++;
     b = batch_new(c, d->v[i].e->cls, (int)m);
     if (b != NULL) {
+      b->stamp = stamp;
       for (j = 0; j < m; j++) {
         lk__wd_entry_t *e = d->v[i + j].e;
         e->batch = b;
@@ -272,7 +300,11 @@ static void due_add(lk_client_t *c, due_list_t *d, lk__wd_entry_t *e) {
 static void on_batch_reply(void *data, int status, redisReply *r) {
   lk__wd_batch_t *b = data;
   lk_client_t *c = b->client;
-  uint64_t sent = c->completing_sent_ns;
+  uint64_t sent = b->stamp != 0 ? b->stamp : c->completing_sent_ns;
+  /* The last entry this reply put back in the ring: the next one, confirmed
+   * at the same time, goes right after it (the ring stays ordered), so a
+   * batch costs one search, not one per entry. */
+  lk__wd_entry_t *placed = NULL;
   int i, ok = status == 0 && r->type == REDIS_REPLY_ARRAY && (int)r->elements == b->n;
   /* Entries whose slot's master changed while this renewal was in flight:
    * this answer may be the old master's, so they are renewed once more. */
@@ -300,7 +332,12 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
       }
       ring_remove(e);
       e->confirmed_ns = sent;
-      ring_insert(c, e);
+      /* (a lost handler above may have taken `placed` out: then search) */
+      if (placed != NULL && placed->in_ring && placed->confirmed_ns == sent)
+        link_after(&placed->node, e);
+      else
+        ring_insert(c, e);
+      placed = e;
     } else if (status == LK_ECANCELED) {
       continue; /* closing */
     }

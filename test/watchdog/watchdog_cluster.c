@@ -24,6 +24,7 @@
 #include "core/watchdog.h"
 #include "hostile.h"
 #include "lk_fixture.h"
+#include "redis_cluster.h"
 #include "rw_fixture.h"
 #include "fair_fixture.h"
 #include "sem_fixture.h"
@@ -159,11 +160,7 @@ static void set_on_lost(lk_lock_t *l, int status, void *arg) {
   s->scripts_at_lost = stats_of(s->fx).renewal_commands;
 }
 
-/* n watchdog locks named "{tag}:i", tags[i % k] (so a tag's locks are spread
- * over the ring), all acquired at once (try once, watchdog lease). */
-static void set_acquire(fx_t *fx, set_t *s, const char *const *tags, int k, int n) {
-  int i, done;
-  int64_t end;
+static void set_alloc(fx_t *fx, set_t *s, int n) {
   memset(s, 0, sizeof(*s));
   s->fx = fx;
   s->n = n;
@@ -172,9 +169,14 @@ static void set_acquire(fx_t *fx, set_t *s, const char *const *tags, int k, int 
   s->acq = calloc((size_t)n, sizeof(*s->acq));
   ASSERT(s->locks != NULL && s->names != NULL && s->acq != NULL);
   s->lost_index = -1;
+}
+
+/* Acquires every named lock of s at once (try once, watchdog lease). */
+static void set_acquire_named(fx_t *fx, set_t *s) {
+  int i, done, n = s->n;
+  int64_t end;
   for (i = 0; i < n; i++) {
     lk_lock_opts_t o;
-    snprintf(s->names[i], sizeof(s->names[i]), "{%s}:%d", tags[i % k], i);
     s->locks[i] = fx_lock(fx, s->names[i]);
     ASSERT_OK(lk_lock_set_lost_cb(s->locks[i], set_on_lost, s));
     lk_lock_opts_init(&o);
@@ -190,6 +192,16 @@ static void set_acquire(fx_t *fx, set_t *s, const char *const *tags, int k, int 
   for (i = 0; i < n; i++)
     if (s->acq[i].status != 0)
       FAIL("lock %s: %s", s->names[i], lk_err_name(s->acq[i].status));
+}
+
+/* n watchdog locks named "{tag}:i", tags[i % k] (so a tag's locks are spread
+ * over the ring), all acquired at once. */
+static void set_acquire(fx_t *fx, set_t *s, const char *const *tags, int k, int n) {
+  int i;
+  set_alloc(fx, s, n);
+  for (i = 0; i < n; i++)
+    snprintf(s->names[i], sizeof(s->names[i]), "{%s}:%d", tags[i % k], i);
+  set_acquire_named(fx, s);
 }
 
 /* The client found the one-node cluster (at its first connection). */
@@ -723,4 +735,95 @@ TEST(cluster_verify_slots_renews_again_after_a_renewal_in_flight) {
   set_close(&fx, &s);
   fx_finish(&fx);
   rt_proxy_stop(p);
+}
+
+/* ---- a master answering late ---------------------------------------------------------- */
+
+/* The ring stays ordered by confirmation time (the order lk__wd_check and
+ * the ticks rely on). */
+static void assert_ring_ordered(lk_client_t *c) {
+  lk__queue_t *q;
+  uint64_t last = 0;
+  size_t i = 0;
+  for (q = c->wd_ring.next; q != &c->wd_ring; q = q->next, i++) {
+    const lk__wd_entry_t *e = lk__container_of(q, lk__wd_entry_t, node);
+    if (e->confirmed_ns < last)
+      FAIL("ring entry %zu confirmed %llu ns before the one ahead of it", i,
+           (unsigned long long)(last - e->confirmed_ns));
+    last = e->confirmed_ns;
+  }
+}
+
+/* On a 3-master cluster (no replicas) one master is paused across two
+ * ticks, which renew two groups of holds half a period apart: the other
+ * masters confirm both groups at once, the paused one answers the first
+ * group after the second group's confirmations are in. Each late
+ * confirmation takes its place in the ring's order (found from the nearer
+ * end), no hold is lost, and the ring stays ordered while the holds live on
+ * for two more periods. */
+TEST(cluster_late_master_keeps_the_ring_in_order) {
+  enum { PER = 30 }; /* holds per master and group */
+  const int64_t lease = 3000; /* period 1 s, ticks every 500 ms */
+  rt_cluster_opts_t co;
+  rt_cluster_t *cl;
+  lk_client_opts_t o;
+  int m[3], g, k, i;
+  fx_t fx;
+  set_t set[2];
+  uint64_t scripts, leases, at, t_end;
+
+  rt_cluster_opts_init(&co);
+  co.replicas = 0;
+  co.node_timeout_ms = 15000; /* the pause is no failure */
+  memset(&fx, 0, sizeof(fx));
+  ASSERT_OK(uv_loop_init(&fx.loop));
+  cl = rt_cluster_start(&co);
+  ASSERT_NOT_NULL(cl);
+  ASSERT_EQ(rt_cluster_masters(cl, m, 3), 3);
+  lk_client_opts_init(&o);
+  o.default_lease_ms = lease;
+  o.port = rt_cluster_port(cl, m[0]);
+  fx_start_client(&fx, &o);
+
+  /* Group 0, then group 1 a tick later: they renew in alternate ticks. */
+  for (g = 0; g < 2; g++) {
+    set_alloc(&fx, &set[g], 3 * PER);
+    for (k = 0; k < 3; k++)
+      for (i = 0; i < PER; i++) {
+        char prefix[32];
+        snprintf(prefix, sizeof(prefix), "late:%d:%d:%d:", g, k, i);
+        ASSERT_GE(rt_cluster_key_on(cl, m[k], prefix, set[g].names[k * PER + i],
+                                    sizeof(set[g].names[0])),
+                  0);
+      }
+    set_acquire_named(&fx, &set[g]);
+    ASSERT_EQ(fx.c->cluster_on, 1);
+    if (g == 0)
+      fx_spin(&fx, lease / 6 + 50);
+  }
+  wait_quiet(&fx);
+  assert_ring_ordered(fx.c);
+
+  /* Master m[1] stops across two ticks, then answers. */
+  rt_cluster_pause(cl, m[1]);
+  fx_spin(&fx, lease / 2 + 300);
+  rt_cluster_resume(cl, m[1]);
+  wait_quiet(&fx);
+  assert_ring_ordered(fx.c);
+
+  t_end = uv_hrtime() + 2 * (uint64_t)lease / 3 * 1000000u;
+  while (uv_hrtime() < t_end) {
+    await_renewals(&fx, lease, &scripts, &leases, &at);
+    assert_ring_ordered(fx.c);
+  }
+  wait_quiet(&fx);
+  assert_ring_ordered(fx.c);
+  for (g = 0; g < 2; g++) {
+    ASSERT_EQ(set[g].lost, 0);
+    for (i = 0; i < set[g].n; i++)
+      ASSERT_EQ(lk_lock_is_held(set[g].locks[i]), 1);
+    set_close(&fx, &set[g]);
+  }
+  fx_finish(&fx);
+  rt_cluster_stop(cl);
 }
