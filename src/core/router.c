@@ -234,7 +234,8 @@ static void apply_topology(lk_client_t *c, lk__topo_t *t) {
   c->stats.topology_refreshes++;
   if (n_changed > 0) {
     /* Replication is asynchronous: a hold on a master that failed over, or
-     * in a slot that moved, may be gone. Verify every watched one now. */
+     * in a slot that moved, may be gone. Verify every watched one in those
+     * slots now: a renewal that finds it gone reports it lost (on_lost). */
     c->stats.topology_changes++;
     lk__log(c, LK_LOG_WARN, "cluster topology changed: %zu slot(s) have a new master; "
                             "holds in them are being verified",
@@ -243,7 +244,7 @@ static void apply_topology(lk_client_t *c, lk__topo_t *t) {
      * data, as after a restart without persistence: it abstains for the
      * quarantine (docs/multilock.md). */
     c->restarted_ns = lk__now_ns();
-    lk__wd_verify_all(c); /* TODO(router): lk__wd_verify_slots(c, changed) */
+    lk__wd_verify_slots(c, changed);
     lk__emit(c, LK_EVENT_TOPOLOGY_CHANGED);
   }
   /* Subscriptions follow their slots (and retry after a redirection). */
