@@ -122,6 +122,8 @@ static int cluster_begin(lk_client_t *c) {
     c->slot_node[i] = LK__TOPO_NONE;
   c->cluster_on = 1;
   lk__log(c, LK_LOG_INFO, "the server is a cluster node: routing by slot");
+  if (c->o.db != 0)
+    lk__log(c, LK_LOG_WARN, "db %d is not used: a cluster has only database 0", c->o.db);
   if (c->loop != NULL && c->topo_timer.data == c)
     refresh_soon(c);
   return 0;
