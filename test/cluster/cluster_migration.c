@@ -29,13 +29,16 @@ typedef struct mig_s {
   char tag[64];
 } mig_t;
 
-/* The fixture's client with a short watchdog lease; `tag` names a slot on
- * the first master, which the test migrates to the second. */
-static void mig_start(mig_t *m, int64_t lease_ms) {
+/* The fixture's client with a short watchdog lease (and a reply timeout,
+ * 0 for the default); `tag` names a slot on the first master, which the
+ * test migrates to the second. */
+static void mig_start_with(mig_t *m, int64_t lease_ms, int64_t reply_timeout_ms) {
   lk_client_opts_t o;
   memset(m, 0, sizeof(*m));
   lk_client_opts_init(&o);
   o.default_lease_ms = rt_scaled_ms(lease_ms);
+  if (reply_timeout_ms > 0)
+    o.reply_timeout_ms = reply_timeout_ms;
   o.on_event = cfx_on_event;
   o.event_arg = &m->ev;
   cfx_start(&m->f, 0, &o);
@@ -44,6 +47,8 @@ static void mig_start(mig_t *m, int64_t lease_ms) {
   m->slot = rt_cluster_key_on(m->f.cl, m->from, "mig-", m->tag, sizeof m->tag);
   ASSERT_GE(m->slot, 0);
 }
+
+static void mig_start(mig_t *m, int64_t lease_ms) { mig_start_with(m, lease_ms, 0); }
 
 /* "{tag}suffix": a name in the migrated slot. */
 static void mig_name(const mig_t *m, const char *suffix, char *out, size_t cap) {
@@ -257,6 +262,75 @@ TEST(fenced_acquire_during_a_migration_gets_in_when_it_finishes) {
   ASSERT_GT(lk_lock_token(l), before);
   ASSERT_EQ(cfx_exists(&m.f, m.to, name), 1);
   ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
+  fx_close_lock(&m.f.fx, l);
+  cfx_finish(&m.f);
+}
+
+/* A slot left mid-migration where a fenced acquire meets TRYAGAIN (its
+ * counter moved, the lock key absent): returns the lock, its name taken
+ * once before (so the counter exists) and the window open. */
+static lk_lock_t *fenced_in_open_window(mig_t *m, char *name, size_t cap) {
+  sx_t s;
+  mig_name(m, "budget", name, cap);
+  lk_lock_t *l = fx_lock(&m->f.fx, name);
+  cfx_acquire_start(l, 0, 30000, 1, &s);
+  rt_run_until(&m->f.fx.loop, &s.done, 10000);
+  ASSERT_OK(s.status);
+  ASSERT_OK(sx_run(&m->f.fx, lk_lock_release, l, NULL));
+  ASSERT_OK(rt_cluster_migrate_start(m->f.cl, m->slot, m->to));
+  ASSERT_EQ(rt_cluster_migrate_keys(m->f.cl, m->slot, 0), 1);
+  return l;
+}
+
+/* TRYAGAIN says the script did not run. The reply timeout bounds how long
+ * one command is retried; an acquire with a wait budget keeps trying for
+ * its whole budget: a migration window three reply timeouts long, then the
+ * lock, not LK_ECLUSTER when the first command gives up. */
+TEST(budgeted_acquire_keeps_trying_through_tryagain_past_the_reply_timeout) {
+  mig_t m;
+  char name[96];
+  sx_t s;
+  const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(20000);
+  mig_start_with(&m, LEASE_MS, reply_timeout);
+  lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  uint64_t t0 = uv_hrtime();
+  cfx_acquire_start(l, budget, 30000, 1, &s);
+  fx_spin(&m.f.fx, 3 * reply_timeout);
+  if (s.done)
+    FAIL("the acquire ended with %s after %.0f ms of a %lld ms budget, the window still open",
+         lk_err_name(s.status), cfx_ms_since(t0, s.t_ns), (long long)budget);
+  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  rt_run_until(&m.f.fx.loop, &s.done, 20000);
+  ASSERT_OK(s.status);
+  ASSERT_LE(cfx_ms_since(t0, s.t_ns), (double)(budget + reply_timeout));
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
+  fx_close_lock(&m.f.fx, l);
+  cfx_finish(&m.f);
+}
+
+/* The window outlasts the budget: the acquire ends LK_ETIMEDOUT (the
+ * reason readable with lk_lock_error_text), within budget + the reply
+ * timeout. */
+TEST(budgeted_acquire_in_a_tryagain_window_longer_than_its_budget_times_out) {
+  mig_t m;
+  char name[96];
+  sx_t s;
+  const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(2500);
+  mig_start_with(&m, LEASE_MS, reply_timeout);
+  lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
+  uint64_t t0 = uv_hrtime();
+  cfx_acquire_start(l, budget, 30000, 1, &s);
+  rt_run_until(&m.f.fx.loop, &s.done, 20000);
+  double took = cfx_ms_since(t0, s.t_ns);
+  fprintf(stderr, "note: %s after %.0f ms (budget %lld ms, reply timeout %lld ms)\n",
+          lk_err_name(s.status), took, (long long)budget, (long long)reply_timeout);
+  ASSERT_EQ(s.status, LK_ETIMEDOUT);
+  ASSERT_GE(took, (double)budget - 1);
+  ASSERT_LE(took, (double)(budget + reply_timeout + rt_scaled_ms(300)));
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, name), 0);
   fx_close_lock(&m.f.fx, l);
   cfx_finish(&m.f);
 }
