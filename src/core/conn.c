@@ -211,18 +211,10 @@ static void on_hs_info(void *data, int status, redisReply *r) {
 static int hs_send_len(lk__conn_t *conn, int argc, const char **argv,
                        const size_t *lens, const lk__script_t *loads, lk__op_cb cb) {
   int err = 0;
-  lk__op_t *op = lk__op_new(conn->client, cb, conn, &err);
-  int len;
+  lk__op_t *op = lk__op_internal(conn->client, argc, argv, lens, cb, conn, &err);
   if (op == NULL)
     return err;
-  op->internal = 1;
   op->loads = loads;
-  len = lk__format_command(&op->cmd, &op->cmd_cap, argc, argv, lens);
-  if (len < 0) {
-    lk__op_free(op);
-    return LK_ENOMEM;
-  }
-  op->cmd_len = (size_t)len;
   conn->handshake_left++;
   conn_send(conn, op);
   return 0;

@@ -301,6 +301,12 @@ int lk__op_follow_up_then(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
  * Used when the object that sent it no longer waits for it. */
 void lk__op_retarget(lk__op_t *op, lk__op_cb cb, void *data);
 lk__op_t *lk__op_new(lk_client_t *c, lk__op_cb cb, void *data, int *err);
+/* The library's own command (handshake, pub/sub, topology, ASKING): not
+ * user work, so outside the in-flight cap; formatted now and returned for
+ * the caller to enqueue on the connection it belongs to. lens may be NULL
+ * (C strings). NULL with *err set. */
+lk__op_t *lk__op_internal(lk_client_t *c, int argc, const char **argv, const size_t *lens,
+                          lk__op_cb cb, void *data, int *err);
 void lk__op_free(lk__op_t *op);
 void lk__op_pool_free(lk_client_t *c);
 /* Runs an op's callback and frees it. */

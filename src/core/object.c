@@ -1,5 +1,6 @@
 /* The shared body of every primitive object (object.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/object.h"
@@ -417,6 +418,65 @@ static void on_timer(uv_timer_t *t) {
     o->wait_ms = 0;
   }
   retry_now(o);
+}
+
+/* --- one-value commands --- */
+
+int lk__obj_value_sent(lk__obj_t *o, lk__op_t *op, int flags, int err) {
+  if (op == NULL) {
+    o->kind = 0;
+    o->waiting = 0;
+    return err != 0 ? err : LK_ENOMEM;
+  }
+  o->op = op;
+  o->value_flags = (uint8_t)flags;
+  return 0;
+}
+
+static int read_default(int flags, const redisReply *r, int64_t *v) {
+  long long n;
+  char *end;
+  if (lk__reply_is_int(r, &n)) {
+    *v = n;
+    return 1;
+  }
+  if (!(flags & LK__VALUE_TEXT))
+    return 0;
+  if (r->type == REDIS_REPLY_NIL) {
+    *v = 0;
+    return 1;
+  }
+  if (r->type != REDIS_REPLY_STRING || r->len == 0)
+    return 0;
+  n = strtoll(r->str, &end, 10);
+  if (end != r->str + r->len)
+    return 0;
+  *v = n;
+  return 1;
+}
+
+void lk__obj_value_reply(void *data, int status, redisReply *r) {
+  lk__obj_t *o = data;
+  int64_t v = 0;
+  int ok = -1;
+  o->op = NULL;
+  if (status != 0) {
+    lk__obj_error(o, r);
+    lk__obj_finish(o, o->ops->map_error != NULL ? o->ops->map_error(status, r) : status);
+    return;
+  }
+  if (o->ops->read_value != NULL)
+    ok = o->ops->read_value(o, r, &v);
+  if (ok < 0)
+    ok = read_default(o->value_flags, r, &v);
+  if (!ok) {
+    lk__obj_finish(o, (o->value_flags & LK__VALUE_CHANGES) ? LK_EUNKNOWN : LK_EPROTOCOL);
+    return;
+  }
+  o->result = v;
+  if (o->ops->value_done != NULL)
+    o->ops->value_done(o, o->kind);
+  lk__obj_finish(o, 0);
 }
 
 /* --- init --- */

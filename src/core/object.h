@@ -86,6 +86,16 @@ typedef struct lk__obj_ops_s {
   /* The holds are gone: stop renewing, give back what the server may still
    * have for the owner, set o->lost, tell the holder (on_lost). */
   void (*lose)(lk__obj_t *o);
+
+  /* --- one-value commands (lk__obj_value_sent); all may be NULL --- */
+  /* Reads a reply the core's default reading does not cover: 1 read into
+   * *v, 0 not a shape the verb sends, -1 use the default. */
+  int (*read_value)(lk__obj_t *o, const redisReply *r, int64_t *v);
+  /* The value was read (o->result): the verb's effect on the object, such
+   * as a force release forgetting the holds. */
+  void (*value_done)(lk__obj_t *o, int kind);
+  /* Maps an error reply's status (the semaphores read ERANGE as LK_EINVAL). */
+  int (*map_error)(int status, const redisReply *r);
 } lk__obj_ops_t;
 
 struct lk__obj_s {
@@ -124,6 +134,7 @@ struct lk__obj_s {
   unsigned command_deferred : 1;
   unsigned budgeted : 1; /* the wait was given a budget (wait_ms != 0) */
   unsigned lost : 1;     /* holding objects: on_lost was told, holds not yet forgotten */
+  uint8_t value_flags;   /* the pending one-value command's LK__VALUE_* */
   struct lk__outcome_track_s *track; /* abandoned attempts still out, or NULL */
 };
 
@@ -189,6 +200,24 @@ static inline lk__sub_t *lk__obj_sub(lk__obj_t *o) { return o->w != NULL ? &o->w
 /* Stops listening on the object's channel (a kept one too). */
 void lk__obj_unsubscribe(lk__obj_t *o);
 int lk__obj_transient(int status);
+
+/* --- one-value commands: queries, force releases, count changes --- */
+enum {
+  /* The command may change state: a reply of a shape it never sends leaves
+   * the outcome unknown (LK_EUNKNOWN), where a query's is LK_EPROTOCOL. */
+  LK__VALUE_CHANGES = 1,
+  /* The value is a string holding a number (HGET, GET); nil reads as 0. An
+   * integer reply is always read. */
+  LK__VALUE_TEXT = 2
+};
+/* After sending the pending operation's one command with
+ * lk__obj_value_reply as its callback (o as data): op NULL ends the start
+ * (the operation is not pending any more) and returns err; else 0. */
+int lk__obj_value_sent(lk__obj_t *o, lk__op_t *op, int flags, int err);
+/* The reply: an error ends the operation with its status; the value goes to
+ * o->result (ops->read_value, or the default reading), then
+ * ops->value_done, then the operation ends with 0. */
+void lk__obj_value_reply(void *data, int status, redisReply *r);
 
 static inline int lk__valid_wait(int64_t w) {
   return w == -1 || (w >= 0 && w <= LK_MAX_TIME_MS);

@@ -47,6 +47,31 @@ lk__op_t *lk__op_new(lk_client_t *c, lk__op_cb cb, void *data, int *err) {
   return op;
 }
 
+lk__op_t *lk__op_internal(lk_client_t *c, int argc, const char **argv, const size_t *lens,
+                          lk__op_cb cb, void *data, int *err) {
+  size_t l[4];
+  int i, len;
+  lk__op_t *op;
+  if (argc > 4) {
+    *err = LK_EINVAL;
+    return NULL;
+  }
+  for (i = 0; i < argc; i++)
+    l[i] = lens != NULL ? lens[i] : strlen(argv[i]);
+  op = lk__op_new(c, cb, data, err);
+  if (op == NULL)
+    return NULL;
+  op->internal = 1;
+  len = lk__format_command(&op->cmd, &op->cmd_cap, argc, argv, l);
+  if (len < 0) {
+    lk__op_free(op);
+    *err = LK_ENOMEM;
+    return NULL;
+  }
+  op->cmd_len = (size_t)len;
+  return op;
+}
+
 void lk__op_free(lk__op_t *op) {
   lk_client_t *c = op->client;
   if (c != NULL && c->closing < 3 && c->op_pool_len < LK__OP_POOL_MAX) {

@@ -96,22 +96,12 @@ static void chan_free(lk__chan_t *ch) {
 
 static lk__op_t *send_on(lk__conn_t *conn, const char *verb, const lk__chan_t *ch,
                          lk__op_cb cb, void *data) {
-  lk_client_t *c = conn->client;
   const char *argv[2] = {verb, ch->name};
   size_t lens[2] = {strlen(verb), ch->len};
   int err = 0;
-  lk__op_t *op = lk__op_new(c, cb, data, &err);
-  int len;
-  if (op == NULL)
-    return NULL;
-  op->internal = 1;
-  len = lk__format_command(&op->cmd, &op->cmd_cap, 2, argv, lens);
-  if (len < 0) {
-    lk__op_free(op);
-    return NULL;
-  }
-  op->cmd_len = (size_t)len;
-  lk__conn_enqueue(conn, op);
+  lk__op_t *op = lk__op_internal(conn->client, 2, argv, lens, cb, data, &err);
+  if (op != NULL)
+    lk__conn_enqueue(conn, op);
   return op;
 }
 
@@ -555,21 +545,14 @@ static void ping_tick(lk_client_t *c) {
   HASH_ITER(hh, c->chans, ch, tmp) {
     lk__conn_t *conn = ch->conn;
     lk__op_t *op;
-    int err = 0, len;
+    int err = 0;
     /* Something in flight already has the reply timeout watching. */
     if (ch->state != LK__CHAN_SUBSCRIBED || conn == NULL ||
         conn->state != LK__CONN_READY || lk__conn_is_busy(conn))
       continue;
-    op = lk__op_new(c, on_ping_reply, conn, &err);
+    op = lk__op_internal(c, 1, argv, lens, on_ping_reply, conn, &err);
     if (op == NULL)
       return;
-    op->internal = 1;
-    len = lk__format_command(&op->cmd, &op->cmd_cap, 1, argv, lens);
-    if (len < 0) {
-      lk__op_free(op);
-      return;
-    }
-    op->cmd_len = (size_t)len;
     lk__conn_enqueue(conn, op); /* busy from now on: one PING per connection */
   }
 }

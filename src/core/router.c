@@ -155,7 +155,7 @@ static int send_topology_query(lk_client_t *c, const char *what) {
   const char *argv[2] = {"CLUSTER", what};
   size_t lens[2] = {7, strlen(what)};
   lk__conn_t *conn = any_ready_cmd(c);
-  int err = 0, len;
+  int err = 0;
   lk__op_t *op;
   if (conn == NULL) {
     /* Nobody is ready: the first node that becomes ready asks. */
@@ -163,16 +163,9 @@ static int send_topology_query(lk_client_t *c, const char *what) {
     lk__conn_start(&c->cmd);
     return 0;
   }
-  op = lk__op_new(c, on_topology, c, &err);
+  op = lk__op_internal(c, 2, argv, lens, on_topology, c, &err);
   if (op == NULL)
     return err;
-  op->internal = 1;
-  len = lk__format_command(&op->cmd, &op->cmd_cap, 2, argv, lens);
-  if (len < 0) {
-    lk__op_free(op);
-    return LK_ENOMEM;
-  }
-  op->cmd_len = (size_t)len;
   c->topo_inflight = 1;
   c->topo_last_ns = lk__now_ns();
   lk__conn_enqueue(conn, op);
@@ -449,18 +442,10 @@ void lk__router_refresh(lk_client_t *c) { refresh_soon(c); }
  * guarantees (commands leave a connection in order). */
 int lk__router_asking(lk_client_t *c, lk__conn_t *conn) {
   const char *argv[1] = {"ASKING"};
-  size_t lens[1] = {6};
-  int err = 0, len;
-  lk__op_t *op = lk__op_new(c, NULL, NULL, &err);
+  int err = 0;
+  lk__op_t *op = lk__op_internal(c, 1, argv, NULL, NULL, NULL, &err);
   if (op == NULL)
     return err;
-  op->internal = 1;
-  len = lk__format_command(&op->cmd, &op->cmd_cap, 1, argv, lens);
-  if (len < 0) {
-    lk__op_free(op);
-    return LK_ENOMEM;
-  }
-  op->cmd_len = (size_t)len;
   lk__conn_enqueue(conn, op);
   return 0;
 }

@@ -137,6 +137,7 @@ static const lk__obj_ops_t lk__fair_ops = {
     .deferred = lk__fair_deferred_release,
     .give_back = lk__fair_give_back,
     .lose = lk__fair_lose,
+    .value_done = lk__fair_value_done,
 };
 
 int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {

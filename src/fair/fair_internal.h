@@ -95,6 +95,8 @@ lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb 
  * only if the owner's count is exactly cond); the holds are gone. */
 void lk__fair_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n);
 void lk__fair_lose(lk__obj_t *o);
+/* The one-value commands' effect: a force release forgets the holds. */
+void lk__fair_value_done(lk__obj_t *o, int kind);
 void lk__fair_on_wd_event(lk__wd_entry_t *e, int event);
 /* A release that waited for an abandoned attempt's give-back may go. */
 void lk__fair_deferred_release(lk__obj_t *o);

@@ -142,45 +142,21 @@ void lk__fair_deferred_release(lk__obj_t *o) {
 
 /* --- force release and queries --- */
 
-static void on_simple_reply(void *data, int status, redisReply *r) {
-  lk_fair_t *f = data;
-  long long v;
-  f->base.op = NULL;
-  if (status != 0) {
-    lk__obj_error(&f->base, r);
-    lk__fair_finish(f, status);
+/* A force release: the holds are gone. */
+void lk__fair_value_done(lk__obj_t *o, int kind) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  if (kind != LK__FAIR_OP_FORCE)
     return;
-  }
-  if (f->base.kind == LK__FAIR_OP_QUERY_HOLDS) {
-    if (r->type == REDIS_REPLY_NIL) {
-      f->base.result = 0;
-    } else if (r->type == REDIS_REPLY_STRING) {
-      f->base.result = strtoll(r->str, NULL, 10);
-    } else {
-      lk__fair_finish(f, LK_EPROTOCOL);
-      return;
-    }
-    lk__fair_finish(f, 0);
-    return;
-  }
-  if (!lk__reply_is_int(r, &v)) {
-    /* A force release may have run: its outcome is unknown. */
-    lk__fair_finish(f, f->base.kind == LK__FAIR_OP_FORCE ? LK_EUNKNOWN : LK_EPROTOCOL);
-    return;
-  }
-  f->base.result = v;
-  if (f->base.kind == LK__FAIR_OP_FORCE) {
-    f->hold.count = 0;
-    f->base.lost = 0;
-    lk__hold_unwatch(LK__FAIR_CLIENT(f), &f->hold);
-  }
-  lk__fair_finish(f, 0);
+  f->hold.count = 0;
+  o->lost = 0;
+  lk__hold_unwatch(LK__FAIR_CLIENT(f), &f->hold);
 }
 
 static int start_simple(lk_fair_t *f, enum lk__fair_op kind, lk_fair_cb cb, void *arg) {
   const char *argv[5];
   size_t lens[5];
   lk_client_t *c;
+  lk__op_t *op;
   int err = 0, rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
@@ -193,32 +169,27 @@ static int start_simple(lk_fair_t *f, enum lk__fair_op kind, lk_fair_cb cb, void
     argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
     argv[3] = f->channel_base, lens[3] = f->channel_base_len;
     argv[4] = lk__publish_cmd(LK__FAIR_CLIENT(f), &lens[4]);
-    f->base.op = lk__script_call(c, lk__fair_script("fair/force_release"), 4, 1, argv, lens,
-                                 on_simple_reply, f, &err);
-    break;
+    op = lk__script_call(c, lk__fair_script("fair/force_release"), 4, 1, argv, lens,
+                         lk__obj_value_reply, &f->base, &err);
+    return lk__obj_value_sent(&f->base, op, LK__VALUE_CHANGES, err);
   case LK__FAIR_OP_QUERY_QUEUE:
     argv[0] = f->timeout_key, lens[0] = f->timeout_key_len;
-    f->base.op = lk__script_call(c, lk__fair_script("fair/queue_length"), 1, 0, argv, lens,
-                                 on_simple_reply, f, &err);
-    break;
+    op = lk__script_call(c, lk__fair_script("fair/queue_length"), 1, 0, argv, lens,
+                         lk__obj_value_reply, &f->base, &err);
+    return lk__obj_value_sent(&f->base, op, 0, err);
   case LK__FAIR_OP_QUERY_HOLDS:
     argv[0] = "HGET", lens[0] = 4;
     argv[1] = f->name, lens[1] = f->name_len;
     argv[2] = f->owner, lens[2] = f->owner_len;
-    f->base.op = lk__cmd_argv(c, 3, argv, lens, on_simple_reply, f, &err);
-    break;
+    op = lk__cmd_argv(c, 3, argv, lens, lk__obj_value_reply, &f->base, &err);
+    return lk__obj_value_sent(&f->base, op, LK__VALUE_TEXT, err);
   default:
     argv[0] = kind == LK__FAIR_OP_QUERY_TTL ? "PTTL" : "EXISTS";
     lens[0] = strlen(argv[0]);
     argv[1] = f->name, lens[1] = f->name_len;
-    f->base.op = lk__cmd_argv(c, 2, argv, lens, on_simple_reply, f, &err);
-    break;
+    op = lk__cmd_argv(c, 2, argv, lens, lk__obj_value_reply, &f->base, &err);
+    return lk__obj_value_sent(&f->base, op, 0, err);
   }
-  if (f->base.op == NULL) {
-    f->base.kind = LK__FAIR_OP_NONE;
-    return err;
-  }
-  return 0;
 }
 
 int lk_fair_force_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {

@@ -427,47 +427,21 @@ static void deferred_release(lk__obj_t *o) {
 
 /* --- force release and queries --- */
 
-static void on_simple_reply(void *data, int status, redisReply *r) {
-  lk_lock_t *l = data;
-  long long v;
-  l->base.op = NULL;
-  if (status != 0) {
-    lk__obj_error(&l->base, r);
-    finish(l, status);
+/* A force release forgot nothing the server still had: the holds are gone. */
+static void value_done(lk__obj_t *o, int kind) {
+  lk_lock_t *l = (lk_lock_t *)o;
+  if (kind != OP_FORCE)
     return;
-  }
-  switch (l->base.kind) {
-  case OP_QUERY_HOLDS:
-    if (r->type == REDIS_REPLY_NIL) {
-      l->base.result = 0;
-    } else if (r->type == REDIS_REPLY_STRING) {
-      l->base.result = strtoll(r->str, NULL, 10);
-    } else {
-      finish(l, LK_EPROTOCOL);
-      return;
-    }
-    break;
-  default:
-    if (!lk__reply_is_int(r, &v)) {
-      /* A force release may have run: its outcome is unknown. */
-      finish(l, l->base.kind == OP_FORCE ? LK_EUNKNOWN : LK_EPROTOCOL);
-      return;
-    }
-    l->base.result = v;
-    if (l->base.kind == OP_FORCE) {
-      l->hold.count = 0;
-      l->base.lost = 0;
-      lk__hold_unwatch(CLIENT(l), &l->hold);
-    }
-    break;
-  }
-  finish(l, 0);
+  l->hold.count = 0;
+  o->lost = 0;
+  lk__hold_unwatch(CLIENT(l), &l->hold);
 }
 
 static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
                         void *arg) {
   const char *argv[3];
   size_t lens[3];
+  lk__op_t *op = NULL;
   int err = 0, rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
@@ -477,30 +451,23 @@ static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
     argv[0] = l->name, lens[0] = l->name_len;
     argv[1] = channel(l, &lens[1]);
     argv[2] = lk__publish_cmd(CLIENT(l), &lens[2]);
-    if (argv[1] == NULL)
-      err = LK_ENOMEM;
-    else
-      l->base.op = lk__script_call(CLIENT(l), script("lock/force_release"), 2, 1, argv, lens,
-                                   on_simple_reply, l, &err);
-    break;
+    if (argv[1] != NULL)
+      op = lk__script_call(CLIENT(l), script("lock/force_release"), 2, 1, argv, lens,
+                           lk__obj_value_reply, &l->base, &err);
+    return lk__obj_value_sent(&l->base, op, LK__VALUE_CHANGES, err);
   case OP_QUERY_HOLDS:
     argv[0] = "HGET", lens[0] = 4;
     argv[1] = l->name, lens[1] = l->name_len;
     argv[2] = l->owner, lens[2] = l->owner_len;
-    l->base.op = lk__cmd_argv(CLIENT(l), 3, argv, lens, on_simple_reply, l, &err);
-    break;
+    op = lk__cmd_argv(CLIENT(l), 3, argv, lens, lk__obj_value_reply, &l->base, &err);
+    return lk__obj_value_sent(&l->base, op, LK__VALUE_TEXT, err);
   default:
     argv[0] = kind == OP_QUERY_TTL ? "PTTL" : "EXISTS";
     lens[0] = strlen(argv[0]);
     argv[1] = l->name, lens[1] = l->name_len;
-    l->base.op = lk__cmd_argv(CLIENT(l), 2, argv, lens, on_simple_reply, l, &err);
-    break;
+    op = lk__cmd_argv(CLIENT(l), 2, argv, lens, lk__obj_value_reply, &l->base, &err);
+    return lk__obj_value_sent(&l->base, op, 0, err);
   }
-  if (l->base.op == NULL) {
-    l->base.kind = OP_NONE;
-    return err;
-  }
-  return 0;
 }
 
 int lk_lock_force_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
@@ -666,6 +633,7 @@ static const lk__obj_ops_t lk__lock_ops = {
     .deferred = deferred_release,
     .give_back = give_back_hold,
     .lose = lose,
+    .value_done = value_done,
 };
 
 int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {

@@ -90,57 +90,36 @@ int lk_rwlock_cancel(lk_rwlock_t *rw) {
 
 /* --- force release and queries --- */
 
-static void on_simple_reply(void *data, int status, redisReply *r) {
-  lk_rwlock_t *rw = data;
-  long long v;
+/* The mode query reads "write" or "read" (nil: not locked, 0). */
+static int read_value(lk__obj_t *o, const redisReply *r, int64_t *v) {
+  if (o->kind != LK__RW_OP_QUERY_MODE)
+    return -1;
+  if (r->type == REDIS_REPLY_NIL) {
+    *v = 0;
+    return 1;
+  }
+  if (r->type != REDIS_REPLY_STRING)
+    return 0;
+  *v = strcmp(r->str, "write") == 0 ? LK_RW_WRITE : strcmp(r->str, "read") == 0 ? LK_RW_READ : -1;
+  return *v >= 0;
+}
+
+/* A force release: the holds of both sides are gone. */
+static void value_done(lk__obj_t *o, int kind) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int s;
-  rw->base.op = NULL;
-  if (status != 0) {
-    lk__obj_error(&rw->base, r);
-    lk__obj_finish(&rw->base, status);
+  if (kind != LK__RW_OP_FORCE)
     return;
-  }
-  switch (rw->base.kind) {
-  case LK__RW_OP_QUERY_HOLDS:
-  case LK__RW_OP_QUERY_MODE:
-    if (r->type == REDIS_REPLY_NIL) {
-      rw->base.result = 0;
-    } else if (r->type != REDIS_REPLY_STRING) {
-      lk__obj_finish(&rw->base, LK_EPROTOCOL);
-      return;
-    } else if (rw->base.kind == LK__RW_OP_QUERY_HOLDS) {
-      rw->base.result = strtoll(r->str, NULL, 10);
-    } else {
-      rw->base.result = strcmp(r->str, "write") == 0  ? LK_RW_WRITE
-                        : strcmp(r->str, "read") == 0 ? LK_RW_READ
-                                                      : -1;
-      if (rw->base.result < 0) {
-        lk__obj_finish(&rw->base, LK_EPROTOCOL);
-        return;
-      }
-    }
-    break;
-  default:
-    if (!lk__reply_is_int(r, &v)) {
-      /* A force release may have run: its outcome is unknown. */
-      lk__obj_finish(&rw->base, rw->base.kind == LK__RW_OP_FORCE ? LK_EUNKNOWN : LK_EPROTOCOL);
-      return;
-    }
-    rw->base.result = v;
-    if (rw->base.kind == LK__RW_OP_FORCE) {
-      for (s = LK__RW_R; s <= LK__RW_W; s++)
-        lk__hold_drop(LK__RW_CLIENT(rw), &rw->side[s], UINT32_MAX);
-      rw->base.lost = 0;
-    }
-    break;
-  }
-  lk__obj_finish(&rw->base, 0);
+  for (s = LK__RW_R; s <= LK__RW_W; s++)
+    lk__hold_drop(o->client, &rw->side[s], UINT32_MAX);
+  o->lost = 0;
 }
 
 static int start_simple(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_side_t side,
                         lk_rwlock_cb cb, void *arg) {
   const char *argv[4];
   size_t lens[4];
+  lk__op_t *op;
   int err = 0, rc = lk__obj_check_idle(rw ? &rw->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
@@ -153,9 +132,9 @@ static int start_simple(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_side_t s
     argv[1] = rw->channel, lens[1] = rw->channel_len;
     argv[2] = rw->kp, lens[2] = rw->kp_len;
     argv[3] = lk__publish_cmd(LK__RW_CLIENT(rw), &lens[3]);
-    rw->base.op = lk__script_call(LK__RW_CLIENT(rw), lk__script_find("rwlock/force_release"),
-                                  3, 1, argv, lens, on_simple_reply, rw, &err);
-    break;
+    op = lk__script_call(LK__RW_CLIENT(rw), lk__script_find("rwlock/force_release"), 3, 1,
+                         argv, lens, lk__obj_value_reply, &rw->base, &err);
+    return lk__obj_value_sent(&rw->base, op, LK__VALUE_CHANGES, err);
   case LK__RW_OP_QUERY_HOLDS:
   case LK__RW_OP_QUERY_MODE:
     argv[0] = "HGET", lens[0] = 4;
@@ -166,19 +145,14 @@ static int start_simple(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_side_t s
       argv[2] = rw->writer, lens[2] = rw->writer_len;
     else
       argv[2] = rw->owner, lens[2] = rw->owner_len;
-    rw->base.op = lk__cmd_argv(LK__RW_CLIENT(rw), 3, argv, lens, on_simple_reply, rw, &err);
-    break;
+    op = lk__cmd_argv(LK__RW_CLIENT(rw), 3, argv, lens, lk__obj_value_reply, &rw->base, &err);
+    return lk__obj_value_sent(&rw->base, op, LK__VALUE_TEXT, err);
   default:
     argv[0] = "PTTL", lens[0] = 4;
     argv[1] = rw->name, lens[1] = rw->name_len;
-    rw->base.op = lk__cmd_argv(LK__RW_CLIENT(rw), 2, argv, lens, on_simple_reply, rw, &err);
-    break;
+    op = lk__cmd_argv(LK__RW_CLIENT(rw), 2, argv, lens, lk__obj_value_reply, &rw->base, &err);
+    return lk__obj_value_sent(&rw->base, op, 0, err);
   }
-  if (rw->base.op == NULL) {
-    rw->base.kind = LK__RW_OP_NONE;
-    return err;
-  }
-  return 0;
 }
 
 int lk_rwlock_force_release(lk_rwlock_t *rw, lk_rwlock_cb cb, void *arg) {
@@ -275,6 +249,8 @@ static const lk__obj_ops_t lk__rwlock_ops = {
     .deferred = lk__rw_release_deferred,
     .give_back = lk__rw_give_back,
     .lose = lk__rw_lose,
+    .read_value = read_value,
+    .value_done = value_done,
 };
 
 /* {NAME}, or NAME itself when it has a brace (Redisson's hash-tag rule):

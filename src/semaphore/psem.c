@@ -386,28 +386,11 @@ int lk_psem_update_lease(lk_psem_t *p, const char *id, int64_t lease_ms, lk_psem
 
 /* --- set, add, counts --- */
 
-static void on_simple_reply(void *data, int status, redisReply *r) {
-  lk_psem_t *p = data;
-  int64_t v;
-  p->base.op = NULL;
-  if (status != 0) {
-    lk__obj_error(&p->base, r);
-    finish(p, lk__sem_status(status, r));
-    return;
-  }
-  if (p->base.kind == OP_AVAILABLE || p->base.kind == OP_ACQUIRED) {
-    if (!lk__sem_elem(r, p->base.kind == OP_AVAILABLE ? 0 : 1, &v)) {
-      finish(p, LK_EPROTOCOL); /* a read: nothing changed */
-      return;
-    }
-  } else if (!lk__sem_int_of(r, &v)) {
-    /* A shape the script never sends to a verb that changes the count:
-     * whether it ran is unknown, as after a lost reply. */
-    finish(p, LK_EUNKNOWN);
-    return;
-  }
-  p->base.result = v;
-  finish(p, 0);
+/* The count queries read one element of psem_counts' reply. */
+static int read_value(lk__obj_t *o, const redisReply *r, int64_t *v) {
+  if (o->kind != OP_AVAILABLE && o->kind != OP_ACQUIRED)
+    return -1;
+  return lk__sem_elem(r, o->kind == OP_AVAILABLE ? 0 : 1, v);
 }
 
 static int start_simple(lk_psem_t *p, enum lk__psem_op kind, int64_t v, int valid, lk_psem_cb cb,
@@ -428,7 +411,7 @@ static int start_simple(lk_psem_t *p, enum lk__psem_op kind, int64_t v, int vali
     argv[2] = lk__sem_i64(num, v), lens[2] = strlen(num);
     argv[3] = lk__publish_cmd(CLIENT(p), &lens[3]);
     p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/try_set"), 2, 2, argv, lens,
-                                 on_simple_reply, p, &err);
+                                 lk__obj_value_reply, &p->base, &err);
     break;
   case OP_ADD: /* NAME, zset, channel; delta, PUBLISH, max */
     argv[1] = p->zset, lens[1] = p->zset_len;
@@ -437,21 +420,22 @@ static int start_simple(lk_psem_t *p, enum lk__psem_op kind, int64_t v, int vali
     argv[4] = lk__publish_cmd(CLIENT(p), &lens[4]);
     argv[5] = lk__sem_i64(max, LK_SEMAPHORE_MAX_PERMITS), lens[5] = strlen(max);
     p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/psem_add"), 3, 3, argv, lens,
-                                 on_simple_reply, p, &err);
+                                 lk__obj_value_reply, &p->base, &err);
     break;
   default: /* NAME, zset, channel; PUBLISH */
     argv[1] = p->zset, lens[1] = p->zset_len;
     argv[2] = p->channel, lens[2] = p->channel_len;
     argv[3] = lk__publish_cmd(CLIENT(p), &lens[3]);
     p->base.op = lk__script_call(CLIENT(p), lk__sem_script("semaphore/psem_counts"), 3, 1, argv,
-                                 lens, on_simple_reply, p, &err);
+                                 lens, lk__obj_value_reply, &p->base, &err);
     break;
   }
-  if (p->base.op == NULL) {
-    p->base.kind = OP_NONE;
-    return err;
-  }
-  return 0;
+  /* try_set and add change the count; the count queries only read. */
+  return lk__obj_value_sent(&p->base, p->base.op,
+                            kind == OP_TRY_SET || kind == OP_ADD
+                                ? LK__VALUE_TEXT | LK__VALUE_CHANGES
+                                : 0,
+                            err);
 }
 
 int lk_psem_try_set_permits(lk_psem_t *p, int64_t permits, lk_psem_cb cb, void *arg) {
@@ -632,6 +616,8 @@ static const lk__obj_ops_t lk__psem_ops = {
     .release_kind = OP_RELEASE,
     .counted = counted,
     .undo = undo_acquire,
+    .map_error = lk__sem_status,
+    .read_value = read_value,
 };
 
 int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {

@@ -353,24 +353,6 @@ int lk_semaphore_release_unheld(lk_semaphore_t *s, int64_t permits, lk_semaphore
 
 /* --- set, add, available --- */
 
-static void on_simple_reply(void *data, int status, redisReply *r) {
-  lk_semaphore_t *s = data;
-  int64_t v;
-  s->base.op = NULL;
-  if (status != 0) {
-    lk__obj_error(&s->base, r);
-    finish(s, lk__sem_status(status, r));
-    return;
-  }
-  if (!lk__sem_int_of(r, &v)) {
-    /* A shape the script never sends: for a verb that changes the count,
-     * whether it ran is unknown, as after a lost reply. */
-    finish(s, s->base.kind == OP_AVAILABLE ? LK_EPROTOCOL : LK_EUNKNOWN);
-    return;
-  }
-  s->base.result = v;
-  finish(s, 0);
-}
 
 static int start_simple(lk_semaphore_t *s, enum lk__sem_op kind, int64_t v, int valid,
                         lk_semaphore_cb cb, void *arg) {
@@ -391,24 +373,24 @@ static int start_simple(lk_semaphore_t *s, enum lk__sem_op kind, int64_t v, int 
   switch (kind) {
   case OP_TRY_SET: /* NAME, channel; permits, PUBLISH */
     s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/try_set"), 2, 2, argv, lens,
-                                 on_simple_reply, s, &err);
+                                 lk__obj_value_reply, &s->base, &err);
     break;
   case OP_ADD: /* NAME, channel; delta, PUBLISH, max */
     s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/add"), 2, 3, argv, lens,
-                                 on_simple_reply, s, &err);
+                                 lk__obj_value_reply, &s->base, &err);
     break;
   default: {
     const char *get[2] = {"GET", s->name};
     size_t glens[2] = {3, s->name_len};
-    s->base.op = lk__cmd_argv(CLIENT(s), 2, get, glens, on_simple_reply, s, &err);
+    s->base.op = lk__cmd_argv(CLIENT(s), 2, get, glens, lk__obj_value_reply, &s->base, &err);
     break;
   }
   }
-  if (s->base.op == NULL) {
-    s->base.kind = OP_NONE;
-    return err;
-  }
-  return 0;
+  /* available reads (GET); try_set and add change the count. */
+  return lk__obj_value_sent(&s->base, s->base.op,
+                            kind == OP_AVAILABLE ? LK__VALUE_TEXT
+                                                 : LK__VALUE_TEXT | LK__VALUE_CHANGES,
+                            err);
 }
 
 int lk_semaphore_try_set_permits(lk_semaphore_t *s, int64_t permits, lk_semaphore_cb cb,
@@ -619,6 +601,7 @@ static const lk__obj_ops_t lk__semaphore_ops = {
     .release_kind = OP_RELEASE,
     .counted = counted,
     .undo = undo_acquire,
+    .map_error = lk__sem_status,
 };
 
 int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
