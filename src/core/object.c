@@ -391,10 +391,12 @@ void lk__obj_retry_or_finish(lk__obj_t *o, int status) {
     return;
   }
   /* A wait whose budget ran out without acquiring ends with LK_ETIMEDOUT,
-   * whatever kept it from the server (unreachable, loading, busy): the
-   * last such reason stays readable through the error getter. A single try
-   * (wait 0) reports the reason itself. */
-  if (o->budgeted && lk__obj_transient(status)) {
+   * whatever kept it from the server (unreachable, loading, busy, a
+   * cluster slot mid-migration or an election: LK_ECLUSTER comes here only
+   * as TRYAGAIN or CLUSTERDOWN, core/outcome.c): the last such reason stays
+   * readable through the error getter. A single try (wait 0) reports the
+   * reason itself. */
+  if (o->budgeted && (lk__obj_transient(status) || status == LK_ECLUSTER)) {
     if (o->errtext == NULL)
       lk__obj_set_errtext(o, lk_strerror(status));
     status = LK_ETIMEDOUT;

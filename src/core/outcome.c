@@ -1,6 +1,7 @@
 /* The outcome policy (outcome.h): every resend, give-back and end of an
  * operation whose command may have been applied goes through here. */
 #include "core/outcome.h"
+#include "core/router.h"
 
 /* Abandoned attempts whose outcome is still out. It lives apart from the
  * object so a closed object need not wait for them: the last to settle
@@ -44,7 +45,10 @@ void lk__outcome_failed(lk__obj_t *o, int status, const redisReply *r) {
     lk__obj_finish(o, LK_EUNKNOWN);
     return;
   }
-  if (lk__obj_transient(status)) {
+  if (lk__obj_transient(status) || lk__router_try_later(o->client, r)) {
+    /* TRYAGAIN or CLUSTERDOWN (LK_ECLUSTER) too: the command did not run,
+     * and the router resent it for as long as the reply timeout allows one
+     * command; a wait goes on trying within its own budget. */
     lk__obj_retry_or_finish(o, status);
     return;
   }

@@ -365,6 +365,11 @@ static void on_retry_timer(uv_timer_t *t) {
   }
 }
 
+int lk__router_try_later(const lk_client_t *c, const redisReply *r) {
+  return c->cluster_on && r != NULL && r->type == REDIS_REPLY_ERROR &&
+         (starts(r, "TRYAGAIN") || starts(r, "CLUSTERDOWN"));
+}
+
 int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r) {
   lk_client_t *c = conn->client;
   const char *host;

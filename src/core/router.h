@@ -61,6 +61,12 @@ void lk__router_on_conn_ready(lk__conn_t *conn);
  * over), nor a cluster's pub/sub connection no channel lives on: it stays
  * idle until a command is queued for it. */
 int lk__router_redial(const lk__conn_t *conn);
+/* 1 when r, the error that ended one of c's commands, is TRYAGAIN (a
+ * script in a slot being migrated) or CLUSTERDOWN (an election) on a
+ * cluster: the command did not run and may succeed later. The router
+ * resends it for the reply timeout; a wait then goes on trying within its
+ * own budget (core/outcome.c). */
+int lk__router_try_later(const lk_client_t *c, const redisReply *r);
 
 /* The publish command scripts use, matching how waiters subscribe
  * (core/pubsub.c): SPUBLISH on a cluster (sharded pub/sub: a release reaches
