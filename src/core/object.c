@@ -30,8 +30,10 @@ int lk__obj_check_idle(const lk__obj_t *o, int has_cb) {
   return o->kind != 0 ? LK_EBUSY : 0;
 }
 
-void lk__obj_begin(lk__obj_t *o, int kind) {
+void lk__obj_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg) {
   o->kind = kind;
+  o->cb = cb;
+  o->arg = arg;
   o->result = 0;
   lk__free(o->errtext);
   o->errtext = NULL;
@@ -82,10 +84,29 @@ void lk__obj_finish(lk__obj_t *o, int status) {
   status = lk__outcome_settle(o, status);
   if (status == 0)
     count_success(o, kind);
+  lk__fn_t cb = o->cb;
   stop_waiting(o);
   o->kind = 0;
   o->op = NULL;
-  o->ops->complete(o, kind, status);
+  o->cb = NULL;
+  if (o->ops->complete != NULL)
+    o->ops->complete(o, kind, status);
+  if (cb != NULL)
+    o->ops->call(o, cb, status, o->arg);
+}
+
+int lk__obj_set_lost_cb(lk__obj_t *o, lk__fn_t fn, void *arg) {
+  int rc = lk__obj_check(o);
+  if (rc != 0)
+    return rc;
+  o->on_lost = fn;
+  o->lost_arg = arg;
+  return 0;
+}
+
+void lk__obj_tell_lost(lk__obj_t *o) {
+  if (o->on_lost != NULL && !o->closing)
+    o->ops->call(o, o->on_lost, LK_ELEASELOST, o->lost_arg);
 }
 
 static void on_done_defer(lk__defer_t *d) {
@@ -172,8 +193,8 @@ static void closed_and_free(lk__obj_t *o) {
   free_parts(o);
   /* The library is done with the object: the user may close the client
    * inside the close callback. */
-  if (o->ops->closed != NULL)
-    o->ops->closed(o);
+  if (o->close_cb != NULL)
+    o->ops->call_closed(o, o->close_cb);
   o->ops->free(o);
 }
 
@@ -212,7 +233,7 @@ static void on_close_step(lk__defer_t *d) {
   close_continue(lk__container_of(d, lk__obj_t, close_step));
 }
 
-int lk__obj_close(lk__obj_t *o) {
+int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb) {
   int rc;
   if (o == NULL)
     return LK_EINVAL;
@@ -227,6 +248,7 @@ int lk__obj_close(lk__obj_t *o) {
   if (rc != 0)
     return rc;
   o->closing = 1;
+  o->close_cb = close_cb;
   lk__obj_unsubscribe(o); /* a kept channel goes with the object */
   if (o->kind != 0 && !lk__queue_linked(&o->done.node)) {
     cut_short(o, LK_ECANCELED); /* on_done_defer continues the close */

@@ -14,6 +14,10 @@
 #include "core/pubsub.h"
 
 typedef struct lk__obj_s lk__obj_t;
+/* A user callback kept by the core in this generic type; the primitive's
+ * ops->call converts it back to its own type (a conversion C allows both
+ * ways) before calling it. */
+typedef void (*lk__fn_t)(void);
 struct lk__hold_s; /* core/hold.h */
 
 /* What only a waiting object needs: the wait's timer and its subscription.
@@ -26,7 +30,13 @@ typedef struct lk__obj_wait_s {
 } lk__obj_wait_t;
 
 typedef struct lk__obj_ops_s {
-  /* Runs the user's callback of the operation `kind` that just ended. */
+  /* Calls fn, a callback of the object's own type (the pending operation's,
+   * or on_lost), as fn(object, status, arg). */
+  void (*call)(lk__obj_t *o, lk__fn_t fn, int status, void *arg);
+  /* Calls fn, the object's close callback, as fn(object). */
+  void (*call_closed)(lk__obj_t *o, lk__fn_t fn);
+  /* The operation `kind` ended with status, before its callback runs: what
+   * the object must do first (the fair lock leaves its queue). May be NULL. */
   void (*complete)(lk__obj_t *o, int kind, int status);
   /* (Re)sends the waiting operation's attempt, setting o->op; 0 or a code.
    * Needed by objects that use the wait engine. */
@@ -40,9 +50,7 @@ typedef struct lk__obj_ops_s {
    * what the object holds and return 1 (then call lk__obj_close_done when
    * finished), or return 0 when there is nothing to give back. May be NULL. */
   int (*close_release)(lk__obj_t *o);
-  /* Last: run the user's close callback (may be NULL)... */
-  void (*closed)(lk__obj_t *o);
-  /* ...then free the object's memory. */
+  /* Last, after the close callback: free the object's memory. */
   void (*free)(lk__obj_t *o);
   /* A message on o->channel reached this waiter: 1 = try again now, 0 = not
    * for it (e.g. a "wake one" message another local waiter took, see
@@ -105,6 +113,12 @@ struct lk__obj_s {
   int kind;      /* pending operation, 0 = none */
   int composite; /* the operation drives other objects (MultiLock, RedLock) */
   lk__obj_wait_t *w; /* NULL until the first wait */
+  /* The user's callbacks, in the generic type (ops->call converts back). */
+  lk__fn_t cb; /* the pending operation's */
+  void *arg;
+  lk__fn_t close_cb;
+  lk__fn_t on_lost;
+  void *lost_arg;
   const char *channel; /* where waiters listen; borrowed, or NULL (then
                           ops->channel, if any, builds it) */
   size_t channel_len;
@@ -151,7 +165,13 @@ int lk__obj_check(const lk__obj_t *o);
 /* ... and a callback (LK_EINVAL) and nothing pending (LK_EBUSY). */
 int lk__obj_check_idle(const lk__obj_t *o, int has_cb);
 
-void lk__obj_begin(lk__obj_t *o, int kind);
+/* Starts the pending operation `kind`; cb (not NULL) gets its outcome. */
+void lk__obj_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg);
+/* lk_X_set_lost_cb: entry checks, then keeps fn and arg. */
+int lk__obj_set_lost_cb(lk__obj_t *o, lk__fn_t fn, void *arg);
+/* Tells the holder its holds are gone: on_lost(obj, LK_ELEASELOST, arg),
+ * unless the object is closing. */
+void lk__obj_tell_lost(lk__obj_t *o);
 /* Ends the pending operation and runs its callback; from the loop only. */
 void lk__obj_finish(lk__obj_t *o, int status);
 /* The same, delivered from the loop: for outcomes known inside a call. */
@@ -170,7 +190,7 @@ int lk__obj_cancel(lk__obj_t *o, int kind);
  * close_release, then the timer closes, then ops->closed and ops->free. In
  * a forked child only ops->free runs (nothing of the parent's is touched)
  * and the result is LK_EFORKED. */
-int lk__obj_close(lk__obj_t *o);
+int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb);
 void lk__obj_close_done(lk__obj_t *o);
 
 /* --- the wait engine --- */

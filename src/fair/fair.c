@@ -18,16 +18,13 @@ const lk__script_t *lk__fair_script(const char *name) {
 }
 
 void lk__fair_begin(lk_fair_t *f, int kind, lk_fair_cb cb, void *arg) {
-  lk__obj_begin(&f->base, kind);
-  f->cb = cb;
-  f->arg = arg;
+  lk__obj_begin(&f->base, kind, (lk__fn_t)cb, arg);
 }
 
 void lk__fair_finish(lk_fair_t *f, int status) { lk__obj_finish(&f->base, status); }
 
 static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_fair_t *f = (lk_fair_t *)o;
-  lk_fair_cb cb = f->cb;
   if (kind == LK__FAIR_OP_ACQUIRE) {
     /* Ended without the lock: whatever queue entry a waiting attempt made
      * goes now, before anything the callback may start. (When an attempt's
@@ -37,9 +34,6 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
     f->maybe_queued = 0;
     f->position = -1;
   }
-  f->cb = NULL;
-  if (cb != NULL)
-    cb(f, status, f->arg);
 }
 
 /* --- identity --- */
@@ -105,11 +99,12 @@ static int on_close_release_start(lk__obj_t *o) {
   return o->op != NULL;
 }
 
-static void on_closed(lk__obj_t *o) {
-  lk_fair_t *f = (lk_fair_t *)o;
-  if (f->close_cb != NULL)
-    f->close_cb(f);
+/* The user's callbacks, kept by the core in a generic type. */
+static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
+  ((lk_fair_cb)fn)((lk_fair_t *)o, status, arg);
 }
+
+static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_fair_close_cb)fn)((lk_fair_t *)o); }
 
 static void free_fair(lk__obj_t *o) {
   lk_fair_t *f = (lk_fair_t *)o;
@@ -127,7 +122,8 @@ static const lk__obj_ops_t lk__fair_ops = {
     .attempt = lk__fair_attempt,
     .abandon = lk__fair_abandon,
     .close_release = on_close_release_start,
-    .closed = on_closed,
+    .call = call,
+    .call_closed = call_closed,
     .free = free_fair,
     .acquire_kind = LK__FAIR_OP_ACQUIRE,
     .release_kind = LK__FAIR_OP_RELEASE,
@@ -186,24 +182,13 @@ int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
 }
 
 int lk_fair_close(lk_fair_t *f, lk_fair_close_cb close_cb) {
-  int rc;
-  if (f == NULL)
-    return LK_EINVAL;
-  rc = lk__obj_close(&f->base);
-  if (rc == 0)
-    f->close_cb = close_cb;
-  return rc;
+  return lk__obj_close(f ? &f->base : NULL, (lk__fn_t)close_cb);
 }
 
 /* --- callbacks and accessors --- */
 
 int lk_fair_set_lost_cb(lk_fair_t *f, lk_fair_cb on_lost, void *arg) {
-  int rc = lk__obj_check(f ? &f->base : NULL);
-  if (rc != 0)
-    return rc;
-  f->on_lost = on_lost;
-  f->lost_arg = arg;
-  return 0;
+  return lk__obj_set_lost_cb(f ? &f->base : NULL, (lk__fn_t)on_lost, arg);
 }
 
 int lk_fair_set_queue_cb(lk_fair_t *f, lk_fair_cb on_queued, void *arg) {

@@ -47,8 +47,6 @@ struct lk_fair_s {
 
   /* leases, as the reentrant lock keeps them (core/hold.h) */
   lk__wd_entry_t wd;
-  lk_fair_cb on_lost;
-  void *lost_arg;
 
   /* the queue */
   lk_fair_cb on_queued;
@@ -60,14 +58,11 @@ struct lk_fair_s {
   int maybe_queued;
 
   /* the pending operation (the rest is in base) */
-  lk_fair_cb cb;
-  void *arg;
   int64_t req_lease_ms;
   int64_t req_waiter_timeout_ms;
   int req_watchdog;
   int req_fenced;
   uint32_t release_before;
-  lk_fair_close_cb close_cb;
 };
 
 #define LK__FAIR_CLIENT(f) ((f)->base.client)

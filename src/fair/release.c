@@ -230,6 +230,5 @@ void lk__fair_lose(lk__obj_t *o) {
   /* An owner of our own gives back everything, a re-entry still in flight
    * included; a shared owner exactly what this object counts. */
   lk__fair_give_back(o, &f->hold, -1, f->owner_shared ? f->hold.count : UINT32_MAX);
-  if (f->on_lost != NULL && !o->closing)
-    f->on_lost(f, LK_ELEASELOST, f->lost_arg);
+  lk__obj_tell_lost(&f->base);
 }

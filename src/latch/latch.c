@@ -13,18 +13,7 @@ const lk__script_t *lk__latch_script(const char *name) {
 
 void lk__latch_begin(lk_latch_t *l, enum lk__latch_op kind, lk_latch_cb cb,
                      void *arg) {
-  lk__obj_begin(&l->base, kind);
-  l->cb = cb;
-  l->arg = arg;
-}
-
-static void on_complete(lk__obj_t *o, int kind, int status) {
-  lk_latch_t *l = (lk_latch_t *)o;
-  lk_latch_cb cb = l->cb;
-  (void)kind;
-  l->cb = NULL;
-  if (cb != NULL)
-    cb(l, status, l->arg);
+  lk__obj_begin(&l->base, kind, (lk__fn_t)cb, arg);
 }
 
 /* The command in flight is left behind (cancel, timeout, close). A read's
@@ -37,11 +26,12 @@ static void on_abandon(lk__obj_t *o) {
   lk__op_retarget(o->op, NULL, NULL);
 }
 
-static void on_closed(lk__obj_t *o) {
-  lk_latch_t *l = (lk_latch_t *)o;
-  if (l->close_cb != NULL)
-    l->close_cb(l);
+/* The user's callbacks, kept by the core in a generic type. */
+static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
+  ((lk_latch_cb)fn)((lk_latch_t *)o, status, arg);
 }
+
+static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_latch_close_cb)fn)((lk_latch_t *)o); }
 
 static void free_latch(lk__obj_t *o) {
   lk_latch_t *l = (lk_latch_t *)o;
@@ -63,12 +53,12 @@ static int resend_safe(lk__obj_t *o) {
 }
 
 static const lk__obj_ops_t lk__latch_ops = {
-    .complete = on_complete,
     .attempt = lk__latch_attempt_state,
     .abandon = on_abandon,
     .counted = resend_safe,
     .close_release = lk__latch_close_cleanup,
-    .closed = on_closed,
+    .call = call,
+    .call_closed = call_closed,
     .free = free_latch,
     .message = NULL,
 };
@@ -166,13 +156,7 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
 }
 
 int lk_latch_close(lk_latch_t *l, lk_latch_close_cb close_cb) {
-  int rc;
-  if (l == NULL)
-    return LK_EINVAL;
-  rc = lk__obj_close(&l->base);
-  if (rc == 0)
-    l->close_cb = close_cb;
-  return rc;
+  return lk__obj_close(l ? &l->base : NULL, (lk__fn_t)close_cb);
 }
 
 int lk_latch_cancel(lk_latch_t *l) {

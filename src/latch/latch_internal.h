@@ -66,9 +66,6 @@ struct lk_latch_s {
   size_t tomb_seen_len;
   char tomb_seen_val[128];
 
-  lk_latch_cb cb;
-  void *arg;
-  lk_latch_close_cb close_cb;
 };
 
 #define LATCH_CLIENT(l) ((l)->base.client)

@@ -51,19 +51,14 @@ struct lk_lock_s {
   size_t token_key_len;
   int64_t token;
 
-  lk_lock_cb on_lost;
-  void *lost_arg;
   lk__lock_lost_fn lost_observer; /* the group built on this lock, if any */
   void *lost_observer_data;
   void *group;      /* the MultiLock this lock is a member of */
   int64_t busy_ttl; /* holder's ttl seen by the last busy attempt */
 
   /* the pending operation (the rest is in base) */
-  lk_lock_cb cb;
-  void *arg;
   int64_t req_lease_ms;
   uint64_t released_to_waiters_ns; /* last release that waiters heard */
-  lk_lock_close_cb close_cb;
   unsigned owner_shared : 1;
   unsigned owner_heap : 1;
   unsigned req_watchdog : 1; /* the acquire asked for the default, renewed lease */
@@ -99,21 +94,10 @@ static const char *channel(lk_lock_t *l, size_t *len) {
 }
 
 static void begin(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb, void *arg) {
-  lk__obj_begin(&l->base, kind);
-  l->cb = cb;
-  l->arg = arg;
+  lk__obj_begin(&l->base, kind, (lk__fn_t)cb, arg);
 }
 
 static void finish(lk_lock_t *l, int status) { lk__obj_finish(&l->base, status); }
-
-static void on_complete(lk__obj_t *o, int kind, int status) {
-  lk_lock_t *l = (lk_lock_t *)o;
-  lk_lock_cb cb = l->cb;
-  (void)kind;
-  l->cb = NULL;
-  if (cb != NULL)
-    cb(l, status, l->arg);
-}
 
 /* --- giving back --- */
 
@@ -505,8 +489,7 @@ static void lose(lk__obj_t *o) {
    * been told it lost the lock, so nobody must keep it. An owner of our own
    * gives back everything, a re-entry still in flight included. */
   give_back(l, -1, l->owner_shared ? l->hold.count : UINT32_MAX);
-  if (l->on_lost != NULL && !o->closing)
-    l->on_lost(l, LK_ELEASELOST, l->lost_arg);
+  lk__obj_tell_lost(&l->base);
   if (l->lost_observer != NULL && !o->closing)
     l->lost_observer(l, l->lost_observer_data);
 }
@@ -598,11 +581,12 @@ static int on_close_release_start(lk__obj_t *o) {
   return o->op != NULL;
 }
 
-static void on_closed(lk__obj_t *o) {
-  lk_lock_t *l = (lk_lock_t *)o;
-  if (l->close_cb != NULL)
-    l->close_cb(l);
+/* The user's callbacks, kept by the core in a generic type. */
+static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
+  ((lk_lock_cb)fn)((lk_lock_t *)o, status, arg);
 }
+
+static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_lock_close_cb)fn)((lk_lock_t *)o); }
 
 static void free_lock(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
@@ -619,10 +603,10 @@ static const char *wait_channel(lk__obj_t *o, size_t *len) {
 }
 
 static const lk__obj_ops_t lk__lock_ops = {
-    .complete = on_complete,
     .attempt = attempt_acquire,
     .close_release = on_close_release_start,
-    .closed = on_closed,
+    .call = call,
+    .call_closed = call_closed,
     .free = free_lock,
     .channel = wait_channel,
     .acquire_kind = OP_ACQUIRE,
@@ -672,10 +656,7 @@ int lk_lock_close(lk_lock_t *l, lk_lock_close_cb close_cb) {
     rc = lk__check_client(CLIENT(l));
     return rc != 0 ? rc : LK_EBUSY;
   }
-  rc = lk__obj_close(&l->base);
-  if (rc == 0)
-    l->close_cb = close_cb;
-  return rc;
+  return lk__obj_close(&l->base, (lk__fn_t)close_cb);
 }
 
 /* --- accessors --- */
@@ -707,12 +688,7 @@ int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
 }
 
 int lk_lock_set_lost_cb(lk_lock_t *l, lk_lock_cb on_lost, void *arg) {
-  int rc = lk__obj_check(l ? &l->base : NULL);
-  if (rc != 0)
-    return rc;
-  l->on_lost = on_lost;
-  l->lost_arg = arg;
-  return 0;
+  return lk__obj_set_lost_cb(l ? &l->base : NULL, (lk__fn_t)on_lost, arg);
 }
 
 int lk_lock_is_held(const lk_lock_t *l) {

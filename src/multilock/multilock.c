@@ -51,13 +51,8 @@ struct lk_multilock_s {
   size_t n;
   uint32_t holds;
   int lost;
-  lk_multilock_cb on_lost;
-  void *lost_arg;
-  lk_multilock_close_cb close_cb;
 
   /* the pending operation */
-  lk_multilock_cb cb;
-  void *arg;
   int phase;
   int outstanding; /* member callbacks still due */
   int cut;         /* the operation was cut short: give back what comes */
@@ -81,15 +76,6 @@ static void finish(lk_multilock_t *ml, int status) {
     lk__obj_finish_later(&ml->base, status);
   else
     lk__obj_finish(&ml->base, status);
-}
-
-static void on_complete(lk__obj_t *o, int kind, int status) {
-  lk_multilock_t *ml = (lk_multilock_t *)o;
-  lk_multilock_cb cb = ml->cb;
-  (void)kind;
-  ml->cb = NULL;
-  if (cb != NULL)
-    cb(ml, status, ml->arg);
 }
 
 /* --- holds on members --- */
@@ -116,8 +102,7 @@ static void group_lost(lk_multilock_t *ml) {
   for (i = 0; i < ml->n; i++)
     if (!ml->m[i].busy)
       give_back(&ml->m[i], ml->m[i].mine);
-  if (ml->on_lost != NULL && !ml->base.closing)
-    ml->on_lost(ml, LK_ELEASELOST, ml->lost_arg);
+  lk__obj_tell_lost(&ml->base);
 }
 
 static void on_member_lost(lk_lock_t *l, void *data) {
@@ -439,9 +424,7 @@ void lk_multilock_opts_init(lk_multilock_opts_t *o) {
 
 static void begin(lk_multilock_t *ml, int kind, lk_multilock_cb cb, void *arg) {
   size_t i;
-  lk__obj_begin(&ml->base, kind);
-  ml->cb = cb;
-  ml->arg = arg;
+  lk__obj_begin(&ml->base, kind, (lk__fn_t)cb, arg);
   ml->fail_status = 0;
   ml->failed_rounds = 0;
   for (i = 0; i < ml->n; i++)
@@ -559,11 +542,12 @@ static int on_close_release(lk__obj_t *o) {
   return 1;
 }
 
-static void on_closed(lk__obj_t *o) {
-  lk_multilock_t *ml = (lk_multilock_t *)o;
-  if (ml->close_cb != NULL)
-    ml->close_cb(ml);
+/* The user's callbacks, kept by the core in a generic type. */
+static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
+  ((lk_multilock_cb)fn)((lk_multilock_t *)o, status, arg);
 }
+
+static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_multilock_close_cb)fn)((lk_multilock_t *)o); }
 
 /* Memory only: in a forked child the members are not touched. */
 static void free_ml(lk__obj_t *o) {
@@ -573,10 +557,10 @@ static void free_ml(lk__obj_t *o) {
 }
 
 static const lk__obj_ops_t lk__multilock_ops = {
-    .complete = on_complete,
     .abandon = on_abandon,
     .close_release = on_close_release,
-    .closed = on_closed,
+    .call = call,
+    .call_closed = call_closed,
     .free = free_ml,
 };
 
@@ -641,22 +625,11 @@ int lk_multilock_new(lk_lock_t *const *locks, size_t n, lk_multilock_t **out) {
 }
 
 int lk_multilock_close(lk_multilock_t *ml, lk_multilock_close_cb close_cb) {
-  int rc;
-  if (ml == NULL)
-    return LK_EINVAL;
-  rc = lk__obj_close(&ml->base);
-  if (rc == 0)
-    ml->close_cb = close_cb;
-  return rc;
+  return lk__obj_close(ml ? &ml->base : NULL, (lk__fn_t)close_cb);
 }
 
 int lk_multilock_set_lost_cb(lk_multilock_t *ml, lk_multilock_cb on_lost, void *arg) {
-  int rc = lk__obj_check(ml ? &ml->base : NULL);
-  if (rc != 0)
-    return rc;
-  ml->on_lost = on_lost;
-  ml->lost_arg = arg;
-  return 0;
+  return lk__obj_set_lost_cb(ml ? &ml->base : NULL, (lk__fn_t)on_lost, arg);
 }
 
 int lk_multilock_is_held(const lk_multilock_t *ml) {

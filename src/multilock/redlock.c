@@ -127,15 +127,6 @@ static void finish(lk_redlock_t *rl, int status) {
     lk__obj_finish(&rl->base, status);
 }
 
-void lk__rl_complete(lk__obj_t *o, int kind, int status) {
-  lk_redlock_t *rl = (lk_redlock_t *)o;
-  lk_redlock_cb cb = rl->cb;
-  (void)kind;
-  rl->cb = NULL;
-  if (cb != NULL)
-    cb(rl, status, rl->arg);
-}
-
 /* --- holds --- */
 
 /* Gives back n holds on a master without waiting (nothing of ours pending
@@ -157,8 +148,7 @@ static void group_lost(lk_redlock_t *rl) {
   for (i = 0; i < rl->n; i++)
     if (rl->node[i].busy == N_IDLE)
       give_back(&rl->node[i], rl->node[i].mine);
-  if (rl->on_lost != NULL && !rl->base.closing)
-    rl->on_lost(rl, LK_ELEASELOST, rl->lost_arg);
+  lk__obj_tell_lost(&rl->base);
 }
 
 /* Fewer than a quorum of masters still hold it: it is lost. */

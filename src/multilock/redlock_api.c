@@ -27,9 +27,7 @@ void lk_redlock_opts_init(lk_redlock_opts_t *o) {
 }
 
 static void begin(lk_redlock_t *rl, int kind, lk_redlock_cb cb, void *arg) {
-  lk__obj_begin(&rl->base, kind);
-  rl->cb = cb;
-  rl->arg = arg;
+  lk__obj_begin(&rl->base, kind, (lk__fn_t)cb, arg);
   rl->fail_status = 0;
   rl->attempts = 0;
 }
@@ -131,11 +129,12 @@ static int on_close_release(lk__obj_t *o) {
   return 1;
 }
 
-static void on_closed(lk__obj_t *o) {
-  lk_redlock_t *rl = (lk_redlock_t *)o;
-  if (rl->close_cb != NULL)
-    rl->close_cb(rl);
+/* The user's callbacks, kept by the core in a generic type. */
+static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
+  ((lk_redlock_cb)fn)((lk_redlock_t *)o, status, arg);
 }
+
+static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_redlock_close_cb)fn)((lk_redlock_t *)o); }
 
 static void free_rl(lk__obj_t *o) {
   lk_redlock_t *rl = (lk_redlock_t *)o;
@@ -154,10 +153,10 @@ static void free_rl(lk__obj_t *o) {
 }
 
 static const lk__obj_ops_t lk__redlock_ops = {
-    .complete = lk__rl_complete,
     .abandon = lk__rl_abandon,
     .close_release = on_close_release,
-    .closed = on_closed,
+    .call = call,
+    .call_closed = call_closed,
     .free = free_rl,
 };
 
@@ -255,22 +254,11 @@ int lk_redlock_new(lk_client_t *const *clients, size_t n, const char *name,
 }
 
 int lk_redlock_close(lk_redlock_t *rl, lk_redlock_close_cb close_cb) {
-  int rc;
-  if (rl == NULL)
-    return LK_EINVAL;
-  rc = lk__obj_close(&rl->base);
-  if (rc == 0)
-    rl->close_cb = close_cb;
-  return rc;
+  return lk__obj_close(rl ? &rl->base : NULL, (lk__fn_t)close_cb);
 }
 
 int lk_redlock_set_lost_cb(lk_redlock_t *rl, lk_redlock_cb on_lost, void *arg) {
-  int rc = lk__obj_check(rl ? &rl->base : NULL);
-  if (rc != 0)
-    return rc;
-  rl->on_lost = on_lost;
-  rl->lost_arg = arg;
-  return 0;
+  return lk__obj_set_lost_cb(rl ? &rl->base : NULL, (lk__fn_t)on_lost, arg);
 }
 
 int lk_redlock_is_held(const lk_redlock_t *rl) {

@@ -50,14 +50,9 @@ struct lk_redlock_s {
   uint32_t holds;
   int lost;
   int64_t token;
-  lk_redlock_cb on_lost;
-  void *lost_arg;
-  lk_redlock_close_cb close_cb;
   size_t nodes_closing;
 
   /* the pending operation */
-  lk_redlock_cb cb;
-  void *arg;
   int phase;
   int cut;    /* the operation was cut short: give back what comes */
   int in_api; /* inside an lk_ call: completions must be deferred */
@@ -79,7 +74,6 @@ struct lk_redlock_s {
 /* Starts the operation begun on rl (from inside the API call). */
 void lk__rl_start(lk_redlock_t *rl);
 /* lk__obj_ops_t hooks. */
-void lk__rl_complete(lk__obj_t *o, int kind, int status);
 void lk__rl_abandon(lk__obj_t *o);
 /* The lost observer of every node lock. */
 void lk__rl_node_lost(lk_lock_t *l, void *data);

@@ -139,9 +139,7 @@ int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
     rw->base.lost = 0;
     return LK_ELEASELOST;
   }
-  lk__obj_begin(&rw->base, LK__RW_OP_RELEASE);
-  rw->cb = cb;
-  rw->arg = arg;
+  lk__obj_begin(&rw->base, LK__RW_OP_RELEASE, (lk__fn_t)cb, arg);
   rw->req_side = s;
   rw->release_before = rw->side[s].count;
   /* No renewal may follow the release of the side's last hold. One already
@@ -197,8 +195,7 @@ void lk__rw_lose(lk__obj_t *o) {
   lk__log(c, LK_LOG_WARN, "lease lost on a held read/write lock");
   give_back_side(rw, LK__RW_R);
   give_back_side(rw, LK__RW_W);
-  if (rw->on_lost != NULL && !o->closing)
-    rw->on_lost(rw, LK_ELEASELOST, rw->lost_arg);
+  lk__obj_tell_lost(&rw->base);
 }
 
 /* --- close --- */

@@ -10,19 +10,8 @@
 #include "core/router.h"
 #include "rwlock/rwlock_int.h"
 
-static void on_complete(lk__obj_t *o, int kind, int status) {
-  lk_rwlock_t *rw = (lk_rwlock_t *)o;
-  lk_rwlock_cb cb = rw->cb;
-  (void)kind;
-  rw->cb = NULL;
-  if (cb != NULL)
-    cb(rw, status, rw->arg);
-}
-
 static void begin(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_cb cb, void *arg) {
-  lk__obj_begin(&rw->base, kind);
-  rw->cb = cb;
-  rw->arg = arg;
+  lk__obj_begin(&rw->base, kind, (lk__fn_t)cb, arg);
 }
 
 /* --- acquire --- */
@@ -218,11 +207,12 @@ int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t thread_
 
 /* --- lifecycle --- */
 
-static void on_closed(lk__obj_t *o) {
-  lk_rwlock_t *rw = (lk_rwlock_t *)o;
-  if (rw->close_cb != NULL)
-    rw->close_cb(rw);
+/* The user's callbacks, kept by the core in a generic type. */
+static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
+  ((lk_rwlock_cb)fn)((lk_rwlock_t *)o, status, arg);
 }
+
+static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_rwlock_close_cb)fn)((lk_rwlock_t *)o); }
 
 static void free_rwlock(lk__obj_t *o) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
@@ -235,10 +225,10 @@ static void free_rwlock(lk__obj_t *o) {
 }
 
 static const lk__obj_ops_t lk__rwlock_ops = {
-    .complete = on_complete,
     .attempt = lk__rw_attempt,
     .close_release = lk__rw_close_release,
-    .closed = on_closed,
+    .call = call,
+    .call_closed = call_closed,
     .free = free_rwlock,
     .message = lk__rw_on_message,
     .acquire_kind = LK__RW_OP_ACQUIRE,
@@ -309,24 +299,13 @@ int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
 }
 
 int lk_rwlock_close(lk_rwlock_t *rw, lk_rwlock_close_cb close_cb) {
-  int rc;
-  if (rw == NULL)
-    return LK_EINVAL;
-  rc = lk__obj_close(&rw->base);
-  if (rc == 0)
-    rw->close_cb = close_cb;
-  return rc;
+  return lk__obj_close(rw ? &rw->base : NULL, (lk__fn_t)close_cb);
 }
 
 /* --- leases and accessors --- */
 
 int lk_rwlock_set_lost_cb(lk_rwlock_t *rw, lk_rwlock_cb on_lost, void *arg) {
-  int rc = lk__obj_check(rw ? &rw->base : NULL);
-  if (rc != 0)
-    return rc;
-  rw->on_lost = on_lost;
-  rw->lost_arg = arg;
-  return 0;
+  return lk__obj_set_lost_cb(rw ? &rw->base : NULL, (lk__fn_t)on_lost, arg);
 }
 
 /* The read side's explicit deadline is its earliest hold's (core/hold.h,

@@ -50,18 +50,13 @@ struct lk_rwlock_s {
   lk__hold_t side[2];
   lk__wd_entry_t wd[2];
   int64_t token;
-  lk_rwlock_cb on_lost;
-  void *lost_arg;
 
   /* the pending operation (the rest is in base) */
-  lk_rwlock_cb cb;
-  void *arg;
   int req_side; /* LK__RW_R / LK__RW_W */
   int64_t req_lease_ms;
   int req_watchdog;
   int req_fenced;
   uint32_t release_before; /* holds before a release's first attempt */
-  lk_rwlock_close_cb close_cb;
   int close_left; /* give-back commands of close still unanswered */
 };
 

@@ -30,22 +30,11 @@ enum lk__psem_op {
 };
 
 static void begin(lk_psem_t *p, enum lk__psem_op kind, lk_psem_cb cb, void *arg) {
-  lk__obj_begin(&p->base, kind);
-  p->cb = cb;
-  p->arg = arg;
+  lk__obj_begin(&p->base, kind, (lk__fn_t)cb, arg);
   p->req_n = 0;
 }
 
 static void finish(lk_psem_t *p, int status) { lk__obj_finish(&p->base, status); }
-
-static void on_complete(lk__obj_t *o, int kind, int status) {
-  lk_psem_t *p = (lk_psem_t *)o;
-  lk_psem_cb cb = p->cb;
-  (void)kind;
-  p->cb = NULL;
-  if (cb != NULL)
-    cb(p, status, p->arg);
-}
 
 /* --- acquire --- */
 
@@ -563,11 +552,12 @@ static int on_close_release_start(lk__obj_t *o) {
   return 1;
 }
 
-static void on_closed(lk__obj_t *o) {
-  lk_psem_t *p = (lk_psem_t *)o;
-  if (p->close_cb != NULL)
-    p->close_cb(p);
+/* The user's callbacks, kept by the core in a generic type. */
+static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
+  ((lk_psem_cb)fn)((lk_psem_t *)o, status, arg);
 }
+
+static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_psem_close_cb)fn)((lk_psem_t *)o); }
 
 static void free_psem(lk__obj_t *o) {
   lk_psem_t *p = (lk_psem_t *)o;
@@ -605,11 +595,11 @@ static lk__op_t *undo_acquire(lk__obj_t *o, int known_grant) {
 }
 
 static const lk__obj_ops_t lk__psem_ops = {
-    .complete = on_complete,
     .attempt = attempt_acquire,
     .abandon = on_abandon,
     .close_release = on_close_release_start,
-    .closed = on_closed,
+    .call = call,
+    .call_closed = call_closed,
     .free = free_psem,
     .message = on_message,
     .acquire_kind = OP_ACQUIRE,
@@ -653,13 +643,7 @@ int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
 }
 
 int lk_psem_close(lk_psem_t *p, lk_psem_close_cb close_cb) {
-  int rc;
-  if (p == NULL)
-    return LK_EINVAL;
-  rc = lk__obj_close(&p->base);
-  if (rc == 0)
-    p->close_cb = close_cb;
-  return rc;
+  return lk__obj_close(p ? &p->base : NULL, (lk__fn_t)close_cb);
 }
 
 /* --- accessors --- */

@@ -31,17 +31,12 @@ struct lk_psem_s {
   lk__wd_entry_t wd;
   unsigned char *wd_ids; /* the renewed permits' ids: the entry's "owner" */
   size_t wd_ids_cap;
-  lk_psem_cb on_lost;
-  void *lost_arg;
 
   /* the pending operation (the rest is in base) */
-  lk_psem_cb cb;
-  void *arg;
   unsigned char *req_ids; /* ids it sends, back to back */
   size_t req_n, req_cap;
   int64_t req_lease_ms;
   int req_renew;
-  lk_psem_close_cb close_cb;
   /* The longest lease any command of this object gave a permit (acquire,
    * update, renewal): what the server may still have of a permit the
    * object gives back ends within it. */

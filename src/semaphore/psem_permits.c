@@ -195,17 +195,11 @@ void lk__psem_on_wd_event(lk__wd_entry_t *e, int event) {
   p->wd.owner_len = 0;
   CLIENT(p)->stats.leases_lost++;
   lk__log(CLIENT(p), LK_LOG_WARN, "lease lost on semaphore permits");
-  if (p->on_lost != NULL && !p->base.closing)
-    p->on_lost(p, LK_ELEASELOST, p->lost_arg);
+  lk__obj_tell_lost(&p->base);
 }
 
 int lk_psem_set_lost_cb(lk_psem_t *p, lk_psem_cb on_lost, void *arg) {
-  int rc = lk__obj_check(p ? &p->base : NULL);
-  if (rc != 0)
-    return rc;
-  p->on_lost = on_lost;
-  p->lost_arg = arg;
-  return 0;
+  return lk__obj_set_lost_cb(p ? &p->base : NULL, (lk__fn_t)on_lost, arg);
 }
 
 /* --- accessors --- */

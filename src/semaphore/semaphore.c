@@ -43,12 +43,9 @@ struct lk_semaphore_s {
                        still arrive, so the mark must expire by itself */
 
   /* the pending operation (the rest is in base) */
-  lk_semaphore_cb cb;
-  void *arg;
   int64_t n;       /* permits it moves */
   uint64_t op_req; /* its request number */
   int unheld;      /* release without acquire */
-  lk_semaphore_close_cb close_cb;
   /* settles and resends left to the background: retried while the object
    * lives, waited for by close (sem_internal.h) */
   lk__sem_owner_t jobs;
@@ -81,9 +78,7 @@ static int64_t close_wait_ms(const lk_client_t *c) {
 }
 
 static void begin(lk_semaphore_t *s, enum lk__sem_op kind, lk_semaphore_cb cb, void *arg) {
-  lk__obj_begin(&s->base, kind);
-  s->cb = cb;
-  s->arg = arg;
+  lk__obj_begin(&s->base, kind, (lk__fn_t)cb, arg);
   s->unheld = 0;
 }
 
@@ -145,15 +140,6 @@ static void release_later(lk_semaphore_t *s, int64_t n, uint64_t req, lk__op_t *
   lk__sem_background_owned(&s->jobs, job_valid_ms(CLIENT(s)), "semaphore/release", 3, 5, a.argv,
                            a.lens, after, after != NULL ? lk__sem_unconfirmed : lk__sem_always);
   switch_mark(s);
-}
-
-static void on_complete(lk__obj_t *o, int kind, int status) {
-  lk_semaphore_t *s = (lk_semaphore_t *)o;
-  lk_semaphore_cb cb = s->cb;
-  (void)kind;
-  s->cb = NULL;
-  if (cb != NULL)
-    cb(s, status, s->arg);
 }
 
 /* --- acquire --- */
@@ -552,11 +538,12 @@ static int on_close_release_start(lk__obj_t *o) {
   return 1;
 }
 
-static void on_closed(lk__obj_t *o) {
-  lk_semaphore_t *s = (lk_semaphore_t *)o;
-  if (s->close_cb != NULL)
-    s->close_cb(s);
+/* The user's callbacks, kept by the core in a generic type. */
+static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
+  ((lk_semaphore_cb)fn)((lk_semaphore_t *)o, status, arg);
 }
+
+static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_semaphore_close_cb)fn)((lk_semaphore_t *)o); }
 
 static void free_semaphore(lk__obj_t *o) {
   lk_semaphore_t *s = (lk_semaphore_t *)o;
@@ -590,11 +577,11 @@ static lk__op_t *undo_acquire(lk__obj_t *o, int known_grant) {
 }
 
 static const lk__obj_ops_t lk__semaphore_ops = {
-    .complete = on_complete,
     .attempt = attempt_acquire,
     .abandon = on_abandon,
     .close_release = on_close_release_start,
-    .closed = on_closed,
+    .call = call,
+    .call_closed = call_closed,
     .free = free_semaphore,
     .message = on_message,
     .acquire_kind = OP_ACQUIRE,
@@ -646,13 +633,7 @@ int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
 }
 
 int lk_semaphore_close(lk_semaphore_t *s, lk_semaphore_close_cb close_cb) {
-  int rc;
-  if (s == NULL)
-    return LK_EINVAL;
-  rc = lk__obj_close(&s->base);
-  if (rc == 0)
-    s->close_cb = close_cb;
-  return rc;
+  return lk__obj_close(s ? &s->base : NULL, (lk__fn_t)close_cb);
 }
 
 /* --- accessors --- */
