@@ -9,7 +9,11 @@
  *   EVALSHA lock/release 2 NAME redisson_lock__channel:{NAME} 30000 OWNER PUBLISH -1 1 TAG
  *
  * the same KEYS/ARGV bytes lk_lock_acquire (wait 0, lease 30000) and
- * lk_lock_release send for an uncontended pair, formatted once up front.
+ * lk_lock_release send for an uncontended pair, formatted once up front
+ * (PUBLISH becomes SPUBLISH on a cluster, as the lock's does:
+ * lk__publish_cmd). Pointed at a cluster node, the client finds the
+ * cluster and lk__script_call routes each script to its name's master, so
+ * on a cluster this is the routed limit (bench/cluster.sh).
  * TAG is the request tag lk__script_call appends to every script call and
  * checks in its reply (docs/design.md, "Replies are attributable"), as it
  * does for the lock: that check is part of the connection layer, so the
@@ -37,6 +41,7 @@
 #include <uv.h>
 
 #include "core/internal.h"
+#include "core/router.h"
 
 #include "bench_common.h"
 
@@ -158,9 +163,13 @@ static void on_acquired(void *data, int status, redisReply *rep) {
   }
   if (r->minimal)
     op = lk__cmd_argv(r->client, 5, ln->cdel, ln->cdel_len, on_released, ln, &err);
-  else
+  else {
+    /* The lock's own choice: SPUBLISH once the client routes a cluster
+     * (known only after the handshake), PUBLISH on a standalone server. */
+    ln->rel[4] = lk__publish_cmd(r->client, &ln->rel_len[4]);
     op = lk__script_call(r->client, r->s_rel, 2, REL_N - 2, ln->rel, ln->rel_len, on_released,
                          ln, &err);
+  }
   if (op == NULL) {
     fail(r, "release call", err, NULL);
     lane_stop(ln);

@@ -5,6 +5,7 @@
 #   tools/bench.sh                 # build, 5 interleaved rounds, pinned: JSON lines + summary
 #   tools/bench.sh --rounds 3      # fewer rounds
 #   tools/bench.sh --no-pin        # let the scheduler place servers and clients
+#   tools/bench.sh --cluster       # the cluster benchmarks instead (bench/cluster.sh)
 #
 # Options:
 #   --rounds R          interleaved rounds of L, B1, B2 (default 5); registered
@@ -19,6 +20,9 @@
 #                       3 rounds are done, and no extra repetition of a registered program
 #   --pairs N           measured pairs per sequential run (default 10000)
 #   --pipe-pairs N      measured pairs per pipelined run (default 100000)
+#   --cluster           B1, B2, B3 and the watchdog on a private 3-master cluster and on one
+#                       standalone master, interleaved (bench/cluster.sh; --rounds, --no-pin,
+#                       --pairs, --pipe-pairs and --no-build apply)
 # Environment: LATCHKEY_BENCH_BUILD_DIR (default build-bench), LATCHKEY_JOBS (default 2).
 # Installs nothing: needs cmake, a C compiler, hiredis and libuv (tools/install-deps.sh),
 # redis-server, redis-benchmark, redis-cli, timeout and (unless --no-pin) taskset.
@@ -31,7 +35,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-usage() { sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 note() { echo "# $*" >&2; }
 die() { echo "bench.sh: $*" >&2; exit 1; }
 
@@ -47,6 +51,7 @@ seq_pairs=10000
 pipe_pairs=100000
 server_cpu=0
 client_cpu=1
+cluster=0
 
 posint() { [[ "$1" =~ ^[1-9][0-9]*$ ]] || die "$2 needs a positive integer, got '$1'"; }
 while [ $# -gt 0 ]; do
@@ -60,6 +65,7 @@ while [ $# -gt 0 ]; do
     --time-limit) posint "${2:-}" "$1"; time_limit=$2; shift ;;
     --pairs) posint "${2:-}" "$1"; seq_pairs=$2; shift ;;
     --pipe-pairs) posint "${2:-}" "$1"; pipe_pairs=$2; shift ;;
+    --cluster) cluster=1 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
   esac
@@ -116,6 +122,15 @@ fi
 for t in "${core_targets[@]}"; do
   [ -x "$bin/$t" ] || die "$bin/$t missing (build first)"
 done
+# --cluster: the cluster benchmarks run on their own servers (bench/cluster.sh).
+if [ "$cluster" -eq 1 ]; then
+  if [ "$build" -eq 1 ] && ! cmake --build "$build_dir" -j "${LATCHKEY_JOBS:-2}" --target cluster_bench \
+         >"$results/logs/build-cluster.log" 2>&1; then
+    die "build of cluster_bench failed (log: $results/logs/build-cluster.log)"
+  fi
+  exec "$ROOT/bench/cluster.sh" --bin "$bin" --rounds "$rounds" --pairs "$seq_pairs" \
+    --pipe-pairs "$pipe_pairs" $([ "$pin" -eq 1 ] || echo --no-pin)
+fi
 
 # The registered programs: build-bench/bench/suite.manifest, written by
 # lk_bench_suite() in bench/lists/*.cmake. Each builds on its own, so one
