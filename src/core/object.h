@@ -154,6 +154,15 @@ struct lk__obj_s {
 
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);
 
+/* Defines a primitive's two typed trampolines, call and call_closed (for
+ * ops->call and ops->call_closed), for an object type T whose callbacks
+ * have the types CB (T *, int status, void *arg) and CLOSE_CB (T *). */
+#define LK__OBJ_CALLS(T, CB, CLOSE_CB)                                                 \
+  static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {                \
+    ((CB)fn)((T *)o, status, arg);                                                     \
+  }                                                                                    \
+  static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((CLOSE_CB)fn)((T *)o); }
+
 /* The checks every primitive's _new makes first, in this order: the client
  * (thread, fork, closing), the out pointer, the name (1..max_name_len bytes;
  * *len gets its length). */

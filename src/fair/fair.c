@@ -100,11 +100,7 @@ static int on_close_release_start(lk__obj_t *o) {
 }
 
 /* The user's callbacks, kept by the core in a generic type. */
-static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
-  ((lk_fair_cb)fn)((lk_fair_t *)o, status, arg);
-}
-
-static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_fair_close_cb)fn)((lk_fair_t *)o); }
+LK__OBJ_CALLS(lk_fair_t, lk_fair_cb, lk_fair_close_cb)
 
 static void free_fair(lk__obj_t *o) {
   lk_fair_t *f = (lk_fair_t *)o;

@@ -27,11 +27,7 @@ static void on_abandon(lk__obj_t *o) {
 }
 
 /* The user's callbacks, kept by the core in a generic type. */
-static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
-  ((lk_latch_cb)fn)((lk_latch_t *)o, status, arg);
-}
-
-static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_latch_close_cb)fn)((lk_latch_t *)o); }
+LK__OBJ_CALLS(lk_latch_t, lk_latch_cb, lk_latch_close_cb)
 
 static void free_latch(lk__obj_t *o) {
   lk_latch_t *l = (lk_latch_t *)o;

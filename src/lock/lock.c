@@ -582,11 +582,7 @@ static int on_close_release_start(lk__obj_t *o) {
 }
 
 /* The user's callbacks, kept by the core in a generic type. */
-static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
-  ((lk_lock_cb)fn)((lk_lock_t *)o, status, arg);
-}
-
-static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_lock_close_cb)fn)((lk_lock_t *)o); }
+LK__OBJ_CALLS(lk_lock_t, lk_lock_cb, lk_lock_close_cb)
 
 static void free_lock(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;

@@ -543,11 +543,7 @@ static int on_close_release(lk__obj_t *o) {
 }
 
 /* The user's callbacks, kept by the core in a generic type. */
-static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
-  ((lk_multilock_cb)fn)((lk_multilock_t *)o, status, arg);
-}
-
-static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_multilock_close_cb)fn)((lk_multilock_t *)o); }
+LK__OBJ_CALLS(lk_multilock_t, lk_multilock_cb, lk_multilock_close_cb)
 
 /* Memory only: in a forked child the members are not touched. */
 static void free_ml(lk__obj_t *o) {

@@ -130,11 +130,7 @@ static int on_close_release(lk__obj_t *o) {
 }
 
 /* The user's callbacks, kept by the core in a generic type. */
-static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
-  ((lk_redlock_cb)fn)((lk_redlock_t *)o, status, arg);
-}
-
-static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_redlock_close_cb)fn)((lk_redlock_t *)o); }
+LK__OBJ_CALLS(lk_redlock_t, lk_redlock_cb, lk_redlock_close_cb)
 
 static void free_rl(lk__obj_t *o) {
   lk_redlock_t *rl = (lk_redlock_t *)o;

@@ -208,11 +208,7 @@ int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t thread_
 /* --- lifecycle --- */
 
 /* The user's callbacks, kept by the core in a generic type. */
-static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
-  ((lk_rwlock_cb)fn)((lk_rwlock_t *)o, status, arg);
-}
-
-static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_rwlock_close_cb)fn)((lk_rwlock_t *)o); }
+LK__OBJ_CALLS(lk_rwlock_t, lk_rwlock_cb, lk_rwlock_close_cb)
 
 static void free_rwlock(lk__obj_t *o) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;

@@ -553,11 +553,7 @@ static int on_close_release_start(lk__obj_t *o) {
 }
 
 /* The user's callbacks, kept by the core in a generic type. */
-static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
-  ((lk_psem_cb)fn)((lk_psem_t *)o, status, arg);
-}
-
-static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_psem_close_cb)fn)((lk_psem_t *)o); }
+LK__OBJ_CALLS(lk_psem_t, lk_psem_cb, lk_psem_close_cb)
 
 static void free_psem(lk__obj_t *o) {
   lk_psem_t *p = (lk_psem_t *)o;

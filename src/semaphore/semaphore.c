@@ -539,11 +539,7 @@ static int on_close_release_start(lk__obj_t *o) {
 }
 
 /* The user's callbacks, kept by the core in a generic type. */
-static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {
-  ((lk_semaphore_cb)fn)((lk_semaphore_t *)o, status, arg);
-}
-
-static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((lk_semaphore_close_cb)fn)((lk_semaphore_t *)o); }
+LK__OBJ_CALLS(lk_semaphore_t, lk_semaphore_cb, lk_semaphore_close_cb)
 
 static void free_semaphore(lk__obj_t *o) {
   lk_semaphore_t *s = (lk_semaphore_t *)o;
