@@ -607,6 +607,14 @@ static void conn_send(lk__conn_t *conn, lk__op_t *op) {
 
 void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op) {
   op->conn = conn;
+  if (conn->state == LK__CONN_CLOSED) {
+    /* The client is closing and this connection is done: nothing would
+     * ever send or fail the command (a redirected one due again, say). Only
+     * the library's own work reaches here by then, never inside a user's
+     * call. */
+    lk__op_complete(op, LK_ECANCELED, NULL);
+    return;
+  }
   if (conn->state == LK__CONN_READY) {
     conn_send(conn, op);
     return;

@@ -166,6 +166,8 @@ static int send_topology_query(lk_client_t *c, const char *what) {
   op = lk__op_internal(c, 2, argv, lens, on_topology, c, &err);
   if (op == NULL)
     return err;
+  /* on_topology reads the reply as the query that was really sent. */
+  c->topo_asked_slots = what[0] == 'S' && what[1] == 'L';
   c->topo_inflight = 1;
   c->topo_last_ns = lk__now_ns();
   lk__conn_enqueue(conn, op);
@@ -262,9 +264,8 @@ static void on_topology(void *data, int status, redisReply *r) {
     } else if (!was_slots && (rc == LK_EREDIS || rc == LK_ECLUSTER)) {
       /* No CLUSTER SHARDS (an older server), or a shard caught in the
        * middle of a failover: CLUSTER SLOTS names each range's owner. */
-      c->topo_asked_slots = 1;
-      send_topology_query(c, "SLOTS");
-      return;
+      if (send_topology_query(c, "SLOTS") == 0 && c->topo_inflight)
+        return;
     } else {
       lk__log(c, LK_LOG_WARN, "cluster topology reply not usable (%s)", lk_err_name(rc));
     }
@@ -329,7 +330,9 @@ static int retry_later(lk_client_t *c, lk__op_t *op) {
     return 0;
   op->retry_at_ns = now + pause_ms * 1000000u;
   lk__queue_insert_tail(&c->retry_ops, &op->node);
-  if (!uv_is_active((uv_handle_t *)&c->retry_timer)) {
+  /* Armed for a later retry: this one is due first. */
+  if (!uv_is_active((uv_handle_t *)&c->retry_timer) ||
+      uv_timer_get_due_in(&c->retry_timer) > pause_ms) {
     uv_update_time(c->loop);
     uv_timer_start(&c->retry_timer, on_retry_timer, pause_ms, 0);
   }
@@ -363,6 +366,8 @@ static void on_retry_timer(uv_timer_t *t) {
     uv_update_time(c->loop);
     uv_timer_start(&c->retry_timer, on_retry_timer, (next - now + 999999u) / 1000000u, 0);
   }
+  /* A close waiting for the retry list may go on now. */
+  lk__client_maybe_finish_close(c);
 }
 
 int lk__router_try_later(const lk_client_t *c, const redisReply *r) {

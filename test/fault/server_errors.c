@@ -793,3 +793,37 @@ TEST(t34_client_wall_clock_jump_changes_nothing) {
   rt_server_stop(srv);
 #endif
 }
+
+/* A command the router holds for a TRYAGAIN retry when the client closes,
+ * and its connection drops during the close: the close still finishes (the
+ * held command ends LK_ECANCELED) instead of waiting for ever with the
+ * command stuck on a closed connection. Found by review; before the fix
+ * close_cb never ran. */
+TEST(close_with_a_cluster_retry_pending_and_its_connection_dropped_finishes) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_client_stats_t st;
+  char match[64];
+  const char tryagain[] = "-TRYAGAIN Multiple keys request during rehashing of slot\r\n";
+  lk_client_opts_init(&o);
+  o.cluster = LK_CLUSTER_ON; /* a standalone server: every slot is node 0's */
+  o.reply_timeout_ms = 3000;
+  rt_proxy_t *p = fx_start_proxied(&fx, &o);
+  snprintf(match, sizeof match, "EVALSHA %s", lk__script_find("lock/acquire")->sha1);
+  rt_proxy_on_reply(p, match, 1, RT_PROXY_REPLACE, tryagain, strlen(tryagain));
+  lk_lock_t *a = fx_lock(&fx, "t-close-retry");
+  sx_t s;
+  fu_start_acquire(a, 0, 30000, 0, &s);
+  FX_EVENTUALLY(&fx, (lk_client_get_stats(fx.c, &st), st.cluster_retries > 0), 5000);
+  ASSERT_OK(lk_lock_cancel(a));
+  fx_close_lock(&fx, a);
+  ASSERT_EQ(s.status, LK_ECANCELED);
+  lk_client_set_data(fx.c, &fx);
+  ASSERT_OK(lk_client_close(fx.c, fx_on_client_closed));
+  rt_proxy_reset_all(p); /* the retried command's connection drops meanwhile */
+  rt_run_until(&fx.loop, &fx.client_closed, rt_scaled_ms(5000));
+  ASSERT_EQ(fx.client_closed, 1);
+  fx.c = NULL;
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
