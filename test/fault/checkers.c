@@ -166,8 +166,12 @@ TEST(wipe_ends_sections_for_the_exclusion_checkers) {
   add(&h, 0, RT_OP_LOST, 800, 800, 0, 100); /* told after 1 took it */
   add(&h, 2, RT_OP_WRITE, 100, 900, 0, 0);
   add(&h, 3, RT_OP_READ, 600, 700, 0, 0);
+  add(&h, 6, RT_OP_PERMITS, 100, 900, 0, 1); /* a 1-permit semaphore: */
+  add(&h, 7, RT_OP_PERMITS, 600, 700, 0, 1); /* its permit taken again */
   rt_check_exclusive(&h, 0, RT_OP_HOLD, &c);
   ASSERT_EQ(c.violations, 1); /* without the wipe: overlaps */
+  rt_check_permits(&h, 0, 1, &c);
+  ASSERT_EQ(c.violations, 1);
   rt_check_lost_first(&h, 0, RT_OP_HOLD, &c);
   ASSERT_EQ(c.violations, 1);
   rt_check_rw(&h, 0, &c);
@@ -180,6 +184,9 @@ TEST(wipe_ends_sections_for_the_exclusion_checkers) {
   rt_check_print(stdout, &c);
   ASSERT_EQ(c.violations, 0);
   rt_check_rw(&h, 0, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 0);
+  rt_check_permits(&h, 0, 1, &c);
   rt_check_print(stdout, &c);
   ASSERT_EQ(c.violations, 0);
   /* A section that begins during the wipe is skipped; one that overlaps

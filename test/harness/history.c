@@ -491,7 +491,9 @@ static sweep_ev_t *events(const rt_recs_t *h, uint16_t obj, uint16_t op_a, uint1
 void rt_check_permits(const rt_recs_t *h, uint16_t obj, int64_t max_permits, rt_check_t *out) {
   check_begin(out, "permits");
   size_t n = 0;
-  sweep_ev_t *ev = events(h, obj, RT_OP_PERMITS, RT_OP_PERMITS, NULL, &n);
+  wipes_t w;
+  wipes_collect(h, &w);
+  sweep_ev_t *ev = events(h, obj, RT_OP_PERMITS, RT_OP_PERMITS, &w, &n);
   int64_t held = 0;
   for (size_t i = 0; ev != NULL && i < n; i++) {
     int64_t p = ev[i].rec->extra;
@@ -508,6 +510,8 @@ void rt_check_permits(const rt_recs_t *h, uint16_t obj, int64_t max_permits, rt_
   }
   snprintf(out->detail, sizeof out->detail, "at most %" PRId64 " of %" PRId64 " permits held",
            out->max_seen, max_permits);
+  wipes_note(&w, out);
+  free(w.v);
   free(ev);
 }
 

@@ -170,8 +170,10 @@ typedef struct rt_check_s {
   char detail[160];
 } rt_check_t;
 
-/* Wipes (RT_OP_WIPE): the checkers of exclusion (rt_check_exclusive,
- * rt_check_rw, rt_check_lost_first) end every section a wipe interrupts
+/* Wipes (RT_OP_WIPE: the server came back empty, or a cluster master that
+ * was replaced woke up stale and granted beside its successor): the
+ * checkers of exclusion (rt_check_exclusive, rt_check_rw, rt_check_permits,
+ * rt_check_lost_first) end every section a wipe interrupts
  * where the wipe began (what the holder believed afterwards, the server no
  * longer knew), and skip sections that begin during a wipe (granted by the
  * server that went, or by the one that came back: not told apart). Without
