@@ -306,6 +306,18 @@ static int parse_redirect(const redisReply *r, size_t skip, int *slot, const cha
   return 0;
 }
 
+/* A redirection that names no host means the node it came from; a node
+ * reached over a unix socket has no host to name, so it cannot be
+ * followed (the command ends with the error). */
+static int redirect_host(const lk_client_t *c, const lk__conn_t *conn, const char **host,
+                         size_t *len) {
+  if (conn->node->host == NULL && c->o.unix_path != NULL)
+    return 0;
+  *host = node_host(c, conn->node);
+  *len = strlen(*host);
+  return 1;
+}
+
 static int starts(const redisReply *r, const char *word) {
   size_t n = strlen(word);
   return r->len >= n && memcmp(r->str, word, n) == 0;
@@ -398,10 +410,8 @@ int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r) {
     return 0;
   if (!c->cluster_on && cluster_begin(c) != 0)
     return 0; /* cluster support turned off: the error stands */
-  if (host_len == 0) {
-    host = node_host(c, conn->node);
-    host_len = strlen(host);
-  }
+  if (host_len == 0 && !redirect_host(c, conn, &host, &host_len))
+    return 0;
   n = node_get(c, host, host_len, port);
   if (n == NULL)
     return 0;
@@ -432,10 +442,8 @@ int lk__router_note_moved(lk__conn_t *conn, const redisReply *r) {
   if (r == NULL || r->type != REDIS_REPLY_ERROR || !c->cluster_on || c->closing ||
       !starts(r, "MOVED ") || parse_redirect(r, 6, &slot, &host, &host_len, &port) != 0)
     return 0;
-  if (host_len == 0) {
-    host = node_host(c, conn->node);
-    host_len = strlen(host);
-  }
+  if (host_len == 0 && !redirect_host(c, conn, &host, &host_len))
+    return 0;
   n = node_get(c, host, host_len, port);
   if (n == NULL)
     return 0;
