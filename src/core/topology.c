@@ -368,7 +368,8 @@ static int read_shard(builder_t *b, const redisReply *shard, int *ambiguous) {
   return 0;
 }
 
-int lk__topo_from_shards(const redisReply *reply, const char *origin_host, lk__topo_t **out) {
+/* What both parsers check first: 0, or the code to return. */
+static int check_reply(const redisReply *reply, lk__topo_t **out) {
   if (out == NULL)
     return LK_EINVAL;
   *out = NULL;
@@ -376,8 +377,13 @@ int lk__topo_from_shards(const redisReply *reply, const char *origin_host, lk__t
     return LK_EINVAL;
   if (reply->type == REDIS_REPLY_ERROR)
     return LK_EREDIS;
-  if (!is_array(reply))
-    return LK_EPROTOCOL;
+  return is_array(reply) ? 0 : LK_EPROTOCOL;
+}
+
+int lk__topo_from_shards(const redisReply *reply, const char *origin_host, lk__topo_t **out) {
+  int rc0 = check_reply(reply, out);
+  if (rc0 != 0)
+    return rc0;
   builder_t b;
   int rc = builder_init(&b, origin_host), ambiguous = 0;
   if (rc != 0)
@@ -456,15 +462,9 @@ static int read_range(builder_t *b, const redisReply *r) {
 }
 
 int lk__topo_from_slots(const redisReply *reply, const char *origin_host, lk__topo_t **out) {
-  if (out == NULL)
-    return LK_EINVAL;
-  *out = NULL;
-  if (reply == NULL)
-    return LK_EINVAL;
-  if (reply->type == REDIS_REPLY_ERROR)
-    return LK_EREDIS;
-  if (!is_array(reply))
-    return LK_EPROTOCOL;
+  int rc0 = check_reply(reply, out);
+  if (rc0 != 0)
+    return rc0;
   builder_t b;
   int rc = builder_init(&b, origin_host);
   if (rc != 0)
