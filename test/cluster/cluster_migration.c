@@ -124,7 +124,10 @@ TEST(held_lock_keeps_working_through_a_migration_and_its_waiter_gets_in) {
   rt_run_until(&m.f.fx.loop, &sr.done, 10000);
   ASSERT_OK(sr.status);
   ASSERT_EQ(sr.result, 0); /* two holds left */
-  ASSERT_GT(cfx_stats(m.f.fx.c).moved_redirects, st.moved_redirects);
+  /* The client followed the slot: by a MOVED, or by a topology read that
+   * got there first and sent the retried release straight to the target. */
+  ASSERT(cfx_stats(m.f.fx.c).moved_redirects > st.moved_redirects ||
+         cfx_stats(m.f.fx.c).topology_changes > st.topology_changes);
 
   /* The map learns the new owner; the hold, verified there, survives. */
   FX_EVENTUALLY(&m.f.fx, m.ev.topology >= 1, 10000);
