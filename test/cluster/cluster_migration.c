@@ -190,7 +190,9 @@ TEST(renewal_of_a_half_migrated_slot_is_retried_until_the_slot_settles) {
   ASSERT(lk_lock_is_held(b));
   ASSERT_EQ(cfx_exists(&m.f, m.to, na), 1);
   ASSERT_EQ(cfx_exists(&m.f, m.to, nb), 1);
-  ASSERT_GT(cfx_stats(m.f.fx.c).moved_redirects, st.moved_redirects);
+  /* Followed by a MOVED, or by a topology read that got there first. */
+  ASSERT(cfx_stats(m.f.fx.c).moved_redirects > st.moved_redirects ||
+         cfx_stats(m.f.fx.c).topology_changes > st.topology_changes);
   ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, a, NULL));
   ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, b, NULL));
   ASSERT_EQ(cfx_exists(&m.f, m.to, na), 0);

@@ -179,7 +179,9 @@ TEST(client_follows_a_slot_to_a_new_node_and_back_and_forgets_the_node_once_remo
   ASSERT_OK(rt_cluster_migrate_slot(f.cl, slot, fresh));
   churn_resume(&ch);
   churn_rounds(&ch, &f, 5);
-  ASSERT_GT(cfx_stats(f.fx.c).moved_redirects, st.moved_redirects);
+  /* Followed by a MOVED, or by a topology read that got there first. */
+  ASSERT(cfx_stats(f.fx.c).moved_redirects > st.moved_redirects ||
+         cfx_stats(f.fx.c).topology_changes > st.topology_changes);
   FX_EVENTUALLY(&f.fx, ev.topology >= 1, 6000);
 
   st = cfx_stats(f.fx.c);
@@ -189,7 +191,9 @@ TEST(client_follows_a_slot_to_a_new_node_and_back_and_forgets_the_node_once_remo
   ASSERT_OK(rt_cluster_migrate_slot(f.cl, slot, home));
   churn_resume(&ch);
   churn_rounds(&ch, &f, 5);
-  ASSERT_GT(cfx_stats(f.fx.c).moved_redirects, st.moved_redirects);
+  /* Followed by a MOVED, or by a topology read that got there first. */
+  ASSERT(cfx_stats(f.fx.c).moved_redirects > st.moved_redirects ||
+         cfx_stats(f.fx.c).topology_changes > st.topology_changes);
   FX_EVENTUALLY(&f.fx, ev.topology > topo, 6000);
 
   churn_pause(&ch, &f);
