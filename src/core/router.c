@@ -383,8 +383,12 @@ static void on_retry_timer(uv_timer_t *t) {
 }
 
 int lk__router_try_later(const lk_client_t *c, const redisReply *r) {
+  /* A redirection the router stopped following (too many in a row: a long
+   * migration alternates TRYAGAIN at the source and ASK to the target) did
+   * not run either. */
   return c->cluster_on && r != NULL && r->type == REDIS_REPLY_ERROR &&
-         (starts(r, "TRYAGAIN") || starts(r, "CLUSTERDOWN"));
+         (starts(r, "TRYAGAIN") || starts(r, "CLUSTERDOWN") || starts(r, "MOVED ") ||
+          starts(r, "ASK "));
 }
 
 int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r) {

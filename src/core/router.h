@@ -62,8 +62,9 @@ void lk__router_on_conn_ready(lk__conn_t *conn);
  * idle until a command is queued for it. */
 int lk__router_redial(const lk__conn_t *conn);
 /* 1 when r, the error that ended one of c's commands, is TRYAGAIN (a
- * script in a slot being migrated) or CLUSTERDOWN (an election) on a
- * cluster: the command did not run and may succeed later. The router
+ * script in a slot being migrated), CLUSTERDOWN (an election), or a MOVED
+ * or ASK the router stopped following, on a cluster: the command did not
+ * run and may succeed later. The router
  * resends it for the reply timeout; a wait then goes on trying within its
  * own budget (core/outcome.c). */
 int lk__router_try_later(const lk_client_t *c, const redisReply *r);
