@@ -537,15 +537,6 @@ void lk__router_start(lk_client_t *c) {
     refresh_soon(c);
 }
 
-size_t lk__router_conns(lk_client_t *c, lk__conn_t **out, size_t max) {
-  size_t i, k = 0;
-  for (i = 0; i < c->n_nodes && k + 2 <= max; i++) {
-    out[k++] = c->nodes[i]->cmd;
-    out[k++] = c->nodes[i]->ps;
-  }
-  return k;
-}
-
 static void on_router_timer_closed(uv_handle_t *h) { lk__client_handle_closed(h->data); }
 
 void lk__router_close(lk_client_t *c) {

@@ -93,8 +93,6 @@ int lk__router_alloc(lk_client_t *c);
 void lk__router_start(lk_client_t *c);
 /* ASKING on conn, ahead of the command it admits. */
 int lk__router_asking(lk_client_t *c, lk__conn_t *conn);
-/* Every node's connections: for the client's close and fork paths. */
-size_t lk__router_conns(lk_client_t *c, lk__conn_t **out, size_t max);
 void lk__router_close(lk_client_t *c);
 void lk__router_free(lk_client_t *c);
 
