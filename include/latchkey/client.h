@@ -33,6 +33,35 @@ typedef enum {
   LK_CLUSTER_OFF
 } lk_cluster_mode_t;
 
+/* Oldest TLS version the client accepts (docs/tls.md). */
+typedef enum { LK_TLS_1_2 = 0, LK_TLS_1_3 = 1 } lk_tls_version_t;
+
+/* TLS on every connection the client opens: commands, pub/sub, a cluster's
+ * nodes, sentinels (docs/tls.md). Zeroed by lk_client_opts_init except
+ * verify_peer (1). */
+typedef struct lk_tls_opts_s {
+  int enable;              /* 1: speak TLS (the rediss:// scheme sets it) */
+  const char *ca_file;     /* PEM bundle of trusted CAs */
+  const char *ca_dir;      /* hashed CA directory; both NULL: the system store */
+  int verify_peer;         /* default 1: the chain and the server's name are
+                              checked; 0 accepts any certificate (tests only) */
+  const char *server_name; /* SNI and the name checked; default: the host
+                              connected to (an IP address is checked as one) */
+  const char *cert_file;   /* client certificate, PEM (mutual TLS) */
+  const char *key_file;    /* its private key, PEM; both or neither */
+  int min_version;         /* lk_tls_version_t, default LK_TLS_1_2 */
+} lk_tls_opts_t;
+
+/* What an acquire does when fewer replicas than asked acknowledged its grant
+ * in time (docs/replica-sync.md). */
+typedef enum {
+  /* The hold is given back and the acquire fails with LK_ENOREPLICAS. */
+  LK_SYNC_GIVE_BACK = 0,
+  /* The acquire succeeds; the shortfall is counted (stats.sync_shortfalls)
+   * and readable from the object (docs/replica-sync.md). */
+  LK_SYNC_REPORT
+} lk_sync_policy_t;
+
 typedef enum { LK_LOG_DEBUG = 0, LK_LOG_INFO, LK_LOG_WARN, LK_LOG_ERROR } lk_log_level_t;
 
 typedef void (*lk_client_event_cb)(lk_client_t *client, lk_event_t event,
@@ -66,6 +95,29 @@ typedef struct lk_client_opts_s {
   void *log_arg;
   int cluster;                /* lk_cluster_mode_t, default LK_CLUSTER_AUTO */
   int64_t cluster_refresh_ms; /* topology re-read period on a cluster, default 5000 */
+  /* One connection URL (docs/client.md, "Connection URL"): redis://,
+   * rediss://, redis+sentinel://, unix:// or host:port. When set, what it
+   * names replaces host, port, unix_path, username, password, db, tls.enable,
+   * sentinels and sentinel_master; a malformed URL makes lk_client_new
+   * return LK_EINVAL. NULL: the fields are used as they are. */
+  const char *url;
+  lk_tls_opts_t tls;
+  /* Sentinel (docs/sentinel.md): "host:port,host:port,..." of the sentinels
+   * to ask where the master named sentinel_master is; host and port are then
+   * not used. NULL: no sentinels. */
+  const char *sentinels;
+  const char *sentinel_master;
+  const char *sentinel_username; /* AUTH towards the sentinels, or NULL */
+  const char *sentinel_password;
+  /* Replica sync (docs/replica-sync.md), off by default: after a grant,
+   * wait until sync_replicas replicas acknowledged it (WAIT), or with
+   * sync_aof also fsynced it (WAITAOF, where the server has it), for at most
+   * sync_timeout_ms; sync_policy says what a shortfall does. An acquire's
+   * own options can override sync_replicas. */
+  int sync_replicas;       /* 0 = off (default) */
+  int64_t sync_timeout_ms; /* default 1000 */
+  int sync_aof;            /* 1: WAITAOF (servers 7.2+), else WAIT */
+  int sync_policy;         /* lk_sync_policy_t, default LK_SYNC_GIVE_BACK */
 } lk_client_opts_t;
 
 typedef struct lk_client_stats_s {
@@ -96,9 +148,26 @@ typedef struct lk_client_stats_s {
   uint64_t cluster_retries;
   uint64_t topology_refreshes;
   uint64_t topology_changes;
+  /* TLS handshakes completed / failed (docs/tls.md). */
+  uint64_t tls_handshakes;
+  uint64_t tls_failures;
+  /* Sentinel (docs/sentinel.md): master addresses asked for, and switches
+   * to a new master address. */
+  uint64_t sentinel_queries;
+  uint64_t sentinel_switches;
+  /* Replica sync (docs/replica-sync.md): grants waited for, and grants
+   * fewer replicas than asked acknowledged in time. */
+  uint64_t sync_waits;
+  uint64_t sync_shortfalls;
 } lk_client_stats_t;
 
 LK_EXTERN void lk_client_opts_init(lk_client_opts_t *opts);
+
+/* Checks url (the forms of lk_client_opts_t.url) and, when it is well
+ * formed, sets opts->url to it (not copied: it must live until
+ * lk_client_new). Returns 0 or LK_EINVAL (a NULL argument, or a URL that is
+ * not one of the forms: a program prints its usage line). */
+LK_EXTERN int lk_client_opts_set_url(lk_client_opts_t *opts, const char *url);
 
 /* Creates a client on loop and starts connecting. opts is copied (strings
  * included); NULL means defaults. *out is set only on success. The client must
@@ -120,6 +189,11 @@ LK_EXTERN uv_loop_t *lk_client_loop(const lk_client_t *client);
  * client. */
 LK_EXTERN const char *lk_client_id(const lk_client_t *client);
 LK_EXTERN int lk_client_is_connected(const lk_client_t *client);
+/* Why the last connection attempt failed, as text (a TLS verification
+ * reason from OpenSSL, a refused handshake, a sentinel that had no master),
+ * or "" when the connections are fine. Borrowed, valid until the next
+ * callback of this client. */
+LK_EXTERN const char *lk_client_error_text(const lk_client_t *client);
 LK_EXTERN void lk_client_get_stats(const lk_client_t *client,
                                    lk_client_stats_t *out);
 LK_EXTERN void *lk_client_get_data(const lk_client_t *client);

@@ -66,7 +66,9 @@ extern "C" {
   XX(ENOMEM, 28, "out of memory")                                            \
   XX(ETOKEN, 29, "fencing token went backwards: the counter was set back")   \
   XX(EUPGRADE, 30, "read hold cannot be upgraded to a write hold")            \
-  XX(EDELETED, 31, "the object was deleted while waited on")
+  XX(EDELETED, 31, "the object was deleted while waited on")                 \
+  XX(ETLS, 32, "TLS handshake or certificate verification failed")          \
+  XX(ENOREPLICAS, 33, "too few replicas acknowledged the grant in time")
 
 #define LK__ERRNO_BASE (-30000)
 

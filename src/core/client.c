@@ -8,6 +8,7 @@
 
 #include "core/internal.h"
 #include "core/router.h"
+#include "core/url.h"
 #include "core/tokens.h"
 #include "core/watchdog.h"
 
@@ -72,13 +73,75 @@ void lk_client_opts_init(lk_client_opts_t *o) {
   o->max_name_len = 4096;
   o->cluster = LK_CLUSTER_AUTO;
   o->cluster_refresh_ms = 5000;
+  o->tls.verify_peer = 1;
+  o->tls.min_version = LK_TLS_1_2;
+  o->sync_timeout_ms = 1000;
+  o->sync_policy = LK_SYNC_GIVE_BACK;
+}
+
+int lk_client_opts_set_url(lk_client_opts_t *opts, const char *url) {
+  lk_client_opts_t probe;
+  char *storage = NULL;
+  int rc;
+  if (opts == NULL || url == NULL)
+    return LK_EINVAL;
+  probe = *opts;
+  rc = lk__url_apply(&probe, url, &storage);
+  lk__free(storage);
+  if (rc != 0)
+    return rc == LK_ENOMEM ? LK_ENOMEM : LK_EINVAL;
+  opts->url = url;
+  return 0;
 }
 
 static int valid_ms(int64_t v, int64_t min) {
   return v >= min && v <= LK_MAX_TIME_MS;
 }
 
+/* A string option copied: 0, or LK_ENOMEM when a non-NULL one could not be. */
+static int dup_opt(char **d, const char *s) {
+  *d = lk__strdup(s);
+  return s != NULL && *d == NULL ? LK_ENOMEM : 0;
+}
+
+static int copy_new_opts(lk__opts_t *d, const lk_client_opts_t *s) {
+  const lk_tls_opts_t *t = &s->tls;
+  int rc = 0;
+  if ((t->enable != 0 && t->enable != 1) || (t->verify_peer != 0 && t->verify_peer != 1) ||
+      (t->min_version != LK_TLS_1_2 && t->min_version != LK_TLS_1_3) ||
+      ((t->cert_file == NULL) != (t->key_file == NULL)) ||
+      (t->server_name != NULL && (t->server_name[0] == '\0' || strlen(t->server_name) > 253)) ||
+      /* Sentinels need the master's name, and the master's name needs them. */
+      ((s->sentinels == NULL) != (s->sentinel_master == NULL)) ||
+      (s->sentinels != NULL && (s->sentinels[0] == '\0' || s->sentinel_master[0] == '\0')) ||
+      (s->sentinel_username != NULL && s->sentinel_password == NULL) ||
+      (s->sentinels != NULL && s->cluster == LK_CLUSTER_ON) ||
+      s->sync_replicas < 0 || s->sync_replicas > 1000 ||
+      (s->sync_aof != 0 && s->sync_aof != 1) ||
+      (s->sync_policy != LK_SYNC_GIVE_BACK && s->sync_policy != LK_SYNC_REPORT) ||
+      !valid_ms(s->sync_timeout_ms, 1))
+    return LK_EINVAL;
+  d->tls_enable = t->enable;
+  d->tls_verify_peer = t->verify_peer;
+  d->tls_min_version = t->min_version;
+  d->sync_replicas = s->sync_replicas;
+  d->sync_aof = s->sync_aof;
+  d->sync_policy = s->sync_policy;
+  d->sync_timeout_ms = s->sync_timeout_ms;
+  rc |= dup_opt(&d->tls_ca_file, t->ca_file);
+  rc |= dup_opt(&d->tls_ca_dir, t->ca_dir);
+  rc |= dup_opt(&d->tls_server_name, t->server_name);
+  rc |= dup_opt(&d->tls_cert_file, t->cert_file);
+  rc |= dup_opt(&d->tls_key_file, t->key_file);
+  rc |= dup_opt(&d->sentinels, s->sentinels);
+  rc |= dup_opt(&d->sentinel_master, s->sentinel_master);
+  rc |= dup_opt(&d->sentinel_username, s->sentinel_username);
+  rc |= dup_opt(&d->sentinel_password, s->sentinel_password);
+  return rc != 0 ? LK_ENOMEM : 0;
+}
+
 static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
+  int rc;
   if (s->port <= 0 || s->port > 65535 || s->db < 0 ||
       (s->host == NULL && s->unix_path == NULL) ||
       !valid_ms(s->connect_timeout_ms, 1) || !valid_ms(s->reply_timeout_ms, 1) ||
@@ -119,7 +182,8 @@ static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
       (s->unix_path && !d->unix_path) || (s->username && !d->username) ||
       (s->password && !d->password))
     return LK_ENOMEM;
-  return 0;
+  rc = copy_new_opts(d, s);
+  return rc;
 }
 
 static void free_opts(lk__opts_t *o) {
@@ -128,6 +192,15 @@ static void free_opts(lk__opts_t *o) {
   lk__free(o->username);
   lk__free(o->password);
   lk__free(o->client_name);
+  lk__free(o->tls_ca_file);
+  lk__free(o->tls_ca_dir);
+  lk__free(o->tls_server_name);
+  lk__free(o->tls_cert_file);
+  lk__free(o->tls_key_file);
+  lk__free(o->sentinels);
+  lk__free(o->sentinel_master);
+  lk__free(o->sentinel_username);
+  lk__free(o->sentinel_password);
 }
 
 /* --- deferred work --- */
@@ -186,6 +259,17 @@ void lk__log(lk_client_t *c, lk_log_level_t level, const char *fmt, ...) {
           buf);
 }
 
+void lk__client_set_error(lk_client_t *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->error_text, sizeof(c->error_text), fmt, ap);
+  va_end(ap);
+}
+
+const char *lk_client_error_text(const lk_client_t *c) {
+  return c == NULL ? "" : c->error_text;
+}
+
 void lk__emit(lk_client_t *c, lk_event_t ev) {
   if (c->on_event != NULL && !c->closing)
     c->on_event(c, ev, c->event_arg);
@@ -214,7 +298,8 @@ void lk__client_on_run_id(lk__conn_t *conn, const char *run_id, size_t len) {
 
 int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
                   lk_client_t **out) {
-  lk_client_opts_t defaults;
+  lk_client_opts_t defaults, from_url;
+  char *url_storage = NULL;
   lk_client_t *c;
   int rc;
 
@@ -224,12 +309,27 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
     lk_client_opts_init(&defaults);
     opts = &defaults;
   }
+  if (opts->url != NULL) {
+    /* What the URL names replaces those fields; the parts point into
+     * url_storage until they are copied below. */
+    from_url = *opts;
+    rc = lk__url_apply(&from_url, opts->url, &url_storage);
+    if (rc != 0) {
+      lk__free(url_storage);
+      return rc == LK_ENOMEM ? LK_ENOMEM : LK_EINVAL;
+    }
+    opts = &from_url;
+  }
   pthread_once(&lk__fork_once, install_fork_hook);
   pthread_once(&lk__sigpipe_once, ignore_default_sigpipe);
   c = lk__calloc(1, sizeof(*c));
-  if (c == NULL)
+  if (c == NULL) {
+    lk__free(url_storage);
     return LK_ENOMEM;
+  }
   rc = copy_opts(&c->o, opts);
+  lk__free(url_storage);
+  url_storage = NULL;
   if (rc == 0) {
     if (opts->client_id != NULL)
       snprintf(c->id, sizeof(c->id), "%s", opts->client_id);

@@ -123,6 +123,14 @@ typedef struct lk__opts_s {
   size_t max_inflight, max_name_len;
   int cluster; /* lk_cluster_mode_t */
   int64_t cluster_refresh_ms;
+  /* TLS (core/tls.c): strings copied, NULL when not given. */
+  int tls_enable, tls_verify_peer, tls_min_version;
+  char *tls_ca_file, *tls_ca_dir, *tls_server_name, *tls_cert_file, *tls_key_file;
+  /* Sentinel (core/sentinel.c): the list as given, NULL when not used. */
+  char *sentinels, *sentinel_master, *sentinel_username, *sentinel_password;
+  /* Replica sync (docs/replica-sync.md). */
+  int sync_replicas, sync_aof, sync_policy;
+  int64_t sync_timeout_ms;
 } lk__opts_t;
 
 /* One server: node 0 is the configured one (standalone, or a cluster's
@@ -182,6 +190,9 @@ struct lk_client_s {
   uint64_t topo_last_ns;
   unsigned topo_inflight : 1, topo_again : 1, topo_wanted : 1, topo_asked_slots : 1;
   unsigned ever_connected : 1;
+  /* Why the last connection attempt failed (lk_client_error_text): set by
+   * lk__client_set_error, cleared when the command connection is ready. */
+  char error_text[256];
   /* pub/sub */
   struct lk__chan_s *chans; /* uthash table by channel name */
   size_t user_chans;        /* channels other than the heartbeat's */
@@ -227,6 +238,12 @@ void lk__log(lk_client_t *c, lk_log_level_t level, const char *fmt, ...)
 #endif
     ;
 void lk__emit(lk_client_t *c, lk_event_t ev);
+/* Records why a connection attempt failed (lk_client_error_text); "" clears. */
+void lk__client_set_error(lk_client_t *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 void lk__client_handle_closed(lk_client_t *c);
 void lk__client_maybe_finish_close(lk_client_t *c);
 void lk__object_born(lk_client_t *c);
