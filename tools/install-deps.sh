@@ -25,6 +25,8 @@ PACKAGES=(
   pkg-config
   libhiredis-dev
   libuv1-dev
+  libssl-dev
+  openssl
   redis-server
   redis-tools
   redis-sentinel
