@@ -1,0 +1,47 @@
+#ifndef LK_CORE_LOGLEVEL_H
+#define LK_CORE_LOGLEVEL_H
+
+/* Which level a log line gets (docs/client.md, "Logging"). The default
+ * logger (no log callback) prints WARN and ERROR only, so those say what
+ * needs a person: a misconfiguration, a server refusing the client, data
+ * loss nobody was told about. An event the program is told of through a
+ * callback (on_lost, the client's event callback, an operation's status) is
+ * the callback's: its line is INFO. */
+
+#include "core/object.h"
+
+/* A connection event (lost connection, server restart, topology change):
+ * the program hears of it through on_event when it set one. */
+static inline lk_log_level_t lk__event_level(const lk_client_t *c) {
+  return c->on_event != NULL ? LK_LOG_INFO : LK_LOG_WARN;
+}
+
+/* An object's holds were lost: its holder hears of it through on_lost when
+ * one is set. An object being closed was given up already. */
+static inline lk_log_level_t lk__lost_level(const lk__obj_t *o) {
+  return o->on_lost != NULL || o->closing ? LK_LOG_INFO : LK_LOG_WARN;
+}
+
+/* A command nobody waits for (a give-back, a release on close, a renewal)
+ * failed with status. The server out of reach, busy or loading, or the
+ * client closing, is said by the connection's own lines and heals itself
+ * (what was to be given back expires with its lease): INFO. An error reply
+ * (ACL, memory, a script error) needs a person: WARN. */
+static inline lk_log_level_t lk__trouble_level(int status) {
+  switch (status) {
+  case LK_ECONN:
+  case LK_EUNKNOWN:
+  case LK_ETIMEDOUT:
+  case LK_ELOADING:
+  case LK_ESERVERBUSY:
+  case LK_ECLUSTER:
+  case LK_ECLOSED:
+  case LK_ECANCELED:
+  case LK_EAGAIN:
+    return LK_LOG_INFO;
+  default:
+    return LK_LOG_WARN;
+  }
+}
+
+#endif /* LK_CORE_LOGLEVEL_H */
