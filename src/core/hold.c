@@ -111,8 +111,10 @@ void lk__hold_grant(lk__obj_t *o, const lk__grant_t *g) {
       /* Handing this token out could let a stale writer win at the
        * resource: give the hold back and say why. The counter was lifted,
        * so the next acquisition gets a token above any seen before. */
-      lk__log(c, LK_LOG_ERROR, "fencing token went backwards (the counter was set "
-                               "back); acquisition refused");
+      /* The acquire's callback gets LK_ETOKEN: the program is told (and a
+       * RedLock counts the master out, as after a restart). */
+      lk__log(c, LK_LOG_INFO, "fencing token went backwards (the counter was set "
+                              "back); acquisition refused");
       give_back(o, h, -1, 1);
       h->count = before;
       if (before == 0)
@@ -128,7 +130,7 @@ void lk__hold_grant(lk__obj_t *o, const lk__grant_t *g) {
      * hold of the side is past its own. The server may have expired it, so
      * it cannot be used (Redlock's "validity <= 0"). With earlier holds
      * (either side) the object cannot trust them either. */
-    lk__log(c, LK_LOG_WARN, "acquisition answered after its lease ran out; given back");
+    lk__log(c, LK_LOG_INFO, "acquisition answered after its lease ran out; given back");
     if (before > 0 || (g->other != NULL && g->other->count > 0)) {
       lost_as_a_whole(o, g);
       return;
