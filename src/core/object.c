@@ -373,7 +373,7 @@ static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms, int status) {
     int rc = ch != NULL ? lk__sub_start(o->client, &o->w->sub, ch, len, on_sub_event)
                         : LK_ENOMEM;
     if (rc != 0)
-      lk__log(o->client, LK_LOG_WARN, "cannot subscribe (%s): polling",
+      lk__log(o->client, LK_LOG_INFO, "cannot subscribe (%s): polling",
               lk_err_name(rc));
   }
   if (o->woken) {
