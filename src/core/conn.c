@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/loglevel.h"
 #include "core/router.h"
 #include "core/watchdog.h"
 
@@ -94,7 +95,11 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
       conn->state == LK__CONN_CLOSED)
     return;
   lk__wd_check(c); /* lost leases are told before the failures below */
-  lk__log(c, c->closing ? LK_LOG_DEBUG : was_ready ? LK_LOG_WARN : LK_LOG_INFO,
+  /* A ready command connection lost is the SUSPENDED event's (WARN without
+   * an event callback); a pub/sub one only makes waiters re-poll. */
+  lk__log(c, c->closing ? LK_LOG_DEBUG
+             : was_ready && conn->kind == LK__CONN_CMD ? lk__event_level(c)
+                                                       : LK_LOG_INFO,
           "%s connection lost: %s (%s)", conn_label(conn), what, lk_err_name(why));
 
   uv_timer_stop(&conn->timer);
