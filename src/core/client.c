@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/loglevel.h"
 #include "core/router.h"
 #include "core/url.h"
 #include "core/tokens.h"
@@ -284,7 +285,7 @@ void lk__client_on_run_id(lk__conn_t *conn, const char *run_id, size_t len) {
   memcpy(mine, run_id, len);
   mine[len] = '\0';
   if (changed) {
-    lk__log(c, LK_LOG_WARN, "server restarted (run_id changed)");
+    lk__log(c, lk__event_level(c), "server restarted (run_id changed)");
     c->restarted_ns = lk__now_ns();
     /* Queued so it follows RECONNECTED, which the handshake emits next. */
     c->restart_pending = 1;
