@@ -44,7 +44,7 @@ lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb 
   op = (send ? lk__script_call : lk__script_prepare)(c, lk__fair_script("fair/leave"), 4, 4,
                                                      argv, lens, cb, data, &err);
   if (op == NULL)
-    lk__log(c, LK_LOG_WARN,
+    lk__log(c, LK_LOG_INFO,
             "cannot leave a fair lock's queue (%s); the entry is skipped once "
             "its deadline passes, a hold expires with its lease",
             lk_err_name(err));

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/loglevel.h"
 #include "fair/fair_internal.h"
 
 #define LK__FAIR_QUEUE_PREFIX "redisson_lock_queue"
@@ -76,7 +77,7 @@ static void on_close_leave(void *data, int status, redisReply *r) {
   (void)r;
   f->base.op = NULL;
   if (status != 0 && status != LK_ECANCELED)
-    lk__log(LK__FAIR_CLIENT(f), LK_LOG_WARN,
+    lk__log(LK__FAIR_CLIENT(f), lk__trouble_level(status),
             "release on close failed (%s); the lock expires with its lease",
             lk_err_name(status));
   f->hold.count = 0;

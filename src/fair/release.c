@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/loglevel.h"
 #include "core/outcome.h"
 #include "core/router.h"
 #include "fair/fair_internal.h"
@@ -226,7 +227,7 @@ void lk__fair_lose(lk__obj_t *o) {
   lk__hold_unwatch(c, &f->hold);
   o->lost = 1;
   c->stats.leases_lost++;
-  lk__log(c, LK_LOG_WARN, "lease lost on a held fair lock");
+  lk__log(c, lk__lost_level(o), "lease lost on a held fair lock");
   /* An owner of our own gives back everything, a re-entry still in flight
    * included; a shared owner exactly what this object counts. */
   lk__fair_give_back(o, &f->hold, -1, f->owner_shared ? f->hold.count : UINT32_MAX);
