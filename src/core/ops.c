@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/loglevel.h"
 #include "core/router.h"
 #include "core/slot.h"
 
@@ -102,9 +103,17 @@ void lk__op_pool_free(lk_client_t *c) {
 void lk__op_complete(lk__op_t *op, int status, redisReply *reply) {
   lk__op_cb cb = op->cb;
   void *data = op->data;
-  lk_client_t *c = op->conn != NULL ? op->conn->client : NULL;
-  if (c != NULL)
+  lk__conn_t *conn = op->conn, *outer = NULL;
+  lk_client_t *c = conn != NULL ? conn->client : NULL;
+  if (c != NULL) {
     c->completing_sent_ns = op->sent_ns;
+    /* Where the reply came from, for a grant's WAIT (core/sync.c); a
+     * command that failed came from nowhere. Restored after the callback:
+     * completions nest when a callback's work drops a connection. The
+     * client outlives the callback (it is freed from handle callbacks). */
+    outer = c->completing_conn;
+    c->completing_conn = reply != NULL ? conn : NULL;
+  }
   if (c != NULL && !op->internal) {
     c->inflight--;
     if (status == LK_EUNKNOWN)
@@ -113,6 +122,8 @@ void lk__op_complete(lk__op_t *op, int status, redisReply *reply) {
   lk__op_free(op);
   if (cb != NULL)
     cb(data, status, reply);
+  if (c != NULL)
+    c->completing_conn = outer;
 }
 
 void lk__op_retarget(lk__op_t *op, lk__op_cb cb, void *data) {
@@ -257,7 +268,7 @@ lk__op_t *lk__script_prepare(lk_client_t *c, const lk__script_t *s, int nkeys,
 void lk__cleanup_cb(void *data, int status, redisReply *r) {
   lk_client_t *c = data;
   if (status != 0 && status != LK_ECANCELED)
-    lk__log(c, LK_LOG_WARN,
+    lk__log(c, lk__trouble_level(status),
             "clean-up command failed (%s); what it meant to give back expires "
             "with its lease",
             lk_err_name(status));

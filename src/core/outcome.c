@@ -78,7 +78,7 @@ int lk__outcome_settle(lk__obj_t *o, int status) {
   undo = o->ops->undo != NULL ? o->ops->undo(o, 0) : NULL;
   if (undo != NULL && lk__op_submit(o->client, undo) != 0) {
     lk__op_free(undo);
-    lk__log(o->client, LK_LOG_WARN, "cannot give back an acquire whose outcome is "
+    lk__log(o->client, LK_LOG_INFO, "cannot give back an acquire whose outcome is "
                                     "unknown; any hold expires with its lease");
   }
   return status == LK_ECANCELED ? status : LK_EUNKNOWN;
@@ -156,7 +156,7 @@ void lk__outcome_abandon(lk__obj_t *o) {
   if (f == NULL) {
     if (undo != NULL) {
       lk__op_free(undo);
-      lk__log(o->client, LK_LOG_WARN, "cannot prepare giving back an abandoned "
+      lk__log(o->client, LK_LOG_INFO, "cannot prepare giving back an abandoned "
                                       "acquire; any hold expires with its lease");
     }
     o->outcome_open = 0;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/loglevel.h"
 #include "core/router.h"
 #include "core/slot.h"
 #include "core/topology.h"
@@ -234,8 +235,9 @@ static void apply_topology(lk_client_t *c, lk__topo_t *t) {
      * in a slot that moved, may be gone. Verify every watched one in those
      * slots now: a renewal that finds it gone reports it lost (on_lost). */
     c->stats.topology_changes++;
-    lk__log(c, LK_LOG_WARN, "cluster topology changed: %zu slot(s) have a new master; "
-                            "holds in them are being verified",
+    lk__log(c, lk__event_level(c),
+            "cluster topology changed: %zu slot(s) have a new master; "
+            "holds in them are being verified",
             n_changed);
     /* ... so to a RedLock this cluster is a member that may have lost its
      * data, as after a restart without persistence: it abstains for the

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/loglevel.h"
 #include "core/slot.h"
 #include "core/topology.h"
 #include "core/watchdog.h"
@@ -313,9 +314,11 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
 
   due_init(&owed);
   lk__wd_check(c);
+  /* Unconfirmed renewals are sent again; one that never gets through is a
+   * loss, told through on_lost. An error reply (ACL, memory) needs a person. */
   if (status != 0 && status != LK_EUNKNOWN && status != LK_ECONN &&
       status != LK_ECANCELED)
-    lk__log(c, LK_LOG_WARN, "lease renewal failed: %s", lk_err_name(status));
+    lk__log(c, lk__trouble_level(status), "lease renewal failed: %s", lk_err_name(status));
   for (i = 0; i < b->n; i++) {
     lk__wd_entry_t *e = b->entries[i];
     int extended;

@@ -9,6 +9,7 @@
 
 #include "core/internal.h"
 #include "core/hold.h"
+#include "core/loglevel.h"
 #include "core/object.h"
 #include "core/outcome.h"
 #include "core/router.h"
@@ -484,7 +485,10 @@ static void lose(lk__obj_t *o) {
   lk__hold_unwatch(CLIENT(l), &l->hold);
   o->lost = 1;
   CLIENT(l)->stats.leases_lost++;
-  lk__log(CLIENT(l), LK_LOG_WARN, "lease lost on a held lock");
+  /* A MultiLock's member or a RedLock's node: the group judges the loss and
+   * says what it means (a RedLock may keep its quorum). */
+  lk__log(CLIENT(l), l->lost_observer != NULL ? LK_LOG_INFO : lk__lost_level(o),
+          "lease lost on a held lock");
   /* Whatever the server still has for this owner goes now: the holder has
    * been told it lost the lock, so nobody must keep it. An owner of our own
    * gives back everything, a re-entry still in flight included. */
@@ -558,8 +562,8 @@ static void on_close_release(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
   l->base.op = NULL;
   if (status != 0 && status != LK_ECANCELED)
-    lk__log(CLIENT(l), LK_LOG_WARN, "release on close failed (%s); the lock "
-                                    "expires with its lease",
+    lk__log(CLIENT(l), lk__trouble_level(status),
+            "release on close failed (%s); the lock expires with its lease",
             lk_err_name(status));
   l->hold.count = 0;
   lk__obj_close_done(&l->base);

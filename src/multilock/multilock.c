@@ -16,6 +16,7 @@
  * wait for stragglers before the members are let go. */
 #include <string.h>
 
+#include "core/loglevel.h"
 #include "core/object.h"
 #include "core/watchdog.h"
 #include "lock/lock_internal.h"
@@ -99,6 +100,8 @@ static void group_lost(lk_multilock_t *ml) {
   if (ml->holds == 0 || ml->lost)
     return;
   ml->lost = 1;
+  /* The member said nothing (its loss is the group's to tell). */
+  lk__log(ml->base.client, lk__lost_level(&ml->base), "lease lost on a MultiLock member");
   for (i = 0; i < ml->n; i++)
     if (!ml->m[i].busy)
       give_back(&ml->m[i], ml->m[i].mine);

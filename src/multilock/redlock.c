@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/loglevel.h"
 #include "core/tokens.h"
 #include "core/watchdog.h"
 #include "lock/lock_internal.h"
@@ -144,7 +145,7 @@ static void group_lost(lk_redlock_t *rl) {
   size_t i;
   rl->lost = 1;
   rl->base.client->stats.leases_lost++;
-  lk__log(rl->base.client, LK_LOG_WARN, "RedLock lost its quorum");
+  lk__log(rl->base.client, lk__lost_level(&rl->base), "RedLock lost its quorum");
   for (i = 0; i < rl->n; i++)
     if (rl->node[i].busy == N_IDLE)
       give_back(&rl->node[i], rl->node[i].mine);
@@ -502,7 +503,7 @@ static void sleep_then_retry(lk_redlock_t *rl) {
       if (!lk__sub_active(&nd->sub) &&
           lk__sub_start(nd->client, &nd->sub, rl->channel, rl->channel_len,
                         on_sub_event) != 0)
-        lk__log(nd->client, LK_LOG_WARN, "cannot subscribe: polling");
+        lk__log(nd->client, LK_LOG_INFO, "cannot subscribe: polling");
     } else {
       lk__sub_stop(&nd->sub);
     }

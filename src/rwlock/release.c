@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/loglevel.h"
 #include "core/router.h"
 #include "rwlock/rwlock_int.h"
 
@@ -192,7 +193,7 @@ void lk__rw_lose(lk__obj_t *o) {
     lk__hold_unwatch(c, &rw->side[s]);
   o->lost = 1;
   c->stats.leases_lost++;
-  lk__log(c, LK_LOG_WARN, "lease lost on a held read/write lock");
+  lk__log(c, lk__lost_level(o), "lease lost on a held read/write lock");
   give_back_side(rw, LK__RW_R);
   give_back_side(rw, LK__RW_W);
   lk__obj_tell_lost(&rw->base);
@@ -204,8 +205,8 @@ static void on_close_release(void *data, int status, redisReply *r) {
   lk_rwlock_t *rw = data;
   (void)r;
   if (status != 0 && status != LK_ECANCELED)
-    lk__log(LK__RW_CLIENT(rw), LK_LOG_WARN, "release on close failed (%s); the "
-                                            "lock expires with its lease",
+    lk__log(LK__RW_CLIENT(rw), lk__trouble_level(status),
+            "release on close failed (%s); the lock expires with its lease",
             lk_err_name(status));
   if (--rw->close_left > 0)
     return;

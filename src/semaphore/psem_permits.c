@@ -3,6 +3,7 @@
  * (psem_internal.h). */
 #include <string.h>
 
+#include "core/loglevel.h"
 #include "core/router.h"
 #include "semaphore/psem_internal.h"
 
@@ -194,7 +195,7 @@ void lk__psem_on_wd_event(lk__wd_entry_t *e, int event) {
       lk__psem_drop(p, i);
   p->wd.owner_len = 0;
   CLIENT(p)->stats.leases_lost++;
-  lk__log(CLIENT(p), LK_LOG_WARN, "lease lost on semaphore permits");
+  lk__log(CLIENT(p), lk__lost_level(&p->base), "lease lost on semaphore permits");
   lk__obj_tell_lost(&p->base);
 }
 

@@ -305,7 +305,7 @@ static void owner_orphan_all(lk__sem_owner_t *w) {
     lk__queue_remove(&j->node);
     j->owner = NULL;
     j->tries = 0; /* a few more from here */
-    lk__log(w->client, LK_LOG_WARN,
+    lk__log(w->client, LK_LOG_INFO,
             "semaphore closed before its clean-up got through; it is left to "
             "the client (a few more tries)");
     if (j->paused)
