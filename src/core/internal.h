@@ -107,6 +107,9 @@ struct lk__conn_s {
   uint64_t connected_once;
   char read_buf[16384];
   lk__defer_t fail_defer; /* a write error found inside a call */
+  /* Replica sync: the WAIT in flight on this connection (NULL: none). It
+   * covers every grant whose reply arrives before its own (core/sync.c). */
+  struct lk__sync_batch_s *sync;
 };
 
 typedef struct lk__opts_s {
@@ -212,6 +215,12 @@ struct lk_client_s {
   /* When a reply's callback runs: the send time of its command (the moment
    * a lease it set began, for local deadlines). */
   uint64_t completing_sent_ns;
+  /* ... and the connection it came back on (a grant's WAIT must go there:
+   * core/sync.c). NULL outside a reply's callback. */
+  lk__conn_t *completing_conn;
+  /* Replica sync (core/sync.c): the server has no WAITAOF (WAIT is used),
+   * and what was logged once per client. */
+  unsigned sync_no_waitaof : 1, sync_told_aof : 1, sync_told_refused : 1;
   /* watchdog (watchdog.c) */
   lk__queue_t wd_ring;
   uv_timer_t wd_timer;
