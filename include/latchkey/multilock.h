@@ -53,7 +53,8 @@ LK_EXTERN int lk_multilock_new(lk_lock_t *const *locks, size_t n,
  * lk_multilock_member_status() tells each member's outcome.
  * At once: the entry codes (LK_EINVAL also for a NULL callback, a wait or
  * lease out of range, or a hold count at its maximum), LK_EBUSY, LK_ENOMEM.
- * Callback: 0; LK_ETIMEDOUT (a member stayed taken for the whole budget);
+ * Callback: 0; LK_ETIMEDOUT (a member stayed taken, or its server not
+ * reachable, for the whole budget);
  * LK_ELEASELOST (a re-entry found the group's earlier holds gone);
  * LK_ECANCELED; or a member's failure: a status its lk_lock_acquire
  * delivered (LK_ECONN, LK_EUNKNOWN, LK_ETOKEN, LK_ELEASELOST, the server
