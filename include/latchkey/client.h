@@ -165,9 +165,20 @@ LK_EXTERN void lk_client_opts_init(lk_client_opts_t *opts);
 
 /* Checks url (the forms of lk_client_opts_t.url) and, when it is well
  * formed, sets opts->url to it (not copied: it must live until
- * lk_client_new). Returns 0 or LK_EINVAL (a NULL argument, or a URL that is
- * not one of the forms: a program prints its usage line). */
+ * lk_client_new). Returns 0, LK_EINVAL (a NULL argument, or a URL that is
+ * not one of the forms: a program prints its usage line) or LK_ENOMEM. */
 LK_EXTERN int lk_client_opts_set_url(lk_client_opts_t *opts, const char *url);
+
+/* Applies url to *opts at once, as lk_client_new applies opts->url, for a
+ * program that needs the parts itself (to print where it connects, or to
+ * open its own connections to the same server). The strings it sets point
+ * into *storage, which stays valid until lk_client_opts_free_url(*storage);
+ * lk_client_new copies them, so it may be freed once the client exists.
+ * opts->url becomes NULL (applied). Returns 0, LK_EINVAL (a NULL argument or
+ * a malformed URL: *opts unchanged, *storage NULL) or LK_ENOMEM. */
+LK_EXTERN int lk_client_opts_apply_url(lk_client_opts_t *opts, const char *url,
+                                       char **storage);
+LK_EXTERN void lk_client_opts_free_url(char *storage);
 
 /* Creates a client on loop and starts connecting. opts is copied (strings
  * included); NULL means defaults. *out is set only on success. The client must
