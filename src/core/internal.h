@@ -20,6 +20,7 @@ typedef struct lk__conn_s lk__conn_t;
 typedef struct lk__op_s lk__op_t;
 typedef struct lk__chan_s lk__chan_t;
 typedef struct lk__node_s lk__node_t;
+typedef struct lk__tls_s lk__tls_t; /* core/tls.h */
 struct lk__topo_s; /* core/topology.h */
 
 /* status: 0 with a reply (which may be an error reply: then status is its
@@ -107,6 +108,7 @@ struct lk__conn_s {
   uint64_t connected_once;
   char read_buf[16384];
   lk__defer_t fail_defer; /* a write error found inside a call */
+  lk__tls_t *tls; /* this attempt's TLS session; NULL: plaintext (core/tls.h) */
   /* Replica sync: the WAIT in flight on this connection (NULL: none). It
    * covers every grant whose reply arrives before its own (core/sync.c). */
   struct lk__sync_batch_s *sync;
@@ -212,6 +214,7 @@ struct lk_client_s {
   unsigned ps_classic : 1;
   int restart_pending;
   lk__defer_t close_defer;
+  struct lk__tls_ctx_s *tls; /* TLS context; NULL when TLS is off (core/tls.h) */
   /* When a reply's callback runs: the send time of its command (the moment
    * a lease it set began, for local deadlines). */
   uint64_t completing_sent_ns;
