@@ -170,6 +170,13 @@ struct lk_client_s {
   uv_timer_t hb_timer;
   size_t inflight;
   size_t objects; /* open primitive objects */
+  /* The same objects, in the order they were made (lk__obj_t.client_node,
+   * core/object.c), for lk_client_close_all (core/close_all.c), whose state
+   * follows: set from its call until the client is freed. */
+  lk__queue_t obj_list;
+  int closing_all;
+  lk_client_close_cb close_all_cb;
+  lk__defer_t close_all_step;
   int closing;
   int handles_open;
   lk_client_close_cb close_cb;
@@ -260,6 +267,15 @@ void lk__client_handle_closed(lk_client_t *c);
 void lk__client_maybe_finish_close(lk_client_t *c);
 void lk__object_born(lk_client_t *c);
 void lk__object_died(lk_client_t *c);
+/* lk__check_client for calls that make objects: also LK_ECLOSED once
+ * lk_client_close_all began. */
+int lk__check_client_new(const lk_client_t *c);
+/* Starts closing the client (lk_client_close past its checks). */
+void lk__client_begin_close(lk_client_t *c, lk_client_close_cb close_cb);
+/* lk_client_close_all goes on, from the loop (core/close_all.c): an object
+ * closed, or was let go by the MultiLock or RedLock it belonged to. Nothing
+ * when no lk_client_close_all is under way. */
+void lk__close_all_kick(lk_client_t *c);
 
 /* --- connection --- */
 void lk__conn_init(lk_client_t *c, lk__conn_t *conn, int kind);
