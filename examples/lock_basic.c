@@ -1,5 +1,7 @@
 /* lock_basic: take a latchkey lock, do the work, give it back.
- *   lock_basic [host:port]   (else $LATCHKEY_REDIS, else 127.0.0.1:6379)
+ *   lock_basic [URL]   a connection URL (redis://, rediss://, redis+sentinel://,
+ *              unix://) or host:port; else $LATCHKEY_REDIS, else
+ *              redis://127.0.0.1:6379
  * One libuv loop runs everything: each step starts the next from its
  * callback, and the program ends when the loop has nothing left to do. */
 #ifndef _POSIX_C_SOURCE
@@ -48,32 +50,35 @@ static void on_acquired(lk_lock_t *lock, int status, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  /* "host:port" from argv, the environment or the default. */
-  const char *spec = argc > 1 ? argv[1] : getenv("LATCHKEY_REDIS");
-  char host[256] = "127.0.0.1";
-  int port = 6379;
-  if (spec && *spec) {
-    const char *colon = strrchr(spec, ':');
-    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-    if (colon) port = atoi(colon + 1);
-    if (len == 0 || len >= sizeof host || port <= 0 || port > 65535) {
-      fprintf(stderr, "usage: %s [host:port]\n", argv[0]);
-      return 2;
-    }
-    snprintf(host, sizeof host, "%.*s", (int)len, spec);
+  /* The server: a connection URL or host:port (docs/client.md, "Connection
+   * URL") from argv, else $LATCHKEY_REDIS, else the default. */
+  const char *url = argc > 1 ? argv[1] : getenv("LATCHKEY_REDIS");
+  if (argc == 1 && (url == NULL || *url == '\0')) url = "redis://127.0.0.1:6379";
+  lk_client_opts_t copts;
+  lk_client_opts_init(&copts);
+  int rc = argc > 2 ? LK_EINVAL : lk_client_opts_set_url(&copts, url);
+  if (rc == LK_EINVAL) { /* a malformed URL, or more than one argument */
+    fprintf(stderr,
+            "usage: %s [URL]\n"
+            "  URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS),\n"
+            "       redis+sentinel://host[:port][,host[:port]...]/master[/db],\n"
+            "       unix:///path/to/redis.sock, or host[:port]\n"
+            "  default: $LATCHKEY_REDIS, else redis://127.0.0.1:6379\n",
+            argv[0]);
+    return 2;
+  }
+  if (rc < 0) {
+    report("lk_client_opts_set_url", rc);
+    return 1;
   }
 
   uv_loop_t loop;
-  int rc = uv_loop_init(&loop);
+  rc = uv_loop_init(&loop);
   if (rc != 0) {
     fprintf(stderr, "uv_loop_init: %s\n", uv_strerror(rc));
     return 1;
   }
 
-  lk_client_opts_t copts;
-  lk_client_opts_init(&copts);
-  copts.host = host; /* copied by lk_client_new */
-  copts.port = port;
   lk_lock_t *lock; /* lk_client_new connects in the background, on the loop */
   if ((rc = lk_client_new(&loop, &copts, &client)) < 0) {
     report("lk_client_new", rc);

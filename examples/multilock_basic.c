@@ -1,7 +1,9 @@
 /* multilock_basic: take two locks together (MultiLock), then, given three or
  * more independent Redis masters, one lock held by a majority of them
  * (RedLock).
- *   multilock_basic [host:port ...]   (default 127.0.0.1:6379)
+ *   multilock_basic [URL ...]   (default redis://127.0.0.1:6379)
+ * Each URL is a connection URL (redis://, rediss://, redis+sentinel://,
+ * unix://) or host:port.
  * With one or two addresses only the MultiLock part runs; its two locks live
  * on the first and the last address. One libuv loop runs everything: each
  * step starts the next from its callback. */
@@ -113,35 +115,45 @@ static void on_transfer_acquired(lk_multilock_t *ml, int status, void *arg) {
   lk_multilock_release(ml, on_transfer_released, NULL);
 }
 
-static int parse(const char *spec, char *host, size_t cap, int *port) {
-  const char *colon = strrchr(spec, ':');
-  size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-  *port = colon ? atoi(colon + 1) : 6379;
-  if (len == 0 || len >= cap || *port <= 0 || *port > 65535) return -1;
-  snprintf(host, cap, "%.*s", (int)len, spec);
-  return 0;
+static void usage(const char *argv0) {
+  fprintf(stderr,
+          "usage: %s [URL ...]   (at most %d; default redis://127.0.0.1:6379)\n"
+          "  URL: redis://[[user]:password@]host[:port][/db], rediss://... (TLS),\n"
+          "       redis+sentinel://host[:port][,host[:port]...]/master[/db],\n"
+          "       unix:///path/to/redis.sock, or host[:port]\n",
+          argv0, MAX_MASTERS);
 }
 
 int main(int argc, char **argv) {
+  static lk_client_opts_t copts[MAX_MASTERS];
   uv_loop_t loop;
   lk_multilock_opts_t opts;
   int i, rc, n = argc > 1 ? argc - 1 : 1;
-  if (n > MAX_MASTERS || uv_loop_init(&loop) != 0) {
-    fprintf(stderr, "usage: %s [host:port ...] (at most %d)\n", argv[0], MAX_MASTERS);
+  if (n > MAX_MASTERS) {
+    usage(argv[0]);
     return 2;
   }
+  /* Every address is a connection URL or host:port (docs/client.md,
+   * "Connection URL"), all checked before any client exists. */
   for (i = 0; i < n; i++) {
-    lk_client_opts_t copts;
-    char host[256];
-    int port;
-    if (parse(argc > 1 ? argv[i + 1] : "127.0.0.1:6379", host, sizeof host, &port) < 0) {
-      fprintf(stderr, "bad address %s\n", argv[i + 1]);
+    const char *url = argc > 1 ? argv[i + 1] : "redis://127.0.0.1:6379";
+    lk_client_opts_init(&copts[i]);
+    if ((rc = lk_client_opts_set_url(&copts[i], url)) == LK_EINVAL) {
+      fprintf(stderr, "%s: bad address '%s'\n", argv[0], url);
+      usage(argv[0]);
       return 2;
     }
-    lk_client_opts_init(&copts);
-    copts.host = host; /* copied */
-    copts.port = port;
-    if ((rc = lk_client_new(&loop, &copts, &clients[i])) < 0) {
+    if (rc < 0) {
+      report("lk_client_opts_set_url", rc);
+      return 1;
+    }
+  }
+  if ((rc = uv_loop_init(&loop)) != 0) {
+    fprintf(stderr, "uv_loop_init: %s\n", uv_strerror(rc));
+    return 1;
+  }
+  for (i = 0; i < n; i++) {
+    if ((rc = lk_client_new(&loop, &copts[i], &clients[i])) < 0) {
       report("lk_client_new", rc);
       return 1;
     }
