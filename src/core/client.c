@@ -10,6 +10,7 @@
 #include "core/loglevel.h"
 #include "core/router.h"
 #include "core/url.h"
+#include "core/tls.h"
 #include "core/tokens.h"
 #include "core/watchdog.h"
 
@@ -337,6 +338,12 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
     else
       rc = lk__uuid4(c->id) == 0 ? 0 : LK_ENOMEM;
   }
+  if (rc == 0) {
+    /* TLS files are read now: a bad one fails here, its reason logged. */
+    c->log = opts->log;
+    c->log_arg = opts->log_arg;
+    rc = lk__tls_client_new(c);
+  }
   if (rc != 0) {
     free_opts(&c->o);
     lk__free(c);
@@ -346,6 +353,7 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
   if (rc == 0 && (rc = lk__router_alloc(c)) != 0)
     lk__pubsub_free(c);
   if (rc != 0) {
+    lk__tls_client_free(c);
     free_opts(&c->o);
     lk__free(c);
     return rc;
@@ -379,6 +387,7 @@ static void free_client_memory(lk_client_t *c) {
   lk__tokens_free(c);
   lk__op_pool_free(c);
   lk__free(c->scratch);
+  lk__tls_client_free(c); /* memory only: safe in a forked child */
   free_opts(&c->o);
   lk__alloc_client_died();
 }

@@ -10,6 +10,7 @@
 #include "core/internal.h"
 #include "core/loglevel.h"
 #include "core/router.h"
+#include "core/tls.h"
 #include "core/watchdog.h"
 
 static void conn_start_connect(lk__conn_t *conn);
@@ -105,6 +106,7 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
   uv_timer_stop(&conn->timer);
   lk__defer_cancel(&conn->fail_defer);
   close_io(conn);
+  lk__tls_conn_free(conn); /* the next attempt starts a session of its own */
   if (conn->reader != NULL) {
     redisReaderFree(conn->reader);
     conn->reader = NULL;
@@ -121,7 +123,7 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
   /* Sent: the server may or may not have run them. Unsent: it did not. A
    * handshake failure (bad password...) is what queued work should see. */
   unsent_status = (why == LK_EUNKNOWN) ? LK_ECONN : why;
-  if (unsent_status != LK_ECONN && unsent_status != LK_EAUTH &&
+  if (unsent_status != LK_ECONN && unsent_status != LK_EAUTH && unsent_status != LK_ETLS &&
       unsent_status != LK_ENOPERM && unsent_status != LK_ELOADING &&
       unsent_status != LK_ECLOSED && unsent_status != LK_ECANCELED)
     unsent_status = LK_ECONN;
@@ -290,8 +292,12 @@ static void conn_become_ready(lk__conn_t *conn) {
   conn->state = LK__CONN_READY;
   conn->backoff_ms = 0;
   conn->connected_once = 1;
-  if (conn->kind == LK__CONN_CMD)
+  if (conn->kind == LK__CONN_CMD) {
     c->ever_connected = 1;
+    c->error_text[0] = '\0';
+  }
+  if (conn->tls != NULL)
+    lk__tls_on_ready(conn);
   lk__log(c, first ? LK_LOG_DEBUG : LK_LOG_INFO, "%s connection ready",
           conn_label(conn));
 
@@ -476,14 +482,79 @@ void lk__client_uncork(lk_client_t *c) {
 }
 
 static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf);
+static void tls_read(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf);
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   lk__conn_t *conn = s->data;
   lk_client_t *c = conn->client;
   /* The client outlives this call: handles close asynchronously. */
   lk__client_cork(c);
-  read_replies(conn, nread, buf);
+  if (conn->tls == NULL) {
+    read_replies(conn, nread, buf);
+    lk__client_uncork(c);
+    return;
+  }
+  tls_read(conn, nread, buf);
   lk__client_uncork(c);
+  /* A handshake flight or a key update's answer, on a connection the
+   * uncork may not cover. */
+  conn_flush(conn);
+}
+
+static void tls_failed(lk__conn_t *conn, const char *why) {
+  lk__tls_report_failure(conn, why);
+  lk__conn_drop(conn, LK_ETLS, "TLS failed");
+}
+
+/* TLS: the ciphertext read is handed to the session (a copy), which frees
+ * read_buf to take the plaintext, one record at a time; each is read as
+ * replies, exactly as a plaintext read. A record cut short waits for its
+ * rest (LK__TLS_WANT); an EOF or a socket error is the plaintext path's. */
+static void tls_read(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf) {
+  lk__tls_t *t = conn->tls;
+  char why[200];
+  ssize_t n;
+  int i, rc;
+
+  if (nread <= 0) {
+    read_replies(conn, nread, buf);
+    return;
+  }
+  if (lk__tls_feed(conn, buf->base, (size_t)nread) != 0) {
+    lk__conn_drop(conn, LK_ENOMEM, "TLS input");
+    return;
+  }
+  if (!lk__tls_established(conn)) {
+    rc = lk__tls_handshake(conn, why, sizeof(why));
+    if (rc < 0)
+      tls_failed(conn, why);
+    if (rc <= 0)
+      return; /* its next flight leaves when this read ends */
+    /* The Redis handshake follows at once: under TLS 1.3 it travels with
+     * the client's Finished. */
+    start_handshake(conn);
+    if (conn->tls != t)
+      return;
+  }
+  /* Bounded by the input: every pass takes a record's bytes from it. */
+  for (i = 0; i < 1000000; i++) {
+    uv_buf_t plain;
+    n = lk__tls_read(conn, conn->read_buf, sizeof(conn->read_buf), why, sizeof(why));
+    if (n == LK__TLS_WANT)
+      return;
+    if (n == LK__TLS_EOF) {
+      lk__conn_drop(conn, LK_EUNKNOWN, "closed by server (TLS close_notify)");
+      return;
+    }
+    if (n < 0) {
+      tls_failed(conn, why);
+      return;
+    }
+    plain = uv_buf_init(conn->read_buf, (unsigned)n);
+    read_replies(conn, n, &plain);
+    if (conn->tls != t)
+      return; /* dropped by a callback */
+  }
 }
 
 static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf) {
@@ -533,8 +604,65 @@ static void on_write(uv_write_t *req, int status) {
     lk__conn_drop(conn, LK_EUNKNOWN, uv_strerror(status));
     return;
   }
-  if (conn->out_len > 0)
+  if (conn->out_len > 0 || conn->tls != NULL)
     conn_flush(conn);
+}
+
+/* TLS: the plaintext gathered in out is encrypted into the session, and the
+ * ciphertext taken into wbuf, which stays untouched until its write is done
+ * while new commands gather in out, as on the plaintext path. Nothing is
+ * encrypted before the handshake is done (its flights go out alone). */
+static void conn_flush_tls(lk__conn_t *conn) {
+  lk_client_t *c = conn->client;
+  char why[200];
+  uv_buf_t b;
+  size_t n, done = 0;
+  int rc;
+  if (conn->writing || !conn->io_open || c->corked)
+    return;
+  if (conn->out_len > 0 && lk__tls_established(conn)) {
+    if (lk__tls_write(conn, conn->out, conn->out_len, why, sizeof(why)) != 0) {
+      lk__log(c, LK_LOG_WARN, "%s connection: TLS write failed: %s", conn_label(conn), why);
+      lk__defer(c, &conn->fail_defer);
+      return;
+    }
+    conn->out_len = 0;
+  }
+  n = lk__tls_pending(conn);
+  if (n == 0)
+    return;
+  if (n > conn->wbuf_cap) {
+    size_t cap = conn->wbuf_cap < 4096 ? 4096 : conn->wbuf_cap;
+    char *p;
+    while (cap < n)
+      cap *= 2;
+    p = lk__realloc(conn->wbuf, cap);
+    if (p == NULL) {
+      lk__defer(c, &conn->fail_defer);
+      return;
+    }
+    conn->wbuf = p;
+    conn->wbuf_cap = cap;
+  }
+  n = lk__tls_take(conn, conn->wbuf, n);
+  b = uv_buf_init(conn->wbuf, (unsigned)n);
+  rc = uv_try_write(&conn->io.stream, &b, 1);
+  if (rc == (int)n)
+    return;
+  if (rc < 0 && rc != UV_EAGAIN) {
+    lk__defer(c, &conn->fail_defer);
+    return;
+  }
+  if (rc > 0)
+    done = (size_t)rc;
+  b = uv_buf_init(conn->wbuf + done, (unsigned)(n - done));
+  conn->write_req.data = conn;
+  rc = uv_write(&conn->write_req, &conn->io.stream, &b, 1, on_write);
+  if (rc < 0) {
+    lk__defer(c, &conn->fail_defer);
+    return;
+  }
+  conn->writing = 1;
 }
 
 static void conn_flush(lk__conn_t *conn) {
@@ -543,6 +671,10 @@ static void conn_flush(lk__conn_t *conn) {
   uv_buf_t b;
   int rc;
   size_t done = 0;
+  if (conn->tls != NULL) {
+    conn_flush_tls(conn);
+    return;
+  }
   if (conn->writing || conn->out_len == 0 || !conn->io_open || conn->client->corked)
     return;
   /* Most writes go through at once: try that first. A queued uv_write costs
@@ -633,6 +765,19 @@ void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op) {
 
 static void on_connect_timeout(uv_timer_t *t) {
   lk__conn_t *conn = t->data;
+  /* Connected (the reader exists) but the TLS handshake not done: most
+   * often a plaintext port, which waits for the end of a command line that
+   * never comes. A paused server looks the same, so it stays LK_ECONN (a
+   * wait tries again), but it is reported as the TLS failure it likely is. */
+  if (conn->state == LK__CONN_CONNECTING && conn->tls != NULL && conn->reader != NULL &&
+      !lk__tls_established(conn)) {
+    char why[160];
+    snprintf(why, sizeof(why),
+             "handshake not done within connect_timeout_ms (%lld ms): no TLS answer "
+             "(a plaintext port?)",
+             (long long)conn->client->o.connect_timeout_ms);
+    lk__tls_report_failure(conn, why);
+  }
   if (conn->state == LK__CONN_CONNECTING || conn->state == LK__CONN_HANDSHAKE)
     lk__conn_drop(conn, LK_ECONN, "connect timeout");
 }
@@ -657,6 +802,17 @@ static void on_connected(uv_connect_t *req, int status) {
   rc = uv_read_start(&conn->io.stream, on_alloc, on_read);
   if (rc < 0) {
     lk__conn_drop(conn, LK_ECONN, uv_strerror(rc));
+    return;
+  }
+  if (conn->tls != NULL) {
+    /* TLS first (its ClientHello now); the Redis handshake follows in
+     * tls_read once it is done, within the same connect timeout. */
+    char why[200];
+    if (lk__tls_handshake(conn, why, sizeof(why)) < 0) {
+      tls_failed(conn, why);
+      return;
+    }
+    conn_flush(conn);
     return;
   }
   start_handshake(conn);
@@ -711,6 +867,16 @@ static void conn_start_connect(lk__conn_t *conn) {
   if (conn->io_closing)
     return; /* on_io_closed comes back here */
   conn_arm_timer(conn, on_connect_timeout, o->connect_timeout_ms);
+  /* A session per attempt, named after the host dialled (core/tls.h). */
+  if (c->tls != NULL && unix_path == NULL) {
+    rc = lk__tls_conn_new(conn, host, node_port);
+    if (rc != 0) {
+      if (rc == LK_ETLS)
+        lk__tls_report_failure(conn, "the server name cannot be used for SNI or the check");
+      lk__defer(c, &conn->fail_defer);
+      return;
+    }
+  }
   if (unix_path != NULL) {
     rc = uv_pipe_init(c->loop, &conn->io.pipe, 0);
     if (rc == 0) {
@@ -796,6 +962,7 @@ void lk__conn_close(lk__conn_t *conn) {
 }
 
 void lk__conn_free_buffers(lk__conn_t *conn) {
+  lk__tls_conn_free(conn); /* memory only: also a forked child's path */
   lk__free(conn->out);
   lk__free(conn->wbuf);
   conn->out = conn->wbuf = NULL;
