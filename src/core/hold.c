@@ -1,5 +1,6 @@
 /* Hold records and the grant routine (hold.h). */
 #include "core/hold.h"
+#include "core/sync.h"
 #include "core/tokens.h"
 
 uint64_t lk__hold_deadline(const lk_client_t *c, const lk__hold_t *h) {
@@ -141,5 +142,16 @@ void lk__hold_grant(lk__obj_t *o, const lk__grant_t *g) {
     finish_unless_cut(o, LK_ELEASELOST);
     return;
   }
+  /* Replica sync may still refuse this grant (core/sync.h). */
+  lk__sync_note_grant(o, h, g->count, before);
   lk__obj_finish(o, 0);
+}
+
+void lk__hold_take_back(lk__obj_t *o, lk__hold_t *h, long long count, uint32_t before) {
+  /* Conditional on the owner's count showing this grant: nothing else of
+   * this owner changed it since (the operation was still pending). */
+  give_back(o, h, count, 1);
+  h->count = before;
+  if (before == 0)
+    lk__hold_unwatch(o->client, h);
 }

@@ -60,4 +60,10 @@ void lk__hold_drop(lk_client_t *c, lk__hold_t *h, uint32_t n);
  * canceled or closed it). */
 void lk__hold_grant(lk__obj_t *o, const lk__grant_t *g);
 
+/* Takes back a grant lk__hold_grant counted and reported (replica sync
+ * refused it, core/sync.h): gives back that one hold of side h, applied
+ * only while the owner's count on it is still `count`, and the side's count
+ * returns to `before` (its renewal stops when that is 0). */
+void lk__hold_take_back(lk__obj_t *o, lk__hold_t *h, long long count, uint32_t before);
+
 #endif /* LK_CORE_HOLD_H */

@@ -5,6 +5,7 @@
 
 #include "core/object.h"
 #include "core/outcome.h"
+#include "core/sync.h"
 #include "core/watchdog.h"
 
 static void close_continue(lk__obj_t *o);
@@ -81,6 +82,12 @@ static void count_success(lk__obj_t *o, int kind) {
 
 void lk__obj_finish(lk__obj_t *o, int status) {
   int kind = o->kind;
+  if (o->sync != NULL && lk__sync_intercept(o, &status)) {
+    /* An acquire's grant waits for its replicas (core/sync.h): nothing of
+     * the wait may try again meanwhile. The step finishes it. */
+    stop_waiting(o);
+    return;
+  }
   status = lk__outcome_settle(o, status);
   if (status == 0)
     count_success(o, kind);
@@ -149,6 +156,8 @@ void lk__obj_set_errtext(lk__obj_t *o, const char *text) {
 }
 
 static void abandon(lk__obj_t *o) {
+  if (o->sync != NULL)
+    lk__sync_abandon(o); /* a grant waiting for its replicas goes back */
   if (o->op == NULL && !o->composite)
     return;
   if (o->ops->abandon != NULL)
@@ -182,6 +191,7 @@ int lk__obj_cancel(lk__obj_t *o, int kind) {
  * never seen by this process's loop, after fork). */
 static void free_parts(lk__obj_t *o) {
   lk__outcome_free(o);
+  lk__sync_free(o);
   lk__free(o->w);
   o->w = NULL;
   lk__free(o->errtext);

@@ -104,6 +104,14 @@ typedef struct lk__obj_ops_s {
   void (*value_done)(lk__obj_t *o, int kind);
   /* Maps an error reply's status (the semaphores read ERANGE as LK_EINVAL). */
   int (*map_error)(int status, const redisReply *r);
+
+  /* --- replica sync (core/sync.h); may be NULL --- */
+  /* The acquire that just succeeded is refused after all (too few replicas
+   * acknowledged its grant, or it was canceled while their answer was
+   * awaited): give back what it took and forget it, as if it had failed.
+   * NULL: the core takes back the hold lk__hold_grant counted (holding
+   * objects); objects that grant without it (the semaphores) must set it. */
+  void (*refuse)(lk__obj_t *o);
 } lk__obj_ops_t;
 
 struct lk__obj_s {
@@ -150,6 +158,8 @@ struct lk__obj_s {
   unsigned lost : 1;     /* holding objects: on_lost was told, holds not yet forgotten */
   uint8_t value_flags;   /* the pending one-value command's LK__VALUE_* */
   struct lk__outcome_track_s *track; /* abandoned attempts still out, or NULL */
+  /* Replica sync (core/sync.h): made by the first acquire that asks for it. */
+  struct lk__obj_sync_s *sync;
 };
 
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);
@@ -247,6 +257,19 @@ int lk__obj_value_sent(lk__obj_t *o, lk__op_t *op, int flags, int err);
  * o->result (ops->read_value, or the default reading), then
  * ops->value_done, then the operation ends with 0. */
 void lk__obj_value_reply(void *data, int status, redisReply *r);
+
+/* --- replica sync (docs/replica-sync.md, core/sync.h) --- */
+/* The most replicas an acquire may ask for (as the client option). */
+#define LK__SYNC_MAX 1000
+static inline int lk__valid_sync(int v) { return v >= -1 && v <= LK__SYNC_MAX; }
+/* From a primitive's acquire, after its checks and before lk__obj_begin:
+ * the acquire's sync_replicas option (-1: the client's sync_replicas, 0:
+ * off, N: wait for N replicas after the grant). 0, LK_EINVAL (out of
+ * range) or LK_ENOMEM. */
+int lk__obj_sync_want(lk__obj_t *o, int sync_replicas);
+/* Replicas that acknowledged the last acquire's grant, or -1 when it sent
+ * no WAIT or got no count back (refused, unanswered, canceled). */
+int lk__obj_sync_acked(const lk__obj_t *o);
 
 static inline int lk__valid_wait(int64_t w) {
   return w == -1 || (w >= 0 && w <= LK_MAX_TIME_MS);
