@@ -3,8 +3,10 @@
 # demo, passing it every argument but the two below.
 #
 #   tools/run-demo.sh                          # a local server (see the demo's --help)
-#   tools/run-demo.sh --redis 127.0.0.1:6379   # or LATCHKEY_REDIS=host:port; a node of
-#                                              # an existing cluster works too
+#   tools/run-demo.sh --redis 127.0.0.1:6379   # or LATCHKEY_REDIS=...: a connection URL
+#                                              # (redis://[[user]:password@]host[:port][/db],
+#                                              # unix:///path) or host:port; a node of an
+#                                              # existing cluster works too
 #   tools/run-demo.sh --cluster                # a private 3-master + 3-replica Redis
 #                                              # Cluster on free loopback ports
 #   tools/run-demo.sh --server valkey-server   # Valkey for the servers the demo starts
@@ -46,7 +48,7 @@ if [ "$cluster" -eq 1 ]; then
   for a in "${demo_args[@]+"${demo_args[@]}"}"; do
     case "$a" in
       --redis | --redis=*)
-        echo "run-demo: --cluster starts its own cluster; for an existing one pass only --redis host:port" >&2
+        echo "run-demo: --cluster starts its own cluster; for an existing one pass only --redis URL" >&2
         exit 2 ;;
     esac
   done

@@ -9,12 +9,13 @@
  * checks that no item was sold twice and that every lot's stock in Redis
  * agrees with its sales. Run it with --no-lock to see the same code oversell.
  *
- *   flash_sale [--redis host:port] [--workers 8] [--stock 1000]
+ *   flash_sale [--redis URL] [--workers 8] [--stock 1000]
  *              [--buyers 3000] [--locks N] [--wait-ms 10000]
  *              [--jitter-us 200] [--timeout 120] [--no-lock]
  *
- * Redis: --redis, else $LATCHKEY_REDIS, else 127.0.0.1:6379 if it answers a
- * PING within 200 ms, else a private redis-server on a free loopback port
+ * Redis: --redis, else $LATCHKEY_REDIS, a connection URL (redis://, unix://;
+ * docs/client.md, "Connection URL") or host:port; else 127.0.0.1:6379 if it
+ * answers a PING within 200 ms, else a private redis-server on a free loopback port
  * ($LATCHKEY_SERVER names another binary, e.g. valkey-server), stopped when
  * the demo ends. Only the keys flash_sale:* are touched.
  *
@@ -50,7 +51,7 @@
 #define MAX_WORKERS 256
 
 typedef struct {
-  const char *redis; /* host:port, or NULL */
+  const char *redis; /* a connection URL or host:port, or NULL */
   long workers;
   long stock;
   long buyers;
@@ -89,10 +90,11 @@ static double now_s(void) {
 static void usage(FILE *f, const char *argv0) {
   fprintf(f,
           "usage: %s [options]\n"
-          "  --redis HOST:PORT  use this server (default: $LATCHKEY_REDIS,\n"
-          "                     else 127.0.0.1:6379 if it answers, else a\n"
-          "                     private redis-server on a free port, or\n"
-          "                     $LATCHKEY_SERVER, e.g. valkey-server)\n"
+          "  --redis URL        use this server: redis://[[user]:password@]host[:port][/db],\n"
+          "                     unix:///path/to/redis.sock, or host[:port]\n"
+          "                     (default: $LATCHKEY_REDIS, else 127.0.0.1:6379 if\n"
+          "                     it answers, else a private redis-server on a free\n"
+          "                     port, or $LATCHKEY_SERVER, e.g. valkey-server)\n"
           "  --workers N        worker processes (default 8)\n"
           "  --stock N          items for sale (default 1000)\n"
           "  --buyers N         buyers in total (default 3000)\n"
@@ -237,7 +239,7 @@ static void cleanup(void) {
 
 /* Forks the workers; they wait on the start pipe until the parent closes its
  * end. Returns the start pipe's write end, or -1. */
-static int fork_workers(const options *o, const char *host, int port) {
+static int fork_workers(const options *o, const lk_client_opts_t *addr) {
   int go[2];
   if (pipe(go) != 0) {
     perror("flash_sale: pipe");
@@ -275,8 +277,7 @@ static int fork_workers(const options *o, const char *host, int port) {
       worker_config cfg;
       memset(&cfg, 0, sizeof cfg);
       cfg.index = (int)i + 1;
-      cfg.host = host;
-      cfg.port = port;
+      cfg.addr = addr;
       cfg.lots = g_lots;
       cfg.nlots = g_nlots;
       cfg.buyers = o->buyers / o->workers + (i < o->buyers % o->workers);
@@ -423,26 +424,37 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN); /* a dropped connection is an error, not a death */
 
   int exit_code = 1, keys_touched = 0;
-  char host[256], why[256];
-  int port = 6379;
+  char why[256], where_buf[300];
   const char *where;
+  /* Where Redis is: the client options a connection URL fills in, used by
+   * every worker's lock client and by the demo's own stock connections. */
+  lk_client_opts_t addr;
+  char *addr_storage = NULL;
+  lk_client_opts_init(&addr);
 
   /* 1. Find Redis. */
   const char *spec = o.redis ? o.redis : getenv("LATCHKEY_REDIS");
   if (spec != NULL && *spec != '\0') {
-    if (redis_parse_addr(spec, host, sizeof host, &port) < 0) {
-      fprintf(stderr, "flash_sale: bad Redis address '%s' (want host:port)\n",
-              spec);
+    int rc = lk_client_opts_apply_url(&addr, spec, &addr_storage);
+    if (rc == LK_EINVAL) {
+      fprintf(stderr, "flash_sale: bad Redis address '%s'\n", spec);
+      usage(stderr, argv[0]);
       return 2;
     }
-    if (redis_ping(host, port, 2000, why, sizeof why) < 0) {
-      fprintf(stderr, "flash_sale: no Redis at %s:%d: %s\n", host, port, why);
+    if (rc < 0) {
+      fprintf(stderr, "flash_sale: %s\n", lk_strerror(rc));
       return 1;
+    }
+    if (addr.tls.enable || addr.sentinels != NULL) {
+      fprintf(stderr, "flash_sale: '%s': the demo checks the stock over its own "
+              "hiredis connections, which speak neither TLS nor Sentinel; give "
+              "it redis://, unix:// or host:port\n", spec);
+      lk_client_opts_free_url(addr_storage);
+      return 2;
     }
     where = o.redis ? "given by --redis" : "given by LATCHKEY_REDIS";
   } else {
-    strcpy(host, "127.0.0.1");
-    if (redis_ping(host, port, 200, why, sizeof why) == 0) {
+    if (redis_ping(addr.host, addr.port, 200, why, sizeof why) == 0) {
       where = "found running";
     } else {
       printf("flash_sale: nothing answers on 127.0.0.1:6379 (%s); "
@@ -452,21 +464,25 @@ int main(int argc, char **argv) {
         fprintf(stderr, "flash_sale: %s\n", why);
         goto out;
       }
-      port = g_server.port;
+      addr.port = g_server.port;
       where = "private server";
     }
   }
+  fs_where(&addr, where_buf, sizeof where_buf);
   if (g_server.pid > 0)
-    printf("redis: %s:%d (%s, pid %ld, dir %s; stopped at exit)\n", host,
-           port, where, (long)g_server.pid, g_server.dir);
+    printf("redis: %s (%s, pid %ld, dir %s; stopped at exit)\n", where_buf,
+           where, (long)g_server.pid, g_server.dir);
   else
-    printf("redis: %s:%d (%s)\n", host, port, where);
+    printf("redis: %s (%s)\n", where_buf, where);
 
   /* 2. Split the stock into lots. */
-  if (fs_open(&g_db, host, port, why, sizeof why) < 0) {
+  if (fs_open(&g_db, &addr, why, sizeof why) < 0) {
     fprintf(stderr, "flash_sale: %s\n", why);
     goto out;
   }
+  if (g_db.cluster && addr.db != 0)
+    printf("       (a cluster has only db 0: db %d is not used, by the "
+           "locks either)\n", addr.db);
   if (o.lots == 0)
     o.lots = g_db.cluster ? (g_db.masters * 4 < FS_MAX_LOTS ? g_db.masters * 4
                                                            : FS_MAX_LOTS)
@@ -506,7 +522,7 @@ int main(int argc, char **argv) {
 
   /* 4. Run the sale. */
   if (g_signal) goto out;
-  int go = fork_workers(&o, host, port);
+  int go = fork_workers(&o, &addr);
   if (go < 0) goto out;
   double t0 = now_s(), t1;
   close(go); /* EOF on the start pipe: every worker starts now */
@@ -632,6 +648,7 @@ out:
   /* Leave nothing behind: the demo's keys, the workers, the private server. */
   if (keys_touched) delete_keys();
   cleanup();
+  lk_client_opts_free_url(addr_storage);
   fflush(stdout);
   if (g_signal) {
     signal(g_signal, SIG_DFL);

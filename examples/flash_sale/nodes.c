@@ -33,12 +33,29 @@ static int node_get(fs_redis *r, const char *host, size_t host_len, int port) {
   return r->n++;
 }
 
-static int connect_node(fs_node *n) {
+/* One hiredis reply checked: 0 for the status OK, else -1 with a message. */
+static int expect_ok(fs_node *n, redisReply *ok, const char *what) {
+  int rc = ok != NULL && ok->type == REDIS_REPLY_STATUS ? 0 : -1;
+  if (rc < 0)
+    fprintf(stderr, "flash_sale: %s on %s:%d: %s\n", what, n->host, n->port,
+            ok == NULL ? n->ctx->errstr
+            : ok->type == REDIS_REPLY_ERROR ? ok->str : "unexpected reply");
+  if (ok != NULL) freeReplyObject(ok);
+  return rc;
+}
+
+/* Connects node i (the seed over its unix socket when there is one), logs
+ * in, and selects the database on a standalone server. */
+static int connect_node(fs_redis *r, int i) {
+  fs_node *n = &r->node[i];
   if (n->ctx != NULL) return 0;
   struct timeval tv = {2, 0};
-  n->ctx = redisConnectWithTimeout(n->host, n->port, tv);
+  n->ctx = i == 0 && r->unix_path != NULL
+               ? redisConnectUnixWithTimeout(r->unix_path, tv)
+               : redisConnectWithTimeout(n->host, n->port, tv);
   if (n->ctx == NULL || n->ctx->err) {
-    fprintf(stderr, "flash_sale: connecting to %s:%d: %s\n", n->host, n->port,
+    fprintf(stderr, "flash_sale: connecting to %s:%d: %s\n",
+            i == 0 && r->unix_path ? r->unix_path : n->host, n->port,
             n->ctx ? n->ctx->errstr : "out of memory");
     if (n->ctx) redisFree(n->ctx);
     n->ctx = NULL;
@@ -46,7 +63,30 @@ static int connect_node(fs_node *n) {
   }
   tv.tv_sec = 5;
   redisSetTimeout(n->ctx, tv);
-  return 0;
+  int rc = 0;
+  if (r->password != NULL)
+    rc = expect_ok(n, r->username != NULL
+                          ? redisCommand(n->ctx, "AUTH %s %s", r->username, r->password)
+                          : redisCommand(n->ctx, "AUTH %s", r->password), "AUTH");
+  if (rc == 0 && r->db != 0 && !r->cluster)
+    rc = expect_ok(n, redisCommand(n->ctx, "SELECT %d", r->db), "SELECT");
+  if (rc < 0) {
+    redisFree(n->ctx);
+    n->ctx = NULL;
+  }
+  return rc;
+}
+
+const char *fs_where(const lk_client_opts_t *a, char *buf, size_t len) {
+  char db[16] = "";
+  if (a->db != 0) snprintf(db, sizeof db, "/%d", a->db);
+  if (a->unix_path != NULL)
+    snprintf(buf, len, "%s%s", a->unix_path, db);
+  else if (strchr(a->host, ':') != NULL)
+    snprintf(buf, len, "[%s]:%d%s", a->host, a->port, db);
+  else
+    snprintf(buf, len, "%s:%d%s", a->host, a->port, db);
+  return buf;
 }
 
 /* "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381": the target's
@@ -79,7 +119,7 @@ redisReply *fs_command(fs_redis *r, int *at, const char *fmt, ...) {
   int to = *at, ask = 0;
   for (int hop = 0; hop <= FS_MAX_HOPS; hop++) {
     fs_node *n = &r->node[to];
-    if (connect_node(n) < 0) return NULL;
+    if (connect_node(r, to) < 0) return NULL;
     if (ask) { /* the slot is moving: ASKING admits one command */
       redisReply *ok = redisCommand(n->ctx, "ASKING");
       if (ok != NULL) freeReplyObject(ok);
@@ -142,15 +182,27 @@ static int read_slots(fs_redis *r, const redisReply *slots, char *err,
   return 0;
 }
 
-int fs_open(fs_redis *r, const char *host, int port, char *err,
+int fs_open(fs_redis *r, const lk_client_opts_t *addr, char *err,
             size_t errlen) {
+  char where[300];
   memset(r, 0, sizeof *r);
-  if (node_get(r, host, strlen(host), port) != 0) {
+  if (addr->tls.enable || addr->sentinels != NULL) {
+    snprintf(err, errlen, "the demo's own stock connections (hiredis 0.14) "
+             "speak neither TLS nor Sentinel");
+    return -1;
+  }
+  r->unix_path = addr->unix_path;
+  r->username = addr->username;
+  r->password = addr->password;
+  r->db = addr->db;
+  r->cluster = 1; /* no SELECT until CLUSTER SLOTS has said otherwise */
+  if (node_get(r, addr->host, strlen(addr->host), addr->port) != 0) {
     snprintf(err, errlen, "host name too long");
     return -1;
   }
-  if (connect_node(&r->node[0]) < 0) {
-    snprintf(err, errlen, "cannot connect to %s:%d", host, port);
+  if (connect_node(r, 0) < 0) {
+    snprintf(err, errlen, "cannot reach Redis at %s",
+             fs_where(addr, where, sizeof where));
     return -1;
   }
   redisReply *slots = redisCommand(r->node[0].ctx, "CLUSTER SLOTS");
@@ -161,11 +213,17 @@ int fs_open(fs_redis *r, const char *host, int port, char *err,
   }
   int rc = 0;
   if (slots->type == REDIS_REPLY_ARRAY) { /* else: not a cluster */
-    r->cluster = 1;
     rc = read_slots(r, slots, err, errlen);
   } else {
+    r->cluster = 0;
     r->masters = 1;
     r->node[0].master = 1;
+    if (r->db != 0 &&
+        expect_ok(&r->node[0], redisCommand(r->node[0].ctx, "SELECT %d", r->db),
+                  "SELECT") < 0) {
+      snprintf(err, errlen, "SELECT %d failed", r->db);
+      rc = -1;
+    }
   }
   freeReplyObject(slots);
   if (rc < 0) fs_close(r);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include <hiredis/hiredis.h>
+#include <latchkey.h>
 
 #define FS_MAX_NODES 64
 
@@ -22,6 +23,11 @@ typedef struct {
 typedef struct {
   fs_node node[FS_MAX_NODES]; /* node[0] is the seed */
   int n;
+  /* Where the seed is and how to log in, from the client options the
+   * connection URL filled in (borrowed: they outlive the fs_redis). */
+  const char *unix_path; /* the seed's socket, or NULL */
+  const char *username, *password;
+  int db;                /* SELECTed on a standalone server only */
   int cluster; /* the seed is a cluster node */
   int masters; /* how many nodes own slots */
   struct {
@@ -30,9 +36,16 @@ typedef struct {
   int nranges;
 } fs_redis;
 
-/* Connects to the seed and reads the slot map when it is a cluster node.
+/* Connects to the seed named by addr (host and port, or unix_path; with
+ * username, password and db: the options lk_client_opts_apply_url filled in
+ * from the connection URL) and reads the slot map when it is a cluster node.
+ * TLS and Sentinel are the lock client's only: hiredis 0.14 has neither.
  * 0, or -1 and a reason in err (nothing left open). */
-int fs_open(fs_redis *r, const char *host, int port, char *err, size_t errlen);
+int fs_open(fs_redis *r, const lk_client_opts_t *addr, char *err, size_t errlen);
+
+/* "host:port", "[v6]:port" or the socket path, and "/db" when not 0: where
+ * addr points, for messages. */
+const char *fs_where(const lk_client_opts_t *addr, char *buf, size_t len);
 void fs_close(fs_redis *r);
 
 /* The node index of the master serving key's slot (CLUSTER KEYSLOT on the

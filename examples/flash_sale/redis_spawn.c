@@ -38,35 +38,6 @@ static void sleep_ms(long ms) {
   nanosleep(&ts, NULL); /* an early wake-up (signal) is fine here */
 }
 
-int redis_parse_addr(const char *spec, char *host, size_t hostlen, int *port) {
-  const char *h = spec, *p = NULL;
-  size_t hl;
-  if (spec[0] == '[') { /* [::1]:6379 */
-    const char *rb = strchr(spec, ']');
-    if (rb == NULL || (rb[1] != ':' && rb[1] != '\0')) return -1;
-    h = spec + 1;
-    hl = (size_t)(rb - h);
-    if (rb[1] == ':') p = rb + 2;
-  } else {
-    const char *colon = strrchr(spec, ':');
-    hl = colon ? (size_t)(colon - spec) : strlen(spec);
-    if (colon) p = colon + 1;
-  }
-  if (hl == 0 || hl >= hostlen) return -1;
-  long v = 6379;
-  if (p != NULL) {
-    char *end;
-    errno = 0;
-    v = strtol(p, &end, 10);
-    if (errno != 0 || end == p || *end != '\0' || v < 1 || v > 65535)
-      return -1;
-  }
-  memcpy(host, h, hl);
-  host[hl] = '\0';
-  *port = (int)v;
-  return 0;
-}
-
 int redis_ping(const char *host, int port, int timeout_ms, char *err,
                size_t errlen) {
   struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
@@ -207,7 +178,7 @@ int redis_spawn(redis_server *srv, const volatile sig_atomic_t *interrupted,
         srv->pid = 0;
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
           snprintf(err, errlen, "cannot run %s (is it installed and on "
-                   "PATH?); or pass --redis host:port", redis_server_binary());
+                   "PATH?); or pass --redis URL", redis_server_binary());
           attempt = SPAWN_ATTEMPTS; /* no point retrying */
         } else {
           snprintf(err, errlen, "%s exited at start (port %d)",

@@ -13,9 +13,6 @@ typedef struct {
   char log[300];  /* its stdout/stderr */
 } redis_server;
 
-/* Splits "host:port" ("[v6]:port" too). 0 on success, -1 if malformed. */
-int redis_parse_addr(const char *spec, char *host, size_t hostlen, int *port);
-
 /* PING with a connect and reply timeout. 0 when the server answers PONG;
  * otherwise -1 and a reason in err. */
 int redis_ping(const char *host, int port, int timeout_ms, char *err,

@@ -227,7 +227,7 @@ static void on_acquired(lk_lock_t *lock, int status, void *arg) {
 }
 
 /* Runs the buyers on the loop with the locks. The client finds out by
- * itself whether host:port is a cluster node (LK_CLUSTER_AUTO). */
+ * itself whether the address is a cluster node (LK_CLUSTER_AUTO). */
 static int run_locked(worker *w) {
   const worker_config *cfg = w->cfg;
   int rc = uv_loop_init(&w->loop);
@@ -235,10 +235,7 @@ static int run_locked(worker *w) {
     redis_fail(w, "uv_loop_init", uv_strerror(rc));
     return -1;
   }
-  lk_client_opts_t copts;
-  lk_client_opts_init(&copts);
-  copts.host = cfg->host;
-  copts.port = cfg->port;
+  lk_client_opts_t copts = *cfg->addr; /* the address, credentials and db */
   copts.client_name = "flash_sale";
   rc = lk_client_new(&w->loop, &copts, &w->client);
   if (rc < 0) {
@@ -290,7 +287,7 @@ int worker_run(const worker_config *cfg) {
   if (w.rng == 0) w.rng = 1;
 
   char why[256];
-  if (fs_open(&w.stock, cfg->host, cfg->port, why, sizeof why) < 0)
+  if (fs_open(&w.stock, cfg->addr, why, sizeof why) < 0)
     redis_fail(&w, "connect", why);
 
   /* Wait for the parent's start signal so all workers begin together. */

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include <latchkey.h>
+
 /* The stock is split into lots, each with its own stock key and the lock
  * that guards it. A lot's two keys share the hash tag {lotN}, so on a
  * Redis Cluster both live on one master; the demo picks lots whose slots
@@ -23,8 +25,9 @@ typedef struct {
 
 typedef struct {
   int index;          /* 1-based, for messages */
-  const char *host;   /* Redis */
-  int port;
+  /* Where Redis is (client options from the connection URL): the lock
+   * client starts from a copy, the stock connections use the address. */
+  const lk_client_opts_t *addr;
   const fs_lot *lots; /* buyer k of worker i goes to lot (i + k) mod nlots */
   int nlots;
   int64_t buyers;     /* buyers this worker serves */
