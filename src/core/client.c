@@ -9,6 +9,7 @@
 #include "core/internal.h"
 #include "core/loglevel.h"
 #include "core/router.h"
+#include "core/sentinel.h"
 #include "core/url.h"
 #include "core/tls.h"
 #include "core/tokens.h"
@@ -352,6 +353,11 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
   rc = lk__pubsub_init(c); /* only allocates: nothing to undo but memory */
   if (rc == 0 && (rc = lk__router_alloc(c)) != 0)
     lk__pubsub_free(c);
+  /* The sentinel list is parsed here: a malformed one is LK_EINVAL. */
+  if (rc == 0 && (rc = lk__sentinel_alloc(c)) != 0) {
+    lk__router_free(c);
+    lk__pubsub_free(c);
+  }
   if (rc != 0) {
     lk__tls_client_free(c);
     free_opts(&c->o);
@@ -376,6 +382,7 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
   lk__conn_init(c, &c->cmd, LK__CONN_CMD);
   lk__conn_init(c, &c->ps, LK__CONN_PUBSUB);
   lk__router_start(c);
+  lk__sentinel_start(c);
   lk__conn_start(&c->cmd);
   *out = c;
   return 0;
@@ -397,6 +404,7 @@ static void finish_close(lk_client_t *c) {
   lk__conn_free_buffers(&c->cmd);
   lk__conn_free_buffers(&c->ps);
   lk__router_free(c);
+  lk__sentinel_free(c, 0);
   free_client_memory(c);
   if (cb != NULL)
     cb(c);
@@ -429,6 +437,7 @@ static void free_forked(lk_client_t *c) {
   lk__conn_free_buffers(&c->cmd);
   lk__conn_free_buffers(&c->ps);
   lk__router_free(c);
+  lk__sentinel_free(c, 1);
   free_client_memory(c);
   lk__free(c);
 }
@@ -462,6 +471,7 @@ void lk__client_maybe_finish_close(lk_client_t *c) {
       lk__conn_close(c->nodes[i]->ps);
     }
     lk__router_close(c);
+    lk__sentinel_close(c);
     uv_timer_stop(&c->hb_timer);
     uv_close((uv_handle_t *)&c->hb_timer, on_client_handle_closed);
     lk__wd_close(c);
@@ -474,6 +484,8 @@ void lk__client_maybe_finish_close(lk_client_t *c) {
   for (i = 0; i < c->n_nodes; i++)
     if (c->nodes[i]->cmd->gai_pending || c->nodes[i]->ps->gai_pending)
       return;
+  if (lk__sentinel_busy(c))
+    return;
   c->closing = 3;
   finish_close(c);
 }

@@ -10,15 +10,19 @@
 #include "core/internal.h"
 #include "core/loglevel.h"
 #include "core/router.h"
+#include "core/sentinel.h"
 #include "core/tls.h"
 #include "core/watchdog.h"
 
 static void conn_start_connect(lk__conn_t *conn);
+static void conn_dial(lk__conn_t *conn, const char *host, int node_port, const char *unix_path);
 static void conn_flush(lk__conn_t *conn);
 static void conn_send(lk__conn_t *conn, lk__op_t *op);
 
 static const char *conn_label(const lk__conn_t *conn) {
-  return conn->kind == LK__CONN_CMD ? "command" : "pub/sub";
+  return conn->kind == LK__CONN_CMD      ? "command"
+         : conn->kind == LK__CONN_SENTINEL ? "sentinel"
+                                           : "pub/sub";
 }
 
 static void conn_arm_timer(lk__conn_t *conn, uv_timer_cb cb, int64_t ms) {
@@ -113,6 +117,9 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
   }
   conn->out_len = 0;
   conn->state = c->closing ? LK__CONN_CLOSED : LK__CONN_BACKOFF;
+  /* A sentinel is dialled again only when asked (core/sentinel.h). */
+  if (conn->kind == LK__CONN_SENTINEL && conn->state == LK__CONN_BACKOFF)
+    conn->state = LK__CONN_IDLE;
 
   /* Detach the lists first: callbacks may queue new work on this
    * connection, which must wait for the next attempt, not fail here. */
@@ -129,6 +136,8 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
     unsent_status = LK_ECONN;
   if (conn->kind == LK__CONN_PUBSUB)
     lk__pubsub_on_down(conn);
+  else if (conn->kind == LK__CONN_SENTINEL)
+    lk__sentinel_on_down(conn, why, what);
   if (was_ready && conn->kind == LK__CONN_CMD)
     lk__emit(c, LK_EVENT_SUSPENDED);
   lk__router_on_conn_down(conn);
@@ -175,6 +184,17 @@ static void on_hs_optional(void *data, int status, redisReply *r) {
   if (conn->state != LK__CONN_HANDSHAKE)
     return;
   if (handshake_fatal(0, status) && conn->handshake_err == 0)
+    conn->handshake_err = status;
+  handshake_step_done(conn);
+}
+
+/* Sentinel: the server they named must say it is the master. */
+static void on_hs_role(void *data, int status, redisReply *r) {
+  lk__conn_t *conn = data;
+  if (conn->state != LK__CONN_HANDSHAKE)
+    return;
+  status = lk__sentinel_on_role(conn, status, r);
+  if (status != 0 && conn->handshake_err == 0)
     conn->handshake_err = status;
   handshake_step_done(conn);
 }
@@ -241,12 +261,15 @@ static void start_handshake(lk__conn_t *conn) {
   conn->state = LK__CONN_HANDSHAKE;
   conn->handshake_left = 0;
   conn->handshake_err = 0;
-  /* Pipelined: AUTH must be first so nothing else runs unauthenticated. */
-  if (o->password != NULL) {
-    const char *a3[3] = {"AUTH", o->username, o->password};
-    const char *a2[2] = {"AUTH", o->password};
-    err = o->username != NULL ? hs_send(conn, 3, a3, on_hs_required)
-                              : hs_send(conn, 2, a2, on_hs_required);
+  /* Pipelined: AUTH must be first so nothing else runs unauthenticated.
+   * A sentinel has credentials of its own. */
+  const char *user = conn->kind == LK__CONN_SENTINEL ? o->sentinel_username : o->username;
+  const char *pass = conn->kind == LK__CONN_SENTINEL ? o->sentinel_password : o->password;
+  if (pass != NULL) {
+    const char *a3[3] = {"AUTH", user, pass};
+    const char *a2[2] = {"AUTH", pass};
+    err = user != NULL ? hs_send(conn, 3, a3, on_hs_required)
+                       : hs_send(conn, 2, a2, on_hs_required);
   }
   /* A cluster has only db 0 and refuses SELECT (docs/client.md). */
   if (err == 0 && o->db != 0 && conn->kind == LK__CONN_CMD && !c->cluster_on) {
@@ -254,10 +277,17 @@ static void start_handshake(lk__conn_t *conn) {
     snprintf(dbuf, sizeof(dbuf), "%d", o->db);
     err = hs_send(conn, 2, a, on_hs_required);
   }
+  /* Node 0 found through the sentinels: is it the master (core/sentinel.h)? */
+  if (err == 0 && c->sentinel != NULL && conn->node == &c->node0) {
+    const char *a[1] = {"ROLE"};
+    err = hs_send(conn, 1, a, on_hs_role);
+  }
   if (err == 0) {
     const char *a[3] = {"CLIENT", "SETNAME", name};
     snprintf(name, sizeof(name), "%s%s", o->client_name,
-             conn->kind == LK__CONN_PUBSUB ? "-pubsub" : "");
+             conn->kind == LK__CONN_PUBSUB     ? "-pubsub"
+             : conn->kind == LK__CONN_SENTINEL ? "-sentinel"
+                                               : "");
     err = hs_send(conn, 3, a, on_hs_optional);
   }
   if (err == 0 && conn->kind == LK__CONN_CMD) {
@@ -298,8 +328,8 @@ static void conn_become_ready(lk__conn_t *conn) {
   }
   if (conn->tls != NULL)
     lk__tls_on_ready(conn);
-  lk__log(c, first ? LK_LOG_DEBUG : LK_LOG_INFO, "%s connection ready",
-          conn_label(conn));
+  lk__log(c, first || conn->kind == LK__CONN_SENTINEL ? LK_LOG_DEBUG : LK_LOG_INFO,
+          "%s connection ready", conn_label(conn));
 
   lk__queue_init(&unsent);
   lk__queue_move(&conn->unsent, &unsent);
@@ -310,6 +340,8 @@ static void conn_become_ready(lk__conn_t *conn) {
   }
   if (conn->kind == LK__CONN_PUBSUB) {
     lk__pubsub_on_ready(conn);
+  } else if (conn->kind == LK__CONN_SENTINEL) {
+    /* Its query or SUBSCRIBE has just been sent (core/sentinel.h). */
   } else {
     lk__emit(c, first ? LK_EVENT_CONNECTED : LK_EVENT_RECONNECTED);
     if (c->restart_pending) {
@@ -440,6 +472,9 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
   if (conn->kind == LK__CONN_PUBSUB && conn->state == LK__CONN_READY &&
       lk__pubsub_on_push(conn, r))
     return;
+  if (conn->kind == LK__CONN_SENTINEL && conn->state == LK__CONN_READY &&
+      lk__sentinel_on_push(conn, r))
+    return;
   if (lk__queue_empty(&conn->sent)) {
     drop_unattributable(conn, NULL, r);
     return;
@@ -479,7 +514,11 @@ void lk__client_uncork(lk_client_t *c) {
     conn_flush(c->nodes[i]->cmd);
     conn_flush(c->nodes[i]->ps);
   }
+  if (c->sentinel != NULL)
+    lk__sentinel_uncork(c);
 }
+
+void lk__conn_flush(lk__conn_t *conn) { conn_flush(conn); }
 
 static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf);
 static void tls_read(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf);
@@ -860,12 +899,29 @@ static void conn_start_connect(lk__conn_t *conn) {
   const char *host = n != NULL && n->host != NULL ? n->host : o->host;
   int node_port = n != NULL && n->host != NULL ? n->port : o->port;
   const char *unix_path = n != NULL && n->host != NULL ? NULL : o->unix_path;
-  struct sockaddr_storage ss;
-  int rc = 0;
 
   conn->state = LK__CONN_CONNECTING;
   if (conn->io_closing)
     return; /* on_io_closed comes back here */
+  /* With sentinels, node 0 is wherever they say the master is now: they
+   * are asked before every connect, then lk__conn_dial (core/sentinel.h). */
+  if (c->sentinel != NULL && n == &c->node0) {
+    lk__sentinel_resolve(conn);
+    return;
+  }
+  conn_dial(conn, host, node_port, unix_path);
+}
+
+void lk__conn_dial(lk__conn_t *conn, const char *host, int port) {
+  conn_dial(conn, host, port, NULL);
+}
+
+static void conn_dial(lk__conn_t *conn, const char *host, int node_port, const char *unix_path) {
+  lk_client_t *c = conn->client;
+  const lk__opts_t *o = &c->o;
+  struct sockaddr_storage ss;
+  int rc = 0;
+
   conn_arm_timer(conn, on_connect_timeout, o->connect_timeout_ms);
   /* A session per attempt, named after the host dialled (core/tls.h). */
   if (c->tls != NULL && unix_path == NULL) {

@@ -29,7 +29,8 @@ struct lk__topo_s; /* core/topology.h */
  * LK_EAGAIN... reply is borrowed and NULL unless a reply arrived. */
 typedef void (*lk__op_cb)(void *data, int status, redisReply *reply);
 
-enum { LK__CONN_CMD = 0, LK__CONN_PUBSUB = 1 };
+/* LK__CONN_SENTINEL: a connection to a sentinel (core/sentinel.h). */
+enum { LK__CONN_CMD = 0, LK__CONN_PUBSUB = 1, LK__CONN_SENTINEL = 2 };
 
 /* A request tag's text: up to 20 decimal digits (a uint64_t) and a NUL. */
 #define LK__TAG_MAX 21
@@ -197,6 +198,8 @@ struct lk_client_s {
   size_t n_nodes, nodes_cap;
   uint16_t *slot_node; /* cluster: slot -> node index (LK__TOPO_NONE: unknown) */
   struct lk__topo_s *topo; /* the last topology read */
+  /* Sentinel discovery (core/sentinel.h); NULL without sentinels. */
+  struct lk__sentinel_s *sentinel;
   uv_timer_t topo_timer, retry_timer;
   lk__queue_t retry_ops; /* TRYAGAIN / CLUSTERDOWN, due again later */
   uint64_t topo_last_ns;
@@ -280,6 +283,10 @@ void lk__close_all_kick(lk_client_t *c);
 /* --- connection --- */
 void lk__conn_init(lk_client_t *c, lk__conn_t *conn, int kind);
 void lk__conn_start(lk__conn_t *conn);
+/* A CONNECTING connection dials host:port (node 0 found through the
+ * sentinels); lk__conn_flush writes what it gathered while corked. */
+void lk__conn_dial(lk__conn_t *conn, const char *host, int port);
+void lk__conn_flush(lk__conn_t *conn);
 void lk__conn_close(lk__conn_t *conn);
 void lk__conn_free_buffers(lk__conn_t *conn);
 void lk__conn_drop(lk__conn_t *conn, int why, const char *what);

@@ -5,6 +5,7 @@
 
 #include "core/loglevel.h"
 #include "core/router.h"
+#include "core/sentinel.h"
 #include "core/slot.h"
 #include "core/topology.h"
 #include "core/watchdog.h"
@@ -401,6 +402,10 @@ int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r) {
   lk__node_t *n;
   if (r->type != REDIS_REPLY_ERROR || c->closing >= 2 || op->redirects >= LK__MAX_REDIRECTS)
     return 0;
+  /* With sentinels, READONLY means node 0 is a replica now: the command
+   * did not run and goes to the master they name next. */
+  if (c->sentinel != NULL && starts(r, "READONLY"))
+    return lk__sentinel_readonly(conn, op);
   if (op->first_sent_ns == 0)
     op->first_sent_ns = op->sent_ns;
   if (starts(r, "TRYAGAIN") || starts(r, "CLUSTERDOWN")) {
