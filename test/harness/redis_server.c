@@ -35,12 +35,15 @@ struct rt_server_s {
   pid_t pid; /* 0 while down */
   pid_t owner; /* the process that started it; only it may clean up */
   int port;
+  int tls_port; /* 0: no TLS */
   int paused;
   int accept_loading; /* wait_ready: a LOADING answer counts as up */
   int appendonly;
   int debug_command;
   char *requirepass;
   char **extra_args; /* NULL-terminated copy */
+  char *tls_cert, *tls_key, *tls_ca;
+  int tls_auth_clients;
   char dir[RT_PATH_MAX];
   char unix_path[RT_PATH_MAX + 32]; /* dir + "/redis.sock" always fits */
   char log_path[RT_PATH_MAX + 32];
@@ -315,8 +318,9 @@ static int spawn(rt_server_t *s) {
             name != NULL && *name != '\0' ? name : "redis-server");
     return -1;
   }
-  char port[16];
+  char port[16], tls_port[16];
   snprintf(port, sizeof port, "%d", s->port);
+  snprintf(tls_port, sizeof tls_port, "%d", s->tls_port);
   size_t n_extra = 0;
   while (s->extra_args != NULL && s->extra_args[n_extra] != NULL)
     n_extra++;
@@ -326,7 +330,7 @@ static int spawn(rt_server_t *s) {
                          "--protected-mode", "yes", "--unixsocket", s->unix_path,
                          "--unixsocketperm", "700"};
   size_t n_fixed = sizeof fixed / sizeof fixed[0];
-  const char **argv = calloc(n_fixed + 4 + n_extra + 1, sizeof *argv);
+  const char **argv = calloc(n_fixed + 4 + 10 + n_extra + 1, sizeof *argv);
   if (argv == NULL)
     FAIL("out of memory");
   size_t n = 0;
@@ -339,6 +343,18 @@ static int spawn(rt_server_t *s) {
   if (s->requirepass != NULL) {
     argv[n++] = "--requirepass";
     argv[n++] = s->requirepass;
+  }
+  if (s->tls_cert != NULL) {
+    argv[n++] = "--tls-port";
+    argv[n++] = tls_port;
+    argv[n++] = "--tls-cert-file";
+    argv[n++] = s->tls_cert;
+    argv[n++] = "--tls-key-file";
+    argv[n++] = s->tls_key;
+    argv[n++] = "--tls-ca-cert-file";
+    argv[n++] = s->tls_ca;
+    argv[n++] = "--tls-auth-clients";
+    argv[n++] = s->tls_auth_clients ? "yes" : "no";
   }
   for (size_t i = 0; i < n_extra; i++)
     argv[n++] = s->extra_args[i];
@@ -496,7 +512,11 @@ static int launch(rt_server_t *s, int pick_port) {
       rt_sleep_ms(50 * attempt);
     if (pick_port) {
       s->port = rt_pick_port();
-      if (s->port == 0) {
+      if (s->tls_cert != NULL) /* a second one, not the first again */
+        for (int k = 0; k < 10 && (k == 0 || s->tls_port == s->port || s->tls_port == 0); k++)
+          s->tls_port = rt_pick_port();
+      if (s->port == 0 ||
+          (s->tls_cert != NULL && (s->tls_port == 0 || s->tls_port == s->port))) {
         fprintf(stderr, "rt_server: no free port found\n");
         continue;
       }
@@ -533,6 +553,9 @@ static void free_server(rt_server_t *s) {
       free(s->extra_args[i]);
   free(s->extra_args);
   free(s->requirepass);
+  free(s->tls_cert);
+  free(s->tls_key);
+  free(s->tls_ca);
   free(s);
 }
 
@@ -566,6 +589,14 @@ rt_server_t *rt_server_start(const rt_server_opts_t *opts) {
   s->appendonly = opts->appendonly != 0;
   s->debug_command = opts->debug_command != 0;
   s->requirepass = xstrdup(opts->requirepass);
+  if (opts->tls_cert_file != NULL) {
+    s->tls_cert = xstrdup(opts->tls_cert_file);
+    s->tls_key = xstrdup(opts->tls_key_file);
+    s->tls_ca = xstrdup(opts->tls_ca_file);
+    s->tls_auth_clients = opts->tls_auth_clients != 0;
+    if (s->tls_key == NULL || s->tls_ca == NULL)
+      FAIL("rt_server_start: TLS needs tls_cert_file, tls_key_file and tls_ca_file");
+  }
   if (opts->extra_args != NULL) {
     size_t n = 0;
     while (opts->extra_args[n] != NULL)
@@ -588,6 +619,7 @@ rt_server_t *rt_server_start(const rt_server_opts_t *opts) {
 }
 
 int rt_server_port(const rt_server_t *s) { return s->port; }
+int rt_server_tls_port(const rt_server_t *s) { return s->tls_port; }
 const char *rt_server_unix_path(const rt_server_t *s) { return s->unix_path; }
 const char *rt_server_dir(const rt_server_t *s) { return s->dir; }
 pid_t rt_server_pid(const rt_server_t *s) { return s->pid; }

@@ -23,6 +23,13 @@ typedef struct rt_server_opts_s {
   int debug_command;   /* 1: --enable-debug-command local */
   const char *requirepass; /* NULL: no password; else the side channel AUTHs */
   const char *const *extra_args; /* NULL-terminated, appended to the command line */
+  /* TLS (tls_certs.h makes the files): with tls_cert_file set, the server
+   * also listens with TLS on a second free port (rt_server_tls_port), with
+   * this certificate, key and CA; the plaintext port stays, for the side
+   * channel. tls_auth_clients 1 requires client certificates
+   * (--tls-auth-clients yes); 0 does not. */
+  const char *tls_cert_file, *tls_key_file, *tls_ca_file;
+  int tls_auth_clients;
 } rt_server_opts_t;
 
 typedef struct rt_server_s rt_server_t;
@@ -35,6 +42,8 @@ void rt_server_opts_init(rt_server_opts_t *opts);
 rt_server_t *rt_server_start(const rt_server_opts_t *opts);
 
 int rt_server_port(const rt_server_t *s);
+/* The TLS port, kept across restarts; 0 without TLS. */
+int rt_server_tls_port(const rt_server_t *s);
 const char *rt_server_unix_path(const rt_server_t *s);
 const char *rt_server_dir(const rt_server_t *s);
 pid_t rt_server_pid(const rt_server_t *s); /* 0 while down */
