@@ -93,7 +93,11 @@ int lk__tls_client_new(lk_client_t *c) {
     if (!SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert_file))
       return setup_failed(c, ctx, "cannot load client certificate", o->tls_cert_file);
     if (!SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM))
-      return setup_failed(c, ctx, "cannot load client key", o->tls_key_file);
+      return setup_failed(c, ctx,
+                          ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH
+                              ? "client key does not match its certificate"
+                              : "cannot load client key",
+                          o->tls_key_file);
     if (!SSL_CTX_check_private_key(ctx))
       return setup_failed(c, ctx, "client key does not match its certificate", o->tls_key_file);
   }
@@ -206,7 +210,13 @@ ssize_t lk__tls_read(lk__conn_t *conn, char *buf, size_t cap, char *why, size_t 
   ERR_clear_error();
   rc = SSL_read(t->ssl, buf, cap > (size_t)INT32_MAX ? INT32_MAX : (int)cap);
   if (rc > 0) {
-    t->confirmed = 1;
+    /* Under TLS 1.3 the server judges a client certificate after the
+     * client's side of the handshake is done: the handshake counts as
+     * completed once the server's first bytes come through it. */
+    if (!t->confirmed) {
+      t->confirmed = 1;
+      conn->client->stats.tls_handshakes++;
+    }
     return rc;
   }
   err = SSL_get_error(t->ssl, rc);
