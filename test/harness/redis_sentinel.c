@@ -1,0 +1,559 @@
+/* Spawning, controlling and querying redis-sentinel processes (see
+ * redis_sentinel.h). Process handling follows redis_server.c: fork + execv
+ * with PR_SET_PDEATHSIG, tracked for the exit-path sweep, killed by PID. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "redis_sentinel.h"
+
+#include "test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RS_PATH_MAX 512
+#define RS_START_ATTEMPTS 5
+
+struct rt_sentinel_s {
+  pid_t pid;
+  pid_t owner;
+  int port;
+  char *requirepass;
+  char name[128]; /* the monitored master's name */
+  char dir[RS_PATH_MAX];
+  char conf_path[RS_PATH_MAX + 32];
+  char log_path[RS_PATH_MAX + 32];
+  redisContext *ctx;
+  struct rt_sentinel_s *next;
+};
+
+static rt_sentinel_t *live; /* for the atexit sweep */
+
+static struct timeval tv_ms(int64_t ms) {
+  struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+  return tv;
+}
+
+/* The side channel's writes must not SIGPIPE the test (see redis_server.c). */
+static void sigpipe_block(sigset_t *old) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void sigpipe_restore(const sigset_t *old) {
+  if (!sigismember(old, SIGPIPE)) {
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+      struct timespec zero = {0, 0};
+      sigtimedwait(&set, NULL, &zero);
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+void rt_sentinel_opts_init(rt_sentinel_opts_t *opts) { memset(opts, 0, sizeof *opts); }
+
+/* ---- binary, directory, config ------------------------------------------------------ */
+
+static int find_in_path(const char *name, char *out, size_t out_len) {
+  if (strchr(name, '/') != NULL) {
+    snprintf(out, out_len, "%s", name);
+    return access(out, X_OK) == 0 ? 0 : -1;
+  }
+  const char *path = getenv("PATH");
+  if (path == NULL)
+    path = "/usr/local/bin:/usr/bin:/bin";
+  for (int i = 0; i < 256 && *path != '\0'; i++) {
+    const char *colon = strchr(path, ':');
+    size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
+    if (dlen > 0 && (size_t)snprintf(out, out_len, "%.*s/%s", (int)dlen, path, name) < out_len &&
+        access(out, X_OK) == 0)
+      return 0;
+    if (colon == NULL)
+      break;
+    path = colon + 1;
+  }
+  return -1;
+}
+
+/* The binary and whether it needs --sentinel (a server binary does). */
+static int find_binary(char *out, size_t out_len, int *as_server) {
+  const char *s = getenv("LK_REDIS_SENTINEL"), *srv = getenv("LK_REDIS_SERVER");
+  *as_server = 0;
+  if (s != NULL && *s != '\0')
+    return find_in_path(s, out, out_len);
+  *as_server = 1;
+  if (srv != NULL && *srv != '\0')
+    return find_in_path(srv, out, out_len);
+  *as_server = 0;
+  if (find_in_path("redis-sentinel", out, out_len) == 0)
+    return 0;
+  *as_server = 1;
+  return find_in_path("redis-server", out, out_len);
+}
+
+static int make_dir(rt_sentinel_t *s) {
+  const char *tmp = getenv("TMPDIR");
+  for (int i = 0; i < 2; i++) {
+    const char *base = (i == 0 && tmp != NULL && *tmp != '\0') ? tmp : "/tmp";
+    /* "lk-redis-" so redis_server.c's sweep removes a killed test's leftovers. */
+    if ((size_t)snprintf(s->dir, sizeof s->dir, "%s/lk-redis-sentinel-XXXXXX", base) >=
+        sizeof s->dir)
+      continue;
+    if (mkdtemp(s->dir) != NULL) {
+      snprintf(s->conf_path, sizeof s->conf_path, "%s/sentinel.conf", s->dir);
+      snprintf(s->log_path, sizeof s->log_path, "%s/sentinel.log", s->dir);
+      char owner_path[RS_PATH_MAX + 16];
+      snprintf(owner_path, sizeof owner_path, "%s/owner", s->dir);
+      FILE *f = fopen(owner_path, "w");
+      if (f != NULL) {
+        fprintf(f, "%ld\n", (long)getpid());
+        fclose(f);
+      }
+      return 0;
+    }
+  }
+  fprintf(stderr, "rt_sentinel: mkdtemp: %s\n", strerror(errno));
+  s->dir[0] = '\0';
+  return -1;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static void remove_dir(const char *dir) {
+  const char *keep = getenv("LK_TEST_KEEP_DIRS");
+  if (dir[0] == '\0')
+    return;
+  if (keep != NULL && *keep != '\0' && strcmp(keep, "0") != 0) {
+    fprintf(stderr, "note: keeping %s (LK_TEST_KEEP_DIRS)\n", dir);
+    return;
+  }
+  nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Written anew before every start: the port may change between attempts. */
+static int write_conf(const rt_sentinel_t *s, int master_port, const rt_sentinel_opts_t *o) {
+  FILE *f = fopen(s->conf_path, "w");
+  if (f == NULL) {
+    fprintf(stderr, "rt_sentinel: %s: %s\n", s->conf_path, strerror(errno));
+    return -1;
+  }
+  const char *name = o->master_name ? o->master_name : "mymaster";
+  fprintf(f, "port %d\nbind 127.0.0.1\ndaemonize no\nlogfile \"%s\"\ndir \"%s\"\n", s->port,
+          s->log_path, s->dir);
+  if (o->requirepass != NULL)
+    fprintf(f, "requirepass \"%s\"\n", o->requirepass);
+  fprintf(f, "sentinel monitor %s %s %d %d\n", name,
+          o->master_host ? o->master_host : "127.0.0.1", master_port,
+          o->quorum > 0 ? o->quorum : 2);
+  fprintf(f, "sentinel down-after-milliseconds %s %lld\n", name,
+          (long long)rt_scaled_ms(o->down_after_ms > 0 ? o->down_after_ms : 1000));
+  fprintf(f, "sentinel failover-timeout %s %lld\n", name,
+          (long long)rt_scaled_ms(o->failover_timeout_ms > 0 ? o->failover_timeout_ms : 3000));
+  fprintf(f, "sentinel parallel-syncs %s 1\n", name);
+  if (o->master_auth != NULL)
+    fprintf(f, "sentinel auth-pass %s \"%s\"\n", name, o->master_auth);
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+/* ---- process control ------------------------------------------------------------------ */
+
+static void close_from(int lowfd) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
+    return;
+#endif
+  for (int fd = lowfd; fd < 4096; fd++)
+    close(fd);
+}
+
+static int spawn(rt_sentinel_t *s) {
+  char bin[RS_PATH_MAX];
+  int as_server = 0;
+  if (find_binary(bin, sizeof bin, &as_server) != 0) {
+    fprintf(stderr, "rt_sentinel: no redis-sentinel / redis-server found "
+                    "(PATH, LK_REDIS_SENTINEL or LK_REDIS_SERVER)\n");
+    return -1;
+  }
+  const char *argv[4] = {bin, s->conf_path, as_server ? "--sentinel" : NULL, NULL};
+  pid_t parent = getpid();
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "rt_sentinel: fork: %s\n", strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    /* Async-signal-safe calls only. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+      _exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+      dup2(devnull, STDIN_FILENO);
+    close_from(3);
+    execv(bin, (char *const *)argv);
+    static const char msg[] = "rt_sentinel: execv failed\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(127);
+  }
+  s->pid = pid;
+  rt_child_track(pid);
+  return 0;
+}
+
+static int reap(rt_sentinel_t *s, int64_t timeout_ms) {
+  int64_t deadline = rt_now_ms() + timeout_ms;
+  for (long i = 0; i < 1000000L; i++) {
+    int st = 0;
+    pid_t r = waitpid(s->pid, &st, WNOHANG);
+    if (r == s->pid && (WIFEXITED(st) || WIFSIGNALED(st)))
+      return 1;
+    if (r < 0 && errno != EINTR)
+      return 1;
+    if (rt_now_ms() > deadline)
+      return 0;
+    rt_sleep_ms(1);
+  }
+  return 0;
+}
+
+static void mark_down(rt_sentinel_t *s) {
+  rt_child_untrack(s->pid);
+  s->pid = 0;
+  if (s->ctx != NULL) {
+    redisFree(s->ctx);
+    s->ctx = NULL;
+  }
+}
+
+static redisContext *connect_side(const rt_sentinel_t *s, int64_t connect_ms, int64_t io_ms,
+                                  char *why, size_t why_len) {
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv_ms(connect_ms));
+  if (c == NULL || c->err) {
+    snprintf(why, why_len, "connect: %s", c ? c->errstr : "out of memory");
+    if (c)
+      redisFree(c);
+    return NULL;
+  }
+  fcntl(c->fd, F_SETFD, FD_CLOEXEC); /* later children must not inherit it */
+  redisSetTimeout(c, tv_ms(io_ms));
+  if (s->requirepass != NULL) {
+    redisReply *r = redisCommand(c, "AUTH %s", s->requirepass);
+    int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+    snprintf(why, why_len, "AUTH: %s", r ? (r->str ? r->str : "?") : c->errstr);
+    if (r)
+      freeReplyObject(r);
+    if (!ok) {
+      redisFree(c);
+      return NULL;
+    }
+  }
+  return c;
+}
+
+static long info_pid(redisContext *c) {
+  redisReply *r = redisCommand(c, "INFO server");
+  long pid = -1;
+  if (r != NULL && r->type == REDIS_REPLY_STRING) {
+    const char *p = strstr(r->str, "process_id:");
+    if (p != NULL)
+      pid = atol(p + 11);
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  return pid;
+}
+
+static void print_log_tail(const rt_sentinel_t *s) {
+  FILE *f = fopen(s->log_path, "r");
+  if (f == NULL)
+    return;
+  char buf[2048];
+  long size = 0;
+  if (fseek(f, 0, SEEK_END) == 0)
+    size = ftell(f);
+  fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  fprintf(stderr, "---- tail of %s ----\n%s---- end ----\n", s->log_path, buf);
+}
+
+/* 0 ready; -1 the child exited (retry on another port); -2 timed out. */
+static int wait_ready(rt_sentinel_t *s) {
+  int64_t deadline = rt_now_ms() + rt_scaled_ms(10000);
+  char why[256] = "not tried";
+  for (long i = 0; i < 100000L; i++) {
+    int st = 0;
+    if (waitpid(s->pid, &st, WNOHANG) == s->pid && (WIFEXITED(st) || WIFSIGNALED(st))) {
+      fprintf(stderr, "rt_sentinel: port %d: exited during startup\n", s->port);
+      rt_child_untrack(s->pid);
+      s->pid = 0;
+      return -1;
+    }
+    sigset_t old;
+    sigpipe_block(&old);
+    redisContext *c = connect_side(s, 200, 1000, why, sizeof why);
+    int ready = 0;
+    if (c != NULL) {
+      long pid = info_pid(c);
+      ready = pid == (long)s->pid;
+      snprintf(why, sizeof why, "process_id %ld, ours %d", pid, (int)s->pid);
+    }
+    sigpipe_restore(&old);
+    if (ready) {
+      redisSetTimeout(c, tv_ms(rt_scaled_ms(5000)));
+      s->ctx = c;
+      return 0;
+    }
+    if (c != NULL)
+      redisFree(c);
+    if (rt_now_ms() > deadline)
+      break;
+    rt_sleep_ms(10);
+  }
+  fprintf(stderr, "rt_sentinel: port %d not ready (last: %s)\n", s->port, why);
+  return -2;
+}
+
+static void free_sentinel(rt_sentinel_t *s) {
+  for (rt_sentinel_t **pp = &live; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  free(s->requirepass);
+  free(s);
+}
+
+static void at_exit_stop(void) {
+  pid_t self = getpid();
+  rt_sentinel_t *s = live;
+  for (int i = 0; s != NULL && i < 10000; i++) {
+    rt_sentinel_t *next = s->next;
+    if (s->owner == self)
+      rt_sentinel_stop(s);
+    s = next;
+  }
+}
+
+rt_sentinel_t *rt_sentinel_start(int master_port, const rt_sentinel_opts_t *opts) {
+  static int hooked;
+  rt_sentinel_opts_t defaults;
+  if (!hooked) {
+    hooked = 1;
+    atexit(at_exit_stop);
+  }
+  if (opts == NULL) {
+    rt_sentinel_opts_init(&defaults);
+    opts = &defaults;
+  }
+  rt_sentinel_t *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    FAIL("out of memory");
+  s->owner = getpid();
+  snprintf(s->name, sizeof s->name, "%s", opts->master_name ? opts->master_name : "mymaster");
+  if (opts->requirepass != NULL && (s->requirepass = strdup(opts->requirepass)) == NULL)
+    FAIL("out of memory");
+  s->next = live;
+  live = s;
+  if (make_dir(s) != 0)
+    goto fail;
+  for (int attempt = 0; attempt < RS_START_ATTEMPTS; attempt++) {
+    if (attempt > 0)
+      rt_sleep_ms(50 * attempt);
+    s->port = rt_pick_port();
+    if (s->port == 0 || write_conf(s, master_port, opts) != 0 || spawn(s) != 0)
+      continue;
+    int r = wait_ready(s);
+    if (r == 0)
+      return s;
+    if (r == -2) {
+      kill(s->pid, SIGKILL);
+      reap(s, 2000);
+      mark_down(s);
+      break;
+    }
+  }
+  print_log_tail(s);
+fail:
+  fprintf(stderr, "rt_sentinel_start: failed\n");
+  remove_dir(s->dir);
+  free_sentinel(s);
+  return NULL;
+}
+
+int rt_sentinel_port(const rt_sentinel_t *s) { return s->port; }
+pid_t rt_sentinel_pid(const rt_sentinel_t *s) { return s->pid; }
+const char *rt_sentinel_dir(const rt_sentinel_t *s) { return s->dir; }
+
+void rt_sentinel_kill(rt_sentinel_t *s, int sig) {
+  if (s->pid == 0)
+    return;
+  kill(s->pid, sig);
+  if (sig != SIGKILL && sig != SIGTERM)
+    return;
+  if (!reap(s, rt_scaled_ms(10000))) {
+    kill(s->pid, SIGKILL);
+    if (!reap(s, rt_scaled_ms(10000))) {
+      fprintf(stderr, "rt_sentinel: pid %d not reaped\n", (int)s->pid);
+      s->pid = 0; /* still tracked: the exit path kills it again */
+      return;
+    }
+  }
+  mark_down(s);
+}
+
+void rt_sentinel_stop(rt_sentinel_t *s) {
+  if (s == NULL)
+    return;
+  if (s->pid != 0)
+    rt_sentinel_kill(s, SIGKILL);
+  if (s->ctx != NULL) {
+    redisFree(s->ctx);
+    s->ctx = NULL;
+  }
+  remove_dir(s->dir);
+  free_sentinel(s);
+}
+
+/* ---- side channel ------------------------------------------------------------------------ */
+
+redisReply *rt_sentinel_cmd(rt_sentinel_t *s, const char *fmt, ...) {
+  sigset_t old;
+  redisReply *r = NULL;
+  va_list ap;
+  sigpipe_block(&old);
+  if (s->ctx != NULL && s->ctx->err) {
+    redisFree(s->ctx);
+    s->ctx = NULL;
+  }
+  if (s->ctx == NULL) {
+    char why[256];
+    s->ctx = connect_side(s, rt_scaled_ms(2000), rt_scaled_ms(5000), why, sizeof why);
+    if (s->ctx == NULL)
+      fprintf(stderr, "rt_sentinel_cmd: port %d: %s\n", s->port, why);
+  }
+  if (s->ctx != NULL) {
+    va_start(ap, fmt);
+    r = redisvCommand(s->ctx, fmt, ap);
+    va_end(ap);
+    if (r == NULL) {
+      fprintf(stderr, "rt_sentinel_cmd: port %d: %s\n", s->port, s->ctx->errstr);
+      redisFree(s->ctx);
+      s->ctx = NULL;
+    }
+  }
+  sigpipe_restore(&old);
+  return r;
+}
+
+int rt_sentinel_master_port(rt_sentinel_t *s) {
+  redisReply *r = rt_sentinel_cmd(s, "SENTINEL GET-MASTER-ADDR-BY-NAME %s", s->name);
+  int port = -1;
+  if (r != NULL && r->type == REDIS_REPLY_NIL)
+    port = 0;
+  else if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+           r->element[1]->type == REDIS_REPLY_STRING)
+    port = atoi(r->element[1]->str);
+  if (r != NULL)
+    freeReplyObject(r);
+  return port;
+}
+
+static long count_of(rt_sentinel_t *s, const char *what) {
+  redisReply *r = rt_sentinel_cmd(s, "SENTINEL %s %s", what, s->name);
+  long n = r != NULL && r->type == REDIS_REPLY_ARRAY ? (long)r->elements : -1;
+  if (r != NULL)
+    freeReplyObject(r);
+  return n;
+}
+
+int rt_sentinels_wait_ready(rt_sentinel_t *const *s, size_t n, int replicas,
+                            int64_t timeout_ms) {
+  int64_t deadline = rt_now_ms() + rt_scaled_ms(timeout_ms);
+  long others = -1, reps = -1;
+  size_t i = 0;
+  for (long k = 0; k < 100000L; k++) {
+    for (i = 0; i < n; i++) {
+      if (s[i]->pid == 0)
+        continue; /* a dead one cannot be asked */
+      others = count_of(s[i], "SENTINELS");
+      reps = count_of(s[i], "REPLICAS");
+      if (others < (long)n - 1 || reps < replicas)
+        break;
+    }
+    if (i == n)
+      return 0;
+    if (rt_now_ms() > deadline)
+      break;
+    rt_sleep_ms(50);
+  }
+  fprintf(stderr, "rt_sentinels_wait_ready: sentinel %zu knows %ld other sentinel(s) and %ld "
+                  "replica(s); wanted %zu and %d\n",
+          i, others, reps, n - 1, replicas);
+  return -1;
+}
+
+int rt_sentinels_wait_master(rt_sentinel_t *const *s, size_t n, int port, int64_t timeout_ms) {
+  int64_t deadline = rt_now_ms() + rt_scaled_ms(timeout_ms);
+  size_t i = 0;
+  int got = -1;
+  for (long k = 0; k < 100000L; k++) {
+    for (i = 0; i < n; i++) {
+      if (s[i]->pid == 0)
+        continue;
+      if ((got = rt_sentinel_master_port(s[i])) != port)
+        break;
+    }
+    if (i == n)
+      return 0;
+    if (rt_now_ms() > deadline)
+      break;
+    rt_sleep_ms(20);
+  }
+  fprintf(stderr, "rt_sentinels_wait_master: sentinel %zu names port %d, wanted %d\n", i, got,
+          port);
+  return -1;
+}
+
+char *rt_sentinels_list(rt_sentinel_t *const *s, size_t n) {
+  size_t cap = n * 24 + 1, len = 0;
+  char *out = malloc(cap);
+  if (out == NULL)
+    FAIL("out of memory");
+  out[0] = '\0';
+  for (size_t i = 0; i < n; i++)
+    len += (size_t)snprintf(out + len, cap - len, "%s127.0.0.1:%d", i ? "," : "", s[i]->port);
+  return out;
+}
