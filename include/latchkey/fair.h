@@ -37,6 +37,10 @@ typedef struct lk_fair_opts_s {
    * LK_FAIR_WAITER_TIMEOUT_MIN..LK_MAX_TIME_MS; default
    * LK_FAIR_WAITER_TIMEOUT_DEFAULT. */
   int64_t waiter_timeout_ms;
+  /* Replica sync (docs/replica-sync.md): after the grant, wait for this
+   * many replicas to acknowledge it. -1 = the client's sync_replicas
+   * (default), 0 = off, N = 1..1000. */
+  int sync_replicas;
 } lk_fair_opts_t;
 
 LK_EXTERN void lk_fair_opts_init(lk_fair_opts_t *opts);
@@ -49,15 +53,18 @@ LK_EXTERN int lk_fair_new(lk_client_t *client, const char *name,
 /* Acquires (or re-enters) the lock; a waiting acquire joins the queue and
  * is served in order. opts may be NULL (try once, default lease). An acquire
  * that ends without the lock leaves the queue.
- * At once: the start codes (LK_EINVAL also for a wait, lease or waiter
- * timeout out of range, or a hold count at its maximum).
+ * At once: the start codes (LK_EINVAL also for a wait, lease, waiter
+ * timeout or sync_replicas out of range, or a hold count at its maximum).
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: not this waiter's turn, or
  * the server not reachable in time; with wait 0, not free for it);
  * LK_ECONN (a single try that could not be sent); LK_EUNKNOWN (the outcome
  * stayed unknown: a hold it may have taken was given back); LK_ELEASELOST
  * (the grant came back after its own local deadline, or a re-entry found
  * the earlier holds gone: given back); LK_ETOKEN (fenced: the server's
- * counter went backwards; given back); LK_ECANCELED; the server codes. */
+ * counter went backwards; given back); LK_ENOREPLICAS (replica sync: too
+ * few replicas acknowledged the grant in time, or its WAIT went unanswered;
+ * given back, docs/replica-sync.md); LK_ECANCELED; the server codes (also
+ * a WAIT the server refused: given back). */
 LK_EXTERN int lk_fair_acquire(lk_fair_t *fair, const lk_fair_opts_t *opts,
                               lk_fair_cb cb, void *arg);
 
@@ -126,6 +133,8 @@ LK_EXTERN int64_t lk_fair_position(const lk_fair_t *fair);
 LK_EXTERN int lk_fair_is_held(const lk_fair_t *fair);
 /* The fencing token of the last fenced acquisition (0 if none). */
 LK_EXTERN int64_t lk_fair_token(const lk_fair_t *fair);
+/* As lk_lock_sync_acked (docs/replica-sync.md). */
+LK_EXTERN int lk_fair_sync_acked(const lk_fair_t *fair);
 /* Holds this object has (local count; no round trip). */
 LK_EXTERN uint32_t lk_fair_hold_count(const lk_fair_t *fair);
 LK_EXTERN int64_t lk_fair_result(const lk_fair_t *fair);

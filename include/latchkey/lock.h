@@ -23,6 +23,10 @@ typedef struct lk_lock_opts_s {
   int64_t lease_ms; /* -1 = the client's default lease, renewed by the
                        watchdog while held (default); N ms = not renewed */
   int fenced;       /* 1: also take a fencing token (lk_lock_token) */
+  /* Replica sync (docs/replica-sync.md): after the grant, wait for this
+   * many replicas to acknowledge it. -1 = the client's sync_replicas
+   * (default), 0 = off, N = 1..1000. */
+  int sync_replicas;
 } lk_lock_opts_t;
 
 LK_EXTERN void lk_lock_opts_init(lk_lock_opts_t *opts);
@@ -34,15 +38,18 @@ LK_EXTERN int lk_lock_new(lk_client_t *client, const char *name,
 
 /* Acquires (or re-enters) the lock. opts may be NULL (try once, default
  * lease).
- * At once: the start codes (LK_EINVAL also for a wait or lease out of
- * range, or a hold count at its maximum).
+ * At once: the start codes (LK_EINVAL also for a wait, lease or
+ * sync_replicas out of range, or a hold count at its maximum).
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: held by another, or the
  * server not reachable in time; with wait 0, held by another); LK_ECONN (a
  * single try that could not be sent); LK_EUNKNOWN (the outcome stayed
  * unknown: a hold it may have taken was given back); LK_ELEASELOST (the
  * grant came back after its own local deadline, or a re-entry found the
  * earlier holds gone: given back); LK_ETOKEN (fenced: the server's counter
- * went backwards; given back); LK_ECANCELED; the server codes. */
+ * went backwards; given back); LK_ENOREPLICAS (replica sync: too few
+ * replicas acknowledged the grant in time, or its WAIT went unanswered;
+ * given back, docs/replica-sync.md); LK_ECANCELED; the server codes (also
+ * a WAIT the server refused: given back). */
 LK_EXTERN int lk_lock_acquire(lk_lock_t *lock, const lk_lock_opts_t *opts,
                               lk_lock_cb cb, void *arg);
 
@@ -102,6 +109,11 @@ LK_EXTERN int lk_lock_is_held(const lk_lock_t *lock);
 /* The fencing token of the last fenced acquisition (0 if none). Tokens
  * strictly increase per name across all clients. */
 LK_EXTERN int64_t lk_lock_token(const lk_lock_t *lock);
+/* Replica sync (docs/replica-sync.md): how many replicas acknowledged the
+ * last acquire's grant, readable in its callback (also with LK_SYNC_REPORT's
+ * success and with LK_ENOREPLICAS); -1 when that acquire waited for none
+ * (sync off) or got no count (WAIT refused or unanswered, canceled). */
+LK_EXTERN int lk_lock_sync_acked(const lk_lock_t *lock);
 
 /* Holds this object has (local count; no round trip). */
 LK_EXTERN uint32_t lk_lock_hold_count(const lk_lock_t *lock);

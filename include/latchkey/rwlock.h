@@ -30,6 +30,10 @@ typedef struct lk_rwlock_opts_s {
   int64_t lease_ms; /* -1 = the client's default lease, renewed by the
                        watchdog while held (default); N ms = not renewed */
   int fenced;       /* 1: also take a fencing token (lk_rwlock_token) */
+  /* Replica sync (docs/replica-sync.md): after the grant, wait for this
+   * many replicas to acknowledge it. -1 = the client's sync_replicas
+   * (default), 0 = off, N = 1..1000. */
+  int sync_replicas;
 } lk_rwlock_opts_t;
 
 LK_EXTERN void lk_rwlock_opts_init(lk_rwlock_opts_t *opts);
@@ -41,9 +45,10 @@ LK_EXTERN int lk_rwlock_new(lk_client_t *client, const char *name,
 
 /* Takes one hold on `side` (or one more when this owner has it). opts may be
  * NULL (try once, default lease).
- * At once: the start codes (LK_EINVAL also for a bad side, a wait or lease
- * out of range, or a hold count at its maximum); LK_EUPGRADE when the object
- * holds read and no write and asks for write (it would wait for itself).
+ * At once: the start codes (LK_EINVAL also for a bad side, a wait, lease or
+ * sync_replicas out of range, or a hold count at its maximum); LK_EUPGRADE
+ * when the object holds read and no write and asks for write (it would wait
+ * for itself).
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: held by others, or the
  * server not reachable in time; with wait 0, held by others); LK_ECONN (a
  * single try that could not be sent); LK_EUNKNOWN (the outcome stayed
@@ -51,7 +56,10 @@ LK_EXTERN int lk_rwlock_new(lk_client_t *client, const char *name,
  * object sharing this owner holds read); LK_ELEASELOST (the grant came back
  * after its own local deadline, or a re-entry found earlier holds of either
  * side gone: given back); LK_ETOKEN (fenced: the server's counter went
- * backwards; given back); LK_ECANCELED; the server codes. */
+ * backwards; given back); LK_ENOREPLICAS (replica sync: too few replicas
+ * acknowledged the grant in time, or its WAIT went unanswered; given back,
+ * docs/replica-sync.md); LK_ECANCELED; the server codes (also a WAIT the
+ * server refused: given back). */
 LK_EXTERN int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side,
                                 const lk_rwlock_opts_t *opts, lk_rwlock_cb cb,
                                 void *arg);
@@ -123,6 +131,8 @@ LK_EXTERN uint32_t lk_rwlock_hold_count(const lk_rwlock_t *rw,
 /* The fencing token of the last fenced acquisition, either side (0 if
  * none). Tokens strictly increase per name across all clients and sides. */
 LK_EXTERN int64_t lk_rwlock_token(const lk_rwlock_t *rw);
+/* As lk_lock_sync_acked (docs/replica-sync.md). */
+LK_EXTERN int lk_rwlock_sync_acked(const lk_rwlock_t *rw);
 
 LK_EXTERN int64_t lk_rwlock_result(const lk_rwlock_t *rw);
 /* Server error text of the last failed operation, or "". Borrowed, valid

@@ -37,6 +37,10 @@ typedef void (*lk_semaphore_close_cb)(lk_semaphore_t *sem);
 typedef struct lk_semaphore_opts_s {
   int64_t permits; /* taken at once, 1..LK_SEMAPHORE_MAX_PERMITS (default 1) */
   int64_t wait_ms; /* 0 = try once (default), -1 = forever, N ms */
+  /* Replica sync (docs/replica-sync.md): after the grant, wait for this
+   * many replicas to acknowledge it. -1 = the client's sync_replicas
+   * (default), 0 = off, N = 1..1000. */
+  int sync_replicas;
 } lk_semaphore_opts_t;
 
 LK_EXTERN void lk_semaphore_opts_init(lk_semaphore_opts_t *opts);
@@ -49,13 +53,17 @@ LK_EXTERN int lk_semaphore_new(lk_client_t *client, const char *name,
 /* Takes opts->permits permits, waiting up to opts->wait_ms for them (opts
  * NULL: one permit, try once). lk_semaphore_result() = permits left
  * available.
- * At once: the start codes (LK_EINVAL also for a count or wait out of
- * range, or a count that would make the object hold more than the maximum).
+ * At once: the start codes (LK_EINVAL also for a count, wait or
+ * sync_replicas out of range, or a count that would make the object hold
+ * more than the maximum).
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: too few permits, or the
  * server not reachable in time; with wait 0, too few permits); LK_ECONN (a
  * single try that could not be sent); LK_EUNKNOWN (the outcome stayed
  * unknown: permits it may have taken are given back in the background);
- * LK_ECANCELED; the server codes (LK_EREDIS: the value is not a count). */
+ * LK_ENOREPLICAS (replica sync: too few replicas acknowledged the grant in
+ * time, or its WAIT went unanswered; given back, docs/replica-sync.md);
+ * LK_ECANCELED; the server codes (LK_EREDIS: the value is not a count; a
+ * WAIT the server refused: given back). */
 LK_EXTERN int lk_semaphore_acquire(lk_semaphore_t *sem,
                                    const lk_semaphore_opts_t *opts,
                                    lk_semaphore_cb cb, void *arg);
@@ -125,6 +133,8 @@ LK_EXTERN int lk_semaphore_close(lk_semaphore_t *sem,
 /* Permits this object holds (local; no round trip). */
 LK_EXTERN int64_t lk_semaphore_held(const lk_semaphore_t *sem);
 LK_EXTERN int64_t lk_semaphore_result(const lk_semaphore_t *sem);
+/* As lk_lock_sync_acked (docs/replica-sync.md). */
+LK_EXTERN int lk_semaphore_sync_acked(const lk_semaphore_t *sem);
 /* Server error text of the last failed operation, or "". Borrowed, valid
  * until the next operation starts. */
 LK_EXTERN const char *lk_semaphore_error_text(const lk_semaphore_t *sem);
@@ -152,6 +162,10 @@ typedef struct lk_psem_opts_s {
   int64_t lease_ms; /* -1 = the client's default lease, renewed by the
                        watchdog while this object lives (default); N ms =
                        fixed, not renewed */
+  /* Replica sync (docs/replica-sync.md): after the grant, wait for this
+   * many replicas to acknowledge it. -1 = the client's sync_replicas
+   * (default), 0 = off, N = 1..1000. */
+  int sync_replicas;
 } lk_psem_opts_t;
 
 LK_EXTERN void lk_psem_opts_init(lk_psem_opts_t *opts);
@@ -162,14 +176,18 @@ LK_EXTERN int lk_psem_new(lk_client_t *client, const char *name, lk_psem_t **out
 /* Takes opts->permits permits, each with its own id and lease. The new ids
  * are the last lk_psem_result() entries of lk_psem_permit_id();
  * lk_psem_result() = how many were taken.
- * At once: the start codes (LK_EINVAL also for a count, wait or lease out
- * of range), or the OS's code when no random ids can be drawn.
+ * At once: the start codes (LK_EINVAL also for a count, wait, lease or
+ * sync_replicas out of range), or the OS's code when no random ids can be
+ * drawn.
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: too few permits, or the
  * server not reachable in time; with wait 0, too few permits); LK_ECONN (a
  * single try that could not be sent); LK_EUNKNOWN (the outcome stayed
  * unknown: ids it may have taken are given back in the background);
- * LK_ENOMEM (taken, but no memory to track them: given back); LK_ECANCELED;
- * the server codes. */
+ * LK_ENOMEM (taken, but no memory to track them: given back);
+ * LK_ENOREPLICAS (replica sync: too few replicas acknowledged the grant in
+ * time, or its WAIT went unanswered; given back, docs/replica-sync.md);
+ * LK_ECANCELED; the server codes (also a WAIT the server refused: given
+ * back). */
 LK_EXTERN int lk_psem_acquire(lk_psem_t *ps, const lk_psem_opts_t *opts,
                               lk_psem_cb cb, void *arg);
 
@@ -244,6 +262,8 @@ LK_EXTERN const char *lk_psem_permit_id(const lk_psem_t *ps, size_t i);
 LK_EXTERN int lk_psem_is_held(const lk_psem_t *ps);
 
 LK_EXTERN int64_t lk_psem_result(const lk_psem_t *ps);
+/* As lk_lock_sync_acked (docs/replica-sync.md). */
+LK_EXTERN int lk_psem_sync_acked(const lk_psem_t *ps);
 LK_EXTERN const char *lk_psem_error_text(const lk_psem_t *ps);
 LK_EXTERN const char *lk_psem_name(const lk_psem_t *ps);
 LK_EXTERN lk_client_t *lk_psem_client(const lk_psem_t *ps);

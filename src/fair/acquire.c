@@ -264,6 +264,7 @@ void lk_fair_opts_init(lk_fair_opts_t *o) {
   o->lease_ms = LK_LEASE_DEFAULT;
   o->fenced = 0;
   o->waiter_timeout_ms = LK_FAIR_WAITER_TIMEOUT_DEFAULT;
+  o->sync_replicas = -1;
 }
 
 int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, void *arg) {
@@ -281,6 +282,9 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
     return LK_EINVAL;
   if (f->hold.count == UINT32_MAX)
     return LK_EINVAL;
+  rc = lk__obj_sync_want(&f->base, opts->sync_replicas);
+  if (rc != 0)
+    return rc;
   if (opts->fenced && f->token_key == NULL) {
     f->token_key = lk__prefix_name("redisson_lock_token", f->name, f->name_len,
                                    &f->token_key_len);

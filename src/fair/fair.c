@@ -204,6 +204,8 @@ int lk_fair_is_held(const lk_fair_t *f) {
 }
 
 int64_t lk_fair_token(const lk_fair_t *f) { return f ? f->token : 0; }
+
+int lk_fair_sync_acked(const lk_fair_t *f) { return lk__obj_sync_acked(f ? &f->base : NULL); }
 uint32_t lk_fair_hold_count(const lk_fair_t *f) { return f ? f->hold.count : 0; }
 int64_t lk_fair_result(const lk_fair_t *f) { return f ? f->base.result : 0; }
 const char *lk_fair_error_text(const lk_fair_t *f) { return f ? lk__obj_errtext(&f->base) : ""; }

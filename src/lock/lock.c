@@ -251,6 +251,7 @@ void lk_lock_opts_init(lk_lock_opts_t *o) {
   o->wait_ms = 0;
   o->lease_ms = LK_LEASE_DEFAULT;
   o->fenced = 0;
+  o->sync_replicas = -1;
 }
 
 int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
@@ -267,6 +268,9 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
     return LK_EINVAL;
   if (l->hold.count == UINT32_MAX)
     return LK_EINVAL;
+  rc = lk__obj_sync_want(&l->base, opts->sync_replicas);
+  if (rc != 0)
+    return rc;
   if (opts->fenced && l->token_key == NULL) {
     l->token_key = lk__prefix_name(LK__LOCK_TOKEN_PREFIX, l->name, l->name_len,
                                    &l->token_key_len);
@@ -696,6 +700,8 @@ int lk_lock_is_held(const lk_lock_t *l) {
 }
 
 int64_t lk_lock_token(const lk_lock_t *l) { return l ? l->token : 0; }
+
+int lk_lock_sync_acked(const lk_lock_t *l) { return lk__obj_sync_acked(l ? &l->base : NULL); }
 
 /* --- for the objects built from locks (lock_internal.h) --- */
 

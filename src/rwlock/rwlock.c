@@ -22,6 +22,7 @@ void lk_rwlock_opts_init(lk_rwlock_opts_t *o) {
   o->wait_ms = 0;
   o->lease_ms = LK_LEASE_DEFAULT;
   o->fenced = 0;
+  o->sync_replicas = -1;
 }
 
 int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_opts_t *opts,
@@ -43,6 +44,9 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
   h = &rw->side[s];
   if (h->count == UINT32_MAX)
     return LK_EINVAL;
+  rc = lk__obj_sync_want(&rw->base, opts->sync_replicas);
+  if (rc != 0)
+    return rc;
   if (opts->fenced && rw->token_key == NULL) {
     rw->token_key = lk__prefix_name(LK__RW_TOKEN_PREFIX, rw->name, rw->name_len,
                                     &rw->token_key_len);
@@ -318,6 +322,10 @@ uint32_t lk_rwlock_hold_count(const lk_rwlock_t *rw, lk_rwlock_side_t side) {
 }
 
 int64_t lk_rwlock_token(const lk_rwlock_t *rw) { return rw ? rw->token : 0; }
+
+int lk_rwlock_sync_acked(const lk_rwlock_t *rw) {
+  return lk__obj_sync_acked(rw ? &rw->base : NULL);
+}
 int64_t lk_rwlock_result(const lk_rwlock_t *rw) { return rw ? rw->base.result : 0; }
 const char *lk_rwlock_error_text(const lk_rwlock_t *rw) { return rw ? lk__obj_errtext(&rw->base) : ""; }
 const char *lk_rwlock_name(const lk_rwlock_t *rw) { return rw ? rw->name : NULL; }

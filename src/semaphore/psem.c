@@ -116,6 +116,7 @@ void lk_psem_opts_init(lk_psem_opts_t *o) {
   o->permits = 1;
   o->wait_ms = 0;
   o->lease_ms = LK_LEASE_DEFAULT;
+  o->sync_replicas = -1;
 }
 
 int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, void *arg) {
@@ -130,6 +131,9 @@ int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, voi
   if (opts->permits < 1 || opts->permits > LK_PSEM_MAX_ACQUIRE || !lk__valid_wait(opts->wait_ms) ||
       !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
+  rc = lk__obj_sync_want(&p->base, opts->sync_replicas);
+  if (rc != 0)
+    return rc;
   rc = lk__psem_set_req(p, (size_t)opts->permits);
   if (rc == 0)
     rc = uv_random(NULL, NULL, p->req_ids, p->req_n * LK__PSEM_ID_BYTES, 0, NULL);
@@ -590,6 +594,16 @@ static lk__op_t *undo_acquire(lk__obj_t *o, int known_grant) {
   return NULL;
 }
 
+/* Replica sync refused the acquire that just succeeded (core/sync.h): its
+ * permits leave the object and their ids go back in the background. */
+static void refuse_acquire(lk__obj_t *o) {
+  lk_psem_t *p = (lk_psem_t *)o;
+  lk__psem_drop_req(p);
+  lk__psem_watch(p, 0);
+  lk__psem_give_back(p, p->req_ids, p->req_n, p->req_lease_ms, NULL, lk__sem_always);
+  o->result = 0;
+}
+
 static const lk__obj_ops_t lk__psem_ops = {
     .attempt = attempt_acquire,
     .abandon = on_abandon,
@@ -604,6 +618,7 @@ static const lk__obj_ops_t lk__psem_ops = {
     .undo = undo_acquire,
     .map_error = lk__sem_status,
     .read_value = read_value,
+    .refuse = refuse_acquire,
 };
 
 int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
@@ -645,6 +660,7 @@ int lk_psem_close(lk_psem_t *p, lk_psem_close_cb close_cb) {
 /* --- accessors --- */
 
 int64_t lk_psem_result(const lk_psem_t *p) { return p ? p->base.result : 0; }
+int lk_psem_sync_acked(const lk_psem_t *p) { return lk__obj_sync_acked(p ? &p->base : NULL); }
 const char *lk_psem_error_text(const lk_psem_t *p) { return p ? lk__obj_errtext(&p->base) : ""; }
 const char *lk_psem_name(const lk_psem_t *p) { return p ? p->name : NULL; }
 lk_client_t *lk_psem_client(const lk_psem_t *p) { return p ? CLIENT(p) : NULL; }

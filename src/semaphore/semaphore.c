@@ -216,6 +216,7 @@ void lk_semaphore_opts_init(lk_semaphore_opts_t *o) {
     return;
   o->permits = 1;
   o->wait_ms = 0;
+  o->sync_replicas = -1;
 }
 
 int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_semaphore_cb cb,
@@ -231,6 +232,9 @@ int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_
   if (!lk__sem_valid_count(opts->permits) || !lk__valid_wait(opts->wait_ms) ||
       opts->permits > LK_SEMAPHORE_MAX_PERMITS - s->held)
     return LK_EINVAL;
+  rc = lk__obj_sync_want(&s->base, opts->sync_replicas);
+  if (rc != 0)
+    return rc;
   begin(s, OP_ACQUIRE, cb, arg);
   s->n = opts->permits;
   s->op_req = ++s->req;
@@ -572,6 +576,15 @@ static lk__op_t *undo_acquire(lk__obj_t *o, int known_grant) {
   return NULL;
 }
 
+/* Replica sync refused the acquire that just succeeded (core/sync.h): its
+ * permits are no longer this object's, and go back in the background (the
+ * mark shows the request took them). */
+static void refuse_acquire(lk__obj_t *o) {
+  lk_semaphore_t *s = (lk_semaphore_t *)o;
+  s->held -= s->n;
+  settle_request(s, NULL, lk__sem_always);
+}
+
 static const lk__obj_ops_t lk__semaphore_ops = {
     .attempt = attempt_acquire,
     .abandon = on_abandon,
@@ -585,6 +598,7 @@ static const lk__obj_ops_t lk__semaphore_ops = {
     .counted = counted,
     .undo = undo_acquire,
     .map_error = lk__sem_status,
+    .refuse = refuse_acquire,
 };
 
 int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
@@ -636,6 +650,9 @@ int lk_semaphore_close(lk_semaphore_t *s, lk_semaphore_close_cb close_cb) {
 
 int64_t lk_semaphore_held(const lk_semaphore_t *s) { return s ? s->held : 0; }
 int64_t lk_semaphore_result(const lk_semaphore_t *s) { return s ? s->base.result : 0; }
+int lk_semaphore_sync_acked(const lk_semaphore_t *s) {
+  return lk__obj_sync_acked(s ? &s->base : NULL);
+}
 const char *lk_semaphore_error_text(const lk_semaphore_t *s) { return s ? lk__obj_errtext(&s->base) : ""; }
 const char *lk_semaphore_name(const lk_semaphore_t *s) { return s ? s->name : NULL; }
 lk_client_t *lk_semaphore_client(const lk_semaphore_t *s) { return s ? CLIENT(s) : NULL; }
