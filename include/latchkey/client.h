@@ -195,6 +195,23 @@ LK_EXTERN int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
  * the memory is freed and no callback runs). */
 LK_EXTERN int lk_client_close(lk_client_t *client, lk_client_close_cb close_cb);
 
+/* Closes every object still open on the client, then the client: each
+ * object as its own lk_X_close would (its pending operation's callback runs
+ * with LK_ECANCELED, or its own status when already on its way; its holds
+ * are given back, best effort), MultiLocks and RedLocks before their
+ * members; then close_cb (may be NULL) runs once, after every one of those
+ * callbacks, and the memory is freed when it returns (docs/client.md,
+ * "Closing"). The objects it closes get no close callback of their own; one
+ * already closing keeps the callback its close was given. From the return
+ * of 0, every call on the client's objects, lk_client_close and the
+ * creation of objects on the client return LK_ECLOSED. Returns 0,
+ * LK_EINVAL (NULL), LK_EWRONGTHREAD, LK_ECLOSED (the client or this call
+ * already under way), LK_EBUSY (an object of this client is a member of a
+ * MultiLock or RedLock made from another client that is not closing: close
+ * that first; nothing was done), or LK_EFORKED (in a forked child: the
+ * memory of the objects and of the client is freed, nothing else). */
+LK_EXTERN int lk_client_close_all(lk_client_t *client, lk_client_close_cb close_cb);
+
 LK_EXTERN uv_loop_t *lk_client_loop(const lk_client_t *client);
 /* The client id (UUID) part of every owner id; borrowed, lives as long as the
  * client. */

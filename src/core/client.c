@@ -56,6 +56,11 @@ int lk__check_client(const lk_client_t *c) {
 
 int lk__client_forked(const lk_client_t *c) { return c->fork_gen != lk__fork_gen; }
 
+int lk__check_client_new(const lk_client_t *c) {
+  int rc = lk__check_client(c);
+  return rc == 0 && c->closing_all ? LK_ECLOSED : rc;
+}
+
 /* --- options --- */
 
 void lk_client_opts_init(lk_client_opts_t *o) {
@@ -373,6 +378,7 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
   c->log = opts->log;
   c->log_arg = opts->log_arg;
   lk__queue_init(&c->deferred);
+  lk__queue_init(&c->obj_list);
   uv_idle_init(loop, &c->idle);
   c->idle.data = c;
   uv_timer_init(loop, &c->hb_timer);
@@ -506,20 +512,27 @@ int lk_client_close(lk_client_t *c, lk_client_close_cb close_cb) {
   }
   if (!uv_thread_equal(&c->thread, &(uv_thread_t){uv_thread_self()}))
     return LK_EWRONGTHREAD;
-  if (c->closing)
+  if (c->closing || c->closing_all)
     return LK_ECLOSED;
   if (c->objects > 0)
     return LK_EBUSY;
+  lk__client_begin_close(c, close_cb);
+  return 0;
+}
+
+void lk__client_begin_close(lk_client_t *c, lk_client_close_cb close_cb) {
   c->closing = 1;
   c->close_cb = close_cb;
   /* Never finish inside this call: close_cb must come from the loop. */
   lk__defer_init(&c->close_defer, on_close_defer);
   lk__defer(c, &c->close_defer);
-  return 0;
 }
 
 void lk__object_born(lk_client_t *c) { c->objects++; }
-void lk__object_died(lk_client_t *c) { c->objects--; }
+void lk__object_died(lk_client_t *c) {
+  c->objects--;
+  lk__close_all_kick(c);
+}
 
 uv_loop_t *lk_client_loop(const lk_client_t *c) { return c ? c->loop : NULL; }
 const char *lk_client_id(const lk_client_t *c) { return c ? c->id : NULL; }

@@ -198,8 +198,15 @@ static void free_parts(lk__obj_t *o) {
   o->errtext = NULL;
 }
 
-static void closed_and_free(lk__obj_t *o) {
+/* The object leaves its client's count and list (in a forked child too, so
+ * the list never holds freed memory). */
+static void forget(lk__obj_t *o) {
+  lk__queue_remove(&o->client_node);
   lk__object_died(o->client);
+}
+
+static void closed_and_free(lk__obj_t *o) {
+  forget(o);
   free_parts(o);
   /* The library is done with the object: the user may close the client
    * inside the close callback. */
@@ -248,6 +255,7 @@ int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb) {
   if (o == NULL)
     return LK_EINVAL;
   if (lk__client_forked(o->client)) {
+    forget(o);
     free_parts(o);
     o->ops->free(o);
     return LK_EFORKED;
@@ -517,7 +525,7 @@ void lk__obj_value_reply(void *data, int status, redisReply *r) {
 
 int lk__obj_new_check(const lk_client_t *c, const void *out, const char *name,
                       size_t *len) {
-  int rc = lk__check_client(c);
+  int rc = lk__check_client_new(c);
   if (rc != 0)
     return rc;
   if (out == NULL)
@@ -530,5 +538,6 @@ void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops) {
   o->ops = ops;
   lk__defer_init(&o->done, on_done_defer);
   lk__defer_init(&o->close_step, on_close_step);
+  lk__queue_insert_tail(&c->obj_list, &o->client_node);
   lk__object_born(c);
 }

@@ -160,6 +160,11 @@ struct lk__obj_s {
   struct lk__outcome_track_s *track; /* abandoned attempts still out, or NULL */
   /* Replica sync (core/sync.h): made by the first acquire that asks for it. */
   struct lk__obj_sync_s *sync;
+  /* In the client's list of open objects (lk_client_close_all). */
+  lk__queue_t client_node;
+  /* The MultiLock or RedLock this object is a member of (set by
+   * lk__obj_set_parent), or NULL: it closes only after the group let it go. */
+  lk__obj_t *parent;
 };
 
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);
@@ -211,6 +216,10 @@ int lk__obj_cancel(lk__obj_t *o, int kind);
  * and the result is LK_EFORKED. */
 int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb);
 void lk__obj_close_done(lk__obj_t *o);
+
+/* A MultiLock or RedLock takes the object as a member (parent), or lets it
+ * go (NULL: a lk_client_close_all under way may now close it). */
+void lk__obj_set_parent(lk__obj_t *o, lk__obj_t *parent);
 
 /* --- the wait engine --- */
 void lk__obj_wait_begin(lk__obj_t *o, int64_t wait_ms);

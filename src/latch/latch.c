@@ -107,7 +107,7 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
   lk_latch_opts_t defaults;
   lk_latch_t *l;
   size_t len;
-  int n, rc = lk__check_client(c);
+  int n, rc = lk__check_client_new(c);
   if (rc != 0)
     return rc;
   if (out == NULL)

@@ -709,11 +709,15 @@ int lk__lock_bind(lk_lock_t *l, void *group) {
   if (l->group != NULL && l->group != group)
     return LK_EBUSY;
   l->group = group;
+  /* Both groups embed the object body first (lk_client_close_all closes the
+   * group before its members). */
+  lk__obj_set_parent(&l->base, (lk__obj_t *)group);
   return 0;
 }
 
 void lk__lock_unbind(lk_lock_t *l) {
   l->group = NULL;
+  lk__obj_set_parent(&l->base, NULL);
   l->lost_observer = NULL;
   l->lost_observer_data = NULL;
 }

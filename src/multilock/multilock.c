@@ -569,7 +569,7 @@ static int check_members(lk_lock_t *const *locks, size_t n) {
   for (i = 0; i < n; i++) {
     if (locks[i] == NULL)
       return LK_EINVAL;
-    rc = lk__check_client(lk_lock_client(locks[i]));
+    rc = lk__check_client_new(lk_lock_client(locks[i]));
     if (rc != 0)
       return rc;
     if (lk_lock_client(locks[i])->loop != lk_lock_client(locks[0])->loop)

@@ -162,7 +162,7 @@ static int check_clients(lk_client_t *const *clients, size_t n) {
   for (i = 0; i < n; i++) {
     if (clients[i] == NULL)
       return LK_EINVAL;
-    rc = lk__check_client(clients[i]);
+    rc = lk__check_client_new(clients[i]);
     if (rc != 0)
       return rc;
   }
