@@ -1,3 +1,5 @@
 lk_add_test_file(SOURCE core/bad_inputs.c LABEL core)
 lk_add_test_file(SOURCE core/client.c LABEL core)
 lk_add_test_file(SOURCE core/unreachable.c LABEL core)
+lk_add_test_file(SOURCE core/close_all.c LABEL core)
+lk_add_test_file(SOURCE core/logging.c LABEL core)
