@@ -46,6 +46,7 @@ enum {
   OP_RULE_STATE,
   OP_RELEASE,
   OP_REQUESTS,
+  OP_CUT_CHUNK,
   OP_PARK
 };
 
@@ -159,6 +160,8 @@ struct rt_proxy_s {
   int blackhole;
   int delay_ms;
   int paused[2];
+  int cut_armed;       /* rt_proxy_cut_next_chunk: the next server chunk is cut */
+  long long cuts_done;
   rule_t rule;
   reqstat_t *stats;
   size_t n_stats, cap_stats;
@@ -544,6 +547,23 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     pipe_push(p, ch);
     return;
   }
+  if (c->proxy->cut_armed) {
+    /* All but its last byte, then FIN once those are written: the stream
+     * ends inside its last unit, whatever the bytes are (TLS records). */
+    c->proxy->cut_armed = 0;
+    c->proxy->cuts_done++;
+    c->scan_off = 1;
+    if (ch->len > 1) {
+      ch->len--;
+      pipe_push(p, ch);
+    } else {
+      free(ch);
+    }
+    p->src_eof = 1;
+    pipe_update_reading(p);
+    pipe_check_eof(p);
+    return;
+  }
   ch = filter_replies(c, ch);
   if (ch != NULL)
     pipe_push(p, ch);
@@ -816,6 +836,11 @@ static void apply(rt_proxy_t *px, cmd_t *cmd) {
     }
     break;
   }
+  case OP_CUT_CHUNK:
+    if (cmd->arg)
+      px->cut_armed = 1;
+    cmd->result = px->cuts_done;
+    break;
   case OP_STOP:
     teardown_all(px, CLOSE_RESET);
     uv_close((uv_handle_t *)&px->listener, NULL);
@@ -1033,6 +1058,8 @@ void rt_proxy_refuse(rt_proxy_t *p, int on) { call(p, OP_REFUSE, on != 0); }
 void rt_proxy_blackhole(rt_proxy_t *p, int on) { call(p, OP_BLACKHOLE, on != 0); }
 void rt_proxy_delay(rt_proxy_t *p, int ms) { call(p, OP_DELAY, ms); }
 int rt_proxy_connections(rt_proxy_t *p) { return call(p, OP_COUNT, 0); }
+void rt_proxy_cut_next_chunk(rt_proxy_t *p) { call(p, OP_CUT_CHUNK, 1); }
+int rt_proxy_chunks_cut(rt_proxy_t *p) { return call(p, OP_CUT_CHUNK, 0); }
 
 void rt_proxy_pause(rt_proxy_t *p, int dir, int on) {
   cmd_t cmd;

@@ -60,6 +60,13 @@ void rt_proxy_blackhole(rt_proxy_t *p, int on);
 void rt_proxy_delay(rt_proxy_t *p, int ms);
 /* Client connections currently open (accepted, not refused, not torn down). */
 int rt_proxy_connections(rt_proxy_t *p);
+/* The next chunk read from the server, on any connection, is delivered
+ * without its last byte, then that connection closes (FIN on both legs):
+ * the stream ends inside its last unit. The bytes are not read as RESP, so
+ * this cuts encrypted streams too (a TLS record cut mid-way).
+ * rt_proxy_chunks_cut counts the cuts done. */
+void rt_proxy_cut_next_chunk(rt_proxy_t *p);
+int rt_proxy_chunks_cut(rt_proxy_t *p);
 
 /* ---- pausing ----------------------------------------------------------------
  * While on, bytes in that direction (RT_PROXY_UP: client to server,
