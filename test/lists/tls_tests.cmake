@@ -1,3 +1,5 @@
 # TLS (issue 16, docs/tls.md): redis-server with --tls-port and certificates
 # the tests make with the openssl tool (test/harness/tls_certs.h). Label tls.
 lk_add_test_file(SOURCE tls/tls_basic.c LABEL tls)
+lk_add_test_file(SOURCE tls/tls_failures.c LABEL tls)
+lk_add_test_file(SOURCE tls/tls_faults.c LABEL tls)

@@ -1,0 +1,180 @@
+/* A TLS connection cut by the proxy inside a record (proxy.h,
+ * rt_proxy_cut_next_chunk): OpenSSL holds the partial record and asks for
+ * more, the EOF that follows is an ordinary connection loss, and the
+ * watchdog and outcome machinery behave exactly as over plaintext (compare
+ * test/fault/lock_contract.c, T16): a lost renewal reply is resent over the
+ * new connection and the hold survives; a lost acquire reply of a single
+ * try is settled as unknown and given back. Not a TLS failure: nothing is
+ * logged at LK_LOG_ERROR and tls_failures stays 0. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "tls_util.h"
+
+typedef struct {
+  int calls;
+  int status;
+} lost_t;
+
+static void on_lost(lk_lock_t *l, int status, void *arg) {
+  lost_t *x = arg;
+  (void)l;
+  x->calls++;
+  x->status = status;
+}
+
+/* Server with TLS, a proxy in front of its TLS port, and client options
+ * through the proxy (the certificate names 127.0.0.1, which the proxy is). */
+static rt_proxy_t *start_proxied(fx_t *fx, rt_tls_certs_t **t, lk_client_opts_t *o,
+                                 tu_log_t *log) {
+  rt_proxy_t *p;
+  *t = tu_start_server(fx, TU_GOOD, 0);
+  p = rt_proxy_start(rt_server_tls_port(fx->srv));
+  ASSERT_NOT_NULL(p);
+  tu_client_opts(fx, *t, o, log);
+  o->port = rt_proxy_port(p);
+  o->reconnect_min_ms = 20;
+  o->reconnect_max_ms = 50;
+  return p;
+}
+
+/* The watchdog's renewal reply cut mid-record: resent by the next tick over
+ * a new TLS connection; the hold is neither lost nor shortened. */
+TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
+  fx_t fx;
+  lk_client_opts_t o;
+  tu_log_t log;
+  rt_tls_certs_t *t;
+  rt_proxy_t *p = start_proxied(&fx, &t, &o, &log);
+  lost_t lost = {0, 0};
+  lk_lock_t *a;
+  lk_client_stats_t st;
+  o.default_lease_ms = 900; /* renewals every 300 ms */
+  fx_start_client(&fx, &o);
+  a = fx_lock(&fx, "tls-cut-renew");
+  lk_lock_set_lost_cb(a, on_lost, &lost);
+  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  /* Only the command connection is open (nobody waits: no pub/sub), so the
+   * next chunk from the server is a renewal's reply. */
+  ASSERT_EQ(rt_proxy_connections(p), 1);
+  rt_proxy_cut_next_chunk(p);
+  FX_EVENTUALLY(&fx, rt_proxy_chunks_cut(p) == 1, 3000);
+  FX_EVENTUALLY(&fx, tu_stats(fx.c).tls_handshakes >= 2 && lk_client_is_connected(fx.c), 5000);
+  fx_spin(&fx, 1000); /* more than a lease: renewals go on over the new session */
+  ASSERT_EQ(lost.calls, 0);
+  ASSERT(lk_lock_is_held(a));
+  ASSERT_GT(rt_cmd_int(fx.srv, "PTTL tls-cut-renew"), 0);
+  st = tu_stats(fx.c);
+  ASSERT_GE(st.reconnects, 1);
+  ASSERT_EQ(st.tls_failures, 0);
+  ASSERT_EQ(log.count[LK_LOG_ERROR], 0);
+  ASSERT_STREQ(lk_client_error_text(fx.c), "");
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS tls-cut-renew"), 0);
+  fx_close_lock(&fx, a);
+  tu_finish(&fx, t);
+  rt_proxy_stop(p);
+}
+
+/* An acquire's reply cut mid-record: the server granted, the client cannot
+ * know; a single try ends LK_EUNKNOWN and gives the grant back once the new
+ * connection is up, while another hold on the same client is untouched. */
+TEST(record_cut_in_an_acquire_reply_is_unknown_and_given_back) {
+  fx_t fx;
+  lk_client_opts_t o;
+  tu_log_t log;
+  rt_tls_certs_t *t;
+  rt_proxy_t *p = start_proxied(&fx, &t, &o, &log);
+  lost_t lost = {0, 0};
+  lk_lock_t *held, *b;
+  sx_t s;
+  fx_start_client(&fx, &o);
+  held = fx_lock(&fx, "tls-cut-held");
+  b = fx_lock(&fx, "tls-cut-acq");
+  lk_lock_set_lost_cb(held, on_lost, &lost);
+  ASSERT_OK(sx_acquire(&fx, held, 0, LK_LEASE_DEFAULT)); /* watchdog: renewals every 10 s */
+  ASSERT_EQ(rt_proxy_connections(p), 1);
+  rt_proxy_cut_next_chunk(p);
+  ASSERT_EQ(sx_acquire_in(&fx.loop, b, 0, 30000, &s), LK_EUNKNOWN);
+  ASSERT_EQ(rt_proxy_chunks_cut(p), 1);
+  /* The give-back goes out on the next connection (the grant was real). */
+  ASSERT(fx_wait_key_gone(&fx, "tls-cut-acq", 5000));
+  ASSERT(!lk_lock_is_held(b));
+  ASSERT(lk_lock_is_held(held));
+  ASSERT_EQ(lost.calls, 0);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS tls-cut-held"), 1);
+  ASSERT_GE(tu_stats(fx.c).tls_handshakes, 2);
+  ASSERT_EQ(tu_stats(fx.c).tls_failures, 0);
+  ASSERT_EQ(log.count[LK_LOG_ERROR], 0);
+  /* And the lock works over the new session. */
+  ASSERT_OK(sx_acquire(&fx, b, 0, 30000));
+  ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
+  ASSERT_OK(sx_run(&fx, lk_lock_release, held, NULL));
+  fx_close_lock(&fx, b);
+  fx_close_lock(&fx, held);
+  tu_finish(&fx, t);
+  rt_proxy_stop(p);
+}
+
+/* A 40 KB message on the pub/sub connection: it arrives as several TLS
+ * records (16 KB each at most), each larger than the client's read buffer
+ * less a record's overhead, so records span reads and reads end inside
+ * records (LK__TLS_WANT), here through a proxy that also holds every chunk
+ * for a moment. The stream stays in step: the waiter is still woken by the
+ * release that follows. */
+TEST(messages_larger_than_a_record_span_reads) {
+  fx_t fx;
+  lk_client_opts_t o;
+  tu_log_t log;
+  rt_tls_certs_t *t;
+  rt_proxy_t *p = start_proxied(&fx, &t, &o, &log);
+  lk_lock_t *a, *b;
+  lk_lock_opts_t lo;
+  sx_t s, r;
+  char *big;
+  size_t i, n = 40000;
+  uint64_t msgs;
+  redisReply *rep;
+  o.max_repoll_ms = 20000; /* the wake-up must come from the message */
+  fx_start_client(&fx, &o);
+  rt_proxy_delay(p, 2);
+  a = fx_lock(&fx, "tls-big");
+  b = fx_lock(&fx, "tls-big");
+  ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
+  lk_lock_opts_init(&lo);
+  lo.wait_ms = 20000;
+  memset(&s, 0, sizeof s);
+  ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &s));
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{tls-big}") != 0, 5000);
+  fx_spin(&fx, 50);
+  msgs = tu_stats(fx.c).pubsub_messages;
+  big = malloc(n);
+  ASSERT_NOT_NULL(big);
+  for (i = 0; i < n; i++)
+    big[i] = (char)('a' + i % 26);
+  {
+    const char *argv[3] = {"PUBLISH", "redisson_lock__channel:{tls-big}", big};
+    size_t lens[3] = {7, strlen(argv[1]), n};
+    rep = rt_cmd_argv(fx.srv, 3, argv, lens);
+  }
+  free(big);
+  ASSERT_NOT_NULL(rep);
+  ASSERT_EQ(rep->integer, 1);
+  freeReplyObject(rep);
+  FX_EVENTUALLY(&fx, tu_stats(fx.c).pubsub_messages > msgs, 5000);
+  ASSERT_EQ(s.done, 0); /* not a release: b goes on waiting */
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(lk_lock_release(a, sx_cb, &r));
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  rt_run_until(&fx.loop, &r.done, 5000);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
+  ASSERT_EQ(tu_stats(fx.c).tls_handshakes, 2);
+  ASSERT_EQ(tu_stats(fx.c).reconnects, 0);
+  ASSERT_EQ(tu_stats(fx.c).pubsub_reconnects, 0);
+  fx_close_lock(&fx, a);
+  fx_close_lock(&fx, b);
+  tu_finish(&fx, t);
+  rt_proxy_stop(p);
+}
