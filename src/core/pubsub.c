@@ -152,7 +152,7 @@ static void go_classic(lk_client_t *c, const char *why) {
   if (c->ps_classic)
     return;
   c->ps_classic = 1;
-  lk__log(c, LK_LOG_INFO,
+  lk__log(c, LK_LOG_WARN,
           "%s: sharded pub/sub (SSUBSCRIBE/SPUBLISH, Redis 7.0+) unavailable; "
           "release messages are broadcast to every node",
           why);
