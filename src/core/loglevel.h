@@ -23,17 +23,18 @@ static inline lk_log_level_t lk__lost_level(const lk__obj_t *o) {
 }
 
 /* A command nobody waits for (a give-back, a release on close, a renewal)
- * failed with status. The server out of reach, busy or loading, or the
- * client closing, is said by the connection's own lines and heals itself
- * (what was to be given back expires with its lease): INFO. An error reply
- * (ACL, memory, a script error) needs a person: WARN. */
+ * failed with status. The server out of reach or loading, a cluster slot
+ * moving, or the client closing, is said by the connection's own lines (or
+ * events) and heals itself (what was to be given back expires with its
+ * lease): INFO. An error reply (ACL, memory, a script error) needs a
+ * person, and so does a server kept busy by a long script (BUSY blocks
+ * every client): WARN. */
 static inline lk_log_level_t lk__trouble_level(int status) {
   switch (status) {
   case LK_ECONN:
   case LK_EUNKNOWN:
   case LK_ETIMEDOUT:
   case LK_ELOADING:
-  case LK_ESERVERBUSY:
   case LK_ECLUSTER:
   case LK_ECLOSED:
   case LK_ECANCELED:
