@@ -12,5 +12,6 @@
 #include "latchkey/semaphore.h"
 #include "latchkey/latch.h"
 #include "latchkey/multilock.h"
+#include "latchkey/inspect.h"
 
 #endif /* LATCHKEY_H */
