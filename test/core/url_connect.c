@@ -1,7 +1,8 @@
 /* Clients made from connection URLs against a real server (docs/client.md,
  * "Connection URL"): the database from the path, a unix socket, an ACL user
- * whose percent-encoded password holds URL delimiters, and a wrong password
- * from the URL failing as it would from the fields. */
+ * whose percent-encoded password holds URL delimiters, a wrong password
+ * from the URL failing as it would from the fields, and rediss:// with its
+ * TLS settings from query parameters. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "lk_fixture.h"
+#include "tls_certs.h"
 
 /* Starts the fixture's client from url alone (every other field default). */
 static void start_from_url(fx_t *fx, const char *url) {
@@ -168,4 +170,57 @@ TEST(wrong_password_from_url_is_eauth) {
     lock_lands_in_db(&fx, "url:auth", 0);
     fx_finish(&fx);
   }
+}
+
+/* Closes the fixture's client and waits for it; the server stays. */
+static void close_client(fx_t *fx) {
+  fx->client_closed = 0;
+  lk_client_set_data(fx->c, fx);
+  ASSERT_OK(lk_client_close(fx->c, fx_on_client_closed));
+  rt_run_until(&fx->loop, &fx->client_closed, 10000);
+  fx->c = NULL;
+}
+
+/* rediss:// with the CA from ca_file=: TLS, and the database from the
+ * path; the wrong CA fails LK_ETLS; verify_peer=0 then accepts it. */
+TEST(rediss_url_with_tls_query_parameters) {
+  fx_t fx;
+  rt_server_opts_t so;
+  rt_tls_certs_t *t = rt_tls_certs_make();
+  char ca[3 * RT_TLS_PATH_MAX], other[3 * RT_TLS_PATH_MAX], url[4096];
+  lk_client_stats_t st;
+  lk_lock_t *l;
+  ASSERT_NOT_NULL(t);
+  rt_server_opts_init(&so);
+  so.tls_cert_file = t->server_cert;
+  so.tls_key_file = t->server_key;
+  so.tls_ca_file = t->ca;
+  fx_start_server(&fx, &so);
+  ASSERT_GT(rt_server_tls_port(fx.srv), 0);
+  encode(ca, sizeof(ca), t->ca, "/");
+  encode(other, sizeof(other), t->other_ca, "/");
+
+  snprintf(url, sizeof(url), "rediss://127.0.0.1:%d/3?ca_file=%s", rt_server_tls_port(fx.srv),
+           ca);
+  start_from_url(&fx, url);
+  lock_lands_in_db(&fx, "url:tls", 3);
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_GE(st.tls_handshakes, 1);
+  ASSERT_EQ(st.tls_failures, 0);
+  close_client(&fx);
+
+  snprintf(url, sizeof(url), "rediss://127.0.0.1:%d?ca_file=%s", rt_server_tls_port(fx.srv),
+           other);
+  start_from_url(&fx, url);
+  l = fx_lock(&fx, "url:tls");
+  ASSERT_EQ(sx_acquire(&fx, l, 0, 10000), LK_ETLS);
+  fx_close_lock(&fx, l);
+  close_client(&fx);
+
+  snprintf(url, sizeof(url), "rediss://127.0.0.1:%d?ca_file=%s&verify_peer=0",
+           rt_server_tls_port(fx.srv), other);
+  start_from_url(&fx, url);
+  lock_lands_in_db(&fx, "url:tls", 0);
+  fx_finish(&fx);
+  rt_tls_certs_free(t);
 }
