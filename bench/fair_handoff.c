@@ -10,12 +10,13 @@
  *   latchkey  lk_fair_t objects (the public API);
  *   raw       the limit: the same script sequence on latchkey's own
  *             connection layer with no fair-lock object in between: EVALSHA
- *             fair/acquire (KEYS name, queue, deadlines; ARGV 30000, owner,
- *             0, 10000, "wait") until granted, waiting between attempts for
+ *             fair/acquire (KEYS name, queue, deadlines, latchkey's waiters;
+ *             ARGV 30000, owner, 0, 10000, "wait", 0, 300000) until granted,
+ *             waiting between attempts for
  *             a message on the worker's channel (subscribed once, through
  *             the core's pub/sub) or the script's hint, then EVALSHA
- *             fair/release (KEYS name, queue, deadlines, channel base; ARGV
- *             30000, owner, PUBLISH, -1, 1).
+ *             fair/release (KEYS name, queue, deadlines, channel base,
+ *             latchkey's waiters; ARGV 30000, owner, PUBLISH, -1, 1).
  *
  * Every acquisition is logged in shared memory: t_call (acquire called),
  * t_queued (the server first reported it queued; 0 if granted at once),
@@ -100,7 +101,7 @@ typedef struct {
   int index, impl;
   uv_loop_t loop;
   lk_client_t *c;
-  char name[64], queue[96], timeouts[96], base[96], channel[256], owner[128];
+  char name[64], queue[96], timeouts[96], waiters[96], base[96], channel[256], owner[128];
   rec_t cur;
   /* latchkey */
   lk_fair_t *f;
@@ -228,10 +229,10 @@ static void raw_on_released(void *data, int status, redisReply *r) {
 }
 
 static void raw_release(void) {
-  const char *argv[9] = {W.name, W.queue, W.timeouts, W.base, "30000", W.owner, "PUBLISH",
-                         "-1", "1"};
+  const char *argv[10] = {W.name,  W.queue,   W.timeouts, W.base, W.waiters,
+                          "30000", W.owner, "PUBLISH",  "-1",   "1"};
   int err = 0;
-  if (lk__script_call(W.c, W.s_rel, 4, 5, argv, NULL, raw_on_released, NULL, &err) == NULL)
+  if (lk__script_call(W.c, W.s_rel, 5, 5, argv, NULL, raw_on_released, NULL, &err) == NULL)
     worker_fail("send release", err);
 }
 
@@ -269,12 +270,12 @@ static void raw_on_attempt(void *data, int status, redisReply *r) {
 }
 
 static void raw_attempt(void) {
-  const char *argv[8] = {W.name, W.queue, W.timeouts, "30000", W.owner, "0", WAITER_TIMEOUT,
-                         "wait"};
+  const char *argv[11] = {W.name, W.queue, W.timeouts, W.waiters, "30000", W.owner,
+                          "0",    WAITER_TIMEOUT, "wait", "0", "300000"};
   int err = 0;
   W.woken = 0;
   W.in_flight = 1;
-  if (lk__script_call(W.c, W.s_acq, 3, 5, argv, NULL, raw_on_attempt, NULL, &err) == NULL)
+  if (lk__script_call(W.c, W.s_acq, 4, 7, argv, NULL, raw_on_attempt, NULL, &err) == NULL)
     worker_fail("send acquire", err);
 }
 
@@ -313,6 +314,7 @@ __attribute__((noreturn)) static void worker_main(int index, int impl, const cha
   snprintf(W.name, sizeof(W.name), "%s", lock);
   snprintf(W.queue, sizeof(W.queue), "redisson_lock_queue:{%s}", lock);
   snprintf(W.timeouts, sizeof(W.timeouts), "redisson_lock_timeout:{%s}", lock);
+  snprintf(W.waiters, sizeof(W.waiters), "latchkey_fair_waiters:{%s}", lock);
   snprintf(W.base, sizeof(W.base), "redisson_lock__channel:{%s}", lock);
   if (uv_loop_init(&W.loop) != 0)
     worker_fail("uv_loop_init", 0);

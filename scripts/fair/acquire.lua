@@ -1,37 +1,68 @@
 -- Fair lock acquire: Redisson RFairLock's data (hash NAME with OWNER -> hold
 -- count and a PEXPIRE lease; list Q of waiting owners in arrival order; zset
--- T of owner -> deadline in epoch ms after which the waiter counts as gone).
--- KEYS[1] NAME, KEYS[2] Q, KEYS[3] T, KEYS[4] fencing token key (fenced only).
+-- T of owner -> deadline in epoch ms after which the waiter counts as gone)
+-- and latchkey's own zset V of its waiters' liveness (owner -> epoch ms).
+-- KEYS[1] NAME, KEYS[2] Q, KEYS[3] T, KEYS[4] V, KEYS[5] fencing token key
+-- (fenced only).
 -- ARGV[1] lease ms, ARGV[2] owner "UUID:TID", ARGV[3] the owner's hold count
 -- before this call or -1 when unknown (owners shared between objects),
 -- ARGV[4] waiter timeout ms, ARGV[5] 'wait' (join or stay in the queue) or
 -- 'last' (take it if it is our turn, else leave the queue), ARGV[6] '1' on
--- a resend after a lost reply, ARGV[7] the lowest acceptable fencing token
+-- a resend after a lost reply, ARGV[7] the Redisson wait allowed for per
+-- Redisson waiter ahead (ms), ARGV[8] the lowest acceptable fencing token
 -- (fenced only): one above the highest this client has seen.
 -- Deadlines use the server's clock (TIME), so clients never disagree on them.
+--
+-- Why V: a Redisson acquisition moves every deadline in T earlier by its
+-- wait (fairLockWaitTimeout, 5 minutes by default), and Redisson's scripts
+-- drop a head whose T deadline passed. So T cannot tell latchkey whether one
+-- of its own waiters is alive. V can: only latchkey writes it, each waiter
+-- at every refresh. A waiter in V is judged by V alone; any other entry by
+-- T, as Redisson judges it. A waiter's T deadline is set above its V one by
+-- one allowed wait per Redisson waiter ahead of it (each can move it once,
+-- when it takes the lock or gives up), so Redisson's scripts see it alive
+-- for as long as latchkey does (docs/fair.md, "Queues shared with Redisson
+-- clients").
 -- Replies (private to latchkey):
 --   {0, count[, token, regressed]}  acquired (count = holds now)
 --   {1, hint, position}  queued at position (0 = next); retry within hint ms
 --                        (-1: no hint)
 --   {2, pttl}            not acquired and not queued ('last')
-local name, q, t = KEYS[1], KEYS[2], KEYS[3]
+local name, q, t, v = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner = ARGV[2]
 -- Read first: a key of the wrong type fails here, before anything is written.
 local held = redis.call('hget', name, owner)
 local clock = redis.call('time')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
--- Waiters at the head whose deadline passed (or who have none) stopped
--- refreshing it: they are gone, and must not block the ones behind them.
--- What remains at the head (if anything) is live until head_deadline.
+-- Silent waiters at the head are gone and must not block the ones behind
+-- them: a latchkey waiter whose V deadline passed, any other entry whose T
+-- deadline passed or that has none. The caller is never one (it is calling).
+-- A live latchkey head gets a T deadline no earlier than its V one back, so
+-- Redisson's scripts do not drop it either. What remains at the head (if
+-- anything) is live until head_deadline. (The same loop is in release,
+-- leave and force_release.)
 local head, head_deadline
 while true do
-  head = redis.call('lindex', q, 0)
-  if not head then break end
-  head_deadline = tonumber(redis.call('zscore', t, head))
-  if head_deadline and head_deadline > now then break end
+  head, head_deadline = redis.call('lindex', q, 0), nil
+  if not head or head == owner then break end
+  local live = tonumber(redis.call('zscore', v, head))
+  local due = tonumber(redis.call('zscore', t, head))
+  if live then
+    if live > now then
+      if not due or due < live then
+        redis.call('zadd', t, live, head)
+      end
+      head_deadline = live
+      break
+    end
+  elseif due and due > now then
+    head_deadline = due
+    break
+  end
   redis.call('lpop', q)
   redis.call('zrem', t, head)
+  redis.call('zrem', v, head)
 end
 
 -- Every grant takes a fresh token, a resend's too: the counter's current
@@ -46,20 +77,20 @@ end
 -- (exact in Lua's numbers); the key is only ever SET from strings.
 local function granted(count)
   redis.call('pexpire', name, ARGV[1])
-  if not KEYS[4] then
+  if not KEYS[5] then
     return {count}
   end
-  if redis.call('exists', KEYS[4]) == 0 then
+  if redis.call('exists', KEYS[5]) == 0 then
     local seed = clock[1] .. string.rep('0', 6 - #clock[2]) .. clock[2]
-    if tonumber(seed) < tonumber(ARGV[7]) then
-      seed = ARGV[7]
+    if tonumber(seed) < tonumber(ARGV[8]) then
+      seed = ARGV[8]
     end
-    redis.call('set', KEYS[4], seed)
+    redis.call('set', KEYS[5], seed)
   end
-  local token = redis.call('incr', KEYS[4])
-  if token < tonumber(ARGV[7]) then
-    redis.call('set', KEYS[4], ARGV[7])
-    return {count, tonumber(ARGV[7]), 1}
+  local token = redis.call('incr', KEYS[5])
+  if token < tonumber(ARGV[8]) then
+    redis.call('set', KEYS[5], ARGV[8])
+    return {count, tonumber(ARGV[8]), 1}
   end
   return {count, token, 0}
 end
@@ -103,6 +134,7 @@ if pttl == -2 and (not head or head == owner) then
     redis.call('lpop', q)
   end
   redis.call('zrem', t, owner)
+  redis.call('zrem', v, owner)
   return reply_granted(granted(redis.call('hincrby', name, owner, 1)))
 end
 
@@ -112,20 +144,44 @@ if ARGV[5] == 'last' then
   -- handed to the head by its release.
   redis.call('lrem', q, 0, owner)
   redis.call('zrem', t, owner)
+  redis.call('zrem', v, owner)
   return {2, pttl}
 end
 
--- Join the queue, or stay in it: either way the deadline is refreshed, so it
--- means "this long since the waiter last showed it is alive".
+-- Join the queue, or stay in it where it is: either way both deadlines are
+-- refreshed, so they mean "this long since the waiter last showed it is
+-- alive". (A waiter Redisson's scripts dropped meanwhile joins again at the
+-- tail.)
 local pos = redis.call('lpos', q, owner)
 if not pos then
   pos = redis.call('rpush', q, owner) - 1
 end
-redis.call('zadd', t, now + tonumber(ARGV[4]), owner)
+-- Redisson waiters ahead: the entries ahead that are not latchkey's (ZMSCORE
+-- in slices, within Lua's unpack limit).
+local redisson_ahead, i = 0, 0
+while i < pos do
+  local last = math.min(i + 512, pos) - 1
+  local ids = redis.call('lrange', q, i, last)
+  local known = redis.call('zmscore', v, unpack(ids))
+  for k = 1, #ids do
+    if not known[k] then
+      redisson_ahead = redisson_ahead + 1
+    end
+  end
+  i = last + 1
+end
+local timeout = tonumber(ARGV[4])
+local allowance = redisson_ahead * tonumber(ARGV[7])
+redis.call('zadd', v, now + timeout, owner)
+redis.call('zadd', t, now + timeout + allowance, owner)
+-- V outlives every T deadline it explains.
+if redis.call('pttl', v) < timeout + allowance then
+  redis.call('pexpire', v, timeout + allowance)
+end
 local hint = -1
 if pttl >= 0 and pos == 0 then
   hint = pttl -- next in line: the holder's lease bounds the wait
-elseif pttl == -2 then
+elseif pttl == -2 and head_deadline then
   -- Free, but someone else is next and about to take it; if it never does,
   -- its deadline ends its turn.
   hint = head_deadline - now + 1

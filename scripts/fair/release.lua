@@ -3,24 +3,39 @@
 -- the next waiter in line (only that one: its own channel). Runs under
 -- maxmemory too (allow-oom): a release must work when acquires are refused.
 -- KEYS[1] NAME, KEYS[2] Q, KEYS[3] T, KEYS[4] channel base (waiter channels
--- are base:OWNER); ARGV[1] lease ms (re-applied while still held),
--- ARGV[2] owner, ARGV[3] publish command, ARGV[4] the count before the first
--- attempt when this is a resend after a lost reply (else -1), ARGV[5] n.
+-- are base:OWNER), KEYS[5] V (latchkey's waiters, see acquire); ARGV[1]
+-- lease ms (re-applied while still held), ARGV[2] owner, ARGV[3] publish
+-- command, ARGV[4] the count before the first attempt when this is a resend
+-- after a lost reply (else -1), ARGV[5] n.
 -- Reply: nil = this owner holds nothing, 0 = still held, 1 = released.
-local name, q, t = KEYS[1], KEYS[2], KEYS[3]
+local name, q, t, v = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local held = redis.call('hget', name, ARGV[2])
 local clock = redis.call('time')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
--- As in acquire: drop silent waiters at the head; what remains is next.
+-- As in acquire: drop the silent waiters at the head (a latchkey waiter by
+-- its V deadline, any other entry by its T deadline, as Redisson judges it),
+-- and give a live latchkey head a T deadline no earlier than its V one, so
+-- Redisson's scripts keep it too. What remains is next.
 local head
 while true do
   head = redis.call('lindex', q, 0)
   if not head then break end
-  local deadline = redis.call('zscore', t, head)
-  if deadline and tonumber(deadline) > now then break end
+  local live = tonumber(redis.call('zscore', v, head))
+  local due = tonumber(redis.call('zscore', t, head))
+  if live then
+    if live > now then
+      if not due or due < live then
+        redis.call('zadd', t, live, head)
+      end
+      break
+    end
+  elseif due and due > now then
+    break
+  end
   redis.call('lpop', q)
   redis.call('zrem', t, head)
+  redis.call('zrem', v, head)
 end
 
 local function wake_next()

@@ -24,8 +24,8 @@ lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb 
   char cs[24], ds[24];
   int err = 0;
   lk__op_t *op;
-  const char *argv[8];
-  size_t lens[8];
+  const char *argv[9];
+  size_t lens[9];
   lk_client_t *c = LK__FAIR_CLIENT(f);
   snprintf(cs, sizeof(cs), "%" PRId64, cond);
   snprintf(ds, sizeof(ds), "%" PRId64, drop);
@@ -33,15 +33,16 @@ lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb 
   argv[1] = f->queue_key, lens[1] = f->queue_key_len;
   argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
   argv[3] = f->channel_base, lens[3] = f->channel_base_len;
-  argv[4] = f->owner, lens[4] = f->owner_len;
-  argv[5] = lk__publish_cmd(c, &lens[5]);
-  argv[6] = cs, lens[6] = strlen(cs);
-  argv[7] = ds, lens[7] = strlen(ds);
+  argv[4] = f->waiters_key, lens[4] = f->waiters_key_len;
+  argv[5] = f->owner, lens[5] = f->owner_len;
+  argv[6] = lk__publish_cmd(c, &lens[6]);
+  argv[7] = cs, lens[7] = strlen(cs);
+  argv[8] = ds, lens[8] = strlen(ds);
   if (cb == NULL) {
     cb = lk__cleanup_cb;
     data = c;
   }
-  op = (send ? lk__script_call : lk__script_prepare)(c, lk__fair_script("fair/leave"), 4, 4,
+  op = (send ? lk__script_call : lk__script_prepare)(c, lk__fair_script("fair/leave"), 5, 4,
                                                      argv, lens, cb, data, &err);
   if (op == NULL)
     lk__log(c, LK_LOG_INFO,
@@ -95,9 +96,9 @@ lk__op_t *lk__fair_undo(lk__obj_t *o, int known_grant) {
 int lk__fair_attempt(lk__obj_t *o) {
   lk_fair_t *f = (lk_fair_t *)o;
   lk_client_t *c = o->client;
-  char lease[24], before[24], timeout[24], floor[24];
-  const char *argv[11];
-  size_t lens[11];
+  char lease[24], before[24], timeout[24], allowance[24], floor[24];
+  const char *argv[13];
+  size_t lens[13];
   int n = 0, nkeys, err = 0;
   /* The last try (wait 0, or the budget is spent) never joins the queue and
    * leaves it if this owner is in it: one command, no clean-up after. */
@@ -111,6 +112,7 @@ int lk__fair_attempt(lk__obj_t *o) {
   argv[n] = f->name, lens[n++] = f->name_len;
   argv[n] = f->queue_key, lens[n++] = f->queue_key_len;
   argv[n] = f->timeout_key, lens[n++] = f->timeout_key_len;
+  argv[n] = f->waiters_key, lens[n++] = f->waiters_key_len;
   if (f->req_fenced)
     argv[n] = f->token_key, lens[n++] = f->token_key_len;
   nkeys = n;
@@ -121,6 +123,8 @@ int lk__fair_attempt(lk__obj_t *o) {
   argv[n] = last ? "last" : "wait", lens[n++] = 4;
   /* "Already applied" is read from the count on resends only. */
   argv[n] = o->outcome_open ? "1" : "0", lens[n++] = 1;
+  snprintf(allowance, sizeof(allowance), "%d", LK__FAIR_REDISSON_WAIT_MS);
+  argv[n] = allowance, lens[n++] = strlen(allowance);
   if (f->req_fenced) {
     snprintf(floor, sizeof(floor), "%" PRId64,
              lk__token_highest(c, f->name, f->name_len) + 1);

@@ -13,6 +13,7 @@
 #define LK__FAIR_QUEUE_PREFIX "redisson_lock_queue"
 #define LK__FAIR_TIMEOUT_PREFIX "redisson_lock_timeout"
 #define LK__FAIR_CHANNEL_PREFIX "redisson_lock__channel"
+#define LK__FAIR_WAITERS_PREFIX "latchkey_fair_waiters"
 
 const lk__script_t *lk__fair_script(const char *name) {
   return lk__script_find(name); /* present: embedded at build time */
@@ -109,6 +110,7 @@ static void free_fair(lk__obj_t *o) {
   lk__free(f->name);
   lk__free(f->queue_key);
   lk__free(f->timeout_key);
+  lk__free(f->waiters_key);
   lk__free(f->channel_base);
   lk__free(f->channel);
   lk__free(f);
@@ -146,6 +148,7 @@ int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
   f->name_len = len;
   f->queue_key = lk__prefix_name(LK__FAIR_QUEUE_PREFIX, name, len, &f->queue_key_len);
   f->timeout_key = lk__prefix_name(LK__FAIR_TIMEOUT_PREFIX, name, len, &f->timeout_key_len);
+  f->waiters_key = lk__prefix_name(LK__FAIR_WAITERS_PREFIX, name, len, &f->waiters_key_len);
   f->channel_base =
       lk__prefix_name(LK__FAIR_CHANNEL_PREFIX, name, len, &f->channel_base_len);
   if (f->channel_base != NULL) {
@@ -156,7 +159,7 @@ int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
     }
   }
   if (f->name == NULL || f->queue_key == NULL || f->timeout_key == NULL ||
-      f->channel == NULL) {
+      f->waiters_key == NULL || f->channel == NULL) {
     f->base.ops = &lk__fair_ops;
     free_fair(&f->base);
     return LK_ENOMEM;

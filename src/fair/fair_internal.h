@@ -12,6 +12,13 @@
 
 #define LK__FAIR_OWNER_MAX 96
 
+/* What one Redisson waiter ahead of a latchkey waiter may move the latter's
+ * deadline in the queue's deadline set by, at most: Redisson's acquisition
+ * moves every deadline earlier by its wait, fairLockWaitTimeout (300 000 ms
+ * by default) for lock(), tryLock's waitTime otherwise (docs/fair.md,
+ * "Queues shared with Redisson clients"). */
+#define LK__FAIR_REDISSON_WAIT_MS 300000
+
 enum lk__fair_op {
   LK__FAIR_OP_NONE = 0,
   LK__FAIR_OP_ACQUIRE,
@@ -31,6 +38,10 @@ struct lk_fair_s {
   size_t queue_key_len;
   char *timeout_key; /* redisson_lock_timeout:{NAME} */
   size_t timeout_key_len;
+  /* latchkey_fair_waiters:{NAME}: latchkey's own waiters' liveness deadlines,
+   * which Redisson clients never move (scripts/fair/acquire.lua) */
+  char *waiters_key;
+  size_t waiters_key_len;
   char *channel_base; /* redisson_lock__channel:{NAME}; waiters add :OWNER */
   size_t channel_base_len;
   /* This owner's channel, base:OWNER. Sized for the longest owner once, so

@@ -16,8 +16,8 @@
 static lk__op_t *release_op(lk_fair_t *f, int64_t before, uint32_t n, lk__op_cb cb,
                             void *data, int *err) {
   char lease[24], bef[24], cnt[16];
-  const char *argv[9];
-  size_t lens[9];
+  const char *argv[10];
+  size_t lens[10];
   snprintf(lease, sizeof(lease), "%" PRId64, f->hold.lease_ms);
   snprintf(bef, sizeof(bef), "%" PRId64, before);
   snprintf(cnt, sizeof(cnt), "%" PRIu32, n);
@@ -25,12 +25,13 @@ static lk__op_t *release_op(lk_fair_t *f, int64_t before, uint32_t n, lk__op_cb 
   argv[1] = f->queue_key, lens[1] = f->queue_key_len;
   argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
   argv[3] = f->channel_base, lens[3] = f->channel_base_len;
-  argv[4] = lease, lens[4] = strlen(lease);
-  argv[5] = f->owner, lens[5] = f->owner_len;
-  argv[6] = lk__publish_cmd(LK__FAIR_CLIENT(f), &lens[6]);
-  argv[7] = bef, lens[7] = strlen(bef);
-  argv[8] = cnt, lens[8] = strlen(cnt);
-  return lk__script_call(LK__FAIR_CLIENT(f), lk__fair_script("fair/release"), 4, 5, argv,
+  argv[4] = f->waiters_key, lens[4] = f->waiters_key_len;
+  argv[5] = lease, lens[5] = strlen(lease);
+  argv[6] = f->owner, lens[6] = f->owner_len;
+  argv[7] = lk__publish_cmd(LK__FAIR_CLIENT(f), &lens[7]);
+  argv[8] = bef, lens[8] = strlen(bef);
+  argv[9] = cnt, lens[9] = strlen(cnt);
+  return lk__script_call(LK__FAIR_CLIENT(f), lk__fair_script("fair/release"), 5, 5, argv,
                          lens, cb, data, err);
 }
 
@@ -154,8 +155,8 @@ void lk__fair_value_done(lk__obj_t *o, int kind) {
 }
 
 static int start_simple(lk_fair_t *f, enum lk__fair_op kind, lk_fair_cb cb, void *arg) {
-  const char *argv[5];
-  size_t lens[5];
+  const char *argv[6];
+  size_t lens[6];
   lk_client_t *c;
   lk__op_t *op;
   int err = 0, rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
@@ -169,13 +170,16 @@ static int start_simple(lk_fair_t *f, enum lk__fair_op kind, lk_fair_cb cb, void
     argv[1] = f->queue_key, lens[1] = f->queue_key_len;
     argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
     argv[3] = f->channel_base, lens[3] = f->channel_base_len;
-    argv[4] = lk__publish_cmd(LK__FAIR_CLIENT(f), &lens[4]);
-    op = lk__script_call(c, lk__fair_script("fair/force_release"), 4, 1, argv, lens,
+    argv[4] = f->waiters_key, lens[4] = f->waiters_key_len;
+    argv[5] = lk__publish_cmd(LK__FAIR_CLIENT(f), &lens[5]);
+    op = lk__script_call(c, lk__fair_script("fair/force_release"), 5, 1, argv, lens,
                          lk__obj_value_reply, &f->base, &err);
     return lk__obj_value_sent(&f->base, op, LK__VALUE_CHANGES, err);
   case LK__FAIR_OP_QUERY_QUEUE:
-    argv[0] = f->timeout_key, lens[0] = f->timeout_key_len;
-    op = lk__script_call(c, lk__fair_script("fair/queue_length"), 1, 0, argv, lens,
+    argv[0] = f->queue_key, lens[0] = f->queue_key_len;
+    argv[1] = f->timeout_key, lens[1] = f->timeout_key_len;
+    argv[2] = f->waiters_key, lens[2] = f->waiters_key_len;
+    op = lk__script_call(c, lk__fair_script("fair/queue_length"), 3, 0, argv, lens,
                          lk__obj_value_reply, &f->base, &err);
     return lk__obj_value_sent(&f->base, op, 0, err);
   case LK__FAIR_OP_QUERY_HOLDS:

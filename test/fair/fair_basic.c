@@ -467,12 +467,21 @@ TEST(queue_length_counts_live_waiters) {
   }
   ASSERT_OK(fsx_run(&fx, lk_fair_queue_length, q, &r));
   ASSERT_EQ(r, 3);
-  /* a waiter's deadline in the past no longer counts */
+  /* A latchkey waiter's deadline in the queue's deadline set moved into
+   * the past (as a Redisson acquisition moves it) does not make it dead:
+   * its own liveness deadline counts. */
   {
     char *t = fair_timeout_key("ql");
-    const char *za[5] = {"ZADD", t, "XX", "1", lk_fair_owner(w[2])};
-    freeReplyObject(rt_cmd_argv(fx.srv, 5, za, NULL));
+    fair_set_score(fx.srv, t, lk_fair_owner(w[1]), 1);
     free(t);
+  }
+  ASSERT_OK(fsx_run(&fx, lk_fair_queue_length, q, &r));
+  ASSERT_EQ(r, 3);
+  /* a waiter whose liveness deadline passed no longer counts */
+  {
+    char *v = fair_waiters_key("ql");
+    fair_set_score(fx.srv, v, lk_fair_owner(w[2]), 1);
+    free(v);
   }
   ASSERT_OK(fsx_run(&fx, lk_fair_queue_length, q, &r));
   ASSERT_EQ(r, 2);

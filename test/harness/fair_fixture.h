@@ -130,6 +130,42 @@ static inline long long fair_zcard(rt_server_t *srv, const char *name) {
   return n;
 }
 
+/* latchkey's own zset of its waiters' liveness deadlines (docs/fair.md,
+ * "Queues shared with Redisson clients"). */
+static inline char *fair_waiters_key(const char *name) {
+  char *k = NULL;
+  if (asprintf(&k,
+               strchr(name, '{') ? "latchkey_fair_waiters:%s" : "latchkey_fair_waiters:{%s}",
+               name) < 0)
+    FAIL("out of memory");
+  return k;
+}
+
+/* The owner's liveness deadline in latchkey's waiter set, or -1. */
+static inline long long fair_live_score(rt_server_t *srv, const char *name, const char *owner) {
+  char *v = fair_waiters_key(name);
+  const char *argv[3] = {"ZSCORE", v, owner};
+  redisReply *r = rt_cmd_argv(srv, 3, argv, NULL);
+  long long n = -1;
+  ASSERT_NOT_NULL(r);
+  if (r->type == REDIS_REPLY_STRING)
+    n = atoll(r->str);
+  else
+    ASSERT_EQ(r->type, REDIS_REPLY_NIL);
+  freeReplyObject(r);
+  free(v);
+  return n;
+}
+
+/* Sets a member's score in a zset key (ZADD XX: only an existing member). */
+static inline void fair_set_score(rt_server_t *srv, const char *key, const char *owner,
+                                  long long score) {
+  char sc[32];
+  const char *argv[5] = {"ZADD", key, "XX", sc, owner};
+  snprintf(sc, sizeof(sc), "%lld", score);
+  freeReplyObject(rt_cmd_argv(srv, 5, argv, NULL));
+}
+
 /* Index of owner in the queue, or -1. */
 static inline long long fair_lpos(rt_server_t *srv, const char *name, const char *owner) {
   char *q = fair_queue_key(name);
