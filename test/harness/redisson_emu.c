@@ -629,9 +629,16 @@ void rt_sub_unsubscribe(redisContext *sub, const char *channel) {
     sub_cmd(sub, "UNSUBSCRIBE", "unsubscribe", channel);
 }
 
-int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
-                       const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
-                       int64_t timeout_ms) {
+/* The waiting loop both lock() and tryLock(wait) run (RedissonLock's lock
+ * and tryLock): one attempt; on failure subscribe to the own channel, then
+ * attempt again, and after each failed attempt wait for a message at most
+ * the returned ttl when it is >= 0 (0: poll again at once; 1 ms here), for a
+ * message only when it is < 0, until acquired or timeout_ms passed. Only
+ * tryLock gives up with acquireFailed; lock() never gives up (here it stops
+ * at the bound and leaves its entry, as an interrupted lock() does). */
+static int rfair_wait_loop(redisContext *ctx, redisContext *sub, const char *name,
+                           const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
+                           int64_t timeout_ms, int gives_up) {
   int64_t deadline = rt_now_ms() + timeout_ms;
   long long ttl = 0;
   if (rt_rfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl))
@@ -647,8 +654,6 @@ int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
     int64_t left = deadline - rt_now_ms();
     if (left <= 0)
       break;
-    /* Redisson sleeps at most ttl when ttl >= 0 (0: it polls again at
-     * once; 1 ms here) and waits for a message only when ttl < 0. */
     int64_t sleep = left;
     if (ttl >= 0 && ttl < left)
       sleep = ttl > 0 ? ttl : 1;
@@ -656,11 +661,22 @@ int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
     if (m != NULL)
       freeReplyObject(m);
   }
-  if (!acquired)
+  if (!acquired && gives_up)
     rt_rfair_acquire_failed(ctx, name, uuid, tid, wait_ms);
   rt_sub_unsubscribe(sub, channel);
   free(channel);
   return acquired ? 0 : -1;
+}
+
+int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
+                       const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
+                       int64_t timeout_ms) {
+  return rfair_wait_loop(ctx, sub, name, uuid, tid, lease_ms, wait_ms, timeout_ms, 1);
+}
+
+int rt_rfair_lock(redisContext *ctx, redisContext *sub, const char *name, const char *uuid,
+                  long long tid, int64_t lease_ms, int64_t thread_wait_ms, int64_t bound_ms) {
+  return rfair_wait_loop(ctx, sub, name, uuid, tid, lease_ms, thread_wait_ms, bound_ms, 0);
 }
 
 /* ---- RSemaphore ---------------------------------------------------------------------- */

@@ -123,7 +123,11 @@ redisReply *rt_sub_next_message(redisContext *sub, int64_t timeout_ms);
  * deadline zset redisson_lock_timeout:{NAME}; every waiter listens on
  * redisson_lock__channel:{NAME}:UUID:TID. NOW is this process's wall clock
  * in epoch ms, as Redisson's client clock. `wait_ms` is Redisson's WAIT:
- * tryLock's waitTime when > 0, else fairLockWaitTimeout (300 000). */
+ * tryLock's waitTime when > 0, else fairLockWaitTimeout (300 000 unless
+ * configured; lock() always uses it). Every grant (the waiting acquire's and
+ * tryLock's without waiting alike) moves every deadline in the set WAIT
+ * earlier, latchkey's waiters' included; acquireFailed moves those queued
+ * behind the one giving up. */
 #define RT_RFAIR_DEFAULT_WAIT_MS 300000
 
 char *rt_rfair_queue_key(const char *name);
@@ -152,6 +156,19 @@ int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long 
 int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
                        const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
                        int64_t timeout_ms);
+/* lock() (no wait time): Redisson's WAIT is then fairLockWaitTimeout
+ * (threadWaitTime; RT_RFAIR_DEFAULT_WAIT_MS unless configured), so every
+ * grant to this waiter, like every other Redisson grant, moves all queued
+ * deadlines thread_wait_ms earlier. Attempt; subscribe; then attempt and
+ * wait for a message at most the returned ttl (a queued waiter is told the
+ * holder's PTTL, never below 0: a free lock whose next waiter is someone
+ * else is polled again at once) or, when the ttl is < 0, for a message
+ * only. lock() never gives up and never runs acquireFailed: bound_ms
+ * (unscaled) only ends the test's wait, leaving the entry in the queue as an
+ * interrupted lock() does. Unsubscribes before returning. 0 acquired, -1
+ * the bound passed. */
+int rt_rfair_lock(redisContext *ctx, redisContext *sub, const char *name, const char *uuid,
+                  long long tid, int64_t lease_ms, int64_t thread_wait_ms, int64_t bound_ms);
 /* SUBSCRIBE / UNSUBSCRIBE one channel on sub (SSUBSCRIBE / SUNSUBSCRIBE in
  * sharded mode) and wait for the confirmation. */
 void rt_sub_subscribe(redisContext *sub, const char *channel);
