@@ -101,10 +101,11 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
     return;
   lk__wd_check(c); /* lost leases are told before the failures below */
   /* A ready command connection lost is the SUSPENDED event's (WARN without
-   * an event callback); a pub/sub one only makes waiters re-poll. */
-  lk__log(c, c->closing ? LK_LOG_DEBUG
-             : was_ready && conn->kind == LK__CONN_CMD ? lk__event_level(c)
-                                                       : LK_LOG_INFO,
+   * an event callback); a pub/sub one only makes waiters re-poll. A
+   * sentinel's is told by core/sentinel.c when it matters. */
+  lk__log(c, c->closing || conn->kind == LK__CONN_SENTINEL ? LK_LOG_DEBUG
+             : was_ready && conn->kind == LK__CONN_CMD      ? lk__event_level(c)
+                                                            : LK_LOG_INFO,
           "%s connection lost: %s (%s)", conn_label(conn), what, lk_err_name(why));
 
   uv_timer_stop(&conn->timer);
@@ -356,7 +357,8 @@ static void handshake_step_done(lk__conn_t *conn) {
   if (--conn->handshake_left > 0)
     return;
   if (conn->handshake_err != 0) {
-    lk__log(conn->client, LK_LOG_ERROR, "%s connection refused by server: %s",
+    lk__log(conn->client, conn->kind == LK__CONN_SENTINEL ? LK_LOG_DEBUG : LK_LOG_ERROR,
+            "%s connection refused by server: %s",
             conn_label(conn), lk_strerror(conn->handshake_err));
     lk__conn_drop(conn, conn->handshake_err, "handshake failed");
     return;
