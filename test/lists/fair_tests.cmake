@@ -6,10 +6,12 @@ lk_add_test_file(SOURCE fair/fair_order.c LABEL fair TIMEOUT 180)
 lk_add_test_file(SOURCE fair/fair_stress.c LABEL fair TIMEOUT 300)
 lk_add_test_file(SOURCE fair/fair_interop.c LABEL fair)
 lk_add_test_file(SOURCE fair/fair_mixed.c LABEL fair TIMEOUT 180)
+lk_add_test_file(SOURCE fair/fair_mixed_liveness.c LABEL fair)
 
 # The cases run against the Redisson emulator also carry the label interop
 # (ctest -L interop), besides fair.
-foreach(_lk_fair_interop IN ITEMS fair/fair_interop.c fair/fair_mixed.c)
+foreach(_lk_fair_interop IN ITEMS fair/fair_interop.c fair/fair_mixed.c
+                          fair/fair_mixed_liveness.c)
   if(EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${_lk_fair_interop}")
     file(STRINGS "${CMAKE_CURRENT_SOURCE_DIR}/${_lk_fair_interop}" _lk_lines REGEX "^TEST\\(")
     foreach(_lk_line IN LISTS _lk_lines)
