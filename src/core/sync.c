@@ -118,7 +118,8 @@ static int decide(lk__obj_t *o, int status, const redisReply *r, int acked) {
     if (s->hold == NULL || lk__hold_is_held(c, s->hold))
       return 0;
     /* Success must mean is_held(): a lease shorter than the wait. */
-    lk__log(c, LK_LOG_WARN, "replicas acknowledged a grant after its lease ran out; given back");
+    /* The acquire's callback gets LK_ELEASELOST (docs/client.md, "Logging"). */
+    lk__log(c, LK_LOG_INFO, "replicas acknowledged a grant after its lease ran out; given back");
     refuse(o);
     return LK_ELEASELOST;
   }
