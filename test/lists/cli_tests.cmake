@@ -1,3 +1,10 @@
 # The inspection library (label inspect) and the latchkey tool (label cli):
 # docs/inspect.md, docs/cli.md.
 lk_add_test_file(SOURCE inspect/inspect_basic.c LABEL inspect)
+lk_add_test_file(SOURCE cli/cli_tool.c LABEL cli TIMEOUT 180)
+if(TARGET cli_cli_tool)
+  # The cases run the built tool; forkpty (watch under a terminal) is libutil's.
+  target_compile_definitions(cli_cli_tool PRIVATE LK_CLI_PATH="$<TARGET_FILE:latchkey_cli>")
+  target_link_libraries(cli_cli_tool PRIVATE util)
+  add_dependencies(cli_cli_tool latchkey_cli)
+endif()

@@ -1,0 +1,155 @@
+/* How one inspection is shown: a table for people, a JSON object for
+ * scripts (docs/cli.md, "inspect"). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char *kind_text(lk_inspect_kind_t k) {
+  switch (k) {
+  case LK_INSPECT_NONE: return "nothing";
+  case LK_INSPECT_LOCK: return "lock";
+  case LK_INSPECT_FAIR: return "fair lock";
+  case LK_INSPECT_RWLOCK: return "read/write lock";
+  case LK_INSPECT_COUNT: return "count (semaphore permits or latch count)";
+  case LK_INSPECT_PSEM: return "expirable semaphore";
+  case LK_INSPECT_LATCH: return "latch";
+  case LK_INSPECT_TOKEN: return "free fenced lock (token counter only)";
+  default: return "not a latchkey structure";
+  }
+}
+
+static const char *mode_text(int mode) {
+  return mode == LK_RW_READ ? "read" : mode == LK_RW_WRITE ? "write" : "-";
+}
+
+/* "12.3s", "450ms", "2m05s", "none" (no expiry), "-" (absent). */
+static const char *dur(char *buf, size_t cap, int64_t ms) {
+  if (ms == -1)
+    snprintf(buf, cap, "no expiry");
+  else if (ms == -2 || ms == LK_INSPECT_NO_DEADLINE)
+    snprintf(buf, cap, "-");
+  else if (ms < 0)
+    snprintf(buf, cap, "passed %" PRId64 "ms ago", -ms);
+  else if (ms < 1000)
+    snprintf(buf, cap, "%" PRId64 "ms", ms);
+  else if (ms < 60000)
+    snprintf(buf, cap, "%" PRId64 ".%01" PRId64 "s", ms / 1000, (ms % 1000) / 100);
+  else
+    snprintf(buf, cap, "%" PRId64 "m%02" PRId64 "s", ms / 60000, (ms % 60000) / 1000);
+  return buf;
+}
+
+void cli_render_table(FILE *f, const lk_inspect_t *in) {
+  char b[48];
+  size_t i;
+  fprintf(f, "%-9s %s\n", "NAME", in->name);
+  fprintf(f, "%-9s %s (%s)\n", "KIND", kind_text(in->kind), in->redis_type);
+  if (in->kind == LK_INSPECT_NONE)
+    return;
+  if (in->kind == LK_INSPECT_RWLOCK)
+    fprintf(f, "%-9s %s\n", "MODE", mode_text(in->mode));
+  if (in->ttl_ms != -2)
+    fprintf(f, "%-9s %s\n", "TTL", dur(b, sizeof(b), in->ttl_ms));
+  if (in->has_count)
+    fprintf(f, "%-9s %" PRId64 "\n",
+            in->kind == LK_INSPECT_LATCH ? "COUNT" : "AVAILABLE", in->count);
+  if (in->token > 0)
+    fprintf(f, "%-9s %" PRId64 "\n", "TOKEN", in->token);
+  if (in->kind == LK_INSPECT_LOCK || in->kind == LK_INSPECT_FAIR ||
+      in->kind == LK_INSPECT_RWLOCK) {
+    fprintf(f, "%-9s %zu%s\n", "HOLDERS", in->total_holders,
+            in->total_holders == 0 ? " (free)" : "");
+    if (in->n_holders > 0)
+      fprintf(f, "  %-48s %6s %-5s %s\n", "OWNER", "COUNT", "MODE", "TTL");
+    for (i = 0; i < in->n_holders; i++)
+      fprintf(f, "  %-48s %6" PRId64 " %-5s %s\n", in->holders[i].owner, in->holders[i].count,
+              mode_text(in->holders[i].mode), dur(b, sizeof(b), in->holders[i].ttl_ms));
+    if (in->n_holders < in->total_holders)
+      fprintf(f, "  ... %zu more\n", in->total_holders - in->n_holders);
+  }
+  if (in->kind == LK_INSPECT_FAIR || in->total_waiters > 0) {
+    fprintf(f, "%-9s %zu waiting\n", "QUEUE", in->total_waiters);
+    if (in->n_waiters > 0)
+      fprintf(f, "  %3s %-48s %s\n", "#", "OWNER", "DEADLINE IN");
+    for (i = 0; i < in->n_waiters; i++)
+      fprintf(f, "  %3zu %-48s %s\n", i + 1, in->waiters[i].owner,
+              dur(b, sizeof(b), in->waiters[i].deadline_ms));
+    if (in->n_waiters < in->total_waiters)
+      fprintf(f, "  ... %zu more\n", in->total_waiters - in->n_waiters);
+  }
+  if (in->kind == LK_INSPECT_PSEM) {
+    fprintf(f, "%-9s %zu leased\n", "PERMITS", in->total_permits);
+    if (in->n_permits > 0)
+      fprintf(f, "  %-32s %s\n", "ID", "LEASE LEFT");
+    for (i = 0; i < in->n_permits; i++)
+      fprintf(f, "  %-32s %s\n", in->permits[i].id,
+              in->permits[i].no_lease ? "never ends" : dur(b, sizeof(b), in->permits[i].lease_ms));
+    if (in->n_permits < in->total_permits)
+      fprintf(f, "  ... %zu more\n", in->total_permits - in->n_permits);
+  }
+}
+
+void cli_render_json(FILE *f, const lk_inspect_t *in) {
+  cli_json_t j;
+  size_t i;
+  cli_json_init(&j, f);
+  cli_json_obj_begin(&j, NULL);
+  cli_json_str(&j, "name", in->name);
+  cli_json_str(&j, "kind", lk_inspect_kind_name(in->kind));
+  cli_json_str(&j, "redis_type", in->redis_type);
+  cli_json_int(&j, "ttl_ms", in->ttl_ms);
+  cli_json_int(&j, "server_time_ms", in->server_time_ms);
+  if (in->kind == LK_INSPECT_RWLOCK)
+    cli_json_str(&j, "mode", mode_text(in->mode));
+  else
+    cli_json_null(&j, "mode");
+  if (in->has_count)
+    cli_json_int(&j, "count", in->count);
+  else
+    cli_json_null(&j, "count");
+  if (in->token > 0)
+    cli_json_int(&j, "token", in->token);
+  else
+    cli_json_null(&j, "token");
+  cli_json_arr_begin(&j, "holders");
+  for (i = 0; i < in->n_holders; i++) {
+    cli_json_obj_begin(&j, NULL);
+    cli_json_str(&j, "owner", in->holders[i].owner);
+    cli_json_int(&j, "count", in->holders[i].count);
+    if (in->holders[i].mode != 0)
+      cli_json_str(&j, "mode", mode_text(in->holders[i].mode));
+    else
+      cli_json_null(&j, "mode");
+    cli_json_int(&j, "ttl_ms", in->holders[i].ttl_ms);
+    cli_json_obj_end(&j);
+  }
+  cli_json_arr_end(&j);
+  cli_json_int(&j, "holders_total", (int64_t)in->total_holders);
+  cli_json_arr_begin(&j, "waiters");
+  for (i = 0; i < in->n_waiters; i++) {
+    cli_json_obj_begin(&j, NULL);
+    cli_json_str(&j, "owner", in->waiters[i].owner);
+    if (in->waiters[i].deadline_ms != LK_INSPECT_NO_DEADLINE)
+      cli_json_int(&j, "deadline_ms", in->waiters[i].deadline_ms);
+    else
+      cli_json_null(&j, "deadline_ms");
+    cli_json_obj_end(&j);
+  }
+  cli_json_arr_end(&j);
+  cli_json_int(&j, "waiters_total", (int64_t)in->total_waiters);
+  cli_json_arr_begin(&j, "permits");
+  for (i = 0; i < in->n_permits; i++) {
+    cli_json_obj_begin(&j, NULL);
+    cli_json_str(&j, "id", in->permits[i].id);
+    if (in->permits[i].no_lease)
+      cli_json_null(&j, "lease_ms");
+    else
+      cli_json_int(&j, "lease_ms", in->permits[i].lease_ms);
+    cli_json_obj_end(&j);
+  }
+  cli_json_arr_end(&j);
+  cli_json_int(&j, "permits_total", (int64_t)in->total_permits);
+  cli_json_obj_end(&j);
+  fputc('\n', f);
+}

@@ -1,0 +1,497 @@
+/* latchkey run: take NAME, run a command while holding it, release it when
+ * the command exits (docs/cli.md, "run"). Everything happens on one libuv
+ * loop: the acquire, the child (uv_spawn), forwarded signals, the watchdog's
+ * renewals and a lost lease. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+extern char **environ;
+
+enum { K_LOCK, K_FAIR, K_READ, K_WRITE, K_SEM };
+
+typedef struct run_s {
+  uv_loop_t *loop;
+  lk_client_t *c;
+  int kind;
+  const char *name;
+  int64_t wait_ms, kill_after_ms, permits;
+  int fenced, verbose;
+  char **cmd;
+  union {
+    lk_lock_t *lock;
+    lk_fair_t *fair;
+    lk_rwlock_t *rw;
+    lk_psem_t *ps;
+  } o;
+  int have_obj;
+  uv_process_t proc;
+  int proc_live;
+  uv_signal_t sigs[3];
+  uv_timer_t kill_timer;
+  int kill_timer_on;
+  int acquiring, lost, finishing;
+  int exit_code; /* -1: not decided yet */
+} run_t;
+
+static const int fwd_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void finish(run_t *r);
+
+/* ---- one interface over the four primitives ---- */
+
+static void acquired(run_t *r, int status);
+static void released(run_t *r, int status);
+static void lost(run_t *r, int status);
+
+static void lock_acq(lk_lock_t *l, int st, void *a) { (void)l, acquired(a, st); }
+static void fair_acq(lk_fair_t *f, int st, void *a) { (void)f, acquired(a, st); }
+static void rw_acq(lk_rwlock_t *w, int st, void *a) { (void)w, acquired(a, st); }
+static void ps_acq(lk_psem_t *p, int st, void *a) { (void)p, acquired(a, st); }
+static void lock_rel(lk_lock_t *l, int st, void *a) { (void)l, released(a, st); }
+static void fair_rel(lk_fair_t *f, int st, void *a) { (void)f, released(a, st); }
+static void rw_rel(lk_rwlock_t *w, int st, void *a) { (void)w, released(a, st); }
+static void ps_rel(lk_psem_t *p, int st, void *a) { (void)p, released(a, st); }
+static void lock_lost(lk_lock_t *l, int st, void *a) { (void)l, lost(a, st); }
+static void fair_lost(lk_fair_t *f, int st, void *a) { (void)f, lost(a, st); }
+static void rw_lost(lk_rwlock_t *w, int st, void *a) { (void)w, lost(a, st); }
+static void ps_lost(lk_psem_t *p, int st, void *a) { (void)p, lost(a, st); }
+
+static int obj_new(run_t *r) {
+  int rc;
+  switch (r->kind) {
+  case K_LOCK:
+    if ((rc = lk_lock_new(r->c, r->name, &r->o.lock)) == 0)
+      rc = lk_lock_set_lost_cb(r->o.lock, lock_lost, r);
+    break;
+  case K_FAIR:
+    if ((rc = lk_fair_new(r->c, r->name, &r->o.fair)) == 0)
+      rc = lk_fair_set_lost_cb(r->o.fair, fair_lost, r);
+    break;
+  case K_READ:
+  case K_WRITE:
+    if ((rc = lk_rwlock_new(r->c, r->name, &r->o.rw)) == 0)
+      rc = lk_rwlock_set_lost_cb(r->o.rw, rw_lost, r);
+    break;
+  default:
+    if ((rc = lk_psem_new(r->c, r->name, &r->o.ps)) == 0)
+      rc = lk_psem_set_lost_cb(r->o.ps, ps_lost, r);
+    break;
+  }
+  if (rc == 0)
+    r->have_obj = 1;
+  return rc;
+}
+
+static int obj_acquire(run_t *r) {
+  switch (r->kind) {
+  case K_LOCK: {
+    lk_lock_opts_t o;
+    lk_lock_opts_init(&o);
+    o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.fenced = r->fenced;
+    return lk_lock_acquire(r->o.lock, &o, lock_acq, r);
+  }
+  case K_FAIR: {
+    lk_fair_opts_t o;
+    lk_fair_opts_init(&o);
+    o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.fenced = r->fenced;
+    return lk_fair_acquire(r->o.fair, &o, fair_acq, r);
+  }
+  case K_READ:
+  case K_WRITE: {
+    lk_rwlock_opts_t o;
+    lk_rwlock_opts_init(&o);
+    o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.fenced = r->fenced;
+    return lk_rwlock_acquire(r->o.rw, r->kind == K_READ ? LK_RW_READ : LK_RW_WRITE, &o, rw_acq,
+                             r);
+  }
+  default: {
+    lk_psem_opts_t o;
+    lk_psem_opts_init(&o);
+    o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.permits = r->permits;
+    return lk_psem_acquire(r->o.ps, &o, ps_acq, r);
+  }
+  }
+}
+
+static int obj_release(run_t *r) {
+  switch (r->kind) {
+  case K_LOCK: return lk_lock_release(r->o.lock, lock_rel, r);
+  case K_FAIR: return lk_fair_release(r->o.fair, fair_rel, r);
+  case K_READ: return lk_rwlock_release(r->o.rw, LK_RW_READ, rw_rel, r);
+  case K_WRITE: return lk_rwlock_release(r->o.rw, LK_RW_WRITE, rw_rel, r);
+  default: return lk_psem_release(r->o.ps, NULL, ps_rel, r);
+  }
+}
+
+static void obj_cancel(run_t *r) {
+  switch (r->kind) {
+  case K_LOCK: lk_lock_cancel(r->o.lock); break;
+  case K_FAIR: lk_fair_cancel(r->o.fair); break;
+  case K_READ:
+  case K_WRITE: lk_rwlock_cancel(r->o.rw); break;
+  default: lk_psem_cancel(r->o.ps); break;
+  }
+}
+
+static int64_t obj_token(const run_t *r) {
+  switch (r->kind) {
+  case K_LOCK: return lk_lock_token(r->o.lock);
+  case K_FAIR: return lk_fair_token(r->o.fair);
+  case K_READ:
+  case K_WRITE: return lk_rwlock_token(r->o.rw);
+  default: return 0;
+  }
+}
+
+/* LATCHKEY_OWNER: the owner id, or the permit ids (comma-separated). */
+static char *obj_owner(const run_t *r) {
+  const char *o;
+  char *s;
+  size_t i, n, len = 0;
+  switch (r->kind) {
+  case K_LOCK: o = lk_lock_owner(r->o.lock); break;
+  case K_FAIR: o = lk_fair_owner(r->o.fair); break;
+  case K_READ:
+  case K_WRITE: o = lk_rwlock_owner(r->o.rw); break;
+  default:
+    n = lk_psem_permit_count(r->o.ps);
+    s = malloc(n * (LK_PSEM_ID_LEN + 1) + 1);
+    if (s == NULL)
+      return NULL;
+    s[0] = '\0';
+    for (i = 0; i < n; i++) {
+      if (i > 0)
+        s[len++] = ',';
+      memcpy(s + len, lk_psem_permit_id(r->o.ps, i), LK_PSEM_ID_LEN);
+      len += LK_PSEM_ID_LEN;
+      s[len] = '\0';
+    }
+    return s;
+  }
+  return strdup(o);
+}
+
+static void on_client_closed(lk_client_t *c) { (void)c; }
+
+static void close_client(run_t *r) {
+  if (r->c != NULL) {
+    lk_client_close(r->c, on_client_closed);
+    r->c = NULL;
+  }
+}
+
+static void lock_closed(lk_lock_t *l) { close_client(lk_lock_get_data(l)); }
+static void fair_closed(lk_fair_t *f) { close_client(lk_fair_get_data(f)); }
+static void rw_closed(lk_rwlock_t *w) { close_client(lk_rwlock_get_data(w)); }
+static void ps_closed(lk_psem_t *p) { close_client(lk_psem_get_data(p)); }
+
+static void obj_close(run_t *r) {
+  if (!r->have_obj) {
+    close_client(r);
+    return;
+  }
+  r->have_obj = 0;
+  switch (r->kind) {
+  case K_LOCK: lk_lock_set_data(r->o.lock, r), lk_lock_close(r->o.lock, lock_closed); break;
+  case K_FAIR: lk_fair_set_data(r->o.fair, r), lk_fair_close(r->o.fair, fair_closed); break;
+  case K_READ:
+  case K_WRITE: lk_rwlock_set_data(r->o.rw, r), lk_rwlock_close(r->o.rw, rw_closed); break;
+  default: lk_psem_set_data(r->o.ps, r), lk_psem_close(r->o.ps, ps_closed); break;
+  }
+}
+
+/* ---- the run ---- */
+
+static void handle_closed(uv_handle_t *h) { (void)h; }
+
+/* Closes what keeps the loop alive: signals, the kill timer, the object and
+ * then the client. The loop then ends and main exits with r->exit_code. */
+static void finish(run_t *r) {
+  int i;
+  if (r->finishing)
+    return;
+  r->finishing = 1;
+  for (i = 0; i < 3; i++)
+    uv_close((uv_handle_t *)&r->sigs[i], handle_closed);
+  if (r->kill_timer_on) {
+    uv_timer_stop(&r->kill_timer);
+  }
+  uv_close((uv_handle_t *)&r->kill_timer, handle_closed);
+  obj_close(r);
+}
+
+static void released(run_t *r, int status) {
+  if (status < 0 && status != LK_ELEASELOST && status != LK_ENOTHELD)
+    cli_report("run", "release", status, r->c);
+  finish(r);
+}
+
+static void on_kill_timer(uv_timer_t *t) {
+  run_t *r = t->data;
+  if (r->proc_live) {
+    fprintf(stderr, "%s run: the command did not stop after SIGTERM: SIGKILL\n", cli_prog);
+    uv_process_kill(&r->proc, SIGKILL);
+  }
+}
+
+static void on_child_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
+  run_t *r = p->data;
+  int rc;
+  r->proc_live = 0;
+  uv_close((uv_handle_t *)p, handle_closed);
+  if (r->kill_timer_on)
+    uv_timer_stop(&r->kill_timer);
+  if (r->lost) {
+    r->exit_code = CLI_EXIT_LOST;
+    finish(r); /* nothing to release: the hold is gone */
+    return;
+  }
+  r->exit_code = term_signal != 0 ? 128 + term_signal : (int)exit_status;
+  if ((rc = obj_release(r)) < 0) {
+    cli_report("run", "release", rc, r->c);
+    finish(r);
+  }
+}
+
+static void lost(run_t *r, int status) {
+  if (r->lost || r->finishing)
+    return;
+  r->lost = 1;
+  fprintf(stderr, "%s run: lease on %s lost (%s): terminating the command\n", cli_prog, r->name,
+          lk_err_name(status));
+  if (r->proc_live) {
+    uv_process_kill(&r->proc, SIGTERM);
+    r->kill_timer_on = 1;
+    uv_timer_start(&r->kill_timer, on_kill_timer, (uint64_t)r->kill_after_ms, 0);
+  }
+}
+
+/* The child's environment: ours, with the three LATCHKEY_ variables set
+ * (replacing any we inherited). */
+static char **child_env(run_t *r, char *vars[3]) {
+  size_t n = 0, k = 0, i;
+  char **env;
+  while (environ[n] != NULL)
+    n++;
+  env = calloc(n + 4, sizeof(*env));
+  if (env == NULL)
+    return NULL;
+  for (i = 0; i < n; i++)
+    if (strncmp(environ[i], "LATCHKEY_NAME=", 14) != 0 &&
+        strncmp(environ[i], "LATCHKEY_OWNER=", 15) != 0 &&
+        strncmp(environ[i], "LATCHKEY_TOKEN=", 15) != 0)
+      env[k++] = environ[i];
+  for (i = 0; i < 3; i++)
+    env[k++] = vars[i];
+  env[k] = NULL;
+  (void)r;
+  return env;
+}
+
+static void spawn_child(run_t *r) {
+  uv_process_options_t po;
+  uv_stdio_container_t stdio[3];
+  char *owner = obj_owner(r), *vars[3] = {NULL, NULL, NULL};
+  char **env = NULL;
+  size_t len;
+  int rc, i;
+  int64_t token = obj_token(r);
+  len = strlen(r->name) + 16;
+  vars[0] = malloc(len);
+  vars[1] = malloc((owner != NULL ? strlen(owner) : 0) + 16);
+  vars[2] = malloc(48);
+  if (owner != NULL && vars[0] != NULL && vars[1] != NULL && vars[2] != NULL) {
+    snprintf(vars[0], len, "LATCHKEY_NAME=%s", r->name);
+    sprintf(vars[1], "LATCHKEY_OWNER=%s", owner);
+    if (token > 0)
+      snprintf(vars[2], 48, "LATCHKEY_TOKEN=%" PRId64, token);
+    else
+      snprintf(vars[2], 48, "LATCHKEY_TOKEN=");
+    env = child_env(r, vars);
+  }
+  if (env == NULL) {
+    fprintf(stderr, "%s run: out of memory\n", cli_prog);
+    r->exit_code = CLI_EXIT_FAIL;
+    rc = -1;
+  } else {
+    memset(&po, 0, sizeof(po));
+    for (i = 0; i < 3; i++) {
+      stdio[i].flags = UV_INHERIT_FD;
+      stdio[i].data.fd = i;
+    }
+    po.file = r->cmd[0];
+    po.args = r->cmd;
+    po.env = env;
+    po.stdio = stdio;
+    po.stdio_count = 3;
+    po.exit_cb = on_child_exit;
+    r->proc.data = r;
+    rc = uv_spawn(r->loop, &r->proc, &po);
+    if (rc == 0) {
+      r->proc_live = 1;
+      if (r->verbose)
+        fprintf(stderr, "%s run: holding %s as %s (token %" PRId64 "), pid %d\n", cli_prog,
+                r->name, owner, token, r->proc.pid);
+    } else {
+      fprintf(stderr, "%s run: %s: %s\n", cli_prog, r->cmd[0], uv_strerror(rc));
+      r->exit_code = rc == UV_ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
+      uv_close((uv_handle_t *)&r->proc, handle_closed);
+    }
+  }
+  free(env);
+  for (i = 0; i < 3; i++)
+    free(vars[i]);
+  free(owner);
+  if (rc != 0 && (rc = obj_release(r)) < 0)
+    finish(r);
+}
+
+static void acquired(run_t *r, int status) {
+  r->acquiring = 0;
+  if (status < 0) {
+    if (r->exit_code < 0) {
+      r->exit_code = cli_exit_for(status, r->c);
+      if (r->exit_code == CLI_EXIT_TIMEOUT)
+        fprintf(stderr, "%s run: %s: not acquired in time (held by another)\n", cli_prog,
+                r->name);
+      else
+        cli_report("run", r->name, status, r->c);
+    }
+    finish(r);
+    return;
+  }
+  if (r->exit_code >= 0) { /* a signal came while we waited */
+    if (obj_release(r) < 0)
+      finish(r);
+    return;
+  }
+  spawn_child(r);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  run_t *r = h->data;
+  if (r->proc_live) {
+    uv_process_kill(&r->proc, signum); /* the child decides; we exit with its status */
+    return;
+  }
+  if (r->exit_code < 0)
+    r->exit_code = 128 + signum;
+  if (r->acquiring)
+    obj_cancel(r); /* the acquire's callback finishes */
+}
+
+static int run_usage(const char *fmt, const char *arg) { return cli_usage("run", fmt, arg); }
+
+int cli_run(int argc, char **argv) {
+  run_t r;
+  cli_common_t co = {0};
+  lk_client_opts_t o;
+  char *storage = NULL;
+  int i, rc, side = 0;
+  int64_t lease_ms = -1;
+  memset(&r, 0, sizeof(r));
+  r.kind = K_LOCK;
+  r.wait_ms = -1;
+  r.kill_after_ms = 10000;
+  r.permits = 1;
+  r.fenced = 1;
+  r.exit_code = -1;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if ((rc = cli_common_arg("run", argc, argv, &i, &co)) < 0)
+      return CLI_EXIT_USAGE;
+    if (rc > 0)
+      continue;
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    }
+    if (strcmp(a, "--wait") == 0 || strcmp(a, "--lease") == 0 || strcmp(a, "--kill-after") == 0 ||
+        strcmp(a, "--permits") == 0) {
+      int64_t v;
+      if (i + 1 >= argc)
+        return run_usage("%s needs a value", a);
+      if (strcmp(a, "--permits") == 0) {
+        if (cli_parse_count(argv[i + 1], 1000, &v) < 0)
+          return run_usage("--permits needs a count 1..1000, not %s", argv[i + 1]);
+        r.permits = v;
+      } else if (cli_parse_duration(argv[i + 1], strcmp(a, "--wait") == 0, &v) < 0) {
+        return cli_usage("run", "%s: not a duration: %s (500ms, 10s, 2m%s)", a, argv[i + 1],
+                         strcmp(a, "--wait") == 0 ? ", forever" : "");
+      } else if (strcmp(a, "--wait") == 0) {
+        r.wait_ms = v;
+      } else if (strcmp(a, "--lease") == 0) {
+        if (v < 1000)
+          return run_usage("--lease must be at least 1s, not %s", argv[i + 1]);
+        lease_ms = v;
+      } else {
+        r.kill_after_ms = v;
+      }
+      i++;
+      continue;
+    }
+    if (strcmp(a, "--fair") == 0 || strcmp(a, "--read") == 0 || strcmp(a, "--write") == 0 ||
+        strcmp(a, "--semaphore") == 0) {
+      if (side++)
+        return run_usage("only one of --fair, --read, --write, --semaphore: %s", a);
+      r.kind = a[2] == 'f' ? K_FAIR : a[2] == 'r' ? K_READ : a[2] == 'w' ? K_WRITE : K_SEM;
+      continue;
+    }
+    if (strcmp(a, "--no-token") == 0) {
+      r.fenced = 0;
+      continue;
+    }
+    if (a[0] == '-')
+      return run_usage("unknown option: %s", a);
+    if (r.name != NULL)
+      return run_usage("one NAME only, then -- and the command (got %s)", a);
+    r.name = a;
+  }
+  if (r.name == NULL)
+    return cli_usage("run", "NAME is required");
+  if (i > argc || i == argc || strcmp(argv[i - 1], "--") != 0)
+    return cli_usage("run", "the command follows --");
+  if (r.permits != 1 && r.kind != K_SEM)
+    return cli_usage("run", "--permits goes with --semaphore");
+  r.cmd = argv + i;
+  r.verbose = co.verbose;
+
+  if ((rc = cli_client_opts("run", &co, &o, &storage)) != 0)
+    return rc;
+  if (lease_ms > 0)
+    o.default_lease_ms = lease_ms;
+  r.loop = uv_default_loop();
+  rc = lk_client_new(r.loop, &o, &r.c);
+  lk_client_opts_free_url(storage);
+  if (rc < 0) {
+    cli_report("run", "client", rc, NULL);
+    return rc == LK_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+  }
+  if ((rc = obj_new(&r)) < 0) {
+    cli_report("run", r.name, rc, r.c);
+    close_client(&r);
+    uv_run(r.loop, UV_RUN_DEFAULT);
+    return rc == LK_EINVAL || rc == LK_ENAMETOOLONG ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+  }
+  for (i = 0; i < 3; i++) {
+    uv_signal_init(r.loop, &r.sigs[i]);
+    r.sigs[i].data = &r;
+    uv_signal_start(&r.sigs[i], on_signal, fwd_signals[i]);
+  }
+  uv_timer_init(r.loop, &r.kill_timer);
+  r.kill_timer.data = &r;
+  r.acquiring = 1;
+  if ((rc = obj_acquire(&r)) < 0) {
+    r.acquiring = 0;
+    cli_report("run", r.name, rc, r.c);
+    r.exit_code = CLI_EXIT_FAIL;
+    finish(&r);
+  }
+  uv_run(r.loop, UV_RUN_DEFAULT);
+  uv_loop_close(r.loop);
+  return r.exit_code < 0 ? CLI_EXIT_FAIL : r.exit_code;
+}

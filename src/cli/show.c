@@ -1,0 +1,478 @@
+/* latchkey inspect / list / release --force / ping / watch (docs/cli.md).
+ * Each opens one client on its own loop, does its calls, closes the client
+ * and returns the exit status. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+typedef struct sess_s {
+  uv_loop_t loop;
+  lk_client_t *c;
+  const char *cmd;
+  int exit_code;
+  int json, yes, force;
+  int64_t count, interval_ms;
+  char **names;
+  int n_names, next;
+  /* list */
+  char cursor[32];
+  long steps;
+  /* release */
+  lk_inspect_kind_t kind;
+  union {
+    lk_lock_t *lock;
+    lk_fair_t *fair;
+    lk_rwlock_t *rw;
+  } o;
+  /* watch */
+  uv_timer_t timer;
+  uv_signal_t sigs[2];
+  int inflight, stopping, tty;
+  uint64_t frames;
+} sess_t;
+
+static void on_client_closed(lk_client_t *c) { (void)c; }
+
+static void sess_close(sess_t *s) {
+  if (s->c != NULL) {
+    lk_client_close(s->c, on_client_closed);
+    s->c = NULL;
+  }
+}
+
+/* Parses the common options and the subcommand's flags; positional
+ * arguments are gathered in s->names. */
+static int sess_args(sess_t *s, const char *cmd, int argc, char **argv, cli_common_t *co) {
+  int i, rc;
+  memset(s, 0, sizeof(*s));
+  s->cmd = cmd;
+  s->count = 100;
+  s->interval_ms = 500;
+  s->names = calloc((size_t)argc + 1, sizeof(char *));
+  if (s->names == NULL)
+    return CLI_EXIT_FAIL;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if ((rc = cli_common_arg(cmd, argc, argv, &i, co)) < 0)
+      return CLI_EXIT_USAGE;
+    if (rc > 0)
+      continue;
+    if (strcmp(a, "--json") == 0 && strcmp(cmd, "release") != 0 && strcmp(cmd, "watch") != 0)
+      s->json = 1;
+    else if (strcmp(a, "--yes") == 0 && strcmp(cmd, "release") == 0)
+      s->yes = 1;
+    else if (strcmp(a, "--force") == 0 && strcmp(cmd, "release") == 0)
+      s->force = 1;
+    else if (strcmp(a, "--count") == 0 && strcmp(cmd, "list") == 0) {
+      if (i + 1 >= argc || cli_parse_count(argv[i + 1], 10000, &s->count) < 0)
+        return cli_usage(cmd, "--count needs a number 1..10000");
+      i++;
+    } else if (strcmp(a, "--interval") == 0 && strcmp(cmd, "watch") == 0) {
+      if (i + 1 >= argc || cli_parse_duration(argv[i + 1], 0, &s->interval_ms) < 0 ||
+          s->interval_ms < 50)
+        return cli_usage(cmd, "--interval needs a duration of at least 50ms");
+      i++;
+    } else if (strcmp(a, "--") == 0) {
+      for (i++; i < argc; i++)
+        s->names[s->n_names++] = argv[i];
+    } else if (a[0] == '-' && a[1] != '\0') {
+      return cli_usage(cmd, "unknown option: %s", a);
+    } else {
+      s->names[s->n_names++] = argv[i];
+    }
+  }
+  return 0;
+}
+
+static int sess_open(sess_t *s, cli_common_t *co) {
+  lk_client_opts_t o;
+  char *storage = NULL;
+  int rc;
+  if ((rc = cli_client_opts(s->cmd, co, &o, &storage)) != 0)
+    return rc;
+  if (uv_loop_init(&s->loop) != 0)
+    return CLI_EXIT_FAIL;
+  rc = lk_client_new(&s->loop, &o, &s->c);
+  lk_client_opts_free_url(storage);
+  if (rc < 0) {
+    cli_report(s->cmd, "client", rc, NULL);
+    uv_loop_close(&s->loop);
+    return CLI_EXIT_FAIL;
+  }
+  return 0;
+}
+
+static int sess_run(sess_t *s) {
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&s->loop);
+  free(s->names);
+  return s->exit_code;
+}
+
+static void fail(sess_t *s, const char *what, int status) {
+  cli_report(s->cmd, what, status, s->c);
+  if (s->exit_code == 0)
+    s->exit_code = cli_exit_for(status, s->c);
+}
+
+/* ---- inspect ---- */
+
+static void inspect_next(sess_t *s);
+
+static void on_inspected(lk_client_t *c, int status, const lk_inspect_t *in, void *arg) {
+  sess_t *s = arg;
+  (void)c;
+  if (status < 0) {
+    fail(s, s->names[s->next - 1], status);
+    if (s->exit_code == CLI_EXIT_CONN) {
+      sess_close(s);
+      return;
+    }
+  } else if (s->json) {
+    cli_render_json(stdout, in);
+  } else {
+    if (s->next > 1)
+      fputc('\n', stdout);
+    cli_render_table(stdout, in);
+  }
+  fflush(stdout);
+  inspect_next(s);
+}
+
+static void inspect_next(sess_t *s) {
+  int rc;
+  while (s->next < s->n_names) {
+    const char *name = s->names[s->next++];
+    if ((rc = lk_inspect(s->c, name, on_inspected, s)) == 0)
+      return;
+    fail(s, name, rc);
+    if (rc == LK_EINVAL || rc == LK_ENAMETOOLONG)
+      s->exit_code = CLI_EXIT_USAGE;
+  }
+  sess_close(s);
+}
+
+int cli_inspect(int argc, char **argv) {
+  sess_t s;
+  cli_common_t co = {0};
+  int rc;
+  if ((rc = sess_args(&s, "inspect", argc, argv, &co)) != 0)
+    return rc;
+  if (s.n_names == 0)
+    return cli_usage("inspect", "at least one NAME is required");
+  if ((rc = sess_open(&s, &co)) != 0)
+    return rc;
+  inspect_next(&s);
+  return sess_run(&s);
+}
+
+/* ---- list ---- */
+
+static void on_listed(lk_client_t *c, int status, const lk_list_entry_t *e, size_t n,
+                      const char *next, void *arg) {
+  sess_t *s = arg;
+  size_t i;
+  int rc;
+  (void)c;
+  if (status < 0) {
+    fail(s, "list", status);
+    sess_close(s);
+    return;
+  }
+  for (i = 0; i < n; i++) {
+    if (s->json) {
+      cli_json_t j;
+      cli_json_init(&j, stdout);
+      cli_json_obj_begin(&j, NULL);
+      cli_json_str(&j, "name", e[i].name);
+      cli_json_str(&j, "kind", lk_inspect_kind_name(e[i].kind));
+      cli_json_obj_end(&j);
+      fputc('\n', stdout);
+    } else {
+      printf("%-7s %s\n", lk_inspect_kind_name(e[i].kind), e[i].name);
+    }
+  }
+  fflush(stdout);
+  snprintf(s->cursor, sizeof(s->cursor), "%s", next);
+  /* A full SCAN ends at cursor 0; the step bound only guards against a
+   * server that never says so. */
+  if (strcmp(s->cursor, "0") == 0 || ++s->steps > 100000000L) {
+    sess_close(s);
+    return;
+  }
+  if ((rc = lk_list(s->c, s->names[0], s->cursor, (int)s->count, on_listed, s)) < 0) {
+    fail(s, "list", rc);
+    sess_close(s);
+  }
+}
+
+int cli_list(int argc, char **argv) {
+  sess_t s;
+  cli_common_t co = {0};
+  int rc;
+  if ((rc = sess_args(&s, "list", argc, argv, &co)) != 0)
+    return rc;
+  if (s.n_names > 1)
+    return cli_usage("list", "one PATTERN at most");
+  if (s.n_names == 0)
+    s.names[0] = "*";
+  if ((rc = sess_open(&s, &co)) != 0)
+    return rc;
+  if ((rc = lk_list(s.c, s.names[0], "0", (int)s.count, on_listed, &s)) < 0) {
+    fail(&s, "list", rc);
+    if (rc == LK_EINVAL)
+      s.exit_code = CLI_EXIT_USAGE;
+    sess_close(&s);
+  }
+  return sess_run(&s);
+}
+
+/* ---- release --force ---- */
+
+static void rel_done(sess_t *s, int status, int64_t result) {
+  if (status < 0)
+    fail(s, s->names[0], status);
+  else
+    printf("%s: %s\n", s->names[0], result ? "force-released" : "was not held");
+}
+static void lock_closed(lk_lock_t *l) { sess_close(lk_lock_get_data(l)); }
+static void fair_closed(lk_fair_t *f) { sess_close(lk_fair_get_data(f)); }
+static void rw_closed(lk_rwlock_t *w) { sess_close(lk_rwlock_get_data(w)); }
+static void lock_forced(lk_lock_t *l, int st, void *a) {
+  rel_done(a, st, lk_lock_result(l));
+  lk_lock_set_data(l, a);
+  lk_lock_close(l, lock_closed);
+}
+static void fair_forced(lk_fair_t *f, int st, void *a) {
+  rel_done(a, st, lk_fair_result(f));
+  lk_fair_set_data(f, a);
+  lk_fair_close(f, fair_closed);
+}
+static void rw_forced(lk_rwlock_t *w, int st, void *a) {
+  rel_done(a, st, lk_rwlock_result(w));
+  lk_rwlock_set_data(w, a);
+  lk_rwlock_close(w, rw_closed);
+}
+
+/* Asks on the terminal; 1 yes. Blocks the loop, which has nothing else to
+ * do meanwhile. */
+static int confirm(const lk_inspect_t *in) {
+  char line[16];
+  cli_render_table(stderr, in);
+  fprintf(stderr, "Force-release %s, whoever holds it? [y/N] ", in->name);
+  fflush(stderr);
+  if (fgets(line, sizeof(line), stdin) == NULL)
+    return 0;
+  return line[0] == 'y' || line[0] == 'Y';
+}
+
+static void on_release_inspected(lk_client_t *c, int status, const lk_inspect_t *in,
+                                 void *arg) {
+  sess_t *s = arg;
+  int rc = 0;
+  if (status < 0) {
+    fail(s, s->names[0], status);
+    sess_close(s);
+    return;
+  }
+  if (in->kind != LK_INSPECT_LOCK && in->kind != LK_INSPECT_FAIR &&
+      in->kind != LK_INSPECT_RWLOCK && in->kind != LK_INSPECT_NONE &&
+      in->kind != LK_INSPECT_TOKEN) {
+    fprintf(stderr, "%s release: %s is a %s, not a lock: left alone\n", cli_prog, in->name,
+            lk_inspect_kind_name(in->kind));
+    s->exit_code = CLI_EXIT_FAIL;
+    sess_close(s);
+    return;
+  }
+  if (in->kind == LK_INSPECT_NONE || in->kind == LK_INSPECT_TOKEN) {
+    printf("%s: was not held\n", in->name);
+    sess_close(s);
+    return;
+  }
+  if (!s->yes && !confirm(in)) {
+    fprintf(stderr, "%s release: not confirmed: nothing done\n", cli_prog);
+    s->exit_code = CLI_EXIT_FAIL;
+    sess_close(s);
+    return;
+  }
+  /* The primitive's own force release: a fair lock wakes its next waiter,
+   * a read/write lock also removes its readers' hold keys. */
+  if (in->kind == LK_INSPECT_FAIR) {
+    if ((rc = lk_fair_new(c, in->name, &s->o.fair)) == 0) {
+      lk_fair_set_data(s->o.fair, s);
+      if ((rc = lk_fair_force_release(s->o.fair, fair_forced, s)) < 0)
+        lk_fair_close(s->o.fair, fair_closed);
+    }
+  } else if (in->kind == LK_INSPECT_RWLOCK) {
+    if ((rc = lk_rwlock_new(c, in->name, &s->o.rw)) == 0) {
+      lk_rwlock_set_data(s->o.rw, s);
+      if ((rc = lk_rwlock_force_release(s->o.rw, rw_forced, s)) < 0)
+        lk_rwlock_close(s->o.rw, rw_closed);
+    }
+  } else {
+    if ((rc = lk_lock_new(c, in->name, &s->o.lock)) == 0) {
+      lk_lock_set_data(s->o.lock, s);
+      if ((rc = lk_lock_force_release(s->o.lock, lock_forced, s)) < 0)
+        lk_lock_close(s->o.lock, lock_closed);
+    }
+  }
+  if (rc < 0) {
+    /* The object's close callback closes the client; without an object,
+     * close it here. */
+    int made = s->o.lock != NULL || s->o.fair != NULL || s->o.rw != NULL;
+    fail(s, in->name, rc);
+    if (!made)
+      sess_close(s);
+  }
+}
+
+int cli_release(int argc, char **argv) {
+  sess_t s;
+  cli_common_t co = {0};
+  int rc;
+  if ((rc = sess_args(&s, "release", argc, argv, &co)) != 0)
+    return rc;
+  if (!s.force)
+    return cli_usage("release", "--force is required (it deletes whoever holds NAME)");
+  if (s.n_names != 1)
+    return cli_usage("release", "exactly one NAME");
+  if (!s.yes && !isatty(STDIN_FILENO))
+    return cli_usage("release", "stdin is not a terminal: pass --yes to release without asking");
+  if ((rc = sess_open(&s, &co)) != 0)
+    return rc;
+  if ((rc = lk_inspect(s.c, s.names[0], on_release_inspected, &s)) < 0) {
+    fail(&s, s.names[0], rc);
+    if (rc == LK_EINVAL || rc == LK_ENAMETOOLONG)
+      s.exit_code = CLI_EXIT_USAGE;
+    sess_close(&s);
+  }
+  return sess_run(&s);
+}
+
+/* ---- ping ---- */
+
+static void on_ping(lk_client_t *c, int status, const lk_ping_t *p, void *arg) {
+  sess_t *s = arg;
+  (void)c;
+  if (status < 0) {
+    fail(s, "ping", status);
+  } else if (s->json) {
+    cli_json_t j;
+    cli_json_init(&j, stdout);
+    cli_json_obj_begin(&j, NULL);
+    cli_json_str(&j, "server", p->server);
+    cli_json_str(&j, "version", p->version);
+    cli_json_str(&j, "mode", p->mode);
+    cli_json_int(&j, "rtt_us", p->rtt_us);
+    cli_json_obj_end(&j);
+    fputc('\n', stdout);
+  } else {
+    printf("%s %s (%s), round trip %" PRId64 ".%03" PRId64 " ms\n", p->server, p->version,
+           p->mode, p->rtt_us / 1000, p->rtt_us % 1000);
+  }
+  sess_close(s);
+}
+
+int cli_ping(int argc, char **argv) {
+  sess_t s;
+  cli_common_t co = {0};
+  int rc;
+  if ((rc = sess_args(&s, "ping", argc, argv, &co)) != 0)
+    return rc;
+  if (s.n_names != 0)
+    return cli_usage("ping", "no arguments besides the options (got %s)", s.names[0]);
+  if ((rc = sess_open(&s, &co)) != 0)
+    return rc;
+  if ((rc = lk_ping(s.c, on_ping, &s)) < 0) {
+    fail(&s, "ping", rc);
+    sess_close(&s);
+  }
+  return sess_run(&s);
+}
+
+/* ---- watch ---- */
+
+static void watch_closed(uv_handle_t *h) { (void)h; }
+
+static void watch_stop(sess_t *s) {
+  int i;
+  if (s->stopping)
+    return;
+  s->stopping = 1;
+  uv_close((uv_handle_t *)&s->timer, watch_closed);
+  for (i = 0; i < 2; i++)
+    uv_close((uv_handle_t *)&s->sigs[i], watch_closed);
+  if (!s->inflight)
+    sess_close(s);
+}
+
+static void on_watch_inspected(lk_client_t *c, int status, const lk_inspect_t *in, void *arg) {
+  sess_t *s = arg;
+  (void)c;
+  s->inflight = 0;
+  if (s->stopping) {
+    sess_close(s);
+    return;
+  }
+  /* A terminal gets the frame redrawn in place (cursor home, clear);
+   * anything else gets one frame after another. */
+  if (s->tty)
+    fputs("\033[H\033[2J", stdout);
+  else if (s->frames > 0)
+    fputs("\n", stdout);
+  s->frames++;
+  if (status < 0) {
+    printf("%s: %s (%s)%s%s\n", s->names[0], lk_err_name(status), lk_strerror(status),
+           *lk_client_error_text(s->c) ? ": " : "", lk_client_error_text(s->c));
+  } else {
+    cli_render_table(stdout, in);
+  }
+  if (s->tty)
+    printf("\n(every %" PRId64 "ms; Ctrl-C to stop)\n", s->interval_ms);
+  fflush(stdout);
+}
+
+static void on_watch_tick(uv_timer_t *t) {
+  sess_t *s = t->data;
+  int rc;
+  if (s->inflight || s->stopping)
+    return; /* the last read has not come back: skip this tick */
+  if ((rc = lk_inspect(s->c, s->names[0], on_watch_inspected, s)) < 0) {
+    fail(s, s->names[0], rc);
+    watch_stop(s);
+    return;
+  }
+  s->inflight = 1;
+}
+
+static void on_watch_signal(uv_signal_t *h, int signum) {
+  (void)signum;
+  watch_stop(h->data);
+}
+
+int cli_watch(int argc, char **argv) {
+  sess_t s;
+  cli_common_t co = {0};
+  int rc, i;
+  static const int sigs[2] = {SIGINT, SIGTERM};
+  if ((rc = sess_args(&s, "watch", argc, argv, &co)) != 0)
+    return rc;
+  if (s.n_names != 1)
+    return cli_usage("watch", "exactly one NAME");
+  if ((rc = sess_open(&s, &co)) != 0)
+    return rc;
+  s.tty = isatty(STDOUT_FILENO);
+  uv_timer_init(&s.loop, &s.timer);
+  s.timer.data = &s;
+  for (i = 0; i < 2; i++) {
+    uv_signal_init(&s.loop, &s.sigs[i]);
+    s.sigs[i].data = &s;
+    uv_signal_start(&s.sigs[i], on_watch_signal, sigs[i]);
+  }
+  uv_timer_start(&s.timer, on_watch_tick, 0, (uint64_t)s.interval_ms);
+  return sess_run(&s);
+}

@@ -1,0 +1,529 @@
+/* The latchkey tool (docs/cli.md) run as a program against harness servers:
+ * each case starts the built binary (LK_CLI_PATH) with fork/exec, its
+ * output captured in files of a private directory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lk_fixture.h"
+#include "redisson_emu.h"
+
+#ifndef LK_CLI_PATH
+#error "LK_CLI_PATH: the latchkey binary (test/lists/cli_tests.cmake)"
+#endif
+
+typedef struct tool_s {
+  pid_t pid;
+  char out[256], err[256];
+} tool_t;
+
+static char g_dir[128];
+
+static void dir_init(void) {
+  snprintf(g_dir, sizeof(g_dir), "/tmp/lk_cli_XXXXXX");
+  ASSERT_NOT_NULL(mkdtemp(g_dir));
+}
+
+static void path_of(char *buf, size_t cap, const char *leaf) {
+  snprintf(buf, cap, "%s/%s", g_dir, leaf);
+}
+
+/* Starts the tool with args (NULL-terminated), LATCHKEY_REDIS pointing at
+ * port (0: unset); stdout and stderr go to files named after tag. */
+static void tool_start(tool_t *t, int port, const char *tag, const char *const *args) {
+  const char *argv[32];
+  int n = 0, fd;
+  argv[n++] = LK_CLI_PATH;
+  while (args[n - 1] != NULL && n < 31) {
+    argv[n] = args[n - 1];
+    n++;
+  }
+  argv[n] = NULL;
+  snprintf(t->out, sizeof(t->out), "%s/%s.out", g_dir, tag);
+  snprintf(t->err, sizeof(t->err), "%s/%s.err", g_dir, tag);
+  t->pid = fork();
+  ASSERT(t->pid >= 0);
+  if (t->pid == 0) {
+    char url[64];
+    if (port > 0) {
+      snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
+      setenv("LATCHKEY_REDIS", url, 1);
+    } else {
+      unsetenv("LATCHKEY_REDIS");
+    }
+    fd = open("/dev/null", O_RDONLY);
+    dup2(fd, 0);
+    fd = open(t->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 1);
+    fd = open(t->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    execv(LK_CLI_PATH, (char *const *)argv);
+    _exit(99);
+  }
+  rt_child_track(t->pid);
+}
+
+/* Waits (bounded) for the tool to exit; its exit status, 128+N for a
+ * signal, or -1 if it is still running after timeout_ms (scaled). */
+static int tool_wait_for(tool_t *t, int64_t timeout_ms) {
+  int64_t until = rt_now_ms() + rt_scaled_ms(timeout_ms);
+  int st;
+  for (;;) {
+    pid_t r = waitpid(t->pid, &st, WNOHANG);
+    if (r == t->pid) {
+      rt_child_untrack(t->pid);
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    ASSERT(r == 0);
+    if (rt_now_ms() > until)
+      return -1;
+    rt_sleep_ms(10);
+  }
+}
+
+static int tool_wait(tool_t *t) {
+  int rc = tool_wait_for(t, 30000);
+  ASSERT_NE(rc, -1);
+  return rc;
+}
+
+static int tool_run(int port, const char *tag, const char *const *args) {
+  tool_t t;
+  tool_start(&t, port, tag, args);
+  return tool_wait(&t);
+}
+
+/* The whole of a file (malloc'd, NUL-terminated; "" when absent). */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  char *buf;
+  long n;
+  if (f == NULL)
+    return strdup("");
+  fseek(f, 0, SEEK_END);
+  n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  buf = calloc(1, (size_t)n + 1);
+  ASSERT_NOT_NULL(buf);
+  ASSERT_EQ(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  return buf;
+}
+
+static int file_has(const char *path, const char *needle) {
+  char *s = slurp(path);
+  int found = strstr(s, needle) != NULL;
+  free(s);
+  return found;
+}
+
+/* Waits (bounded, scaled) until a file exists with content. */
+static void wait_file(const char *path, int64_t timeout_ms) {
+  int64_t until = rt_now_ms() + rt_scaled_ms(timeout_ms);
+  struct stat st;
+  while (stat(path, &st) != 0 || st.st_size == 0) {
+    if (rt_now_ms() > until)
+      FAIL("%s never appeared", path);
+    rt_sleep_ms(10);
+  }
+}
+
+static long long read_ll(const char *path) {
+  char *s = slurp(path);
+  long long v = atoll(s);
+  free(s);
+  return v;
+}
+
+TEST(run_excludes_another_run_on_the_same_name) {
+  rt_server_t *srv;
+  tool_t t[4];
+  char log[256], script[1024], *text, *p;
+  int i, depth = 0, starts = 0;
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  path_of(log, sizeof(log), "log");
+  /* Each child appends start, waits, appends end: with the lock held,
+   * no two starts follow each other. */
+  snprintf(script, sizeof(script), "echo start >> %s; sleep 0.2; echo end >> %s", log, log);
+  for (i = 0; i < 4; i++) {
+    char tag[16];
+    const char *args[] = {"run", "--wait", "60s", "cli:excl", "--", "sh", "-c", script, NULL};
+    snprintf(tag, sizeof(tag), "run%d", i);
+    tool_start(&t[i], rt_server_port(srv), tag, args);
+  }
+  for (i = 0; i < 4; i++)
+    ASSERT_EQ(tool_wait(&t[i]), 0);
+  text = slurp(log);
+  for (p = strtok(text, "\n"); p != NULL; p = strtok(NULL, "\n")) {
+    if (strcmp(p, "start") == 0) {
+      ASSERT_EQ(depth, 0);
+      depth = 1, starts++;
+    } else {
+      ASSERT_STREQ(p, "end");
+      ASSERT_EQ(depth, 1);
+      depth = 0;
+    }
+  }
+  free(text);
+  ASSERT_EQ(starts, 4);
+  ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:excl"), 0);
+  rt_server_stop(srv);
+}
+
+TEST(child_sees_name_owner_and_an_increasing_token) {
+  rt_server_t *srv;
+  char f1[256], f2[256], s1[1024], s2[1024];
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  path_of(f1, sizeof(f1), "t1");
+  path_of(f2, sizeof(f2), "t2");
+  snprintf(s1, sizeof(s1), "echo $LATCHKEY_TOKEN > %s; echo $LATCHKEY_NAME $LATCHKEY_OWNER >> %s",
+           f1, f1);
+  snprintf(s2, sizeof(s2), "echo $LATCHKEY_TOKEN > %s", f2);
+  {
+    const char *a1[] = {"run", "cli:tok", "--", "sh", "-c", s1, NULL};
+    const char *a2[] = {"run", "cli:tok", "--", "sh", "-c", s2, NULL};
+    ASSERT_EQ(tool_run(rt_server_port(srv), "r1", a1), 0);
+    ASSERT_EQ(tool_run(rt_server_port(srv), "r2", a2), 0);
+  }
+  ASSERT_GT(read_ll(f1), 0);
+  ASSERT_GT(read_ll(f2), read_ll(f1));
+  ASSERT(file_has(f1, "cli:tok "));
+  ASSERT(file_has(f1, ":1")); /* UUID:TID */
+  rt_server_stop(srv);
+}
+
+TEST(child_exit_status_is_passed_on) {
+  rt_server_t *srv;
+  const char *a[] = {"run", "cli:st", "--", "sh", "-c", "exit 7", NULL};
+  const char *nf[] = {"run", "cli:st", "--", "/nonexistent/cmd", NULL};
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  ASSERT_EQ(tool_run(rt_server_port(srv), "st", a), 7);
+  ASSERT_EQ(tool_run(rt_server_port(srv), "nf", nf), 127);
+  ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:st"), 0);
+  rt_server_stop(srv);
+}
+
+TEST(deleted_key_terminates_child_with_lost_status) {
+  rt_server_t *srv;
+  tool_t t;
+  char pidf[256], script[1024];
+  int rc;
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  path_of(pidf, sizeof(pidf), "pid");
+  /* The child ignores SIGTERM: SIGKILL after --kill-after. */
+  snprintf(script, sizeof(script), "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done",
+           pidf);
+  {
+    const char *a[] = {"run", "--lease", "3s", "--kill-after", "300ms", "cli:lost", "--", "sh",
+                       "-c", script, NULL};
+    tool_start(&t, rt_server_port(srv), "lost", a);
+  }
+  wait_file(pidf, 10000);
+  ASSERT_EQ(rt_cmd_int(srv, "DEL cli:lost"), 1);
+  /* The next renewal (every lease/3 = 1 s) finds the key gone. */
+  rc = tool_wait_for(&t, 10000);
+  ASSERT_EQ(rc, 79);
+  ASSERT_EQ(kill((pid_t)read_ll(pidf), 0), -1); /* the child is gone */
+  ASSERT(file_has(t.err, "lost"));
+  rt_server_stop(srv);
+}
+
+TEST(sigterm_reaches_child_and_lock_is_released) {
+  rt_server_t *srv;
+  tool_t t;
+  char pidf[256], got[256], script[1024];
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  path_of(pidf, sizeof(pidf), "pid");
+  path_of(got, sizeof(got), "got");
+  snprintf(script, sizeof(script),
+           "trap 'echo term > %s; exit 5' TERM; echo $$ > %s; while :; do sleep 0.05; done", got,
+           pidf);
+  {
+    const char *a[] = {"run", "cli:sig", "--", "sh", "-c", script, NULL};
+    tool_start(&t, rt_server_port(srv), "sig", a);
+  }
+  wait_file(pidf, 10000);
+  ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:sig"), 1);
+  ASSERT_EQ(kill(t.pid, SIGTERM), 0);
+  ASSERT_EQ(tool_wait(&t), 5);
+  ASSERT(file_has(got, "term"));
+  ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:sig"), 0);
+  rt_server_stop(srv);
+}
+
+TEST(timeout_and_connection_errors_have_their_statuses) {
+  rt_server_t *srv;
+  int dead = rt_pick_port();
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  freeReplyObject(rt_cmd(srv, "HSET cli:busy 11111111-2222-4333-8444-555555555555:1 1"));
+  {
+    const char *a[] = {"run", "--wait", "200ms", "cli:busy", "--", "true", NULL};
+    const char *b[] = {"run", "--wait", "0", "cli:busy", "--", "true", NULL};
+    const char *c[] = {"run", "--wait", "500ms", "cli:x", "--", "true", NULL};
+    const char *d[] = {"ping", NULL};
+    const char *e[] = {"inspect", "cli:x", NULL};
+    ASSERT_EQ(tool_run(rt_server_port(srv), "to", a), 75);
+    ASSERT_EQ(tool_run(rt_server_port(srv), "to0", b), 75);
+    ASSERT_EQ(tool_run(dead, "c1", c), 69);
+    ASSERT_EQ(tool_run(dead, "c2", d), 69);
+    ASSERT_EQ(tool_run(dead, "c3", e), 69);
+  }
+  rt_server_stop(srv);
+}
+
+TEST(every_bad_argument_is_usage_and_status_2) {
+  static const char *const cases[][10] = {
+      {NULL},
+      {"frobnicate", NULL},
+      {"run", NULL},
+      {"run", "x", NULL},
+      {"run", "x", "--", NULL},
+      {"run", "x", "true", NULL},
+      {"run", "--wait", "10", "x", "--", "true", NULL},
+      {"run", "--wait", "ten", "x", "--", "true", NULL},
+      {"run", "--lease", "500ms", "x", "--", "true", NULL},
+      {"run", "--wait", NULL},
+      {"run", "--fair", "--read", "x", "--", "true", NULL},
+      {"run", "--permits", "0", "--semaphore", "x", "--", "true", NULL},
+      {"run", "--permits", "2", "x", "--", "true", NULL},
+      {"run", "--bogus", "x", "--", "true", NULL},
+      {"run", "--redis", "http://nope", "x", "--", "true", NULL},
+      {"inspect", NULL},
+      {"inspect", "--bogus", "x", NULL},
+      {"list", "a", "b", NULL},
+      {"list", "--count", "0", NULL},
+      {"release", "x", NULL},
+      {"release", "--force", NULL},
+      {"release", "--force", "x", NULL}, /* stdin not a terminal, no --yes */
+      {"ping", "extra", NULL},
+      {"watch", NULL},
+      {"watch", "--interval", "1ms", "x", NULL},
+  };
+  size_t i;
+  dir_init();
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    tool_t t;
+    char tag[16];
+    snprintf(tag, sizeof(tag), "u%zu", i);
+    tool_start(&t, rt_pick_port(), tag, cases[i]);
+    if (tool_wait(&t) != 2)
+      FAIL("case %zu (%s %s): not exit status 2", i, cases[i][0] ? cases[i][0] : "",
+           cases[i][0] && cases[i][1] ? cases[i][1] : "");
+    if (!file_has(t.err, "usage: latchkey"))
+      FAIL("case %zu: no usage line on stderr", i);
+  }
+  {
+    const char *h[] = {"--help", NULL};
+    tool_t t;
+    tool_start(&t, 0, "help", h);
+    ASSERT_EQ(tool_wait(&t), 0);
+    ASSERT(file_has(t.out, "Exit status"));
+    ASSERT(file_has(t.out, "79"));
+    ASSERT(file_has(t.out, "watch"));
+  }
+}
+
+/* Holds cli:lk with the library (a fenced acquire, fixed lease). */
+static void on_acq(lk_lock_t *l, int st, void *arg) {
+  (void)l;
+  *(int *)arg = st == 0 ? 1 : st;
+}
+
+TEST(inspect_json_and_list_on_each_primitive) {
+  fx_t fx;
+  lk_lock_t *l;
+  lk_lock_opts_t o;
+  redisContext *ctx;
+  long long ttl;
+  char owner[128], want[256], rid[33];
+  int st = 0, port;
+  dir_init();
+  fx_start(&fx, NULL);
+  port = rt_server_port(fx.srv);
+  l = fx_lock(&fx, "cli:lk");
+  lk_lock_opts_init(&o);
+  o.lease_ms = 60000;
+  o.fenced = 1;
+  ASSERT_OK(lk_lock_acquire(l, &o, on_acq, &st));
+  rt_run_until(&fx.loop, &st, 10000);
+  ASSERT_EQ(st, 1);
+  snprintf(owner, sizeof(owner), "%s", lk_lock_owner(l));
+  ctx = rt_rlock_connect(port);
+  ASSERT_EQ(rt_rfair_attempt(ctx, "cli:fair", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000,
+                             60000, &ttl),
+            1);
+  ASSERT_EQ(rt_rfair_attempt(ctx, "cli:fair", "bbbbbbbb-2222-4333-8444-555555555555", 2, 60000,
+                             60000, &ttl),
+            0);
+  ASSERT_EQ(rt_rsem_try_set_permits(ctx, "cli:sem", 4), 1);
+  ASSERT_EQ(rt_rsem_try_set_permits(ctx, "cli:psem", 2), 1);
+  ASSERT_EQ(rt_rpsem_try_acquire(ctx, "cli:psem", 30000, rid), 1);
+  freeReplyObject(rt_cmd(fx.srv, "HSET cli:rw mode read 11111111-2222-4333-8444-555555555555:9 2"));
+  freeReplyObject(rt_cmd(fx.srv, "SET {cli:rw}:11111111-2222-4333-8444-555555555555:9:rwlock_timeout:1 1 PX 20000"));
+  {
+    const char *a[] = {"inspect", "--json", "cli:lk", "cli:fair", "cli:sem", "cli:psem",
+                       "cli:rw", "cli:none", NULL};
+    const char *b[] = {"list", "cli:*", NULL};
+    const char *c[] = {"inspect", "cli:fair", NULL};
+    tool_t t;
+    char out[256];
+    ASSERT_EQ(tool_run(port, "insp", a), 0);
+    path_of(out, sizeof(out), "insp.out");
+    snprintf(want, sizeof(want), "{\"name\":\"cli:lk\",\"kind\":\"lock\",\"redis_type\":\"hash\"");
+    ASSERT(file_has(out, want));
+    snprintf(want, sizeof(want), "\"holders\":[{\"owner\":\"%s\",\"count\":1,\"mode\":null", owner);
+    ASSERT(file_has(out, want));
+    snprintf(want, sizeof(want), "\"token\":%lld,", (long long)lk_lock_token(l));
+    ASSERT(file_has(out, want));
+    ASSERT(file_has(out, "\"kind\":\"fair\""));
+    ASSERT(file_has(out, "\"waiters\":[{\"owner\":\"bbbbbbbb-2222-4333-8444-555555555555:2\""));
+    ASSERT(file_has(out, "\"name\":\"cli:sem\",\"kind\":\"count\",\"redis_type\":\"string\""));
+    ASSERT(file_has(out, "\"count\":4,"));
+    ASSERT(file_has(out, "\"kind\":\"psem\""));
+    snprintf(want, sizeof(want), "\"permits\":[{\"id\":\"%s\",\"lease_ms\":", rid);
+    ASSERT(file_has(out, want));
+    ASSERT(file_has(out, "\"kind\":\"rwlock\""));
+    ASSERT(file_has(out, "\"mode\":\"read\""));
+    ASSERT(file_has(out, "{\"owner\":\"11111111-2222-4333-8444-555555555555:9\",\"count\":2,"
+                         "\"mode\":\"read\""));
+    ASSERT(file_has(out, "{\"name\":\"cli:none\",\"kind\":\"none\""));
+
+    ASSERT_EQ(tool_run(port, "list", b), 0);
+    path_of(out, sizeof(out), "list.out");
+    ASSERT(file_has(out, "lock    cli:lk\n"));
+    ASSERT(file_has(out, "fair    cli:fair\n"));
+    ASSERT(file_has(out, "count   cli:sem\n"));
+    ASSERT(file_has(out, "psem    cli:psem\n"));
+    ASSERT(file_has(out, "rwlock  cli:rw\n"));
+
+    tool_start(&t, port, "table", c);
+    ASSERT_EQ(tool_wait(&t), 0);
+    ASSERT(file_has(t.out, "fair lock"));
+    ASSERT(file_has(t.out, "aaaaaaaa-2222-4333-8444-555555555555:1"));
+    ASSERT(file_has(t.out, "1 waiting"));
+  }
+  redisFree(ctx);
+  fx_close_lock(&fx, l);
+  fx_finish(&fx);
+}
+
+TEST(release_force_wakes_a_waiting_run) {
+  rt_server_t *srv;
+  tool_t waiter;
+  char ran[256], script[1024];
+  redisContext *ctx;
+  int64_t t0;
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  ctx = rt_rlock_connect(rt_server_port(srv));
+  /* A Redisson holder with a long lease: the waiter would wait a minute. */
+  ASSERT_EQ(rt_rlock_try(ctx, "cli:rel", "11111111-2222-4333-8444-555555555555", 1, 60000),
+            RT_RLOCK_ACQUIRED);
+  path_of(ran, sizeof(ran), "ran");
+  snprintf(script, sizeof(script), "echo ran > %s", ran);
+  {
+    const char *w[] = {"run", "--wait", "60s", "cli:rel", "--", "sh", "-c", script, NULL};
+    const char *r[] = {"release", "--force", "--yes", "cli:rel", NULL};
+    tool_start(&waiter, rt_server_port(srv), "waiter", w);
+    /* Waiting: it listens on the lock's channel. */
+    t0 = rt_now_ms();
+    while (rt_cmd_int(srv, "EVAL %s 0", "return redis.call('pubsub','numsub',"
+                      "'redisson_lock__channel:{cli:rel}')[2]") < 1) {
+      ASSERT_LT(rt_now_ms() - t0, rt_scaled_ms(10000));
+      rt_sleep_ms(10);
+    }
+    ASSERT_EQ(tool_wait_for(&waiter, 0), -1);
+    t0 = rt_now_ms();
+    ASSERT_EQ(tool_run(rt_server_port(srv), "rel", r), 0);
+  }
+  ASSERT_EQ(tool_wait(&waiter), 0);
+  ASSERT_LT(rt_now_ms() - t0, rt_scaled_ms(20000));
+  ASSERT(file_has(ran, "ran"));
+  redisFree(ctx);
+  rt_server_stop(srv);
+}
+
+/* Reads what the pseudo-terminal shows until it holds needle (bounded). */
+static int pty_wait_for(int fd, char *acc, size_t cap, size_t *len, const char *needle,
+                        int64_t timeout_ms) {
+  int64_t until = rt_now_ms() + rt_scaled_ms(timeout_ms);
+  while (rt_now_ms() < until) {
+    ssize_t n = read(fd, acc + *len, cap - 1 - *len);
+    if (n > 0) {
+      *len += (size_t)n;
+      acc[*len] = '\0';
+      if (strstr(acc, needle) != NULL)
+        return 1;
+      if (*len > cap / 2) { /* keep the tail */
+        memmove(acc, acc + *len - cap / 4, cap / 4);
+        *len = cap / 4;
+        acc[*len] = '\0';
+      }
+    } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      return 0;
+    } else {
+      rt_sleep_ms(10);
+    }
+  }
+  return 0;
+}
+
+TEST(watch_draws_holder_and_follows_a_change) {
+  rt_server_t *srv;
+  redisContext *ctx;
+  int fd, st;
+  pid_t pid;
+  char url[64], acc[65536];
+  size_t len = 0;
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  ctx = rt_rlock_connect(rt_server_port(srv));
+  ASSERT_EQ(rt_rlock_try(ctx, "cli:w", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000),
+            RT_RLOCK_ACQUIRED);
+  snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
+  pid = forkpty(&fd, NULL, NULL, NULL);
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    execl(LK_CLI_PATH, LK_CLI_PATH, "watch", "--interval", "100ms", "--redis", url, "cli:w",
+          (char *)NULL);
+    _exit(99);
+  }
+  rt_child_track(pid);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
+                      10000));
+  ASSERT(strstr(acc, "\033[2J") != NULL); /* a terminal: redrawn in place */
+  ASSERT_EQ(rt_rlock_unlock(ctx, "cli:w", "aaaaaaaa-2222-4333-8444-555555555555", 1), 1);
+  ASSERT_EQ(rt_rlock_try(ctx, "cli:w", "bbbbbbbb-2222-4333-8444-555555555555", 2, 60000),
+            RT_RLOCK_ACQUIRED);
+  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "bbbbbbbb-2222-4333-8444-555555555555:2",
+                      10000));
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  rt_child_untrack(pid);
+  ASSERT(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  close(fd);
+  redisFree(ctx);
+  rt_server_stop(srv);
+}
