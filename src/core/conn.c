@@ -204,6 +204,12 @@ static void on_hs_info(void *data, int status, redisReply *r) {
   lk__conn_t *conn = data;
   if (conn->state != LK__CONN_HANDSHAKE)
     return;
+  if (conn->handshake_err != 0) {
+    /* Refused already (AUTH, or ROLE: a replica the sentinels named): its
+     * run_id is not the one restarts are judged by. */
+    handshake_step_done(conn);
+    return;
+  }
   if (status == 0 && r != NULL && r->type == REDIS_REPLY_STRING) {
     const char *p = strstr(r->str, "run_id:");
     if (p != NULL) {
