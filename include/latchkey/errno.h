@@ -29,7 +29,8 @@ extern "C" {
  *   the server codes  LK_EWRONGTYPE, LK_ENOPERM, LK_EAUTH, LK_EOOM,
  *                     LK_EREADONLY, LK_ELOADING, LK_ESERVERBUSY, LK_EMISCONF,
  *                     LK_ECLUSTER, LK_EREDIS: the server's error reply, or the
- *                     failed handshake of the connection a command waited for.
+ *                     failed handshake of the connection a command waited for
+ *                     (then also LK_ETLS, with TLS: docs/tls.md).
  *
  * A callback can also get LK_ENOMEM or LK_EAGAIN when a command its operation
  * sends after the call (a retry, a resend) cannot be queued. Which code means
