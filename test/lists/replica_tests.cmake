@@ -1,0 +1,3 @@
+# Replica sync (docs/replica-sync.md): WAIT / WAITAOF after a grant, on a
+# master with one replica; the failover demonstration is here too.
+lk_add_test_file(SOURCE replica/replica_sync.c LABEL replica)
