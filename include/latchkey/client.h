@@ -188,7 +188,8 @@ LK_EXTERN int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
                             lk_client_t **out);
 
 /* LK_EBUSY while objects made from this client are still open (close them
- * first, as libuv asks of handles). Otherwise every handle is closed and
+ * first, as libuv asks of handles, or all at once with lk_client_close_all
+ * below). Otherwise every handle is closed and
  * close_cb (may be NULL) runs once all of them are; the memory is freed after
  * it returns. Returns 0, LK_EINVAL (NULL), LK_EWRONGTHREAD, LK_ECLOSED
  * (already closing), LK_EBUSY, or LK_EFORKED (in a forked child, where only
