@@ -979,6 +979,13 @@ void lk__conn_start(lk__conn_t *conn) {
     conn_start_connect(conn);
 }
 
+void lk__conn_retry_now(lk__conn_t *conn) {
+  if (conn->state != LK__CONN_BACKOFF)
+    return;
+  uv_timer_stop(&conn->timer);
+  conn_start_connect(conn);
+}
+
 static void on_timer_closed(uv_handle_t *h) {
   lk__conn_t *conn = h->data;
   conn->timer_closing = 0;

@@ -283,6 +283,9 @@ void lk__close_all_kick(lk_client_t *c);
 /* --- connection --- */
 void lk__conn_init(lk_client_t *c, lk__conn_t *conn, int kind);
 void lk__conn_start(lk__conn_t *conn);
+/* A connection backing off dials now: what it waited out is gone (the
+ * sentinels named a new master). */
+void lk__conn_retry_now(lk__conn_t *conn);
 /* A CONNECTING connection dials host:port (node 0 found through the
  * sentinels); lk__conn_flush writes what it gathered while corked. */
 void lk__conn_dial(lk__conn_t *conn, const char *host, int port);

@@ -338,6 +338,11 @@ static void drop_node0(lk__sentinel_t *S, const char *host, int port, const char
     lk__conn_t *conn = conns[k];
     int dialling = conn->state == LK__CONN_CONNECTING &&
                    (conn->io_open || conn->io_closing || conn->gai_pending);
+    if (host != NULL && conn->state == LK__CONN_BACKOFF) {
+      /* Its backoff was for a master that is gone: try the new one now. */
+      lk__conn_retry_now(conn);
+      continue;
+    }
     if (!dialling && conn->state != LK__CONN_HANDSHAKE && conn->state != LK__CONN_READY)
       continue; /* idle, backing off, or asking the sentinels already */
     if (host != NULL && addr_eq(&S->dialed[k], host, port))
@@ -589,7 +594,9 @@ void lk__sentinel_on_down(lk__conn_t *conn, int why, const char *what) {
     /* Kept for the round's error text (on_answer runs next). */
     lk__sent_t *s = lk__container_of(conn, lk__sent_t, q);
     if (why == LK_EAUTH)
-      snprintf(s->why, sizeof(s->why), "AUTH refused");
+      snprintf(s->why, sizeof(s->why), "%s",
+               c->o.sentinel_password != NULL ? "AUTH refused"
+                                              : "authentication required (sentinel_password)");
     else
       snprintf(s->why, sizeof(s->why), "%s", what);
   }
