@@ -109,52 +109,51 @@ static void refuse(lk__obj_t *o) {
 static int decide(lk__obj_t *o, int status, const redisReply *r, int acked) {
   lk__obj_sync_t *s = o->sync;
   lk_client_t *c = o->client;
-  int report = c->o.sync_policy == LK_SYNC_REPORT, result;
+  int report = c->o.sync_policy == LK_SYNC_REPORT, result = 0;
   char text[160];
   s->acked = acked;
   if (o->lost)
     return LK_ELEASELOST; /* told through on_lost, given back then */
-  if (status == 0 && acked >= s->want) {
-    if (s->hold == NULL || lk__hold_is_held(c, s->hold))
-      return 0;
+  if (status != 0 || acked < s->want) {
+    c->stats.sync_shortfalls++;
+    if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+      /* Refused (ACL, a managed service without WAIT): each acquire gets
+       * the server's code, never a retry; said once per client. */
+      if (!c->sync_told_refused) {
+        c->sync_told_refused = 1;
+        lk__log(c, LK_LOG_WARN, "the server refused replica sync's WAIT (%.*s): %s",
+                (int)(r->len > 100 ? 100 : r->len), r->str,
+                report ? "acquisitions succeed unsynced" : "acquisitions fail");
+      }
+      lk__obj_error(o, r);
+      result = status;
+    } else if (status != 0) {
+      snprintf(text, sizeof(text), "WAIT got no answer (%s): replication of the grant unknown",
+               lk_err_name(status));
+      lk__obj_set_errtext(o, text);
+      result = status == LK_ECANCELED ? LK_ECANCELED : LK_ENOREPLICAS;
+    } else {
+      snprintf(text, sizeof(text), "%d of %d replicas acknowledged the grant within %lld ms",
+               acked, s->want, (long long)budget_ms(c));
+      lk__obj_set_errtext(o, text);
+      result = LK_ENOREPLICAS;
+    }
+    lk__log(c, LK_LOG_DEBUG, "replica sync shortfall (%s): %s", lk_err_name(result),
+            report ? "kept" : "given back");
+    if (!report) {
+      refuse(o);
+      return result;
+    }
+    lk__free(o->errtext); /* a success carries no error text */
+    o->errtext = NULL;
+  }
+  if (s->hold != NULL && !lk__hold_is_held(c, s->hold)) {
     /* Success must mean is_held(): a lease shorter than the wait. */
-    /* The acquire's callback gets LK_ELEASELOST (docs/client.md, "Logging"). */
-    lk__log(c, LK_LOG_INFO, "replicas acknowledged a grant after its lease ran out; given back");
+    lk__log(c, LK_LOG_WARN, "a grant's lease ran out while its replicas were awaited; given back");
     refuse(o);
     return LK_ELEASELOST;
   }
-  c->stats.sync_shortfalls++;
-  if (r != NULL && r->type == REDIS_REPLY_ERROR) {
-    /* Refused (ACL, a managed service without WAIT): each acquire gets the
-     * server's code, never a retry; said once per client. */
-    if (!c->sync_told_refused) {
-      c->sync_told_refused = 1;
-      lk__log(c, LK_LOG_WARN, "the server refused replica sync's WAIT (%.*s): %s",
-              (int)(r->len > 100 ? 100 : r->len), r->str,
-              report ? "acquisitions succeed unsynced" : "acquisitions fail");
-    }
-    lk__obj_error(o, r);
-    result = status;
-  } else if (status != 0) {
-    snprintf(text, sizeof(text), "WAIT got no answer (%s): replication of the grant unknown",
-             lk_err_name(status));
-    lk__obj_set_errtext(o, text);
-    result = status == LK_ECANCELED ? LK_ECANCELED : LK_ENOREPLICAS;
-  } else {
-    snprintf(text, sizeof(text), "%d of %d replicas acknowledged the grant within %lld ms",
-             acked, s->want, (long long)budget_ms(c));
-    lk__obj_set_errtext(o, text);
-    result = LK_ENOREPLICAS;
-  }
-  lk__log(c, LK_LOG_DEBUG, "replica sync shortfall (%s): %s", lk_err_name(result),
-          report ? "kept" : "given back");
-  if (report) {
-    lk__free(o->errtext); /* a success carries no error text */
-    o->errtext = NULL;
-    return 0;
-  }
-  refuse(o);
-  return result;
+  return 0;
 }
 
 /* --- WAIT on the grant's connection --- */
