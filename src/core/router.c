@@ -216,10 +216,13 @@ static void apply_topology(lk_client_t *c, lk__topo_t *t) {
   for (i = 0; i < t->n_nodes; i++) {
     const lk__topo_node_t *tn = &t->nodes[i];
     lk__node_t *n = NULL;
+    /* CLUSTER SHARDS names both ports of a node with TLS: a TLS client
+     * dials the TLS one (docs/tls.md). */
+    int port = c->tls != NULL && tn->tls_port > 0 ? tn->tls_port : tn->port;
     idx[i] = LK__TOPO_NONE;
-    if (tn->role != LK__TOPO_MASTER || tn->port == 0)
+    if (tn->role != LK__TOPO_MASTER || port == 0)
       continue;
-    n = node_get(c, tn->host, strlen(tn->host), tn->port);
+    n = node_get(c, tn->host, strlen(tn->host), port);
     if (n != NULL)
       idx[i] = n->idx;
   }
