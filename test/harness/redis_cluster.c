@@ -40,6 +40,7 @@ struct rt_cluster_s {
   int n;
   int masters, replicas, node_timeout_ms;
   char **extra; /* the caller's extra args, NULL-terminated copy */
+  char *tls[3];  /* certificate, key, CA (NULL: no TLS) */
   migration_t mig[RT_MAX_MIGRATIONS];
   /* slot -> node index (RT_NO_NODE: unassigned or unknown) */
   uint8_t map[RT_CLUSTER_SLOTS], ref[RT_CLUSTER_SLOTS];
@@ -74,8 +75,9 @@ const char *rt_cluster_id(const rt_cluster_t *c, int i) {
 
 int rt_cluster_index_of_port(const rt_cluster_t *c, int port) {
   for (int i = 0; i < c->n; i++)
-    if (c->nodes[i].srv != NULL && c->nodes[i].port == port)
-      return i;
+    if (c->nodes[i].srv != NULL &&
+        (c->nodes[i].port == port || rt_server_tls_port(c->nodes[i].srv) == port))
+      return i; /* a TLS port: what replicas of a --tls-replication node report */
   return -1;
 }
 
@@ -498,6 +500,9 @@ static int start_node(rt_cluster_t *c, int i) {
     rt_server_opts_init(&so);
     so.debug_command = 1;
     so.extra_args = argv;
+    so.tls_cert_file = c->tls[0];
+    so.tls_key_file = c->tls[1];
+    so.tls_ca_file = c->tls[2];
     rt_server_t *s = rt_server_start(&so);
     free(argv);
     if (s == NULL)
@@ -638,6 +643,11 @@ rt_cluster_t *rt_cluster_start(const rt_cluster_opts_t *opts) {
   c->node_timeout_ms = opts->node_timeout_ms;
   for (int k = 0; k < RT_MAX_MIGRATIONS; k++)
     c->mig[k].slot = -1;
+  if (opts->tls_cert_file != NULL) {
+    c->tls[0] = xstrdup(opts->tls_cert_file);
+    c->tls[1] = xstrdup(opts->tls_key_file ? opts->tls_key_file : "");
+    c->tls[2] = xstrdup(opts->tls_ca_file ? opts->tls_ca_file : "");
+  }
   if (opts->extra_args != NULL) {
     size_t n = 0;
     while (opts->extra_args[n] != NULL)
@@ -674,6 +684,8 @@ void rt_cluster_stop(rt_cluster_t *c) {
     for (size_t k = 0; c->extra[k] != NULL; k++)
       free(c->extra[k]);
   free(c->extra);
+  for (int k = 0; k < 3; k++)
+    free(c->tls[k]);
   free(c);
 }
 

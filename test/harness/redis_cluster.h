@@ -34,6 +34,12 @@ typedef struct rt_cluster_opts_s {
   int replicas;        /* per master; 1 by rt_cluster_opts_init */
   int node_timeout_ms; /* cluster-node-timeout; 2000 by rt_cluster_opts_init */
   const char *const *extra_args; /* NULL-terminated, appended for every node */
+  /* TLS for every node (redis_server.h: each gets a TLS port of its own;
+   * add --tls-cluster yes / --tls-replication yes in extra_args to move the
+   * bus and replication to TLS). The harness keeps talking plaintext: with
+   * --tls-cluster a node tells plaintext clients the plaintext ports and TLS
+   * clients the TLS ports. NULL: no TLS. */
+  const char *tls_cert_file, *tls_key_file, *tls_ca_file;
 } rt_cluster_opts_t;
 
 typedef struct rt_cluster_s rt_cluster_t;
@@ -55,7 +61,7 @@ int rt_cluster_port(const rt_cluster_t *c, int i);
 const char *rt_cluster_id(const rt_cluster_t *c, int i); /* node id (40 hex) */
 /* Running, not paused, not removed: a node that can be asked. */
 int rt_cluster_up(const rt_cluster_t *c, int i);
-/* The node listening on port, or -1. */
+/* The node listening on port (its plaintext or its TLS port), or -1. */
 int rt_cluster_index_of_port(const rt_cluster_t *c, int port);
 /* The server's own Valkey/Redis name: 1 when INFO server says valkey. */
 int rt_cluster_is_valkey(rt_cluster_t *c);
