@@ -10,7 +10,11 @@
  * acquire and release halves are recorded too, and the process's CPU time
  * over the measured phase. Only the public API is used. Prints one JSON line
  * (bench_common.h: bench B1 or B2, limit_impl "raw" = bench/raw.c at the same
- * depth) on stdout; errors go to stderr and make the exit status 1. */
+ * depth) on stdout; errors go to stderr and make the exit status 1.
+ *
+ * --tls-ca FILE: over TLS, trusting FILE (--port is then the server's TLS
+ * port): impl "latchkey-tls", limit_impl "latchkey", so the report's ratio
+ * is TLS over plaintext (bench/tls.sh, docs/tls.md). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,7 +185,18 @@ int main(int argc, char **argv) {
   int rc;
   char name[128];
 
+  const char *tls_ca = NULL;
+  int nargs = 1;
+
   memset(&b, 0, sizeof(b));
+  /* --tls-ca FILE is this program's own; the rest is the suite's. */
+  for (i = 1; i < (size_t)argc; i++) {
+    if (strcmp(argv[i], "--tls-ca") == 0 && i + 1 < (size_t)argc)
+      tls_ca = argv[++i];
+    else
+      argv[nargs++] = argv[i];
+  }
+  argc = nargs;
   if (bench_parse_args(argc, argv, &b.args) != 0)
     return 2;
   b.nlanes = b.args.inflight;
@@ -202,6 +217,10 @@ int main(int argc, char **argv) {
   co.host = b.args.host;
   co.port = b.args.port;
   co.client_name = "latchkey-bench";
+  if (tls_ca != NULL) {
+    co.tls.enable = 1;
+    co.tls.ca_file = tls_ca;
+  }
   rc = lk_client_new(&b.loop, &co, &b.client);
   if (rc != 0) {
     fprintf(stderr, "lock_seq: lk_client_new: %s\n", lk_strerror(rc));
@@ -228,8 +247,8 @@ int main(int argc, char **argv) {
 
   if (!b.failed && b.done > 0 && (b.done == b.args.pairs || b.t_cap != 0)) {
     memset(&res, 0, sizeof(res));
-    res.impl = "latchkey";
-    res.limit_impl = "raw";
+    res.impl = tls_ca != NULL ? "latchkey-tls" : "latchkey";
+    res.limit_impl = tls_ca != NULL ? "latchkey" : "raw";
     res.args = &b.args;
     res.elapsed_ns = b.t_end - b.t_start;
     res.cpu_ns = b.cpu_end - b.cpu_start;

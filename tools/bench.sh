@@ -6,6 +6,7 @@
 #   tools/bench.sh --rounds 3      # fewer rounds
 #   tools/bench.sh --no-pin        # let the scheduler place servers and clients
 #   tools/bench.sh --cluster       # the cluster benchmarks instead (bench/cluster.sh)
+#   tools/bench.sh --tls           # B1 and B2 over TLS against plaintext instead (bench/tls.sh)
 #
 # Options:
 #   --rounds R          interleaved rounds of L, B1, B2 (default 5); registered
@@ -23,6 +24,9 @@
 #   --cluster           B1, B2, B3 and the watchdog on a private 3-master cluster and on one
 #                       standalone master, interleaved (bench/cluster.sh; --rounds, --no-pin,
 #                       --pairs, --pipe-pairs and --no-build apply)
+#   --tls               B1 and B2 (64, 256) with lock_seq over plaintext and over TLS against
+#                       one server with both ports, interleaved (bench/tls.sh; --rounds,
+#                       --no-pin, --pairs, --pipe-pairs and --no-build apply; needs openssl)
 # Environment: LATCHKEY_BENCH_BUILD_DIR (default build-bench), LATCHKEY_JOBS (default 2).
 # Installs nothing: needs cmake, a C compiler, hiredis and libuv (tools/install-deps.sh),
 # redis-server, redis-benchmark, redis-cli, timeout and (unless --no-pin) taskset.
@@ -35,7 +39,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-usage() { sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 note() { echo "# $*" >&2; }
 die() { echo "bench.sh: $*" >&2; exit 1; }
 
@@ -52,6 +56,7 @@ pipe_pairs=100000
 server_cpu=0
 client_cpu=1
 cluster=0
+tls=0
 
 posint() { [[ "$1" =~ ^[1-9][0-9]*$ ]] || die "$2 needs a positive integer, got '$1'"; }
 while [ $# -gt 0 ]; do
@@ -66,6 +71,7 @@ while [ $# -gt 0 ]; do
     --pairs) posint "${2:-}" "$1"; seq_pairs=$2; shift ;;
     --pipe-pairs) posint "${2:-}" "$1"; pipe_pairs=$2; shift ;;
     --cluster) cluster=1 ;;
+    --tls) tls=1 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
   esac
@@ -129,6 +135,12 @@ if [ "$cluster" -eq 1 ]; then
     die "build of cluster_bench failed (log: $results/logs/build-cluster.log)"
   fi
   exec "$ROOT/bench/cluster.sh" --bin "$bin" --rounds "$rounds" --pairs "$seq_pairs" \
+    --pipe-pairs "$pipe_pairs" $([ "$pin" -eq 1 ] || echo --no-pin)
+fi
+
+# --tls: plaintext against TLS on one server (bench/tls.sh); lock_seq is built.
+if [ "$tls" -eq 1 ]; then
+  exec "$ROOT/bench/tls.sh" --bin "$bin" --rounds "$rounds" --pairs "$seq_pairs" \
     --pipe-pairs "$pipe_pairs" $([ "$pin" -eq 1 ] || echo --no-pin)
 fi
 
