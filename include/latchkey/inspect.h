@@ -112,6 +112,43 @@ typedef void (*lk_list_cb)(lk_client_t *client, int status, const lk_list_entry_
 LK_EXTERN int lk_list(lk_client_t *client, const char *pattern, const char *cursor,
                       int count, lk_list_cb cb, void *arg);
 
+/* ---- watching: change notifications ------------------------------------ */
+
+typedef struct lk_inspect_watch_s lk_inspect_watch_t;
+
+/* At most this many fair-lock waiters' channels are followed. */
+#define LK_INSPECT_WATCH_FOLLOW 8
+
+/* From the loop:
+ *   status 0, channel set:  a message on channel: NAME changed, read again;
+ *   status 0, channel NULL: a subscription is (again) in place: messages
+ *                           may have been missed before it, read again;
+ *   status < 0:             a subscription cannot be made now (LK_ENOPERM:
+ *                           the user may not subscribe; LK_ECONN: pub/sub is
+ *                           down; LK_ECLUSTER...): rely on a timer until a
+ *                           later call with status 0.
+ * channel is borrowed. lk_inspect_watch_stop may be called from here. */
+typedef void (*lk_inspect_watch_cb)(lk_inspect_watch_t *w, int status, const char *channel,
+                                    void *arg);
+
+/* Subscribes to the channels the structures called name announce changes
+ * on: the lock's, the read/write lock's, the semaphores' and the latch's
+ * (each page lists its own; on a cluster each on the master of its slot).
+ * Notifications are best effort and say only "something changed": read
+ * with lk_inspect, and keep a timer (acquires and expiries publish
+ * nothing). Returns 0 with *out set, or at once LK_EINVAL, LK_ENAMETOOLONG,
+ * LK_EWRONGTHREAD, LK_ECLOSED, LK_ENOMEM. */
+LK_EXTERN int lk_inspect_watch(lk_client_t *client, const char *name, lk_inspect_watch_cb cb,
+                               void *arg, lk_inspect_watch_t **out);
+/* A fair lock's release is announced only on the next waiter's own
+ * channel: given the latest reading of the name, follows the channels of
+ * its first LK_INSPECT_WATCH_FOLLOW waiters (and leaves those no longer
+ * among them). 0, or LK_EINVAL, LK_ECLOSED, LK_ENOMEM. */
+LK_EXTERN int lk_inspect_watch_follow(lk_inspect_watch_t *w, const lk_inspect_t *info);
+/* Unsubscribes and frees w; no callback after it. Call it once, before or
+ * after closing the client (after: it only frees). NULL: no-op. */
+LK_EXTERN void lk_inspect_watch_stop(lk_inspect_watch_t *w);
+
 /* ---- ping --------------------------------------------------------------- */
 
 typedef struct lk_ping_s {

@@ -52,6 +52,11 @@ int cli_common_arg(const char *cmd, int argc, char **argv, int *i, cli_common_t 
 int cli_client_opts(const char *cmd, const cli_common_t *co, lk_client_opts_t *o,
                     char **storage);
 
+/* cli_client_opts, then a loop (initialised here) and a client on it. 0,
+ * or the exit status after printing why (the loop is closed again). */
+int cli_open_client(const char *cmd, const cli_common_t *co, uv_loop_t *loop,
+                    lk_client_t **out);
+
 /* Exit status for a library code met while talking to the server. */
 int cli_exit_for(int status, lk_client_t *c);
 /* Prints "latchkey CMD: what: <error> (<client error text>)". */

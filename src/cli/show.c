@@ -1,8 +1,7 @@
-/* latchkey inspect / list / release --force / ping / watch (docs/cli.md).
+/* latchkey inspect / list / release --force / ping (docs/cli.md).
  * Each opens one client on its own loop, does its calls, closes the client
  * and returns the exit status. */
 #include <inttypes.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,7 +14,7 @@ typedef struct sess_s {
   const char *cmd;
   int exit_code;
   int json, yes, force;
-  int64_t count, interval_ms;
+  int64_t count;
   char **names;
   int n_names, next;
   /* list */
@@ -28,11 +27,6 @@ typedef struct sess_s {
     lk_fair_t *fair;
     lk_rwlock_t *rw;
   } o;
-  /* watch */
-  uv_timer_t timer;
-  uv_signal_t sigs[2];
-  int inflight, stopping, tty;
-  uint64_t frames;
 } sess_t;
 
 static void on_client_closed(lk_client_t *c) { (void)c; }
@@ -51,7 +45,6 @@ static int sess_args(sess_t *s, const char *cmd, int argc, char **argv, cli_comm
   memset(s, 0, sizeof(*s));
   s->cmd = cmd;
   s->count = 100;
-  s->interval_ms = 500;
   s->names = calloc((size_t)argc + 1, sizeof(char *));
   if (s->names == NULL)
     return CLI_EXIT_FAIL;
@@ -61,7 +54,7 @@ static int sess_args(sess_t *s, const char *cmd, int argc, char **argv, cli_comm
       return CLI_EXIT_USAGE;
     if (rc > 0)
       continue;
-    if (strcmp(a, "--json") == 0 && strcmp(cmd, "release") != 0 && strcmp(cmd, "watch") != 0)
+    if (strcmp(a, "--json") == 0 && strcmp(cmd, "release") != 0)
       s->json = 1;
     else if (strcmp(a, "--yes") == 0 && strcmp(cmd, "release") == 0)
       s->yes = 1;
@@ -70,11 +63,6 @@ static int sess_args(sess_t *s, const char *cmd, int argc, char **argv, cli_comm
     else if (strcmp(a, "--count") == 0 && strcmp(cmd, "list") == 0) {
       if (i + 1 >= argc || cli_parse_count(argv[i + 1], 10000, &s->count) < 0)
         return cli_usage(cmd, "--count needs a number 1..10000");
-      i++;
-    } else if (strcmp(a, "--interval") == 0 && strcmp(cmd, "watch") == 0) {
-      if (i + 1 >= argc || cli_parse_duration(argv[i + 1], 0, &s->interval_ms) < 0 ||
-          s->interval_ms < 50)
-        return cli_usage(cmd, "--interval needs a duration of at least 50ms");
       i++;
     } else if (strcmp(a, "--") == 0) {
       for (i++; i < argc; i++)
@@ -89,21 +77,7 @@ static int sess_args(sess_t *s, const char *cmd, int argc, char **argv, cli_comm
 }
 
 static int sess_open(sess_t *s, cli_common_t *co) {
-  lk_client_opts_t o;
-  char *storage = NULL;
-  int rc;
-  if ((rc = cli_client_opts(s->cmd, co, &o, &storage)) != 0)
-    return rc;
-  if (uv_loop_init(&s->loop) != 0)
-    return CLI_EXIT_FAIL;
-  rc = lk_client_new(&s->loop, &o, &s->c);
-  lk_client_opts_free_url(storage);
-  if (rc < 0) {
-    cli_report(s->cmd, "client", rc, NULL);
-    uv_loop_close(&s->loop);
-    return CLI_EXIT_FAIL;
-  }
-  return 0;
+  return cli_open_client(s->cmd, co, &s->loop, &s->c);
 }
 
 static int sess_run(sess_t *s) {
@@ -391,88 +365,5 @@ int cli_ping(int argc, char **argv) {
     fail(&s, "ping", rc);
     sess_close(&s);
   }
-  return sess_run(&s);
-}
-
-/* ---- watch ---- */
-
-static void watch_closed(uv_handle_t *h) { (void)h; }
-
-static void watch_stop(sess_t *s) {
-  int i;
-  if (s->stopping)
-    return;
-  s->stopping = 1;
-  uv_close((uv_handle_t *)&s->timer, watch_closed);
-  for (i = 0; i < 2; i++)
-    uv_close((uv_handle_t *)&s->sigs[i], watch_closed);
-  if (!s->inflight)
-    sess_close(s);
-}
-
-static void on_watch_inspected(lk_client_t *c, int status, const lk_inspect_t *in, void *arg) {
-  sess_t *s = arg;
-  (void)c;
-  s->inflight = 0;
-  if (s->stopping) {
-    sess_close(s);
-    return;
-  }
-  /* A terminal gets the frame redrawn in place (cursor home, clear);
-   * anything else gets one frame after another. */
-  if (s->tty)
-    fputs("\033[H\033[2J", stdout);
-  else if (s->frames > 0)
-    fputs("\n", stdout);
-  s->frames++;
-  if (status < 0) {
-    printf("%s: %s (%s)%s%s\n", s->names[0], lk_err_name(status), lk_strerror(status),
-           *lk_client_error_text(s->c) ? ": " : "", lk_client_error_text(s->c));
-  } else {
-    cli_render_table(stdout, in);
-  }
-  if (s->tty)
-    printf("\n(every %" PRId64 "ms; Ctrl-C to stop)\n", s->interval_ms);
-  fflush(stdout);
-}
-
-static void on_watch_tick(uv_timer_t *t) {
-  sess_t *s = t->data;
-  int rc;
-  if (s->inflight || s->stopping)
-    return; /* the last read has not come back: skip this tick */
-  if ((rc = lk_inspect(s->c, s->names[0], on_watch_inspected, s)) < 0) {
-    fail(s, s->names[0], rc);
-    watch_stop(s);
-    return;
-  }
-  s->inflight = 1;
-}
-
-static void on_watch_signal(uv_signal_t *h, int signum) {
-  (void)signum;
-  watch_stop(h->data);
-}
-
-int cli_watch(int argc, char **argv) {
-  sess_t s;
-  cli_common_t co = {0};
-  int rc, i;
-  static const int sigs[2] = {SIGINT, SIGTERM};
-  if ((rc = sess_args(&s, "watch", argc, argv, &co)) != 0)
-    return rc;
-  if (s.n_names != 1)
-    return cli_usage("watch", "exactly one NAME");
-  if ((rc = sess_open(&s, &co)) != 0)
-    return rc;
-  s.tty = isatty(STDOUT_FILENO);
-  uv_timer_init(&s.loop, &s.timer);
-  s.timer.data = &s;
-  for (i = 0; i < 2; i++) {
-    uv_signal_init(&s.loop, &s.sigs[i]);
-    s.sigs[i].data = &s;
-    uv_signal_start(&s.sigs[i], on_watch_signal, sigs[i]);
-  }
-  uv_timer_start(&s.timer, on_watch_tick, 0, (uint64_t)s.interval_ms);
   return sess_run(&s);
 }

@@ -108,6 +108,28 @@ int cli_client_opts(const char *cmd, const cli_common_t *co, lk_client_opts_t *o
   return 0;
 }
 
+int cli_open_client(const char *cmd, const cli_common_t *co, uv_loop_t *loop,
+                    lk_client_t **out) {
+  lk_client_opts_t o;
+  char *storage = NULL;
+  int rc;
+  *out = NULL;
+  if ((rc = cli_client_opts(cmd, co, &o, &storage)) != 0)
+    return rc;
+  if (uv_loop_init(loop) != 0) {
+    lk_client_opts_free_url(storage);
+    return CLI_EXIT_FAIL;
+  }
+  rc = lk_client_new(loop, &o, out);
+  lk_client_opts_free_url(storage);
+  if (rc < 0) {
+    cli_report(cmd, "client", rc, NULL);
+    uv_loop_close(loop);
+    return CLI_EXIT_FAIL;
+  }
+  return 0;
+}
+
 int cli_exit_for(int status, lk_client_t *c) {
   switch (status) {
   case 0:

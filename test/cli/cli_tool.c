@@ -317,6 +317,7 @@ TEST(every_bad_argument_is_usage_and_status_2) {
       {"ping", "extra", NULL},
       {"watch", NULL},
       {"watch", "--interval", "1ms", "x", NULL},
+      {"watch", "a", "b", NULL},
   };
   size_t i;
   dir_init();
@@ -524,6 +525,109 @@ TEST(watch_draws_holder_and_follows_a_change) {
   ASSERT(WIFEXITED(st));
   ASSERT_EQ(WEXITSTATUS(st), 0);
   close(fd);
+  redisFree(ctx);
+  rt_server_stop(srv);
+}
+
+static void wait_numsub(rt_server_t *srv, const char *channel) {
+  int64_t t0 = rt_now_ms();
+  while (rt_server_numsub(srv, channel) < 1) {
+    if (rt_now_ms() - t0 > rt_scaled_ms(10000))
+      FAIL("nobody subscribed to %s", channel);
+    rt_sleep_ms(10);
+  }
+}
+
+/* watch NAME with a 10 s timer under a pseudo-terminal; its pid, fd. */
+static pid_t watch_start(rt_server_t *srv, const char *name, int *fd) {
+  char url[64];
+  pid_t pid;
+  snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
+  pid = forkpty(fd, NULL, NULL, NULL);
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    execl(LK_CLI_PATH, LK_CLI_PATH, "watch", "--interval", "10s", "--redis", url, name,
+          (char *)NULL);
+    _exit(99);
+  }
+  rt_child_track(pid);
+  fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK);
+  return pid;
+}
+
+static void watch_end(pid_t pid, int fd) {
+  int st;
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  rt_child_untrack(pid);
+  ASSERT(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  close(fd);
+}
+
+/* A release by another process is drawn from the lock's channel, long
+ * before the 10 s timer: the timer alone would fail this. */
+TEST(watch_redraws_on_a_release_before_its_timer) {
+  rt_server_t *srv;
+  redisContext *ctx;
+  int fd;
+  pid_t pid;
+  int64_t t0;
+  char acc[65536];
+  size_t len = 0;
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  ctx = rt_rlock_connect(rt_server_port(srv));
+  ASSERT_EQ(rt_rlock_try(ctx, "cli:wr", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000),
+            RT_RLOCK_ACQUIRED);
+  pid = watch_start(srv, "cli:wr", &fd);
+  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
+                      10000));
+  wait_numsub(srv, "redisson_lock__channel:{cli:wr}");
+  t0 = rt_now_ms();
+  ASSERT_EQ(rt_rlock_unlock(ctx, "cli:wr", "aaaaaaaa-2222-4333-8444-555555555555", 1), 1);
+  /* Only a message can give that reason (the timer's is 10 s away). */
+  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "this frame: change announced", 3000));
+  ASSERT_LT(rt_now_ms() - t0, rt_scaled_ms(3000));
+  ASSERT(strstr(acc, "KIND      nothing") != NULL);
+  watch_end(pid, fd);
+  redisFree(ctx);
+  rt_server_stop(srv);
+}
+
+/* A fair lock's release is told only to its next waiter, on the waiter's
+ * own channel: the watch follows it and redraws from it. */
+TEST(watch_follows_a_fair_queue_and_redraws_on_its_release) {
+  rt_server_t *srv;
+  redisContext *ctx;
+  int fd;
+  pid_t pid;
+  int64_t t0;
+  long long ttl;
+  char acc[65536], *chan;
+  size_t len = 0;
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  ctx = rt_rlock_connect(rt_server_port(srv));
+  ASSERT_EQ(rt_rfair_attempt(ctx, "cli:wf", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000,
+                             60000, &ttl),
+            1);
+  ASSERT_EQ(rt_rfair_attempt(ctx, "cli:wf", "bbbbbbbb-2222-4333-8444-555555555555", 2, 60000,
+                             60000, &ttl),
+            0);
+  pid = watch_start(srv, "cli:wf", &fd);
+  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "1 waiting", 10000));
+  chan = rt_rfair_channel("cli:wf", "bbbbbbbb-2222-4333-8444-555555555555", 2);
+  wait_numsub(srv, chan);
+  free(chan);
+  len = 0; /* what is drawn from here on */
+  t0 = rt_now_ms();
+  ASSERT_EQ(rt_rfair_unlock(ctx, "cli:wf", "aaaaaaaa-2222-4333-8444-555555555555", 1), 1);
+  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "this frame: change announced", 3000));
+  ASSERT_LT(rt_now_ms() - t0, rt_scaled_ms(3000));
+  ASSERT(strstr(acc, "HOLDERS   0 (free)") != NULL);
+  ASSERT(strstr(acc, "bbbbbbbb-2222-4333-8444-555555555555:2") != NULL); /* still queued */
+  watch_end(pid, fd);
   redisFree(ctx);
   rt_server_stop(srv);
 }

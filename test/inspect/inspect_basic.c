@@ -402,3 +402,143 @@ TEST(ping_reports_version_and_mode) {
   rt_run_until(&fx.loop, &st, 10000);
   fx_finish(&fx);
 }
+
+/* ---- lk_inspect_watch ---- */
+
+typedef struct wrec_s {
+  int confirmations, errors, messages, stop_in_cb;
+  char last[160];
+  lk_inspect_watch_t *self;
+} wrec_t;
+
+static void on_watch(lk_inspect_watch_t *w, int status, const char *channel, void *arg) {
+  wrec_t *r = arg;
+  if (status < 0) {
+    r->errors++;
+    return;
+  }
+  if (channel == NULL) {
+    r->confirmations++;
+  } else {
+    r->messages++;
+    snprintf(r->last, sizeof(r->last), "%s", channel);
+  }
+  if (r->stop_in_cb) {
+    ASSERT(w == r->self);
+    lk_inspect_watch_stop(w);
+    r->self = NULL;
+  }
+}
+
+typedef struct follow_s {
+  lk_inspect_watch_t *w;
+  int done;
+} follow_t;
+
+static void on_inspect_follow(lk_client_t *c, int status, const lk_inspect_t *in, void *arg) {
+  follow_t *f = arg;
+  (void)c;
+  ASSERT_OK(status);
+  ASSERT_OK(lk_inspect_watch_follow(f->w, in));
+  f->done = 1;
+}
+
+TEST(watch_tells_each_kinds_changes) {
+  fx_t fx;
+  redisContext *ctx;
+  lk_inspect_watch_t *w = NULL;
+  wrec_t r;
+  follow_t f;
+  long long ttl = 0;
+  int before;
+  fx_start(&fx, NULL);
+  memset(&r, 0, sizeof(r));
+  ASSERT_EQ(lk_inspect_watch(NULL, "iw", on_watch, &r, &w), LK_EINVAL);
+  ASSERT_EQ(lk_inspect_watch(fx.c, "iw", NULL, &r, &w), LK_EINVAL);
+  ASSERT_EQ(lk_inspect_watch(fx.c, "iw", on_watch, &r, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_inspect_watch(fx.c, "", on_watch, &r, &w), LK_EINVAL);
+  ASSERT_NULL(w);
+  ASSERT_EQ(lk_inspect_watch_follow(NULL, NULL), LK_EINVAL);
+  lk_inspect_watch_stop(NULL);
+
+  ASSERT_OK(lk_inspect_watch(fx.c, "iw", on_watch, &r, &w));
+  ASSERT_NOT_NULL(w);
+  fx_wait_subscribers(&fx, "redisson_lock__channel:{iw}", 1);
+  fx_wait_subscribers(&fx, "redisson_rwlock:{iw}", 1);
+  fx_wait_subscribers(&fx, "redisson_sc:{iw}", 1);
+  fx_wait_subscribers(&fx, "redisson_countdownlatch__channel__{iw}", 1);
+  FX_EVENTUALLY(&fx, r.confirmations >= 4, 5000);
+  ctx = rt_rlock_connect(rt_server_port(fx.srv));
+
+  /* A lock released by Redisson. */
+  ASSERT_EQ(rt_rlock_try(ctx, "iw", "11111111-2222-4333-8444-555555555555", 1, 20000),
+            RT_RLOCK_ACQUIRED);
+  ASSERT_EQ(rt_rlock_unlock(ctx, "iw", "11111111-2222-4333-8444-555555555555", 1), 1);
+  FX_EVENTUALLY(&fx, r.messages == 1, 5000);
+  ASSERT_STREQ(r.last, "redisson_lock__channel:{iw}");
+
+  /* Permits given back to a semaphore. */
+  ASSERT_EQ(rt_rsem_release(ctx, "iw", 1), 1);
+  FX_EVENTUALLY(&fx, r.messages == 2, 5000);
+  ASSERT_STREQ(r.last, "redisson_sc:{iw}");
+  freeReplyObject(rt_cmd(fx.srv, "DEL iw"));
+
+  /* A fair lock: its release is told to the next waiter only. */
+  ASSERT_EQ(rt_rfair_attempt(ctx, "iw", "aaaaaaaa-2222-4333-8444-555555555555", 1, 20000, 60000,
+                             &ttl),
+            1);
+  ASSERT_EQ(rt_rfair_attempt(ctx, "iw", "bbbbbbbb-2222-4333-8444-555555555555", 2, 20000, 60000,
+                             &ttl),
+            0);
+  memset(&f, 0, sizeof(f));
+  f.w = w;
+  ASSERT_OK(lk_inspect(fx.c, "iw", on_inspect_follow, &f));
+  rt_run_until(&fx.loop, &f.done, 10000);
+  fx_wait_subscribers(&fx, "redisson_lock__channel:{iw}:bbbbbbbb-2222-4333-8444-555555555555:2", 1);
+  before = r.messages;
+  ASSERT_EQ(rt_rfair_unlock(ctx, "iw", "aaaaaaaa-2222-4333-8444-555555555555", 1), 1);
+  FX_EVENTUALLY(&fx, r.messages == before + 1, 5000);
+  ASSERT_STREQ(r.last, "redisson_lock__channel:{iw}:bbbbbbbb-2222-4333-8444-555555555555:2");
+
+  /* Stopped: every channel is left, nothing more is told. */
+  lk_inspect_watch_stop(w);
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{iw}") == 0, 5000);
+  FX_EVENTUALLY(&fx,
+                rt_server_numsub(fx.srv, "redisson_lock__channel:{iw}:bbbbbbbb-2222-4333-"
+                                         "8444-555555555555:2") == 0,
+                5000);
+  before = r.messages;
+  freeReplyObject(rt_cmd(fx.srv, "PUBLISH redisson_sc:{iw} 1"));
+  fx_spin(&fx, 50);
+  ASSERT_EQ(r.messages, before);
+  redisFree(ctx);
+  fx_finish(&fx);
+}
+
+TEST(watch_stopped_in_its_callback_and_after_client_close) {
+  fx_t fx;
+  lk_client_t *c;
+  lk_inspect_watch_t *w = NULL, *w2 = NULL;
+  wrec_t r, r2;
+  int closed = 0;
+  fx_start(&fx, NULL);
+  memset(&r, 0, sizeof(r));
+  r.stop_in_cb = 1;
+  ASSERT_OK(lk_inspect_watch(fx.c, "iw2", on_watch, &r, &w));
+  r.self = w;
+  FX_EVENTUALLY(&fx, r.confirmations == 1, 5000);
+  ASSERT_NULL(r.self);
+  fx_spin(&fx, 50); /* the other channels' confirmations: not told */
+  ASSERT_EQ(r.confirmations, 1);
+
+  /* A watch outliving its client: no callback after the close; stop frees. */
+  c = fx_direct_client(&fx);
+  memset(&r2, 0, sizeof(r2));
+  ASSERT_OK(lk_inspect_watch(c, "iw3", on_watch, &r2, &w2));
+  lk_client_set_data(c, &closed);
+  ASSERT_OK(lk_client_close(c, fx_flag_client_closed));
+  rt_run_until(&fx.loop, &closed, 10000);
+  ASSERT_EQ(lk_inspect_watch_follow(w2, NULL), LK_EINVAL);
+  lk_inspect_watch_stop(w2);
+  fx_finish(&fx);
+}
