@@ -53,6 +53,7 @@ struct lk__sentinel_s {
   unsigned sub_failures;
   uv_timer_t hk_timer;    /* every heartbeat_ms: PING the subscription, ROLE node 0 */
   uv_timer_t resub_timer; /* re-subscribe after a backoff */
+  lk__defer_t fail_defer; /* a round that could not ask, ended from the loop */
 };
 
 typedef struct lk__sentinel_s lk__sentinel_t;
@@ -308,14 +309,20 @@ static void ask(lk__sentinel_t *S) {
   int err = 0;
   lk__op_t *op = lk__op_internal(c, 3, argv, NULL, on_answer, s, &err);
   if (op == NULL) {
-    /* Out of memory: this round ends; the connection's backoff retries. */
+    /* Out of memory: this round ends, from the loop (this may run inside a
+     * user's call, where no callback may run); the backoff retries. */
     snprintf(s->why, sizeof(s->why), "%s", lk_strerror(err));
-    S->pos = S->n - 1;
-    round_failed(S);
+    lk__defer(c, &S->fail_defer);
     return;
   }
   c->stats.sentinel_queries++;
   lk__conn_enqueue(&s->q, op);
+}
+
+static void on_fail_defer(lk__defer_t *d) {
+  lk__sentinel_t *S = lk__container_of(d, lk__sentinel_t, fail_defer);
+  if (S->round_on && !S->client->closing)
+    round_failed(S);
 }
 
 void lk__sentinel_resolve(lk__conn_t *conn) {
@@ -652,6 +659,7 @@ void lk__sentinel_start(lk_client_t *c) {
   lk__conn_init(c, &S->sub, LK__CONN_SENTINEL);
   S->sub.node = &S->s[0].node;
   S->dialed[0].from = S->dialed[1].from = S->n;
+  lk__defer_init(&S->fail_defer, on_fail_defer);
   uv_timer_init(c->loop, &S->hk_timer);
   S->hk_timer.data = S;
   uv_timer_init(c->loop, &S->resub_timer);
@@ -674,6 +682,7 @@ void lk__sentinel_close(lk_client_t *c) {
     return;
   S->round_on = 0;
   S->waiting[0] = S->waiting[1] = NULL;
+  lk__defer_cancel(&S->fail_defer);
   for (i = 0; i < S->n; i++)
     lk__conn_close(&S->s[i].q);
   lk__conn_close(&S->sub);
