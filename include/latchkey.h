@@ -12,6 +12,7 @@
 #include "latchkey/semaphore.h"
 #include "latchkey/latch.h"
 #include "latchkey/multilock.h"
+#include "latchkey/leader.h"
 #include "latchkey/inspect.h"
 
 #endif /* LATCHKEY_H */

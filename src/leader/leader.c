@@ -1,0 +1,545 @@
+/* Leader election (docs/leader.md): campaign, lease keeping, resign and the
+ * object's lifecycle. Built on the shared object body: a campaign is a
+ * waiting acquire (core/object.h: busy → subscribe → re-poll), its grant
+ * goes through the core's grant routine (core/hold.h: the term is checked
+ * like a fencing token, a grant answered after its own lease is refused,
+ * the local deadline is send time + lease - drift), and lost replies are
+ * settled by the outcome policy (core/outcome.h). The leadership's lease is
+ * the campaign's own (often shorter than the client's default lease, so a
+ * dead leader is replaced sooner), so it is renewed here, every lease/3,
+ * rather than by the client's watchdog, which renews every entry with the
+ * client's one lease; the local deadline is computed the watchdog's way. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/loglevel.h"
+#include "core/outcome.h"
+#include "core/router.h"
+#include "core/tokens.h"
+#include "core/watchdog.h"
+#include "leader/leader_internal.h"
+
+enum { OP_NONE = 0, OP_CAMPAIGN, OP_RESIGN };
+
+#define CLIENT(l) LK__LEADER_CLIENT(l)
+
+static const lk__script_t *script(const char *name) {
+  return lk__script_find(name); /* present: embedded at build time */
+}
+
+static uint64_t ms_ns(int64_t ms) { return (uint64_t)ms * 1000000u; }
+
+static int leading(const lk_leader_t *l) { return l->hold.count > 0 && !l->base.lost; }
+
+/* --- giving back --- */
+
+/* The resign script: gives back whatever this owner has for the role and
+ * wakes the other candidates. Sent now, or prepared for later. */
+static lk__op_t *resign_op(lk_leader_t *l, lk__op_cb cb, void *data, int send, int *err) {
+  const char *argv[4] = {l->holder, l->channel, l->owner, NULL};
+  size_t lens[4] = {l->holder_len, l->channel_len, l->owner_len, 0};
+  argv[3] = lk__publish_cmd(CLIENT(l), &lens[3]);
+  return (send ? lk__script_call : lk__script_prepare)(CLIENT(l), script("leader/resign"), 2,
+                                                       2, argv, lens, cb, data, err);
+}
+
+/* Best effort, nobody waits: what cannot be sent expires with its lease. */
+static void give_back(lk_leader_t *l) {
+  int err = 0;
+  resign_op(l, lk__cleanup_cb, CLIENT(l), 1, &err);
+}
+
+static void give_back_hold(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
+  (void)h, (void)cond, (void)n; /* one leadership per owner: give back what it has */
+  give_back((lk_leader_t *)o);
+}
+
+/* --- the lease --- */
+
+static void stop_renewing(lk_leader_t *l) {
+  if (l->renew_op != NULL) {
+    lk__op_retarget(l->renew_op, NULL, NULL);
+    l->renew_op = NULL;
+  }
+  if (l->timers != NULL)
+    uv_timer_stop(&l->timers->lease);
+}
+
+/* The leadership is gone (or cannot be trusted any more): stop renewing,
+ * give back what the server may still have, mark the object lost. The
+ * holder is told by the caller. */
+static void lose_quietly(lk_leader_t *l) {
+  stop_renewing(l);
+  l->hold.count = 0;
+  l->base.lost = 1;
+  CLIENT(l)->stats.leases_lost++;
+  lk__log(CLIENT(l), lk__lost_level(&l->base), "leadership lost");
+  give_back(l);
+}
+
+static void lose(lk__obj_t *o) {
+  lose_quietly((lk_leader_t *)o);
+  lk__obj_tell_lost(o);
+}
+
+static void on_lost_later(lk__defer_t *d) {
+  lk__obj_tell_lost(&lk__container_of(d, lk_leader_t, lost_later)->base);
+}
+
+int lk__leader_check_deadline(lk_leader_t *l) {
+  if (!leading(l) || lk__now_ns() < l->hold.deadline_ns)
+    return 0;
+  lose(&l->base);
+  return 1;
+}
+
+/* Inside an lk_ call: a deadline passed while the loop had not run yet is
+ * settled now, and the holder told from the loop. */
+static void settle_in_call(lk_leader_t *l) {
+  if (!leading(l) || lk__now_ns() < l->hold.deadline_ns)
+    return;
+  lose_quietly(l);
+  lk__defer(CLIENT(l), &l->lost_later);
+}
+
+static void on_lease_timer(uv_timer_t *t);
+
+/* Wakes at the next renewal or at the local deadline, whichever is first
+ * (the deadline alone while a renewal is in flight). */
+static void arm_lease(lk_leader_t *l) {
+  uint64_t now = lk__now_ns(), at = l->next_renew_ns;
+  if (l->renew_op != NULL || at > l->hold.deadline_ns)
+    at = l->hold.deadline_ns;
+  uv_update_time(CLIENT(l)->loop);
+  uv_timer_start(&l->timers->lease, on_lease_timer,
+                 at > now ? (at - now + 999999u) / 1000000u : 0, 0);
+}
+
+static void on_renew_reply(void *data, int status, redisReply *r) {
+  lk_leader_t *l = data;
+  long long v;
+  lk_client_t *c = CLIENT(l);
+  l->renew_op = NULL;
+  if (lk__leader_check_deadline(l))
+    return;
+  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
+    if (v == 0) {
+      /* Expired, deleted or taken (a server restart without persistence). */
+      lose(&l->base);
+      return;
+    }
+    uint64_t dl = c->completing_sent_ns + ms_ns(l->hold.lease_ms) -
+                  lk__wd_drift_ns(l->hold.lease_ms);
+    if (dl > l->hold.deadline_ns)
+      l->hold.deadline_ns = dl;
+  } else {
+    /* Lost, refused or garbled: the next renewal tries again, and the local
+     * deadline decides. */
+    lk__log(c, lk__trouble_level(status != 0 ? status : LK_EPROTOCOL),
+            "leadership renewal failed: %s",
+            lk_err_name(status != 0 ? status : LK_EPROTOCOL));
+  }
+  arm_lease(l);
+}
+
+static void send_renew(lk_leader_t *l) {
+  char lease[24], term[24];
+  const char *argv[4] = {l->holder, lease, l->owner, term};
+  size_t lens[4] = {l->holder_len, 0, l->owner_len, 0};
+  int err = 0;
+  lens[1] = lk__i64_to_str(lease, l->hold.lease_ms);
+  lens[3] = lk__i64_to_str(term, l->term);
+  l->next_renew_ns = lk__now_ns() + ms_ns(l->hold.lease_ms) / 3;
+  l->renew_op = lk__script_call(CLIENT(l), script("leader/renew"), 1, 3, argv, lens,
+                                on_renew_reply, l, &err);
+  if (l->renew_op == NULL)
+    lk__log(CLIENT(l), lk__trouble_level(err), "leadership renewal not sent: %s",
+            lk_err_name(err));
+}
+
+static void on_lease_timer(uv_timer_t *t) {
+  lk__leader_timers_t *tm = t->data;
+  lk_leader_t *l = tm->leader;
+  if (l == NULL || !leading(l) || lk__leader_check_deadline(l))
+    return;
+  if (l->renew_op == NULL && lk__now_ns() >= l->next_renew_ns)
+    send_renew(l);
+  arm_lease(l);
+}
+
+static void on_timers_closed(uv_handle_t *h) {
+  lk__leader_timers_t *tm = h->data;
+  if (--tm->open == 0)
+    lk__free(tm);
+}
+
+int lk__leader_want_timers(lk_leader_t *l) {
+  lk__leader_timers_t *tm;
+  if (l->timers != NULL)
+    return 0;
+  tm = lk__calloc(1, sizeof(*tm));
+  if (tm == NULL)
+    return LK_ENOMEM;
+  uv_timer_init(CLIENT(l)->loop, &tm->lease);
+  uv_timer_init(CLIENT(l)->loop, &tm->obs);
+  tm->lease.data = tm;
+  tm->obs.data = tm;
+  tm->leader = l;
+  tm->open = 2;
+  l->timers = tm;
+  return 0;
+}
+
+/* The timers outlive the object until their close callbacks ran. */
+static void close_timers(lk_leader_t *l) {
+  if (l->timers == NULL)
+    return;
+  l->timers->leader = NULL;
+  uv_close((uv_handle_t *)&l->timers->lease, on_timers_closed);
+  uv_close((uv_handle_t *)&l->timers->obs, on_timers_closed);
+  l->timers = NULL;
+}
+
+/* --- the outcome policy's verbs (core/outcome.h) --- */
+
+/* A resend is applied at most once: the script reports a leadership this
+ * owner already has instead of taking another. */
+static int counted(lk__obj_t *o) {
+  (void)o;
+  return 1;
+}
+
+static lk__op_t *undo_attempt(lk__obj_t *o, int known_grant) {
+  int err = 0;
+  (void)known_grant; /* by owner: only this object's leadership goes */
+  return resign_op((lk_leader_t *)o, lk__cleanup_cb, o->client, 0, &err);
+}
+
+static int is_grant(const redisReply *r) {
+  return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer > 0 &&
+         r->element[1]->type == REDIS_REPLY_INTEGER;
+}
+
+/* --- campaign --- */
+
+static void on_campaign_reply(void *data, int status, redisReply *r);
+
+static int attempt_campaign(lk__obj_t *o) {
+  lk_leader_t *l = (lk_leader_t *)o;
+  char lease[24], floor[24];
+  const char *argv[8] = {l->holder, l->counter, l->channel, lease, l->owner, l->value, floor, NULL};
+  size_t lens[8] = {l->holder_len, l->counter_len, l->channel_len, 0, l->owner_len, l->value_len,
+                    0, 0};
+  int err = 0;
+  if (lk__outcome_defer_attempt(o))
+    return 0;
+  lens[3] = lk__i64_to_str(lease, l->req_lease_ms);
+  lens[6] = lk__i64_to_str(
+      floor, lk__token_highest(CLIENT(l), l->counter, l->counter_len) + 1);
+  argv[7] = lk__publish_cmd(CLIENT(l), &lens[7]);
+  o->op = lk__script_call(CLIENT(l), script("leader/campaign"), 3, 5, argv, lens,
+                          on_campaign_reply, l, &err);
+  return o->op != NULL ? 0 : err;
+}
+
+static void elected(lk_leader_t *l, const redisReply *r) {
+  lk__grant_t g = {0};
+  g.hold = &l->hold;
+  g.count = 1;
+  g.lease_ms = l->req_lease_ms;
+  g.fenced = 1;
+  g.token = r->element[0]->integer;
+  g.regressed = r->element[1]->integer != 0;
+  g.token_out = &l->term;
+  /* Terms are tracked under the counter's key name: a lock named like the
+   * role keeps tokens of its own. */
+  g.name = l->counter;
+  g.name_len = l->counter_len;
+  lk__hold_grant(&l->base, &g);
+}
+
+static void on_campaign_reply(void *data, int status, redisReply *r) {
+  lk_leader_t *l = data;
+  long long ttl;
+  l->base.op = NULL;
+  if (status != 0) {
+    lk__outcome_failed(&l->base, status, r);
+    return;
+  }
+  if (is_grant(r)) {
+    lk__outcome_answered(&l->base);
+    elected(l, r);
+  } else if (lk__reply_is_int(r, &ttl)) {
+    lk__outcome_answered(&l->base);
+    lk__obj_busy(&l->base, ttl);
+  } else {
+    lk__outcome_garbled(&l->base);
+  }
+}
+
+/* A campaign only wakes for a leadership given back ("R<term>"); an
+ * election ("E<term>:<value>") leaves nothing to take. */
+static int campaign_message(lk__obj_t *o, const char *msg, size_t len) {
+  (void)o;
+  return len > 0 && msg[0] == 'R';
+}
+
+/* Before the campaign's callback: an election starts the lease keeping. */
+static void complete(lk__obj_t *o, int kind, int status) {
+  lk_leader_t *l = (lk_leader_t *)o;
+  if (kind != OP_CAMPAIGN || status != 0 || !leading(l))
+    return;
+  l->next_renew_ns = lk__now_ns() + ms_ns(l->hold.lease_ms) / 3;
+  arm_lease(l);
+}
+
+void lk_leader_opts_init(lk_leader_opts_t *o) {
+  if (o == NULL)
+    return;
+  o->lease_ms = LK_LEASE_DEFAULT;
+  o->value = NULL;
+  o->wait_ms = LK_WAIT_FOREVER;
+}
+
+static int valid_lease(int64_t v) {
+  return v == LK_LEASE_DEFAULT || (v >= LK_LEADER_LEASE_MIN_MS && v <= LK_MAX_TIME_MS);
+}
+
+static int keep_value(lk_leader_t *l, const char *v, size_t len) {
+  if (l->value == NULL || len > l->value_len) {
+    char *p = lk__realloc(l->value, len + 1);
+    if (p == NULL)
+      return LK_ENOMEM;
+    l->value = p;
+  }
+  memcpy(l->value, v, len);
+  l->value[len] = '\0';
+  l->value_len = len;
+  return 0;
+}
+
+int lk_leader_campaign(lk_leader_t *l, const lk_leader_opts_t *opts, lk_leader_cb cb,
+                       void *arg) {
+  lk_leader_opts_t defaults;
+  const char *value;
+  size_t vlen;
+  int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (opts == NULL) {
+    lk_leader_opts_init(&defaults);
+    opts = &defaults;
+  }
+  value = opts->value != NULL ? opts->value : "";
+  vlen = strnlen(value, LK_LEADER_VALUE_MAX + 1);
+  if (!valid_lease(opts->lease_ms) || !lk__valid_wait(opts->wait_ms) ||
+      vlen > LK_LEADER_VALUE_MAX)
+    return LK_EINVAL;
+  settle_in_call(l);
+  if (leading(l))
+    return LK_EBUSY;
+  if (lk__leader_want_timers(l) != 0 || keep_value(l, value, vlen) != 0)
+    return LK_ENOMEM;
+  /* Told of a loss already (what the server kept was given back): start
+   * afresh. */
+  l->base.lost = 0;
+  l->hold.count = 0;
+  lk__obj_begin(&l->base, OP_CAMPAIGN, (lk__fn_t)cb, arg);
+  lk__obj_wait_begin(&l->base, opts->wait_ms);
+  l->req_lease_ms =
+      opts->lease_ms == LK_LEASE_DEFAULT ? CLIENT(l)->o.default_lease_ms : opts->lease_ms;
+  rc = lk__obj_try(&l->base);
+  if (rc != 0)
+    l->base.kind = OP_NONE;
+  return rc;
+}
+
+int lk_leader_cancel(lk_leader_t *l) { return lk__obj_cancel(l ? &l->base : NULL, OP_CAMPAIGN); }
+
+/* --- resign --- */
+
+static void on_resign_reply(void *data, int status, redisReply *r);
+
+static int resign_attempt(lk_leader_t *l) {
+  int err = 0;
+  l->base.op = resign_op(l, on_resign_reply, l, 1, &err);
+  return l->base.op != NULL ? 0 : err;
+}
+
+static void on_resign_reply(void *data, int status, redisReply *r) {
+  lk_leader_t *l = data;
+  long long v;
+  l->base.op = NULL;
+  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
+    l->base.result = v;
+    /* 0 after a resend: the attempt whose reply was lost gave it back. */
+    lk__obj_finish(&l->base, v == 1 || l->base.resends > 0 ? 0 : LK_ENOTOWNER);
+    return;
+  }
+  if (status == 0)
+    status = LK_EUNKNOWN; /* a shape the script never sends */
+  else
+    lk__obj_error(&l->base, r);
+  if (lk__outcome_may_resend(&l->base, status) && resign_attempt(l) == 0)
+    return;
+  lk__obj_finish(&l->base, lk__outcome_unknown(&l->base, status) ? LK_EUNKNOWN : status);
+}
+
+static void deferred_resign(lk__obj_t *o) {
+  int rc = resign_attempt((lk_leader_t *)o);
+  if (rc != 0)
+    lk__obj_finish(o, rc);
+}
+
+int lk_leader_resign(lk_leader_t *l, lk_leader_cb cb, void *arg) {
+  int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  settle_in_call(l);
+  if (l->base.lost) {
+    l->base.lost = 0;
+    return LK_ELEASELOST;
+  }
+  if (l->hold.count == 0)
+    return LK_ENOTHELD;
+  /* Not the leader any more from here on, whatever the reply says. */
+  stop_renewing(l);
+  l->hold.count = 0;
+  lk__obj_begin(&l->base, OP_RESIGN, (lk__fn_t)cb, arg);
+  /* An abandoned campaign attempt's give-back goes first (core/outcome.h). */
+  if (lk__outcome_defer_command(&l->base))
+    return 0;
+  rc = resign_attempt(l);
+  if (rc != 0)
+    l->base.kind = OP_NONE; /* not sent: the leadership expires with its lease */
+  return rc;
+}
+
+/* --- lifecycle --- */
+
+static void on_close_release(void *data, int status, redisReply *r) {
+  lk_leader_t *l = data;
+  (void)r;
+  l->base.op = NULL;
+  if (status != 0 && status != LK_ECANCELED)
+    lk__log(CLIENT(l), lk__trouble_level(status),
+            "resign on close failed (%s); the leadership expires with its lease",
+            lk_err_name(status));
+  lk__obj_close_done(&l->base);
+}
+
+static int close_release(lk__obj_t *o) {
+  lk_leader_t *l = (lk_leader_t *)o;
+  int was_leading = leading(l), err = 0;
+  stop_renewing(l);
+  lk__defer_cancel(&l->lost_later);
+  close_timers(l);
+  l->hold.count = 0;
+  if (!was_leading)
+    return 0;
+  o->op = resign_op(l, on_close_release, l, 1, &err);
+  return o->op != NULL;
+}
+
+LK__OBJ_CALLS(lk_leader_t, lk_leader_cb, lk_leader_close_cb)
+
+static void free_leader(lk__obj_t *o) {
+  lk_leader_t *l = (lk_leader_t *)o;
+  lk__defer_cancel(&l->lost_later);
+  if (l->timers != NULL)
+    lk__free(l->timers); /* a forked child: never closed on this loop */
+  lk__leader_obs_free(l);
+  lk__free(l->holder);
+  lk__free(l->counter);
+  lk__free(l->channel);
+  lk__free(l->value);
+  lk__free(l);
+}
+
+static const lk__obj_ops_t lk__leader_ops = {
+    .attempt = attempt_campaign,
+    .close_release = close_release,
+    .call = call,
+    .call_closed = call_closed,
+    .complete = complete,
+    .free = free_leader,
+    .message = campaign_message,
+    .acquire_kind = OP_CAMPAIGN,
+    .release_kind = OP_RESIGN,
+    .counted = counted,
+    .undo = undo_attempt,
+    .is_grant = is_grant,
+    .deferred = deferred_resign,
+    .give_back = give_back_hold,
+    .lose = lose,
+};
+
+int lk_leader_new(lk_client_t *c, const char *role, lk_leader_t **out) {
+  lk_leader_t *l;
+  size_t len;
+  int n, rc = lk__obj_new_check(c, out, role, &len);
+  if (rc != 0)
+    return rc;
+  l = lk__calloc(1, sizeof(*l) + len + 1);
+  if (l == NULL)
+    return LK_ENOMEM;
+  l->role = (char *)(l + 1);
+  memcpy(l->role, role, len);
+  l->role_len = len;
+  l->holder = lk__prefix_name(LK__LEADER_PREFIX, role, len, &l->holder_len);
+  l->counter = lk__prefix_name(LK__LEADER_TERM_PREFIX, role, len, &l->counter_len);
+  l->channel = lk__prefix_name(LK__LEADER_CHANNEL_PREFIX, role, len, &l->channel_len);
+  n = snprintf(l->owner, sizeof(l->owner), "%s:%" PRIu64, c->id, c->next_tid + 1);
+  if (l->holder == NULL || l->counter == NULL || l->channel == NULL || n <= 0 ||
+      (size_t)n >= sizeof(l->owner)) {
+    lk__free(l->holder);
+    lk__free(l->counter);
+    lk__free(l->channel);
+    lk__free(l);
+    return LK_ENOMEM;
+  }
+  c->next_tid++;
+  l->owner_len = (size_t)n;
+  l->hold.lease_ms = c->o.default_lease_ms;
+  lk__defer_init(&l->lost_later, on_lost_later);
+  lk__leader_obs_init(l);
+  lk__obj_init(&l->base, c, &lk__leader_ops);
+  l->base.channel = l->channel;
+  l->base.channel_len = l->channel_len;
+  *out = l;
+  return 0;
+}
+
+int lk_leader_close(lk_leader_t *l, lk_leader_close_cb close_cb) {
+  if (l == NULL)
+    return LK_EINVAL;
+  /* Observing ends first: its last call is queued ahead of the close's
+   * steps, so it runs before close_cb. */
+  if (!lk__client_forked(CLIENT(l)) && lk__check_client(CLIENT(l)) == 0 && !l->base.closing)
+    lk__leader_obs_stop(l);
+  return lk__obj_close(&l->base, (lk__fn_t)close_cb);
+}
+
+/* --- accessors --- */
+
+int lk_leader_set_lost_cb(lk_leader_t *l, lk_leader_cb on_lost, void *arg) {
+  return lk__obj_set_lost_cb(l ? &l->base : NULL, (lk__fn_t)on_lost, arg);
+}
+
+int lk_leader_is_leader(const lk_leader_t *l) {
+  return l != NULL && leading(l) && lk__now_ns() < l->hold.deadline_ns;
+}
+
+int64_t lk_leader_term(const lk_leader_t *l) { return l ? l->term : 0; }
+const char *lk_leader_error_text(const lk_leader_t *l) {
+  return l ? lk__obj_errtext(&l->base) : "";
+}
+const char *lk_leader_role(const lk_leader_t *l) { return l ? l->role : NULL; }
+lk_client_t *lk_leader_client(const lk_leader_t *l) { return l ? CLIENT(l) : NULL; }
+void *lk_leader_get_data(const lk_leader_t *l) { return l ? l->base.data : NULL; }
+void lk_leader_set_data(lk_leader_t *l, void *data) {
+  if (l != NULL)
+    l->base.data = data;
+}

@@ -1,0 +1,1 @@
+lk_add_test_file(SOURCE leader/leader_basic.c LABEL leader)
