@@ -183,3 +183,40 @@ TEST(a_killed_sentinel_then_a_failover_is_followed) {
   side_stop(&e, &a);
   sn_stop(&e);
 }
+
+/* The promoted replica lacks the hold (here: deleted on the replica before
+ * the failover, as if the grant had not been replicated in time): the
+ * verification on the new master reports it lost at once, through on_lost,
+ * not when the lease would have run out. */
+TEST(a_hold_the_new_master_lacks_is_reported_lost) {
+  sn_t e;
+  side_t a;
+  sn_start(&e, 3, NULL);
+  side_start(&e, &a, "holder");
+  ASSERT_OK(sx_acquire_in(&e.loop, a.l, 5000, -1, &a.acq)); /* 30 s, renewed */
+  ASSERT_OK(rt_replica_wait_caught_up(e.m, e.r, 5000));
+  char *ok = rt_cmd_str(e.r, "CONFIG SET replica-read-only no");
+  ASSERT_STREQ(ok, "OK");
+  free(ok);
+  ASSERT_EQ(rt_cmd_int(e.r, "DEL sn-fo"), 1);
+
+  int64_t t0 = rt_now_ms();
+  redisReply *r = rt_sentinel_cmd(e.s[0], "SENTINEL FAILOVER mymaster");
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_STATUS);
+  freeReplyObject(r);
+  SN_EVENTUALLY(&e, switched_and_ready(&a), 20000);
+  int64_t t_follow = rt_now_ms() - t0;
+  /* Told right after it reconnected: one renewal's round trip. */
+  SN_EVENTUALLY(&e, a.lost == 1, 2000);
+  fprintf(stderr, "followed in %lld ms, told lost %lld ms after the failover began\n",
+          (long long)t_follow, (long long)(rt_now_ms() - t0));
+  ASSERT(!lk_lock_is_held(a.l));
+  ASSERT_GE(sn_stats(a.c).leases_lost, 1);
+  /* The object starts afresh and takes the lock on the new master. */
+  ASSERT_OK(sx_acquire_in(&e.loop, a.l, 5000, -1, &a.acq));
+  ASSERT_EQ(rt_cmd_int(e.r, "EXISTS sn-fo"), 1);
+  ASSERT_EQ(a.lost, 1);
+  side_stop(&e, &a);
+  sn_stop(&e);
+}
