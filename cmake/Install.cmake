@@ -34,12 +34,29 @@ if(NOT _lk_inst_targets)
   return()
 endif()
 
+# `cmake --install` copies what a build made. tools/run-demo.sh builds only
+# the demo (and the static library it links), so the first install step
+# builds everything the steps below copy: a no-op when it is up to date, and
+# an install right after the demo just works.
+add_custom_target(latchkey_installable)
+add_dependencies(latchkey_installable ${_lk_inst_targets})
+if(TARGET latchkey_cli)
+  add_dependencies(latchkey_installable latchkey_cli)
+endif()
+install(CODE "set(LATCHKEY_BUILD_DIR \"${PROJECT_BINARY_DIR}\")")
+install(SCRIPT ${PROJECT_SOURCE_DIR}/cmake/InstallBuild.cmake)
+
 install(TARGETS ${_lk_inst_targets}
   EXPORT latchkeyTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Runtime
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Runtime
     NAMELINK_COMPONENT Development
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development)
+
+# The latchkey tool (docs/cli.md), when built.
+if(TARGET latchkey_cli)
+  install(TARGETS latchkey_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Runtime)
+endif()
 
 install(FILES ${PROJECT_SOURCE_DIR}/include/latchkey.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT Development)
@@ -98,6 +115,28 @@ configure_file(${PROJECT_SOURCE_DIR}/latchkey.pc.in ${_lk_cfg_dir}/latchkey.pc @
 install(FILES ${_lk_cfg_dir}/latchkey.pc
   DESTINATION ${LATCHKEY_INSTALL_PKGCONFIGDIR}
   COMPONENT Development)
+# latchkey-static.pc names the archive itself: with both libraries installed
+# -llatchkey is the shared one whatever --static says (pkg-config's --static
+# adds private dependencies, it does not pick archives), so a static link
+# asks for latchkey-static, as libuv's libuv-static.pc does.
+if(TARGET latchkey_static)
+  set(LATCHKEY_PC_STATIC_ARCHIVE
+    "${CMAKE_STATIC_LIBRARY_PREFIX}latchkey${CMAKE_STATIC_LIBRARY_SUFFIX}")
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/latchkey-static.pc.in
+    ${_lk_cfg_dir}/latchkey-static.pc @ONLY)
+  install(FILES ${_lk_cfg_dir}/latchkey-static.pc
+    DESTINATION ${LATCHKEY_INSTALL_PKGCONFIGDIR}
+    COMPONENT Development)
+endif()
+
+# The dynamic linker finds a new shared library in a system directory only
+# once its cache is rebuilt. Installing as root into a directory it searches
+# (/usr/local/lib on Debian) runs ldconfig, as packages do; otherwise the
+# install says what to do. Not with DESTDIR (a staging tree).
+if(TARGET latchkey_shared AND CMAKE_HOST_SYSTEM_NAME STREQUAL "Linux")
+  install(CODE "set(LATCHKEY_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")" COMPONENT Runtime)
+  install(SCRIPT ${PROJECT_SOURCE_DIR}/cmake/InstallLdconfig.cmake COMPONENT Runtime)
+endif()
 
 unset(_lk_ill)
 unset(_lk_new)
