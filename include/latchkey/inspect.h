@@ -105,10 +105,13 @@ typedef void (*lk_list_cb)(lk_client_t *client, int status, const lk_list_entry_
  * work done per call), pattern a MATCH glob (NULL: "*"). Keys are classified
  * on the server in the same script; the parts of a structure (queues,
  * permit sets, read-hold keys, token counters of a lock that exists) are not
- * listed apart. A step may return no entries with a non-zero cursor: call
- * again until the cursor is "0". Standalone servers only for now: on a
- * cluster it scans the seed node (docs/inspect.md, "Listing"). Returns 0,
- * or at once as lk_inspect (LK_EINVAL also for a count out of range). */
+ * listed apart. A step may return no entries with a cursor other than "0":
+ * call again with next_cursor until it is "0". On a cluster the walk visits
+ * every master in turn; the cursor (opaque: "S:N", SCAN cursor N on the
+ * master of slot S) says where it is (docs/inspect.md, "Listing"). Returns
+ * 0, or at once as lk_inspect (LK_EINVAL also for a count out of range or a
+ * cursor that is not one of lk_list's for this kind of server; LK_ECLUSTER
+ * when no master owns a slot). */
 LK_EXTERN int lk_list(lk_client_t *client, const char *pattern, const char *cursor,
                       int count, lk_list_cb cb, void *arg);
 

@@ -1,3 +1,4 @@
+#!lua flags=no-writes,allow-cross-slot-keys
 -- One SCAN step of lk_list (docs/inspect.md, "Listing"). Writes nothing.
 -- ARGV[1] cursor, ARGV[2] MATCH pattern, ARGV[3] COUNT.
 -- Reply: {next cursor, {name, kind, name, kind, ...}} with kind one of

@@ -1,3 +1,4 @@
+#!lua flags=no-writes,allow-cross-slot-keys
 -- Reads what a name holds, for lk_inspect (docs/inspect.md). Writes nothing.
 -- KEYS[1] NAME, KEYS[2] redisson_lock_queue:{NAME}, KEYS[3]
 -- redisson_lock_timeout:{NAME}, KEYS[4] {NAME}:timeout (expirable permits),
