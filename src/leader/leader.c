@@ -433,6 +433,7 @@ static void on_close_release(void *data, int status, redisReply *r) {
 static int close_release(lk__obj_t *o) {
   lk_leader_t *l = (lk_leader_t *)o;
   int was_leading = leading(l), err = 0;
+  lk__leader_obs_close(l);
   stop_renewing(l);
   lk__defer_cancel(&l->lost_later);
   close_timers(l);
@@ -512,14 +513,10 @@ int lk_leader_new(lk_client_t *c, const char *role, lk_leader_t **out) {
   return 0;
 }
 
+/* Observing ends in close_release (change callbacks stop at once: tell()
+ * checks closing), so lk_client_close_all ends it too. */
 int lk_leader_close(lk_leader_t *l, lk_leader_close_cb close_cb) {
-  if (l == NULL)
-    return LK_EINVAL;
-  /* Observing ends first: its last call is queued ahead of the close's
-   * steps, so it runs before close_cb. */
-  if (!lk__client_forked(CLIENT(l)) && lk__check_client(CLIENT(l)) == 0 && !l->base.closing)
-    lk__leader_obs_stop(l);
-  return lk__obj_close(&l->base, (lk__fn_t)close_cb);
+  return lk__obj_close(l ? &l->base : NULL, (lk__fn_t)close_cb);
 }
 
 /* --- accessors --- */

@@ -75,8 +75,12 @@ int lk__leader_check_deadline(lk_leader_t *l);
 
 /* observe.c */
 void lk__leader_obs_timer(uv_timer_t *t);
-/* Stops observing; queues the last call (LK_ECANCELED) unless told not to. */
+/* Stops observing; the last call (LK_ECANCELED) comes from the loop. */
 void lk__leader_obs_stop(lk_leader_t *l);
+/* On close, from the loop (lk_client_close_all closes through the core, so
+ * this is the one place every close passes): observing stops and its last
+ * call is made now, before close_cb. */
+void lk__leader_obs_close(lk_leader_t *l);
 void lk__leader_obs_init(lk_leader_t *l);
 void lk__leader_obs_free(lk_leader_t *l);
 

@@ -195,9 +195,7 @@ int lk_leader_observe(lk_leader_t *l, lk_leader_cb change_cb, void *arg) {
   return 0;
 }
 
-void lk__leader_obs_stop(lk_leader_t *l) {
-  if (!l->observing)
-    return;
+static void stop(lk_leader_t *l) {
   l->observing = 0;
   lk__sub_stop(&l->obs_sub);
   if (l->obs_op != NULL) {
@@ -206,7 +204,22 @@ void lk__leader_obs_stop(lk_leader_t *l) {
   }
   if (l->timers != NULL)
     uv_timer_stop(&l->timers->obs);
+}
+
+void lk__leader_obs_stop(lk_leader_t *l) {
+  if (!l->observing)
+    return;
+  stop(l);
   lk__defer(CLIENT(l), &l->obs_end);
+}
+
+void lk__leader_obs_close(lk_leader_t *l) {
+  if (l->observing)
+    stop(l);
+  else if (!lk__queue_linked(&l->obs_end.node))
+    return; /* not observing, and the last call was made */
+  lk__defer_cancel(&l->obs_end);
+  on_end(&l->obs_end);
 }
 
 int lk_leader_observe_stop(lk_leader_t *l) {

@@ -386,3 +386,34 @@ TEST(terms_survive_restart) {
   fx_spin(&fx, 50);
   fx_finish(&fx);
 }
+
+static int client_closed;
+static void on_client_closed(lk_client_t *c) {
+  (void)c;
+  client_closed++;
+}
+
+/* lk_client_close_all: the campaign ends with one LK_ECANCELED, observing
+ * with its one last call, the leadership is given back. */
+TEST(close_all_ends_everything) {
+  fx_t fx;
+  ld_op_t a, b;
+  ld_obs_t obs;
+  fx_start(&fx, NULL);
+  lk_leader_t *la = ld_new(fx.c, "z"), *lb = ld_new(fx.c, "z");
+  memset(&obs, 0, sizeof(obs));
+  ASSERT_OK(lk_leader_observe(lb, ld_obs_cb, &obs));
+  ld_campaign(la, 5000, "a", &a);
+  rt_run_until(&fx.loop, &a.done, 5000);
+  ld_campaign(lb, 5000, "b", &b);
+  FX_EVENTUALLY(&fx, obs.n >= 1 && obs.present[obs.n - 1], 2000);
+  client_closed = 0;
+  ASSERT_OK(lk_client_close_all(fx.c, on_client_closed));
+  rt_run_until(&fx.loop, &client_closed, 10000);
+  ASSERT_EQ(b.calls, 1);
+  ASSERT_EQ(b.status, LK_ECANCELED);
+  ASSERT_EQ(obs.end_calls, 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS " HOLDER("z")), 0);
+  fx.c = NULL;
+  fx_finish(&fx);
+}
