@@ -65,8 +65,10 @@ LK_EXTERN int lk_leader_cancel(lk_leader_t *leader);
 
 /* Gives the leadership back at once (renewal stops, lk_leader_is_leader is
  * 0 from this call on) and wakes the other candidates.
- * At once: the start codes; LK_ENOTHELD (this object does not lead);
- * LK_ELEASELOST (on_lost told the loss already: nothing to give back).
+ * At once: the start codes (LK_EAGAIN, LK_ENOMEM: not sent, yet the object
+ * has stopped leading: the leadership expires with its lease); LK_ENOTHELD
+ * (this object does not lead); LK_ELEASELOST (the leadership was lost: on_lost
+ * told it, or is about to, from the loop; nothing to give back).
  * Callback: 0; LK_ENOTOWNER (the server no longer had this leadership);
  * LK_ECONN (not sent: it expires with its lease); LK_EUNKNOWN; the server
  * codes. */
