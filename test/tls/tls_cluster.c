@@ -51,6 +51,8 @@ TEST(cluster_over_tls_locks_and_wakes_on_every_master) {
   o.port = rt_server_tls_port(rt_cluster_server(cl, masters[0]));
   o.tls.enable = 1;
   o.tls.ca_file = t->ca;
+  o.connect_timeout_ms = rt_scaled_ms(2000);
+  o.reply_timeout_ms = rt_scaled_ms(3000);
   o.max_repoll_ms = 20000; /* wake-ups must come from the messages */
   memset(&log, 0, sizeof log);
   o.log = tu_on_log;

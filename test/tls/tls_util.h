@@ -50,14 +50,17 @@ static inline rt_tls_certs_t *tu_start_server(fx_t *fx, int which, int auth_clie
   return t;
 }
 
-/* Client options for the server's TLS port, trusting the test CA, logging
- * into log (zeroed here). */
+/* Client options for the server's TLS port, trusting the test CA, with
+ * timeouts scaled by LK_TEST_TIMING, logging into log (zeroed here). */
 static inline void tu_client_opts(fx_t *fx, const rt_tls_certs_t *t, lk_client_opts_t *o,
                                   tu_log_t *log) {
   lk_client_opts_init(o);
   o->port = rt_server_tls_port(fx->srv);
   o->tls.enable = 1;
   o->tls.ca_file = t->ca;
+  /* Liveness bounds: a handshake under valgrind on a loaded machine is slow. */
+  o->connect_timeout_ms = rt_scaled_ms(2000);
+  o->reply_timeout_ms = rt_scaled_ms(3000);
   memset(log, 0, sizeof *log);
   o->log = tu_on_log;
   o->log_arg = log;
