@@ -69,6 +69,7 @@ int cli_list(int argc, char **argv);
 int cli_release(int argc, char **argv);
 int cli_ping(int argc, char **argv);
 int cli_watch(int argc, char **argv);
+int cli_stats(int argc, char **argv);
 
 /* Rendering of one inspection (show.c): a table for people, JSON. */
 void cli_render_table(FILE *f, const lk_inspect_t *in);

@@ -21,6 +21,9 @@ static const struct {
     {"release", "latchkey release --force [--yes] [--redis URL] NAME", cli_release},
     {"ping", "latchkey ping [--json] [--redis URL]", cli_ping},
     {"watch", "latchkey watch [--interval DUR] [--redis URL] NAME", cli_watch},
+    {"stats",
+     "latchkey stats [--duration DUR] [--contenders N] [--fair] [--json] [--redis URL] NAME",
+     cli_stats},
 };
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -58,7 +61,12 @@ static void help(FILE *f) {
         "           terminal unless --yes (without a terminal, --yes is required)\n"
         "  ping     server version, mode (standalone/cluster) and round trip\n"
         "  watch    a live view of NAME, redrawn when its pub/sub channels announce a\n"
-        "           change and at least every --interval (default 500ms)\n\n"
+        "           change and at least every --interval (default 500ms)\n"
+        "  stats    a short run on NAME (--duration, default 5s): half of it one worker\n"
+        "           takes and gives back NAME (acquire and release round trips, p50/p99),\n"
+        "           half of it --contenders workers (default 4) at once (holds/s, acquire\n"
+        "           time with waits, hand-off from a release to the next grant); then the\n"
+        "           client's counters. Each hold is given back at once (lease 10s)\n\n"
         "Connection: --redis URL, else $LATCHKEY_REDIS, else redis://127.0.0.1:6379\n"
         "  (redis://[user:pass@]host[:port][/db], rediss://..., unix:///path, host:port)\n"
         "Durations: 500ms, 10s, 2m, 1h (a unit is required; 0 alone is allowed)\n\n"
@@ -67,7 +75,7 @@ static void help(FILE *f) {
         "  1    failure (a server error, NAME not a lock for release, refused...)\n"
         "  2    usage: bad arguments\n"
         "  69   could not reach the server\n"
-        "  75   run: NAME not acquired within --wait\n"
+        "  75   run: NAME not acquired within --wait; stats: NAME never acquired\n"
         "  79   run: the lease was lost while the command ran (it was terminated)\n"
         "  126  run: the command could not be executed\n"
         "  127  run: the command was not found\n",

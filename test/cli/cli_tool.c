@@ -318,6 +318,13 @@ TEST(every_bad_argument_is_usage_and_status_2) {
       {"watch", NULL},
       {"watch", "--interval", "1ms", "x", NULL},
       {"watch", "a", "b", NULL},
+      {"stats", NULL},
+      {"stats", "a", "b", NULL},
+      {"stats", "--duration", "100ms", "x", NULL},
+      {"stats", "--duration", "5", "x", NULL},
+      {"stats", "--contenders", "1", "x", NULL},
+      {"stats", "--contenders", "65", "x", NULL},
+      {"stats", "--bogus", "x", NULL},
   };
   size_t i;
   dir_init();
@@ -340,6 +347,7 @@ TEST(every_bad_argument_is_usage_and_status_2) {
     ASSERT(file_has(t.out, "Exit status"));
     ASSERT(file_has(t.out, "79"));
     ASSERT(file_has(t.out, "watch"));
+    ASSERT(file_has(t.out, "stats"));
   }
 }
 
@@ -628,6 +636,80 @@ TEST(watch_follows_a_fair_queue_and_redraws_on_its_release) {
   ASSERT(strstr(acc, "HOLDERS   0 (free)") != NULL);
   ASSERT(strstr(acc, "bbbbbbbb-2222-4333-8444-555555555555:2") != NULL); /* still queued */
   watch_end(pid, fd);
+  redisFree(ctx);
+  rt_server_stop(srv);
+}
+
+/* A number after key in the text (-1 when key is absent). */
+static long long num_after(const char *text, const char *key) {
+  const char *p = strstr(text, key);
+  return p != NULL ? atoll(p + strlen(key)) : -1;
+}
+
+TEST(stats_measures_both_phases) {
+  rt_server_t *srv;
+  tool_t t;
+  char *out;
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  {
+    const char *a[] = {"stats", "--duration", "1s", "cli:st", NULL};
+    const char *j[] = {"stats", "--duration", "600ms", "--contenders", "3", "--json", "cli:st",
+                       NULL};
+    tool_start(&t, rt_server_port(srv), "st", a);
+    ASSERT_EQ(tool_wait(&t), 0);
+    out = slurp(t.out);
+    ASSERT(strstr(out, "NAME       cli:st (lock), redis ") != NULL);
+    ASSERT_GT(num_after(out, "ALONE      "), 0);
+    ASSERT_GT(num_after(out, "CONTENDED  4 contenders: "), 0);
+    ASSERT(strstr(out, "  acquire   p50 ") != NULL);
+    ASSERT(strstr(out, "  hand-off  p50 ") != NULL);
+    ASSERT(strstr(out, "PROBLEMS   0 timed out, 0 failed") != NULL);
+    ASSERT(strstr(out, "CLIENT     ") != NULL);
+    free(out);
+
+    tool_start(&t, rt_server_port(srv), "stj", j);
+    ASSERT_EQ(tool_wait(&t), 0);
+    out = slurp(t.out);
+    ASSERT(strncmp(out, "{\"name\":\"cli:st\",\"kind\":\"lock\",", 30) == 0);
+    ASSERT_GT(num_after(out, "\"alone\":{\"workers\":1,\"ms\":"), 0);
+    ASSERT_GT(num_after(strstr(out, "\"alone\""), "\"holds\":"), 0);
+    ASSERT_GT(num_after(strstr(out, "\"contended\":{\"workers\":3,"), "\"holds\":"), 0);
+    ASSERT(strstr(out, "\"acquire_us\":{\"p50\":") != NULL);
+    ASSERT(strstr(out, "\"handoff_us\":{\"p50\":") != NULL);
+    ASSERT_EQ(num_after(out, "\"timeouts\":"), 0);
+    ASSERT_EQ(num_after(out, "\"errors\":"), 0);
+    free(out);
+  }
+  ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:st"), 0); /* every hold given back */
+  rt_server_stop(srv);
+}
+
+TEST(stats_on_a_held_name_or_not_a_lock) {
+  rt_server_t *srv;
+  redisContext *ctx;
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  ctx = rt_rlock_connect(rt_server_port(srv));
+  ASSERT_EQ(rt_rlock_try(ctx, "cli:sh", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000),
+            RT_RLOCK_ACQUIRED);
+  ASSERT_EQ(rt_rsem_try_set_permits(ctx, "cli:ss", 2), 1);
+  {
+    const char *a[] = {"stats", "--duration", "200ms", "cli:sh", NULL};
+    const char *b[] = {"stats", "--duration", "200ms", "cli:ss", NULL};
+    tool_t t;
+    /* Held all along by another: nothing measured, the timeout status. */
+    tool_start(&t, rt_server_port(srv), "sh", a);
+    ASSERT_EQ(tool_wait(&t), 75);
+    ASSERT(file_has(t.out, "PROBLEMS   5 timed out"));
+    ASSERT(file_has(t.err, "never acquired"));
+    tool_start(&t, rt_server_port(srv), "ss", b);
+    ASSERT_EQ(tool_wait(&t), 1);
+    ASSERT(file_has(t.err, "is a count"));
+  }
+  ASSERT_EQ(rt_cmd_int(srv, "HEXISTS cli:sh aaaaaaaa-2222-4333-8444-555555555555:1"), 1);
   redisFree(ctx);
   rt_server_stop(srv);
 }
