@@ -13,6 +13,7 @@
 #include "latchkey/latch.h"
 #include "latchkey/multilock.h"
 #include "latchkey/leader.h"
+#include "latchkey/barrier.h"
 #include "latchkey/ratelimiter.h"
 #include "latchkey/inspect.h"
 

@@ -1,0 +1,261 @@
+/* Double barrier (docs/barrier.md): the object's lifecycle, the member's
+ * lease and the accessors; the enter and leave waits are in enter_leave.c.
+ * A member's presence is a lease of its own (a score in the members zset:
+ * the server time it runs out), often shorter than the client's default
+ * lease so that a crashed member is dropped sooner; the client's watchdog
+ * renews every entry with the client's one lease, so the object renews its
+ * own every lease/3, as leader election does (src/leader/leader.c). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "barrier/barrier_internal.h"
+#include "core/loglevel.h"
+
+#define CLIENT(b) LK__BARRIER_CLIENT(b)
+
+const lk__script_t *lk__barrier_script(const char *name) {
+  return lk__script_find(name); /* present: embedded at build time */
+}
+
+/* --- the lease --- */
+
+static void on_renew_reply(void *data, int status, redisReply *r) {
+  lk_barrier_t *b = data;
+  long long v;
+  b->renew_op = NULL;
+  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
+    /* 0: dropped or its round is over; the enter's or leave's script tells
+     * the member which, so nothing more is renewed here. */
+    if (v == 0)
+      lk__barrier_renew_stop(b);
+    return;
+  }
+  /* Lost or refused: the next tick tries again. */
+  lk__log(CLIENT(b), lk__trouble_level(status != 0 ? status : LK_EPROTOCOL),
+          "barrier lease renewal failed: %s", lk_err_name(status != 0 ? status : LK_EPROTOCOL));
+}
+
+static void on_renew_timer(uv_timer_t *t) {
+  lk__barrier_timer_t *tm = t->data;
+  lk_barrier_t *b = tm->b;
+  char round[24], lease[24], keep[24];
+  const char *argv[7] = {NULL, NULL, NULL, NULL, round, lease, keep};
+  size_t lens[7] = {0};
+  int err = 0;
+  if (b == NULL || b->renew_op != NULL || (!b->in && !b->entered))
+    return;
+  for (int i = 0; i < 3; i++) {
+    argv[i] = b->keys[i];
+    lens[i] = b->key_lens[i];
+  }
+  argv[3] = lk__barrier_member_id(b, &lens[3]);
+  lens[4] = lk__i64_to_str(round, b->round);
+  lens[5] = lk__i64_to_str(lease, b->lease_ms);
+  lens[6] = lk__i64_to_str(keep, LK__BARRIER_KEEP_MS);
+  b->renew_op = lk__script_call(CLIENT(b), lk__barrier_script("barrier/renew"), 3, 4, argv,
+                                lens, on_renew_reply, b, &err);
+  if (b->renew_op == NULL)
+    lk__log(CLIENT(b), lk__trouble_level(err), "barrier lease renewal not sent: %s",
+            lk_err_name(err));
+}
+
+static void on_timer_closed(uv_handle_t *h) { lk__free(h->data); }
+
+int lk__barrier_want_timer(lk_barrier_t *b) {
+  if (b->timer != NULL)
+    return 0;
+  b->timer = lk__calloc(1, sizeof(*b->timer));
+  if (b->timer == NULL)
+    return LK_ENOMEM;
+  uv_timer_init(CLIENT(b)->loop, &b->timer->t);
+  b->timer->t.data = b->timer;
+  b->timer->b = b;
+  return 0;
+}
+
+void lk__barrier_renew_start(lk_barrier_t *b) {
+  uint64_t every = (uint64_t)(b->lease_ms / 3 > 0 ? b->lease_ms / 3 : 1);
+  if (b->timer == NULL || uv_is_active((uv_handle_t *)&b->timer->t))
+    return;
+  uv_update_time(CLIENT(b)->loop);
+  uv_timer_start(&b->timer->t, on_renew_timer, every, every);
+}
+
+void lk__barrier_renew_stop(lk_barrier_t *b) {
+  if (b->renew_op != NULL) {
+    lk__op_retarget(b->renew_op, NULL, NULL);
+    b->renew_op = NULL;
+  }
+  if (b->timer != NULL)
+    uv_timer_stop(&b->timer->t);
+}
+
+/* --- the dropped list --- */
+
+void lk__barrier_clear_dropped(lk_barrier_t *b) {
+  b->drop_len = 0;
+  b->drop_n = 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+  size_t n = *cap != 0 ? *cap : 8;
+  void *q;
+  if (need <= *cap)
+    return 0;
+  while (n < need)
+    n *= 2;
+  q = lk__realloc(*p, n * size);
+  if (q == NULL)
+    return LK_ENOMEM;
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
+void lk__barrier_keep_dropped(lk_barrier_t *b, const redisReply *r) {
+  lk__barrier_clear_dropped(b);
+  for (size_t i = 0; i < r->elements; i++) {
+    const redisReply *e = r->element[i];
+    if (grow((void **)&b->drop_buf, &b->drop_cap, b->drop_len + e->len + 1, 1) != 0 ||
+        grow((void **)&b->drop_off, &b->drop_off_cap, b->drop_n + 1, sizeof(size_t)) != 0) {
+      lk__log(CLIENT(b), LK_LOG_WARN, "out of memory: the dropped list is cut short");
+      return;
+    }
+    memcpy(b->drop_buf + b->drop_len, e->str, e->len);
+    b->drop_buf[b->drop_len + e->len] = '\0';
+    b->drop_off[b->drop_n++] = b->drop_len;
+    b->drop_len += e->len + 1;
+  }
+}
+
+/* --- lifecycle --- */
+
+static void on_close_take_out(void *data, int status, redisReply *r) {
+  lk_barrier_t *b = data;
+  (void)r;
+  b->base.op = NULL;
+  if (status != 0 && status != LK_ECANCELED)
+    lk__log(CLIENT(b), lk__trouble_level(status),
+            "barrier member not taken out on close (%s): dropped after its lease",
+            lk_err_name(status));
+  lk__obj_close_done(&b->base);
+}
+
+/* Closing a member that is in (waiting to enter, entered, or a leave that
+ * never got through) takes it out, so the others are not held up until its
+ * lease runs out; the close waits for the reply (best effort). */
+static int close_release(lk__obj_t *o) {
+  lk_barrier_t *b = (lk_barrier_t *)o;
+  int was_in = b->in || b->entered;
+  lk__barrier_renew_stop(b);
+  if (b->timer != NULL) {
+    b->timer->b = NULL;
+    uv_close((uv_handle_t *)&b->timer->t, on_timer_closed);
+    b->timer = NULL;
+  }
+  if (!was_in)
+    return 0;
+  o->op = lk__barrier_take_out(b, on_close_take_out, b);
+  return o->op != NULL;
+}
+
+LK__OBJ_CALLS(lk_barrier_t, lk_barrier_cb, lk_barrier_close_cb)
+
+static void free_barrier(lk__obj_t *o) {
+  lk_barrier_t *b = (lk_barrier_t *)o;
+  if (b->timer != NULL)
+    lk__free(b->timer); /* a forked child: never closed on this loop */
+  for (int i = 0; i < 4; i++)
+    lk__free(b->keys[i]);
+  lk__free(b->member);
+  lk__free(b->drop_buf);
+  lk__free(b->drop_off);
+  lk__free(b);
+}
+
+/* Both scripts apply a resend at most once (the same member's ZADD or
+ * ZREM), so a lost reply is resent. */
+static int counted(lk__obj_t *o) {
+  (void)o;
+  return 1;
+}
+
+static const lk__obj_ops_t lk__barrier_ops = {
+    .attempt = lk__barrier_attempt,
+    .close_release = close_release,
+    .call = call,
+    .call_closed = call_closed,
+    .complete = lk__barrier_complete,
+    .free = free_barrier,
+    .message = lk__barrier_message,
+    .counted = counted,
+};
+
+static const char *const prefixes[4] = {LK__BARRIER_PREFIX, LK__BARRIER_MEMBERS_PREFIX,
+                                        LK__BARRIER_DROPPED_PREFIX,
+                                        LK__BARRIER_CHANNEL_PREFIX};
+
+int lk_barrier_new(lk_client_t *c, const char *name, int members, lk_barrier_t **out) {
+  lk_barrier_t *b;
+  size_t len;
+  int n, ok, rc = lk__obj_new_check(c, out, name, &len);
+  if (rc != 0)
+    return rc;
+  if (members < 1 || members > LK_BARRIER_MAX_MEMBERS)
+    return LK_EINVAL;
+  b = lk__calloc(1, sizeof(*b) + len + 1);
+  if (b == NULL)
+    return LK_ENOMEM;
+  b->name = (char *)(b + 1);
+  memcpy(b->name, name, len);
+  b->name_len = len;
+  b->n = members;
+  ok = 1;
+  for (int i = 0; i < 4; i++) {
+    b->keys[i] = lk__prefix_name(prefixes[i], name, len, &b->key_lens[i]);
+    ok = ok && b->keys[i] != NULL;
+  }
+  n = snprintf(b->owner, sizeof(b->owner), "%s:%" PRIu64, c->id, c->next_tid + 1);
+  if (!ok || n <= 0 || (size_t)n >= sizeof(b->owner)) {
+    for (int i = 0; i < 4; i++)
+      lk__free(b->keys[i]);
+    lk__free(b);
+    return LK_ENOMEM;
+  }
+  c->next_tid++;
+  b->owner_len = (size_t)n;
+  b->lease_ms = c->o.default_lease_ms;
+  lk__obj_init(&b->base, c, &lk__barrier_ops);
+  b->base.channel = b->keys[3];
+  b->base.channel_len = b->key_lens[3];
+  *out = b;
+  return 0;
+}
+
+int lk_barrier_close(lk_barrier_t *b, lk_barrier_close_cb close_cb) {
+  return lk__obj_close(b ? &b->base : NULL, (lk__fn_t)close_cb);
+}
+
+/* --- accessors --- */
+
+size_t lk_barrier_dropped_count(const lk_barrier_t *b) { return b ? b->drop_n : 0; }
+const char *lk_barrier_dropped(const lk_barrier_t *b, size_t i) {
+  return b != NULL && i < b->drop_n ? b->drop_buf + b->drop_off[i] : NULL;
+}
+int64_t lk_barrier_round(const lk_barrier_t *b) { return b ? b->round : 0; }
+const char *lk_barrier_member(const lk_barrier_t *b) {
+  size_t len;
+  return b ? lk__barrier_member_id(b, &len) : NULL;
+}
+const char *lk_barrier_error_text(const lk_barrier_t *b) {
+  return b ? lk__obj_errtext(&b->base) : "";
+}
+const char *lk_barrier_name(const lk_barrier_t *b) { return b ? b->name : NULL; }
+int lk_barrier_members(const lk_barrier_t *b) { return b ? b->n : 0; }
+lk_client_t *lk_barrier_client(const lk_barrier_t *b) { return b ? CLIENT(b) : NULL; }
+void *lk_barrier_get_data(const lk_barrier_t *b) { return b ? b->base.data : NULL; }
+void lk_barrier_set_data(lk_barrier_t *b, void *data) {
+  if (b != NULL)
+    b->base.data = data;
+}
