@@ -89,6 +89,13 @@ RES_CB(rwlock)
 RES_CB(semaphore)
 RES_CB(psem)
 RES_CB(latch)
+static void leader_cb(lk_leader_t *x, int st, void *a) {
+  res_set(a, st, lk_leader_term(x), lk_leader_error_text(x));
+}
+RES_CB(ratelimiter)
+static void barrier_cb(lk_barrier_t *x, int st, void *a) {
+  res_set(a, st, lk_barrier_round(x), lk_barrier_error_text(x));
+}
 static void multilock_cb(lk_multilock_t *x, int st, void *a) {
   res_set(a, st, lk_multilock_hold_count(x), "");
 }
@@ -115,14 +122,28 @@ static void spin(int64_t ms) {
   run_until(&never, ms);
 }
 
+/* Renewals touch the keys their grant made, so the first round (a plain
+ * name) proves them; the second (a hash-tagged name) does not wait again. */
+static int g_first_round = 1;
+
 /* Holds are kept across watchdog renewals: at least one is confirmed. */
 static void spin_renewals(void) {
   lk_client_stats_t before, after;
+  if (!g_first_round)
+    return;
   lk_client_get_stats(client, &before);
   spin(RENEWALS_MS);
   lk_client_get_stats(client, &after);
   if (after.renewals == before.renewals)
     fail("no renewal in %d ms", RENEWALS_MS);
+}
+
+/* Leases of their own (a leader's, a barrier member's) are not watchdog
+ * renewals: outliving the lease shows they are renewed (a denied renewal
+ * would lose it, and the loss is logged). */
+static void spin_past_lease(void) {
+  if (g_first_round)
+    spin(LEASE_MS + LEASE_MS / 3);
 }
 
 static void step(const char *fmt, ...) {
@@ -238,6 +259,9 @@ CLOSED_CB(psem)
 CLOSED_CB(latch)
 CLOSED_CB(multilock)
 CLOSED_CB(redlock)
+CLOSED_CB(leader)
+CLOSED_CB(ratelimiter)
+CLOSED_CB(barrier)
 
 static void close_checked(int rc) {
   if (rc < 0)
@@ -604,6 +628,118 @@ static void group_verbs(const char *base) {
   wait_closed();
 }
 
+/* Observer callback: counts the changes it was told of (a new term, the
+ * leadership ending); its last call is LK_ECANCELED. */
+static int observed_changes;
+static void on_observed(lk_leader_t *x, int st, void *a) {
+  (void)x;
+  (void)a;
+  if (st == 0)
+    observed_changes++;
+}
+
+static void leader_verbs(const char *base) {
+  char role[256];
+  lk_leader_t *a, *b;
+  lk_leader_opts_t o;
+  res_t r, w;
+  snprintf(role, sizeof role, "%sleader", base);
+  step("leader %s: new, observe, campaign", role);
+  if (lk_leader_new(client, role, &a) < 0 || lk_leader_new(client, role, &b) < 0) {
+    fail("lk_leader_new");
+    return;
+  }
+  observed_changes = 0;
+  if (lk_leader_observe(b, on_observed, NULL) < 0)
+    fail("observe refused");
+  lk_leader_opts_init(&o);
+  o.value = "10.0.0.5:8080";
+  if (RUN(lk_leader_campaign(a, &o, leader_cb, &r), &r, 0) && r.result <= 0)
+    fail("term %lld", (long long)r.result);
+  step("leader %s: a second candidate waits; the leader renews", role);
+  o.wait_ms = WAIT_MS;
+  memset(&w, 0, sizeof w);
+  if (lk_leader_campaign(b, &o, leader_cb, &w) < 0)
+    fail("second campaign refused");
+  spin_past_lease();
+  if (!lk_leader_is_leader(a))
+    fail("the leadership was not renewed");
+  still_waiting(&w);
+  step("leader %s: resign wakes the other candidate", role);
+  RUN(lk_leader_resign(a, leader_cb, &r), &r, 0);
+  if (!run_until(&w.done, STEP_MS) || w.status != 0)
+    fail("the second candidate ended %s (%s)", lk_err_name(w.status), w.text);
+  RUN(lk_leader_resign(b, leader_cb, &r), &r, 0);
+  if (observed_changes == 0)
+    fail("the observer saw no change");
+  close_checked(lk_leader_close(a, leader_closed));
+  close_checked(lk_leader_close(b, leader_closed));
+  wait_closed();
+}
+
+static void ratelimiter_verbs(const char *base) {
+  char name[256];
+  lk_ratelimiter_t *a;
+  lk_ratelimiter_config_t cfg;
+  lk_ratelimiter_opts_t o;
+  res_t r;
+  snprintf(name, sizeof name, "%srate", base);
+  step("ratelimiter %s: set a rate, take it all, wait for the window", name);
+  if (lk_ratelimiter_new(client, name, &a) < 0) {
+    fail("lk_ratelimiter_new");
+    return;
+  }
+  lk_ratelimiter_config_init(&cfg);
+  cfg.rate = 2;
+  cfg.interval_ms = 300;
+  if (RUN(lk_ratelimiter_try_set_rate(a, &cfg, ratelimiter_cb, &r), &r, 0))
+    check_result(&r, 1);
+  RUN(lk_ratelimiter_try_acquire(a, 2, ratelimiter_cb, &r), &r, 0);
+  if (RUN(lk_ratelimiter_available(a, ratelimiter_cb, &r), &r, 0))
+    check_result(&r, 0);
+  lk_ratelimiter_opts_init(&o);
+  o.wait_ms = WAIT_MS; /* the window frees a permit within 300 ms */
+  RUN(lk_ratelimiter_acquire(a, &o, ratelimiter_cb, &r), &r, 0);
+  if (RUN(lk_ratelimiter_get_config(a, ratelimiter_cb, &r), &r, 0))
+    check_result(&r, 1);
+  RUN(lk_ratelimiter_set_rate(a, &cfg, ratelimiter_cb, &r), &r, 0);
+  close_checked(lk_ratelimiter_close(a, ratelimiter_closed));
+  wait_closed();
+}
+
+static void barrier_verbs(const char *base) {
+  char name[256];
+  lk_barrier_t *a, *b;
+  lk_barrier_opts_t o;
+  res_t r, w;
+  snprintf(name, sizeof name, "%sbarrier", base);
+  step("barrier %s: two members enter (one waits, renewing)", name);
+  if (lk_barrier_new(client, name, 2, &a) < 0 || lk_barrier_new(client, name, 2, &b) < 0) {
+    fail("lk_barrier_new");
+    return;
+  }
+  lk_barrier_opts_init(&o);
+  o.wait_ms = WAIT_MS;
+  memset(&w, 0, sizeof w);
+  if (lk_barrier_enter(a, &o, barrier_cb, &w) < 0)
+    fail("first enter refused");
+  spin_past_lease();
+  still_waiting(&w);
+  RUN(lk_barrier_enter(b, &o, barrier_cb, &r), &r, 0);
+  if (!run_until(&w.done, STEP_MS) || w.status != 0)
+    fail("the first member ended %s (%s)", lk_err_name(w.status), w.text);
+  step("barrier %s: both leave (one waits for the other)", name);
+  memset(&w, 0, sizeof w);
+  if (lk_barrier_leave(a, &o, barrier_cb, &w) < 0)
+    fail("first leave refused");
+  RUN(lk_barrier_leave(b, &o, barrier_cb, &r), &r, 0);
+  if (!run_until(&w.done, STEP_MS) || w.status != 0)
+    fail("the first member's leave ended %s (%s)", lk_err_name(w.status), w.text);
+  close_checked(lk_barrier_close(a, barrier_closed));
+  close_checked(lk_barrier_close(b, barrier_closed));
+  wait_closed();
+}
+
 /* The script cache emptied behind the client's back: the next call of each
  * script meets NOSCRIPT and is resent with EVAL. Done as the default user,
  * over a connection of its own (the recipe's user need not flush scripts). */
@@ -632,6 +768,9 @@ static void all_verbs(const char *base) {
   latch_verbs(base, 0);
   latch_verbs(base, 1);
   group_verbs(base);
+  leader_verbs(base);
+  ratelimiter_verbs(base);
+  barrier_verbs(base);
   list_and_ping(base); /* what the rounds left: counts, tokens, permits */
 }
 
@@ -679,6 +818,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   all_verbs(plain);
+  g_first_round = 0;
   flush_scripts();
   all_verbs(tagged);
   step("heartbeat");
