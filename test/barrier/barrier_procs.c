@@ -242,3 +242,51 @@ TEST(member_killed_between_enter_and_leave) {
   munmap(cfg.slots, sizeof(slot_t) * N);
   fx_finish(&fx);
 }
+
+/* A member killed before the round is released no longer counts: once its
+ * lease has run out it is dropped, N live members release the round, and
+ * their enter names the dropped one. */
+TEST(member_killed_before_release) {
+  fx_t fx;
+  rt_worker_t w;
+  br_op_t e[N];
+  lk_barrier_t *b[N];
+  const int64_t lease = 600;
+  char id[8];
+  fx_start(&fx, NULL);
+  cfg_t cfg = {rt_server_port(fx.srv), lease, "early", shared_slots(N)};
+  g_cfg = &cfg;
+  memset(&w, 0, sizeof(w));
+  ASSERT_OK(rt_worker_start(&w, N - 1, victim_worker, NULL)); /* member "w4" */
+  BR_WAIT_MEMBERS(&fx, "early", 1);
+  rt_worker_kill(&w);
+  for (int i = 0; i < N; i++)
+    b[i] = br_new(fx.c, "early", N);
+  /* The victim and N - 2 live members: one short of N. */
+  for (int i = 0; i < N - 2; i++) {
+    snprintf(id, sizeof(id), "m%d", i);
+    br_enter(b[i], 20000, lease, id, &e[i]);
+  }
+  BR_WAIT_MEMBERS(&fx, "early", N - 1);
+  /* Dropped once its lease has run out (a waiter's re-poll drops it). */
+  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "ZCARD " BR_MEMBERS("early")) == N - 2,
+                lease + 2000);
+  /* One more live member: still one short, the dead one no longer counts. */
+  br_enter(b[N - 2], 20000, lease, "m3", &e[N - 2]);
+  BR_WAIT_MEMBERS(&fx, "early", N - 1);
+  fx_spin(&fx, 50);
+  for (int i = 0; i < N - 1; i++)
+    ASSERT_EQ(e[i].done, 0);
+  br_enter(b[N - 1], 20000, lease, "m4", &e[N - 1]);
+  for (int i = 0; i < N; i++) {
+    rt_run_until(&fx.loop, &e[i].done, 10000);
+    ASSERT_OK(e[i].status);
+    ASSERT_EQ(e[i].ndropped, 1);
+    ASSERT_STREQ(e[i].dropped, "w4");
+  }
+  for (int i = 0; i < N; i++)
+    br_close(&fx.loop, b[i]);
+  BR_WAIT_MEMBERS(&fx, "early", 0);
+  munmap(cfg.slots, sizeof(slot_t) * N);
+  fx_finish(&fx);
+}
