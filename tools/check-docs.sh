@@ -20,7 +20,8 @@
 #                  <!-- excerpt: examples/NAME.c -->
 #                (any file under examples/ or include/, which CI builds): then
 #                its lines are that file's, in order and contiguous, with a
-#                line `...` standing for lines left out;
+#                line `...` standing for lines left out; an example quoted so
+#                also runs against the private server below (exit status 0);
 #       ```sh / ```bash
 #                runs with bash -eu in a scratch directory against a private
 #                server this script starts on a free loopback port
@@ -37,7 +38,9 @@
 #       ```text  output, diagrams, configuration: not run, unless marked
 #                  <!-- output-of: examples/NAME -->
 #                then BUILD_DIR/examples/NAME 127.0.0.1:PORT must print
-#                exactly the block.
+#                exactly the block;
+#   - an ACL recipe (sh blocks with ACL SETUSER) allows every command the
+#     Lua scripts (scripts/*/*.lua) call.
 # Exit status: 0 all passed, 1 something failed, 77 a needed program was not
 # built (ctest reports it skipped). Every wait is bounded.
 set -euo pipefail
@@ -57,7 +60,7 @@ while [ $# -gt 0 ]; do
     --bin) bin=$2; shift ;;
     --cflags) extra_cflags=$2; shift ;;
     --ldflags) extra_ldflags=$2; shift ;;
-    -h | --help) sed -n '2,46p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,45p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "check-docs: unknown option $1" >&2; exit 2 ;;
     *) pages+=("$1") ;;
   esac
@@ -70,7 +73,7 @@ if [ -z "$lib" ]; then
   lib="$build/liblatchkey.so"
   [ -e "$lib" ] || lib="$build/liblatchkey.a"
 fi
-[ -n "$bin" ] || bin="$build/test"
+[ -n "$bin" ] || bin="$build/test/docs"
 CC=${CC:-cc}
 
 SERVER=${LK_REDIS_SERVER:-redis-server}
