@@ -16,5 +16,6 @@
 #include "latchkey/barrier.h"
 #include "latchkey/ratelimiter.h"
 #include "latchkey/inspect.h"
+#include "latchkey/metrics.h"
 
 #endif /* LATCHKEY_H */

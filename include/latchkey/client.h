@@ -120,6 +120,11 @@ typedef struct lk_client_opts_s {
   int sync_policy;         /* lk_sync_policy_t, default LK_SYNC_GIVE_BACK */
 } lk_client_opts_t;
 
+/* Buckets of the acquire wait-time histogram (docs/metrics.md): one per
+ * upper bound lk_metrics_wait_bound_us(0..LK_WAIT_BUCKETS-2), 0.5 ms to
+ * 60 s, and a last one for longer waits. */
+#define LK_WAIT_BUCKETS 17
+
 typedef struct lk_client_stats_s {
   uint64_t commands_sent;
   uint64_t replies;
@@ -159,6 +164,30 @@ typedef struct lk_client_stats_s {
    * fewer replicas than asked acknowledged in time. */
   uint64_t sync_waits;
   uint64_t sync_shortfalls;
+  /* Metrics (docs/metrics.md). Acquires that ended LK_ETIMEDOUT. */
+  uint64_t acquire_timeouts;
+  /* How long the acquires counted in acquire_waits waited, from the call
+   * to the grant: the sum (ns), and the count per bucket (not cumulative:
+   * bucket i counts waits above bound i-1 up to bound i, the last one
+   * those above 60 s). The buckets add up to acquire_waits. */
+  uint64_t wait_ns_total;
+  uint64_t wait_buckets[LK_WAIT_BUCKETS];
+  /* leases_lost by reason; they add up to it. A renewal found the key
+   * gone, or held by another owner; the local deadline passed with no
+   * renewal confirmed; a renewal found it gone after the server restarted
+   * or the client moved to another master; a RedLock lost its quorum. */
+  uint64_t leases_lost_gone;
+  uint64_t leases_lost_taken;
+  uint64_t leases_lost_deadline;
+  uint64_t leases_lost_restart;
+  uint64_t leases_lost_quorum;
+  /* Renewal scripts that got no usable answer (connection lost, reply
+   * timeout, error reply): their leases go again with the next tick. */
+  uint64_t renewal_failures;
+  /* Give-backs sent for what an acquire may have been granted after its
+   * caller stopped waiting for it (an unknown outcome, a timeout, cancel or
+   * close with an attempt in flight). */
+  uint64_t give_backs;
 } lk_client_stats_t;
 
 LK_EXTERN void lk_client_opts_init(lk_client_opts_t *opts);

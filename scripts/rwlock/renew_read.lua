@@ -5,8 +5,9 @@
 -- maxmemory too.
 -- KEYS[2i-1] lock name, KEYS[2i] that owner's TP prefix; ARGV[1] lease ms,
 -- ARGV[i + 1] the owner's reader field.
--- Reply: per entry 1 (every hold of the owner extended) or 0 (the owner's
--- field or one of its hold keys is gone: the holds are lost).
+-- Reply: per entry 1 (every hold of the owner extended), 0 (the owner's
+-- field or one of its hold keys is gone: the holds are lost) or -1 (the
+-- field is gone and the lock is other owners': lost too; docs/metrics.md).
 local lease = tonumber(ARGV[1])
 local out = {}
 for i = 1, #KEYS / 2 do
@@ -21,6 +22,9 @@ for i = 1, #KEYS / 2 do
   end
   if ok == 1 and redis.call('pttl', name) < lease then
     redis.call('pexpire', name, lease)
+  end
+  if count == 0 and redis.call('exists', name) == 1 then
+    ok = -1
   end
   out[i] = ok
 end

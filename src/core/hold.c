@@ -1,5 +1,6 @@
 /* Hold records and the grant routine (hold.h). */
 #include "core/hold.h"
+#include "core/metrics.h"
 #include "core/sync.h"
 #include "core/tokens.h"
 
@@ -55,6 +56,7 @@ static void zero_sides(const lk__grant_t *g) {
 /* The holds are gone behind the object's back: report the loss (lose gives
  * back what the server still has for this owner), and start afresh. */
 static void lost_as_a_whole(lk__obj_t *o, const lk__grant_t *g) {
+  lk__metrics_lost(o->client, LK__LOST_GONE);
   o->ops->lose(o);
   zero_sides(g);
   o->lost = 0;

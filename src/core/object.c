@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metrics.h"
 #include "core/object.h"
 #include "core/outcome.h"
 #include "core/sync.h"
@@ -64,17 +65,26 @@ void lk__obj_unsubscribe(lk__obj_t *o) {
     lk__sub_stop(&o->w->sub);
 }
 
-/* The client's acquire and release statistics, for every primitive. */
-static void count_success(lk__obj_t *o, int kind) {
+/* The client's acquire and release statistics, for every primitive: the
+ * one place an operation's end is counted (docs/metrics.md). */
+static void count_end(lk__obj_t *o, int kind, int status) {
   lk_client_stats_t *st = &o->client->stats;
+  uint64_t now;
   if (kind == 0)
+    return;
+  if (kind == o->ops->acquire_kind && status == LK_ETIMEDOUT)
+    st->acquire_timeouts++;
+  if (status != 0)
     return;
   if (kind == o->ops->acquire_kind) {
     st->acquires++;
-    if (o->waited)
+    now = lk__now_ns();
+    if (o->waited) {
       st->acquire_waits++;
+      lk__metrics_wait(o->client, o->begun_ns != 0 && now > o->begun_ns ? now - o->begun_ns : 0);
+    }
     if (o->woken_ns != 0)
-      st->handoff_ns_total += lk__now_ns() - o->woken_ns;
+      st->handoff_ns_total += now - o->woken_ns;
   } else if (kind == o->ops->release_kind) {
     st->releases++;
   }
@@ -89,8 +99,7 @@ void lk__obj_finish(lk__obj_t *o, int status) {
     return;
   }
   status = lk__outcome_settle(o, status);
-  if (status == 0)
-    count_success(o, kind);
+  count_end(o, kind, status);
   lk__fn_t cb = o->cb;
   stop_waiting(o);
   o->kind = 0;
@@ -299,7 +308,8 @@ void lk__obj_wait_begin(lk__obj_t *o, int64_t wait_ms) {
   o->waiting = 1;
   o->wait_ms = wait_ms;
   o->budgeted = wait_ms != 0;
-  o->deadline_ns = lk__now_ns() + ms_to_ns(wait_ms < 0 ? 0 : wait_ms);
+  o->begun_ns = lk__now_ns();
+  o->deadline_ns = o->begun_ns + ms_to_ns(wait_ms < 0 ? 0 : wait_ms);
 }
 
 static void on_timer(uv_timer_t *t);

@@ -140,6 +140,7 @@ struct lk__obj_s {
   /* wait engine */
   int64_t wait_ms; /* 0 = try once, < 0 = forever */
   uint64_t deadline_ns;
+  uint64_t begun_ns; /* when the wait began: the wait-time histogram's start */
   uint64_t woken_ns; /* first release message seen by this wait */
   int woken;         /* poked while an attempt was in flight */
   int waited;        /* had to wait at least once */

@@ -80,6 +80,8 @@ int lk__outcome_settle(lk__obj_t *o, int status) {
     lk__op_free(undo);
     lk__log(o->client, LK_LOG_INFO, "cannot give back an acquire whose outcome is "
                                     "unknown; any hold expires with its lease");
+  } else if (undo != NULL) {
+    o->client->stats.give_backs++;
   }
   return status == LK_ECANCELED ? status : LK_EUNKNOWN;
 }
@@ -128,8 +130,10 @@ static void on_followed(void *data, int status, redisReply *r) {
   int send = f->when == FOLLOW_ALWAYS || grant ||
              (f->when == FOLLOW_GRANT_OR_UNKNOWN && status == LK_EUNKNOWN);
   lk_client_t *c = f->undo->client;
-  if (send && lk__op_submit(c, f->undo) == 0)
+  if (send && lk__op_submit(c, f->undo) == 0) {
     f->undo = NULL;
+    c->stats.give_backs++;
+  }
   if (f->undo != NULL)
     lk__op_free(f->undo);
   lk__free(f);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/loglevel.h"
+#include "core/metrics.h"
 #include "core/slot.h"
 #include "core/topology.h"
 #include "core/watchdog.h"
@@ -129,10 +130,23 @@ static void rearm(lk_client_t *c) {
 
 /* --- lost detection --- */
 
-static void declare_lost(lk__wd_entry_t *e) {
+/* reason: LK__LOST_* (core/metrics.h), counted before the handler runs
+ * (it counts leases_lost itself, and may start anything). */
+static void declare_lost(lk_client_t *c, lk__wd_entry_t *e, int reason) {
   ring_remove(e);
   e->lost = 1;
+  lk__metrics_lost(c, reason);
   e->on_event(e, LK__WD_LOST);
+}
+
+/* Why a renewal's 0 or -1 (watchdog.h) lost the entry: a key gone after a
+ * restart or a master switch seen since its last confirmation is the
+ * restart's doing. */
+static int renewal_loss(const lk_client_t *c, const lk__wd_entry_t *e, const redisReply *r) {
+  if (r->type == REDIS_REPLY_INTEGER && r->integer < 0)
+    return LK__LOST_TAKEN;
+  return c->restarted_ns != 0 && c->restarted_ns > e->confirmed_ns ? LK__LOST_RESTART
+                                                                   : LK__LOST_GONE;
 }
 
 void lk__wd_check(lk_client_t *c) {
@@ -145,7 +159,7 @@ void lk__wd_check(lk_client_t *c) {
   /* The head is re-read each time: a lost handler may add or remove
    * entries. */
   while ((head = ring_head(c)) != NULL && lk__wd_deadline(c, head) <= now)
-    declare_lost(head);
+    declare_lost(c, head, LK__LOST_DEADLINE);
   c->wd_checking = 0;
 }
 
@@ -314,6 +328,8 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
 
   due_init(&owed);
   lk__wd_check(c);
+  if (!ok && status != LK_ECANCELED)
+    c->stats.renewal_failures++;
   /* Unconfirmed renewals are sent again; one that never gets through is a
    * loss, told through on_lost. An error reply (ACL, memory) needs a person. */
   if (status != 0 && status != LK_EUNKNOWN && status != LK_ECONN &&
@@ -330,7 +346,7 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
       if (e->lost)
         continue; /* undone on the server by the loss's give-back (watchdog.h) */
       if (!extended) {
-        declare_lost(e);
+        declare_lost(c, e, renewal_loss(c, e, r->element[i]));
         continue;
       }
       ring_remove(e);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core/loglevel.h"
+#include "core/metrics.h"
 #include "core/tokens.h"
 #include "core/watchdog.h"
 #include "lock/lock_internal.h"
@@ -145,6 +146,7 @@ static void group_lost(lk_redlock_t *rl) {
   size_t i;
   rl->lost = 1;
   rl->base.client->stats.leases_lost++;
+  lk__metrics_lost(rl->base.client, LK__LOST_QUORUM);
   lk__log(rl->base.client, lk__lost_level(&rl->base), "RedLock lost its quorum");
   for (i = 0; i < rl->n; i++)
     if (rl->node[i].busy == N_IDLE)
