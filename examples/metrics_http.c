@@ -7,8 +7,8 @@
  * GET /metrics with lk_client_write_metrics's text (docs/metrics.md):
  * latchkey serves nothing itself, the program does, here from a libuv TCP
  * handle on the client's own loop. To have something to show, it takes and
- * gives back the lock metrics_http:demo once a second. SIGINT or SIGTERM
- * ends it cleanly. */
+ * gives back the lock metrics_http:demo once a second, and keeps an owner
+ * description (docs/owners.md). SIGINT or SIGTERM ends it cleanly. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* <uv.h> needs POSIX types under -std=c11 */
 #endif
@@ -247,6 +247,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   copts.client_name = "metrics_http";
+  copts.describe_owner = 1; /* inspection can name this process (docs/owners.md) */
 
   if ((rc = uv_loop_init(&loop)) != 0) {
     fprintf(stderr, "uv_loop_init: %s\n", uv_strerror(rc));

@@ -17,5 +17,6 @@
 #include "latchkey/ratelimiter.h"
 #include "latchkey/inspect.h"
 #include "latchkey/metrics.h"
+#include "latchkey/owners.h"
 
 #endif /* LATCHKEY_H */

@@ -118,6 +118,15 @@ typedef struct lk_client_opts_s {
   int64_t sync_timeout_ms; /* default 1000 */
   int sync_aof;            /* 1: WAITAOF (servers 7.2+), else WAIT */
   int sync_policy;         /* lk_sync_policy_t, default LK_SYNC_GIVE_BACK */
+  /* Owner descriptions (docs/owners.md), off by default: 1 keeps a short
+   * description of this client (host name, pid, program, client_name,
+   * latchkey version, owner_note) in the hash latchkey_client:{ID} with a
+   * TTL of default_lease_ms, rewritten every default_lease_ms / 3 and
+   * deleted by a clean close, so inspection can name the process behind an
+   * owner id (lk_client_describe_owner). Cost: one key per client, one
+   * small write per period. */
+  int describe_owner;
+  const char *owner_note; /* free text kept with it (at most 256 bytes), or NULL */
 } lk_client_opts_t;
 
 /* Buckets of the acquire wait-time histogram (docs/metrics.md): one per
@@ -188,6 +197,8 @@ typedef struct lk_client_stats_s {
    * caller stopped waiting for it (an unknown outcome, a timeout, cancel or
    * close with an attempt in flight). */
   uint64_t give_backs;
+  /* Owner descriptions written (describe_owner; docs/owners.md). */
+  uint64_t owner_writes;
 } lk_client_stats_t;
 
 LK_EXTERN void lk_client_opts_init(lk_client_opts_t *opts);

@@ -8,6 +8,7 @@
 
 #include "core/internal.h"
 #include "core/loglevel.h"
+#include "core/registry.h"
 #include "core/router.h"
 #include "core/sentinel.h"
 #include "core/url.h"
@@ -127,7 +128,9 @@ static int copy_new_opts(lk__opts_t *d, const lk_client_opts_t *s) {
       s->sync_replicas < 0 || s->sync_replicas > 1000 ||
       (s->sync_aof != 0 && s->sync_aof != 1) ||
       (s->sync_policy != LK_SYNC_GIVE_BACK && s->sync_policy != LK_SYNC_REPORT) ||
-      !valid_ms(s->sync_timeout_ms, 1))
+      !valid_ms(s->sync_timeout_ms, 1) ||
+      (s->describe_owner != 0 && s->describe_owner != 1) ||
+      (s->owner_note != NULL && strlen(s->owner_note) > 256))
     return LK_EINVAL;
   d->tls_enable = t->enable;
   d->tls_verify_peer = t->verify_peer;
@@ -136,6 +139,8 @@ static int copy_new_opts(lk__opts_t *d, const lk_client_opts_t *s) {
   d->sync_aof = s->sync_aof;
   d->sync_policy = s->sync_policy;
   d->sync_timeout_ms = s->sync_timeout_ms;
+  d->describe_owner = s->describe_owner;
+  rc |= dup_opt(&d->owner_note, s->owner_note);
   rc |= dup_opt(&d->tls_ca_file, t->ca_file);
   rc |= dup_opt(&d->tls_ca_dir, t->ca_dir);
   rc |= dup_opt(&d->tls_server_name, t->server_name);
@@ -209,6 +214,7 @@ static void free_opts(lk__opts_t *o) {
   lk__free(o->sentinel_master);
   lk__free(o->sentinel_username);
   lk__free(o->sentinel_password);
+  lk__free(o->owner_note);
 }
 
 /* --- deferred work --- */
@@ -390,6 +396,7 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
   lk__router_start(c);
   lk__sentinel_start(c);
   lk__conn_start(&c->cmd);
+  lk__registry_start(c); /* describe_owner: docs/owners.md */
   *out = c;
   return 0;
 }
@@ -400,6 +407,7 @@ static void free_client_memory(lk_client_t *c) {
   lk__tokens_free(c);
   lk__op_pool_free(c);
   lk__free(c->scratch);
+  lk__registry_free(c);
   lk__tls_client_free(c); /* memory only: safe in a forked child */
   free_opts(&c->o);
   lk__alloc_client_died();
@@ -523,6 +531,7 @@ int lk_client_close(lk_client_t *c, lk_client_close_cb close_cb) {
 void lk__client_begin_close(lk_client_t *c, lk_client_close_cb close_cb) {
   c->closing = 1;
   c->close_cb = close_cb;
+  lk__registry_close(c); /* its key goes in the drain below */
   /* Never finish inside this call: close_cb must come from the loop. */
   lk__defer_init(&c->close_defer, on_close_defer);
   lk__defer(c, &c->close_defer);

@@ -137,6 +137,9 @@ typedef struct lk__opts_s {
   /* Replica sync (docs/replica-sync.md). */
   int sync_replicas, sync_aof, sync_policy;
   int64_t sync_timeout_ms;
+  /* Owner descriptions (core/registry.h): on, and the note (NULL: none). */
+  int describe_owner;
+  char *owner_note;
 } lk__opts_t;
 
 /* One server: node 0 is the configured one (standalone, or a cluster's
@@ -200,6 +203,8 @@ struct lk_client_s {
   struct lk__topo_s *topo; /* the last topology read */
   /* Sentinel discovery (core/sentinel.h); NULL without sentinels. */
   struct lk__sentinel_s *sentinel;
+  /* Owner description (core/registry.h); NULL unless describe_owner. */
+  struct lk__registry_s *registry;
   uv_timer_t topo_timer, retry_timer;
   lk__queue_t retry_ops; /* TRYAGAIN / CLUSTERDOWN, due again later */
   uint64_t topo_last_ns;

@@ -181,6 +181,7 @@ static const counter_t counters[] = {
     CTR(sentinel_switches, "sentinel_switches", "Switches to a new master address."),
     CTR(sync_waits, "sync_waits", "Grants that waited for replica acknowledgements."),
     CTR(sync_shortfalls, "sync_shortfalls", "Grants fewer replicas than asked acknowledged in time."),
+    CTR(owner_writes, "owner_writes", "Owner descriptions written (describe_owner)."),
 };
 
 static uint64_t field(const src_t *s, size_t off) {

@@ -1,7 +1,8 @@
 /* examples/metrics_http against a harness server: it serves GET /metrics
  * (a valid exposition whose counters move), answers 404 and 405 otherwise,
- * ends cleanly on SIGTERM (demo lock given back), and refuses bad
- * arguments with its usage line and status 2. The built example's path comes from CMake
+ * keeps its owner description, ends cleanly on SIGTERM (description
+ * deleted, demo lock given back), and refuses bad arguments with its usage
+ * line and status 2. The built example's path comes from CMake
  * (LK_METRICS_HTTP). Fetched with a raw socket, as a scraper would. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -130,6 +131,15 @@ static long long demo_acquires(int port) {
   return v;
 }
 
+static long long description_keys(rt_server_t *srv) {
+  redisReply *r = rt_cmd(srv, "KEYS latchkey_client:*");
+  long long n;
+  ASSERT_NOT_NULL(r);
+  n = (long long)r->elements;
+  freeReplyObject(r);
+  return n;
+}
+
 TEST(example_serves_metrics) {
   rt_server_t *srv = rt_server_start(NULL);
   char url[64], line[256], *resp;
@@ -151,6 +161,7 @@ TEST(example_serves_metrics) {
       FAIL("the example's acquires did not reach 2");
     rt_sleep_ms(100);
   }
+  ASSERT_EQ(description_keys(srv), 1);
 
   resp = http(port, "GET /metrics?x=1 HTTP/1.0\r\n\r\n");
   ASSERT_GT(mc_check(body_of(resp)), 40);
@@ -165,6 +176,7 @@ TEST(example_serves_metrics) {
   /* SIGTERM: a clean end, nothing left on the server. */
   ASSERT_OK(kill(p.pid, SIGTERM));
   ASSERT_EQ(wait_exit(&p, 10000), 0);
+  ASSERT_EQ(description_keys(srv), 0);
   ASSERT_EQ(rt_cmd_int(srv, "EXISTS metrics_http:demo"), 0);
   rt_server_stop(srv);
 }
