@@ -51,6 +51,9 @@ static lk_lock_t *held(fx_t *fx, const char *name, int *lost) {
   return l;
 }
 
+/* lease_ms is the client's default lease: renewed every third of it. A
+ * loop stalled longer than a lease would lose by deadline instead of the
+ * reason a case makes, so the cases that want another reason scale it. */
 static void start_short_lease(fx_t *fx, int64_t lease_ms) {
   lk_client_opts_t o;
   lk_client_opts_init(&o);
@@ -72,7 +75,7 @@ TEST(exposition_after_known_work) {
   double sum, count, prev = 0;
   char *text, series[160];
 
-  start_short_lease(&fx, 900);
+  start_short_lease(&fx, rt_scaled_ms(900));
   /* N uncontended acquires and releases. */
   l = fx_lock(&fx, "m:plain");
   for (i = 0; i < N; i++) {
@@ -324,7 +327,7 @@ TEST(lost_reason_gone) {
   fx_t fx;
   int lost = 0;
   lk_lock_t *l;
-  start_short_lease(&fx, 900);
+  start_short_lease(&fx, rt_scaled_ms(900));
   l = held(&fx, "m:r", &lost);
   rt_cmd_int(fx.srv, "DEL m:r");
   rt_run_until(&fx.loop, &lost, 10000);
@@ -338,7 +341,7 @@ TEST(lost_reason_taken) {
   int lost = 0;
   lk_lock_t *l;
   redisReply *r;
-  start_short_lease(&fx, 900);
+  start_short_lease(&fx, rt_scaled_ms(900));
   l = held(&fx, "m:r", &lost);
   /* Another owner's hold in its place, in one step (MULTI). */
   r = rt_cmd(fx.srv, "EVAL %s 1 m:r", "redis.call('del', KEYS[1]) "
