@@ -118,6 +118,12 @@ typedef struct lk_client_opts_s {
   int64_t sync_timeout_ms; /* default 1000 */
   int sync_aof;            /* 1: WAITAOF (servers 7.2+), else WAIT */
   int sync_policy;         /* lk_sync_policy_t, default LK_SYNC_GIVE_BACK */
+  /* Waiting (docs/objects.md, "Waiting"): a channel whose last local waiter
+   * left stays subscribed this long, so a busy name is subscribed once, not
+   * once per wait (0: unsubscribe at once); at most pubsub_linger_max
+   * channels linger, the oldest goes first (0: none linger). */
+  int64_t pubsub_linger_ms; /* default 2000 */
+  size_t pubsub_linger_max; /* default 1024 */
   /* Owner descriptions (docs/owners.md), off by default: 1 keeps a short
    * description of this client (host name, pid, program, client_name,
    * latchkey version, owner_note) in the hash latchkey_client:{ID} with a

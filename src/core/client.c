@@ -86,6 +86,8 @@ void lk_client_opts_init(lk_client_opts_t *o) {
   o->tls.min_version = LK_TLS_1_2;
   o->sync_timeout_ms = 1000;
   o->sync_policy = LK_SYNC_GIVE_BACK;
+  o->pubsub_linger_ms = 2000;
+  o->pubsub_linger_max = 1024;
 }
 
 int lk_client_opts_set_url(lk_client_opts_t *opts, const char *url) {
@@ -169,7 +171,7 @@ static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
       (s->client_id != NULL && !lk__valid_client_id(s->client_id)) ||
       (s->cluster != LK_CLUSTER_AUTO && s->cluster != LK_CLUSTER_ON &&
        s->cluster != LK_CLUSTER_OFF) ||
-      !valid_ms(s->cluster_refresh_ms, 10) ||
+      !valid_ms(s->cluster_refresh_ms, 10) || !valid_ms(s->pubsub_linger_ms, 0) ||
       /* A cluster has only db 0 and refuses SELECT. */
       (s->cluster == LK_CLUSTER_ON && (s->db != 0 || s->unix_path != NULL)))
     return LK_EINVAL;
@@ -186,6 +188,8 @@ static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
   d->max_name_len = s->max_name_len;
   d->cluster = s->cluster;
   d->cluster_refresh_ms = s->cluster_refresh_ms;
+  d->pubsub_linger_ms = s->pubsub_linger_ms;
+  d->pubsub_linger_max = s->pubsub_linger_max;
   d->host = lk__strdup(s->host ? s->host : "");
   d->unix_path = lk__strdup(s->unix_path);
   d->username = lk__strdup(s->username);

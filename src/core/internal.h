@@ -137,6 +137,9 @@ typedef struct lk__opts_s {
   /* Replica sync (docs/replica-sync.md). */
   int sync_replicas, sync_aof, sync_policy;
   int64_t sync_timeout_ms;
+  /* Waiting channels' linger (core/pubsub.c). */
+  int64_t pubsub_linger_ms;
+  size_t pubsub_linger_max;
   /* Owner descriptions (core/registry.h): on, and the note (NULL: none). */
   int describe_owner;
   char *owner_note;
@@ -216,6 +219,10 @@ struct lk_client_s {
   /* pub/sub */
   struct lk__chan_s *chans; /* uthash table by channel name */
   size_t user_chans;        /* channels other than the heartbeat's */
+  /* Channels without listeners kept for the linger, oldest first
+   * (core/pubsub.c; initialised on first use). */
+  lk__queue_t linger_chans;
+  size_t lingering;
   char *hb_channel;
   size_t hb_channel_len;
   uint64_t hb_sent_ns;   /* when the PUBLISH in flight left */

@@ -42,6 +42,7 @@ void lk__obj_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg) {
   o->woken = 0;
   o->waited = 0;
   o->woken_ns = 0;
+  o->wake_held = 0;
   o->resends = 0;
   o->outcome_open = 0;
   o->attempt_deferred = 0;
@@ -51,17 +52,32 @@ void lk__obj_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg) {
 
 /* The wait (if any) is over: no more timer, and no more listening unless
  * the object keeps its channel. */
+/* A wake-one this waiter took and will not use goes to the next waiter. */
+static void drop_wake(lk__obj_t *o) {
+  if (!o->wake_held)
+    return;
+  o->wake_held = 0;
+  if (o->w != NULL)
+    lk__sub_pass(&o->w->sub);
+}
+
 static void stop_waiting(lk__obj_t *o) {
   o->waiting = 0;
   if (o->w == NULL)
     return;
+  drop_wake(o);
   uv_timer_stop(&o->w->timer);
   if (!o->keep_sub)
     lk__sub_stop(&o->w->sub);
 }
 
 void lk__obj_unsubscribe(lk__obj_t *o) {
-  if (o->w != NULL)
+  drop_wake(o);
+  if (o->w == NULL)
+    return;
+  if (o->keep_sub)
+    lk__sub_stop_now(&o->w->sub); /* its own channel: no linger */
+  else
     lk__sub_stop(&o->w->sub);
 }
 
@@ -95,12 +111,15 @@ void lk__obj_finish(lk__obj_t *o, int status) {
   if (o->sync != NULL && lk__sync_intercept(o, &status)) {
     /* An acquire's grant waits for its replicas (core/sync.h): nothing of
      * the wait may try again meanwhile. The step finishes it. */
+    o->wake_held = 0; /* granted: its release wakes the next */
     stop_waiting(o);
     return;
   }
   status = lk__outcome_settle(o, status);
   count_end(o, kind, status);
   lk__fn_t cb = o->cb;
+  if (status == 0)
+    o->wake_held = 0; /* granted: its release wakes the next */
   stop_waiting(o);
   o->kind = 0;
   o->op = NULL;
@@ -349,6 +368,9 @@ int lk__obj_try(lk__obj_t *o) {
   if (o->wait_ms != 0 && lk__obj_want_timer(o) != 0)
     return LK_ENOMEM;
   o->woken = 0;
+  if (o->wake_held == 1)
+    o->wake_held = 2;
+  o->try_ns = lk__now_ns();
   rc = o->ops->attempt(o);
   if (rc == 0)
     arm_guard(o);
@@ -369,9 +391,18 @@ static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
   lk__obj_t *o = lk__container_of(s, lk__obj_wait_t, sub)->obj;
   if (o->kind == 0 || !o->waiting)
     return;
-  if (event == LK__SUB_MESSAGE && o->ops->message != NULL &&
-      !o->ops->message(o, msg, len))
-    return;
+  if (event == LK__SUB_MESSAGE) {
+    int how = o->ops->message != NULL ? o->ops->message(o, msg, len) : LK__WAKE_ALL;
+    if (how == LK__WAKE_NONE)
+      return;
+    /* One waiter per message: the first in line that is not already
+     * trying on an earlier wake (that one's try may predate this release,
+     * but the next in line covers it). */
+    if (how == LK__WAKE_ONE && (o->wake_held || lk__sub_take(s) != 0))
+      return;
+    if (how == LK__WAKE_ONE)
+      o->wake_held = 1;
+  }
   if (event == LK__SUB_MESSAGE && o->woken_ns == 0)
     o->woken_ns = lk__now_ns();
   /* A poke with an error means "rely on polling"; the timer already bounds
@@ -395,10 +426,13 @@ static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms, int status) {
   o->waited = 1;
   if ((o->channel != NULL || o->ops->channel != NULL) && !lk__sub_active(&o->w->sub)) {
     /* Subscribe, then try once more when the subscription is confirmed:
-     * a release published before we subscribed is not missed. */
+     * a release published before we subscribed is not missed. A channel
+     * already subscribed (other waiters, or lingering) before the try went
+     * out, with no message since, needs no second try. */
     size_t len = o->channel_len;
     const char *ch = o->channel != NULL ? o->channel : o->ops->channel(o, &len);
-    int rc = ch != NULL ? lk__sub_start(o->client, &o->w->sub, ch, len, on_sub_event)
+    int rc = ch != NULL ? lk__sub_start_since(o->client, &o->w->sub, ch, len, on_sub_event,
+                                              o->try_ns)
                         : LK_ENOMEM;
     if (rc != 0)
       lk__log(o->client, LK_LOG_INFO, "cannot subscribe (%s): polling",
@@ -428,6 +462,10 @@ int lk__obj_try_after(lk__obj_t *o, int64_t delay_ms) {
 }
 
 void lk__obj_busy(lk__obj_t *o, int64_t ttl_ms) {
+  /* The try made on a wake lost to another process, whose release wakes
+   * again: this waiter keeps its place and waits for that. */
+  if (o->wake_held == 2)
+    o->wake_held = 0;
   if (o->wait_ms == 0 || lk__obj_remaining_ms(o) == 0) {
     lk__obj_finish(o, LK_ETIMEDOUT);
     return;
@@ -436,6 +474,9 @@ void lk__obj_busy(lk__obj_t *o, int64_t ttl_ms) {
 }
 
 void lk__obj_retry_or_finish(lk__obj_t *o, int status) {
+  /* The try failed on its way (not busy): the wait goes on, and this
+   * waiter may take the next message again. */
+  o->wake_held = 0;
   if (lk__obj_remaining_ms(o) > 0 && o->wait_ms != 0) {
     sleep_then_retry(o, -1, status);
     return;

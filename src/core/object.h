@@ -29,6 +29,8 @@ typedef struct lk__obj_wait_s {
   lk__obj_t *obj;
 } lk__obj_wait_t;
 
+enum { LK__WAKE_NONE = 0, LK__WAKE_ALL = 1, LK__WAKE_ONE = 2 };
+
 typedef struct lk__obj_ops_s {
   /* Calls fn, a callback of the object's own type (the pending operation's,
    * or on_lost), as fn(object, status, arg). */
@@ -52,10 +54,13 @@ typedef struct lk__obj_ops_s {
   int (*close_release)(lk__obj_t *o);
   /* Last, after the close callback: free the object's memory. */
   void (*free)(lk__obj_t *o);
-  /* A message on o->channel reached this waiter: 1 = try again now, 0 = not
-   * for it (e.g. a "wake one" message another local waiter took, see
-   * lk__sub_take). NULL: every message wakes. Last, so tables that predate
-   * it leave it NULL. */
+  /* A message on o->channel reached this waiter (docs/objects.md,
+   * "Waiting"): LK__WAKE_NONE (0) not for it; LK__WAKE_ALL (1) try again now,
+   * as every local waiter does (a hook may still ration such wakes itself
+   * with lk__sub_take); LK__WAKE_ONE: the message can serve one waiter, and
+   * the core gives it to the local waiter that has listened longest and is
+   * not already trying on an earlier wake; if that one's wait ends without
+   * the grant, the wake passes on. NULL: every message wakes all. */
   int (*message)(lk__obj_t *o, const char *msg, size_t len);
   /* The channel a wait subscribes to, for objects that build it on demand
    * instead of keeping it in o->channel (the text may be temporary: it is
@@ -145,6 +150,12 @@ struct lk__obj_s {
   int woken;         /* poked while an attempt was in flight */
   int waited;        /* had to wait at least once */
   int waiting;       /* a wait began and its operation has not ended */
+  /* A wake-one message was given to this waiter (LK__WAKE_ONE): 1 not yet
+   * tried on, 2 its attempt is out. Cleared when that attempt is answered
+   * busy (another process won: its release wakes again) or granted; any
+   * other end of the wait passes the wake on (lk__sub_pass). */
+  int wake_held;
+  uint64_t try_ns; /* when the last attempt was sent */
   /* Set by objects that listen on a channel of their own (the fair lock's
    * per-waiter channel): the subscription made by the first wait is kept
    * until close, so later waits cost no SUBSCRIBE/UNSUBSCRIBE. Messages that

@@ -61,6 +61,22 @@ struct lk__chan_s {
   int dispatching; /* messages being delivered: free after */
   unsigned taken;  /* listeners that took the message being delivered */
   int internal;    /* the heartbeat channel (standalone only) */
+  /* Linger (lk__opts_t.pubsub_linger_ms): without listeners the channel
+   * stays subscribed, in c->linger_chans (oldest first), until the
+   * heartbeat tick after its linger ends, its slot of the cap is needed, or
+   * a listener comes back. */
+  lk__queue_t lnode;
+  uint64_t linger_since_ns;
+  unsigned lingering : 1;
+  /* The last message, kept (if short) so that a wake a waiter took but
+   * could not use can go to the next listener (lk__sub_pass). */
+  unsigned last_ok : 1;
+  size_t last_len;
+  char last[48];
+  lk__defer_t pass;
+  /* When the subscription was last confirmed and a message last came
+   * (lk__sub_start_since). */
+  uint64_t confirmed_ns, last_msg_ns;
 };
 
 static void chan_subscribe(lk__chan_t *ch);
@@ -86,8 +102,18 @@ static void poke_all(lk__chan_t *ch, int status) {
 
 /* --- channels --- */
 
+static void linger_end(lk__chan_t *ch) {
+  if (!ch->lingering)
+    return;
+  lk__queue_remove(&ch->lnode);
+  ch->lingering = 0;
+  ch->client->lingering--;
+}
+
 static void chan_free(lk__chan_t *ch) {
   lk_client_t *c = ch->client;
+  linger_end(ch);
+  lk__defer_cancel(&ch->pass);
   HASH_DEL(c->chans, ch);
   if (!ch->internal)
     c->user_chans--;
@@ -168,6 +194,7 @@ static void on_subscribed(void *data, int status, redisReply *r) {
   if (status == 0 && is_kind(r, ch->sharded ? "ssubscribe" : "subscribe")) {
     ch->state = LK__CHAN_SUBSCRIBED;
     ch->moves = 0;
+    ch->confirmed_ns = lk__now_ns();
     poke_all(ch, 0);
   } else if (status == LK_ENOPERM) {
     ch->state = LK__CHAN_DENIED;
@@ -221,18 +248,57 @@ static void chan_subscribe(lk__chan_t *ch) {
     ch->state = LK__CHAN_SUBSCRIBING;
 }
 
-/* Last listener gone: unsubscribe and forget the channel. */
-static void chan_release(lk__chan_t *ch) {
-  if (!lk__queue_empty(&ch->listeners) || ch->dispatching || ch->internal)
-    return;
+static void chan_drop(lk__chan_t *ch) {
   chan_detach(ch);
   chan_free(ch);
+}
+
+/* Last listener gone: the channel lingers (a busy name is subscribed once,
+ * not once per wait), or with no linger is unsubscribed and forgotten. A
+ * denied channel has no subscription worth keeping. */
+static void chan_release(lk__chan_t *ch) {
+  lk_client_t *c = ch->client;
+  if (!lk__queue_empty(&ch->listeners) || ch->dispatching || ch->internal || ch->lingering)
+    return;
+  if (c->o.pubsub_linger_ms <= 0 || c->o.pubsub_linger_max == 0 || c->closing ||
+      ch->state == LK__CHAN_DENIED) {
+    chan_drop(ch);
+    return;
+  }
+  if (c->linger_chans.next == NULL)
+    lk__queue_init(&c->linger_chans);
+  ch->lingering = 1;
+  ch->linger_since_ns = lk__now_ns();
+  lk__queue_insert_tail(&c->linger_chans, &ch->lnode);
+  c->lingering++;
+  while (c->lingering > c->o.pubsub_linger_max)
+    chan_drop(lk__container_of(lk__queue_head(&c->linger_chans), lk__chan_t, lnode));
+}
+
+/* From the heartbeat tick: channels whose linger is over are unsubscribed
+ * (one timer for all of them). */
+static void linger_expire(lk_client_t *c) {
+  uint64_t now = lk__now_ns(), span = (uint64_t)c->o.pubsub_linger_ms * 1000000u;
+  while (c->lingering > 0) {
+    lk__chan_t *ch = lk__container_of(lk__queue_head(&c->linger_chans), lk__chan_t, lnode);
+    if (now - ch->linger_since_ns < span)
+      return;
+    chan_drop(ch);
+  }
 }
 
 static lk__chan_t *chan_find(lk_client_t *c, const char *name, size_t len) {
   lk__chan_t *ch = NULL;
   HASH_FIND(hh, c->chans, name, len, ch);
   return ch;
+}
+
+static void deliver(lk__chan_t *ch, const char *msg, size_t len);
+
+/* A wake taken by a listener that will not use it goes to the others. */
+static void on_pass(lk__defer_t *d) {
+  lk__chan_t *ch = lk__container_of(d, lk__chan_t, pass);
+  deliver(ch, ch->last, ch->last_len);
 }
 
 /* A channel record, not yet subscribed. */
@@ -250,6 +316,7 @@ static lk__chan_t *chan_new(lk_client_t *c, const char *name, size_t len, int in
   ch->slot = -1;
   ch->internal = internal;
   lk__queue_init(&ch->listeners);
+  lk__defer_init(&ch->pass, on_pass);
   HASH_ADD_KEYPTR(hh, c->chans, ch->name, ch->len, ch);
   if (!internal)
     c->user_chans++;
@@ -258,6 +325,11 @@ static lk__chan_t *chan_new(lk_client_t *c, const char *name, size_t len, int in
 
 int lk__sub_start(lk_client_t *c, lk__sub_t *s, const char *channel,
                   size_t len, lk__sub_cb cb) {
+  return lk__sub_start_since(c, s, channel, len, cb, 0);
+}
+
+int lk__sub_start_since(lk_client_t *c, lk__sub_t *s, const char *channel, size_t len,
+                        lk__sub_cb cb, uint64_t since_ns) {
   lk__chan_t *ch, *hb;
   int fresh = 0;
   if (c->closing)
@@ -272,6 +344,7 @@ int lk__sub_start(lk_client_t *c, lk__sub_t *s, const char *channel,
       return LK_ENOMEM;
     fresh = 1;
   }
+  linger_end(ch); /* subscribed (or on its way) already: no SUBSCRIBE */
   /* Standalone: the heartbeat channel rides along with the first user
    * channel (a cluster checks its connections with PING instead). */
   if (!c->cluster_on && c->hb_channel != NULL &&
@@ -291,7 +364,8 @@ int lk__sub_start(lk_client_t *c, lk__sub_t *s, const char *channel,
   s->client = c;
   lk__defer_init(&s->poke, on_poke);
   lk__queue_insert_tail(&ch->listeners, &s->node);
-  if (ch->state == LK__CHAN_SUBSCRIBED)
+  if (ch->state == LK__CHAN_SUBSCRIBED &&
+      (ch->confirmed_ns >= since_ns || ch->last_msg_ns >= since_ns))
     poke(s, 0);
   else if (ch->state == LK__CHAN_DENIED)
     poke(s, LK_ENOPERM);
@@ -307,15 +381,29 @@ unsigned lk__sub_take(lk__sub_t *s) {
   return s->chan != NULL ? s->chan->taken++ : 0;
 }
 
-void lk__sub_stop(lk__sub_t *s) {
+void lk__sub_pass(lk__sub_t *s) {
+  lk__chan_t *ch = s->chan;
+  if (ch != NULL && ch->last_ok)
+    lk__defer(ch->client, &ch->pass);
+}
+
+static void sub_stop(lk__sub_t *s, int linger) {
   lk__chan_t *ch = s->chan;
   if (ch == NULL)
     return;
   lk__defer_cancel(&s->poke);
   lk__queue_remove(&s->node);
   s->chan = NULL;
+  if (!linger && lk__queue_empty(&ch->listeners) && !ch->dispatching && !ch->internal) {
+    chan_drop(ch);
+    return;
+  }
   chan_release(ch);
 }
+
+void lk__sub_stop(lk__sub_t *s) { sub_stop(s, 1); }
+
+void lk__sub_stop_now(lk__sub_t *s) { sub_stop(s, 0); }
 
 /* --- connection hooks --- */
 
@@ -430,7 +518,6 @@ static void slot_moved(lk__chan_t *ch) {
 int lk__pubsub_on_push(lk__conn_t *conn, redisReply *r) {
   lk_client_t *c = conn->client;
   lk__chan_t *ch;
-  lk__queue_t pending;
   redisReply *ty, *name, *msg;
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
     return 0;
@@ -458,6 +545,21 @@ int lk__pubsub_on_push(lk__conn_t *conn, redisReply *r) {
     c->hb_expect_ns = 0;
     return 1;
   }
+  ch->last_msg_ns = lk__now_ns();
+  ch->last_ok = msg->len <= sizeof(ch->last);
+  ch->last_len = ch->last_ok ? msg->len : 0;
+  if (ch->last_ok)
+    memcpy(ch->last, msg->str, msg->len);
+  lk__defer_cancel(&ch->pass); /* this message wakes anew */
+  deliver(ch, msg->str, msg->len);
+  return 1;
+}
+
+/* Hands msg to every listener in the order they came (the longest waiting
+ * first: wake-one waiters rely on it, lk__sub_take). A lingering channel
+ * has none: the message is dropped here. */
+static void deliver(lk__chan_t *ch, const char *msg, size_t len) {
+  lk__queue_t pending;
   /* Listeners may stop themselves or others, or start new ones, from the
    * callback: walk a private list and put each back before calling it. */
   lk__queue_init(&pending);
@@ -468,11 +570,10 @@ int lk__pubsub_on_push(lk__conn_t *conn, redisReply *r) {
     lk__sub_t *s = lk__container_of(lk__queue_head(&pending), lk__sub_t, node);
     lk__queue_remove(&s->node);
     lk__queue_insert_tail(&ch->listeners, &s->node);
-    s->cb(s, LK__SUB_MESSAGE, 0, msg->str, msg->len);
+    s->cb(s, LK__SUB_MESSAGE, 0, msg, len);
   }
   ch->dispatching = 0;
   chan_release(ch);
-  return 1;
 }
 
 /* The handshake's INFO of a node: a cluster of servers before 7.0 has no
@@ -564,6 +665,7 @@ static void hb_tick(uv_timer_t *t) {
   const char *argv[3] = {"PUBLISH", c->hb_channel, "1"};
   size_t lens[3] = {7, c->hb_channel_len, 1};
   int err = 0;
+  linger_expire(c);
   if (c->user_chans == 0) {
     uv_timer_stop(&c->hb_timer);
     return;

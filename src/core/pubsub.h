@@ -5,8 +5,10 @@
 
 /* A listener on one channel, embedded in the object that waits. Channels are
  * shared and reference counted: one SUBSCRIBE per channel per client, an
- * UNSUBSCRIBE when the last listener leaves (on a cluster SSUBSCRIBE and
- * SUNSUBSCRIBE on the master of the channel's slot: pubsub.c).
+ * UNSUBSCRIBE when the last listener has been gone for the client's
+ * pubsub_linger_ms (at once with 0; on a cluster SSUBSCRIBE and
+ * SUNSUBSCRIBE on the master of the channel's slot: pubsub.c). Listeners
+ * get messages in the order they started listening.
  *
  * Events:
  * - LK__SUB_POKE (from the loop, never inside lk__sub_start): "try now".
@@ -37,7 +39,20 @@ struct lk__sub_s {
 /* channel is copied. LK_ENOMEM or LK_ECLOSED on failure. */
 int lk__sub_start(lk_client_t *c, lk__sub_t *s, const char *channel,
                   size_t len, lk__sub_cb cb);
+/* The same for a listener that knows the state as of since_ns (its try
+ * was sent then): on a channel subscribed before that and silent since, it
+ * gets no poke, as nothing it could use was missed (a busy name's channel
+ * lingers subscribed, so a re-wait costs no extra try). */
+int lk__sub_start_since(lk_client_t *c, lk__sub_t *s, const char *channel, size_t len,
+                        lk__sub_cb cb, uint64_t since_ns);
 void lk__sub_stop(lk__sub_t *s);
+/* The same, without the linger: for a channel of the listener's own (the
+ * fair lock's per-waiter channel), which nobody else will want. */
+void lk__sub_stop_now(lk__sub_t *s);
+/* A listener took the last message as a wake meant for one (lk__sub_take)
+ * and will not use it (its wait ended without the grant): the message is
+ * delivered again, from the loop, to the channel's listeners. */
+void lk__sub_pass(lk__sub_t *s);
 /* Inside an LK__SUB_MESSAGE callback: how many listeners of the channel took
  * this message before, counting this one as taking it too. A message meant
  * to wake one local waiter (or n) is acted on by the first one (or n) only. */

@@ -606,6 +606,13 @@ static const char *wait_channel(lk__obj_t *o, size_t *len) {
   return channel((lk_lock_t *)o, len);
 }
 
+/* A release frees the lock for one holder: the message wakes one local
+ * waiter, the one waiting longest (docs/objects.md, "Waiting"). */
+static int wake_message(lk__obj_t *o, const char *msg, size_t len) {
+  (void)o, (void)msg, (void)len;
+  return LK__WAKE_ONE;
+}
+
 static const lk__obj_ops_t lk__lock_ops = {
     .attempt = attempt_acquire,
     .close_release = on_close_release_start,
@@ -613,6 +620,7 @@ static const lk__obj_ops_t lk__lock_ops = {
     .call_closed = call_closed,
     .free = free_lock,
     .channel = wait_channel,
+    .message = wake_message,
     .acquire_kind = OP_ACQUIRE,
     .release_kind = OP_RELEASE,
     .counted = counted,

@@ -314,7 +314,8 @@ TEST(cancel_and_close_pending_await) {
   ASSERT_EQ(s2.status, LK_ECANCELED);
   ASSERT_EQ(s1.calls, 1);
   ASSERT_EQ(s2.calls, 1);
-  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, CHANNEL("cc")) == 0, 2000);
+  /* After the channel's linger (2 s, ended on a heartbeat tick). */
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, CHANNEL("cc")) == 0, 5000);
   lx_close(&fx.loop, w1);
   fx_finish(&fx);
 }

@@ -1,0 +1,306 @@
+/* Contention in one process costs the server what it must and no more
+ * (docs/objects.md, "Waiting"): a release wakes one local waiter, not every
+ * waiter of the name, and a busy name's channel is subscribed once, not
+ * once per wait. Bounded by what the server counted (INFO commandstats),
+ * with a generous margin; the old behaviour was ~50 scripts per handoff
+ * among 50 waiters and one SUBSCRIBE per wait. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lk_fixture.h"
+
+/* "calls=N,..." of cmdstat_<cmd>, 0 when the server never ran it. */
+static long long calls_of(rt_server_t *srv, const char *cmd) {
+  char field[64];
+  char *v;
+  long long n = 0;
+  snprintf(field, sizeof(field), "cmdstat_%s", cmd);
+  v = rt_server_info(srv, "commandstats", field);
+  if (v != NULL && strncmp(v, "calls=", 6) == 0)
+    n = atoll(v + 6);
+  free(v);
+  return n;
+}
+
+static void reset_stats(rt_server_t *srv) {
+  char *ok = rt_cmd_str(srv, "CONFIG RESETSTAT");
+  free(ok);
+}
+
+static long long scripts(rt_server_t *srv) {
+  return calls_of(srv, "evalsha") + calls_of(srv, "eval");
+}
+
+/* ---- many waiters of one process on one name ---- */
+
+#define MAXW 64
+
+typedef struct {
+  lk_lock_t *locks[MAXW];
+  int n;
+  int target;   /* acquisitions to make in all */
+  int acquired; /* so far */
+  int holders;  /* at once: never above 1 */
+  int max_holders;
+  int active; /* objects with an operation pending */
+  int failures;
+  int all_done;
+} run_t;
+
+static void start_acquire(run_t *r, lk_lock_t *l);
+
+static void on_released(lk_lock_t *l, int status, void *arg) {
+  run_t *r = arg;
+  if (status != 0)
+    r->failures++;
+  /* Re-wait while acquisitions are left to make, else stop. */
+  if (r->acquired < r->target) {
+    start_acquire(r, l);
+    return;
+  }
+  if (--r->active == 0)
+    r->all_done = 1;
+}
+
+static void on_acquired(lk_lock_t *l, int status, void *arg) {
+  run_t *r = arg;
+  if (status != 0) {
+    r->failures++;
+    if (--r->active == 0)
+      r->all_done = 1;
+    return;
+  }
+  r->acquired++;
+  if (++r->holders > r->max_holders)
+    r->max_holders = r->holders;
+  r->holders--; /* released at once: the hold is ~0 ms */
+  ASSERT_OK(lk_lock_release(l, on_released, r));
+}
+
+static void start_acquire(run_t *r, lk_lock_t *l) {
+  lk_lock_opts_t o;
+  lk_lock_opts_init(&o);
+  o.wait_ms = 60000;
+  o.lease_ms = 30000;
+  ASSERT_OK(lk_lock_acquire(l, &o, on_acquired, r));
+}
+
+/* Runs n objects of the fixture's client on one name until target
+ * acquisitions were made; returns the server's script calls meanwhile. */
+static void run_handoffs(fx_t *fx, run_t *r, int n, int target) {
+  int i;
+  memset(r, 0, sizeof(*r));
+  r->n = n;
+  r->target = target;
+  for (i = 0; i < n; i++)
+    r->locks[i] = fx_lock(fx, "contended");
+  for (i = 0; i < n; i++) {
+    r->active++;
+    start_acquire(r, r->locks[i]);
+  }
+  rt_run_until(&fx->loop, &r->all_done, 60000);
+  ASSERT_EQ(r->failures, 0);
+  ASSERT(r->acquired >= target);
+  ASSERT_EQ(r->max_holders, 1);
+  for (i = 0; i < n; i++)
+    fx_close_lock(fx, r->locks[i]);
+}
+
+/* A long re-poll, so that what is counted is what releases cause. */
+static void quiet_client(fx_t *fx, lk_client_opts_t *o) {
+  fx_start_server(fx, NULL);
+  fx_client_opts(fx, o);
+  o->max_repoll_ms = 20000;
+}
+
+TEST(handoffs_cost_a_few_commands) {
+  fx_t fx;
+  lk_client_opts_t o;
+  run_t r;
+  long long before, used, subs;
+  lk_lock_t *warm;
+  quiet_client(&fx, &o);
+  fx_start_client(&fx, &o);
+  warm = fx_lock(&fx, "warm");
+  ASSERT_EQ(sx_acquire(&fx, warm, 0, 1000), 0); /* loads the script */
+  fx_close_lock(&fx, warm);
+  reset_stats(fx.srv);
+  before = scripts(fx.srv);
+  run_handoffs(&fx, &r, 50, 200);
+  used = scripts(fx.srv) - before;
+  subs = calls_of(fx.srv, "subscribe") + calls_of(fx.srv, "unsubscribe");
+  fprintf(stderr, "200 handoffs among 50 waiters: %lld scripts, %lld (un)subscribes, %.2f per handoff\n",
+          used, subs, (double)(used + subs) / r.acquired);
+  /* Per handoff: the winner's acquire, its release, and at most a lost
+   * re-wait try; once per waiter: its first try and the try on the
+   * subscription's confirmation. The old rule (every waiter retries on
+   * every release) made ~50 per handoff. */
+  ASSERT(used + subs <= 4LL * r.acquired + 3LL * 50);
+  fx_finish(&fx);
+}
+
+TEST(eight_objects_subscribe_once) {
+  fx_t fx;
+  lk_client_opts_t o;
+  run_t r;
+  long long subs;
+  quiet_client(&fx, &o);
+  fx_start_client(&fx, &o);
+  reset_stats(fx.srv);
+  run_handoffs(&fx, &r, 8, 800);
+  subs = calls_of(fx.srv, "subscribe");
+  fprintf(stderr, "8 objects, %d acquisitions: %lld SUBSCRIBE (one is the heartbeat's)\n",
+          r.acquired, subs);
+  /* ≤ 0.01 per acquisition; the channel's own and the heartbeat's. */
+  ASSERT(subs * 100 <= r.acquired);
+  ASSERT(subs <= 2);
+  fx_finish(&fx);
+}
+
+/* ---- linger ---- */
+
+/* n waits that time out on a name another client holds. */
+static void busy_waits(fx_t *fx, lk_lock_t *l, int n) {
+  int i;
+  for (i = 0; i < n; i++)
+    ASSERT_EQ(sx_acquire(fx, l, 20, 10000), LK_ETIMEDOUT);
+}
+
+#define CHAN "redisson_lock__channel:{busy}"
+
+TEST(busy_name_subscribed_once_then_unsubscribed) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_client_t *holder_c;
+  lk_lock_t *holder, *l;
+  quiet_client(&fx, &o);
+  o.pubsub_linger_ms = 300;
+  o.heartbeat_ms = 50;
+  fx_start_client(&fx, &o);
+  holder_c = fx_direct_client(&fx);
+  ASSERT_OK(lk_lock_new(holder_c, "busy", &holder));
+  ASSERT_EQ(sx_acquire(&fx, holder, 0, 60000), 0);
+  l = fx_lock(&fx, "busy");
+  reset_stats(fx.srv);
+  busy_waits(&fx, l, 20);
+  /* The channel and the heartbeat's, once each, for 20 waits. */
+  ASSERT_EQ(calls_of(fx.srv, "subscribe"), 2);
+  ASSERT_EQ(rt_server_numsub(fx.srv, CHAN), 1);
+  /* The linger ends on a heartbeat tick: one UNSUBSCRIBE. */
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, CHAN) == 0, 5000);
+  ASSERT_EQ(calls_of(fx.srv, "unsubscribe"), 1);
+  fx_close_lock(&fx, l);
+  fx_close_lock(&fx, holder);
+  fx_close_direct_client(&fx, holder_c);
+  fx_finish(&fx);
+}
+
+TEST(linger_zero_unsubscribes_each_time) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_client_t *holder_c;
+  lk_lock_t *holder, *l;
+  quiet_client(&fx, &o);
+  o.pubsub_linger_ms = 0;
+  fx_start_client(&fx, &o);
+  holder_c = fx_direct_client(&fx);
+  ASSERT_OK(lk_lock_new(holder_c, "busy", &holder));
+  ASSERT_EQ(sx_acquire(&fx, holder, 0, 60000), 0);
+  l = fx_lock(&fx, "busy");
+  reset_stats(fx.srv);
+  busy_waits(&fx, l, 5);
+  ASSERT_EQ(calls_of(fx.srv, "subscribe"), 6); /* 5 + the heartbeat's */
+  fx_close_lock(&fx, l);
+  fx_close_lock(&fx, holder);
+  fx_close_direct_client(&fx, holder_c);
+  fx_finish(&fx);
+}
+
+TEST(linger_cap_unsubscribes_the_oldest) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_client_t *holder_c;
+  lk_lock_t *holders[3], *ls[3];
+  char name[16], chan[64];
+  int i;
+  quiet_client(&fx, &o);
+  o.pubsub_linger_ms = 600000; /* only the cap ends a linger here */
+  o.pubsub_linger_max = 2;
+  fx_start_client(&fx, &o);
+  holder_c = fx_direct_client(&fx);
+  for (i = 0; i < 3; i++) {
+    snprintf(name, sizeof(name), "busy%d", i);
+    ASSERT_OK(lk_lock_new(holder_c, name, &holders[i]));
+    ASSERT_EQ(sx_acquire(&fx, holders[i], 0, 60000), 0);
+    ls[i] = fx_lock(&fx, name);
+    busy_waits(&fx, ls[i], 1);
+  }
+  /* Three channels left lingering, two may: the first went. */
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{busy0}") == 0, 5000);
+  for (i = 1; i < 3; i++) {
+    snprintf(chan, sizeof(chan), "redisson_lock__channel:{busy%d}", i);
+    ASSERT_EQ(rt_server_numsub(fx.srv, chan), 1);
+  }
+  for (i = 0; i < 3; i++) {
+    fx_close_lock(&fx, ls[i]);
+    fx_close_lock(&fx, holders[i]);
+  }
+  fx_close_direct_client(&fx, holder_c);
+  fx_finish(&fx);
+}
+
+/* ---- the safety net: a woken waiter that leaves passes the wake on ---- */
+
+static void note_done(lk_lock_t *l, int status, void *arg) {
+  sx_t *s = arg;
+  (void)l;
+  s->calls++;
+  s->done = 1;
+  s->status = status;
+}
+
+TEST(canceled_woken_waiter_passes_the_wake) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_lock_t *holder, *first, *second;
+  lk_lock_opts_t ao;
+  sx_t a, b, rel;
+  quiet_client(&fx, &o);
+  fx_start_client(&fx, &o);
+  holder = fx_lock(&fx, "handed");
+  first = fx_lock(&fx, "handed");
+  second = fx_lock(&fx, "handed");
+  ASSERT_EQ(sx_acquire(&fx, holder, 0, 60000), 0);
+  lk_lock_opts_init(&ao);
+  ao.wait_ms = 60000;
+  memset(&a, 0, sizeof(a));
+  memset(&b, 0, sizeof(b));
+  memset(&rel, 0, sizeof(rel));
+  ASSERT_OK(lk_lock_acquire(first, &ao, note_done, &a));
+  ASSERT_OK(lk_lock_acquire(second, &ao, note_done, &b));
+  fx_wait_subscribers(&fx, "redisson_lock__channel:{handed}", 1);
+  fx_spin(&fx, 50); /* both saw the confirmation and tried once */
+  /* The release's message goes to `first` (waiting longest); it is
+   * canceled in the same loop pass, before its try can answer. The wake
+   * must reach `second` without its 20 s re-poll. */
+  ASSERT_OK(lk_lock_release(holder, note_done, &rel));
+  rt_run_until(&fx.loop, &rel.done, 5000);
+  if (lk_lock_cancel(first) == 0) {
+    rt_run_until(&fx.loop, &a.done, 5000);
+    ASSERT_EQ(a.status, LK_ECANCELED);
+  } else {
+    /* It had already won: its release wakes `second` the usual way. */
+    ASSERT(a.done && a.status == 0);
+    memset(&rel, 0, sizeof(rel));
+    ASSERT_OK(lk_lock_release(first, note_done, &rel));
+    rt_run_until(&fx.loop, &rel.done, 5000);
+  }
+  rt_run_until(&fx.loop, &b.done, 5000);
+  ASSERT_EQ(b.status, 0);
+  ASSERT_EQ(b.calls, 1);
+  fx_close_lock(&fx, first);
+  fx_close_lock(&fx, second);
+  fx_close_lock(&fx, holder);
+  fx_finish(&fx);
+}
