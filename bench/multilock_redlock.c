@@ -6,25 +6,31 @@
  *   multilock_redlock --spawn [--no-pin] [...]   starts its own 5 masters
  *
  * A pair is one uncontended acquire (wait 0, lease 30000 ms) and the
- * release of that hold; only the acquire is timed: from the call to the
- * moment the quorum is known. Three implementations, interleaved within
- * every round (the order alternates), medians of the per-round figures:
+ * release of that hold, pairs back to back. The acquire is timed from the
+ * call to the moment the quorum is known; pairs/s is over the whole run,
+ * releases included; the masters' us per pair is the growth of their INFO
+ * commandstats time (scripts' inner commands included) over the run; the
+ * commands per pair are the clients' own commands_sent. Four
+ * implementations on the SAME five latchkey clients (one per master),
+ * interleaved within every round (the order alternates), medians of the
+ * per-round figures:
  *
- *   impl "raw" (the limit): the same parallel fan-out with no library logic.
- *     Five blocking hiredis connections; EVALSHA lock/acquire (KEYS name;
- *     ARGV lease, owner, expected count 0, request tag: what each master's
- *     lock object sends, bench_script.h) is written to all five, then the replies are read as they
- *     come (poll); the time is taken when the third grant is parsed. The
- *     other two replies are read, then EVALSHA lock/release goes to all five
- *     and the five replies are read (not timed).
- *   impl "latchkey": lk_redlock_acquire over five clients (one per master);
- *     the release is started from the acquire's callback and the next
- *     acquire from the release's.
+ *   impl "raw" (the limit): the parallel fan-out with no library logic on
+ *     latchkey's connection layer (lk__script_call, as bench/raw.c does for
+ *     one lock): the lock's own acquire script to all five; at the third
+ *     grant the time is taken and the release script goes to all five;
+ *     the next pair once all ten replies are in.
+ *   impl "latchkey": lk_redlock_acquire over the five clients; the release
+ *     is started from the acquire's callback and the next acquire from the
+ *     release's.
  *   impl "latchkey-single": lk_lock_acquire on master 1 alone, the same
  *     loop: what one master costs, for the ratio to a single master. With
  *     five masters on one CPU the fan-out itself costs a multiple of that;
  *     that part is not the library's (bench/README.md: the masters share
  *     one CPU).
+ *   impl "raw-lean": the raw fan-out with SET NAME OWNER NX PX 30000 and a
+ *     compare-and-delete script instead of the Redisson hash scripts: what
+ *     the least server work per master gives.
  *
  * Run it pinned: masters on CPU 0, this program on CPU 1 (tools/bench.sh
  * does that for registered programs; --spawn does it here unless --no-pin).
@@ -32,8 +38,8 @@
  * stderr. */
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,20 +51,26 @@
 #include <hiredis/hiredis.h>
 #include <uv.h>
 
+#include "core/internal.h"
 #include "core/scripts.h"
 #include "latchkey.h"
 
-#include "bench_script.h"
 
 #define MASTERS 5
 #define QUORUM 3
 #define MAX_ROUNDS 20
+
+/* the implementations, in the order they run (alternated every round) */
+enum { IMPL_RAW, IMPL_LATCHKEY, IMPL_SINGLE, IMPL_RAW_LEAN, NIMPL };
+static const char *const impl_name[NIMPL] = {"raw", "latchkey", "latchkey-single",
+                                             "raw-lean"};
 
 typedef struct args_s {
   const char *host;
   int ports[MASTERS];
   int have_ports, spawn, pin;
   int pairs, warmup, rounds;
+  int only; /* -1: every implementation; else IMPL_* (--only NAME) */
 } args_t;
 
 static pid_t spawned[MASTERS];
@@ -79,6 +91,21 @@ static void die(const char *fmt, const char *what) {
   fputc('\n', stderr);
   stop_spawned();
   exit(1);
+}
+
+/* latchkey's own allocations (lk_replace_allocator): each malloc, calloc
+ * and realloc counts one. */
+static uint64_t lk_allocs;
+static void *count_malloc(size_t n) { return lk_allocs++, malloc(n); }
+static void *count_realloc(void *p, size_t n) { return lk_allocs++, realloc(p, n); }
+static void *count_calloc(size_t k, size_t n) { return lk_allocs++, calloc(k, n); }
+
+/* This process's CPU time (user + system), ns. */
+static uint64_t cpu_ns(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+         (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
 static int cmp_u64(const void *x, const void *y) {
@@ -176,136 +203,55 @@ static void spawn_masters(args_t *a) {
   a->have_ports = 1;
 }
 
-static const lk__script_t *load(redisContext *c, const char *name) {
-  const lk__script_t *s = lk__script_find(name);
-  redisReply *r;
-  if (s == NULL)
-    die("script %s is not embedded", name);
-  r = redisCommand(c, "SCRIPT LOAD %b", s->text, s->len);
-  if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40 ||
-      memcmp(r->str, s->sha1, 40) != 0)
-    die("SCRIPT LOAD %s failed", name);
-  freeReplyObject(r);
-  return s;
+
+/* The masters' own time in commands so far (INFO commandstats: the sum of
+ * every command's usec, scripts' inner commands included), in us. */
+static double server_usec(redisContext *const *c) {
+  double total = 0;
+  int i;
+  for (i = 0; i < MASTERS; i++) {
+    redisReply *r = redisCommand(c[i], "INFO commandstats");
+    const char *p;
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+      die("INFO commandstats %s", "failed");
+    for (p = r->str; (p = strstr(p, ",usec=")) != NULL; p += 6)
+      total += strtod(p + 6, NULL);
+    freeReplyObject(r);
+  }
+  return total;
 }
 
-/* ---- impl raw: the parallel fan-out with no library logic ---- */
+/* ---- impl raw / raw-lean: the fan-out on latchkey's connection layer ----
+ *
+ * The same five clients the RedLock uses; each master gets the lock's exact
+ * scripts through lk__script_call (tagged, as the lock's are) with no lock
+ * object, quorum machinery, timer or hold counting. The acquire goes to all
+ * five; at the third grant the time is taken and the release goes to all
+ * five at once (behind a straggler's acquire on its connection, so it
+ * releases that grant too); the next pair starts once all ten replies are
+ * in. "raw-lean" does the same with SET NAME OWNER NX PX 30000 and a
+ * compare-and-delete script (lk__cmd_argv): what the least server work per
+ * master costs, beside the Redisson hash layout's scripts. */
+
+typedef struct lk_side_s lk_side_t;
 
 typedef struct raw_s {
-  redisContext *c[MASTERS];
-  char name[64], channel[96], owner[MASTERS][64];
-  const char *acq[MASTERS][8], *rel[MASTERS][11]; /* each ends with BENCH_TAG */
-  size_t acq_len[MASTERS][8], rel_len[MASTERS][11];
+  lk_side_t *s;
+  int lean;
+  char name[64], channel[96], owner[MASTERS][96], cdel_sha1[41];
+  const char *acq[MASTERS][4], *rel[MASTERS][7], *set[MASTERS][6], *cdel[MASTERS][5];
+  size_t acq_len[MASTERS][4], rel_len[MASTERS][7], set_len[MASTERS][6], cdel_len[MASTERS][5];
+  int replies, granted, released;
 } raw_t;
 
-static void raw_open(raw_t *r, const args_t *a) {
-  const lk__script_t *acq, *rel;
-  int i, k;
-  memset(r, 0, sizeof(*r));
-  snprintf(r->name, sizeof(r->name), "lkbench:rl:%ld:raw", (long)getpid());
-  snprintf(r->channel, sizeof(r->channel), "redisson_lock__channel:{%s}", r->name);
-  for (i = 0; i < MASTERS; i++) {
-    r->c[i] = connect_to(a->host, a->ports[i]);
-    if (r->c[i] == NULL)
-      die("cannot connect to master %s", "for the raw loop");
-    acq = load(r->c[i], "lock/acquire");
-    rel = load(r->c[i], "lock/release");
-    snprintf(r->owner[i], sizeof(r->owner[i]), "6b1c3e0a-0000-4000-8000-00000000000%d:1", i);
-    r->acq[i][0] = "EVALSHA", r->acq[i][1] = acq->sha1, r->acq[i][2] = "1";
-    r->acq[i][3] = r->name, r->acq[i][4] = "30000", r->acq[i][5] = r->owner[i];
-    r->acq[i][6] = "0", r->acq[i][7] = BENCH_TAG;
-    r->rel[i][0] = "EVALSHA", r->rel[i][1] = rel->sha1, r->rel[i][2] = "2";
-    r->rel[i][3] = r->name, r->rel[i][4] = r->channel, r->rel[i][5] = "30000";
-    r->rel[i][6] = r->owner[i], r->rel[i][7] = "PUBLISH", r->rel[i][8] = "-1";
-    r->rel[i][9] = "1", r->rel[i][10] = BENCH_TAG;
-    for (k = 0; k < 8; k++)
-      r->acq_len[i][k] = strlen(r->acq[i][k]);
-    for (k = 0; k < 11; k++)
-      r->rel_len[i][k] = strlen(r->rel[i][k]);
-  }
-}
+static const char cdel_text[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
+    "else return 0 end";
 
-static void raw_send(raw_t *r, int release) {
-  int i, done;
-  for (i = 0; i < MASTERS; i++)
-    if ((release ? redisAppendCommandArgv(r->c[i], 11, r->rel[i], r->rel_len[i])
-                 : redisAppendCommandArgv(r->c[i], 8, r->acq[i], r->acq_len[i])) != REDIS_OK)
-      die("append: %s", r->c[i]->errstr);
-  for (i = 0; i < MASTERS; i++) {
-    do {
-      if (redisBufferWrite(r->c[i], &done) != REDIS_OK)
-        die("write: %s", r->c[i]->errstr);
-    } while (!done);
-  }
-}
-
-/* Reads every master's reply as it comes; returns when the quorum-th grant
- * was parsed (in *t_quorum) and all five are in. */
-static void raw_collect(raw_t *r, uint64_t *t_quorum) {
-  int got[MASTERS] = {0}, n = 0, granted = 0, i;
-  struct pollfd pfd[MASTERS];
-  while (n < MASTERS) {
-    int np = 0, progress = 0;
-    for (i = 0; i < MASTERS; i++) {
-      void *rep = NULL;
-      if (got[i])
-        continue;
-      if (redisGetReplyFromReader(r->c[i], &rep) != REDIS_OK)
-        die("reply: %s", r->c[i]->errstr);
-      if (rep != NULL) {
-        redisReply *x = bench_script_reply(rep);
-        got[i] = 1;
-        n++;
-        progress = 1;
-        if (x->type == REDIS_REPLY_ARRAY && x->elements == 1 &&
-            x->element[0]->type == REDIS_REPLY_INTEGER && x->element[0]->integer == 1 &&
-            ++granted == QUORUM)
-          *t_quorum = uv_hrtime();
-        freeReplyObject(rep);
-        continue;
-      }
-      pfd[np].fd = r->c[i]->fd;
-      pfd[np].events = POLLIN;
-      pfd[np].revents = 0;
-      np++;
-    }
-    if (n == MASTERS || progress)
-      continue;
-    if (poll(pfd, (nfds_t)np, 2000) <= 0)
-      die("poll: %s", "no reply in 2 s");
-    for (i = 0; i < MASTERS; i++) {
-      int k;
-      for (k = 0; k < np; k++)
-        if (pfd[k].fd == r->c[i]->fd && (pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
-          if (redisBufferRead(r->c[i]) != REDIS_OK)
-            die("read: %s", r->c[i]->errstr);
-    }
-  }
-  if (granted < QUORUM)
-    die("raw acquire: %s", "no quorum (is the name held?)");
-}
-
-static void raw_run(raw_t *r, int pairs, uint64_t *acq_ns) {
-  int p, i;
-  for (p = 0; p < pairs; p++) {
-    uint64_t t0 = uv_hrtime(), tq = 0;
-    raw_send(r, 0);
-    raw_collect(r, &tq);
-    if (acq_ns != NULL)
-      acq_ns[p] = tq - t0;
-    raw_send(r, 1);
-    for (i = 0; i < MASTERS; i++) {
-      void *rep = NULL;
-      if (redisGetReply(r->c[i], &rep) != REDIS_OK)
-        die("release: %s", r->c[i]->errstr);
-      freeReplyObject(rep);
-    }
-  }
-}
-
+static void raw_next(raw_t *r);
 /* ---- impl latchkey / latchkey-single ---- */
 
-typedef struct lk_side_s {
+struct lk_side_s {
   uv_loop_t loop;
   lk_client_t *c[MASTERS];
   lk_client_t *single_c;
@@ -315,7 +261,108 @@ typedef struct lk_side_s {
   int pairs, done;
   uint64_t t0;
   int failed;
-} lk_side_t;
+  raw_t raw[2]; /* [0] the lock's scripts, [1] lean */
+};
+
+static void raw_pair_done(raw_t *r) {
+  lk_side_t *s = r->s;
+  if (++s->done < s->pairs && !s->failed)
+    raw_next(r);
+}
+
+static void raw_on_released(void *data, int status, redisReply *rep) {
+  raw_t *r = data;
+  (void)rep;
+  if (status != 0)
+    r->s->failed = status;
+  if (++r->released == MASTERS && r->replies == MASTERS)
+    raw_pair_done(r);
+}
+
+static void raw_on_acquired(void *data, int status, redisReply *rep) {
+  raw_t *r = data;
+  lk_side_t *s = r->s;
+  int granted = status == 0 && rep != NULL &&
+                (r->lean ? rep->type == REDIS_REPLY_STATUS
+                         : rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
+                               rep->element[0]->type == REDIS_REPLY_INTEGER &&
+                               rep->element[0]->integer == 1);
+  r->replies++;
+  if (granted && ++r->granted == QUORUM) {
+    int i, err = 0;
+    if (s->acq_ns != NULL)
+      s->acq_ns[s->done] = uv_hrtime() - s->t0;
+    for (i = 0; i < MASTERS; i++) {
+      lk__op_t *op;
+      if (r->lean)
+        op = lk__cmd_argv(s->c[i], 5, r->cdel[i], r->cdel_len[i], raw_on_released, r, &err);
+      else
+        op = lk__script_call(s->c[i], lk__script_find("lock/release"), 2, 5, r->rel[i],
+                             r->rel_len[i], raw_on_released, r, &err);
+      if (op == NULL)
+        s->failed = err ? err : LK_ENOMEM;
+    }
+  }
+  if (r->replies == MASTERS && r->granted < QUORUM)
+    s->failed = LK_ENOQUORUM;
+  else if (r->replies == MASTERS && r->released == MASTERS)
+    raw_pair_done(r);
+}
+
+static void raw_next(raw_t *r) {
+  lk_side_t *s = r->s;
+  int i, err = 0;
+  r->replies = r->granted = r->released = 0;
+  s->t0 = uv_hrtime();
+  for (i = 0; i < MASTERS; i++) {
+    lk__op_t *op;
+    if (r->lean)
+      op = lk__cmd_argv(s->c[i], 6, r->set[i], r->set_len[i], raw_on_acquired, r, &err);
+    else
+      op = lk__script_call(s->c[i], lk__script_find("lock/acquire"), 1, 3, r->acq[i],
+                           r->acq_len[i], raw_on_acquired, r, &err);
+    if (op == NULL)
+      s->failed = err ? err : LK_ENOMEM;
+  }
+}
+
+/* The bytes a RedLock's five lock objects send (owner: each client's id). */
+static void raw_open(lk_side_t *s, int lean, redisContext *const *hc) {
+  raw_t *r = &s->raw[lean];
+  char name[64];
+  int i, k;
+  memset(r, 0, sizeof(*r));
+  r->s = s;
+  r->lean = lean;
+  snprintf(name, sizeof(name), "lkbench:rl:%ld:raw%s", (long)getpid(), lean ? "lean" : "");
+  memcpy(r->name, name, sizeof(name));
+  snprintf(r->channel, sizeof(r->channel), "redisson_lock__channel:{%s}", name);
+  for (i = 0; i < MASTERS; i++) {
+    redisReply *rep = redisCommand(hc[i], "SCRIPT LOAD %s", cdel_text);
+    if (rep == NULL || rep->type != REDIS_REPLY_STRING || rep->len != 40)
+      die("SCRIPT LOAD %s failed", "compare-and-delete");
+    memcpy(r->cdel_sha1, rep->str, 40);
+    freeReplyObject(rep);
+    snprintf(r->owner[i], sizeof(r->owner[i]), "%s:1", lk_client_id(s->c[i]));
+    r->acq[i][0] = r->name, r->acq[i][1] = "30000", r->acq[i][2] = r->owner[i];
+    r->acq[i][3] = "0";
+    r->rel[i][0] = r->name, r->rel[i][1] = r->channel, r->rel[i][2] = "30000";
+    r->rel[i][3] = r->owner[i], r->rel[i][4] = "PUBLISH", r->rel[i][5] = "-1";
+    r->rel[i][6] = "1";
+    r->set[i][0] = "SET", r->set[i][1] = r->name, r->set[i][2] = r->owner[i];
+    r->set[i][3] = "NX", r->set[i][4] = "PX", r->set[i][5] = "30000";
+    r->cdel[i][0] = "EVALSHA", r->cdel[i][1] = r->cdel_sha1, r->cdel[i][2] = "1";
+    r->cdel[i][3] = r->name, r->cdel[i][4] = r->owner[i];
+    for (k = 0; k < 4; k++)
+      r->acq_len[i][k] = strlen(r->acq[i][k]);
+    for (k = 0; k < 7; k++)
+      r->rel_len[i][k] = strlen(r->rel[i][k]);
+    for (k = 0; k < 6; k++)
+      r->set_len[i][k] = strlen(r->set[i][k]);
+    for (k = 0; k < 5; k++)
+      r->cdel_len[i][k] = strlen(r->cdel[i][k]);
+  }
+}
 
 static void rl_next(lk_side_t *s);
 static void single_next(lk_side_t *s);
@@ -385,12 +432,15 @@ static void single_next(lk_side_t *s) {
     s->failed = LK_EINVAL;
 }
 
-static void lk_run(lk_side_t *s, int redlock, int pairs, uint64_t *acq_ns) {
+/* impl: IMPL_* */
+static void lk_run(lk_side_t *s, int impl, int pairs, uint64_t *acq_ns) {
   s->acq_ns = acq_ns;
   s->pairs = pairs;
   s->done = 0;
   s->failed = 0;
-  if (redlock)
+  if (impl == IMPL_RAW || impl == IMPL_RAW_LEAN)
+    raw_next(&s->raw[impl == IMPL_RAW_LEAN]);
+  else if (impl == IMPL_LATCHKEY)
     rl_next(s);
   else
     single_next(s);
@@ -489,7 +539,8 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 
 static void usage(void) {
   fprintf(stderr, "usage: multilock_redlock (--ports P1,..,P5 | --spawn [--no-pin]) "
-                  "[--host H] [--port P] [--pairs N] [--warmup W] [--rounds R]\n");
+                  "[--host H] [--port P] [--pairs N] [--warmup W] [--rounds R]\n"
+                  "       [--only raw|latchkey|latchkey-single|raw-lean]\n");
   exit(2);
 }
 
@@ -501,6 +552,7 @@ static void parse_args(int argc, char **argv, args_t *a) {
   a->warmup = 300;
   a->rounds = 3;
   a->pin = 1;
+  a->only = -1;
   for (i = 1; i < argc; i++) {
     const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(s, "--ports") == 0 && v != NULL) {
@@ -532,6 +584,14 @@ static void parse_args(int argc, char **argv, args_t *a) {
       if (parse_int(v, 1, MAX_ROUNDS, &a->rounds) != 0)
         usage();
       i++;
+    } else if (strcmp(s, "--only") == 0 && v != NULL) {
+      int k;
+      for (k = 0; k < NIMPL && strcmp(v, impl_name[k]) != 0; k++)
+        ;
+      if (k == NIMPL)
+        usage();
+      a->only = k;
+      i++;
     } else if (strcmp(s, "--spawn") == 0) {
       a->spawn = 1;
     } else if (strcmp(s, "--no-pin") == 0) {
@@ -557,15 +617,21 @@ static void json(const char *impl, const char *metric, double v, const char *uni
 
 int main(int argc, char **argv) {
   args_t a;
-  raw_t raw;
-  lk_side_t lk;
+  lk_side_t *lk;
+  redisContext *hc[MASTERS];
   uint64_t *samples;
-  double raw50[MAX_ROUNDS], raw99[MAX_ROUNDS], rl50[MAX_ROUNDS], rl99[MAX_ROUNDS];
-  double one50[MAX_ROUNDS], one99[MAX_ROUNDS], cmds = 0;
-  double m_raw50, m_raw99, m_rl50, m_rl99, m_one50, m_one99;
-  int r;
+  /* per impl and round: acquire p50/p99, pairs/s, the masters' us and the
+   * commands sent per pair */
+  double p50[NIMPL][MAX_ROUNDS], p99[NIMPL][MAX_ROUNDS], pps[NIMPL][MAX_ROUNDS];
+  double srv[NIMPL][MAX_ROUNDS], cmd[NIMPL][MAX_ROUNDS], cpu[NIMPL][MAX_ROUNDS];
+  double alc[NIMPL][MAX_ROUNDS];
+  double m50[NIMPL], m99[NIMPL], mpps[NIMPL], msrv[NIMPL], mcmd[NIMPL], mcpu[NIMPL];
+  double malc[NIMPL];
+  int r, i;
 
   parse_args(argc, argv, &a);
+  if (lk_replace_allocator(count_malloc, count_realloc, count_calloc, free) != 0)
+    die("%s", "lk_replace_allocator failed");
   atexit(stop_spawned);
   if (a.spawn) {
     spawn_masters(&a);
@@ -583,64 +649,92 @@ int main(int argc, char **argv) {
                            : "spawned, unpinned")
                   : "placement as given by the caller");
   samples = malloc(sizeof(*samples) * (size_t)a.pairs);
-  if (samples == NULL)
+  lk = calloc(1, sizeof(*lk));
+  if (samples == NULL || lk == NULL)
     die("%s", "out of memory");
-  raw_open(&raw, &a);
-  lk_open(&lk, &a);
+  for (i = 0; i < MASTERS; i++) {
+    hc[i] = connect_to(a.host, a.ports[i]);
+    if (hc[i] == NULL)
+      die("cannot connect to master %s", "for INFO");
+  }
+  lk_open(lk, &a);
+  raw_open(lk, 0, hc);
+  raw_open(lk, 1, hc);
   /* Warm-up: connections, script caches, allocator pools. */
-  raw_run(&raw, a.warmup, NULL);
-  lk_run(&lk, 1, a.warmup, NULL);
-  lk_run(&lk, 0, a.warmup, NULL);
+  for (i = 0; i < NIMPL; i++)
+    if (a.only < 0 || a.only == i)
+      lk_run(lk, i, a.warmup, NULL);
 
   for (r = 0; r < a.rounds; r++) {
     int k;
-    for (k = 0; k < 3; k++) {
-      int which = (r % 2) ? 2 - k : k; /* alternate the order */
-      if (which == 0) {
-        raw_run(&raw, a.pairs, samples);
-        raw50[r] = pct_us(samples, (size_t)a.pairs, 0.50);
-        raw99[r] = pct_us(samples, (size_t)a.pairs, 0.99);
-      } else if (which == 1) {
-        uint64_t c0 = lk_commands(&lk, 1);
-        lk_run(&lk, 1, a.pairs, samples);
-        cmds += (double)(lk_commands(&lk, 1) - c0) / a.pairs;
-        rl50[r] = pct_us(samples, (size_t)a.pairs, 0.50);
-        rl99[r] = pct_us(samples, (size_t)a.pairs, 0.99);
-      } else {
-        lk_run(&lk, 0, a.pairs, samples);
-        one50[r] = pct_us(samples, (size_t)a.pairs, 0.50);
-        one99[r] = pct_us(samples, (size_t)a.pairs, 0.99);
+    for (k = 0; k < NIMPL; k++) {
+      int which = (r % 2) ? NIMPL - 1 - k : k; /* alternate the order */
+      double s0;
+      uint64_t c0, u0, w0, a0;
+      if (a.only >= 0 && which != a.only) {
+        p50[which][r] = p99[which][r] = pps[which][r] = srv[which][r] = cmd[which][r] = 0;
+        cpu[which][r] = alc[which][r] = 0;
+        continue;
       }
+      s0 = server_usec(hc);
+      c0 = lk_commands(lk, which != IMPL_SINGLE), u0 = cpu_ns(), w0 = uv_hrtime();
+      a0 = lk_allocs;
+      lk_run(lk, which, a.pairs, samples);
+      alc[which][r] = (double)(lk_allocs - a0) / a.pairs;
+      cpu[which][r] = (double)(cpu_ns() - u0) / 1000.0 / a.pairs;
+      pps[which][r] = a.pairs / ((double)(uv_hrtime() - w0) / 1e9);
+      srv[which][r] = (server_usec(hc) - s0) / a.pairs;
+      cmd[which][r] = (double)(lk_commands(lk, which != IMPL_SINGLE) - c0) / a.pairs;
+      p50[which][r] = pct_us(samples, (size_t)a.pairs, 0.50);
+      p99[which][r] = pct_us(samples, (size_t)a.pairs, 0.99);
     }
-    fprintf(stderr,
-            "# round %d: p50 raw %.1f latchkey %.1f single %.1f us; "
-            "p99 raw %.1f latchkey %.1f single %.1f us\n",
-            r + 1, raw50[r], rl50[r], one50[r], raw99[r], rl99[r], one99[r]);
+    fprintf(stderr, "# round %d:", r + 1);
+    for (i = 0; i < NIMPL; i++)
+      fprintf(stderr, " %s p50 %.1f p99 %.1f us %.0f pairs/s;", impl_name[i], p50[i][r],
+              p99[i][r], pps[i][r]);
+    fputc('\n', stderr);
   }
-  m_raw50 = median(raw50, a.rounds), m_raw99 = median(raw99, a.rounds);
-  m_rl50 = median(rl50, a.rounds), m_rl99 = median(rl99, a.rounds);
-  m_one50 = median(one50, a.rounds), m_one99 = median(one99, a.rounds);
+  for (i = 0; i < NIMPL; i++) {
+    m50[i] = median(p50[i], a.rounds), m99[i] = median(p99[i], a.rounds);
+    mpps[i] = median(pps[i], a.rounds), msrv[i] = median(srv[i], a.rounds);
+    mcmd[i] = median(cmd[i], a.rounds), mcpu[i] = median(cpu[i], a.rounds);
+    malc[i] = median(alc[i], a.rounds);
+  }
   setvbuf(stdout, NULL, _IOLBF, 0);
-  json("raw", "acq_p50_us", m_raw50, "us", 0, NULL, &a);
-  json("raw", "acq_p99_us", m_raw99, "us", 0, NULL, &a);
-  json("latchkey", "acq_p50_us", m_rl50, "us", m_raw50, "raw", &a);
-  json("latchkey", "acq_p99_us", m_rl99, "us", m_raw99, "raw", &a);
-  json("latchkey-single", "acq_p50_us", m_one50, "us", 0, NULL, &a);
-  json("latchkey-single", "acq_p99_us", m_one99, "us", 0, NULL, &a);
-  json("latchkey", "p50_vs_single_master", m_rl50 / m_one50, "x", 0, NULL, &a);
-  json("latchkey", "commands_per_pair", cmds / a.rounds, "commands", 2.0 * MASTERS, "ideal", &a);
-  printf("\n| RedLock, 5 masters, acquire | p50 us | p99 us |\n|---|---|---|\n");
-  printf("| raw fan-out to the quorum reply (limit) | %.1f | %.1f |\n", m_raw50, m_raw99);
-  printf("| latchkey RedLock | %.1f (%.2fx) | %.1f (%.2fx) |\n", m_rl50, m_rl50 / m_raw50, m_rl99,
-         m_rl99 / m_raw99);
-  printf("| latchkey lock, one master | %.1f | %.1f |\n", m_one50, m_one99);
-  printf("\nRedLock p50 = %.2fx the raw fan-out (goal <= 1.1x), %.2fx one master; "
-         "%.2f commands per pair (ideal %d).\n",
-         m_rl50 / m_raw50, m_rl50 / m_one50, cmds / a.rounds, 2 * MASTERS);
+  for (i = 0; i < NIMPL; i++) {
+    int vs = i == IMPL_LATCHKEY && a.only < 0 ? IMPL_RAW : -1; /* its limit */
+    if (a.only >= 0 && i != a.only)
+      continue;
+    const char *ln = vs >= 0 ? impl_name[vs] : NULL;
+    json(impl_name[i], "acq_p50_us", m50[i], "us", vs >= 0 ? m50[vs] : 0, ln, &a);
+    json(impl_name[i], "acq_p99_us", m99[i], "us", vs >= 0 ? m99[vs] : 0, ln, &a);
+    json(impl_name[i], "pairs_per_s", mpps[i], "pairs/s", vs >= 0 ? mpps[vs] : 0, ln, &a);
+    json(impl_name[i], "server_us_per_pair", msrv[i], "us", vs >= 0 ? msrv[vs] : 0, ln, &a);
+    json(impl_name[i], "cpu_us_per_pair", mcpu[i], "us", vs >= 0 ? mcpu[vs] : 0, ln, &a);
+    json(impl_name[i], "lk_allocs_per_pair", malc[i], "allocations", 0, NULL, &a);
+    json(impl_name[i], "commands_per_pair", mcmd[i], "commands",
+         i == IMPL_SINGLE ? 2.0 : 2.0 * MASTERS, "ideal", &a);
+  }
+  if (a.only >= 0)
+    goto done; /* a diagnostic run (strace, perf): no ratios */
+  json("latchkey", "p50_vs_single_master", m50[IMPL_LATCHKEY] / m50[IMPL_SINGLE], "x", 0, NULL,
+       &a);
+  printf("\n| RedLock, 5 masters, pairs in a row | acquire p50 us | p99 us | pairs/s | "
+         "masters' us per pair | client CPU us per pair | commands per pair | latchkey "
+         "allocations per pair |\n|---|---|---|---|---|---|---|---|\n");
+  for (i = 0; i < NIMPL; i++)
+    printf("| %s | %.1f | %.1f | %.0f | %.1f | %.1f | %.2f | %.2f |\n", impl_name[i], m50[i],
+           m99[i], mpps[i], msrv[i], mcpu[i], mcmd[i], malc[i]);
+  printf("\nRedLock p50 = %.2fx the raw fan-out, %.2fx one master; pairs/s %.2fx the raw "
+         "fan-out's.\n",
+         m50[IMPL_LATCHKEY] / m50[IMPL_RAW], m50[IMPL_LATCHKEY] / m50[IMPL_SINGLE],
+         mpps[IMPL_LATCHKEY] / mpps[IMPL_RAW]);
+done:
   free(samples);
-  lk_close(&lk);
-  for (r = 0; r < MASTERS; r++)
-    redisFree(raw.c[r]);
+  lk_close(lk);
+  free(lk);
+  for (i = 0; i < MASTERS; i++)
+    redisFree(hc[i]);
   stop_spawned();
   return 0;
 }
