@@ -8,9 +8,11 @@
  * A pair is one uncontended acquire (wait 0, lease 30000 ms) and the
  * release of that hold, pairs back to back. The acquire is timed from the
  * call to the moment the quorum is known; pairs/s is over the whole run,
- * releases included; the masters' us per pair is the growth of their INFO
- * commandstats time (scripts' inner commands included) over the run; the
- * commands per pair are the clients' own commands_sent. Four
+ * releases included; the masters' CPU per pair is the growth of their INFO
+ * cpu figures over the run and their time in commands that of INFO
+ * commandstats (server_usec); client CPU is getrusage; latchkey's
+ * allocations are counted through lk_replace_allocator; the commands per
+ * pair are the clients' own commands_sent. Four
  * implementations on the SAME five latchkey clients (one per master),
  * interleaved within every round (the order alternates), medians of the
  * per-round figures:
@@ -204,18 +206,29 @@ static void spawn_masters(args_t *a) {
 }
 
 
-/* The masters' own time in commands so far (INFO commandstats: the sum of
- * every command's usec, scripts' inner commands included), in us. */
-static double server_usec(redisContext *const *c) {
+/* The masters' time so far, summed over the five, in us: with cpu, their
+ * CPU (INFO cpu: used_cpu_user + used_cpu_sys, what the process really
+ * spent, event loop and socket calls included); else the time inside
+ * commands (INFO commandstats: every command's usec, scripts' inner
+ * commands included; a wall-clock figure, so with five masters on one CPU
+ * it also counts the time a master was preempted inside a script). */
+static double server_usec(redisContext *const *c, int cpu) {
   double total = 0;
   int i;
   for (i = 0; i < MASTERS; i++) {
-    redisReply *r = redisCommand(c[i], "INFO commandstats");
+    redisReply *r = redisCommand(c[i], cpu ? "INFO cpu" : "INFO commandstats");
     const char *p;
     if (r == NULL || r->type != REDIS_REPLY_STRING)
-      die("INFO commandstats %s", "failed");
-    for (p = r->str; (p = strstr(p, ",usec=")) != NULL; p += 6)
-      total += strtod(p + 6, NULL);
+      die("INFO %s failed", cpu ? "cpu" : "commandstats");
+    if (cpu) {
+      if ((p = strstr(r->str, "used_cpu_sys:")) != NULL)
+        total += strtod(p + 13, NULL) * 1e6;
+      if ((p = strstr(r->str, "used_cpu_user:")) != NULL)
+        total += strtod(p + 14, NULL) * 1e6;
+    } else {
+      for (p = r->str; (p = strstr(p, ",usec=")) != NULL; p += 6)
+        total += strtod(p + 6, NULL);
+    }
     freeReplyObject(r);
   }
   return total;
@@ -624,9 +637,9 @@ int main(int argc, char **argv) {
    * commands sent per pair */
   double p50[NIMPL][MAX_ROUNDS], p99[NIMPL][MAX_ROUNDS], pps[NIMPL][MAX_ROUNDS];
   double srv[NIMPL][MAX_ROUNDS], cmd[NIMPL][MAX_ROUNDS], cpu[NIMPL][MAX_ROUNDS];
-  double alc[NIMPL][MAX_ROUNDS];
+  double alc[NIMPL][MAX_ROUNDS], scpu[NIMPL][MAX_ROUNDS];
   double m50[NIMPL], m99[NIMPL], mpps[NIMPL], msrv[NIMPL], mcmd[NIMPL], mcpu[NIMPL];
-  double malc[NIMPL];
+  double malc[NIMPL], mscpu[NIMPL];
   int r, i;
 
   parse_args(argc, argv, &a);
@@ -669,21 +682,22 @@ int main(int argc, char **argv) {
     int k;
     for (k = 0; k < NIMPL; k++) {
       int which = (r % 2) ? NIMPL - 1 - k : k; /* alternate the order */
-      double s0;
+      double s0, sc0;
       uint64_t c0, u0, w0, a0;
       if (a.only >= 0 && which != a.only) {
         p50[which][r] = p99[which][r] = pps[which][r] = srv[which][r] = cmd[which][r] = 0;
-        cpu[which][r] = alc[which][r] = 0;
+        cpu[which][r] = alc[which][r] = scpu[which][r] = 0;
         continue;
       }
-      s0 = server_usec(hc);
+      s0 = server_usec(hc, 0), sc0 = server_usec(hc, 1);
       c0 = lk_commands(lk, which != IMPL_SINGLE), u0 = cpu_ns(), w0 = uv_hrtime();
       a0 = lk_allocs;
       lk_run(lk, which, a.pairs, samples);
       alc[which][r] = (double)(lk_allocs - a0) / a.pairs;
       cpu[which][r] = (double)(cpu_ns() - u0) / 1000.0 / a.pairs;
       pps[which][r] = a.pairs / ((double)(uv_hrtime() - w0) / 1e9);
-      srv[which][r] = (server_usec(hc) - s0) / a.pairs;
+      srv[which][r] = (server_usec(hc, 0) - s0) / a.pairs;
+      scpu[which][r] = (server_usec(hc, 1) - sc0) / a.pairs;
       cmd[which][r] = (double)(lk_commands(lk, which != IMPL_SINGLE) - c0) / a.pairs;
       p50[which][r] = pct_us(samples, (size_t)a.pairs, 0.50);
       p99[which][r] = pct_us(samples, (size_t)a.pairs, 0.99);
@@ -698,7 +712,7 @@ int main(int argc, char **argv) {
     m50[i] = median(p50[i], a.rounds), m99[i] = median(p99[i], a.rounds);
     mpps[i] = median(pps[i], a.rounds), msrv[i] = median(srv[i], a.rounds);
     mcmd[i] = median(cmd[i], a.rounds), mcpu[i] = median(cpu[i], a.rounds);
-    malc[i] = median(alc[i], a.rounds);
+    malc[i] = median(alc[i], a.rounds), mscpu[i] = median(scpu[i], a.rounds);
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
   for (i = 0; i < NIMPL; i++) {
@@ -710,6 +724,8 @@ int main(int argc, char **argv) {
     json(impl_name[i], "acq_p99_us", m99[i], "us", vs >= 0 ? m99[vs] : 0, ln, &a);
     json(impl_name[i], "pairs_per_s", mpps[i], "pairs/s", vs >= 0 ? mpps[vs] : 0, ln, &a);
     json(impl_name[i], "server_us_per_pair", msrv[i], "us", vs >= 0 ? msrv[vs] : 0, ln, &a);
+    json(impl_name[i], "server_cpu_us_per_pair", mscpu[i], "us", vs >= 0 ? mscpu[vs] : 0, ln,
+         &a);
     json(impl_name[i], "cpu_us_per_pair", mcpu[i], "us", vs >= 0 ? mcpu[vs] : 0, ln, &a);
     json(impl_name[i], "lk_allocs_per_pair", malc[i], "allocations", 0, NULL, &a);
     json(impl_name[i], "commands_per_pair", mcmd[i], "commands",
@@ -720,11 +736,12 @@ int main(int argc, char **argv) {
   json("latchkey", "p50_vs_single_master", m50[IMPL_LATCHKEY] / m50[IMPL_SINGLE], "x", 0, NULL,
        &a);
   printf("\n| RedLock, 5 masters, pairs in a row | acquire p50 us | p99 us | pairs/s | "
-         "masters' us per pair | client CPU us per pair | commands per pair | latchkey "
-         "allocations per pair |\n|---|---|---|---|---|---|---|---|\n");
+         "masters' CPU us per pair | masters' us in commands per pair | client CPU us per "
+         "pair | commands per pair | latchkey allocations per pair |\n"
+         "|---|---|---|---|---|---|---|---|---|\n");
   for (i = 0; i < NIMPL; i++)
-    printf("| %s | %.1f | %.1f | %.0f | %.1f | %.1f | %.2f | %.2f |\n", impl_name[i], m50[i],
-           m99[i], mpps[i], msrv[i], mcpu[i], mcmd[i], malc[i]);
+    printf("| %s | %.1f | %.1f | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f |\n", impl_name[i],
+           m50[i], m99[i], mpps[i], mscpu[i], msrv[i], mcpu[i], mcmd[i], malc[i]);
   printf("\nRedLock p50 = %.2fx the raw fan-out, %.2fx one master; pairs/s %.2fx the raw "
          "fan-out's.\n",
          m50[IMPL_LATCHKEY] / m50[IMPL_RAW], m50[IMPL_LATCHKEY] / m50[IMPL_SINGLE],
