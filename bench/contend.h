@@ -25,7 +25,8 @@
  *   more than --order-margin-us before B's, was still waiting), top-level
  *   commands per acquisition (the workers' own lk_client_stats
  *   commands_sent), inner commands per acquisition (INFO commandstats total
- *   minus top-level: what the scripts call), evalsha_per_acq, redis_cpu_pct
+ *   minus top-level: what the scripts call), evalsha_per_acq,
+ *   subscribe_per_acq ((S)SUBSCRIBE per acquisition), redis_cpu_pct
  *   (INFO cpu), acquire_failures.
  *
  * A primitive plugs in with a bench_contend_impl_t (open/acquire/release/
@@ -273,6 +274,7 @@ static inline int bench_contend_worker(bench_contend_t *w, const char *name) {
 typedef struct bench_contend_info_s {
   double calls_total; /* every command in commandstats but INFO */
   double evalsha;     /* evalsha + eval */
+  double subscribe;   /* subscribe + ssubscribe */
   double cpu_s;       /* used_cpu_user + used_cpu_sys */
 } bench_contend_info_t;
 
@@ -296,6 +298,8 @@ static inline int bench_contend_info(redisContext *rc, bench_contend_info_t *out
     out->calls_total += calls;
     if (strncmp(name, "evalsha:", 8) == 0 || strncmp(name, "eval:", 5) == 0)
       out->evalsha += calls;
+    if (strncmp(name, "subscribe:", 10) == 0 || strncmp(name, "ssubscribe:", 11) == 0)
+      out->subscribe += calls;
   }
   if ((p = strstr(r->str, "used_cpu_sys:")) != NULL)
     out->cpu_s += atof(p + 13);
@@ -645,6 +649,9 @@ static inline int bench_contend_main(int argc, char **argv, const bench_contend_
                      n ? (i1.calls_total - i0.calls_total - (double)toplevel) / (double)n : 0,
                      "commands", &a);
   bench_json_num("server_cmds_per_acq", n ? (i1.calls_total - i0.calls_total) / (double)n : 0);
+  bench_json_end();
+  bench_contend_line(impl, variant, "subscribe_per_acq",
+                     n ? (i1.subscribe - i0.subscribe) / (double)n : 0, "commands", &a);
   bench_json_end();
   bench_contend_line(impl, variant, "redis_cpu_pct",
                      100.0 * (i1.cpu_s - i0.cpu_s) / ((double)cpu_wall_ns / 1e9), "%", &a);
