@@ -4,6 +4,8 @@
  *   multilock_redlock --ports P1,P2,P3,P4,P5 [--host H] [--pairs N]
  *                     [--warmup W] [--rounds R]
  *   multilock_redlock --spawn [--no-pin] [...]   starts its own 5 masters
+ *   [--inflight K]  K pair loops at once, each on its own names (default 1)
+ *   [--only IMPL]   one implementation only (for strace -c -f or perf)
  *
  * A pair is one uncontended acquire (wait 0, lease 30000 ms) and the
  * release of that hold, pairs back to back. The acquire is timed from the
@@ -61,6 +63,7 @@
 #define MASTERS 5
 #define QUORUM 3
 #define MAX_ROUNDS 20
+#define MAX_LANES 256
 
 /* the implementations, in the order they run (alternated every round) */
 enum { IMPL_RAW, IMPL_LATCHKEY, IMPL_SINGLE, IMPL_RAW_LEAN, NIMPL };
@@ -73,6 +76,7 @@ typedef struct args_s {
   int have_ports, spawn, pin;
   int pairs, warmup, rounds;
   int only; /* -1: every implementation; else IMPL_* (--only NAME) */
+  int inflight; /* lanes at once (--inflight K), 1 by default */
 } args_t;
 
 static pid_t spawned[MASTERS];
@@ -247,9 +251,10 @@ static double server_usec(redisContext *const *c, int cpu) {
  * master costs, beside the Redisson hash layout's scripts. */
 
 typedef struct lk_side_s lk_side_t;
+typedef struct lane_s lane_t;
 
 typedef struct raw_s {
-  lk_side_t *s;
+  lane_t *ln;
   int lean;
   char name[64], channel[96], owner[MASTERS][96], cdel_sha1[41];
   const char *acq[MASTERS][4], *rel[MASTERS][7], *set[MASTERS][6], *cdel[MASTERS][5];
@@ -261,40 +266,59 @@ static const char cdel_text[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
     "else return 0 end";
 
-static void raw_next(raw_t *r);
 /* ---- impl latchkey / latchkey-single ---- */
+
+/* One loop of pairs; --inflight K runs K lanes at once, each on its own
+ * names (a RedLock, a single lock, two raw fan-outs), all on the same five
+ * clients. */
+struct lane_s {
+  lk_side_t *s;
+  int idx;
+  lk_redlock_t *rl;
+  lk_lock_t *single;
+  raw_t raw[2]; /* [0] the lock's scripts, [1] lean */
+  uint64_t t0;
+};
 
 struct lk_side_s {
   uv_loop_t loop;
   lk_client_t *c[MASTERS];
   lk_client_t *single_c;
-  lk_redlock_t *rl;
-  lk_lock_t *single;
+  lane_t lane[MAX_LANES];
+  int nlanes, impl;
   uint64_t *acq_ns; /* NULL during warm-up */
-  int pairs, done;
-  uint64_t t0;
+  int pairs, started, done, timed;
   int failed;
-  raw_t raw[2]; /* [0] the lock's scripts, [1] lean */
 };
 
-static void raw_pair_done(raw_t *r) {
-  lk_side_t *s = r->s;
-  if (++s->done < s->pairs && !s->failed)
-    raw_next(r);
+static void lane_next(lane_t *ln);
+
+/* A pair ended: the lane starts the next while pairs are left to start. */
+static void pair_done(lane_t *ln) {
+  lk_side_t *s = ln->s;
+  s->done++;
+  if (s->started < s->pairs && !s->failed)
+    lane_next(ln);
+}
+
+static void acquired_at(lane_t *ln, uint64_t now) {
+  lk_side_t *s = ln->s;
+  if (s->acq_ns != NULL && s->timed < s->pairs)
+    s->acq_ns[s->timed++] = now - ln->t0;
 }
 
 static void raw_on_released(void *data, int status, redisReply *rep) {
   raw_t *r = data;
   (void)rep;
   if (status != 0)
-    r->s->failed = status;
+    r->ln->s->failed = status;
   if (++r->released == MASTERS && r->replies == MASTERS)
-    raw_pair_done(r);
+    pair_done(r->ln);
 }
 
 static void raw_on_acquired(void *data, int status, redisReply *rep) {
   raw_t *r = data;
-  lk_side_t *s = r->s;
+  lk_side_t *s = r->ln->s;
   int granted = status == 0 && rep != NULL &&
                 (r->lean ? rep->type == REDIS_REPLY_STATUS
                          : rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
@@ -303,8 +327,7 @@ static void raw_on_acquired(void *data, int status, redisReply *rep) {
   r->replies++;
   if (granted && ++r->granted == QUORUM) {
     int i, err = 0;
-    if (s->acq_ns != NULL)
-      s->acq_ns[s->done] = uv_hrtime() - s->t0;
+    acquired_at(r->ln, uv_hrtime());
     for (i = 0; i < MASTERS; i++) {
       lk__op_t *op;
       if (r->lean)
@@ -319,14 +342,13 @@ static void raw_on_acquired(void *data, int status, redisReply *rep) {
   if (r->replies == MASTERS && r->granted < QUORUM)
     s->failed = LK_ENOQUORUM;
   else if (r->replies == MASTERS && r->released == MASTERS)
-    raw_pair_done(r);
+    pair_done(r->ln);
 }
 
-static void raw_next(raw_t *r) {
-  lk_side_t *s = r->s;
+static void raw_start(raw_t *r) {
+  lk_side_t *s = r->ln->s;
   int i, err = 0;
   r->replies = r->granted = r->released = 0;
-  s->t0 = uv_hrtime();
   for (i = 0; i < MASTERS; i++) {
     lk__op_t *op;
     if (r->lean)
@@ -340,14 +362,16 @@ static void raw_next(raw_t *r) {
 }
 
 /* The bytes a RedLock's five lock objects send (owner: each client's id). */
-static void raw_open(lk_side_t *s, int lean, redisContext *const *hc) {
-  raw_t *r = &s->raw[lean];
+static void raw_open(lane_t *ln, int lean, redisContext *const *hc) {
+  lk_side_t *s = ln->s;
+  raw_t *r = &ln->raw[lean];
   char name[64];
   int i, k;
   memset(r, 0, sizeof(*r));
-  r->s = s;
+  r->ln = ln;
   r->lean = lean;
-  snprintf(name, sizeof(name), "lkbench:rl:%ld:raw%s", (long)getpid(), lean ? "lean" : "");
+  snprintf(name, sizeof(name), "lkbench:rl:%ld:%d:raw%s", (long)getpid(), ln->idx,
+           lean ? "lean" : "");
   memcpy(r->name, name, sizeof(name));
   snprintf(r->channel, sizeof(r->channel), "redisson_lock__channel:{%s}", name);
   for (i = 0; i < MASTERS; i++) {
@@ -356,7 +380,7 @@ static void raw_open(lk_side_t *s, int lean, redisContext *const *hc) {
       die("SCRIPT LOAD %s failed", "compare-and-delete");
     memcpy(r->cdel_sha1, rep->str, 40);
     freeReplyObject(rep);
-    snprintf(r->owner[i], sizeof(r->owner[i]), "%s:1", lk_client_id(s->c[i]));
+    snprintf(r->owner[i], sizeof(r->owner[i]), "%s:%d", lk_client_id(s->c[i]), ln->idx + 1);
     r->acq[i][0] = r->name, r->acq[i][1] = "30000", r->acq[i][2] = r->owner[i];
     r->acq[i][3] = "0";
     r->rel[i][0] = r->name, r->rel[i][1] = r->channel, r->rel[i][2] = "30000";
@@ -377,93 +401,88 @@ static void raw_open(lk_side_t *s, int lean, redisContext *const *hc) {
   }
 }
 
-static void rl_next(lk_side_t *s);
-static void single_next(lk_side_t *s);
-
 static void on_rl_released(lk_redlock_t *rl, int status, void *arg) {
-  lk_side_t *s = arg;
+  lane_t *ln = arg;
   (void)rl;
   if (status != 0)
-    s->failed = status;
-  if (++s->done < s->pairs && !s->failed)
-    rl_next(s);
+    ln->s->failed = status;
+  pair_done(ln);
 }
 
 static void on_rl_acquired(lk_redlock_t *rl, int status, void *arg) {
-  lk_side_t *s = arg;
+  lane_t *ln = arg;
   uint64_t now = uv_hrtime();
   if (status != 0) {
     size_t i;
     for (i = 0; i < lk_redlock_size(rl); i++)
       fprintf(stderr, "# master %zu: %s\n", i, lk_err_name(lk_redlock_node_status(rl, i)));
-    s->failed = status;
+    ln->s->failed = status;
     return;
   }
-  if (s->acq_ns != NULL)
-    s->acq_ns[s->done] = now - s->t0;
-  if (lk_redlock_release(rl, on_rl_released, s) != 0)
-    s->failed = LK_EINVAL;
-}
-
-static void rl_next(lk_side_t *s) {
-  lk_redlock_opts_t o;
-  lk_redlock_opts_init(&o);
-  o.lease_ms = 30000;
-  s->t0 = uv_hrtime();
-  if (lk_redlock_acquire(s->rl, &o, on_rl_acquired, s) != 0)
-    s->failed = LK_EINVAL;
+  acquired_at(ln, now);
+  if (lk_redlock_release(rl, on_rl_released, ln) != 0)
+    ln->s->failed = LK_EINVAL;
 }
 
 static void on_single_released(lk_lock_t *l, int status, void *arg) {
-  lk_side_t *s = arg;
+  lane_t *ln = arg;
   (void)l;
   if (status != 0)
-    s->failed = status;
-  if (++s->done < s->pairs && !s->failed)
-    single_next(s);
+    ln->s->failed = status;
+  pair_done(ln);
 }
 
 static void on_single_acquired(lk_lock_t *l, int status, void *arg) {
-  lk_side_t *s = arg;
+  lane_t *ln = arg;
   uint64_t now = uv_hrtime();
   if (status != 0) {
-    s->failed = status;
+    ln->s->failed = status;
     return;
   }
-  if (s->acq_ns != NULL)
-    s->acq_ns[s->done] = now - s->t0;
-  if (lk_lock_release(l, on_single_released, s) != 0)
-    s->failed = LK_EINVAL;
+  acquired_at(ln, now);
+  if (lk_lock_release(l, on_single_released, ln) != 0)
+    ln->s->failed = LK_EINVAL;
 }
 
-static void single_next(lk_side_t *s) {
-  lk_lock_opts_t o;
-  lk_lock_opts_init(&o);
-  o.lease_ms = 30000;
-  s->t0 = uv_hrtime();
-  if (lk_lock_acquire(s->single, &o, on_single_acquired, s) != 0)
-    s->failed = LK_EINVAL;
+static void lane_next(lane_t *ln) {
+  lk_side_t *s = ln->s;
+  s->started++;
+  ln->t0 = uv_hrtime();
+  if (s->impl == IMPL_RAW || s->impl == IMPL_RAW_LEAN) {
+    raw_start(&ln->raw[s->impl == IMPL_RAW_LEAN]);
+  } else if (s->impl == IMPL_LATCHKEY) {
+    lk_redlock_opts_t o;
+    lk_redlock_opts_init(&o);
+    o.lease_ms = 30000;
+    if (lk_redlock_acquire(ln->rl, &o, on_rl_acquired, ln) != 0)
+      s->failed = LK_EINVAL;
+  } else {
+    lk_lock_opts_t o;
+    lk_lock_opts_init(&o);
+    o.lease_ms = 30000;
+    if (lk_lock_acquire(ln->single, &o, on_single_acquired, ln) != 0)
+      s->failed = LK_EINVAL;
+  }
 }
 
-/* impl: IMPL_* */
+/* impl: IMPL_*; pairs over all lanes; acq_ns gets the first `pairs`
+ * acquire times in the order they complete. */
 static void lk_run(lk_side_t *s, int impl, int pairs, uint64_t *acq_ns) {
+  int i;
   s->acq_ns = acq_ns;
   s->pairs = pairs;
-  s->done = 0;
+  s->impl = impl;
+  s->started = s->done = s->timed = 0;
   s->failed = 0;
-  if (impl == IMPL_RAW || impl == IMPL_RAW_LEAN)
-    raw_next(&s->raw[impl == IMPL_RAW_LEAN]);
-  else if (impl == IMPL_LATCHKEY)
-    rl_next(s);
-  else
-    single_next(s);
-  while (s->done < pairs && !s->failed)
+  for (i = 0; i < s->nlanes && s->started < pairs; i++)
+    lane_next(&s->lane[i]);
+  while (s->done < s->started && !s->failed)
     uv_run(&s->loop, UV_RUN_ONCE);
   if (s->failed)
     die("latchkey pair failed: %s", lk_err_name(s->failed));
 }
 
-static void lk_open(lk_side_t *s, const args_t *a) {
+static void lk_open(lk_side_t *s, const args_t *a, redisContext *const *hc) {
   char name[64];
   int i, rc;
   memset(s, 0, sizeof(*s));
@@ -478,14 +497,22 @@ static void lk_open(lk_side_t *s, const args_t *a) {
     if (rc != 0)
       die("lk_client_new: %s", lk_err_name(rc));
   }
-  snprintf(name, sizeof(name), "lkbench:rl:%ld:latchkey", (long)getpid());
-  rc = lk_redlock_new(s->c, MASTERS, name, NULL, &s->rl);
-  if (rc != 0)
-    die("lk_redlock_new: %s", lk_err_name(rc));
-  snprintf(name, sizeof(name), "lkbench:rl:%ld:single", (long)getpid());
-  rc = lk_lock_new(s->single_c, name, &s->single);
-  if (rc != 0)
-    die("lk_lock_new: %s", lk_err_name(rc));
+  s->nlanes = a->inflight;
+  for (i = 0; i < s->nlanes; i++) {
+    lane_t *ln = &s->lane[i];
+    ln->s = s;
+    ln->idx = i;
+    snprintf(name, sizeof(name), "lkbench:rl:%ld:%d:latchkey", (long)getpid(), i);
+    rc = lk_redlock_new(s->c, MASTERS, name, NULL, &ln->rl);
+    if (rc != 0)
+      die("lk_redlock_new: %s", lk_err_name(rc));
+    snprintf(name, sizeof(name), "lkbench:rl:%ld:%d:single", (long)getpid(), i);
+    rc = lk_lock_new(s->single_c, name, &ln->single);
+    if (rc != 0)
+      die("lk_lock_new: %s", lk_err_name(rc));
+    raw_open(ln, 0, hc);
+    raw_open(ln, 1, hc);
+  }
 }
 
 static uint64_t lk_commands(const lk_side_t *s, int redlock) {
@@ -527,9 +554,11 @@ static void run_until_closed(lk_side_t *s) {
 
 static void lk_close(lk_side_t *s) {
   int i;
-  closing_left = 2;
-  lk_redlock_close(s->rl, on_rl_closed);
-  lk_lock_close(s->single, on_lock_closed);
+  closing_left = 2 * s->nlanes;
+  for (i = 0; i < s->nlanes; i++) {
+    lk_redlock_close(s->lane[i].rl, on_rl_closed);
+    lk_lock_close(s->lane[i].single, on_lock_closed);
+  }
   run_until_closed(s);
   closing_left = MASTERS + 1;
   for (i = 0; i < MASTERS; i++)
@@ -553,7 +582,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 static void usage(void) {
   fprintf(stderr, "usage: multilock_redlock (--ports P1,..,P5 | --spawn [--no-pin]) "
                   "[--host H] [--port P] [--pairs N] [--warmup W] [--rounds R]\n"
-                  "       [--only raw|latchkey|latchkey-single|raw-lean]\n");
+                  "       [--inflight K] [--only raw|latchkey|latchkey-single|raw-lean]\n");
   exit(2);
 }
 
@@ -566,6 +595,7 @@ static void parse_args(int argc, char **argv, args_t *a) {
   a->rounds = 3;
   a->pin = 1;
   a->only = -1;
+  a->inflight = 1;
   for (i = 1; i < argc; i++) {
     const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(s, "--ports") == 0 && v != NULL) {
@@ -597,6 +627,10 @@ static void parse_args(int argc, char **argv, args_t *a) {
       if (parse_int(v, 1, MAX_ROUNDS, &a->rounds) != 0)
         usage();
       i++;
+    } else if (strcmp(s, "--inflight") == 0 && v != NULL) {
+      if (parse_int(v, 1, MAX_LANES, &a->inflight) != 0)
+        usage();
+      i++;
     } else if (strcmp(s, "--only") == 0 && v != NULL) {
       int k;
       for (k = 0; k < NIMPL && strcmp(v, impl_name[k]) != 0; k++)
@@ -624,8 +658,8 @@ static void json(const char *impl, const char *metric, double v, const char *uni
          impl, metric, v, unit);
   if (limit > 0)
     printf(",\"limit\":%.3f,\"limit_impl\":\"%s\",\"ratio\":%.3f", limit, limit_impl, v / limit);
-  printf(",\"masters\":%d,\"quorum\":%d,\"pairs\":%d,\"rounds\":%d}\n", MASTERS, QUORUM,
-         a->pairs, a->rounds);
+  printf(",\"masters\":%d,\"quorum\":%d,\"pairs\":%d,\"rounds\":%d,\"inflight\":%d}\n",
+         MASTERS, QUORUM, a->pairs, a->rounds, a->inflight);
 }
 
 int main(int argc, char **argv) {
@@ -670,9 +704,7 @@ int main(int argc, char **argv) {
     if (hc[i] == NULL)
       die("cannot connect to master %s", "for INFO");
   }
-  lk_open(lk, &a);
-  raw_open(lk, 0, hc);
-  raw_open(lk, 1, hc);
+  lk_open(lk, &a, hc);
   /* Warm-up: connections, script caches, allocator pools. */
   for (i = 0; i < NIMPL; i++)
     if (a.only < 0 || a.only == i)
