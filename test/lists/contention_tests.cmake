@@ -6,3 +6,7 @@ foreach(_lk_case IN ITEMS handoffs_cost_a_few_commands eight_objects_subscribe_o
         linger_cap_unsubscribes_the_oldest canceled_woken_waiter_passes_the_wake)
   set_property(TEST "contention.${_lk_case}" APPEND PROPERTY LABELS core)
 endforeach()
+# The same on a cluster (sharded pub/sub): labels contention and cluster.
+lk_add_test_file(SOURCE core/contention_cluster.c LABEL contention TIMEOUT 90)
+set_property(TEST contention.sharded_busy_name_subscribed_once_then_unsubscribed
+             APPEND PROPERTY LABELS cluster)
