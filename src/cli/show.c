@@ -80,6 +80,13 @@ static int sess_open(sess_t *s, cli_common_t *co) {
   return cli_open_client(s->cmd, co, &s->loop, &s->c);
 }
 
+/* Ends a session that never ran its loop (bad arguments, no client). */
+static int sess_end(sess_t *s, int code) {
+  free(s->names);
+  s->names = NULL;
+  return code;
+}
+
 static int sess_run(sess_t *s) {
   uv_run(&s->loop, UV_RUN_DEFAULT);
   uv_loop_close(&s->loop);
@@ -135,11 +142,11 @@ int cli_inspect(int argc, char **argv) {
   cli_common_t co = {0};
   int rc;
   if ((rc = sess_args(&s, "inspect", argc, argv, &co)) != 0)
-    return rc;
+    return sess_end(&s, rc);
   if (s.n_names == 0)
-    return cli_usage("inspect", "at least one NAME is required");
+    return sess_end(&s, cli_usage("inspect", "at least one NAME is required"));
   if ((rc = sess_open(&s, &co)) != 0)
-    return rc;
+    return sess_end(&s, rc);
   inspect_next(&s);
   return sess_run(&s);
 }
@@ -189,13 +196,13 @@ int cli_list(int argc, char **argv) {
   cli_common_t co = {0};
   int rc;
   if ((rc = sess_args(&s, "list", argc, argv, &co)) != 0)
-    return rc;
+    return sess_end(&s, rc);
   if (s.n_names > 1)
-    return cli_usage("list", "one PATTERN at most");
+    return sess_end(&s, cli_usage("list", "one PATTERN at most"));
   if (s.n_names == 0)
     s.names[0] = "*";
   if ((rc = sess_open(&s, &co)) != 0)
-    return rc;
+    return sess_end(&s, rc);
   if ((rc = lk_list(s.c, s.names[0], "0", (int)s.count, on_listed, &s)) < 0) {
     fail(&s, "list", rc);
     if (rc == LK_EINVAL)
@@ -309,15 +316,15 @@ int cli_release(int argc, char **argv) {
   cli_common_t co = {0};
   int rc;
   if ((rc = sess_args(&s, "release", argc, argv, &co)) != 0)
-    return rc;
+    return sess_end(&s, rc);
   if (!s.force)
-    return cli_usage("release", "--force is required (it deletes whoever holds NAME)");
+    return sess_end(&s, cli_usage("release", "--force is required (it deletes whoever holds NAME)"));
   if (s.n_names != 1)
-    return cli_usage("release", "exactly one NAME");
+    return sess_end(&s, cli_usage("release", "exactly one NAME"));
   if (!s.yes && !isatty(STDIN_FILENO))
-    return cli_usage("release", "stdin is not a terminal: pass --yes to release without asking");
+    return sess_end(&s, cli_usage("release", "stdin is not a terminal: pass --yes to release without asking"));
   if ((rc = sess_open(&s, &co)) != 0)
-    return rc;
+    return sess_end(&s, rc);
   if ((rc = lk_inspect(s.c, s.names[0], on_release_inspected, &s)) < 0) {
     fail(&s, s.names[0], rc);
     if (rc == LK_EINVAL || rc == LK_ENAMETOOLONG)
@@ -356,11 +363,11 @@ int cli_ping(int argc, char **argv) {
   cli_common_t co = {0};
   int rc;
   if ((rc = sess_args(&s, "ping", argc, argv, &co)) != 0)
-    return rc;
+    return sess_end(&s, rc);
   if (s.n_names != 0)
-    return cli_usage("ping", "no arguments besides the options (got %s)", s.names[0]);
+    return sess_end(&s, cli_usage("ping", "no arguments besides the options (got %s)", s.names[0]));
   if ((rc = sess_open(&s, &co)) != 0)
-    return rc;
+    return sess_end(&s, rc);
   if ((rc = lk_ping(s.c, on_ping, &s)) < 0) {
     fail(&s, "ping", rc);
     sess_close(&s);
