@@ -370,7 +370,8 @@ int lk__obj_try(lk__obj_t *o) {
   o->woken = 0;
   if (o->wake_held == 1)
     o->wake_held = 2;
-  o->try_ns = lk__now_ns();
+  if (o->w != NULL)
+    o->w->try_ns = lk__now_ns();
   rc = o->ops->attempt(o);
   if (rc == 0)
     arm_guard(o);
@@ -432,7 +433,7 @@ static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms, int status) {
     size_t len = o->channel_len;
     const char *ch = o->channel != NULL ? o->channel : o->ops->channel(o, &len);
     int rc = ch != NULL ? lk__sub_start_since(o->client, &o->w->sub, ch, len, on_sub_event,
-                                              o->try_ns)
+                                              o->w->try_ns)
                         : LK_ENOMEM;
     if (rc != 0)
       lk__log(o->client, LK_LOG_INFO, "cannot subscribe (%s): polling",

@@ -27,6 +27,7 @@ typedef struct lk__obj_wait_s {
   uv_timer_t timer; /* data: the object */
   lk__sub_t sub;
   lk__obj_t *obj;
+  uint64_t try_ns; /* when the wait's last attempt was sent */
 } lk__obj_wait_t;
 
 enum { LK__WAKE_NONE = 0, LK__WAKE_ALL = 1, LK__WAKE_ONE = 2 };
@@ -150,12 +151,6 @@ struct lk__obj_s {
   int woken;         /* poked while an attempt was in flight */
   int waited;        /* had to wait at least once */
   int waiting;       /* a wait began and its operation has not ended */
-  /* A wake-one message was given to this waiter (LK__WAKE_ONE): 1 not yet
-   * tried on, 2 its attempt is out. Cleared when that attempt is answered
-   * busy (another process won: its release wakes again) or granted; any
-   * other end of the wait passes the wake on (lk__sub_pass). */
-  int wake_held;
-  uint64_t try_ns; /* when the last attempt was sent */
   /* Set by objects that listen on a channel of their own (the fair lock's
    * per-waiter channel): the subscription made by the first wait is kept
    * until close, so later waits cost no SUBSCRIBE/UNSUBSCRIBE. Messages that
@@ -168,6 +163,11 @@ struct lk__obj_s {
   unsigned command_deferred : 1;
   unsigned budgeted : 1; /* the wait was given a budget (wait_ms != 0) */
   unsigned lost : 1;     /* holding objects: on_lost was told, holds not yet forgotten */
+  /* A wake-one message was given to this waiter (LK__WAKE_ONE): 1 not yet
+   * tried on, 2 its attempt is out. Cleared when that attempt is answered
+   * busy (another process won: its release wakes again) or granted; any
+   * other end of the wait passes the wake on (lk__sub_pass). */
+  unsigned wake_held : 2;
   uint8_t value_flags;   /* the pending one-value command's LK__VALUE_* */
   struct lk__outcome_track_s *track; /* abandoned attempts still out, or NULL */
   /* Replica sync (core/sync.h): made by the first acquire that asks for it. */
