@@ -392,14 +392,30 @@ static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
   lk__obj_t *o = lk__container_of(s, lk__obj_wait_t, sub)->obj;
   if (o->kind == 0 || !o->waiting)
     return;
+  if (event == LK__SUB_UNTAKEN) {
+    /* This waiter skipped a wake for one while its try on an earlier wake
+     * was out, and no other local waiter took it: that try may predate the
+     * release, so its "busy" must not end in a re-poll sleep (a second of
+     * stall with no other waiter in this process to cover it). */
+    if (o->op != NULL)
+      o->woken = 1;
+    else
+      retry_now(o);
+    return;
+  }
   if (event == LK__SUB_MESSAGE) {
     int how = o->ops->message != NULL ? o->ops->message(o, msg, len) : LK__WAKE_ALL;
     if (how == LK__WAKE_NONE)
       return;
     /* One waiter per message: the first in line that is not already
-     * trying on an earlier wake (that one's try may predate this release,
-     * but the next in line covers it). */
-    if (how == LK__WAKE_ONE && (o->wake_held || lk__sub_take(s) != 0))
+     * trying on an earlier wake. That one's try may predate this release:
+     * the next in line covers it, or, when no one does, it tries again
+     * itself (LK__SUB_UNTAKEN). */
+    if (how == LK__WAKE_ONE && o->wake_held) {
+      lk__sub_skip(s);
+      return;
+    }
+    if (how == LK__WAKE_ONE && lk__sub_take(s) != 0)
       return;
     if (how == LK__WAKE_ONE)
       o->wake_held = 1;

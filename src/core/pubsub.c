@@ -60,6 +60,7 @@ struct lk__chan_s {
   unsigned moves : 7; /* MOVED replies in a row */
   int dispatching; /* messages being delivered: free after */
   unsigned taken;  /* listeners that took the message being delivered */
+  lk__sub_t *skipper; /* the first that skipped it (lk__sub_skip), or NULL */
   int internal;    /* the heartbeat channel (standalone only) */
   /* Linger (lk__opts_t.pubsub_linger_ms): without listeners the channel
    * stays subscribed, in c->linger_chans (oldest first), until the
@@ -381,6 +382,11 @@ unsigned lk__sub_take(lk__sub_t *s) {
   return s->chan != NULL ? s->chan->taken++ : 0;
 }
 
+void lk__sub_skip(lk__sub_t *s) {
+  if (s->chan != NULL && s->chan->skipper == NULL)
+    s->chan->skipper = s;
+}
+
 void lk__sub_pass(lk__sub_t *s) {
   lk__chan_t *ch = s->chan;
   if (ch != NULL && ch->last_ok)
@@ -393,6 +399,8 @@ static void sub_stop(lk__sub_t *s, int linger) {
     return;
   lk__defer_cancel(&s->poke);
   lk__queue_remove(&s->node);
+  if (ch->skipper == s)
+    ch->skipper = NULL;
   s->chan = NULL;
   if (!linger && lk__queue_empty(&ch->listeners) && !ch->dispatching && !ch->internal) {
     chan_drop(ch);
@@ -566,12 +574,21 @@ static void deliver(lk__chan_t *ch, const char *msg, size_t len) {
   lk__queue_move(&ch->listeners, &pending);
   ch->dispatching = 1;
   ch->taken = 0;
+  ch->skipper = NULL;
   while (!lk__queue_empty(&pending)) {
     lk__sub_t *s = lk__container_of(lk__queue_head(&pending), lk__sub_t, node);
     lk__queue_remove(&s->node);
     lk__queue_insert_tail(&ch->listeners, &s->node);
     s->cb(s, LK__SUB_MESSAGE, 0, msg, len);
   }
+  /* A wake for one that every listener left to another: the one that
+   * skipped it first (still listening: lk__sub_stop clears it) gets it. */
+  if (ch->taken == 0 && ch->skipper != NULL) {
+    lk__sub_t *s = ch->skipper;
+    ch->skipper = NULL;
+    s->cb(s, LK__SUB_UNTAKEN, 0, msg, len);
+  }
+  ch->skipper = NULL;
   ch->dispatching = 0;
   chan_release(ch);
 }

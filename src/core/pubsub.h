@@ -20,8 +20,11 @@
  *   error means the waiter must rely on its re-poll timer until a later
  *   poke with status 0.
  * - LK__SUB_MESSAGE: a message; msg is borrowed for the callback's length.
+ * - LK__SUB_UNTAKEN: after a message's delivery, to the first listener that
+ *   skipped it (lk__sub_skip) when no listener took it (lk__sub_take): the
+ *   one wake it carried would otherwise be lost.
  * Notifications are best effort: every waiter keeps a bounded re-poll. */
-enum { LK__SUB_POKE = 1, LK__SUB_MESSAGE = 2 };
+enum { LK__SUB_POKE = 1, LK__SUB_MESSAGE = 2, LK__SUB_UNTAKEN = 3 };
 
 typedef struct lk__sub_s lk__sub_t;
 typedef void (*lk__sub_cb)(lk__sub_t *s, int event, int status, const char *msg,
@@ -57,6 +60,11 @@ void lk__sub_pass(lk__sub_t *s);
  * this message before, counting this one as taking it too. A message meant
  * to wake one local waiter (or n) is acted on by the first one (or n) only. */
 unsigned lk__sub_take(lk__sub_t *s);
+/* Inside an LK__SUB_MESSAGE callback: this listener leaves a wake meant for
+ * one to the others (its own try, made on an earlier wake, is still out),
+ * but wants LK__SUB_UNTAKEN if none of them takes it: that try may predate
+ * the release the message announces. */
+void lk__sub_skip(lk__sub_t *s);
 static inline int lk__sub_active(const lk__sub_t *s) { return s->chan != NULL; }
 
 #endif /* LK_CORE_PUBSUB_H */
