@@ -71,9 +71,21 @@ int cli_ping(int argc, char **argv);
 int cli_watch(int argc, char **argv);
 int cli_stats(int argc, char **argv);
 
-/* Rendering of one inspection (show.c): a table for people, JSON. */
+/* Who an owner is (docs/owners.md), copied out of lk_owner_desc_t so it
+ * outlives the callback; known 0: nothing to show for that owner. */
+typedef struct cli_owner_s {
+  int known;
+  char id[72], host[256], program[256], client_name[256], version[64], note[260];
+  int64_t pid, started_ms;
+} cli_owner_t;
+
+/* Rendering of one inspection (render.c): a table for people, JSON.
+ * owners, when not NULL, has one entry per holder then one per waiter
+ * (in->n_holders + in->n_waiters), shown under each owner id. */
 void cli_render_table(FILE *f, const lk_inspect_t *in);
 void cli_render_json(FILE *f, const lk_inspect_t *in);
+void cli_render_table_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t *owners);
+void cli_render_json_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t *owners);
 
 /* ---- a small JSON emitter (json.c): strings escaped per RFC 8259 ---- */
 typedef struct cli_json_s {

@@ -40,7 +40,48 @@ static const char *dur(char *buf, size_t cap, int64_t ms) {
   return buf;
 }
 
-void cli_render_table(FILE *f, const lk_inspect_t *in) {
+/* "    = host pid 1234 program (client_name) note: ..." under an owner. */
+static void owner_line(FILE *f, const cli_owner_t *owners, size_t i) {
+  const cli_owner_t *o;
+  if (owners == NULL || !owners[i].known)
+    return;
+  o = &owners[i];
+  fprintf(f, "    = %s", o->host[0] != '\0' ? o->host : "?");
+  if (o->pid >= 0)
+    fprintf(f, " pid %" PRId64, o->pid);
+  if (o->program[0] != '\0')
+    fprintf(f, " %s", o->program);
+  if (o->client_name[0] != '\0')
+    fprintf(f, " (%s)", o->client_name);
+  if (o->note[0] != '\0')
+    fprintf(f, " note: %s", o->note);
+  fputc('\n', f);
+}
+
+static void owner_json(cli_json_t *j, const cli_owner_t *owners, size_t i) {
+  const cli_owner_t *o;
+  if (owners == NULL || !owners[i].known)
+    return;
+  o = &owners[i];
+  cli_json_obj_begin(j, "owner_desc");
+  cli_json_str(j, "id", o->id);
+  cli_json_str(j, "host", o->host);
+  if (o->pid >= 0)
+    cli_json_int(j, "pid", o->pid);
+  else
+    cli_json_null(j, "pid");
+  cli_json_str(j, "program", o->program);
+  cli_json_str(j, "client_name", o->client_name);
+  cli_json_str(j, "version", o->version);
+  cli_json_int(j, "started_ms", o->started_ms);
+  cli_json_str(j, "note", o->note);
+  cli_json_obj_end(j);
+}
+
+void cli_render_table(FILE *f, const lk_inspect_t *in) { cli_render_table_owners(f, in, NULL); }
+void cli_render_json(FILE *f, const lk_inspect_t *in) { cli_render_json_owners(f, in, NULL); }
+
+void cli_render_table_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t *owners) {
   char b[48];
   size_t i;
   fprintf(f, "%-9s %s\n", "NAME", in->name);
@@ -62,9 +103,11 @@ void cli_render_table(FILE *f, const lk_inspect_t *in) {
             in->total_holders == 0 ? " (free)" : "");
     if (in->n_holders > 0)
       fprintf(f, "  %-48s %6s %-5s %s\n", "OWNER", "COUNT", "MODE", "TTL");
-    for (i = 0; i < in->n_holders; i++)
+    for (i = 0; i < in->n_holders; i++) {
       fprintf(f, "  %-48s %6" PRId64 " %-5s %s\n", in->holders[i].owner, in->holders[i].count,
               mode_text(in->holders[i].mode), dur(b, sizeof(b), in->holders[i].ttl_ms));
+      owner_line(f, owners, i);
+    }
     if (in->n_holders < in->total_holders)
       fprintf(f, "  ... %zu more\n", in->total_holders - in->n_holders);
   }
@@ -72,9 +115,11 @@ void cli_render_table(FILE *f, const lk_inspect_t *in) {
     fprintf(f, "%-9s %zu waiting\n", "QUEUE", in->total_waiters);
     if (in->n_waiters > 0)
       fprintf(f, "  %3s %-48s %s\n", "#", "OWNER", "DEADLINE IN");
-    for (i = 0; i < in->n_waiters; i++)
+    for (i = 0; i < in->n_waiters; i++) {
       fprintf(f, "  %3zu %-48s %s\n", i + 1, in->waiters[i].owner,
               dur(b, sizeof(b), in->waiters[i].deadline_ms));
+      owner_line(f, owners, in->n_holders + i);
+    }
     if (in->n_waiters < in->total_waiters)
       fprintf(f, "  ... %zu more\n", in->total_waiters - in->n_waiters);
   }
@@ -90,7 +135,7 @@ void cli_render_table(FILE *f, const lk_inspect_t *in) {
   }
 }
 
-void cli_render_json(FILE *f, const lk_inspect_t *in) {
+void cli_render_json_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t *owners) {
   cli_json_t j;
   size_t i;
   cli_json_init(&j, f);
@@ -122,6 +167,7 @@ void cli_render_json(FILE *f, const lk_inspect_t *in) {
     else
       cli_json_null(&j, "mode");
     cli_json_int(&j, "ttl_ms", in->holders[i].ttl_ms);
+    owner_json(&j, owners, i);
     cli_json_obj_end(&j);
   }
   cli_json_arr_end(&j);
@@ -134,6 +180,7 @@ void cli_render_json(FILE *f, const lk_inspect_t *in) {
       cli_json_int(&j, "deadline_ms", in->waiters[i].deadline_ms);
     else
       cli_json_null(&j, "deadline_ms");
+    owner_json(&j, owners, in->n_holders + i);
     cli_json_obj_end(&j);
   }
   cli_json_arr_end(&j);

@@ -390,7 +390,7 @@ int cli_run(int argc, char **argv) {
   run_t r;
   cli_common_t co = {0};
   lk_client_opts_t o;
-  char *storage = NULL;
+  char *storage = NULL, note[257];
   int i, rc, side = 0;
   int64_t lease_ms = -1;
   memset(&r, 0, sizeof(r));
@@ -464,6 +464,12 @@ int cli_run(int argc, char **argv) {
     return rc;
   if (lease_ms > 0)
     o.default_lease_ms = lease_ms;
+  /* Who holds the name (docs/owners.md): `latchkey inspect` shows this
+   * host, pid and command instead of a bare owner id. The note is the
+   * command, cut to the 256 bytes a note may have. */
+  snprintf(note, sizeof(note), "%s", r.cmd[0]);
+  o.describe_owner = 1;
+  o.owner_note = note;
   r.loop = uv_default_loop();
   rc = lk_client_new(r.loop, &o, &r.c);
   lk_client_opts_free_url(storage);

@@ -17,6 +17,8 @@ typedef struct sess_s {
   int64_t count;
   char **names;
   int n_names, next;
+  /* inspect: a copy of the inspection while its owners are looked up */
+  struct snap_s *snap;
   /* list */
   char cursor[32];
   long steps;
@@ -104,6 +106,147 @@ static void fail(sess_t *s, const char *what, int status) {
 
 static void inspect_next(sess_t *s);
 
+/* Owner descriptions looked up per name, at most: one round trip each. */
+#define OWNER_LOOKUPS 16
+
+/* The inspection is borrowed inside its callback; the owners are looked
+ * up after it, so what the rendering needs is copied first. */
+typedef struct snap_s {
+  lk_inspect_t in;
+  lk_inspect_holder_t *holders;
+  lk_inspect_waiter_t *waiters;
+  lk_inspect_permit_t *permits;
+  cli_owner_t *owners; /* n_holders + n_waiters */
+  size_t look, n_look;
+} snap_t;
+
+static void snap_free(snap_t *p) {
+  size_t i;
+  if (p == NULL)
+    return;
+  free((char *)p->in.name);
+  free((char *)p->in.redis_type);
+  for (i = 0; p->holders != NULL && i < p->in.n_holders; i++)
+    free((char *)p->holders[i].owner);
+  for (i = 0; p->waiters != NULL && i < p->in.n_waiters; i++)
+    free((char *)p->waiters[i].owner);
+  for (i = 0; p->permits != NULL && i < p->in.n_permits; i++)
+    free((char *)p->permits[i].id);
+  free(p->holders);
+  free(p->waiters);
+  free(p->permits);
+  free(p->owners);
+  free(p);
+}
+
+static char *dup_text(const char *t, int *bad) {
+  char *d = strdup(t != NULL ? t : "");
+  if (d == NULL)
+    *bad = 1;
+  return d;
+}
+
+/* A deep copy, or NULL when memory ran out (then nothing is kept). */
+static snap_t *snap_new(const lk_inspect_t *in) {
+  snap_t *p = calloc(1, sizeof(*p));
+  size_t i, n = in->n_holders + in->n_waiters;
+  int bad = 0;
+  if (p == NULL)
+    return NULL;
+  p->in = *in;
+  p->in.n_holders = p->in.n_waiters = p->in.n_permits = 0;
+  p->in.name = dup_text(in->name, &bad);
+  p->in.redis_type = dup_text(in->redis_type, &bad);
+  p->holders = calloc(in->n_holders + 1, sizeof(*p->holders));
+  p->waiters = calloc(in->n_waiters + 1, sizeof(*p->waiters));
+  p->permits = calloc(in->n_permits + 1, sizeof(*p->permits));
+  p->owners = calloc(n + 1, sizeof(*p->owners));
+  if (p->holders == NULL || p->waiters == NULL || p->permits == NULL || p->owners == NULL) {
+    snap_free(p);
+    return NULL;
+  }
+  /* n_* count the entries copied so far, so snap_free frees just those. */
+  for (i = 0; i < in->n_holders; i++, p->in.n_holders++) {
+    p->holders[i] = in->holders[i];
+    p->holders[i].owner = dup_text(in->holders[i].owner, &bad);
+  }
+  for (i = 0; i < in->n_waiters; i++, p->in.n_waiters++) {
+    p->waiters[i] = in->waiters[i];
+    p->waiters[i].owner = dup_text(in->waiters[i].owner, &bad);
+  }
+  for (i = 0; i < in->n_permits; i++, p->in.n_permits++) {
+    p->permits[i] = in->permits[i];
+    p->permits[i].id = dup_text(in->permits[i].id, &bad);
+  }
+  p->in.holders = p->holders;
+  p->in.waiters = p->waiters;
+  p->in.permits = p->permits;
+  p->n_look = n < OWNER_LOOKUPS ? n : OWNER_LOOKUPS;
+  if (bad) {
+    snap_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void render(sess_t *s, const lk_inspect_t *in, const cli_owner_t *owners) {
+  if (s->json) {
+    cli_render_json_owners(stdout, in, owners);
+  } else {
+    if (s->next > 1)
+      fputc('\n', stdout);
+    cli_render_table_owners(stdout, in, owners);
+  }
+  fflush(stdout);
+}
+
+static void copy_text(char *dst, size_t cap, const char *src) {
+  snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+static void describe_next(sess_t *s);
+
+/* A lookup that failed shows nothing for that owner: the inspection
+ * itself succeeded. */
+static void on_owner(lk_client_t *c, int status, const lk_owner_desc_t *d, void *arg) {
+  sess_t *s = arg;
+  snap_t *p = s->snap;
+  (void)c;
+  if (status == 0 && d != NULL) {
+    cli_owner_t *o = &p->owners[p->look];
+    o->known = 1;
+    copy_text(o->id, sizeof(o->id), d->id);
+    copy_text(o->host, sizeof(o->host), d->host);
+    copy_text(o->program, sizeof(o->program), d->program);
+    copy_text(o->client_name, sizeof(o->client_name), d->client_name);
+    copy_text(o->version, sizeof(o->version), d->version);
+    copy_text(o->note, sizeof(o->note), d->note);
+    o->pid = d->pid;
+    o->started_ms = d->started_ms;
+  }
+  p->look++;
+  describe_next(s);
+}
+
+static const char *snap_owner(const snap_t *p, size_t i) {
+  return i < p->in.n_holders ? p->holders[i].owner : p->waiters[i - p->in.n_holders].owner;
+}
+
+/* One lookup at a time; when all are done, the name is shown and the next
+ * one read. */
+static void describe_next(sess_t *s) {
+  snap_t *p = s->snap;
+  while (p->look < p->n_look) {
+    if (lk_client_describe_owner(s->c, snap_owner(p, p->look), on_owner, s) == 0)
+      return;
+    p->look++;
+  }
+  render(s, &p->in, p->owners);
+  snap_free(p);
+  s->snap = NULL;
+  inspect_next(s);
+}
+
 static void on_inspected(lk_client_t *c, int status, const lk_inspect_t *in, void *arg) {
   sess_t *s = arg;
   (void)c;
@@ -113,12 +256,12 @@ static void on_inspected(lk_client_t *c, int status, const lk_inspect_t *in, voi
       sess_close(s);
       return;
     }
-  } else if (s->json) {
-    cli_render_json(stdout, in);
+  } else if (in->n_holders + in->n_waiters > 0 && (s->snap = snap_new(in)) != NULL) {
+    describe_next(s);
+    return;
   } else {
-    if (s->next > 1)
-      fputc('\n', stdout);
-    cli_render_table(stdout, in);
+    /* Nobody to look up, or no memory for the copy: shown as read. */
+    render(s, in, NULL);
   }
   fflush(stdout);
   inspect_next(s);

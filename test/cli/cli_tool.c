@@ -731,3 +731,62 @@ TEST(stats_on_a_held_name_or_not_a_lock) {
   redisFree(ctx);
   rt_server_stop(srv);
 }
+
+/* A name held by `latchkey run`: inspect names the process behind the
+ * owner id (the run's description, docs/owners.md), in JSON and the table. */
+TEST(inspect_shows_who_a_run_holder_is) {
+  rt_server_t *srv;
+  tool_t run;
+  char ready[256], done[256], script[1024], want[512], host[256], *out;
+  const char *prog = strrchr(LK_CLI_PATH, '/') != NULL ? strrchr(LK_CLI_PATH, '/') + 1 : LK_CLI_PATH;
+  int port;
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  port = rt_server_port(srv);
+  path_of(ready, sizeof(ready), "ready");
+  path_of(done, sizeof(done), "done");
+  /* The child says it holds the name, then waits (bounded: 60 s) for the
+   * test to let it go. */
+  snprintf(script, sizeof(script),
+           "echo up > %s; i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.1; "
+           "i=$((i+1)); done",
+           ready, done);
+  {
+    const char *args[] = {"run", "cli:who", "--", "sh", "-c", script, NULL};
+    tool_start(&run, port, "who_run", args);
+  }
+  wait_file(ready, 30000);
+  {
+    const char *a1[] = {"inspect", "--json", "cli:who", NULL};
+    const char *a2[] = {"inspect", "cli:who", NULL};
+    ASSERT_EQ(tool_run(port, "who_json", a1), 0);
+    ASSERT_EQ(tool_run(port, "who_table", a2), 0);
+  }
+  ASSERT_EQ(gethostname(host, sizeof(host)), 0);
+  host[sizeof(host) - 1] = '\0';
+  path_of(want, sizeof(want), "who_json.out");
+  out = slurp(want);
+  ASSERT_NOT_NULL(strstr(out, "\"owner_desc\":{"));
+  snprintf(want, sizeof(want), "\"pid\":%ld,", (long)run.pid);
+  ASSERT_NOT_NULL(strstr(out, want));
+  snprintf(want, sizeof(want), "\"host\":\"%s\"", host);
+  ASSERT_NOT_NULL(strstr(out, want));
+  ASSERT_NOT_NULL(strstr(out, "\"note\":\"sh\""));
+  free(out);
+  path_of(want, sizeof(want), "who_table.out");
+  out = slurp(want);
+  snprintf(want, sizeof(want), "    = %s pid %ld %s", host, (long)run.pid, prog);
+  ASSERT_NOT_NULL(strstr(out, want));
+  ASSERT_NOT_NULL(strstr(out, "note: sh"));
+  free(out);
+  /* Let the child go: the run ends cleanly and the name is free. */
+  {
+    int fd = open(done, O_WRONLY | O_CREAT, 0600);
+    ASSERT(fd >= 0);
+    close(fd);
+  }
+  ASSERT_EQ(tool_wait(&run), 0);
+  ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:who"), 0);
+  rt_server_stop(srv);
+}
