@@ -6,6 +6,7 @@
 #endif
 
 #include "redis_sentinel.h"
+#include "redis_server.h"
 
 #include "test.h"
 
@@ -43,32 +44,6 @@ struct rt_sentinel_s {
 };
 
 static rt_sentinel_t *live; /* for the atexit sweep */
-
-static struct timeval tv_ms(int64_t ms) {
-  struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-  return tv;
-}
-
-/* The side channel's writes must not SIGPIPE the test (see redis_server.c). */
-static void sigpipe_block(sigset_t *old) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &set, old);
-}
-
-static void sigpipe_restore(const sigset_t *old) {
-  if (!sigismember(old, SIGPIPE)) {
-    sigset_t set, pending;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-      struct timespec zero = {0, 0};
-      sigtimedwait(&set, NULL, &zero);
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, old, NULL);
-}
 
 void rt_sentinel_opts_init(rt_sentinel_opts_t *opts) { memset(opts, 0, sizeof *opts); }
 
@@ -258,7 +233,7 @@ static void mark_down(rt_sentinel_t *s) {
 
 static redisContext *connect_side(const rt_sentinel_t *s, int64_t connect_ms, int64_t io_ms,
                                   char *why, size_t why_len) {
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv_ms(connect_ms));
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, rt_tv_ms(connect_ms));
   if (c == NULL || c->err) {
     snprintf(why, why_len, "connect: %s", c ? c->errstr : "out of memory");
     if (c)
@@ -266,7 +241,7 @@ static redisContext *connect_side(const rt_sentinel_t *s, int64_t connect_ms, in
     return NULL;
   }
   fcntl(c->fd, F_SETFD, FD_CLOEXEC); /* later children must not inherit it */
-  redisSetTimeout(c, tv_ms(io_ms));
+  redisSetTimeout(c, rt_tv_ms(io_ms));
   if (s->requirepass != NULL) {
     redisReply *r = redisCommand(c, "AUTH %s", s->requirepass);
     int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
@@ -322,7 +297,7 @@ static int wait_ready(rt_sentinel_t *s) {
       return -1;
     }
     sigset_t old;
-    sigpipe_block(&old);
+    rt_sigpipe_block(&old);
     redisContext *c = connect_side(s, 200, 1000, why, sizeof why);
     int ready = 0;
     if (c != NULL) {
@@ -330,9 +305,9 @@ static int wait_ready(rt_sentinel_t *s) {
       ready = pid == (long)s->pid;
       snprintf(why, sizeof why, "process_id %ld, ours %d", pid, (int)s->pid);
     }
-    sigpipe_restore(&old);
+    rt_sigpipe_restore(&old);
     if (ready) {
-      redisSetTimeout(c, tv_ms(rt_scaled_ms(5000)));
+      redisSetTimeout(c, rt_tv_ms(rt_scaled_ms(5000)));
       s->ctx = c;
       return 0;
     }
@@ -453,7 +428,7 @@ redisReply *rt_sentinel_cmd(rt_sentinel_t *s, const char *fmt, ...) {
   sigset_t old;
   redisReply *r = NULL;
   va_list ap;
-  sigpipe_block(&old);
+  rt_sigpipe_block(&old);
   if (s->ctx != NULL && s->ctx->err) {
     redisFree(s->ctx);
     s->ctx = NULL;
@@ -474,7 +449,7 @@ redisReply *rt_sentinel_cmd(rt_sentinel_t *s, const char *fmt, ...) {
       s->ctx = NULL;
     }
   }
-  sigpipe_restore(&old);
+  rt_sigpipe_restore(&old);
   return r;
 }
 

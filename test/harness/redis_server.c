@@ -64,7 +64,7 @@ static char *xstrdup(const char *s) {
   return d;
 }
 
-static struct timeval tv_ms(int64_t ms) {
+struct timeval rt_tv_ms(int64_t ms) {
   struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
   return tv;
 }
@@ -72,14 +72,14 @@ static struct timeval tv_ms(int64_t ms) {
 /* hiredis writes with plain write(): a server killed mid-command would SIGPIPE
  * the test. Block it around side-channel I/O and swallow one that arrived, so
  * the library under test still sees the process's normal disposition. */
-static void sigpipe_block(sigset_t *old) {
+void rt_sigpipe_block(sigset_t *old) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
-static void sigpipe_restore(const sigset_t *old) {
+void rt_sigpipe_restore(const sigset_t *old) {
   if (!sigismember(old, SIGPIPE)) {
     sigset_t set, pending;
     sigemptyset(&set);
@@ -142,7 +142,7 @@ static char *ctx_info(redisContext *c, const char *section, const char *field) {
  * Returns NULL (and the reason in why) on failure. */
 static redisContext *connect_side(const rt_server_t *s, int64_t connect_ms, int64_t io_ms,
                                   char *why, size_t why_len) {
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv_ms(connect_ms));
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, rt_tv_ms(connect_ms));
   if (c == NULL || c->err) {
     snprintf(why, why_len, "connect: %s", c ? c->errstr : "out of memory");
     if (c)
@@ -152,7 +152,7 @@ static redisContext *connect_side(const rt_server_t *s, int64_t connect_ms, int6
   /* hiredis 0.14 opens sockets without CLOEXEC; later redis-server children
    * must not inherit our connections. */
   fcntl(c->fd, F_SETFD, FD_CLOEXEC);
-  redisSetTimeout(c, tv_ms(io_ms));
+  redisSetTimeout(c, rt_tv_ms(io_ms));
   if (s->requirepass != NULL) {
     redisReply *r = redisCommand(c, "AUTH %s", s->requirepass);
     int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
@@ -464,7 +464,7 @@ static int wait_ready(rt_server_t *s) {
       return -1;
     }
     sigset_t old;
-    sigpipe_block(&old);
+    rt_sigpipe_block(&old);
     redisContext *c = connect_side(s, 200, 1000, why, sizeof why);
     int ready = 0;
     if (c != NULL) {
@@ -487,9 +487,9 @@ static int wait_ready(rt_server_t *s) {
       if (r != NULL)
         freeReplyObject(r);
     }
-    sigpipe_restore(&old);
+    rt_sigpipe_restore(&old);
     if (ready) {
-      redisSetTimeout(c, tv_ms(rt_scaled_ms(5000)));
+      redisSetTimeout(c, rt_tv_ms(rt_scaled_ms(5000)));
       s->ctx = c;
       return 0;
     }
@@ -737,14 +737,14 @@ static redisReply *side_failed(rt_server_t *s) {
 
 static redisReply *vcmd(rt_server_t *s, const char *fmt, va_list ap) {
   sigset_t old;
-  sigpipe_block(&old);
+  rt_sigpipe_block(&old);
   redisReply *r = NULL;
   if (side_channel(s) != NULL) {
     r = redisvCommand(s->ctx, fmt, ap);
     if (r == NULL)
       side_failed(s);
   }
-  sigpipe_restore(&old);
+  rt_sigpipe_restore(&old);
   return r;
 }
 
@@ -758,14 +758,14 @@ redisReply *rt_cmd(rt_server_t *s, const char *fmt, ...) {
 
 redisReply *rt_cmd_argv(rt_server_t *s, int argc, const char **argv, const size_t *lens) {
   sigset_t old;
-  sigpipe_block(&old);
+  rt_sigpipe_block(&old);
   redisReply *r = NULL;
   if (side_channel(s) != NULL) {
     r = redisCommandArgv(s->ctx, argc, argv, lens);
     if (r == NULL)
       side_failed(s);
   }
-  sigpipe_restore(&old);
+  rt_sigpipe_restore(&old);
   return r;
 }
 

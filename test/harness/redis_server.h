@@ -10,6 +10,9 @@
 #define LK_TEST_HARNESS_REDIS_SERVER_H
 
 #include <stddef.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/time.h>
 #include <sys/types.h>
 
 #include <hiredis/hiredis.h>
@@ -90,6 +93,13 @@ long long rt_cmd_int_at(const char *file, int line, rt_server_t *s, const char *
 char *rt_cmd_str_at(const char *file, int line, rt_server_t *s, const char *fmt, ...);
 #define rt_cmd_str(s, ...) rt_cmd_str_at(__FILE__, __LINE__, (s), __VA_ARGS__)
 
+/* For other harness side channels (blocking hiredis): a timeval of ms, and
+ * SIGPIPE blocked around their I/O and one that arrived swallowed, so a
+ * server killed mid-command cannot kill the test while the library under
+ * test still sees the process's normal disposition. */
+struct timeval rt_tv_ms(int64_t ms);
+void rt_sigpipe_block(sigset_t *old);
+void rt_sigpipe_restore(const sigset_t *old);
 /* malloc'd value of `field` in `INFO section` (e.g. "server", "run_id"), or
  * NULL when absent or unreachable. */
 char *rt_server_info(rt_server_t *s, const char *section, const char *field);
