@@ -31,3 +31,20 @@ int lk__valid_client_id(const char *s) {
       return 0;
   return 1;
 }
+
+/* xorshift64*: retries need spread, not secrecy, and a getrandom call per
+ * retry would cost more than the retry's own bookkeeping. */
+uint32_t lk__jitter(lk_client_t *c, uint32_t below) {
+  uint64_t x = c->rng;
+  if (below == 0)
+    return 0;
+  while (x == 0) {
+    if (uv_random(NULL, NULL, &x, sizeof(x), 0, NULL) != 0)
+      x = (uint64_t)(uintptr_t)c ^ lk__now_ns();
+  }
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  c->rng = x;
+  return (uint32_t)(((x * 0x2545F4914F6CDD1DULL) >> 32) % below);
+}

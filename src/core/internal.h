@@ -165,6 +165,7 @@ struct lk_client_s {
   char id[37]; /* UUID */
   uint64_t next_tid;
   uint64_t next_tag; /* request tags of script calls (ops.c) */
+  uint64_t rng;      /* lk__jitter's state: seeded from uv_random at first use */
   lk_client_event_cb on_event;
   void *event_arg;
   lk_log_cb log;
@@ -405,6 +406,10 @@ int lk__reply_is_int(const redisReply *r, long long *out);
 /* --- ids --- */
 int lk__uuid4(char out[37]);
 int lk__valid_client_id(const char *s);
+/* A uniform number in [0, below) (0 when below is 0), for spreading retries
+ * and back-offs: cheap (no system call after the first) and not for
+ * anything secret. */
+uint32_t lk__jitter(lk_client_t *c, uint32_t below);
 
 /* --- keys: Redisson's prefixName/suffixName rules --- */
 /* prefix:NAME if NAME contains '{', else prefix:{NAME}. Caller frees. */
