@@ -124,6 +124,15 @@ typedef struct lk_client_opts_s {
    * channels linger, the oldest goes first (0: none linger). */
   int64_t pubsub_linger_ms; /* default 2000 */
   size_t pubsub_linger_max; /* default 1024 */
+  /* Spin mode (docs/objects.md, "Spin mode"), off by default: 1 makes every
+   * acquire that can spin (lock, read/write lock, semaphores) wait by
+   * back-off with jitter instead of listening for releases, unless its own
+   * spin option says otherwise. The back-off starts near spin_initial_ms
+   * and doubles up to spin_max_ms (0: 1 and 128 ms, Redisson's RSpinLock
+   * defaults; each 0..LK_SPIN_MAX_MS). */
+  int spin;                /* 0 = off (default), 1 = on */
+  int64_t spin_initial_ms; /* 0 = 1 ms */
+  int64_t spin_max_ms;     /* 0 = 128 ms, or spin_initial_ms if larger */
   /* Owner descriptions (docs/owners.md), off by default: 1 keeps a short
    * description of this client (host name, pid, program, client_name,
    * latchkey version, owner_note) in the hash latchkey_client:{ID} with a

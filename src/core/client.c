@@ -132,7 +132,10 @@ static int copy_new_opts(lk__opts_t *d, const lk_client_opts_t *s) {
       (s->sync_policy != LK_SYNC_GIVE_BACK && s->sync_policy != LK_SYNC_REPORT) ||
       !valid_ms(s->sync_timeout_ms, 1) ||
       (s->describe_owner != 0 && s->describe_owner != 1) ||
-      (s->owner_note != NULL && strlen(s->owner_note) > 256))
+      (s->owner_note != NULL && strlen(s->owner_note) > 256) ||
+      (s->spin != 0 && s->spin != 1) || s->spin_initial_ms < 0 ||
+      s->spin_initial_ms > LK_SPIN_MAX_MS || s->spin_max_ms < 0 ||
+      s->spin_max_ms > LK_SPIN_MAX_MS)
     return LK_EINVAL;
   d->tls_enable = t->enable;
   d->tls_verify_peer = t->verify_peer;
@@ -142,6 +145,9 @@ static int copy_new_opts(lk__opts_t *d, const lk_client_opts_t *s) {
   d->sync_policy = s->sync_policy;
   d->sync_timeout_ms = s->sync_timeout_ms;
   d->describe_owner = s->describe_owner;
+  d->spin = s->spin;
+  d->spin_initial_ms = s->spin_initial_ms;
+  d->spin_max_ms = s->spin_max_ms;
   rc |= dup_opt(&d->owner_note, s->owner_note);
   rc |= dup_opt(&d->tls_ca_file, t->ca_file);
   rc |= dup_opt(&d->tls_ca_dir, t->ca_dir);

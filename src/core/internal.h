@@ -140,6 +140,10 @@ typedef struct lk__opts_s {
   /* Waiting channels' linger (core/pubsub.c). */
   int64_t pubsub_linger_ms;
   size_t pubsub_linger_max;
+  /* Spin mode's defaults (core/spin.h): on, and the back-off's bounds (0:
+   * the built-in ones). */
+  int spin;
+  int64_t spin_initial_ms, spin_max_ms;
   /* Owner descriptions (core/registry.h): on, and the note (NULL: none). */
   int describe_owner;
   char *owner_note;

@@ -6,6 +6,7 @@
 #include "core/metrics.h"
 #include "core/object.h"
 #include "core/outcome.h"
+#include "core/spin.h"
 #include "core/sync.h"
 #include "core/watchdog.h"
 
@@ -441,7 +442,12 @@ static void sleep_then_retry(lk__obj_t *o, int64_t ttl_ms, int status) {
     return;
   }
   o->waited = 1;
-  if ((o->channel != NULL || o->ops->channel != NULL) && !lk__sub_active(&o->w->sub)) {
+  if (o->spin) {
+    /* Spin mode: no subscription, no message to wake it; the back-off,
+     * the holder's TTL and the budget bound the sleep. */
+    delay = lk__spin_next(o);
+  } else if ((o->channel != NULL || o->ops->channel != NULL) &&
+             !lk__sub_active(&o->w->sub)) {
     /* Subscribe, then try once more when the subscription is confirmed:
      * a release published before we subscribed is not missed. A channel
      * already subscribed (other waiters, or lingering) before the try went

@@ -28,6 +28,8 @@ typedef struct lk__obj_wait_s {
   lk__sub_t sub;
   lk__obj_t *obj;
   uint64_t try_ns; /* when the wait's last attempt was sent */
+  /* Spin mode (core/spin.h): the next back-off's base and the largest, ms. */
+  uint32_t spin_base_ms, spin_max_ms;
 } lk__obj_wait_t;
 
 enum { LK__WAKE_NONE = 0, LK__WAKE_ALL = 1, LK__WAKE_ONE = 2 };
@@ -168,6 +170,9 @@ struct lk__obj_s {
    * busy (another process won: its release wakes again) or granted; any
    * other end of the wait passes the wake on (lk__sub_pass). */
   unsigned wake_held : 2;
+  /* Spin mode (core/spin.h): the acquire's wait sleeps a back-off with
+   * jitter between tries and never subscribes. */
+  unsigned spin : 1;
   uint8_t value_flags;   /* the pending one-value command's LK__VALUE_* */
   struct lk__outcome_track_s *track; /* abandoned attempts still out, or NULL */
   /* Replica sync (core/sync.h): made by the first acquire that asks for it. */
