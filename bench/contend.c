@@ -38,6 +38,19 @@ static int lock_release(bench_contend_t *w, void *obj) {
 
 static int lock_close(bench_contend_t *w, void *obj) { return lk_lock_close(obj, on_closed); }
 
+/* Issue 17's goals for the plain lock, against the minimal poll loop of
+ * bench/contend_poll.c (redis-semaphore's default) measured in the same run:
+ * Redis CPU per acquisition no more than the poll loop's, transfers/s at
+ * least twice its, and at most 6 Redis commands per acquisition (top-level,
+ * and all the server ran, scripts' inner commands included). */
+static const bench_contend_goal_t lock_goals[] = {
+    {"transfers_per_s", NULL, ">= 2"},
+    {"redis_cpu_us_per_acq", NULL, "<= 1"},
+    {"toplevel_cmds_per_acq", "<= 6", ""},
+    {"server_cmds_per_acq", "<= 6", ""},
+    {NULL, NULL, NULL},
+};
+
 static const bench_contend_impl_t lock_impl = {
     .impl = "latchkey",
     .variant = "lock",
@@ -46,6 +59,8 @@ static const bench_contend_impl_t lock_impl = {
     .acquire = lock_acquire,
     .release = lock_release,
     .close = lock_close,
+    .limit_impl = "poll-10ms",
+    .goals = lock_goals,
 };
 
 int main(int argc, char **argv) { return bench_contend_main(argc, argv, &lock_impl); }

@@ -25,15 +25,20 @@
  *   more than --order-margin-us before B's, was still waiting), top-level
  *   commands per acquisition (the workers' own lk_client_stats
  *   commands_sent), inner commands per acquisition (INFO commandstats total
- *   minus top-level: what the scripts call), evalsha_per_acq,
- *   subscribe_per_acq ((S)SUBSCRIBE per acquisition), redis_cpu_pct
- *   (INFO cpu), acquire_failures.
+ *   minus top-level: what the scripts call), server_cmds_per_acq (both),
+ *   evalsha_per_acq, subscribe_per_acq ((S)SUBSCRIBE per acquisition),
+ *   redis_cpu_pct and redis_cpu_us_per_acq (INFO cpu: the server's CPU
+ *   time over the run per acquisition), acquire_failures.
  *
  * A primitive plugs in with a bench_contend_impl_t (open/acquire/release/
  * close; its callbacks call bench_contend_acquired/_released/_closed) and a
  * main() that returns bench_contend_main(argc, argv, &impl): contend.c does
  * it for the reentrant lock; a fair lock sets ordered = 1 so that order
- * violations become a goal. Header-only; include it in one .c file. */
+ * violations become a goal. An impl may name a same-run yardstick
+ * (limit_impl: bench/contend_poll.c's "poll-10ms", same variant) and goals
+ * per metric: tools/bench.sh's report then gives value / yardstick and
+ * checks goal_ratio on the median of the per-round ratios (bench/README.md,
+ * "Adding a benchmark"). Header-only; include it in one .c file. */
 #ifndef LK_BENCH_CONTEND_H
 #define LK_BENCH_CONTEND_H
 
@@ -61,6 +66,16 @@
 
 typedef struct bench_contend_s bench_contend_t;
 
+/* A goal on one metric's line: goal is checked on the value ("<= 6");
+ * ratio non-NULL puts the impl's limit_impl on the line (the runner reports
+ * value / that impl's value in the same run) and, when non-empty, is the
+ * goal on that ratio (">= 2"). A table ends with metric NULL. */
+typedef struct bench_contend_goal_s {
+  const char *metric;
+  const char *goal;
+  const char *ratio;
+} bench_contend_goal_t;
+
 typedef struct bench_contend_impl_s {
   const char *impl;    /* "latchkey" */
   const char *variant; /* "lock", "fair lock", ... (the summary's row name) */
@@ -74,6 +89,9 @@ typedef struct bench_contend_impl_s {
   int (*release)(bench_contend_t *w, void *obj);
   /* Close the object; its close callback calls bench_contend_closed(w). */
   int (*close)(bench_contend_t *w, void *obj);
+  /* Optional: the same-run yardstick's impl name and the goals above. */
+  const char *limit_impl;
+  const bench_contend_goal_t *goals;
 } bench_contend_impl_t;
 
 typedef struct bench_contend_rec_s {
@@ -329,11 +347,23 @@ static inline double bench_contend_pct(uint64_t *v, size_t n, double q) {
 static inline void bench_contend_line(const bench_contend_impl_t *impl, const char *variant,
                                       const char *metric, double value, const char *unit,
                                       const bench_contend_args_t *a) {
+  const bench_contend_goal_t *g;
   bench_json_begin("B3", impl->impl, variant, metric, value, unit);
   bench_json_int("procs", a->procs);
   bench_json_int("hold_us_max", a->hold_us);
   bench_json_bool("ordered", impl->ordered);
   bench_json_bool("pinned", a->pin);
+  for (g = impl->goals; g != NULL && g->metric != NULL; g++) {
+    if (strcmp(g->metric, metric) != 0)
+      continue;
+    if (g->goal != NULL)
+      bench_json_str("goal", g->goal);
+    if (g->ratio != NULL && impl->limit_impl != NULL) {
+      bench_json_str("limit_impl", impl->limit_impl);
+      if (g->ratio[0] != '\0')
+        bench_json_str("goal_ratio", g->ratio);
+    }
+  }
 }
 
 static inline int bench_contend_usage(const char *prog) {
@@ -648,13 +678,21 @@ static inline int bench_contend_main(int argc, char **argv, const bench_contend_
   bench_contend_line(impl, variant, "inner_cmds_per_acq",
                      n ? (i1.calls_total - i0.calls_total - (double)toplevel) / (double)n : 0,
                      "commands", &a);
-  bench_json_num("server_cmds_per_acq", n ? (i1.calls_total - i0.calls_total) / (double)n : 0);
+  bench_json_end();
+  bench_contend_line(impl, variant, "server_cmds_per_acq",
+                     n ? (i1.calls_total - i0.calls_total) / (double)n : 0, "commands", &a);
   bench_json_end();
   bench_contend_line(impl, variant, "subscribe_per_acq",
                      n ? (i1.subscribe - i0.subscribe) / (double)n : 0, "commands", &a);
   bench_json_end();
   bench_contend_line(impl, variant, "redis_cpu_pct",
                      100.0 * (i1.cpu_s - i0.cpu_s) / ((double)cpu_wall_ns / 1e9), "%", &a);
+  bench_json_end();
+  /* The server's bill per acquisition: its CPU over the span the command
+   * counts cover (window open to the last worker's exit), over the same
+   * acquisitions. */
+  bench_contend_line(impl, variant, "redis_cpu_us_per_acq",
+                     n ? 1e6 * (i1.cpu_s - i0.cpu_s) / (double)n : 0, "us", &a);
   bench_json_end();
   bench_contend_line(impl, variant, "mutex_violations", (double)mutex_viol, "count", &a);
   bench_json_str("goal", "== 0");

@@ -13,7 +13,9 @@
 # bench/metric/variant), "ratio" = value / limit and "ratio_paired" (the
 # median of the per-round ratios). B1/B2 groups get the minimal-work
 # "ceiling" from L. A "goal" field ("<= 512", ">= 0.8", "== 0") is checked
-# on the median value. Output: aggregated JSON lines, then the summary.
+# on the median value; a "goal_ratio" field (same form) on a group with a
+# limit is checked on ratio_paired (else ratio) and reported as "met_ratio".
+# Output: aggregated JSON lines, then the summary.
 
 function jparse(s,    n, i, c, key, buf) {
   for (key in V)
@@ -166,6 +168,15 @@ function add_goal(what, measured, met) {
   G_met[NG] = met
 }
 
+# A goal string's operator and target: sets GOP and GTV, 1 when well formed.
+function goal_parse(gs) {
+  if (!match(gs, /^(<=|>=|==|<|>)/))
+    return 0
+  GOP = substr(gs, 1, RLENGTH)
+  GTV = substr(gs, RLENGTH + 1) + 0
+  return 1
+}
+
 function yesno(m) { return m == "" ? "n/a" : (m ? "**met**" : "**not met**") }
 
 BEGIN {
@@ -281,6 +292,10 @@ END {
           line = line ",\"met\":" (GOALMET[id] ? "true" : "false")
       }
     }
+    if ((id, "goal_ratio") in GS && (id in RAT) && goal_parse(GS[id, "goal_ratio"])) {
+      GOALRMET[id] = goal_check(GOP, GTV, (id in RATP) ? RATP[id] : RAT[id])
+      line = line ",\"met_ratio\":" (GOALRMET[id] ? "true" : "false")
+    }
     if (gn[id] > 1 && AV[id] != "")
       line = line ",\"min\":" num(ext(id, "value", 0)) ",\"max\":" num(ext(id, "value", 1))
     line = line ",\"reps\":" gn[id] "}"
@@ -372,7 +387,7 @@ END {
     }
     print hdr " peers, default settings (perf-baseline T3) |"
     print sep "---|"
-    nm = split("acquisitions_per_s:acquisitions/s:6,782–8,112#transfers_per_s:transfers/s (owner changes between processes):20.9–382#same_process_pct@transfers_per_s:same-process acquisitions %:95.2–99.7#handoff_p50_us:handoff p50 µs (release call → next acquired):90–142#handoff_p99_us:handoff p99 µs:251–538#in_rtts@handoff_p50_us:handoff p50 in PING round trips:–#transfer_p50_us:transfer p50 µs:166–332#transfer_p99_us:transfer p99 µs:2,701–41,926#wait_p50_us:wait p50 µs:50–78#wait_p99_us:wait p99 µs:154–30,768#wait_max_us:wait max µs:146,565–1,806,097#over_p50@wait_max_us:wait max / wait p50:–#longest_streak:longest same-process streak:254–1,752#toplevel_cmds_per_acq:top-level Redis commands / acquisition:–#evalsha_per_acq@toplevel_cmds_per_acq:EVALSHA / acquisition:–#inner_cmds_per_acq:commands inside scripts / acquisition:–#server_cmds_per_acq@inner_cmds_per_acq:all Redis commands / acquisition (top-level + inner):4.01–6.01#redis_cpu_pct:Redis CPU %:29.9–32.4#mutex_violations:mutual-exclusion violations:0#order_violations:order violations (overtaken earlier waiters):–#acquire_failures:acquire failures:0", MR, "#")
+    nm = split("acquisitions_per_s:acquisitions/s:6,782–8,112#transfers_per_s:transfers/s (owner changes between processes):20.9–382#same_process_pct@transfers_per_s:same-process acquisitions %:95.2–99.7#handoff_p50_us:handoff p50 µs (release call → next acquired):90–142#handoff_p99_us:handoff p99 µs:251–538#in_rtts@handoff_p50_us:handoff p50 in PING round trips:–#transfer_p50_us:transfer p50 µs:166–332#transfer_p99_us:transfer p99 µs:2,701–41,926#wait_p50_us:wait p50 µs:50–78#wait_p99_us:wait p99 µs:154–30,768#wait_max_us:wait max µs:146,565–1,806,097#over_p50@wait_max_us:wait max / wait p50:–#longest_streak:longest same-process streak:254–1,752#toplevel_cmds_per_acq:top-level Redis commands / acquisition:–#evalsha_per_acq@toplevel_cmds_per_acq:EVALSHA / acquisition:–#inner_cmds_per_acq:commands inside scripts / acquisition:–#server_cmds_per_acq:all Redis commands / acquisition (top-level + inner):4.01–6.01#redis_cpu_pct:Redis CPU %:29.9–32.4#redis_cpu_us_per_acq:Redis CPU µs / acquisition:~89–114 (issue 17)#mutex_violations:mutual-exclusion violations:0#order_violations:order violations (overtaken earlier waiters):–#acquire_failures:acquire failures:0", MR, "#")
     for (q = 1; q <= nm; q++) {
       split(MR[q], mp, ":")
       fld = "value"
@@ -433,7 +448,7 @@ END {
   }
   for (v = 1; v <= nv; v++) {
     split(VARS[v], vp, SUBSEP)
-    if (vp[2] == "lock") {
+    if (vp[1] == "latchkey" && vp[2] == "lock") {
       id = gid("B3", vp[1], "wait_max_us", vp[2])
       id2 = gid("B3", vp[1], "wait_p50_us", vp[2])
       if (has(id) && has(id2) && AV[id2] > 0)
@@ -478,6 +493,12 @@ END {
     id = G[g]
     if ((id, "goal") in GS && GOALMET[id] != "")
       add_goal(GB[id] " " GI[id] " " (GVar[id] != "" ? GVar[id] " " : "") GM[id] " " GS[id, "goal"], num(AV[id]) " " GS[id, "unit"], GOALMET[id])
+    # A goal on the ratio to a yardstick run in the same rounds; shown as
+    # n/a when the yardstick did not run.
+    if ((id, "goal_ratio") in GS && (id, "limit_impl") in GS)
+      add_goal(GB[id] " " GI[id] " " (GVar[id] != "" ? GVar[id] " " : "") GM[id] " / " GS[id, "limit_impl"] " (same run) " GS[id, "goal_ratio"],
+               (id in RAT) ? sprintf("%s (paired %s): %s / %s %s", f3(RAT[id]), (id in RATP) ? f3(RATP[id]) : "–", num(AV[id]), num(LIM[id]), GS[id, "unit"]) : "no " GS[id, "limit_impl"] " line in this run",
+               (id in GOALRMET) ? GOALRMET[id] : "")
   }
   print ""
   print "### Goals"
