@@ -6,8 +6,12 @@ lk_add_bench(raw SOURCES raw.c)
 lk_add_bench(contend SOURCES contend.c)
 lk_add_bench(cost SOURCES cost.c)
 
-# B3, the reentrant lock under contention (bench/contend.h).
+# B3, the reentrant lock under contention (bench/contend.h), then its
+# same-run yardstick, the minimal poll loop (bench/contend_poll.c): right
+# after it in every round, so the two run interleaved under the same load.
+lk_add_bench(contend_poll SOURCES contend_poll.c)
 lk_bench_suite(contend SECONDS 8 REPS 3 ARGS --seconds 4)
+lk_bench_suite(contend_poll SECONDS 8 REPS 3 ARGS --seconds 4)
 # B6, allocations per pair and bytes per object and waiter.
 lk_bench_suite(cost SECONDS 15 REPS 1)
 # B5, the watchdog with 100 000 held locks (its target: lists/watchdog.cmake).
