@@ -64,6 +64,7 @@ struct lk_lock_s {
   unsigned owner_heap : 1;
   unsigned req_watchdog : 1; /* the acquire asked for the default, renewed lease */
   unsigned req_fenced : 1;
+  unsigned lean : 1; /* lk__lock_lean_layout, else Redisson's RLock layout */
 };
 
 #define CLIENT(l) ((l)->base.client)
@@ -102,6 +103,9 @@ static void finish(lk_lock_t *l, int status) { lk__obj_finish(&l->base, status);
 
 /* --- giving back --- */
 
+/* The script of this lock's layout standing for the default one, f. */
+#define LAYOUT_SCRIPT(l, f, dflt) script((l)->lean ? lk__lock_lean_layout.f : (dflt))
+
 /* Formats the release script for n holds. `before` (-1: none) is read as
  * the count before a release's first attempt (a resend; mode "resend": the
  * lost attempt is not applied twice), or as a give-back's condition (mode
@@ -124,7 +128,8 @@ static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n, const char
   lens[5] = lk__i64_to_str(bef, before);
   lens[6] = lk__i64_to_str(cnt, n);
   lens[7] = strlen(mode);
-  return (send ? lk__script_call : lk__script_prepare)(CLIENT(l), script("lock/release"),
+  return (send ? lk__script_call : lk__script_prepare)(CLIENT(l),
+                                                       LAYOUT_SCRIPT(l, release, "lock/release"),
                                                        2, 6, argv, lens, cb, data, err);
 }
 
@@ -192,7 +197,9 @@ static int attempt_acquire(lk__obj_t *o) {
     argv[5] = floor;
     lens[5] = lk__i64_to_str(floor, lk__token_highest(CLIENT(l), l->name, l->name_len) + 1);
     argv[6] = resend, lens[6] = 1;
-    o->op = lk__script_call(CLIENT(l), script("lock/acquire_fenced"), 2, 5, argv, lens,
+    o->op = lk__script_call(CLIENT(l),
+                            LAYOUT_SCRIPT(l, acquire_fenced, "lock/acquire_fenced"),
+                            2, 5, argv, lens,
                             on_acquire_reply, l, &err);
   } else {
     argv[0] = l->name, lens[0] = l->name_len;
@@ -200,7 +207,8 @@ static int attempt_acquire(lk__obj_t *o) {
     argv[2] = l->owner, lens[2] = l->owner_len;
     argv[3] = before, lens[3] = before_len;
     argv[4] = resend, lens[4] = 1;
-    o->op = lk__script_call(CLIENT(l), script("lock/acquire"), 1, 4, argv, lens,
+    o->op = lk__script_call(CLIENT(l), LAYOUT_SCRIPT(l, acquire, "lock/acquire"),
+                            1, 4, argv, lens,
                             on_acquire_reply, l, &err);
   }
   return o->op != NULL ? 0 : err;
@@ -525,7 +533,7 @@ static int want_wd(lk_lock_t *l) {
   if (w == NULL)
     return LK_ENOMEM;
   w->lock = l;
-  w->entry.cls = &lk__wd_lock_class;
+  w->entry.cls = l->lean ? lk__lock_lean_layout.renew : &lk__wd_lock_class;
   w->entry.on_event = on_wd_event;
   lk__queue_init(&w->entry.node);
   l->hold.wd = &w->entry;
@@ -739,6 +747,12 @@ int64_t lk__lock_busy_ttl(const lk_lock_t *l) { return l->busy_ttl; }
 
 uint64_t lk__lock_deadline_ns(const lk_lock_t *l) {
   return l->base.lost ? 0 : lk__hold_deadline(CLIENT(l), &l->hold);
+}
+
+void lk__lock_set_lean(lk_lock_t *l, int lean) {
+  l->lean = lean ? 1 : 0;
+  if (l->hold.wd != NULL)
+    l->hold.wd->cls = l->lean ? lk__lock_lean_layout.renew : &lk__wd_lock_class;
 }
 
 void lk__lock_drop_holds(lk_lock_t *l, uint32_t n) {

@@ -34,4 +34,21 @@ uint64_t lk__lock_deadline_ns(const lk_lock_t *l);
  * holds a group no longer counts on; the object must have nothing pending. */
 void lk__lock_drop_holds(lk_lock_t *l, uint32_t n);
 
+/* Another data layout on the server for a lock object: the scripts its
+ * acquire, release and give-backs run, and the watchdog class that renews
+ * it. Each script takes the arguments and answers the shape of the default
+ * one (scripts/lock/acquire.lua, acquire_fenced.lua, release.lua,
+ * renew.lua). The one there is: RedLock's lean member layout
+ * (src/multilock/redlock_lean.c), one bit in the lock, so an idle lock pays
+ * nothing for it. */
+struct lk__wd_class_s;
+typedef struct lk__lock_layout_s {
+  const char *acquire, *acquire_fenced, *release; /* script names */
+  const struct lk__wd_class_s *renew;
+} lk__lock_layout_t;
+extern const lk__lock_layout_t lk__lock_lean_layout;
+/* Uses lk__lock_lean_layout (lean = 1) or Redisson's RLock layout (0). Set
+ * before the first acquire. */
+void lk__lock_set_lean(lk_lock_t *l, int lean);
+
 #endif /* LK_LOCK_INTERNAL_H */

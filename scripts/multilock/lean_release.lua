@@ -1,0 +1,36 @@
+#!lua flags=allow-oom
+-- Release in RedLock's lean member layout (see lean_acquire.lua):
+-- compare-and-delete. Runs under maxmemory too, as scripts/lock/release.lua.
+-- Arguments and replies as scripts/lock/release.lua: KEYS[1] lock name,
+-- KEYS[2] channel; ARGV[1] lease ms, ARGV[2] owner, ARGV[3] publish
+-- command, ARGV[4] the object's count before the first attempt on a resend
+-- (else -1), ARGV[5] n, ARGV[6] 'exact' when ARGV[4] is a give-back's
+-- condition instead. Reply: nil = this owner holds nothing, 0 = still held
+-- (the object counts holds left), 1 = released and waiters told, 2 =
+-- released while somebody listened.
+-- The server holds no count: the object's count says whether holds remain
+-- (ARGV[4] > n). Without it (-1), every hold of this owner goes.
+-- A resend that finds the value not its own reads the lost attempt as
+-- applied (as scripts/lock/release.lua does for this owner's count found at
+-- 0).
+-- A hash on the name fails the GET with WRONGTYPE: left alone.
+local v = redis.call('get', KEYS[1])
+local before = tonumber(ARGV[4])
+local n = tonumber(ARGV[5])
+if v ~= ARGV[2] then
+  if before >= 0 and ARGV[6] ~= 'exact' and before <= n then
+    return 1
+  end
+  return nil
+end
+if before > n then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return 0
+end
+redis.call('del', KEYS[1])
+-- pcall: a user without channel permission still releases (the DEL stays).
+local heard = redis.pcall(ARGV[3], KEYS[2], '0')
+if type(heard) == 'number' and heard > 0 then
+  return 2
+end
+return 1
