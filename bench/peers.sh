@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# latchkey against the peers issue 17 compares it with, in the same run on
+# this machine (bench/README.md, "Peers"). Not part of CI, not needed by the
+# build: it needs node >= 18 and npm, and installs bench/peers/'s pinned
+# packages (package-lock.json) with `npm ci` when bench/peers/node_modules is
+# missing (never when CI is set).
+#
+#   bench/peers.sh [--rounds R] [--seconds S] [--pairs N] [--only b3|b4] [--no-pin]
+#                  [--commit REV | --no-build]
+#
+#   B3: 8 processes on one name (acquire, wait up to 10 s; hold 0-200 us;
+#       release; again): latchkey's bench/contend (and bench/contend_poll, the
+#       C poll loop, when the build has it) against redis-semaphore's Mutex
+#       with its defaults (bench/peers/contend_redis_semaphore.js), S seconds
+#       each (default 4), on one redis-server.
+#   B4: RedLock over 5 masters, pairs back to back: bench/multilock_redlock
+#       (latchkey, latchkey-single = master 1 alone, raw, raw-lean) against
+#       node-redlock v5 over the same 5 and over master 1 alone
+#       (bench/peers/redlock_node.js), N pairs each (default 2000).
+#   Each of R rounds (default 3) runs B3 then B4, latchkey and the peer in
+#   alternating order. Servers: 1 + 5 redis-servers on free loopback ports,
+#   pinned to CPU 0, stopped by their PIDs at exit; clients on CPU 1 (B3's
+#   workers alternately on CPUs 0 and 1, as bench/contend.h places them).
+#
+# Options:
+#   --rounds R     interleaved rounds (default 3)
+#   --seconds S    B3's measured window per run (default 4)
+#   --pairs N      B4's measured pairs per implementation and run (default 2000)
+#   --only b3|b4   one of the two
+#   --no-pin       no taskset
+#   --commit REV   build latchkey as committed at REV (`git archive` into <build>-src),
+#                  not the work tree (which other work in progress may leave unbuildable)
+#   --no-build     use the build directory as it is
+# Environment: LATCHKEY_PEERS_BUILD_DIR (default build-bench-peers; configured
+# with -DLATCHKEY_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release), LATCHKEY_JOBS (2).
+#
+# stdout: every run's JSON lines (with "round"), the medians as JSON lines,
+# then markdown tables with the latchkey / peer ratios. stderr: progress
+# ("#" lines). Everything stays in <build>/bench-results/peers-<UTC time>/.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+note() { echo "# $*" >&2; }
+die() { echo "peers.sh: $*" >&2; exit 1; }
+posint() { [[ "$1" =~ ^[1-9][0-9]*$ ]] || die "$2 needs a positive integer, got '$1'"; }
+
+rounds=3
+seconds=4
+pairs=2000
+only=""
+pin=1
+build=1
+commit=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) posint "${2:-}" "$1"; rounds=$2; shift ;;
+    --seconds) posint "${2:-}" "$1"; seconds=$2; shift ;;
+    --pairs) posint "${2:-}" "$1"; pairs=$2; shift ;;
+    --only) [[ "${2:-}" =~ ^(b3|b4)$ ]] || die "--only takes b3 or b4"; only=$2; shift ;;
+    --no-pin) pin=0 ;;
+    --no-build) build=0 ;;
+    --commit) [ -n "${2:-}" ] || die "--commit needs a revision"; commit=$2; shift ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) die "unknown option $1 (--help)" ;;
+  esac
+  shift
+done
+[ "$rounds" -le 20 ] || die "--rounds: at most 20"
+[ "$seconds" -le 60 ] || die "--seconds: at most 60"
+[ "$pairs" -le 1000000 ] || die "--pairs: at most 1000000"
+want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+
+for cmd in redis-server redis-cli cmake timeout node npm; do
+  command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found"
+done
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge 18 ] || die "node >= 18 needed, found $(node --version)"
+if [ "$pin" -eq 1 ] && { ! command -v taskset >/dev/null 2>&1 || [ "$(nproc)" -lt 2 ]; }; then
+  note "no taskset or one CPU: pinning off"
+  pin=0
+fi
+if [ "$pin" -eq 1 ]; then
+  srv_pin=(taskset -c 0)
+  cli_pin=(taskset -c 1)
+else
+  srv_pin=()
+  cli_pin=()
+fi
+export LK_BENCH_PIN=$pin LK_BENCH_WORKER_CPUS=0,1
+
+# --- the peers' packages: pinned by package-lock.json, never installed in CI ---
+peers="$ROOT/bench/peers"
+if [ ! -d "$peers/node_modules" ]; then
+  [ -z "${CI:-}" ] || die "CI is set: the peer benchmarks install npm packages and do not run in CI"
+  note "npm ci in bench/peers (package-lock.json)"
+  (cd "$peers" && npm ci --no-audit --no-fund --loglevel=error >&2) ||
+    die "npm ci in bench/peers failed (registry unreachable? see the npm output above)"
+fi
+
+# --- latchkey's programs ---
+bdir=${LATCHKEY_PEERS_BUILD_DIR:-build-bench-peers}
+case "$bdir" in /*) ;; *) bdir="$ROOT/$bdir" ;; esac
+src="$ROOT"
+src_desc="work tree at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  src_desc="$src_desc with uncommitted changes"
+fi
+if [ -n "$commit" ]; then
+  [ "$build" -eq 1 ] || die "--commit builds: drop --no-build"
+  rev=$(git -C "$ROOT" rev-parse --short --verify "$commit^{commit}" 2>/dev/null) ||
+    die "--commit $commit: not a commit"
+  src="$bdir-src"
+  rm -rf "$src"
+  mkdir -p "$src"
+  git -C "$ROOT" archive "$rev" | tar -x -C "$src"
+  src_desc="commit $rev (git archive in $src)"
+elif [ "$build" -eq 0 ]; then
+  src_desc="as built in $bdir"
+fi
+if [ "$build" -eq 1 ]; then
+  home=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$bdir/CMakeCache.txt" 2>/dev/null || true)
+  [ -z "$home" ] || [ "$home" -ef "$src" ] ||
+    die "$bdir was configured from $home, not $src: use another LATCHKEY_PEERS_BUILD_DIR"
+  note "building contend, multilock_redlock (and contend_poll if present) from $src_desc in $bdir"
+  cmake -S "$src" -B "$bdir" -DLATCHKEY_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release >/dev/null ||
+    die "cmake configure failed"
+  targets=(contend multilock_redlock)
+  [ -f "$src/bench/contend_poll.c" ] && targets+=(contend_poll)
+  for t in "${targets[@]}"; do
+    cmake --build "$bdir" -j"${LATCHKEY_JOBS:-2}" --target "$t" >/dev/null ||
+      note "$t did not build: its runs are skipped"
+  done
+fi
+bin="$bdir/bench"
+if want b3; then [ -x "$bin/contend" ] || die "$bin/contend missing (build it, or drop --no-build)"; fi
+if want b4; then [ -x "$bin/multilock_redlock" ] || die "$bin/multilock_redlock missing"; fi
+
+results="$bdir/bench-results/peers-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$results/logs"
+all="$results/rounds.jsonl"
+: >"$all"
+
+# --- private redis-servers on free loopback ports, stopped by PID ---
+declare -a server_pids=() server_ports=()
+cleanup() {
+  local p
+  for p in "${server_pids[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then
+      kill "$p" 2>/dev/null || true
+      wait "$p" 2>/dev/null || true
+    fi
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+port_in_use() { (: <>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+start_server() { # appends to server_pids / server_ports
+  local p pid ok=0 _
+  for _ in $(seq 1 20); do
+    p=$((20000 + RANDOM % 30000))
+    port_in_use "$p" && continue
+    "${srv_pin[@]}" redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no \
+      --dir "$results/logs" --logfile "$results/logs/redis-$p.log" &
+    pid=$!
+    server_pids+=("$pid")
+    for _ in $(seq 1 50); do
+      if redis-cli -h 127.0.0.1 -p "$p" PING 2>/dev/null | grep -q PONG; then
+        ok=1
+        break
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if [ "$ok" -eq 1 ]; then
+      server_ports+=("$p")
+      return 0
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  die "could not start redis-server on a free port (logs: $results/logs)"
+}
+start_server
+b3_port=${server_ports[0]}
+for _ in 1 2 3 4 5; do start_server; done
+masters=$(IFS=,; echo "${server_ports[*]:1:5}")
+
+{
+  echo "latchkey peers run $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "latchkey: $src_desc"
+  echo "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'): B3 on $b3_port, B4 masters $masters"
+  echo "node $(node --version); $(cd "$peers" && node -p "const l=require('./package-lock.json').packages; ['redis-semaphore','redlock','ioredis'].map(n=>n+' '+l['node_modules/'+n].version).join(', ')")"
+  if [ "$pin" -eq 1 ]; then
+    echo "placement: servers on CPU 0 (pids ${server_pids[*]}), clients on CPU 1, B3 workers alternately on CPUs 0 and 1"
+  else
+    echo "placement: unpinned"
+  fi
+  echo "machine: $(nproc) CPUs; before: $(uptime | sed 's/^ *//')"
+} >"$results/header.txt"
+sed 's/^/# /' "$results/header.txt" >&2
+
+failed=()
+# run LABEL ROUND TIMEOUT CMD...: the command's JSON lines, tagged with the
+# round, go to rounds.jsonl; its stderr to logs/.
+run() {
+  local label=$1 round=$2 limit=$3 rc=0
+  shift 3
+  note "round $round: $label"
+  timeout -k 5 "$limit" "$@" >"$results/logs/$label-$round.out" 2>"$results/logs/$label-$round.err" || rc=$?
+  grep '^{' "$results/logs/$label-$round.out" | sed "s/}\$/,\"round\":$round}/" >>"$all" || true
+  if [ "$rc" -ne 0 ]; then
+    failed+=("$label round $round (exit $rc; $results/logs/$label-$round.err)")
+    note "  $label failed (exit $rc)"
+  fi
+}
+
+for r in $(seq 1 "$rounds"); do
+  if want b3; then
+    b3=(latchkey semaphore)
+    [ -x "$bin/contend_poll" ] && b3+=(poll)
+    [ $((r % 2)) -eq 0 ] && b3=($(printf '%s\n' "${b3[@]}" | tac))
+    for w in "${b3[@]}"; do
+      case $w in
+        latchkey) run contend "$r" $((seconds + 40)) "${cli_pin[@]}" "$bin/contend" --port "$b3_port" --seconds "$seconds" ;;
+        poll) run contend_poll "$r" $((seconds + 40)) "${cli_pin[@]}" "$bin/contend_poll" --port "$b3_port" --seconds "$seconds" ;;
+        semaphore) run redis-semaphore "$r" $((seconds + 60)) "${cli_pin[@]}" node "$peers/contend_redis_semaphore.js" --port "$b3_port" --seconds "$seconds" ;;
+      esac
+    done
+  fi
+  if want b4; then
+    b4=(latchkey node)
+    [ $((r % 2)) -eq 0 ] && b4=(node latchkey)
+    for w in "${b4[@]}"; do
+      case $w in
+        latchkey) run multilock_redlock "$r" 300 "${cli_pin[@]}" "$bin/multilock_redlock" --ports "$masters" --pairs "$pairs" --rounds 1 ;;
+        node) run node-redlock "$r" 300 "${cli_pin[@]}" node "$peers/redlock_node.js" --ports "$masters" --pairs "$pairs" --rounds 1 ;;
+      esac
+    done
+  fi
+done
+echo "after: $(uptime | sed 's/^ *//')" >>"$results/header.txt"
+note "after: $(uptime | sed 's/^ *//')"
+
+cat "$all"
+{
+  echo
+  sed 's/^/    /' "$results/header.txt"
+  node "$peers/report.js" "$all" | grep -v '^{'
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo
+    echo "Failed or killed runs:"
+    printf -- '- %s\n' "${failed[@]}"
+  fi
+} >"$results/summary.md"
+node "$peers/report.js" "$all" | grep '^{' >"$results/medians.jsonl"
+cat "$results/medians.jsonl" "$results/summary.md"
+note "results in $results"
+[ ${#failed[@]} -eq 0 ]
