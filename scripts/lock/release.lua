@@ -1,9 +1,10 @@
 #!lua flags=allow-oom
 -- Drops n holds. Runs under maxmemory too (allow-oom): a release must work
 -- when acquires are refused. Replies as Redisson's unlock: nil = this owner
--- holds nothing, 0 = still held, 1 = released and waiters told; and 2 =
--- released while somebody listened for it (so the releasing client can let a
--- waiter in before taking the lock straight back).
+-- holds nothing, 0 = still held, 1 = released and waiters told; and 1 + k =
+-- released while k connections listened for it (so the releasing client can
+-- let a waiter in before taking the lock straight back, and knows how many
+-- processes contend for the name).
 -- KEYS[1] lock name, KEYS[2] channel; ARGV[1] lease ms (re-applied while
 -- still held), ARGV[2] owner, ARGV[3] publish command, ARGV[4] the count
 -- before the first attempt when this is a resend after a lost reply (else
@@ -40,6 +41,6 @@ redis.call('del', KEYS[1])
 -- pcall: a user without channel permission still releases (the DEL stays).
 local heard = redis.pcall(ARGV[3], KEYS[2], '0')
 if type(heard) == 'number' and heard > 0 then
-  return 2
+  return 1 + heard
 end
 return 1

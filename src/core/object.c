@@ -66,6 +66,7 @@ static void stop_waiting(lk__obj_t *o) {
   o->waiting = 0;
   if (o->w == NULL)
     return;
+  o->w->deferred = 0;
   drop_wake(o);
   uv_timer_stop(&o->w->timer);
   if (!o->keep_sub)
@@ -107,8 +108,19 @@ static void count_end(lk__obj_t *o, int kind, int status) {
   }
 }
 
+/* A try made on a wake has its answer: the channel's heat learns whether
+ * this process won the release or lost it to another (pubsub.h). */
+static void report_try(lk__obj_t *o, int won) {
+  if (o->w == NULL || !o->w->counted)
+    return;
+  o->w->counted = 0;
+  lk__sub_tried(&o->w->sub, won, lk__now_ns() - o->w->try_ns);
+}
+
 void lk__obj_finish(lk__obj_t *o, int status) {
   int kind = o->kind;
+  if (status == 0)
+    report_try(o, 1);
   if (o->sync != NULL && lk__sync_intercept(o, &status)) {
     /* An acquire's grant waits for its replicas (core/sync.h): nothing of
      * the wait may try again meanwhile. The step finishes it. */
@@ -369,10 +381,13 @@ int lk__obj_try(lk__obj_t *o) {
   if (o->wait_ms != 0 && lk__obj_want_timer(o) != 0)
     return LK_ENOMEM;
   o->woken = 0;
+  if (o->w != NULL) {
+    o->w->counted = o->wake_held == 1 || o->w->deferred;
+    o->w->deferred = 0;
+    o->w->try_ns = lk__now_ns();
+  }
   if (o->wake_held == 1)
     o->wake_held = 2;
-  if (o->w != NULL)
-    o->w->try_ns = lk__now_ns();
   rc = o->ops->attempt(o);
   if (rc == 0)
     arm_guard(o);
@@ -386,6 +401,63 @@ static void retry_now(lk__obj_t *o) {
   rc = lk__obj_try(o);
   if (rc != 0)
     lk__obj_finish(o, rc);
+}
+
+/* --- thinning ---
+ * Across processes a release wakes one waiter in each, and all but one of
+ * their tries lose: with many processes that is most of the server's work
+ * for a busy name. So each process thins its tries, as a shared medium's
+ * stations do (p-persistence): on a release its woken waiter tries at once
+ * with probability p, else it puts the try off to a fallback, which the
+ * next release replaces with a fresh draw. Tries then go out right after
+ * releases, where they can win, about two per release whatever the number
+ * of processes, and the fallback bounds how long a release nobody tried
+ * for leaves the name free.
+ * - n other processes listened at this process's own last release of the
+ *   name (its script's PUBLISH count, lk__sub_note_others): p = 2/n, the
+ *   fallback n round trips (jittered x1..2) away;
+ * - else the channel's heat h (this process's woken tries lost minus won,
+ *   pubsub.h): p = 2^-h, the fallback 2^h round trips away.
+ * A name with neither (one waiting process, or no contention seen) is
+ * tried at once, as before. */
+#define LK__THIN_RTT_DEFAULT_NS 200000u /* before any try was timed */
+
+/* How many round trips the fallback lies away; 0 = try at once. */
+static unsigned thin_span(lk__obj_t *o, unsigned heat, unsigned others) {
+  if (others > 2)
+    return lk__jitter(o->client, others) < 2 ? 0 : others;
+  if (heat > 0)
+    return lk__jitter(o->client, 1u << heat) == 0 ? 0 : 1u << heat;
+  return 0;
+}
+
+/* Arms the deferred try span round trips (x1..2) away; the budget bounds
+ * it as any re-poll. */
+static void defer_try(lk__obj_t *o, unsigned span) {
+  uint64_t rtt = lk__sub_try_rtt_ns(&o->w->sub), ns;
+  int64_t left = lk__obj_remaining_ms(o), delay;
+  if (rtt == 0)
+    rtt = LK__THIN_RTT_DEFAULT_NS;
+  ns = rtt * span;
+  ns += lk__jitter(o->client, (uint32_t)(ns > UINT32_MAX ? UINT32_MAX : ns));
+  delay = (int64_t)((ns + 999999u) / 1000000u); /* at least 1 ms: uv timers count ms */
+  if (left < delay)
+    delay = left;
+  o->w->deferred = 1;
+  uv_update_time(o->client->loop);
+  uv_timer_start(&o->w->timer, on_timer, (uint64_t)delay, 0);
+}
+
+/* 1 when this woken waiter's try is put off (see above). */
+static int put_off(lk__obj_t *o) {
+  unsigned span;
+  if (lk__obj_remaining_ms(o) == 0)
+    return 0;
+  span = thin_span(o, lk__sub_heat(&o->w->sub), lk__sub_others(&o->w->sub));
+  if (span == 0)
+    return 0;
+  defer_try(o, span);
+  return 1;
 }
 
 static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
@@ -412,12 +484,17 @@ static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
      * trying on an earlier wake. That one's try may predate this release:
      * the next in line covers it, or, when no one does, it tries again
      * itself (LK__SUB_UNTAKEN). */
-    if (how == LK__WAKE_ONE && o->wake_held) {
+    if (how == LK__WAKE_ONE && o->wake_held && !o->w->deferred) {
       lk__sub_skip(s);
       return;
     }
-    if (how == LK__WAKE_ONE && lk__sub_take(s) != 0)
+    if (how == LK__WAKE_ONE && o->w->deferred) {
+      /* Its try is put off (thinning): this release is its to decide on
+       * again, as its process's one waiter awake. */
+      lk__sub_take(s);
+    } else if (how == LK__WAKE_ONE && lk__sub_take(s) != 0) {
       return;
+    }
     if (how == LK__WAKE_ONE)
       o->wake_held = 1;
   }
@@ -431,6 +508,8 @@ static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
     o->woken = 1; /* the attempt in flight may predate the release */
     return;
   }
+  if (event == LK__SUB_MESSAGE && o->wake_held && put_off(o))
+    return;
   retry_now(o);
 }
 
@@ -484,11 +563,51 @@ int lk__obj_try_after(lk__obj_t *o, int64_t delay_ms) {
   return 0;
 }
 
+int lk__obj_wait_first(lk__obj_t *o, int just_released) {
+  lk__sub_peek_t peek;
+  size_t len = o->channel_len;
+  const char *ch;
+  int rc, queue;
+  if (o->wait_ms == 0 || o->spin || (o->channel == NULL && o->ops->channel == NULL))
+    return 1; /* a spinning wait never listens */
+  ch = o->channel != NULL ? o->channel : o->ops->channel(o, &len);
+  if (ch == NULL || !lk__sub_peek(o->client, ch, len, &peek) || !peek.subscribed)
+    return 1;
+  /* Waiters of this process ahead of it: a try would lose to the holder or
+   * barge past the one a release just woke. It queues behind them. */
+  queue = peek.listeners;
+  if (!queue && !(just_released && (peek.others > 2 || peek.heat > 0)))
+    return 1;
+  if (lk__obj_want_timer(o) != 0)
+    return LK_ENOMEM;
+  /* Listening since now: only a later release wakes it (the queue ahead
+   * covers earlier ones). The scratch name may be rebuilt by the call: it
+   * copies it first. */
+  rc = lk__sub_start_since(o->client, &o->w->sub, ch, len, on_sub_event, lk__now_ns());
+  if (rc != 0)
+    return 1; /* cannot listen: an ordinary first try */
+  o->waited = 1;
+  o->w->try_ns = lk__now_ns();
+  if (queue) {
+    int64_t delay = o->client->o.max_repoll_ms, left = lk__obj_remaining_ms(o);
+    if (left < delay)
+      delay = left;
+    uv_update_time(o->client->loop);
+    uv_timer_start(&o->w->timer, on_timer, (uint64_t)delay, 0);
+  } else {
+    /* It released to the others a moment ago: it waits as one of them,
+     * for the next release or its fallback, and lets them have this one. */
+    defer_try(o, peek.others > 2 ? peek.others : 1u << peek.heat);
+  }
+  return 0;
+}
+
 void lk__obj_busy(lk__obj_t *o, int64_t ttl_ms) {
   /* The try made on a wake lost to another process, whose release wakes
    * again: this waiter keeps its place and waits for that. */
   if (o->wake_held == 2)
     o->wake_held = 0;
+  report_try(o, 0);
   if (o->wait_ms == 0 || lk__obj_remaining_ms(o) == 0) {
     lk__obj_finish(o, LK_ETIMEDOUT);
     return;
@@ -500,6 +619,8 @@ void lk__obj_retry_or_finish(lk__obj_t *o, int status) {
   /* The try failed on its way (not busy): the wait goes on, and this
    * waiter may take the next message again. */
   o->wake_held = 0;
+  if (o->w != NULL)
+    o->w->counted = 0; /* it neither won nor lost a release */
   if (lk__obj_remaining_ms(o) > 0 && o->wait_ms != 0) {
     sleep_then_retry(o, -1, status);
     return;

@@ -30,6 +30,13 @@ typedef struct lk__obj_wait_s {
   uint64_t try_ns; /* when the wait's last attempt was sent */
   /* Spin mode (core/spin.h): the next back-off's base and the largest, ms. */
   uint32_t spin_base_ms, spin_max_ms;
+  /* Thinning (object.c): the waiter holds its process's wake but put its
+   * try off to a jittered fallback on the timer; a new release decides
+   * again. */
+  unsigned deferred : 1;
+  /* The attempt out was made on a wake (or a deferred wake): its answer
+   * tells the channel's heat whether this process won or lost. */
+  unsigned counted : 1;
 } lk__obj_wait_t;
 
 enum { LK__WAKE_NONE = 0, LK__WAKE_ALL = 1, LK__WAKE_ONE = 2 };
@@ -256,6 +263,15 @@ int64_t lk__obj_remaining_ms(const lk__obj_t *o);
  * after delay_ms (within the budget), as a wait's re-poll would. 0 or
  * LK_ENOMEM. */
 int lk__obj_try_after(lk__obj_t *o, int64_t delay_ms);
+/* Starts a wait (wait_ms != 0) without a first attempt when this process
+ * already knows the attempt would be wasted or would barge: other waiters
+ * of this process are queued on the object's channel (it joins them and
+ * is woken in turn), or the name is contended across processes (the
+ * channel's heat) and just_released says this object released it a moment
+ * ago (its try is put off as a woken one's would be, core/object.c,
+ * "thinning"). Returns 1 when the caller should attempt now as usual, 0
+ * when the wait began, LK_ENOMEM. */
+int lk__obj_wait_first(lk__obj_t *o, int just_released);
 /* For objects that drive a timer of their own (the composites): makes the
  * wait part now. 0 or LK_ENOMEM. */
 int lk__obj_want_timer(lk__obj_t *o);

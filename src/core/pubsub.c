@@ -78,6 +78,15 @@ struct lk__chan_s {
   /* When the subscription was last confirmed and a message last came
    * (lk__sub_start_since). */
   uint64_t confirmed_ns, last_msg_ns;
+  /* How contended the name is, as this process saw it (lk__sub_heat): up
+   * by one for each try on a wake that lost to another process, down by
+   * one for each that won; and the last such try's round trip. Kept while
+   * the channel lingers, so a busy name's next wait starts informed. */
+  uint8_t heat;
+  uint64_t try_rtt_ns;
+  /* Other processes listening at this process's last release of the name
+   * (lk__sub_note_others): how many a release wakes. 0 = not known. */
+  uint32_t others;
 };
 
 static void chan_subscribe(lk__chan_t *ch);
@@ -385,6 +394,50 @@ unsigned lk__sub_take(lk__sub_t *s) {
 void lk__sub_skip(lk__sub_t *s) {
   if (s->chan != NULL && s->chan->skipper == NULL)
     s->chan->skipper = s;
+}
+
+unsigned lk__sub_heat(const lk__sub_t *s) { return s->chan != NULL ? s->chan->heat : 0; }
+
+uint64_t lk__sub_try_rtt_ns(const lk__sub_t *s) {
+  return s->chan != NULL ? s->chan->try_rtt_ns : 0;
+}
+
+void lk__sub_tried(lk__sub_t *s, int won, uint64_t rtt_ns) {
+  lk__chan_t *ch = s->chan;
+  if (ch == NULL)
+    return;
+  if (won && ch->heat > 0)
+    ch->heat--;
+  else if (!won && ch->heat < LK__SUB_HEAT_MAX)
+    ch->heat++;
+  if (rtt_ns > 0)
+    ch->try_rtt_ns = rtt_ns;
+}
+
+void lk__sub_note_others(lk_client_t *c, const char *channel, size_t len, long long heard) {
+  lk__chan_t *ch = chan_find(c, channel, len);
+  if (ch == NULL)
+    return; /* this process never listened: nothing to thin */
+  /* Our own subscription (waiters or a linger) heard it too. */
+  if (ch->state == LK__CHAN_SUBSCRIBED && heard > 0)
+    heard--;
+  ch->others = heard < 0 ? 0 : heard > 65535 ? 65535 : (uint32_t)heard;
+}
+
+unsigned lk__sub_others(const lk__sub_t *s) { return s->chan != NULL ? s->chan->others : 0; }
+
+int lk__sub_peek(lk_client_t *c, const char *channel, size_t len, lk__sub_peek_t *out) {
+  lk__chan_t *ch = chan_find(c, channel, len);
+  memset(out, 0, sizeof(*out));
+  if (ch == NULL)
+    return 0;
+  out->listeners = !lk__queue_empty(&ch->listeners);
+  out->subscribed = ch->state == LK__CHAN_SUBSCRIBED;
+  out->heat = ch->heat;
+  out->others = ch->others;
+  out->try_rtt_ns = ch->try_rtt_ns;
+  out->last_msg_ns = ch->last_msg_ns;
+  return 1;
 }
 
 void lk__sub_pass(lk__sub_t *s) {

@@ -65,6 +65,34 @@ unsigned lk__sub_take(lk__sub_t *s);
  * but wants LK__SUB_UNTAKEN if none of them takes it: that try may predate
  * the release the message announces. */
 void lk__sub_skip(lk__sub_t *s);
+/* Contention as this process sees it (the channel's "heat"): how many more
+ * tries made on a wake lost to another process than won, capped at
+ * LK__SUB_HEAT_MAX. A waiter reports each such try (lk__sub_tried, with its
+ * round trip); the wait engine thins a hot name's retries by it
+ * (core/object.c, "thinning"). */
+#define LK__SUB_HEAT_MAX 6
+unsigned lk__sub_heat(const lk__sub_t *s);
+uint64_t lk__sub_try_rtt_ns(const lk__sub_t *s);
+void lk__sub_tried(lk__sub_t *s, int won, uint64_t rtt_ns);
+/* What this client knows of a channel before listening on it: whether
+ * local listeners wait on it, whether it is subscribed (lingering
+ * counts), its heat, last try round trip and last message time. Returns 0
+ * (and zeros) when the client has no such channel. */
+/* A release of the name heard by `heard` connections (the PUBLISH count
+ * its script returns): the others, not this client's own, are the
+ * processes a release of it wakes. Kept on the channel if the client has
+ * one (lk__sub_others). */
+void lk__sub_note_others(lk_client_t *c, const char *channel, size_t len, long long heard);
+unsigned lk__sub_others(const lk__sub_t *s);
+typedef struct {
+  int listeners;
+  int subscribed;
+  unsigned heat;
+  unsigned others;
+  uint64_t try_rtt_ns;
+  uint64_t last_msg_ns;
+} lk__sub_peek_t;
+int lk__sub_peek(lk_client_t *c, const char *channel, size_t len, lk__sub_peek_t *out);
 static inline int lk__sub_active(const lk__sub_t *s) { return s->chan != NULL; }
 
 #endif /* LK_CORE_PUBSUB_H */

@@ -302,17 +302,30 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
    * the local deadline the watchdog promises. */
   l->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || watching(l);
   l->req_lease_ms = l->req_watchdog ? CLIENT(l)->o.default_lease_ms : opts->lease_ms;
-  if (opts->wait_ms != 0 && l->hold.count == 0 && l->released_to_waiters_ns != 0 &&
-      lk__now_ns() - l->released_to_waiters_ns < LK__POLITE_WINDOW_NS) {
-    /* This owner just handed the lock to listening waiters: taking it
-     * straight back would win the race nearly every time (the waiter is one
-     * wake-up and one round trip behind), starving everyone else. Let the
-     * woken waiter in first; a wait budget makes the pause free to take. */
+  if (opts->wait_ms != 0 && l->hold.count == 0 && !l->owner_shared) {
+    int just_released = l->released_to_waiters_ns != 0 &&
+                        lk__now_ns() - l->released_to_waiters_ns < LK__POLITE_WINDOW_NS;
     l->released_to_waiters_ns = 0;
-    rc = lk__obj_try_after(&l->base, LK__POLITE_DELAY_MS);
-    if (rc != 0)
-      l->base.kind = OP_NONE;
-    return rc;
+    /* Waiters of this process queued on the name, or a name other
+     * processes keep winning: the wait starts without a try (it would
+     * lose or barge, core/object.h). */
+    rc = lk__obj_wait_first(&l->base, just_released);
+    if (rc <= 0) {
+      if (rc != 0)
+        l->base.kind = OP_NONE;
+      return rc;
+    }
+    if (just_released) {
+      /* This owner just handed the lock to listening waiters: taking it
+       * straight back would win the race nearly every time (the waiter is
+       * one wake-up and one round trip behind), starving everyone else.
+       * Let the woken waiter in first; a wait budget makes the pause free
+       * to take. */
+      rc = lk__obj_try_after(&l->base, LK__POLITE_DELAY_MS);
+      if (rc != 0)
+        l->base.kind = OP_NONE;
+      return rc;
+    }
   }
   rc = lk__obj_try(&l->base);
   if (rc != 0)
@@ -356,9 +369,14 @@ static void on_release_reply(void *data, int status, redisReply *r) {
     release_finish(l, LK_ENOTOWNER);
     return;
   }
-  if (status == 0 && lk__reply_is_int(r, &v) && v >= 0 && v <= 2) {
-    if (v == 2) {
+  if (status == 0 && lk__reply_is_int(r, &v) && v >= 0) {
+    if (v >= 2) {
+      /* Released while v - 1 connections listened (scripts/lock/release.lua). */
+      size_t len = 0;
+      const char *ch = channel(l, &len);
       l->released_to_waiters_ns = lk__now_ns();
+      if (ch != NULL)
+        lk__sub_note_others(CLIENT(l), ch, len, v - 1);
       v = 1;
     }
     l->hold.count = l->release_before - 1;
