@@ -132,7 +132,8 @@ typedef struct lk_client_opts_s {
    * defaults; each 0..LK_SPIN_MAX_MS). */
   int spin;                /* 0 = off (default), 1 = on */
   int64_t spin_initial_ms; /* 0 = 1 ms */
-  int64_t spin_max_ms;     /* 0 = 128 ms, or spin_initial_ms if larger */
+  int64_t spin_max_ms;     /* 0 = 128 ms, or spin_initial_ms if larger;
+                              else not below spin_initial_ms */
   /* Owner descriptions (docs/owners.md), off by default: 1 keeps a short
    * description of this client (host name, pid, program, client_name,
    * latchkey version, owner_note) in the hash latchkey_client:{ID} with a

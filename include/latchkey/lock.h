@@ -27,6 +27,14 @@ typedef struct lk_lock_opts_s {
    * many replicas to acknowledge it. -1 = the client's sync_replicas
    * (default), 0 = off, N = 1..1000. */
   int sync_replicas;
+  /* Spin mode (docs/lock.md, "Spin mode"): the wait sleeps a back-off with
+   * jitter between tries instead of listening for releases (no SUBSCRIBE).
+   * -1 = the client's spin (default), 0 = off, 1 = on. The back-off starts
+   * near spin_initial_ms and doubles up to spin_max_ms; 0 = the client's
+   * (whose 0 is 1 and 128 ms); each 0..LK_SPIN_MAX_MS. */
+  int spin;
+  int64_t spin_initial_ms;
+  int64_t spin_max_ms;
 } lk_lock_opts_t;
 
 LK_EXTERN void lk_lock_opts_init(lk_lock_opts_t *opts);
@@ -38,8 +46,8 @@ LK_EXTERN int lk_lock_new(lk_client_t *client, const char *name,
 
 /* Acquires (or re-enters) the lock. opts may be NULL (try once, default
  * lease).
- * At once: the start codes (LK_EINVAL also for a wait, lease or
- * sync_replicas out of range, or a hold count at its maximum).
+ * At once: the start codes (LK_EINVAL also for a wait, lease, sync_replicas
+ * or spin option out of range, or a hold count at its maximum).
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: held by another, or the
  * server not reachable in time; with wait 0, held by another); LK_ECONN (a
  * single try that could not be sent); LK_EUNKNOWN (the outcome stayed

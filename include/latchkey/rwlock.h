@@ -34,6 +34,14 @@ typedef struct lk_rwlock_opts_s {
    * many replicas to acknowledge it. -1 = the client's sync_replicas
    * (default), 0 = off, N = 1..1000. */
   int sync_replicas;
+  /* Spin mode (docs/rwlock.md, "Spin mode"): the wait sleeps a
+   * back-off with jitter between tries instead of listening for releases
+   * (no SUBSCRIBE). -1 = the client's spin (default), 0 = off, 1 = on. The
+   * back-off starts near spin_initial_ms and doubles up to spin_max_ms; 0 =
+   * the client's (whose 0 is 1 and 128 ms); each 0..LK_SPIN_MAX_MS. */
+  int spin;
+  int64_t spin_initial_ms;
+  int64_t spin_max_ms;
 } lk_rwlock_opts_t;
 
 LK_EXTERN void lk_rwlock_opts_init(lk_rwlock_opts_t *opts);
@@ -45,8 +53,9 @@ LK_EXTERN int lk_rwlock_new(lk_client_t *client, const char *name,
 
 /* Takes one hold on `side` (or one more when this owner has it). opts may be
  * NULL (try once, default lease).
- * At once: the start codes (LK_EINVAL also for a bad side, a wait, lease or
- * sync_replicas out of range, or a hold count at its maximum); LK_EUPGRADE
+ * At once: the start codes (LK_EINVAL also for a bad side, a wait, lease,
+ * sync_replicas or spin option out of range, or a hold count at its
+ * maximum); LK_EUPGRADE
  * when the object holds read and no write and asks for write (it would wait
  * for itself).
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: held by others, or the

@@ -41,6 +41,14 @@ typedef struct lk_semaphore_opts_s {
    * many replicas to acknowledge it. -1 = the client's sync_replicas
    * (default), 0 = off, N = 1..1000. */
   int sync_replicas;
+  /* Spin mode (docs/semaphore.md, "Spin mode"): the wait sleeps a
+   * back-off with jitter between tries instead of listening for releases
+   * (no SUBSCRIBE). -1 = the client's spin (default), 0 = off, 1 = on. The
+   * back-off starts near spin_initial_ms and doubles up to spin_max_ms; 0 =
+   * the client's (whose 0 is 1 and 128 ms); each 0..LK_SPIN_MAX_MS. */
+  int spin;
+  int64_t spin_initial_ms;
+  int64_t spin_max_ms;
 } lk_semaphore_opts_t;
 
 LK_EXTERN void lk_semaphore_opts_init(lk_semaphore_opts_t *opts);
@@ -53,8 +61,8 @@ LK_EXTERN int lk_semaphore_new(lk_client_t *client, const char *name,
 /* Takes opts->permits permits, waiting up to opts->wait_ms for them (opts
  * NULL: one permit, try once). lk_semaphore_result() = permits left
  * available.
- * At once: the start codes (LK_EINVAL also for a count, wait or
- * sync_replicas out of range, or a count that would make the object hold
+ * At once: the start codes (LK_EINVAL also for a count, wait, sync_replicas
+ * or spin option out of range, or a count that would make the object hold
  * more than the maximum).
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: too few permits, or the
  * server not reachable in time; with wait 0, too few permits); LK_ECONN (a
@@ -166,6 +174,14 @@ typedef struct lk_psem_opts_s {
    * many replicas to acknowledge it. -1 = the client's sync_replicas
    * (default), 0 = off, N = 1..1000. */
   int sync_replicas;
+  /* Spin mode (docs/semaphore.md, "Spin mode"): the wait sleeps a
+   * back-off with jitter between tries instead of listening for releases
+   * (no SUBSCRIBE). -1 = the client's spin (default), 0 = off, 1 = on. The
+   * back-off starts near spin_initial_ms and doubles up to spin_max_ms; 0 =
+   * the client's (whose 0 is 1 and 128 ms); each 0..LK_SPIN_MAX_MS. */
+  int spin;
+  int64_t spin_initial_ms;
+  int64_t spin_max_ms;
 } lk_psem_opts_t;
 
 LK_EXTERN void lk_psem_opts_init(lk_psem_opts_t *opts);
@@ -176,8 +192,9 @@ LK_EXTERN int lk_psem_new(lk_client_t *client, const char *name, lk_psem_t **out
 /* Takes opts->permits permits, each with its own id and lease. The new ids
  * are the last lk_psem_result() entries of lk_psem_permit_id();
  * lk_psem_result() = how many were taken.
- * At once: the start codes (LK_EINVAL also for a count, wait, lease or
- * sync_replicas out of range), or the OS's code when no random ids can be
+ * At once: the start codes (LK_EINVAL also for a count, wait, lease,
+ * sync_replicas or spin option out of range), or the OS's code when no
+ * random ids can be
  * drawn.
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: too few permits, or the
  * server not reachable in time; with wait 0, too few permits); LK_ECONN (a

@@ -135,7 +135,8 @@ static int copy_new_opts(lk__opts_t *d, const lk_client_opts_t *s) {
       (s->owner_note != NULL && strlen(s->owner_note) > 256) ||
       (s->spin != 0 && s->spin != 1) || s->spin_initial_ms < 0 ||
       s->spin_initial_ms > LK_SPIN_MAX_MS || s->spin_max_ms < 0 ||
-      s->spin_max_ms > LK_SPIN_MAX_MS)
+      s->spin_max_ms > LK_SPIN_MAX_MS ||
+      (s->spin_max_ms != 0 && s->spin_max_ms < s->spin_initial_ms))
     return LK_EINVAL;
   d->tls_enable = t->enable;
   d->tls_verify_peer = t->verify_peer;

@@ -11,10 +11,13 @@ int lk__obj_spin_want(lk__obj_t *o, int64_t wait_ms, int spin, int64_t initial_m
   if (initial_ms == 0)
     initial_ms = co->spin_initial_ms != 0 ? co->spin_initial_ms : LK__SPIN_INITIAL_MS;
   if (max_ms == 0)
-    max_ms = co->spin_max_ms != 0 ? co->spin_max_ms : LK__SPIN_MAX_MS;
-  /* A default largest back-off below a chosen first one follows it up. */
-  if (max_ms < initial_ms)
-    max_ms = initial_ms;
+    max_ms = co->spin_max_ms;
+  if (max_ms == 0) {
+    /* The default largest back-off follows a larger first one up. */
+    max_ms = initial_ms > LK__SPIN_MAX_MS ? initial_ms : LK__SPIN_MAX_MS;
+  } else if (max_ms < initial_ms) {
+    return LK_EINVAL; /* a largest back-off below the first one, both chosen */
+  }
   if (on && wait_ms != 0 && lk__obj_want_timer(o) != 0)
     return LK_ENOMEM;
   o->spin = on != 0;

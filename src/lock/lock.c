@@ -13,6 +13,7 @@
 #include "core/object.h"
 #include "core/outcome.h"
 #include "core/router.h"
+#include "core/spin.h"
 #include "core/tokens.h"
 #include "core/watchdog.h"
 #include "lock/lock_internal.h"
@@ -260,6 +261,9 @@ void lk_lock_opts_init(lk_lock_opts_t *o) {
   o->lease_ms = LK_LEASE_DEFAULT;
   o->fenced = 0;
   o->sync_replicas = -1;
+  o->spin = -1;
+  o->spin_initial_ms = 0;
+  o->spin_max_ms = 0;
 }
 
 int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
@@ -277,6 +281,9 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   if (l->hold.count == UINT32_MAX)
     return LK_EINVAL;
   rc = lk__obj_sync_want(&l->base, opts->sync_replicas);
+  if (rc == 0)
+    rc = lk__obj_spin_want(&l->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
+                           opts->spin_max_ms);
   if (rc != 0)
     return rc;
   if (opts->fenced && l->token_key == NULL) {

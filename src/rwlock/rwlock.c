@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/router.h"
+#include "core/spin.h"
 #include "rwlock/rwlock_int.h"
 
 static void begin(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_cb cb, void *arg) {
@@ -23,6 +24,9 @@ void lk_rwlock_opts_init(lk_rwlock_opts_t *o) {
   o->lease_ms = LK_LEASE_DEFAULT;
   o->fenced = 0;
   o->sync_replicas = -1;
+  o->spin = -1;
+  o->spin_initial_ms = 0;
+  o->spin_max_ms = 0;
 }
 
 int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_opts_t *opts,
@@ -45,6 +49,9 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
   if (h->count == UINT32_MAX)
     return LK_EINVAL;
   rc = lk__obj_sync_want(&rw->base, opts->sync_replicas);
+  if (rc == 0)
+    rc = lk__obj_spin_want(&rw->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
+                           opts->spin_max_ms);
   if (rc != 0)
     return rc;
   if (opts->fenced && rw->token_key == NULL) {

@@ -15,6 +15,7 @@
 
 #include "core/outcome.h"
 #include "core/router.h"
+#include "core/spin.h"
 #include "semaphore/psem_internal.h"
 
 enum lk__psem_op {
@@ -117,6 +118,9 @@ void lk_psem_opts_init(lk_psem_opts_t *o) {
   o->wait_ms = 0;
   o->lease_ms = LK_LEASE_DEFAULT;
   o->sync_replicas = -1;
+  o->spin = -1;
+  o->spin_initial_ms = 0;
+  o->spin_max_ms = 0;
 }
 
 int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, void *arg) {
@@ -132,6 +136,9 @@ int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, voi
       !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
   rc = lk__obj_sync_want(&p->base, opts->sync_replicas);
+  if (rc == 0)
+    rc = lk__obj_spin_want(&p->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
+                           opts->spin_max_ms);
   if (rc != 0)
     return rc;
   rc = lk__psem_set_req(p, (size_t)opts->permits);

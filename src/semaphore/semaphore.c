@@ -21,6 +21,7 @@
 
 #include "core/outcome.h"
 #include "core/router.h"
+#include "core/spin.h"
 #include "semaphore/sem_internal.h"
 
 #define LK__SEM_MARK_PREFIX "latchkey_semaphore_req"
@@ -217,6 +218,9 @@ void lk_semaphore_opts_init(lk_semaphore_opts_t *o) {
   o->permits = 1;
   o->wait_ms = 0;
   o->sync_replicas = -1;
+  o->spin = -1;
+  o->spin_initial_ms = 0;
+  o->spin_max_ms = 0;
 }
 
 int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_semaphore_cb cb,
@@ -233,6 +237,9 @@ int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_
       opts->permits > LK_SEMAPHORE_MAX_PERMITS - s->held)
     return LK_EINVAL;
   rc = lk__obj_sync_want(&s->base, opts->sync_replicas);
+  if (rc == 0)
+    rc = lk__obj_spin_want(&s->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
+                           opts->spin_max_ms);
   if (rc != 0)
     return rc;
   begin(s, OP_ACQUIRE, cb, arg);
