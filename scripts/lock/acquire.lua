@@ -33,9 +33,15 @@ end
 if not held and before > 0 then
   return {0}
 end
-if held or redis.call('exists', KEYS[1]) == 0 then
+-- One PTTL answers both "is it free" (-2: no key) and a busy try's reply,
+-- so a try that loses costs two commands inside the script, not three.
+local ttl = -2
+if not held then
+  ttl = redis.call('pttl', KEYS[1])
+end
+if held or ttl == -2 then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {count}
 end
-return redis.call('pttl', KEYS[1])
+return ttl
