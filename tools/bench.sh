@@ -7,6 +7,7 @@
 #   tools/bench.sh --no-pin        # let the scheduler place servers and clients
 #   tools/bench.sh --cluster       # the cluster benchmarks instead (bench/cluster.sh)
 #   tools/bench.sh --tls           # B1 and B2 over TLS against plaintext instead (bench/tls.sh)
+#   bench/peers.sh                 # the npm peers (redis-semaphore, node-redlock) in the same run (bench/README.md "Peers")
 #
 # Options:
 #   --rounds R          interleaved rounds of L, B1, B2 (default 5); registered
@@ -39,7 +40,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-usage() { sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 note() { echo "# $*" >&2; }
 die() { echo "bench.sh: $*" >&2; exit 1; }
 
