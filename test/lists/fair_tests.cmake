@@ -7,6 +7,10 @@ lk_add_test_file(SOURCE fair/fair_stress.c LABEL fair TIMEOUT 300)
 lk_add_test_file(SOURCE fair/fair_interop.c LABEL fair)
 lk_add_test_file(SOURCE fair/fair_mixed.c LABEL fair TIMEOUT 180)
 lk_add_test_file(SOURCE fair/fair_mixed_liveness.c LABEL fair)
+# What a contended fair lock costs the server (issue 17): labels fair and
+# contention.
+lk_add_test_file(SOURCE fair/fair_contention.c LABEL fair)
+set_property(TEST fair.handoffs_cost_a_few_server_commands APPEND PROPERTY LABELS contention)
 
 # The cases run against the Redisson emulator also carry the label interop
 # (ctest -L interop), besides fair.
