@@ -110,14 +110,27 @@ LK_EXTERN void lk_multilock_set_data(lk_multilock_t *ml, void *data);
 
 /* One lock name on N independent masters (one client each), held while a
  * majority (N/2 + 1) holds it for this object within its validity time. On
- * each master the data is Redisson's RLock layout. docs/multilock.md; the
- * object contract is docs/objects.md. */
+ * each master the data is Redisson's RLock layout, or the lean layout
+ * (lk_redlock_config_t.layout). docs/multilock.md; the object contract is
+ * docs/objects.md. */
 typedef struct lk_redlock_s lk_redlock_t;
 
 typedef void (*lk_redlock_cb)(lk_redlock_t *rl, int status, void *arg);
 typedef void (*lk_redlock_close_cb)(lk_redlock_t *rl);
 
 #define LK_REDLOCK_MAX_NODES 64
+
+/* What each master holds (lk_redlock_config_t.layout). */
+enum {
+  /* Redisson's RLock: a hash NAME, field OWNER -> hold count; reentrant;
+   * shared with Redisson and latchkey's lock on the same name. */
+  LK_REDLOCK_LAYOUT_REDISSON = 0,
+  /* A plain string NAME = OWNER with a PX lease (SET NX PX): less work per
+   * master. Not reentrant (a re-entry is LK_EINVAL). Never mix it with the
+   * Redisson layout on one name: each then fails with LK_EWRONGTYPE
+   * (docs/multilock.md, "Lean layout"). */
+  LK_REDLOCK_LAYOUT_LEAN = 1
+};
 
 /* How the masters behave; read by lk_redlock_new. */
 typedef struct lk_redlock_config_s {
@@ -135,6 +148,8 @@ typedef struct lk_redlock_config_s {
    * starts after a random 0..retry_jitter_ms so contenders spread out
    * (default 5). */
   int64_t retry_jitter_ms;
+  /* LK_REDLOCK_LAYOUT_REDISSON (default) or LK_REDLOCK_LAYOUT_LEAN. */
+  int layout;
 } lk_redlock_config_t;
 
 typedef struct lk_redlock_opts_s {
@@ -153,7 +168,8 @@ LK_EXTERN void lk_redlock_opts_init(lk_redlock_opts_t *opts);
  * client or the same address twice, n == 0, n > LK_REDLOCK_MAX_NODES, or
  * clients on different loops). The array is copied, the clients borrowed
  * (each keeps LK_EBUSY from lk_client_close while the RedLock is open).
- * name is copied; cfg may be NULL (defaults). Sends nothing. An even n is
+ * name is copied; cfg may be NULL (defaults; LK_EINVAL for an unknown
+ * layout). Sends nothing. An even n is
  * allowed but tolerates no more failures than n - 1. Returns 0, the entry
  * codes (of the clients; LK_EINVAL also for a bad cfg), LK_ENAMETOOLONG or
  * LK_ENOMEM. */
@@ -166,15 +182,16 @@ LK_EXTERN int lk_redlock_new(lk_client_t *const *clients, size_t n,
  * drift (lease / 100 + 2 ms). Otherwise every grant is given back, on every
  * master, and the attempt is retried within the budget, woken by a release
  * message from any master or the holders' ttl. Re-entry (while held) adds a
- * hold on the masters that hold it, again needing a quorum. Per master:
- * lk_redlock_node_status.
+ * hold on the masters that hold it, again needing a quorum (the lean layout
+ * refuses it: LK_EINVAL). Per master: lk_redlock_node_status.
  * At once: the entry codes (LK_EINVAL also for a NULL callback, a wait,
  * lease or node timeout out of range, a hold count at its maximum, or two
  * clients that turned out to reach one server), LK_EBUSY, LK_ENOMEM.
  * Callback: 0; LK_ETIMEDOUT (enough masters answered, but the lock was
  * taken for the whole budget); LK_ENOQUORUM (too few masters answered in
- * time, or the validity was spent); LK_ELEASELOST (a re-entry found the
- * quorum's holds gone); LK_ECANCELED. */
+ * time, or the validity was spent); LK_EWRONGTYPE (the attempt failed and a
+ * master's key holds the other layout, or no lock at all: not retried);
+ * LK_ELEASELOST (a re-entry found the quorum's holds gone); LK_ECANCELED. */
 LK_EXTERN int lk_redlock_acquire(lk_redlock_t *rl, const lk_redlock_opts_t *opts,
                                  lk_redlock_cb cb, void *arg);
 

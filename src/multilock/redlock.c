@@ -2,8 +2,9 @@
  * (N/2 + 1) holds it within its validity (docs/multilock.md).
  *
  * Each master is driven through its own lock object (lock/acquire and
- * lock/release, Redisson's RLock layout), so every master gets what a single
- * lock gets: re-entry counted by the owner's hold count, resends after a lost
+ * lock/release, Redisson's RLock layout; or the lean layout's scripts,
+ * src/multilock/redlock_lean.c), so every master gets what a single lock
+ * gets: re-entry counted by the owner's hold count, resends after a lost
  * reply that never count twice, a canceled attempt's late grant given back,
  * watchdog renewal. This file adds the quorum:
  *
@@ -387,11 +388,16 @@ static void start_rollback(lk_redlock_t *rl, int status) {
   advance(rl);
 }
 
-/* Why an attempt failed: too few masters answered at all (or the validity
- * was spent) is LK_ENOQUORUM; enough answered but others hold it is the
- * plain "taken" outcome, LK_ETIMEDOUT once the budget is spent. */
+/* Why an attempt failed: a master whose key is of another type (the other
+ * layout on this name, or no lock at all) is LK_EWRONGTYPE, which no retry
+ * mends; too few masters answered at all (or the validity was spent) is
+ * LK_ENOQUORUM; enough answered but others hold it is the plain "taken"
+ * outcome, LK_ETIMEDOUT once the budget is spent. */
 static int attempt_failure(const lk_redlock_t *rl) {
   size_t i, answered = 0;
+  for (i = 0; i < rl->n; i++)
+    if (rl->node[i].cur && rl->node[i].status == LK_EWRONGTYPE)
+      return LK_EWRONGTYPE;
   for (i = 0; i < rl->n; i++)
     if (rl->node[i].cur && (rl->node[i].status == 0 || rl->node[i].status == LK_ENOTOWNER))
       answered++;
@@ -523,7 +529,8 @@ static void sleep_then_retry(lk_redlock_t *rl) {
 static void rollback_done(lk_redlock_t *rl) {
   if (rl->fail_status == 0)
     rl->fail_status = attempt_failure(rl);
-  if (rl->base.wait_ms == 0 || (rl->base.wait_ms > 0 && lk__obj_remaining_ms(&rl->base) == 0)) {
+  if (rl->base.wait_ms == 0 || rl->fail_status == LK_EWRONGTYPE ||
+      (rl->base.wait_ms > 0 && lk__obj_remaining_ms(&rl->base) == 0)) {
     finish(rl, rl->fail_status);
     return;
   }

@@ -15,6 +15,7 @@ void lk_redlock_config_init(lk_redlock_config_t *cfg) {
   cfg->persistent = 0;
   cfg->quarantine_ms = 0;
   cfg->retry_jitter_ms = 5;
+  cfg->layout = LK_REDLOCK_LAYOUT_REDISSON;
 }
 
 void lk_redlock_opts_init(lk_redlock_opts_t *o) {
@@ -58,7 +59,9 @@ int lk_redlock_acquire(lk_redlock_t *rl, const lk_redlock_opts_t *opts, lk_redlo
   if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms) ||
       opts->node_timeout_ms < 0 || opts->node_timeout_ms > LK_MAX_TIME_MS)
     return LK_EINVAL;
-  if (rl->holds == UINT32_MAX || !distinct_servers(rl))
+  /* The lean layout keeps one hold per owner on a master: no re-entry. */
+  if (rl->holds == (rl->cfg.layout == LK_REDLOCK_LAYOUT_LEAN ? 1u : UINT32_MAX) ||
+      !distinct_servers(rl))
     return LK_EINVAL;
   if (rl->lost) {
     rl->lost = 0;
@@ -203,7 +206,9 @@ int lk_redlock_new(lk_client_t *const *clients, size_t n, const char *name,
       return rc;
   }
   if (cfg != NULL && (cfg->quarantine_ms < 0 || cfg->quarantine_ms > LK_MAX_TIME_MS ||
-                      cfg->retry_jitter_ms < 0 || cfg->retry_jitter_ms > 60000))
+                      cfg->retry_jitter_ms < 0 || cfg->retry_jitter_ms > 60000 ||
+                      (cfg->layout != LK_REDLOCK_LAYOUT_REDISSON &&
+                       cfg->layout != LK_REDLOCK_LAYOUT_LEAN)))
     return LK_EINVAL;
   rl = lk__calloc(1, sizeof(*rl));
   if (rl == NULL)
@@ -231,6 +236,7 @@ int lk_redlock_new(lk_client_t *const *clients, size_t n, const char *name,
     nd->rl = rl;
     nd->client = clients[i];
     lk__lock_bind(nd->lock, rl); /* never closed but by the RedLock */
+    lk__lock_set_lean(nd->lock, rl->cfg.layout == LK_REDLOCK_LAYOUT_LEAN);
     lk__lock_set_lost_observer(nd->lock, lk__rl_node_lost, nd);
     lk_lock_set_data(nd->lock, nd);
   }

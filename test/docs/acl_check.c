@@ -626,6 +626,22 @@ static void group_verbs(const char *base) {
   RUN(lk_redlock_release(rl, redlock_cb, &r), &r, 0);
   close_checked(lk_redlock_close(rl, redlock_closed));
   wait_closed();
+  snprintf(n3, sizeof n3, "%sredlock-lean", base);
+  step("redlock %s: lean layout, fenced acquire and release", n3);
+  {
+    lk_redlock_config_t rc;
+    lk_redlock_config_init(&rc);
+    rc.layout = LK_REDLOCK_LAYOUT_LEAN;
+    if (lk_redlock_new(&client, 1, n3, &rc, &rl) < 0) {
+      fail("lk_redlock_new (lean)");
+      return;
+    }
+  }
+  if (RUN(lk_redlock_acquire(rl, &ro, redlock_cb, &r), &r, 0) && r.result <= 0)
+    fail("token %lld", (long long)r.result);
+  RUN(lk_redlock_release(rl, redlock_cb, &r), &r, 0);
+  close_checked(lk_redlock_close(rl, redlock_closed));
+  wait_closed();
 }
 
 /* Observer callback: counts the changes it was told of (a new term, the

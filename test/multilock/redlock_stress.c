@@ -48,6 +48,7 @@ typedef struct worker_s {
 
 static worker_t W;
 static pid_t stress_parent;
+static int stress_layout; /* LK_REDLOCK_LAYOUT_*: what each master holds */
 
 static long long side_int(const char *cmd) {
   redisReply *r = redisCommand(W.side, cmd, COUNTER_KEY);
@@ -163,7 +164,12 @@ __attribute__((noreturn)) static void worker_main(int index, const int *ports, i
     if (rc != 0)
       rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
   }
-  rc = lk_redlock_new(W.c, N_MASTERS, LOCK_NAME, NULL, &W.rl);
+  {
+    lk_redlock_config_t cfg;
+    lk_redlock_config_init(&cfg);
+    cfg.layout = stress_layout;
+    rc = lk_redlock_new(W.c, N_MASTERS, LOCK_NAME, &cfg, &W.rl);
+  }
   if (rc != 0)
     rt_worker_die(W.index, "lk_redlock_new: %s", lk_err_name(rc));
   start_acquire();
@@ -191,7 +197,7 @@ static int iters_from_env(void) {
   return (int)v;
 }
 
-TEST(rl_stress_mutual_exclusion_8_processes_5_masters) {
+static void stress(int layout) {
   const int K = iters_from_env();
   rt_server_t *srv[N_MASTERS];
   int ports[N_MASTERS];
@@ -203,6 +209,7 @@ TEST(rl_stress_mutual_exclusion_8_processes_5_masters) {
   rt_history_t h;
   rt_history_report_t rep;
   char *v;
+  stress_layout = layout;
   for (i = 0; i < N_MASTERS; i++) {
     srv[i] = rt_server_start(NULL);
     ASSERT_NOT_NULL(srv[i]);
@@ -261,3 +268,8 @@ TEST(rl_stress_mutual_exclusion_8_processes_5_masters) {
     rt_server_stop(srv[i]);
   }
 }
+
+TEST(rl_stress_mutual_exclusion_8_processes_5_masters) { stress(LK_REDLOCK_LAYOUT_REDISSON); }
+
+/* The same with the lean member layout (docs/multilock.md, "Lean layout"). */
+TEST(rl_stress_lean_mutual_exclusion_8_processes_5_masters) { stress(LK_REDLOCK_LAYOUT_LEAN); }
