@@ -35,6 +35,16 @@
  *   impl "raw-lean": the raw fan-out with SET NAME OWNER NX PX 30000 and a
  *     compare-and-delete script instead of the Redisson hash scripts: what
  *     the least server work per master gives.
+ *   impl "raw-lean-script": the raw fan-out with the lean layout's own
+ *     scripts (multilock/lean_acquire, lean_release): the limit of the lean
+ *     RedLock, which keeps every reply that decides a grant a tagged script
+ *     (docs/design.md, "Replies are attributable"), where raw-lean's plain
+ *     SET is not.
+ *   impl "latchkey-lean": lk_redlock_acquire with the lean member layout
+ *     (LK_REDLOCK_LAYOUT_LEAN: a string NAME = OWNER with a PX lease on each
+ *     master, docs/multilock.md "Lean layout"); its limit is raw-lean-script.
+ *   impl "latchkey-lean-single": a lock object in the lean layout on master
+ *     1 alone: one master, for the lean RedLock's ratio to one master.
  *
  * Run it pinned: masters on CPU 0, this program on CPU 1 (tools/bench.sh
  * does that for registered programs; --spawn does it here unless --no-pin).
@@ -58,6 +68,7 @@
 #include "core/internal.h"
 #include "core/scripts.h"
 #include "latchkey.h"
+#include "lock/lock_internal.h" /* lk__lock_set_lean: one lean lock, one master */
 
 
 #define MASTERS 5
@@ -66,9 +77,25 @@
 #define MAX_LANES 256
 
 /* the implementations, in the order they run (alternated every round) */
-enum { IMPL_RAW, IMPL_LATCHKEY, IMPL_SINGLE, IMPL_RAW_LEAN, NIMPL };
-static const char *const impl_name[NIMPL] = {"raw", "latchkey", "latchkey-single",
-                                             "raw-lean"};
+enum {
+  IMPL_RAW,
+  IMPL_LATCHKEY,
+  IMPL_SINGLE,
+  IMPL_RAW_LEAN,
+  IMPL_RAW_LEAN_SCRIPT,
+  IMPL_LEAN,
+  IMPL_LEAN_SINGLE,
+  NIMPL
+};
+static const char *const impl_name[NIMPL] = {
+    "raw",           "latchkey",      "latchkey-single",     "raw-lean",
+    "raw-lean-script", "latchkey-lean", "latchkey-lean-single"};
+
+/* The raw fan-outs' command sets (raw_t.mode). */
+enum { RAW_HASH, RAW_PLAIN, RAW_LEAN_SCRIPT, NRAW };
+
+/* Over the five masters (else master 1 alone). */
+static int fans_out(int impl) { return impl != IMPL_SINGLE && impl != IMPL_LEAN_SINGLE; }
 
 typedef struct args_s {
   const char *host;
@@ -255,7 +282,7 @@ typedef struct lane_s lane_t;
 
 typedef struct raw_s {
   lane_t *ln;
-  int lean;
+  int mode; /* RAW_* */
   char name[64], channel[96], owner[MASTERS][96], cdel_sha1[41];
   const char *acq[MASTERS][4], *rel[MASTERS][7], *set[MASTERS][6], *cdel[MASTERS][5];
   size_t acq_len[MASTERS][4], rel_len[MASTERS][7], set_len[MASTERS][6], cdel_len[MASTERS][5];
@@ -274,9 +301,9 @@ static const char cdel_text[] =
 struct lane_s {
   lk_side_t *s;
   int idx;
-  lk_redlock_t *rl;
-  lk_lock_t *single;
-  raw_t raw[2]; /* [0] the lock's scripts, [1] lean */
+  lk_redlock_t *rl, *rl_lean;
+  lk_lock_t *single, *single_lean;
+  raw_t raw[NRAW]; /* indexed by RAW_* */
   uint64_t t0;
 };
 
@@ -320,7 +347,7 @@ static void raw_on_acquired(void *data, int status, redisReply *rep) {
   raw_t *r = data;
   lk_side_t *s = r->ln->s;
   int granted = status == 0 && rep != NULL &&
-                (r->lean ? rep->type == REDIS_REPLY_STATUS
+                (r->mode == RAW_PLAIN ? rep->type == REDIS_REPLY_STATUS
                          : rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
                                rep->element[0]->type == REDIS_REPLY_INTEGER &&
                                rep->element[0]->integer == 1);
@@ -330,11 +357,13 @@ static void raw_on_acquired(void *data, int status, redisReply *rep) {
     acquired_at(r->ln, uv_hrtime());
     for (i = 0; i < MASTERS; i++) {
       lk__op_t *op;
-      if (r->lean)
+      if (r->mode == RAW_PLAIN)
         op = lk__cmd_argv(s->c[i], 5, r->cdel[i], r->cdel_len[i], raw_on_released, r, &err);
       else
-        op = lk__script_call(s->c[i], lk__script_find("lock/release"), 2, 5, r->rel[i],
-                             r->rel_len[i], raw_on_released, r, &err);
+        op = lk__script_call(s->c[i],
+                             lk__script_find(r->mode == RAW_HASH ? "lock/release"
+                                                                 : "multilock/lean_release"),
+                             2, 5, r->rel[i], r->rel_len[i], raw_on_released, r, &err);
       if (op == NULL)
         s->failed = err ? err : LK_ENOMEM;
     }
@@ -351,27 +380,30 @@ static void raw_start(raw_t *r) {
   r->replies = r->granted = r->released = 0;
   for (i = 0; i < MASTERS; i++) {
     lk__op_t *op;
-    if (r->lean)
+    if (r->mode == RAW_PLAIN)
       op = lk__cmd_argv(s->c[i], 6, r->set[i], r->set_len[i], raw_on_acquired, r, &err);
     else
-      op = lk__script_call(s->c[i], lk__script_find("lock/acquire"), 1, 3, r->acq[i],
-                           r->acq_len[i], raw_on_acquired, r, &err);
+      op = lk__script_call(s->c[i],
+                           lk__script_find(r->mode == RAW_HASH ? "lock/acquire"
+                                                               : "multilock/lean_acquire"),
+                           1, 3, r->acq[i], r->acq_len[i], raw_on_acquired, r, &err);
     if (op == NULL)
       s->failed = err ? err : LK_ENOMEM;
   }
 }
 
 /* The bytes a RedLock's five lock objects send (owner: each client's id). */
-static void raw_open(lane_t *ln, int lean, redisContext *const *hc) {
+static void raw_open(lane_t *ln, int mode, redisContext *const *hc) {
+  static const char *const suffix[NRAW] = {"", "lean", "leanscript"};
   lk_side_t *s = ln->s;
-  raw_t *r = &ln->raw[lean];
+  raw_t *r = &ln->raw[mode];
   char name[64];
   int i, k;
   memset(r, 0, sizeof(*r));
   r->ln = ln;
-  r->lean = lean;
+  r->mode = mode;
   snprintf(name, sizeof(name), "lkbench:rl:%ld:%d:raw%s", (long)getpid(), ln->idx,
-           lean ? "lean" : "");
+           suffix[mode]);
   memcpy(r->name, name, sizeof(name));
   snprintf(r->channel, sizeof(r->channel), "redisson_lock__channel:{%s}", name);
   for (i = 0; i < MASTERS; i++) {
@@ -448,19 +480,23 @@ static void lane_next(lane_t *ln) {
   lk_side_t *s = ln->s;
   s->started++;
   ln->t0 = uv_hrtime();
-  if (s->impl == IMPL_RAW || s->impl == IMPL_RAW_LEAN) {
-    raw_start(&ln->raw[s->impl == IMPL_RAW_LEAN]);
-  } else if (s->impl == IMPL_LATCHKEY) {
+  if (s->impl == IMPL_RAW || s->impl == IMPL_RAW_LEAN || s->impl == IMPL_RAW_LEAN_SCRIPT) {
+    raw_start(&ln->raw[s->impl == IMPL_RAW        ? RAW_HASH
+                       : s->impl == IMPL_RAW_LEAN ? RAW_PLAIN
+                                                  : RAW_LEAN_SCRIPT]);
+  } else if (s->impl == IMPL_LATCHKEY || s->impl == IMPL_LEAN) {
     lk_redlock_opts_t o;
     lk_redlock_opts_init(&o);
     o.lease_ms = 30000;
-    if (lk_redlock_acquire(ln->rl, &o, on_rl_acquired, ln) != 0)
+    if (lk_redlock_acquire(s->impl == IMPL_LEAN ? ln->rl_lean : ln->rl, &o, on_rl_acquired,
+                           ln) != 0)
       s->failed = LK_EINVAL;
   } else {
     lk_lock_opts_t o;
     lk_lock_opts_init(&o);
     o.lease_ms = 30000;
-    if (lk_lock_acquire(ln->single, &o, on_single_acquired, ln) != 0)
+    if (lk_lock_acquire(s->impl == IMPL_LEAN_SINGLE ? ln->single_lean : ln->single, &o,
+                        on_single_acquired, ln) != 0)
       s->failed = LK_EINVAL;
   }
 }
@@ -510,8 +546,23 @@ static void lk_open(lk_side_t *s, const args_t *a, redisContext *const *hc) {
     rc = lk_lock_new(s->single_c, name, &ln->single);
     if (rc != 0)
       die("lk_lock_new: %s", lk_err_name(rc));
-    raw_open(ln, 0, hc);
-    raw_open(ln, 1, hc);
+    {
+      lk_redlock_config_t cfg;
+      lk_redlock_config_init(&cfg);
+      cfg.layout = LK_REDLOCK_LAYOUT_LEAN;
+      snprintf(name, sizeof(name), "lkbench:rl:%ld:%d:lean", (long)getpid(), i);
+      rc = lk_redlock_new(s->c, MASTERS, name, &cfg, &ln->rl_lean);
+      if (rc != 0)
+        die("lk_redlock_new (lean): %s", lk_err_name(rc));
+      snprintf(name, sizeof(name), "lkbench:rl:%ld:%d:leansingle", (long)getpid(), i);
+      rc = lk_lock_new(s->single_c, name, &ln->single_lean);
+      if (rc != 0)
+        die("lk_lock_new: %s", lk_err_name(rc));
+      lk__lock_set_lean(ln->single_lean, 1);
+    }
+    raw_open(ln, RAW_HASH, hc);
+    raw_open(ln, RAW_PLAIN, hc);
+    raw_open(ln, RAW_LEAN_SCRIPT, hc);
   }
 }
 
@@ -554,10 +605,12 @@ static void run_until_closed(lk_side_t *s) {
 
 static void lk_close(lk_side_t *s) {
   int i;
-  closing_left = 2 * s->nlanes;
+  closing_left = 4 * s->nlanes;
   for (i = 0; i < s->nlanes; i++) {
     lk_redlock_close(s->lane[i].rl, on_rl_closed);
+    lk_redlock_close(s->lane[i].rl_lean, on_rl_closed);
     lk_lock_close(s->lane[i].single, on_lock_closed);
+    lk_lock_close(s->lane[i].single_lean, on_lock_closed);
   }
   run_until_closed(s);
   closing_left = MASTERS + 1;
@@ -582,7 +635,8 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 static void usage(void) {
   fprintf(stderr, "usage: multilock_redlock (--ports P1,..,P5 | --spawn [--no-pin]) "
                   "[--host H] [--port P] [--pairs N] [--warmup W] [--rounds R]\n"
-                  "       [--inflight K] [--only raw|latchkey|latchkey-single|raw-lean]\n");
+                  "       [--inflight K] [--only raw|latchkey|latchkey-single|raw-lean|\n"
+                  "        raw-lean-script|latchkey-lean|latchkey-lean-single]\n");
   exit(2);
 }
 
@@ -722,7 +776,7 @@ int main(int argc, char **argv) {
         continue;
       }
       s0 = server_usec(hc, 0), sc0 = server_usec(hc, 1);
-      c0 = lk_commands(lk, which != IMPL_SINGLE), u0 = cpu_ns(), w0 = uv_hrtime();
+      c0 = lk_commands(lk, fans_out(which)), u0 = cpu_ns(), w0 = uv_hrtime();
       a0 = lk_allocs;
       lk_run(lk, which, a.pairs, samples);
       alc[which][r] = (double)(lk_allocs - a0) / a.pairs;
@@ -730,7 +784,7 @@ int main(int argc, char **argv) {
       pps[which][r] = a.pairs / ((double)(uv_hrtime() - w0) / 1e9);
       srv[which][r] = (server_usec(hc, 0) - s0) / a.pairs;
       scpu[which][r] = (server_usec(hc, 1) - sc0) / a.pairs;
-      cmd[which][r] = (double)(lk_commands(lk, which != IMPL_SINGLE) - c0) / a.pairs;
+      cmd[which][r] = (double)(lk_commands(lk, fans_out(which)) - c0) / a.pairs;
       p50[which][r] = pct_us(samples, (size_t)a.pairs, 0.50);
       p99[which][r] = pct_us(samples, (size_t)a.pairs, 0.99);
     }
@@ -748,7 +802,8 @@ int main(int argc, char **argv) {
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
   for (i = 0; i < NIMPL; i++) {
-    int vs = i == IMPL_LATCHKEY && a.only < 0 ? IMPL_RAW : -1; /* its limit */
+    /* its limit */
+    int vs = a.only >= 0 ? -1 : i == IMPL_LATCHKEY ? IMPL_RAW : i == IMPL_LEAN ? IMPL_RAW_LEAN_SCRIPT : -1;
     if (a.only >= 0 && i != a.only)
       continue;
     const char *ln = vs >= 0 ? impl_name[vs] : NULL;
@@ -761,12 +816,20 @@ int main(int argc, char **argv) {
     json(impl_name[i], "cpu_us_per_pair", mcpu[i], "us", vs >= 0 ? mcpu[vs] : 0, ln, &a);
     json(impl_name[i], "lk_allocs_per_pair", malc[i], "allocations", 0, NULL, &a);
     json(impl_name[i], "commands_per_pair", mcmd[i], "commands",
-         i == IMPL_SINGLE ? 2.0 : 2.0 * MASTERS, "ideal", &a);
+         fans_out(i) ? 2.0 * MASTERS : 2.0, "ideal", &a);
   }
   if (a.only >= 0)
     goto done; /* a diagnostic run (strace, perf): no ratios */
   json("latchkey", "p50_vs_single_master", m50[IMPL_LATCHKEY] / m50[IMPL_SINGLE], "x", 0, NULL,
        &a);
+  json("latchkey-lean", "p50_vs_single_master", m50[IMPL_LEAN] / m50[IMPL_LEAN_SINGLE], "x", 0,
+       NULL, &a);
+  /* The fan-out floors' own ratios: the bare fan-outs over one master in the
+   * library (a raw single master would be a little faster still). */
+  json("raw-lean", "p50_vs_single_master", m50[IMPL_RAW_LEAN] / m50[IMPL_LEAN_SINGLE], "x", 0,
+       NULL, &a);
+  json("raw-lean-script", "p50_vs_single_master",
+       m50[IMPL_RAW_LEAN_SCRIPT] / m50[IMPL_LEAN_SINGLE], "x", 0, NULL, &a);
   printf("\n| RedLock, 5 masters, pairs in a row | acquire p50 us | p99 us | pairs/s | "
          "masters' CPU us per pair | masters' us in commands per pair | client CPU us per "
          "pair | commands per pair | latchkey allocations per pair |\n"
@@ -778,6 +841,13 @@ int main(int argc, char **argv) {
          "fan-out's.\n",
          m50[IMPL_LATCHKEY] / m50[IMPL_RAW], m50[IMPL_LATCHKEY] / m50[IMPL_SINGLE],
          mpps[IMPL_LATCHKEY] / mpps[IMPL_RAW]);
+  printf("Lean RedLock p50 = %.2fx the raw fan-out of its scripts, %.2fx one lean master (that "
+         "fan-out: %.2fx; raw-lean's: %.2fx); pairs/s %.2fx that fan-out's, %.2fx raw-lean's, "
+         "%.2fx the hash layout's.\n",
+         m50[IMPL_LEAN] / m50[IMPL_RAW_LEAN_SCRIPT], m50[IMPL_LEAN] / m50[IMPL_LEAN_SINGLE],
+         m50[IMPL_RAW_LEAN_SCRIPT] / m50[IMPL_LEAN_SINGLE],
+         m50[IMPL_RAW_LEAN] / m50[IMPL_LEAN_SINGLE], mpps[IMPL_LEAN] / mpps[IMPL_RAW_LEAN_SCRIPT],
+         mpps[IMPL_LEAN] / mpps[IMPL_RAW_LEAN], mpps[IMPL_LEAN] / mpps[IMPL_LATCHKEY]);
 done:
   free(samples);
   lk_close(lk);
