@@ -1,7 +1,8 @@
 # Contention costs (issue 17): wake one waiter per process, no subscribe
 # churn. Labels contention and core.
 lk_add_test_file(SOURCE core/contention_wake.c LABEL contention)
-foreach(_lk_case IN ITEMS handoffs_cost_a_few_commands eight_objects_subscribe_once
+foreach(_lk_case IN ITEMS handoffs_cost_a_few_commands processes_thin_their_tries
+        eight_objects_subscribe_once
         busy_name_subscribed_once_then_unsubscribed linger_zero_unsubscribes_each_time
         linger_cap_unsubscribes_the_oldest canceled_woken_waiter_passes_the_wake)
   set_property(TEST "contention.${_lk_case}" APPEND PROPERTY LABELS core)
