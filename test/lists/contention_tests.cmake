@@ -11,3 +11,13 @@ endforeach()
 lk_add_test_file(SOURCE core/contention_cluster.c LABEL contention TIMEOUT 90)
 set_property(TEST contention.sharded_busy_name_subscribed_once_then_unsubscribed
              APPEND PROPERTY LABELS cluster)
+# The other waiting kinds (read/write lock writers, semaphore, permit
+# semaphore): scripts per handoff in one process and across clients.
+lk_add_test_file(SOURCE core/contention_kinds.c LABEL contention TIMEOUT 240)
+foreach(_lk_case IN ITEMS rwlock_writers_one_process rwlock_writers_across_clients)
+  set_property(TEST "contention.${_lk_case}" APPEND PROPERTY LABELS rwlock)
+endforeach()
+foreach(_lk_case IN ITEMS semaphore_one_process semaphore_across_clients psem_one_process
+        psem_across_clients)
+  set_property(TEST "contention.${_lk_case}" APPEND PROPERTY LABELS semaphore)
+endforeach()
