@@ -1,0 +1,370 @@
+/* Contention on the other waiting kinds costs the server what it must
+ * (docs/objects.md, "Waiting"): the read/write lock's write side, the
+ * counting semaphore and the permit semaphore, each with one holder at a
+ * time, bounded by the scripts the server ran (INFO commandstats), in one
+ * process (many objects of one client) and across processes (one object
+ * per client). Under the rule before wake-one every local waiter retried
+ * on every release: about one script per waiting object per handoff, 50
+ * among the 50 waiters of one process here; every bound below is far
+ * under that. Each run also checks that no two objects held at once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lk_fixture.h"
+#include "rw_fixture.h"
+#include "sem_fixture.h"
+
+/* "calls=N,..." of cmdstat_<cmd>, 0 when the server never ran it. */
+static long long calls_of(rt_server_t *srv, const char *cmd) {
+  char field[64];
+  char *v;
+  long long n = 0;
+  snprintf(field, sizeof(field), "cmdstat_%s", cmd);
+  v = rt_server_info(srv, "commandstats", field);
+  if (v != NULL && strncmp(v, "calls=", 6) == 0)
+    n = atoll(v + 6);
+  free(v);
+  return n;
+}
+
+static void reset_stats(rt_server_t *srv) {
+  char *ok = rt_cmd_str(srv, "CONFIG RESETSTAT");
+  free(ok);
+}
+
+static long long scripts(rt_server_t *srv) {
+  return calls_of(srv, "evalsha") + calls_of(srv, "eval");
+}
+
+/* ---- one name, one holder at a time, of one kind ---- */
+
+typedef enum { K_RW_WRITE, K_SEM, K_PSEM } kind_t;
+
+static const char *const kind_names[] = {"rwlock write", "semaphore", "permit semaphore"};
+
+#define MAXW 64
+
+struct run_s;
+
+typedef struct {
+  struct run_s *r;
+  void *obj; /* lk_rwlock_t, lk_semaphore_t or lk_psem_t */
+  uv_timer_t hold;
+} waiter_t;
+
+typedef struct run_s {
+  kind_t kind;
+  waiter_t w[MAXW];
+  int n;
+  int target;   /* acquisitions to make in all */
+  int acquired; /* so far */
+  int holders;  /* at once: never above 1 */
+  int max_holders;
+  int active; /* waiters with an operation pending */
+  int failures;
+  int all_done;
+  int closed; /* hold timers closed */
+} run_t;
+
+static void start_acquire(waiter_t *w);
+
+static void ended(run_t *r) {
+  if (--r->active == 0)
+    r->all_done = 1;
+}
+
+static void released(waiter_t *w, int status) {
+  run_t *r = w->r;
+  if (status != 0)
+    r->failures++;
+  /* Re-wait while acquisitions are left to make, else stop. */
+  if (r->acquired < r->target)
+    start_acquire(w);
+  else
+    ended(r);
+}
+
+static void on_rw_released(lk_rwlock_t *rw, int status, void *arg) {
+  (void)rw;
+  released(arg, status);
+}
+static void on_sem_released(lk_semaphore_t *s, int status, void *arg) {
+  (void)s;
+  released(arg, status);
+}
+static void on_psem_released(lk_psem_t *p, int status, void *arg) {
+  (void)p;
+  released(arg, status);
+}
+
+/* The hold ends one loop pass after the grant: any other grant the server
+ * made meanwhile would be seen here, between the two. The count drops
+ * before the release goes out, so a grant that follows the release is
+ * never counted as an overlap. */
+static void on_hold_over(uv_timer_t *t) {
+  waiter_t *w = t->data;
+  run_t *r = w->r;
+  r->holders--;
+  switch (r->kind) {
+  case K_RW_WRITE:
+    ASSERT_OK(lk_rwlock_release(w->obj, LK_RW_WRITE, on_rw_released, w));
+    break;
+  case K_SEM:
+    ASSERT_OK(lk_semaphore_release(w->obj, 1, on_sem_released, w));
+    break;
+  case K_PSEM:
+    ASSERT_OK(lk_psem_release(w->obj, NULL, on_psem_released, w));
+    break;
+  }
+}
+
+static void acquired(waiter_t *w, int status) {
+  run_t *r = w->r;
+  if (status != 0) {
+    r->failures++;
+    ended(r);
+    return;
+  }
+  r->acquired++;
+  if (++r->holders > r->max_holders)
+    r->max_holders = r->holders;
+  ASSERT_OK(uv_timer_start(&w->hold, on_hold_over, 0, 0));
+}
+
+static void on_rw_acquired(lk_rwlock_t *rw, int status, void *arg) {
+  (void)rw;
+  acquired(arg, status);
+}
+static void on_sem_acquired(lk_semaphore_t *s, int status, void *arg) {
+  (void)s;
+  acquired(arg, status);
+}
+static void on_psem_acquired(lk_psem_t *p, int status, void *arg) {
+  (void)p;
+  acquired(arg, status);
+}
+
+static void start_acquire(waiter_t *w) {
+  switch (w->r->kind) {
+  case K_RW_WRITE: {
+    lk_rwlock_opts_t o;
+    lk_rwlock_opts_init(&o);
+    o.wait_ms = 60000;
+    o.lease_ms = 30000;
+    ASSERT_OK(lk_rwlock_acquire(w->obj, LK_RW_WRITE, &o, on_rw_acquired, w));
+    break;
+  }
+  case K_SEM: {
+    lk_semaphore_opts_t o;
+    lk_semaphore_opts_init(&o);
+    o.wait_ms = 60000;
+    ASSERT_OK(lk_semaphore_acquire(w->obj, &o, on_sem_acquired, w));
+    break;
+  }
+  case K_PSEM: {
+    lk_psem_opts_t o;
+    lk_psem_opts_init(&o);
+    o.wait_ms = 60000;
+    o.lease_ms = 30000;
+    ASSERT_OK(lk_psem_acquire(w->obj, &o, on_psem_acquired, w));
+    break;
+  }
+  }
+}
+
+static void *new_obj(kind_t kind, lk_client_t *c) {
+  void *obj = NULL;
+  switch (kind) {
+  case K_RW_WRITE:
+    ASSERT_OK(lk_rwlock_new(c, "contended", (lk_rwlock_t **)&obj));
+    break;
+  case K_SEM:
+    ASSERT_OK(lk_semaphore_new(c, "contended", (lk_semaphore_t **)&obj));
+    break;
+  case K_PSEM:
+    ASSERT_OK(lk_psem_new(c, "contended", (lk_psem_t **)&obj));
+    break;
+  }
+  return obj;
+}
+
+static void close_obj(fx_t *fx, kind_t kind, void *obj) {
+  switch (kind) {
+  case K_RW_WRITE:
+    fx_close_rwlock(fx, obj);
+    break;
+  case K_SEM:
+    fx_close_sem(fx, obj);
+    break;
+  case K_PSEM:
+    fx_close_psem(fx, obj);
+    break;
+  }
+}
+
+/* One permit on the name (the semaphores), set before the stats are
+ * reset. */
+static void one_permit(fx_t *fx, kind_t kind) {
+  if (kind == K_SEM) {
+    lk_semaphore_t *s = fx_sem(fx, "contended");
+    ASSERT_OK(sem_run_n(fx, lk_semaphore_try_set_permits, s, 1, NULL));
+    fx_close_sem(fx, s);
+  } else if (kind == K_PSEM) {
+    lk_psem_t *p = fx_psem(fx, "contended");
+    ASSERT_OK(psem_run_n(fx, lk_psem_try_set_permits, p, 1, NULL));
+    fx_close_psem(fx, p);
+  }
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+  waiter_t *w = h->data;
+  w->r->closed++;
+}
+
+/* n objects of `kind` on one name, object i on clients[i % nclients], until
+ * target acquisitions were made; the scripts the server ran meanwhile. */
+static long long run_handoffs(fx_t *fx, run_t *r, kind_t kind, int n, int target,
+                              lk_client_t **clients, int nclients) {
+  long long before;
+  int i;
+  ASSERT(n <= MAXW);
+  memset(r, 0, sizeof(*r));
+  r->kind = kind;
+  r->n = n;
+  r->target = target;
+  for (i = 0; i < n; i++) {
+    r->w[i].r = r;
+    r->w[i].obj = new_obj(kind, clients[i % nclients]);
+    ASSERT_OK(uv_timer_init(&fx->loop, &r->w[i].hold));
+    r->w[i].hold.data = &r->w[i];
+  }
+  /* The scripts are loaded (a try that finds the name free). */
+  start_acquire(&r->w[0]);
+  r->active = 1;
+  r->target = 1;
+  rt_run_until(&fx->loop, &r->all_done, 10000);
+  ASSERT_EQ(r->failures, 0);
+  r->all_done = 0;
+  r->acquired = 0;
+  r->max_holders = 0;
+  r->target = target;
+  reset_stats(fx->srv);
+  before = scripts(fx->srv);
+  for (i = 0; i < n; i++) {
+    r->active++;
+    start_acquire(&r->w[i]);
+  }
+  rt_run_until(&fx->loop, &r->all_done, 90000);
+  before = scripts(fx->srv) - before;
+  ASSERT_EQ(r->failures, 0);
+  ASSERT(r->acquired >= target);
+  ASSERT_EQ(r->max_holders, 1);
+  for (i = 0; i < n; i++)
+    uv_close((uv_handle_t *)&r->w[i].hold, on_timer_closed);
+  while (r->closed < n)
+    uv_run(&fx->loop, UV_RUN_ONCE);
+  for (i = 0; i < n; i++)
+    close_obj(fx, kind, r->w[i].obj);
+  return before;
+}
+
+/* A long re-poll, so that what is counted is what releases cause. */
+static void quiet_opts(fx_t *fx, lk_client_opts_t *o) {
+  fx_client_opts(fx, o);
+  o->max_repoll_ms = 20000;
+}
+
+static void start_quiet(fx_t *fx) {
+  lk_client_opts_t o;
+  fx_start_server(fx, NULL);
+  quiet_opts(fx, &o);
+  fx_start_client(fx, &o);
+}
+
+/* ---- many objects of one process ---- */
+
+#define OBJS 50
+#define HANDOFFS 200
+
+/* Returns scripts per acquisition, printed for the record. */
+static double one_process(kind_t kind, long long *used_out, int *acq_out) {
+  fx_t fx;
+  run_t r;
+  long long used, subs;
+  start_quiet(&fx);
+  one_permit(&fx, kind);
+  used = run_handoffs(&fx, &r, kind, OBJS, HANDOFFS, &fx.c, 1);
+  subs = calls_of(fx.srv, "subscribe") + calls_of(fx.srv, "unsubscribe");
+  fprintf(stderr, "%s: %d handoffs among %d objects of one client: %lld scripts (%.2f per handoff), %lld (un)subscribes\n",
+          kind_names[kind], r.acquired, OBJS, used, (double)used / r.acquired, subs);
+  *used_out = used;
+  *acq_out = r.acquired;
+  fx_finish(&fx);
+  return (double)used / r.acquired;
+}
+
+/* ---- one object per client (a process each, to the server) ---- */
+
+#define PROCS 10
+#define PROC_ACQ 400
+
+static double across_clients(kind_t kind, long long *used_out, int *acq_out) {
+  fx_t fx;
+  run_t r;
+  lk_client_t *clients[PROCS];
+  lk_client_opts_t o;
+  long long used;
+  int i;
+  start_quiet(&fx);
+  clients[0] = fx.c;
+  quiet_opts(&fx, &o);
+  for (i = 1; i < PROCS; i++)
+    ASSERT_OK(lk_client_new(&fx.loop, &o, &clients[i]));
+  one_permit(&fx, kind);
+  used = run_handoffs(&fx, &r, kind, PROCS, PROC_ACQ, clients, PROCS);
+  fprintf(stderr, "%s: %d acquisitions among %d clients: %lld scripts (%.2f per acquisition)\n",
+          kind_names[kind], r.acquired, PROCS, used, (double)used / r.acquired);
+  *used_out = used;
+  *acq_out = r.acquired;
+  for (i = 1; i < PROCS; i++)
+    fx_close_direct_client(&fx, clients[i]);
+  fx_finish(&fx);
+  return (double)used / r.acquired;
+}
+
+TEST(rwlock_writers_one_process) {
+  long long used;
+  int acq;
+  one_process(K_RW_WRITE, &used, &acq);
+}
+
+TEST(rwlock_writers_across_clients) {
+  long long used;
+  int acq;
+  across_clients(K_RW_WRITE, &used, &acq);
+}
+
+TEST(semaphore_one_process) {
+  long long used;
+  int acq;
+  one_process(K_SEM, &used, &acq);
+}
+
+TEST(semaphore_across_clients) {
+  long long used;
+  int acq;
+  across_clients(K_SEM, &used, &acq);
+}
+
+TEST(psem_one_process) {
+  long long used;
+  int acq;
+  one_process(K_PSEM, &used, &acq);
+}
+
+TEST(psem_across_clients) {
+  long long used;
+  int acq;
+  across_clients(K_PSEM, &used, &acq);
+}
