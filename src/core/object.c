@@ -571,7 +571,7 @@ int lk__obj_wait_first(lk__obj_t *o, int just_released) {
   if (o->wait_ms == 0 || o->spin || (o->channel == NULL && o->ops->channel == NULL))
     return 1; /* a spinning wait never listens */
   ch = o->channel != NULL ? o->channel : o->ops->channel(o, &len);
-  if (ch == NULL || !lk__sub_peek(o->client, ch, len, &peek) || !peek.subscribed)
+  if (ch == NULL || !lk__sub_peek(o->client, ch, len, on_sub_event, &peek) || !peek.subscribed)
     return 1;
   /* Waiters of this process ahead of it: a try would lose to the holder or
    * barge past the one a release just woke. It queues behind them. */

@@ -426,12 +426,22 @@ void lk__sub_note_others(lk_client_t *c, const char *channel, size_t len, long l
 
 unsigned lk__sub_others(const lk__sub_t *s) { return s->chan != NULL ? s->chan->others : 0; }
 
-int lk__sub_peek(lk_client_t *c, const char *channel, size_t len, lk__sub_peek_t *out) {
+int lk__sub_peek(lk_client_t *c, const char *channel, size_t len, lk__sub_cb cb,
+                 lk__sub_peek_t *out) {
   lk__chan_t *ch = chan_find(c, channel, len);
+  lk__queue_t *q;
   memset(out, 0, sizeof(*out));
   if (ch == NULL)
     return 0;
-  out->listeners = !lk__queue_empty(&ch->listeners);
+  /* Waiters are the listeners with cb; a watcher (inspect, a RedLock's
+   * node, a leader observer) on the same channel is not one. The first
+   * match ends the walk: waiters come first in practice. */
+  for (q = ch->listeners.next; q != &ch->listeners; q = q->next) {
+    if (lk__container_of(q, lk__sub_t, node)->cb == cb) {
+      out->listeners = 1;
+      break;
+    }
+  }
   out->subscribed = ch->state == LK__CHAN_SUBSCRIBED;
   out->heat = ch->heat;
   out->others = ch->others;

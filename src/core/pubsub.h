@@ -75,7 +75,7 @@ unsigned lk__sub_heat(const lk__sub_t *s);
 uint64_t lk__sub_try_rtt_ns(const lk__sub_t *s);
 void lk__sub_tried(lk__sub_t *s, int won, uint64_t rtt_ns);
 /* What this client knows of a channel before listening on it: whether
- * local listeners wait on it, whether it is subscribed (lingering
+ * local listeners with callback cb (waiters of the same engine) wait on it, whether it is subscribed (lingering
  * counts), its heat, last try round trip and last message time. Returns 0
  * (and zeros) when the client has no such channel. */
 /* A release of the name heard by `heard` connections (the PUBLISH count
@@ -92,7 +92,8 @@ typedef struct {
   uint64_t try_rtt_ns;
   uint64_t last_msg_ns;
 } lk__sub_peek_t;
-int lk__sub_peek(lk_client_t *c, const char *channel, size_t len, lk__sub_peek_t *out);
+int lk__sub_peek(lk_client_t *c, const char *channel, size_t len, lk__sub_cb cb,
+                 lk__sub_peek_t *out);
 static inline int lk__sub_active(const lk__sub_t *s) { return s->chan != NULL; }
 
 #endif /* LK_CORE_PUBSUB_H */

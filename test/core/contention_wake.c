@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lk_fixture.h"
+#include "latchkey/inspect.h"
 
 /* "calls=N,..." of cmdstat_<cmd>, 0 when the server never ran it. */
 static long long calls_of(rt_server_t *srv, const char *cmd) {
@@ -182,6 +183,36 @@ TEST(processes_thin_their_tries) {
   ASSERT(used <= 6LL * r.acquired + 4LL * PROCS);
   for (i = 1; i < PROCS; i++)
     fx_close_direct_client(&fx, clients[i]);
+  fx_finish(&fx);
+}
+
+/* Only waiters queue a new acquire: a watcher of the name in the same
+ * client (lk_inspect_watch listens on the lock's channel) is no queue, so
+ * an acquire of the free name tries at once and wins with one script. */
+static void on_watch(lk_inspect_watch_t *w, int status, const char *channel, void *arg) {
+  (void)w, (void)status, (void)channel, (void)arg;
+}
+
+TEST(watcher_is_not_a_queue) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_inspect_watch_t *w = NULL;
+  lk_lock_t *l;
+  long long before, t0;
+  quiet_client(&fx, &o);
+  fx_start_client(&fx, &o);
+  ASSERT_OK(lk_inspect_watch(fx.c, "watched", on_watch, NULL, &w));
+  FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{watched}") == 1, 5000);
+  l = fx_lock(&fx, "watched");
+  before = scripts(fx.srv);
+  t0 = rt_now_ms();
+  ASSERT_EQ(sx_acquire(&fx, l, 60000, 30000), 0);
+  /* Tried at once: one script, long before the 20 s re-poll a queued
+   * waiter would sleep. */
+  ASSERT_EQ(scripts(fx.srv) - before, 1);
+  ASSERT(rt_now_ms() - t0 < 10000);
+  fx_close_lock(&fx, l);
+  lk_inspect_watch_stop(w);
   fx_finish(&fx);
 }
 

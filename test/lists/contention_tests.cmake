@@ -1,7 +1,7 @@
 # Contention costs (issue 17): wake one waiter per process, no subscribe
 # churn. Labels contention and core.
 lk_add_test_file(SOURCE core/contention_wake.c LABEL contention)
-foreach(_lk_case IN ITEMS handoffs_cost_a_few_commands processes_thin_their_tries
+foreach(_lk_case IN ITEMS handoffs_cost_a_few_commands processes_thin_their_tries watcher_is_not_a_queue
         eight_objects_subscribe_once
         busy_name_subscribed_once_then_unsubscribed linger_zero_unsubscribes_each_time
         linger_cap_unsubscribes_the_oldest canceled_woken_waiter_passes_the_wake)
