@@ -14,6 +14,9 @@ set_property(TEST contention.sharded_busy_name_subscribed_once_then_unsubscribed
 # The other waiting kinds (read/write lock writers, semaphore, permit
 # semaphore): scripts per handoff in one process and across clients.
 lk_add_test_file(SOURCE core/contention_kinds.c LABEL contention TIMEOUT 240)
+foreach(_lk_case IN ITEMS lock_one_process lock_across_clients)
+  set_property(TEST "contention.${_lk_case}" APPEND PROPERTY LABELS lock)
+endforeach()
 foreach(_lk_case IN ITEMS rwlock_writers_one_process rwlock_writers_across_clients)
   set_property(TEST "contention.${_lk_case}" APPEND PROPERTY LABELS rwlock)
 endforeach()
