@@ -39,9 +39,10 @@ static long long scripts(rt_server_t *srv) {
 
 /* ---- one name, one holder at a time, of one kind ---- */
 
-typedef enum { K_RW_WRITE, K_SEM, K_PSEM } kind_t;
+/* K_LOCK is the yardstick: the plain lock in this same harness. */
+typedef enum { K_LOCK, K_RW_WRITE, K_SEM, K_PSEM } kind_t;
 
-static const char *const kind_names[] = {"rwlock write", "semaphore", "permit semaphore"};
+static const char *const kind_names[] = {"lock", "rwlock write", "semaphore", "permit semaphore"};
 
 #define MAXW 64
 
@@ -85,6 +86,10 @@ static void released(waiter_t *w, int status) {
     ended(r);
 }
 
+static void on_lock_released(lk_lock_t *l, int status, void *arg) {
+  (void)l;
+  released(arg, status);
+}
 static void on_rw_released(lk_rwlock_t *rw, int status, void *arg) {
   (void)rw;
   released(arg, status);
@@ -107,6 +112,9 @@ static void on_hold_over(uv_timer_t *t) {
   run_t *r = w->r;
   r->holders--;
   switch (r->kind) {
+  case K_LOCK:
+    ASSERT_OK(lk_lock_release(w->obj, on_lock_released, w));
+    break;
   case K_RW_WRITE:
     ASSERT_OK(lk_rwlock_release(w->obj, LK_RW_WRITE, on_rw_released, w));
     break;
@@ -132,6 +140,10 @@ static void acquired(waiter_t *w, int status) {
   ASSERT_OK(uv_timer_start(&w->hold, on_hold_over, 0, 0));
 }
 
+static void on_lock_acquired(lk_lock_t *l, int status, void *arg) {
+  (void)l;
+  acquired(arg, status);
+}
 static void on_rw_acquired(lk_rwlock_t *rw, int status, void *arg) {
   (void)rw;
   acquired(arg, status);
@@ -147,6 +159,14 @@ static void on_psem_acquired(lk_psem_t *p, int status, void *arg) {
 
 static void start_acquire(waiter_t *w) {
   switch (w->r->kind) {
+  case K_LOCK: {
+    lk_lock_opts_t o;
+    lk_lock_opts_init(&o);
+    o.wait_ms = 60000;
+    o.lease_ms = 30000;
+    ASSERT_OK(lk_lock_acquire(w->obj, &o, on_lock_acquired, w));
+    break;
+  }
   case K_RW_WRITE: {
     lk_rwlock_opts_t o;
     lk_rwlock_opts_init(&o);
@@ -176,6 +196,9 @@ static void start_acquire(waiter_t *w) {
 static void *new_obj(kind_t kind, lk_client_t *c) {
   void *obj = NULL;
   switch (kind) {
+  case K_LOCK:
+    ASSERT_OK(lk_lock_new(c, "contended", (lk_lock_t **)&obj));
+    break;
   case K_RW_WRITE:
     ASSERT_OK(lk_rwlock_new(c, "contended", (lk_rwlock_t **)&obj));
     break;
@@ -191,6 +214,9 @@ static void *new_obj(kind_t kind, lk_client_t *c) {
 
 static void close_obj(fx_t *fx, kind_t kind, void *obj) {
   switch (kind) {
+  case K_LOCK:
+    fx_close_lock(fx, obj);
+    break;
   case K_RW_WRITE:
     fx_close_rwlock(fx, obj);
     break;
@@ -287,8 +313,9 @@ static void start_quiet(fx_t *fx) {
 #define OBJS 50
 #define HANDOFFS 200
 
-/* Returns scripts per acquisition, printed for the record. */
-static double one_process(kind_t kind, long long *used_out, int *acq_out) {
+/* 200 handoffs among 50 objects of one client; the scripts must stay within
+ * per_acq per acquisition plus per_obj per object (its first tries). */
+static void one_process(kind_t kind, long long per_acq, long long per_obj) {
   fx_t fx;
   run_t r;
   long long used, subs;
@@ -296,12 +323,13 @@ static double one_process(kind_t kind, long long *used_out, int *acq_out) {
   one_permit(&fx, kind);
   used = run_handoffs(&fx, &r, kind, OBJS, HANDOFFS, &fx.c, 1);
   subs = calls_of(fx.srv, "subscribe") + calls_of(fx.srv, "unsubscribe");
-  fprintf(stderr, "%s: %d handoffs among %d objects of one client: %lld scripts (%.2f per handoff), %lld (un)subscribes\n",
-          kind_names[kind], r.acquired, OBJS, used, (double)used / r.acquired, subs);
-  *used_out = used;
-  *acq_out = r.acquired;
+  fprintf(stderr,
+          "%s: %d handoffs among %d objects of one client: %lld scripts (%.2f per handoff), "
+          "%lld (un)subscribes; bound %lld\n",
+          kind_names[kind], r.acquired, OBJS, used, (double)used / r.acquired, subs,
+          per_acq * r.acquired + per_obj * OBJS);
+  ASSERT(used <= per_acq * r.acquired + per_obj * OBJS);
   fx_finish(&fx);
-  return (double)used / r.acquired;
 }
 
 /* ---- one object per client (a process each, to the server) ---- */
@@ -309,7 +337,7 @@ static double one_process(kind_t kind, long long *used_out, int *acq_out) {
 #define PROCS 10
 #define PROC_ACQ 400
 
-static double across_clients(kind_t kind, long long *used_out, int *acq_out) {
+static void across_clients(kind_t kind, long long per_acq, long long per_client) {
   fx_t fx;
   run_t r;
   lk_client_t *clients[PROCS];
@@ -323,48 +351,45 @@ static double across_clients(kind_t kind, long long *used_out, int *acq_out) {
     ASSERT_OK(lk_client_new(&fx.loop, &o, &clients[i]));
   one_permit(&fx, kind);
   used = run_handoffs(&fx, &r, kind, PROCS, PROC_ACQ, clients, PROCS);
-  fprintf(stderr, "%s: %d acquisitions among %d clients: %lld scripts (%.2f per acquisition)\n",
-          kind_names[kind], r.acquired, PROCS, used, (double)used / r.acquired);
-  *used_out = used;
-  *acq_out = r.acquired;
+  fprintf(stderr, "%s: %d acquisitions among %d clients: %lld scripts (%.2f per acquisition); bound %lld\n",
+          kind_names[kind], r.acquired, PROCS, used, (double)used / r.acquired,
+          per_acq * r.acquired + per_client * PROCS);
+  ASSERT(used <= per_acq * r.acquired + per_client * PROCS);
   for (i = 1; i < PROCS; i++)
     fx_close_direct_client(&fx, clients[i]);
   fx_finish(&fx);
-  return (double)used / r.acquired;
 }
 
-TEST(rwlock_writers_one_process) {
-  long long used;
-  int acq;
-  one_process(K_RW_WRITE, &used, &acq);
-}
+/* The plain lock in this harness, as core/contention_wake.c bounds it
+ * (2.4 per handoff in one process, 4.1-4.3 per acquisition among 10
+ * clients): the yardstick the kinds below are measured against. */
+TEST(lock_one_process) { one_process(K_LOCK, 3, 1); }
+TEST(lock_across_clients) { across_clients(K_LOCK, 6, 4); }
 
-TEST(rwlock_writers_across_clients) {
-  long long used;
-  int acq;
-  across_clients(K_RW_WRITE, &used, &acq);
-}
+/* The semaphores, one permit: a release of n permits wakes the first local
+ * waiters that need no more than n, n + 1 of them at most (two here), and
+ * the releaser's own next acquire tries at once: the release, about three
+ * tries, one of which wins: 4.2-4.4 per handoff measured. The old rule
+ * (every local waiter on every release) cost ~50. */
+TEST(semaphore_one_process) { one_process(K_SEM, 6, 2); }
+TEST(psem_one_process) { one_process(K_PSEM, 6, 2); }
 
-TEST(semaphore_one_process) {
-  long long used;
-  int acq;
-  one_process(K_SEM, &used, &acq);
-}
+/* The read/write lock's writers. A write release publishes "1", which
+ * wakes every local waiter (readers may all enter), writers too: today
+ * each handoff costs about one try per waiting writer, 46 per handoff
+ * measured among 50, which IS the old rule. This bound only records that
+ * (OBJS + 6 per handoff) and catches worse; it is to come down to the
+ * semaphores' 6 when a write release wakes one writer. */
+TEST(rwlock_writers_one_process) { one_process(K_RW_WRITE, OBJS + 6, 2); }
 
-TEST(semaphore_across_clients) {
-  long long used;
-  int acq;
-  across_clients(K_SEM, &used, &acq);
-}
-
-TEST(psem_one_process) {
-  long long used;
-  int acq;
-  one_process(K_PSEM, &used, &acq);
-}
-
-TEST(psem_across_clients) {
-  long long used;
-  int acq;
-  across_clients(K_PSEM, &used, &acq);
-}
+/* Across processes these kinds are not thinned: the core thins only a
+ * waiter that holds a wake-one, and a semaphore's or a write release's
+ * message wakes by the "all" rule (rationed to n + 1 for the semaphores).
+ * So each client's waiter tries on every release: about one try per
+ * client per acquisition, 9.6-10.8 measured among 10 clients, the rule
+ * before thinning. These bounds (PROCS + 5 per acquisition) record that
+ * and catch more than one try per client per release; they are to come
+ * down to the lock's 6 when these kinds are thinned. */
+TEST(rwlock_writers_across_clients) { across_clients(K_RW_WRITE, PROCS + 5, 4); }
+TEST(semaphore_across_clients) { across_clients(K_SEM, PROCS + 5, 4); }
+TEST(psem_across_clients) { across_clients(K_PSEM, PROCS + 5, 4); }
