@@ -147,21 +147,26 @@ static void keys_free(keys_t *ks) {
     free(ks->k[i]);
 }
 
-/* EVAL with the five keys and up to 3 args (lens for binary ones); the raw
- * reply, errors included. */
+/* EVAL with the five keys and up to EVAL5_MAX_ARGS args (lens for binary
+ * ones); the raw reply, errors included. Fixed slots (EVAL, script, 5, the
+ * keys, then the args) and a checked arg count: setRate passes 4 args, one
+ * more than the old 11-slot arrays held (gcc -O2 -Warray-bounds saw it). */
+#define EVAL5_HEAD 8 /* EVAL, script, "5", five keys */
+#define EVAL5_MAX_ARGS 4
 static redisReply *eval5(redisContext *ctx, const char *script, const keys_t *ks, int nargs,
                          const char **args, const size_t *arg_lens, const char *what) {
-  const char *argv[11];
-  size_t lens[11];
-  int n = 0;
-  argv[n] = "EVAL", lens[n++] = 4;
-  argv[n] = script, lens[n++] = strlen(script);
-  argv[n] = "5", lens[n++] = 1;
+  const char *argv[EVAL5_HEAD + EVAL5_MAX_ARGS];
+  size_t lens[EVAL5_HEAD + EVAL5_MAX_ARGS];
+  if (nargs < 0 || nargs > EVAL5_MAX_ARGS)
+    FAIL("redisson_ratelimiter_emu: %s: %d args, at most %d", what, nargs, EVAL5_MAX_ARGS);
+  argv[0] = "EVAL", lens[0] = 4;
+  argv[1] = script, lens[1] = strlen(script);
+  argv[2] = "5", lens[2] = 1;
   for (int i = 0; i < 5; i++)
-    argv[n] = ks->k[i], lens[n++] = strlen(ks->k[i]);
-  for (int i = 0; i < nargs; i++)
-    argv[n] = args[i], lens[n++] = arg_lens[i];
-  redisReply *r = redisCommandArgv(ctx, n, argv, lens);
+    argv[3 + i] = ks->k[i], lens[3 + i] = strlen(ks->k[i]);
+  for (int i = 0; i < nargs && i < EVAL5_MAX_ARGS; i++)
+    argv[EVAL5_HEAD + i] = args[i], lens[EVAL5_HEAD + i] = arg_lens[i];
+  redisReply *r = redisCommandArgv(ctx, EVAL5_HEAD + nargs, argv, lens);
   if (r == NULL)
     FAIL("redisson_ratelimiter_emu: %s: %s", what, ctx->errstr[0] ? ctx->errstr : "no reply");
   return r;
