@@ -406,29 +406,39 @@ static void retry_now(lk__obj_t *o) {
 /* --- thinning ---
  * Across processes a release wakes one waiter in each, and all but one of
  * their tries lose: with many processes that is most of the server's work
- * for a busy name. So each process thins its tries, as a shared medium's
- * stations do (p-persistence): on a release its woken waiter tries at once
- * with probability p, else it puts the try off to a fallback, which the
- * next release replaces with a fresh draw. Tries then go out right after
+ * for a busy name. So a process that sees its tries lose thins them, as a
+ * shared medium's stations do (p-persistence): on a release its woken
+ * waiter tries at once with probability 2/d, else it puts the try off to a
+ * fallback about d round trips away (jittered x1..2), which the next
+ * release replaces with a fresh draw. Tries then go out right after
  * releases, where they can win, about two per release whatever the number
  * of processes, and the fallback bounds how long a release nobody tried
  * for leaves the name free.
- * - n other processes listened at this process's own last release of the
- *   name (its script's PUBLISH count, lk__sub_note_others): p = 2/n, the
- *   fallback n round trips (jittered x1..2) away;
- * - else the channel's heat h (this process's woken tries lost minus won,
- *   pubsub.h): p = 2^-h, the fallback 2^h round trips away.
- * A name with neither (one waiting process, or no contention seen) is
- * tried at once, as before. */
+ * d grows with the channel's heat h, this process's woken tries lost minus
+ * won (pubsub.h): d = 2^(h+1), capped by n, the other processes that heard
+ * this process's own last release of the name (its script's PUBLISH count,
+ * lk__sub_note_others), when known. With h = 0 (no try of this process
+ * lost lately: one waiting process, or a name many processes listen on but
+ * few contend for) every release is tried at once, as before. */
 #define LK__THIN_RTT_DEFAULT_NS 200000u /* before any try was timed */
+
+/* The thinning divisor d (see above); at most 2: no thinning. */
+static unsigned thin_divisor(unsigned heat, unsigned others) {
+  unsigned d;
+  if (heat == 0)
+    return 0;
+  d = 2u << heat;
+  if (others > 2 && others < d)
+    d = others;
+  return d;
+}
 
 /* How many round trips the fallback lies away; 0 = try at once. */
 static unsigned thin_span(lk__obj_t *o, unsigned heat, unsigned others) {
-  if (others > 2)
-    return lk__jitter(o->client, others) < 2 ? 0 : others;
-  if (heat > 0)
-    return lk__jitter(o->client, 1u << heat) == 0 ? 0 : 1u << heat;
-  return 0;
+  unsigned d = thin_divisor(heat, others);
+  if (d <= 2 || lk__jitter(o->client, d) < 2)
+    return 0;
+  return d;
 }
 
 /* Arms the deferred try span round trips (x1..2) away; the budget bounds
@@ -576,7 +586,7 @@ int lk__obj_wait_first(lk__obj_t *o, int just_released) {
   /* Waiters of this process ahead of it: a try would lose to the holder or
    * barge past the one a release just woke. It queues behind them. */
   queue = peek.listeners;
-  if (!queue && !(just_released && (peek.others > 2 || peek.heat > 0)))
+  if (!queue && !(just_released && thin_divisor(peek.heat, peek.others) > 2))
     return 1;
   if (lk__obj_want_timer(o) != 0)
     return LK_ENOMEM;
@@ -597,7 +607,7 @@ int lk__obj_wait_first(lk__obj_t *o, int just_released) {
   } else {
     /* It released to the others a moment ago: it waits as one of them,
      * for the next release or its fallback, and lets them have this one. */
-    defer_try(o, peek.others > 2 ? peek.others : 1u << peek.heat);
+    defer_try(o, thin_divisor(peek.heat, peek.others));
   }
   return 0;
 }
