@@ -137,14 +137,16 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
 /* --- waking --- */
 
 /* Redisson's wake-up rule on the channel: '1' (a write release, a force
- * release) lets every local waiter try again, readers may all enter; '0'
- * (a read release that freed the lock) wakes one, the longest waiting, since
- * one writer at most can use it (the core passes the wake on if that one's
- * wait ends without it). Anything else wakes everyone, to be safe. Waiters
- * that are not woken still re-poll on their timer. */
+ * release) lets every local reader try again, readers may all enter, but
+ * only one writer (the longest waiting), since one writer at most can get
+ * in; '0' (a read release that freed the lock) wakes one, the longest
+ * waiting, for the same reason (the core passes a wake-one on if that
+ * one's wait ends without it). Anything else wakes everyone, to be safe.
+ * Waiters that are not woken still re-poll on their timer. */
 int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len) {
-  (void)o;
   if (len == 1 && msg[0] == '0')
+    return LK__WAKE_ONE;
+  if (len == 1 && msg[0] == '1' && ((lk_rwlock_t *)o)->req_side == LK__RW_W)
     return LK__WAKE_ONE;
   return LK__WAKE_ALL;
 }

@@ -26,8 +26,9 @@ int lk__sem_int_of(const redisReply *r, int64_t *out);
 /* The wait engine's message hook for both semaphores: a message carries
  * the new available count (decimal, as Redisson publishes it). A waiter
  * that needs more than `need`, or one of more local waiters than there are
- * permits, has nothing to try for (0); anything else, another client's
- * message say, is worth a try (1). */
+ * permits, has nothing to try for (LK__WAKE_NONE); fewer than twice `need`
+ * wakes one waiter (LK__WAKE_ONE); anything else, another client's message
+ * say, is worth a try (LK__WAKE_ALL). */
 int lk__sem_worth_waking(lk__obj_t *o, const char *msg, size_t len, int64_t need);
 
 /* The i-th element of an array reply as an integer. */
