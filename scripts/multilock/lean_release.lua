@@ -6,8 +6,8 @@
 -- command, ARGV[4] the object's count before the first attempt on a resend
 -- (else -1), ARGV[5] n, ARGV[6] 'exact' when ARGV[4] is a give-back's
 -- condition instead. Reply: nil = this owner holds nothing, 0 = still held
--- (the object counts holds left), 1 = released and waiters told, 2 =
--- released while somebody listened.
+-- (the object counts holds left), 1 = released and waiters told, 1 + k =
+-- released while k connections listened.
 -- The server holds no count: the object's count says whether holds remain
 -- (ARGV[4] > n). Without it (-1), every hold of this owner goes.
 -- A resend that finds the value not its own reads the lost attempt as
@@ -31,6 +31,6 @@ redis.call('del', KEYS[1])
 -- pcall: a user without channel permission still releases (the DEL stays).
 local heard = redis.pcall(ARGV[3], KEYS[2], '0')
 if type(heard) == 'number' and heard > 0 then
-  return 2
+  return 1 + heard
 end
 return 1

@@ -67,6 +67,7 @@ static void stop_waiting(lk__obj_t *o) {
   if (o->w == NULL)
     return;
   o->w->deferred = 0;
+  o->w->counted = 0; /* an attempt abandoned or canceled tells nothing */
   drop_wake(o);
   uv_timer_stop(&o->w->timer);
   if (!o->keep_sub)
@@ -113,6 +114,10 @@ static void count_end(lk__obj_t *o, int kind, int status) {
 static void report_try(lk__obj_t *o, int won) {
   if (o->w == NULL || !o->w->counted)
     return;
+  if (o->kind != o->ops->acquire_kind) {
+    o->w->counted = 0;
+    return;
+  }
   o->w->counted = 0;
   lk__sub_tried(&o->w->sub, won, lk__now_ns() - o->w->try_ns);
 }
@@ -428,8 +433,8 @@ static unsigned thin_divisor(unsigned heat, unsigned others) {
   if (heat == 0)
     return 0;
   d = 2u << heat;
-  if (others > 2 && others < d)
-    d = others;
+  if (others > 0 && others < d)
+    d = others; /* 1 or 2 others: no thinning, two tries at most anyway */
   return d;
 }
 
@@ -451,6 +456,11 @@ static void defer_try(lk__obj_t *o, unsigned span) {
   ns = rtt * span;
   ns += lk__jitter(o->client, (uint32_t)(ns > UINT32_MAX ? UINT32_MAX : ns));
   delay = (int64_t)((ns + 999999u) / 1000000u); /* at least 1 ms: uv timers count ms */
+  /* Never longer than a waiter's re-poll: an expiry or a holder that
+   * publishes nothing must not leave it sleeping longer than without
+   * thinning. */
+  if (delay > o->client->o.max_repoll_ms)
+    delay = o->client->o.max_repoll_ms;
   if (left < delay)
     delay = left;
   o->w->deferred = 1;

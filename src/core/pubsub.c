@@ -33,6 +33,9 @@
 #define uthash_malloc(sz) lk__malloc(sz)
 #define uthash_free(ptr, sz) lk__free(ptr)
 
+/* The most one timed try may add to a channel's round trip estimate. */
+#define LK__SUB_RTT_SAMPLE_MAX_NS (10u * 1000000u)
+
 /* MOVED replies to one channel's SSUBSCRIBE in a row before it waits for
  * the next topology read (each one has already corrected the slot map). */
 #define LK__MAX_SUB_MOVES 5
@@ -60,6 +63,7 @@ struct lk__chan_s {
   unsigned moves : 7; /* MOVED replies in a row */
   int dispatching; /* messages being delivered: free after */
   unsigned taken;  /* listeners that took the message being delivered */
+  unsigned rationed; /* listeners given it under a count (lk__sub_ration) */
   lk__sub_t *skipper; /* the first that skipped it (lk__sub_skip), or NULL */
   int internal;    /* the heartbeat channel (standalone only) */
   /* Linger (lk__opts_t.pubsub_linger_ms): without listeners the channel
@@ -391,6 +395,10 @@ unsigned lk__sub_take(lk__sub_t *s) {
   return s->chan != NULL ? s->chan->taken++ : 0;
 }
 
+unsigned lk__sub_ration(lk__sub_t *s) {
+  return s->chan != NULL ? s->chan->rationed++ : 0;
+}
+
 void lk__sub_skip(lk__sub_t *s) {
   if (s->chan != NULL && s->chan->skipper == NULL)
     s->chan->skipper = s;
@@ -410,8 +418,12 @@ void lk__sub_tried(lk__sub_t *s, int won, uint64_t rtt_ns) {
     ch->heat--;
   else if (!won && ch->heat < LK__SUB_HEAT_MAX)
     ch->heat++;
+  /* Smoothed, one sample capped: a try stuck behind a reconnect must not
+   * stretch every fallback (they are capped by max_repoll_ms anyway). */
+  if (rtt_ns > LK__SUB_RTT_SAMPLE_MAX_NS)
+    rtt_ns = LK__SUB_RTT_SAMPLE_MAX_NS;
   if (rtt_ns > 0)
-    ch->try_rtt_ns = rtt_ns;
+    ch->try_rtt_ns = ch->try_rtt_ns == 0 ? rtt_ns : (ch->try_rtt_ns * 7 + rtt_ns) / 8;
 }
 
 void lk__sub_note_others(lk_client_t *c, const char *channel, size_t len, long long heard) {
@@ -637,6 +649,7 @@ static void deliver(lk__chan_t *ch, const char *msg, size_t len) {
   lk__queue_move(&ch->listeners, &pending);
   ch->dispatching = 1;
   ch->taken = 0;
+  ch->rationed = 0;
   ch->skipper = NULL;
   while (!lk__queue_empty(&pending)) {
     lk__sub_t *s = lk__container_of(lk__queue_head(&pending), lk__sub_t, node);

@@ -60,6 +60,11 @@ void lk__sub_pass(lk__sub_t *s);
  * this message before, counting this one as taking it too. A message meant
  * to wake one local waiter (or n) is acted on by the first one (or n) only. */
 unsigned lk__sub_take(lk__sub_t *s);
+/* Inside an LK__SUB_MESSAGE callback: how many listeners were given this
+ * message under a count before (a release of n permits serves at most n + 1
+ * waiters), counting this one. Kept apart from lk__sub_take, so a waiter
+ * woken under the count never uses up the wake meant for one. */
+unsigned lk__sub_ration(lk__sub_t *s);
 /* Inside an LK__SUB_MESSAGE callback: this listener leaves a wake meant for
  * one to the others (its own try, made on an earlier wake, is still out),
  * but wants LK__SUB_UNTAKEN if none of them takes it: that try may predate

@@ -309,14 +309,15 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
    * the local deadline the watchdog promises. */
   l->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || watching(l);
   l->req_lease_ms = l->req_watchdog ? CLIENT(l)->o.default_lease_ms : opts->lease_ms;
-  if (opts->wait_ms != 0 && l->hold.count == 0 && !l->owner_shared) {
+  if (opts->wait_ms != 0 && l->hold.count == 0) {
     int just_released = l->released_to_waiters_ns != 0 &&
                         lk__now_ns() - l->released_to_waiters_ns < LK__POLITE_WINDOW_NS;
     l->released_to_waiters_ns = 0;
     /* Waiters of this process queued on the name, or a name other
      * processes keep winning: the wait starts without a try (it would
-     * lose or barge, core/object.h). */
-    rc = lk__obj_wait_first(&l->base, just_released);
+     * lose or barge, core/object.h). Not for an owner shared with other
+     * objects: one of them may hold the lock this try re-enters. */
+    rc = l->owner_shared ? 1 : lk__obj_wait_first(&l->base, just_released);
     if (rc <= 0) {
       if (rc != 0)
         l->base.kind = OP_NONE;
@@ -377,6 +378,13 @@ static void on_release_reply(void *data, int status, redisReply *r) {
     return;
   }
   if (status == 0 && lk__reply_is_int(r, &v) && v >= 0) {
+    if (v == 1) {
+      /* Released and nobody listened: no other process contends now. */
+      size_t len = 0;
+      const char *ch = channel(l, &len);
+      if (ch != NULL)
+        lk__sub_note_others(CLIENT(l), ch, len, 0);
+    }
     if (v >= 2) {
       /* Released while v - 1 connections listened (scripts/lock/release.lua). */
       size_t len = 0;

@@ -66,7 +66,7 @@ int lk__sem_worth_waking(lk__obj_t *o, const char *msg, size_t len, int64_t need
   if (v < 2 * need)
     return LK__WAKE_ONE; /* one waiter of this size fits: the core picks it
                           * (and thins it across processes, core/object.c) */
-  return (int64_t)lk__sub_take(lk__obj_sub(o)) <= v;
+  return (int64_t)lk__sub_ration(lk__obj_sub(o)) <= v;
 }
 
 int lk__sem_elem(const redisReply *r, size_t i, int64_t *out) {

@@ -387,3 +387,38 @@ TEST(rwlock_writers_one_process) { one_process(K_RW_WRITE, 3, 2); }
 TEST(rwlock_writers_across_clients) { across_clients(K_RW_WRITE, 6, 4); }
 TEST(semaphore_across_clients) { across_clients(K_SEM, 6, 4); }
 TEST(psem_across_clients) { across_clients(K_PSEM, 6, 4); }
+
+/* A release a small waiter may share with a larger one wakes both: 3
+ * permits, one waiter needing 1 (first in line, woken under the count) and
+ * one needing 2 (woken alone). Counting the first under the wake meant for
+ * one left the second asleep until its re-poll (20 s here) with 3 permits
+ * free. */
+TEST(semaphore_release_wakes_a_small_and_a_large_waiter) {
+  fx_t fx;
+  lk_client_t *other;
+  lk_semaphore_t *small, *large, *adder;
+  sx_t a, b;
+  int64_t t0;
+  start_quiet(&fx);
+  other = fx_direct_client(&fx);
+  small = fx_sem(&fx, "fits");
+  large = fx_sem(&fx, "fits");
+  ASSERT_OK(lk_semaphore_new(other, "fits", &adder));
+  reset_stats(fx.srv);
+  sem_start_acquire(small, 1, 60000, &a);
+  sem_start_acquire(large, 2, 60000, &b);
+  /* Both tried (and the first once more on its subscription): waiting. */
+  FX_EVENTUALLY(&fx, scripts(fx.srv) >= 3, 5000);
+  t0 = rt_now_ms();
+  ASSERT_EQ(sem_run_n(&fx, lk_semaphore_add_permits, adder, 3, NULL), 0);
+  rt_run_until(&fx.loop, &a.done, 15000);
+  rt_run_until(&fx.loop, &b.done, 15000);
+  ASSERT_EQ(a.status, 0);
+  ASSERT_EQ(b.status, 0);
+  ASSERT(rt_now_ms() - t0 < 10000); /* woken, not re-polled */
+  fx_close_sem(&fx, small);
+  fx_close_sem(&fx, large);
+  fx_close_sem_in(&fx.loop, adder);
+  fx_close_direct_client(&fx, other);
+  fx_finish(&fx);
+}

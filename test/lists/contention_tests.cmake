@@ -21,6 +21,6 @@ foreach(_lk_case IN ITEMS rwlock_writers_one_process rwlock_writers_across_clien
   set_property(TEST "contention.${_lk_case}" APPEND PROPERTY LABELS rwlock)
 endforeach()
 foreach(_lk_case IN ITEMS semaphore_one_process semaphore_across_clients psem_one_process
-        psem_across_clients)
+        psem_across_clients semaphore_release_wakes_a_small_and_a_large_waiter)
   set_property(TEST "contention.${_lk_case}" APPEND PROPERTY LABELS semaphore)
 endforeach()
