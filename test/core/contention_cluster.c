@@ -6,18 +6,7 @@
 #include <string.h>
 
 #include "../cluster/cluster_fixture.h"
-
-static long long calls_of(rt_server_t *srv, const char *cmd) {
-  char field[64];
-  char *v;
-  long long n = 0;
-  snprintf(field, sizeof(field), "cmdstat_%s", cmd);
-  v = rt_server_info(srv, "commandstats", field);
-  if (v != NULL && strncmp(v, "calls=", 6) == 0)
-    n = atoll(v + 6);
-  free(v);
-  return n;
-}
+#include "server_faults.h"
 
 static long long shardnumsub(rt_server_t *srv, const char *channel) {
   redisReply *r = rt_cmd(srv, "PUBSUB SHARDNUMSUB %s", channel);
@@ -56,10 +45,10 @@ TEST(sharded_busy_name_subscribed_once_then_unsubscribed) {
   free(ok);
   for (i = 0; i < 10; i++)
     ASSERT_EQ(sx_acquire(&f.fx, l, 20, 10000), LK_ETIMEDOUT);
-  ASSERT_EQ(calls_of(owner, "ssubscribe"), 1);
+  ASSERT_EQ(rt_server_cmd_calls(owner, "ssubscribe"), 1);
   ASSERT_EQ(shardnumsub(owner, channel), 1);
   FX_EVENTUALLY(&f.fx, shardnumsub(owner, channel) == 0, 5000);
-  ASSERT_EQ(calls_of(owner, "sunsubscribe"), 1);
+  ASSERT_EQ(rt_server_cmd_calls(owner, "sunsubscribe"), 1);
   fx_close_lock(&f.fx, l);
   fx_close_lock(&f.fx, holder);
   fx_close_direct_client(&f.fx, c2);

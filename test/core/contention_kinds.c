@@ -13,29 +13,12 @@
 #include <string.h>
 
 #include "lk_fixture.h"
+#include "server_faults.h"
 #include "rw_fixture.h"
 #include "sem_fixture.h"
 
-/* "calls=N,..." of cmdstat_<cmd>, 0 when the server never ran it. */
-static long long calls_of(rt_server_t *srv, const char *cmd) {
-  char field[64];
-  char *v;
-  long long n = 0;
-  snprintf(field, sizeof(field), "cmdstat_%s", cmd);
-  v = rt_server_info(srv, "commandstats", field);
-  if (v != NULL && strncmp(v, "calls=", 6) == 0)
-    n = atoll(v + 6);
-  free(v);
-  return n;
-}
-
-static void reset_stats(rt_server_t *srv) {
-  char *ok = rt_cmd_str(srv, "CONFIG RESETSTAT");
-  free(ok);
-}
-
 static long long scripts(rt_server_t *srv) {
-  return calls_of(srv, "evalsha") + calls_of(srv, "eval");
+  return rt_server_cmd_calls(srv, "evalsha") + rt_server_cmd_calls(srv, "eval");
 }
 
 /* ---- one name, one holder at a time, of one kind ---- */
@@ -276,7 +259,7 @@ static long long run_handoffs(fx_t *fx, run_t *r, kind_t kind, int n, int target
   r->acquired = 0;
   r->max_holders = 0;
   r->target = target;
-  reset_stats(fx->srv);
+  rt_server_reset_stats(fx->srv);
   before = scripts(fx->srv);
   for (i = 0; i < n; i++) {
     r->active++;
@@ -323,7 +306,7 @@ static void one_process(kind_t kind, long long per_acq, long long per_obj) {
   start_quiet(&fx);
   one_permit(&fx, kind);
   used = run_handoffs(&fx, &r, kind, OBJS, HANDOFFS, &fx.c, 1);
-  subs = calls_of(fx.srv, "subscribe") + calls_of(fx.srv, "unsubscribe");
+  subs = rt_server_cmd_calls(fx.srv, "subscribe") + rt_server_cmd_calls(fx.srv, "unsubscribe");
   fprintf(stderr,
           "%s: %d handoffs among %d objects of one client: %lld scripts (%.2f per handoff), "
           "%lld (un)subscribes; bound %lld\n",
@@ -404,7 +387,7 @@ TEST(semaphore_release_wakes_a_small_and_a_large_waiter) {
   small = fx_sem(&fx, "fits");
   large = fx_sem(&fx, "fits");
   ASSERT_OK(lk_semaphore_new(other, "fits", &adder));
-  reset_stats(fx.srv);
+  rt_server_reset_stats(fx.srv);
   sem_start_acquire(small, 1, 60000, &a);
   sem_start_acquire(large, 2, 60000, &b);
   /* Both tried (and the first once more on its subscription): waiting. */

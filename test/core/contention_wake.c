@@ -9,28 +9,11 @@
 #include <string.h>
 
 #include "lk_fixture.h"
+#include "server_faults.h"
 #include "latchkey/inspect.h"
 
-/* "calls=N,..." of cmdstat_<cmd>, 0 when the server never ran it. */
-static long long calls_of(rt_server_t *srv, const char *cmd) {
-  char field[64];
-  char *v;
-  long long n = 0;
-  snprintf(field, sizeof(field), "cmdstat_%s", cmd);
-  v = rt_server_info(srv, "commandstats", field);
-  if (v != NULL && strncmp(v, "calls=", 6) == 0)
-    n = atoll(v + 6);
-  free(v);
-  return n;
-}
-
-static void reset_stats(rt_server_t *srv) {
-  char *ok = rt_cmd_str(srv, "CONFIG RESETSTAT");
-  free(ok);
-}
-
 static long long scripts(rt_server_t *srv) {
-  return calls_of(srv, "evalsha") + calls_of(srv, "eval");
+  return rt_server_cmd_calls(srv, "evalsha") + rt_server_cmd_calls(srv, "eval");
 }
 
 /* ---- many waiters of one process on one name ---- */
@@ -137,11 +120,11 @@ TEST(handoffs_cost_a_few_commands) {
   warm = fx_lock(&fx, "warm");
   ASSERT_EQ(sx_acquire(&fx, warm, 0, 1000), 0); /* loads the script */
   fx_close_lock(&fx, warm);
-  reset_stats(fx.srv);
+  rt_server_reset_stats(fx.srv);
   before = scripts(fx.srv);
   run_handoffs(&fx, &r, 50, 200);
   used = scripts(fx.srv) - before;
-  subs = calls_of(fx.srv, "subscribe") + calls_of(fx.srv, "unsubscribe");
+  subs = rt_server_cmd_calls(fx.srv, "subscribe") + rt_server_cmd_calls(fx.srv, "unsubscribe");
   fprintf(stderr, "200 handoffs among 50 waiters: %lld scripts, %lld (un)subscribes, %.2f per handoff\n",
           used, subs, (double)(used + subs) / r.acquired);
   /* Per handoff: the winner's acquire and its release (a releaser that
@@ -172,7 +155,7 @@ TEST(processes_thin_their_tries) {
   clients[0] = fx.c;
   for (i = 1; i < PROCS; i++)
     clients[i] = fx_direct_client(&fx);
-  reset_stats(fx.srv);
+  rt_server_reset_stats(fx.srv);
   before = scripts(fx.srv);
   run_handoffs_on(&fx, &r, PROCS, 600, clients, PROCS);
   used = scripts(fx.srv) - before;
@@ -223,9 +206,9 @@ TEST(eight_objects_subscribe_once) {
   long long subs;
   quiet_client(&fx, &o);
   fx_start_client(&fx, &o);
-  reset_stats(fx.srv);
+  rt_server_reset_stats(fx.srv);
   run_handoffs(&fx, &r, 8, 800);
-  subs = calls_of(fx.srv, "subscribe");
+  subs = rt_server_cmd_calls(fx.srv, "subscribe");
   fprintf(stderr, "8 objects, %d acquisitions: %lld SUBSCRIBE (one is the heartbeat's)\n",
           r.acquired, subs);
   /* ≤ 0.01 per acquisition; the channel's own and the heartbeat's. */
@@ -258,14 +241,14 @@ TEST(busy_name_subscribed_once_then_unsubscribed) {
   ASSERT_OK(lk_lock_new(holder_c, "busy", &holder));
   ASSERT_EQ(sx_acquire(&fx, holder, 0, 60000), 0);
   l = fx_lock(&fx, "busy");
-  reset_stats(fx.srv);
+  rt_server_reset_stats(fx.srv);
   busy_waits(&fx, l, 20);
   /* The channel and the heartbeat's, once each, for 20 waits. */
-  ASSERT_EQ(calls_of(fx.srv, "subscribe"), 2);
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "subscribe"), 2);
   ASSERT_EQ(rt_server_numsub(fx.srv, CHAN), 1);
   /* The linger ends on a heartbeat tick: one UNSUBSCRIBE. */
   FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, CHAN) == 0, 5000);
-  ASSERT_EQ(calls_of(fx.srv, "unsubscribe"), 1);
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "unsubscribe"), 1);
   fx_close_lock(&fx, l);
   fx_close_lock(&fx, holder);
   fx_close_direct_client(&fx, holder_c);
@@ -284,9 +267,9 @@ TEST(linger_zero_unsubscribes_each_time) {
   ASSERT_OK(lk_lock_new(holder_c, "busy", &holder));
   ASSERT_EQ(sx_acquire(&fx, holder, 0, 60000), 0);
   l = fx_lock(&fx, "busy");
-  reset_stats(fx.srv);
+  rt_server_reset_stats(fx.srv);
   busy_waits(&fx, l, 5);
-  ASSERT_EQ(calls_of(fx.srv, "subscribe"), 6); /* 5 + the heartbeat's */
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "subscribe"), 6); /* 5 + the heartbeat's */
   fx_close_lock(&fx, l);
   fx_close_lock(&fx, holder);
   fx_close_direct_client(&fx, holder_c);
