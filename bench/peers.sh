@@ -155,36 +155,11 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-port_in_use() { (: <>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-start_server() { # appends to server_pids / server_ports
-  local p pid ok=0 _
-  for _ in $(seq 1 20); do
-    p=$((20000 + RANDOM % 30000))
-    port_in_use "$p" && continue
-    "${srv_pin[@]}" redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no \
-      --dir "$results/logs" --logfile "$results/logs/redis-$p.log" &
-    pid=$!
-    server_pids+=("$pid")
-    for _ in $(seq 1 50); do
-      if redis-cli -h 127.0.0.1 -p "$p" PING 2>/dev/null | grep -q PONG; then
-        ok=1
-        break
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if [ "$ok" -eq 1 ]; then
-      server_ports+=("$p")
-      return 0
-    fi
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  die "could not start redis-server on a free port (logs: $results/logs)"
-}
-start_server
+# shellcheck source=bench/servers.sh
+. "$ROOT/bench/servers.sh"
+start_server "$results/logs"
 b3_port=${server_ports[0]}
-for _ in 1 2 3 4 5; do start_server; done
+for _ in 1 2 3 4 5; do start_server "$results/logs"; done
 masters=$(IFS=,; echo "${server_ports[*]:1:5}")
 
 {

@@ -222,42 +222,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-port_in_use() { (: <>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# shellcheck source=bench/servers.sh
+. "$ROOT/bench/servers.sh"
 
-start_server() { # appends to server_pids / server_ports
-  local p pid="" ok=0 _
-  for _ in $(seq 1 20); do
-    p=$((20000 + RANDOM % 30000))
-    port_in_use "$p" && continue
-    "${srv_pin[@]}" redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no \
-      --dir "$tmp" --logfile "$tmp/redis-$p.log" &
-    pid=$!
-    server_pids+=("$pid")
-    for _ in $(seq 1 50); do
-      if redis-cli -h 127.0.0.1 -p "$p" PING 2>/dev/null | grep -q PONG; then
-        ok=1
-        break
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if [ "$ok" -eq 1 ]; then
-      server_ports+=("$p")
-      return 0
-    fi
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  die "could not start redis-server on a free port (logs: $tmp)"
-}
-
-start_server
+start_server "$tmp"
 port=${server_ports[0]}
 # RedLock-style programs get their own set of masters (all on the server CPU).
 declare -a multi_ports=()
 if [ "$max_servers" -gt 1 ]; then
   for _ in $(seq 1 "$max_servers"); do
-    start_server
+    start_server "$tmp"
     multi_ports+=("${server_ports[${#server_ports[@]}-1]}")
   done
 fi
