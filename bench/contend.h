@@ -119,6 +119,7 @@ typedef struct bench_contend_args_s {
   double seconds;
   int warmup_ms;
   int hold_us;
+  int busy_poll_us; /* every worker client's busy_poll_us (--busy-poll-us) */
   int order_margin_us;
   int pin;
   int cpus[8];
@@ -265,6 +266,7 @@ static inline int bench_contend_worker(bench_contend_t *w, const char *name) {
   co.host = w->args->host;
   co.port = w->args->port;
   co.client_name = "latchkey-bench-contend";
+  co.busy_poll_us = w->args->busy_poll_us;
   rc = lk_client_new(&w->loop, &co, &w->client);
   if (rc == 0)
     rc = w->impl->open(w, w->client, name, &w->obj);
@@ -369,7 +371,7 @@ static inline void bench_contend_line(const bench_contend_impl_t *impl, const ch
 static inline int bench_contend_usage(const char *prog) {
   fprintf(stderr,
           "usage: %s [--host H] [--port P] [--procs N] [--seconds S] [--warmup-ms MS]\n"
-          "          [--hold-us MAX] [--order-margin-us US] [--no-pin]\n"
+          "          [--hold-us MAX] [--order-margin-us US] [--busy-poll-us US] [--no-pin]\n"
           "  N processes (default 8) contend for one name for S seconds (default 5)\n"
           "  after a warm-up (default 500 ms); each holds 0..MAX µs (default 200).\n"
           "  Pinning: LK_BENCH_PIN (default 1), LK_BENCH_WORKER_CPUS (default 0,1).\n",
@@ -419,6 +421,8 @@ static inline int bench_contend_parse(int argc, char **argv, bench_contend_args_
       a->warmup_ms = (int)v;
     else if (strcmp(s, "--hold-us") == 0 && bench_parse_u64(val, &v) == 0 && v <= 100000)
       a->hold_us = (int)v;
+    else if (strcmp(s, "--busy-poll-us") == 0 && bench_parse_u64(val, &v) == 0 && v <= 1000000)
+      a->busy_poll_us = (int)v;
     else if (strcmp(s, "--order-margin-us") == 0 && bench_parse_u64(val, &v) == 0 &&
              v <= 1000000)
       a->order_margin_us = (int)v;

@@ -104,6 +104,7 @@ typedef struct args_s {
   int pairs, warmup, rounds;
   int only; /* -1: every implementation; else IMPL_* (--only NAME) */
   int inflight; /* lanes at once (--inflight K), 1 by default */
+  int busy_poll_us; /* every client's busy_poll_us (--busy-poll-us N), 0 by default */
 } args_t;
 
 static pid_t spawned[MASTERS];
@@ -529,6 +530,7 @@ static void lk_open(lk_side_t *s, const args_t *a, redisContext *const *hc) {
     lk_client_opts_init(&o);
     o.host = a->host;
     o.port = a->ports[i < MASTERS ? i : 0];
+    o.busy_poll_us = a->busy_poll_us;
     rc = lk_client_new(&s->loop, &o, i < MASTERS ? &s->c[i] : &s->single_c);
     if (rc != 0)
       die("lk_client_new: %s", lk_err_name(rc));
@@ -635,7 +637,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 static void usage(void) {
   fprintf(stderr, "usage: multilock_redlock (--ports P1,..,P5 | --spawn [--no-pin]) "
                   "[--host H] [--port P] [--pairs N] [--warmup W] [--rounds R]\n"
-                  "       [--inflight K] [--only raw|latchkey|latchkey-single|raw-lean|\n"
+                  "       [--inflight K] [--busy-poll-us N] [--only raw|latchkey|latchkey-single|raw-lean|\n"
                   "        raw-lean-script|latchkey-lean|latchkey-lean-single]\n");
   exit(2);
 }
@@ -683,6 +685,10 @@ static void parse_args(int argc, char **argv, args_t *a) {
       i++;
     } else if (strcmp(s, "--inflight") == 0 && v != NULL) {
       if (parse_int(v, 1, MAX_LANES, &a->inflight) != 0)
+        usage();
+      i++;
+    } else if (strcmp(s, "--busy-poll-us") == 0 && v != NULL) {
+      if (parse_int(v, 0, 1000000, &a->busy_poll_us) != 0)
         usage();
       i++;
     } else if (strcmp(s, "--only") == 0 && v != NULL) {

@@ -124,6 +124,14 @@ typedef struct lk_client_opts_s {
    * channels linger, the oldest goes first (0: none linger). */
   int64_t pubsub_linger_ms; /* default 2000 */
   size_t pubsub_linger_max; /* default 1024 */
+  /* Busy polling (docs/client.md, "Busy polling"), off by default: after
+   * each command sent, while any reply is outstanding, the client keeps the
+   * loop polling without sleeping for up to busy_poll_us microseconds (an
+   * active uv_idle_t). Replies then land on a running process: lower
+   * latency and less server CPU on hosts where waking a sleeping process
+   * is dear (fan-outs such as RedLock's gain most), for client CPU spent
+   * spinning. 0..1000000. */
+  int64_t busy_poll_us; /* default 0 */
   /* Spin mode (docs/objects.md, "Spin mode"), off by default: 1 makes every
    * acquire that can spin (lock, read/write lock, semaphores) wait by
    * back-off with jitter instead of listening for releases, unless its own

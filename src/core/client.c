@@ -179,6 +179,7 @@ static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
       (s->cluster != LK_CLUSTER_AUTO && s->cluster != LK_CLUSTER_ON &&
        s->cluster != LK_CLUSTER_OFF) ||
       !valid_ms(s->cluster_refresh_ms, 10) || !valid_ms(s->pubsub_linger_ms, 0) ||
+      s->busy_poll_us < 0 || s->busy_poll_us > 1000000 ||
       /* A cluster has only db 0 and refuses SELECT. */
       (s->cluster == LK_CLUSTER_ON && (s->db != 0 || s->unix_path != NULL)))
     return LK_EINVAL;
@@ -197,6 +198,7 @@ static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
   d->cluster_refresh_ms = s->cluster_refresh_ms;
   d->pubsub_linger_ms = s->pubsub_linger_ms;
   d->pubsub_linger_max = s->pubsub_linger_max;
+  d->busy_poll_us = s->busy_poll_us;
   d->host = lk__strdup(s->host ? s->host : "");
   d->unix_path = lk__strdup(s->unix_path);
   d->username = lk__strdup(s->username);
@@ -235,9 +237,32 @@ void lk__defer_init(lk__defer_t *d, lk__defer_fn fn) {
   d->fn = fn;
 }
 
+static void on_idle(uv_idle_t *h);
+
+/* Busy polling (lk_client_opts_t.busy_poll_us): replies outstanding and
+ * the window since the last command sent still open. */
+static int busy_polling(const lk_client_t *c) {
+  return c->o.busy_poll_us > 0 && c->inflight > 0 && c->closing == 0 &&
+         lk__now_ns() < c->busy_until_ns;
+}
+
+void lk__client_busy_poll(lk_client_t *c) {
+  if (c->o.busy_poll_us <= 0 || c->closing != 0)
+    return;
+  c->busy_until_ns = lk__now_ns() + (uint64_t)c->o.busy_poll_us * 1000u;
+  /* An active idle handle makes the loop poll with a zero timeout: it
+   * spins instead of sleeping until the window closes (on_idle). */
+  uv_idle_start(&c->idle, on_idle);
+}
+
 static void on_idle(uv_idle_t *h) {
   lk_client_t *c = h->data;
   lk__queue_t ready;
+  if (lk__queue_empty(&c->deferred)) {
+    if (!busy_polling(c))
+      uv_idle_stop(&c->idle);
+    return; /* spinning for replies: nothing deferred to run */
+  }
   lk__wd_check(c);
   /* Snapshot first (libuv's timer pattern): work deferred by these
    * callbacks runs on the next pass, so one pass always ends. */
@@ -250,7 +275,7 @@ static void on_idle(uv_idle_t *h) {
     d->fn(d);
   }
   lk__client_uncork(c);
-  if (lk__queue_empty(&c->deferred))
+  if (lk__queue_empty(&c->deferred) && !busy_polling(c))
     uv_idle_stop(&c->idle);
 }
 

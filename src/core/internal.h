@@ -140,6 +140,7 @@ typedef struct lk__opts_s {
   /* Waiting channels' linger (core/pubsub.c). */
   int64_t pubsub_linger_ms;
   size_t pubsub_linger_max;
+  int64_t busy_poll_us;
   /* Spin mode's defaults (core/spin.h): on, and the back-off's bounds (0:
    * the built-in ones). */
   int spin;
@@ -170,6 +171,7 @@ struct lk_client_s {
   uint64_t next_tid;
   uint64_t next_tag; /* request tags of script calls (ops.c) */
   uint64_t rng;      /* lk__jitter's state: seeded from uv_random at first use */
+  uint64_t busy_until_ns; /* busy polling: the loop spins until then (ops.c) */
   lk_client_event_cb on_event;
   void *event_arg;
   lk_log_cb log;
@@ -414,6 +416,9 @@ int lk__valid_client_id(const char *s);
  * and back-offs: cheap (no system call after the first) and not for
  * anything secret. */
 uint32_t lk__jitter(lk_client_t *c, uint32_t below);
+/* A command went out: with busy_poll_us, keep the loop spinning for that
+ * long while replies are outstanding (client.c, the idle handle). */
+void lk__client_busy_poll(lk_client_t *c);
 
 /* --- keys: Redisson's prefixName/suffixName rules --- */
 /* prefix:NAME if NAME contains '{', else prefix:{NAME}. Caller frees. */

@@ -157,6 +157,7 @@ int lk__op_submit(lk_client_t *c, lk__op_t *op) {
     return LK_EAGAIN;
   c->inflight++;
   lk__conn_enqueue(lk__router_cmd_conn(c, op->slot), op);
+  lk__client_busy_poll(c);
   return 0;
 }
 

@@ -24,3 +24,10 @@ foreach(_lk_case IN ITEMS semaphore_one_process semaphore_across_clients psem_on
         psem_across_clients semaphore_release_wakes_a_small_and_a_large_waiter)
   set_property(TEST "contention.${_lk_case}" APPEND PROPERTY LABELS semaphore)
 endforeach()
+# Busy polling (an opt-in client option that trades client CPU for latency
+# and server wake-ups): labels contention and core.
+lk_add_test_file(SOURCE core/busy_poll.c LABEL contention)
+foreach(_lk_case IN ITEMS busy_poll_spins_while_a_reply_is_outstanding
+        busy_poll_stops_when_its_window_closes busy_poll_bad_values_are_einval)
+  set_property(TEST "contention.${_lk_case}" APPEND PROPERTY LABELS core)
+endforeach()
