@@ -364,6 +364,7 @@ static const rt_rec_t **select_sorted(const rt_recs_t *h, uint16_t obj, uint16_t
 
 /* The wipes of h (RT_OP_WIPE), for cutting sections (history.h). */
 typedef struct wipes_s {
+  const rt_recs_t *h; /* for the grant behind a section (grant_asked) */
   const rt_rec_t **v;
   size_t n;
   size_t cut, skipped; /* sections ended early / skipped because of a wipe */
@@ -371,6 +372,7 @@ typedef struct wipes_s {
 
 static void wipes_collect(const rt_recs_t *h, wipes_t *w) {
   memset(w, 0, sizeof *w);
+  w->h = h;
   for (size_t i = 0; i < h->n; i++)
     if (h->v[i].op == RT_OP_WIPE)
       w->n++;
@@ -383,14 +385,36 @@ static void wipes_collect(const rt_recs_t *h, wipes_t *w) {
       w->v[w->n++] = &h->v[i];
 }
 
+/* When the acquire behind section rec was invoked: its RT_OP_GRANT record
+ * (same process and object, confirmed when the section began), else the
+ * section's own start. */
+static uint64_t grant_asked(const wipes_t *w, const rt_rec_t *rec) {
+  if (rec == NULL || w->h == NULL)
+    return 0;
+  for (size_t i = 0; i < w->h->n; i++) {
+    const rt_rec_t *g = &w->h->v[i];
+    if (g->op == RT_OP_GRANT && g->proc == rec->proc && g->obj == rec->obj &&
+        g->end_ns == rec->start_ns)
+      return g->start_ns;
+  }
+  return rec->start_ns;
+}
+
 /* The end of section [start, end] as the server knew it: the start of the
  * earliest wipe that was under way at some time in it. At or before start
- * (the section began during a wipe): skip it. Counts what it changed. */
-static uint64_t wipe_cut(wipes_t *w, uint64_t start, uint64_t end) {
-  uint64_t cut = end;
-  for (size_t k = 0; k < w->n; k++)
+ * (the section began during a wipe): skip it. Also skipped: a section
+ * whose acquire (rec's grant, when known) was still unanswered while a
+ * wipe ran, since its grant may have been made by the server that went
+ * and delivered only after the one that came back granted another.
+ * Counts what it changed. */
+static uint64_t wipe_cut(wipes_t *w, const rt_rec_t *rec, uint64_t start, uint64_t end) {
+  uint64_t cut = end, asked = w->n > 0 ? grant_asked(w, rec) : 0;
+  for (size_t k = 0; k < w->n; k++) {
     if (w->v[k]->start_ns < cut && w->v[k]->end_ns > start)
       cut = w->v[k]->start_ns;
+    else if (rec != NULL && w->v[k]->start_ns < start && w->v[k]->end_ns > asked)
+      cut = start;
+  }
   if (cut <= start)
     w->skipped++;
   else if (cut < end)
@@ -416,7 +440,7 @@ void rt_check_exclusive(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_
     const rt_rec_t *r = &h->v[i];
     if (r->obj != obj || r->op != op)
       continue;
-    uint64_t end = wipe_cut(&w, r->start_ns, r->end_ns);
+    uint64_t end = wipe_cut(&w, r, r->start_ns, r->end_ns);
     if (end <= r->start_ns)
       continue;
     if (rt_history_add(&iv, r->proc, r->start_ns, end) != 0) {
@@ -478,7 +502,7 @@ static sweep_ev_t *events(const rt_recs_t *h, uint16_t obj, uint16_t op_a, uint1
     const rt_rec_t *r = &h->v[i];
     if (r->obj != obj || (r->op != op_a && r->op != op_b))
       continue;
-    uint64_t end = w != NULL ? wipe_cut(w, r->start_ns, r->end_ns) : r->end_ns;
+    uint64_t end = w != NULL ? wipe_cut(w, r, r->start_ns, r->end_ns) : r->end_ns;
     if (w != NULL && end <= r->start_ns)
       continue;
     ev[(*n)++] = (sweep_ev_t){r->start_ns, 0, 1, r};
@@ -704,7 +728,7 @@ void rt_check_lost_first(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check
     uint64_t began = (uint64_t)lost->extra, told = lost->start_ns;
     /* A wipe during the section ended it on the server when it began:
      * sections that start after that are not this notification's to precede. */
-    told = wipe_cut(&w, began, told);
+    told = wipe_cut(&w, NULL, began, told);
     if (told <= began)
       continue;
     out->checked++;
