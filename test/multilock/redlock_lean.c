@@ -53,12 +53,47 @@ static void count_lost(lk_redlock_t *rl, int status, void *arg) {
   (*n)++;
 }
 
+/* The masters that granted the last acquire hold it, a quorum of them.
+ * mx_rl_settle waits only for answers still due (LK_EUNKNOWN); on a loaded
+ * machine a master may legitimately hold nothing at this point: one that
+ * answered past the node timeout (LK_ETIMEDOUT: its late grant is kept when
+ * it comes, but may not have come yet), or one not asked because an earlier
+ * answer was still due on it (LK_EBUSY: e.g. the previous acquire's late
+ * grant, which the release skipped; kept when it lands while held;
+ * docs/multilock.md, lk_redlock_node_status). Any other outcome, or a granted master that does
+ * not hold it, fails. Returns the granted masters as a bit mask. */
+static unsigned lean_quorum_holds(mfx_t *m, lk_redlock_t *rl, int fenced) {
+  unsigned granted = 0;
+  int i, held = 0;
+  mx_rl_settle(m, rl);
+  for (i = 0; i < N; i++) {
+    int st = lk_redlock_node_status(rl, (size_t)i);
+    if (st != 0) {
+      if (st != LK_ETIMEDOUT && st != LK_EBUSY)
+        FAIL("master %d: unexpected status %d", i, st);
+      continue;
+    }
+    ASSERT_EQ(lean_holds_on(m, rl, i), 1);
+    if (fenced) {
+      char *t = rt_cmd_str(m->srv[i], "GET redisson_lock_token:{%s}", lk_redlock_name(rl));
+      ASSERT_NOT_NULL(t);
+      ASSERT_GE(atoll(t), 1);
+      free(t);
+    }
+    held++;
+    granted |= 1u << i;
+  }
+  ASSERT_GE(held, N / 2 + 1);
+  return granted;
+}
+
 TEST(rl_lean_acquire_release_renew_fence_on_five_masters) {
   mfx_t m;
   lk_redlock_t *rl;
   lk_redlock_opts_t o;
   mx_t s;
   int i, lost = 0;
+  unsigned granted;
   mfx_start_lease(&m, N, NULL, 1500); /* renewed every 500 ms */
   rl = lean_new(&m, m.c, "rl-lean");
   ASSERT_OK(lk_redlock_set_lost_cb(rl, count_lost, &lost));
@@ -98,17 +133,16 @@ TEST(rl_lean_acquire_release_renew_fence_on_five_masters) {
     ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
     ASSERT_GT(s.token, first);
   }
-  mx_rl_settle(&m, rl);
-  for (i = 0; i < N; i++) {
-    ASSERT_EQ(lean_holds_on(&m, rl, i), 1);
-    char *t = rt_cmd_str(m.srv[i], "GET redisson_lock_token:{rl-lean}");
-    ASSERT_NOT_NULL(t);
-    ASSERT_GE(atoll(t), 1);
-    free(t);
-  }
+  granted = lean_quorum_holds(&m, rl, 1);
   ASSERT_OK(mx_rl_release(&m, rl));
-  for (i = 0; i < N; i++)
-    ASSERT_EQ(rt_cmd_int(m.srv[i], "EXISTS rl-lean"), 0);
+  /* The released masters are empty at once; a late grant still due is
+   * given back when it comes (a round trip later). */
+  for (i = 0; i < N; i++) {
+    if (granted & (1u << i))
+      ASSERT_EQ(rt_cmd_int(m.srv[i], "EXISTS rl-lean"), 0);
+    else
+      ASSERT_EQ(mfx_wait_key_gone(&m, i, "rl-lean", 3000), 1);
+  }
   ASSERT_EQ(lost, 0);
   mx_rl_close(&m, rl);
   mfx_finish(&m);
