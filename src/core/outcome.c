@@ -3,13 +3,49 @@
 #include "core/outcome.h"
 #include "core/router.h"
 
-/* Abandoned attempts whose outcome is still out. It lives apart from the
- * object so a closed object need not wait for them: the last to settle
- * frees it once the object is gone. */
+/* What the object sent that its next attempt or release must not overtake:
+ * abandoned attempts whose outcome is still out, and give-backs not yet
+ * answered. It lives apart from the object so a closed object need not
+ * wait for them: the last to settle frees it once the object is gone. */
 typedef struct lk__outcome_track_s {
   lk__obj_t *obj; /* NULL once the object is freed */
+  lk_client_t *client;
   unsigned pending;
 } lk__outcome_track_t;
+
+static lk__outcome_track_t *track_of(lk__obj_t *o) {
+  if (o->track == NULL && (o->track = lk__calloc(1, sizeof(*o->track))) != NULL) {
+    o->track->obj = o;
+    o->track->client = o->client;
+  }
+  return o->track;
+}
+
+static void settled(lk__outcome_track_t *t);
+
+/* A give-back's reply (or its failure): reported as any clean-up is, then
+ * what waited for it may go. */
+static void on_given_back(void *data, int status, redisReply *r) {
+  lk__outcome_track_t *t = data;
+  lk__cleanup_cb(t->client, status, r);
+  settled(t);
+}
+
+/* Makes op's callback on_given_back, counted in the track. 0 when the
+ * track could not be allocated (the give-back still goes, untracked). */
+static int track_give_back(lk__obj_t *o, lk__op_t *op) {
+  lk__outcome_track_t *t = track_of(o);
+  if (t == NULL)
+    return 0;
+  t->pending++;
+  lk__op_retarget(op, on_given_back, t);
+  return 1;
+}
+
+void lk__outcome_give_back_sent(lk__obj_t *o, lk__op_t *op) {
+  if (op != NULL)
+    (void)track_give_back(o, op);
+}
 
 static int counted(lk__obj_t *o) { return o->ops->counted != NULL && o->ops->counted(o); }
 
@@ -76,7 +112,11 @@ int lk__outcome_settle(lk__obj_t *o, int status) {
    * give back the hold it may have taken, before the callback can start
    * anything. Applied only if the owner's count shows it. */
   undo = o->ops->undo != NULL ? o->ops->undo(o, 0) : NULL;
+  /* Tracked: what the callback starts next waits for its answer. */
+  int tracked = undo != NULL && track_give_back(o, undo);
   if (undo != NULL && lk__op_submit(o->client, undo) != 0) {
+    if (tracked)
+      o->track->pending--;
     lk__op_free(undo);
     lk__log(o->client, LK_LOG_INFO, "cannot give back an acquire whose outcome is "
                                     "unknown; any hold expires with its lease");
@@ -130,9 +170,17 @@ static void on_followed(void *data, int status, redisReply *r) {
   int send = f->when == FOLLOW_ALWAYS || grant ||
              (f->when == FOLLOW_GRANT_OR_UNKNOWN && status == LK_EUNKNOWN);
   lk_client_t *c = f->undo->client;
-  if (send && lk__op_submit(c, f->undo) == 0) {
-    f->undo = NULL;
-    c->stats.give_backs++;
+  if (send) {
+    /* The abandoned attempt's place in the track passes to its give-back,
+     * settled when the give-back is answered: on the connection is not
+     * enough (lk__outcome_give_back_sent). */
+    if (t != NULL)
+      lk__op_retarget(f->undo, on_given_back, t);
+    if (lk__op_submit(c, f->undo) == 0) {
+      f->undo = NULL;
+      t = NULL;
+      c->stats.give_backs++;
+    }
   }
   if (f->undo != NULL)
     lk__op_free(f->undo);
@@ -171,9 +219,7 @@ void lk__outcome_abandon(lk__obj_t *o) {
   f->is_grant = o->ops->is_grant;
   f->when = !own ? FOLLOW_GRANT : o->outcome_open ? FOLLOW_ALWAYS : FOLLOW_GRANT_OR_UNKNOWN;
   o->outcome_open = 0;
-  if (o->track == NULL && (o->track = lk__calloc(1, sizeof(*o->track))) != NULL)
-    o->track->obj = o;
-  f->track = o->track;
+  f->track = track_of(o);
   if (f->track != NULL)
     f->track->pending++;
   lk__op_retarget(o->op, on_followed, f);

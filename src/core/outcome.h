@@ -76,6 +76,14 @@ int lk__outcome_defer_attempt(lk__obj_t *o);
  * must, and then ops->deferred(o) runs once it may go. */
 int lk__outcome_defer_command(lk__obj_t *o);
 
+/* op (submitted, or NULL when it could not be) gives back what the object
+ * held or may hold (a lost lease, a refused token, a queue entry): the
+ * object's next attempt and release wait for its answer. Sent before them
+ * is not enough: in a cluster the router keeps a command that met TRYAGAIN
+ * for a later retry, and a give-back naming every hold of the owner that
+ * landed after the owner's next grant would delete that grant. */
+void lk__outcome_give_back_sent(lk__obj_t *o, lk__op_t *op);
+
 /* The object is being freed: abandoned attempts still out forget it. */
 void lk__outcome_free(lk__obj_t *o);
 

@@ -46,9 +46,9 @@ void lk__fair_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
   if (n == 0)
     return;
   if (cond >= 0)
-    lk__fair_leave_op(f, cond, n, NULL, NULL, 1);
+    lk__outcome_give_back_sent(o, lk__fair_leave_op(f, cond, n, NULL, NULL, 1));
   else
-    release_op(f, -1, n, lk__cleanup_cb, o->client, &err);
+    lk__outcome_give_back_sent(o, release_op(f, -1, n, lk__cleanup_cb, o->client, &err));
 }
 
 /* --- release --- */

@@ -140,7 +140,8 @@ static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n, const char
 static void give_back(lk_lock_t *l, int64_t cond, uint32_t n) {
   int err = 0;
   if (n > 0)
-    release_op(l, cond, n, "exact", lk__cleanup_cb, CLIENT(l), 1, &err);
+    lk__outcome_give_back_sent(
+        &l->base, release_op(l, cond, n, "exact", lk__cleanup_cb, CLIENT(l), 1, &err));
 }
 
 static void give_back_hold(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/loglevel.h"
+#include "core/outcome.h"
 #include "core/router.h"
 #include "rwlock/rwlock_int.h"
 
@@ -52,9 +53,9 @@ lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, 
 
 void lk__rw_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
-  int err = 0;
-  lk__rw_release_op(rw, h == &rw->side[LK__RW_W] ? LK__RW_W : LK__RW_R, cond, n, 1,
-                    lk__cleanup_cb, o->client, 1, &err);
+  int s = h == &rw->side[LK__RW_W] ? LK__RW_W : LK__RW_R, err = 0;
+  lk__outcome_give_back_sent(
+      o, lk__rw_release_op(rw, s, cond, n, 1, lk__cleanup_cb, o->client, 1, &err));
 }
 
 /* What a lost or vanished hold leaves behind goes: all of this owner's on

@@ -339,3 +339,57 @@ TEST(budgeted_acquire_in_a_tryagain_window_longer_than_its_budget_times_out) {
   fx_close_lock(&m.f.fx, l);
   cfx_finish(&m.f);
 }
+
+/* A lost lease's give-back releases every hold of the owner (it cannot know
+ * the count), and a release in a migrating slot meets TRYAGAIN, so the
+ * router keeps it for a later retry. The owner's next acquire names one key
+ * and gets in by ASK meanwhile: were it sent while the give-back waited,
+ * the give-back would land after it once the slot settles and delete the
+ * new hold under its holder (the cluster nemesis caught this as a grant to
+ * another process 26 ms into a hold). The acquire waits for the give-back's
+ * answer instead: the new hold survives, renewed, and nobody is told of a
+ * second loss. */
+TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
+  mig_t m;
+  char name[96];
+  cfx_lost_t lost;
+  sx_t s;
+  mig_start_with(&m, LEASE_MS, rt_scaled_ms(10000));
+  mig_name(&m, "regrant", name, sizeof name);
+  lk_lock_t *l = watched_lock(&m, name, &lost);
+  ASSERT_OK(sx_acquire(&m.f.fx, l, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  /* The source still has the key and serves the DEL; the next renewal
+   * finds it on neither node. */
+  ASSERT_EQ(rt_cmd_int(cfx_srv(&m.f, m.from), "DEL %s", name), 1);
+  FX_EVENTUALLY(&m.f.fx, lost.n == 1, 4 * LEASE_MS);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries, 5000);
+
+  /* Told of the loss, the holder takes the name again. */
+  cfx_acquire_start(l, rt_scaled_ms(20000), LK_LEASE_DEFAULT, 0, &s);
+  st = cfx_stats(m.f.fx.c);
+  /* Long enough for an ASKed acquire to be granted: the give-back is
+   * retried three more times. */
+  FX_EVENTUALLY(&m.f.fx, s.done || cfx_stats(m.f.fx.c).cluster_retries >= st.cluster_retries + 3,
+                5000);
+  int granted_in_window = s.done;
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  rt_run_until(&m.f.fx.loop, &s.done, rt_scaled_ms(20000));
+  ASSERT_OK(s.status);
+  fprintf(stderr, "note: re-acquire granted %s the slot settled\n",
+          granted_in_window ? "before" : "after");
+  /* Three renewals later (a lease), the hold is still there and its own;
+   * a give-back landing after the grant ends the renewals with a loss. */
+  uint64_t renewed = cfx_stats(m.f.fx.c).renewals;
+  FX_EVENTUALLY(&m.f.fx, lost.n > 1 || cfx_stats(m.f.fx.c).renewals >= renewed + 3,
+                4 * LEASE_MS);
+  if (lost.n > 1)
+    FAIL("the re-acquired hold was lost: the lost lease's give-back deleted it");
+  ASSERT(lk_lock_is_held(l));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, name), 1);
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, name), 0);
+  fx_close_lock(&m.f.fx, l);
+  cfx_finish(&m.f);
+}

@@ -228,7 +228,11 @@ TEST(eight_processes_exclude_each_other_on_names_over_three_masters) {
     snprintf(prefix, sizeof prefix, "cl-stress-%d-", k);
     T[k].node = f.masters[k % 3];
     cfx_name_on(&f, T[k].node, prefix, T[k].name, sizeof T[k].name);
-    snprintf(T[k].counter, sizeof T[k].counter, "{%.63s}:counter", T[k].name);
+    /* through a local copy: gcc -O0 -Wrestrict cannot tell the two fields
+     * of T[k] apart */
+    char name[sizeof T[k].name];
+    memcpy(name, T[k].name, sizeof name);
+    snprintf(T[k].counter, sizeof T[k].counter, "{%.63s}:counter", name);
     T[k].port = rt_cluster_port(f.cl, T[k].node);
     cfx_assert_beside(&f, T[k].counter, T[k].name, T[k].node);
     free(rt_cmd_str(cfx_srv(&f, T[k].node), "SET %s 0", T[k].counter));
