@@ -42,9 +42,19 @@ static int track_give_back(lk__obj_t *o, lk__op_t *op) {
   return 1;
 }
 
-void lk__outcome_give_back_sent(lk__obj_t *o, lk__op_t *op) {
-  if (op != NULL)
-    (void)track_give_back(o, op);
+void lk__outcome_give_back(lk__obj_t *o, lk__op_t *op) {
+  int tracked;
+  if (op == NULL)
+    return; /* could not be prepared: logged there, expires with its lease */
+  /* Tracked before it is submitted: a submit may complete it at once. */
+  tracked = track_give_back(o, op);
+  if (lk__op_submit(o->client, op) != 0) {
+    if (tracked)
+      o->track->pending--;
+    lk__op_free(op);
+    lk__log(o->client, LK_LOG_INFO, "cannot send a give-back; what it meant to give back "
+                                    "expires with its lease");
+  }
 }
 
 static int counted(lk__obj_t *o) { return o->ops->counted != NULL && o->ops->counted(o); }
@@ -173,7 +183,7 @@ static void on_followed(void *data, int status, redisReply *r) {
   if (send) {
     /* The abandoned attempt's place in the track passes to its give-back,
      * settled when the give-back is answered: on the connection is not
-     * enough (lk__outcome_give_back_sent). */
+     * enough (lk__outcome_give_back). */
     if (t != NULL)
       lk__op_retarget(f->undo, on_given_back, t);
     if (lk__op_submit(c, f->undo) == 0) {
@@ -225,19 +235,19 @@ void lk__outcome_abandon(lk__obj_t *o) {
   lk__op_retarget(o->op, on_followed, f);
 }
 
-static int abandoned_pending(const lk__obj_t *o) {
+static int give_backs_pending(const lk__obj_t *o) {
   return o->track != NULL && o->track->pending > 0;
 }
 
 int lk__outcome_defer_attempt(lk__obj_t *o) {
-  if (!abandoned_pending(o))
+  if (!give_backs_pending(o))
     return 0;
   o->attempt_deferred = 1; /* settled() sends it */
   return 1;
 }
 
 int lk__outcome_defer_command(lk__obj_t *o) {
-  if (!abandoned_pending(o))
+  if (!give_backs_pending(o))
     return 0;
   o->command_deferred = 1; /* settled() runs ops->deferred */
   return 1;

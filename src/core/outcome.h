@@ -15,7 +15,7 @@
  * have granted is given back (ops->undo: applied only if the owner's count
  * shows the grant). An attempt left behind (timeout, cancel, close) gets the
  * same give-back once its outcome arrives, and the object's next attempt
- * waits until that give-back is on the connection (sent earlier, it would
+ * waits until every give-back it sent is answered (sent earlier, it would
  * take the late grant for its own and then lose it to the give-back).
  *
  * Like c-ares routing every retry and end of a query through one function,
@@ -69,20 +69,23 @@ int lk__outcome_settle(lk__obj_t *o, int status);
 void lk__outcome_abandon(lk__obj_t *o);
 
 /* From ops->attempt, first: 1 when the attempt must wait for an abandoned
- * attempt's give-back (the core sends it later through lk__obj_try). */
+ * attempt's outcome or a give-back's answer (the core sends it later
+ * through lk__obj_try). */
 int lk__outcome_defer_attempt(lk__obj_t *o);
 
 /* A command other than an attempt (a release) must wait likewise: 1 when it
  * must, and then ops->deferred(o) runs once it may go. */
 int lk__outcome_defer_command(lk__obj_t *o);
 
-/* op (submitted, or NULL when it could not be) gives back what the object
- * held or may hold (a lost lease, a refused token, a queue entry): the
- * object's next attempt and release wait for its answer. Sent before them
- * is not enough: in a cluster the router keeps a command that met TRYAGAIN
- * for a later retry, and a give-back naming every hold of the owner that
- * landed after the owner's next grant would delete that grant. */
-void lk__outcome_give_back_sent(lk__obj_t *o, lk__op_t *op);
+/* Sends op (prepared, not submitted; NULL when it could not be prepared),
+ * which gives back what the object held or may hold (a lost lease, a
+ * refused token, a queue entry): the object's next attempt and release wait
+ * for its answer. Sent before them is not enough: in a cluster the router
+ * keeps a command that met TRYAGAIN for a later retry, and a give-back
+ * naming every hold of the owner that landed after the owner's next grant
+ * would delete that grant. Best effort: what cannot be sent expires with
+ * its lease. */
+void lk__outcome_give_back(lk__obj_t *o, lk__op_t *op);
 
 /* The object is being freed: abandoned attempts still out forget it. */
 void lk__outcome_free(lk__obj_t *o);

@@ -255,7 +255,7 @@ void lk__fair_abandon(lk__obj_t *o) {
    * known, by the core's rule (ops->undo), before this object's next
    * command. (A re-entry of a counted owner never queues.) */
   if (f->owner_shared)
-    lk__outcome_give_back_sent(o, lk__fair_leave_op(f, -1, 0, NULL, NULL, 1));
+    lk__outcome_give_back(o, lk__fair_leave_op(f, -1, 0, NULL, NULL, 0));
   lk__outcome_abandon(o);
 }
 

@@ -33,7 +33,7 @@ static void on_complete(lk__obj_t *o, int kind, int status) {
      * goes now, before anything the callback may start. (When an attempt's
      * outcome was open, the core's give-back, lk__fair_undo, left it.) */
     if (status != 0 && f->maybe_queued)
-      lk__outcome_give_back_sent(o, lk__fair_leave_op(f, -1, 0, NULL, NULL, 1));
+      lk__outcome_give_back(o, lk__fair_leave_op(f, -1, 0, NULL, NULL, 0));
     f->maybe_queued = 0;
     f->position = -1;
   }

@@ -14,7 +14,7 @@
  * before a release's first attempt, on a resend: the lost attempt is not
  * applied twice. */
 static lk__op_t *release_op(lk_fair_t *f, int64_t before, uint32_t n, lk__op_cb cb,
-                            void *data, int *err) {
+                            void *data, int send, int *err) {
   char lease[24], bef[24], cnt[16];
   const char *argv[10];
   size_t lens[10];
@@ -31,8 +31,8 @@ static lk__op_t *release_op(lk_fair_t *f, int64_t before, uint32_t n, lk__op_cb 
   argv[7] = lk__publish_cmd(LK__FAIR_CLIENT(f), &lens[7]);
   argv[8] = bef, lens[8] = strlen(bef);
   argv[9] = cnt, lens[9] = strlen(cnt);
-  return lk__script_call(LK__FAIR_CLIENT(f), lk__fair_script("fair/release"), 5, 5, argv,
-                         lens, cb, data, err);
+  return (send ? lk__script_call : lk__script_prepare)(
+      LK__FAIR_CLIENT(f), lk__fair_script("fair/release"), 5, 5, argv, lens, cb, data, err);
 }
 
 /* Gives back n holds the object no longer counts as its own (a lost lease,
@@ -46,9 +46,9 @@ void lk__fair_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
   if (n == 0)
     return;
   if (cond >= 0)
-    lk__outcome_give_back_sent(o, lk__fair_leave_op(f, cond, n, NULL, NULL, 1));
+    lk__outcome_give_back(o, lk__fair_leave_op(f, cond, n, NULL, NULL, 0));
   else
-    lk__outcome_give_back_sent(o, release_op(f, -1, n, lk__cleanup_cb, o->client, &err));
+    lk__outcome_give_back(o, release_op(f, -1, n, lk__cleanup_cb, o->client, 0, &err));
 }
 
 /* --- release --- */
@@ -58,7 +58,7 @@ static void on_release_reply(void *data, int status, redisReply *r);
 static int release_attempt(lk_fair_t *f, int resend) {
   int err = 0;
   f->base.op = release_op(f, resend && !f->owner_shared ? (int64_t)f->release_before : -1,
-                          1, on_release_reply, f, &err);
+                          1, on_release_reply, f, 1, &err);
   return f->base.op != NULL ? 0 : err;
 }
 
@@ -120,9 +120,9 @@ int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
   /* No renewal may follow the release of the last hold. */
   if (f->hold.count == 1)
     f->wd.paused = 1;
-  /* An abandoned acquire's give-back is not on the connection yet: a
-   * release sent first would take the late grant instead of a hold this
-   * object counts. It waits (lk__fair_deferred_release). */
+  /* A give-back (an abandoned acquire's, a lost lease's) is not answered
+   * yet: a release sent first could take a late grant instead of a hold
+   * this object counts, or be overtaken by it. It waits (lk__fair_deferred_release). */
   if (lk__outcome_defer_command(&f->base))
     return 0;
   rc = release_attempt(f, 0);

@@ -47,7 +47,7 @@ static lk__op_t *resign_op(lk_leader_t *l, lk__op_cb cb, void *data, int send, i
 /* Best effort, nobody waits: what cannot be sent expires with its lease. */
 static void give_back(lk_leader_t *l) {
   int err = 0;
-  lk__outcome_give_back_sent(&l->base, resign_op(l, lk__cleanup_cb, CLIENT(l), 1, &err));
+  lk__outcome_give_back(&l->base, resign_op(l, lk__cleanup_cb, CLIENT(l), 0, &err));
 }
 
 static void give_back_hold(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {

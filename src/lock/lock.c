@@ -140,8 +140,8 @@ static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n, const char
 static void give_back(lk_lock_t *l, int64_t cond, uint32_t n) {
   int err = 0;
   if (n > 0)
-    lk__outcome_give_back_sent(
-        &l->base, release_op(l, cond, n, "exact", lk__cleanup_cb, CLIENT(l), 1, &err));
+    lk__outcome_give_back(&l->base,
+                          release_op(l, cond, n, "exact", lk__cleanup_cb, CLIENT(l), 0, &err));
 }
 
 static void give_back_hold(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
@@ -434,9 +434,9 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
    * flight is ahead of it on the connection, so it cannot outlive it. */
   if (l->hold.count == 1)
     set_paused(l, 1);
-  /* An abandoned acquire's give-back is not on the connection yet: a
-   * release sent first would take the late grant instead of a hold this
-   * object counts. It waits (deferred_release). */
+  /* A give-back (an abandoned acquire's, a lost lease's) is not answered
+   * yet: a release sent first could take a late grant instead of a hold
+   * this object counts, or be overtaken by it. It waits (deferred_release). */
   if (lk__outcome_defer_command(&l->base))
     return 0;
   rc = release_attempt(l, 0);

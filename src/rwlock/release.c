@@ -54,8 +54,8 @@ lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, 
 void lk__rw_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int s = h == &rw->side[LK__RW_W] ? LK__RW_W : LK__RW_R, err = 0;
-  lk__outcome_give_back_sent(
-      o, lk__rw_release_op(rw, s, cond, n, 1, lk__cleanup_cb, o->client, 1, &err));
+  lk__outcome_give_back(
+      o, lk__rw_release_op(rw, s, cond, n, 1, lk__cleanup_cb, o->client, 0, &err));
 }
 
 /* What a lost or vanished hold leaves behind goes: all of this owner's on
@@ -148,9 +148,9 @@ int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
    * in flight is ahead of it on the connection, so it cannot outlive it. */
   if (rw->side[s].count == 1)
     rw->wd[s].paused = 1;
-  /* An abandoned acquire's give-back is not on the connection yet: a
-   * release sent first would drop the late grant instead of a hold this
-   * object counts. It waits (lk__rw_release_deferred). */
+  /* A give-back (an abandoned acquire's, a lost lease's) is not answered
+   * yet: a release sent first could drop a late grant instead of a hold
+   * this object counts, or be overtaken by it. It waits (lk__rw_release_deferred). */
   if (lk__outcome_defer_command(&rw->base))
     return 0;
   rc = release_attempt(rw, 0);
