@@ -103,6 +103,8 @@ static void on_release_reply(void *data, int status, redisReply *r) {
   release_finish(f, lk__outcome_unknown(&f->base, status) ? LK_EUNKNOWN : status);
 }
 
+static int send_release(lk_fair_t *f);
+
 int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
   int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
   if (rc != 0)
@@ -117,29 +119,34 @@ int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
   }
   lk__fair_begin(f, LK__FAIR_OP_RELEASE, cb, arg);
   f->release_before = f->hold.count;
-  /* No renewal may follow the release of the last hold. */
-  if (f->hold.count == 1)
-    f->wd.paused = 1;
   /* A give-back (an abandoned acquire's, a lost lease's) is not answered
    * yet: a release sent first could take a late grant instead of a hold
-   * this object counts, or be overtaken by it. It waits (lk__fair_deferred_release). */
+   * this object counts, or be overtaken by it. It waits
+   * (lk__fair_deferred_release), the hold renewed meanwhile. */
   if (lk__outcome_defer_command(&f->base))
     return 0;
-  rc = release_attempt(f, 0);
-  if (rc != 0) {
+  rc = send_release(f);
+  if (rc != 0)
     f->base.kind = LK__FAIR_OP_NONE;
-    f->wd.paused = 0;
-  }
+  return rc;
+}
+
+/* No renewal may follow the release of the last hold. */
+static int send_release(lk_fair_t *f) {
+  int rc;
+  if (f->hold.count == 1)
+    f->wd.paused = 1;
+  rc = release_attempt(f, 0);
+  if (rc != 0)
+    f->wd.paused = 0; /* nothing was sent: still held, keep renewing */
   return rc;
 }
 
 void lk__fair_deferred_release(lk__obj_t *o) {
   lk_fair_t *f = (lk_fair_t *)o;
-  int rc = release_attempt(f, 0);
-  if (rc != 0) {
-    f->wd.paused = 0;
+  int rc = send_release(f);
+  if (rc != 0)
     lk__fair_finish(f, rc);
-  }
 }
 
 /* --- force release and queries --- */

@@ -416,6 +416,8 @@ static void on_release_reply(void *data, int status, redisReply *r) {
   release_finish(l, lk__outcome_unknown(&l->base, status) ? LK_EUNKNOWN : status);
 }
 
+static int send_release(lk_lock_t *l);
+
 int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
@@ -430,30 +432,35 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   }
   begin(l, OP_RELEASE, cb, arg);
   l->release_before = l->hold.count;
-  /* No renewal may follow the release of the last hold. One already in
-   * flight is ahead of it on the connection, so it cannot outlive it. */
-  if (l->hold.count == 1)
-    set_paused(l, 1);
   /* A give-back (an abandoned acquire's, a lost lease's) is not answered
    * yet: a release sent first could take a late grant instead of a hold
-   * this object counts, or be overtaken by it. It waits (deferred_release). */
+   * this object counts, or be overtaken by it. It waits (deferred_release),
+   * the hold renewed meanwhile. */
   if (lk__outcome_defer_command(&l->base))
     return 0;
-  rc = release_attempt(l, 0);
-  if (rc != 0) {
+  rc = send_release(l);
+  if (rc != 0)
     l->base.kind = OP_NONE;
+  return rc;
+}
+
+/* No renewal may follow the release of the last hold. One already in
+ * flight is ahead of it on the connection, so it cannot outlive it. */
+static int send_release(lk_lock_t *l) {
+  int rc;
+  if (l->hold.count == 1)
+    set_paused(l, 1);
+  rc = release_attempt(l, 0);
+  if (rc != 0)
     set_paused(l, 0); /* nothing was sent: still held, keep renewing */
-  }
   return rc;
 }
 
 static void deferred_release(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
-  int rc = release_attempt(l, 0);
-  if (rc != 0) {
-    set_paused(l, 0);
+  int rc = send_release(l);
+  if (rc != 0)
     finish(l, rc);
-  }
 }
 
 /* --- force release and queries --- */

@@ -125,6 +125,8 @@ static void on_release_reply(void *data, int status, redisReply *r) {
   release_finish(rw, lk__outcome_unknown(&rw->base, status) ? LK_EUNKNOWN : status);
 }
 
+static int send_release(lk_rwlock_t *rw);
+
 int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
                       void *arg) {
   int s, rc = lk__obj_check_idle(rw ? &rw->base : NULL, cb != NULL);
@@ -144,26 +146,33 @@ int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
   lk__obj_begin(&rw->base, LK__RW_OP_RELEASE, (lk__fn_t)cb, arg);
   rw->req_side = s;
   rw->release_before = rw->side[s].count;
-  /* No renewal may follow the release of the side's last hold. One already
-   * in flight is ahead of it on the connection, so it cannot outlive it. */
-  if (rw->side[s].count == 1)
-    rw->wd[s].paused = 1;
   /* A give-back (an abandoned acquire's, a lost lease's) is not answered
    * yet: a release sent first could drop a late grant instead of a hold
-   * this object counts, or be overtaken by it. It waits (lk__rw_release_deferred). */
+   * this object counts, or be overtaken by it. It waits
+   * (lk__rw_release_deferred), the side renewed meanwhile. */
   if (lk__outcome_defer_command(&rw->base))
     return 0;
-  rc = release_attempt(rw, 0);
-  if (rc != 0) {
-    rw->wd[s].paused = 0;
+  rc = send_release(rw);
+  if (rc != 0)
     rw->base.kind = LK__RW_OP_NONE;
-  }
+  return rc;
+}
+
+/* No renewal may follow the release of the side's last hold. One already
+ * in flight is ahead of it on the connection, so it cannot outlive it. */
+static int send_release(lk_rwlock_t *rw) {
+  int s = rw->req_side, rc;
+  if (rw->side[s].count == 1)
+    rw->wd[s].paused = 1;
+  rc = release_attempt(rw, 0);
+  if (rc != 0)
+    rw->wd[s].paused = 0; /* nothing was sent: still held, keep renewing */
   return rc;
 }
 
 void lk__rw_release_deferred(lk__obj_t *o) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
-  int rc = release_attempt(rw, 0);
+  int rc = send_release(rw);
   if (rc != 0)
     release_finish(rw, rc);
 }
