@@ -30,39 +30,23 @@
 --   {2, pttl}            not acquired and not queued ('last')
 local name, q, t, v = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner = ARGV[2]
--- Read first: a key of the wrong type fails here, before anything is written.
-local held = redis.call('hget', name, owner)
-local clock = redis.call('time')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-
--- Silent waiters at the head are gone and must not block the ones behind
--- them: a latchkey waiter whose V deadline passed, any other entry whose T
--- deadline passed or that has none. The caller is never one (it is calling).
--- A live latchkey head gets a T deadline no earlier than its V one back, so
--- Redisson's scripts do not drop it either. What remains at the head (if
--- anything) is live until head_deadline. (The same loop is in release,
--- leave and force_release.)
-local head, head_deadline
-while true do
-  head, head_deadline = redis.call('lindex', q, 0), nil
-  if not head or head == owner then break end
-  local live = tonumber(redis.call('zscore', v, head))
-  local due = tonumber(redis.call('zscore', t, head))
-  if live then
-    if live > now then
-      if not due or due < live then
-        redis.call('zadd', t, live, head)
-      end
-      head_deadline = live
-      break
-    end
-  elseif due and due > now then
-    head_deadline = due
-    break
+-- A free lock (no key) holds nothing of this owner's, so the hold count is
+-- read only from a key that exists. A key of the wrong type fails there,
+-- before anything is written.
+local pttl = redis.call('pttl', name) -- -2: free
+local held = false
+if pttl ~= -2 then
+  held = redis.call('hget', name, owner)
+end
+-- The server's clock, read once and only by the paths that need it (the
+-- grant of a free lock to a waiter already at the head needs none).
+local clock, now
+local function time_now()
+  if not now then
+    clock = redis.call('time')
+    now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
   end
-  redis.call('lpop', q)
-  redis.call('zrem', t, head)
-  redis.call('zrem', v, head)
+  return now
 end
 
 -- Every grant takes a fresh token, a resend's too: the counter's current
@@ -75,12 +59,14 @@ end
 -- as Redisson does. regressed = 1: it existed below the floor (it went
 -- backwards while present) and is lifted to it. Values stay below 2^53
 -- (exact in Lua's numbers); the key is only ever SET from strings.
+-- Reply: {0, count[, token, regressed]}.
 local function granted(count)
   redis.call('pexpire', name, ARGV[1])
   if not KEYS[5] then
-    return {count}
+    return {0, count}
   end
   if redis.call('exists', KEYS[5]) == 0 then
+    time_now()
     local seed = clock[1] .. string.rep('0', 6 - #clock[2]) .. clock[2]
     if tonumber(seed) < tonumber(ARGV[8]) then
       seed = ARGV[8]
@@ -90,21 +76,16 @@ local function granted(count)
   local token = redis.call('incr', KEYS[5])
   if token < tonumber(ARGV[8]) then
     redis.call('set', KEYS[5], ARGV[8])
-    return {count, tonumber(ARGV[8]), 1}
+    return {0, count, tonumber(ARGV[8]), 1}
   end
-  return {count, token, 0}
-end
-
-local function reply_granted(g)
-  table.insert(g, 1, 0)
-  return g
+  return {0, count, token, 0}
 end
 
 local before = tonumber(ARGV[3])
 if held and before >= 0 then
   if ARGV[6] == '1' and tonumber(held) == before + 1 then
     -- A resend: the attempt whose reply was lost did acquire.
-    return reply_granted(granted(tonumber(held)))
+    return granted(tonumber(held))
   end
   if tonumber(held) > before then
     -- Holds of this owner the object no longer counts (a release whose
@@ -126,16 +107,49 @@ if not held and before > 0 then
   return {0, 0}
 end
 if held then
-  return reply_granted(granted(redis.call('hincrby', name, owner, 1)))
+  return granted(redis.call('hincrby', name, owner, 1))
 end
-local pttl = redis.call('pttl', name) -- -2: free
-if pttl == -2 and (not head or head == owner) then
-  if head then
+
+-- Silent waiters at the head are gone and must not block the ones behind
+-- them: a latchkey waiter whose V deadline passed, any other entry whose T
+-- deadline passed or that has none. The caller is never one (it is calling).
+-- What remains at the head (if anything) is live until head_deadline. (The
+-- same loop is in release, leave and force_release.) Only a free lock needs
+-- it here: it decides who may take the lock now. While the lock is held, the
+-- release that frees it runs the loop before it wakes anyone. A live
+-- latchkey head is taken as it is: its T deadline is put back (no earlier
+-- than its V one, so Redisson's scripts do not drop it) by that release, by
+-- leave and force_release, and by its own refreshes, not by others' joins.
+local head, head_deadline
+if pttl == -2 then
+  while true do
+    head, head_deadline = redis.call('lindex', q, 0), nil
+    if not head or head == owner then break end
+    local live = tonumber(redis.call('zscore', v, head))
+    if live then
+      if live > time_now() then
+        head_deadline = live
+        break
+      end
+    else
+      local due = tonumber(redis.call('zscore', t, head))
+      if due and due > time_now() then
+        head_deadline = due
+        break
+      end
+    end
     redis.call('lpop', q)
+    redis.call('zrem', t, head)
+    redis.call('zrem', v, head)
   end
-  redis.call('zrem', t, owner)
-  redis.call('zrem', v, owner)
-  return reply_granted(granted(redis.call('hincrby', name, owner, 1)))
+  if not head or head == owner then
+    if head then
+      redis.call('lpop', q)
+    end
+    redis.call('zrem', t, owner)
+    redis.call('zrem', v, owner)
+    return granted(redis.call('hincrby', name, owner, 1))
+  end
 end
 
 if ARGV[5] == 'last' then
@@ -152,31 +166,43 @@ end
 -- refreshed, so they mean "this long since the waiter last showed it is
 -- alive". (A waiter Redisson's scripts dropped meanwhile joins again at the
 -- tail.)
+local timeout = tonumber(ARGV[4])
 local pos = redis.call('lpos', q, owner)
-if not pos then
+local joined = not pos
+if joined then
   pos = redis.call('rpush', q, owner) - 1
 end
--- Redisson waiters ahead: the entries ahead that are not latchkey's (ZMSCORE
--- in slices, within Lua's unpack limit).
-local redisson_ahead, i = 0, 0
-while i < pos do
-  local last = math.min(i + 512, pos) - 1
-  local ids = redis.call('lrange', q, i, last)
-  local known = redis.call('zmscore', v, unpack(ids))
-  for k = 1, #ids do
-    if not known[k] then
-      redisson_ahead = redisson_ahead + 1
+redis.call('zadd', v, time_now() + timeout, owner)
+-- Redisson waiters ahead: the entries ahead that are not latchkey's. A
+-- waiter that has just joined is at the tail, so everyone queued is ahead
+-- of it: when the live entries of V (its own included) are at least as many
+-- as the queue, every entry is a live latchkey waiter's and there is none
+-- to count, for one command whatever the queue's length. (V holds queued
+-- waiters only, but for a live one that Redisson's scripts dropped from the
+-- queue until it joins again; so that count can only mistake a Redisson
+-- entry for such a one.) Otherwise, and on a refresh, the entries ahead are
+-- looked up: ZMSCORE in slices, within Lua's unpack limit.
+local redisson_ahead = 0
+if pos > 0 and not (joined and redis.call('zcount', v, '(' .. now, '+inf') > pos) then
+  local i = 0
+  while i < pos do
+    local last = math.min(i + 512, pos) - 1
+    local ids = redis.call('lrange', q, i, last)
+    local known = redis.call('zmscore', v, unpack(ids))
+    for k = 1, #ids do
+      if not known[k] then
+        redisson_ahead = redisson_ahead + 1
+      end
     end
+    i = last + 1
   end
-  i = last + 1
 end
-local timeout = tonumber(ARGV[4])
 local allowance = redisson_ahead * tonumber(ARGV[7])
-redis.call('zadd', v, now + timeout, owner)
 redis.call('zadd', t, now + timeout + allowance, owner)
--- V outlives every T deadline it explains.
+-- V outlives every T deadline it explains. It is given a waiter timeout to
+-- spare, so the joins that follow within that time need not extend it.
 if redis.call('pttl', v) < timeout + allowance then
-  redis.call('pexpire', v, timeout + allowance)
+  redis.call('pexpire', v, 2 * timeout + allowance)
 end
 local hint = -1
 if pttl >= 0 and pos == 0 then

@@ -10,40 +10,39 @@
 -- Reply: nil = this owner holds nothing, 0 = still held, 1 = released.
 local name, q, t, v = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local held = redis.call('hget', name, ARGV[2])
-local clock = redis.call('time')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
--- As in acquire: drop the silent waiters at the head (a latchkey waiter by
--- its V deadline, any other entry by its T deadline, as Redisson judges it),
--- and give a live latchkey head a T deadline no earlier than its V one, so
--- Redisson's scripts keep it too. What remains is next.
-local head
-while true do
-  head = redis.call('lindex', q, 0)
-  if not head then break end
-  local live = tonumber(redis.call('zscore', v, head))
-  local due = tonumber(redis.call('zscore', t, head))
-  if live then
-    if live > now then
-      if not due or due < live then
-        redis.call('zadd', t, live, head)
+-- Wakes the next waiter once the lock is free. As in acquire: first drop
+-- the silent waiters at the head (a latchkey waiter by its V deadline, any
+-- other entry by its T deadline, as Redisson judges it), and give a live
+-- latchkey head a T deadline no earlier than its V one back, so Redisson's
+-- scripts keep it too. What remains is next: only that one is told (its own
+-- channel). A release that leaves the lock held touches none of this.
+local function wake_next()
+  local clock = redis.call('time')
+  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  local head
+  while true do
+    head = redis.call('lindex', q, 0)
+    if not head then return end
+    local live = tonumber(redis.call('zscore', v, head))
+    local due = tonumber(redis.call('zscore', t, head))
+    if live then
+      if live > now then
+        if not due or due < live then
+          redis.call('zadd', t, live, head)
+        end
+        break
       end
+    elseif due and due > now then
       break
     end
-  elseif due and due > now then
-    break
+    redis.call('lpop', q)
+    redis.call('zrem', t, head)
+    redis.call('zrem', v, head)
   end
-  redis.call('lpop', q)
-  redis.call('zrem', t, head)
-  redis.call('zrem', v, head)
-end
-
-local function wake_next()
-  if head then
-    -- pcall: a user without channel permission still releases; waiters
-    -- then find out by polling.
-    redis.pcall(ARGV[3], KEYS[4] .. ':' .. head, '0')
-  end
+  -- pcall: a user without channel permission still releases; waiters
+  -- then find out by polling.
+  redis.pcall(ARGV[3], KEYS[4] .. ':' .. head, '0')
 end
 
 local before = tonumber(ARGV[4])
