@@ -42,19 +42,25 @@ static int track_give_back(lk__obj_t *o, lk__op_t *op) {
   return 1;
 }
 
-void lk__outcome_give_back(lk__obj_t *o, lk__op_t *op) {
-  int tracked;
-  if (op == NULL)
-    return; /* could not be prepared: logged there, expires with its lease */
-  /* Tracked before it is submitted: a submit may complete it at once. */
-  tracked = track_give_back(o, op);
-  if (lk__op_submit(o->client, op) != 0) {
+/* Tracks op, then submits it (a submit may complete it at once, so the
+ * tracking comes first); on failure op is freed untracked. */
+static int submit_tracked(lk__obj_t *o, lk__op_t *op) {
+  int tracked = track_give_back(o, op);
+  int rc = lk__op_submit(o->client, op);
+  if (rc != 0) {
     if (tracked)
       o->track->pending--;
     lk__op_free(op);
+  }
+  return rc;
+}
+
+void lk__outcome_give_back(lk__obj_t *o, lk__op_t *op) {
+  if (op == NULL)
+    return; /* could not be prepared: logged there, expires with its lease */
+  if (submit_tracked(o, op) != 0)
     lk__log(o->client, LK_LOG_INFO, "cannot send a give-back; what it meant to give back "
                                     "expires with its lease");
-  }
 }
 
 static int counted(lk__obj_t *o) { return o->ops->counted != NULL && o->ops->counted(o); }
@@ -123,16 +129,11 @@ int lk__outcome_settle(lk__obj_t *o, int status) {
    * anything. Applied only if the owner's count shows it. */
   undo = o->ops->undo != NULL ? o->ops->undo(o, 0) : NULL;
   /* Tracked: what the callback starts next waits for its answer. */
-  int tracked = undo != NULL && track_give_back(o, undo);
-  if (undo != NULL && lk__op_submit(o->client, undo) != 0) {
-    if (tracked)
-      o->track->pending--;
-    lk__op_free(undo);
+  if (undo != NULL && submit_tracked(o, undo) != 0)
     lk__log(o->client, LK_LOG_INFO, "cannot give back an acquire whose outcome is "
                                     "unknown; any hold expires with its lease");
-  } else if (undo != NULL) {
+  else if (undo != NULL)
     o->client->stats.give_backs++;
-  }
   return status == LK_ECANCELED ? status : LK_EUNKNOWN;
 }
 
