@@ -177,8 +177,11 @@ typedef struct rt_check_s {
  * where the wipe began (what the holder believed afterwards, the server no
  * longer knew), and skip sections that begin during a wipe (granted by the
  * server that went, or by the one that came back: not told apart). Without
- * wipes in h nothing changes. The token checkers ignore wipes: tokens must
- * increase across them. */
+ * wipes in h nothing changes. Tokens must increase across wipes:
+ * rt_check_grant_tokens ignores them, and rt_check_tokens skips only the
+ * sections the exclusion checkers skip (their grants may overlap in time
+ * a grant made after the wipe, so the order the sections began in is not
+ * the order the server issued the tokens in). */
 
 /* No two processes' sections of op (RT_OP_HOLD, or RT_OP_WRITE) on obj
  * overlap. max_seen: 1 when there were sections. */
@@ -191,7 +194,7 @@ void rt_check_permits(const rt_recs_t *h, uint16_t obj, int64_t max_permits, rt_
  * alongside another writer or a reader. max_seen: the most readers at once. */
 void rt_check_rw(const rt_recs_t *h, uint16_t obj, rt_check_t *out);
 /* Records of op on obj with token > 0, in order of start: tokens strictly
- * increase. */
+ * increase (sections skipped for a wipe aside, see above). */
 void rt_check_tokens(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *out);
 /* Every RT_OP_GRANT of obj with token > 0, of every process and side: no
  * token is handed out twice, and a grant invoked after another one was
