@@ -208,9 +208,10 @@ TEST(wipe_ends_sections_for_the_exclusion_checkers) {
 /* An acquire still unanswered while a wipe ran may have been granted by
  * the server that went, its answer delivered after the one that came back
  * granted another (seed 943399596908: token 7 answered after 9): its
- * section is skipped, by the exclusion checkers and by the order of
+ * section is skipped, by the exclusion checkers, by the order of
  * sections' tokens (the two grants overlap in time, so that order says
- * nothing). One asked after the wipe is judged as any. */
+ * nothing) and by the lost-first checker. One asked after the wipe is
+ * judged as any. */
 TEST(wipe_during_an_unanswered_acquire_skips_its_section) {
   rt_recs_t h;
   rt_check_t c;
@@ -244,6 +245,18 @@ TEST(wipe_during_an_unanswered_acquire_skips_its_section) {
   ASSERT_EQ(c.first_b.proc, 3);
   rt_check_grant_tokens(&h, 0, &c);
   ASSERT_EQ(c.violations, 1);
+  /* The skipped section's loss, told after 2 began at 650, is late for
+   * nobody; 1's is, and 0's skipped section is no other holder for it. */
+  add(&h, 0, RT_OP_LOST, 700, 700, 0, 600);
+  rt_check_lost_first(&h, 0, RT_OP_HOLD, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 0);
+  add(&h, 1, RT_OP_LOST, 695, 695, 0, 580);
+  rt_check_lost_first(&h, 0, RT_OP_HOLD, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 1);
+  ASSERT_EQ(c.first_a.proc, 1);
+  ASSERT_EQ(c.first_b.proc, 2);
   rt_recs_free(&h);
 }
 

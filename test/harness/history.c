@@ -407,7 +407,7 @@ static uint64_t grant_asked(const wipes_t *w, const rt_rec_t *rec) {
  * wipe ran, since its grant may have been made by the server that went
  * and delivered only after the one that came back granted another.
  * Counts what it changed. */
-static uint64_t wipe_cut(wipes_t *w, const rt_rec_t *rec, uint64_t start, uint64_t end) {
+static uint64_t wipe_end(const wipes_t *w, const rt_rec_t *rec, uint64_t start, uint64_t end) {
   uint64_t cut = end, asked = w->n > 0 ? grant_asked(w, rec) : 0;
   for (size_t k = 0; k < w->n; k++) {
     if (w->v[k]->start_ns < cut && w->v[k]->end_ns > start)
@@ -415,6 +415,12 @@ static uint64_t wipe_cut(wipes_t *w, const rt_rec_t *rec, uint64_t start, uint64
     else if (rec != NULL && w->v[k]->start_ns < start && w->v[k]->end_ns > asked)
       cut = start;
   }
+  return cut;
+}
+
+/* wipe_end, counted for wipes_note. */
+static uint64_t wipe_cut(wipes_t *w, const rt_rec_t *rec, uint64_t start, uint64_t end) {
+  uint64_t cut = wipe_end(w, rec, start, end);
   if (cut <= start)
     w->skipped++;
   else if (cut < end)
@@ -738,8 +744,14 @@ void rt_check_lost_first(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check
     }
     uint64_t began = (uint64_t)lost->extra, told = lost->start_ns;
     /* A wipe during the section ended it on the server when it began:
-     * sections that start after that are not this notification's to precede. */
-    told = wipe_cut(&w, NULL, began, told);
+     * sections that start after that are not this notification's to precede.
+     * A section the exclusion checkers skip (its acquire was unanswered
+     * while a wipe ran, so its grant may be the gone server's) is skipped
+     * here too, as a lost one and as another's. */
+    rt_rec_t mine = *lost;
+    mine.op = op;
+    mine.start_ns = began;
+    told = wipe_cut(&w, &mine, began, told);
     if (told <= began)
       continue;
     out->checked++;
@@ -751,7 +763,8 @@ void rt_check_lost_first(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check
       const rt_rec_t *s = sec[k];
       if (s->start_ns >= told)
         break;
-      if (s->proc != lost->proc && s->start_ns > began) {
+      if (s->proc != lost->proc && s->start_ns > began &&
+          wipe_end(&w, s, s->start_ns, s->end_ns) > s->start_ns) {
         violation(out, lost, s);
         break;
       }

@@ -176,12 +176,14 @@ typedef struct rt_check_s {
  * rt_check_lost_first) end every section a wipe interrupts
  * where the wipe began (what the holder believed afterwards, the server no
  * longer knew), and skip sections that begin during a wipe (granted by the
- * server that went, or by the one that came back: not told apart). Without
- * wipes in h nothing changes. Tokens must increase across wipes:
- * rt_check_grant_tokens ignores them, and rt_check_tokens skips only the
- * sections the exclusion checkers skip (their grants may overlap in time
- * a grant made after the wipe, so the order the sections began in is not
- * the order the server issued the tokens in). */
+ * server that went, or by the one that came back: not told apart) and
+ * sections whose acquire (their RT_OP_GRANT) was still unanswered while a
+ * wipe ran (its answer may be the gone server's, delivered after the one
+ * that came back granted another). Without wipes in h nothing changes.
+ * Tokens must increase across wipes: rt_check_grant_tokens ignores them,
+ * and rt_check_tokens skips only the sections the exclusion checkers skip
+ * (their grants overlap in time one made after the wipe, so the order the
+ * sections began in is not the order the server issued the tokens in). */
 
 /* No two processes' sections of op (RT_OP_HOLD, or RT_OP_WRITE) on obj
  * overlap. max_seen: 1 when there were sections. */
