@@ -405,8 +405,7 @@ static uint64_t grant_asked(const wipes_t *w, const rt_rec_t *rec) {
  * (the section began during a wipe): skip it. Also skipped: a section
  * whose acquire (rec's grant, when known) was still unanswered while a
  * wipe ran, since its grant may have been made by the server that went
- * and delivered only after the one that came back granted another.
- * Counts what it changed. */
+ * and delivered only after the one that came back granted another. */
 static uint64_t wipe_end(const wipes_t *w, const rt_rec_t *rec, uint64_t start, uint64_t end) {
   uint64_t cut = end, asked = w->n > 0 ? grant_asked(w, rec) : 0;
   for (size_t k = 0; k < w->n; k++) {
@@ -418,7 +417,7 @@ static uint64_t wipe_end(const wipes_t *w, const rt_rec_t *rec, uint64_t start, 
   return cut;
 }
 
-/* wipe_end, counted for wipes_note. */
+/* wipe_end, counting what it changed (for wipes_note). */
 static uint64_t wipe_cut(wipes_t *w, const rt_rec_t *rec, uint64_t start, uint64_t end) {
   uint64_t cut = wipe_end(w, rec, start, end);
   if (cut <= start)
