@@ -260,6 +260,45 @@ TEST(wipe_during_an_unanswered_acquire_skips_its_section) {
   rt_recs_free(&h);
 }
 
+/* A grant asked for before a wipe and answered after it is the new
+ * server's when the wipe restarts tokens above every earlier one (token 1)
+ * and its token is no lower than one the new server gave an acquire asked
+ * for after the wipe: then its section is judged as any. */
+TEST(wipe_straddling_grant_the_restarted_server_made_is_judged) {
+  rt_recs_t h;
+  rt_check_t c;
+  rt_recs_init(&h);
+  add(&h, UINT32_MAX, RT_OP_WIPE, 500, 550, 1, 0);
+  add(&h, 0, RT_OP_GRANT, 400, 600, 7, RT_OP_HOLD);
+  add(&h, 0, RT_OP_HOLD, 600, 700, 7, 0);
+  add(&h, 1, RT_OP_GRANT, 560, 580, 9, RT_OP_HOLD);
+  add(&h, 1, RT_OP_HOLD, 580, 690, 9, 0);
+  /* 7 < 9: the gone server's grant, skipped. */
+  rt_check_exclusive(&h, 0, RT_OP_HOLD, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 0);
+  /* 12: the new server's, so the two overlap. */
+  h.v[1].token = h.v[2].token = 12;
+  rt_check_exclusive(&h, 0, RT_OP_HOLD, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 1);
+  add(&h, 0, RT_OP_LOST, 700, 700, 0, 600);
+  add(&h, 2, RT_OP_GRANT, 640, 650, 13, RT_OP_HOLD);
+  add(&h, 2, RT_OP_HOLD, 650, 660, 13, 0);
+  rt_check_lost_first(&h, 0, RT_OP_HOLD, &c);
+  rt_check_print(stdout, &c);
+  ASSERT_EQ(c.violations, 1);
+  ASSERT_EQ(c.first_a.proc, 0);
+  /* Unmarked, the wipe proves nothing: skipped again. */
+  h.v[0].token = 0;
+  rt_check_exclusive(&h, 0, RT_OP_HOLD, &c);
+  ASSERT_EQ(c.violations, 1); /* 2 still overlaps 1 */
+  ASSERT_EQ(c.first_b.proc, 2);
+  rt_check_lost_first(&h, 0, RT_OP_HOLD, &c);
+  ASSERT_EQ(c.violations, 0);
+  rt_recs_free(&h);
+}
+
 TEST(fifo_checker_passes_and_fails) {
   rt_recs_t h;
   rt_check_t c;

@@ -760,8 +760,10 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
     rt_sleep_ms(d);
     if (rt_server_restart(n->srv) != 0)
       FAIL("nemesis: the server did not come back after an empty restart");
+    /* Token 1: the server that comes back seeds its token counters above
+     * every token handed out before (history.h). */
     if (kind == F_RESTART_EMPTY)
-      rt_recs_add5(n->h, UINT32_MAX, RT_OP_WIPE, t0, uv_hrtime(), 0, 0);
+      rt_recs_add5(n->h, UINT32_MAX, RT_OP_WIPE, t0, uv_hrtime(), 1, 0);
     break;
   case F_KILL_PUBSUB:
     arg = rt_server_kill_clients_of_type(n->srv, "pubsub");

@@ -364,7 +364,7 @@ static const rt_rec_t **select_sorted(const rt_recs_t *h, uint16_t obj, uint16_t
 
 /* The wipes of h (RT_OP_WIPE), for cutting sections (history.h). */
 typedef struct wipes_s {
-  const rt_recs_t *h; /* for the grant behind a section (grant_asked) */
+  const rt_recs_t *h; /* for the grant behind a section (grant_of) */
   const rt_rec_t **v;
   size_t n;
   size_t cut, skipped; /* sections ended early / skipped because of a wipe */
@@ -385,19 +385,37 @@ static void wipes_collect(const rt_recs_t *h, wipes_t *w) {
       w->v[w->n++] = &h->v[i];
 }
 
-/* When the acquire behind section rec was invoked: its RT_OP_GRANT record
- * (same process and object, confirmed when the section began), else the
- * section's own start. */
-static uint64_t grant_asked(const wipes_t *w, const rt_rec_t *rec) {
+/* The RT_OP_GRANT behind section rec (same process and object, confirmed
+ * when the section began), or NULL. */
+static const rt_rec_t *grant_of(const wipes_t *w, const rt_rec_t *rec) {
   if (rec == NULL || w->h == NULL)
-    return 0;
+    return NULL;
   for (size_t i = 0; i < w->h->n; i++) {
     const rt_rec_t *g = &w->h->v[i];
     if (g->op == RT_OP_GRANT && g->proc == rec->proc && g->obj == rec->obj &&
         g->end_ns == rec->start_ns)
-      return g->start_ns;
+      return g;
   }
-  return rec->start_ns;
+  return NULL;
+}
+
+/* 1 when grant g is provably one of the server that came back after wipe
+ * wp, not of the one that went: wp is marked as a restart that issues
+ * tokens above every earlier one (token 1), and g's token is no lower than
+ * the lowest one granted on its object to an acquire asked for after the
+ * wipe ended (all of them the new server's). Tokens going backwards across
+ * the wipe would make this wrong; rt_check_grant_tokens fails on that. */
+static int granted_after(const wipes_t *w, const rt_rec_t *wp, const rt_rec_t *g) {
+  if (g == NULL || g->token <= 0 || wp->token != 1)
+    return 0;
+  int64_t lowest = 0;
+  for (size_t i = 0; i < w->h->n; i++) {
+    const rt_rec_t *o = &w->h->v[i];
+    if (o->op == RT_OP_GRANT && o->obj == g->obj && o->token > 0 && o->start_ns >= wp->end_ns &&
+        (lowest == 0 || o->token < lowest))
+      lowest = o->token;
+  }
+  return lowest > 0 && g->token >= lowest;
 }
 
 /* The end of section [start, end] as the server knew it: the start of the
@@ -405,13 +423,19 @@ static uint64_t grant_asked(const wipes_t *w, const rt_rec_t *rec) {
  * (the section began during a wipe): skip it. Also skipped: a section
  * whose acquire (rec's grant, when known) was still unanswered while a
  * wipe ran, since its grant may have been made by the server that went
- * and delivered only after the one that came back granted another. */
+ * and delivered only after the one that came back granted another, unless
+ * its token proves it the new server's (granted_after): then it is judged
+ * as any. */
 static uint64_t wipe_end(const wipes_t *w, const rt_rec_t *rec, uint64_t start, uint64_t end) {
-  uint64_t cut = end, asked = w->n > 0 ? grant_asked(w, rec) : 0;
+  if (w->n == 0)
+    return end;
+  const rt_rec_t *g = grant_of(w, rec);
+  uint64_t cut = end, asked = g != NULL ? g->start_ns : rec != NULL ? rec->start_ns : 0;
   for (size_t k = 0; k < w->n; k++) {
     if (w->v[k]->start_ns < cut && w->v[k]->end_ns > start)
       cut = w->v[k]->start_ns;
-    else if (rec != NULL && w->v[k]->start_ns < start && w->v[k]->end_ns > asked)
+    else if (rec != NULL && w->v[k]->start_ns < start && w->v[k]->end_ns > asked &&
+             !granted_after(w, w->v[k], g))
       cut = start;
   }
   return cut;
