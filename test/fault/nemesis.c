@@ -664,9 +664,11 @@ static void cluster_fault(nem_t *n, int kind, int64_t d_max, int64_t *arg) {
      * woke, grants included, while the new master grants too. That is the
      * split brain Redis Cluster admits (asynchronous replication,
      * docs/client.md "Failover and holds"), so the window from the pause to
-     * a stable cluster is recorded as a wipe: exclusion is not judged in it
-     * (history.h); tokens still are. With too little time left, a short
-     * pause instead. */
+     * a stable cluster is recorded as a wipe: exclusion and the order of
+     * sections' tokens are not judged in it (history.h); every grant's
+     * token still is. Token 0: two masters INCR one counter here, so a
+     * token proves nothing about which one granted. With too little time
+     * left, a short pause instead. */
     uint64_t paused_at = uv_hrtime();
     d = nbetween(n, 2 * CLUSTER_NODE_TIMEOUT_MS, 3 * CLUSTER_NODE_TIMEOUT_MS);
     if (d > d_max)
@@ -755,15 +757,19 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
       d = 0;
     }
     arg = d;
+    struct timespec killed_at;
+    clock_gettime(CLOCK_REALTIME, &killed_at);
     rt_server_kill(n->srv, SIGKILL);
     drop_persistence(n->srv);
     rt_sleep_ms(d);
     if (rt_server_restart(n->srv) != 0)
       FAIL("nemesis: the server did not come back after an empty restart");
-    /* Token 1: the server that comes back seeds its token counters above
-     * every token handed out before (history.h). */
+    /* Token 1: the server that comes back seeds its token counters from
+     * its clock, above every token handed out before; extra: that clock
+     * (the host's) just before the kill, in microseconds (history.h). */
     if (kind == F_RESTART_EMPTY)
-      rt_recs_add5(n->h, UINT32_MAX, RT_OP_WIPE, t0, uv_hrtime(), 1, 0);
+      rt_recs_add5(n->h, UINT32_MAX, RT_OP_WIPE, t0, uv_hrtime(), 1,
+                   (int64_t)killed_at.tv_sec * 1000000 + killed_at.tv_nsec / 1000);
     break;
   case F_KILL_PUBSUB:
     arg = rt_server_kill_clients_of_type(n->srv, "pubsub");

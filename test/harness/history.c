@@ -400,14 +400,21 @@ static const rt_rec_t *grant_of(const wipes_t *w, const rt_rec_t *rec) {
 }
 
 /* 1 when grant g is provably one of the server that came back after wipe
- * wp, not of the one that went: wp is marked as a restart that issues
- * tokens above every earlier one (token 1), and g's token is no lower than
- * the lowest one granted on its object to an acquire asked for after the
- * wipe ended (all of them the new server's). Tokens going backwards across
- * the wipe would make this wrong; rt_check_grant_tokens fails on that. */
+ * wp, not of the one that went. Only a wipe marked token 1 proves anything:
+ * the server came back empty and seeds its token counters from its clock
+ * (microseconds) above every earlier token. Then g is the new server's if
+ * its token is above the clock read just before the server was killed
+ * (wp->extra, when known: tokens of the gone server were seeded from that
+ * clock earlier and INCRed far fewer times than microseconds passed), or
+ * no lower than a token granted on its object to an acquire asked for
+ * after the wipe ended (all of those the new server's). Tokens going
+ * backwards across the wipe would make this wrong; rt_check_grant_tokens
+ * fails on that. */
 static int granted_after(const wipes_t *w, const rt_rec_t *wp, const rt_rec_t *g) {
   if (g == NULL || g->token <= 0 || wp->token != 1)
     return 0;
+  if (wp->extra > 0 && g->token > wp->extra)
+    return 1;
   int64_t lowest = 0;
   for (size_t i = 0; i < w->h->n; i++) {
     const rt_rec_t *o = &w->h->v[i];
@@ -611,7 +618,7 @@ void rt_check_tokens(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *
   check_begin(out, "fencing tokens");
   wipes_t w;
   wipes_collect(h, &w);
-  size_t n = 0;
+  size_t n = 0, skipped = 0;
   const rt_rec_t **v = select_sorted(h, obj, op, &n);
   const rt_rec_t *best = NULL;
   for (size_t i = 0; v != NULL && i < n; i++) {
@@ -622,8 +629,10 @@ void rt_check_tokens(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *
      * another: the two grants overlap in time, so the order their sections
      * began in says nothing of the order the tokens were issued in. Its
      * grant is still judged by rt_check_grant_tokens. */
-    if (w.n > 0 && wipe_cut(&w, v[i], v[i]->start_ns, v[i]->end_ns) <= v[i]->start_ns)
+    if (w.n > 0 && wipe_end(&w, v[i], v[i]->start_ns, v[i]->end_ns) <= v[i]->start_ns) {
+      skipped++;
       continue;
+    }
     out->checked++;
     if (best != NULL && v[i]->token <= best->token)
       violation(out, best, v[i]);
@@ -631,8 +640,9 @@ void rt_check_tokens(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *
       best = v[i];
   }
   out->max_seen = best != NULL ? best->token : 0;
-  snprintf(out->detail, sizeof out->detail, "highest token %" PRId64, out->max_seen);
-  wipes_note(&w, out);
+  snprintf(out->detail, sizeof out->detail,
+           "highest token %" PRId64 "; %zu sections skipped for %zu wipes", out->max_seen,
+           skipped, w.n);
   free(v);
   free(w.v);
 }

@@ -102,12 +102,14 @@ void rt_history_print(FILE *out, const rt_history_report_t *rep);
  *   RT_OP_GRANT     a fenced acquire invoked .. its    fencing token  the section's op
  *                   success confirmed (every grant,                 (HOLD, READ, WRITE)
  *                   held or not)
- *   RT_OP_WIPE      the server lost its data and came   1: it came   -
- *                   back at once (killed .. answering   back empty,
- *                   again): holds granted before it are so its
- *                   gone while their holders may still  tokens start
+ *   RT_OP_WIPE      the server lost its data and came   1: it came   with token 1:
+ *                   back at once (killed .. answering   back empty,  the host clock
+ *                   again): holds granted before it are so its       (us) just before
+ *                   gone while their holders may still  tokens start the kill, or 0
  *                   count on them, which S1 does not    above every
- *                   cover (a delayed restart is no wipe) earlier one
+ *                   cover (a delayed restart is no wipe) earlier one;
+ *                                                       0: tokens
+ *                                                       prove nothing
  *
  * File: the 8 bytes "LKHIST02", then 40-byte records in host byte order
  * (rt_rec_t). Appending is not thread-safe; nothing fails the test itself. */
@@ -180,8 +182,9 @@ typedef struct rt_check_s {
  * sections whose acquire (their RT_OP_GRANT) was still unanswered while a
  * wipe ran (its answer may be the gone server's, delivered after the one
  * that came back granted another) unless its token proves it the new
- * server's (a wipe with token 1, and a token no lower than one granted to
- * an acquire asked for after the wipe). Without wipes in h nothing changes.
+ * server's (a wipe with token 1, and a token above the clock the wipe
+ * recorded or no lower than one granted to an acquire asked for after
+ * the wipe). Without wipes in h nothing changes.
  * Tokens must increase across wipes: rt_check_grant_tokens ignores them,
  * and rt_check_tokens skips only the sections the exclusion checkers skip
  * (their grants overlap in time one made after the wipe, so the order the
