@@ -757,16 +757,18 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
       d = 0;
     }
     arg = d;
+    rt_server_kill(n->srv, SIGKILL); /* and reaped: it hands out no more tokens */
     struct timespec killed_at;
     clock_gettime(CLOCK_REALTIME, &killed_at);
-    rt_server_kill(n->srv, SIGKILL);
     drop_persistence(n->srv);
     rt_sleep_ms(d);
     if (rt_server_restart(n->srv) != 0)
       FAIL("nemesis: the server did not come back after an empty restart");
     /* Token 1: the server that comes back seeds its token counters from
      * its clock, above every token handed out before; extra: that clock
-     * (the host's) just before the kill, in microseconds (history.h). */
+     * (the host's) once the old server is gone and before the new one
+     * starts, in microseconds, so every token above it is the new one's
+     * (history.h). */
     if (kind == F_RESTART_EMPTY)
       rt_recs_add5(n->h, UINT32_MAX, RT_OP_WIPE, t0, uv_hrtime(), 1,
                    (int64_t)killed_at.tv_sec * 1000000 + killed_at.tv_nsec / 1000);

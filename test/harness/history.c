@@ -403,9 +403,10 @@ static const rt_rec_t *grant_of(const wipes_t *w, const rt_rec_t *rec) {
  * wp, not of the one that went. Only a wipe marked token 1 proves anything:
  * the server came back empty and seeds its token counters from its clock
  * (microseconds) above every earlier token. Then g is the new server's if
- * its token is above the clock read just before the server was killed
- * (wp->extra, when known: tokens of the gone server were seeded from that
- * clock earlier and INCRed far fewer times than microseconds passed), or
+ * its token is above the clock read after the old server was gone and
+ * before the new one started (wp->extra, when known: tokens of the gone
+ * server were seeded from that clock earlier and INCRed far fewer times
+ * than microseconds passed; the new one seeds from it later), or
  * no lower than a token granted on its object to an acquire asked for
  * after the wipe ended (all of those the new server's). Tokens going
  * backwards across the wipe would make this wrong; rt_check_grant_tokens

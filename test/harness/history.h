@@ -102,11 +102,11 @@ void rt_history_print(FILE *out, const rt_history_report_t *rep);
  *   RT_OP_GRANT     a fenced acquire invoked .. its    fencing token  the section's op
  *                   success confirmed (every grant,                 (HOLD, READ, WRITE)
  *                   held or not)
- *   RT_OP_WIPE      the server lost its data and came   1: it came   with token 1:
- *                   back at once (killed .. answering   back empty,  the host clock
- *                   again): holds granted before it are so its       (us) just before
- *                   gone while their holders may still  tokens start the kill, or 0
- *                   count on them, which S1 does not    above every
+ *   RT_OP_WIPE      the server lost its data and came   1: it came   token 1: the host
+ *                   back at once (killed .. answering   back empty,  clock (us) read
+ *                   again): holds granted before it are so its       after the kill,
+ *                   gone while their holders may still  tokens start before the restart
+ *                   count on them, which S1 does not    above every  (0: not known)
  *                   cover (a delayed restart is no wipe) earlier one;
  *                                                       0: tokens
  *                                                       prove nothing
