@@ -782,8 +782,7 @@ void rt_check_lost_first(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check
      * A section the exclusion checkers skip (its acquire was unanswered
      * while a wipe ran, so its grant may be the gone server's) is skipped
      * here too, as a lost one and as another's. */
-    rt_rec_t mine = *lost;
-    mine.op = op;
+    rt_rec_t mine = *lost; /* the section it ended, as grant_of finds it: proc, obj, start */
     mine.start_ns = began;
     told = wipe_cut(&w, &mine, began, told);
     if (told <= began)
