@@ -173,13 +173,21 @@ int cli_child_spawn(cli_child_t *ch, char *const argv[], char *const env[], int 
   int errpipe[2] = {-1, -1}, gpipe[2] = {-1, -1}, child_err = 0;
   sigset_t all, old;
   pid_t parent = getpid(), pid;
-  char *prog;
+  char *prog, **sh_argv = NULL;
+  size_t argc = 0;
   ssize_t n;
   memset(ch, 0, sizeof(*ch));
   ch->guard_fd = -1;
   *err = 0;
   if ((prog = find_program(argv[0], err)) == NULL)
     return -1;
+  while (argv[argc] != NULL)
+    argc++;
+  if ((sh_argv = calloc(argc + 2, sizeof(*sh_argv))) != NULL) {
+    sh_argv[0] = "sh";
+    sh_argv[1] = prog;
+    memcpy(sh_argv + 2, argv + 1, (argc - 1) * sizeof(*sh_argv));
+  }
   /* Ours to give only when we are the terminal's foreground. */
   ch->tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
   if (pipe(errpipe) != 0 || fcntl(errpipe[0], F_SETFD, FD_CLOEXEC) != 0 ||
@@ -210,6 +218,8 @@ int cli_child_spawn(cli_child_t *ch, char *const argv[], char *const env[], int 
       (void)tcsetpgrp(STDIN_FILENO, getpid()); /* SIGTTOU still blocked */
     child_signals_default();
     execve(prog, argv, env);
+    if (errno == ENOEXEC && sh_argv != NULL)
+      execve("/bin/sh", sh_argv, env); /* a script without #!, as execvp does */
     write_errno_and_exit(errpipe[1], errno);
   }
   if (pid < 0) {
@@ -245,6 +255,7 @@ int cli_child_spawn(cli_child_t *ch, char *const argv[], char *const env[], int 
   while (n < 0 && errno == EINTR);
   close(errpipe[0]);
   free(prog);
+  free(sh_argv);
   if (n == (ssize_t)sizeof(child_err)) {
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
@@ -262,6 +273,7 @@ fail:
     close(gpipe[0]), close(gpipe[1]);
   ch->tty = 0;
   free(prog);
+  free(sh_argv);
   return -1;
 }
 

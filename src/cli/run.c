@@ -40,6 +40,7 @@ typedef struct run_s {
   int kill_timer_on;
   int acquiring, lost, finishing;
   int proc_ran; /* the command was started: its end is what we report */
+  int reraise_sigint; /* the command died of the terminal's Ctrl-C */
   int exit_code; /* -1: not decided yet */
 } run_t;
 
@@ -273,6 +274,10 @@ static void child_exited(run_t *r, int exit_status, int term_signal) {
     finish(r); /* nothing to release: the hold is gone */
     return;
   }
+  /* A Ctrl-C that only the command's group saw: latchkey dies of it too
+   * in the end, so a calling script stops as it would without latchkey. */
+  if (r->child.tty && term_signal == SIGINT)
+    r->reraise_sigint = 1;
   cli_child_done(&r->child);
   r->exit_code = term_signal != 0 ? 128 + term_signal : exit_status;
   if ((rc = obj_release(r)) < 0) {
@@ -291,7 +296,9 @@ static void on_sigchld(uv_signal_t *h, int signum) {
     r->child.guard = 0;
   if (!r->proc_live)
     return;
-  while ((got = waitpid(r->child.pid, &st, WNOHANG | WUNTRACED)) < 0 && errno == EINTR) {
+  /* Stops matter only with the terminal: Ctrl-Z (cli_child_stopped). */
+  while ((got = waitpid(r->child.pid, &st, WNOHANG | (r->child.tty ? WUNTRACED : 0))) < 0 &&
+         errno == EINTR) {
   }
   if (got != r->child.pid)
     return;
@@ -537,5 +544,9 @@ int cli_run(int argc, char **argv) {
   }
   uv_run(r.loop, UV_RUN_DEFAULT);
   uv_loop_close(r.loop);
+  if (r.reraise_sigint && r.exit_code == 128 + SIGINT) {
+    signal(SIGINT, SIG_DFL); /* the loop's handlers are gone */
+    raise(SIGINT);
+  }
   return r.exit_code < 0 ? CLI_EXIT_FAIL : r.exit_code;
 }

@@ -228,3 +228,37 @@ TEST(on_a_terminal_the_commands_group_is_the_foreground) {
   close(fd);
   rt_server_stop(srv);
 }
+
+/* The command is found and started as execvp would: a script without a
+ * #! line is run by /bin/sh, a missing one is 127, one that may not be
+ * executed 126. */
+TEST(command_lookup_matches_execvp) {
+  rt_server_t *srv;
+  char script[256], noexec[256];
+  FILE *f;
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  path_of(script, sizeof(script), "plain");
+  f = fopen(script, "w");
+  ASSERT_NOT_NULL(f);
+  fputs("exit 9\n", f);
+  fclose(f);
+  ASSERT_EQ(chmod(script, 0700), 0);
+  path_of(noexec, sizeof(noexec), "noexec");
+  f = fopen(noexec, "w");
+  ASSERT_NOT_NULL(f);
+  fputs("exit 0\n", f);
+  fclose(f);
+  ASSERT_EQ(chmod(noexec, 0600), 0);
+  {
+    const char *a[] = {"run", "cli:lookup", "--", script, NULL};
+    const char *b[] = {"run", "cli:lookup", "--", "no-such-command-latchkey-test", NULL};
+    const char *c[] = {"run", "cli:lookup", "--", noexec, NULL};
+    ASSERT_EQ(tool_run(rt_server_port(srv), "plain", a), 9);
+    ASSERT_EQ(tool_run(rt_server_port(srv), "missing", b), 127);
+    ASSERT_EQ(tool_run(rt_server_port(srv), "noexec", c), 126);
+  }
+  ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:lookup"), 0);
+  rt_server_stop(srv);
+}
