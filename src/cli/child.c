@@ -115,10 +115,14 @@ static void guard_main(int rfd, pid_t group) {
   sa.sa_handler = SIG_IGN;
   sigemptyset(&sa.sa_mask);
   /* It shares latchkey's group: a Ctrl-C, a hang-up or `kill %1` meant
-   * for latchkey must not end it. */
-  for (s = 1; s < NSIG; s++)
-    if (s != SIGKILL && s != SIGSTOP && s != SIGCHLD && s != SIGCONT)
-      (void)sigaction(s, &sa, NULL);
+   * for latchkey must not end it. SIGCHLD and SIGCONT back to their
+   * defaults (libuv's handler for SIGCHLD is latchkey's, not ours). */
+  for (s = 1; s < NSIG; s++) {
+    if (s == SIGKILL || s == SIGSTOP)
+      continue;
+    sa.sa_handler = s == SIGCHLD || s == SIGCONT ? SIG_DFL : SIG_IGN;
+    (void)sigaction(s, &sa, NULL);
+  }
   {
     sigset_t none;
     sigemptyset(&none);
@@ -188,8 +192,12 @@ int cli_child_spawn(cli_child_t *ch, char *const argv[], char *const env[], int 
     sh_argv[1] = prog;
     memcpy(sh_argv + 2, argv + 1, (argc - 1) * sizeof(*sh_argv));
   }
-  /* Ours to give only when we are the terminal's foreground. */
+  /* Ours to give only when we are the terminal's foreground. We write to
+   * the terminal from the background then (a lost lease's message):
+   * with TOSTOP set that would stop us, so SIGTTOU is ignored. */
   ch->tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  if (ch->tty)
+    signal(SIGTTOU, SIG_IGN);
   if (pipe(errpipe) != 0 || fcntl(errpipe[0], F_SETFD, FD_CLOEXEC) != 0 ||
       fcntl(errpipe[1], F_SETFD, FD_CLOEXEC) != 0 || pipe(gpipe) != 0 ||
       fcntl(gpipe[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(gpipe[1], F_SETFD, FD_CLOEXEC) != 0) {

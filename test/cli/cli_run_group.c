@@ -262,3 +262,59 @@ TEST(command_lookup_matches_execvp) {
   ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:lookup"), 0);
   rt_server_stop(srv);
 }
+
+/* Ctrl-Z on a terminal stops the command, and latchkey stops too (its
+ * shell sees the job stop); continued, latchkey gives the terminal back to
+ * the command and continues it: a Ctrl-C then reaches it. */
+TEST(on_a_terminal_ctrl_z_stops_the_job_and_it_continues) {
+  rt_server_t *srv;
+  int fd, st;
+  pid_t pid;
+  char url[64], acc[8192];
+  size_t len = 0;
+  int64_t until;
+  /* It waits reading the terminal (a builtin: a Ctrl-Z that lands while
+   * the shell is in vfork stops only the half-made child, and the shell
+   * waits for it unstopped, with or without latchkey). */
+  const char *script = "trap 'echo got-int; exit 4' INT; echo ready .; read x; exit 5";
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
+  pid = forkpty(&fd, NULL, NULL, NULL);
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    execl(LK_CLI_PATH, LK_CLI_PATH, "run", "--redis", url, "cli:tstp", "--", "sh", "-c", script,
+          (char *)NULL);
+    _exit(99);
+  }
+  rt_child_track(pid);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  ASSERT(pty_read_until(fd, acc, sizeof(acc), &len, "ready .", 10000));
+  ASSERT_EQ(write(fd, "\x1a", 1), 1); /* Ctrl-Z */
+  until = rt_now_ms() + rt_scaled_ms(10000);
+  for (;;) { /* latchkey reports stopped (no callback for it: polled) */
+    pid_t r = waitpid(pid, &st, WNOHANG | WUNTRACED);
+    ASSERT(r == 0 || r == pid);
+    if (r == pid) {
+      ASSERT(WIFSTOPPED(st));
+      break;
+    }
+    ASSERT_LT(rt_now_ms(), until);
+    rt_sleep_ms(10);
+  }
+  ASSERT_EQ(tcgetpgrp(fd), pid); /* latchkey took the terminal back */
+  ASSERT_EQ(kill(pid, SIGCONT), 0); /* what `fg` sends */
+  until = rt_now_ms() + rt_scaled_ms(10000);
+  while (tcgetpgrp(fd) == pid) { /* until latchkey gives it to the command again */
+    ASSERT_LT(rt_now_ms(), until);
+    rt_sleep_ms(10);
+  }
+  ASSERT_EQ(write(fd, "\x03", 1), 1); /* Ctrl-C */
+  ASSERT(pty_read_until(fd, acc, sizeof(acc), &len, "got-int", 10000));
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  rt_child_untrack(pid);
+  ASSERT(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 4);
+  close(fd);
+  rt_server_stop(srv);
+}
