@@ -9,7 +9,9 @@
  *   SIGKILL from the kernel (PR_SET_PDEATHSIG), and on every system a
  *   guard process, blocked reading a pipe only latchkey holds, sees the
  *   pipe's end and kills the whole group. Latchkey tells the guard "done"
- *   before a normal exit.
+ *   before a normal exit. The command waits for a "go" from latchkey
+ *   before it executes anything, and latchkey says it once the guard is
+ *   forked: there is no moment when the command runs unguarded.
  * - A terminal: when latchkey runs in the foreground of its terminal, the
  *   command's group is made the terminal's foreground group, so Ctrl-C,
  *   Ctrl-Z and reading the terminal work as if the command ran alone; a
@@ -174,7 +176,7 @@ static void give_terminal(pid_t pgrp) {
 }
 
 int cli_child_spawn(cli_child_t *ch, char *const argv[], char *const env[], int *err) {
-  int errpipe[2] = {-1, -1}, gpipe[2] = {-1, -1}, child_err = 0;
+  int errpipe[2] = {-1, -1}, gpipe[2] = {-1, -1}, gopipe[2] = {-1, -1}, child_err = 0;
   sigset_t all, old;
   pid_t parent = getpid(), pid;
   char *prog, **sh_argv = NULL;
@@ -200,7 +202,9 @@ int cli_child_spawn(cli_child_t *ch, char *const argv[], char *const env[], int 
     signal(SIGTTOU, SIG_IGN);
   if (pipe(errpipe) != 0 || fcntl(errpipe[0], F_SETFD, FD_CLOEXEC) != 0 ||
       fcntl(errpipe[1], F_SETFD, FD_CLOEXEC) != 0 || pipe(gpipe) != 0 ||
-      fcntl(gpipe[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(gpipe[1], F_SETFD, FD_CLOEXEC) != 0) {
+      fcntl(gpipe[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(gpipe[1], F_SETFD, FD_CLOEXEC) != 0 ||
+      pipe(gopipe) != 0 || fcntl(gopipe[0], F_SETFD, FD_CLOEXEC) != 0 ||
+      fcntl(gopipe[1], F_SETFD, FD_CLOEXEC) != 0) {
     *err = errno;
     goto fail;
   }
@@ -211,9 +215,12 @@ int cli_child_spawn(cli_child_t *ch, char *const argv[], char *const env[], int 
   sigprocmask(SIG_SETMASK, &all, &old);
   pid = fork();
   if (pid == 0) {
+    char go;
+    ssize_t got;
     close(errpipe[0]);
     close(gpipe[0]);
     close(gpipe[1]);
+    close(gopipe[1]);
     setpgid(0, 0);
 #ifdef __linux__
     /* Killed when the thread that forked it ends: latchkey's main thread,
@@ -222,6 +229,13 @@ int cli_child_spawn(cli_child_t *ch, char *const argv[], char *const env[], int 
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
       _exit(127);
 #endif
+    /* Nothing runs before the guard is in place: if latchkey dies first,
+     * the pipe ends without "g". */
+    do
+      got = read(gopipe[0], &go, 1);
+    while (got < 0 && errno == EINTR);
+    if (got != 1)
+      _exit(127);
     if (ch->tty)
       (void)tcsetpgrp(STDIN_FILENO, getpid()); /* SIGTTOU still blocked */
     child_signals_default();
@@ -247,6 +261,13 @@ int cli_child_spawn(cli_child_t *ch, char *const argv[], char *const env[], int 
     close(gpipe[1]);
     guard_main(gpipe[0], pid);
   }
+  close(gopipe[0]);
+  gopipe[0] = -1;
+  do
+    n = write(gopipe[1], "g", 1); /* the guard is there (or could not be): go */
+  while (n < 0 && errno == EINTR);
+  close(gopipe[1]);
+  gopipe[1] = -1;
   sigprocmask(SIG_SETMASK, &old, NULL);
   close(gpipe[0]);
   gpipe[0] = -1;
@@ -279,6 +300,8 @@ fail:
     close(errpipe[0]), close(errpipe[1]);
   if (gpipe[0] >= 0)
     close(gpipe[0]), close(gpipe[1]);
+  if (gopipe[0] >= 0)
+    close(gopipe[0]), close(gopipe[1]);
   ch->tty = 0;
   free(prog);
   free(sh_argv);
