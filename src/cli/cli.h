@@ -18,6 +18,7 @@ enum {
   CLI_EXIT_CONN = 69,    /* could not reach the server (EX_UNAVAILABLE) */
   CLI_EXIT_TIMEOUT = 75, /* run: not acquired within --wait (EX_TEMPFAIL) */
   CLI_EXIT_LOST = 79,    /* run: the lease was lost while the child ran */
+  CLI_EXIT_UNRELEASED = 80, /* run: the command ended, NAME could not be released */
   CLI_EXIT_NOEXEC = 126, /* run: the command could not be executed */
   CLI_EXIT_NOTFOUND = 127 /* run: the command was not found */
 };
@@ -61,6 +62,18 @@ int cli_open_client(const char *cmd, const cli_common_t *co, uv_loop_t *loop,
 int cli_exit_for(int status, lk_client_t *c);
 /* Prints "latchkey CMD: what: <error> (<client error text>)". */
 void cli_report(const char *cmd, const char *what, int status, lk_client_t *c);
+
+/* Escaping for people (escape.c, docs/cli.md "Escaping"): every name,
+ * owner id, note, host or server text a human-readable output shows goes
+ * through these. Backslash, control characters (C0, DEL), C1 and a few
+ * invisible reordering code points, and bytes that are not valid UTF-8
+ * come out as \\, \n, \r, \t, \xHH (a byte) or \uXXXX (a code point). */
+void cli_escape(FILE *f, const char *s);
+/* s escaped, in storage that stays valid for the next 15 calls (enough
+ * for the arguments of one printf); NULL gives "(null)". */
+const char *cli_safe(const char *s);
+/* Length of a valid UTF-8 sequence at s (1..4) with its code point, or 0. */
+int cli_utf8_len(const unsigned char *s, uint32_t *cp);
 
 /* Subcommands: each returns its exit status. */
 int cli_run(int argc, char **argv);

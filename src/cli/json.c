@@ -1,7 +1,8 @@
 /* A small JSON writer for `latchkey ... --json`: objects, arrays, strings,
  * integers, booleans and null, with RFC 8259 escaping. Names and owner ids
- * are arbitrary bytes: control characters are \u-escaped, and bytes that are
- * not valid UTF-8 are written as U+FFFD so the output always parses. */
+ * are arbitrary bytes: control characters (C0, DEL and C1) are \u-escaped,
+ * and bytes that are not valid UTF-8 are written as U+FFFD so the output
+ * always parses. */
 #include <inttypes.h>
 
 #include "cli/cli.h"
@@ -12,35 +13,11 @@ void cli_json_init(cli_json_t *j, FILE *f) {
   j->first[0] = 1;
 }
 
-/* Length of a valid UTF-8 sequence at s (1..4), or 0. */
-static int utf8_len(const unsigned char *s) {
-  int n, i;
-  uint32_t cp;
-  if (s[0] < 0x80)
-    return 1;
-  if ((s[0] & 0xE0) == 0xC0)
-    n = 2, cp = s[0] & 0x1F;
-  else if ((s[0] & 0xF0) == 0xE0)
-    n = 3, cp = s[0] & 0x0F;
-  else if ((s[0] & 0xF8) == 0xF0)
-    n = 4, cp = s[0] & 0x07;
-  else
-    return 0;
-  for (i = 1; i < n; i++) {
-    if ((s[i] & 0xC0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (s[i] & 0x3F);
-  }
-  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-      cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return n;
-}
-
 void cli_json_escape(FILE *f, const char *str) {
   const unsigned char *s = (const unsigned char *)str;
   fputc('"', f);
   while (*s != '\0') {
+    uint32_t cp;
     int n;
     switch (*s) {
     case '"': fputs("\\\"", f); s++; continue;
@@ -57,10 +34,17 @@ void cli_json_escape(FILE *f, const char *str) {
       s++;
       continue;
     }
-    n = utf8_len(s);
+    n = cli_utf8_len(s, &cp);
     if (n == 0) {
       fputs("\\ufffd", f);
       s++;
+      continue;
+    }
+    if (cp >= 0x80 && cp <= 0x9F) {
+      /* C1 controls: valid JSON raw, but a terminal showing the output
+       * may obey them (U+009B is CSI) */
+      fprintf(f, "\\u%04x", (unsigned)cp);
+      s += n;
       continue;
     }
     fwrite(s, 1, (size_t)n, f);

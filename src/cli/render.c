@@ -46,15 +46,15 @@ static void owner_line(FILE *f, const cli_owner_t *owners, size_t i) {
   if (owners == NULL || !owners[i].known)
     return;
   o = &owners[i];
-  fprintf(f, "    = %s", o->host[0] != '\0' ? o->host : "?");
+  fprintf(f, "    = %s", o->host[0] != '\0' ? cli_safe(o->host) : "?");
   if (o->pid >= 0)
     fprintf(f, " pid %" PRId64, o->pid);
   if (o->program[0] != '\0')
-    fprintf(f, " %s", o->program);
+    fprintf(f, " %s", cli_safe(o->program));
   if (o->client_name[0] != '\0')
-    fprintf(f, " (%s)", o->client_name);
+    fprintf(f, " (%s)", cli_safe(o->client_name));
   if (o->note[0] != '\0')
-    fprintf(f, " note: %s", o->note);
+    fprintf(f, " note: %s", cli_safe(o->note));
   fputc('\n', f);
 }
 
@@ -84,8 +84,8 @@ void cli_render_json(FILE *f, const lk_inspect_t *in) { cli_render_json_owners(f
 void cli_render_table_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t *owners) {
   char b[48];
   size_t i;
-  fprintf(f, "%-9s %s\n", "NAME", in->name);
-  fprintf(f, "%-9s %s (%s)\n", "KIND", kind_text(in->kind), in->redis_type);
+  fprintf(f, "%-9s %s\n", "NAME", cli_safe(in->name));
+  fprintf(f, "%-9s %s (%s)\n", "KIND", kind_text(in->kind), cli_safe(in->redis_type));
   if (in->kind == LK_INSPECT_NONE)
     return;
   if (in->kind == LK_INSPECT_RWLOCK)
@@ -104,7 +104,7 @@ void cli_render_table_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t 
     if (in->n_holders > 0)
       fprintf(f, "  %-48s %6s %-5s %s\n", "OWNER", "COUNT", "MODE", "TTL");
     for (i = 0; i < in->n_holders; i++) {
-      fprintf(f, "  %-48s %6" PRId64 " %-5s %s\n", in->holders[i].owner, in->holders[i].count,
+      fprintf(f, "  %-48s %6" PRId64 " %-5s %s\n", cli_safe(in->holders[i].owner), in->holders[i].count,
               mode_text(in->holders[i].mode), dur(b, sizeof(b), in->holders[i].ttl_ms));
       owner_line(f, owners, i);
     }
@@ -116,7 +116,7 @@ void cli_render_table_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t 
     if (in->n_waiters > 0)
       fprintf(f, "  %3s %-48s %s\n", "#", "OWNER", "DEADLINE IN");
     for (i = 0; i < in->n_waiters; i++) {
-      fprintf(f, "  %3zu %-48s %s\n", i + 1, in->waiters[i].owner,
+      fprintf(f, "  %3zu %-48s %s\n", i + 1, cli_safe(in->waiters[i].owner),
               dur(b, sizeof(b), in->waiters[i].deadline_ms));
       owner_line(f, owners, in->n_holders + i);
     }
@@ -128,7 +128,7 @@ void cli_render_table_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t 
     if (in->n_permits > 0)
       fprintf(f, "  %-32s %s\n", "ID", "LEASE LEFT");
     for (i = 0; i < in->n_permits; i++)
-      fprintf(f, "  %-32s %s\n", in->permits[i].id,
+      fprintf(f, "  %-32s %s\n", cli_safe(in->permits[i].id),
               in->permits[i].no_lease ? "never ends" : dur(b, sizeof(b), in->permits[i].lease_ms));
     if (in->n_permits < in->total_permits)
       fprintf(f, "  ... %zu more\n", in->total_permits - in->n_permits);

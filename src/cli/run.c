@@ -1,12 +1,16 @@
 /* latchkey run: take NAME, run a command while holding it, release it when
  * the command exits (docs/cli.md, "run"). Everything happens on one libuv
- * loop: the acquire, the child (uv_spawn), forwarded signals, the watchdog's
- * renewals and a lost lease. */
+ * loop: the acquire, the command's end (SIGCHLD), forwarded signals, the
+ * watchdog's renewals and a lost lease. The command runs in a process group
+ * of its own that dies with latchkey (child.c). */
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
+#include "cli/child.h"
 #include "cli/cli.h"
 
 extern char **environ;
@@ -28,12 +32,15 @@ typedef struct run_s {
     lk_psem_t *ps;
   } o;
   int have_obj;
-  uv_process_t proc;
+  cli_child_t child;
   int proc_live;
   uv_signal_t sigs[3];
+  uv_signal_t sigchld;
   uv_timer_t kill_timer;
   int kill_timer_on;
   int acquiring, lost, finishing;
+  int proc_ran; /* the command was started: its end is what we report */
+  int reraise_sigint; /* the command died of the terminal's Ctrl-C */
   int exit_code; /* -1: not decided yet */
 } run_t;
 
@@ -217,6 +224,7 @@ static void finish(run_t *r) {
   r->finishing = 1;
   for (i = 0; i < 3; i++)
     uv_close((uv_handle_t *)&r->sigs[i], handle_closed);
+  uv_close((uv_handle_t *)&r->sigchld, handle_closed);
   if (r->kill_timer_on) {
     uv_timer_stop(&r->kill_timer);
   }
@@ -224,8 +232,22 @@ static void finish(run_t *r) {
   obj_close(r);
 }
 
+/* The command has ended but NAME may still be held: a caller must be able
+ * to tell, so the command's status gives way to CLI_EXIT_UNRELEASED. */
+static void release_failed(run_t *r, int status) {
+  cli_report("run", "release", status, r->c);
+  fprintf(stderr,
+          "%s run: %s may still be held: it stays so until its lease runs out; the "
+          "command's status was %d\n",
+          cli_prog, cli_safe(r->name), r->exit_code);
+  r->exit_code = CLI_EXIT_UNRELEASED;
+}
+
 static void released(run_t *r, int status) {
-  if (status < 0 && status != LK_ELEASELOST && status != LK_ENOTHELD)
+  /* Lost or not held: nothing of ours is left on the server. */
+  if (status < 0 && status != LK_ELEASELOST && status != LK_ENOTHELD && r->proc_ran)
+    release_failed(r, status);
+  else if (status < 0 && status != LK_ELEASELOST && status != LK_ENOTHELD)
     cli_report("run", "release", status, r->c);
   finish(r);
 }
@@ -234,37 +256,67 @@ static void on_kill_timer(uv_timer_t *t) {
   run_t *r = t->data;
   if (r->proc_live) {
     fprintf(stderr, "%s run: the command did not stop after SIGTERM: SIGKILL\n", cli_prog);
-    uv_process_kill(&r->proc, SIGKILL);
+    cli_child_signal(&r->child, SIGKILL);
   }
 }
 
-static void on_child_exit(uv_process_t *p, int64_t exit_status, int term_signal) {
-  run_t *r = p->data;
+static void child_exited(run_t *r, int exit_status, int term_signal) {
   int rc;
   r->proc_live = 0;
-  uv_close((uv_handle_t *)p, handle_closed);
   if (r->kill_timer_on)
     uv_timer_stop(&r->kill_timer);
   if (r->lost) {
+    /* Whatever of its group outlived the command had from SIGTERM until
+     * now to stop; none of it may go on without the lock. */
+    cli_child_signal(&r->child, SIGKILL);
+    cli_child_done(&r->child);
     r->exit_code = CLI_EXIT_LOST;
     finish(r); /* nothing to release: the hold is gone */
     return;
   }
-  r->exit_code = term_signal != 0 ? 128 + term_signal : (int)exit_status;
+  /* A Ctrl-C that only the command's group saw: latchkey dies of it too
+   * in the end, so a calling script stops as it would without latchkey. */
+  if (r->child.tty && term_signal == SIGINT)
+    r->reraise_sigint = 1;
+  cli_child_done(&r->child);
+  r->exit_code = term_signal != 0 ? 128 + term_signal : exit_status;
   if ((rc = obj_release(r)) < 0) {
-    cli_report("run", "release", rc, r->c);
+    release_failed(r, rc);
     finish(r);
   }
+}
+
+/* SIGCHLD: the command ended or was stopped; a guard that died is reaped. */
+static void on_sigchld(uv_signal_t *h, int signum) {
+  run_t *r = h->data;
+  int st;
+  pid_t got;
+  (void)signum;
+  if (r->child.guard > 0 && waitpid(r->child.guard, &st, WNOHANG) == r->child.guard)
+    r->child.guard = 0;
+  if (!r->proc_live)
+    return;
+  /* Stops matter only with the terminal: Ctrl-Z (cli_child_stopped). */
+  while ((got = waitpid(r->child.pid, &st, WNOHANG | (r->child.tty ? WUNTRACED : 0))) < 0 &&
+         errno == EINTR) {
+  }
+  if (got != r->child.pid)
+    return;
+  if (WIFSTOPPED(st)) {
+    cli_child_stopped(&r->child); /* returns once we are continued */
+    return;
+  }
+  child_exited(r, WIFEXITED(st) ? WEXITSTATUS(st) : 0, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 static void lost(run_t *r, int status) {
   if (r->lost || r->finishing)
     return;
   r->lost = 1;
-  fprintf(stderr, "%s run: lease on %s lost (%s): terminating the command\n", cli_prog, r->name,
-          lk_err_name(status));
+  fprintf(stderr, "%s run: lease on %s lost (%s): terminating the command\n", cli_prog,
+          cli_safe(r->name), lk_err_name(status));
   if (r->proc_live) {
-    uv_process_kill(&r->proc, SIGTERM);
+    cli_child_signal(&r->child, SIGTERM);
     r->kill_timer_on = 1;
     uv_timer_start(&r->kill_timer, on_kill_timer, (uint64_t)r->kill_after_ms, 0);
   }
@@ -293,8 +345,6 @@ static char **child_env(run_t *r, char *vars[3]) {
 }
 
 static void spawn_child(run_t *r) {
-  uv_process_options_t po;
-  uv_stdio_container_t stdio[3];
   char *owner = obj_owner(r), *vars[3] = {NULL, NULL, NULL};
   char **env = NULL;
   size_t len;
@@ -318,28 +368,17 @@ static void spawn_child(run_t *r) {
     r->exit_code = CLI_EXIT_FAIL;
     rc = -1;
   } else {
-    memset(&po, 0, sizeof(po));
-    for (i = 0; i < 3; i++) {
-      stdio[i].flags = UV_INHERIT_FD;
-      stdio[i].data.fd = i;
-    }
-    po.file = r->cmd[0];
-    po.args = r->cmd;
-    po.env = env;
-    po.stdio = stdio;
-    po.stdio_count = 3;
-    po.exit_cb = on_child_exit;
-    r->proc.data = r;
-    rc = uv_spawn(r->loop, &r->proc, &po);
+    int e = 0;
+    rc = cli_child_spawn(&r->child, r->cmd, env, &e);
     if (rc == 0) {
       r->proc_live = 1;
+      r->proc_ran = 1;
       if (r->verbose)
         fprintf(stderr, "%s run: holding %s as %s (token %" PRId64 "), pid %d\n", cli_prog,
-                r->name, owner, token, r->proc.pid);
+                cli_safe(r->name), cli_safe(owner), token, (int)r->child.pid);
     } else {
-      fprintf(stderr, "%s run: %s: %s\n", cli_prog, r->cmd[0], uv_strerror(rc));
-      r->exit_code = rc == UV_ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
-      uv_close((uv_handle_t *)&r->proc, handle_closed);
+      fprintf(stderr, "%s run: %s: %s\n", cli_prog, cli_safe(r->cmd[0]), strerror(e));
+      r->exit_code = e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
     }
   }
   free(env);
@@ -357,7 +396,7 @@ static void acquired(run_t *r, int status) {
       r->exit_code = cli_exit_for(status, r->c);
       if (r->exit_code == CLI_EXIT_TIMEOUT)
         fprintf(stderr, "%s run: %s: not acquired in time (held by another)\n", cli_prog,
-                r->name);
+                cli_safe(r->name));
       else
         cli_report("run", r->name, status, r->c);
     }
@@ -375,7 +414,9 @@ static void acquired(run_t *r, int status) {
 static void on_signal(uv_signal_t *h, int signum) {
   run_t *r = h->data;
   if (r->proc_live) {
-    uv_process_kill(&r->proc, signum); /* the child decides; we exit with its status */
+    /* to the command's whole group; the command decides, and we exit with
+     * its status */
+    cli_child_signal(&r->child, signum);
     return;
   }
   if (r->exit_code < 0)
@@ -488,6 +529,10 @@ int cli_run(int argc, char **argv) {
     r.sigs[i].data = &r;
     uv_signal_start(&r.sigs[i], on_signal, fwd_signals[i]);
   }
+  /* Before any fork: the command's end can come at once. */
+  uv_signal_init(r.loop, &r.sigchld);
+  r.sigchld.data = &r;
+  uv_signal_start(&r.sigchld, on_sigchld, SIGCHLD);
   uv_timer_init(r.loop, &r.kill_timer);
   r.kill_timer.data = &r;
   r.acquiring = 1;
@@ -499,5 +544,9 @@ int cli_run(int argc, char **argv) {
   }
   uv_run(r.loop, UV_RUN_DEFAULT);
   uv_loop_close(r.loop);
+  if (r.reraise_sigint && r.exit_code == 128 + SIGINT) {
+    signal(SIGINT, SIG_DFL); /* the loop's handlers are gone */
+    raise(SIGINT);
+  }
   return r.exit_code < 0 ? CLI_EXIT_FAIL : r.exit_code;
 }

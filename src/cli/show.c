@@ -317,7 +317,7 @@ static void on_listed(lk_client_t *c, int status, const lk_list_entry_t *e, size
       cli_json_obj_end(&j);
       fputc('\n', stdout);
     } else {
-      printf("%-7s %s\n", lk_inspect_kind_name(e[i].kind), e[i].name);
+      printf("%-7s %s\n", lk_inspect_kind_name(e[i].kind), cli_safe(e[i].name));
     }
   }
   fflush(stdout);
@@ -361,7 +361,7 @@ static void rel_done(sess_t *s, int status, int64_t result) {
   if (status < 0)
     fail(s, s->names[0], status);
   else
-    printf("%s: %s\n", s->names[0], result ? "force-released" : "was not held");
+    printf("%s: %s\n", cli_safe(s->names[0]), result ? "force-released" : "was not held");
 }
 static void lock_closed(lk_lock_t *l) { sess_close(lk_lock_get_data(l)); }
 static void fair_closed(lk_fair_t *f) { sess_close(lk_fair_get_data(f)); }
@@ -387,7 +387,7 @@ static void rw_forced(lk_rwlock_t *w, int st, void *a) {
 static int confirm(const lk_inspect_t *in) {
   char line[16];
   cli_render_table(stderr, in);
-  fprintf(stderr, "Force-release %s, whoever holds it? [y/N] ", in->name);
+  fprintf(stderr, "Force-release %s, whoever holds it? [y/N] ", cli_safe(in->name));
   fflush(stderr);
   if (fgets(line, sizeof(line), stdin) == NULL)
     return 0;
@@ -406,14 +406,14 @@ static void on_release_inspected(lk_client_t *c, int status, const lk_inspect_t 
   if (in->kind != LK_INSPECT_LOCK && in->kind != LK_INSPECT_FAIR &&
       in->kind != LK_INSPECT_RWLOCK && in->kind != LK_INSPECT_NONE &&
       in->kind != LK_INSPECT_TOKEN) {
-    fprintf(stderr, "%s release: %s is a %s, not a lock: left alone\n", cli_prog, in->name,
+    fprintf(stderr, "%s release: %s is a %s, not a lock: left alone\n", cli_prog, cli_safe(in->name),
             lk_inspect_kind_name(in->kind));
     s->exit_code = CLI_EXIT_FAIL;
     sess_close(s);
     return;
   }
   if (in->kind == LK_INSPECT_NONE || in->kind == LK_INSPECT_TOKEN) {
-    printf("%s: was not held\n", in->name);
+    printf("%s: was not held\n", cli_safe(in->name));
     sess_close(s);
     return;
   }
@@ -495,8 +495,8 @@ static void on_ping(lk_client_t *c, int status, const lk_ping_t *p, void *arg) {
     cli_json_obj_end(&j);
     fputc('\n', stdout);
   } else {
-    printf("%s %s (%s), round trip %" PRId64 ".%03" PRId64 " ms\n", p->server, p->version,
-           p->mode, p->rtt_us / 1000, p->rtt_us % 1000);
+    printf("%s %s (%s), round trip %" PRId64 ".%03" PRId64 " ms\n", cli_safe(p->server),
+           cli_safe(p->version), cli_safe(p->mode), p->rtt_us / 1000, p->rtt_us % 1000);
   }
   sess_close(s);
 }

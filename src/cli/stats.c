@@ -207,7 +207,8 @@ static void report(stats_t *s) {
     cli_json_obj_end(&j);
     fputc('\n', stdout);
   } else {
-    printf("%-10s %s (%s), %s\n", "NAME", s->name, s->fair ? "fair lock" : "lock", s->server);
+    printf("%-10s %s (%s), %s\n", "NAME", cli_safe(s->name), s->fair ? "fair lock" : "lock",
+           cli_safe(s->server));
     printf("%-10s %" PRIu64 " holds in %.1fs (%.1f/s), one at a time\n", "ALONE", s->holds[0],
            (double)s->phase_ns[0] / 1e9, per_s(s->holds[0], s->phase_ns[0]));
     text_series("acquire", &s->ser[0][S_ACQ], "round trip (and any wait for NAME's holders)");
@@ -230,7 +231,7 @@ static void report(stats_t *s) {
     s->exit_code = s->timeouts > 0 ? CLI_EXIT_TIMEOUT
                    : s->errors > 0 ? cli_exit_for(s->last_error, s->c)
                                    : CLI_EXIT_FAIL;
-    fprintf(stderr, "%s stats: %s was never acquired\n", cli_prog, s->name);
+    fprintf(stderr, "%s stats: %s was never acquired\n", cli_prog, cli_safe(s->name));
   }
 }
 
@@ -405,7 +406,7 @@ static void on_kind(lk_client_t *c, int status, const lk_inspect_t *in, void *ar
   } else if (in->kind != LK_INSPECT_LOCK && in->kind != LK_INSPECT_NONE &&
              in->kind != LK_INSPECT_TOKEN) {
     fprintf(stderr, "%s stats: %s is a %s: stats measures locks and fair locks\n", cli_prog,
-            s->name, lk_inspect_kind_name(in->kind));
+            cli_safe(s->name), lk_inspect_kind_name(in->kind));
     s->exit_code = CLI_EXIT_FAIL;
     finish(s);
     return;

@@ -9,10 +9,12 @@
 
 int cli_usage(const char *cmd, const char *fmt, ...) {
   va_list ap;
+  char msg[1024];
   fprintf(stderr, "%s: ", cli_prog);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
+  cli_escape(stderr, msg); /* it echoes arguments */
   fputc('\n', stderr);
   cli_print_usage_line(stderr, cmd);
   return CLI_EXIT_USAGE;
@@ -94,9 +96,17 @@ int cli_client_opts(const char *cmd, const cli_common_t *co, lk_client_opts_t *o
   int rc;
   *storage = NULL;
   lk_client_opts_init(o);
-  if (url == NULL || *url == '\0')
+  /* An empty one is refused, never taken for "the default": with
+   * --redis "$URL" or LATCHKEY_REDIS=$URL and URL unset by mistake, the
+   * default server is the wrong one to lock on. */
+  if (url != NULL && *url == '\0')
+    return cli_usage(cmd, "--redis: an empty URL (leave the option out for the default)");
+  if (url == NULL) {
     url = getenv("LATCHKEY_REDIS");
-  if (url == NULL || *url == '\0')
+    if (url != NULL && *url == '\0')
+      return cli_usage(cmd, "LATCHKEY_REDIS is set but empty (unset it for the default)");
+  }
+  if (url == NULL)
     return 0; /* redis://127.0.0.1:6379 */
   rc = lk_client_opts_apply_url(o, url, storage);
   if (rc == LK_EINVAL)
@@ -151,6 +161,6 @@ int cli_exit_for(int status, lk_client_t *c) {
 
 void cli_report(const char *cmd, const char *what, int status, lk_client_t *c) {
   const char *why = c != NULL ? lk_client_error_text(c) : "";
-  fprintf(stderr, "%s %s: %s: %s (%s)%s%s\n", cli_prog, cmd, what, lk_err_name(status),
-          lk_strerror(status), *why ? ": " : "", why);
+  fprintf(stderr, "%s %s: %s: %s (%s)%s%s\n", cli_prog, cmd, cli_safe(what), lk_err_name(status),
+          lk_strerror(status), *why ? ": " : "", cli_safe(why));
 }

@@ -82,8 +82,8 @@ static void on_inspected(lk_client_t *c, int status, const lk_inspect_t *in, voi
     fputs("\n", stdout);
   s->frames++;
   if (status < 0) {
-    printf("%s: %s (%s)%s%s\n", s->name, lk_err_name(status), lk_strerror(status),
-           *lk_client_error_text(s->c) ? ": " : "", lk_client_error_text(s->c));
+    printf("%s: %s (%s)%s%s\n", cli_safe(s->name), lk_err_name(status), lk_strerror(status),
+           *lk_client_error_text(s->c) ? ": " : "", cli_safe(lk_client_error_text(s->c)));
   } else {
     cli_render_table(stdout, in);
     /* A fair lock's release is told only to its next waiter. */

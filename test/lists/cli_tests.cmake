@@ -15,3 +15,16 @@ if(TARGET cli_cli_cluster)
   add_dependencies(cli_cli_cluster latchkey_cli)
   set_property(TEST cli.list_visits_every_master APPEND PROPERTY LABELS cluster)
 endif()
+# `latchkey run`'s command: its process group, latchkey's death, statuses.
+lk_add_test_file(SOURCE cli/cli_run_group.c LABEL cli TIMEOUT 120)
+if(TARGET cli_cli_run_group)
+  target_compile_definitions(cli_cli_run_group PRIVATE LK_CLI_PATH="$<TARGET_FILE:latchkey_cli>")
+  target_link_libraries(cli_cli_run_group PRIVATE util) # forkpty
+  add_dependencies(cli_cli_run_group latchkey_cli)
+endif()
+# What people see of others' names and notes is escaped.
+lk_add_test_file(SOURCE cli/cli_escape.c LABEL cli TIMEOUT 120)
+if(TARGET cli_cli_escape)
+  target_compile_definitions(cli_cli_escape PRIVATE LK_CLI_PATH="$<TARGET_FILE:latchkey_cli>")
+  add_dependencies(cli_cli_escape latchkey_cli)
+endif()
