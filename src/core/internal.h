@@ -168,6 +168,10 @@ struct lk__node_s {
   int port;
   uint16_t idx; /* in client->nodes */
   char run_id[41];
+  /* Its command connection dropped and has not been ready since: while a
+   * node that owns slots is down, the slot map is read often
+   * (core/router.c, watch_period). */
+  unsigned down : 1;
 };
 
 struct lk_client_s {
@@ -228,6 +232,7 @@ struct lk_client_s {
   uv_timer_t topo_timer, retry_timer;
   lk__queue_t retry_ops; /* TRYAGAIN / CLUSTERDOWN, due again later */
   uint64_t topo_last_ns;
+  uint64_t topo_watch_ms; /* the next short re-read period; 0: none running */
   unsigned topo_inflight : 1, topo_again : 1, topo_wanted : 1, topo_asked_slots : 1;
   unsigned ever_connected : 1;
   /* Why the last connection attempt failed (lk_client_error_text): set by

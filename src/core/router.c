@@ -15,6 +15,13 @@
 /* Topology refreshes start at most this often (a burst of MOVED replies
  * during a migration costs one). */
 #define LK__REFRESH_MIN_NS (100u * 1000000u)
+/* While a master that owns slots is unreachable, the map is read again
+ * after 100 ms, then each period half as long again while nothing changes,
+ * up to 500 ms; back to 100 ms while the map says that master has failed (the
+ * cluster agreed it is down: its replica's election is at most a second or
+ * two away). See watch_period. */
+#define LK__WATCH_MIN_MS 100u
+#define LK__WATCH_MAX_MS 500u
 
 /* --- nodes --- */
 
@@ -182,6 +189,29 @@ static lk__conn_t *any_ready_cmd(lk_client_t *c) {
   return NULL;
 }
 
+/* The node of slot s's owner (NULL: none known). */
+static lk__node_t *owner_of(const lk_client_t *c, size_t s) {
+  uint16_t i = c->slot_node[s];
+  return i == LK__TOPO_NONE || i >= c->n_nodes ? NULL : c->nodes[i];
+}
+
+/* Nobody is ready to be asked: besides the seed, dial one master that owns
+ * slots and is not known to be down, so the map can be read from another
+ * node while the seed is the one that died. */
+static void dial_another(lk_client_t *c) {
+  const lk__node_t *last = NULL;
+  for (size_t s = 0; c->slot_node != NULL && s < LK__SLOTS; s++) {
+    lk__node_t *n = owner_of(c, s);
+    if (n == NULL || n == last)
+      continue;
+    last = n;
+    if (!n->down && n->cmd->state == LK__CONN_IDLE) {
+      lk__conn_start(n->cmd);
+      return;
+    }
+  }
+}
+
 static int send_topology_query(lk_client_t *c, const char *what) {
   const char *argv[2] = {"CLUSTER", what};
   size_t lens[2] = {7, strlen(what)};
@@ -192,6 +222,7 @@ static int send_topology_query(lk_client_t *c, const char *what) {
     /* Nobody is ready: the first node that becomes ready asks. */
     c->topo_wanted = 1;
     lk__conn_start(&c->cmd);
+    dial_another(c);
     return 0;
   }
   op = lk__op_internal(c, 2, argv, lens, on_topology, c, &err);
@@ -205,15 +236,58 @@ static int send_topology_query(lk_client_t *c, const char *what) {
   return 0;
 }
 
+/* 1 when a node that owns slots is down (its command connection dropped
+ * and has not come back); *failed is set when the last map also says one
+ * of them has failed. */
+static int owner_down(const lk_client_t *c, int *failed) {
+  const lk__node_t *last = NULL;
+  int down = 0;
+  *failed = 0;
+  for (size_t s = 0; s < LK__SLOTS; s++) {
+    const lk__node_t *n = owner_of(c, s);
+    if (n == NULL || n == last)
+      continue;
+    last = n;
+    if (!n->down)
+      continue;
+    down = 1;
+    int i = lk__topo_find(c->topo, node_host(c, n), node_port(c, n));
+    if (i >= 0 && c->topo->nodes[i].health == LK__TOPO_FAILED) {
+      *failed = 1;
+      return 1;
+    }
+  }
+  return down;
+}
+
+/* When to read the map next. Normally every cluster_refresh_ms: a
+ * failover is noticed even when no command meets a MOVED. While a master
+ * that owns slots is down, far sooner (LK__WATCH_*): the holds on it are
+ * gone if its replica took over without them, and its own reconnect
+ * backoff (up to reconnect_max_ms) or the periodic read would tell that
+ * seconds after the promotion. Stops once the node is back or the map
+ * gives its slots to another. */
+static uint64_t watch_period(lk_client_t *c) {
+  uint64_t period = (uint64_t)c->o.cluster_refresh_ms, ms;
+  int failed;
+  if (!owner_down(c, &failed)) {
+    c->topo_watch_ms = 0;
+    return period;
+  }
+  if (failed || c->topo_watch_ms == 0)
+    c->topo_watch_ms = LK__WATCH_MIN_MS;
+  ms = c->topo_watch_ms;
+  c->topo_watch_ms = ms * 3 / 2 < LK__WATCH_MAX_MS ? ms * 3 / 2 : LK__WATCH_MAX_MS;
+  return ms < period ? ms : period;
+}
+
 static void on_refresh_timer(uv_timer_t *t) {
   lk_client_t *c = t->data;
   if (c->closing || !c->cluster_on)
     return;
   if (!c->topo_inflight)
     send_topology_query(c, "SHARDS");
-  /* Periodic refresh: a failover is noticed even when no command meets a
-   * MOVED. */
-  uv_timer_start(&c->topo_timer, on_refresh_timer, (uint64_t)c->o.cluster_refresh_ms, 0);
+  uv_timer_start(&c->topo_timer, on_refresh_timer, watch_period(c), 0);
 }
 
 static void refresh_soon(lk_client_t *c) {
@@ -545,13 +619,21 @@ int lk__router_asking(lk_client_t *c, lk__conn_t *conn) {
 /* --- connection events --- */
 
 void lk__router_on_conn_down(lk__conn_t *conn) {
-  /* A master that went away may have failed over: ask who owns what now. */
-  if (conn->client->cluster_on && conn->kind == LK__CONN_CMD)
+  /* A master that went away may have failed over: ask who owns what now,
+   * and again soon while it stays away (watch_period). */
+  if (conn->client->cluster_on && conn->kind == LK__CONN_CMD) {
+    if (conn->node != NULL && !conn->node->down) {
+      conn->node->down = 1;
+      conn->client->topo_watch_ms = 0; /* a new outage: start short */
+    }
     refresh_soon(conn->client);
+  }
 }
 
 void lk__router_on_conn_ready(lk__conn_t *conn) {
   lk_client_t *c = conn->client;
+  if (conn->kind == LK__CONN_CMD && conn->node != NULL)
+    conn->node->down = 0;
   if (c->cluster_on && c->topo_wanted && conn->kind == LK__CONN_CMD) {
     c->topo_wanted = 0;
     refresh_soon(c);
