@@ -237,8 +237,9 @@ static int send_topology_query(lk_client_t *c, const char *what) {
 }
 
 /* 1 when a node that owns slots is down (its command connection dropped
- * and has not come back); *failed is set when the last map also says one
- * of them has failed. */
+ * and is being dialled again, so far in vain); *failed is set when the
+ * last map also says one of them has failed. A node left idle (not
+ * dialled until a command needs it) is not watched: nobody is trying it. */
 static int owner_down(const lk_client_t *c, int *failed) {
   const lk__node_t *last = NULL;
   int down = 0;
@@ -248,7 +249,7 @@ static int owner_down(const lk_client_t *c, int *failed) {
     if (n == NULL || n == last)
       continue;
     last = n;
-    if (!n->down)
+    if (!n->down || n->cmd->state == LK__CONN_IDLE)
       continue;
     down = 1;
     int i = lk__topo_find(c->topo, node_host(c, n), node_port(c, n));
