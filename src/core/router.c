@@ -549,12 +549,14 @@ int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r) {
   if (!ask && !starts(r, "MOVED "))
     return 0;
   if (parse_redirect(r, ask ? 4 : 6, &slot, &host, &host_len, &port) != 0) {
-    /* Not a redirection any server sends: garbled, so the command ends with
-     * LK_EPROTOCOL (without the reply, so nothing takes it for a MOVED to
-     * retry). */
-    lk__log(c, LK_LOG_WARN, "malformed %s reply refused (%zu bytes)", ask ? "ASK" : "MOVED",
-            r->len);
-    lk__op_complete(op, LK_EPROTOCOL, NULL);
+    /* Not a redirection any server sends: a garbled reply, which cannot be
+     * trusted to say the command did not run. It ends as any garbled reply
+     * to a command does (docs/errors.md): outcome unknown, settled by the
+     * object (resent or given back); without the reply, so nothing takes it
+     * for a MOVED to retry. */
+    lk__log(c, LK_LOG_WARN, "malformed %s reply refused (%zu bytes): outcome unknown",
+            ask ? "ASK" : "MOVED", r->len);
+    lk__op_complete(op, LK_EUNKNOWN, NULL);
     return 1;
   }
   if (!c->cluster_on && cluster_begin(c) != 0)

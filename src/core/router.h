@@ -22,7 +22,8 @@
  *                         the reply timeout counted from its first send.
  * A command redirected too often ends with the last error (LK_ECLUSTER).
  * A redirection no server sends (a slot out of range, a bad port, a host
- * with a NUL or a control byte) ends its command with LK_EPROTOCOL. At most
+ * with a NUL or a control byte) is a garbled reply: its command ends with
+ * LK_EUNKNOWN, settled as after any garbled reply. At most
  * cluster_max_nodes nodes are kept; one past it is not followed.
  *
  * Each node has its own command and pub/sub connection, opened on first
