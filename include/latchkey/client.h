@@ -95,6 +95,10 @@ typedef struct lk_client_opts_s {
   void *log_arg;
   int cluster;                /* lk_cluster_mode_t, default LK_CLUSTER_AUTO */
   int64_t cluster_refresh_ms; /* topology re-read period on a cluster, default 5000 */
+  /* The most cluster nodes the client keeps (each with its connections,
+   * docs/client.md "Redis Cluster"), and the most nodes one slot-map reply
+   * may list: 1..65534, default 2000. */
+  size_t cluster_max_nodes;
   /* One connection URL (docs/client.md, "Connection URL"): redis://,
    * rediss://, redis+sentinel://, unix:// or host:port. When set, what it
    * names replaces host, port, unix_path, username, password, db, tls.enable,

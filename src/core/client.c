@@ -82,6 +82,7 @@ void lk_client_opts_init(lk_client_opts_t *o) {
   o->max_name_len = 4096;
   o->cluster = LK_CLUSTER_AUTO;
   o->cluster_refresh_ms = 5000;
+  o->cluster_max_nodes = 2000;
   o->tls.verify_peer = 1;
   o->tls.min_version = LK_TLS_1_2;
   o->sync_timeout_ms = 1000;
@@ -179,6 +180,7 @@ static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
       (s->cluster != LK_CLUSTER_AUTO && s->cluster != LK_CLUSTER_ON &&
        s->cluster != LK_CLUSTER_OFF) ||
       !valid_ms(s->cluster_refresh_ms, 10) || !valid_ms(s->pubsub_linger_ms, 0) ||
+      s->cluster_max_nodes == 0 || s->cluster_max_nodes > 65534 ||
       s->busy_poll_us < 0 || s->busy_poll_us > 1000000 ||
       /* A cluster has only db 0 and refuses SELECT. */
       (s->cluster == LK_CLUSTER_ON && (s->db != 0 || s->unix_path != NULL)))
@@ -196,6 +198,7 @@ static int copy_opts(lk__opts_t *d, const lk_client_opts_t *s) {
   d->max_name_len = s->max_name_len;
   d->cluster = s->cluster;
   d->cluster_refresh_ms = s->cluster_refresh_ms;
+  d->cluster_max_nodes = s->cluster_max_nodes;
   d->pubsub_linger_ms = s->pubsub_linger_ms;
   d->pubsub_linger_max = s->pubsub_linger_max;
   d->busy_poll_us = s->busy_poll_us;

@@ -376,8 +376,13 @@ static void handshake_step_done(lk__conn_t *conn) {
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   lk__conn_t *conn = h->data;
+  (void)suggested;
+  if (conn->read_buf == NULL)
+    conn->read_buf = lk__malloc(LK__READ_BUF);
+  /* Out of memory: an empty buffer, which libuv reports as UV_ENOBUFS, a
+   * read error that drops the connection. */
   buf->base = conn->read_buf;
-  buf->len = sizeof(conn->read_buf);
+  buf->len = conn->read_buf != NULL ? LK__READ_BUF : 0;
 }
 
 static void on_reply_timer(uv_timer_t *t);
@@ -586,7 +591,7 @@ static void tls_read(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf) {
   /* Bounded by the input: every pass takes a record's bytes from it. */
   for (i = 0; i < 1000000; i++) {
     uv_buf_t plain;
-    n = lk__tls_read(conn, conn->read_buf, sizeof(conn->read_buf), why, sizeof(why));
+    n = lk__tls_read(conn, conn->read_buf, LK__READ_BUF, why, sizeof(why));
     if (n == LK__TLS_WANT)
       return;
     if (n == LK__TLS_EOF) {
@@ -1036,6 +1041,7 @@ void lk__conn_free_buffers(lk__conn_t *conn) {
   lk__tls_conn_free(conn); /* memory only: also a forked child's path */
   lk__free(conn->out);
   lk__free(conn->wbuf);
-  conn->out = conn->wbuf = NULL;
+  lk__free(conn->read_buf);
+  conn->out = conn->wbuf = conn->read_buf = NULL;
   lk__arena_free(&conn->arena);
 }

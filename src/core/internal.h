@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "latchkey.h"
+#include "core/addr_index.h"
 #include "core/alloc.h"
 #include "core/arena.h"
 #include "core/defer.h"
@@ -73,6 +74,8 @@ struct lk__op_s {
   unsigned internal : 1; /* handshake / heartbeat: not user work */
 };
 
+#define LK__READ_BUF 16384
+
 struct lk__conn_s {
   lk_client_t *client;
   lk__node_t *node; /* the server this connection talks to */
@@ -107,7 +110,11 @@ struct lk__conn_s {
   int writing;
   int64_t backoff_ms;
   uint64_t connected_once;
-  char read_buf[16384];
+  /* LK__READ_BUF bytes, allocated at the first read: a cluster client keeps
+   * a connection pair per node, most never opened, so the record stays
+   * small (16 KiB inline per connection made a 5,000-master map cost
+   * 170 MB and a long stall). */
+  char *read_buf;
   lk__defer_t fail_defer; /* a write error found inside a call */
   lk__tls_t *tls; /* this attempt's TLS session; NULL: plaintext (core/tls.h) */
   /* Replica sync: the WAIT in flight on this connection (NULL: none). It
@@ -129,6 +136,7 @@ typedef struct lk__opts_s {
   size_t max_inflight, max_name_len;
   int cluster; /* lk_cluster_mode_t */
   int64_t cluster_refresh_ms;
+  size_t cluster_max_nodes;
   /* TLS (core/tls.c): strings copied, NULL when not given. */
   int tls_enable, tls_verify_peer, tls_min_version;
   char *tls_ca_file, *tls_ca_dir, *tls_server_name, *tls_cert_file, *tls_key_file;
@@ -160,6 +168,10 @@ struct lk__node_s {
   int port;
   uint16_t idx; /* in client->nodes */
   char run_id[41];
+  /* Its command connection dropped and has not been ready since: while a
+   * node that owns slots is down, the slot map is read often
+   * (core/router.c, watch_period). */
+  unsigned down : 1;
 };
 
 struct lk_client_s {
@@ -209,6 +221,8 @@ struct lk_client_s {
   lk__node_t **nodes; /* nodes[0] == &node0; node0_list until a second node */
   lk__node_t *node0_list[1];
   size_t n_nodes, nodes_cap;
+  lk__addr_index_t node_index; /* nodes by host:port (core/router.c) */
+  int node_cap_logged;         /* the cluster_max_nodes warning was given */
   uint16_t *slot_node; /* cluster: slot -> node index (LK__TOPO_NONE: unknown) */
   struct lk__topo_s *topo; /* the last topology read */
   /* Sentinel discovery (core/sentinel.h); NULL without sentinels. */
@@ -218,6 +232,7 @@ struct lk_client_s {
   uv_timer_t topo_timer, retry_timer;
   lk__queue_t retry_ops; /* TRYAGAIN / CLUSTERDOWN, due again later */
   uint64_t topo_last_ns;
+  uint64_t topo_watch_ms; /* the next short re-read period; 0: none running */
   unsigned topo_inflight : 1, topo_again : 1, topo_wanted : 1, topo_asked_slots : 1;
   unsigned ever_connected : 1;
   /* Why the last connection attempt failed (lk_client_error_text): set by

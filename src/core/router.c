@@ -15,8 +15,29 @@
 /* Topology refreshes start at most this often (a burst of MOVED replies
  * during a migration costs one). */
 #define LK__REFRESH_MIN_NS (100u * 1000000u)
+/* While a master that owns slots is unreachable, the map is read again
+ * after 100 ms, then each period half as long again while nothing changes,
+ * up to 500 ms; back to 100 ms while the map says that master has failed (the
+ * cluster agreed it is down: its replica's election is at most a second or
+ * two away). See watch_period. */
+#define LK__WATCH_MIN_MS 100u
+#define LK__WATCH_MAX_MS 500u
 
 /* --- nodes --- */
+
+static const char *node_host(const lk_client_t *c, const lk__node_t *n) {
+  return n->host != NULL ? n->host : c->o.host;
+}
+static int node_port(const lk_client_t *c, const lk__node_t *n) {
+  return n->host != NULL ? n->port : c->o.port;
+}
+
+/* Nodes are looked up by host:port in c->node_index: a slot map of N
+ * masters is matched against the node list in O(N), not O(N^2). */
+static int index_node(lk_client_t *c, const lk__node_t *n) {
+  const char *h = node_host(c, n);
+  return lk__addr_index_add(&c->node_index, lk__addr_hash(h, strlen(h), node_port(c, n)), n->idx);
+}
 
 /* Node 0 is the configured server (or seed) and uses the client's own two
  * connections; every other node carries its pair after the struct. */
@@ -38,14 +59,15 @@ static lk__node_t *node_add(lk_client_t *c, const char *host, int port) {
   if (n == NULL)
     return NULL;
   n->host = lk__strdup(host);
-  if (n->host == NULL) {
+  n->port = port;
+  n->idx = (uint16_t)c->n_nodes;
+  if (n->host == NULL || index_node(c, n) != 0) {
+    lk__free(n->host);
     lk__free(n);
     return NULL;
   }
   pair = (lk__conn_t *)(n + 1);
   n->client = c;
-  n->port = port;
-  n->idx = (uint16_t)c->n_nodes;
   n->cmd = &pair[0];
   n->ps = &pair[1];
   lk__conn_init(c, n->cmd, LK__CONN_CMD);
@@ -56,29 +78,43 @@ static lk__node_t *node_add(lk_client_t *c, const char *host, int port) {
   return n;
 }
 
-static const char *node_host(const lk_client_t *c, const lk__node_t *n) {
-  return n->host != NULL ? n->host : c->o.host;
-}
-static int node_port(const lk_client_t *c, const lk__node_t *n) {
-  return n->host != NULL ? n->port : c->o.port;
+typedef struct {
+  lk_client_t *c;
+  const char *host;
+  size_t len;
+  int port;
+} node_key_t;
+
+static int node_is(const void *ctx, uint32_t i) {
+  const node_key_t *k = ctx;
+  const lk__node_t *n = k->c->nodes[i];
+  const char *h = node_host(k->c, n);
+  return node_port(k->c, n) == k->port && strlen(h) == k->len && memcmp(h, k->host, k->len) == 0;
 }
 
 static lk__node_t *node_find(lk_client_t *c, const char *host, size_t host_len, int port) {
-  size_t i;
-  for (i = 0; i < c->n_nodes; i++) {
-    lk__node_t *n = c->nodes[i];
-    const char *h = node_host(c, n);
-    if (node_port(c, n) == port && strlen(h) == host_len && memcmp(h, host, host_len) == 0)
-      return n;
-  }
-  return NULL;
+  node_key_t k = {c, host, host_len, port};
+  long i = lk__addr_index_find(&c->node_index, lk__addr_hash(host, host_len, port), node_is, &k);
+  return i < 0 ? NULL : c->nodes[i];
 }
 
+/* The node at host:port, added when new; NULL when it cannot be: no memory,
+ * or cluster_max_nodes reached (said once: a hostile or broken server could
+ * otherwise make the client open a node, and its connections, per reply). */
 static lk__node_t *node_get(lk_client_t *c, const char *host, size_t host_len, int port) {
   lk__node_t *n = node_find(c, host, host_len, port);
   char *h;
-  if (n != NULL || c->n_nodes >= LK__TOPO_MAX_NODES)
+  if (n != NULL)
     return n;
+  if (c->n_nodes >= c->o.cluster_max_nodes || c->n_nodes >= LK__TOPO_MAX_NODES) {
+    if (!c->node_cap_logged)
+      lk__log(c, LK_LOG_ERROR,
+              "cluster node %.*s:%d not added: the client knows cluster_max_nodes (%zu) "
+              "nodes already; slots it serves stay unrouted (LK_ECLUSTER)",
+              (int)(host_len < 64 ? host_len : 64), host, port, c->o.cluster_max_nodes);
+    c->node_cap_logged = 1;
+    return NULL;
+  }
   h = lk__memdup0(host, host_len);
   if (h == NULL)
     return NULL;
@@ -153,6 +189,29 @@ static lk__conn_t *any_ready_cmd(lk_client_t *c) {
   return NULL;
 }
 
+/* The node of slot s's owner (NULL: none known). */
+static lk__node_t *owner_of(const lk_client_t *c, size_t s) {
+  uint16_t i = c->slot_node[s];
+  return i == LK__TOPO_NONE || i >= c->n_nodes ? NULL : c->nodes[i];
+}
+
+/* Nobody is ready to be asked: besides the seed, dial one master that owns
+ * slots and is not known to be down, so the map can be read from another
+ * node while the seed is the one that died. */
+static void dial_another(lk_client_t *c) {
+  const lk__node_t *last = NULL;
+  for (size_t s = 0; c->slot_node != NULL && s < LK__SLOTS; s++) {
+    lk__node_t *n = owner_of(c, s);
+    if (n == NULL || n == last)
+      continue;
+    last = n;
+    if (!n->down && n->cmd->state == LK__CONN_IDLE) {
+      lk__conn_start(n->cmd);
+      return;
+    }
+  }
+}
+
 static int send_topology_query(lk_client_t *c, const char *what) {
   const char *argv[2] = {"CLUSTER", what};
   size_t lens[2] = {7, strlen(what)};
@@ -163,6 +222,7 @@ static int send_topology_query(lk_client_t *c, const char *what) {
     /* Nobody is ready: the first node that becomes ready asks. */
     c->topo_wanted = 1;
     lk__conn_start(&c->cmd);
+    dial_another(c);
     return 0;
   }
   op = lk__op_internal(c, 2, argv, lens, on_topology, c, &err);
@@ -176,15 +236,59 @@ static int send_topology_query(lk_client_t *c, const char *what) {
   return 0;
 }
 
+/* 1 when a node that owns slots is down (its command connection dropped
+ * and is being dialled again, so far in vain); *failed is set when the
+ * last map also says one of them has failed. A node left idle (not
+ * dialled until a command needs it) is not watched: nobody is trying it. */
+static int owner_down(const lk_client_t *c, int *failed) {
+  const lk__node_t *last = NULL;
+  int down = 0;
+  *failed = 0;
+  for (size_t s = 0; s < LK__SLOTS; s++) {
+    const lk__node_t *n = owner_of(c, s);
+    if (n == NULL || n == last)
+      continue;
+    last = n;
+    if (!n->down || n->cmd->state == LK__CONN_IDLE)
+      continue;
+    down = 1;
+    int i = lk__topo_find(c->topo, node_host(c, n), node_port(c, n));
+    if (i >= 0 && c->topo->nodes[i].health == LK__TOPO_FAILED) {
+      *failed = 1;
+      return 1;
+    }
+  }
+  return down;
+}
+
+/* When to read the map next. Normally every cluster_refresh_ms: a
+ * failover is noticed even when no command meets a MOVED. While a master
+ * that owns slots is down, far sooner (LK__WATCH_*): the holds on it are
+ * gone if its replica took over without them, and its own reconnect
+ * backoff (up to reconnect_max_ms) or the periodic read would tell that
+ * seconds after the promotion. Stops once the node is back or the map
+ * gives its slots to another. */
+static uint64_t watch_period(lk_client_t *c) {
+  uint64_t period = (uint64_t)c->o.cluster_refresh_ms, ms;
+  int failed;
+  if (!owner_down(c, &failed)) {
+    c->topo_watch_ms = 0;
+    return period;
+  }
+  if (failed || c->topo_watch_ms == 0)
+    c->topo_watch_ms = LK__WATCH_MIN_MS;
+  ms = c->topo_watch_ms;
+  c->topo_watch_ms = ms * 3 / 2 < LK__WATCH_MAX_MS ? ms * 3 / 2 : LK__WATCH_MAX_MS;
+  return ms < period ? ms : period;
+}
+
 static void on_refresh_timer(uv_timer_t *t) {
   lk_client_t *c = t->data;
   if (c->closing || !c->cluster_on)
     return;
   if (!c->topo_inflight)
     send_topology_query(c, "SHARDS");
-  /* Periodic refresh: a failover is noticed even when no command meets a
-   * MOVED. */
-  uv_timer_start(&c->topo_timer, on_refresh_timer, (uint64_t)c->o.cluster_refresh_ms, 0);
+  uv_timer_start(&c->topo_timer, on_refresh_timer, watch_period(c), 0);
 }
 
 static void refresh_soon(lk_client_t *c) {
@@ -202,8 +306,8 @@ static void refresh_soon(lk_client_t *c) {
 }
 
 /* The map says who owns what: slots whose master changed are a loss event
- * for the holds in them (verified now); new masters get node records
- * (connected when first used). */
+ * for the holds in them (verified now); new masters with slots get node
+ * records (connected when first used). */
 static void apply_topology(lk_client_t *c, lk__topo_t *t) {
   uint8_t changed[LK__SLOTS / 8];
   uint16_t *map;
@@ -220,7 +324,9 @@ static void apply_topology(lk_client_t *c, lk__topo_t *t) {
      * dials the TLS one (docs/tls.md). */
     int port = c->tls != NULL && tn->tls_port > 0 ? tn->tls_port : tn->port;
     idx[i] = LK__TOPO_NONE;
-    if (tn->role != LK__TOPO_MASTER || port == 0)
+    /* A master without slots serves nothing: no record (a MOVED to it
+     * makes one when it takes a slot). */
+    if (tn->role != LK__TOPO_MASTER || port == 0 || tn->n_slots == 0)
       continue;
     n = node_get(c, tn->host, strlen(tn->host), port);
     if (n != NULL)
@@ -257,15 +363,20 @@ static void apply_topology(lk_client_t *c, lk__topo_t *t) {
 static void on_topology(void *data, int status, redisReply *r) {
   lk_client_t *c = data;
   lk__topo_t *t = NULL;
-  int rc, was_slots = 0;
+  int rc, was_slots = 0, over_cap = 0;
   c->topo_inflight = 0;
   if (c->closing)
     return;
   if (status == 0 || status == LK_EREDIS) {
     /* Which query this answers: SHARDS first, SLOTS as the fallback. */
     was_slots = c->topo_asked_slots;
-    rc = was_slots ? lk__topo_from_slots(r, NULL, &t) : lk__topo_from_shards(r, NULL, &t);
-    if (rc == 0) {
+    rc = lk__topo_parse(r, was_slots, NULL, c->o.cluster_max_nodes, &t, &over_cap);
+    if (over_cap) {
+      lk__log(c, LK_LOG_ERROR,
+              "cluster topology reply refused: it lists more than cluster_max_nodes (%zu) "
+              "nodes",
+              c->o.cluster_max_nodes);
+    } else if (rc == 0) {
       apply_topology(c, t);
     } else if (!was_slots && (rc == LK_EREDIS || rc == LK_ECLUSTER)) {
       /* No CLUSTER SHARDS (an older server), or a shard caught in the
@@ -285,26 +396,43 @@ static void on_topology(void *data, int status, redisReply *r) {
 
 /* --- redirections --- */
 
+/* Digits only, 1..5 of them, value in [lo, hi]: 0, or -1. */
+static int read_number(const char *p, const char *end, long lo, long hi, long *v) {
+  long x = 0;
+  if (p == end || end - p > 5)
+    return -1;
+  for (; p < end; p++) {
+    if (*p < '0' || *p > '9')
+      return -1;
+    x = x * 10 + (*p - '0');
+  }
+  if (x < lo || x > hi)
+    return -1;
+  *v = x;
+  return 0;
+}
+
 /* "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381". The host may be
  * empty (a node that announces no endpoint): then it is the host the reply
- * came from. 0, or -1 when the text is not of that form. */
+ * came from. 0, or -1 when the text is not exactly of that form: a slot out
+ * of range, a port that is not 1..65535, or a host with a byte no host
+ * has (lk__topo_host_ok: a NUL inside made each such reply open one more
+ * node, since the stored, truncated name never matched it again). */
 static int parse_redirect(const redisReply *r, size_t skip, int *slot, const char **host,
                           size_t *host_len, int *port) {
-  const char *p = r->str + skip, *end = r->str + r->len, *colon;
-  char *stop;
-  long v = strtol(p, &stop, 10);
-  if (stop == p || v < 0 || v >= LK__SLOTS || stop >= end || *stop != ' ')
+  const char *p = r->str + skip, *end = r->str + r->len, *space, *colon = NULL;
+  long v;
+  space = memchr(p, ' ', (size_t)(end - p));
+  if (space == NULL || read_number(p, space, 0, LK__SLOTS - 1, &v) != 0)
     return -1;
   *slot = (int)v;
-  p = stop + 1;
-  colon = NULL;
+  p = space + 1;
   for (const char *q = p; q < end; q++)
     if (*q == ':')
       colon = q; /* the last one: IPv6 addresses have several */
-  if (colon == NULL)
+  if (colon == NULL || read_number(colon + 1, end, 1, 65535, &v) != 0)
     return -1;
-  v = strtol(colon + 1, &stop, 10);
-  if (stop == colon + 1 || v <= 0 || v > 65535)
+  if (colon > p && !lk__topo_host_ok(p, (size_t)(colon - p)))
     return -1;
   *host = p;
   *host_len = (size_t)(colon - p);
@@ -420,8 +548,17 @@ int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r) {
   ask = starts(r, "ASK ");
   if (!ask && !starts(r, "MOVED "))
     return 0;
-  if (parse_redirect(r, ask ? 4 : 6, &slot, &host, &host_len, &port) != 0)
-    return 0;
+  if (parse_redirect(r, ask ? 4 : 6, &slot, &host, &host_len, &port) != 0) {
+    /* Not a redirection any server sends: a garbled reply, which cannot be
+     * trusted to say the command did not run. It ends as any garbled reply
+     * to a command does (docs/errors.md): outcome unknown, settled by the
+     * object (resent or given back); without the reply, so nothing takes it
+     * for a MOVED to retry. */
+    lk__log(c, LK_LOG_WARN, "malformed %s reply refused (%zu bytes): outcome unknown",
+            ask ? "ASK" : "MOVED", r->len);
+    lk__op_complete(op, LK_EUNKNOWN, NULL);
+    return 1;
+  }
   if (!c->cluster_on && cluster_begin(c) != 0)
     return 0; /* cluster support turned off: the error stands */
   if (host_len == 0 && !redirect_host(c, conn, &host, &host_len))
@@ -485,13 +622,21 @@ int lk__router_asking(lk_client_t *c, lk__conn_t *conn) {
 /* --- connection events --- */
 
 void lk__router_on_conn_down(lk__conn_t *conn) {
-  /* A master that went away may have failed over: ask who owns what now. */
-  if (conn->client->cluster_on && conn->kind == LK__CONN_CMD)
+  /* A master that went away may have failed over: ask who owns what now,
+   * and again soon while it stays away (watch_period). */
+  if (conn->client->cluster_on && conn->kind == LK__CONN_CMD) {
+    if (conn->node != NULL && !conn->node->down) {
+      conn->node->down = 1;
+      conn->client->topo_watch_ms = 0; /* a new outage: start short */
+    }
     refresh_soon(conn->client);
+  }
 }
 
 void lk__router_on_conn_ready(lk__conn_t *conn) {
   lk_client_t *c = conn->client;
+  if (conn->kind == LK__CONN_CMD && conn->node != NULL)
+    conn->node->down = 0;
   if (c->cluster_on && c->topo_wanted && conn->kind == LK__CONN_CMD) {
     c->topo_wanted = 0;
     refresh_soon(c);
@@ -530,8 +675,12 @@ int lk__router_alloc(lk_client_t *c) {
   c->nodes[0] = &c->node0;
   c->n_nodes = 1;
   lk__queue_init(&c->retry_ops);
-  if (c->o.cluster == LK_CLUSTER_ON)
-    return cluster_begin(c);
+  if (index_node(c, &c->node0) != 0)
+    return LK_ENOMEM;
+  if (c->o.cluster == LK_CLUSTER_ON && cluster_begin(c) != 0) {
+    lk__addr_index_free(&c->node_index); /* the caller frees no router on error */
+    return LK_ENOMEM;
+  }
   return 0;
 }
 
@@ -574,6 +723,7 @@ void lk__router_free(lk_client_t *c) {
     lk__free(c->nodes);
   c->nodes = NULL;
   c->n_nodes = 0;
+  lk__addr_index_free(&c->node_index);
   lk__free(c->slot_node);
   c->slot_node = NULL;
   lk__topo_free(c->topo);

@@ -21,12 +21,18 @@
  *   TRYAGAIN, CLUSTERDOWN the command is resent after a backoff, within
  *                         the reply timeout counted from its first send.
  * A command redirected too often ends with the last error (LK_ECLUSTER).
+ * A redirection no server sends (a slot out of range, a bad port, a host
+ * with a NUL or a control byte) is a garbled reply: its command ends with
+ * LK_EUNKNOWN, settled as after any garbled reply. At most
+ * cluster_max_nodes nodes are kept; one past it is not followed.
  *
  * Each node has its own command and pub/sub connection, opened on first
  * use; a lost reply on one node's connection makes only that node's
  * commands unknown. A change of a slot's master (failover, migration) is a
  * loss event: every watched hold in that slot is verified at once
- * (lk__wd_verify_slots), as after a server restart. */
+ * (lk__wd_verify_slots), as after a server restart. While a master that
+ * owns slots is unreachable the map is re-read every 100-500 ms, so its
+ * replica's promotion is seen soon after it happens. */
 
 #include "core/internal.h"
 

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "core/addr_index.h"
 #include "core/alloc.h"
 #include "latchkey/errno.h"
 
@@ -58,6 +59,12 @@ typedef struct {
   lk__topo_t *t;
   size_t cap;
   const char *origin;
+  /* The most nodes this reply may list; past it the reply is refused
+   * (over_cap set) before more is allocated for it. */
+  size_t max_nodes;
+  int over_cap;
+  /* Nodes by id and by host:port, so a reply of N nodes is read in O(N). */
+  lk__addr_index_t by_id, by_addr;
 } builder_t;
 
 static void free_nodes(lk__topo_t *t) {
@@ -77,8 +84,9 @@ void lk__topo_free(lk__topo_t *t) {
   lk__free(t);
 }
 
-static int builder_init(builder_t *b, const char *origin) {
+static int builder_init(builder_t *b, const char *origin, size_t max_nodes) {
   memset(b, 0, sizeof *b);
+  b->max_nodes = max_nodes < LK__TOPO_MAX_NODES ? max_nodes : LK__TOPO_MAX_NODES;
   b->t = lk__calloc(1, sizeof *b->t);
   if (b->t == NULL)
     return LK_ENOMEM;
@@ -86,6 +94,19 @@ static int builder_init(builder_t *b, const char *origin) {
     b->t->slot_node[i] = LK__TOPO_NONE;
   b->origin = (origin != NULL && *origin != '\0') ? origin : NULL;
   return 0;
+}
+
+int lk__topo_host_ok(const char *host, size_t len) {
+  if (host == NULL || len == 0 || len > LK__TOPO_HOST_MAX)
+    return 0;
+  /* Printable ASCII but space: a NUL would cut the name short (the
+   * truncated host then never matches the node it was stored as, and each
+   * redirection to it opened one more node); control bytes, spaces and
+   * bytes above 0x7E are in no host name or address a server announces. */
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)host[i] <= 0x20 || (unsigned char)host[i] >= 0x7F)
+      return 0;
+  return 1;
 }
 
 /* Where to connect to a node; see lk__topo_node_t.host. */
@@ -116,25 +137,37 @@ static int pick_host(const builder_t *b, const node_in_t *in, const char **host,
   return LK_EPROTOCOL;
 }
 
-static int same_id(const lk__topo_node_t *n, const redisReply *id) {
-  return id != NULL && id->len > 0 && strlen(n->id) == id->len &&
-         memcmp(n->id, id->str, id->len) == 0;
+typedef struct {
+  const lk__topo_t *t;
+  const char *key;
+  size_t len;
+  int port;
+} lookup_t;
+
+static int id_is(const void *ctx, uint32_t i) {
+  const lookup_t *k = ctx;
+  const char *id = k->t->nodes[i].id;
+  return strlen(id) == k->len && memcmp(id, k->key, k->len) == 0;
+}
+
+static int addr_is(const void *ctx, uint32_t i) {
+  const lookup_t *k = ctx;
+  const lk__topo_node_t *n = &k->t->nodes[i];
+  return n->port == k->port && strlen(n->host) == k->len && memcmp(n->host, k->key, k->len) == 0;
 }
 
 /* The node in.id names, or failing an id, the one at host:port; -1 if none. */
-static int find_existing(const lk__topo_t *t, const node_in_t *in, const char *host,
+static int find_existing(const builder_t *b, const node_in_t *in, const char *host,
                          size_t host_len) {
-  for (size_t i = 0; i < t->n_nodes; i++) {
-    const lk__topo_node_t *n = &t->nodes[i];
-    if (in->id != NULL && in->id->len > 0) {
-      if (same_id(n, in->id))
-        return (int)i;
-    } else if (n->port == in->port && strlen(n->host) == host_len &&
-               memcmp(n->host, host, host_len) == 0) {
-      return (int)i;
-    }
+  lookup_t k = {b->t, host, host_len, (int)in->port};
+  if (in->id != NULL && in->id->len > 0) {
+    k.key = in->id->str, k.len = in->id->len, k.port = 0;
+    return (int)lk__addr_index_find(&b->by_id, lk__addr_hash(k.key, k.len, 0), id_is, &k);
   }
-  return -1;
+  if (in->port <= 0)
+    return -1;
+  return (int)lk__addr_index_find(&b->by_addr, lk__addr_hash(host, host_len, k.port), addr_is,
+                                  &k);
 }
 
 /* Appends the node, or with allow_dup (CLUSTER SLOTS lists a master once per
@@ -143,14 +176,14 @@ static int add_node(builder_t *b, const node_in_t *in, int allow_dup, int *idx) 
   lk__topo_t *t = b->t;
   const char *host;
   size_t host_len;
-  if (in->id != NULL && !is_cstr(in->id))
+  if (in->id != NULL && (!is_cstr(in->id) || in->id->len > LK__TOPO_ID_MAX))
     return LK_EPROTOCOL;
   if (in->port < -1 || in->port > 65535 || in->tls_port < -1 || in->tls_port > 65535 ||
       (in->port <= 0 && in->tls_port <= 0))
     return LK_EPROTOCOL;
-  if (pick_host(b, in, &host, &host_len) != 0 || memchr(host, '\0', host_len) != NULL)
+  if (pick_host(b, in, &host, &host_len) != 0 || !lk__topo_host_ok(host, host_len))
     return LK_EPROTOCOL;
-  int found = find_existing(t, in, host, host_len);
+  int found = find_existing(b, in, host, host_len);
   if (found >= 0) {
     const lk__topo_node_t *n = &t->nodes[found];
     if (!allow_dup || n->role != in->role)
@@ -158,8 +191,10 @@ static int add_node(builder_t *b, const node_in_t *in, int allow_dup, int *idx) 
     *idx = found;
     return 0;
   }
-  if (t->n_nodes >= LK__TOPO_MAX_NODES)
+  if (t->n_nodes >= b->max_nodes) {
+    b->over_cap = 1;
     return LK_EPROTOCOL;
+  }
   if (t->n_nodes == b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 8;
     if (cap > LK__TOPO_MAX_NODES)
@@ -184,6 +219,18 @@ static int add_node(builder_t *b, const node_in_t *in, int allow_dup, int *idx) 
   n->role = in->role;
   n->health = in->health;
   n->master = LK__TOPO_NONE;
+  /* Indexed before it counts, so a failure leaves no half-added node (an
+   * entry for an index past n_nodes is never looked at: the builder is
+   * dropped on error). */
+  uint32_t i = (uint32_t)t->n_nodes;
+  if ((n->id[0] != '\0' &&
+       lk__addr_index_add(&b->by_id, lk__addr_hash(n->id, strlen(n->id), 0), i) != 0) ||
+      (n->port > 0 && lk__addr_index_add(&b->by_addr, lk__addr_hash(host, host_len, n->port),
+                                         i) != 0)) {
+    lk__free(n->host);
+    lk__free(n->id);
+    return LK_ENOMEM;
+  }
   *idx = (int)t->n_nodes++;
   return 0;
 }
@@ -221,7 +268,11 @@ static void finish(lk__topo_t *t) {
   }
 }
 
-static int builder_end(builder_t *b, int rc, lk__topo_t **out) {
+static int builder_end(builder_t *b, int rc, lk__topo_t **out, int *over_cap) {
+  lk__addr_index_free(&b->by_id);
+  lk__addr_index_free(&b->by_addr);
+  if (over_cap != NULL)
+    *over_cap = b->over_cap;
   if (rc != 0) {
     lk__topo_free(b->t);
     return rc;
@@ -322,6 +373,12 @@ static int read_shard(builder_t *b, const redisReply *shard, int *ambiguous) {
 
   lk__topo_t *t = b->t;
   size_t first = t->n_nodes;
+  if (nodes->elements > b->max_nodes - t->n_nodes) {
+    b->over_cap = 1;
+    return LK_EPROTOCOL;
+  }
+  if (slots->elements > 2 * (size_t)LK__SLOTS)
+    return LK_EPROTOCOL; /* more ranges than slots: some overlap */
   for (size_t i = 0; i < nodes->elements; i++) {
     node_in_t in;
     int idx, rc = read_shard_node(nodes->element[i], &in);
@@ -380,19 +437,17 @@ static int check_reply(const redisReply *reply, lk__topo_t **out) {
   return is_array(reply) ? 0 : LK_EPROTOCOL;
 }
 
-int lk__topo_from_shards(const redisReply *reply, const char *origin_host, lk__topo_t **out) {
-  int rc0 = check_reply(reply, out);
-  if (rc0 != 0)
-    return rc0;
-  builder_t b;
-  int rc = builder_init(&b, origin_host), ambiguous = 0;
-  if (rc != 0)
-    return rc;
+static int from_shards(const redisReply *reply, builder_t *b) {
+  int rc = 0, ambiguous = 0;
+  /* Each shard lists at least its master: more shards than nodes allowed
+   * is refused before any is read. */
+  if (reply->elements > b->max_nodes) {
+    b->over_cap = 1;
+    return LK_EPROTOCOL;
+  }
   for (size_t i = 0; i < reply->elements && rc == 0; i++)
-    rc = read_shard(&b, reply->element[i], &ambiguous);
-  if (rc == 0 && ambiguous)
-    rc = LK_ECLUSTER;
-  return builder_end(&b, rc, out);
+    rc = read_shard(b, reply->element[i], &ambiguous);
+  return rc == 0 && ambiguous ? LK_ECLUSTER : rc;
 }
 
 /* ---- CLUSTER SLOTS ------------------------------------------------------------- */
@@ -461,17 +516,36 @@ static int read_range(builder_t *b, const redisReply *r) {
   return assign_range(b->t, r->element[0]->integer, r->element[1]->integer, master);
 }
 
-int lk__topo_from_slots(const redisReply *reply, const char *origin_host, lk__topo_t **out) {
+static int from_slots(const redisReply *reply, builder_t *b) {
+  int rc = 0;
+  if (reply->elements > LK__SLOTS)
+    return LK_EPROTOCOL; /* more ranges than slots: some overlap */
+  for (size_t i = 0; i < reply->elements && rc == 0; i++)
+    rc = read_range(b, reply->element[i]);
+  return rc;
+}
+
+int lk__topo_parse(const redisReply *reply, int slots_format, const char *origin_host,
+                   size_t max_nodes, lk__topo_t **out, int *over_cap) {
+  if (over_cap != NULL)
+    *over_cap = 0;
   int rc0 = check_reply(reply, out);
   if (rc0 != 0)
     return rc0;
   builder_t b;
-  int rc = builder_init(&b, origin_host);
+  int rc = builder_init(&b, origin_host, max_nodes);
   if (rc != 0)
     return rc;
-  for (size_t i = 0; i < reply->elements && rc == 0; i++)
-    rc = read_range(&b, reply->element[i]);
-  return builder_end(&b, rc, out);
+  rc = slots_format ? from_slots(reply, &b) : from_shards(reply, &b);
+  return builder_end(&b, rc, out, over_cap);
+}
+
+int lk__topo_from_shards(const redisReply *reply, const char *origin_host, lk__topo_t **out) {
+  return lk__topo_parse(reply, 0, origin_host, LK__TOPO_MAX_NODES, out, NULL);
+}
+
+int lk__topo_from_slots(const redisReply *reply, const char *origin_host, lk__topo_t **out) {
+  return lk__topo_parse(reply, 1, origin_host, LK__TOPO_MAX_NODES, out, NULL);
 }
 
 /* ---- queries -------------------------------------------------------------------- */

@@ -11,7 +11,8 @@
  * error reply, e.g. an old server without CLUSTER SHARDS: fall back to
  * CLUSTER SLOTS), LK_EPROTOCOL (the reply is malformed: wrong types, missing
  * fields, slots out of range or overlapping, a node listed twice with
- * different roles), LK_ECLUSTER (CLUSTER SHARDS only: well formed, but a shard
+ * different roles, a host with a NUL or another byte no host has, more nodes
+ * than allowed), LK_ECLUSTER (CLUSTER SHARDS only: well formed, but a shard
  * with slots names no usable master, or two equally healthy ones; a cluster
  * in the middle of a failover can say this, and CLUSTER SLOTS, which names
  * the owner of each range, settles it). On error *out is left NULL and
@@ -28,6 +29,10 @@
 #define LK__TOPO_NONE 0xFFFFu
 /* Node indexes are uint16_t; LK__TOPO_NONE is reserved. */
 #define LK__TOPO_MAX_NODES 0xFFFEu
+/* The longest host (a DNS name is at most 253 bytes) and node id (40 hex
+ * digits today) accepted from a server; longer is malformed. */
+#define LK__TOPO_HOST_MAX 255
+#define LK__TOPO_ID_MAX 128
 
 typedef enum { LK__TOPO_MASTER = 0, LK__TOPO_REPLICA = 1 } lk__topo_role_t;
 
@@ -69,6 +74,16 @@ typedef struct lk__topo_s {
  * with neither is LK_EPROTOCOL. */
 int lk__topo_from_shards(const redisReply *reply, const char *origin_host, lk__topo_t **out);
 int lk__topo_from_slots(const redisReply *reply, const char *origin_host, lk__topo_t **out);
+/* Either one (slots_format: CLUSTER SLOTS), accepting at most max_nodes
+ * nodes (masters and replicas; capped at LK__TOPO_MAX_NODES): a reply
+ * listing more is LK_EPROTOCOL with *over_cap set (when not NULL), refused
+ * before more than that many are allocated. Reading is O(nodes + slots). */
+int lk__topo_parse(const redisReply *reply, int slots_format, const char *origin_host,
+                   size_t max_nodes, lk__topo_t **out, int *over_cap);
+
+/* 1 when host[0..len) is a host a node may announce: 1..LK__TOPO_HOST_MAX
+ * bytes of printable ASCII other than space (no NUL, no control byte). */
+int lk__topo_host_ok(const char *host, size_t len);
 
 void lk__topo_free(lk__topo_t *t);
 

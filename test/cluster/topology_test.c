@@ -664,3 +664,57 @@ TEST(allocation_failures_give_enomem_and_leak_nothing) {
     ASSERT(succeeded);
   }
 }
+
+/* Issue 25: a host no server announces (a NUL cut the name short, and the
+ * client then opened a node per reply), an overlong host or id, and a
+ * reply listing more nodes than the caller allows are refused. */
+TEST(bad_hosts_long_ids_and_replies_past_the_node_cap_are_eprotocol) {
+  ca_install();
+  static const char *const bad_hosts[] = {"127.0.0.1\x01", "127.0 .0.1", "127.0.0.1\x7f",
+                                          "h\xc3\xa9"};
+  for (size_t i = 0; i < sizeof bad_hosts / sizeof bad_hosts[0]; i++) {
+    char shards[512], slots[512];
+    snprintf(shards, sizeof shards,
+             "[[\"slots\" [0 1] \"nodes\" [[\"id\" \"m1\" \"port\" 7000 \"ip\" \"127.0.0.1\" "
+             "\"endpoint\" \"%s\" \"role\" \"master\" \"health\" \"online\"]]]]",
+             bad_hosts[i]);
+    snprintf(slots, sizeof slots, "[[0 1 [\"%s\" 7000 \"m1\" []]]]", bad_hosts[i]);
+    expect_code(1, shards, LK_EPROTOCOL, NULL);
+    expect_code(0, slots, LK_EPROTOCOL, NULL);
+  }
+  char longer[300], notation[700];
+  memset(longer, 'h', 256);
+  longer[256] = '\0';
+  snprintf(notation, sizeof notation, "[[0 1 [\"%s\" 7000 \"m1\" []]]]", longer);
+  expect_code(0, notation, LK_EPROTOCOL, NULL);
+  longer[255] = '\0'; /* 255 bytes: the longest accepted */
+  snprintf(notation, sizeof notation, "[[0 1 [\"%s\" 7000 \"m1\" []]]]", longer);
+  lk__topo_t *t = parse_ok(0, R("%s", notation), NULL);
+  lk__topo_free(t);
+  memset(longer, 'a', 129);
+  longer[129] = '\0';
+  snprintf(notation, sizeof notation, "[[0 1 [\"127.0.0.1\" 7000 \"%s\" []]]]", longer);
+  expect_code(0, notation, LK_EPROTOCOL, NULL);
+
+  /* The cap: SHARDS3 and SLOTS3 list 6 nodes in 3 shards / ranges. */
+  int over = -1;
+  for (int shards = 0; shards <= 1; shards++) {
+    for (size_t cap = 1; cap <= 6; cap++) {
+      redisReply *r = R("%s", shards ? SHARDS3 : SLOTS3);
+      t = NULL;
+      int rc = lk__topo_parse(r, !shards, NULL, cap, &t, &over);
+      freeReplyObject(r);
+      if (cap < 6) {
+        if (rc != LK_EPROTOCOL || over != 1 || t != NULL)
+          FAIL("%s under a cap of %zu: %s, over_cap %d", shards ? "SHARDS" : "SLOTS", cap,
+               lk_err_name(rc), over);
+      } else {
+        ASSERT_OK(rc);
+        ASSERT_EQ(over, 0);
+        ASSERT_EQ(t->n_nodes, 6);
+        lk__topo_free(t);
+      }
+      ASSERT_NO_LEAK();
+    }
+  }
+}

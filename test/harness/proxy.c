@@ -44,6 +44,7 @@ enum {
   OP_PAUSE,
   OP_RULE,
   OP_RULE_STATE,
+  OP_RULE_APPLIED,
   OP_RELEASE,
   OP_REQUESTS,
   OP_CUT_CHUNK,
@@ -139,6 +140,8 @@ typedef struct rule_s {
   int action;
   char *replacement;
   size_t replacement_len;
+  int every;         /* rt_proxy_on_every_reply: stays armed */
+  long long applied; /* replies acted on */
 } rule_t;
 
 struct rt_proxy_s {
@@ -409,8 +412,9 @@ static void request_done(conn_t *c) {
   stats_count(px, s);
   rule_t *r = &px->rule;
   if (r->state == RT_PROXY_RULE_ARMED && words_match(r->w, r->wlen, r->nwords, s) &&
-      ++r->seen == r->k) {
-    r->state = RT_PROXY_RULE_MATCHED;
+      (++r->seen == r->k || r->every)) {
+    if (!r->every)
+      r->state = RT_PROXY_RULE_MATCHED;
     c->action_frame = c->req_frames;
     c->action = r->action;
   }
@@ -445,7 +449,9 @@ static void route(conn_t *c, bytes_t *out, const char *p, size_t n) {
 static void apply_action(conn_t *c, bytes_t *out) {
   rule_t *r = &c->proxy->rule;
   c->action_frame = -1;
-  r->state = RT_PROXY_RULE_APPLIED;
+  r->applied++;
+  if (!r->every)
+    r->state = RT_PROXY_RULE_APPLIED;
   switch (c->action) {
   case RT_PROXY_DROP:
     return;
@@ -796,6 +802,7 @@ static void apply(rt_proxy_t *px, cmd_t *cmd) {
       break; /* k <= 0 disarms */
     r->nwords = split_match(cmd->ptr, r->w, r->wlen);
     r->k = cmd->arg;
+    r->every = cmd->len != 0;
     r->action = cmd->arg2;
     if (cmd->len2 > 0) {
       r->replacement = xmalloc(cmd->len2);
@@ -807,6 +814,9 @@ static void apply(rt_proxy_t *px, cmd_t *cmd) {
   }
   case OP_RULE_STATE:
     cmd->result = px->rule.state;
+    break;
+  case OP_RULE_APPLIED:
+    cmd->result = px->rule.applied;
     break;
   case OP_RELEASE:
     for (conn_t *c = px->conns, *next; c != NULL; c = next) {
@@ -1083,7 +1093,22 @@ void rt_proxy_on_reply(rt_proxy_t *p, const char *match, int k, rt_proxy_action_
   call_cmd(p, &cmd);
 }
 
+void rt_proxy_on_every_reply(rt_proxy_t *p, const char *match, rt_proxy_action_t action,
+                             const void *bytes, size_t len) {
+  cmd_t cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = OP_RULE;
+  cmd.ptr = match != NULL ? match : "";
+  cmd.arg = 1;
+  cmd.arg2 = (int)action;
+  cmd.len = 1; /* every */
+  cmd.ptr2 = bytes;
+  cmd.len2 = action == RT_PROXY_REPLACE || action == RT_PROXY_INSERT ? len : 0;
+  call_cmd(p, &cmd);
+}
+
 int rt_proxy_rule_state(rt_proxy_t *p) { return call(p, OP_RULE_STATE, 0); }
+long long rt_proxy_rule_applied(rt_proxy_t *p) { return call(p, OP_RULE_APPLIED, 0); }
 
 void rt_proxy_release(rt_proxy_t *p) { call(p, OP_RELEASE, 0); }
 

@@ -121,6 +121,14 @@ enum {
 void rt_proxy_on_reply(rt_proxy_t *p, const char *match, int k, rt_proxy_action_t action,
                        const void *bytes, size_t len);
 int rt_proxy_rule_state(rt_proxy_t *p);
+/* As rt_proxy_on_reply, but acting on every matching reply from now on (the
+ * rule stays ARMED) until another rule replaces it: a server that always
+ * answers that way. A connection holds one pending action: with several
+ * matching requests in flight on it, only the last one's reply is acted on. */
+void rt_proxy_on_every_reply(rt_proxy_t *p, const char *match, rt_proxy_action_t action,
+                             const void *bytes, size_t len);
+/* Replies the current rule acted on. */
+long long rt_proxy_rule_applied(rt_proxy_t *p);
 /* Delivers the replies held by RT_PROXY_HOLD, in order, and stops holding. */
 void rt_proxy_release(rt_proxy_t *p);
 /* Requests seen since the proxy started whose first words match (same rule
