@@ -786,6 +786,10 @@ void lk__lock_set_lost_observer(lk_lock_t *l, lk__lock_lost_fn fn, void *data) {
 
 int64_t lk__lock_busy_ttl(const lk_lock_t *l) { return l->busy_ttl; }
 
+int lk__lock_retryable(const lk_lock_t *l, int status) {
+  return lk__obj_retryable(&l->base, status);
+}
+
 uint64_t lk__lock_deadline_ns(const lk_lock_t *l) {
   return l->base.lost ? 0 : lk__hold_deadline(CLIENT(l), &l->hold);
 }

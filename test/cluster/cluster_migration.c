@@ -18,6 +18,8 @@
 #include <stdio.h>
 
 #include "cluster_fixture.h"
+#include "latch_fixture.h"
+#include "multi_fixture.h"
 
 /* The watchdog lease of these tests: renewals every third of it. */
 #define LEASE_MS 1500
@@ -337,6 +339,94 @@ TEST(budgeted_acquire_in_a_tryagain_window_longer_than_its_budget_times_out) {
   ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
   ASSERT_EQ(cfx_exists(&m.f, m.to, name), 0);
   fx_close_lock(&m.f.fx, l);
+  cfx_finish(&m.f);
+}
+
+/* The same rule for a composite (issue 25, finding 6): a MultiLock's first
+ * round tries every member once, and a member that meets TRYAGAIN past the
+ * reply timeout must count as "not now", not as a hard error. The group
+ * waits for that member with the rest of its budget, as a lock does, and
+ * takes both once the window closes. Before, it ended LK_ECLUSTER after one
+ * reply timeout. */
+TEST(multilock_keeps_trying_through_tryagain_past_the_reply_timeout) {
+  mig_t m;
+  char name[96], other[64];
+  const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(20000);
+  mig_start_with(&m, LEASE_MS, reply_timeout);
+  lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
+  cfx_name_on(&m.f, m.f.masters[2], "mig-other-", other, sizeof other);
+  lk_lock_t *members[2] = {fx_lock(&m.f.fx, other), l};
+  lk_multilock_t *ml = NULL;
+  ASSERT_OK(lk_multilock_new(members, 2, &ml));
+  lk_multilock_opts_t o;
+  lk_multilock_opts_init(&o);
+  o.wait_ms = budget;
+  o.lease_ms = 30000;
+  o.fenced = 1;
+  mx_t s;
+  memset(&s, 0, sizeof s);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(lk_multilock_acquire(ml, &o, mx_ml_cb, &s));
+  fx_spin(&m.f.fx, 3 * reply_timeout);
+  if (s.done)
+    FAIL("the MultiLock ended with %s after %.0f ms of a %lld ms budget, the window still open",
+         lk_err_name(s.status), cfx_ms_since(t0, s.t_ns), (long long)budget);
+  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  rt_run_until(&m.f.fx.loop, &s.done, 20000);
+  ASSERT_OK(s.status);
+  ASSERT(s.held);
+  ASSERT_LE(cfx_ms_since(t0, s.t_ns), (double)(budget + reply_timeout));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, name), 1);
+  ASSERT_EQ(cfx_exists(&m.f, m.f.masters[2], other), 1);
+  memset(&s, 0, sizeof s);
+  ASSERT_OK(lk_multilock_release(ml, mx_ml_cb, &s));
+  rt_run_until(&m.f.fx.loop, &s.done, 15000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(cfx_exists(&m.f, m.to, name), 0);
+  int closed = 0;
+  lk_multilock_set_data(ml, &closed);
+  ASSERT_OK(lk_multilock_close(ml, mx_ml_closed));
+  rt_run_until(&m.f.fx.loop, &closed, 10000);
+  fx_close_lock(&m.f.fx, members[0]);
+  fx_close_lock(&m.f.fx, l);
+  cfx_finish(&m.f);
+}
+
+/* A latch's await reads three keys (count, marker, tombstone; the last
+ * absent while armed): in a migrating slot whose keys moved, the target
+ * answers TRYAGAIN. The read is retried within the await's budget, not
+ * ended with LK_ECLUSTER after one reply timeout (finding 6); once the slot
+ * settles the count-down opens it. */
+TEST(latch_await_keeps_waiting_through_tryagain_past_the_reply_timeout) {
+  mig_t m;
+  const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(20000);
+  int64_t res = 0;
+  lx_t aw;
+  mig_start_with(&m, LEASE_MS, reply_timeout);
+  /* The tag itself as the name: every key of the latch in the slot. */
+  lk_latch_t *waiter = lx_new(&m.f.fx, m.tag, 0), *counter = lx_new(&m.f.fx, m.tag, 0);
+  ASSERT_OK(lx_set(&m.f.fx.loop, waiter, 1, &res));
+  ASSERT_EQ(res, 1);
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  ASSERT_GE(rt_cluster_migrate_keys(m.f.cl, m.slot, 0), 1);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  uint64_t t0 = uv_hrtime();
+  lx_await_start(waiter, budget, &aw);
+  fx_spin(&m.f.fx, 3 * reply_timeout);
+  if (aw.done)
+    FAIL("the await ended with %s after %.0f ms of a %lld ms budget, the window still open",
+         lk_err_name(aw.status), cfx_ms_since(t0, aw.t_ns), (long long)budget);
+  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  ASSERT_OK(lx_run(&m.f.fx.loop, lk_latch_count_down, counter, &res));
+  ASSERT_EQ(res, 0);
+  rt_run_until(&m.f.fx.loop, &aw.done, 20000);
+  ASSERT_OK(aw.status);
+  ASSERT_LE(cfx_ms_since(t0, aw.t_ns), (double)(budget + reply_timeout));
+  lx_close(&m.f.fx.loop, waiter);
+  lx_close(&m.f.fx.loop, counter);
   cfx_finish(&m.f);
 }
 
