@@ -415,7 +415,7 @@ int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r) {
   if (op->first_sent_ns == 0)
     op->first_sent_ns = op->sent_ns;
   if (starts(r, "TRYAGAIN") || starts(r, "CLUSTERDOWN")) {
-    if (!c->cluster_on)
+    if (!c->cluster_on || (op->tryagain_ends && starts(r, "TRYAGAIN")))
       return 0;
     op->redirects++;
     return retry_later(c, op);
