@@ -21,6 +21,7 @@
 #include "cluster_fixture.h"
 #include "latch_fixture.h"
 #include "multi_fixture.h"
+#include "rw_fixture.h"
 
 /* The watchdog lease of these tests: renewals every third of it. */
 #define LEASE_MS 1500
@@ -116,24 +117,22 @@ TEST(held_lock_keeps_working_through_a_migration_and_its_waiter_gets_in) {
   ASSERT_EQ(lk_lock_hold_count(a), 3);
   ASSERT_EQ(sw.done, 0);
 
-  /* A release names the channel too: TRYAGAIN, retried, until the
-   * migration finishes (well within the reply timeout). */
+  /* A release names one key (its channel is an argument): served by the
+   * target through ASK while the migration is still open. */
   st = cfx_stats(m.f.fx.c);
   memset(&sr, 0, sizeof sr);
   ASSERT_OK(lk_lock_release(a, sx_cb, &sr));
-  FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries, 5000);
-  ASSERT_EQ(sr.done, 0);
-  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
   rt_run_until(&m.f.fx.loop, &sr.done, 10000);
   ASSERT_OK(sr.status);
   ASSERT_EQ(sr.result, 0); /* two holds left */
-  /* The client followed the slot: by a MOVED, or by a topology read that
-   * got there first and sent the retried release straight to the target. */
+  ASSERT_GT(cfx_stats(m.f.fx.c).ask_redirects, st.ask_redirects);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+
+  /* The map learns the new owner (by a MOVED or a topology read); the
+   * hold, verified there, survives. */
+  FX_EVENTUALLY(&m.f.fx, m.ev.topology >= 1, 10000);
   ASSERT(cfx_stats(m.f.fx.c).moved_redirects > st.moved_redirects ||
          cfx_stats(m.f.fx.c).topology_changes > st.topology_changes);
-
-  /* The map learns the new owner; the hold, verified there, survives. */
-  FX_EVENTUALLY(&m.f.fx, m.ev.topology >= 1, 10000);
   st = cfx_stats(m.f.fx.c);
   wait_renewals(&m, 2);
   ASSERT_EQ(cfx_stats(m.f.fx.c).leases_lost, st.leases_lost);
@@ -255,6 +254,66 @@ TEST(holds_in_a_slot_left_half_migrated_past_their_lease_are_renewed_one_by_one)
     ASSERT_EQ(cfx_exists(&m.f, m.to, names[i]), 0);
     fx_close_lock(&m.f.fx, l[i]);
   }
+  cfx_finish(&m.f);
+}
+
+/* A release names only its lock (the channel is an argument, issue 25):
+ * in a slot being migrated it completes at once, where naming the channel
+ * as a key met TRYAGAIN until the migration ended. With the lock still on
+ * the source, the source runs it and its message wakes a waiter listening
+ * there; with the lock moved, the target runs it (ASK). */
+TEST(release_in_a_migrating_slot_completes_during_the_migration) {
+  mig_t m;
+  char na[96], nb[96], channel[128];
+  sx_t sw, sr;
+  mig_start(&m, LEASE_MS);
+  mig_name(&m, "rel-a", na, sizeof na);
+  mig_name(&m, "rel-b", nb, sizeof nb);
+  cfx_lock_channel(na, channel, sizeof channel);
+  lk_lock_t *a = fx_lock(&m.f.fx, na), *b = fx_lock(&m.f.fx, nb), *w = fx_lock(&m.f.fx, na);
+  ASSERT_OK(sx_acquire(&m.f.fx, a, 0, 30000));
+  ASSERT_OK(sx_acquire(&m.f.fx, b, 0, 30000));
+  cfx_acquire_start(w, rt_scaled_ms(20000), 30000, 0, &sw);
+  cfx_wait_subscribers(&m.f, channel, 1);
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  /* Move b alone: a stays on the source. */
+  ASSERT_EQ(rt_cmd_int(cfx_srv(&m.f, m.from), "EXISTS %s", na), 1);
+  redisReply *mv = rt_cmd(cfx_srv(&m.f, m.from), "MIGRATE 127.0.0.1 %d %s 0 5000 KEYS %s",
+                          rt_cluster_port(m.f.cl, m.to), "", nb);
+  ASSERT_NOT_NULL(mv);
+  ASSERT_EQ(mv->type, REDIS_REPLY_STATUS);
+  freeReplyObject(mv);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, nb), 1);
+
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  uint64_t t0 = uv_hrtime();
+  memset(&sr, 0, sizeof sr);
+  ASSERT_OK(lk_lock_release(a, sx_cb, &sr));
+  rt_run_until(&m.f.fx.loop, &sr.done, 10000);
+  ASSERT_OK(sr.status);
+  ASSERT_LT(cfx_ms_since(t0, sr.t_ns), (double)rt_scaled_ms(1000));
+  /* The waiter heard it on the source and got in (by ASK if the name
+   * moved meanwhile: it did not). */
+  rt_run_until(&m.f.fx.loop, &sw.done, 10000);
+  ASSERT_OK(sw.status);
+  ASSERT_LT(cfx_ms_since(t0, sw.t_ns), (double)rt_scaled_ms(2000));
+
+  t0 = uv_hrtime();
+  memset(&sr, 0, sizeof sr);
+  ASSERT_OK(lk_lock_release(b, sx_cb, &sr));
+  rt_run_until(&m.f.fx.loop, &sr.done, 10000);
+  ASSERT_OK(sr.status);
+  ASSERT_LT(cfx_ms_since(t0, sr.t_ns), (double)rt_scaled_ms(1000));
+  ASSERT_GT(cfx_stats(m.f.fx.c).ask_redirects, st.ask_redirects);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, nb), 0);
+  ASSERT_EQ(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, w, NULL));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, na), 0);
+  fx_close_lock(&m.f.fx, a);
+  fx_close_lock(&m.f.fx, b);
+  fx_close_lock(&m.f.fx, w);
   cfx_finish(&m.f);
 }
 
@@ -447,15 +506,25 @@ TEST(latch_await_keeps_waiting_through_tryagain_past_the_reply_timeout) {
   cfx_finish(&m.f);
 }
 
+static void rw_on_lost(lk_rwlock_t *rw, int status, void *arg) {
+  cfx_lost_t *lost = arg;
+  (void)rw;
+  ASSERT_EQ(status, LK_ELEASELOST);
+  if (lost->n++ == 0)
+    lost->t_ns = uv_hrtime();
+}
+
 /* A lost lease's give-back releases every hold of the owner (it cannot know
- * the count), and a release in a migrating slot meets TRYAGAIN, so the
- * router keeps it for a later retry. The owner's next acquire names one key
- * and gets in by ASK meanwhile: were it sent while the give-back waited,
- * the give-back would land after it once the slot settles and delete the
- * new hold under its holder (the cluster nemesis caught this as a grant to
- * another process 26 ms into a hold). The acquire waits for the give-back's
- * answer instead: the new hold survives, renewed, and nobody is told of a
- * second loss. */
+ * the count), and a write release names its channel as a key, so in a
+ * migrating slot it meets TRYAGAIN and the router keeps it for a later
+ * retry. (A plain lock's release names only its lock and goes through at
+ * once, by ASK: the read/write lock stands for every primitive whose
+ * release still names several keys.) The owner's next acquire may get in
+ * meanwhile: were it sent while the give-back waited, the give-back would
+ * land after it once the slot settles and delete the new hold under its
+ * holder (the cluster nemesis caught this as a grant to another process
+ * 26 ms into a hold). The acquire waits for the give-back's answer instead:
+ * the new hold survives, renewed, and nobody is told of a second loss. */
 TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
   mig_t m;
   char name[96];
@@ -463,8 +532,10 @@ TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
   sx_t s;
   mig_start_with(&m, LEASE_MS, rt_scaled_ms(10000));
   mig_name(&m, "regrant", name, sizeof name);
-  lk_lock_t *l = watched_lock(&m, name, &lost);
-  ASSERT_OK(sx_acquire(&m.f.fx, l, 0, LK_LEASE_DEFAULT));
+  lk_rwlock_t *l = fx_rwlock(&m.f.fx, name);
+  memset(&lost, 0, sizeof lost);
+  ASSERT_OK(lk_rwlock_set_lost_cb(l, rw_on_lost, &lost));
+  ASSERT_OK(rw_acquire(&m.f.fx, l, RW_W, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
   /* The source still has the key and serves the DEL; the next renewal
    * finds it on neither node. */
@@ -474,7 +545,7 @@ TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
   FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries, 5000);
 
   /* Told of the loss, the holder takes the name again. */
-  cfx_acquire_start(l, rt_scaled_ms(20000), LK_LEASE_DEFAULT, 0, &s);
+  rw_start(l, RW_W, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s);
   st = cfx_stats(m.f.fx.c);
   /* Long enough for an ASKed acquire to be granted: the give-back is
    * retried three more times. */
@@ -493,10 +564,10 @@ TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
                 4 * LEASE_MS);
   if (lost.n > 1)
     FAIL("the re-acquired hold was lost: the lost lease's give-back deleted it");
-  ASSERT(lk_lock_is_held(l));
+  ASSERT(lk_rwlock_is_held(l, RW_W));
   ASSERT_EQ(cfx_exists(&m.f, m.to, name), 1);
-  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
+  ASSERT_OK(rw_release(&m.f.fx, l, RW_W, NULL));
   ASSERT_EQ(cfx_exists(&m.f, m.to, name), 0);
-  fx_close_lock(&m.f.fx, l);
+  fx_close_rwlock(&m.f.fx, l);
   cfx_finish(&m.f);
 }
