@@ -270,7 +270,13 @@ TEST(release_in_a_migrating_slot_completes_during_the_migration) {
   mig_name(&m, "rel-a", na, sizeof na);
   mig_name(&m, "rel-b", nb, sizeof nb);
   cfx_lock_channel(na, channel, sizeof channel);
-  lk_lock_t *a = fx_lock(&m.f.fx, na), *b = fx_lock(&m.f.fx, nb), *w = fx_lock(&m.f.fx, na);
+  /* The waiter re-polls only every 30 s: in time means the message woke it. */
+  lk_client_opts_t o2;
+  lk_client_opts_init(&o2);
+  o2.max_repoll_ms = 30000;
+  lk_client_t *c2 = cfx_client(&m.f, m.from, &o2);
+  lk_lock_t *a = fx_lock(&m.f.fx, na), *b = fx_lock(&m.f.fx, nb), *w = NULL;
+  ASSERT_OK(lk_lock_new(c2, na, &w));
   ASSERT_OK(sx_acquire(&m.f.fx, a, 0, 30000));
   ASSERT_OK(sx_acquire(&m.f.fx, b, 0, 30000));
   cfx_acquire_start(w, rt_scaled_ms(20000), 30000, 0, &sw);
@@ -313,7 +319,11 @@ TEST(release_in_a_migrating_slot_completes_during_the_migration) {
   ASSERT_EQ(cfx_exists(&m.f, m.to, na), 0);
   fx_close_lock(&m.f.fx, a);
   fx_close_lock(&m.f.fx, b);
-  fx_close_lock(&m.f.fx, w);
+  int closed = 0;
+  lk_lock_set_data(w, &closed);
+  ASSERT_OK(lk_lock_close(w, fx_lock_closed_cb));
+  rt_run_until(&m.f.fx.loop, &closed, 10000);
+  fx_close_direct_client(&m.f.fx, c2);
   cfx_finish(&m.f);
 }
 
