@@ -1,11 +1,11 @@
 #!lua flags=allow-oom
 -- Release in RedLock's lean member layout (see lean_acquire.lua):
 -- compare-and-delete. Runs under maxmemory too, as scripts/lock/release.lua.
--- Arguments and replies as scripts/lock/release.lua: KEYS[1] lock name,
--- KEYS[2] channel; ARGV[1] lease ms, ARGV[2] owner, ARGV[3] publish
--- command, ARGV[4] the object's count before the first attempt on a resend
--- (else -1), ARGV[5] n, ARGV[6] 'exact' when ARGV[4] is a give-back's
--- condition instead. Reply: nil = this owner holds nothing, 0 = still held
+-- Arguments and replies as scripts/lock/release.lua: KEYS[1] lock name;
+-- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] publish command, ARGV[4] the
+-- object's count before the first attempt on a resend (else -1), ARGV[5] n,
+-- ARGV[6] 'exact' when ARGV[4] is a give-back's condition instead, ARGV[7]
+-- the channel (not a key, as there). Reply: nil = this owner holds nothing, 0 = still held
 -- (the object counts holds left), 1 = released and waiters told, 1 + k =
 -- released while k connections listened.
 -- The server holds no count: the object's count says whether holds remain
@@ -29,7 +29,7 @@ if before > n then
 end
 redis.call('del', KEYS[1])
 -- pcall: a user without channel permission still releases (the DEL stays).
-local heard = redis.pcall(ARGV[3], KEYS[2], '0')
+local heard = redis.pcall(ARGV[3], ARGV[7], '0')
 if type(heard) == 'number' and heard > 0 then
   return 1 + heard
 end

@@ -794,6 +794,23 @@ static void conn_send(lk__conn_t *conn, lk__op_t *op) {
   conn_flush(conn);
 }
 
+/* A command queued while its connection waits out a reconnect back-off
+ * (up to reconnect_max_ms) would wait for the next dial however long that
+ * is. The reply timeout bounds every command, counted from its first send
+ * (a TRYAGAIN or CLUSTERDOWN resend keeps the first's): the next dial comes
+ * no later than that, and then either sends it or fails it with LK_ECONN,
+ * so a call ends within its budget + the reply timeout (+ the dial) even
+ * when a cluster node refuses connections for longer (docs/client.md,
+ * "Reconnect"). */
+static void dial_within_reply_timeout(lk__conn_t *conn, lk__op_t *op) {
+  uint64_t now = lk__now_ns(), first = op->first_sent_ns != 0 ? op->first_sent_ns : now;
+  uint64_t due = first + (uint64_t)conn->client->o.reply_timeout_ms * 1000000u;
+  int64_t in_ms = due > now ? (int64_t)((due - now) / 1000000u) : 0;
+  uv_update_time(conn->client->loop);
+  if ((int64_t)uv_timer_get_due_in(&conn->timer) > in_ms)
+    conn_arm_timer(conn, on_backoff_done, in_ms);
+}
+
 void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op) {
   op->conn = conn;
   if (conn->state == LK__CONN_CLOSED) {
@@ -811,6 +828,8 @@ void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op) {
   lk__queue_insert_tail(&conn->unsent, &op->node);
   if (conn->state == LK__CONN_IDLE)
     lk__conn_start(conn);
+  else if (conn->state == LK__CONN_BACKOFF && conn->kind == LK__CONN_CMD)
+    dial_within_reply_timeout(conn, op);
 }
 
 /* --- connecting --- */

@@ -72,6 +72,10 @@ struct lk__op_s {
   uint64_t first_sent_ns, retry_at_ns;
   unsigned retried : 1;
   unsigned internal : 1; /* handshake / heartbeat: not user work */
+  /* A TRYAGAIN ends it at once (LK_ECLUSTER) instead of being retried: its
+   * sender sends its parts apart (a renewal batch whose keys a slot
+   * migration split, core/watchdog.c). */
+  unsigned tryagain_ends : 1;
 };
 
 #define LK__READ_BUF 16384

@@ -6,6 +6,7 @@
 #include "core/metrics.h"
 #include "core/object.h"
 #include "core/outcome.h"
+#include "core/router.h"
 #include "core/spin.h"
 #include "core/sync.h"
 #include "core/watchdog.h"
@@ -193,8 +194,10 @@ static void keep_errtext(lk__obj_t *o, const char *text, size_t len) {
 }
 
 void lk__obj_error(lk__obj_t *o, const redisReply *r) {
-  if (r != NULL && r->type == REDIS_REPLY_ERROR)
+  if (r != NULL && r->type == REDIS_REPLY_ERROR) {
     keep_errtext(o, r->str, r->len);
+    o->cluster_later = (unsigned)lk__router_try_later(o->client, r);
+  }
 }
 
 void lk__obj_set_errtext(lk__obj_t *o, const char *text) {
@@ -339,6 +342,10 @@ int64_t lk__obj_remaining_ms(const lk__obj_t *o) {
 
 int lk__obj_transient(int status) {
   return status == LK_ECONN || status == LK_ELOADING || status == LK_ESERVERBUSY;
+}
+
+int lk__obj_retryable(const lk__obj_t *o, int status) {
+  return lk__obj_transient(status) || (status == LK_ECLUSTER && o->cluster_later);
 }
 
 void lk__obj_wait_begin(lk__obj_t *o, int64_t wait_ms) {
@@ -651,7 +658,7 @@ void lk__obj_retry_or_finish(lk__obj_t *o, int status) {
    * as TRYAGAIN or CLUSTERDOWN, core/outcome.c): the last such reason stays
    * readable through the error getter. A single try (wait 0) reports the
    * reason itself. */
-  if (o->budgeted && (lk__obj_transient(status) || status == LK_ECLUSTER)) {
+  if (o->budgeted && lk__obj_retryable(o, status)) {
     if (o->errtext == NULL)
       lk__obj_set_errtext(o, lk_strerror(status));
     status = LK_ETIMEDOUT;

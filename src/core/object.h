@@ -172,6 +172,10 @@ struct lk__obj_s {
   unsigned command_deferred : 1;
   unsigned budgeted : 1; /* the wait was given a budget (wait_ms != 0) */
   unsigned lost : 1;     /* holding objects: on_lost was told, holds not yet forgotten */
+  /* The last error reply was a cluster's "not now" (TRYAGAIN, CLUSTERDOWN,
+   * a redirection no longer followed): an LK_ECLUSTER that retrying within
+   * a budget may get past (lk__obj_retryable). */
+  unsigned cluster_later : 1;
   /* A wake-one message was given to this waiter (LK__WAKE_ONE): 1 not yet
    * tried on, 2 its attempt is out. Cleared when that attempt is answered
    * busy (another process won: its release wakes again) or granted; any
@@ -281,6 +285,13 @@ static inline lk__sub_t *lk__obj_sub(lk__obj_t *o) { return o->w != NULL ? &o->w
 /* Stops listening on the object's channel (a kept one too). */
 void lk__obj_unsubscribe(lk__obj_t *o);
 int lk__obj_transient(int status);
+/* The one rule for "try again within the budget" (docs/errors.md): the
+ * transient statuses above, and an LK_ECLUSTER whose error reply was
+ * TRYAGAIN or CLUSTERDOWN (the command did not run; a migration or an
+ * election ends by itself), as o's last error reply said. A CROSSSLOT or a
+ * redirection with cluster support off is not. Composites ask it of their
+ * members, so every wait rides out a cluster's transient errors alike. */
+int lk__obj_retryable(const lk__obj_t *o, int status);
 
 /* --- one-value commands: queries, force releases, count changes --- */
 enum {

@@ -97,7 +97,7 @@ void lk__outcome_failed(lk__obj_t *o, int status, const redisReply *r) {
     lk__obj_finish(o, LK_EUNKNOWN);
     return;
   }
-  if (lk__obj_transient(status) || lk__router_try_later(o->client, r)) {
+  if (lk__obj_retryable(o, status)) {
     /* TRYAGAIN or CLUSTERDOWN (LK_ECLUSTER) too: the command did not run,
      * and the router resent it for as long as the reply timeout allows one
      * command; a wait goes on trying within its own budget. */

@@ -474,6 +474,9 @@ static int retry_later(lk_client_t *c, lk__op_t *op) {
   uint64_t pause_ms = 10u << (op->redirects < 5 ? op->redirects : 5);
   if (now - op->first_sent_ns >= budget)
     return 0;
+  /* The last resend goes at the reply timeout's end, not a pause past it. */
+  if (pause_ms * 1000000u > op->first_sent_ns + budget - now)
+    pause_ms = (op->first_sent_ns + budget - now + 999999u) / 1000000u;
   op->retry_at_ns = now + pause_ms * 1000000u;
   lk__queue_insert_tail(&c->retry_ops, &op->node);
   /* Armed for a later retry: this one is due first. */
@@ -540,7 +543,7 @@ int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r) {
   if (op->first_sent_ns == 0)
     op->first_sent_ns = op->sent_ns;
   if (starts(r, "TRYAGAIN") || starts(r, "CLUSTERDOWN")) {
-    if (!c->cluster_on)
+    if (!c->cluster_on || (op->tryagain_ends && starts(r, "TRYAGAIN")))
       return 0;
     op->redirects++;
     return retry_later(c, op);

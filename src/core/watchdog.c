@@ -282,7 +282,9 @@ static void due_send(lk_client_t *c, due_list_t *d) {
   while (i < d->n) {
     lk__wd_batch_t *b;
     size_t m = 1;
-    while (i + m < d->n && m < LK__WD_CHUNK && d->v[i + m].key == d->v[i].key)
+    /* An entry of a slot split by a migration goes in a chunk of its own. */
+    while (i + m < d->n && m < LK__WD_CHUNK && d->v[i + m].key == d->v[i].key &&
+           !d->v[i].e->split && !d->v[i + m].e->split)
       m++;
     b = batch_new(c, d->v[i].e->cls, (int)m);
     if (b != NULL) {
@@ -325,6 +327,11 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
    * this answer may be the old master's, so they are renewed once more. */
   due_list_t owed;
   size_t k, kept;
+  /* A batch of a slot being migrated met TRYAGAIN (op->tryagain_ends): its
+   * entries are renewed now, each alone, and stay split until the slot's
+   * master changes. */
+  int split = status == LK_ECLUSTER && b->n > 1 && r != NULL && r->type == REDIS_REPLY_ERROR &&
+              r->len >= 8 && memcmp(r->str, "TRYAGAIN", 8) == 0;
 
   due_init(&owed);
   lk__wd_check(c);
@@ -333,7 +340,7 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
   /* Unconfirmed renewals are sent again; one that never gets through is a
    * loss, told through on_lost. An error reply (ACL, memory) needs a person. */
   if (status != 0 && status != LK_EUNKNOWN && status != LK_ECONN &&
-      status != LK_ECANCELED)
+      status != LK_ECANCELED && !split)
     lk__log(c, lk__trouble_level(status), "lease renewal failed: %s", lk_err_name(status));
   for (i = 0; i < b->n; i++) {
     lk__wd_entry_t *e = b->entries[i];
@@ -364,7 +371,9 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
      * sent again by the next tick (never a second renewal in flight), or
      * now if it is owed a verification. Sending clears that, so an owed
      * entry is sent once more per lk__wd_verify_slots, never in a loop. */
-    if (e->verify_due) {
+    if (split)
+      e->split = 1;
+    if (e->verify_due || split) {
       owed.v[owed.n++].e = e; /* key set below */
     }
   }
@@ -377,7 +386,7 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
   for (k = 0, kept = 0; k < owed.n; k++) {
     lk__wd_entry_t *e = owed.v[k].e;
     int64_t key;
-    if (!e->verify_due || !e->in_ring || e->batch != NULL || e->paused || e->lost ||
+    if (!(e->verify_due || split) || !e->in_ring || e->batch != NULL || e->paused || e->lost ||
         (key = due_key(c, &owed, e)) < 0)
       continue;
     owed.v[kept].key = (uint32_t)key;
@@ -401,6 +410,7 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
   size_t lens[MAXV];
   char lease[24];
   int nkeys = b->n * b->cls->keys_per_entry, k = 0, i, j, err = 0;
+  lk__op_t *op;
   snprintf(lease, sizeof(lease), "%" PRId64, c->o.default_lease_ms);
   for (i = 0; i < b->n; i++)
     for (j = 0; j < b->cls->keys_per_entry; j++) {
@@ -413,8 +423,14 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
     argv[k] = b->entries[i]->owner;
     lens[k++] = b->entries[i]->owner_len;
   }
-  if (lk__script_call(c, lk__script_find(b->cls->script), nkeys, k - nkeys, argv,
-                      lens, on_batch_reply, b, &err) != NULL) {
+  op = lk__script_call(c, lk__script_find(b->cls->script), nkeys, k - nkeys, argv, lens,
+                       on_batch_reply, b, &err);
+  if (op != NULL) {
+    /* Several holds of a slot being migrated may sit on both nodes: the
+     * script then meets TRYAGAIN until the migration ends, possibly past
+     * their leases. It comes back at the first one, and its holds are
+     * renewed one by one (on_batch_reply). */
+    op->tryagain_ends = c->cluster_on && b->n > 1;
     c->stats.renewals += (uint64_t)b->n;
     c->stats.renewal_commands++;
     for (i = 0; i < b->n; i++)
@@ -531,6 +547,7 @@ void lk__wd_verify_slots(lk_client_t *c, const uint8_t *changed) {
      * sent to the old master, and is followed by another when it answers
      * (on_batch_reply). A paused entry's release settles it instead. */
     e->verify_due = 1;
+    e->split = 0; /* the migration (if any) ended: batched again */
     if (e->batch == NULL && !e->paused)
       due_add(c, &d, e);
   }

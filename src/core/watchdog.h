@@ -73,6 +73,11 @@ struct lk__wd_entry_s {
   /* A renewal is owed: its slot's master changed (lk__wd_verify_slots)
    * after its last renewal was sent. Sent as soon as none is in flight. */
   unsigned verify_due : 1;
+  /* Its slot is being migrated and a batch naming it met TRYAGAIN (its keys
+   * split between the two nodes): renewed alone, one key per script, which
+   * the source serves or sends to the target by ASK. Cleared when the
+   * slot's master changes (the migration's end, lk__wd_verify_slots). */
+  unsigned split : 1;
 };
 
 extern const lk__wd_class_t lk__wd_lock_class;

@@ -115,8 +115,9 @@ static void state_failed(lk_latch_t *l, int status, redisReply *r) {
   if (status == LK_EUNKNOWN)
     status = LK_ECONN;
   if (o->kind == LATCH_OP_AWAIT) {
-    /* A read is safe to repeat: a failed one is just another poll. */
-    if (lk__obj_transient(status))
+    /* A read is safe to repeat: a failed one is just another poll, a
+     * TRYAGAIN (its keys split by a slot migration) or CLUSTERDOWN too. */
+    if (lk__obj_retryable(o, status))
       lk__obj_retry_or_finish(o, status);
     else
       lk__latch_finish(l, status);

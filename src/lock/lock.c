@@ -115,23 +115,25 @@ static void finish(lk_lock_t *l, int status) { lk__obj_finish(&l->base, status);
 static lk__op_t *release_op(lk_lock_t *l, int64_t before, uint32_t n, const char *mode,
                             lk__op_cb cb, void *data, int send, int *err) {
   char lease[24], bef[24], cnt[24];
-  const char *argv[8] = {l->name, NULL, lease, l->owner, NULL, bef, cnt, mode};
+  /* The channel goes last, as an argument and not a key: a one-key script
+   * gets through a slot migration (scripts/lock/release.lua). */
+  const char *argv[8] = {l->name, lease, l->owner, NULL, bef, cnt, mode, NULL};
   size_t lens[8];
-  argv[1] = channel(l, &lens[1]);
-  if (argv[1] == NULL) {
+  argv[7] = channel(l, &lens[7]);
+  if (argv[7] == NULL) {
     *err = LK_ENOMEM;
     return NULL;
   }
   lens[0] = l->name_len;
-  lens[2] = lk__i64_to_str(lease, l->hold.lease_ms);
-  lens[3] = l->owner_len;
-  argv[4] = lk__publish_cmd(CLIENT(l), &lens[4]);
-  lens[5] = lk__i64_to_str(bef, before);
-  lens[6] = lk__i64_to_str(cnt, n);
-  lens[7] = strlen(mode);
+  lens[1] = lk__i64_to_str(lease, l->hold.lease_ms);
+  lens[2] = l->owner_len;
+  argv[3] = lk__publish_cmd(CLIENT(l), &lens[3]);
+  lens[4] = lk__i64_to_str(bef, before);
+  lens[5] = lk__i64_to_str(cnt, n);
+  lens[6] = strlen(mode);
   return (send ? lk__script_call : lk__script_prepare)(CLIENT(l),
                                                        LAYOUT_SCRIPT(l, release, "lock/release"),
-                                                       2, 6, argv, lens, cb, data, err);
+                                                       1, 7, argv, lens, cb, data, err);
 }
 
 /* Gives back n holds the object no longer counts as its own (a lost lease,
@@ -785,6 +787,10 @@ void lk__lock_set_lost_observer(lk_lock_t *l, lk__lock_lost_fn fn, void *data) {
 }
 
 int64_t lk__lock_busy_ttl(const lk_lock_t *l) { return l->busy_ttl; }
+
+int lk__lock_retryable(const lk_lock_t *l, int status) {
+  return lk__obj_retryable(&l->base, status);
+}
 
 uint64_t lk__lock_deadline_ns(const lk_lock_t *l) {
   return l->base.lost ? 0 : lk__hold_deadline(CLIENT(l), &l->hold);

@@ -24,6 +24,10 @@ void lk__lock_set_lost_observer(lk_lock_t *l, lk__lock_lost_fn fn, void *data);
 #define LK__LOCK_NOT_BUSY INT64_MIN
 int64_t lk__lock_busy_ttl(const lk_lock_t *l);
 
+/* status, the lock's last callback's, is worth retrying within a budget
+ * (lk__obj_retryable: a cluster's TRYAGAIN or CLUSTERDOWN included). */
+int lk__lock_retryable(const lk_lock_t *l, int status);
+
 /* Local deadline (monotonic ns) of the current holding: the watchdog's when
  * it renews the lease, else send time + lease - drift. 0 when nothing is
  * held or the holding was lost. */

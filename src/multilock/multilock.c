@@ -63,12 +63,17 @@ struct lk_multilock_s {
   int fenced;
   size_t pivot;
   int fail_status; /* why the last round failed */
+  int fail_retry;  /* ... and whether it may clear within the budget */
   int failed_rounds;
   uint64_t rng;
 };
 
-static int is_transient(int status) {
-  return lk__obj_transient(status) || status == LK_EUNKNOWN;
+/* The member's last outcome may clear if tried again within the budget:
+ * the core's rule (lk__obj_retryable: a cluster's TRYAGAIN or CLUSTERDOWN
+ * included, so a group waits through them as a lock does), or an unknown
+ * outcome the lock has already given back. */
+static int member_transient(const lk__member_t *m) {
+  return lk__lock_retryable(m->lock, m->status) || m->status == LK_EUNKNOWN;
 }
 
 static void finish(lk_multilock_t *ml, int status) {
@@ -267,15 +272,20 @@ static void round_done(lk_multilock_t *ml) {
     return;
   }
   /* A hard error decides the outcome; otherwise wait for the busy one. */
-  if (other != SIZE_MAX && !is_transient(ml->m[other].status)) {
+  if (other != SIZE_MAX && !member_transient(&ml->m[other])) {
     ml->pivot = other;
     ml->fail_status = ml->m[other].status;
+    ml->fail_retry = 0;
   } else if (busy != SIZE_MAX) {
     ml->pivot = busy;
     ml->fail_status = LK_ETIMEDOUT;
+    ml->fail_retry = 1;
   } else {
+    /* A transient failure: the member is waited for with the rest of the
+     * budget, as a taken one is (its own wait rides it out). */
     ml->pivot = other;
     ml->fail_status = ml->m[other].status;
+    ml->fail_retry = 1;
   }
   start_rollback(ml);
 }
@@ -293,7 +303,7 @@ static void on_backoff(uv_timer_t *t) {
  * taken, or report. */
 static void rollback_done(lk_multilock_t *ml) {
   int64_t left = lk__obj_remaining_ms(&ml->base), delay = 0;
-  int retry = ml->fail_status == LK_ETIMEDOUT || is_transient(ml->fail_status);
+  int retry = ml->fail_retry;
   if (!retry || ml->base.wait_ms == 0 || left == 0) {
     finish(ml, ml->fail_status);
     return;
@@ -326,6 +336,7 @@ static void pivot_done(lk_multilock_t *ml) {
     return;
   }
   ml->fail_status = p->status == 0 ? LK_ETIMEDOUT : p->status;
+  ml->fail_retry = ml->fail_status == LK_ETIMEDOUT || member_transient(p);
   if (ml->fail_status == LK_ETIMEDOUT) {
     finish(ml, LK_ETIMEDOUT); /* it waited for the whole budget */
     return;
@@ -429,6 +440,7 @@ static void begin(lk_multilock_t *ml, int kind, lk_multilock_cb cb, void *arg) {
   size_t i;
   lk__obj_begin(&ml->base, kind, (lk__fn_t)cb, arg);
   ml->fail_status = 0;
+  ml->fail_retry = 0;
   ml->failed_rounds = 0;
   for (i = 0; i < ml->n; i++)
     ml->m[i].status = 0;

@@ -391,3 +391,93 @@ TEST(kill_9_keeps_the_replicated_hold_reports_the_lost_one_and_bounds_every_wait
   fx_close_direct_client(&f.fx, c2);
   cfx_finish(&f);
 }
+
+/* ---- a slot range with no master ------------------------------------------------------------ */
+
+/* Issue 25, finding 7: a master killed with no replica to replace it, for
+ * longer than every budget. Its slots have no master (the other masters
+ * answer CLUSTERDOWN once they mark it failed) and its address refuses
+ * connections, so the client's connection to it sits in its reconnect
+ * back-off, which grows to reconnect_max_ms (2 s). Calls are started every
+ * 100 ms for 2.5 s, so some land just after a refused dial: try-once
+ * acquires on its slots and on another master's, and budgeted ones. Each
+ * must end within its budget + the reply timeout (+ slack for a loaded
+ * machine). Before, a command queued on the backing-off connection waited
+ * for the next dial, up to 2 s later, whatever its reply timeout, and a
+ * TRYAGAIN/CLUSTERDOWN retry could be scheduled past its reply timeout. */
+TEST(calls_with_a_slot_range_left_without_master_end_within_budget_and_reply_timeout) {
+  enum { N = 25 };
+  cfx_t f;
+  rt_cluster_opts_t co;
+  lk_client_opts_t o;
+  char dead[64], alive[64];
+  const int64_t reply_timeout = rt_scaled_ms(500), budget = rt_scaled_ms(1000);
+  const int64_t slack = rt_scaled_ms(300);
+  memset(&f, 0, sizeof f);
+  ASSERT_OK(uv_loop_init(&f.fx.loop));
+  rt_cluster_opts_init(&co);
+  co.replicas = 0; /* nobody replaces the killed master */
+  co.node_timeout_ms = 1000;
+  f.cl = rt_cluster_start(&co);
+  ASSERT_NOT_NULL(f.cl);
+  f.n_masters = rt_cluster_masters(f.cl, f.masters, RT_CLUSTER_MAX_NODES);
+  ASSERT_EQ(f.n_masters, 3);
+  lk_client_opts_init(&o);
+  o.port = rt_cluster_port(f.cl, f.masters[0]);
+  o.reply_timeout_ms = reply_timeout;
+  fx_start_client(&f.fx, &o);
+  int victim = f.masters[1];
+  cfx_name_on(&f, victim, "nm-dead-", dead, sizeof dead);
+  cfx_name_on(&f, f.masters[2], "nm-alive-", alive, sizeof alive);
+  /* Both nodes dialled and the slot map read before the kill. */
+  lk_lock_t *warm[2] = {fx_lock(&f.fx, dead), fx_lock(&f.fx, alive)};
+  for (int i = 0; i < 2; i++) {
+    ASSERT_OK(sx_acquire(&f.fx, warm[i], 0, 30000));
+    ASSERT_OK(sx_run(&f.fx, lk_lock_release, warm[i], NULL));
+  }
+
+  rt_cluster_kill(f.cl, victim);
+  FX_EVENTUALLY(&f.fx, cluster_down(&f, f.masters[2]), 20000);
+  /* The back-off to the dead node grows to its cap meanwhile. */
+  fx_spin(&f.fx, rt_scaled_ms(3500));
+
+  lk_lock_t *l[N];
+  sx_t s[N];
+  uint64_t t0[N];
+  int64_t wait[N];
+  for (int i = 0; i < N; i++) {
+    /* Mostly the dead master's slots, try-once and budgeted; every fifth
+     * on the master that answers CLUSTERDOWN. */
+    l[i] = fx_lock(&f.fx, i % 5 == 4 ? alive : dead);
+    wait[i] = i % 3 == 1 ? budget : 0;
+    t0[i] = uv_hrtime();
+    cfx_acquire_start(l[i], wait[i], 30000, 0, &s[i]);
+    fx_spin(&f.fx, 100);
+  }
+  for (int i = 0; i < N; i++)
+    rt_run_until(&f.fx.loop, &s[i].done, 20000);
+  double worst = 0;
+  int late = 0;
+  for (int i = 0; i < N; i++) {
+    double took = cfx_ms_since(t0[i], s[i].t_ns), over = took - (double)(wait[i] + reply_timeout);
+    ASSERT_NE(s[i].status, 0);
+    if (over > worst)
+      worst = over;
+    if (over > (double)slack) {
+      late++;
+      fprintf(stderr, "note: call %d (%s, wait %lld ms) ended %s after %.0f ms\n", i,
+              i % 5 == 4 ? "CLUSTERDOWN" : "dead master", (long long)wait[i],
+              lk_err_name(s[i].status), took);
+    }
+  }
+  fprintf(stderr, "note: worst end %.0f ms past budget + reply timeout (%d of %d late)\n", worst,
+          late, N);
+  if (late > 0)
+    FAIL("%d call(s) ended more than %lld ms past budget + reply timeout (worst %.0f ms)", late,
+         (long long)slack, worst);
+  for (int i = 0; i < N; i++)
+    fx_close_lock(&f.fx, l[i]);
+  for (int i = 0; i < 2; i++)
+    fx_close_lock(&f.fx, warm[i]);
+  cfx_finish(&f);
+}

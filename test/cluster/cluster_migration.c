@@ -10,14 +10,18 @@
  * ASKING) answers TRYAGAIN whenever one is missing. A release names the
  * lock and its channel, and a channel is never a key: every release in a
  * migrating slot gets TRYAGAIN until the migration finishes. So does a
- * renewal batch whose keys are split between the two nodes. The router
- * retries TRYAGAIN within the reply timeout (counted from the first send).
+ * renewal batch whose keys are split between the two nodes: the watchdog
+ * then renews those holds one by one. The router retries TRYAGAIN within
+ * the reply timeout (counted from the first send).
  *
  * Every name below carries one hash tag, so all of a test's locks share a
  * slot, the slot being migrated. */
 #include <stdio.h>
 
 #include "cluster_fixture.h"
+#include "latch_fixture.h"
+#include "multi_fixture.h"
+#include "rw_fixture.h"
 
 /* The watchdog lease of these tests: renewals every third of it. */
 #define LEASE_MS 1500
@@ -113,24 +117,22 @@ TEST(held_lock_keeps_working_through_a_migration_and_its_waiter_gets_in) {
   ASSERT_EQ(lk_lock_hold_count(a), 3);
   ASSERT_EQ(sw.done, 0);
 
-  /* A release names the channel too: TRYAGAIN, retried, until the
-   * migration finishes (well within the reply timeout). */
+  /* A release names one key (its channel is an argument): served by the
+   * target through ASK while the migration is still open. */
   st = cfx_stats(m.f.fx.c);
   memset(&sr, 0, sizeof sr);
   ASSERT_OK(lk_lock_release(a, sx_cb, &sr));
-  FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries, 5000);
-  ASSERT_EQ(sr.done, 0);
-  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
   rt_run_until(&m.f.fx.loop, &sr.done, 10000);
   ASSERT_OK(sr.status);
   ASSERT_EQ(sr.result, 0); /* two holds left */
-  /* The client followed the slot: by a MOVED, or by a topology read that
-   * got there first and sent the retried release straight to the target. */
+  ASSERT_GT(cfx_stats(m.f.fx.c).ask_redirects, st.ask_redirects);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+
+  /* The map learns the new owner (by a MOVED or a topology read); the
+   * hold, verified there, survives. */
+  FX_EVENTUALLY(&m.f.fx, m.ev.topology >= 1, 10000);
   ASSERT(cfx_stats(m.f.fx.c).moved_redirects > st.moved_redirects ||
          cfx_stats(m.f.fx.c).topology_changes > st.topology_changes);
-
-  /* The map learns the new owner; the hold, verified there, survives. */
-  FX_EVENTUALLY(&m.f.fx, m.ev.topology >= 1, 10000);
   st = cfx_stats(m.f.fx.c);
   wait_renewals(&m, 2);
   ASSERT_EQ(cfx_stats(m.f.fx.c).leases_lost, st.leases_lost);
@@ -159,10 +161,11 @@ TEST(held_lock_keeps_working_through_a_migration_and_its_waiter_gets_in) {
 }
 
 /* Two holds of one slot are renewed by one script. With one key moved and
- * the other not, the source answers TRYAGAIN; the router retries, and once
- * the migration finishes the retry meets MOVED, goes to the target, and
- * both holds are renewed: neither is lost. The lease is long enough that
- * the migration's last step (which blocks this thread) ends before it. */
+ * the other not, the source answers TRYAGAIN; the batch comes back at once
+ * (a renewal failure) and each hold is renewed alone meanwhile; once the
+ * migration finishes the renewals follow MOVED to the target, and both
+ * holds are renewed: neither is lost. The lease is long enough that the
+ * migration's last step (which blocks this thread) ends before it. */
 TEST(renewal_of_a_half_migrated_slot_is_retried_until_the_slot_settles) {
   mig_t m;
   char na[96], nb[96];
@@ -178,7 +181,7 @@ TEST(renewal_of_a_half_migrated_slot_is_retried_until_the_slot_settles) {
   ASSERT_EQ(rt_cluster_migrate_keys(m.f.cl, m.slot, 1), 1);
   lk_client_stats_t st = cfx_stats(m.f.fx.c);
   /* The next renewal (a third of the lease away) meets TRYAGAIN. */
-  FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries, lease);
+  FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).renewal_failures > st.renewal_failures, lease);
   ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
   /* Confirmed by the target: a whole lease later both still hold. */
   uint64_t renewed = cfx_stats(m.f.fx.c).renewals;
@@ -201,41 +204,126 @@ TEST(renewal_of_a_half_migrated_slot_is_retried_until_the_slot_settles) {
   cfx_finish(&m.f);
 }
 
-/* The same split left in place for longer than a lease: every renewal
- * attempt meets TRYAGAIN until the reply timeout, so neither hold can be
- * confirmed. Both are reported through on_lost by their local deadline,
- * never silently dropped; once the slot settles the name can be taken
- * again (after the old lease ran out on the server). */
-TEST(holds_in_a_slot_left_half_migrated_past_their_lease_are_reported_lost) {
+/* The same split left in place for longer than a lease (issue 25): the
+ * batch naming all three holds meets TRYAGAIN at once, and from then on
+ * each is renewed alone, by a one-key script the source serves or sends to
+ * the target by ASK. No hold is lost however long the migration lasts, and
+ * once it ends (the slot's master changes) they are batched again. Before,
+ * every batch met TRYAGAIN until the reply timeout and the holds were
+ * reported lost by their deadline. */
+TEST(holds_in_a_slot_left_half_migrated_past_their_lease_are_renewed_one_by_one) {
+  enum { N = 3 };
   mig_t m;
-  char na[96], nb[96];
-  cfx_lost_t la, lb;
+  char names[N][96];
+  cfx_lost_t lost[N];
+  lk_lock_t *l[N];
   mig_start(&m, LEASE_MS);
-  mig_name(&m, "a", na, sizeof na);
-  mig_name(&m, "b", nb, sizeof nb);
-  lk_lock_t *a = watched_lock(&m, na, &la), *b = watched_lock(&m, nb, &lb);
-  ASSERT_OK(sx_acquire(&m.f.fx, a, 0, LK_LEASE_DEFAULT));
-  ASSERT_OK(sx_acquire(&m.f.fx, b, 0, LK_LEASE_DEFAULT));
-  uint64_t t0 = uv_hrtime();
+  for (int i = 0; i < N; i++) {
+    char suffix[8];
+    snprintf(suffix, sizeof suffix, "h%d", i);
+    mig_name(&m, suffix, names[i], sizeof names[i]);
+    l[i] = watched_lock(&m, names[i], &lost[i]);
+    ASSERT_OK(sx_acquire(&m.f.fx, l[i], 0, LK_LEASE_DEFAULT));
+  }
   ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
   ASSERT_EQ(rt_cluster_migrate_keys(m.f.cl, m.slot, 1), 1);
   lk_client_stats_t st = cfx_stats(m.f.fx.c);
-  /* Bounded by a lease from the last confirmation, which came before t0. */
-  FX_EVENTUALLY(&m.f.fx, la.n == 1 && lb.n == 1, LEASE_MS + 2000);
-  ASSERT(!lk_lock_is_held(a));
-  ASSERT(!lk_lock_is_held(b));
-  double la_ms = cfx_ms_since(t0, la.t_ns), lb_ms = cfx_ms_since(t0, lb.t_ns);
-  fprintf(stderr, "note: on_lost %.0f / %.0f ms after the split began (lease %lld ms)\n", la_ms,
-          lb_ms, (long long)rt_scaled_ms(LEASE_MS));
-  ASSERT_LE(la_ms, (double)rt_scaled_ms(LEASE_MS) + 50);
-  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+  /* Two leases with the keys split between the nodes. */
+  fx_spin(&m.f.fx, 2 * rt_scaled_ms(LEASE_MS));
+  lk_client_stats_t now = cfx_stats(m.f.fx.c);
+  fprintf(stderr, "note: %llu renewals in %llu scripts, %llu ASK, %llu lost over two leases\n",
+          (unsigned long long)(now.renewals - st.renewals),
+          (unsigned long long)(now.renewal_commands - st.renewal_commands),
+          (unsigned long long)(now.ask_redirects - st.ask_redirects),
+          (unsigned long long)(now.leases_lost - st.leases_lost));
+  for (int i = 0; i < N; i++) {
+    if (lost[i].n != 0)
+      FAIL("hold %d was reported lost during the split", i);
+    ASSERT(lk_lock_is_held(l[i]));
+  }
+  ASSERT_EQ(now.leases_lost, st.leases_lost);
+  /* Renewed (about six periods for each) and the moved one through ASK. */
+  ASSERT_GE(now.renewals - st.renewals, (uint64_t)(3 * N));
+  ASSERT_GT(now.ask_redirects, st.ask_redirects);
   ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
-  /* The release answers for the loss; the name can be taken again. */
-  ASSERT_EQ(lk_lock_release(a, sx_cb, NULL), LK_ELEASELOST);
-  ASSERT_OK(sx_acquire(&m.f.fx, a, rt_scaled_ms(10000), 30000));
-  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, a, NULL));
+  wait_renewals(&m, 2 * N);
+  for (int i = 0; i < N; i++) {
+    ASSERT_EQ(lost[i].n, 0);
+    ASSERT_EQ(cfx_exists(&m.f, m.to, names[i]), 1);
+    ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l[i], NULL));
+    ASSERT_EQ(cfx_exists(&m.f, m.to, names[i]), 0);
+    fx_close_lock(&m.f.fx, l[i]);
+  }
+  cfx_finish(&m.f);
+}
+
+/* A release names only its lock (the channel is an argument, issue 25):
+ * in a slot being migrated it completes at once, where naming the channel
+ * as a key met TRYAGAIN until the migration ended. With the lock still on
+ * the source, the source runs it and its message wakes a waiter listening
+ * there; with the lock moved, the target runs it (ASK). */
+TEST(release_in_a_migrating_slot_completes_during_the_migration) {
+  mig_t m;
+  char na[96], nb[96], channel[128];
+  sx_t sw, sr;
+  mig_start(&m, LEASE_MS);
+  mig_name(&m, "rel-a", na, sizeof na);
+  mig_name(&m, "rel-b", nb, sizeof nb);
+  cfx_lock_channel(na, channel, sizeof channel);
+  /* The waiter re-polls only every 30 s: in time means the message woke it. */
+  lk_client_opts_t o2;
+  lk_client_opts_init(&o2);
+  o2.max_repoll_ms = 30000;
+  lk_client_t *c2 = cfx_client(&m.f, m.from, &o2);
+  lk_lock_t *a = fx_lock(&m.f.fx, na), *b = fx_lock(&m.f.fx, nb), *w = NULL;
+  ASSERT_OK(lk_lock_new(c2, na, &w));
+  ASSERT_OK(sx_acquire(&m.f.fx, a, 0, 30000));
+  ASSERT_OK(sx_acquire(&m.f.fx, b, 0, 30000));
+  cfx_acquire_start(w, rt_scaled_ms(20000), 30000, 0, &sw);
+  cfx_wait_subscribers(&m.f, channel, 1);
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  /* Move b alone: a stays on the source. */
+  ASSERT_EQ(rt_cmd_int(cfx_srv(&m.f, m.from), "EXISTS %s", na), 1);
+  redisReply *mv = rt_cmd(cfx_srv(&m.f, m.from), "MIGRATE 127.0.0.1 %d %s 0 5000 KEYS %s",
+                          rt_cluster_port(m.f.cl, m.to), "", nb);
+  ASSERT_NOT_NULL(mv);
+  ASSERT_EQ(mv->type, REDIS_REPLY_STATUS);
+  freeReplyObject(mv);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, nb), 1);
+
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  uint64_t t0 = uv_hrtime();
+  memset(&sr, 0, sizeof sr);
+  ASSERT_OK(lk_lock_release(a, sx_cb, &sr));
+  rt_run_until(&m.f.fx.loop, &sr.done, 10000);
+  ASSERT_OK(sr.status);
+  ASSERT_LT(cfx_ms_since(t0, sr.t_ns), (double)rt_scaled_ms(1000));
+  /* The waiter heard it on the source and got in (by ASK if the name
+   * moved meanwhile: it did not). */
+  rt_run_until(&m.f.fx.loop, &sw.done, 10000);
+  ASSERT_OK(sw.status);
+  ASSERT_LT(cfx_ms_since(t0, sw.t_ns), (double)rt_scaled_ms(2000));
+
+  t0 = uv_hrtime();
+  memset(&sr, 0, sizeof sr);
+  ASSERT_OK(lk_lock_release(b, sx_cb, &sr));
+  rt_run_until(&m.f.fx.loop, &sr.done, 10000);
+  ASSERT_OK(sr.status);
+  ASSERT_LT(cfx_ms_since(t0, sr.t_ns), (double)rt_scaled_ms(1000));
+  ASSERT_GT(cfx_stats(m.f.fx.c).ask_redirects, st.ask_redirects);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, nb), 0);
+  ASSERT_EQ(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, w, NULL));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, na), 0);
   fx_close_lock(&m.f.fx, a);
   fx_close_lock(&m.f.fx, b);
+  int closed = 0;
+  lk_lock_set_data(w, &closed);
+  ASSERT_OK(lk_lock_close(w, fx_lock_closed_cb));
+  rt_run_until(&m.f.fx.loop, &closed, 10000);
+  fx_close_direct_client(&m.f.fx, c2);
   cfx_finish(&m.f);
 }
 
@@ -340,15 +428,113 @@ TEST(budgeted_acquire_in_a_tryagain_window_longer_than_its_budget_times_out) {
   cfx_finish(&m.f);
 }
 
+/* The same rule for a composite (issue 25, finding 6): a MultiLock's first
+ * round tries every member once, and a member that meets TRYAGAIN past the
+ * reply timeout must count as "not now", not as a hard error. The group
+ * waits for that member with the rest of its budget, as a lock does, and
+ * takes both once the window closes. Before, it ended LK_ECLUSTER after one
+ * reply timeout. */
+TEST(multilock_keeps_trying_through_tryagain_past_the_reply_timeout) {
+  mig_t m;
+  char name[96], other[64];
+  const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(20000);
+  mig_start_with(&m, LEASE_MS, reply_timeout);
+  lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
+  cfx_name_on(&m.f, m.f.masters[2], "mig-other-", other, sizeof other);
+  lk_lock_t *members[2] = {fx_lock(&m.f.fx, other), l};
+  lk_multilock_t *ml = NULL;
+  ASSERT_OK(lk_multilock_new(members, 2, &ml));
+  lk_multilock_opts_t o;
+  lk_multilock_opts_init(&o);
+  o.wait_ms = budget;
+  o.lease_ms = 30000;
+  o.fenced = 1;
+  mx_t s;
+  memset(&s, 0, sizeof s);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(lk_multilock_acquire(ml, &o, mx_ml_cb, &s));
+  fx_spin(&m.f.fx, 3 * reply_timeout);
+  if (s.done)
+    FAIL("the MultiLock ended with %s after %.0f ms of a %lld ms budget, the window still open",
+         lk_err_name(s.status), cfx_ms_since(t0, s.t_ns), (long long)budget);
+  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  rt_run_until(&m.f.fx.loop, &s.done, 20000);
+  ASSERT_OK(s.status);
+  ASSERT(s.held);
+  ASSERT_LE(cfx_ms_since(t0, s.t_ns), (double)(budget + reply_timeout));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, name), 1);
+  ASSERT_EQ(cfx_exists(&m.f, m.f.masters[2], other), 1);
+  memset(&s, 0, sizeof s);
+  ASSERT_OK(lk_multilock_release(ml, mx_ml_cb, &s));
+  rt_run_until(&m.f.fx.loop, &s.done, 15000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(cfx_exists(&m.f, m.to, name), 0);
+  int closed = 0;
+  lk_multilock_set_data(ml, &closed);
+  ASSERT_OK(lk_multilock_close(ml, mx_ml_closed));
+  rt_run_until(&m.f.fx.loop, &closed, 10000);
+  fx_close_lock(&m.f.fx, members[0]);
+  fx_close_lock(&m.f.fx, l);
+  cfx_finish(&m.f);
+}
+
+/* A latch's await reads three keys (count, marker, tombstone; the last
+ * absent while armed): in a migrating slot whose keys moved, the target
+ * answers TRYAGAIN. The read is retried within the await's budget, not
+ * ended with LK_ECLUSTER after one reply timeout (finding 6); once the slot
+ * settles the count-down opens it. */
+TEST(latch_await_keeps_waiting_through_tryagain_past_the_reply_timeout) {
+  mig_t m;
+  const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(20000);
+  int64_t res = 0;
+  lx_t aw;
+  mig_start_with(&m, LEASE_MS, reply_timeout);
+  /* The tag itself as the name: every key of the latch in the slot. */
+  lk_latch_t *waiter = lx_new(&m.f.fx, m.tag, 0), *counter = lx_new(&m.f.fx, m.tag, 0);
+  ASSERT_OK(lx_set(&m.f.fx.loop, waiter, 1, &res));
+  ASSERT_EQ(res, 1);
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  ASSERT_GE(rt_cluster_migrate_keys(m.f.cl, m.slot, 0), 1);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  uint64_t t0 = uv_hrtime();
+  lx_await_start(waiter, budget, &aw);
+  fx_spin(&m.f.fx, 3 * reply_timeout);
+  if (aw.done)
+    FAIL("the await ended with %s after %.0f ms of a %lld ms budget, the window still open",
+         lk_err_name(aw.status), cfx_ms_since(t0, aw.t_ns), (long long)budget);
+  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  ASSERT_OK(lx_run(&m.f.fx.loop, lk_latch_count_down, counter, &res));
+  ASSERT_EQ(res, 0);
+  rt_run_until(&m.f.fx.loop, &aw.done, 20000);
+  ASSERT_OK(aw.status);
+  ASSERT_LE(cfx_ms_since(t0, aw.t_ns), (double)(budget + reply_timeout));
+  lx_close(&m.f.fx.loop, waiter);
+  lx_close(&m.f.fx.loop, counter);
+  cfx_finish(&m.f);
+}
+
+static void rw_on_lost(lk_rwlock_t *rw, int status, void *arg) {
+  cfx_lost_t *lost = arg;
+  (void)rw;
+  ASSERT_EQ(status, LK_ELEASELOST);
+  if (lost->n++ == 0)
+    lost->t_ns = uv_hrtime();
+}
+
 /* A lost lease's give-back releases every hold of the owner (it cannot know
- * the count), and a release in a migrating slot meets TRYAGAIN, so the
- * router keeps it for a later retry. The owner's next acquire names one key
- * and gets in by ASK meanwhile: were it sent while the give-back waited,
- * the give-back would land after it once the slot settles and delete the
- * new hold under its holder (the cluster nemesis caught this as a grant to
- * another process 26 ms into a hold). The acquire waits for the give-back's
- * answer instead: the new hold survives, renewed, and nobody is told of a
- * second loss. */
+ * the count), and a write release names its channel as a key, so in a
+ * migrating slot it meets TRYAGAIN and the router keeps it for a later
+ * retry. (A plain lock's release names only its lock and goes through at
+ * once, by ASK: the read/write lock stands for every primitive whose
+ * release still names several keys.) The owner's next acquire may get in
+ * meanwhile: were it sent while the give-back waited, the give-back would
+ * land after it once the slot settles and delete the new hold under its
+ * holder (the cluster nemesis caught this as a grant to another process
+ * 26 ms into a hold). The acquire waits for the give-back's answer instead:
+ * the new hold survives, renewed, and nobody is told of a second loss. */
 TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
   mig_t m;
   char name[96];
@@ -356,8 +542,10 @@ TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
   sx_t s;
   mig_start_with(&m, LEASE_MS, rt_scaled_ms(10000));
   mig_name(&m, "regrant", name, sizeof name);
-  lk_lock_t *l = watched_lock(&m, name, &lost);
-  ASSERT_OK(sx_acquire(&m.f.fx, l, 0, LK_LEASE_DEFAULT));
+  lk_rwlock_t *l = fx_rwlock(&m.f.fx, name);
+  memset(&lost, 0, sizeof lost);
+  ASSERT_OK(lk_rwlock_set_lost_cb(l, rw_on_lost, &lost));
+  ASSERT_OK(rw_acquire(&m.f.fx, l, RW_W, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
   /* The source still has the key and serves the DEL; the next renewal
    * finds it on neither node. */
@@ -367,7 +555,7 @@ TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
   FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries, 5000);
 
   /* Told of the loss, the holder takes the name again. */
-  cfx_acquire_start(l, rt_scaled_ms(20000), LK_LEASE_DEFAULT, 0, &s);
+  rw_start(l, RW_W, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s);
   st = cfx_stats(m.f.fx.c);
   /* Long enough for an ASKed acquire to be granted: the give-back is
    * retried three more times. */
@@ -386,10 +574,10 @@ TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
                 4 * LEASE_MS);
   if (lost.n > 1)
     FAIL("the re-acquired hold was lost: the lost lease's give-back deleted it");
-  ASSERT(lk_lock_is_held(l));
+  ASSERT(lk_rwlock_is_held(l, RW_W));
   ASSERT_EQ(cfx_exists(&m.f, m.to, name), 1);
-  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
+  ASSERT_OK(rw_release(&m.f.fx, l, RW_W, NULL));
   ASSERT_EQ(cfx_exists(&m.f, m.to, name), 0);
-  fx_close_lock(&m.f.fx, l);
+  fx_close_rwlock(&m.f.fx, l);
   cfx_finish(&m.f);
 }
