@@ -16,14 +16,16 @@
 #include "core/internal.h"
 #include "core/slot.h"
 
-/* Appends at most max bytes of s to out (cap bytes, NUL kept), quoted, with
- * what is not printable ASCII escaped: names are arbitrary bytes. */
+/* Appends s to out (cap bytes, NUL kept), quoted, with what is not
+ * printable ASCII escaped (names are arbitrary bytes), cut after about max
+ * characters of output so the rest of the text still fits. */
 static void put_quoted(char *out, size_t cap, const char *s, size_t len, size_t max) {
-  size_t o = strlen(out);
+  size_t o = strlen(out), start, i;
   if (o + 1 >= cap)
     return;
   out[o++] = '"';
-  for (size_t i = 0; i < len && i < max && o + 5 < cap; i++) {
+  start = o;
+  for (i = 0; i < len && o - start < max && o + 5 < cap; i++) {
     unsigned char ch = (unsigned char)s[i];
     if (ch == '"' || ch == '\\')
       o += (size_t)snprintf(out + o, cap - o, "\\%c", ch);
@@ -32,15 +34,16 @@ static void put_quoted(char *out, size_t cap, const char *s, size_t len, size_t 
     else
       out[o++] = (char)ch;
   }
-  if (len > max && o + 4 < cap)
+  if (i < len && o + 4 < cap)
     memcpy(out + o, "...", 3), o += 3;
   if (o + 1 < cap)
     out[o++] = '"';
   out[o] = '\0';
 }
 
-/* Names shown in the error text are cut: the text is 256 bytes. */
-#define LK__SHOWN 40
+/* Names shown in the error text are cut: the text is 256 bytes, and the
+ * longest message, with both keys cut, must still end with the reference. */
+#define LK__SHOWN 32
 
 static int refuse(lk_client_t *c, const char *what, const char *name, size_t name_len,
                   const lk__derived_t *a, const lk__derived_t *b) {

@@ -57,6 +57,11 @@ static const ns_shape_t ns_shapes[] = {
     {"{a}}", "yyn"},
     {"}{a}", "yyn"},
     {"x{\x01}y", "yyn"},
+    /* Long and all escapes in the error text: its reason must still fit. */
+    {"\x01\x02\x03\x04\x05\x06\x07\x08\x01\x02\x03\x04\x05\x06\x07\x08"
+     "\x01\x02\x03\x04\x05\x06\x07\x08\x01\x02\x03\x04\x05\x06\x07\x08"
+     "\x01\x02\x03\x04\x05\x06\x07\x08\x01\x02\x03\x04\x05\x06\x07\x08q{z",
+     "nnn"},
 };
 #define NS_N (sizeof ns_shapes / sizeof ns_shapes[0])
 
