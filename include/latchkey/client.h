@@ -288,8 +288,10 @@ LK_EXTERN const char *lk_client_id(const lk_client_t *client);
 LK_EXTERN int lk_client_is_connected(const lk_client_t *client);
 /* Why the last connection attempt failed, as text (a TLS verification
  * reason from OpenSSL, a refused handshake, a sentinel that had no master),
- * or "" when the connections are fine. Borrowed, valid until the next
- * callback of this client. */
+ * or "" when the connections are fine. Also why the last lk_X_new refused
+ * a name with LK_EINVAL (its keys would not share one cluster slot:
+ * docs/objects.md, "Names and cluster slots"), until a connection attempt
+ * replaces it. Borrowed, valid until the next callback of this client. */
 LK_EXTERN const char *lk_client_error_text(const lk_client_t *client);
 LK_EXTERN void lk_client_get_stats(const lk_client_t *client,
                                    lk_client_stats_t *out);

@@ -223,6 +223,19 @@ int lk_barrier_new(lk_client_t *c, const char *name, int members, lk_barrier_t *
     lk__free(b);
     return LK_ENOMEM;
   }
+  {
+    /* One slot for all (core/names.c). */
+    lk__derived_t d[4];
+    for (int i = 0; i < 4; i++)
+      d[i].text = b->keys[i], d[i].len = b->key_lens[i], d[i].open = 0;
+    rc = lk__names_one_slot(c, "barrier", name, len, d, 4);
+    if (rc != 0) {
+      for (int i = 0; i < 4; i++)
+        lk__free(b->keys[i]);
+      lk__free(b);
+      return rc;
+    }
+  }
   c->next_tid++;
   b->owner_len = (size_t)n;
   b->lease_ms = c->o.default_lease_ms;

@@ -455,6 +455,23 @@ char *lk__suffix_name(const char *name, size_t name_len, const char *suffix,
                       size_t *out_len);
 int lk__check_name(const lk_client_t *c, const char *name, size_t *len);
 
+/* --- names: one cluster slot per object (core/names.c) --- */
+/* A key or channel an object derives from its name, as the object's own
+ * builder made it. open: the object appends more to it (an owner id, a
+ * number), so its hash tag must lie in these len bytes. */
+typedef struct lk__derived_s {
+  const char *text;
+  size_t len;
+  int open;
+} lk__derived_t;
+/* 0 when the n derived keys and channels all hash the same bytes (so one
+ * slot on a cluster, whatever is appended to the open ones); else
+ * LK_EINVAL, and the client's error text (lk_client_error_text) says which
+ * two disagree. what names the primitive ("lock") in that text. Every _new
+ * calls it with every key and channel its object will use. */
+int lk__names_one_slot(lk_client_t *c, const char *what, const char *name, size_t name_len,
+                       const lk__derived_t *d, int n);
+
 /* --- time --- */
 static inline uint64_t lk__now_ns(void) { return uv_hrtime(); }
 

@@ -20,16 +20,22 @@ uint16_t lk__crc16(const char *buf, size_t len) {
   return crc;
 }
 
-uint16_t lk__key_slot(const char *key, size_t len) {
-  if (len == 0)
-    return lk__crc16(NULL, 0) & (LK__SLOTS - 1);
-  const char *open = memchr(key, '{', len);
+size_t lk__key_hashed(const char *key, size_t len, size_t *off) {
+  const char *open = len > 0 ? memchr(key, '{', len) : NULL;
+  *off = 0;
   if (open != NULL) {
     size_t after = (size_t)(open - key) + 1;
     const char *close = memchr(open + 1, '}', len - after);
     /* "{}" is no tag: the whole key is hashed then, as the server does. */
-    if (close != NULL && close > open + 1)
-      return lk__crc16(open + 1, (size_t)(close - open - 1)) & (LK__SLOTS - 1);
+    if (close != NULL && close > open + 1) {
+      *off = after;
+      return (size_t)(close - open - 1);
+    }
   }
-  return lk__crc16(key, len) & (LK__SLOTS - 1);
+  return len;
+}
+
+uint16_t lk__key_slot(const char *key, size_t len) {
+  size_t off, n = lk__key_hashed(key, len, &off);
+  return lk__crc16(n > 0 ? key + off : NULL, n) & (LK__SLOTS - 1);
 }

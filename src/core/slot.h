@@ -15,6 +15,12 @@
  * included; key may be NULL when len is 0. */
 uint16_t lk__key_slot(const char *key, size_t len);
 
+/* The bytes of key the slot is computed from: its hash tag (then *off > 0,
+ * the tag's start) or, without one, all len bytes (*off = 0). Returns their
+ * count. Two keys whose hashed bytes are equal share a slot whatever the
+ * CRC: the name check (core/names.c) compares these. */
+size_t lk__key_hashed(const char *key, size_t len, size_t *off);
+
 /* Plain CRC16 (XMODEM) of len bytes, exposed for the tests' check of the
  * published test vector (CRC16("123456789") == 0x31C3). */
 uint16_t lk__crc16(const char *buf, size_t len);

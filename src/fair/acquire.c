@@ -290,7 +290,7 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
   if (rc != 0)
     return rc;
   if (opts->fenced && f->token_key == NULL) {
-    f->token_key = lk__prefix_name("redisson_lock_token", f->name, f->name_len,
+    f->token_key = lk__prefix_name(LK__FAIR_TOKEN_PREFIX, f->name, f->name_len,
                                    &f->token_key_len);
     if (f->token_key == NULL)
       return LK_ENOMEM;

@@ -136,6 +136,25 @@ static const lk__obj_ops_t lk__fair_ops = {
     .value_done = lk__fair_value_done,
 };
 
+/* Every key and channel in one slot (core/names.c): the name, the queue,
+ * the deadlines, the waiters' set, the token key (made by the first fenced
+ * acquire, the same way) and each owner's channel, base + ":OWNER" (open:
+ * other owners' ids follow it when a release wakes them). */
+static int check_name(lk_client_t *c, const lk_fair_t *f) {
+  lk__derived_t d[6] = {{f->name, f->name_len, 0},
+                        {f->queue_key, f->queue_key_len, 0},
+                        {f->timeout_key, f->timeout_key_len, 0},
+                        {f->waiters_key, f->waiters_key_len, 0},
+                        {f->channel_base, f->channel_base_len, 1},
+                        {NULL, 0, 0}};
+  int rc = LK_ENOMEM;
+  d[5].text = lk__prefix_name(LK__FAIR_TOKEN_PREFIX, f->name, f->name_len, &d[5].len);
+  if (d[5].text != NULL)
+    rc = lk__names_one_slot(c, "fair lock", f->name, f->name_len, d, 6);
+  lk__free((char *)d[5].text);
+  return rc;
+}
+
 int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
   lk_fair_t *f;
   size_t len;
@@ -164,6 +183,12 @@ int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
     f->base.ops = &lk__fair_ops;
     free_fair(&f->base);
     return LK_ENOMEM;
+  }
+  rc = check_name(c, f);
+  if (rc != 0) {
+    f->base.ops = &lk__fair_ops;
+    free_fair(&f->base);
+    return rc;
   }
   f->hold.lease_ms = c->o.default_lease_ms;
   f->hold.wd = &f->wd;

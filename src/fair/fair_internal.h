@@ -11,6 +11,8 @@
 #include "core/watchdog.h"
 
 #define LK__FAIR_OWNER_MAX 96
+/* The fencing counter, shared with the reentrant lock (docs/fair.md). */
+#define LK__FAIR_TOKEN_PREFIX "redisson_lock_token"
 
 /* What one Redisson waiter ahead of a latchkey waiter may move the latter's
  * deadline in the queue's deadline set by, at most: Redisson's acquisition

@@ -144,6 +144,26 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
     lk__free(l);
     return LK_ENOMEM;
   }
+  {
+    /* One slot for all (core/names.c). Redisson's channel wraps the whole
+     * name in braces, so no name with a brace passes. The record's prefix
+     * is open: the owner follows it. */
+    const lk__derived_t d[5] = {{l->name, l->name_len, 0},
+                                {l->channel, l->channel_len, 0},
+                                {l->marker, l->marker_len, 0},
+                                {l->tomb, l->tomb_len, 0},
+                                {l->record, l->record_len - l->owner_len - 1, 1}};
+    rc = lk__names_one_slot(c, "latch", l->name, l->name_len, d, 5);
+    if (rc != 0) {
+      lk__free(l->name);
+      lk__free(l->channel);
+      lk__free(l->marker);
+      lk__free(l->tomb);
+      lk__free(l->record);
+      lk__free(l);
+      return rc;
+    }
+  }
   lk__obj_init(&l->base, c, &lk__latch_ops);
   l->base.channel = l->channel;
   l->base.channel_len = l->channel_len;

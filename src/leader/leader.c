@@ -501,6 +501,20 @@ int lk_leader_new(lk_client_t *c, const char *role, lk_leader_t **out) {
     lk__free(l);
     return LK_ENOMEM;
   }
+  {
+    /* One slot for all (core/names.c). */
+    const lk__derived_t d[3] = {{l->holder, l->holder_len, 0},
+                                {l->counter, l->counter_len, 0},
+                                {l->channel, l->channel_len, 0}};
+    rc = lk__names_one_slot(c, "leader role", role, len, d, 3);
+    if (rc != 0) {
+      lk__free(l->holder);
+      lk__free(l->counter);
+      lk__free(l->channel);
+      lk__free(l);
+      return rc;
+    }
+  }
   c->next_tid++;
   l->owner_len = (size_t)n;
   l->hold.lease_ms = c->o.default_lease_ms;

@@ -683,11 +683,27 @@ static const lk__obj_ops_t lk__lock_ops = {
     .value_done = value_done,
 };
 
+/* The lock's name, channel and fencing-token key share one slot
+ * (core/names.c); built here as acquire and release build them. */
+static int check_name(lk_client_t *c, const char *what, const char *name, size_t len) {
+  lk__derived_t d[3] = {{name, len, 0}, {NULL, 0, 0}, {NULL, 0, 0}};
+  int rc = LK_ENOMEM;
+  d[1].text = lk__prefix_name(LK__LOCK_CHANNEL_PREFIX, name, len, &d[1].len);
+  d[2].text = lk__prefix_name(LK__LOCK_TOKEN_PREFIX, name, len, &d[2].len);
+  if (d[1].text != NULL && d[2].text != NULL)
+    rc = lk__names_one_slot(c, what, name, len, d, 3);
+  lk__free((char *)d[1].text);
+  lk__free((char *)d[2].text);
+  return rc;
+}
+
 int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   lk_lock_t *l;
   char owner[LK__OWNER_MAX];
   size_t len, owner_len;
   int rc = lk__obj_new_check(c, out, name, &len);
+  if (rc == 0)
+    rc = check_name(c, "lock", name, len);
   if (rc != 0)
     return rc;
   owner_len = owner_text(owner, c->id, c->next_tid + 1);

@@ -226,6 +226,18 @@ int lk_redlock_new(lk_client_t *const *clients, size_t n, const char *name,
     free_partial(rl, 0);
     return LK_ENOMEM;
   }
+  /* One slot for the name, the channel and the token key on a cluster node
+   * (core/names.c); each client's error text says why when not. */
+  for (i = 0; i < n; i++) {
+    const lk__derived_t d[3] = {{rl->name, len, 0},
+                                {rl->channel, rl->channel_len, 0},
+                                {rl->token_key, rl->token_key_len, 0}};
+    rc = lk__names_one_slot(clients[i], "redlock", name, len, d, 3);
+    if (rc != 0) {
+      free_partial(rl, 0);
+      return rc;
+    }
+  }
   for (i = 0; i < n; i++) {
     lk__rnode_t *nd = &rl->node[i];
     rc = lk_lock_new(clients[i], name, &nd->lock);

@@ -235,6 +235,17 @@ int lk_ratelimiter_new(lk_client_t *c, const char *name, lk_ratelimiter_t **out)
     free_ratelimiter(&rl->base);
     return LK_ENOMEM;
   }
+  {
+    /* One slot for all (core/names.c). */
+    lk__derived_t d[5];
+    for (i = 0; i < 5; i++)
+      d[i].text = rl->keys[i], d[i].len = rl->key_lens[i], d[i].open = 0;
+    rc = lk__names_one_slot(c, "rate limiter", rl->name, rl->name_len, d, 5);
+    if (rc != 0) {
+      free_ratelimiter(&rl->base);
+      return rc;
+    }
+  }
   lk__obj_init(&rl->base, c, &lk__ratelimiter_ops);
   *out = rl;
   return 0;

@@ -270,6 +270,25 @@ static char *key_prefix(const char *name, size_t len, size_t *out_len) {
   return kp;
 }
 
+/* Every key and channel in one slot (core/names.c): the name, the channel,
+ * the token key (made by the first fenced acquire, the same way), and the
+ * hold keys' prefix, open since every owner's id and a number follow it
+ * (this owner's, as set_owner made it, and the bare prefix the scripts
+ * extend with other owners' ids). */
+static int check_name(lk_client_t *c, const lk_rwlock_t *rw) {
+  lk__derived_t d[5] = {{rw->name, rw->name_len, 0},
+                        {rw->channel, rw->channel_len, 0},
+                        {rw->kp, rw->kp_len, 1},
+                        {rw->tp, rw->kp_len + 1 <= rw->tp_len ? rw->kp_len + 1 : rw->tp_len, 1},
+                        {NULL, 0, 0}};
+  int rc = LK_ENOMEM;
+  d[4].text = lk__prefix_name(LK__RW_TOKEN_PREFIX, rw->name, rw->name_len, &d[4].len);
+  if (d[4].text != NULL)
+    rc = lk__names_one_slot(c, "rwlock", rw->name, rw->name_len, d, 5);
+  lk__free((char *)d[4].text);
+  return rc;
+}
+
 int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
   lk_rwlock_t *rw;
   size_t len;
@@ -284,6 +303,8 @@ int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
   rw->channel = lk__prefix_name(LK__RW_CHANNEL_PREFIX, name, len, &rw->channel_len);
   rw->kp = key_prefix(name, len, &rw->kp_len);
   rc = rw->name && rw->channel && rw->kp ? set_owner(rw, c->id, ++c->next_tid) : LK_ENOMEM;
+  if (rc == 0)
+    rc = check_name(c, rw);
   if (rc != 0) {
     free_rwlock(&rw->base);
     return rc;

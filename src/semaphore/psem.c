@@ -645,6 +645,18 @@ int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
     free_psem(&p->base);
     return LK_ENOMEM;
   }
+  {
+    /* One slot for all (core/names.c). The renewal script builds the
+     * channel again from the name, the same way (psem_renew.lua). */
+    const lk__derived_t d[3] = {{p->name, p->name_len, 0},
+                                {p->zset, p->zset_len, 0},
+                                {p->channel, p->channel_len, 0}};
+    rc = lk__names_one_slot(c, "permit semaphore", p->name, p->name_len, d, 3);
+    if (rc != 0) {
+      free_psem(&p->base);
+      return rc;
+    }
+  }
   p->wd.cls = &lk__wd_psem_class;
   p->wd.keys[0] = p->name;
   p->wd.key_lens[0] = p->name_len;

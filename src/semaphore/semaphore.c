@@ -639,6 +639,18 @@ int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
     free_semaphore(&s->base);
     return LK_ENOMEM;
   }
+  {
+    /* One slot for all (core/names.c); the mark's prefix is open: this
+     * client's id and a number follow it. */
+    const lk__derived_t d[3] = {{s->name, s->name_len, 0},
+                                {s->channel, s->channel_len, 0},
+                                {s->mark, base_len, 1}};
+    rc = lk__names_one_slot(c, "semaphore", s->name, s->name_len, d, 3);
+    if (rc != 0) {
+      free_semaphore(&s->base);
+      return rc;
+    }
+  }
   s->base.client = c;
   switch_mark(s);
   lk__obj_init(&s->base, c, &lk__semaphore_ops);

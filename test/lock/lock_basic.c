@@ -493,7 +493,7 @@ TEST(close_with_operation_in_flight) {
 }
 
 TEST(names_with_braces_spaces_and_crlf_are_independent) {
-  static const char *names[] = {"a", "{a}", "a{b}c", "a b", "a\r\nb", "%s%n", "a}b"};
+  static const char *names[] = {"a", "{a}", "a{b}c", "a b", "a\r\nb", "%s%n", "a}{b}"};
   enum { N = sizeof(names) / sizeof(names[0]) };
   fx_t fx;
   lk_lock_t *l[N];

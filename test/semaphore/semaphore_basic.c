@@ -450,7 +450,7 @@ TEST(close_gives_back_held_permits) {
 
 TEST(odd_names_are_independent) {
   fx_t fx;
-  const char *names[] = {"a", "a}b", "{a}", "a b", "a\r\nb", "%s%n", "x:{y}:z"};
+  const char *names[] = {"a", "a}{b}", "{a}", "a b", "a\r\nb", "%s%n", "x:{y}:z"};
   lk_semaphore_t *s[7];
   int i;
   int64_t r;
