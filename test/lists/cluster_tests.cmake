@@ -27,3 +27,9 @@ foreach(_lk_src IN ITEMS cluster_migration cluster_failover cluster_nodes cluste
     endforeach()
   endif()
 endforeach()
+# Replica sync (WAIT) on each master of a cluster: labels cluster and replica.
+lk_add_test_file(SOURCE cluster/cluster_replica_sync.c LABEL cluster TIMEOUT 90)
+foreach(_lk_case IN ITEMS replica_sync_on_each_master_gets_its_own_replicas_ack
+                          replica_sync_with_one_masters_replica_paused_refuses_there_only)
+  set_property(TEST "cluster.${_lk_case}" APPEND PROPERTY LABELS replica)
+endforeach()
