@@ -29,6 +29,14 @@ static uint64_t failover_live(cfx_t *f, int r) {
   return uv_hrtime();
 }
 
+/* Client options whose waits re-poll only every 20 s: a wake-up within a
+ * second can then only come from a notification, which must have followed
+ * the slot to its new master. */
+static void slow_repoll_opts(lk_client_opts_t *o) {
+  lk_client_opts_init(o);
+  o->max_repoll_ms = 20000;
+}
+
 /* ---- leader election ------------------------------------------------------------------------ */
 
 static void ld_count_lost(lk_leader_t *l, int status, void *arg) {
@@ -50,11 +58,14 @@ TEST(leader_keeps_its_term_through_a_graceful_failover_and_hands_over_after_it) 
   ld_op_t sa, sb, sr;
   ld_obs_t obs;
   int lost = 0;
+  lk_client_opts_t o, o2;
   memset(&obs, 0, sizeof obs);
-  cfx_start(&f, 0, NULL);
+  slow_repoll_opts(&o);
+  slow_repoll_opts(&o2);
+  cfx_start(&f, 0, &o);
   int m = f.masters[1], r = rt_cluster_replica_of(f.cl, m);
   ASSERT_GE(r, 0);
-  lk_client_t *c2 = cfx_client(&f, f.masters[2], NULL);
+  lk_client_t *c2 = cfx_client(&f, f.masters[2], &o2);
   cfx_name_on(&f, m, "fo-leader-", role, sizeof role);
   snprintf(key, sizeof key, "latchkey_leader:{%s}", role);
 
@@ -126,10 +137,13 @@ TEST(barrier_enter_and_leave_complete_through_graceful_failovers_with_nobody_dro
   cfx_t f;
   char name[64], members_key[128];
   br_op_t e[3], l[3];
-  cfx_start(&f, 0, NULL);
+  lk_client_opts_t o, o2;
+  slow_repoll_opts(&o);
+  slow_repoll_opts(&o2);
+  cfx_start(&f, 0, &o);
   int m = f.masters[0], r = rt_cluster_replica_of(f.cl, m);
   ASSERT_GE(r, 0);
-  lk_client_t *c2 = cfx_client(&f, f.masters[2], NULL);
+  lk_client_t *c2 = cfx_client(&f, f.masters[2], &o2);
   cfx_name_on(&f, m, "fo-barrier-", name, sizeof name);
   snprintf(members_key, sizeof members_key, "latchkey_barrier_members:{%s}", name);
   lk_barrier_t *b[3] = {br_new(f.fx.c, name, 3), br_new(f.fx.c, name, 3), br_new(c2, name, 3)};
@@ -282,6 +296,84 @@ TEST(ratelimiter_never_exceeds_its_rate_through_a_graceful_failover) {
 
   for (int i = 0; i < RL_WORKERS; i++)
     rl_close(&f.fx.loop, rl[i]);
+  fx_close_direct_client(&f.fx, c2);
+  cfx_finish(&f);
+}
+
+/* ---- idle waiters --------------------------------------------------------------------------- */
+
+/* Waiters whose clients send nothing around the failover (30 s leases, so
+ * no renewal for 10 s; re-polls 20 s apart): a leader candidate in one
+ * client, two barrier members in the other. Right after the promotion the
+ * other client of each acts on the new master (found by MOVED): the leader
+ * resigns, the third member enters. The idle waiters must be woken by
+ * those messages, so their subscriptions must have moved to the new master
+ * by then, or been re-polled once moved (docs/client.md: a sunsubscribe
+ * push from the old owner, a MOVED or the next read of the slot map moves
+ * them, and every waiter on them re-polls at once). */
+TEST(idle_waiters_of_a_leader_and_a_barrier_are_woken_on_the_new_master_right_after_failover) {
+  const int64_t lease = 30000, budget = 30000;
+  cfx_t f;
+  char role[96], name[96], tag[64];
+  ld_op_t sa, sb, sr;
+  br_op_t e[3];
+  lk_client_opts_t o, o2;
+  slow_repoll_opts(&o);
+  slow_repoll_opts(&o2);
+  cfx_start(&f, 0, &o);
+  int m = f.masters[1], r = rt_cluster_replica_of(f.cl, m);
+  ASSERT_GE(r, 0);
+  lk_client_t *c2 = cfx_client(&f, f.masters[2], &o2);
+  ASSERT_GE(rt_cluster_key_on(f.cl, m, "fo-idle-", tag, sizeof tag), 0);
+  snprintf(role, sizeof role, "{%s}leader", tag);
+  snprintf(name, sizeof name, "{%s}barrier", tag);
+
+  lk_leader_t *a = ld_new(f.fx.c, role), *b = ld_new(c2, role);
+  ld_campaign(a, lease, "a", &sa);
+  rt_run_until(&f.fx.loop, &sa.done, 10000);
+  ASSERT_OK(sa.status);
+  ld_campaign(b, lease, "b", &sb);
+  lk_barrier_t *br[3] = {br_new(c2, name, 3), br_new(c2, name, 3), br_new(f.fx.c, name, 3)};
+  br_enter(br[0], budget, lease, NULL, &e[0]);
+  br_enter(br[1], budget, lease, NULL, &e[1]);
+  char members_key[128], leader_channel[128], barrier_channel[128];
+  snprintf(members_key, sizeof members_key, "latchkey_barrier_members:%s", name);
+  snprintf(leader_channel, sizeof leader_channel, "latchkey_leader__channel:%s", role);
+  snprintf(barrier_channel, sizeof barrier_channel, "latchkey_barrier__channel:%s", name);
+  FX_EVENTUALLY(&f.fx, rt_cmd_int(cfx_srv(&f, m), "ZCARD %s", members_key) == 2, 5000);
+  cfx_wait_subscribers(&f, leader_channel, 1);
+  cfx_wait_subscribers(&f, barrier_channel, 1);
+  fx_spin(&f.fx, 100); /* the waiters' first polls answered: they sleep now */
+  ASSERT(!sb.done && !e[0].done && !e[1].done);
+
+  uint64_t t_fo = failover_live(&f, r);
+  memset(&sr, 0, sizeof sr);
+  ASSERT_OK(lk_leader_resign(a, ld_op_cb, &sr));
+  uint64_t t_act = uv_hrtime();
+  br_enter(br[2], budget, lease, NULL, &e[2]);
+  FX_EVENTUALLY(&f.fx, sr.done && sb.done && e[0].done && e[1].done && e[2].done, 25000);
+  fprintf(stderr,
+          "note: acted %.1f ms after the promotion; idle candidate elected after %.1f ms, idle "
+          "members released after %.1f / %.1f ms\n",
+          cfx_ms_since(t_fo, t_act), cfx_ms_since(t_act, sb.t_ns), cfx_ms_since(t_act, e[0].t_ns),
+          cfx_ms_since(t_act, e[1].t_ns));
+  ASSERT_OK(sr.status);
+  ASSERT_OK(sb.status);
+  ASSERT_GT(sb.term, sa.term);
+  for (int i = 0; i < 3; i++) {
+    ASSERT_OK(e[i].status);
+    ASSERT_EQ(e[i].ndropped, 0);
+  }
+  /* By a message (or the re-poll a moved subscription triggers), not by a
+   * re-poll 20 s away. */
+  ASSERT_LT(cfx_ms_since(t_act, sb.t_ns), (double)rt_scaled_ms(2000));
+  ASSERT_LT(cfx_ms_since(t_act, e[0].t_ns), (double)rt_scaled_ms(2000));
+  ASSERT_LT(cfx_ms_since(t_act, e[1].t_ns), (double)rt_scaled_ms(2000));
+
+  ld_close(&f.fx.loop, a);
+  ld_close(&f.fx.loop, b);
+  for (int i = 0; i < 3; i++)
+    br_close(&f.fx.loop, br[i]);
   fx_close_direct_client(&f.fx, c2);
   cfx_finish(&f);
 }
