@@ -24,6 +24,17 @@ static void side_on_lost(lk_lock_t *l, int status, void *arg) {
   ((tls_side_t *)arg)->lost++;
 }
 
+/* Moves learnt from a sentinel's +switch-master message (over TLS), per
+ * client; the lines are also printed as sn_log does. */
+static int switch_msgs[2];
+
+static void count_switch(lk_log_level_t level, const char *msg, void *arg) {
+  int k = strcmp((const char *)arg, "waiter") == 0;
+  sn_log(level, msg, arg);
+  if (strstr(msg, "moved") != NULL && strstr(msg, "(+switch-master)") != NULL)
+    switch_msgs[k]++;
+}
+
 /* A data server with TLS, replicating over TLS; replica_of_tls: the TLS
  * port of its master, or 0 for a master. */
 static rt_server_t *tls_server(const rt_tls_certs_t *t, int replica_of_tls) {
@@ -92,6 +103,7 @@ TEST(tls_sentinels_lead_to_the_tls_master_and_a_failover_is_followed_over_tls) {
   /* The holder: options. */
   lk_client_opts_t o;
   sn_opts(&e, &o);
+  o.log = count_switch;
   o.log_arg = (void *)"holder";
   o.tls.enable = 1;
   o.tls.ca_file = t->ca;
@@ -99,7 +111,7 @@ TEST(tls_sentinels_lead_to_the_tls_master_and_a_failover_is_followed_over_tls) {
   a.c = sn_client(&e, &o);
   /* The waiter: a URL naming the same. */
   lk_client_opts_init(&o);
-  o.log = sn_log;
+  o.log = count_switch;
   o.log_arg = (void *)"waiter";
   o.connect_timeout_ms = rt_scaled_ms(2000);
   snprintf(url, sizeof url, "rediss+sentinel://%s/mymaster?ca_file=%s", e.list, t->ca);
@@ -149,6 +161,10 @@ TEST(tls_sentinels_lead_to_the_tls_master_and_a_failover_is_followed_over_tls) {
   fprintf(stderr, "note: both clients on the new master (over TLS) %lld ms after SENTINEL FAILOVER\n",
           (long long)(rt_now_ms() - t0));
   ASSERT_OK(rt_sentinels_wait_master(e.s, e.n, rt_server_tls_port(e.r), 10000));
+  /* Learnt from the sentinels' announcement, heard on a TLS subscription
+   * (not from a ROLE check of the demoted master). */
+  ASSERT_EQ(switch_msgs[0], 1);
+  ASSERT_EQ(switch_msgs[1], 1);
   char *role = rt_server_role(e.r);
   ASSERT_STREQ(role, "master");
   free(role);
