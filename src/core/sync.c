@@ -103,6 +103,17 @@ static void refuse(lk__obj_t *o) {
   s->hold = NULL;
 }
 
+/* r says the node that granted stopped being a master (a failover demoted
+ * it) before the WAIT could count: Redis and Valkey refuse WAIT and
+ * WAITAOF on a replica, and answer one blocked at the demotion with
+ * -UNBLOCKED. That is no refusal of replica sync (the next grant, on the
+ * new master, is synced as usual) but a WAIT without an answer. */
+static int demoted(const redisReply *r) {
+  return r != NULL && r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+         (strncmp(r->str, "UNBLOCKED", 9) == 0 ||
+          strstr(r->str, "cannot be used with replica") != NULL);
+}
+
 /* The outcome of the acquire whose grant waited: status and r are the
  * WAIT's (r: its error reply, or NULL), acked its count (-1: none).
  * Gives the grant back when the acquire fails. */
@@ -116,7 +127,7 @@ static int decide(lk__obj_t *o, int status, const redisReply *r, int acked) {
     return LK_ELEASELOST; /* told through on_lost, given back then */
   if (status != 0 || acked < s->want) {
     c->stats.sync_shortfalls++;
-    if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+    if (r != NULL && r->type == REDIS_REPLY_ERROR && !demoted(r)) {
       /* Refused (ACL, a managed service without WAIT): each acquire gets
        * the server's code, never a retry; said once per client. */
       if (!c->sync_told_refused) {
@@ -127,6 +138,11 @@ static int decide(lk__obj_t *o, int status, const redisReply *r, int acked) {
       }
       lk__obj_error(o, r);
       result = status;
+    } else if (demoted(r)) {
+      snprintf(text, sizeof(text), "WAIT refused by a node no longer a master (%.40s): "
+               "replication of the grant unknown", r->str);
+      lk__obj_set_errtext(o, text);
+      result = LK_ENOREPLICAS;
     } else if (status != 0) {
       snprintf(text, sizeof(text), "WAIT got no answer (%s): replication of the grant unknown",
                lk_err_name(status));

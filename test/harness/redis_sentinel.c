@@ -34,6 +34,7 @@ struct rt_sentinel_s {
   pid_t pid;
   pid_t owner;
   int port;
+  int tls_port; /* 0: no TLS */
   char *requirepass;
   char name[128]; /* the monitored master's name */
   char dir[RS_PATH_MAX];
@@ -153,6 +154,11 @@ static int write_conf(const rt_sentinel_t *s, int master_port, const rt_sentinel
   fprintf(f, "sentinel parallel-syncs %s 1\n", name);
   if (o->master_auth != NULL)
     fprintf(f, "sentinel auth-pass %s \"%s\"\n", name, o->master_auth);
+  if (s->tls_port != 0)
+    fprintf(f,
+            "tls-port %d\ntls-cert-file \"%s\"\ntls-key-file \"%s\"\ntls-ca-cert-file \"%s\"\n"
+            "tls-auth-clients no\ntls-replication yes\n",
+            s->tls_port, o->tls_cert_file, o->tls_key_file, o->tls_ca_file);
   return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -368,7 +374,11 @@ rt_sentinel_t *rt_sentinel_start(int master_port, const rt_sentinel_opts_t *opts
     if (attempt > 0)
       rt_sleep_ms(50 * attempt);
     s->port = rt_pick_port();
-    if (s->port == 0 || write_conf(s, master_port, opts) != 0 || spawn(s) != 0)
+    for (int k = 0; opts->tls_cert_file != NULL && k < 10 && (k == 0 || s->tls_port == s->port);
+         k++)
+      s->tls_port = rt_pick_port();
+    int tls_bad = opts->tls_cert_file != NULL && (s->tls_port == 0 || s->tls_port == s->port);
+    if (s->port == 0 || tls_bad || write_conf(s, master_port, opts) != 0 || spawn(s) != 0)
       continue;
     int r = wait_ready(s);
     if (r == 0)
@@ -389,6 +399,7 @@ fail:
 }
 
 int rt_sentinel_port(const rt_sentinel_t *s) { return s->port; }
+int rt_sentinel_tls_port(const rt_sentinel_t *s) { return s->tls_port; }
 pid_t rt_sentinel_pid(const rt_sentinel_t *s) { return s->pid; }
 const char *rt_sentinel_dir(const rt_sentinel_t *s) { return s->dir; }
 
@@ -530,5 +541,16 @@ char *rt_sentinels_list(rt_sentinel_t *const *s, size_t n) {
   out[0] = '\0';
   for (size_t i = 0; i < n; i++)
     len += (size_t)snprintf(out + len, cap - len, "%s127.0.0.1:%d", i ? "," : "", s[i]->port);
+  return out;
+}
+
+char *rt_sentinels_tls_list(rt_sentinel_t *const *s, size_t n) {
+  size_t cap = n * 24 + 1, len = 0;
+  char *out = malloc(cap);
+  if (out == NULL)
+    FAIL("out of memory");
+  out[0] = '\0';
+  for (size_t i = 0; i < n; i++)
+    len += (size_t)snprintf(out + len, cap - len, "%s127.0.0.1:%d", i ? "," : "", s[i]->tls_port);
   return out;
 }

@@ -36,6 +36,12 @@ typedef struct rt_sentinel_opts_s {
   const char *requirepass;    /* the sentinel's own password (also used
                                  towards the other sentinels), or NULL */
   const char *master_auth;    /* the monitored master's password, or NULL */
+  /* TLS (tls_certs.h makes the files): the sentinel also listens with TLS
+   * on a second free port (rt_sentinel_tls_port; the side channel stays
+   * plaintext), and speaks TLS to the servers it monitors and to the other
+   * sentinels (tls-replication yes), announcing its TLS port to them. Then
+   * master_port must be the master's TLS port. NULL: no TLS. */
+  const char *tls_cert_file, *tls_key_file, *tls_ca_file;
 } rt_sentinel_opts_t;
 
 typedef struct rt_sentinel_s rt_sentinel_t;
@@ -48,6 +54,7 @@ void rt_sentinel_opts_init(rt_sentinel_opts_t *opts);
 rt_sentinel_t *rt_sentinel_start(int master_port, const rt_sentinel_opts_t *opts);
 
 int rt_sentinel_port(const rt_sentinel_t *s);
+int rt_sentinel_tls_port(const rt_sentinel_t *s); /* 0: no TLS */
 pid_t rt_sentinel_pid(const rt_sentinel_t *s); /* 0 while down */
 const char *rt_sentinel_dir(const rt_sentinel_t *s);
 
@@ -78,6 +85,8 @@ int rt_sentinels_wait_master(rt_sentinel_t *const *s, size_t n, int port,
 
 /* "127.0.0.1:p1,127.0.0.1:p2,..." (malloc'd) for lk_client_opts_t.sentinels. */
 char *rt_sentinels_list(rt_sentinel_t *const *s, size_t n);
+/* The same with their TLS ports. */
+char *rt_sentinels_tls_list(rt_sentinel_t *const *s, size_t n);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,8 @@ lk_add_test_file(SOURCE cluster/cluster_stress.c LABEL cluster TIMEOUT 90)
 # Faults on a real cluster (issue 14): slot migration, failover and kill -9,
 # nodes added and removed, while locks are held and waited on. Labels
 # cluster and fault.
-foreach(_lk_src IN ITEMS cluster_migration cluster_failover cluster_nodes)
+# The leader, the barrier and the rate limiter through a graceful failover.
+foreach(_lk_src IN ITEMS cluster_migration cluster_failover cluster_nodes cluster_failover_recipes)
   lk_add_test_file(SOURCE cluster/${_lk_src}.c LABEL cluster TIMEOUT 120)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/cluster/${_lk_src}.c)
     file(STRINGS cluster/${_lk_src}.c _lk_cases REGEX "^TEST\\(")
@@ -25,4 +26,10 @@ foreach(_lk_src IN ITEMS cluster_migration cluster_failover cluster_nodes)
       set_property(TEST "cluster.${_lk_case}" APPEND PROPERTY LABELS fault)
     endforeach()
   endif()
+endforeach()
+# Replica sync (WAIT) on each master of a cluster: labels cluster and replica.
+lk_add_test_file(SOURCE cluster/cluster_replica_sync.c LABEL cluster TIMEOUT 90)
+foreach(_lk_case IN ITEMS replica_sync_on_each_master_gets_its_own_replicas_ack
+                          replica_sync_with_one_masters_replica_paused_refuses_there_only)
+  set_property(TEST "cluster.${_lk_case}" APPEND PROPERTY LABELS replica)
 endforeach()
