@@ -36,6 +36,9 @@ PACKAGES=(
   iproute2
   valgrind
   libfaketime
+  libevent-dev
+  libev-dev
+  libglib2.0-dev
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

@@ -1,0 +1,375 @@
+/* Cases shared by the host-loop adapters' tests (adapters_<host>.c define
+ * HOST_USE_<host> and include this). The host-loop adapters (include/latchkey/adapters/, docs/embedding.md):
+ * latchkey's uv loop driven from libevent, libev and GLib. Per adapter: two
+ * clients contend on a lock and on a one-permit semaphore through the host
+ * loop (overlap checker); a watchdog lease stays renewed while the host
+ * spends half of each 10 ms tick on its own work; detach leaves nothing on
+ * the host and the uv loop closes clean. */
+#include <hiredis/hiredis.h>
+#include <string.h>
+
+#include "history.h"
+#include "lk_fixture.h"
+#include "host_loops.h"
+
+#ifndef LK_TEST_ADAPTERS_CASES_H
+#define LK_TEST_ADAPTERS_CASES_H
+
+#define ROUNDS 6
+
+typedef struct worker_s {
+  host_t *h;
+  rt_history_t *hist;
+  uint32_t id;
+  lk_lock_t *lock;
+  lk_semaphore_t *sem;
+  uv_timer_t hold;
+  uint64_t start_ns;
+  int rounds;
+  int failed;
+  int *done;
+} worker_t;
+
+static void w_start(worker_t *w);
+
+static void w_released_lock(lk_lock_t *l, int status, void *arg) {
+  worker_t *w = arg;
+  (void)l;
+  if (status != 0)
+    w->failed = status;
+  w_start(w);
+}
+
+static void w_released_sem(lk_semaphore_t *s, int status, void *arg) {
+  worker_t *w = arg;
+  (void)s;
+  if (status != 0)
+    w->failed = status;
+  w_start(w);
+}
+
+/* The interval recorded, grant callback to release call, lies inside the
+ * real hold, so an overlap of two is an exclusion failure. */
+static void w_hold_done(uv_timer_t *t) {
+  worker_t *w = t->data;
+  ASSERT_OK(rt_history_add(w->hist, w->id, w->start_ns, uv_hrtime()));
+  w->rounds++;
+  if (w->lock != NULL)
+    ASSERT_OK(lk_lock_release(w->lock, w_released_lock, w));
+  else
+    ASSERT_OK(lk_semaphore_release(w->sem, 1, w_released_sem, w));
+}
+
+static void w_granted(worker_t *w, int status) {
+  if (status != 0) {
+    w->failed = status;
+    (*w->done)++;
+    return;
+  }
+  w->start_ns = uv_hrtime();
+  ASSERT_OK(uv_timer_start(&w->hold, w_hold_done, 3, 0));
+}
+
+static void w_granted_lock(lk_lock_t *l, int status, void *arg) {
+  (void)l;
+  w_granted(arg, status);
+}
+
+static void w_granted_sem(lk_semaphore_t *s, int status, void *arg) {
+  (void)s;
+  w_granted(arg, status);
+}
+
+static void w_start(worker_t *w) {
+  if (w->rounds >= ROUNDS || w->failed != 0) {
+    (*w->done)++;
+    return;
+  }
+  if (w->lock != NULL) {
+    lk_lock_opts_t o;
+    lk_lock_opts_init(&o);
+    o.wait_ms = rt_scaled_ms(10000);
+    o.lease_ms = 5000;
+    ASSERT_OK(lk_lock_acquire(w->lock, &o, w_granted_lock, w));
+  } else {
+    lk_semaphore_opts_t o;
+    lk_semaphore_opts_init(&o);
+    o.wait_ms = rt_scaled_ms(10000);
+    ASSERT_OK(lk_semaphore_acquire(w->sem, &o, w_granted_sem, w));
+  }
+}
+
+static void on_client_closed(lk_client_t *c) {
+  int *flag = lk_client_get_data(c);
+  (*flag)++;
+}
+
+static void on_lock_closed(lk_lock_t *l) {
+  int *flag = lk_lock_get_data(l);
+  (*flag)++;
+}
+
+static void on_sem_closed(lk_semaphore_t *s) {
+  int *flag = lk_semaphore_get_data(s);
+  (*flag)++;
+}
+
+static void on_timer_closed(uv_handle_t *t) {
+  int *flag = t->data;
+  (*flag)++;
+}
+
+/* Closes clients through the host loop, detaches, checks the host is empty
+ * and the uv loop closes (uv_loop_close == 0). */
+static void finish(host_t *h, uv_loop_t *loop, lk_client_t **c, int n) {
+  int closed = 0;
+  for (int i = 0; i < n; i++) {
+    lk_client_set_data(c[i], &closed);
+    ASSERT_OK(lk_client_close(c[i], on_client_closed));
+  }
+  host_kick(h);
+  int64_t end = rt_now_ms() + rt_scaled_ms(10000);
+  while (closed < n && rt_now_ms() < end)
+    host_iterate(h);
+  ASSERT_EQ(closed, n);
+  host_detach(h);
+  ASSERT_EQ(host_close(h), 0);
+  rt_loop_close_clean(loop);
+}
+
+static lk_client_t *client_on(uv_loop_t *loop, rt_server_t *srv, int64_t lease_ms) {
+  lk_client_opts_t o;
+  lk_client_t *c = NULL;
+  lk_client_opts_init(&o);
+  o.port = rt_server_port(srv);
+  if (lease_ms > 0)
+    o.default_lease_ms = lease_ms;
+  ASSERT_OK(lk_client_new(loop, &o, &c));
+  return c;
+}
+
+static void contend(void) {
+  uv_loop_t loop;
+  host_t h;
+  rt_server_t *srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  ASSERT_OK(uv_loop_init(&loop));
+  ASSERT_OK(host_open(&h, &loop));
+  lk_client_t *c[2] = {client_on(&loop, srv, 0), client_on(&loop, srv, 0)};
+  redisReply *r = rt_cmd(srv, "SET adapt:sem 1");
+  ASSERT_NOT_NULL(r);
+  freeReplyObject(r);
+  for (int phase = 0; phase < 2; phase++) {
+    rt_history_t hist;
+    rt_history_report_t rep;
+    worker_t w[2];
+    int done = 0, closed = 0;
+    rt_history_init(&hist);
+    memset(w, 0, sizeof(w));
+    for (uint32_t i = 0; i < 2; i++) {
+      w[i].h = &h;
+      w[i].hist = &hist;
+      w[i].id = i + 1;
+      w[i].done = &done;
+      ASSERT_OK(uv_timer_init(&loop, &w[i].hold));
+      w[i].hold.data = &w[i];
+      if (phase == 0)
+        ASSERT_OK(lk_lock_new(c[i], "adapt:lock", &w[i].lock));
+      else
+        ASSERT_OK(lk_semaphore_new(c[i], "adapt:sem", &w[i].sem));
+      w_start(&w[i]);
+    }
+    host_kick(&h);
+    int64_t end = rt_now_ms() + rt_scaled_ms(30000);
+    while (done < 2 && rt_now_ms() < end)
+      host_iterate(&h);
+    ASSERT_EQ(done, 2);
+    for (int i = 0; i < 2; i++) {
+      ASSERT_EQ(w[i].failed, 0);
+      ASSERT_EQ(w[i].rounds, ROUNDS);
+    }
+    rt_history_check(&hist, &rep);
+    rt_history_print(stderr, &rep);
+    ASSERT_EQ(rep.intervals, (size_t)(2 * ROUNDS));
+    ASSERT_EQ(rep.overlaps, (size_t)0);
+    ASSERT_EQ(rep.malformed, (size_t)0);
+    rt_history_free(&hist);
+    for (int i = 0; i < 2; i++) {
+      w[i].hold.data = &closed;
+      uv_close((uv_handle_t *)&w[i].hold, on_timer_closed);
+      if (phase == 0) {
+        lk_lock_set_data(w[i].lock, &closed);
+        ASSERT_OK(lk_lock_close(w[i].lock, on_lock_closed));
+      } else {
+        lk_semaphore_set_data(w[i].sem, &closed);
+        ASSERT_OK(lk_semaphore_close(w[i].sem, on_sem_closed));
+      }
+    }
+    host_kick(&h);
+    end = rt_now_ms() + rt_scaled_ms(10000);
+    while (closed < 4 && rt_now_ms() < end)
+      host_iterate(&h);
+    ASSERT_EQ(closed, 4);
+  }
+  finish(&h, &loop, c, 2);
+  rt_server_stop(srv);
+}
+
+/* ---- a watchdog lease renewed while the host is busy ---- */
+
+#define LEASE_MS 900
+
+typedef struct renew_s {
+  rt_server_t *srv;
+  lk_lock_t *lock;
+  int ticks;
+  int stop_at_tick;
+  int stopped;
+  long long min_pttl, last_pttl;
+  int rises; /* PTTL went up between two samples: a renewal the server saw */
+  int lost;
+} renew_t;
+
+static void renew_tick(host_t *h) {
+  renew_t *r = h->data;
+  if (r->lock == NULL || r->stopped)
+    return;
+  if (++r->ticks % 5 == 0) {
+    long long p = rt_cmd_int(r->srv, "PTTL adapt:lease");
+    if (p < r->min_pttl)
+      r->min_pttl = p;
+    if (p > r->last_pttl)
+      r->rises++;
+    r->last_pttl = p;
+  }
+  if (r->ticks >= r->stop_at_tick)
+    r->stopped = 1;
+}
+
+static void renew_lost(lk_lock_t *l, int status, void *arg) {
+  renew_t *r = arg;
+  (void)l;
+  (void)status;
+  r->lost++;
+}
+
+static void renew_busy(void) {
+  uv_loop_t loop;
+  host_t h;
+  renew_t r;
+  sx_t s;
+  rt_server_t *srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  ASSERT_OK(uv_loop_init(&loop));
+  ASSERT_OK(host_open(&h, &loop));
+  lk_client_t *c = client_on(&loop, srv, LEASE_MS);
+  memset(&r, 0, sizeof(r));
+  r.srv = srv;
+  r.min_pttl = LEASE_MS;
+  r.last_pttl = LEASE_MS;
+  /* 300 ticks of 10 ms with 5 ms of host work each: about 3 s, some ten
+   * renewals at LEASE_MS / 3. */
+  r.stop_at_tick = 300;
+  h.data = &r;
+  h.on_tick = renew_tick;
+  h.busy_us = 5000;
+  lk_lock_t *l = NULL;
+  ASSERT_OK(lk_lock_new(c, "adapt:lease", &l));
+  ASSERT_OK(lk_lock_set_lost_cb(l, renew_lost, &r));
+  lk_lock_opts_t o;
+  lk_lock_opts_init(&o);
+  o.lease_ms = -1;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, &s));
+  host_kick(&h);
+  ASSERT_OK(host_run_until(&h, &s.done, 10000));
+  ASSERT_EQ(s.status, 0);
+  r.lock = l;
+  ASSERT_OK(host_run_until(&h, &r.stopped, 3000 + 10000));
+  fprintf(stderr, "adapters: ticks %d, min PTTL %lld ms, PTTL rises %d, lost %d\n", r.ticks,
+          r.min_pttl, r.rises, r.lost);
+  ASSERT_EQ(r.lost, 0);
+  ASSERT_EQ(lk_lock_is_held(l), 1);
+  /* Safety: the key never expired (-2) nor lost its TTL (-1). */
+  ASSERT_GT(r.min_pttl, 0);
+  /* The server saw renewals: its PTTL went back up several times. */
+  ASSERT_GE(r.rises, 4);
+  h.busy_us = 0;
+  h.on_tick = NULL;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_lock_release(l, sx_cb, &s));
+  host_kick(&h);
+  ASSERT_OK(host_run_until(&h, &s.done, 10000));
+  ASSERT_EQ(s.status, 0);
+  int closed = 0;
+  lk_lock_set_data(l, &closed);
+  ASSERT_OK(lk_lock_close(l, on_lock_closed));
+  host_kick(&h);
+  ASSERT_OK(host_run_until(&h, &closed, 10000));
+  finish(&h, &loop, &c, 1);
+  rt_server_stop(srv);
+}
+
+/* ---- detach with latchkey idle, then close: nothing left behind ---- */
+
+static void detach_clean(void) {
+  uv_loop_t loop;
+  host_t h;
+  sx_t s;
+  rt_server_t *srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  ASSERT_OK(uv_loop_init(&loop));
+  ASSERT_OK(host_open(&h, &loop));
+  lk_client_t *c = client_on(&loop, srv, 0);
+  lk_lock_t *l = NULL;
+  ASSERT_OK(lk_lock_new(c, "adapt:detach", &l));
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_lock_acquire(l, NULL, sx_cb, &s));
+  host_kick(&h);
+  ASSERT_OK(host_run_until(&h, &s.done, 10000));
+  ASSERT_EQ(s.status, 0);
+  ASSERT_EQ(rt_cmd_int(srv, "EXISTS adapt:detach"), 1);
+  /* Detach while the client is connected and the lock held: the host
+   * keeps nothing of the adapter; the uv loop runs on its own from here. */
+  host_detach(&h);
+  ASSERT_EQ(host_close(&h), 0);
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_lock_release(l, sx_cb, &s));
+  rt_run_until(&loop, &s.done, 10000);
+  ASSERT_EQ(s.status, 0);
+  int closed = 0;
+  lk_lock_set_data(l, &closed);
+  ASSERT_OK(lk_lock_close(l, on_lock_closed));
+  rt_run_until(&loop, &closed, 10000);
+  lk_client_set_data(c, &closed);
+  ASSERT_OK(lk_client_close(c, on_client_closed));
+  rt_run_until(&loop, &closed, 10000);
+  rt_loop_close_clean(&loop);
+  rt_server_stop(srv);
+}
+
+/* NULL arguments: LK_EINVAL and *out cleared; detach(NULL) is a no-op. */
+static void bad_arguments(void) {
+  uv_loop_t loop;
+  ASSERT_OK(uv_loop_init(&loop));
+#if defined(HOST_USE_LIBEVENT)
+  lk_adapter_libevent_t *a = (lk_adapter_libevent_t *)&loop;
+  ASSERT_EQ(lk_adapter_libevent_attach(NULL, &loop, &a), LK_EINVAL);
+  ASSERT_NULL(a);
+  lk_adapter_libevent_detach(NULL);
+#elif defined(HOST_USE_LIBEV)
+  lk_adapter_libev_t *a = (lk_adapter_libev_t *)&loop;
+  ASSERT_EQ(lk_adapter_libev_attach(NULL, &loop, &a), LK_EINVAL);
+  ASSERT_NULL(a);
+  lk_adapter_libev_detach(NULL);
+#else
+  lk_adapter_glib_t *a = (lk_adapter_glib_t *)&loop;
+  ASSERT_EQ(lk_adapter_glib_attach(NULL, NULL, &a), LK_EINVAL);
+  ASSERT_NULL(a);
+  ASSERT_EQ(lk_adapter_glib_attach(NULL, &loop, NULL), LK_EINVAL);
+  lk_adapter_glib_detach(NULL);
+#endif
+  ASSERT_EQ(uv_loop_close(&loop), 0);
+}
+
+#endif /* LK_TEST_ADAPTERS_CASES_H */
