@@ -16,8 +16,10 @@ lk_add_test_file(SOURCE cluster/cluster_stress.c LABEL cluster TIMEOUT 90)
 # Faults on a real cluster (issue 14): slot migration, failover and kill -9,
 # nodes added and removed, while locks are held and waited on. Labels
 # cluster and fault.
-# The leader, the barrier and the rate limiter through a graceful failover.
-foreach(_lk_src IN ITEMS cluster_migration cluster_failover cluster_nodes cluster_failover_recipes)
+# The leader, the barrier and the rate limiter through a graceful failover;
+# the leader and the barrier through kill -9 of their master.
+foreach(_lk_src IN ITEMS cluster_migration cluster_failover cluster_nodes cluster_failover_recipes
+                        cluster_recipes_kill9)
   lk_add_test_file(SOURCE cluster/${_lk_src}.c LABEL cluster TIMEOUT 120)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/cluster/${_lk_src}.c)
     file(STRINGS cluster/${_lk_src}.c _lk_cases REGEX "^TEST\\(")
