@@ -27,7 +27,7 @@
 # Environment: LOAD_DIR (default /tmp/latchkey-load-<uid>: build dirs, logs,
 # pids), LOAD_SECONDS (default 3600), LOAD_MEMORY_MB (default 2048),
 # LOAD_SPINNERS (default 4), LOAD_LABELS (default fault|cluster|multilock),
-# LOAD_STALL_MS (default 300), LOAD_STALL_EVERY_S (default 3).
+# LOAD_STALL_MS (default 500), LOAD_STALL_EVERY_S (default 3).
 # Only tools already installed are used (bash, cmake, the compiler, python3).
 set -euo pipefail
 
@@ -38,7 +38,7 @@ SECONDS_MAX=${LOAD_SECONDS:-3600}
 MEMORY_MB=${LOAD_MEMORY_MB:-2048}
 SPINNERS=${LOAD_SPINNERS:-4}
 LABELS=${LOAD_LABELS:-fault|cluster|multilock}
-STALL_MS=${LOAD_STALL_MS:-300}
+STALL_MS=${LOAD_STALL_MS:-500}
 STALL_EVERY_S=${LOAD_STALL_EVERY_S:-3}
 
 usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
