@@ -84,7 +84,13 @@ int rt_hold_excused_at(const char *file, int line, const char *expr, int64_t mar
 /* 1 when cond holds; 0 when it does not and the machine stalls excuse it (the
  * test must then stop relying on the hold); fails the test otherwise. */
 #define EXPECT_HOLD(cond, mark, slack_ms)                                      \
-  ((cond) ? 1 : (rt_hold_excused_at(__FILE__, __LINE__, #cond, (mark), (slack_ms)), 0))
+  rt_hold_expect_at(__FILE__, __LINE__, #cond, (cond) != 0, (mark), (slack_ms))
+int rt_hold_expect_at(const char *file, int line, const char *expr, int holds, int64_t mark,
+                      int64_t slack_ms);
+
+/* Records a process stall of dur_ms ending at end_ms, as if measured (for
+ * the harness's own tests). */
+void rt_stall_inject(int64_t end_ms, int64_t dur_ms);
 
 /* How many expectations this process excused (the runner reports them). */
 int rt_stall_excused_count(void);
