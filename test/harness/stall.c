@@ -36,8 +36,8 @@ static int excused;
 static pid_t monitor_pid; /* a forked child inherits the log, not the thread */
 
 /* Per child: its run-queue wait at the last read, and the stall run that is
- * being accumulated. Only the probe thread touches the run fields; the
- * current run is published under mu for readers. */
+ * being accumulated. Only the probe thread writes them; pid and run_ms,
+ * which readers look at, are written under mu. */
 typedef struct {
   pid_t pid;
   uint64_t delay_ns;
@@ -96,7 +96,9 @@ static void read_children(void) {
       live = watched[i].pid == pids[j];
     if (watched[i].pid != 0 && !live) {
       end_run(&watched[i]);
+      pthread_mutex_lock(&mu); /* readers look at pid and run_ms */
       watched[i].pid = 0;
+      pthread_mutex_unlock(&mu);
     }
   }
   for (int j = 0; j < n; j++) {
@@ -113,7 +115,9 @@ static void read_children(void) {
     if (w == NULL) {
       if (free_slot == NULL)
         continue;
+      pthread_mutex_lock(&mu);
       *free_slot = (watched_t){pids[j], delay, now, 0};
+      pthread_mutex_unlock(&mu);
       continue;
     }
     int64_t window = now - w->at_ms;
