@@ -711,20 +711,21 @@ TEST(stall_extends_waits_and_excuses_only_past_the_slack) {
   int st = run_child(child_hold_within_slack_fails, out, sizeof out);
   ASSERT(exited_with(st, 1));
   ASSERT_NOT_NULL(strstr(out, "within the slack of 1000 ms"));
-  /* rt_run_until: a 100 ms bound, a flag set at 250 ms, a 300 ms stall
-   * recorded during the wait: the wait is extended and succeeds. */
+  /* rt_run_until: a 100 ms bound (scaled), a flag set 150 ms past it, a
+   * 300 ms stall recorded during the wait: the wait is extended and
+   * succeeds. */
   uv_loop_t loop;
   ASSERT_OK(uv_loop_init(&loop));
   uv_timer_t t;
   int flag = 0;
   ASSERT_OK(uv_timer_init(&loop, &t));
   t.data = &flag;
-  ASSERT_OK(uv_timer_start(&t, set_flag_cb, (uint64_t)rt_scaled_ms(250), 0));
+  ASSERT_OK(uv_timer_start(&t, set_flag_cb, (uint64_t)(rt_scaled_ms(100) + 150), 0));
   rt_stall_inject(rt_now_ms() + 2, 300);
   int64_t t0 = rt_now_ms();
   rt_run_until(&loop, &flag, 100);
   ASSERT_EQ(flag, 1);
-  ASSERT_GE(rt_now_ms() - t0, rt_scaled_ms(250) - 1);
+  ASSERT_GE(rt_now_ms() - t0, rt_scaled_ms(100) + 150 - 1);
   uv_close((uv_handle_t *)&t, NULL);
   rt_loop_close_clean(&loop);
 }
