@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 
 #include "proxy.h"
 #include "redis_server.h"
+#include "stall.h"
 #include "test.h"
 
 /* ---- helpers -------------------------------------------------------------------------- */
@@ -684,6 +686,79 @@ TEST(timing_scales) {
   uint64_t a = rt_now_ns();
   rt_sleep_ms(5);
   ASSERT_GE(rt_now_ns() - a, 5000000u);
+}
+
+/* ---- the stall monitor ------------------------------------------------------------------------ */
+
+static void child_hold_within_slack_fails(void) {
+  int64_t mark = rt_stall_mark();
+  rt_stall_inject(rt_now_ms() + 1, 300);
+  EXPECT_HOLD(0, mark, 1000); /* a 300 ms stall does not excuse a 1 s slack */
+}
+
+/* A measured stall extends liveness waits and excuses a lost hold past the
+ * slack, and only past it. */
+TEST(stall_extends_waits_and_excuses_only_past_the_slack) {
+  int64_t mark = rt_stall_mark();
+  rt_stall_inject(rt_now_ms() + 1, 300);
+  ASSERT_GE(rt_stall_longest_ms(mark), 300);
+  ASSERT_GE(rt_stall_bound_ms(mark, 100), rt_scaled_ms(100) + 300);
+  ASSERT_EQ(EXPECT_HOLD(1, mark, 200), 1);
+  ASSERT_EQ(rt_stall_excused_count(), 0);
+  ASSERT_EQ(EXPECT_HOLD(0, mark, 200), 0);
+  ASSERT_EQ(rt_stall_excused_count(), 1);
+  char out[8192];
+  int st = run_child(child_hold_within_slack_fails, out, sizeof out);
+  ASSERT(exited_with(st, 1));
+  ASSERT_NOT_NULL(strstr(out, "within the slack of 1000 ms"));
+  /* rt_run_until: a 100 ms bound (scaled), a flag set 150 ms past it, a
+   * 300 ms stall recorded during the wait: the wait is extended and
+   * succeeds. */
+  uv_loop_t loop;
+  ASSERT_OK(uv_loop_init(&loop));
+  uv_timer_t t;
+  int flag = 0;
+  ASSERT_OK(uv_timer_init(&loop, &t));
+  t.data = &flag;
+  ASSERT_OK(uv_timer_start(&t, set_flag_cb, (uint64_t)(rt_scaled_ms(100) + 150), 0));
+  rt_stall_inject(rt_now_ms() + 2, 300);
+  int64_t t0 = rt_now_ms();
+  rt_run_until(&loop, &flag, 100);
+  ASSERT_EQ(flag, 1);
+  ASSERT_GE(rt_now_ms() - t0, rt_scaled_ms(100) + 150 - 1);
+  uv_close((uv_handle_t *)&t, NULL);
+  rt_loop_close_clean(&loop);
+}
+
+/* Children that wait on a run queue are seen: four busy children pinned to
+ * one CPU each wait about 3/4 of the time for 400 ms. */
+TEST(stall_monitor_sees_children_starved_on_a_run_queue) {
+  int64_t mark = rt_stall_mark();
+  pid_t kids[4];
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(0, &one);
+  for (int i = 0; i < 4; i++) {
+    kids[i] = fork();
+    ASSERT_GE(kids[i], 0);
+    if (kids[i] == 0) {
+      sched_setaffinity(0, sizeof one, &one);
+      int64_t end = rt_now_ms() + 400;
+      while (rt_now_ms() < end) {
+      }
+      _exit(0);
+    }
+    rt_child_track(kids[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    ASSERT_EQ(waitpid(kids[i], NULL, 0), kids[i]);
+    rt_child_untrack(kids[i]);
+  }
+  rt_sleep_ms(100); /* the probe ends the runs of children no longer tracked */
+  rt_stalls_t s;
+  rt_stall_since(mark, &s);
+  rt_stall_print("children", mark);
+  ASSERT_GE(s.server_ms, 100);
 }
 
 /* ---- failure paths (in forked children) ------------------------------------------------------ */

@@ -114,11 +114,12 @@ static inline void hc_check_status(const hc_t *c, int refused, int also) {
  * with the message (printf arguments evaluated then: the state seen). */
 #define HC_EVENTUALLY(c, cond, ms, ...)                                                 \
   do {                                                                                  \
-    int64_t hc_end_ = rt_now_ms() + rt_scaled_ms(ms);                                   \
-    while (!(cond) && rt_now_ms() < hc_end_)                                            \
+    int64_t hc_mark_ = rt_stall_mark(); /* the bound grows by measured stalls */        \
+    while (!(cond) && !rt_stall_expired(hc_mark_, (ms)))                                \
       fx_spin(&(c)->fx, 2);                                                             \
     if (!(cond)) {                                                                      \
-      printf("not within %lld ms: %s\n", (long long)rt_scaled_ms(ms), #cond);           \
+      rt_stall_print("HC_EVENTUALLY", hc_mark_);                                        \
+      printf("not within %lld ms: %s\n", (long long)(rt_now_ms() - hc_mark_), #cond);   \
       FAIL(__VA_ARGS__);                                                                \
     }                                                                                   \
   } while (0)

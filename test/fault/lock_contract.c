@@ -650,23 +650,38 @@ TEST(t19_aof_restart_keeps_lease_without_false_loss) {
   int64_t down = fu_ms_between(t_kill, uv_hrtime());
   long long pttl_after = rt_cmd_int(fx.srv, "PTTL t19");
   /* The expiry is absolute: time kept running while the server was down. */
-  ASSERT_GT(pttl_after, 0);
   ASSERT_LE(pttl_after, 2000 - down + 50);
   ASSERT_LE(pttl_before, 2000);
+  /* The hold survives what the test planned (500 ms down, a restart); a
+   * machine stall longer than the rest of the lease may take it (stall.h). */
+  int64_t mark = (int64_t)(t_kill / 1000000u);
+  int held = EXPECT_HOLD(pttl_after > 0, mark, pttl_before - 600);
   /* Renewal resumes over the new connection: held for 3 more leases while
-   * the waiter keeps waiting. */
+   * the waiter keeps waiting (a renewal every 667 ms of a 2000 ms lease). */
   int64_t end = rt_now_ms() + 3000;
-  while (rt_now_ms() < end) {
-    ASSERT_EQ(s.done, 0);
-    ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS t19"), 1);
+  while (held && rt_now_ms() < end) {
+    /* Safety, never excused: the waiter is never admitted while a holds. */
+    ASSERT(!(s.done && s.status == 0 && lk_lock_is_held(a)));
+    held = EXPECT_HOLD(s.done == 0 && lost.calls == 0 &&
+                           rt_cmd_int(fx.srv, "EXISTS t19") == 1 && lk_lock_is_held(a),
+                       mark, 2000 - 667);
     fu_spin(&fx.loop, 50);
   }
-  ASSERT_EQ(lost.calls, 0);
-  ASSERT(lk_lock_is_held(a));
   ASSERT_EQ(fu_event_index(&ev, LK_EVENT_SERVER_RESTARTED, 0) >= 0, 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  if (held) {
+    ASSERT_EQ(lost.calls, 0);
+    ASSERT(lk_lock_is_held(a));
+    ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  } else {
+    /* Excused: the loss is still reported, once, and the waiter admitted. */
+    rt_run_until(&fx.loop, &lost.calls, 3000);
+    ASSERT_EQ(lost.calls, 1);
+    ASSERT_EQ(lost.status, LK_ELEASELOST);
+    ASSERT(!lk_lock_is_held(a));
+  }
   rt_run_until(&fx.loop, &s.done, 3000);
   ASSERT_OK(s.status);
+  ASSERT_EQ(lost.calls, held ? 0 : 1);
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
   int closed = 0;
   lk_lock_set_data(b, &closed);
@@ -696,17 +711,28 @@ TEST(t22_oom_refuses_acquire_but_renew_and_release_work) {
   lk_client_get_stats(fx.c, &st0);
   sx_t s;
   uint64_t t0 = uv_hrtime();
+  int64_t mark0 = rt_stall_mark();
   fu_start_acquire(b, 2000, 30000, 0, &s);
   rt_run_until(&fx.loop, &s.done, 3000);
   ASSERT_EQ(s.status, LK_EOOM); /* at once: not retried for 2 s */
-  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_scaled_ms(200));
+  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_stall_bound_ms(mark0, 200));
   lk_client_get_stats(fx.c, &st1);
   ASSERT_LE(st1.commands_sent - st0.commands_sent, 2);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS t22b"), 0);
-  /* The held lock is renewed for 3 leases and released, hold by hold. */
+  /* The held lock is renewed for 3 leases and released, hold by hold. A
+   * machine stall longer than lease - period (400 ms) may take it. */
+  int64_t mark = rt_stall_mark();
   fu_spin(&fx.loop, 1800);
-  ASSERT_EQ(lost.calls, 0);
-  ASSERT_GT(rt_cmd_int(fx.srv, "PTTL t22a"), 0);
+  if (!EXPECT_HOLD(lost.calls == 0 && rt_cmd_int(fx.srv, "PTTL t22a") > 0, mark, 600 - 200)) {
+    rt_run_until(&fx.loop, &lost.calls, 2000); /* reported, once */
+    ASSERT_EQ(lost.calls, 1);
+    ASSERT(!lk_lock_is_held(a));
+    rt_server_maxmemory(fx.srv, 0, "noeviction");
+    fx_close_lock(&fx, a);
+    fx_close_lock(&fx, b);
+    fx_finish(&fx);
+    return;
+  }
   int64_t r = -1;
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, &r));
   ASSERT_EQ(r, 0); /* still held once: a partial release under OOM */

@@ -7,6 +7,8 @@
 
 #include "test.h"
 
+#include "stall.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -60,6 +62,17 @@ void rt_child_untrack(pid_t pid) {
     if (child_pid[i] == pid)
       child_pid[i] = 0;
   pthread_mutex_unlock(&child_mu);
+}
+
+int rt_child_pids(pid_t *out, int max) {
+  int n = 0;
+  pid_t self = getpid();
+  pthread_mutex_lock(&child_mu);
+  for (int i = 0; i < RT_MAX_CHILDREN && n < max; i++)
+    if (child_pid[i] > 0 && child_owner[i] == self)
+      out[n++] = child_pid[i];
+  pthread_mutex_unlock(&child_mu);
+  return n;
 }
 
 /* Async-signal-safe: kill() and getpid() only. */
@@ -352,10 +365,26 @@ int rt_pick_port(void) {
 static void run_until_timer_cb(uv_timer_t *t) { *(int *)t->data = 1; }
 static void run_until_close_cb(uv_handle_t *h) { *(int *)h->data = 1; }
 
+/* The loop-lag probe: a repeating timer that records how late it fired. */
+#define LAG_PERIOD_MS 10
+typedef struct {
+  uv_timer_t timer;
+  int64_t due_ms;
+} lag_probe_t;
+
+static void lag_probe_cb(uv_timer_t *t) {
+  lag_probe_t *p = (lag_probe_t *)t;
+  int64_t now = rt_now_ms();
+  if (now > p->due_ms)
+    rt_stall_note_loop(p->due_ms, now);
+  p->due_ms = now + LAG_PERIOD_MS;
+}
+
 void rt_run_until_at(const char *file, int line, const char *flag_expr, uv_loop_t *loop,
                      const int *flag, int64_t timeout_ms) {
   if (*flag)
     return;
+  int64_t mark = rt_stall_mark();
   int64_t limit = rt_scaled_ms(timeout_ms);
   int fired = 0;
   uv_timer_t timer;
@@ -363,11 +392,32 @@ void rt_run_until_at(const char *file, int line, const char *flag_expr, uv_loop_
     rt_fail_at(file, line, "rt_run_until: uv_timer_init failed");
   timer.data = &fired;
   uv_timer_start(&timer, run_until_timer_cb, (uint64_t)(limit > 0 ? limit : 0), 0);
+  lag_probe_t lag;
+  int lag_closed = 1;
+  if (uv_timer_init(loop, &lag.timer) == 0) {
+    lag_closed = 0;
+    lag.due_ms = rt_now_ms() + LAG_PERIOD_MS;
+    uv_timer_start(&lag.timer, lag_probe_cb, LAG_PERIOD_MS, LAG_PERIOD_MS);
+    uv_unref((uv_handle_t *)&lag.timer);
+  }
   /* The timer keeps the loop alive, so every UV_RUN_ONCE returns by the
    * deadline at the latest; the count bound only guards against a loop that
-   * keeps returning without running (it would be a libuv misuse). */
+   * keeps returning without running (it would be a libuv misuse). When the
+   * deadline comes while the machine stalled this process or a server, the
+   * wait is extended by the longest such stall (a liveness bound, stall.h). */
+  int64_t extended = 0;
   int64_t wall_deadline = rt_now_ms() + limit + 1000;
-  for (long i = 0; !*flag && !fired && i < 100000000L; i++) {
+  for (long i = 0; !*flag && i < 100000000L; i++) {
+    if (fired) {
+      int64_t stall = rt_stall_longest_ms(mark);
+      int64_t left = mark + limit + stall - rt_now_ms();
+      if (stall <= extended || left <= 0)
+        break;
+      extended = stall;
+      fired = 0;
+      uv_timer_start(&timer, run_until_timer_cb, (uint64_t)left, 0);
+      wall_deadline = rt_now_ms() + left + 1000;
+    }
     uv_run(loop, UV_RUN_ONCE);
     if (rt_now_ms() > wall_deadline)
       break;
@@ -376,14 +426,24 @@ void rt_run_until_at(const char *file, int line, const char *flag_expr, uv_loop_
   int closed = 0;
   timer.data = &closed;
   uv_close((uv_handle_t *)&timer, run_until_close_cb);
-  /* One pass runs the close callback; the bound is for safety. */
-  for (int i = 0; !closed && i < 1000; i++)
+  if (!lag_closed) {
+    lag.timer.data = &lag_closed;
+    uv_close((uv_handle_t *)&lag.timer, run_until_close_cb);
+  }
+  /* One pass runs the close callbacks; the bound is for safety. */
+  for (int i = 0; (!closed || !lag_closed) && i < 1000; i++)
     uv_run(loop, UV_RUN_NOWAIT);
-  if (!closed)
+  if (!closed || !lag_closed)
     rt_fail_at(file, line, "rt_run_until: private timer did not close");
-  if (!done)
+  if (!done) {
+    rt_stall_print("rt_run_until", mark);
     rt_fail_at(file, line, "rt_run_until: %s still 0 after %" PRId64 " ms (%" PRId64
-               " ms x timing %.2f)", flag_expr, limit, timeout_ms, rt_timing());
+               " ms x timing %.2f, + %" PRId64 " ms of measured stalls)", flag_expr,
+               rt_now_ms() - mark, timeout_ms, rt_timing(), extended);
+  }
+  if (extended > 0)
+    fprintf(stderr, "%s:%d: note: wait for %s extended by %" PRId64
+            " ms of measured stalls\n", file, line, flag_expr, extended);
 }
 
 static void walk_print_cb(uv_handle_t *h, void *arg) {

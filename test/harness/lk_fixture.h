@@ -12,6 +12,7 @@
 #include "proxy.h"
 #include "redis_server.h"
 #include "server_faults.h"
+#include "stall.h"
 #include "test.h"
 
 typedef struct fx_s {
@@ -174,12 +175,16 @@ static inline void fx_spin(fx_t *fx, int64_t ms) {
 
 /* Spins the loop until cond holds; fails after ms (scaled). For conditions
  * seen only on the side channel, such as a clean-up command's effect. */
+/* The bound grows by the longest machine stall measured meanwhile (stall.h). */
 #define FX_EVENTUALLY(fx, cond, ms)                                            \
   do {                                                                         \
-    int64_t fx_end_ = rt_now_ms() + rt_scaled_ms(ms);                          \
+    int64_t fx_mark_ = rt_stall_mark();                                        \
     while (!(cond)) {                                                          \
-      if (rt_now_ms() > fx_end_)                                               \
-        FAIL("not within %lld ms: %s", (long long)rt_scaled_ms(ms), #cond);    \
+      if (rt_stall_expired(fx_mark_, (ms))) {                                  \
+        rt_stall_print("FX_EVENTUALLY", fx_mark_);                             \
+        FAIL("not within %lld ms: %s", (long long)(rt_now_ms() - fx_mark_),    \
+             #cond);                                                           \
+      }                                                                        \
       fx_spin((fx), 2);                                                        \
     }                                                                          \
   } while (0)

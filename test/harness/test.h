@@ -143,7 +143,8 @@ __attribute__((noreturn, format(printf, 2, 3))) void rt_worker_die(int index, co
 /* ---- libuv helpers (call on the loop's thread) ------------------------------- */
 
 /* Runs uv_run(UV_RUN_ONCE) until *flag != 0; fails the test when
- * rt_scaled_ms(timeout_ms) passes first. A private timer bounds each pass, and
+ * rt_scaled_ms(timeout_ms), plus the longest machine stall measured while it
+ * waited (stall.h), passes first. A private timer bounds each pass, and
  * is closed before returning so the loop can still be closed. */
 void rt_run_until_at(const char *file, int line, const char *flag_expr, uv_loop_t *loop,
                      const int *flag, int64_t timeout_ms);
@@ -174,6 +175,9 @@ int rt_pick_port(void);
  * which process made it. */
 void rt_child_track(pid_t pid);
 void rt_child_untrack(pid_t pid);
+/* Copies up to max pids this process tracks into out; returns how many (the
+ * stall monitor reads their run-queue waits). */
+int rt_child_pids(pid_t *out, int max);
 
 /* Installed by the runner's main before a case runs: atexit hook, signal
  * handlers, sanitizer death callback, and alarm(timeout_s) if non-zero. */

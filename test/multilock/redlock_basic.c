@@ -226,17 +226,19 @@ TEST(rl_renewal_needs_a_quorum) {
     ASSERT_EQ(holds_on(&m, rl, i), 1);
   ASSERT_EQ(rt_cmd_int(m.srv[0], "DEL rl-renew"), 1);
   ASSERT_EQ(rt_cmd_int(m.srv[1], "DEL rl-renew"), 1);
-  /* Two lease lengths: renewed about 6 times on the other three. */
+  /* Two lease lengths: renewed about 6 times on the other three. A renewal
+   * goes out less than half a lease after the last one, so a machine stall
+   * longer than half a lease may take the hold (stall.h). */
+  int64_t mark = rt_stall_mark();
   mfx_spin(&m, 2 * lease);
-  ASSERT_EQ(lost, 0);
-  ASSERT_EQ(lk_redlock_is_held(rl), 1);
-  /* A renewal goes out less than half a lease after the last one (the
-   * watchdog's tick), so an on-time validity stays above about half the
-   * lease; a quarter leaves room for a late reply. */
-  ASSERT_GT(lk_redlock_validity_ms(rl), lease / 4);
-  for (i = 2; i < N; i++)
-    ASSERT_EQ(holds_on(&m, rl, i), 1);
-  ASSERT_EQ(rt_cmd_int(m.srv[2], "DEL rl-renew"), 1);
+  if (EXPECT_HOLD(lost == 0 && lk_redlock_is_held(rl) == 1, mark, lease / 2)) {
+    /* An on-time validity stays above about half the lease; a quarter
+     * leaves room for a late reply, or a stall of a quarter lease. */
+    if (EXPECT_HOLD(lk_redlock_validity_ms(rl) > lease / 4, mark, lease / 4))
+      for (i = 2; i < N; i++)
+        ASSERT_EQ(holds_on(&m, rl, i), 1);
+    ASSERT_EQ(rt_cmd_int(m.srv[2], "DEL rl-renew"), 1);
+  }
   mfx_run_until(&m, &lost, 2000);
   ASSERT_EQ(lost, 1);
   /* What the last two still had is given back. */
