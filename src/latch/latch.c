@@ -134,16 +134,10 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
   l->marker = lk__prefix_name(LK__LATCH_MARKER_PREFIX, name, len, &l->marker_len);
   l->tomb = lk__prefix_name(LK__LATCH_TOMB_PREFIX, name, len, &l->tomb_len);
   l->record = l->name != NULL ? make_record(l, &l->record_len) : NULL;
+  rc = LK_ENOMEM;
   if (l->name == NULL || l->channel == NULL || l->marker == NULL || l->tomb == NULL ||
-      l->record == NULL) {
-    lk__free(l->name);
-    lk__free(l->channel);
-    lk__free(l->marker);
-    lk__free(l->tomb);
-    lk__free(l->record);
-    lk__free(l);
-    return LK_ENOMEM;
-  }
+      l->record == NULL)
+    goto fail;
   {
     /* One slot for all (core/names.c). Redisson's channel wraps the whole
      * name in braces, so no name with a brace passes. The record's prefix
@@ -154,21 +148,22 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
                                 {l->tomb, l->tomb_len, 0},
                                 {l->record, l->record_len - l->owner_len - 1, 1}};
     rc = lk__names_one_slot(c, "latch", l->name, l->name_len, d, 5);
-    if (rc != 0) {
-      lk__free(l->name);
-      lk__free(l->channel);
-      lk__free(l->marker);
-      lk__free(l->tomb);
-      lk__free(l->record);
-      lk__free(l);
-      return rc;
-    }
+    if (rc != 0)
+      goto fail;
   }
   lk__obj_init(&l->base, c, &lk__latch_ops);
   l->base.channel = l->channel;
   l->base.channel_len = l->channel_len;
   *out = l;
   return 0;
+fail:
+  lk__free(l->name);
+  lk__free(l->channel);
+  lk__free(l->marker);
+  lk__free(l->tomb);
+  lk__free(l->record);
+  lk__free(l);
+  return rc;
 }
 
 int lk_latch_close(lk_latch_t *l, lk_latch_close_cb close_cb) {
