@@ -11,6 +11,7 @@
 #include "history.h"
 #include "lk_fixture.h"
 #include "host_loops.h"
+#include "stall.h"
 
 #ifndef LK_TEST_ADAPTERS_CASES_H
 #define LK_TEST_ADAPTERS_CASES_H
@@ -284,23 +285,33 @@ static void renew_busy(void) {
   host_kick(&h);
   ASSERT_OK(host_run_until(&h, &s.done, 10000));
   ASSERT_EQ(s.status, 0);
+  int64_t mark = rt_stall_mark();
   r.lock = l;
   ASSERT_OK(host_run_until(&h, &r.stopped, 3000 + 10000));
   fprintf(stderr, "adapters: ticks %d, min PTTL %lld ms, PTTL rises %d, lost %d\n", r.ticks,
           r.min_pttl, r.rises, r.lost);
-  ASSERT_EQ(r.lost, 0);
-  ASSERT_EQ(lk_lock_is_held(l), 1);
-  /* Safety: the key never expired (-2) nor lost its TTL (-1). */
-  ASSERT_GT(r.min_pttl, 0);
-  /* The server saw renewals: its PTTL went back up several times. */
-  ASSERT_GE(r.rises, 4);
+  /* The hold survives unless the machine stopped this process or the
+   * server for longer than the lease leaves after a renewal period (the
+   * rule of docs/reliability.md, "Tests on a loaded machine"). The key
+   * never expiring (-2) nor losing its TTL (-1) is part of the hold. */
+  int held = EXPECT_HOLD(r.lost == 0 && lk_lock_is_held(l) == 1 && r.min_pttl > 0, mark,
+                         LEASE_MS - LEASE_MS / 3);
+  if (!held) {
+    /* Excused, but never silent: the holder was told once and knows. */
+    ASSERT_EQ(r.lost, 1);
+    ASSERT_EQ(lk_lock_is_held(l), 0);
+  } else {
+    /* The server saw renewals: its PTTL went back up several times. */
+    ASSERT_GE(r.rises, 4);
+  }
   h.busy_us = 0;
   h.on_tick = NULL;
   memset(&s, 0, sizeof(s));
   ASSERT_OK(lk_lock_release(l, sx_cb, &s));
   host_kick(&h);
   ASSERT_OK(host_run_until(&h, &s.done, 10000));
-  ASSERT_EQ(s.status, 0);
+  if (held)
+    ASSERT_EQ(s.status, 0);
   int closed = 0;
   lk_lock_set_data(l, &closed);
   ASSERT_OK(lk_lock_close(l, on_lock_closed));
