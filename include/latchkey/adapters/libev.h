@@ -22,6 +22,8 @@ typedef struct lk_adapter_libev_s {
   uv_loop_t *loop;
   ev_io io;       /* the loop's backend fd turned readable */
   ev_timer timer; /* the loop's next timer, or "again soon" (0) */
+  int running;    /* inside uv_run: a detach now must not free */
+  int detached;   /* detached from a latchkey callback: free after uv_run */
 } lk_adapter_libev_t;
 
 /* -1: nothing timed; 0: idle handles or pending work, run again on the
@@ -36,7 +38,13 @@ static inline void lk_adapter_libev__rearm(lk_adapter_libev_t *a) {
 }
 
 static inline void lk_adapter_libev__run(lk_adapter_libev_t *a) {
+  a->running = 1;
   uv_run(a->loop, UV_RUN_NOWAIT);
+  a->running = 0;
+  if (a->detached) { /* a latchkey callback above detached us */
+    free(a);
+    return;
+  }
   lk_adapter_libev__rearm(a); /* the timeout read before is stale now */
 }
 
@@ -90,13 +98,17 @@ static inline int lk_adapter_libev_attach(struct ev_loop *host, uv_loop_t *loop,
 }
 
 /* Stops both watchers and frees the adapter; the uv loop is left as it is.
- * NULL is ignored. */
+ * NULL is ignored. Safe from inside a latchkey callback: the adapter is then
+ * freed once its uv_run returns. */
 static inline void lk_adapter_libev_detach(lk_adapter_libev_t *a) {
   if (a == NULL)
     return;
   ev_io_stop(a->host, &a->io);
   ev_timer_stop(a->host, &a->timer);
-  free(a);
+  if (a->running)
+    a->detached = 1;
+  else
+    free(a);
 }
 
 #endif /* LATCHKEY_ADAPTERS_LIBEV_H */

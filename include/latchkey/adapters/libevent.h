@@ -22,6 +22,8 @@ typedef struct lk_adapter_libevent_s {
   uv_loop_t *loop;
   struct event *io;    /* the loop's backend fd turned readable */
   struct event *timer; /* the loop's next timer, or "again soon" (0) */
+  int running;         /* inside uv_run: a detach now must not free */
+  int detached;        /* detached from a latchkey callback: free after uv_run */
 } lk_adapter_libevent_t;
 
 /* Sets the host timer from what the uv loop wants next. -1: nothing timed
@@ -39,11 +41,23 @@ static inline void lk_adapter_libevent__rearm(lk_adapter_libevent_t *a) {
   }
 }
 
+static inline void lk_adapter_libevent__free(lk_adapter_libevent_t *a) {
+  event_free(a->io); /* event_free deletes a pending event first */
+  event_free(a->timer);
+  free(a);
+}
+
 static inline void lk_adapter_libevent__run(evutil_socket_t fd, short what, void *arg) {
   lk_adapter_libevent_t *a = (lk_adapter_libevent_t *)arg;
   (void)fd;
   (void)what;
+  a->running = 1;
   uv_run(a->loop, UV_RUN_NOWAIT);
+  a->running = 0;
+  if (a->detached) { /* a latchkey callback above detached us */
+    lk_adapter_libevent__free(a);
+    return;
+  }
   /* Callbacks run above may have started timers or closed handles: the
    * timeout read before is stale. */
   lk_adapter_libevent__rearm(a);
@@ -93,13 +107,18 @@ static inline int lk_adapter_libevent_attach(struct event_base *base, uv_loop_t 
 }
 
 /* Removes both host events and frees the adapter; the uv loop is left as
- * it is (finish it with uv_run as usual). NULL is ignored. */
+ * it is (finish it with uv_run as usual). NULL is ignored. Safe from inside
+ * a latchkey callback: the adapter is then freed once its uv_run returns. */
 static inline void lk_adapter_libevent_detach(lk_adapter_libevent_t *a) {
   if (a == NULL)
     return;
-  event_free(a->io); /* event_free deletes a pending event first */
-  event_free(a->timer);
-  free(a);
+  if (a->running) {
+    event_del(a->io);
+    event_del(a->timer);
+    a->detached = 1;
+    return;
+  }
+  lk_adapter_libevent__free(a);
 }
 
 #endif /* LATCHKEY_ADAPTERS_LIBEVENT_H */
