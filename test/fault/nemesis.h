@@ -23,7 +23,9 @@
  * data (the nemesis_empty_restarts run; history.h, RT_OP_WIPE), as the
  * lock-like ones do: their exclusion checks end sections at a wipe and their
  * fencing tokens must increase across it. A semaphore's or a latch's state
- * has no such guard, so those run only with persistence. */
+ * has no such guard, so those run only with persistence; nemesis_cluster
+ * runs them all the same (its long master pause is a wipe), and the
+ * semaphore judges its permits only up to the first wipe there. */
 #ifndef LK_TEST_FAULT_NEMESIS_H
 #define LK_TEST_FAULT_NEMESIS_H
 

@@ -274,6 +274,19 @@ int rt_recs_add(rt_recs_t *h, const rt_rec_t *r) {
   return 0;
 }
 
+int rt_recs_until_first_wipe(const rt_recs_t *h, rt_recs_t *out, uint64_t *first) {
+  *first = 0;
+  for (size_t i = 0; i < h->n; i++)
+    if (h->v[i].op == RT_OP_WIPE && (*first == 0 || h->v[i].start_ns < *first))
+      *first = h->v[i].start_ns;
+  rt_recs_init(out);
+  for (size_t i = 0; i < h->n; i++)
+    if ((*first == 0 || h->v[i].op == RT_OP_WIPE || h->v[i].start_ns < *first) &&
+        rt_recs_add(out, &h->v[i]) != 0)
+      return -1;
+  return 0;
+}
+
 int rt_recs_add5(rt_recs_t *h, uint32_t proc, uint16_t op, uint64_t start_ns, uint64_t end_ns,
                  int64_t token, int64_t extra) {
   rt_rec_t r;

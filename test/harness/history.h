@@ -153,6 +153,12 @@ int rt_recs_finish(FILE *f);
 void rt_recs_init(rt_recs_t *h);
 void rt_recs_free(rt_recs_t *h);
 int rt_recs_add(rt_recs_t *h, const rt_rec_t *r);
+/* Into out (initialised here; free it): the records of h that began before
+ * its first wipe, and every wipe (so a section under way at the first one
+ * is cut where it began); *first is the first wipe's start, 0 when h has
+ * none (then out is all of h). For state no wipe bounds (a semaphore's
+ * counter: a lost take stays lost), whose checks end there. 0 or -1. */
+int rt_recs_until_first_wipe(const rt_recs_t *h, rt_recs_t *out, uint64_t *first);
 /* Shorthand for tests building synthetic histories. */
 int rt_recs_add5(rt_recs_t *h, uint32_t proc, uint16_t op, uint64_t start_ns, uint64_t end_ns,
                  int64_t token, int64_t extra);

@@ -3,7 +3,10 @@
  * acquire callback to the release call (permits have no lease), so the
  * sweep line over every worker's holdings is sound: more than 3 permits
  * held at once is a real violation of S5. At the end the semaphore has at
- * most 3 permits available (never inflated by a resent release). */
+ * most 3 permits available (never inflated by a resent release). On a
+ * cluster a long master pause is a wipe (the stale master's split brain),
+ * after which the counter proves nothing: both checks stop there
+ * (rt_recs_until_first_wipe). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -167,13 +170,35 @@ static void wl_stop(void *state) {
 static size_t wl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) {
   rt_check_t c;
   size_t v = 0;
-  rt_check_permits(h, obj, SEM_PERMITS, &c);
+  /* Unlike a lock's hold, a permit has no lease to end what a wipe broke:
+   * on a cluster the nemesis's long master pause is a wipe (its replica
+   * takes over while the stale master still answers clients routed to it),
+   * and an acquire that stale master granted is lost with its writes while
+   * its holder goes on to release on the new master. That release adds
+   * permits nobody took there, so the counter stays above the truth for the
+   * rest of the run: holdings after the first wipe, and the count left at
+   * the end, prove nothing about the library. */
+  rt_recs_t judged;
+  uint64_t first_wipe = 0;
+  if (rt_recs_until_first_wipe(h, &judged, &first_wipe) != 0) {
+    printf("nemesis: semaphore: out of memory for the history\n");
+    rt_recs_free(&judged);
+    return 1;
+  }
+  rt_check_permits(&judged, obj, SEM_PERMITS, &c);
+  rt_recs_free(&judged);
   v += nem_report(&c, "semaphore");
   nem_check_bounded(h, obj, nem_reply_timeout_ms(), 1000, &c);
   v += nem_report(&c, "semaphore");
   char *left = rt_cmd_str(srv, "GET %s", SEM_KEY);
   long long avail = left != NULL ? atoll(left) : -1;
   free(left);
+  if (first_wipe != 0) {
+    printf("nemesis: semaphore: permits judged up to the first wipe only; %lld of %d available "
+           "after the run, not judged (a wipe may have lost an acquire's take for good)\n",
+           avail, SEM_PERMITS);
+    return v + (avail < 0);
+  }
   printf("nemesis: semaphore: %lld of %d permits available after the run%s\n", avail,
          SEM_PERMITS,
          avail < SEM_PERMITS ? " (the rest went with acquires whose outcome stayed unknown)" : "");
