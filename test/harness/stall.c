@@ -8,6 +8,7 @@
 #include "test.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -63,17 +64,25 @@ void rt_stall_note_loop(int64_t start_ms, int64_t end_ms) {
   record(KIND_LOOP, 0, end_ms, end_ms - start_ms);
 }
 
+/* With open/read, not stdio: a worker forked while this thread held a FILE
+ * would keep the FILE's heap buffer with no thread left to free it, and
+ * LeakSanitizer fails the worker at its exit. */
 static int read_run_delay(pid_t pid, uint64_t *delay_ns) {
-  char path[64];
+  char path[64], buf[128];
   snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (f == NULL)
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return -1;
+  buf[n] = '\0';
   unsigned long long on_cpu = 0, waiting = 0;
-  int ok = fscanf(f, "%llu %llu", &on_cpu, &waiting) == 2;
-  fclose(f);
+  if (sscanf(buf, "%llu %llu", &on_cpu, &waiting) != 2)
+    return -1;
   *delay_ns = waiting;
-  return ok ? 0 : -1;
+  return 0;
 }
 
 static void end_run(watched_t *w) {
@@ -155,6 +164,12 @@ static void *probe_main(void *arg) {
   return NULL;
 }
 
+/* Workers are forked while the probe thread runs: a fork taken while it
+ * held mu would leave the child's copy locked for good, and the child's
+ * first rt_run_until would hang. Holding mu across the fork rules that out. */
+static void fork_prepare(void) { pthread_mutex_lock(&mu); }
+static void fork_done(void) { pthread_mutex_unlock(&mu); }
+
 void rt_stall_monitor_start(void) {
   static int started;
   pthread_mutex_lock(&mu);
@@ -165,6 +180,7 @@ void rt_stall_monitor_start(void) {
   pthread_mutex_unlock(&mu);
   if (!first)
     return;
+  pthread_atfork(fork_prepare, fork_done, fork_done);
   pthread_t t;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
