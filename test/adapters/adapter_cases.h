@@ -321,6 +321,26 @@ static void renew_busy(void) {
   rt_server_stop(srv);
 }
 
+/* After a detach the uv loop runs on its own: release the held lock, close
+ * the lock and the client, and the loop closes with nothing left. */
+static void release_and_close_without_host(uv_loop_t *loop, lk_client_t *c, lk_lock_t *l,
+                                           rt_server_t *srv) {
+  sx_t s;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_lock_release(l, sx_cb, &s));
+  rt_run_until(loop, &s.done, 10000);
+  ASSERT_EQ(s.status, 0);
+  int closed = 0;
+  lk_lock_set_data(l, &closed);
+  ASSERT_OK(lk_lock_close(l, on_lock_closed));
+  rt_run_until(loop, &closed, 10000);
+  lk_client_set_data(c, &closed);
+  ASSERT_OK(lk_client_close(c, on_client_closed));
+  rt_run_until(loop, &closed, 10000);
+  rt_loop_close_clean(loop);
+  rt_server_stop(srv);
+}
+
 /* ---- detach with latchkey idle, then close: nothing left behind ---- */
 
 static void detach_clean(void) {
@@ -344,19 +364,7 @@ static void detach_clean(void) {
    * keeps nothing of the adapter; the uv loop runs on its own from here. */
   host_detach(&h);
   ASSERT_EQ(host_close(&h), 0);
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_lock_release(l, sx_cb, &s));
-  rt_run_until(&loop, &s.done, 10000);
-  ASSERT_EQ(s.status, 0);
-  int closed = 0;
-  lk_lock_set_data(l, &closed);
-  ASSERT_OK(lk_lock_close(l, on_lock_closed));
-  rt_run_until(&loop, &closed, 10000);
-  lk_client_set_data(c, &closed);
-  ASSERT_OK(lk_client_close(c, on_client_closed));
-  rt_run_until(&loop, &closed, 10000);
-  rt_loop_close_clean(&loop);
-  rt_server_stop(srv);
+  release_and_close_without_host(&loop, c, l, srv);
 }
 
 /* ---- detach from inside a latchkey callback ---- */
@@ -395,20 +403,7 @@ static void detach_in_callback(void) {
   for (int i = 0; i < 3; i++)
     host_iterate(&h);
   ASSERT_EQ(host_close(&h), 0);
-  sx_t s;
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_lock_release(l, sx_cb, &s));
-  rt_run_until(&loop, &s.done, 10000);
-  ASSERT_EQ(s.status, 0);
-  int closed = 0;
-  lk_lock_set_data(l, &closed);
-  ASSERT_OK(lk_lock_close(l, on_lock_closed));
-  rt_run_until(&loop, &closed, 10000);
-  lk_client_set_data(c, &closed);
-  ASSERT_OK(lk_client_close(c, on_client_closed));
-  rt_run_until(&loop, &closed, 10000);
-  rt_loop_close_clean(&loop);
-  rt_server_stop(srv);
+  release_and_close_without_host(&loop, c, l, srv);
 }
 
 /* NULL arguments: LK_EINVAL and *out cleared; detach(NULL) is a no-op. */
