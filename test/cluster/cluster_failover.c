@@ -72,17 +72,6 @@ static uint64_t wait_promoted(cfx_t *f, int i) {
   return uv_hrtime();
 }
 
-/* CLUSTER FAILOVER (coordinated) on replica r while the loop runs, so the
- * clients meet the change as it happens (a harness call that blocks would
- * hold every callback back and bunch them up); returns when r says ROLE
- * master (uv_hrtime). */
-static uint64_t failover_live(cfx_t *f, int r) {
-  char *ok = rt_cmd_str(cfx_srv(f, r), "CLUSTER FAILOVER");
-  ASSERT_STREQ(ok, "OK");
-  free(ok);
-  return wait_promoted(f, r);
-}
-
 /* An acquire's completion within its budget + the reply timeout (+ slack,
  * scheduling on a loaded machine). */
 static void assert_within_budget(const char *what, uint64_t t_start, const sx_t *s, int64_t wait_ms,
@@ -125,7 +114,7 @@ TEST(coordinated_failover_keeps_the_hold_verifies_it_and_the_waiter_gets_in) {
 
   uint64_t renewals = cfx_stats(f.fx.c).renewals;
   uint64_t t0 = uv_hrtime();
-  uint64_t t1 = failover_live(&f, r);
+  uint64_t t1 = cfx_failover_live(&f, r, NULL, NULL);
   /* Within one refresh period (nothing else of this client's meets the old
    * master: the next renewal is ten seconds away). */
   FX_EVENTUALLY(&f.fx, ev.topology >= 1, 5000 + 2000);
@@ -184,7 +173,7 @@ TEST(failover_to_a_replica_without_the_hold_reports_it_lost_within_a_round_trip_
   wait_listening(&f, name);
   empty_replica(&f, r);
 
-  uint64_t t1 = failover_live(&f, r);
+  uint64_t t1 = cfx_failover_live(&f, r, NULL, NULL);
   FX_EVENTUALLY(&f.fx, lost.n == 1 && sw.done, 5000);
   ASSERT_OK(sw.status);
   ASSERT(!lk_lock_is_held(a));
@@ -241,7 +230,7 @@ TEST(failover_loss_seen_by_two_clients_is_bounded_by_the_holders_refresh_period)
   wait_listening(&f, name);
   empty_replica(&f, r);
 
-  uint64_t t1 = failover_live(&f, r);
+  uint64_t t1 = cfx_failover_live(&f, r, NULL, NULL);
   FX_EVENTUALLY(&f.fx, lost.n == 1 && sw.done, refresh + 5000);
   ASSERT_OK(sw.status);
   double to_lost = cfx_ms_since(t1, lost.t_ns), to_grant = cfx_ms_since(t1, sw.t_ns);

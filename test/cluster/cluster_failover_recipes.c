@@ -19,16 +19,6 @@
 #include "../ratelimiter/rl_fixture.h"
 #include "cluster_fixture.h"
 
-/* CLUSTER FAILOVER on replica r while the loop runs (a blocking harness
- * wait would hold every callback back); returns when r says ROLE master. */
-static uint64_t failover_live(cfx_t *f, int r) {
-  char *ok = rt_cmd_str(cfx_srv(f, r), "CLUSTER FAILOVER");
-  ASSERT_STREQ(ok, "OK");
-  free(ok);
-  FX_EVENTUALLY(&f->fx, rt_cluster_is_master(f->cl, r) == 1, 30000);
-  return uv_hrtime();
-}
-
 /* Client options whose waits re-poll only every 20 s: a wake-up within a
  * second can then only come from a notification, which must have followed
  * the slot to its new master. */
@@ -81,7 +71,7 @@ TEST(leader_keeps_its_term_through_a_graceful_failover_and_hands_over_after_it) 
   ASSERT_EQ(obs.term[0], sa.term);
   cfx_assert_key_on(&f, key, role, m);
 
-  uint64_t t_fo = failover_live(&f, r);
+  uint64_t t_fo = cfx_failover_live(&f, r, NULL, NULL);
   /* Safety window: longer than the lease, so renewals that did not reach
    * the new master would let its server end the leadership in it. */
   int64_t end = rt_now_ms() + lease + 1000;
@@ -151,7 +141,7 @@ TEST(barrier_enter_and_leave_complete_through_graceful_failovers_with_nobody_dro
   br_enter(b[0], budget, lease, NULL, &e[0]);
   br_enter(b[1], budget, lease, NULL, &e[1]);
   FX_EVENTUALLY(&f.fx, rt_cmd_int(cfx_srv(&f, m), "ZCARD %s", members_key) == 2, 5000);
-  failover_live(&f, r);
+  cfx_failover_live(&f, r, NULL, NULL);
   int64_t end = rt_now_ms() + lease + 500;
   while (rt_now_ms() < end) {
     fx_spin(&f.fx, 5);
@@ -174,7 +164,7 @@ TEST(barrier_enter_and_leave_complete_through_graceful_failovers_with_nobody_dro
   br_leave(b[0], budget, &l[0]);
   br_leave(b[1], budget, &l[1]);
   FX_EVENTUALLY(&f.fx, rt_cmd_int(cfx_srv(&f, r), "ZCARD %s", members_key) == 1, 5000);
-  failover_live(&f, m); /* back to the first master */
+  cfx_failover_live(&f, m, NULL, NULL); /* back to the first master */
   end = rt_now_ms() + lease + 500;
   while (rt_now_ms() < end) {
     fx_spin(&f.fx, 5);
@@ -245,9 +235,7 @@ TEST(ratelimiter_never_exceeds_its_rate_through_a_graceful_failover) {
   while (pending > 0) {
     fx_spin(&f.fx, 2);
     if (phase == 0 && rt_now_ms() - t_start >= 1500) {
-      char *ok = rt_cmd_str(cfx_srv(&f, r), "CLUSTER FAILOVER");
-      ASSERT_STREQ(ok, "OK");
-      free(ok);
+      cfx_failover_ask(&f, r);
       phase = 1;
     }
     if (phase == 1 && t_fo == 0 && rt_cluster_is_master(f.cl, r) == 1) {
@@ -346,7 +334,7 @@ TEST(idle_waiters_of_a_leader_and_a_barrier_are_woken_on_the_new_master_right_af
   fx_spin(&f.fx, 100); /* the waiters' first polls answered: they sleep now */
   ASSERT(!sb.done && !e[0].done && !e[1].done);
 
-  uint64_t t_fo = failover_live(&f, r);
+  uint64_t t_fo = cfx_failover_live(&f, r, NULL, NULL);
   memset(&sr, 0, sizeof sr);
   ASSERT_OK(lk_leader_resign(a, ld_op_cb, &sr));
   uint64_t t_act = uv_hrtime();

@@ -5,6 +5,8 @@
 #define LK_TEST_CLUSTER_FIXTURE_H
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lk_fixture.h"
 #include "redis_cluster.h"
@@ -227,6 +229,49 @@ static inline void cfx_lock_channel(const char *name, char *out, size_t cap) {
 /* ms since t_ns (uv_hrtime), signed. */
 static inline double cfx_ms_since(uint64_t t_ns, uint64_t now_ns) {
   return (double)((int64_t)(now_ns - t_ns)) / 1e6;
+}
+
+/* Whether node i, a replica, has its link to its master up (a manual
+ * failover needs it: the master waits for the replica to catch up). */
+static inline int cfx_replica_link_up(cfx_t *f, int i) {
+  char *v = rt_server_info(cfx_srv(f, i), "replication", "master_link_status");
+  int up = v != NULL && strcmp(v, "up") == 0;
+  free(v);
+  return up;
+}
+
+/* CLUSTER FAILOVER (coordinated) on replica r. */
+static inline void cfx_failover_ask(cfx_t *f, int r) {
+  char *ok = rt_cmd_str(cfx_srv(f, r), "CLUSTER FAILOVER");
+  ASSERT_STREQ(ok, "OK");
+  free(ok);
+}
+
+/* CLUSTER FAILOVER on replica r while the loop runs (a blocking harness
+ * wait would hold every callback back and bunch them up), until r says
+ * ROLE master; check (or NULL) runs at every pass so an invariant is
+ * watched during the switch. It is asked once r's link is up, and Redis drops a manual failover that has not
+ * finished in 5 s without a word (a slow replica on a busy machine): it
+ * is asked again after 6 s (scaled). Returns when promoted (uv_hrtime). */
+static inline uint64_t cfx_failover_live(cfx_t *f, int r, void (*check)(void *), void *arg) {
+  int64_t asked = 0, end = rt_now_ms() + rt_scaled_ms(30000);
+  while (rt_cluster_is_master(f->cl, r) != 1) {
+    if (rt_now_ms() > end)
+      FAIL("node %d not promoted (%s)", r, asked ? "asked" : "its link to its master never up");
+    if ((asked == 0 || rt_now_ms() - asked > rt_scaled_ms(6000)) && cfx_replica_link_up(f, r)) {
+      if (asked != 0)
+        fprintf(stderr, "note: failover of node %d not done after %lld ms, asked again\n", r,
+                (long long)(rt_now_ms() - asked));
+      cfx_failover_ask(f, r);
+      asked = rt_now_ms();
+    }
+    for (int i = 0; i < 10; i++) {
+      fx_spin(&f->fx, 2);
+      if (check != NULL)
+        check(arg);
+    }
+  }
+  return uv_hrtime();
 }
 
 #endif /* LK_TEST_CLUSTER_FIXTURE_H */

@@ -21,19 +21,7 @@
  * says ROLE master and the cluster is stable again; check() runs at every
  * pass, so an invariant is watched while the switch happens. */
 static void failover_watching(cfx_t *f, int r, void (*check)(void *), void *arg) {
-  char *ok = rt_cmd_str(cfx_srv(f, r), "CLUSTER FAILOVER");
-  ASSERT_STREQ(ok, "OK");
-  free(ok);
-  int64_t end = rt_now_ms() + rt_scaled_ms(30000);
-  while (rt_cluster_is_master(f->cl, r) != 1) {
-    if (rt_now_ms() > end)
-      FAIL("node %d not promoted", r);
-    for (int i = 0; i < 10; i++) {
-      fx_spin(&f->fx, 2);
-      if (check != NULL)
-        check(arg);
-    }
-  }
+  cfx_failover_live(f, r, check, arg);
   ASSERT_OK(rt_cluster_wait_stable(f->cl, 20000));
 }
 

@@ -24,14 +24,6 @@ static long long holds_on(cfx_t *f, int i, lk_lock_t *l) {
   return n;
 }
 
-/* Whether a replica's link to its master is up (INFO replication). */
-static int replica_link_up(rt_server_t *s) {
-  char *v = rt_server_info(s, "replication", "master_link_status");
-  int up = v != NULL && strcmp(v, "up") == 0;
-  free(v);
-  return up;
-}
-
 /* Warnings that replica sync was refused (a misconfiguration's message). */
 static int refused_logs;
 
@@ -217,19 +209,15 @@ TEST(replica_sync_through_a_graceful_failover_never_reports_an_unacknowledged_gr
      * demoted node resyncs first), and Redis drops one that does not
      * finish within 5 s without a word: ask again after 6 s (scaled). */
     if (failovers == promoted && failovers < 2 && rt_now_ms() >= next &&
-        replica_link_up(cfx_srv(&f, node[(failovers + 1) % 2]))) {
-      char *okr = rt_cmd_str(cfx_srv(&f, node[(failovers + 1) % 2]), "CLUSTER FAILOVER");
-      ASSERT_STREQ(okr, "OK");
-      free(okr);
+        cfx_replica_link_up(&f, node[(failovers + 1) % 2])) {
+      cfx_failover_ask(&f, node[(failovers + 1) % 2]);
       failovers++;
       asked = rt_now_ms();
     } else if (promoted < failovers && rt_now_ms() - asked > rt_scaled_ms(6000) &&
-               replica_link_up(cfx_srv(&f, node[failovers % 2]))) {
+               cfx_replica_link_up(&f, node[failovers % 2])) {
       fprintf(stderr, "note: failover %d not done after %lld ms, asked again\n", failovers,
               (long long)(rt_now_ms() - asked));
-      char *okr = rt_cmd_str(cfx_srv(&f, node[failovers % 2]), "CLUSTER FAILOVER");
-      ASSERT_STREQ(okr, "OK");
-      free(okr);
+      cfx_failover_ask(&f, node[failovers % 2]);
       asked = rt_now_ms();
     }
     if (promoted < failovers && rt_cluster_is_master(f.cl, node[failovers % 2]) == 1) {
