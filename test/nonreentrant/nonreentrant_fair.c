@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/scripts.h"
 #include "nr_fixture.h"
 
 #define EMU_WAIT_MS 5000 /* the emulated tryLock's waitTime: Redisson's WAIT */
@@ -163,4 +164,32 @@ TEST(fair_latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
   fx_close_fair(&fx, f);
   free(channel);
   fx_finish(&fx);
+}
+
+/* As for the lock: the resend after a lost reply finds the first attempt's
+ * hold and reports it as the grant, counted once, not refused. */
+TEST(fair_lost_reply_resend_is_the_grant_not_a_reentry) {
+  fx_t fx;
+  fsx_t s;
+  char match[64];
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.reconnect_min_ms = 20;
+  o.reconnect_max_ms = 50;
+  rt_proxy_t *p = fx_start_proxied(&fx, &o);
+  lk_fair_t *f = fx_fair(&fx, "nrf-lost");
+  ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, f, NULL)); /* connected first */
+  snprintf(match, sizeof match, "EVALSHA %s", lk__script_find("fair/acquire")->sha1);
+  rt_proxy_on_reply(p, match, 1, RT_PROXY_DROP_CUT, NULL, 0);
+  ASSERT_OK(nr_fair_start(f, rt_scaled_ms(3000), 30000, &s));
+  rt_run_until(&fx.loop, &s.done, 10000);
+  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(lk_fair_hold_count(f), 1);
+  ASSERT_EQ(nr_hget(fx.srv, "nrf-lost", lk_fair_owner(f)), 1);
+  ASSERT_OK(fsx_run(&fx, lk_fair_release, f, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nrf-lost"), 0);
+  fx_close_fair(&fx, f);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
 }
