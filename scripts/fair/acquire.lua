@@ -89,7 +89,8 @@ local before = tonumber(ARGV[3])
 -- Non-reentrant: any hold of this owner refuses, before anything is written
 -- or queued, except the one a resend finds one above the count the object
 -- had: its own attempt whose reply was lost (scripts/lock/acquire.lua).
-if held and ARGV[8] == '0' and not (ARGV[6] == '1' and before >= 0 and tonumber(held) == before + 1) then
+if held and ARGV[8] == '0'
+    and not (ARGV[6] == '1' and before >= 0 and tonumber(held) == before + 1) then
   return redis.error_reply('NON_REENTRANT_REACQUIRE the owner already holds the lock')
 end
 if held and before >= 0 then

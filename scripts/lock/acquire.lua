@@ -18,7 +18,8 @@ local before = tonumber(ARGV[3])
 -- above the count the object had: its own attempt whose reply was lost. (A
 -- counted owner comes with 0 holds: the object refuses its own re-entry
 -- before sending.)
-if held and ARGV[5] == '0' and not (ARGV[4] == '1' and before >= 0 and tonumber(held) == before + 1) then
+if held and ARGV[5] == '0'
+    and not (ARGV[4] == '1' and before >= 0 and tonumber(held) == before + 1) then
   return redis.error_reply('NON_REENTRANT_REACQUIRE the owner already holds the lock')
 end
 if held and before >= 0 then

@@ -39,7 +39,8 @@ local held = redis.call('hget', KEYS[1], ARGV[2])
 local before = tonumber(ARGV[3])
 -- Non-reentrant: any hold of this owner refuses but a resend's own lost
 -- grant (see acquire.lua).
-if held and ARGV[6] == '0' and not (ARGV[5] == '1' and before >= 0 and tonumber(held) == before + 1) then
+if held and ARGV[6] == '0'
+    and not (ARGV[5] == '1' and before >= 0 and tonumber(held) == before + 1) then
   return redis.error_reply('NON_REENTRANT_REACQUIRE the owner already holds the lock')
 end
 if held and before >= 0 then
