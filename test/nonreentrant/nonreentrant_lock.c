@@ -221,13 +221,15 @@ TEST(watchdog_lost_lease_and_force_release) {
   int64_t deleted = 0;
   lk_client_opts_t o;
   lk_client_opts_init(&o);
-  o.default_lease_ms = 600;
+  lk_client_stats_t st;
+  o.default_lease_ms = 1500; /* renewed every 500 ms */
   fx_start_with(&fx, NULL, &o);
   lk_lock_t *l = fx_lock(&fx, "nr-wd");
   memset(&lost, 0, sizeof(lost));
   ASSERT_OK(lk_lock_set_lost_cb(l, on_lost, &lost));
   ASSERT_OK(nr_lock(&fx, l, 0, LK_LEASE_DEFAULT));
-  fx_spin(&fx, 1500); /* two and a half leases: alive only if renewed */
+  /* Four renewals: more than a lease has passed, alive only if renewed. */
+  FX_EVENTUALLY(&fx, (lk_client_get_stats(fx.c, &st), st.renewals >= 4), 10000);
   ASSERT_GT(rt_cmd_int(fx.srv, "PTTL nr-wd"), 0);
   ASSERT_EQ(lk_lock_is_held(l), 1);
   ASSERT_EQ(lost.calls, 0);
