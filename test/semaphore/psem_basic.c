@@ -159,10 +159,27 @@ TEST(psem_watchdog_keeps_permits) {
   b = fx_psem(&fx, "wd");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
   ASSERT_OK(psem_acquire(&fx, a, 2, 0, LK_LEASE_DEFAULT));
+  /* A machine stall longer than a renewal's slack may take the permits;
+   * b is never let in while a believes it holds them, stall or not. */
+  const int64_t mark = rt_stall_mark(), slack = fx_renewal_slack(lease);
   fx_spin(&fx, lease * 10 / 3); /* 10 periods */
-  ASSERT(lk_psem_is_held(a));
-  ASSERT_EQ(psem_acquire(&fx, b, 1, 0, 5000), LK_ETIMEDOUT);
-  ASSERT_GT(score_of(&fx, "{wd}:timeout", lk_psem_permit_id(a, 1)), server_ms(&fx));
+  int held = EXPECT_HOLD(lk_psem_is_held(a), mark, slack);
+  if (held) {
+    const int rc = psem_acquire(&fx, b, 1, 0, 5000);
+    if (rc == 0)
+      ASSERT(!lk_psem_is_held(a)); /* safety: b got a permit a no longer has */
+    held = EXPECT_HOLD(rc == LK_ETIMEDOUT, mark, slack);
+  }
+  if (held)
+    held = EXPECT_HOLD(score_of(&fx, "{wd}:timeout", lk_psem_permit_id(a, 1)) > server_ms(&fx),
+                       mark, slack);
+  if (!held) {
+    ASSERT(!lk_psem_is_held(a)); /* it knows */
+    fx_close_psem(&fx, a);
+    fx_close_psem(&fx, b);
+    fx_finish(&fx);
+    return;
+  }
   lk_client_get_stats(fx.c, &st);
   ASSERT_GE(st.renewals, 4);
   ASSERT_EQ(st.leases_lost, 0);
@@ -727,12 +744,22 @@ TEST(psem_close_waits_for_pending_give_back) {
   ASSERT_EQ(x.status, LK_EUNKNOWN);
   ASSERT_EQ(srv_count(fx.srv, "cwg"), 1);
   lk_psem_set_data(a, &closed);
+  /* Close's bound is 2 x (connect + reply timeout) + reconnect_max_ms =
+   * 650 ms; the server is back in reach 200 ms in, and the give-back needs
+   * a reconnect (up to 50 ms) and a round trip. A machine stall longer
+   * than what is left (300 ms, with room for the round trip) may end the
+   * close first: the permits then come back with their lease, never
+   * twice. */
+  const int64_t mark = rt_stall_mark(), slack = 650 - 200 - 150;
   ASSERT_OK(lk_psem_close(a, count_closed));
   fx_spin(&fx, rt_scaled_ms(200));
-  ASSERT_EQ(closed, 0); /* still waiting for the give-back */
+  int in_time = EXPECT_HOLD(closed == 0, mark, slack); /* still waiting for the give-back */
   rt_proxy_refuse(px, 0);
   rt_run_until(&fx.loop, &closed, 3000);
-  ASSERT_EQ(srv_count(fx.srv, "cwg"), 3); /* given back before close completed */
+  const long long count = srv_count(fx.srv, "cwg");
+  ASSERT_LE(count, 3);
+  if (in_time) /* given back before close completed */
+    EXPECT_HOLD(count == 3, mark, slack);
   fx_spin(&fx, 50);
   ASSERT_EQ(closed, 1);
   fx_finish(&fx);
