@@ -350,8 +350,13 @@ TEST(t36_minimal_acl_runs_everything_without_warnings) {
   lk_lock_t *a = fx_lock(&fx, "app:t36");
   lk_lock_t *b = fu_lock(c2, "app:t36");
   int64_t last_token = 0;
+  int excused = 0;
   for (int i = 0; i < 25; i++) {
     sx_t s, t;
+    /* A machine stall longer than a renewal's slack (600 - 200 ms) may take
+     * a's hold before its release: the release then finds nothing (and the
+     * library may warn of the loss); b is still admitted, tokens still grow. */
+    const int64_t mark = rt_stall_mark();
     fu_start_acquire(a, 5000, LK_LEASE_DEFAULT, 1, &s);
     rt_run_until(&fx.loop, &s.done, 6000);
     if (s.status != 0)
@@ -361,15 +366,23 @@ TEST(t36_minimal_acl_runs_everything_without_warnings) {
     fu_start_acquire(b, 5000, LK_LEASE_DEFAULT, 1, &t); /* waits for a */
     fu_spin(&fx.loop, i == 0 ? 700 : 5); /* once across a renewal */
     uint64_t rel = uv_hrtime();
-    ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+    const int rc = sx_try_run(&fx, lk_lock_release, a, NULL);
+    if (!EXPECT_HOLD(rc == 0, mark, 600 - 200)) {
+      excused = 1;
+      ASSERT(rc == LK_ENOTOWNER || rc == LK_ELEASELOST);
+      ASSERT_EQ(lk_lock_is_held(a), 0);
+    }
     rt_run_until(&fx.loop, &t.done, 6000);
     ASSERT_OK(t.status);
-    ASSERT_LT(fu_ms_between(rel, t.t_ns), rt_scaled_ms(500)); /* woken, not polled */
+    /* Woken, not polled (a liveness bound: it grows by measured stalls). */
+    ASSERT_LT(fu_ms_between(rel, t.t_ns), rt_stall_bound_ms((int64_t)(rel / 1000000u), 500));
     ASSERT_GT(lk_lock_token(b), last_token);
     last_token = lk_lock_token(b);
-    ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
+    if (!EXPECT_HOLD(sx_try_run(&fx, lk_lock_release, b, NULL) == 0, mark, 600 - 200))
+      excused = 1;
   }
-  ASSERT_EQ(logs.warnings, 0);
+  if (!excused)
+    ASSERT_EQ(logs.warnings, 0);
   fx_close_lock(&fx, a);
   close_lock_on(&fx.loop, b);
   fu_close_client(&fx.loop, c2);
@@ -723,9 +736,13 @@ static int t34_child(const char *port_s, const char *file) {
     return 3;
   lk_lock_set_lost_cb(l, fu_on_lost, &lost);
   sx_t s;
+  /* A machine stall longer than a renewal's slack (600 - 200 ms) may take
+   * the hold (EXPECT_HOLD excuses it; the child has its own stall monitor):
+   * the loss is then told once and the child ends early. */
+  const int64_t mark = rt_stall_mark();
   if (sx_acquire_in(&loop, l, 0, LK_LEASE_DEFAULT, &s) != 0)
     return 4;
-  int jumped_fwd = 0, jumped_back = 0;
+  int jumped_fwd = 0, jumped_back = 0, held = 1;
   for (int step = 0; step < 30; step++) { /* 3 s: +1 h at 1 s, -1 h at 2 s */
     if (step == 10 || step == 20) {
       FILE *f = fopen(file, "w");
@@ -735,8 +752,13 @@ static int t34_child(const char *port_s, const char *file) {
       fclose(f);
     }
     fu_spin(&loop, 100);
-    if (!lk_lock_is_held(l))
-      return 6;
+    if (!EXPECT_HOLD(lk_lock_is_held(l) && lost.calls == 0, mark, 600 - 200)) {
+      rt_run_until(&loop, &lost.calls, 3000);
+      if (lost.calls != 1 || lk_lock_is_held(l))
+        return 6;
+      held = 0;
+      break;
+    }
     struct timespec r, m;
     clock_gettime(CLOCK_REALTIME, &r);
     clock_gettime(CLOCK_MONOTONIC, &m);
@@ -746,16 +768,17 @@ static int t34_child(const char *port_s, const char *file) {
     if (skew < -3000)
       jumped_back = 1;
   }
-  if (!jumped_fwd || !jumped_back)
+  if (held && (!jumped_fwd || !jumped_back))
     return 7; /* the clock never moved: nothing was tested */
-  if (lost.calls != 0)
+  if (held && lost.calls != 0)
     return 8;
   sx_t r;
   memset(&r, 0, sizeof r);
-  if (lk_lock_release(l, sx_cb, &r) != 0)
+  if (held && lk_lock_release(l, sx_cb, &r) != 0)
     return 9;
-  rt_run_until(&loop, &r.done, 5000);
-  if (r.status != 0)
+  if (held)
+    rt_run_until(&loop, &r.done, 5000);
+  if (held && r.status != 0)
     return 10;
   int closed = 0;
   lk_lock_set_data(l, &closed);
