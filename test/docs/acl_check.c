@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #endif
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,10 @@
 #define WAIT_MS 5000  /* a waiter's budget: it is woken long before */
 #define LEASE_MS 600  /* the client's default lease: renewed every 200 ms */
 #define RENEWALS_MS 450 /* long enough for two renewals */
+/* What a renewal leaves of the lease: a machine that stops this process
+ * for longer may take a hold (docs/reliability.md, "Tests on a loaded
+ * machine"). */
+#define SLACK_MS (LEASE_MS - LEASE_MS / 3)
 
 static uv_loop_t loop;
 static lk_client_t *client;
@@ -39,13 +44,75 @@ static const char *g_host;
 static int g_port;
 static char g_step[160];
 
+/* ---- what the machine did to this process ------------------------------------
+ * A thread sleeps 5 ms at a time and keeps the longest oversleep: how long
+ * the whole process was starved (the harness's stall monitor does the same,
+ * test/harness/stall.h; this program runs outside the harness). */
+
+static pthread_mutex_t stall_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t stall_longest_ms;
+
+static void *stall_probe(void *arg) {
+  (void)arg;
+  for (;;) {
+    uint64_t before = uv_hrtime();
+    usleep(5000);
+    int64_t over = (int64_t)((uv_hrtime() - before) / 1000000u) - 5;
+    pthread_mutex_lock(&stall_mu);
+    if (over > stall_longest_ms)
+      stall_longest_ms = over;
+    pthread_mutex_unlock(&stall_mu);
+  }
+  return NULL;
+}
+
+static int64_t stall_longest(void) {
+  pthread_mutex_lock(&stall_mu);
+  int64_t v = stall_longest_ms;
+  pthread_mutex_unlock(&stall_mu);
+  return v;
+}
+
+/* A failure that says a hold was lost (a loss the library logged, a call
+ * ending LK_ELEASELOST, a hold not renewed) is the machine's doing, not the
+ * recipe's, when this process was stalled for longer than SLACK_MS: it is
+ * printed as EXCUSED, and so is every later failure of the same object
+ * (its steps relied on the hold). A denied command (NOPERM), the thing this
+ * program looks for, is never excused. */
+static char g_excused_object[160];
+static int g_excused;
+
+static int excused(const char *msg) {
+  if (strstr(msg, "NOPERM") != NULL)
+    return 0;
+  const char *sep = strstr(g_step, ": ");
+  size_t len = sep != NULL ? (size_t)(sep - g_step) : strlen(g_step);
+  if (g_excused_object[0] != '\0' && strlen(g_excused_object) == len &&
+      strncmp(g_step, g_excused_object, len) == 0)
+    return 1;
+  int loss = strstr(msg, "lost") != NULL || strstr(msg, "LEASELOST") != NULL ||
+             strstr(msg, "not renewed") != NULL;
+  if (!loss || stall_longest() <= SLACK_MS)
+    return 0;
+  snprintf(g_excused_object, sizeof g_excused_object, "%.*s", (int)len, g_step);
+  return 1;
+}
+
 static void fail(const char *fmt, ...) {
+  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "acl_check: FAIL (%s): ", g_step);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  if (excused(msg)) {
+    g_excused++;
+    fprintf(stderr,
+            "acl_check: EXCUSED (%s): %s (this process was stalled for %lld ms, longer than "
+            "the %d ms a renewal leaves of the lease)\n",
+            g_step, msg, (long long)stall_longest(), SLACK_MS);
+    return;
+  }
+  fprintf(stderr, "acl_check: FAIL (%s): %s\n", g_step, msg);
   /* A recipe that misses something fails many steps, each after a wait:
    * stop early, the first failures say what is missing. */
   if (++failures >= 5) {
@@ -823,6 +890,9 @@ int main(int argc, char **argv) {
   snprintf(tagged, sizeof tagged, "%s{acl}-", argv[4]);
 
   alarm(120); /* a bound on the whole run, whatever hangs */
+  pthread_t probe;
+  if (pthread_create(&probe, NULL, stall_probe, NULL) == 0)
+    pthread_detach(probe);
   uv_loop_init(&loop);
   uv_timer_init(&loop, &ticker);
   uv_timer_start(&ticker, on_tick, 50, 50);
@@ -856,8 +926,12 @@ int main(int argc, char **argv) {
   uv_run(&loop, UV_RUN_DEFAULT);
   if (uv_loop_close(&loop) != 0)
     fail("handles left on the loop");
-  if (failures == 0)
+  if (failures == 0 && g_excused == 0)
     printf("acl_check: every verb of every primitive ran as %s on %s* names\n", argv[2],
            argv[4]);
+  else if (failures == 0)
+    printf("acl_check: every verb of every primitive ran as %s on %s* names (%d steps "
+           "excused: holds lost while the machine stalled this process)\n",
+           argv[2], argv[4], g_excused);
   return failures == 0 ? 0 : 1;
 }

@@ -414,7 +414,7 @@ TEST(t11_client_pause_bounds_waiters_and_leaves_nothing_stuck) {
     if (s[i].status != LK_ETIMEDOUT && s[i].status != LK_EUNKNOWN)
       FAIL("waiter %d ended with %s", i, lk_err_name(s[i].status));
     ASSERT_GE(fu_ms_between(t0, s[i].t_ns), 1000);
-    ASSERT_LE(fu_ms_between(t0, s[i].t_ns), 1000 + 300 + rt_scaled_ms(100));
+    ASSERT_LE(fu_ms_between(t0, s[i].t_ns), 1000 + 300 + rt_stall_bound_since_ns(t0, 100));
   }
   rt_server_client_unpause(fx.srv);
   /* Nothing stuck: the holder releases and a waiter gets in promptly. */
@@ -597,7 +597,7 @@ TEST(t15_grant_arriving_after_its_lease_is_refused_and_given_back) {
   rt_proxy_delay(p, 0);
   uint64_t gone = fu_wait_gone(&fx.loop, fx.srv, "t15", 3000);
   ASSERT_GT(gone, 0);
-  ASSERT_LE(fu_ms_between(replied, gone), 1200 + rt_scaled_ms(200));
+  ASSERT_LE(fu_ms_between(replied, gone), 1200 + rt_stall_bound_since_ns(replied, 200));
   fx_close_lock(&fx, a);
   fx_finish(&fx);
   rt_proxy_stop(p);
@@ -840,7 +840,7 @@ TEST(t24_release_before_subscription_is_not_missed) {
   rt_proxy_release(p);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
-  ASSERT_LT(fu_ms_between(released, s.t_ns), rt_scaled_ms(300));
+  ASSERT_LT(fu_ms_between(released, s.t_ns), rt_stall_bound_since_ns(released, 300));
   ASSERT_OK(sx_run(&fx, lk_lock_release, w, NULL));
   int closed = 0;
   lk_lock_set_data(w, &closed);

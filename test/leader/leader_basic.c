@@ -62,7 +62,7 @@ TEST(elect_resign_handoff) {
   ASSERT_OK(b.status);
   int64_t handoff_ms = (int64_t)((b.t_ns - t0) / 1000000u);
   printf("resign to next election: %lld ms\n", (long long)handoff_ms);
-  ASSERT_LT(handoff_ms, rt_scaled_ms(500));
+  ASSERT_LT(handoff_ms, rt_stall_bound_since_ns(t0, 500));
   rt_run_until(&fx.loop, &r.done, 5000);
   ASSERT_OK(r.status);
   ASSERT_GT(b.term, a.term);
@@ -335,7 +335,8 @@ TEST(observe_follows_changes) {
          (long long)((obs.t_ns[6] - t0) / 1000000u));
   /* Not before it ended; within one re-poll (400 ms) after. */
   ASSERT_GE((int64_t)((obs.t_ns[6] - t0) / 1000000u), 1000);
-  ASSERT_LT((int64_t)((obs.t_ns[6] - t0) / 1000000u), 1000 + rt_scaled_ms(400 + 300));
+  ASSERT_LT((int64_t)((obs.t_ns[6] - t0) / 1000000u),
+            1000 + rt_stall_bound_since_ns(t0, 400 + 300));
   for (int i = 1; i < obs.n; i++)
     ASSERT_GE(obs.term[i], obs.term[i - 1]);
   ASSERT_OK(lk_leader_observe_stop(ob));

@@ -103,7 +103,7 @@ TEST(readers_of_both_kinds_share) {
   ASSERT_OK(rw_release(&fx, r, RW_R, NULL));
   rt_run_until(&fx.loop, &ws.done, 5000);
   ASSERT_OK(ws.status);
-  ASSERT_LT((int64_t)(ws.t_ns - t_rel) / 1000000, rt_scaled_ms(1000));
+  ASSERT_LT((int64_t)(ws.t_ns - t_rel) / 1000000, rt_stall_bound_since_ns(t_rel, 1000));
   /* Now Redisson cannot read. */
   ASSERT_GE(rt_rwlock_read_try(e, "share", EMU_UUID, EMU_TID, 30000), 0);
   ASSERT_OK(rw_release(&fx, w, RW_W, NULL));
@@ -143,7 +143,7 @@ TEST(redisson_writer_release_wakes_latchkey_readers) {
   for (i = 0; i < N; i++) {
     rt_run_until(&fx.loop, &s[i].done, 5000);
     ASSERT_OK(s[i].status);
-    ASSERT_LT((int64_t)(s[i].t_ns - t_rel) / 1000000, rt_scaled_ms(1000));
+    ASSERT_LT((int64_t)(s[i].t_ns - t_rel) / 1000000, rt_stall_bound_since_ns(t_rel, 1000));
   }
   /* Redisson reads along with them. */
   ASSERT_EQ(rt_rwlock_read_try(e, "rw", EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
@@ -207,7 +207,7 @@ static void redisson_waits_for_latchkey(lk_rwlock_side_t held, int emu_write) {
   ASSERT_OK(rw_release(&fx, a, held, NULL));
   ASSERT_OK(pthread_join(th, NULL));
   ASSERT_OK(b.rc);
-  ASSERT_LT((int64_t)(b.t_ns - t_rel) / 1000000, rt_scaled_ms(1000));
+  ASSERT_LT((int64_t)(b.t_ns - t_rel) / 1000000, rt_stall_bound_since_ns(t_rel, 1000));
   expect_message(sub, held == RW_W ? "1" : "0");
   /* ...then the emulator's own release message. */
   expect_message(sub, emu_write ? "1" : "0");
@@ -293,7 +293,7 @@ TEST(downgrades_of_both_kinds) {
   expect_no_message(sub, 50);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
-  ASSERT_LE((int64_t)(s.t_ns - t_rel) / 1000000, repoll + rt_scaled_ms(300));
+  ASSERT_LE((int64_t)(s.t_ns - t_rel) / 1000000, repoll + rt_stall_bound_since_ns(t_rel, 300));
   ASSERT_OK(rw_release(&fx, r, RW_R, NULL));
   ASSERT_EQ(rt_rwlock_read_unlock(e, "dg", EMU_UUID, EMU_TID), 1);
   expect_message(sub, "0");

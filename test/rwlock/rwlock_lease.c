@@ -358,7 +358,7 @@ TEST(dead_reader_expires_while_live_reader_renews) {
   /* The dead reader's last renewal was before the kill, so its key goes by
    * kill + lease; the margin covers the 10 ms polling and a preempted test
    * (renewals on its behalf would keep it from going at all: t_gone 0). */
-  ASSERT_LE((int64_t)(t_gone - t_kill) / 1000000, lease + rt_scaled_ms(300));
+  ASSERT_LE((int64_t)(t_gone - t_kill) / 1000000, lease + rt_stall_bound_since_ns(t_kill, 300));
   printf("dead reader's hold gone %.0f ms after the kill (lease %lld ms)\n",
          (double)(t_gone - t_kill) / 1e6, (long long)lease);
   /* The dead reader's field stays (nobody may remove another's field), but
@@ -369,7 +369,7 @@ TEST(dead_reader_expires_while_live_reader_renews) {
   ASSERT_OK(rw_release(&fx, live, RW_R, NULL));
   rt_run_until(&fx.loop, &ws.done, 10000);
   ASSERT_OK(ws.status);
-  ASSERT_LT((int64_t)(ws.t_ns - t_rel) / 1000000, rt_scaled_ms(lease / 3));
+  ASSERT_LT((int64_t)(ws.t_ns - t_rel) / 1000000, rt_stall_bound_since_ns(t_rel, lease / 3));
   ASSERT_OK(rw_release(&fx, w, RW_W, NULL));
   /* And readers get in again. */
   ASSERT_OK(rw_acquire_in(&fx.loop, live, RW_R, 0, LK_LEASE_DEFAULT, &rs));

@@ -126,10 +126,11 @@ TEST(psem_fixed_lease_ends_and_permit_returns) {
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 1, NULL));
   ASSERT_OK(psem_acquire(&fx, a, 1, 0, 400));
   expiry = score_of(&fx, "{fl}:timeout", lk_psem_permit_id(a, 0));
+  const int64_t mark = rt_stall_mark();
   ASSERT_OK(psem_acquire_in(&fx.loop, b, 1, 5000, 5000, &x));
   got = server_ms(&fx);
   ASSERT_GE(got, expiry); /* safety: not before the lease ended */
-  ASSERT_LT(got, expiry + rt_scaled_ms(500));
+  ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, 500));
   ASSERT(!lk_psem_is_held(a)); /* its local deadline passed too */
   /* a's release finds its permit reclaimed: told, and nothing added. */
   ASSERT_EQ(psem_run_id(&fx, lk_psem_release, a, NULL, &r), LK_ELEASELOST);
@@ -235,7 +236,7 @@ TEST(psem_lost_permit_is_reported) {
   FX_EVENTUALLY(&fx, lost.calls != 0, 2000);
   ASSERT_EQ(lost.calls, 1);
   ASSERT_EQ(lost.status, LK_ELEASELOST);
-  ASSERT_LT(rt_now_ms() - t0, 200 + rt_scaled_ms(400)); /* within a period (lease/3) */
+  ASSERT_LT(rt_now_ms() - t0, 200 + rt_stall_bound_ms(t0, 400)); /* within a period (lease/3) */
   ASSERT_EQ(lost.permits_then, 1);
   ASSERT_STREQ(lk_psem_permit_id(a, 0), fixed);
   /* The surviving renewed permit was given back; the deleted one is gone
@@ -436,6 +437,7 @@ static void killed_holder(int64_t lease_ms) {
   ASSERT_EQ(waitpid(pid, NULL, 0), pid);
   rt_child_untrack(pid);
   killed_at = server_ms(&fx);
+  const int64_t mark = rt_stall_mark();
   {
     redisReply *r = rt_cmd(fx.srv, "ZRANGE {kh}:timeout -1 -1 WITHSCORES");
     ASSERT_NOT_NULL(r);
@@ -449,7 +451,7 @@ static void killed_holder(int64_t lease_ms) {
   printf("permits back %lld ms after the kill (lease ended %lld ms after it)\n",
          got - killed_at, expiry - killed_at);
   ASSERT_GE(got, expiry); /* safety: not before the last lease ended */
-  ASSERT_LT(got, expiry + rt_scaled_ms(1000)); /* b re-polls at the holder's ttl */
+  ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, 1000)); /* b re-polls at the holder's ttl */
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {kh}:timeout"), 2); /* b's two */
   fx_close_psem(&fx, b);
   ASSERT_EQ(srv_count(fx.srv, "kh"), 2);
@@ -501,10 +503,11 @@ TEST(psem_waiter_retries_when_the_nearest_lease_ends) {
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 1, NULL));
   ASSERT_OK(psem_acquire(&fx, a, 1, 0, 700));
   expiry = score_of(&fx, "{near}:timeout", lk_psem_permit_id(a, 0));
+  const int64_t mark = rt_stall_mark();
   ASSERT_OK(psem_acquire_in(&fx.loop, b, 1, 10000, 5000, &x));
   got = server_ms(&fx);
   ASSERT_GE(got, expiry);
-  ASSERT_LT(got, expiry + rt_scaled_ms(300));
+  ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, 300));
   fx_close_psem(&fx, a);
   fx_close_psem(&fx, b);
   fx_finish(&fx);
@@ -588,11 +591,10 @@ static void stay_refused(fx_t *fx, const char *name, long long count) {
 static long long heal_and_wait(fx_t *fx, rt_proxy_t *px, const char *name, long long want,
                                long long lease_end) {
   long long healed, got;
-  int64_t end;
   rt_proxy_refuse(px, 0);
   healed = server_ms(fx);
-  end = rt_now_ms() + rt_scaled_ms(3000);
-  while (srv_count(fx->srv, name) != want && rt_now_ms() < end) {
+  const int64_t mark = rt_stall_mark();
+  while (srv_count(fx->srv, name) != want && !rt_stall_expired(mark, 3000)) {
     uv_run(&fx->loop, UV_RUN_NOWAIT);
     rt_sleep_ms(2);
   }
@@ -601,7 +603,7 @@ static long long heal_and_wait(fx_t *fx, rt_proxy_t *px, const char *name, long 
          got - healed, lease_end - healed);
   ASSERT_EQ(srv_count(fx->srv, name), want);
   ASSERT_LT(got, lease_end - 300); /* given back, not expired */
-  ASSERT_LT(got - healed, rt_scaled_ms(1000));
+  ASSERT_LT(got - healed, rt_stall_bound_ms(mark, 1000));
   return got - healed;
 }
 
@@ -801,7 +803,7 @@ TEST(psem_close_bounded_while_server_unreachable) {
   printf("both closed %lld ms after close with the server unreachable\n", (long long)took);
   ASSERT_EQ(closed, 2);
   ASSERT_GE(took, 500); /* they waited for the give-backs */
-  ASSERT_LT(took, 650 + rt_scaled_ms(1000)); /* but not past the bound */
+  ASSERT_LT(took, 650 + rt_stall_bound_ms(t0, 1000)); /* but not past the bound */
   fx_spin(&fx, 100);
   ASSERT_EQ(closed, 2); /* once each */
   ASSERT_EQ(srv_count(fx.srv, "cbu"), 1); /* nothing invented */
