@@ -586,13 +586,25 @@ TEST(watchdog_keeps_and_loses_fair_holds) {
   a = fx_fair(&fx, "wd");
   ASSERT_OK(lk_fair_set_lost_cb(a, on_lost_flag, &lost));
   ASSERT_OK(fsx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  /* A machine stall longer than a renewal's slack may take the hold. */
+  const int64_t mark = rt_stall_mark(), slack = fx_renewal_slack(lease);
+  int held = 1;
   end = rt_now_ms() + lease * 10 / 3; /* over three leases */
-  while (rt_now_ms() < end) {
-    ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS wd"), 1);
+  while (held && rt_now_ms() < end) {
+    const long long exists = rt_cmd_int(fx.srv, "EXISTS wd");
+    if (exists == 0) /* safety: no belief in a hold the server no longer has */
+      ASSERT(!lk_fair_is_held(a));
+    held = EXPECT_HOLD(exists == 1 && lost == 0, mark, slack);
     fx_spin(&fx, 20);
   }
-  ASSERT(lk_fair_is_held(a));
-  ASSERT_EQ(lost, 0);
+  if (held)
+    held = EXPECT_HOLD(lk_fair_is_held(a) && lost == 0, mark, slack);
+  if (!held) {
+    FX_LOSS_TOLD_ONCE(&fx, lost, lk_fair_is_held(a));
+    fx_close_fair(&fx, a);
+    fx_finish(&fx);
+    return;
+  }
   /* Deleted behind its back: the next renewal says so. */
   ASSERT_EQ(rt_cmd_int(fx.srv, "DEL wd"), 1);
   rt_run_until(&fx.loop, &lost, 3000);
