@@ -44,26 +44,77 @@ static const char *g_host;
 static int g_port;
 static char g_step[160];
 
-/* ---- what the machine did to this process ------------------------------------
- * A thread sleeps 5 ms at a time and keeps the longest oversleep: how long
- * the whole process was starved (the harness's stall monitor does the same,
- * test/harness/stall.h; this program runs outside the harness). */
+/* ---- what the machine did to this process and its server ---------------------
+ * A thread sleeps 5 ms at a time and keeps the longest oversleep (the whole
+ * process was starved), and every 20 ms reads the server's run-queue wait
+ * from /proc/<pid>/schedstat: consecutive windows in which the server
+ * waited at least half the time make one stall. The harness's stall monitor
+ * does the same (test/harness/stall.h); this program runs outside the
+ * harness, beside a server check-docs.sh started. */
 
 static pthread_mutex_t stall_mu = PTHREAD_MUTEX_INITIALIZER;
 static int64_t stall_longest_ms;
+static int g_server_pid; /* 0: not known (INFO refused): process stalls only */
+
+static void stall_note(int64_t ms) {
+  pthread_mutex_lock(&stall_mu);
+  if (ms > stall_longest_ms)
+    stall_longest_ms = ms;
+  pthread_mutex_unlock(&stall_mu);
+}
+
+/* The server's run-queue wait so far, in ms (-1: not readable). */
+static int64_t server_wait_ms(void) {
+  char path[64];
+  unsigned long long on_cpu = 0, waiting = 0;
+  snprintf(path, sizeof path, "/proc/%d/schedstat", g_server_pid);
+  FILE *f = g_server_pid > 0 ? fopen(path, "r") : NULL;
+  if (f == NULL)
+    return -1;
+  int n = fscanf(f, "%llu %llu", &on_cpu, &waiting);
+  fclose(f);
+  return n == 2 ? (int64_t)(waiting / 1000000u) : -1;
+}
 
 static void *stall_probe(void *arg) {
   (void)arg;
-  for (;;) {
+  int64_t last_wait = -1, last_at = 0, run = 0;
+  for (unsigned wake = 0;; wake++) {
     uint64_t before = uv_hrtime();
     usleep(5000);
-    int64_t over = (int64_t)((uv_hrtime() - before) / 1000000u) - 5;
-    pthread_mutex_lock(&stall_mu);
-    if (over > stall_longest_ms)
-      stall_longest_ms = over;
-    pthread_mutex_unlock(&stall_mu);
+    int64_t now = (int64_t)(uv_hrtime() / 1000000u);
+    stall_note(now - (int64_t)(before / 1000000u) - 5);
+    if (wake % 4 != 0)
+      continue;
+    int64_t wait = server_wait_ms();
+    if (wait >= 0 && last_wait >= 0 && wait >= last_wait) {
+      int64_t waited = wait - last_wait, window = now - last_at;
+      run = window > 0 && waited * 2 >= window ? run + waited : 0;
+      stall_note(run);
+    }
+    last_wait = wait;
+    last_at = now;
   }
   return NULL;
+}
+
+/* The server's pid, from INFO as the default user (0 when refused). */
+static int server_pid(void) {
+  struct timeval tv = {2, 0};
+  redisContext *rc = redisConnectWithTimeout(g_host, g_port, tv);
+  redisReply *r = NULL;
+  int pid = 0;
+  if (rc != NULL && rc->err == 0 && (r = redisCommand(rc, "INFO server")) != NULL &&
+      r->type == REDIS_REPLY_STRING) {
+    const char *p = strstr(r->str, "process_id:");
+    if (p != NULL)
+      pid = atoi(p + strlen("process_id:"));
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  if (rc != NULL)
+    redisFree(rc);
+  return pid;
 }
 
 static int64_t stall_longest(void) {
@@ -75,7 +126,8 @@ static int64_t stall_longest(void) {
 
 /* A failure that says a hold was lost (a loss the library logged, a call
  * ending LK_ELEASELOST, a hold not renewed) is the machine's doing, not the
- * recipe's, when this process was stalled for longer than SLACK_MS: it is
+ * recipe's, when this process or its server was stalled for longer than
+ * SLACK_MS (at any time so far: the probe keeps no history): it is
  * printed as EXCUSED, and so is every later failure of the same object
  * (its steps relied on the hold). A denied command (NOPERM), the thing this
  * program looks for, is never excused. */
@@ -107,12 +159,13 @@ static void fail(const char *fmt, ...) {
   if (excused(msg)) {
     g_excused++;
     fprintf(stderr,
-            "acl_check: EXCUSED (%s): %s (this process was stalled for %lld ms, longer than "
-            "the %d ms a renewal leaves of the lease)\n",
+            "acl_check: EXCUSED (%s): %s (this process or its server was stalled for %lld ms, "
+            "longer than the %d ms a renewal leaves of the lease)\n",
             g_step, msg, (long long)stall_longest(), SLACK_MS);
     return;
   }
-  fprintf(stderr, "acl_check: FAIL (%s): %s\n", g_step, msg);
+  fprintf(stderr, "acl_check: FAIL (%s): %s (longest stall so far %lld ms)\n", g_step, msg,
+          (long long)stall_longest());
   /* A recipe that misses something fails many steps, each after a wait:
    * stop early, the first failures say what is missing. */
   if (++failures >= 5) {
@@ -890,6 +943,7 @@ int main(int argc, char **argv) {
   snprintf(tagged, sizeof tagged, "%s{acl}-", argv[4]);
 
   alarm(120); /* a bound on the whole run, whatever hangs */
+  g_server_pid = server_pid();
   pthread_t probe;
   if (pthread_create(&probe, NULL, stall_probe, NULL) == 0)
     pthread_detach(probe);

@@ -128,6 +128,13 @@ TEST(held_for_many_leases) {
   st = stats_of(&fx);
   /* Never renewed more often than once a period, stall or not. */
   ASSERT_LE((int64_t)st.renewals, hold_ms / (period - tick / 2) + 1);
+  if (held) { /* the server still counts the hold (a stall may take it now) */
+    v = -1;
+    const int rc = sx_try_run(&fx, lk_lock_server_hold_count, a, &v);
+    if (rc == 0 && v == 0) /* safety: no belief in a hold the server no longer has */
+      ASSERT_EQ(lk_lock_is_held(a), 0);
+    held = EXPECT_HOLD(rc == 0 && v == 1, mark, slack);
+  }
   if (!held) {
     FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
     fx_close_lock(&fx, a);
@@ -142,13 +149,16 @@ TEST(held_for_many_leases) {
   ASSERT_LE((int64_t)st.renewals, hold_ms / (period - tick / 2) + 1);
   ASSERT_GE((int64_t)st.renewals, hold_ms / rt_scaled_ms(period + tick / 2) - 1);
   ASSERT_EQ(st.leases_lost, 0);
-  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &v));
-  ASSERT_EQ(v, 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, a, &v));
-  ASSERT_EQ(v, 1);
+  v = -1;
+  if (EXPECT_HOLD(sx_try_run(&fx, lk_lock_release, a, &v) == 0, mark, slack)) {
+    ASSERT_EQ(v, 1);
+    ASSERT_EQ(lost.calls, 0);
+  } else { /* expired, or given back after the loss */
+    FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
+    FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS held") == 0, 2000);
+  }
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS held"), 0);
   ASSERT_EQ(lk_lock_is_held(a), 0);
-  ASSERT_EQ(lost.calls, 0);
   fx_close_lock(&fx, a);
   fx_finish(&fx);
 }
@@ -249,8 +259,10 @@ TEST(no_renewals_after_release) {
   }
   if (held)
     held = EXPECT_HOLD(sx_try_run(&fx, lk_lock_release, a, NULL) == 0, mark, slack);
-  if (!held)
+  if (!held) { /* expired, or given back after the loss */
     FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
+    FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS norenew") == 0, 2000);
+  }
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS norenew"), 0);
   c0 = stats_of(&fx).renewal_commands;
   e0 = script_calls(fx.srv);
