@@ -269,11 +269,18 @@ TEST(psem_update_lease) {
   ASSERT_OK(psem_update(&fx, a, id, 5000));
   now = server_ms(&fx);
   ASSERT_GT(score_of(&fx, "{upd}:timeout", id), now + 4000);
+  /* A machine stall longer than a renewal's slack may take the renewed
+   * permit (docs/reliability.md, "Tests on a loaded machine"). */
+  const int64_t mark = rt_stall_mark();
   ASSERT_OK(psem_update(&fx, a, lk_psem_permit_id(a, 1), LK_LEASE_DEFAULT));
   fx_spin(&fx, first_lease + 400);
-  ASSERT_EQ(lk_psem_permit_count(a), 2);
-  ASSERT(lk_psem_is_held(a));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {upd}:timeout"), 2);
+  if (!EXPECT_HOLD(lk_psem_permit_count(a) == 2 && lk_psem_is_held(a) &&
+                       rt_cmd_int(fx.srv, "ZCARD {upd}:timeout") == 2,
+                   mark, fx_renewal_slack(rt_scaled_ms(600)))) {
+    fx_close_psem(&fx, a);
+    fx_finish(&fx);
+    return;
+  }
   /* A permit whose lease ended: the update says so and drops it. */
   ASSERT_OK(psem_update(&fx, a, NULL, 200));
   fx_spin(&fx, 400);
