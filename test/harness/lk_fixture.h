@@ -213,30 +213,13 @@ static inline void fx_spin(fx_t *fx, int64_t ms) {
  * a period (lease / 3) after the last one and has the rest of the lease to
  * come back. A stall of the test process or its server longer than that may
  * take the hold for no fault of the library (docs/reliability.md, "Tests on
- * a loaded machine"); EXPECT_HOLD and FX_HOLD_FOR take it as their slack. */
+ * a loaded machine"); tests pass it to EXPECT_HOLD as the slack. */
 static inline int64_t fx_renewal_slack(int64_t lease_ms) { return lease_ms - lease_ms / 3; }
 
-/* Spins fx's loop for ms (unscaled) while a hold must survive, checking
- * cond on every pass (about every millisecond). held becomes 1 when cond
- * held throughout; 0 when it failed and the machine stalled for longer than
- * slack_ms since mark (EXPECT_HOLD: excused and printed; the test must then
- * stop relying on the hold, e.g. with FX_LOSS_TOLD_ONCE). Any other failure
- * of cond fails the test. */
-#define FX_HOLD_FOR(fx, held, cond, ms, mark, slack_ms)                        \
-  do {                                                                         \
-    int64_t fx_hold_end_ = rt_now_ms() + (ms);                                 \
-    (held) = 1;                                                                \
-    while ((held) && rt_now_ms() < fx_hold_end_) {                             \
-      uv_run(&(fx)->loop, UV_RUN_NOWAIT);                                      \
-      (held) = EXPECT_HOLD(cond, (mark), (slack_ms));                          \
-      rt_sleep_ms(1);                                                          \
-    }                                                                          \
-  } while (0)
-
-/* What must still hold after an excused loss: the holder is told, exactly
- * once (waited for: a liveness bound that grows by measured stalls), and it
- * no longer believes it holds (held_expr is 0). calls is the int its lost
- * callback counts in. */
+/* What must still hold after an excused loss (EXPECT_HOLD returned 0): the
+ * holder is told, exactly once (waited for: a liveness bound that grows by
+ * measured stalls), and it no longer believes it holds (held_expr is 0).
+ * calls is the int its lost callback counts in. */
 #define FX_LOSS_TOLD_ONCE(fx, calls, held_expr)                                \
   do {                                                                         \
     rt_run_until(&(fx)->loop, &(calls), 3000);                                 \
