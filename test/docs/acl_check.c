@@ -18,7 +18,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,10 @@
 #define WAIT_MS 5000  /* a waiter's budget: it is woken long before */
 #define LEASE_MS 600  /* the client's default lease: renewed every 200 ms */
 #define RENEWALS_MS 450 /* long enough for two renewals */
+/* What a renewal leaves of the lease: a machine that stops this process
+ * for longer may take a hold (docs/reliability.md, "Tests on a loaded
+ * machine"). */
+#define SLACK_MS (LEASE_MS - LEASE_MS / 3)
 
 static uv_loop_t loop;
 static lk_client_t *client;
@@ -39,13 +45,143 @@ static const char *g_host;
 static int g_port;
 static char g_step[160];
 
+/* ---- what the machine did to this process and its server ---------------------
+ * A thread sleeps 5 ms at a time and keeps the longest oversleep (the whole
+ * process was starved), and every 20 ms reads the server's run-queue wait
+ * from /proc/<pid>/schedstat: consecutive windows in which the server
+ * waited at least half the time make one stall. The harness's stall monitor
+ * does the same (test/harness/stall.h); this program runs outside the
+ * harness, beside a server check-docs.sh started. */
+
+static pthread_mutex_t stall_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t stall_longest_ms;
+static int64_t stall_last_wake_ms; /* for a stall still going on */
+static int g_server_pid; /* 0: not known (INFO refused): process stalls only */
+
+static void stall_note(int64_t ms) {
+  pthread_mutex_lock(&stall_mu);
+  if (ms > stall_longest_ms)
+    stall_longest_ms = ms;
+  pthread_mutex_unlock(&stall_mu);
+}
+
+/* The server's run-queue wait so far, in ms (-1: not readable). */
+static int64_t server_wait_ms(void) {
+  char path[64], buf[128];
+  unsigned long long on_cpu = 0, waiting = 0;
+  snprintf(path, sizeof path, "/proc/%d/schedstat", g_server_pid);
+  /* open/read, not stdio: nothing of this thread's is left on the heap when
+   * the program exits under LeakSanitizer */
+  int fd = g_server_pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return -1;
+  buf[n] = '\0';
+  return sscanf(buf, "%llu %llu", &on_cpu, &waiting) == 2 ? (int64_t)(waiting / 1000000u) : -1;
+}
+
+static void *stall_probe(void *arg) {
+  (void)arg;
+  int64_t last_wait = -1, last_at = 0, run = 0;
+  for (unsigned wake = 0;; wake++) {
+    uint64_t before = uv_hrtime();
+    usleep(5000);
+    int64_t now = (int64_t)(uv_hrtime() / 1000000u);
+    stall_note(now - (int64_t)(before / 1000000u) - 5);
+    pthread_mutex_lock(&stall_mu);
+    stall_last_wake_ms = now;
+    pthread_mutex_unlock(&stall_mu);
+    if (wake % 4 != 0)
+      continue;
+    int64_t wait = server_wait_ms();
+    if (wait >= 0 && last_wait >= 0 && wait >= last_wait) {
+      int64_t waited = wait - last_wait, window = now - last_at;
+      run = window > 0 && waited * 2 >= window ? run + waited : 0;
+      stall_note(run);
+    }
+    last_wait = wait;
+    last_at = now;
+  }
+  return NULL;
+}
+
+/* The server's pid, from INFO as the default user (0 when refused). */
+static int server_pid(void) {
+  struct timeval tv = {2, 0};
+  redisContext *rc = redisConnectWithTimeout(g_host, g_port, tv);
+  redisReply *r = NULL;
+  int pid = 0;
+  if (rc != NULL && rc->err == 0 && (r = redisCommand(rc, "INFO server")) != NULL &&
+      r->type == REDIS_REPLY_STRING) {
+    const char *p = strstr(r->str, "process_id:");
+    if (p != NULL)
+      pid = atoi(p + strlen("process_id:"));
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  if (rc != NULL)
+    redisFree(rc);
+  return pid;
+}
+
+/* The longest stall so far, including one still going on: after a stall
+ * the loop's thread may report the loss it caused before the probe thread
+ * has woken to record it. */
+static int64_t stall_longest(void) {
+  int64_t now = (int64_t)(uv_hrtime() / 1000000u);
+  pthread_mutex_lock(&stall_mu);
+  int64_t v = stall_longest_ms;
+  if (stall_last_wake_ms > 0 && now - stall_last_wake_ms - 5 > v)
+    v = now - stall_last_wake_ms - 5;
+  pthread_mutex_unlock(&stall_mu);
+  return v;
+}
+
+/* A failure that says a hold was lost (a loss the library logged, a call
+ * ending LK_ELEASELOST, a hold not renewed) is the machine's doing, not the
+ * recipe's, when this process or its server was stalled for longer than
+ * SLACK_MS (at any time so far: the probe keeps no history): it is
+ * printed as EXCUSED, and so is every later failure of the same object
+ * (its steps relied on the hold). A denied command (NOPERM), the thing this
+ * program looks for, is never excused. */
+static char g_excused_object[160];
+static int g_excused;
+
+static int excused(const char *msg) {
+  if (strstr(msg, "NOPERM") != NULL)
+    return 0;
+  const char *sep = strstr(g_step, ": ");
+  size_t len = sep != NULL ? (size_t)(sep - g_step) : strlen(g_step);
+  if (g_excused_object[0] != '\0' && strlen(g_excused_object) == len &&
+      strncmp(g_step, g_excused_object, len) == 0)
+    return 1;
+  int loss = strstr(msg, "lost") != NULL || strstr(msg, "LEASELOST") != NULL ||
+             strstr(msg, "not renewed") != NULL;
+  if (!loss || stall_longest() <= SLACK_MS)
+    return 0;
+  snprintf(g_excused_object, sizeof g_excused_object, "%.*s", (int)len, g_step);
+  return 1;
+}
+
 static void fail(const char *fmt, ...) {
+  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "acl_check: FAIL (%s): ", g_step);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  if (excused(msg)) {
+    g_excused++;
+    fprintf(stderr,
+            "acl_check: EXCUSED (%s): %s (this process or its server was stalled for %lld ms, "
+            "longer than the %d ms a renewal leaves of the lease; server pid %d)\n",
+            g_step, msg, (long long)stall_longest(), SLACK_MS, g_server_pid);
+    return;
+  }
+  fprintf(stderr, "acl_check: FAIL (%s): %s (longest stall so far %lld ms; server pid %d)\n",
+          g_step, msg, (long long)stall_longest(), g_server_pid);
   /* A recipe that misses something fails many steps, each after a wait:
    * stop early, the first failures say what is missing. */
   if (++failures >= 5) {
@@ -823,6 +959,10 @@ int main(int argc, char **argv) {
   snprintf(tagged, sizeof tagged, "%s{acl}-", argv[4]);
 
   alarm(120); /* a bound on the whole run, whatever hangs */
+  g_server_pid = server_pid();
+  pthread_t probe;
+  if (pthread_create(&probe, NULL, stall_probe, NULL) == 0)
+    pthread_detach(probe);
   uv_loop_init(&loop);
   uv_timer_init(&loop, &ticker);
   uv_timer_start(&ticker, on_tick, 50, 50);
@@ -856,8 +996,12 @@ int main(int argc, char **argv) {
   uv_run(&loop, UV_RUN_DEFAULT);
   if (uv_loop_close(&loop) != 0)
     fail("handles left on the loop");
-  if (failures == 0)
+  if (failures == 0 && g_excused == 0)
     printf("acl_check: every verb of every primitive ran as %s on %s* names\n", argv[2],
            argv[4]);
+  else if (failures == 0)
+    printf("acl_check: every verb of every primitive ran as %s on %s* names (%d steps "
+           "excused: holds lost while the machine stalled this process or its server)\n",
+           argv[2], argv[4], g_excused);
   return failures == 0 ? 0 : 1;
 }

@@ -175,7 +175,7 @@ TEST(timed_out_waiter_leaves_the_queue) {
   elapsed = ms_between(t0, sb.t_ns);
   ASSERT_EQ(sb.status, LK_ETIMEDOUT);
   ASSERT_GE(elapsed, 300); /* never before the budget */
-  ASSERT_LT(elapsed, rt_scaled_ms(1000));
+  ASSERT_LT(elapsed, rt_stall_bound_since_ns(t0, 1000));
   /* b is gone from both structures; c keeps its place and moves up. */
   ASSERT_EQ(fair_lpos(fx.srv, "tmo", lk_fair_owner(b)), -1);
   ASSERT_EQ(fair_zscore(fx.srv, "tmo", lk_fair_owner(b)), -1);
@@ -345,12 +345,13 @@ TEST(silent_head_is_skipped_at_its_deadline) {
   /* Make sure the client is connected so its counters start clean. */
   ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, b, NULL));
   lk_client_get_stats(fx.c, &st0);
+  const int64_t mark = rt_stall_mark();
   fsx_start(b, 10000, 30000, 0, &sb);
   rt_run_until(&fx.loop, &sb.done, gap + 3000);
   got = server_ms(fx.srv);
   ASSERT_OK(sb.status);
   ASSERT_GE(got, deadline); /* a live-looking head was never skipped early */
-  ASSERT_LT(got, deadline + rt_scaled_ms(500));
+  ASSERT_LT(got, deadline + rt_stall_bound_ms(mark, 500));
   lk_client_get_stats(fx.c, &st1);
   /* The attempts: join, the retry once subscribed, about one per second of
    * re-poll (max_repoll_ms), one at the deadline: a handful, never a loop.
@@ -393,7 +394,7 @@ TEST(waiter_channel_is_kept_until_close) {
     rt_run_until(&fx.loop, &rel.done, 5000);
     ASSERT_OK(s.status);
     /* woken by its message, not by a re-poll (1 s) */
-    ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_scaled_ms(500));
+    ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_stall_bound_since_ns(rel.t_ns, 500));
     ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
     ASSERT_EQ(rt_server_numsub(fx.srv, ch), 1);
   }
@@ -515,7 +516,7 @@ TEST(force_release_wakes_the_next_waiter) {
   ASSERT_EQ(r, 1);
   rt_run_until(&fx.loop, &sb.done, 5000);
   ASSERT_OK(sb.status);
-  ASSERT_LT(ms_between(t0, sb.t_ns), rt_scaled_ms(500));
+  ASSERT_LT(ms_between(t0, sb.t_ns), rt_stall_bound_since_ns(t0, 500));
   ASSERT_EQ(fsx_run(&fx, lk_fair_release, a, NULL), LK_ENOTOWNER);
   ASSERT_OK(fsx_run(&fx, lk_fair_force_release, c, &r));
   ASSERT_EQ(r, 1);
@@ -585,13 +586,25 @@ TEST(watchdog_keeps_and_loses_fair_holds) {
   a = fx_fair(&fx, "wd");
   ASSERT_OK(lk_fair_set_lost_cb(a, on_lost_flag, &lost));
   ASSERT_OK(fsx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  /* A machine stall longer than a renewal's slack may take the hold. */
+  const int64_t mark = rt_stall_mark(), slack = fx_renewal_slack(lease);
+  int held = 1;
   end = rt_now_ms() + lease * 10 / 3; /* over three leases */
-  while (rt_now_ms() < end) {
-    ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS wd"), 1);
+  while (held && rt_now_ms() < end) {
+    const long long exists = rt_cmd_int(fx.srv, "EXISTS wd");
+    if (exists == 0) /* safety: no belief in a hold the server no longer has */
+      ASSERT(!lk_fair_is_held(a));
+    held = EXPECT_HOLD(exists == 1 && lost == 0, mark, slack);
     fx_spin(&fx, 20);
   }
-  ASSERT(lk_fair_is_held(a));
-  ASSERT_EQ(lost, 0);
+  if (held)
+    held = EXPECT_HOLD(lk_fair_is_held(a) && lost == 0, mark, slack);
+  if (!held) {
+    FX_LOSS_TOLD_ONCE(&fx, lost, lk_fair_is_held(a));
+    fx_close_fair(&fx, a);
+    fx_finish(&fx);
+    return;
+  }
   /* Deleted behind its back: the next renewal says so. */
   ASSERT_EQ(rt_cmd_int(fx.srv, "DEL wd"), 1);
   rt_run_until(&fx.loop, &lost, 3000);

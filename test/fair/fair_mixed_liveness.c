@@ -197,12 +197,13 @@ TEST(silent_redisson_waiter_is_dropped_at_its_deadline_not_before) {
   ASSERT_GT(due, server_ms(fx.srv));
   fsx_start(l, 60000, 30000, 0, &sl);
   FX_EVENTUALLY(&fx, fair_lpos(fx.srv, "sr", lk_fair_owner(l)) == 1, 3000);
+  const int64_t mark = rt_stall_mark();
   ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL)); /* tells the silent one */
   rt_run_until(&fx.loop, &sl.done, 10000);
   got = server_ms(fx.srv);
   ASSERT_OK(sl.status);
   ASSERT_GE(got, due);                         /* not before its deadline */
-  ASSERT_LE(got, due + rt_scaled_ms(1500));    /* and soon after */
+  ASSERT_LE(got, due + rt_stall_bound_ms(mark, 1500)); /* and soon after */
   ASSERT_EQ(fair_lpos(fx.srv, "sr", r), -1);
   ASSERT_EQ(fair_zscore(fx.srv, "sr", r), -1);
   ASSERT_OK(fsx_run(&fx, lk_fair_release, l, NULL));
@@ -312,10 +313,11 @@ TEST(dead_latchkey_waiter_stops_blocking_redisson_clients_at_its_deadline) {
   ASSERT_EQ(rt_rfair_attempt(ctx, "dd", EMU_UUID, 1, 30000, RWAIT, NULL), 1);
   ASSERT_EQ(fair_zscore(fx.srv, "dd", owner), live); /* the allowance is used up */
   ASSERT_EQ(rt_rfair_unlock(ctx, "dd", EMU_UUID, 1), 1);
+  const int64_t mark = rt_stall_mark();
   ASSERT_EQ(rt_rfair_lock(ctx, sub, "dd", EMU_UUID, 2, 30000, RWAIT, rt_scaled_ms(10000)), 0);
   got = server_ms(fx.srv);
   ASSERT_GE(got, live);
-  ASSERT_LE(got, live + rt_scaled_ms(1000));
+  ASSERT_LE(got, live + rt_stall_bound_ms(mark, 1000));
   ASSERT_EQ(fair_lpos(fx.srv, "dd", owner), -1);
   ASSERT_EQ(rt_rfair_unlock(ctx, "dd", EMU_UUID, 2), 1);
   ASSERT_EQ(fair_llen(fx.srv, "dd"), 0);

@@ -228,7 +228,7 @@ static void f6_check(hc_t *c, uint64_t t0) {
     FAIL("the budget ran out against an unreachable server: %s, not LK_ETIMEDOUT",
          lk_err_name(c->s.status));
   ASSERT_GE(took, F6_WAIT - 5);
-  ASSERT_LE(took, F6_WAIT + rt_scaled_ms(1500));
+  ASSERT_LE(took, F6_WAIT + rt_stall_bound_since_ns(t0, 1500));
 }
 
 static void f6_lock(int how) {

@@ -2,6 +2,7 @@
  * reentrant lock and the watchdog: the cases no other suite covers. Each
  * case names its T-number; docs/reliability.md maps every T to its tests. */
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,7 @@ TEST(t04_killed_holder_frees_at_lease_end_and_token_grows) {
   uint64_t before_pttl = uv_hrtime();
   long long pttl = rt_cmd_int(fx.srv, "PTTL t04");
   uint64_t killed = uv_hrtime();
+  const int64_t mark = (int64_t)(killed / 1000000u);
   rt_worker_kill(&w);
   lk_lock_t *b = fx_lock(&fx, "t04");
   lk_lock_opts_t o;
@@ -108,8 +110,8 @@ TEST(t04_killed_holder_frees_at_lease_end_and_token_grows) {
   ASSERT_OK(s.status);
   /* Never before the key's expiry (a safety bound: unscaled, one-sided)... */
   ASSERT_GE(fu_ms_between(before_pttl, s.t_ns), pttl - 5);
-  /* ...and soon after it (liveness: scaled). */
-  ASSERT_LE(fu_ms_between(killed, s.t_ns), pttl + rt_scaled_ms(300));
+  /* ...and soon after it (liveness: scaled, and grown by measured stalls). */
+  ASSERT_LE(fu_ms_between(killed, s.t_ns), pttl + rt_stall_bound_ms(mark, 300));
   ASSERT_GT(holder_token, 0);
   ASSERT_GT(lk_lock_token(b), holder_token);
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
@@ -135,24 +137,42 @@ TEST(t05_watchdog_holds_against_competitor_then_stops) {
   lk_lock_set_lost_cb(a, fu_on_lost, &lost);
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
   /* 3 s (5 leases at timing 1): PTTL polled every 20 ms, a competitor
-   * tries every 50 ms. */
+   * tries every 50 ms. A machine stall longer than a renewal's slack may
+   * take the hold; the competitor is never admitted while a believes it
+   * holds, stall or not. */
+  const int64_t mark = rt_stall_mark(), slack = fx_renewal_slack(lease);
   int64_t end = rt_now_ms() + 3000, next_try = 0;
-  int tries = 0;
-  while (rt_now_ms() < end) {
-    ASSERT_GT(rt_cmd_int(fx.srv, "PTTL t05"), 0);
-    if (rt_now_ms() >= next_try) {
+  int tries = 0, held = 1;
+  while (held && rt_now_ms() < end) {
+    const long long pttl = rt_cmd_int(fx.srv, "PTTL t05");
+    if (pttl <= 0) /* safety: no belief in a hold the server no longer has */
+      ASSERT(!lk_lock_is_held(a));
+    held = EXPECT_HOLD(pttl > 0 && lost.calls == 0, mark, slack);
+    if (held && rt_now_ms() >= next_try) {
       sx_t s;
-      ASSERT_EQ(sx_acquire_in(&fx.loop, comp, 0, 30000, &s), LK_ETIMEDOUT);
+      const int rc = sx_acquire_in(&fx.loop, comp, 0, 30000, &s);
+      if (rc == 0) {
+        ASSERT(!lk_lock_is_held(a)); /* safety: never both */
+        ASSERT_OK(sx_run(&fx, lk_lock_release, comp, NULL));
+      }
+      held = EXPECT_HOLD(rc == LK_ETIMEDOUT, mark, slack);
       tries++;
       next_try = rt_now_ms() + 50;
     }
     fu_spin(&fx.loop, 20);
   }
-  ASSERT_GE(tries, 10);
-  ASSERT_EQ(lost.calls, 0);
-  ASSERT(lk_lock_is_held(a));
-  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS t05"), 0); /* gone with the release's reply */
+  if (held) {
+    ASSERT_GE(tries, 10);
+    ASSERT_EQ(lost.calls, 0);
+    held = EXPECT_HOLD(lk_lock_is_held(a) && sx_try_run(&fx, lk_lock_release, a, NULL) == 0, mark,
+                       slack);
+  }
+  if (held) {
+    ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS t05"), 0); /* gone with the release's reply */
+  } else {
+    FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
+    FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS t05") == 0, 2000); /* expired or given back */
+  }
   /* ... and stays gone for 1.5 leases (4.5 periods): no renewal outlives
    * the release. */
   lk_client_stats_t st0, st1;
@@ -164,7 +184,7 @@ TEST(t05_watchdog_holds_against_competitor_then_stops) {
   }
   lk_client_get_stats(fx.c, &st1);
   ASSERT_EQ(st1.renewals, st0.renewals);
-  ASSERT_EQ(lost.calls, 0);
+  ASSERT_EQ(lost.calls, held ? 0 : 1);
   fx_close_lock(&fx, a);
   lk_lock_set_data(comp, NULL);
   int closed = 0;
@@ -192,25 +212,40 @@ static void t06_worker(int index, void *arg) {
   if (lk_client_new(&loop, &o, &c) != 0 || lk_lock_new(c, "t06", &l) != 0)
     _exit(3);
   int got = 0;
+  unsigned char lost = 0; /* holds a stall took: the parent judges them */
   for (int i = 0; i < 500; i++) {
     sx_t s;
     int st = sx_acquire_in(&loop, l, 0, LK_LEASE_DEFAULT, &s);
     if (st == LK_ETIMEDOUT)
       continue;
+    if (st == LK_ELEASELOST) { /* the grant came back after its own deadline */
+      lost += lost < 255;
+      continue;
+    }
     if (st != 0)
       _exit(4);
     got++;
     sx_t r;
     memset(&r, 0, sizeof r);
-    if (lk_lock_release(l, sx_cb, &r) != 0)
+    int rc = lk_lock_release(l, sx_cb, &r);
+    if (rc == LK_ELEASELOST) { /* the lease ran out before the release */
+      lost += lost < 255;
+      continue;
+    }
+    if (rc != 0)
       _exit(5);
     rt_run_until(&loop, &r.done, 5000);
+    if (r.status == LK_ENOTOWNER) { /* the same, found by the release */
+      lost += lost < 255;
+      continue;
+    }
     if (r.status != 0)
       _exit(6);
   }
-  /* Churn done: say so, then stay alive with the loop running (an orphan
-   * renewal would go out now) for 2.5 leases. */
-  if (write(t06_pipe[1], "d", 1) != 1)
+  /* Churn done: say so (with the count of lost holds), then stay alive
+   * with the loop running (an orphan renewal would go out now) for 2.5
+   * leases. */
+  if (write(t06_pipe[1], &lost, 1) != 1)
     _exit(8);
   fu_spin(&loop, 1500);
   int closed = 0;
@@ -229,13 +264,30 @@ TEST(t06_no_orphan_renewals_after_churn) {
   t06_port = rt_server_port(srv);
   ASSERT_OK(pipe(t06_pipe));
   rt_worker_t w[4];
+  /* Workers are tracked children: their run-queue stalls count. */
+  const int64_t mark = rt_stall_mark();
   for (int i = 0; i < 4; i++)
     ASSERT_OK(rt_worker_start(&w[i], i, t06_worker, NULL));
-  /* Every worker finished its churn and idles with its client open. */
+  /* Every worker finished its churn and idles with its client open. A
+   * worker that ended early never writes: bounded, not a hang. */
+  int lost = 0;
   for (int i = 0; i < 4; i++) {
-    char b;
+    unsigned char b;
+    struct pollfd pfd = {t06_pipe[0], POLLIN, 0};
+    if (poll(&pfd, 1, (int)rt_scaled_ms(60000)) != 1) {
+      (void)rt_workers_wait(w, 4, 1000); /* reaps the ones that ended, for their codes */
+      FAIL("worker %d of 4 never finished its churn (exit codes %d %d %d %d)", i,
+           rt_worker_exit_code(&w[0]), rt_worker_exit_code(&w[1]), rt_worker_exit_code(&w[2]),
+           rt_worker_exit_code(&w[3]));
+    }
     ASSERT_EQ(read(t06_pipe[0], &b, 1), 1);
+    lost += b;
   }
+  /* A hold lost between its grant and its release (lease 600 ms, renewed
+   * every 200) is a machine stall's doing only past that slack. */
+  if (lost > 0)
+    fprintf(stderr, "t06: %d holds lost during the churn\n", lost);
+  EXPECT_HOLD(lost == 0, mark, 600 - 200);
   ASSERT_EQ(rt_cmd_int(srv, "EXISTS t06"), 0);
   /* Two leases of quiet: no script runs at all (renewals are EVALSHA). */
   long long calls0 = rt_server_cmd_calls(srv, "evalsha") + rt_server_cmd_calls(srv, "eval");
@@ -265,8 +317,11 @@ TEST(t06_live_client_goes_quiet_after_churn) {
   for (int round = 0; round < 300; round++) {
     lk_lock_t *x = l[round % 4];
     sx_t s;
+    /* A machine stall longer than the lease leaves (300 - 100 ms) may take
+     * a hold before its release: the release then says so. */
+    const int64_t mark = rt_stall_mark();
     if (sx_acquire_in(&fx.loop, x, 0, LK_LEASE_DEFAULT, &s) == 0)
-      ASSERT_OK(sx_run(&fx, lk_lock_release, x, NULL));
+      EXPECT_HOLD(sx_try_run(&fx, lk_lock_release, x, NULL) == 0, mark, 300 - 100);
   }
   lk_client_stats_t st0, st1;
   lk_client_get_stats(fx.c, &st0);
@@ -298,6 +353,7 @@ TEST(t09_short_server_pause_keeps_lease_and_bounds_waits) {
   fu_spin(&fx.loop, 700); /* a renewal is due about now */
   sx_t s;
   uint64_t t0 = uv_hrtime();
+  const int64_t mark = (int64_t)(t0 / 1000000u);
   fu_start_acquire(b, 150, 30000, 0, &s);
   rt_server_pause(fx.srv);
   uint64_t paused = uv_hrtime();
@@ -310,17 +366,22 @@ TEST(t09_short_server_pause_keeps_lease_and_bounds_waits) {
     FAIL("waiter ended with %s", lk_err_name(s.status));
   ASSERT_GE(fu_ms_between(t0, s.t_ns), 150);
   /* (A wait not bounded by latchkey's timers would end with the pause,
-   * 800 ms on.) */
-  ASSERT_LE(fu_ms_between(t0, s.t_ns), 150 + 300 + rt_scaled_ms(200));
+   * 800 ms on; the bound grows by measured machine stalls, which the
+   * pause, a stopped server, is not.) */
+  ASSERT_LE(fu_ms_between(t0, s.t_ns), 150 + 300 + rt_stall_bound_ms(mark, 200));
   fu_spin(&fx.loop, 800 - fu_ms_between(paused, still_paused)); /* lease/3 in all */
   rt_server_resume(fx.srv);
   fu_spin(&fx.loop, 1500);
-  ASSERT_EQ(lost.calls, 0);
-  ASSERT(lk_lock_is_held(a));
-  int64_t n = -1;
-  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &n));
-  ASSERT_EQ(n, 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  /* The pause (800 ms) costs no lease; a machine stall longer than what
+   * it and a renewal period leave of the lease (2400 - 800 - 800 ms) may. */
+  if (EXPECT_HOLD(lost.calls == 0 && lk_lock_is_held(a), mark, 2400 - 800 - 800)) {
+    int64_t n = -1;
+    ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &n));
+    ASSERT_EQ(n, 1);
+    ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  } else {
+    FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
+  }
   fx_close_lock(&fx, a);
   int closed = 0;
   lk_lock_set_data(b, &closed);
@@ -353,7 +414,7 @@ TEST(t11_client_pause_bounds_waiters_and_leaves_nothing_stuck) {
     if (s[i].status != LK_ETIMEDOUT && s[i].status != LK_EUNKNOWN)
       FAIL("waiter %d ended with %s", i, lk_err_name(s[i].status));
     ASSERT_GE(fu_ms_between(t0, s[i].t_ns), 1000);
-    ASSERT_LE(fu_ms_between(t0, s[i].t_ns), 1000 + 300 + rt_scaled_ms(100));
+    ASSERT_LE(fu_ms_between(t0, s[i].t_ns), 1000 + 300 + rt_stall_bound_since_ns(t0, 100));
   }
   rt_server_client_unpause(fx.srv);
   /* Nothing stuck: the holder releases and a waiter gets in promptly. */
@@ -536,7 +597,7 @@ TEST(t15_grant_arriving_after_its_lease_is_refused_and_given_back) {
   rt_proxy_delay(p, 0);
   uint64_t gone = fu_wait_gone(&fx.loop, fx.srv, "t15", 3000);
   ASSERT_GT(gone, 0);
-  ASSERT_LE(fu_ms_between(replied, gone), 1200 + rt_scaled_ms(200));
+  ASSERT_LE(fu_ms_between(replied, gone), 1200 + rt_stall_bound_since_ns(replied, 200));
   fx_close_lock(&fx, a);
   fx_finish(&fx);
   rt_proxy_stop(p);
@@ -779,7 +840,7 @@ TEST(t24_release_before_subscription_is_not_missed) {
   rt_proxy_release(p);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
-  ASSERT_LT(fu_ms_between(released, s.t_ns), rt_scaled_ms(300));
+  ASSERT_LT(fu_ms_between(released, s.t_ns), rt_stall_bound_since_ns(released, 300));
   ASSERT_OK(sx_run(&fx, lk_lock_release, w, NULL));
   int closed = 0;
   lk_lock_set_data(w, &closed);

@@ -157,7 +157,7 @@ TEST(t20_replica_answers_readonly_not_busy) {
   fu_start_acquire(a, 2000, 30000, 0, &s);
   rt_run_until(&fx.loop, &s.done, 3000);
   ASSERT_EQ(s.status, LK_EREADONLY); /* never "busy", never retried for 2 s */
-  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_scaled_ms(300));
+  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_stall_bound_since_ns(t0, 300));
   ASSERT_EQ(lk_lock_hold_count(a), 0);
   fx_close_lock(&fx, a);
   fx_finish(&fx);
@@ -291,7 +291,7 @@ TEST(t36_key_outside_acl_pattern_is_enoperm_at_once) {
   fu_start_acquire(out, 2000, 30000, 0, &s);
   rt_run_until(&fx.loop, &s.done, 3000);
   ASSERT_EQ(s.status, LK_ENOPERM); /* permanent: no retry for 2 s */
-  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_scaled_ms(200));
+  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_stall_bound_since_ns(t0, 200));
   lk_client_get_stats(fx.c, &st1);
   ASSERT_LE(st1.commands_sent - st0.commands_sent, 2);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS other:x"), 0);
@@ -350,8 +350,13 @@ TEST(t36_minimal_acl_runs_everything_without_warnings) {
   lk_lock_t *a = fx_lock(&fx, "app:t36");
   lk_lock_t *b = fu_lock(c2, "app:t36");
   int64_t last_token = 0;
+  int excused = 0;
   for (int i = 0; i < 25; i++) {
     sx_t s, t;
+    /* A machine stall longer than a renewal's slack (600 - 200 ms) may take
+     * a's hold before its release: the release then finds nothing (and the
+     * library may warn of the loss); b is still admitted, tokens still grow. */
+    const int64_t mark = rt_stall_mark();
     fu_start_acquire(a, 5000, LK_LEASE_DEFAULT, 1, &s);
     rt_run_until(&fx.loop, &s.done, 6000);
     if (s.status != 0)
@@ -361,15 +366,23 @@ TEST(t36_minimal_acl_runs_everything_without_warnings) {
     fu_start_acquire(b, 5000, LK_LEASE_DEFAULT, 1, &t); /* waits for a */
     fu_spin(&fx.loop, i == 0 ? 700 : 5); /* once across a renewal */
     uint64_t rel = uv_hrtime();
-    ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+    const int rc = sx_try_run(&fx, lk_lock_release, a, NULL);
+    if (!EXPECT_HOLD(rc == 0, mark, 600 - 200)) {
+      excused = 1;
+      ASSERT(rc == LK_ENOTOWNER || rc == LK_ELEASELOST);
+      ASSERT_EQ(lk_lock_is_held(a), 0);
+    }
     rt_run_until(&fx.loop, &t.done, 6000);
     ASSERT_OK(t.status);
-    ASSERT_LT(fu_ms_between(rel, t.t_ns), rt_scaled_ms(500)); /* woken, not polled */
+    /* Woken, not polled (a liveness bound: it grows by measured stalls). */
+    ASSERT_LT(fu_ms_between(rel, t.t_ns), rt_stall_bound_ms((int64_t)(rel / 1000000u), 500));
     ASSERT_GT(lk_lock_token(b), last_token);
     last_token = lk_lock_token(b);
-    ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
+    if (!EXPECT_HOLD(sx_try_run(&fx, lk_lock_release, b, NULL) == 0, mark, 600 - 200))
+      excused = 1;
   }
-  ASSERT_EQ(logs.warnings, 0);
+  if (!excused)
+    ASSERT_EQ(logs.warnings, 0);
   fx_close_lock(&fx, a);
   close_lock_on(&fx.loop, b);
   fu_close_client(&fx.loop, c2);
@@ -457,7 +470,7 @@ TEST(t38_loading_is_transient_and_bounded) {
   if (s.status != LK_ELOADING && s.status != LK_ETIMEDOUT)
     FAIL("acquire while loading ended with %s", lk_err_name(s.status));
   ASSERT_GE(fu_ms_between(t0, s.t_ns), 300);
-  ASSERT_LE(fu_ms_between(t0, s.t_ns), 300 + rt_scaled_ms(500));
+  ASSERT_LE(fu_ms_between(t0, s.t_ns), 300 + rt_stall_bound_since_ns(t0, 500));
   ASSERT_EQ(rt_server_info_int(fx.srv, "persistence", "loading"), 1); /* still */
   /* With a budget longer than the load, it gets the lock once loaded. */
   fu_start_acquire(a, 20000, 30000, 0, &s);
@@ -572,7 +585,7 @@ TEST(cluster_support_off_gives_ecluster_at_once) {
   fu_start_acquire(a, 2000, 30000, 0, &s);
   rt_run_until(&fx.loop, &s.done, 3000);
   ASSERT_EQ(s.status, LK_ECLUSTER);
-  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_scaled_ms(300));
+  ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_stall_bound_since_ns(t0, 300));
   fx_close_lock(&fx, a);
   fx_finish(&fx);
 }
@@ -723,9 +736,13 @@ static int t34_child(const char *port_s, const char *file) {
     return 3;
   lk_lock_set_lost_cb(l, fu_on_lost, &lost);
   sx_t s;
+  /* A machine stall longer than a renewal's slack (600 - 200 ms) may take
+   * the hold (EXPECT_HOLD excuses it; the child has its own stall monitor):
+   * the loss is then told once and the child ends early. */
+  const int64_t mark = rt_stall_mark();
   if (sx_acquire_in(&loop, l, 0, LK_LEASE_DEFAULT, &s) != 0)
     return 4;
-  int jumped_fwd = 0, jumped_back = 0;
+  int jumped_fwd = 0, jumped_back = 0, held = 1;
   for (int step = 0; step < 30; step++) { /* 3 s: +1 h at 1 s, -1 h at 2 s */
     if (step == 10 || step == 20) {
       FILE *f = fopen(file, "w");
@@ -735,8 +752,20 @@ static int t34_child(const char *port_s, const char *file) {
       fclose(f);
     }
     fu_spin(&loop, 100);
-    if (!lk_lock_is_held(l))
-      return 6;
+    if (!EXPECT_HOLD(lk_lock_is_held(l) && lost.calls == 0, mark, 600 - 200)) {
+      rt_run_until(&loop, &lost.calls, 3000);
+      if (lost.calls != 1 || lk_lock_is_held(l))
+        return 6;
+      held = 0;
+      /* Tells the parent the renewals stopped early (its count of them). */
+      char excused[700];
+      snprintf(excused, sizeof excused, "%s.excused", file);
+      FILE *x = fopen(excused, "w");
+      if (x == NULL)
+        return 11;
+      fclose(x);
+      break;
+    }
     struct timespec r, m;
     clock_gettime(CLOCK_REALTIME, &r);
     clock_gettime(CLOCK_MONOTONIC, &m);
@@ -746,16 +775,17 @@ static int t34_child(const char *port_s, const char *file) {
     if (skew < -3000)
       jumped_back = 1;
   }
-  if (!jumped_fwd || !jumped_back)
+  if (held && (!jumped_fwd || !jumped_back))
     return 7; /* the clock never moved: nothing was tested */
-  if (lost.calls != 0)
+  if (held && lost.calls != 0)
     return 8;
   sx_t r;
   memset(&r, 0, sizeof r);
-  if (lk_lock_release(l, sx_cb, &r) != 0)
+  if (held && lk_lock_release(l, sx_cb, &r) != 0)
     return 9;
-  rt_run_until(&loop, &r.done, 5000);
-  if (r.status != 0)
+  if (held)
+    rt_run_until(&loop, &r.done, 5000);
+  if (held && r.status != 0)
     return 10;
   int closed = 0;
   lk_lock_set_data(l, &closed);
@@ -809,9 +839,13 @@ TEST(t34_client_wall_clock_jump_changes_nothing) {
   ASSERT(WIFEXITED(st));
   ASSERT_EQ(WEXITSTATUS(st), 0);
   /* Renewal cadence on the server: one renewal per lease/3 (200 ms) over
-   * 3 s, neither stopped nor storming through the jumps. */
+   * 3 s, neither stopped nor storming through the jumps (not stopped: unless
+   * the child's hold was lost to an excused stall, which ends it early). */
   long long renewals = rt_server_cmd_calls(srv, "evalsha") + rt_server_cmd_calls(srv, "eval");
-  ASSERT_GE(renewals, 3 * 5 - 4);
+  char excused[700];
+  snprintf(excused, sizeof excused, "%s.excused", file);
+  if (access(excused, F_OK) != 0)
+    ASSERT_GE(renewals, 3 * 5 - 4);
   ASSERT_LE(renewals, 3 * 5 + 8);
   rt_server_stop(srv);
 #endif

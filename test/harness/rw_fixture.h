@@ -76,6 +76,19 @@ static inline int rw_release(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side,
   return s.status;
 }
 
+/* rw_release for a hold a machine stall may have taken (EXPECT_HOLD): the
+ * call's own code when not 0 (LK_ELEASELOST after on_lost), else the
+ * callback's status. */
+static inline int rw_try_release(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side) {
+  sx_t s;
+  memset(&s, 0, sizeof(s));
+  int rc = lk_rwlock_release(rw, side, rw_cb, &s);
+  if (rc != 0)
+    return rc;
+  rt_run_until(&fx->loop, &s.done, 15000);
+  return s.status;
+}
+
 typedef int (*rw_op_fn)(lk_rwlock_t *, lk_rwlock_cb, void *);
 
 /* Runs force_release / mode / remaining_ttl to completion. */

@@ -61,6 +61,12 @@ int64_t rt_stall_longest_between(int64_t from_ms, int64_t to_ms);
  * the longest machine stall since mark. Never use it for a safety bound. */
 int64_t rt_stall_bound_ms(int64_t mark, int64_t ms);
 
+/* rt_stall_bound_ms with the mark at t0_ns, a uv_hrtime() reading (the
+ * start a test measures a duration from). */
+static inline int64_t rt_stall_bound_since_ns(uint64_t t0_ns, int64_t ms) {
+  return rt_stall_bound_ms((int64_t)(t0_ns / 1000000u), ms);
+}
+
 /* For bounded polling loops: 1 once rt_stall_bound_ms(mark, ms) has passed
  * since mark (the stalls are re-read on every call). */
 int rt_stall_expired(int64_t mark, int64_t ms);

@@ -127,7 +127,8 @@ TEST(awaiter_released_by_final_count_down) {
   rt_run_until(&fx.loop, &s.done, 2000);
   ASSERT_OK(s.status);
   ASSERT_GE(s.t_ns, before_last);
-  ASSERT_LT((int64_t)((s.t_ns - before_last) / 1000000u), rt_scaled_ms(1000));
+  ASSERT_LT((int64_t)((s.t_ns - before_last) / 1000000u),
+            rt_stall_bound_since_ns(before_last, 1000));
   lx_close(&fx.loop, w);
   lx_close(&fx.loop, c);
   fx_finish(&fx);
@@ -146,14 +147,14 @@ TEST(await_with_timeout) {
   ASSERT_OK(lx_set(&fx.loop, w, 1, NULL));
   t0 = uv_hrtime();
   ASSERT_EQ(lx_await(&fx.loop, w, 0), LK_ETIMEDOUT);
-  ASSERT_LT((int64_t)((uv_hrtime() - t0) / 1000000u), rt_scaled_ms(1000));
+  ASSERT_LT((int64_t)((uv_hrtime() - t0) / 1000000u), rt_stall_bound_since_ns(t0, 1000));
   t0 = uv_hrtime();
   lx_await_start(w, 300, &s);
   rt_run_until(&fx.loop, &s.done, 3000);
   took = (int64_t)((s.t_ns - t0) / 1000000u);
   ASSERT_EQ(s.status, LK_ETIMEDOUT);
   ASSERT_GE(took, 300);
-  ASSERT_LT(took, 300 + rt_scaled_ms(1000));
+  ASSERT_LT(took, 300 + rt_stall_bound_since_ns(t0, 1000));
   ASSERT_EQ(lx_get(fx.srv, "to", -1), 1); /* an await changes nothing */
   lx_close(&fx.loop, w);
   fx_finish(&fx);
@@ -177,7 +178,7 @@ TEST(lost_message_costs_one_repoll) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "DEL quiet"), 1);
   rt_run_until(&fx.loop, &s.done, 3000);
   ASSERT_OK(s.status);
-  ASSERT_LT((int64_t)((s.t_ns - t0) / 1000000u), 200 + rt_scaled_ms(500));
+  ASSERT_LT((int64_t)((s.t_ns - t0) / 1000000u), 200 + rt_stall_bound_since_ns(t0, 500));
   lx_close(&fx.loop, w);
   fx_finish(&fx);
 }
@@ -252,8 +253,8 @@ TEST(delete_releases_awaiters) {
   rt_run_until(&fx.loop, &s2.done, 2000);
   ASSERT_EQ(s1.status, LK_EDELETED);
   ASSERT_EQ(s2.status, LK_EDELETED);
-  ASSERT_LT((int64_t)((s1.t_ns - t0) / 1000000u), rt_scaled_ms(1000));
-  ASSERT_LT((int64_t)((s2.t_ns - t0) / 1000000u), rt_scaled_ms(1000));
+  ASSERT_LT((int64_t)((s1.t_ns - t0) / 1000000u), rt_stall_bound_since_ns(t0, 1000));
+  ASSERT_LT((int64_t)((s2.t_ns - t0) / 1000000u), rt_stall_bound_since_ns(t0, 1000));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS gone"), 0);
   {
     long long ttl = rt_cmd_int(fx.srv, "PTTL latchkey_latch_deleted:{gone}");

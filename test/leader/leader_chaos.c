@@ -276,7 +276,7 @@ TEST(five_candidates_kill_stop_restart) {
   int64_t takeover_ms = (int64_t)((obs.t_ns[next] - t_kill) / 1000000u);
   printf("take-over after kill -9: %lld ms (lease %d ms, re-poll %d ms)\n",
          (long long)takeover_ms, LEASE_MS, REPOLL_MS);
-  ASSERT_LE(takeover_ms, rt_scaled_ms(LEASE_MS + REPOLL_MS + 300));
+  ASSERT_LE(takeover_ms, rt_stall_bound_since_ns(t_kill, LEASE_MS + REPOLL_MS + 300));
 
   /* SIGSTOP of the leader past its lease, then SIGCONT. */
   e = obs.n - 1;

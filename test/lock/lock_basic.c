@@ -178,7 +178,7 @@ TEST(wait_budget_is_bounded) {
   ASSERT_EQ(sx_acquire_in(&fx.loop, b, 300, 5000, &s), LK_ETIMEDOUT);
   took = (int64_t)((s.t_ns - t0) / 1000000u);
   ASSERT_GE(took, 299); /* never gives up early */
-  ASSERT_LE(took, 300 + rt_scaled_ms(400));
+  ASSERT_LE(took, 300 + rt_stall_bound_since_ns(t0, 400));
   ASSERT_EQ(lk_lock_hold_count(b), 0);
   fx_close_lock(&fx, a);
   fx_close_lock(&fx, b);
@@ -215,7 +215,7 @@ TEST(waiter_wakes_promptly_on_release) {
   released = uv_hrtime();
   rt_run_until(&fx.loop, &s.done, 10000);
   ASSERT_OK(s.status);
-  ASSERT_LT((int64_t)((s.t_ns - released) / 1000000u), rt_scaled_ms(500));
+  ASSERT_LT((int64_t)((s.t_ns - released) / 1000000u), rt_stall_bound_since_ns(released, 500));
   rt_run_until(&fx.loop, &r.done, 5000);
   fx_close_lock(&fx, a);
   fx_close_lock(&fx, b);
@@ -288,7 +288,8 @@ TEST(killed_holder_frees_after_lease) {
    * server's clock has millisecond steps). Liveness: soon after it (the
    * waiter re-polls at the holder's TTL). */
   ASSERT_GE((int64_t)((s.t_ns - child_sent_ns) / 1000000u), lease - 2);
-  ASSERT_LE((int64_t)((s.t_ns - child_got_ns) / 1000000u), lease + rt_scaled_ms(600));
+  ASSERT_LE((int64_t)((s.t_ns - child_got_ns) / 1000000u),
+            lease + rt_stall_bound_since_ns(child_got_ns, 600));
   fx_close_lock(&fx, b);
   fx_finish(&fx);
 }

@@ -241,8 +241,12 @@ TEST(rl_lean_wrongtype_member_fails_clearly) {
     mx_clog(&m, i, "rl-lean-type", 30000);
   t0 = uv_hrtime();
   ASSERT_EQ(mx_rl_acquire(&m, lean, 2000, 10000, &s), LK_EWRONGTYPE);
-  ASSERT_LT((int64_t)((s.t_ns - t0) / 1000000u), rt_scaled_ms(1000)); /* no retry */
+  ASSERT_LT((int64_t)((s.t_ns - t0) / 1000000u), rt_stall_bound_since_ns(t0, 1000)); /* no retry */
   ASSERT_EQ(s.held, 0);
+  /* A vote a machine stall kept past the node timeout (300 ms) ended the
+   * call LK_EUNKNOWN for its master; its answer still comes (seen under
+   * tools/load.sh). */
+  mx_rl_settle(&m, lean);
   for (i = 0; i < N; i++) {
     ASSERT_EQ(lk_redlock_node_status(lean, (size_t)i), LK_EWRONGTYPE);
     ASSERT_EQ(rt_cmd_int(m.srv[i], "HLEN rl-lean-type"), 1);

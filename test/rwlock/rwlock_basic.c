@@ -214,7 +214,7 @@ TEST(upgrade_refused) {
   ASSERT_EQ(lk_rwlock_acquire(a, RW_W, NULL, rw_cb, &s), LK_EUPGRADE);
   t0 = uv_hrtime();
   ASSERT_EQ(rw_acquire_in(&fx.loop, twin, RW_W, 10000, LK_LEASE_DEFAULT, &s), LK_EUPGRADE);
-  ASSERT_LT((int64_t)(uv_hrtime() - t0) / 1000000, rt_scaled_ms(2000));
+  ASSERT_LT((int64_t)(uv_hrtime() - t0) / 1000000, rt_stall_bound_since_ns(t0, 2000));
   ASSERT_EQ(lk_rwlock_hold_count(twin, RW_W), 0);
   /* The reader's hold is untouched; reading more through the twin is fine. */
   ASSERT_EQ(rw_server_holds(&fx, a, RW_R), 1);
@@ -255,7 +255,7 @@ TEST(write_release_wakes_every_waiter) {
   for (i = 0; i < N; i++) {
     rt_run_until(&fx.loop, &s[i].done, 5000);
     ASSERT_OK(s[i].status);
-    ASSERT_LT((int64_t)(s[i].t_ns - t_rel) / 1000000, rt_scaled_ms(1000));
+    ASSERT_LT((int64_t)(s[i].t_ns - t_rel) / 1000000, rt_stall_bound_since_ns(t_rel, 1000));
   }
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN wake-all"), 1 + N);
   for (i = 0; i < N; i++)
@@ -295,7 +295,7 @@ TEST(read_release_wakes_one_waiter) {
   sf = s1.done ? &s1 : &s2;
   ss = s1.done ? &s2 : &s1;
   ASSERT_OK(sf->status);
-  ASSERT_LT((int64_t)(sf->t_ns - t_rel) / 1000000, rt_scaled_ms(1000));
+  ASSERT_LT((int64_t)(sf->t_ns - t_rel) / 1000000, rt_stall_bound_since_ns(t_rel, 1000));
   fx_spin(&fx, 100);
   ASSERT_EQ(ss->done, 0);
   /* The release and one retry: the other waiter did not even try. */
@@ -304,7 +304,7 @@ TEST(read_release_wakes_one_waiter) {
   ASSERT_OK(rw_release(&fx, first, RW_W, NULL));
   rt_run_until(&fx.loop, &ss->done, 5000);
   ASSERT_OK(ss->status);
-  ASSERT_LT((int64_t)(ss->t_ns - t_rel) / 1000000, rt_scaled_ms(1000));
+  ASSERT_LT((int64_t)(ss->t_ns - t_rel) / 1000000, rt_stall_bound_since_ns(t_rel, 1000));
   ASSERT_EQ(lk_rwlock_hold_count(second, RW_W), 1);
   fx_close_rwlock(&fx, r);
   fx_close_rwlock(&fx, w1);
@@ -332,7 +332,7 @@ TEST(explicit_lease_expires) {
   /* Safety: not before the reader's lease ended (the server's clock has
    * millisecond steps); liveness: soon after. */
   ASSERT_GE((int64_t)(s.t_ns - t_acq) / 1000000, lease - 2);
-  ASSERT_LE((int64_t)(s.t_ns - t_acq) / 1000000, lease + rt_scaled_ms(1500));
+  ASSERT_LE((int64_t)(s.t_ns - t_acq) / 1000000, lease + rt_stall_bound_since_ns(t_acq, 1500));
   ASSERT_EQ(lk_rwlock_is_held(r, RW_R), 0);
   memset(&s, 0, sizeof(s));
   ASSERT_EQ(lk_rwlock_release(r, RW_R, rw_cb, &s), 0);

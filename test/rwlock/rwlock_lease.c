@@ -68,25 +68,42 @@ TEST(watchdog_keeps_both_sides) {
   ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
   k = hold_key(a, "kept", 1);
+  /* A machine stall longer than a renewal's slack may take the holds (the
+   * object is lost as a whole); never renewed past a lease, and never
+   * believed held where the server has no hash, either way. */
+  const int64_t mark = rt_stall_mark(), slack = fx_renewal_slack(lease);
+  int held = 1;
   end = rt_now_ms() + lease * 3;
-  while (rt_now_ms() < end) {
+  while (held && rt_now_ms() < end) {
     fx_spin(&fx, 20);
-    ASSERT_EQ(exists(&fx, "kept"), 1);
-    ASSERT_EQ(exists(&fx, k), 1);
+    const int hash = exists(&fx, "kept"), hold = exists(&fx, k);
     ASSERT_LE(rt_cmd_int(fx.srv, "PTTL %s", k), lease);
-    ASSERT_EQ(lk_rwlock_is_held(a, RW_W), 1);
-    ASSERT_EQ(lk_rwlock_is_held(a, RW_R), 1);
+    if (!hash)
+      ASSERT_EQ(lk_rwlock_is_held(a, RW_W) || lk_rwlock_is_held(a, RW_R), 0);
+    held = EXPECT_HOLD(hash == 1 && hold == 1 && lk_rwlock_is_held(a, RW_W) == 1 &&
+                           lk_rwlock_is_held(a, RW_R) == 1 && lost.calls == 0,
+                       mark, slack);
     checks++;
   }
   /* Downgraded: only the read side is renewed from now on. */
-  ASSERT_OK(rw_release(&fx, a, RW_W, NULL));
+  if (held)
+    held = EXPECT_HOLD(rw_try_release(&fx, a, RW_W) == 0, mark, slack);
   end = rt_now_ms() + lease * 3;
-  while (rt_now_ms() < end) {
+  while (held && rt_now_ms() < end) {
     fx_spin(&fx, 20);
-    ASSERT_EQ(exists(&fx, k), 1);
+    const int hold = exists(&fx, k);
     ASSERT_LE(rt_cmd_int(fx.srv, "PTTL kept"), lease);
-    ASSERT_EQ(lk_rwlock_is_held(a, RW_R), 1);
+    held = EXPECT_HOLD(hold == 1 && lk_rwlock_is_held(a, RW_R) == 1 && lost.calls == 0, mark,
+                       slack);
     checks++;
+  }
+  if (!held) {
+    FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_rwlock_is_held(a, RW_W) || lk_rwlock_is_held(a, RW_R));
+    FX_EVENTUALLY(&fx, rt_server_count_keys(fx.srv, "*") == 0, 3000); /* given back */
+    free(k);
+    fx_close_rwlock(&fx, a);
+    fx_finish(&fx);
+    return;
   }
   ASSERT_EQ(lost.calls, 0);
   ASSERT_GT(checks, 20);
@@ -123,6 +140,7 @@ TEST(lost_read_side) {
   ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rw_acquire(&fx, b, RW_R, 0, LK_LEASE_DEFAULT));
+  const int64_t mark = rt_stall_mark(); /* b's hold from here on */
   k = hold_key(a, "lr", 1);
   freeReplyObject(rt_cmd(fx.srv, "DEL %s", k));
   rt_run_until(&fx.loop, &lost.calls, lease * 2);
@@ -136,12 +154,17 @@ TEST(lost_read_side) {
   ASSERT_EQ(lk_rwlock_release(a, RW_R, rw_cb, &s), LK_ELEASELOST);
   ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 0);
   fx_spin(&fx, lease);
-  ASSERT_EQ(lk_rwlock_is_held(b, RW_R), 1);
+  /* b is not affected; a machine stall longer than a renewal's slack may
+   * take its hold all the same (b has no on_lost: its release says so). */
+  const int b_held = EXPECT_HOLD(lk_rwlock_is_held(b, RW_R) == 1, mark, fx_renewal_slack(lease));
   ASSERT_EQ(lost.calls, 1);
   /* A fresh start works. */
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rw_release(&fx, a, RW_R, NULL));
-  ASSERT_OK(rw_release(&fx, b, RW_R, NULL));
+  if (b_held)
+    ASSERT_OK(rw_release(&fx, b, RW_R, NULL));
+  else
+    ASSERT_EQ(rw_try_release(&fx, b, RW_R), LK_ELEASELOST);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   free(k);
   fx_close_rwlock(&fx, a);
@@ -335,7 +358,7 @@ TEST(dead_reader_expires_while_live_reader_renews) {
   /* The dead reader's last renewal was before the kill, so its key goes by
    * kill + lease; the margin covers the 10 ms polling and a preempted test
    * (renewals on its behalf would keep it from going at all: t_gone 0). */
-  ASSERT_LE((int64_t)(t_gone - t_kill) / 1000000, lease + rt_scaled_ms(300));
+  ASSERT_LE((int64_t)(t_gone - t_kill) / 1000000, lease + rt_stall_bound_since_ns(t_kill, 300));
   printf("dead reader's hold gone %.0f ms after the kill (lease %lld ms)\n",
          (double)(t_gone - t_kill) / 1e6, (long long)lease);
   /* The dead reader's field stays (nobody may remove another's field), but
@@ -346,7 +369,7 @@ TEST(dead_reader_expires_while_live_reader_renews) {
   ASSERT_OK(rw_release(&fx, live, RW_R, NULL));
   rt_run_until(&fx.loop, &ws.done, 10000);
   ASSERT_OK(ws.status);
-  ASSERT_LT((int64_t)(ws.t_ns - t_rel) / 1000000, rt_scaled_ms(lease / 3));
+  ASSERT_LT((int64_t)(ws.t_ns - t_rel) / 1000000, rt_stall_bound_since_ns(t_rel, lease / 3));
   ASSERT_OK(rw_release(&fx, w, RW_W, NULL));
   /* And readers get in again. */
   ASSERT_OK(rw_acquire_in(&fx.loop, live, RW_R, 0, LK_LEASE_DEFAULT, &rs));

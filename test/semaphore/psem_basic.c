@@ -126,10 +126,11 @@ TEST(psem_fixed_lease_ends_and_permit_returns) {
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 1, NULL));
   ASSERT_OK(psem_acquire(&fx, a, 1, 0, 400));
   expiry = score_of(&fx, "{fl}:timeout", lk_psem_permit_id(a, 0));
+  const int64_t mark = rt_stall_mark();
   ASSERT_OK(psem_acquire_in(&fx.loop, b, 1, 5000, 5000, &x));
   got = server_ms(&fx);
   ASSERT_GE(got, expiry); /* safety: not before the lease ended */
-  ASSERT_LT(got, expiry + rt_scaled_ms(500));
+  ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, 500));
   ASSERT(!lk_psem_is_held(a)); /* its local deadline passed too */
   /* a's release finds its permit reclaimed: told, and nothing added. */
   ASSERT_EQ(psem_run_id(&fx, lk_psem_release, a, NULL, &r), LK_ELEASELOST);
@@ -159,10 +160,27 @@ TEST(psem_watchdog_keeps_permits) {
   b = fx_psem(&fx, "wd");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
   ASSERT_OK(psem_acquire(&fx, a, 2, 0, LK_LEASE_DEFAULT));
+  /* A machine stall longer than a renewal's slack may take the permits;
+   * b is never let in while a believes it holds them, stall or not. */
+  const int64_t mark = rt_stall_mark(), slack = fx_renewal_slack(lease);
   fx_spin(&fx, lease * 10 / 3); /* 10 periods */
-  ASSERT(lk_psem_is_held(a));
-  ASSERT_EQ(psem_acquire(&fx, b, 1, 0, 5000), LK_ETIMEDOUT);
-  ASSERT_GT(score_of(&fx, "{wd}:timeout", lk_psem_permit_id(a, 1)), server_ms(&fx));
+  int held = EXPECT_HOLD(lk_psem_is_held(a), mark, slack);
+  if (held) {
+    const int rc = psem_acquire(&fx, b, 1, 0, 5000);
+    if (rc == 0)
+      ASSERT(!lk_psem_is_held(a)); /* safety: b got a permit a no longer has */
+    held = EXPECT_HOLD(rc == LK_ETIMEDOUT, mark, slack);
+  }
+  if (held)
+    held = EXPECT_HOLD(score_of(&fx, "{wd}:timeout", lk_psem_permit_id(a, 1)) > server_ms(&fx),
+                       mark, slack);
+  if (!held) {
+    ASSERT(!lk_psem_is_held(a)); /* it knows */
+    fx_close_psem(&fx, a);
+    fx_close_psem(&fx, b);
+    fx_finish(&fx);
+    return;
+  }
   lk_client_get_stats(fx.c, &st);
   ASSERT_GE(st.renewals, 4);
   ASSERT_EQ(st.leases_lost, 0);
@@ -218,7 +236,7 @@ TEST(psem_lost_permit_is_reported) {
   FX_EVENTUALLY(&fx, lost.calls != 0, 2000);
   ASSERT_EQ(lost.calls, 1);
   ASSERT_EQ(lost.status, LK_ELEASELOST);
-  ASSERT_LT(rt_now_ms() - t0, 200 + rt_scaled_ms(400)); /* within a period (lease/3) */
+  ASSERT_LT(rt_now_ms() - t0, 200 + rt_stall_bound_ms(t0, 400)); /* within a period (lease/3) */
   ASSERT_EQ(lost.permits_then, 1);
   ASSERT_STREQ(lk_psem_permit_id(a, 0), fixed);
   /* The surviving renewed permit was given back; the deleted one is gone
@@ -251,11 +269,18 @@ TEST(psem_update_lease) {
   ASSERT_OK(psem_update(&fx, a, id, 5000));
   now = server_ms(&fx);
   ASSERT_GT(score_of(&fx, "{upd}:timeout", id), now + 4000);
+  /* A machine stall longer than a renewal's slack may take the renewed
+   * permit (docs/reliability.md, "Tests on a loaded machine"). */
+  const int64_t mark = rt_stall_mark();
   ASSERT_OK(psem_update(&fx, a, lk_psem_permit_id(a, 1), LK_LEASE_DEFAULT));
   fx_spin(&fx, first_lease + 400);
-  ASSERT_EQ(lk_psem_permit_count(a), 2);
-  ASSERT(lk_psem_is_held(a));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {upd}:timeout"), 2);
+  if (!EXPECT_HOLD(lk_psem_permit_count(a) == 2 && lk_psem_is_held(a) &&
+                       rt_cmd_int(fx.srv, "ZCARD {upd}:timeout") == 2,
+                   mark, fx_renewal_slack(rt_scaled_ms(600)))) {
+    fx_close_psem(&fx, a);
+    fx_finish(&fx);
+    return;
+  }
   /* A permit whose lease ended: the update says so and drops it. */
   ASSERT_OK(psem_update(&fx, a, NULL, 200));
   fx_spin(&fx, 400);
@@ -419,6 +444,7 @@ static void killed_holder(int64_t lease_ms) {
   ASSERT_EQ(waitpid(pid, NULL, 0), pid);
   rt_child_untrack(pid);
   killed_at = server_ms(&fx);
+  const int64_t mark = rt_stall_mark();
   {
     redisReply *r = rt_cmd(fx.srv, "ZRANGE {kh}:timeout -1 -1 WITHSCORES");
     ASSERT_NOT_NULL(r);
@@ -432,7 +458,7 @@ static void killed_holder(int64_t lease_ms) {
   printf("permits back %lld ms after the kill (lease ended %lld ms after it)\n",
          got - killed_at, expiry - killed_at);
   ASSERT_GE(got, expiry); /* safety: not before the last lease ended */
-  ASSERT_LT(got, expiry + rt_scaled_ms(1000)); /* b re-polls at the holder's ttl */
+  ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, 1000)); /* b re-polls at the holder's ttl */
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {kh}:timeout"), 2); /* b's two */
   fx_close_psem(&fx, b);
   ASSERT_EQ(srv_count(fx.srv, "kh"), 2);
@@ -484,10 +510,11 @@ TEST(psem_waiter_retries_when_the_nearest_lease_ends) {
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 1, NULL));
   ASSERT_OK(psem_acquire(&fx, a, 1, 0, 700));
   expiry = score_of(&fx, "{near}:timeout", lk_psem_permit_id(a, 0));
+  const int64_t mark = rt_stall_mark();
   ASSERT_OK(psem_acquire_in(&fx.loop, b, 1, 10000, 5000, &x));
   got = server_ms(&fx);
   ASSERT_GE(got, expiry);
-  ASSERT_LT(got, expiry + rt_scaled_ms(300));
+  ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, 300));
   fx_close_psem(&fx, a);
   fx_close_psem(&fx, b);
   fx_finish(&fx);
@@ -571,11 +598,10 @@ static void stay_refused(fx_t *fx, const char *name, long long count) {
 static long long heal_and_wait(fx_t *fx, rt_proxy_t *px, const char *name, long long want,
                                long long lease_end) {
   long long healed, got;
-  int64_t end;
   rt_proxy_refuse(px, 0);
   healed = server_ms(fx);
-  end = rt_now_ms() + rt_scaled_ms(3000);
-  while (srv_count(fx->srv, name) != want && rt_now_ms() < end) {
+  const int64_t mark = rt_stall_mark();
+  while (srv_count(fx->srv, name) != want && !rt_stall_expired(mark, 3000)) {
     uv_run(&fx->loop, UV_RUN_NOWAIT);
     rt_sleep_ms(2);
   }
@@ -584,7 +610,7 @@ static long long heal_and_wait(fx_t *fx, rt_proxy_t *px, const char *name, long 
          got - healed, lease_end - healed);
   ASSERT_EQ(srv_count(fx->srv, name), want);
   ASSERT_LT(got, lease_end - 300); /* given back, not expired */
-  ASSERT_LT(got - healed, rt_scaled_ms(1000));
+  ASSERT_LT(got - healed, rt_stall_bound_ms(mark, 1000));
   return got - healed;
 }
 
@@ -639,12 +665,28 @@ TEST(psem_lost_lease_given_back_after_long_cut) {
   rt_proxy_stop(px);
 }
 
+/* The fast client's timeouts are 150 ms (start_fast_proxied): a machine
+ * stall longer than that may end a warm-up call LK_ECONN (not sent, nothing
+ * to undo) before the case's own faults begin. Such a call is tried again,
+ * at most 3 times, and only past a measured stall of 150 ms (the rule of
+ * EXPECT_HOLD, which prints it); otherwise it fails as before. */
+#define FAST_CALL_OK(call)                                                     \
+  do {                                                                         \
+    const int64_t fc_mark_ = rt_stall_mark();                                  \
+    int fc_rc_ = (call);                                                       \
+    for (int fc_i_ = 0; fc_rc_ == LK_ECONN && fc_i_ < 3; fc_i_++) {            \
+      rt_hold_excused_at(__FILE__, __LINE__, #call, fc_mark_, 150);            \
+      fc_rc_ = (call);                                                         \
+    }                                                                          \
+    ASSERT_OK(fc_rc_);                                                         \
+  } while (0)
+
 /* The scripts are cached on the server, so the next EVALSHA is the
  * operation itself (not a NOSCRIPT answer). */
 static void psem_warm_up(fx_t *fx, lk_psem_t *p, long long permits) {
-  ASSERT_OK(psem_run_n(fx, lk_psem_try_set_permits, p, permits, NULL));
-  ASSERT_OK(psem_acquire(fx, p, 1, 0, 60000));
-  ASSERT_OK(psem_run_id(fx, lk_psem_release, p, NULL, NULL));
+  FAST_CALL_OK(psem_run_n(fx, lk_psem_try_set_permits, p, permits, NULL));
+  FAST_CALL_OK(psem_acquire(fx, p, 1, 0, 60000));
+  FAST_CALL_OK(psem_run_id(fx, lk_psem_release, p, NULL, NULL));
 }
 
 /* An acquire runs on the server and its reply is lost with the connection;
@@ -727,12 +769,22 @@ TEST(psem_close_waits_for_pending_give_back) {
   ASSERT_EQ(x.status, LK_EUNKNOWN);
   ASSERT_EQ(srv_count(fx.srv, "cwg"), 1);
   lk_psem_set_data(a, &closed);
+  /* Close's bound is 2 x (connect + reply timeout) + reconnect_max_ms =
+   * 650 ms; the server is back in reach 200 ms in, and the give-back needs
+   * a reconnect (up to 50 ms) and a round trip. A machine stall longer
+   * than what is left (300 ms, with room for the round trip) may end the
+   * close first: the permits then come back with their lease, never
+   * twice. */
+  const int64_t mark = rt_stall_mark(), slack = 650 - 200 - 150;
   ASSERT_OK(lk_psem_close(a, count_closed));
   fx_spin(&fx, rt_scaled_ms(200));
-  ASSERT_EQ(closed, 0); /* still waiting for the give-back */
+  int in_time = EXPECT_HOLD(closed == 0, mark, slack); /* still waiting for the give-back */
   rt_proxy_refuse(px, 0);
   rt_run_until(&fx.loop, &closed, 3000);
-  ASSERT_EQ(srv_count(fx.srv, "cwg"), 3); /* given back before close completed */
+  const long long count = srv_count(fx.srv, "cwg");
+  ASSERT_LE(count, 3);
+  if (in_time) /* given back before close completed */
+    EXPECT_HOLD(count == 3, mark, slack);
   fx_spin(&fx, 50);
   ASSERT_EQ(closed, 1);
   fx_finish(&fx);
@@ -774,7 +826,7 @@ TEST(psem_close_bounded_while_server_unreachable) {
   printf("both closed %lld ms after close with the server unreachable\n", (long long)took);
   ASSERT_EQ(closed, 2);
   ASSERT_GE(took, 500); /* they waited for the give-backs */
-  ASSERT_LT(took, 650 + rt_scaled_ms(1000)); /* but not past the bound */
+  ASSERT_LT(took, 650 + rt_stall_bound_ms(t0, 1000)); /* but not past the bound */
   fx_spin(&fx, 100);
   ASSERT_EQ(closed, 2); /* once each */
   ASSERT_EQ(srv_count(fx.srv, "cbu"), 1); /* nothing invented */

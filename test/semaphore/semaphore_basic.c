@@ -269,7 +269,7 @@ TEST(waiter_wakes_on_release_message) {
   ASSERT_OK(lk_semaphore_release(a, 1, sem_cb, &rel));
   rt_run_until(&fx.loop, &w.done, 5000);
   ASSERT_OK(w.status);
-  ASSERT_LT((int64_t)((w.t_ns - t_rel) / 1000000u), rt_scaled_ms(500));
+  ASSERT_LT((int64_t)((w.t_ns - t_rel) / 1000000u), rt_stall_bound_since_ns(t_rel, 500));
   rt_run_until(&fx.loop, &rel.done, 5000);
   ASSERT_OK(rel.status);
   ASSERT_EQ(lk_semaphore_held(b), 1);
@@ -352,7 +352,7 @@ TEST(wait_budget_is_bounded_and_repolled) {
   ASSERT_EQ(sem_acquire_in(&fx.loop, s, 1, 300, &x), LK_ETIMEDOUT);
   took = (int64_t)((x.t_ns - t0) / 1000000u);
   ASSERT_GE(took, 300); /* never ends early */
-  ASSERT_LT(took, 300 + rt_scaled_ms(400));
+  ASSERT_LT(took, 300 + rt_stall_bound_since_ns(t0, 400));
   /* Permits that appear without any message (a raw SET from outside) are
    * found by the re-poll. */
   t = fx_sem(&fx, "budget");
@@ -363,7 +363,7 @@ TEST(wait_budget_is_bounded_and_repolled) {
   t0 = uv_hrtime();
   rt_run_until(&fx.loop, &x.done, 3000);
   ASSERT_OK(x.status);
-  ASSERT_LT((int64_t)((x.t_ns - t0) / 1000000u), 100 + rt_scaled_ms(300));
+  ASSERT_LT((int64_t)((x.t_ns - t0) / 1000000u), 100 + rt_stall_bound_since_ns(t0, 300));
   fx_close_sem(&fx, s);
   fx_close_sem(&fx, t);
   fx_finish(&fx);

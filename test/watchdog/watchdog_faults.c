@@ -514,6 +514,8 @@ TEST(paused_holder_hears_on_lost_first) {
   fx_start(&fx, NULL);
   ASSERT_OK(pipe(pipefd));
   fflush(NULL);
+  /* The child is a tracked child: its run-queue stalls count. */
+  const int64_t mark = rt_stall_mark();
   pid = fork();
   ASSERT(pid >= 0);
   if (pid == 0) {
@@ -524,8 +526,12 @@ TEST(paused_holder_hears_on_lost_first) {
   close(pipefd[1]);
   ASSERT_OK(read_full(&fx, pipefd[0], &ready, 1, 10000));
   ASSERT_EQ(ready, 'R');
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS " FORK_LOCK), 1);
+  /* A machine stall longer than a renewal's slack may take the child's hold
+   * before the pause: the rule under test (on_lost before any callback that
+   * finds the hold gone) must hold for that loss all the same. */
   fx_spin(&fx, CHILD_LEASE / 2); /* queries and a renewal or so */
+  const int held = EXPECT_HOLD(rt_cmd_int(fx.srv, "EXISTS " FORK_LOCK) == 1, mark,
+                               fx_renewal_slack(CHILD_LEASE));
   ASSERT_OK(kill(pid, SIGSTOP));
   ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
   ASSERT(WIFSTOPPED(status));
@@ -540,7 +546,8 @@ TEST(paused_holder_hears_on_lost_first) {
   ASSERT(WIFEXITED(status));
   ASSERT_EQ(WEXITSTATUS(status), 0);
   ASSERT_EQ(rep.setup_rc, 0);
-  ASSERT_GT(rep.held_queries, 0); /* it really held the lock before */
+  if (held)
+    ASSERT_GT(rep.held_queries, 0); /* it really held the lock before */
   ASSERT_EQ(rep.lost_calls, 1);
   ASSERT_EQ(rep.lost_status, LK_ELEASELOST);
   ASSERT_EQ(rep.lost_held, 0);

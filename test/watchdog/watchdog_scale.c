@@ -41,6 +41,7 @@ typedef struct {
   int next_wave;
   int acquired;
   int failed;
+  int failed_not_late; /* failures other than a grant that came back late */
   int first_failure;
   int lost;
   int closed;
@@ -54,6 +55,7 @@ static void big_on_acquired(lk_lock_t *l, int status, void *arg) {
   if (status != 0) {
     if (b->failed++ == 0)
       b->first_failure = status;
+    b->failed_not_late += status != LK_ELEASELOST;
     return;
   }
   if (b->acquired++ == 0)
@@ -84,6 +86,7 @@ static void big_on_wave(uv_timer_t *t) {
     int rc = lk_lock_acquire(b->locks[i], &o, big_on_acquired, b);
     if (rc != 0 && b->failed++ == 0)
       b->first_failure = rc;
+    b->failed_not_late += rc != 0;
   }
   if (++b->next_wave == WAVES)
     uv_timer_stop(t);
@@ -110,10 +113,13 @@ typedef struct {
 /* Spins until the client sends renewal scripts (a watchdog tick). */
 static tick_seen_t await_tick(fx_t *fx) {
   uint64_t c = stats_of(fx->c).renewal_commands;
-  int64_t end = rt_now_ms() + rt_scaled_ms(BIG_LEASE);
+  const int64_t mark = rt_stall_mark(); /* the bound grows by measured stalls */
   tick_seen_t seen;
   for (;;) {
-    ASSERT_LT(rt_now_ms(), end);
+    if (rt_stall_expired(mark, BIG_LEASE)) {
+      rt_stall_print("await_tick", mark);
+      FAIL("no watchdog tick within %lld ms", (long long)(rt_now_ms() - mark));
+    }
     seen.before = uv_hrtime();
     uv_run(&fx->loop, UV_RUN_NOWAIT);
     seen.after = uv_hrtime();
@@ -128,6 +134,21 @@ static void spin_until(fx_t *fx, uint64_t until_ns) {
     uv_run(&fx->loop, UV_RUN_NOWAIT);
     rt_sleep_ms(1);
   }
+}
+
+/* Closes every lock and ends the case: after an excused loss, what is left
+ * must still go (released, given back, or expired with its lease). */
+static void big_close_all(fx_t *fx, big_t *b) {
+  for (int i = 0; i < NLOCKS; i++)
+    ASSERT_OK(lk_lock_close(b->locks[i], big_on_closed));
+  const int64_t mark = rt_stall_mark();
+  while (b->closed < NLOCKS) {
+    ASSERT(!rt_stall_expired(mark, 20000));
+    uv_run(&fx->loop, UV_RUN_ONCE);
+  }
+  FX_EVENTUALLY(fx, rt_server_count_keys(fx->srv, "*") == 0, BIG_LEASE + 1000);
+  fx_finish(fx);
+  free(b);
 }
 
 static long long exists_all(fx_t *fx, big_t *b) {
@@ -185,7 +206,11 @@ TEST(ten_thousand_locks_renewed_in_batches) {
     lk_lock_set_data(b->locks[i], b);
   }
 
-  /* Acquire in WAVES waves, a tenth of a period apart. */
+  /* Acquire in WAVES waves, a tenth of a period apart. A machine stall
+   * longer than a renewal's slack may leave grants late (LK_ELEASELOST:
+   * given back) or take holds; then the test checks that nothing else went
+   * wrong and ends (docs/reliability.md, "Tests on a loaded machine"). */
+  const int64_t mark = rt_stall_mark(), slack = BIG_LEASE - BIG_LEASE / 3;
   ASSERT_OK(uv_timer_init(&fx.loop, &waves));
   waves.data = b;
   ASSERT_OK(uv_timer_start(&waves, big_on_wave, 0, period_ns / WAVES / 1000000u));
@@ -196,8 +221,13 @@ TEST(ten_thousand_locks_renewed_in_batches) {
   }
   uv_close((uv_handle_t *)&waves, NULL);
   if (b->failed != 0)
-    FAIL("%d acquisitions failed, the first with %s", b->failed,
-         lk_err_name(b->first_failure));
+    fprintf(stderr, "%d acquisitions failed, the first with %s\n", b->failed,
+            lk_err_name(b->first_failure));
+  ASSERT_EQ(b->failed_not_late, 0);
+  if (!EXPECT_HOLD(b->failed == 0, mark, slack)) {
+    big_close_all(&fx, b);
+    return;
+  }
   /* The waves went out over most of a period; the grants follow them, later
    * under load. A repeating uv timer re-arms from the loop's cached clock, so
    * a wave may come up to a millisecond early by uv_hrtime. */
@@ -206,12 +236,16 @@ TEST(ten_thousand_locks_renewed_in_batches) {
   fprintf(stderr, "waves issued over %lld ms, granted over %lld ms\n",
           (long long)((b->last_wave_ns - b->first_wave_ns) / 1000000u),
           (long long)((b->last_ns - b->first_ns) / 1000000u));
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), NLOCKS);
+  if (!EXPECT_HOLD(rt_server_count_keys(fx.srv, "*") == NLOCKS && b->lost == 0, mark, slack)) {
+    big_close_all(&fx, b);
+    return;
+  }
 
   /* Measure over P whole periods: from right after a tick to right after
    * the 2P-th tick that follows (a tick sends all its scripts in one go, so
    * the client's counter jumps once per tick). */
   t_tick = await_tick(&fx);
+  const int64_t measured = rt_stall_mark();
   wait_quiet(&fx);
   st0 = stats_of(fx.c);
   e0 = cmd_calls(fx.srv, "evalsha") + cmd_calls(fx.srv, "eval");
@@ -226,7 +260,13 @@ TEST(ten_thousand_locks_renewed_in_batches) {
    * adds up over the 2P ticks). */
   ASSERT_GE((int64_t)(t_last.before - t_tick.before), (int64_t)(2 * P * tick_ns) - 3000000);
   ASSERT_LE((int64_t)(t_last.after - t_tick.before) / 1000000,
-            (int64_t)(P * period_ns / 1000000u) + 2 * P * rt_scaled_ms(40));
+            (int64_t)(P * period_ns / 1000000u) + 2 * P * rt_scaled_ms(40) +
+                rt_stall_longest_ms(measured));
+  /* Holds a stall took are renewed no more: the counts below need them. */
+  if (!EXPECT_HOLD(b->lost == 0 && st1.leases_lost == 0, mark, slack)) {
+    big_close_all(&fx, b);
+    return;
+  }
   fprintf(stderr,
           "%d periods: %llu renewal scripts (client), %lld scripts (server), "
           "%llu leases renewed; bound %lld scripts\n",
@@ -246,14 +286,21 @@ TEST(ten_thousand_locks_renewed_in_batches) {
 
   /* Held for 3+ periods since the last acquisition: all still held. */
   spin_until(&fx, b->last_ns + 3 * period_ns + tick_ns);
+  const long long alive = exists_all(&fx, b);
+  int believed = 0;
+  for (i = 0; i < NLOCKS; i++)
+    believed += lk_lock_is_held(b->locks[i]) == 1;
+  /* Safety, stall or not: no belief in a hold whose key was gone (a key
+   * never comes back, and is_held is read after the keys). */
+  ASSERT_LE(believed, alive);
+  if (!EXPECT_HOLD(alive == NLOCKS && believed == NLOCKS && b->lost == 0 &&
+                       stats_of(fx.c).leases_lost == 0,
+                   mark, slack)) {
+    big_close_all(&fx, b);
+    return;
+  }
   dbsize = rt_server_count_keys(fx.srv, "*");
   ASSERT_EQ(dbsize, NLOCKS);
-  ASSERT_EQ(exists_all(&fx, b), NLOCKS);
-  for (i = 0; i < NLOCKS; i++)
-    if (lk_lock_is_held(b->locks[i]) != 1)
-      FAIL("lock %d: is_held %d", i, lk_lock_is_held(b->locks[i]));
-  ASSERT_EQ(b->lost, 0);
-  ASSERT_EQ(stats_of(fx.c).leases_lost, 0);
 
   /* Closing releases them all. */
   for (i = 0; i < NLOCKS; i++)
