@@ -19,7 +19,8 @@ extern "C" {
  * operation pending; members in one process use separate objects. */
 typedef struct lk_barrier_s lk_barrier_t;
 /* The barrier as a handle (docs/objects.md, "Handles"), and back (NULL when
- * the handle is not a barrier's). */
+ * the handle is not a barrier's). Its generic verbs below (close, cancel,
+ * data, name...) are aliases of lk_handle_'s, kept for one release. */
 LK_EXTERN lk_handle_t *lk_barrier_handle(lk_barrier_t *barrier);
 LK_EXTERN lk_barrier_t *lk_handle_as_barrier(lk_handle_t *handle);
 

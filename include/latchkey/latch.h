@@ -16,7 +16,8 @@ extern "C" {
  * listed as errno.h explains ("the start codes"...). */
 typedef struct lk_latch_s lk_latch_t;
 /* The latch as a handle (docs/objects.md, "Handles"), and back (NULL when
- * the handle is not a latch's). */
+ * the handle is not a latch's). Its generic verbs below (close, cancel,
+ * data, name...) are aliases of lk_handle_'s, kept for one release. */
 LK_EXTERN lk_handle_t *lk_latch_handle(lk_latch_t *latch);
 LK_EXTERN lk_latch_t *lk_handle_as_latch(lk_handle_t *handle);
 

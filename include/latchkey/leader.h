@@ -17,7 +17,8 @@ extern "C" {
  * observing does not count as one. */
 typedef struct lk_leader_s lk_leader_t;
 /* The leader as a handle (docs/objects.md, "Handles"), and back (NULL when
- * the handle is not a leader's). */
+ * the handle is not a leader's). Its generic verbs below (close, cancel,
+ * data, name...) are aliases of lk_handle_'s, kept for one release. */
 LK_EXTERN lk_handle_t *lk_leader_handle(lk_leader_t *leader);
 LK_EXTERN lk_leader_t *lk_handle_as_leader(lk_handle_t *handle);
 

@@ -16,8 +16,10 @@ extern "C" {
  * contract (lifecycle, callbacks, close, outcomes) is docs/objects.md. Codes
  * are listed as errno.h explains ("the entry codes"...). */
 typedef struct lk_multilock_s lk_multilock_t;
-/* The MultiLock as a handle (docs/objects.md, "Handles"), and back (NULL when
- * the handle is not a MultiLock's). */
+/* The MultiLock as a handle (docs/objects.md, "Handles"), and back (NULL
+ * when the handle is not a MultiLock's). Its generic verbs below (close,
+ * cancel, data, name...) are aliases of lk_handle_'s, kept for one
+ * release. */
 LK_EXTERN lk_handle_t *lk_multilock_handle(lk_multilock_t *multilock);
 LK_EXTERN lk_multilock_t *lk_handle_as_multilock(lk_handle_t *handle);
 
@@ -120,7 +122,8 @@ LK_EXTERN void lk_multilock_set_data(lk_multilock_t *ml, void *data);
  * docs/objects.md. */
 typedef struct lk_redlock_s lk_redlock_t;
 /* The RedLock as a handle (docs/objects.md, "Handles"), and back (NULL when
- * the handle is not a RedLock's). */
+ * the handle is not a RedLock's). Its generic verbs below (close, cancel,
+ * data, name...) are aliases of lk_handle_'s, kept for one release. */
 LK_EXTERN lk_handle_t *lk_redlock_handle(lk_redlock_t *redlock);
 LK_EXTERN lk_redlock_t *lk_handle_as_redlock(lk_handle_t *handle);
 
