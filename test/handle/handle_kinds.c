@@ -484,3 +484,59 @@ TEST(typed_acquire_seen_and_wait_canceled_through_handle) {
   close_members(&fx);
   fx_finish(&fx);
 }
+
+/* on_lost given through the handle is called with that handle, and a
+ * typed setter afterwards takes over (the last one set is called). */
+typedef struct lost_s {
+  lk_handle_t *seen;
+  int calls, status, typed;
+} lost_t;
+
+static void on_lost_counted(lk_handle_t *h, int status, void *arg) {
+  lost_t *x = arg;
+  x->seen = h;
+  x->calls++;
+  x->status = status;
+}
+
+static void on_lost_typed(lk_lock_t *l, int status, void *arg) {
+  lost_t *x = arg;
+  (void)l, (void)status;
+  x->typed++;
+}
+
+/* Takes a watchdog-renewed hold on h's lock and deletes its key on the
+ * server, so a renewal finds it gone; returns once on_lost told it. */
+static void lose_hold(fx_t *fx, lk_handle_t *h, const lost_t *x) {
+  ASSERT_OK(sx_acquire(fx, lk_handle_as_lock(h), 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(lk_handle_is_held(h), 1);
+  ASSERT_EQ(rt_cmd_int(fx->srv, "DEL %s", lk_handle_name(h)), 1);
+  FX_EVENTUALLY(fx, x->calls + x->typed > 0, 10000);
+  ASSERT_EQ(lk_handle_is_held(h), 0);
+}
+
+TEST(lost_callback_through_handle) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_handle_t *h;
+  lost_t x;
+  memset(&x, 0, sizeof(x));
+  lk_client_opts_init(&o);
+  o.default_lease_ms = 900; /* renewed every 300 ms */
+  fx_start_with(&fx, NULL, &o);
+  h = lk_lock_handle(fx_lock(&fx, "hl"));
+  ASSERT_OK(lk_handle_set_lost_cb(h, on_lost_counted, &x));
+  lose_hold(&fx, h, &x);
+  ASSERT_EQ(x.calls, 1);
+  ASSERT(x.seen == h);
+  ASSERT_EQ(x.status, LK_ELEASELOST);
+  ASSERT_EQ(x.typed, 0);
+  /* The typed setter replaces it: the next loss goes to the typed one. */
+  memset(&x, 0, sizeof(x));
+  ASSERT_OK(lk_lock_set_lost_cb(lk_handle_as_lock(h), on_lost_typed, &x));
+  lose_hold(&fx, h, &x);
+  ASSERT_EQ(x.typed, 1);
+  ASSERT_EQ(x.calls, 0);
+  close_handle(&fx, h);
+  fx_finish(&fx);
+}
