@@ -10,10 +10,13 @@ static const lk__obj_t *cobj(const lk_handle_t *h) { return (const lk__obj_t *)(
 
 /* --- kinds and conversions --- */
 
+/* By lk_kind_t value; a new kind adds its name at the end. */
 static const char *const kind_names[] = {
-    NULL,        "lock",   "fair",   "rwlock", "semaphore",   "psem",
-    "latch",     "multilock", "redlock", "leader", "ratelimiter", "barrier",
+    NULL,    "lock",      "fair",    "rwlock", "semaphore",   "psem",
+    "latch", "multilock", "redlock", "leader", "ratelimiter", "barrier",
 };
+_Static_assert(sizeof kind_names / sizeof kind_names[0] == LK_KIND_BARRIER + 1,
+               "a name for every lk_kind_t");
 
 const char *lk_kind_name(int kind) {
   if (kind <= 0 || (size_t)kind >= sizeof kind_names / sizeof kind_names[0])
