@@ -6,6 +6,7 @@
 #include "latchkey/common.h"
 #include "latchkey/errno.h"
 #include "latchkey/client.h"
+#include "latchkey/handle.h"
 #include "latchkey/lock.h"
 #include "latchkey/fair.h"
 #include "latchkey/rwlock.h"

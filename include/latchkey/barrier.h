@@ -2,6 +2,7 @@
 #define LATCHKEY_BARRIER_H
 
 #include "client.h"
+#include "handle.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -17,6 +18,11 @@ extern "C" {
  * outcomes) is docs/objects.md. One object is one member with at most one
  * operation pending; members in one process use separate objects. */
 typedef struct lk_barrier_s lk_barrier_t;
+/* The barrier as a handle (docs/objects.md, "Handles"), and back (NULL when
+ * the handle is not a barrier's). Its generic verbs below (close, cancel,
+ * data, name...) are aliases of lk_handle_'s, kept for one release. */
+LK_EXTERN lk_handle_t *lk_barrier_handle(lk_barrier_t *barrier);
+LK_EXTERN lk_barrier_t *lk_handle_as_barrier(lk_handle_t *handle);
 
 /* status is 0 or a negative LK_ code. lk_barrier_dropped* and
  * lk_barrier_round are readable inside the callback. */

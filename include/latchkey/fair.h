@@ -2,6 +2,7 @@
 #define LATCHKEY_FAIR_H
 
 #include "client.h"
+#include "handle.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,6 +15,12 @@ extern "C" {
  * contract (lifecycle, callbacks, close, outcomes) is docs/objects.md. Codes
  * are listed as errno.h explains ("the start codes"...). */
 typedef struct lk_fair_s lk_fair_t;
+/* The fair lock as a handle (docs/objects.md, "Handles"), and back (NULL
+ * when the handle is not a fair lock's). Its generic verbs below (close,
+ * cancel, data, name...) are aliases of lk_handle_'s, kept for one
+ * release. */
+LK_EXTERN lk_handle_t *lk_fair_handle(lk_fair_t *fair);
+LK_EXTERN lk_fair_t *lk_handle_as_fair(lk_handle_t *handle);
 
 /* status is 0 or a negative LK_ code. Results (lk_fair_result,
  * lk_fair_error_text, lk_fair_position) are readable inside the callback. */

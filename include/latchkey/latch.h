@@ -2,6 +2,7 @@
 #define LATCHKEY_LATCH_H
 
 #include "client.h"
+#include "handle.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,6 +15,11 @@ extern "C" {
  * (lifecycle, callbacks, close, outcomes) is docs/objects.md. Codes are
  * listed as errno.h explains ("the start codes"...). */
 typedef struct lk_latch_s lk_latch_t;
+/* The latch as a handle (docs/objects.md, "Handles"), and back (NULL when
+ * the handle is not a latch's). Its generic verbs below (close, cancel,
+ * data, name...) are aliases of lk_handle_'s, kept for one release. */
+LK_EXTERN lk_handle_t *lk_latch_handle(lk_latch_t *latch);
+LK_EXTERN lk_latch_t *lk_handle_as_latch(lk_handle_t *handle);
 
 /* status is 0 or a negative LK_ code. lk_latch_result and
  * lk_latch_error_text are readable inside the callback. */

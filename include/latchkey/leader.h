@@ -2,6 +2,7 @@
 #define LATCHKEY_LEADER_H
 
 #include "client.h"
+#include "handle.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -15,6 +16,11 @@ extern "C" {
  * candidate (and/or one observer) with at most one operation pending;
  * observing does not count as one. */
 typedef struct lk_leader_s lk_leader_t;
+/* The leader as a handle (docs/objects.md, "Handles"), and back (NULL when
+ * the handle is not a leader's). Its generic verbs below (close, cancel,
+ * data, name...) are aliases of lk_handle_'s, kept for one release. */
+LK_EXTERN lk_handle_t *lk_leader_handle(lk_leader_t *leader);
+LK_EXTERN lk_leader_t *lk_handle_as_leader(lk_handle_t *handle);
 
 /* status is 0 or a negative LK_ code. */
 typedef void (*lk_leader_cb)(lk_leader_t *leader, int status, void *arg);

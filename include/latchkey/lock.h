@@ -2,6 +2,7 @@
 #define LATCHKEY_LOCK_H
 
 #include "client.h"
+#include "handle.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -12,6 +13,11 @@ extern "C" {
  * object contract (lifecycle, callbacks, close, outcomes) is docs/objects.md.
  * Codes are listed as errno.h explains ("the start codes"...). */
 typedef struct lk_lock_s lk_lock_t;
+/* The lock as a handle (docs/objects.md, "Handles"), and back (NULL when the
+ * handle is not a lock's). Its generic verbs below (close, cancel, data,
+ * name...) are aliases of lk_handle_'s, kept for one release. */
+LK_EXTERN lk_handle_t *lk_lock_handle(lk_lock_t *lock);
+LK_EXTERN lk_lock_t *lk_handle_as_lock(lk_handle_t *handle);
 
 /* status is 0 or a negative LK_ code. Results (lk_lock_result,
  * lk_lock_error_text) are readable inside the callback. */

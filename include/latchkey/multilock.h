@@ -2,6 +2,7 @@
 #define LATCHKEY_MULTILOCK_H
 
 #include "client.h"
+#include "handle.h"
 #include "lock.h"
 
 #ifdef __cplusplus
@@ -15,6 +16,12 @@ extern "C" {
  * contract (lifecycle, callbacks, close, outcomes) is docs/objects.md. Codes
  * are listed as errno.h explains ("the entry codes"...). */
 typedef struct lk_multilock_s lk_multilock_t;
+/* The MultiLock as a handle (docs/objects.md, "Handles"), and back (NULL
+ * when the handle is not a MultiLock's). Its generic verbs below (close,
+ * cancel, data, name...) are aliases of lk_handle_'s, kept for one
+ * release. */
+LK_EXTERN lk_handle_t *lk_multilock_handle(lk_multilock_t *multilock);
+LK_EXTERN lk_multilock_t *lk_handle_as_multilock(lk_handle_t *handle);
 
 typedef void (*lk_multilock_cb)(lk_multilock_t *ml, int status, void *arg);
 typedef void (*lk_multilock_close_cb)(lk_multilock_t *ml);
@@ -114,6 +121,11 @@ LK_EXTERN void lk_multilock_set_data(lk_multilock_t *ml, void *data);
  * (lk_redlock_config_t.layout). docs/multilock.md; the object contract is
  * docs/objects.md. */
 typedef struct lk_redlock_s lk_redlock_t;
+/* The RedLock as a handle (docs/objects.md, "Handles"), and back (NULL when
+ * the handle is not a RedLock's). Its generic verbs below (close, cancel,
+ * data, name...) are aliases of lk_handle_'s, kept for one release. */
+LK_EXTERN lk_handle_t *lk_redlock_handle(lk_redlock_t *redlock);
+LK_EXTERN lk_redlock_t *lk_handle_as_redlock(lk_handle_t *handle);
 
 typedef void (*lk_redlock_cb)(lk_redlock_t *rl, int status, void *arg);
 typedef void (*lk_redlock_close_cb)(lk_redlock_t *rl);

@@ -2,6 +2,7 @@
 #define LATCHKEY_RATELIMITER_H
 
 #include "client.h"
+#include "handle.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,6 +20,12 @@ extern "C" {
  * close, outcomes) is docs/objects.md. Codes are listed as errno.h explains
  * ("the start codes"...). */
 typedef struct lk_ratelimiter_s lk_ratelimiter_t;
+/* The rate limiter as a handle (docs/objects.md, "Handles"), and back (NULL
+ * when the handle is not a rate limiter's). Its generic verbs below (close,
+ * cancel, data, name...) are aliases of lk_handle_'s, kept for one
+ * release. */
+LK_EXTERN lk_handle_t *lk_ratelimiter_handle(lk_ratelimiter_t *ratelimiter);
+LK_EXTERN lk_ratelimiter_t *lk_handle_as_ratelimiter(lk_handle_t *handle);
 
 typedef void (*lk_ratelimiter_cb)(lk_ratelimiter_t *rl, int status, void *arg);
 typedef void (*lk_ratelimiter_close_cb)(lk_ratelimiter_t *rl);

@@ -2,6 +2,7 @@
 #define LATCHKEY_RWLOCK_H
 
 #include "client.h"
+#include "handle.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -17,6 +18,12 @@ extern "C" {
  * docs/objects.md. Codes are listed as errno.h explains ("the start
  * codes"...). */
 typedef struct lk_rwlock_s lk_rwlock_t;
+/* The read/write lock as a handle (docs/objects.md, "Handles"), and back
+ * (NULL when the handle is not a read/write lock's). Its generic verbs below
+ * (close, cancel, data, name...) are aliases of lk_handle_'s, kept for one
+ * release. */
+LK_EXTERN lk_handle_t *lk_rwlock_handle(lk_rwlock_t *rwlock);
+LK_EXTERN lk_rwlock_t *lk_handle_as_rwlock(lk_handle_t *handle);
 
 typedef enum { LK_RW_READ = 1, LK_RW_WRITE = 2 } lk_rwlock_side_t;
 

@@ -2,6 +2,7 @@
 #define LATCHKEY_SEMAPHORE_H
 
 #include "client.h"
+#include "handle.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,12 @@ extern "C" {
 /* ---- counting semaphore ---------------------------------------------------- */
 
 typedef struct lk_semaphore_s lk_semaphore_t;
+/* The semaphore as a handle (docs/objects.md, "Handles"), and back (NULL
+ * when the handle is not a semaphore's). Its generic verbs below (close,
+ * cancel, data, name...) are aliases of lk_handle_'s, kept for one
+ * release. */
+LK_EXTERN lk_handle_t *lk_semaphore_handle(lk_semaphore_t *semaphore);
+LK_EXTERN lk_semaphore_t *lk_handle_as_semaphore(lk_handle_t *handle);
 
 /* status is 0 or a negative LK_ code; lk_semaphore_result() and
  * lk_semaphore_error_text() are readable inside the callback. */
@@ -155,6 +162,12 @@ LK_EXTERN void lk_semaphore_set_data(lk_semaphore_t *sem, void *data);
 /* ---- permit-expirable semaphore -------------------------------------------- */
 
 typedef struct lk_psem_s lk_psem_t;
+/* The permit semaphore as a handle (docs/objects.md, "Handles"), and back
+ * (NULL when the handle is not a permit semaphore's). Its generic verbs
+ * below (close, cancel, data, name...) are aliases of lk_handle_'s, kept for
+ * one release. */
+LK_EXTERN lk_handle_t *lk_psem_handle(lk_psem_t *psem);
+LK_EXTERN lk_psem_t *lk_handle_as_psem(lk_handle_t *handle);
 
 typedef void (*lk_psem_cb)(lk_psem_t *ps, int status, void *arg);
 typedef void (*lk_psem_close_cb)(lk_psem_t *ps);

@@ -181,6 +181,10 @@ static int counted(lk__obj_t *o) {
   return 1;
 }
 
+/* The handle's answers (core/handle.c): a member holds nothing, and cancel
+ * ends the enter or leave that is pending. */
+LK__HANDLE_FIELD(lk_barrier_t, name, const char *)
+
 static const lk__obj_ops_t lk__barrier_ops = {
     .attempt = lk__barrier_attempt,
     .close_release = close_release,
@@ -190,6 +194,9 @@ static const lk__obj_ops_t lk__barrier_ops = {
     .free = free_barrier,
     .message = lk__barrier_message,
     .counted = counted,
+    .handle_kind = LK_KIND_BARRIER,
+    .cancel_kind = LK__CANCEL_PENDING,
+    .name = handle_name,
 };
 
 static const char *const prefixes[4] = {LK__BARRIER_PREFIX, LK__BARRIER_MEMBERS_PREFIX,
@@ -261,14 +268,10 @@ const char *lk_barrier_member(const lk_barrier_t *b) {
   size_t len;
   return b ? lk__barrier_member_id(b, &len) : NULL;
 }
-const char *lk_barrier_error_text(const lk_barrier_t *b) {
-  return b ? lk__obj_errtext(&b->base) : "";
-}
-const char *lk_barrier_name(const lk_barrier_t *b) { return b ? b->name : NULL; }
 int lk_barrier_members(const lk_barrier_t *b) { return b ? b->n : 0; }
-lk_client_t *lk_barrier_client(const lk_barrier_t *b) { return b ? CLIENT(b) : NULL; }
-void *lk_barrier_get_data(const lk_barrier_t *b) { return b ? b->base.data : NULL; }
-void lk_barrier_set_data(lk_barrier_t *b, void *data) {
-  if (b != NULL)
-    b->base.data = data;
-}
+/* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
+const char *lk_barrier_error_text(const lk_barrier_t *b) { return lk_handle_error_text(LK__CH(b)); }
+const char *lk_barrier_name(const lk_barrier_t *b) { return lk_handle_name(LK__CH(b)); }
+lk_client_t *lk_barrier_client(const lk_barrier_t *b) { return lk_handle_client(LK__CH(b)); }
+void *lk_barrier_get_data(const lk_barrier_t *b) { return lk_handle_get_data(LK__CH(b)); }
+void lk_barrier_set_data(lk_barrier_t *b, void *data) { (void)lk_handle_set_data(LK__H(b), data); }

@@ -278,8 +278,4 @@ int lk_barrier_leave(lk_barrier_t *b, const lk_barrier_opts_t *opts, lk_barrier_
   return rc;
 }
 
-int lk_barrier_cancel(lk_barrier_t *b) {
-  if (b == NULL)
-    return LK_EINVAL;
-  return lk__obj_cancel(&b->base, b->base.kind != BARRIER_OP_NONE ? b->base.kind : -1);
-}
+int lk_barrier_cancel(lk_barrier_t *b) { return lk_handle_cancel(LK__H(b)); }

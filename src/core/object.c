@@ -155,11 +155,16 @@ int lk__obj_set_lost_cb(lk__obj_t *o, lk__fn_t fn, void *arg) {
     return rc;
   o->on_lost = fn;
   o->lost_arg = arg;
+  o->lost_generic = 0; /* lk_handle_set_lost_cb sets it after this */
   return 0;
 }
 
 void lk__obj_tell_lost(lk__obj_t *o) {
-  if (o->on_lost != NULL && !o->closing)
+  if (o->on_lost == NULL || o->closing)
+    return;
+  if (o->lost_generic)
+    ((lk_handle_cb)o->on_lost)((lk_handle_t *)o, LK_ELEASELOST, o->lost_arg);
+  else
     o->ops->call(o, o->on_lost, LK_ELEASELOST, o->lost_arg);
 }
 
@@ -259,7 +264,9 @@ static void closed_and_free(lk__obj_t *o) {
   free_parts(o);
   /* The library is done with the object: the user may close the client
    * inside the close callback. */
-  if (o->close_cb != NULL)
+  if (o->close_cb != NULL && o->close_generic)
+    ((lk_handle_close_cb)o->close_cb)((lk_handle_t *)o);
+  else if (o->close_cb != NULL)
     o->ops->call_closed(o, o->close_cb);
   o->ops->free(o);
 }
@@ -314,8 +321,12 @@ int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb) {
   rc = lk__check_client(o->client);
   if (rc != 0)
     return rc;
+  /* A MultiLock or RedLock still counts on it: the group closes it. */
+  if (o->parent != NULL)
+    return LK_EBUSY;
   o->closing = 1;
   o->close_cb = close_cb;
+  o->close_generic = 0; /* lk_handle_close sets it after this */
   lk__obj_unsubscribe(o); /* a kept channel goes with the object */
   if (o->kind != 0 && !lk__queue_linked(&o->done.node)) {
     cut_short(o, LK_ECANCELED); /* on_done_defer continues the close */

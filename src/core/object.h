@@ -127,7 +127,24 @@ typedef struct lk__obj_ops_s {
    * NULL: the core takes back the hold lk__hold_grant counted (holding
    * objects); objects that grant without it (the semaphores) must set it. */
   void (*refuse)(lk__obj_t *o);
+
+  /* --- the public handle (core/handle.c, latchkey/handle.h) --- */
+  int handle_kind; /* the kind's lk_kind_t: every kind sets it */
+  /* The operation lk_handle_cancel (and lk_X_cancel) ends when it is not
+   * acquire_kind (the latch's await, a composite's acquire), or
+   * LK__CANCEL_PENDING: whichever is pending (the barrier). 0: acquire_kind. */
+  int cancel_kind;
+  /* 1: the object tells on_lost when its holds are lost (lk_X_set_lost_cb). */
+  int tells_lost;
+  /* The kind's answers to the handle's getters; NULL: the kind has none
+   * (the handle then answers as latchkey/handle.h says). o is never NULL. */
+  const char *(*name)(const lk__obj_t *o);
+  const char *(*owner)(const lk__obj_t *o);
+  int (*is_held)(const lk__obj_t *o); /* 1 or 0 */
+  int64_t (*token)(const lk__obj_t *o);
 } lk__obj_ops_t;
+
+enum { LK__CANCEL_PENDING = -1 };
 
 struct lk__obj_s {
   lk_client_t *client;
@@ -184,6 +201,11 @@ struct lk__obj_s {
   /* Spin mode (core/spin.h): the acquire's wait sleeps a back-off with
    * jitter between tries and never subscribes. */
   unsigned spin : 1;
+  /* close_cb and on_lost were given through the handle (lk_handle_cb,
+   * lk_handle_close_cb: core/handle.c calls them), not by the kind's typed
+   * setter (ops->call, ops->call_closed). */
+  unsigned close_generic : 1;
+  unsigned lost_generic : 1;
   uint8_t value_flags;   /* the pending one-value command's LK__VALUE_* */
   struct lk__outcome_track_s *track; /* abandoned attempts still out, or NULL */
   /* Replica sync (core/sync.h): made by the first acquire that asks for it. */
@@ -196,6 +218,21 @@ struct lk__obj_s {
 };
 
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);
+
+/* An object of any kind as its public handle (NULL stays NULL): the
+ * kinds' lk_X_ generic verbs are aliases of lk_handle_ ones through it. */
+#define LK__H(p) ((lk_handle_t *)(void *)(p))
+#define LK__CH(p) ((const lk_handle_t *)(const void *)(p))
+/* lk_handle_result's value, 0 for NULL: what lk_X_result answers. */
+static inline int64_t lk__handle_result(const lk_handle_t *h) {
+  int64_t v = 0;
+  (void)lk_handle_result(h, &v);
+  return v;
+}
+/* The handle's hooks (ops->name, ops->owner, ops->token) of a kind T that
+ * keeps the answer in a field of that name. */
+#define LK__HANDLE_FIELD(T, field, type)                                       \
+  static type handle_##field(const lk__obj_t *o) { return ((const T *)o)->field; }
 
 /* Defines a primitive's two typed trampolines, call and call_closed (for
  * ops->call and ops->call_closed), for an object type T whose callbacks

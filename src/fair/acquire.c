@@ -324,6 +324,4 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
   return rc;
 }
 
-int lk_fair_cancel(lk_fair_t *f) {
-  return lk__obj_cancel(f ? &f->base : NULL, LK__FAIR_OP_ACQUIRE);
-}
+int lk_fair_cancel(lk_fair_t *f) { return lk_handle_cancel(LK__H(f)); }

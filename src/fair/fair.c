@@ -117,6 +117,14 @@ static void free_fair(lk__obj_t *o) {
   lk__free(f);
 }
 
+/* The handle's answers (core/handle.c). */
+LK__HANDLE_FIELD(lk_fair_t, name, const char *)
+LK__HANDLE_FIELD(lk_fair_t, owner, const char *)
+LK__HANDLE_FIELD(lk_fair_t, token, int64_t)
+static int handle_is_held(const lk__obj_t *o) {
+  return !o->lost && lk__hold_is_held(o->client, &((const lk_fair_t *)o)->hold);
+}
+
 static const lk__obj_ops_t lk__fair_ops = {
     .complete = on_complete,
     .attempt = lk__fair_attempt,
@@ -133,6 +141,12 @@ static const lk__obj_ops_t lk__fair_ops = {
     .deferred = lk__fair_deferred_release,
     .give_back = lk__fair_give_back,
     .lose = lk__fair_lose,
+    .handle_kind = LK_KIND_FAIR,
+    .tells_lost = 1,
+    .name = handle_name,
+    .owner = handle_owner,
+    .is_held = handle_is_held,
+    .token = handle_token,
     .value_done = lk__fair_value_done,
 };
 
@@ -228,21 +242,17 @@ int lk_fair_set_queue_cb(lk_fair_t *f, lk_fair_cb on_queued, void *arg) {
 
 int64_t lk_fair_position(const lk_fair_t *f) { return f ? f->position : -1; }
 
-int lk_fair_is_held(const lk_fair_t *f) {
-  return f != NULL && !f->base.lost && lk__hold_is_held(LK__FAIR_CLIENT(f), &f->hold);
-}
+int lk_fair_is_held(const lk_fair_t *f) { return lk_handle_is_held(LK__CH(f)) == 1; }
 
-int64_t lk_fair_token(const lk_fair_t *f) { return f ? f->token : 0; }
+int64_t lk_fair_token(const lk_fair_t *f) { return f ? lk_handle_token(LK__CH(f)) : 0; }
 
 int lk_fair_sync_acked(const lk_fair_t *f) { return lk__obj_sync_acked(f ? &f->base : NULL); }
 uint32_t lk_fair_hold_count(const lk_fair_t *f) { return f ? f->hold.count : 0; }
-int64_t lk_fair_result(const lk_fair_t *f) { return f ? f->base.result : 0; }
-const char *lk_fair_error_text(const lk_fair_t *f) { return f ? lk__obj_errtext(&f->base) : ""; }
-const char *lk_fair_name(const lk_fair_t *f) { return f ? f->name : NULL; }
-const char *lk_fair_owner(const lk_fair_t *f) { return f ? f->owner : NULL; }
-lk_client_t *lk_fair_client(const lk_fair_t *f) { return f ? LK__FAIR_CLIENT(f) : NULL; }
-void *lk_fair_get_data(const lk_fair_t *f) { return f ? f->base.data : NULL; }
-void lk_fair_set_data(lk_fair_t *f, void *data) {
-  if (f != NULL)
-    f->base.data = data;
-}
+/* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
+int64_t lk_fair_result(const lk_fair_t *f) { return lk__handle_result(LK__CH(f)); }
+const char *lk_fair_error_text(const lk_fair_t *f) { return lk_handle_error_text(LK__CH(f)); }
+const char *lk_fair_name(const lk_fair_t *f) { return lk_handle_name(LK__CH(f)); }
+const char *lk_fair_owner(const lk_fair_t *f) { return lk_handle_owner(LK__CH(f)); }
+lk_client_t *lk_fair_client(const lk_fair_t *f) { return lk_handle_client(LK__CH(f)); }
+void *lk_fair_get_data(const lk_fair_t *f) { return lk_handle_get_data(LK__CH(f)); }
+void lk_fair_set_data(lk_fair_t *f, void *data) { (void)lk_handle_set_data(LK__H(f), data); }

@@ -48,6 +48,9 @@ static int resend_safe(lk__obj_t *o) {
   return 1;
 }
 
+/* The handle's answers (core/handle.c): the latch holds nothing. */
+LK__HANDLE_FIELD(lk_latch_t, name, const char *)
+
 static const lk__obj_ops_t lk__latch_ops = {
     .attempt = lk__latch_attempt_state,
     .abandon = on_abandon,
@@ -57,6 +60,9 @@ static const lk__obj_ops_t lk__latch_ops = {
     .call_closed = call_closed,
     .free = free_latch,
     .message = NULL,
+    .handle_kind = LK_KIND_LATCH,
+    .cancel_kind = LATCH_OP_AWAIT,
+    .name = handle_name,
 };
 
 void lk_latch_opts_init(lk_latch_opts_t *o) {
@@ -170,19 +176,15 @@ int lk_latch_close(lk_latch_t *l, lk_latch_close_cb close_cb) {
   return lk__obj_close(l ? &l->base : NULL, (lk__fn_t)close_cb);
 }
 
-int lk_latch_cancel(lk_latch_t *l) {
-  return lk__obj_cancel(l ? &l->base : NULL, LATCH_OP_AWAIT);
-}
+int lk_latch_cancel(lk_latch_t *l) { return lk_handle_cancel(LK__H(l)); }
 
 /* --- accessors --- */
 
-int64_t lk_latch_result(const lk_latch_t *l) { return l ? l->base.result : 0; }
-const char *lk_latch_error_text(const lk_latch_t *l) { return l ? lk__obj_errtext(&l->base) : ""; }
-const char *lk_latch_name(const lk_latch_t *l) { return l ? l->name : NULL; }
 int lk_latch_is_strict(const lk_latch_t *l) { return l ? l->strict : 0; }
-lk_client_t *lk_latch_client(const lk_latch_t *l) { return l ? LATCH_CLIENT(l) : NULL; }
-void *lk_latch_get_data(const lk_latch_t *l) { return l ? l->base.data : NULL; }
-void lk_latch_set_data(lk_latch_t *l, void *data) {
-  if (l != NULL)
-    l->base.data = data;
-}
+/* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
+int64_t lk_latch_result(const lk_latch_t *l) { return lk__handle_result(LK__CH(l)); }
+const char *lk_latch_error_text(const lk_latch_t *l) { return lk_handle_error_text(LK__CH(l)); }
+const char *lk_latch_name(const lk_latch_t *l) { return lk_handle_name(LK__CH(l)); }
+lk_client_t *lk_latch_client(const lk_latch_t *l) { return lk_handle_client(LK__CH(l)); }
+void *lk_latch_get_data(const lk_latch_t *l) { return lk_handle_get_data(LK__CH(l)); }
+void lk_latch_set_data(lk_latch_t *l, void *data) { (void)lk_handle_set_data(LK__H(l), data); }

@@ -356,7 +356,7 @@ int lk_leader_campaign(lk_leader_t *l, const lk_leader_opts_t *opts, lk_leader_c
   return rc;
 }
 
-int lk_leader_cancel(lk_leader_t *l) { return lk__obj_cancel(l ? &l->base : NULL, OP_CAMPAIGN); }
+int lk_leader_cancel(lk_leader_t *l) { return lk_handle_cancel(LK__H(l)); }
 
 /* --- resign --- */
 
@@ -459,6 +459,15 @@ static void free_leader(lk__obj_t *o) {
   lk__free(l);
 }
 
+/* The handle's answers (core/handle.c): the name is the role, held is
+ * leading, the token is the term. */
+static const char *handle_name(const lk__obj_t *o) { return ((const lk_leader_t *)o)->role; }
+LK__HANDLE_FIELD(lk_leader_t, term, int64_t)
+static int handle_is_held(const lk__obj_t *o) {
+  const lk_leader_t *l = (const lk_leader_t *)o;
+  return leading(l) && lk__now_ns() < l->hold.deadline_ns;
+}
+
 static const lk__obj_ops_t lk__leader_ops = {
     .attempt = attempt_campaign,
     .close_release = close_release,
@@ -475,6 +484,11 @@ static const lk__obj_ops_t lk__leader_ops = {
     .deferred = deferred_resign,
     .give_back = give_back_hold,
     .lose = lose,
+    .handle_kind = LK_KIND_LEADER,
+    .tells_lost = 1,
+    .name = handle_name,
+    .is_held = handle_is_held,
+    .token = handle_term,
 };
 
 int lk_leader_new(lk_client_t *c, const char *role, lk_leader_t **out) {
@@ -539,18 +553,12 @@ int lk_leader_set_lost_cb(lk_leader_t *l, lk_leader_cb on_lost, void *arg) {
   return lk__obj_set_lost_cb(l ? &l->base : NULL, (lk__fn_t)on_lost, arg);
 }
 
-int lk_leader_is_leader(const lk_leader_t *l) {
-  return l != NULL && leading(l) && lk__now_ns() < l->hold.deadline_ns;
-}
+int lk_leader_is_leader(const lk_leader_t *l) { return lk_handle_is_held(LK__CH(l)) == 1; }
 
 int64_t lk_leader_term(const lk_leader_t *l) { return l ? l->term : 0; }
-const char *lk_leader_error_text(const lk_leader_t *l) {
-  return l ? lk__obj_errtext(&l->base) : "";
-}
-const char *lk_leader_role(const lk_leader_t *l) { return l ? l->role : NULL; }
-lk_client_t *lk_leader_client(const lk_leader_t *l) { return l ? CLIENT(l) : NULL; }
-void *lk_leader_get_data(const lk_leader_t *l) { return l ? l->base.data : NULL; }
-void lk_leader_set_data(lk_leader_t *l, void *data) {
-  if (l != NULL)
-    l->base.data = data;
-}
+/* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
+const char *lk_leader_error_text(const lk_leader_t *l) { return lk_handle_error_text(LK__CH(l)); }
+const char *lk_leader_role(const lk_leader_t *l) { return lk_handle_name(LK__CH(l)); }
+lk_client_t *lk_leader_client(const lk_leader_t *l) { return lk_handle_client(LK__CH(l)); }
+void *lk_leader_get_data(const lk_leader_t *l) { return lk_handle_get_data(LK__CH(l)); }
+void lk_leader_set_data(lk_leader_t *l, void *data) { (void)lk_handle_set_data(LK__H(l), data); }

@@ -355,9 +355,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   return rc;
 }
 
-int lk_lock_cancel(lk_lock_t *l) {
-  return lk__obj_cancel(l ? &l->base : NULL, OP_ACQUIRE);
-}
+int lk_lock_cancel(lk_lock_t *l) { return lk_handle_cancel(LK__H(l)); }
 
 /* --- release --- */
 
@@ -675,6 +673,14 @@ static int wake_message(lk__obj_t *o, const char *msg, size_t len) {
   return LK__WAKE_ONE;
 }
 
+/* The handle's answers (core/handle.c). */
+LK__HANDLE_FIELD(lk_lock_t, name, const char *)
+LK__HANDLE_FIELD(lk_lock_t, owner, const char *)
+LK__HANDLE_FIELD(lk_lock_t, token, int64_t)
+static int handle_is_held(const lk__obj_t *o) {
+  return !o->lost && lk__hold_is_held(o->client, &((const lk_lock_t *)o)->hold);
+}
+
 static const lk__obj_ops_t lk__lock_ops = {
     .attempt = attempt_acquire,
     .close_release = on_close_release_start,
@@ -692,6 +698,12 @@ static const lk__obj_ops_t lk__lock_ops = {
     .give_back = give_back_hold,
     .lose = lose,
     .value_done = value_done,
+    .handle_kind = LK_KIND_LOCK,
+    .tells_lost = 1,
+    .name = handle_name,
+    .owner = handle_owner,
+    .is_held = handle_is_held,
+    .token = handle_token,
 };
 
 /* The lock's name, channel and fencing-token key share one slot
@@ -737,31 +749,21 @@ int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   return 0;
 }
 
+/* A member of a MultiLock or RedLock is refused by the core (LK_EBUSY). */
 int lk_lock_close(lk_lock_t *l, lk_lock_close_cb close_cb) {
-  int rc;
-  if (l == NULL)
-    return LK_EINVAL;
-  /* A MultiLock still counts on it (a forked child only frees memory). */
-  if (l->group != NULL && !lk__client_forked(CLIENT(l))) {
-    rc = lk__check_client(CLIENT(l));
-    return rc != 0 ? rc : LK_EBUSY;
-  }
-  return lk__obj_close(&l->base, (lk__fn_t)close_cb);
+  return lk__obj_close(l ? &l->base : NULL, (lk__fn_t)close_cb);
 }
 
-/* --- accessors --- */
+/* --- accessors; the generic ones are aliases of lk_handle_ (handle.h) --- */
 
 uint32_t lk_lock_hold_count(const lk_lock_t *l) { return l ? l->hold.count : 0; }
-int64_t lk_lock_result(const lk_lock_t *l) { return l ? l->base.result : 0; }
-const char *lk_lock_error_text(const lk_lock_t *l) { return l ? lk__obj_errtext(&l->base) : ""; }
-const char *lk_lock_name(const lk_lock_t *l) { return l ? l->name : NULL; }
-const char *lk_lock_owner(const lk_lock_t *l) { return l ? l->owner : NULL; }
-lk_client_t *lk_lock_client(const lk_lock_t *l) { return l ? CLIENT(l) : NULL; }
-void *lk_lock_get_data(const lk_lock_t *l) { return l ? l->base.data : NULL; }
-void lk_lock_set_data(lk_lock_t *l, void *data) {
-  if (l != NULL)
-    l->base.data = data;
-}
+int64_t lk_lock_result(const lk_lock_t *l) { return lk__handle_result(LK__CH(l)); }
+const char *lk_lock_error_text(const lk_lock_t *l) { return lk_handle_error_text(LK__CH(l)); }
+const char *lk_lock_name(const lk_lock_t *l) { return lk_handle_name(LK__CH(l)); }
+const char *lk_lock_owner(const lk_lock_t *l) { return lk_handle_owner(LK__CH(l)); }
+lk_client_t *lk_lock_client(const lk_lock_t *l) { return lk_handle_client(LK__CH(l)); }
+void *lk_lock_get_data(const lk_lock_t *l) { return lk_handle_get_data(LK__CH(l)); }
+void lk_lock_set_data(lk_lock_t *l, void *data) { (void)lk_handle_set_data(LK__H(l), data); }
 
 int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
   int rc = lk__obj_check(l ? &l->base : NULL);
@@ -781,11 +783,9 @@ int lk_lock_set_lost_cb(lk_lock_t *l, lk_lock_cb on_lost, void *arg) {
   return lk__obj_set_lost_cb(l ? &l->base : NULL, (lk__fn_t)on_lost, arg);
 }
 
-int lk_lock_is_held(const lk_lock_t *l) {
-  return l != NULL && !l->base.lost && lk__hold_is_held(CLIENT(l), &l->hold);
-}
+int lk_lock_is_held(const lk_lock_t *l) { return lk_handle_is_held(LK__CH(l)) == 1; }
 
-int64_t lk_lock_token(const lk_lock_t *l) { return l ? l->token : 0; }
+int64_t lk_lock_token(const lk_lock_t *l) { return l ? lk_handle_token(LK__CH(l)) : 0; }
 
 int lk_lock_sync_acked(const lk_lock_t *l) { return lk__obj_sync_acked(l ? &l->base : NULL); }
 

@@ -504,9 +504,7 @@ int lk_multilock_release(lk_multilock_t *ml, lk_multilock_cb cb, void *arg) {
   return 0;
 }
 
-int lk_multilock_cancel(lk_multilock_t *ml) {
-  return lk__obj_cancel(ml ? &ml->base : NULL, OP_ACQUIRE);
-}
+int lk_multilock_cancel(lk_multilock_t *ml) { return lk_handle_cancel(LK__H(ml)); }
 
 /* The pending operation is cut short (cancel, close): pending member
  * acquires are canceled, holds this operation took are given back, and
@@ -567,12 +565,29 @@ static void free_ml(lk__obj_t *o) {
   lk__free(ml);
 }
 
+/* The handle's answers (core/handle.c): no name, no token of its own;
+ * held is every member held for the group. */
+static int handle_is_held(const lk__obj_t *o) {
+  const lk_multilock_t *ml = (const lk_multilock_t *)o;
+  size_t i;
+  if (ml->holds == 0 || ml->lost)
+    return 0;
+  for (i = 0; i < ml->n; i++)
+    if (!lk_lock_is_held(ml->m[i].lock))
+      return 0;
+  return 1;
+}
+
 static const lk__obj_ops_t lk__multilock_ops = {
     .abandon = on_abandon,
     .close_release = on_close_release,
     .call = call,
     .call_closed = call_closed,
     .free = free_ml,
+    .handle_kind = LK_KIND_MULTILOCK,
+    .cancel_kind = OP_ACQUIRE,
+    .tells_lost = 1,
+    .is_held = handle_is_held,
 };
 
 static int check_members(lk_lock_t *const *locks, size_t n) {
@@ -643,15 +658,7 @@ int lk_multilock_set_lost_cb(lk_multilock_t *ml, lk_multilock_cb on_lost, void *
   return lk__obj_set_lost_cb(ml ? &ml->base : NULL, (lk__fn_t)on_lost, arg);
 }
 
-int lk_multilock_is_held(const lk_multilock_t *ml) {
-  size_t i;
-  if (ml == NULL || ml->holds == 0 || ml->lost)
-    return 0;
-  for (i = 0; i < ml->n; i++)
-    if (!lk_lock_is_held(ml->m[i].lock))
-      return 0;
-  return 1;
-}
+int lk_multilock_is_held(const lk_multilock_t *ml) { return lk_handle_is_held(LK__CH(ml)) == 1; }
 
 uint32_t lk_multilock_hold_count(const lk_multilock_t *ml) { return ml ? ml->holds : 0; }
 size_t lk_multilock_size(const lk_multilock_t *ml) { return ml ? ml->n : 0; }
@@ -661,8 +668,8 @@ lk_lock_t *lk_multilock_member(const lk_multilock_t *ml, size_t i) {
 int lk_multilock_member_status(const lk_multilock_t *ml, size_t i) {
   return ml != NULL && i < ml->n ? ml->m[i].status : LK_EINVAL;
 }
-void *lk_multilock_get_data(const lk_multilock_t *ml) { return ml ? ml->base.data : NULL; }
+/* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
+void *lk_multilock_get_data(const lk_multilock_t *ml) { return lk_handle_get_data(LK__CH(ml)); }
 void lk_multilock_set_data(lk_multilock_t *ml, void *data) {
-  if (ml != NULL)
-    ml->base.data = data;
+  (void)lk_handle_set_data(LK__H(ml), data);
 }

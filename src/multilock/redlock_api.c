@@ -103,9 +103,7 @@ int lk_redlock_release(lk_redlock_t *rl, lk_redlock_cb cb, void *arg) {
   return 0;
 }
 
-int lk_redlock_cancel(lk_redlock_t *rl) {
-  return lk__obj_cancel(rl ? &rl->base : NULL, OP_ACQUIRE);
-}
+int lk_redlock_cancel(lk_redlock_t *rl) { return lk_handle_cancel(LK__H(rl)); }
 
 static void on_node_closed(lk_lock_t *l) {
   lk__rnode_t *nd = lk_lock_get_data(l);
@@ -151,12 +149,25 @@ static void free_rl(lk__obj_t *o) {
   lk__free(rl);
 }
 
+/* The handle's answers (core/handle.c): held is a quorum's validity left. */
+LK__HANDLE_FIELD(lk_redlock_t, name, const char *)
+LK__HANDLE_FIELD(lk_redlock_t, token, int64_t)
+static int handle_is_held(const lk__obj_t *o) {
+  return lk__rl_held_deadline((const lk_redlock_t *)o) > lk__now_ns();
+}
+
 static const lk__obj_ops_t lk__redlock_ops = {
     .abandon = lk__rl_abandon,
     .close_release = on_close_release,
     .call = call,
     .call_closed = call_closed,
     .free = free_rl,
+    .handle_kind = LK_KIND_REDLOCK,
+    .cancel_kind = OP_ACQUIRE,
+    .tells_lost = 1,
+    .name = handle_name,
+    .is_held = handle_is_held,
+    .token = handle_token,
 };
 
 static int check_clients(lk_client_t *const *clients, size_t n) {
@@ -275,9 +286,7 @@ int lk_redlock_set_lost_cb(lk_redlock_t *rl, lk_redlock_cb on_lost, void *arg) {
   return lk__obj_set_lost_cb(rl ? &rl->base : NULL, (lk__fn_t)on_lost, arg);
 }
 
-int lk_redlock_is_held(const lk_redlock_t *rl) {
-  return rl != NULL && lk__rl_held_deadline(rl) > lk__now_ns();
-}
+int lk_redlock_is_held(const lk_redlock_t *rl) { return lk_handle_is_held(LK__CH(rl)) == 1; }
 
 int64_t lk_redlock_validity_ms(const lk_redlock_t *rl) {
   uint64_t d, now = lk__now_ns();
@@ -287,7 +296,7 @@ int64_t lk_redlock_validity_ms(const lk_redlock_t *rl) {
   return d > now ? (int64_t)((d - now) / 1000000u) : 0;
 }
 
-int64_t lk_redlock_token(const lk_redlock_t *rl) { return rl ? rl->token : 0; }
+int64_t lk_redlock_token(const lk_redlock_t *rl) { return rl ? lk_handle_token(LK__CH(rl)) : 0; }
 uint32_t lk_redlock_hold_count(const lk_redlock_t *rl) { return rl ? rl->holds : 0; }
 size_t lk_redlock_size(const lk_redlock_t *rl) { return rl ? rl->n : 0; }
 size_t lk_redlock_quorum(const lk_redlock_t *rl) { return rl ? rl->quorum : 0; }
@@ -311,9 +320,9 @@ int lk_redlock_node_quarantined(const lk_redlock_t *rl, size_t i) {
 lk_lock_t *lk_redlock_node_lock(const lk_redlock_t *rl, size_t i) {
   return rl != NULL && i < rl->n ? rl->node[i].lock : NULL;
 }
-const char *lk_redlock_name(const lk_redlock_t *rl) { return rl ? rl->name : NULL; }
-void *lk_redlock_get_data(const lk_redlock_t *rl) { return rl ? rl->base.data : NULL; }
+/* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
+const char *lk_redlock_name(const lk_redlock_t *rl) { return lk_handle_name(LK__CH(rl)); }
+void *lk_redlock_get_data(const lk_redlock_t *rl) { return lk_handle_get_data(LK__CH(rl)); }
 void lk_redlock_set_data(lk_redlock_t *rl, void *data) {
-  if (rl != NULL)
-    rl->base.data = data;
+  (void)lk_handle_set_data(LK__H(rl), data);
 }

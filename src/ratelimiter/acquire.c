@@ -128,6 +128,4 @@ int lk_ratelimiter_try_acquire(lk_ratelimiter_t *rl, int64_t permits, lk_ratelim
   return lk_ratelimiter_acquire(rl, &o, cb, arg);
 }
 
-int lk_ratelimiter_cancel(lk_ratelimiter_t *rl) {
-  return lk__obj_cancel(rl ? &rl->base : NULL, RL_ACQUIRE);
-}
+int lk_ratelimiter_cancel(lk_ratelimiter_t *rl) { return lk_handle_cancel(LK__H(rl)); }

@@ -193,6 +193,10 @@ static int counted(lk__obj_t *o) {
   return 1;
 }
 
+/* The handle's answers (core/handle.c): granted permits are spent, so the
+ * rate limiter holds nothing. */
+LK__HANDLE_FIELD(lk_ratelimiter_t, name, const char *)
+
 static const lk__obj_ops_t lk__ratelimiter_ops = {
     .call = call,
     .call_closed = call_closed,
@@ -201,6 +205,8 @@ static const lk__obj_ops_t lk__ratelimiter_ops = {
     .acquire_kind = RL_ACQUIRE,
     .counted = counted,
     .read_value = read_value,
+    .handle_kind = LK_KIND_RATELIMITER,
+    .name = handle_name,
 };
 
 int lk_ratelimiter_new(lk_client_t *c, const char *name, lk_ratelimiter_t **out) {
@@ -266,19 +272,21 @@ void lk_ratelimiter_config(const lk_ratelimiter_t *rl, lk_ratelimiter_config_t *
   else
     *out = rl->cfg;
 }
-int64_t lk_ratelimiter_result(const lk_ratelimiter_t *rl) { return rl ? rl->base.result : 0; }
+int64_t lk_ratelimiter_result(const lk_ratelimiter_t *rl) {
+  return lk__handle_result(LK__CH(rl));
+}
 int64_t lk_ratelimiter_grant_time_ms(const lk_ratelimiter_t *rl) {
   return rl ? rl->grant_time_ms : 0;
 }
+/* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
 const char *lk_ratelimiter_error_text(const lk_ratelimiter_t *rl) {
-  return rl ? lk__obj_errtext(&rl->base) : "";
+  return lk_handle_error_text(LK__CH(rl));
 }
-const char *lk_ratelimiter_name(const lk_ratelimiter_t *rl) { return rl ? rl->name : NULL; }
+const char *lk_ratelimiter_name(const lk_ratelimiter_t *rl) { return lk_handle_name(LK__CH(rl)); }
 lk_client_t *lk_ratelimiter_client(const lk_ratelimiter_t *rl) {
-  return rl ? rl->base.client : NULL;
+  return lk_handle_client(LK__CH(rl));
 }
-void *lk_ratelimiter_get_data(const lk_ratelimiter_t *rl) { return rl ? rl->base.data : NULL; }
+void *lk_ratelimiter_get_data(const lk_ratelimiter_t *rl) { return lk_handle_get_data(LK__CH(rl)); }
 void lk_ratelimiter_set_data(lk_ratelimiter_t *rl, void *data) {
-  if (rl != NULL)
-    rl->base.data = data;
+  (void)lk_handle_set_data(LK__H(rl), data);
 }

@@ -84,9 +84,7 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
   return rc;
 }
 
-int lk_rwlock_cancel(lk_rwlock_t *rw) {
-  return lk__obj_cancel(rw ? &rw->base : NULL, LK__RW_OP_ACQUIRE);
-}
+int lk_rwlock_cancel(lk_rwlock_t *rw) { return lk_handle_cancel(LK__H(rw)); }
 
 /* --- force release and queries --- */
 
@@ -231,6 +229,16 @@ static void free_rwlock(lk__obj_t *o) {
   lk__free(rw);
 }
 
+/* The handle's answers (core/handle.c): held is either side held. */
+LK__HANDLE_FIELD(lk_rwlock_t, name, const char *)
+LK__HANDLE_FIELD(lk_rwlock_t, owner, const char *)
+LK__HANDLE_FIELD(lk_rwlock_t, token, int64_t)
+static int handle_is_held(const lk__obj_t *o) {
+  const lk_rwlock_t *rw = (const lk_rwlock_t *)o;
+  return !o->lost && (lk__hold_is_held(o->client, &rw->side[0]) ||
+                      lk__hold_is_held(o->client, &rw->side[1]));
+}
+
 static const lk__obj_ops_t lk__rwlock_ops = {
     .attempt = lk__rw_attempt,
     .close_release = lk__rw_close_release,
@@ -248,6 +256,12 @@ static const lk__obj_ops_t lk__rwlock_ops = {
     .lose = lk__rw_lose,
     .read_value = read_value,
     .value_done = value_done,
+    .handle_kind = LK_KIND_RWLOCK,
+    .tells_lost = 1,
+    .name = handle_name,
+    .owner = handle_owner,
+    .is_held = handle_is_held,
+    .token = handle_token,
 };
 
 /* {NAME}, or NAME itself when it has a brace (Redisson's hash-tag rule):
@@ -349,18 +363,16 @@ uint32_t lk_rwlock_hold_count(const lk_rwlock_t *rw, lk_rwlock_side_t side) {
   return rw->side[lk__rw_side_index(side)].count;
 }
 
-int64_t lk_rwlock_token(const lk_rwlock_t *rw) { return rw ? rw->token : 0; }
+int64_t lk_rwlock_token(const lk_rwlock_t *rw) { return rw ? lk_handle_token(LK__CH(rw)) : 0; }
 
 int lk_rwlock_sync_acked(const lk_rwlock_t *rw) {
   return lk__obj_sync_acked(rw ? &rw->base : NULL);
 }
-int64_t lk_rwlock_result(const lk_rwlock_t *rw) { return rw ? rw->base.result : 0; }
-const char *lk_rwlock_error_text(const lk_rwlock_t *rw) { return rw ? lk__obj_errtext(&rw->base) : ""; }
-const char *lk_rwlock_name(const lk_rwlock_t *rw) { return rw ? rw->name : NULL; }
-const char *lk_rwlock_owner(const lk_rwlock_t *rw) { return rw ? rw->owner : NULL; }
-lk_client_t *lk_rwlock_client(const lk_rwlock_t *rw) { return rw ? LK__RW_CLIENT(rw) : NULL; }
-void *lk_rwlock_get_data(const lk_rwlock_t *rw) { return rw ? rw->base.data : NULL; }
-void lk_rwlock_set_data(lk_rwlock_t *rw, void *data) {
-  if (rw != NULL)
-    rw->base.data = data;
-}
+/* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
+int64_t lk_rwlock_result(const lk_rwlock_t *rw) { return lk__handle_result(LK__CH(rw)); }
+const char *lk_rwlock_error_text(const lk_rwlock_t *rw) { return lk_handle_error_text(LK__CH(rw)); }
+const char *lk_rwlock_name(const lk_rwlock_t *rw) { return lk_handle_name(LK__CH(rw)); }
+const char *lk_rwlock_owner(const lk_rwlock_t *rw) { return lk_handle_owner(LK__CH(rw)); }
+lk_client_t *lk_rwlock_client(const lk_rwlock_t *rw) { return lk_handle_client(LK__CH(rw)); }
+void *lk_rwlock_get_data(const lk_rwlock_t *rw) { return lk_handle_get_data(LK__CH(rw)); }
+void lk_rwlock_set_data(lk_rwlock_t *rw, void *data) { (void)lk_handle_set_data(LK__H(rw), data); }

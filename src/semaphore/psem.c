@@ -159,7 +159,7 @@ int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, voi
   return rc;
 }
 
-int lk_psem_cancel(lk_psem_t *p) { return lk__obj_cancel(p ? &p->base : NULL, OP_ACQUIRE); }
+int lk_psem_cancel(lk_psem_t *p) { return lk_handle_cancel(LK__H(p)); }
 
 /* --- release --- */
 
@@ -611,6 +611,10 @@ static void refuse_acquire(lk__obj_t *o) {
   o->result = 0;
 }
 
+/* The handle's answers (core/handle.c). */
+LK__HANDLE_FIELD(lk_psem_t, name, const char *)
+static int handle_is_held(const lk__obj_t *o) { return lk__psem_held((const lk_psem_t *)o); }
+
 static const lk__obj_ops_t lk__psem_ops = {
     .attempt = attempt_acquire,
     .abandon = on_abandon,
@@ -626,6 +630,10 @@ static const lk__obj_ops_t lk__psem_ops = {
     .map_error = lk__sem_status,
     .read_value = read_value,
     .refuse = refuse_acquire,
+    .handle_kind = LK_KIND_PSEM,
+    .tells_lost = 1,
+    .name = handle_name,
+    .is_held = handle_is_held,
 };
 
 int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
@@ -678,13 +686,11 @@ int lk_psem_close(lk_psem_t *p, lk_psem_close_cb close_cb) {
 
 /* --- accessors --- */
 
-int64_t lk_psem_result(const lk_psem_t *p) { return p ? p->base.result : 0; }
+int64_t lk_psem_result(const lk_psem_t *p) { return lk__handle_result(LK__CH(p)); }
 int lk_psem_sync_acked(const lk_psem_t *p) { return lk__obj_sync_acked(p ? &p->base : NULL); }
-const char *lk_psem_error_text(const lk_psem_t *p) { return p ? lk__obj_errtext(&p->base) : ""; }
-const char *lk_psem_name(const lk_psem_t *p) { return p ? p->name : NULL; }
-lk_client_t *lk_psem_client(const lk_psem_t *p) { return p ? CLIENT(p) : NULL; }
-void *lk_psem_get_data(const lk_psem_t *p) { return p ? p->base.data : NULL; }
-void lk_psem_set_data(lk_psem_t *p, void *data) {
-  if (p != NULL)
-    p->base.data = data;
-}
+/* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
+const char *lk_psem_error_text(const lk_psem_t *p) { return lk_handle_error_text(LK__CH(p)); }
+const char *lk_psem_name(const lk_psem_t *p) { return lk_handle_name(LK__CH(p)); }
+lk_client_t *lk_psem_client(const lk_psem_t *p) { return lk_handle_client(LK__CH(p)); }
+void *lk_psem_get_data(const lk_psem_t *p) { return lk_handle_get_data(LK__CH(p)); }
+void lk_psem_set_data(lk_psem_t *p, void *data) { (void)lk_handle_set_data(LK__H(p), data); }

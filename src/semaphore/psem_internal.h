@@ -60,6 +60,8 @@ int lk__psem_from_hex(const char *hex, unsigned char *raw);
 /* --- the held set --- */
 /* Index of a held permit, or -1. */
 long lk__psem_find(const lk_psem_t *p, const unsigned char *raw);
+/* A permit is live by this object's reckoning (lk_psem_is_held). */
+int lk__psem_held(const lk_psem_t *p);
 void lk__psem_drop(lk_psem_t *p, size_t i);
 /* Drops every held permit whose id is among the pending operation's. */
 void lk__psem_drop_req(lk_psem_t *p);

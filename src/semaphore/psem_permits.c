@@ -211,11 +211,11 @@ const char *lk_psem_permit_id(const lk_psem_t *p, size_t i) {
   return p != NULL && i < p->count ? p->permits[i].hex : NULL;
 }
 
-int lk_psem_is_held(const lk_psem_t *p) {
+int lk_psem_is_held(const lk_psem_t *p) { return lk_handle_is_held(LK__CH(p)) == 1; }
+
+int lk__psem_held(const lk_psem_t *p) {
   uint64_t now = lk__now_ns();
   size_t i;
-  if (p == NULL)
-    return 0;
   for (i = 0; i < p->count; i++) {
     const lk__permit_t *pm = &p->permits[i];
     if (pm->renewed ? lk__wd_watching(&p->wd) && now < lk__wd_deadline(CLIENT(p), &p->wd)

@@ -259,9 +259,7 @@ int lk_semaphore_try_acquire(lk_semaphore_t *s, int64_t permits, lk_semaphore_cb
   return lk_semaphore_acquire(s, &o, cb, arg);
 }
 
-int lk_semaphore_cancel(lk_semaphore_t *s) {
-  return lk__obj_cancel(s ? &s->base : NULL, OP_ACQUIRE);
-}
+int lk_semaphore_cancel(lk_semaphore_t *s) { return lk_handle_cancel(LK__H(s)); }
 
 /* --- release --- */
 
@@ -592,6 +590,11 @@ static void refuse_acquire(lk__obj_t *o) {
   settle_request(s, NULL, lk__sem_always);
 }
 
+/* The handle's answers (core/handle.c): held is permits acquired by this
+ * object and not released (they never expire: nothing can be lost). */
+LK__HANDLE_FIELD(lk_semaphore_t, name, const char *)
+static int handle_is_held(const lk__obj_t *o) { return ((const lk_semaphore_t *)o)->held > 0; }
+
 static const lk__obj_ops_t lk__semaphore_ops = {
     .attempt = attempt_acquire,
     .abandon = on_abandon,
@@ -606,6 +609,9 @@ static const lk__obj_ops_t lk__semaphore_ops = {
     .undo = undo_acquire,
     .map_error = lk__sem_status,
     .refuse = refuse_acquire,
+    .handle_kind = LK_KIND_SEMAPHORE,
+    .name = handle_name,
+    .is_held = handle_is_held,
 };
 
 int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
@@ -668,15 +674,17 @@ int lk_semaphore_close(lk_semaphore_t *s, lk_semaphore_close_cb close_cb) {
 /* --- accessors --- */
 
 int64_t lk_semaphore_held(const lk_semaphore_t *s) { return s ? s->held : 0; }
-int64_t lk_semaphore_result(const lk_semaphore_t *s) { return s ? s->base.result : 0; }
+int64_t lk_semaphore_result(const lk_semaphore_t *s) { return lk__handle_result(LK__CH(s)); }
 int lk_semaphore_sync_acked(const lk_semaphore_t *s) {
   return lk__obj_sync_acked(s ? &s->base : NULL);
 }
-const char *lk_semaphore_error_text(const lk_semaphore_t *s) { return s ? lk__obj_errtext(&s->base) : ""; }
-const char *lk_semaphore_name(const lk_semaphore_t *s) { return s ? s->name : NULL; }
-lk_client_t *lk_semaphore_client(const lk_semaphore_t *s) { return s ? CLIENT(s) : NULL; }
-void *lk_semaphore_get_data(const lk_semaphore_t *s) { return s ? s->base.data : NULL; }
+/* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
+const char *lk_semaphore_error_text(const lk_semaphore_t *s) {
+  return lk_handle_error_text(LK__CH(s));
+}
+const char *lk_semaphore_name(const lk_semaphore_t *s) { return lk_handle_name(LK__CH(s)); }
+lk_client_t *lk_semaphore_client(const lk_semaphore_t *s) { return lk_handle_client(LK__CH(s)); }
+void *lk_semaphore_get_data(const lk_semaphore_t *s) { return lk_handle_get_data(LK__CH(s)); }
 void lk_semaphore_set_data(lk_semaphore_t *s, void *data) {
-  if (s != NULL)
-    s->base.data = data;
+  (void)lk_handle_set_data(LK__H(s), data);
 }

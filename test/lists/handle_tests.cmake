@@ -1,0 +1,1 @@
+lk_add_test_file(SOURCE handle/handle_kinds.c LABEL handle)
