@@ -1,0 +1,186 @@
+#ifndef LATCHKEY_BLOCKING_H
+#define LATCHKEY_BLOCKING_H
+
+#include "errno.h"
+#include "lock.h"
+#include "rwlock.h"
+#include "semaphore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The blocking API for threaded programs (docs/blocking.md). Each verb is a
+ * plain function that blocks its calling thread until the asynchronous
+ * operation behind it ends, and returns what that operation's callback
+ * would have got (0 or a negative LK_ code: the same codes as the verb's
+ * asynchronous twin, at once or from its callback alike). Every function
+ * may be called from any number of threads at once, except from the loop
+ * thread itself, where a verb would wait for the thread it blocks: there it
+ * returns LK_EWRONGTHREAD.
+ *
+ * Owners are per thread, as in Redisson: the owner of a blocking call is
+ * "client id:thread id" of the calling thread, so two threads locking one
+ * name exclude each other and a thread re-entering a lock it holds counts
+ * one more hold. A handle (lk_blocking_lock_t...) is shared by every
+ * thread; behind it each thread that uses it gets an asynchronous object
+ * of its own, made on first use and kept until the handle closes.
+ *
+ * Entry codes of every verb: LK_EINVAL (a NULL handle or argument),
+ * LK_EWRONGTHREAD (called on the loop thread), LK_EFORKED (in a forked
+ * child: nothing is sent, docs/blocking.md "Fork"), LK_ECLOSED (the handle
+ * or the blocking client is closing or closed), LK_ENOMEM. */
+
+typedef struct lk_blocking_s lk_blocking_t;
+
+/* Creates a blocking client that owns a loop thread: a new thread runs a
+ * uv loop with an asynchronous client made from opts (NULL: defaults) on
+ * it. Returns 0 once the client exists (it connects in the background, as
+ * lk_client_new), LK_EINVAL (a NULL out, an option lk_client_new refuses),
+ * LK_ENOMEM, or a libuv error (-errno) when the thread cannot start. */
+LK_EXTERN int lk_blocking_new(const lk_client_opts_t *opts, lk_blocking_t **out);
+
+/* Creates a blocking client on an asynchronous client the caller runs: the
+ * caller's loop thread serves the blocking calls of every other thread.
+ * Must be called on that loop thread (else LK_EWRONGTHREAD). The client
+ * must outlive the blocking client. Returns 0, the entry codes, LK_ENOMEM
+ * or a libuv error. */
+LK_EXTERN int lk_blocking_attach(lk_client_t *client, lk_blocking_t **out);
+
+/* Closes every handle still open (threads blocked in them return
+ * LK_ECANCELED; holds are given back, best effort), then the client (its
+ * own one, from lk_blocking_new; an attached one is left open) and the loop
+ * thread, and frees everything. Waits for all of that. From the call on,
+ * new calls return LK_ECLOSED; no call may start after it returned (the
+ * memory is gone). Returns 0, LK_EINVAL, LK_EWRONGTHREAD (on the loop
+ * thread: an attached client's owner closes it from another thread),
+ * LK_ECLOSED (already closing), or LK_EFORKED (in a forked child: only the
+ * memory is freed, nothing is sent). */
+LK_EXTERN int lk_blocking_close(lk_blocking_t *b);
+
+/* The asynchronous client underneath, for what only it offers (stats,
+ * events). Its functions must run on the loop thread. */
+LK_EXTERN lk_client_t *lk_blocking_client(const lk_blocking_t *b);
+
+/* The calling thread's id in owner ids ("client id:thread id"): a number
+ * fixed for the thread's life and never reused by another thread of this
+ * process. */
+LK_EXTERN uint64_t lk_blocking_thread_id(void);
+
+/* Cancels the blocked acquire (or await) of thread thread_id: it returns
+ * LK_ECANCELED (a hold the server may have granted meanwhile is given
+ * back). Returns 0, the entry codes, or LK_EINVAL when that thread is not
+ * blocked in a call that can be canceled. */
+LK_EXTERN int lk_blocking_cancel(lk_blocking_t *b, uint64_t thread_id);
+
+/* ---- lost leases ----------------------------------------------------------
+ *
+ * A hold renewed by the watchdog can be lost (docs/watchdog.md). The
+ * owning thread learns it three ways: the handle's is_held turns 0 (no
+ * round trip); the lost callback runs on the loop thread; and the thread's
+ * lost descriptor becomes readable. */
+
+/* Called on the loop thread when a hold of thread thread_id on the handle
+ * named name is lost. It must not block nor call blocking verbs (they
+ * return LK_EWRONGTHREAD there). */
+typedef void (*lk_blocking_lost_cb)(lk_blocking_t *b, const char *name,
+                                    uint64_t thread_id, void *arg);
+/* Sets (NULL: removes) the lost callback. Returns 0 or LK_EINVAL. */
+LK_EXTERN int lk_blocking_set_lost_cb(lk_blocking_t *b, lk_blocking_lost_cb cb,
+                                      void *arg);
+/* A descriptor of the calling thread (an eventfd on Linux, a pipe's read
+ * end elsewhere) that becomes readable when any hold of this thread on this
+ * client is lost; poll it beside the work of a critical section to abort
+ * it. It stays readable until lk_blocking_lost_clear. Owned by the
+ * blocking client: closed by lk_blocking_close, never by the caller.
+ * Returns the descriptor (>= 0), the entry codes or -errno. */
+LK_EXTERN int lk_blocking_lost_fd(lk_blocking_t *b);
+/* Makes the calling thread's descriptor unreadable again. Returns how many
+ * losses it had counted (0 when none, or no descriptor), or the entry
+ * codes. */
+LK_EXTERN int lk_blocking_lost_clear(lk_blocking_t *b);
+
+/* ---- lock (docs/lock.md) -------------------------------------------------- */
+
+typedef struct lk_blocking_lock_s lk_blocking_lock_t;
+
+/* name is copied (as lk_lock_new: 1..max_name_len bytes). Sends nothing.
+ * Returns 0, the entry codes or LK_ENAMETOOLONG. */
+LK_EXTERN int lk_blocking_lock_new(lk_blocking_t *b, const char *name,
+                                   lk_blocking_lock_t **out);
+/* Acquires or re-enters the lock for the calling thread, waiting as opts
+ * says; opts NULL: wait forever, the default lease renewed by the watchdog
+ * (Redisson's lock()). Codes: lk_lock_acquire's. */
+LK_EXTERN int lk_blocking_lock_acquire(lk_blocking_lock_t *l,
+                                       const lk_lock_opts_t *opts);
+/* Waits at most wait_ms (0: one try) with the default lease: 0 or
+ * LK_ETIMEDOUT, else as acquire. */
+LK_EXTERN int lk_blocking_lock_try(lk_blocking_lock_t *l, int64_t wait_ms);
+/* Drops one hold of the calling thread. Codes: lk_lock_release's (at once
+ * or from its callback). */
+LK_EXTERN int lk_blocking_lock_release(lk_blocking_lock_t *l);
+/* 1 when the lock exists on the server (held by anyone), 0 when not, or a
+ * negative code of lk_lock_is_locked. */
+LK_EXTERN int lk_blocking_lock_is_locked(lk_blocking_lock_t *l);
+/* The calling thread's view, no round trip: 1 while it holds the lock by
+ * the loop thread's last knowledge (not lost, and a fixed lease not run
+ * out); its hold count (0 after a loss). */
+LK_EXTERN int lk_blocking_lock_is_held(lk_blocking_lock_t *l);
+LK_EXTERN uint32_t lk_blocking_lock_hold_count(lk_blocking_lock_t *l);
+/* Closes the handle: threads blocked in it return LK_ECANCELED, every
+ * thread's holds are given back (best effort). Waits for that, then frees
+ * the handle. Returns 0 or the entry codes. */
+LK_EXTERN int lk_blocking_lock_close(lk_blocking_lock_t *l);
+
+/* ---- read/write lock (docs/rwlock.md) -------------------------------------- */
+
+typedef struct lk_blocking_rwlock_s lk_blocking_rwlock_t;
+
+LK_EXTERN int lk_blocking_rwlock_new(lk_blocking_t *b, const char *name,
+                                     lk_blocking_rwlock_t **out);
+/* One hold of side for the calling thread; opts NULL: wait forever, default
+ * lease. Codes: lk_rwlock_acquire's (LK_EUPGRADE: a thread holding the read
+ * side asked for the write side). */
+LK_EXTERN int lk_blocking_rwlock_acquire(lk_blocking_rwlock_t *rw,
+                                         lk_rwlock_side_t side,
+                                         const lk_rwlock_opts_t *opts);
+LK_EXTERN int lk_blocking_rwlock_try(lk_blocking_rwlock_t *rw,
+                                     lk_rwlock_side_t side, int64_t wait_ms);
+LK_EXTERN int lk_blocking_rwlock_release(lk_blocking_rwlock_t *rw,
+                                         lk_rwlock_side_t side);
+LK_EXTERN int lk_blocking_rwlock_is_held(lk_blocking_rwlock_t *rw,
+                                         lk_rwlock_side_t side);
+LK_EXTERN uint32_t lk_blocking_rwlock_hold_count(lk_blocking_rwlock_t *rw,
+                                                 lk_rwlock_side_t side);
+LK_EXTERN int lk_blocking_rwlock_close(lk_blocking_rwlock_t *rw);
+
+/* ---- counting semaphore (docs/semaphore.md) -------------------------------- */
+
+typedef struct lk_blocking_semaphore_s lk_blocking_semaphore_t;
+
+LK_EXTERN int lk_blocking_semaphore_new(lk_blocking_t *b, const char *name,
+                                        lk_blocking_semaphore_t **out);
+/* Takes permits for the calling thread (opts NULL: one permit, wait
+ * forever). Codes: lk_semaphore_acquire's. */
+LK_EXTERN int lk_blocking_semaphore_acquire(lk_blocking_semaphore_t *s,
+                                            const lk_semaphore_opts_t *opts);
+LK_EXTERN int lk_blocking_semaphore_try(lk_blocking_semaphore_t *s,
+                                        int64_t permits, int64_t wait_ms);
+/* Gives back permits the calling thread holds (LK_ENOTHELD: it holds
+ * fewer). */
+LK_EXTERN int lk_blocking_semaphore_release(lk_blocking_semaphore_t *s,
+                                            int64_t permits);
+/* Sets the count when the semaphore does not exist: 1 set, 0 it existed,
+ * or a negative code. */
+LK_EXTERN int lk_blocking_semaphore_try_set_permits(lk_blocking_semaphore_t *s,
+                                                    int64_t permits);
+/* Permits available now (>= 0), or a negative code. */
+LK_EXTERN int64_t lk_blocking_semaphore_available(lk_blocking_semaphore_t *s);
+/* Permits the calling thread holds (no round trip). */
+LK_EXTERN int64_t lk_blocking_semaphore_held(lk_blocking_semaphore_t *s);
+LK_EXTERN int lk_blocking_semaphore_close(lk_blocking_semaphore_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LATCHKEY_BLOCKING_H */
