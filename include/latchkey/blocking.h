@@ -2,7 +2,11 @@
 #define LATCHKEY_BLOCKING_H
 
 #include "errno.h"
+#include "fair.h"
+#include "latch.h"
+#include "leader.h"
 #include "lock.h"
+#include "ratelimiter.h"
 #include "rwlock.h"
 #include "semaphore.h"
 
@@ -104,8 +108,10 @@ LK_EXTERN int lk_blocking_lost_clear(lk_blocking_t *b);
 
 typedef struct lk_blocking_lock_s lk_blocking_lock_t;
 
-/* name is copied (as lk_lock_new: 1..max_name_len bytes). Sends nothing.
- * Returns 0, the entry codes or LK_ENAMETOOLONG. */
+/* name is copied. Sends nothing. Returns 0 or the entry codes (LK_EINVAL
+ * also for a NULL or empty name). A name the client refuses
+ * (LK_ENAMETOOLONG...) is reported by the first call of each thread, where
+ * its object is made; so for every kind below. */
 LK_EXTERN int lk_blocking_lock_new(lk_blocking_t *b, const char *name,
                                    lk_blocking_lock_t **out);
 /* Acquires or re-enters the lock for the calling thread, waiting as opts
@@ -179,6 +185,87 @@ LK_EXTERN int64_t lk_blocking_semaphore_available(lk_blocking_semaphore_t *s);
 /* Permits the calling thread holds (no round trip). */
 LK_EXTERN int64_t lk_blocking_semaphore_held(lk_blocking_semaphore_t *s);
 LK_EXTERN int lk_blocking_semaphore_close(lk_blocking_semaphore_t *s);
+
+/* ---- fair lock (docs/fair.md) ----------------------------------------------
+ * As the lock, with the fair lock's options and codes: waiters of every
+ * thread and process are served in order of arrival. */
+
+typedef struct lk_blocking_fair_s lk_blocking_fair_t;
+
+LK_EXTERN int lk_blocking_fair_new(lk_blocking_t *b, const char *name,
+                                   lk_blocking_fair_t **out);
+LK_EXTERN int lk_blocking_fair_acquire(lk_blocking_fair_t *f,
+                                       const lk_fair_opts_t *opts);
+LK_EXTERN int lk_blocking_fair_try(lk_blocking_fair_t *f, int64_t wait_ms);
+LK_EXTERN int lk_blocking_fair_release(lk_blocking_fair_t *f);
+LK_EXTERN int lk_blocking_fair_is_locked(lk_blocking_fair_t *f);
+LK_EXTERN int lk_blocking_fair_is_held(lk_blocking_fair_t *f);
+LK_EXTERN uint32_t lk_blocking_fair_hold_count(lk_blocking_fair_t *f);
+LK_EXTERN int lk_blocking_fair_close(lk_blocking_fair_t *f);
+
+/* ---- countdown latch (docs/latch.md) ------------------------------------------ */
+
+typedef struct lk_blocking_latch_s lk_blocking_latch_t;
+
+/* opts (NULL: interop mode) is copied; every thread's object uses it. */
+LK_EXTERN int lk_blocking_latch_new(lk_blocking_t *b, const char *name,
+                                    const lk_latch_opts_t *opts,
+                                    lk_blocking_latch_t **out);
+/* 1 armed by this call, 0 already armed, or a negative code. */
+LK_EXTERN int lk_blocking_latch_try_set_count(lk_blocking_latch_t *l,
+                                              int64_t count);
+/* *left (may be NULL): the count left, 0 when this call opened the latch,
+ * -1 when it was open already. Codes: lk_latch_count_down's. */
+LK_EXTERN int lk_blocking_latch_count_down(lk_blocking_latch_t *l,
+                                           int64_t *left);
+LK_EXTERN int lk_blocking_latch_get_count(lk_blocking_latch_t *l,
+                                          int64_t *count);
+/* 0 once the latch is open; wait_ms as lk_latch_await (0 look once, -1
+ * forever). Cancelable (lk_blocking_cancel). */
+LK_EXTERN int lk_blocking_latch_await(lk_blocking_latch_t *l, int64_t wait_ms);
+/* 1 something was deleted, 0 nothing was, or a negative code. */
+LK_EXTERN int lk_blocking_latch_delete(lk_blocking_latch_t *l);
+LK_EXTERN int lk_blocking_latch_close(lk_blocking_latch_t *l);
+
+/* ---- leader election (docs/leader.md) ------------------------------------------
+ * Each thread that campaigns is a candidate of its own. */
+
+typedef struct lk_blocking_leader_s lk_blocking_leader_t;
+
+LK_EXTERN int lk_blocking_leader_new(lk_blocking_t *b, const char *role,
+                                     lk_blocking_leader_t **out);
+/* Blocks until elected (0, *term set when term is not NULL) or the
+ * campaign ends otherwise (opts NULL: campaign until elected). Codes:
+ * lk_leader_campaign's. Cancelable. */
+LK_EXTERN int lk_blocking_leader_campaign(lk_blocking_leader_t *l,
+                                          const lk_leader_opts_t *opts,
+                                          int64_t *term);
+LK_EXTERN int lk_blocking_leader_resign(lk_blocking_leader_t *l);
+/* The calling thread's view, no round trip: 1 while it leads (a lost
+ * leadership turns it 0 and is told as a lost lease); its last term. */
+LK_EXTERN int lk_blocking_leader_is_leader(lk_blocking_leader_t *l);
+LK_EXTERN int64_t lk_blocking_leader_term(lk_blocking_leader_t *l);
+LK_EXTERN int lk_blocking_leader_close(lk_blocking_leader_t *l);
+
+/* ---- rate limiter (docs/ratelimiter.md) ------------------------------------------ */
+
+typedef struct lk_blocking_ratelimiter_s lk_blocking_ratelimiter_t;
+
+LK_EXTERN int lk_blocking_ratelimiter_new(lk_blocking_t *b, const char *name,
+                                          lk_blocking_ratelimiter_t **out);
+/* 1 set by this call, 0 a rate was set already, or a negative code. */
+LK_EXTERN int lk_blocking_ratelimiter_try_set_rate(
+    lk_blocking_ratelimiter_t *r, const lk_ratelimiter_config_t *cfg);
+LK_EXTERN int lk_blocking_ratelimiter_set_rate(lk_blocking_ratelimiter_t *r,
+                                               const lk_ratelimiter_config_t *cfg);
+/* opts NULL: one permit, waiting as long as it takes. Cancelable. */
+LK_EXTERN int lk_blocking_ratelimiter_acquire(lk_blocking_ratelimiter_t *r,
+                                              const lk_ratelimiter_opts_t *opts);
+LK_EXTERN int lk_blocking_ratelimiter_try(lk_blocking_ratelimiter_t *r,
+                                          int64_t permits, int64_t wait_ms);
+LK_EXTERN int lk_blocking_ratelimiter_available(lk_blocking_ratelimiter_t *r,
+                                                int64_t *out);
+LK_EXTERN int lk_blocking_ratelimiter_close(lk_blocking_ratelimiter_t *r);
 
 #ifdef __cplusplus
 }

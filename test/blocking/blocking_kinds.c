@@ -1,0 +1,210 @@
+/* The blocking forms of the fair lock, latch, leader election and rate
+ * limiter (docs/blocking.md): per-thread owners and waits, each against its
+ * asynchronous twin's codes. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "latchkey.h"
+#include "redis_server.h"
+#include "test.h"
+
+typedef struct {
+  rt_server_t *srv;
+  lk_blocking_t *b;
+} bx_t;
+
+static void bx_start(bx_t *x) {
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  x->srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(x->srv);
+  o.port = rt_server_port(x->srv);
+  ASSERT_OK(lk_blocking_new(&o, &x->b));
+}
+
+static void bx_finish(bx_t *x) {
+  ASSERT_OK(lk_blocking_close(x->b));
+  rt_server_stop(x->srv);
+}
+
+/* Runs fn(arg) on a new thread and waits for it. */
+static void on_thread(void (*fn)(void *), void *arg) {
+  uv_thread_t t;
+  ASSERT_OK(uv_thread_create(&t, fn, arg));
+  uv_thread_join(&t);
+}
+
+/* ---- fair lock --------------------------------------------------------------- */
+
+typedef struct {
+  lk_blocking_fair_t *f;
+  int64_t wait_ms;
+  int rc, rel;
+} fair_arg_t;
+
+static void fair_try(void *arg) {
+  fair_arg_t *a = arg;
+  a->rc = lk_blocking_fair_try(a->f, a->wait_ms);
+  a->rel = a->rc == 0 ? lk_blocking_fair_release(a->f) : 1;
+}
+
+TEST(fair_threads_exclude_and_reenter) {
+  bx_t x;
+  lk_blocking_fair_t *f;
+  fair_arg_t a;
+  bx_start(&x);
+  ASSERT_OK(lk_blocking_fair_new(x.b, "blk_fair", &f));
+  ASSERT_OK(lk_blocking_fair_try(f, 0));
+  ASSERT_OK(lk_blocking_fair_try(f, 0));
+  ASSERT_EQ(lk_blocking_fair_hold_count(f), 2);
+  ASSERT_EQ(lk_blocking_fair_is_held(f), 1);
+  a = (fair_arg_t){f, 150, 1, 1};
+  on_thread(fair_try, &a);
+  ASSERT_EQ(a.rc, LK_ETIMEDOUT);
+  ASSERT_OK(lk_blocking_fair_release(f));
+  ASSERT_EQ(lk_blocking_fair_is_locked(f), 1);
+  ASSERT_OK(lk_blocking_fair_release(f));
+  ASSERT_EQ(lk_blocking_fair_is_held(f), 0);
+  a = (fair_arg_t){f, 0, 1, 1};
+  on_thread(fair_try, &a);
+  ASSERT_OK(a.rc);
+  ASSERT_OK(a.rel);
+  ASSERT_EQ(lk_blocking_fair_is_locked(f), 0);
+  ASSERT_OK(lk_blocking_fair_close(f));
+  bx_finish(&x);
+}
+
+/* ---- latch --------------------------------------------------------------------- */
+
+#define LATCH_WAITERS 3
+
+typedef struct {
+  lk_blocking_latch_t *l;
+  _Atomic int started;
+  int rc[LATCH_WAITERS];
+  _Atomic int next;
+} latch_arg_t;
+
+static void latch_wait(void *arg) {
+  latch_arg_t *a = arg;
+  int i = atomic_fetch_add(&a->next, 1);
+  atomic_fetch_add(&a->started, 1);
+  a->rc[i] = lk_blocking_latch_await(a->l, rt_scaled_ms(10000));
+}
+
+TEST(latch_threads_await_count_down) {
+  bx_t x;
+  latch_arg_t a;
+  uv_thread_t t[LATCH_WAITERS];
+  int64_t left = 99;
+  memset(&a, 0, sizeof(a));
+  bx_start(&x);
+  ASSERT_OK(lk_blocking_latch_new(x.b, "blk_latch", NULL, &a.l));
+  ASSERT_EQ(lk_blocking_latch_try_set_count(a.l, 2), 1);
+  ASSERT_EQ(lk_blocking_latch_try_set_count(a.l, 5), 0);
+  ASSERT_EQ(lk_blocking_latch_await(a.l, 0), LK_ETIMEDOUT);
+  for (int i = 0; i < LATCH_WAITERS; i++)
+    ASSERT_OK(uv_thread_create(&t[i], latch_wait, &a));
+  ASSERT_OK(lk_blocking_latch_count_down(a.l, &left));
+  ASSERT_EQ(left, 1);
+  ASSERT_OK(lk_blocking_latch_get_count(a.l, &left));
+  ASSERT_EQ(left, 1);
+  ASSERT_OK(lk_blocking_latch_count_down(a.l, &left));
+  ASSERT_EQ(left, 0);
+  for (int i = 0; i < LATCH_WAITERS; i++)
+    uv_thread_join(&t[i]);
+  for (int i = 0; i < LATCH_WAITERS; i++)
+    ASSERT_OK(a.rc[i]);
+  ASSERT_OK(lk_blocking_latch_count_down(a.l, &left));
+  ASSERT_EQ(left, -1); /* open already */
+  ASSERT_OK(lk_blocking_latch_close(a.l));
+  bx_finish(&x);
+}
+
+/* ---- leader ------------------------------------------------------------------------ */
+
+typedef struct {
+  lk_blocking_leader_t *l;
+  int64_t wait_ms;
+  int rc, resign_rc;
+  int64_t term;
+  int led;
+} leader_arg_t;
+
+static void leader_campaign(void *arg) {
+  leader_arg_t *a = arg;
+  lk_leader_opts_t o;
+  lk_leader_opts_init(&o);
+  o.wait_ms = a->wait_ms;
+  a->rc = lk_blocking_leader_campaign(a->l, &o, &a->term);
+  a->led = lk_blocking_leader_is_leader(a->l);
+  a->resign_rc = a->rc == 0 ? lk_blocking_leader_resign(a->l) : 1;
+}
+
+TEST(leader_one_thread_leads_at_a_time) {
+  bx_t x;
+  lk_blocking_leader_t *l;
+  leader_arg_t a;
+  int64_t term = 0;
+  bx_start(&x);
+  ASSERT_OK(lk_blocking_leader_new(x.b, "blk_role", &l));
+  ASSERT_EQ(lk_blocking_leader_is_leader(l), 0);
+  ASSERT_OK(lk_blocking_leader_campaign(l, NULL, &term));
+  ASSERT_GT(term, 0);
+  ASSERT_EQ(lk_blocking_leader_term(l), term);
+  ASSERT_EQ(lk_blocking_leader_is_leader(l), 1);
+  /* Another thread is another candidate: it cannot lead meanwhile. */
+  a = (leader_arg_t){l, 150, 1, 1, 0, 0};
+  on_thread(leader_campaign, &a);
+  ASSERT_EQ(a.rc, LK_ETIMEDOUT);
+  ASSERT_EQ(a.led, 0);
+  ASSERT_OK(lk_blocking_leader_resign(l));
+  ASSERT_EQ(lk_blocking_leader_is_leader(l), 0);
+  a = (leader_arg_t){l, 0, 1, 1, 0, 0};
+  on_thread(leader_campaign, &a);
+  ASSERT_OK(a.rc);
+  ASSERT_EQ(a.led, 1);
+  ASSERT_GT(a.term, term);
+  ASSERT_OK(a.resign_rc);
+  ASSERT_EQ(lk_blocking_leader_resign(l), LK_ENOTHELD);
+  ASSERT_OK(lk_blocking_leader_close(l));
+  bx_finish(&x);
+}
+
+/* ---- rate limiter -------------------------------------------------------------------- */
+
+typedef struct {
+  lk_blocking_ratelimiter_t *r;
+  int rc;
+} rl_arg_t;
+
+static void rl_take(void *arg) {
+  rl_arg_t *a = arg;
+  a->rc = lk_blocking_ratelimiter_try(a->r, 1, 0);
+}
+
+TEST(ratelimiter_threads_share_the_rate) {
+  bx_t x;
+  lk_blocking_ratelimiter_t *r;
+  lk_ratelimiter_config_t cfg;
+  rl_arg_t a;
+  int64_t left = -1;
+  bx_start(&x);
+  ASSERT_OK(lk_blocking_ratelimiter_new(x.b, "blk_rl", &r));
+  lk_ratelimiter_config_init(&cfg);
+  cfg.rate = 2;
+  cfg.interval_ms = 60000;
+  ASSERT_EQ(lk_blocking_ratelimiter_try_set_rate(r, &cfg), 1);
+  ASSERT_EQ(lk_blocking_ratelimiter_try_set_rate(r, &cfg), 0);
+  for (int i = 0; i < 2; i++) {
+    a = (rl_arg_t){r, 1};
+    on_thread(rl_take, &a);
+    ASSERT_OK(a.rc);
+  }
+  ASSERT_OK(lk_blocking_ratelimiter_available(r, &left));
+  ASSERT_EQ(left, 0);
+  ASSERT_EQ(lk_blocking_ratelimiter_try(r, 1, 100), LK_ETIMEDOUT);
+  ASSERT_EQ(lk_blocking_ratelimiter_set_rate(r, NULL), LK_EINVAL);
+  ASSERT_OK(lk_blocking_ratelimiter_close(r));
+  bx_finish(&x);
+}
