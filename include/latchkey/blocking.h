@@ -186,6 +186,34 @@ LK_EXTERN int64_t lk_blocking_semaphore_available(lk_blocking_semaphore_t *s);
 LK_EXTERN int64_t lk_blocking_semaphore_held(lk_blocking_semaphore_t *s);
 LK_EXTERN int lk_blocking_semaphore_close(lk_blocking_semaphore_t *s);
 
+/* ---- permit-expirable semaphore (docs/semaphore.md) --------------------------
+ * Each thread's permits are its own, with their ids and leases (renewed by
+ * the watchdog with the default lease); a permit lost is told as a lost
+ * lease. */
+
+typedef struct lk_blocking_psem_s lk_blocking_psem_t;
+
+LK_EXTERN int lk_blocking_psem_new(lk_blocking_t *b, const char *name,
+                                   lk_blocking_psem_t **out);
+/* Takes opts->permits permits (opts NULL: one, default lease, waiting as
+ * long as it takes); ids (may be NULL) gets their ids, room for
+ * opts->permits. Codes: lk_psem_acquire's. Cancelable. */
+LK_EXTERN int lk_blocking_psem_acquire(lk_blocking_psem_t *p,
+                                       const lk_psem_opts_t *opts,
+                                       char (*ids)[LK_PSEM_ID_LEN + 1]);
+/* One permit, waiting at most wait_ms; id (may be NULL) gets its id. */
+LK_EXTERN int lk_blocking_psem_try(lk_blocking_psem_t *p, int64_t wait_ms,
+                                   char id[LK_PSEM_ID_LEN + 1]);
+/* Releases the calling thread's permit id, or all of them (id NULL).
+ * Codes: lk_psem_release's. */
+LK_EXTERN int lk_blocking_psem_release(lk_blocking_psem_t *p, const char *id);
+LK_EXTERN int lk_blocking_psem_try_set_permits(lk_blocking_psem_t *p,
+                                               int64_t permits);
+LK_EXTERN int64_t lk_blocking_psem_available(lk_blocking_psem_t *p);
+/* Permits the calling thread holds (no round trip). */
+LK_EXTERN int64_t lk_blocking_psem_held(lk_blocking_psem_t *p);
+LK_EXTERN int lk_blocking_psem_close(lk_blocking_psem_t *p);
+
 /* ---- fair lock (docs/fair.md) ----------------------------------------------
  * As the lock, with the fair lock's options and codes: waiters of every
  * thread and process are served in order of arrival. */

@@ -208,3 +208,52 @@ TEST(ratelimiter_threads_share_the_rate) {
   ASSERT_OK(lk_blocking_ratelimiter_close(r));
   bx_finish(&x);
 }
+
+/* ---- permit-expirable semaphore ---------------------------------------------------------- */
+
+typedef struct {
+  lk_blocking_psem_t *p;
+  int rc, rel;
+  int64_t held;
+} psem_arg_t;
+
+static void psem_take(void *arg) {
+  psem_arg_t *a = arg;
+  char id[LK_PSEM_ID_LEN + 1];
+  a->rc = lk_blocking_psem_try(a->p, 0, id);
+  a->held = lk_blocking_psem_held(a->p);
+  a->rel = a->rc == 0 ? lk_blocking_psem_release(a->p, id) : 1;
+}
+
+TEST(psem_permits_have_ids_per_thread) {
+  bx_t x;
+  lk_blocking_psem_t *p;
+  lk_psem_opts_t o;
+  char ids[2][LK_PSEM_ID_LEN + 1];
+  psem_arg_t a;
+  bx_start(&x);
+  ASSERT_OK(lk_blocking_psem_new(x.b, "blk_psem", &p));
+  ASSERT_EQ(lk_blocking_psem_try_set_permits(p, 3), 1);
+  lk_psem_opts_init(&o);
+  o.permits = 2;
+  memset(ids, 0, sizeof(ids));
+  ASSERT_OK(lk_blocking_psem_acquire(p, &o, ids));
+  ASSERT_EQ(strlen(ids[0]), LK_PSEM_ID_LEN);
+  ASSERT_EQ(strlen(ids[1]), LK_PSEM_ID_LEN);
+  ASSERT(strcmp(ids[0], ids[1]) != 0);
+  ASSERT_EQ(lk_blocking_psem_held(p), 2);
+  ASSERT_EQ(lk_blocking_psem_available(p), 1);
+  /* Another thread takes the last one, and holds only its own. */
+  a = (psem_arg_t){p, 1, 1, -1};
+  on_thread(psem_take, &a);
+  ASSERT_OK(a.rc);
+  ASSERT_EQ(a.held, 1);
+  ASSERT_OK(a.rel);
+  ASSERT_OK(lk_blocking_psem_release(p, ids[0]));
+  ASSERT_EQ(lk_blocking_psem_held(p), 1);
+  ASSERT_EQ(lk_blocking_psem_release(p, ids[0]), LK_ENOTHELD);
+  ASSERT_OK(lk_blocking_psem_release(p, NULL));
+  ASSERT_EQ(lk_blocking_psem_available(p), 3);
+  ASSERT_OK(lk_blocking_psem_close(p));
+  bx_finish(&x);
+}
