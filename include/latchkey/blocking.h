@@ -6,6 +6,7 @@
 #include "latch.h"
 #include "leader.h"
 #include "lock.h"
+#include "multilock.h"
 #include "ratelimiter.h"
 #include "rwlock.h"
 #include "semaphore.h"
@@ -213,6 +214,30 @@ LK_EXTERN int64_t lk_blocking_psem_available(lk_blocking_psem_t *p);
 /* Permits the calling thread holds (no round trip). */
 LK_EXTERN int64_t lk_blocking_psem_held(lk_blocking_psem_t *p);
 LK_EXTERN int lk_blocking_psem_close(lk_blocking_psem_t *p);
+
+/* ---- MultiLock (docs/multilock.md) ----------------------------------------------
+ * Several lock names taken all together or none, per thread: each thread's
+ * group owns its member locks as that thread (so a thread holding one of
+ * the names by lk_blocking_lock re-enters it). A member's hold lost is told
+ * as a lost lease (the name given is the first member's). */
+
+typedef struct lk_blocking_multilock_s lk_blocking_multilock_t;
+
+/* names[0..n-1] are copied (1..LK_MULTILOCK_MAX_MEMBERS of them); the
+ * checks of lk_multilock_new come with each thread's first call. */
+LK_EXTERN int lk_blocking_multilock_new(lk_blocking_t *b,
+                                        const char *const *names, size_t n,
+                                        lk_blocking_multilock_t **out);
+/* opts NULL: wait forever, default leases. Codes: lk_multilock_acquire's.
+ * Cancelable. */
+LK_EXTERN int lk_blocking_multilock_acquire(lk_blocking_multilock_t *g,
+                                            const lk_multilock_opts_t *opts);
+LK_EXTERN int lk_blocking_multilock_try(lk_blocking_multilock_t *g,
+                                        int64_t wait_ms);
+LK_EXTERN int lk_blocking_multilock_release(lk_blocking_multilock_t *g);
+LK_EXTERN int lk_blocking_multilock_is_held(lk_blocking_multilock_t *g);
+LK_EXTERN uint32_t lk_blocking_multilock_hold_count(lk_blocking_multilock_t *g);
+LK_EXTERN int lk_blocking_multilock_close(lk_blocking_multilock_t *g);
 
 /* ---- fair lock (docs/fair.md) ----------------------------------------------
  * As the lock, with the fair lock's options and codes: waiters of every

@@ -89,7 +89,8 @@ struct lk__bl_slot_s {
   lk__bl_slot_t *next;
   lk__bl_handle_t *h;
   uint64_t tid;
-  void *obj; /* loop thread only */
+  void *obj;   /* loop thread only */
+  void *extra; /* loop thread only: a kind's own (MultiLock: its members) */
   _Atomic int64_t count[2];
   _Atomic int lost;
   /* Fixed lease: the hold ends at this uv_hrtime (0: renewed, no end). */

@@ -257,3 +257,58 @@ TEST(psem_permits_have_ids_per_thread) {
   ASSERT_OK(lk_blocking_psem_close(p));
   bx_finish(&x);
 }
+
+/* ---- MultiLock -------------------------------------------------------------------------------- */
+
+typedef struct {
+  lk_blocking_multilock_t *g;
+  lk_blocking_lock_t *l;
+  int rc, lock_rc;
+} ml_arg_t;
+
+static void ml_try(void *arg) {
+  ml_arg_t *a = arg;
+  a->rc = lk_blocking_multilock_try(a->g, 100);
+  /* This thread's lock on a member's name is another owner than the group
+   * of the main thread. */
+  a->lock_rc = lk_blocking_lock_try(a->l, 0);
+  if (a->lock_rc == 0)
+    a->lock_rc = lk_blocking_lock_release(a->l);
+}
+
+TEST(multilock_group_per_thread) {
+  bx_t x;
+  const char *names[] = {"blk_ml_a", "blk_ml_b", "blk_ml_c"};
+  lk_blocking_multilock_t *g;
+  lk_blocking_lock_t *l;
+  ml_arg_t a;
+  bx_start(&x);
+  ASSERT_OK(lk_blocking_multilock_new(x.b, names, 3, &g));
+  ASSERT_OK(lk_blocking_lock_new(x.b, "blk_ml_b", &l));
+  ASSERT_OK(lk_blocking_multilock_try(g, 0));
+  ASSERT_EQ(lk_blocking_multilock_is_held(g), 1);
+  ASSERT_EQ(lk_blocking_multilock_hold_count(g), 1);
+  for (int i = 0; i < 3; i++)
+    ASSERT_EQ(rt_cmd_int(x.srv, "EXISTS %s", names[i]), 1);
+  /* The same thread re-enters one member by itself: same owner. */
+  ASSERT_OK(lk_blocking_lock_try(l, 0));
+  ASSERT_EQ(lk_blocking_lock_hold_count(l), 1);
+  ASSERT_OK(lk_blocking_lock_release(l));
+  a = (ml_arg_t){g, l, 1, 1};
+  on_thread(ml_try, &a);
+  ASSERT_EQ(a.rc, LK_ETIMEDOUT);
+  ASSERT_EQ(a.lock_rc, LK_ETIMEDOUT);
+  ASSERT_OK(lk_blocking_multilock_release(g));
+  ASSERT_EQ(lk_blocking_multilock_is_held(g), 0);
+  for (int i = 0; i < 3; i++)
+    ASSERT_EQ(rt_cmd_int(x.srv, "EXISTS %s", names[i]), 0);
+  a = (ml_arg_t){g, l, 1, 1};
+  on_thread(ml_try, &a);
+  ASSERT_OK(a.rc); /* held by that thread's group until close gives it back */
+  ASSERT_OK(a.lock_rc);
+  ASSERT_OK(lk_blocking_multilock_close(g));
+  for (int i = 0; i < 3; i++)
+    ASSERT_EQ(rt_cmd_int(x.srv, "EXISTS %s", names[i]), 0);
+  ASSERT_OK(lk_blocking_lock_close(l));
+  bx_finish(&x);
+}
