@@ -94,15 +94,16 @@ elif [ "$valgrind" -eq 1 ]; then
   fi
 elif [ "$tsan" -eq 1 ]; then
   # The thread checks under ThreadSanitizer: calls from a foreign thread
-  # (LK_EWRONGTHREAD), the blocking API (label blocking: callers on many
-  # threads, one loop thread), and the harness's proxy thread driven from tests.
+  # (LK_EWRONGTHREAD), the blocking API and its C++ layer (labels blocking
+  # and cpp: callers on many threads, one loop thread), and the harness's
+  # proxy thread driven from tests.
   build_dir=${LATCHKEY_BUILD_DIR:-build-tsan}
   cmake_args+=(-DLATCHKEY_ASAN=OFF -DLATCHKEY_UBSAN=OFF -DLATCHKEY_TSAN=ON
     -DLATCHKEY_BUILD_EXAMPLES=OFF -DLATCHKEY_BUILD_BENCH=OFF)
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
   export LK_TEST_TIMING=${LK_TEST_TIMING:-3}
   if [ "$select_given" -eq 0 ]; then
-    ctest_args+=(-R '(wrong_thread|blocking\.|proxy_|fault\.t13_|fault\.t24_|lock\.tcp_reset_produces_callbacks)')
+    ctest_args+=(-R '(wrong_thread|blocking\.|cpp\.|proxy_|fault\.t13_|fault\.t24_|lock\.tcp_reset_produces_callbacks)')
   fi
 else
   build_dir=${LATCHKEY_BUILD_DIR:-build}
