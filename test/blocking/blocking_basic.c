@@ -555,3 +555,60 @@ TEST(semaphore_permits_per_thread) {
   ASSERT_OK(lk_blocking_semaphore_close(s));
   bx_finish(&x);
 }
+
+/* ---- a handle closed under a blocked thread; a fixed lease's end ------------------------------ */
+
+TEST(handle_close_with_thread_blocked) {
+  bx_t x;
+  lk_blocking_lock_t *mine, *l;
+  try_arg_t a;
+  uv_thread_t t;
+  long long tries0;
+  int64_t deadline;
+  bx_start(&x);
+  /* Held through another handle of the same name: only l is closed. */
+  ASSERT_OK(lk_blocking_lock_new(x.b, "bl_hclose", &mine));
+  ASSERT_OK(lk_blocking_lock_new(x.b, "bl_hclose", &l));
+  ASSERT_OK(lk_blocking_lock_try(mine, 0));
+  tries0 = rt_server_cmd_calls(x.srv, "evalsha") + rt_server_cmd_calls(x.srv, "eval");
+  memset(&a, 0, sizeof(a));
+  a.l = l;
+  a.rc = 1;
+  ASSERT_OK(uv_thread_create(&t, block_worker, &a));
+  deadline = rt_now_ms() + rt_scaled_ms(5000);
+  while (rt_server_cmd_calls(x.srv, "evalsha") + rt_server_cmd_calls(x.srv, "eval") < tries0 + 1 &&
+         rt_now_ms() < deadline)
+    rt_sleep_ms(5);
+  ASSERT_OK(lk_blocking_lock_close(l));
+  uv_thread_join(&t);
+  ASSERT_EQ(a.rc, LK_ECANCELED);
+  /* The other handle is untouched: still held, by this thread. */
+  ASSERT_EQ(lk_blocking_lock_hold_count(mine), 1);
+  ASSERT_EQ(server_holds(&x, "bl_hclose", lk_blocking_thread_id()), 1);
+  ASSERT_OK(lk_blocking_lock_release(mine));
+  ASSERT_OK(lk_blocking_lock_close(mine));
+  bx_finish(&x);
+}
+
+TEST(fixed_lease_ends_is_held_without_round_trip) {
+  bx_t x;
+  lk_blocking_lock_t *l;
+  lk_lock_opts_t o;
+  int64_t t0, deadline;
+  bx_start(&x);
+  ASSERT_OK(lk_blocking_lock_new(x.b, "bl_fixed", &l));
+  lk_lock_opts_init(&o);
+  o.lease_ms = 300; /* fixed: not renewed, no loss callback */
+  t0 = rt_now_ms();
+  ASSERT_OK(lk_blocking_lock_acquire(l, &o));
+  ASSERT_EQ(lk_blocking_lock_is_held(l), 1);
+  deadline = t0 + rt_scaled_ms(5000);
+  while (lk_blocking_lock_is_held(l) && rt_now_ms() < deadline)
+    rt_sleep_ms(5);
+  ASSERT_EQ(lk_blocking_lock_is_held(l), 0);
+  /* Never reported over before its lease: the time is from before the
+   * request left. */
+  ASSERT_GE(rt_now_ms() - t0, 300);
+  ASSERT_OK(lk_blocking_lock_close(l));
+  bx_finish(&x);
+}
