@@ -312,3 +312,41 @@ TEST(multilock_group_per_thread) {
   ASSERT_OK(lk_blocking_lock_close(l));
   bx_finish(&x);
 }
+
+/* ---- entry codes ------------------------------------------------------------------------------ */
+
+TEST(entry_codes_and_bad_options) {
+  bx_t x;
+  lk_client_opts_t o;
+  lk_blocking_t *b = NULL;
+  lk_blocking_lock_t *l = NULL;
+  /* An option the client refuses: nothing is left running. */
+  lk_client_opts_init(&o);
+  o.connect_timeout_ms = -5;
+  ASSERT_EQ(lk_blocking_new(&o, &b), LK_EINVAL);
+  ASSERT_NULL(b);
+  ASSERT_EQ(lk_blocking_new(NULL, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_blocking_attach(NULL, &b), LK_EINVAL);
+  ASSERT_EQ(lk_blocking_close(NULL), LK_EINVAL);
+  ASSERT_EQ(lk_blocking_cancel(NULL, 1), LK_EINVAL);
+  ASSERT_EQ(lk_blocking_lock_try(NULL, 0), LK_EINVAL);
+  ASSERT_EQ(lk_blocking_lock_is_held(NULL), 0);
+  bx_start(&x);
+  ASSERT_EQ(lk_blocking_lock_new(x.b, "", &l), LK_EINVAL);
+  ASSERT_EQ(lk_blocking_lock_new(x.b, NULL, &l), LK_EINVAL);
+  ASSERT_NULL(l);
+  /* A name the client refuses is told by the first call. */
+  {
+    char name[5000];
+    memset(name, 'n', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    ASSERT_OK(lk_blocking_lock_new(x.b, name, &l));
+    ASSERT_EQ(lk_blocking_lock_try(l, 0), LK_ENAMETOOLONG);
+    ASSERT_OK(lk_blocking_lock_close(l));
+  }
+  ASSERT_OK(lk_blocking_lock_new(x.b, "blk_entry", &l));
+  ASSERT_EQ(lk_blocking_lock_close(l), 0);
+  ASSERT_EQ(lk_blocking_cancel(x.b, lk_blocking_thread_id()), LK_EINVAL);
+  ASSERT_OK(lk_blocking_close(x.b));
+  rt_server_stop(x.srv);
+}
