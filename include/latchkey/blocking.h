@@ -72,6 +72,14 @@ LK_EXTERN lk_client_t *lk_blocking_client(const lk_blocking_t *b);
  * process. */
 LK_EXTERN uint64_t lk_blocking_thread_id(void);
 
+/* The calling thread is done with b: its objects behind every handle are
+ * closed (its holds given back, best effort) and freed, and its lost
+ * descriptor closed. A program whose threads come and go (one per request)
+ * calls it before a thread ends; without it, what a thread used stays until
+ * its handle or the client closes. The thread may use b again later: it
+ * starts afresh. Returns 0 or the entry codes. */
+LK_EXTERN int lk_blocking_thread_done(lk_blocking_t *b);
+
 /* Cancels the blocked acquire (or await) of thread thread_id: it returns
  * LK_ECANCELED (a hold the server may have granted meanwhile is given
  * back). Returns 0, the entry codes, or LK_EINVAL when that thread is not

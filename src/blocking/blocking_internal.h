@@ -91,6 +91,10 @@ struct lk__bl_slot_s {
   uint64_t tid;
   void *obj;   /* loop thread only */
   void *extra; /* loop thread only: a kind's own (MultiLock: its members) */
+  /* loop thread only: its object is closing; the handle's close counts it
+   * (h_counted); lk_blocking_thread_done waits for it (forget). */
+  int closing, h_counted;
+  struct lk__bl_forget_s *forget;
   _Atomic int64_t count[2];
   _Atomic int lost;
   /* Fixed lease: the hold ends at this uv_hrtime (0: renewed, no end). */
@@ -121,9 +125,9 @@ int lk__bl_slot_open(lk__bl_slot_t *slot);
 void lk__bl_slot_closed(lk__bl_slot_t *slot);
 /* Closes every slot's object and frees the handle (a blocking call). */
 int lk__bl_handle_close(lk__bl_handle_t *h);
-/* On the loop thread: starts closing every object of h; calls
- * lk__bl_handle_objs_closed(h) when none is left. Returns how many closes
- * were started. */
+/* On the loop thread: starts closing every object of h. Returns 1 when
+ * closes are still to call back (lk__bl_handle_objs_closed(h) follows once
+ * none is left), 0 when nothing is left to wait for. */
 int lk__bl_handle_close_objs(lk__bl_handle_t *h);
 void lk__bl_handle_free(lk__bl_handle_t *h, int destroy_lock);
 /* Set by the client's close: called on the loop thread once a handle's
@@ -131,6 +135,12 @@ void lk__bl_handle_free(lk__bl_handle_t *h, int destroy_lock);
 void lk__bl_handle_objs_closed(lk__bl_handle_t *h);
 /* uv_hrtime deadline of a fixed lease (lease_ms > 0) taken now, else 0. */
 uint64_t lk__bl_lease_until(int64_t lease_ms);
+/* On the loop thread, for lk_blocking_thread_done: closes and frees the
+ * slot of thread tid in h; returns 1 when its close callback will call
+ * lk__bl_forget_step(f), else 0 (nothing left to wait for). */
+typedef struct lk__bl_forget_s lk__bl_forget_t;
+int lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f);
+void lk__bl_forget_step(lk__bl_forget_t *f);
 /* is_held of index i, from the atomics. */
 int lk__bl_slot_held(const lk__bl_slot_t *slot, int i);
 

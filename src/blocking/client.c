@@ -202,6 +202,53 @@ int lk_blocking_cancel(lk_blocking_t *b, uint64_t thread_id) {
   return lk__bl_run(&cc.call);
 }
 
+/* ---- a thread done with the client ---------------------------------------------- */
+
+struct lk__bl_forget_s {
+  lk__bl_call_t call;
+  int pending;
+};
+
+void lk__bl_forget_step(lk__bl_forget_t *f) {
+  if (--f->pending == 0)
+    lk__bl_finish(&f->call, 0, 0);
+}
+
+static void close_fd(bl_fd_t *f);
+
+static int start_thread_done(lk__bl_call_t *call) {
+  lk__bl_forget_t *f = (lk__bl_forget_t *)call;
+  lk_blocking_t *b = call->b;
+  lk__bl_handle_t *h;
+  bl_fd_t **pp, *fd = NULL;
+  uv_mutex_lock(&b->mu);
+  h = b->handles;
+  for (pp = &b->fds; *pp != NULL; pp = &(*pp)->next)
+    if ((*pp)->tid == call->tid) {
+      fd = *pp;
+      *pp = fd->next;
+      break;
+    }
+  uv_mutex_unlock(&b->mu);
+  if (fd != NULL) {
+    close_fd(fd);
+    lk__free(fd);
+  }
+  /* Only this thread removes handles: the list can be walked unlocked. */
+  f->pending = 1;
+  for (; h != NULL; h = h->next)
+    f->pending += lk__bl_handle_forget(h, call->tid, f);
+  if (--f->pending == 0)
+    return 0;
+  return 1;
+}
+
+int lk_blocking_thread_done(lk_blocking_t *b) {
+  lk__bl_forget_t f;
+  lk__bl_call_init(&f.call, b, NULL, start_thread_done, NULL);
+  return lk__bl_run(&f.call);
+}
+
 /* ---- handles ------------------------------------------------------------------ */
 
 void lk__bl_register_handle(lk_blocking_t *b, lk__bl_handle_t *h) {
@@ -510,9 +557,9 @@ static int start_close(lk__bl_call_t *call) {
   /* No handle is added once closing is set, and only this thread removes
    * one: the list can be walked without the lock. */
   for (; h != NULL; h = h->next) {
-    if (h->closer != NULL || h->closing_objs > 0)
+    if (h->closer != NULL)
       b->close_pending++; /* a handle's own close is under way */
-    else if (lk__bl_handle_close_objs(h) > 0)
+    else if (lk__bl_handle_close_objs(h))
       b->close_pending++;
   }
   if (--b->close_pending == 0)

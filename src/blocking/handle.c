@@ -75,11 +75,52 @@ int lk__bl_slot_open(lk__bl_slot_t *slot) {
   return slot->h->kind->open(slot);
 }
 
+static void slot_unlink_free(lk__bl_slot_t *slot) {
+  lk__bl_handle_t *h = slot->h;
+  lk__bl_slot_t **pp;
+  uv_mutex_lock(&h->mu);
+  for (pp = &h->slots; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == slot) {
+      *pp = slot->next;
+      break;
+    }
+  uv_mutex_unlock(&h->mu);
+  lk__free(slot);
+}
+
 void lk__bl_slot_closed(lk__bl_slot_t *slot) {
   lk__bl_handle_t *h = slot->h;
+  lk__bl_forget_t *f = slot->forget;
+  int counted = slot->h_counted;
   slot->obj = NULL;
-  if (--h->closing_objs == 0)
+  slot->closing = slot->h_counted = 0;
+  if (f != NULL) { /* its thread is done with it: the slot goes too */
+    slot_unlink_free(slot);
+    lk__bl_forget_step(f);
+  }
+  if (counted && --h->closing_objs == 0)
     lk__bl_handle_objs_closed(h);
+}
+
+int lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) {
+  lk__bl_slot_t *s;
+  uv_mutex_lock(&h->mu);
+  for (s = h->slots; s != NULL; s = s->next)
+    if (s->tid == tid)
+      break;
+  uv_mutex_unlock(&h->mu);
+  if (s == NULL)
+    return 0;
+  if (s->obj == NULL) {
+    slot_unlink_free(s);
+    return 0;
+  }
+  s->forget = f;
+  if (!s->closing) {
+    s->closing = 1;
+    h->kind->close(s);
+  }
+  return 1;
 }
 
 int lk__bl_handle_close_objs(lk__bl_handle_t *h) {
@@ -95,10 +136,17 @@ int lk__bl_handle_close_objs(lk__bl_handle_t *h) {
     if (s->obj != NULL) {
       h->closing_objs++;
       n++;
-      h->kind->close(s);
+      s->h_counted = 1;
+      if (!s->closing) { /* else lk_blocking_thread_done closes it already */
+        s->closing = 1;
+        h->kind->close(s);
+      }
     }
   h->closing_objs--;
-  return n;
+  /* A close that failed at once was counted down already: what is left is
+   * what the callers wait for. */
+  (void)n;
+  return h->closing_objs > 0;
 }
 
 typedef struct {

@@ -612,3 +612,53 @@ TEST(fixed_lease_ends_is_held_without_round_trip) {
   ASSERT_OK(lk_blocking_lock_close(l));
   bx_finish(&x);
 }
+
+/* ---- a thread done with the client ---------------------------------------------------------------- */
+
+typedef struct {
+  bx_t *x;
+  lk_blocking_lock_t *l;
+  lk_blocking_semaphore_t *s;
+  int ok;
+} done_arg_t;
+
+static void done_worker(void *arg) {
+  done_arg_t *a = arg;
+  int fd;
+  ASSERT_OK(lk_blocking_lock_try(a->l, 0));
+  ASSERT_OK(lk_blocking_lock_try(a->l, 0));
+  ASSERT_OK(lk_blocking_semaphore_try(a->s, 1, 0));
+  fd = lk_blocking_lost_fd(a->x->b);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(server_holds(a->x, "bl_done", lk_blocking_thread_id()), 2);
+  ASSERT_OK(lk_blocking_thread_done(a->x->b));
+  /* Its holds and permits were given back, its state is gone. */
+  ASSERT_EQ(rt_cmd_int(a->x->srv, "EXISTS bl_done"), 0);
+  ASSERT_EQ(lk_blocking_lock_hold_count(a->l), 0);
+  ASSERT_EQ(lk_blocking_semaphore_held(a->s), 0);
+  /* And it may come back, afresh. */
+  ASSERT_OK(lk_blocking_lock_try(a->l, 0));
+  ASSERT_EQ(lk_blocking_lock_hold_count(a->l), 1);
+  ASSERT_OK(lk_blocking_lock_release(a->l));
+  ASSERT_OK(lk_blocking_thread_done(a->x->b));
+  a->ok = 1;
+}
+
+TEST(thread_done_gives_back_and_frees) {
+  bx_t x;
+  done_arg_t a;
+  uv_thread_t t;
+  bx_start(&x);
+  memset(&a, 0, sizeof(a));
+  a.x = &x;
+  ASSERT_OK(lk_blocking_lock_new(x.b, "bl_done", &a.l));
+  ASSERT_OK(lk_blocking_semaphore_new(x.b, "bl_done_sem", &a.s));
+  ASSERT_EQ(lk_blocking_semaphore_try_set_permits(a.s, 1), 1);
+  ASSERT_OK(uv_thread_create(&t, done_worker, &a));
+  uv_thread_join(&t);
+  ASSERT_EQ(a.ok, 1);
+  ASSERT_EQ(lk_blocking_semaphore_available(a.s), 1);
+  /* A thread that used nothing is done at once. */
+  ASSERT_OK(lk_blocking_thread_done(x.b));
+  bx_finish(&x);
+}
