@@ -22,6 +22,8 @@
 #                its lines are that file's, in order and contiguous, with a
 #                line `...` standing for lines left out; an example quoted so
 #                also runs against the private server below (exit status 0);
+#                a README block after <!-- ci-example: NAME pkg-config: PKG... -->
+#                compiles with those packages' flags too (.ci/run also runs it);
 #       ```cpp   the same as a C++17 program ($CXX, default c++), for
 #                docs/cpp.md (include/latchkey.hpp);
 #       ```sh / ```bash
@@ -290,9 +292,9 @@ marker_value() { # marker kind -> the text after "<!-- kind:" and before "-->"
   return 1
 }
 
-compile_program() { # page line body
-  local page=$1 line=$2 body=$3 exe="$3.exe" log="$3.log"
-  local link
+compile_program() { # page line body [pkg-config packages the block needs]
+  local page=$1 line=$2 body=$3 exe="$3.exe" log="$3.log" pkgs=${4:-}
+  local link pkgflags=""
   cp "$body" "$body.c"
   # As a user links it: the shared library needs only libuv beside it (its
   # own dependencies are its business); the static one needs them all.
@@ -300,9 +302,16 @@ compile_program() { # page line body
     *.so | *.so.*) link="$lib -Wl,-rpath,$(dirname "$lib") $(pkg-config --libs libuv)" ;;
     *) link="$lib $(pkg-config --libs libuv hiredis libssl libcrypto) -lpthread" ;;
   esac
+  if [ -n "${pkgs// /}" ]; then
+    # shellcheck disable=SC2086
+    if ! pkgflags=$(pkg-config --cflags --libs $pkgs 2>&1); then
+      fail "$page" "$line" "the C block needs pkg-config packages that are missing: $pkgs"
+      return
+    fi
+  fi
   # shellcheck disable=SC2086,SC2046
   if ! "$CC" -Wall -Wextra -Werror -I"$ROOT/include" $(pkg-config --cflags libuv) $extra_cflags \
-    -o "$exe" "$body.c" $link $extra_ldflags >"$log" 2>&1; then
+    -o "$exe" "$body.c" $link $pkgflags $extra_ldflags >"$log" 2>&1; then
     fail "$page" "$line" "the C block does not compile as a complete program (mark an excerpt with <!-- excerpt: examples/NAME.c -->):"
     head -n 8 "$log" | sed 's/^/    /' >&2
     return
@@ -496,6 +505,9 @@ check_blocks() { # page
       c)
         if v=$(marker_value "$marker" excerpt); then
           check_excerpt "$page" "$line" "$body" "$v"
+        elif v=$(marker_value "$marker" ci-example); then
+          # "NAME pkg-config: PKG...": a README way in that CI also runs.
+          compile_program "$page" "$line" "$body" "${v#*pkg-config:}"
         else
           compile_program "$page" "$line" "$body"
         fi ;;

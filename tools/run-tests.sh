@@ -82,8 +82,9 @@ if [ "$sanitize" -eq 1 ]; then
 elif [ "$valgrind" -eq 1 ]; then
   # Memcheck over a representative subset (reliability.md T39: T01-lite, T13,
   # T16, T23, plus hygiene, cancel and close paths, and the TLS layer: a
-  # session, failed verifications, a record cut mid-way, a forked child; the
-  # blocking API's close under blocked threads and lost lease): every definite leak or
+  # session, failed verifications, a record cut mid-way, a forked child, the host-loop
+  # adapters' detach paths, and the blocking API's close under blocked
+  # threads and lost lease): every definite leak or
   # memory error fails the test. Forked workers run under valgrind too.
   build_dir=${LATCHKEY_BUILD_DIR:-build-valgrind}
   cmake_args+=(-DLATCHKEY_ASAN=OFF -DLATCHKEY_UBSAN=OFF -DLATCHKEY_TSAN=OFF

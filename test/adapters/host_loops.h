@@ -21,6 +21,12 @@
 #endif
 
 
+#if defined(HOST_USE_LIBEVENT)
+/* 0: the host never calls event_base_priority_init (one level); else the
+ * levels host_open sets up (its tick at the default, the middle one). */
+static int host_libevent_priorities;
+#endif
+
 typedef struct host_s host_t;
 typedef void (*host_tick_fn)(host_t *h);
 
@@ -85,6 +91,10 @@ static inline int host_open(host_t *h, uv_loop_t *loop) {
 #if defined(HOST_USE_LIBEVENT)
   struct timeval ten = {0, 10000};
   h->base = event_base_new();
+  /* A host with priority levels (set up before any event is added): the
+   * adapter then takes the highest for the uv loop's events. */
+  if (host_libevent_priorities > 1)
+    event_base_priority_init(h->base, host_libevent_priorities);
   h->tick_ev = event_new(h->base, -1, EV_PERSIST, host_event_tick, h);
   event_add(h->tick_ev, &ten);
   return lk_adapter_libevent_attach(h->base, loop, &h->a_event);

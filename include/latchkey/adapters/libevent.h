@@ -93,6 +93,13 @@ static inline int lk_adapter_libevent_attach(struct event_base *base, uv_loop_t 
   a->loop = loop;
   a->io = event_new(base, fd, EV_READ | EV_PERSIST, lk_adapter_libevent__run, a);
   a->timer = evtimer_new(base, lk_adapter_libevent__run, a);
+  /* A host that set up priorities (event_base_priority_init) gets the uv
+   * loop's events at the highest one, so latchkey's replies are not served
+   * after every host callback that became ready at the same time. */
+  if (a->io != NULL && a->timer != NULL && event_base_get_npriorities(base) > 1) {
+    event_priority_set(a->io, 0);
+    event_priority_set(a->timer, 0);
+  }
   if (a->io == NULL || a->timer == NULL || event_add(a->io, NULL) != 0) {
     if (a->io != NULL)
       event_free(a->io);
