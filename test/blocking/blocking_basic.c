@@ -662,3 +662,75 @@ TEST(thread_done_gives_back_and_frees) {
   ASSERT_OK(lk_blocking_thread_done(x.b));
   bx_finish(&x);
 }
+
+/* ---- two Java threads and two latchkey threads on one name --------------------------------------- */
+
+#define MIX_ROUNDS 8
+
+typedef struct {
+  overlap_t *o;
+  int port;
+  long long tid;
+} java_arg_t;
+
+static void enter_exit(overlap_t *o) {
+  int now = atomic_fetch_add(&o->inside, 1) + 1;
+  if (now > atomic_load(&o->max_inside))
+    atomic_store(&o->max_inside, now);
+  atomic_fetch_add(&o->entries, 1);
+  rt_sleep_us(300); /* widen the window an overlap would show in */
+  atomic_fetch_sub(&o->inside, 1);
+}
+
+static void java_worker(void *arg) {
+  java_arg_t *a = arg;
+  redisContext *ctx = rt_rlock_connect(a->port), *sub = rt_rlock_connect(a->port);
+  for (int i = 0; i < MIX_ROUNDS; i++) {
+    if (rt_rlock_lock_blocking(ctx, sub, "bl_mix", "java-uuid", a->tid, 30000,
+                               rt_scaled_ms(20000)) != 0) {
+      atomic_fetch_add(&a->o->errors, 1);
+      continue;
+    }
+    enter_exit(a->o);
+    if (rt_rlock_unlock(ctx, "bl_mix", "java-uuid", a->tid) != 1)
+      atomic_fetch_add(&a->o->errors, 1);
+  }
+  redisFree(sub);
+  redisFree(ctx);
+}
+
+static void latchkey_worker(void *arg) {
+  overlap_t *o = arg;
+  for (int i = 0; i < MIX_ROUNDS; i++) {
+    if (lk_blocking_lock_acquire(o->l, NULL) != 0) {
+      atomic_fetch_add(&o->errors, 1);
+      continue;
+    }
+    enter_exit(o);
+    if (lk_blocking_lock_release(o->l) != 0)
+      atomic_fetch_add(&o->errors, 1);
+  }
+}
+
+TEST(two_java_threads_and_two_latchkey_threads_share_a_name) {
+  bx_t x;
+  overlap_t o;
+  java_arg_t j[2];
+  uv_thread_t t[4];
+  memset(&o, 0, sizeof(o));
+  bx_start(&x);
+  ASSERT_OK(lk_blocking_lock_new(x.b, "bl_mix", &o.l));
+  for (int i = 0; i < 2; i++) {
+    j[i] = (java_arg_t){&o, rt_server_port(x.srv), i + 1};
+    ASSERT_OK(uv_thread_create(&t[i], java_worker, &j[i]));
+    ASSERT_OK(uv_thread_create(&t[2 + i], latchkey_worker, &o));
+  }
+  for (int i = 0; i < 4; i++)
+    uv_thread_join(&t[i]);
+  ASSERT_EQ(atomic_load(&o.errors), 0);
+  ASSERT_EQ(atomic_load(&o.max_inside), 1);
+  ASSERT_EQ(atomic_load(&o.entries), 4 * MIX_ROUNDS);
+  ASSERT_EQ(rt_cmd_int(x.srv, "EXISTS bl_mix"), 0);
+  ASSERT_OK(lk_blocking_lock_close(o.l));
+  bx_finish(&x);
+}
