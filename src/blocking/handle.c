@@ -125,7 +125,6 @@ int lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) {
 
 int lk__bl_handle_close_objs(lk__bl_handle_t *h) {
   lk__bl_slot_t *s;
-  int n = 0;
   uv_mutex_lock(&h->mu);
   s = h->slots;
   uv_mutex_unlock(&h->mu);
@@ -135,7 +134,6 @@ int lk__bl_handle_close_objs(lk__bl_handle_t *h) {
   for (; s != NULL; s = s->next)
     if (s->obj != NULL) {
       h->closing_objs++;
-      n++;
       s->h_counted = 1;
       if (!s->closing) { /* else lk_blocking_thread_done closes it already */
         s->closing = 1;
@@ -145,7 +143,6 @@ int lk__bl_handle_close_objs(lk__bl_handle_t *h) {
   h->closing_objs--;
   /* A close that failed at once was counted down already: what is left is
    * what the callers wait for. */
-  (void)n;
   return h->closing_objs > 0;
 }
 
