@@ -69,7 +69,8 @@ extern "C" {
   XX(EUPGRADE, 30, "read hold cannot be upgraded to a write hold")            \
   XX(EDELETED, 31, "the object was deleted while waited on")                 \
   XX(ETLS, 32, "TLS handshake or certificate verification failed")          \
-  XX(ENOREPLICAS, 33, "too few replicas acknowledged the grant in time")
+  XX(ENOREPLICAS, 33, "too few replicas acknowledged the grant in time")   \
+  XX(EREENTRY, 34, "non-reentrant acquire: this owner already holds it")
 
 #define LK__ERRNO_BASE (-30000)
 

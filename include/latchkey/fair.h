@@ -41,6 +41,12 @@ typedef struct lk_fair_opts_s {
    * many replicas to acknowledge it. -1 = the client's sync_replicas
    * (default), 0 = off, N = 1..1000. */
   int sync_replicas;
+  /* 1 = reentrant (default). 0 = non-reentrant, as Redisson's
+   * getNonReentrantFairLock (docs/fair.md, "Non-reentrant acquire"): an
+   * acquire by an owner that holds the lock is refused with LK_EREENTRY,
+   * never queued and never counted; this object's own re-entry at once, a
+   * shared owner's (or a Redisson thread's) by the server. */
+  int reentrant;
 } lk_fair_opts_t;
 
 LK_EXTERN void lk_fair_opts_init(lk_fair_opts_t *opts);
@@ -54,7 +60,8 @@ LK_EXTERN int lk_fair_new(lk_client_t *client, const char *name,
  * is served in order. opts may be NULL (try once, default lease). An acquire
  * that ends without the lock leaves the queue.
  * At once: the start codes (LK_EINVAL also for a wait, lease, waiter
- * timeout or sync_replicas out of range, or a hold count at its maximum).
+ * timeout or sync_replicas out of range, or a hold count at its maximum);
+ * LK_EREENTRY (opts.reentrant = 0 and this object holds the lock).
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: not this waiter's turn, or
  * the server not reachable in time; with wait 0, not free for it);
  * LK_ECONN (a single try that could not be sent); LK_EUNKNOWN (the outcome
@@ -63,8 +70,10 @@ LK_EXTERN int lk_fair_new(lk_client_t *client, const char *name,
  * the earlier holds gone: given back); LK_ETOKEN (fenced: the server's
  * counter went backwards; given back); LK_ENOREPLICAS (replica sync: too
  * few replicas acknowledged the grant in time, or its WAIT went unanswered;
- * given back, docs/replica-sync.md); LK_ECANCELED; the server codes (also
- * a WAIT the server refused: given back). */
+ * given back, docs/replica-sync.md); LK_EREENTRY (opts.reentrant = 0 and
+ * the server shows this owner holding: nothing changed, and the waiter left
+ * the queue); LK_ECANCELED; the server codes (also a WAIT the server
+ * refused: given back). */
 LK_EXTERN int lk_fair_acquire(lk_fair_t *fair, const lk_fair_opts_t *opts,
                               lk_fair_cb cb, void *arg);
 

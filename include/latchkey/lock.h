@@ -35,6 +35,13 @@ typedef struct lk_lock_opts_s {
   int spin;
   int64_t spin_initial_ms;
   int64_t spin_max_ms;
+  /* 1 = reentrant (default): an owner that holds the lock acquires it again
+   * and holds it once more. 0 = non-reentrant, as Redisson's
+   * getNonReentrantLock (docs/lock.md, "Non-reentrant acquire"): an acquire
+   * by an owner that holds it is refused with LK_EREENTRY and counts
+   * nothing; this object's own re-entry at once, a shared owner's (or a
+   * Redisson thread's) by the server. */
+  int reentrant;
 } lk_lock_opts_t;
 
 LK_EXTERN void lk_lock_opts_init(lk_lock_opts_t *opts);
@@ -47,7 +54,8 @@ LK_EXTERN int lk_lock_new(lk_client_t *client, const char *name,
 /* Acquires (or re-enters) the lock. opts may be NULL (try once, default
  * lease).
  * At once: the start codes (LK_EINVAL also for a wait, lease, sync_replicas
- * or spin option out of range, or a hold count at its maximum).
+ * or spin option out of range, or a hold count at its maximum); LK_EREENTRY
+ * (opts.reentrant = 0 and this object holds the lock).
  * Callback: 0; LK_ETIMEDOUT (the budget ran out: held by another, or the
  * server not reachable in time; with wait 0, held by another); LK_ECONN (a
  * single try that could not be sent); LK_EUNKNOWN (the outcome stayed
@@ -56,8 +64,9 @@ LK_EXTERN int lk_lock_new(lk_client_t *client, const char *name,
  * earlier holds gone: given back); LK_ETOKEN (fenced: the server's counter
  * went backwards; given back); LK_ENOREPLICAS (replica sync: too few
  * replicas acknowledged the grant in time, or its WAIT went unanswered;
- * given back, docs/replica-sync.md); LK_ECANCELED; the server codes (also
- * a WAIT the server refused: given back). */
+ * given back, docs/replica-sync.md); LK_EREENTRY (opts.reentrant = 0 and
+ * the server shows this owner holding: nothing changed); LK_ECANCELED; the
+ * server codes (also a WAIT the server refused: given back). */
 LK_EXTERN int lk_lock_acquire(lk_lock_t *lock, const lk_lock_opts_t *opts,
                               lk_lock_cb cb, void *arg);
 

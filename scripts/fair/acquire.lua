@@ -9,8 +9,9 @@
 -- ARGV[4] waiter timeout ms, ARGV[5] 'wait' (join or stay in the queue) or
 -- 'last' (take it if it is our turn, else leave the queue), ARGV[6] '1' on
 -- a resend after a lost reply, ARGV[7] the Redisson wait allowed for per
--- Redisson waiter ahead (ms), ARGV[8] the lowest acceptable fencing token
--- (fenced only): one above the highest this client has seen.
+-- Redisson waiter ahead (ms), ARGV[8] '0' for a non-reentrant acquire (else
+-- '1'), ARGV[9] the lowest acceptable fencing token (fenced only): one above
+-- the highest this client has seen.
 -- Deadlines use the server's clock (TIME), so clients never disagree on them.
 --
 -- Why V: a Redisson acquisition moves every deadline in T earlier by its
@@ -28,6 +29,9 @@
 --   {1, hint, position}  queued at position (0 = next); retry within hint ms
 --                        (-1: no hint)
 --   {2, pttl}            not acquired and not queued ('last')
+--   an error whose first word is NON_REENTRANT_REACQUIRE: non-reentrant and
+--   this owner holds the lock (as from Redisson's non-reentrant fair lock);
+--   nothing changed
 local name, q, t, v = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner = ARGV[2]
 -- A free lock (no key) holds nothing of this owner's, so the hold count is
@@ -68,20 +72,27 @@ local function granted(count)
   if redis.call('exists', KEYS[5]) == 0 then
     time_now()
     local seed = clock[1] .. string.rep('0', 6 - #clock[2]) .. clock[2]
-    if tonumber(seed) < tonumber(ARGV[8]) then
-      seed = ARGV[8]
+    if tonumber(seed) < tonumber(ARGV[9]) then
+      seed = ARGV[9]
     end
     redis.call('set', KEYS[5], seed)
   end
   local token = redis.call('incr', KEYS[5])
-  if token < tonumber(ARGV[8]) then
-    redis.call('set', KEYS[5], ARGV[8])
-    return {0, count, tonumber(ARGV[8]), 1}
+  if token < tonumber(ARGV[9]) then
+    redis.call('set', KEYS[5], ARGV[9])
+    return {0, count, tonumber(ARGV[9]), 1}
   end
   return {0, count, token, 0}
 end
 
 local before = tonumber(ARGV[3])
+-- Non-reentrant: any hold of this owner refuses, before anything is written
+-- or queued, except the one a resend finds one above the count the object
+-- had: its own attempt whose reply was lost (scripts/lock/acquire.lua).
+if held and ARGV[8] == '0'
+    and not (ARGV[6] == '1' and before >= 0 and tonumber(held) == before + 1) then
+  return redis.error_reply('NON_REENTRANT_REACQUIRE the owner already holds the lock')
+end
 if held and before >= 0 then
   if ARGV[6] == '1' and tonumber(held) == before + 1 then
     -- A resend: the attempt whose reply was lost did acquire.

@@ -3,13 +3,25 @@
 -- KEYS[1] lock name; ARGV[1] lease ms, ARGV[2] owner "UUID:TID",
 -- ARGV[3] hold count the owner had before this call, or -1 when unknown
 -- (owners shared between objects), ARGV[4] '1' on a resend after a lost
--- reply.
--- Reply (private to latchkey): {count} when acquired, else the holder's PTTL.
+-- reply, ARGV[5] '0' for a non-reentrant acquire (else '1').
+-- Reply (private to latchkey): {count} when acquired, else the holder's PTTL;
+-- a non-reentrant acquire that finds the owner holding gets an error whose
+-- first word is NON_REENTRANT_REACQUIRE, as from Redisson's non-reentrant
+-- lock, and changes nothing.
 -- On a resend, a count already one above ARGV[3] means the attempt whose
 -- reply was lost did acquire: reported instead of counting twice. On a first
 -- attempt that count is a stale one, and is not taken for a grant.
 local held = redis.call('hget', KEYS[1], ARGV[2])
 local before = tonumber(ARGV[3])
+-- Non-reentrant (Redisson's non-reentrant lock): any hold of this owner
+-- refuses, before anything is written, except the one a resend finds one
+-- above the count the object had: its own attempt whose reply was lost. (A
+-- counted owner comes with 0 holds: the object refuses its own re-entry
+-- before sending.)
+if held and ARGV[5] == '0'
+    and not (ARGV[4] == '1' and before >= 0 and tonumber(held) == before + 1) then
+  return redis.error_reply('NON_REENTRANT_REACQUIRE the owner already holds the lock')
+end
 if held and before >= 0 then
   if ARGV[4] == '1' and tonumber(held) == before + 1 then
     -- A resend: the attempt whose reply was lost did acquire.

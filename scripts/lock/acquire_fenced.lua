@@ -4,8 +4,10 @@
 -- KEYS[1] lock name, KEYS[2] token key; ARGV[1] lease ms, ARGV[2] owner,
 -- ARGV[3] hold count before this call or -1 (see acquire.lua), ARGV[4] the
 -- lowest token this client may accept (one above the highest it has seen),
--- ARGV[5] '1' on a resend after a lost reply (see acquire.lua).
--- Reply: {count, token, regressed} when acquired, else the holder's PTTL.
+-- ARGV[5] '1' on a resend after a lost reply (see acquire.lua), ARGV[6] '0'
+-- for a non-reentrant acquire (else '1'; see acquire.lua).
+-- Reply: {count, token, regressed} when acquired, else the holder's PTTL, or
+-- the NON_REENTRANT_REACQUIRE error (see acquire.lua).
 -- An absent counter (a restart without persistence, or the name's first
 -- fenced use) is seeded from the server's clock in microseconds, and never
 -- below the floor, before the INCR: a restarted counter starts above every
@@ -35,6 +37,12 @@ end
 
 local held = redis.call('hget', KEYS[1], ARGV[2])
 local before = tonumber(ARGV[3])
+-- Non-reentrant: any hold of this owner refuses but a resend's own lost
+-- grant (see acquire.lua).
+if held and ARGV[6] == '0'
+    and not (ARGV[5] == '1' and before >= 0 and tonumber(held) == before + 1) then
+  return redis.error_reply('NON_REENTRANT_REACQUIRE the owner already holds the lock')
+end
 if held and before >= 0 then
   if ARGV[5] == '1' and tonumber(held) == before + 1 then
     -- A resend: the attempt whose reply was lost took it. It gets a fresh

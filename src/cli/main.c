@@ -14,7 +14,8 @@ static const struct {
 } cmds[] = {
     {"run",
      "latchkey run [--wait DUR|forever] [--lease DUR] [--kill-after DUR] [--fair | --read | "
-     "--write | --semaphore [--permits N]] [--no-token] [--redis URL] NAME -- CMD [ARGS...]",
+     "--write | --permits N | --semaphore [--permits N]] [--no-token] [--redis URL] NAME -- "
+     "CMD [ARGS...]",
      cli_run},
     {"inspect", "latchkey inspect [--json] [--redis URL] NAME...", cli_inspect},
     {"list", "latchkey list [--json] [--count N] [--redis URL] [PATTERN]", cli_list},

@@ -23,6 +23,9 @@ typedef struct run_s {
   int kind;
   const char *name;
   int64_t wait_ms, kill_after_ms, permits;
+  /* --permits N without --semaphore: at most N runs at once. The semaphore
+   * gets N permits when it does not exist yet, and each run takes one. */
+  int64_t limit;
   int fenced, verbose;
   char **cmd;
   union {
@@ -411,6 +414,25 @@ static void acquired(run_t *r, int status) {
   spawn_child(r);
 }
 
+/* --permits N alone: the semaphore's permits are set (when it does not
+ * exist yet) before the acquire. A signal that came meanwhile ends the run
+ * here: nothing is held yet. */
+static void limit_set(lk_psem_t *p, int status, void *arg) {
+  run_t *r = arg;
+  int rc;
+  (void)p;
+  if (status >= 0 && r->exit_code < 0 && (rc = obj_acquire(r)) < 0)
+    status = rc;
+  if (status < 0 || r->exit_code >= 0)
+    acquired(r, status < 0 ? status : LK_ECANCELED);
+}
+
+static int start_acquire(run_t *r) {
+  if (r->limit > 0)
+    return lk_psem_try_set_permits(r->o.ps, r->limit, limit_set, r);
+  return obj_acquire(r);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   run_t *r = h->data;
   if (r->proc_live) {
@@ -432,7 +454,7 @@ int cli_run(int argc, char **argv) {
   cli_common_t co = {0};
   lk_client_opts_t o;
   char *storage = NULL, note[257];
-  int i, rc, side = 0;
+  int i, rc, side = 0, permits_given = 0;
   int64_t lease_ms = -1;
   memset(&r, 0, sizeof(r));
   r.kind = K_LOCK;
@@ -460,6 +482,7 @@ int cli_run(int argc, char **argv) {
         if (cli_parse_count(argv[i + 1], 1000, &v) < 0)
           return run_usage("--permits needs a count 1..1000, not %s", argv[i + 1]);
         r.permits = v;
+        permits_given = 1;
       } else if (cli_parse_duration(argv[i + 1], strcmp(a, "--wait") == 0, &v) < 0) {
         return cli_usage("run", "%s: not a duration: %s (500ms, 10s, 2m%s)", a, argv[i + 1],
                          strcmp(a, "--wait") == 0 ? ", forever" : "");
@@ -496,8 +519,14 @@ int cli_run(int argc, char **argv) {
     return cli_usage("run", "NAME is required");
   if (i > argc || i == argc || strcmp(argv[i - 1], "--") != 0)
     return cli_usage("run", "the command follows --");
-  if (r.permits != 1 && r.kind != K_SEM)
-    return cli_usage("run", "--permits goes with --semaphore");
+  if (permits_given && r.kind != K_SEM && r.kind != K_LOCK)
+    return cli_usage("run", "--permits goes alone or with --semaphore");
+  if (permits_given && r.kind == K_LOCK) {
+    /* One of N permits: "at most N at once" (docs/cli.md). */
+    r.kind = K_SEM;
+    r.limit = r.permits;
+    r.permits = 1;
+  }
   r.cmd = argv + i;
   r.verbose = co.verbose;
 
@@ -536,7 +565,7 @@ int cli_run(int argc, char **argv) {
   uv_timer_init(r.loop, &r.kill_timer);
   r.kill_timer.data = &r;
   r.acquiring = 1;
-  if ((rc = obj_acquire(&r)) < 0) {
+  if ((rc = start_acquire(&r)) < 0) {
     r.acquiring = 0;
     cli_report("run", r.name, rc, r.c);
     r.exit_code = CLI_EXIT_FAIL;

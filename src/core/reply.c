@@ -18,6 +18,9 @@ static const lk__err_prefix_t lk__err_prefixes[] = {
     {"MISCONF", LK_EMISCONF},     {"MOVED", LK_ECLUSTER},
     {"ASK", LK_ECLUSTER},         {"CLUSTERDOWN", LK_ECLUSTER},
     {"TRYAGAIN", LK_ECLUSTER},    {"CROSSSLOT", LK_ECLUSTER},
+    /* A non-reentrant acquire's refusal (scripts/lock/acquire.lua,
+     * scripts/fair/acquire.lua): the word Redisson's non-reentrant locks use. */
+    {"NON_REENTRANT_REACQUIRE", LK_EREENTRY},
 };
 
 static int word_is(const char *text, size_t len, const char *w) {
@@ -49,6 +52,8 @@ int lk__status_from_error(const char *text, size_t len) {
     return LK_EOOM;
   if (contains(text, len, "READONLY"))
     return LK_EREADONLY;
+  if (contains(text, len, "NON_REENTRANT_REACQUIRE"))
+    return LK_EREENTRY;
   if (contains(text, len, "invalid username-password") ||
       contains(text, len, "Authentication required"))
     return LK_EAUTH;

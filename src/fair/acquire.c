@@ -125,6 +125,7 @@ int lk__fair_attempt(lk__obj_t *o) {
   argv[n] = o->outcome_open ? "1" : "0", lens[n++] = 1;
   snprintf(allowance, sizeof(allowance), "%d", LK__FAIR_REDISSON_WAIT_MS);
   argv[n] = allowance, lens[n++] = strlen(allowance);
+  argv[n] = f->req_nonreentrant ? "0" : "1", lens[n++] = 1;
   if (f->req_fenced) {
     snprintf(floor, sizeof(floor), "%" PRId64,
              lk__token_highest(c, f->name, f->name_len) + 1);
@@ -269,6 +270,7 @@ void lk_fair_opts_init(lk_fair_opts_t *o) {
   o->fenced = 0;
   o->waiter_timeout_ms = LK_FAIR_WAITER_TIMEOUT_DEFAULT;
   o->sync_replicas = -1;
+  o->reentrant = 1;
 }
 
 int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, void *arg) {
@@ -286,6 +288,10 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
     return LK_EINVAL;
   if (f->hold.count == UINT32_MAX)
     return LK_EINVAL;
+  /* Non-reentrant: as for the lock, this object's own second acquire never
+   * reaches the server. */
+  if (!opts->reentrant && lk_fair_is_held(f))
+    return LK_EREENTRY;
   rc = lk__obj_sync_want(&f->base, opts->sync_replicas);
   if (rc != 0)
     return rc;
@@ -304,6 +310,7 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
   lk__fair_begin(f, LK__FAIR_OP_ACQUIRE, cb, arg);
   lk__obj_wait_begin(&f->base, opts->wait_ms);
   f->req_fenced = opts->fenced != 0;
+  f->req_nonreentrant = opts->reentrant == 0;
   f->req_waiter_timeout_ms = opts->waiter_timeout_ms;
   /* As for the reentrant lock: a re-entry while the watchdog keeps this
    * owner's lease keeps the watchdog's lease. */

@@ -75,6 +75,7 @@ struct lk_fair_s {
   int64_t req_waiter_timeout_ms;
   int req_watchdog;
   int req_fenced;
+  int req_nonreentrant; /* refused by the server if the owner holds */
   uint32_t release_before;
 };
 

@@ -65,6 +65,7 @@ struct lk_lock_s {
   unsigned owner_heap : 1;
   unsigned req_watchdog : 1; /* the acquire asked for the default, renewed lease */
   unsigned req_fenced : 1;
+  unsigned req_nonreentrant : 1; /* refused by the server if the owner holds */
   unsigned lean : 1; /* lk__lock_lean_layout, else Redisson's RLock layout */
 };
 
@@ -183,9 +184,10 @@ static void on_acquire_reply(void *data, int status, redisReply *r);
 static int attempt_acquire(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   char lease[24], before[24], floor[24];
-  const char *argv[7];
-  size_t lens[7];
+  const char *argv[8];
+  size_t lens[8];
   const char *resend = o->outcome_open ? "1" : "0";
+  const char *reentrant = l->req_nonreentrant ? "0" : "1";
   int err = 0;
   if (lk__outcome_defer_attempt(o))
     return 0;
@@ -201,9 +203,10 @@ static int attempt_acquire(lk__obj_t *o) {
     argv[5] = floor;
     lens[5] = lk__i64_to_str(floor, lk__token_highest(CLIENT(l), l->name, l->name_len) + 1);
     argv[6] = resend, lens[6] = 1;
+    argv[7] = reentrant, lens[7] = 1;
     o->op = lk__script_call(CLIENT(l),
                             LAYOUT_SCRIPT(l, acquire_fenced, "lock/acquire_fenced"),
-                            2, 5, argv, lens,
+                            2, 6, argv, lens,
                             on_acquire_reply, l, &err);
   } else {
     argv[0] = l->name, lens[0] = l->name_len;
@@ -211,8 +214,9 @@ static int attempt_acquire(lk__obj_t *o) {
     argv[2] = l->owner, lens[2] = l->owner_len;
     argv[3] = before, lens[3] = before_len;
     argv[4] = resend, lens[4] = 1;
+    argv[5] = reentrant, lens[5] = 1;
     o->op = lk__script_call(CLIENT(l), LAYOUT_SCRIPT(l, acquire, "lock/acquire"),
-                            1, 4, argv, lens,
+                            1, 5, argv, lens,
                             on_acquire_reply, l, &err);
   }
   return o->op != NULL ? 0 : err;
@@ -267,6 +271,7 @@ void lk_lock_opts_init(lk_lock_opts_t *o) {
   o->spin = -1;
   o->spin_initial_ms = 0;
   o->spin_max_ms = 0;
+  o->reentrant = 1;
 }
 
 int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
@@ -283,6 +288,11 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
     return LK_EINVAL;
   if (l->hold.count == UINT32_MAX)
     return LK_EINVAL;
+  /* Non-reentrant: this object's own second acquire never reaches the
+   * server. A hold whose local deadline passed is not one: the server
+   * decides (the lease ran out: LK_ELEASELOST; still there: refused). */
+  if (!opts->reentrant && lk_lock_is_held(l))
+    return LK_EREENTRY;
   rc = lk__obj_sync_want(&l->base, opts->sync_replicas);
   if (rc == 0)
     rc = lk__obj_spin_want(&l->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
@@ -307,6 +317,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   l->busy_ttl = LK__LOCK_NOT_BUSY;
   lk__obj_wait_begin(&l->base, opts->wait_ms);
   l->req_fenced = opts->fenced != 0;
+  l->req_nonreentrant = opts->reentrant == 0;
   /* A re-entry with an explicit lease while the watchdog keeps this owner's
    * lease keeps the watchdog's lease: a shorter one would end the lock before
    * the local deadline the watchdog promises. */

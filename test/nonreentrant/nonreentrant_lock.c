@@ -1,0 +1,280 @@
+/* The lock's non-reentrant acquire (opts.reentrant = 0; docs/lock.md,
+ * "Non-reentrant acquire"): a holder's second acquire is refused with
+ * LK_EREENTRY and never counted, the object's own at once and without a
+ * command, a shared owner's by the server; and the same name is shared both
+ * ways with the emulated Redisson 4.4 non-reentrant lock
+ * (test/harness/redisson_nr_emu.h). */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/scripts.h"
+#include "nr_fixture.h"
+
+static void start(fx_t *fx) {
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.max_repoll_ms = NR_NO_REPOLL_MS;
+  fx_start_with(fx, NULL, &o);
+}
+
+/* The object's own second acquire returns LK_EREENTRY at once, waiting or
+ * not, fenced or not: no callback, no script on the server, the count and
+ * the fencing counter untouched. A reentrant acquire of the same object
+ * still re-enters (the option is the acquire's). */
+TEST(second_acquire_refused_at_once_and_never_sent) {
+  fx_t fx;
+  sx_t s;
+  start(&fx);
+  lk_lock_t *l = fx_lock(&fx, "nr-own");
+  ASSERT_OK(nr_lock(&fx, l, 0, 30000));
+  ASSERT_EQ(lk_lock_hold_count(l), 1);
+  long long scripts = nr_script_calls(fx.srv);
+  ASSERT_EQ(nr_lock_start(l, 0, 30000, 0, &s), LK_EREENTRY);
+  ASSERT_EQ(nr_lock_start(l, rt_scaled_ms(5000), LK_LEASE_DEFAULT, 0, &s), LK_EREENTRY);
+  ASSERT_EQ(nr_lock_start(l, 0, 30000, 1, &s), LK_EREENTRY);
+  fx_spin(&fx, 50);
+  ASSERT_EQ(s.calls, 0);
+  ASSERT_EQ(nr_script_calls(fx.srv), scripts);
+  ASSERT_EQ(nr_hget(fx.srv, "nr-own", lk_lock_owner(l)), 1);
+  ASSERT_EQ(lk_lock_hold_count(l), 1);
+  ASSERT_EQ(fx_token_counter(&fx, "nr-own"), 0);
+  /* The object is not busy: a reentrant acquire re-enters. */
+  ASSERT_OK(sx_acquire(&fx, l, 0, 30000));
+  ASSERT_EQ(nr_hget(fx.srv, "nr-own", lk_lock_owner(l)), 2);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
+  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nr-own"), 0);
+  /* Released: the next non-reentrant acquire, fenced, is a fresh grant. */
+  ASSERT_OK(nr_lock_start(l, 0, 30000, 1, &s));
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_OK(s.status);
+  int64_t token = lk_lock_token(l);
+  ASSERT_GT(token, 0);
+  ASSERT_EQ(nr_lock_start(l, 0, 30000, 1, &s), LK_EREENTRY);
+  ASSERT_EQ(fx_token_counter(&fx, "nr-own"), token);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
+  fx_close_lock(&fx, l);
+  fx_finish(&fx);
+}
+
+/* Another object acting as the holder's owner (lk_lock_set_owner) cannot
+ * know the server's count: the script refuses it, with Redisson's error
+ * word, at once although the acquire could wait, and queues or counts
+ * nothing. */
+TEST(shared_owner_refused_by_the_server) {
+  fx_t fx;
+  sx_t s;
+  start(&fx);
+  lk_lock_t *a = fx_lock(&fx, "nr-shared"), *b = fx_lock(&fx, "nr-shared");
+  ASSERT_OK(nr_lock(&fx, a, 0, 30000));
+  ASSERT_OK(lk_lock_set_owner(b, NULL, nr_tid_of(lk_lock_owner(a))));
+  ASSERT_STREQ(lk_lock_owner(b), lk_lock_owner(a));
+  int64_t budget = rt_scaled_ms(10000);
+  ASSERT_OK(nr_lock_start(b, budget, 30000, 0, &s));
+  uint64_t t0 = uv_hrtime();
+  rt_run_until(&fx.loop, &s.done, budget + 5000);
+  ASSERT_EQ(s.status, LK_EREENTRY);
+  ASSERT_LT(ms_between(t0, s.t_ns), budget / 2);
+  ASSERT_NOT_NULL(strstr(lk_lock_error_text(b), RT_NR_ERROR_WORD));
+  ASSERT_EQ(lk_lock_hold_count(b), 0);
+  ASSERT_EQ(nr_hget(fx.srv, "nr-shared", lk_lock_owner(a)), 1);
+  /* A single try, fenced, the same. */
+  ASSERT_OK(nr_lock_start(b, 0, 30000, 1, &s));
+  rt_run_until(&fx.loop, &s.done, 5000);
+  ASSERT_EQ(s.status, LK_EREENTRY);
+  ASSERT_EQ(fx_token_counter(&fx, "nr-shared"), 0);
+  ASSERT_EQ(nr_hget(fx.srv, "nr-shared", lk_lock_owner(a)), 1);
+  /* Once a released, b's non-reentrant acquire is granted. */
+  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+  ASSERT_OK(nr_lock(&fx, b, 0, 30000));
+  ASSERT_EQ(nr_hget(fx.srv, "nr-shared", lk_lock_owner(b)), 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
+  fx_close_lock(&fx, a);
+  fx_close_lock(&fx, b);
+  fx_finish(&fx);
+}
+
+/* A Redisson non-reentrant holder keeps latchkey out; its unlock's message
+ * lets the sleeping latchkey waiter in, long before any re-poll. */
+TEST(redisson_holder_blocks_latchkey_and_its_unlock_wakes_it) {
+  fx_t fx;
+  sx_t s;
+  start(&fx);
+  redisContext *emu = rt_rlock_connect(rt_server_port(fx.srv));
+  char *channel = rt_rlock_channel("nr-r2l");
+  ASSERT_EQ(rt_nrlock_try(emu, "nr-r2l", NR_EMU_UUID, NR_EMU_TID, 30000), RT_RLOCK_ACQUIRED);
+  lk_lock_t *l = fx_lock(&fx, "nr-r2l");
+  ASSERT_EQ(nr_lock(&fx, l, 0, 30000), LK_ETIMEDOUT);
+  ASSERT_OK(nr_lock_start(l, rt_scaled_ms(10000), LK_LEASE_DEFAULT, 0, &s));
+  fx_wait_subscribers(&fx, channel, 1);
+  fx_spin(&fx, 50);
+  ASSERT_EQ(s.done, 0);
+  uint64_t t_unlock = uv_hrtime();
+  ASSERT_EQ(rt_rlock_unlock(emu, "nr-r2l", NR_EMU_UUID, NR_EMU_TID), 1);
+  rt_run_until(&fx.loop, &s.done, 10000);
+  ASSERT_OK(s.status);
+  ASSERT_LT(ms_between(t_unlock, s.t_ns), rt_scaled_ms(1000));
+  ASSERT_EQ(nr_hget(fx.srv, "nr-r2l", lk_lock_owner(l)), 1);
+  /* Redisson sees latchkey's hold as busy, with its lease. */
+  long long ttl = rt_nrlock_try(emu, "nr-r2l", NR_EMU_UUID, NR_EMU_TID, 30000);
+  ASSERT_GT(ttl, 0);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
+  fx_close_lock(&fx, l);
+  free(channel);
+  redisFree(emu);
+  fx_finish(&fx);
+}
+
+typedef struct emu_waiter_s {
+  int port;
+  const char *name;
+  int64_t timeout_ms;
+  int result;
+  uint64_t t_ns;
+  atomic_int done;
+} emu_waiter_t;
+
+/* The emulated Redisson lock() in a thread of its own (it blocks). */
+static void *emu_wait_thread(void *arg) {
+  emu_waiter_t *w = arg;
+  redisContext *ctx = rt_rlock_connect(w->port), *sub = rt_rlock_connect(w->port);
+  w->result = rt_nrlock_lock_blocking(ctx, sub, w->name, NR_EMU_UUID, NR_EMU_TID, 30000,
+                                      w->timeout_ms);
+  w->t_ns = uv_hrtime();
+  atomic_store(&w->done, 1);
+  redisFree(sub);
+  redisFree(ctx);
+  return NULL;
+}
+
+/* A latchkey non-reentrant holder (watchdog lease) keeps a Redisson waiter
+ * out; latchkey's release message lets it in at once (its own wait is the
+ * holder's 30 s lease). */
+TEST(latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
+  fx_t fx;
+  pthread_t th;
+  start(&fx);
+  lk_lock_t *l = fx_lock(&fx, "nr-l2r");
+  char *channel = rt_rlock_channel("nr-l2r");
+  ASSERT_OK(nr_lock(&fx, l, 0, LK_LEASE_DEFAULT));
+  emu_waiter_t w = {.port = rt_server_port(fx.srv), .name = "nr-l2r",
+                    .timeout_ms = rt_scaled_ms(10000)};
+  atomic_init(&w.done, 0);
+  ASSERT_EQ(pthread_create(&th, NULL, emu_wait_thread, &w), 0);
+  fx_wait_subscribers(&fx, channel, 1);
+  fx_spin(&fx, 100);
+  ASSERT_EQ(atomic_load(&w.done), 0);
+  uint64_t t_release = uv_hrtime();
+  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
+  ASSERT_EQ(pthread_join(th, NULL), 0);
+  ASSERT_EQ(w.result, 0);
+  ASSERT_LT(ms_between(t_release, w.t_ns), rt_scaled_ms(1000));
+  ASSERT_EQ(nr_hget(fx.srv, "nr-l2r", NR_EMU_OWNER), 1);
+  /* Now latchkey waits in turn. */
+  ASSERT_EQ(nr_lock(&fx, l, 0, 30000), LK_ETIMEDOUT);
+  redisContext *emu = rt_rlock_connect(rt_server_port(fx.srv));
+  ASSERT_EQ(rt_rlock_unlock(emu, "nr-l2r", NR_EMU_UUID, NR_EMU_TID), 1);
+  redisFree(emu);
+  fx_close_lock(&fx, l);
+  free(channel);
+  fx_finish(&fx);
+}
+
+/* One owner on both sides (latchkey acting as the Redisson thread): each
+ * side's non-reentrant acquire refuses the other's hold, and neither counts
+ * a second hold. */
+TEST(one_owner_on_both_sides_refused_both_ways) {
+  fx_t fx;
+  start(&fx);
+  redisContext *emu = rt_rlock_connect(rt_server_port(fx.srv));
+  lk_lock_t *l = fx_lock(&fx, "nr-both");
+  ASSERT_OK(lk_lock_set_owner(l, NR_EMU_UUID, NR_EMU_TID));
+  ASSERT_OK(nr_lock(&fx, l, 0, 30000));
+  ASSERT_EQ(rt_nrlock_try(emu, "nr-both", NR_EMU_UUID, NR_EMU_TID, 30000), RT_NR_REENTRY);
+  ASSERT_EQ(nr_hget(fx.srv, "nr-both", NR_EMU_OWNER), 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
+  ASSERT_EQ(rt_nrlock_try(emu, "nr-both", NR_EMU_UUID, NR_EMU_TID, 30000), RT_RLOCK_ACQUIRED);
+  ASSERT_EQ(nr_lock(&fx, l, 0, 30000), LK_EREENTRY);
+  ASSERT_EQ(nr_hget(fx.srv, "nr-both", NR_EMU_OWNER), 1);
+  ASSERT_EQ(lk_lock_hold_count(l), 0);
+  ASSERT_EQ(rt_rlock_unlock(emu, "nr-both", NR_EMU_UUID, NR_EMU_TID), 1);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nr-both"), 0);
+  fx_close_lock(&fx, l);
+  redisFree(emu);
+  fx_finish(&fx);
+}
+
+static void on_lost(lk_lock_t *l, int status, void *arg) {
+  sx_t *s = arg;
+  (void)l;
+  s->calls++;
+  s->done = 1;
+  s->status = status;
+}
+
+/* A non-reentrant hold is renewed by the watchdog like any other, a loss
+ * is told, and force release ends it: after either, the object is not a
+ * holder any more and its next non-reentrant acquire is a fresh grant. */
+TEST(watchdog_lost_lease_and_force_release) {
+  fx_t fx;
+  sx_t lost;
+  int64_t deleted = 0;
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  lk_client_stats_t st;
+  o.default_lease_ms = 1500; /* renewed every 500 ms */
+  fx_start_with(&fx, NULL, &o);
+  lk_lock_t *l = fx_lock(&fx, "nr-wd");
+  memset(&lost, 0, sizeof(lost));
+  ASSERT_OK(lk_lock_set_lost_cb(l, on_lost, &lost));
+  ASSERT_OK(nr_lock(&fx, l, 0, LK_LEASE_DEFAULT));
+  /* Four renewals: more than a lease has passed, alive only if renewed. */
+  FX_EVENTUALLY(&fx, (lk_client_get_stats(fx.c, &st), st.renewals >= 4), 10000);
+  ASSERT_GT(rt_cmd_int(fx.srv, "PTTL nr-wd"), 0);
+  ASSERT_EQ(lk_lock_is_held(l), 1);
+  ASSERT_EQ(lost.calls, 0);
+  ASSERT_EQ(rt_cmd_int(fx.srv, "DEL nr-wd"), 1);
+  rt_run_until(&fx.loop, &lost.done, 5000);
+  ASSERT_EQ(lost.status, LK_ELEASELOST);
+  ASSERT_EQ(lk_lock_is_held(l), 0);
+  ASSERT_OK(nr_lock(&fx, l, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(lk_lock_hold_count(l), 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_force_release, l, &deleted));
+  ASSERT_EQ(deleted, 1);
+  ASSERT_EQ(lk_lock_hold_count(l), 0);
+  ASSERT_OK(nr_lock(&fx, l, 0, 30000));
+  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
+  ASSERT_EQ(lost.calls, 1);
+  fx_close_lock(&fx, l);
+  fx_finish(&fx);
+}
+
+/* The reply of a non-reentrant acquire that took the lock is lost: the
+ * resend finds this owner's hold, which is its own first attempt's, not a
+ * second holder's. It is reported as the grant and counted once; refusing
+ * it would leave the lock held with nobody counting it. */
+TEST(lost_reply_resend_is_the_grant_not_a_reentry) {
+  fx_t fx;
+  sx_t s;
+  char match[64];
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.reconnect_min_ms = 20;
+  o.reconnect_max_ms = 50;
+  rt_proxy_t *p = fx_start_proxied(&fx, &o);
+  lk_lock_t *l = fx_lock(&fx, "nr-lost");
+  ASSERT_OK(sx_run(&fx, lk_lock_is_locked, l, NULL)); /* connected first */
+  snprintf(match, sizeof match, "EVALSHA %s", lk__script_find("lock/acquire")->sha1);
+  rt_proxy_on_reply(p, match, 1, RT_PROXY_DROP_CUT, NULL, 0);
+  ASSERT_OK(nr_lock_start(l, rt_scaled_ms(3000), 30000, 0, &s));
+  rt_run_until(&fx.loop, &s.done, 10000);
+  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(lk_lock_hold_count(l), 1);
+  ASSERT_EQ(nr_hget(fx.srv, "nr-lost", lk_lock_owner(l)), 1);
+  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nr-lost"), 0);
+  fx_close_lock(&fx, l);
+  fx_finish(&fx);
+  rt_proxy_stop(p);
+}
