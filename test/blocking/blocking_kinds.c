@@ -350,3 +350,22 @@ TEST(entry_codes_and_bad_options) {
   ASSERT_OK(lk_blocking_close(x.b));
   rt_server_stop(x.srv);
 }
+
+/* ---- a non-reentrant acquire, per thread ------------------------------------------------------- */
+
+TEST(nonreentrant_acquire_refuses_the_same_thread) {
+  bx_t x;
+  lk_blocking_lock_t *l;
+  lk_lock_opts_t o;
+  bx_start(&x);
+  ASSERT_OK(lk_blocking_lock_new(x.b, "blk_nr", &l));
+  lk_lock_opts_init(&o);
+  o.reentrant = 0;
+  ASSERT_OK(lk_blocking_lock_acquire(l, &o));
+  /* The owner is the thread: its second non-reentrant acquire is refused. */
+  ASSERT_EQ(lk_blocking_lock_acquire(l, &o), LK_EREENTRY);
+  ASSERT_EQ(lk_blocking_lock_hold_count(l), 1);
+  ASSERT_OK(lk_blocking_lock_release(l));
+  ASSERT_OK(lk_blocking_lock_close(l));
+  bx_finish(&x);
+}
