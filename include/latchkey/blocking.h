@@ -105,7 +105,8 @@ LK_EXTERN int lk_blocking_set_lost_cb(lk_blocking_t *b, lk_blocking_lost_cb cb,
  * end elsewhere) that becomes readable when any hold of this thread on this
  * client is lost; poll it beside the work of a critical section to abort
  * it. It stays readable until lk_blocking_lost_clear. Owned by the
- * blocking client: closed by lk_blocking_close, never by the caller.
+ * blocking client: closed by lk_blocking_close or the thread's
+ * lk_blocking_thread_done, never by the caller.
  * Returns the descriptor (>= 0), the entry codes or -errno. */
 LK_EXTERN int lk_blocking_lost_fd(lk_blocking_t *b);
 /* Makes the calling thread's descriptor unreadable again. Returns how many
