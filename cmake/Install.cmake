@@ -58,7 +58,7 @@ if(TARGET latchkey_cli)
   install(TARGETS latchkey_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Runtime)
 endif()
 
-install(FILES ${PROJECT_SOURCE_DIR}/include/latchkey.h
+install(FILES ${PROJECT_SOURCE_DIR}/include/latchkey.h ${PROJECT_SOURCE_DIR}/include/latchkey.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT Development)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/latchkey
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT Development

@@ -19,5 +19,6 @@
 #include "latchkey/inspect.h"
 #include "latchkey/metrics.h"
 #include "latchkey/owners.h"
+#include "latchkey/blocking.h"
 
 #endif /* LATCHKEY_H */

@@ -12,7 +12,7 @@
 #     such numbers are generated or left out;
 #   - every relative link names a file of the repository, and every #anchor
 #     a heading of the page it points to;
-#   - every fenced code block says what it is (```c, ```sh, ```bash or
+#   - every fenced code block says what it is (```c, ```cpp, ```sh, ```bash or
 #     ```text) and works as written:
 #       ```c     compiles and links as a complete program (-Wall -Wextra
 #                -Werror, against the library), unless the last non-blank
@@ -24,6 +24,8 @@
 #                also runs against the private server below (exit status 0);
 #                a README block after <!-- ci-example: NAME pkg-config: PKG... -->
 #                compiles with those packages' flags too (.ci/run also runs it);
+#       ```cpp   the same as a C++17 program ($CXX, default c++), for
+#                docs/cpp.md (include/latchkey.hpp);
 #       ```sh / ```bash
 #                runs with bash -eu in a scratch directory against a private
 #                server this script starts on a free loopback port
@@ -77,6 +79,7 @@ if [ -z "$lib" ]; then
 fi
 [ -n "$bin" ] || bin="$build/test/docs"
 CC=${CC:-cc}
+CXX=${CXX:-c++}
 
 SERVER=${LK_REDIS_SERVER:-redis-server}
 CLI=${LK_REDIS_CLI:-}
@@ -316,6 +319,26 @@ compile_program() { # page line body [pkg-config packages the block needs]
   note "line $line: C program compiles and links"
 }
 
+# A ```cpp block: a complete C++17 program against include/latchkey.hpp,
+# linked as compile_program links a C one.
+compile_cpp_program() { # page line body
+  local page=$1 line=$2 body=$3 exe="$3.exe" log="$3.log"
+  local link
+  cp "$body" "$body.cpp"
+  case "$lib" in
+    *.so | *.so.*) link="$lib -Wl,-rpath,$(dirname "$lib") $(pkg-config --libs libuv)" ;;
+    *) link="$lib $(pkg-config --libs libuv hiredis libssl libcrypto) -lpthread" ;;
+  esac
+  # shellcheck disable=SC2086,SC2046
+  if ! "$CXX" -std=c++17 -Wall -Wextra -Werror -I"$ROOT/include" $(pkg-config --cflags libuv) \
+    $extra_cflags -o "$exe" "$body.cpp" $link $extra_ldflags >"$log" 2>&1; then
+    fail "$page" "$line" "the C++ block does not compile as a complete program:"
+    head -n 8 "$log" | sed 's/^/    /' >&2
+    return
+  fi
+  note "line $line: C++ program compiles and links"
+}
+
 check_excerpt() { # page line body file
   local page=$1 line=$2 body=$3 src=$4 missing
   case "$src" in
@@ -488,6 +511,8 @@ check_blocks() { # page
         else
           compile_program "$page" "$line" "$body"
         fi ;;
+      cpp)
+        compile_cpp_program "$page" "$line" "$body" ;;
       sh | bash)
         if v=$(marker_value "$marker" docs-test) && [[ "$v" == skip* ]]; then
           note "line $line: shell block not run: ${v#skip}"
@@ -507,7 +532,7 @@ check_blocks() { # page
       "")
         fail "$page" "$line" "a code block without a language: say \`\`\`c, \`\`\`sh or \`\`\`text" ;;
       *)
-        fail "$page" "$line" "a \`\`\`$info block: the docs test knows c, sh, bash and text" ;;
+        fail "$page" "$line" "a \`\`\`$info block: the docs test knows c, cpp, sh, bash and text" ;;
     esac
   done <"$out/index"
   check_acl_covers_scripts "$page" "$out"

@@ -82,8 +82,9 @@ if [ "$sanitize" -eq 1 ]; then
 elif [ "$valgrind" -eq 1 ]; then
   # Memcheck over a representative subset (reliability.md T39: T01-lite, T13,
   # T16, T23, plus hygiene, cancel and close paths, and the TLS layer: a
-  # session, failed verifications, a record cut mid-way, a forked child, and the host-loop
-  # adapters' detach paths): every definite leak or
+  # session, failed verifications, a record cut mid-way, a forked child, the host-loop
+  # adapters' detach paths, and the blocking API's close under blocked
+  # threads and lost lease): every definite leak or
   # memory error fails the test. Forked workers run under valgrind too.
   build_dir=${LATCHKEY_BUILD_DIR:-build-valgrind}
   cmake_args+=(-DLATCHKEY_ASAN=OFF -DLATCHKEY_UBSAN=OFF -DLATCHKEY_TSAN=OFF
@@ -91,18 +92,20 @@ elif [ "$valgrind" -eq 1 ]; then
     "-DLATCHKEY_TEST_LAUNCHER=valgrind;--quiet;--error-exitcode=99;--leak-check=full;--errors-for-leak-kinds=definite;--show-leak-kinds=definite;--track-origins=no")
   export LK_TEST_TIMING=${LK_TEST_TIMING:-10}
   if [ "$select_given" -eq 0 ]; then
-    ctest_args+=(-R '^(lock\.(reentrancy_counts|second_owner_excluded_then_admitted|pubsub_killed_while_waiting|cancel_in_flight_gives_back_late_grant|lost_release_reply_is_applied_once)|watchdog\.(held_for_many_leases|deleted_key_fires_lost_within_a_period|paused_server_loses_lease_by_deadline)|core\.(close_lock_while_acquire_waits|reply_timeout_suspends_and_reconnects)|fault\.(t13_proxy_reset_while_holding_reconnects_and_keeps_lease|t16_lost_acquire_reply_resend_counts_once|t16_lost_acquire_reply_try_once_gives_back|t15_grant_arriving_after_its_lease_is_refused_and_given_back|t39_faulted_session_leaves_nothing_behind|wrong_type_reply_to_acquire_is_unknown_and_given_back|garbage_reply_drops_connection_and_acquire_counts_once)|tls\.(ca_file_lock_and_pubsub_wake_over_tls|bad_tls_files_fail_client_new|forked_child_frees_a_tls_client_without_io|wrong_ca_is_etls|mutual_tls_without_a_client_certificate_is_etls|record_cut_in_a_renewal_reply_keeps_the_hold))$')
+    ctest_args+=(-R '^(lock\.(reentrancy_counts|second_owner_excluded_then_admitted|pubsub_killed_while_waiting|cancel_in_flight_gives_back_late_grant|lost_release_reply_is_applied_once)|watchdog\.(held_for_many_leases|deleted_key_fires_lost_within_a_period|paused_server_loses_lease_by_deadline)|core\.(close_lock_while_acquire_waits|reply_timeout_suspends_and_reconnects)|fault\.(t13_proxy_reset_while_holding_reconnects_and_keeps_lease|t16_lost_acquire_reply_resend_counts_once|t16_lost_acquire_reply_try_once_gives_back|t15_grant_arriving_after_its_lease_is_refused_and_given_back|t39_faulted_session_leaves_nothing_behind|wrong_type_reply_to_acquire_is_unknown_and_given_back|garbage_reply_drops_connection_and_acquire_counts_once)|tls\.(ca_file_lock_and_pubsub_wake_over_tls|bad_tls_files_fail_client_new|forked_child_frees_a_tls_client_without_io|wrong_ca_is_etls|mutual_tls_without_a_client_certificate_is_etls|record_cut_in_a_renewal_reply_keeps_the_hold)|blocking\.(close_with_threads_blocked|lost_lease_seen_three_ways))$')
   fi
 elif [ "$tsan" -eq 1 ]; then
   # The thread checks under ThreadSanitizer: calls from a foreign thread
-  # (LK_EWRONGTHREAD), and the harness's proxy thread driven from tests.
+  # (LK_EWRONGTHREAD), the blocking API and its C++ layer (labels blocking
+  # and cpp: callers on many threads, one loop thread), and the harness's
+  # proxy thread driven from tests.
   build_dir=${LATCHKEY_BUILD_DIR:-build-tsan}
   cmake_args+=(-DLATCHKEY_ASAN=OFF -DLATCHKEY_UBSAN=OFF -DLATCHKEY_TSAN=ON
     -DLATCHKEY_BUILD_EXAMPLES=OFF -DLATCHKEY_BUILD_BENCH=OFF)
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
   export LK_TEST_TIMING=${LK_TEST_TIMING:-3}
   if [ "$select_given" -eq 0 ]; then
-    ctest_args+=(-R '(wrong_thread|proxy_|fault\.t13_|fault\.t24_|lock\.tcp_reset_produces_callbacks)')
+    ctest_args+=(-R '(wrong_thread|blocking\.|cpp\.|proxy_|fault\.t13_|fault\.t24_|lock\.tcp_reset_produces_callbacks)')
   fi
 else
   build_dir=${LATCHKEY_BUILD_DIR:-build}

@@ -1,0 +1,204 @@
+/* Handles shared by threads, and the per-thread slots behind them: each
+ * thread that uses a handle gets an asynchronous object of its own whose
+ * owner is that thread (Redisson's UUID:threadId), so threads of one process
+ * exclude each other and each thread's re-entries count. A slot is made by
+ * its thread (under the handle's mutex), its object by the loop thread on
+ * the first call; what the thread reads without a round trip (hold counts,
+ * lost, a fixed lease's end) are atomics the loop thread writes. */
+#include <string.h>
+
+#include "blocking/blocking_internal.h"
+#include "core/alloc.h"
+
+int lk__bl_handle_init(lk__bl_handle_t *h, lk_blocking_t *b, const lk__bl_kind_t *kind,
+                       const char *name) {
+  int rc = lk__bl_check(b);
+  if (rc != 0)
+    return rc;
+  if (name == NULL || name[0] == '\0')
+    return LK_EINVAL;
+  memset(h, 0, sizeof(*h));
+  h->b = b;
+  h->kind = kind;
+  atomic_init(&h->closing, 0);
+  h->name = lk__strdup(name);
+  if (h->name == NULL)
+    return LK_ENOMEM;
+  if (uv_mutex_init(&h->mu) != 0) {
+    lk__free(h->name);
+    return LK_ENOMEM;
+  }
+  return 0;
+}
+
+lk__bl_slot_t *lk__bl_slot_find(lk__bl_handle_t *h) {
+  uint64_t tid = lk_blocking_thread_id();
+  lk__bl_slot_t *s;
+  uv_mutex_lock(&h->mu);
+  for (s = h->slots; s != NULL; s = s->next)
+    if (s->tid == tid)
+      break;
+  uv_mutex_unlock(&h->mu);
+  return s;
+}
+
+lk__bl_slot_t *lk__bl_slot_get(lk__bl_handle_t *h, int *rc) {
+  lk__bl_slot_t *s;
+  *rc = h == NULL ? LK_EINVAL : lk__bl_check(h->b);
+  if (*rc == 0 && atomic_load_explicit(&h->closing, memory_order_acquire))
+    *rc = LK_ECLOSED;
+  if (*rc != 0)
+    return NULL;
+  s = lk__bl_slot_find(h);
+  if (s != NULL)
+    return s;
+  /* Only this thread adds its own slot: no other can have added it since. */
+  s = lk__calloc(1, sizeof(*s));
+  if (s == NULL) {
+    *rc = LK_ENOMEM;
+    return NULL;
+  }
+  s->h = h;
+  s->tid = lk_blocking_thread_id();
+  uv_mutex_lock(&h->mu);
+  s->next = h->slots;
+  h->slots = s;
+  uv_mutex_unlock(&h->mu);
+  return s;
+}
+
+int lk__bl_slot_open(lk__bl_slot_t *slot) {
+  if (slot->obj != NULL)
+    return 0;
+  if (slot->h->closer != NULL)
+    return LK_ECLOSED;
+  return slot->h->kind->open(slot);
+}
+
+static void slot_unlink_free(lk__bl_slot_t *slot) {
+  lk__bl_handle_t *h = slot->h;
+  lk__bl_slot_t **pp;
+  uv_mutex_lock(&h->mu);
+  for (pp = &h->slots; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == slot) {
+      *pp = slot->next;
+      break;
+    }
+  uv_mutex_unlock(&h->mu);
+  lk__free(slot);
+}
+
+void lk__bl_slot_closed(lk__bl_slot_t *slot) {
+  lk__bl_handle_t *h = slot->h;
+  lk__bl_forget_t *f = slot->forget;
+  int counted = slot->h_counted;
+  slot->obj = NULL;
+  slot->closing = slot->h_counted = 0;
+  if (f != NULL) { /* its thread is done with it: the slot goes too */
+    slot_unlink_free(slot);
+    lk__bl_forget_step(f);
+  }
+  if (counted && --h->closing_objs == 0)
+    lk__bl_handle_objs_closed(h);
+}
+
+int lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) {
+  lk__bl_slot_t *s;
+  uv_mutex_lock(&h->mu);
+  for (s = h->slots; s != NULL; s = s->next)
+    if (s->tid == tid)
+      break;
+  uv_mutex_unlock(&h->mu);
+  if (s == NULL)
+    return 0;
+  if (s->obj == NULL) {
+    slot_unlink_free(s);
+    return 0;
+  }
+  s->forget = f;
+  if (!s->closing) {
+    s->closing = 1;
+    h->kind->close(s);
+  }
+  return 1;
+}
+
+int lk__bl_handle_close_objs(lk__bl_handle_t *h) {
+  lk__bl_slot_t *s;
+  uv_mutex_lock(&h->mu);
+  s = h->slots;
+  uv_mutex_unlock(&h->mu);
+  /* Slots added after this point have no object and get none: the handle
+   * refuses to open one once closing (lk__bl_slot_open). */
+  h->closing_objs = 1;
+  for (; s != NULL; s = s->next)
+    if (s->obj != NULL) {
+      h->closing_objs++;
+      s->h_counted = 1;
+      if (!s->closing) { /* else lk_blocking_thread_done closes it already */
+        s->closing = 1;
+        h->kind->close(s);
+      }
+    }
+  h->closing_objs--;
+  /* A close that failed at once was counted down already: what is left is
+   * what the callers wait for. */
+  return h->closing_objs > 0;
+}
+
+typedef struct {
+  lk__bl_call_t call;
+  lk__bl_handle_t *h;
+} close_call_t;
+
+static int start_handle_close(lk__bl_call_t *call) {
+  lk__bl_handle_t *h = ((close_call_t *)call)->h;
+  h->closer = call;
+  if (lk__bl_handle_close_objs(h) == 0) {
+    h->closer = NULL;
+    lk__bl_unregister_handle(h->b, h);
+    return 0;
+  }
+  return 1;
+}
+
+int lk__bl_handle_close(lk__bl_handle_t *h) {
+  close_call_t cc;
+  int rc;
+  if (h == NULL)
+    return LK_EINVAL;
+  if (atomic_exchange(&h->closing, 1))
+    return LK_ECLOSED;
+  lk__bl_call_init(&cc.call, h->b, NULL, start_handle_close, NULL);
+  cc.h = h;
+  rc = lk__bl_run(&cc.call);
+  if (rc == 0)
+    lk__bl_handle_free(h, 1);
+  else
+    atomic_store(&h->closing, 0); /* refused: the handle stays usable */
+  return rc;
+}
+
+void lk__bl_handle_free(lk__bl_handle_t *h, int destroy_lock) {
+  lk__bl_slot_t *s, *n;
+  for (s = h->slots; s != NULL; s = n) {
+    n = s->next;
+    lk__free(s);
+  }
+  if (destroy_lock) /* not in a forked child: it may be held for ever */
+    uv_mutex_destroy(&h->mu);
+  lk__free(h->name);
+  lk__free(h);
+}
+
+uint64_t lk__bl_lease_until(int64_t lease_ms) {
+  return lease_ms > 0 ? uv_hrtime() + (uint64_t)lease_ms * 1000000u : 0;
+}
+
+int lk__bl_slot_held(const lk__bl_slot_t *slot, int i) {
+  uint64_t until;
+  if (slot == NULL || atomic_load(&slot->lost) || atomic_load(&slot->count[i]) <= 0)
+    return 0;
+  until = atomic_load(&slot->until_ns[i]);
+  return until == 0 || uv_hrtime() < until;
+}

@@ -1,0 +1,6 @@
+/* The blocking lock (lk_lock_t per thread, owner = the thread), from the
+ * template shared with the fair lock. */
+#define BL_A(x) lk_lock_##x
+#define BL_B(x) lk_blocking_lock_##x
+#define BL_WHAT "lock"
+#include "blocking/lock_like.h"

@@ -1,0 +1,153 @@
+// include/latchkey.hpp (docs/cpp.md): the standard lock types work on
+// latchkey's mutex, shared_mutex and counting_semaphore, threads exclude
+// each other, timed tries are bounded, errors carry latchkey's category.
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+
+#include "latchkey.hpp"
+#include "redis_server.h"
+#include "test.h"
+
+namespace {
+
+struct server {
+  rt_server_t *srv = rt_server_start(nullptr);
+  ~server() { rt_server_stop(srv); }
+  lk_client_opts_t opts() const {
+    lk_client_opts_t o;
+    lk_client_opts_init(&o);
+    o.port = rt_server_port(srv);
+    return o;
+  }
+};
+
+// Runs f on another thread and waits for it.
+template <class F> void on_thread(F f) { std::thread(f).join(); }
+
+} // namespace
+
+TEST(mutex_works_with_standard_locks) {
+  server s;
+  lk_client_opts_t o = s.opts();
+  latchkey::client c(&o);
+  latchkey::mutex m(c, "cpp_mutex");
+  latchkey::mutex other(c, "cpp_mutex_2");
+  {
+    std::lock_guard<latchkey::mutex> g(m);
+    ASSERT(m.is_held());
+    // Another thread is another owner: its tries fail, the timed one in
+    // about its time.
+    on_thread([&] {
+      ASSERT(!m.try_lock());
+      auto t0 = std::chrono::steady_clock::now();
+      ASSERT(!m.try_lock_for(std::chrono::milliseconds(200)));
+      auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+      ASSERT_GE(took, 190);
+      ASSERT_LE(took, rt_scaled_ms(3000));
+      ASSERT(!m.try_lock_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+    });
+    // Re-entry by the owner counts.
+    std::unique_lock<latchkey::mutex> again(m, std::try_to_lock);
+    ASSERT(again.owns_lock());
+    ASSERT_EQ(m.hold_count(), 2u);
+  }
+  ASSERT(!m.is_held());
+  ASSERT_EQ(m.last_unlock_error(), 0);
+  {
+    std::scoped_lock both(m, other);
+    ASSERT(m.is_held());
+    ASSERT(other.is_held());
+  }
+  on_thread([&] {
+    std::unique_lock<latchkey::mutex> l(m, std::chrono::milliseconds(100));
+    ASSERT(l.owns_lock());
+  });
+}
+
+TEST(shared_mutex_works_with_shared_lock) {
+  server s;
+  lk_client_opts_t o = s.opts();
+  latchkey::client c(&o);
+  latchkey::shared_mutex rw(c, "cpp_rw");
+  {
+    std::shared_lock<latchkey::shared_mutex> r(rw);
+    ASSERT(rw.is_held(LK_RW_READ));
+    on_thread([&] {
+      {
+        std::shared_lock<latchkey::shared_mutex> r2(rw, std::try_to_lock);
+        ASSERT(r2.owns_lock()); // readers share
+      }
+      ASSERT(!rw.try_lock_for(std::chrono::milliseconds(50))); // a reader holds
+    });
+  }
+  {
+    std::unique_lock<latchkey::shared_mutex> w(rw);
+    on_thread([&] {
+      ASSERT(!rw.try_lock_shared());
+      ASSERT(!rw.try_lock_shared_for(std::chrono::milliseconds(50)));
+    });
+  }
+  ASSERT_EQ(rw.last_unlock_error(), 0);
+  // Asking for the write side while holding the read side is an error
+  // (LK_EUPGRADE), not a wait that could never end.
+  {
+    std::shared_lock<latchkey::shared_mutex> r(rw);
+    int code = 0;
+    try {
+      rw.lock();
+    } catch (const latchkey::error &e) {
+      code = e.code_value();
+    }
+    ASSERT_EQ(code, LK_EUPGRADE);
+  }
+}
+
+TEST(counting_semaphore_acquire_release) {
+  server s;
+  lk_client_opts_t o = s.opts();
+  latchkey::client c(&o);
+  latchkey::counting_semaphore sem(c, "cpp_sem");
+  ASSERT(sem.try_set_permits(1));
+  ASSERT(!sem.try_set_permits(5));
+  sem.acquire();
+  ASSERT_EQ(sem.held(), 1);
+  on_thread([&] { ASSERT(!sem.try_acquire_for(std::chrono::milliseconds(50))); });
+  sem.release();
+  on_thread([&] {
+    ASSERT(sem.try_acquire());
+    sem.release();
+  });
+  ASSERT_EQ(sem.available(), 1);
+}
+
+TEST(errors_carry_latchkey_category) {
+  server s;
+  lk_client_opts_t o = s.opts();
+  latchkey::client c(&o);
+  ASSERT(std::strcmp(latchkey::category().name(), "latchkey") == 0);
+  int code = 0;
+  try {
+    latchkey::mutex bad(c, "");
+  } catch (const latchkey::error &e) {
+    code = e.code_value();
+    ASSERT(e.code().category() == latchkey::category());
+    ASSERT(e.code().message() == lk_strerror(LK_EINVAL));
+  }
+  ASSERT_EQ(code, LK_EINVAL);
+  latchkey::mutex m(c, "cpp_err");
+  code = 0;
+  try {
+    m.unlock_checked(); // not held
+  } catch (const std::system_error &e) {
+    code = e.code().value();
+  }
+  ASSERT_EQ(code, LK_ENOTHELD);
+  m.unlock(); // never throws; the failure is kept
+  ASSERT_EQ(m.last_unlock_error(), LK_ENOTHELD);
+}
