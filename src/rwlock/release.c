@@ -12,8 +12,8 @@
 /* Each side renews with its own script: a read entry's keys are the lock
  * and this owner's hold-key prefix (only this owner's holds are extended),
  * a write entry's the lock alone. */
-const lk__wd_class_t lk__rw_wd_read_class = {"rwlock/renew_read", 2};
-const lk__wd_class_t lk__rw_wd_write_class = {"rwlock/renew_write", 1};
+const lk__wd_class_t lk__rw_wd_read_class = {"rwlock/renew_read", 2, NULL, 0};
+const lk__wd_class_t lk__rw_wd_write_class = {"rwlock/renew_write", 1, NULL, 0};
 
 lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, int exact,
                             lk__op_cb cb, void *data, int send, int *err) {

@@ -453,6 +453,113 @@ TEST(write_release_resign_force_release_and_add_complete_during_a_migration) {
   cfx_finish(&m.f);
 }
 
+/* MIGRATE of one key from the source to the target (the harness's step
+ * moves keys in the server's order): splits an object's keys. */
+static void mig_move_key(mig_t *m, const char *key) {
+  redisReply *mv = rt_cmd(cfx_srv(&m->f, m->from), "MIGRATE 127.0.0.1 %d %s 0 5000 KEYS %s",
+                          rt_cluster_port(m->f.cl, m->to), "", key);
+  ASSERT_NOT_NULL(mv);
+  ASSERT_EQ(mv->type, REDIS_REPLY_STATUS);
+  freeReplyObject(mv);
+  ASSERT_EQ(cfx_exists_asking(&m->f, m->to, key), 1);
+}
+
+static void psem_on_lost(lk_psem_t *p, int status, void *arg) {
+  cfx_lost_t *lost = arg;
+  (void)p;
+  ASSERT_EQ(status, LK_ELEASELOST);
+  if (lost->n++ == 0)
+    lost->t_ns = uv_hrtime();
+}
+
+/* A permit semaphore's hold lives in two keys of one tag: the count (NAME)
+ * and the permits' set ({NAME}:timeout), and its renewal names both. With
+ * the set moved and the count not, that script meets TRYAGAIN for as long
+ * as the split lasts, and the hold was lost at its deadline; the watchdog
+ * now renews it by the set alone (scripts/semaphore/psem_renew_split.lua,
+ * served by the target through ASK), through two leases of the split. */
+TEST(permit_semaphore_hold_split_by_a_migration_outlives_its_lease) {
+  mig_t m;
+  char name[96], zset[128];
+  cfx_lost_t lost;
+  int64_t freed = 0;
+  mig_start(&m, LEASE_MS);
+  mig_name(&m, "ps", name, sizeof name);
+  snprintf(zset, sizeof zset, "%s:timeout", name); /* Redisson's suffixName */
+  lk_psem_t *p = fx_psem(&m.f.fx, name);
+  memset(&lost, 0, sizeof lost);
+  ASSERT_OK(lk_psem_set_lost_cb(p, psem_on_lost, &lost));
+  ASSERT_OK(psem_run_n(&m.f.fx, lk_psem_try_set_permits, p, 3, NULL));
+  ASSERT_OK(psem_acquire(&m.f.fx, p, 2, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  mig_move_key(&m, zset);
+  ASSERT_EQ(rt_cmd_int(cfx_srv(&m.f, m.from), "EXISTS %s", name), 1);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  fx_spin(&m.f.fx, 2 * rt_scaled_ms(LEASE_MS));
+  lk_client_stats_t now = cfx_stats(m.f.fx.c);
+  fprintf(stderr, "note: %llu renewals, %llu ASK, %llu lost over two leases of the split\n",
+          (unsigned long long)(now.renewals - st.renewals),
+          (unsigned long long)(now.ask_redirects - st.ask_redirects),
+          (unsigned long long)(now.leases_lost - st.leases_lost));
+  if (lost.n != 0)
+    FAIL("the permits were reported lost during the split");
+  ASSERT(lk_psem_is_held(p));
+  ASSERT_EQ(lk_psem_permit_count(p), 2u);
+  ASSERT_EQ(now.leases_lost, st.leases_lost);
+  ASSERT_GE(now.renewals - st.renewals, 3u);
+  ASSERT_GT(now.ask_redirects, st.ask_redirects);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  wait_renewals(&m, 2);
+  ASSERT_EQ(lost.n, 0);
+  /* Both permits still on the server, and given back whole. */
+  ASSERT_EQ(rt_cmd_int(cfx_srv(&m.f, m.to), "ZCARD %s", zset), 2);
+  ASSERT_OK(psem_run_id(&m.f.fx, lk_psem_release, p, NULL, &freed));
+  ASSERT_EQ(freed, 2);
+  ASSERT_EQ(srv_count(cfx_srv(&m.f, m.to), name), 3);
+  fx_close_psem_in(&m.f.fx.loop, p);
+  cfx_finish(&m.f);
+}
+
+static void rw_on_lost(lk_rwlock_t *rw, int status, void *arg) {
+  cfx_lost_t *lost = arg;
+  (void)rw;
+  ASSERT_EQ(status, LK_ELEASELOST);
+  if (lost->n++ == 0)
+    lost->t_ns = uv_hrtime();
+}
+
+/* What docs/watchdog.md says of a read hold: its renewal names the lock and
+ * the prefix of its hold keys, never a key, so in a migrating slot it meets
+ * TRYAGAIN for the whole migration, its keys split or not (here none has
+ * moved). A migration longer than the lease loses the hold, reported by its
+ * local deadline: lease - drift after its last confirmed renewal, so no
+ * sooner than two thirds of a lease after the migration started. */
+TEST(read_hold_in_a_migrating_slot_is_reported_lost_at_its_deadline) {
+  mig_t m;
+  char name[96];
+  cfx_lost_t lost;
+  mig_start(&m, LEASE_MS);
+  mig_name(&m, "rd", name, sizeof name);
+  lk_rwlock_t *rw = fx_rwlock(&m.f.fx, name);
+  memset(&lost, 0, sizeof lost);
+  ASSERT_OK(lk_rwlock_set_lost_cb(rw, rw_on_lost, &lost));
+  ASSERT_OK(rw_acquire(&m.f.fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
+  wait_renewals(&m, 1);
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  FX_EVENTUALLY(&m.f.fx, lost.n > 0, 4 * LEASE_MS);
+  double lease = (double)rt_scaled_ms(LEASE_MS), after = cfx_ms_since(t0, lost.t_ns);
+  fprintf(stderr, "note: read hold reported lost %.0f ms after the migration started (lease %.0f)\n",
+          after, lease);
+  ASSERT_GE(after, lease * 2 / 3 - lease / 100 - 2);
+  ASSERT(!lk_rwlock_is_held(rw, RW_R));
+  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  fx_close_rwlock(&m.f.fx, rw);
+  cfx_finish(&m.f);
+}
+
 /* A fenced acquire names the lock and its token counter. In a migrating
  * slot where neither exists the target answers TRYAGAIN (a key is
  * missing): the acquire is retried and succeeds once the migration
