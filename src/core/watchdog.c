@@ -329,12 +329,12 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
    * this answer may be the old master's, so they are renewed once more. */
   due_list_t owed;
   size_t k, kept;
-  /* A batch of a slot being migrated met TRYAGAIN (op->tryagain_ends): its
-   * entries are renewed now, each alone, and stay split until the slot's
-   * master changes. */
+  /* A batch of a slot being migrated, or a hold whose class renews a split
+   * hold by one key, met TRYAGAIN (op->tryagain_ends): its entries are
+   * renewed now, each alone, and stay split until the slot's master
+   * changes. */
   int split = status == LK_ECLUSTER && b->split_on_tryagain && r != NULL &&
-              r->type == REDIS_REPLY_ERROR &&
-              r->len >= 8 && memcmp(r->str, "TRYAGAIN", 8) == 0;
+              r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "TRYAGAIN", 8) == 0;
 
   due_init(&owed);
   lk__wd_check(c);

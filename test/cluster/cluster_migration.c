@@ -550,7 +550,7 @@ TEST(read_hold_in_a_migrating_slot_is_reported_lost_at_its_deadline) {
   lk_client_stats_t st = cfx_stats(m.f.fx.c);
   FX_EVENTUALLY(&m.f.fx, lost.n > 0, 4 * LEASE_MS);
   double lease = (double)rt_scaled_ms(LEASE_MS), after = cfx_ms_since(t0, lost.t_ns);
-  fprintf(stderr, "note: read hold reported lost %.0f ms after the migration started (lease %.0f)\n",
+  fprintf(stderr, "note: read hold lost %.0f ms after the migration started (lease %.0f)\n",
           after, lease);
   ASSERT_GE(after, lease * 2 / 3 - lease / 100 - 2);
   ASSERT(!lk_rwlock_is_held(rw, RW_R));
