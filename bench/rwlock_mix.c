@@ -481,7 +481,8 @@ static void raw_worker(const run_t *run, slot_t *sl, uint64_t seed, int index) {
     const char *ra[] = {run->name, tp, "30000", owner, writer, "0"};
     const char *wa[] = {run->name, "30000", writer, owner, "0"};
     const char *rr[] = {run->name, channel, tp, kp, owner, "PUBLISH", "-1", "1"};
-    const char *wr[] = {run->name, channel, writer, "PUBLISH", "30000", "-1", "1"};
+    /* The write release takes its channel last, as an argument. */
+    const char *wr[] = {run->name, writer, "PUBLISH", "30000", "-1", "1", "resend", channel};
     if (load(x.c, "rwlock/read_acquire", &x.acq[0]) || load(x.c, "rwlock/write_acquire", &x.acq[1]) ||
         load(x.c, "rwlock/write_release", &x.rel[1]) ||
         (run->impl == RAW_NOSHRINK ? load_own(x.c, noshrink_release, &x.rel[0])
@@ -493,16 +494,17 @@ static void raw_worker(const run_t *run, slot_t *sl, uint64_t seed, int index) {
     set_args(x.acq_argv[0], x.acq_len[0], &x.acq_argc[0], x.acq[0].sha, 2, ra, 6);
     set_args(x.acq_argv[1], x.acq_len[1], &x.acq_argc[1], x.acq[1].sha, 1, wa, 5);
     set_args(x.rel_argv[0], x.rel_len[0], &x.rel_argc[0], x.rel[0].sha, 4, rr, 8);
-    set_args(x.rel_argv[1], x.rel_len[1], &x.rel_argc[1], x.rel[1].sha, 2, wr, 7);
+    set_args(x.rel_argv[1], x.rel_len[1], &x.rel_argc[1], x.rel[1].sha, 1, wr, 8);
   } else {
     const char *la[] = {run->name, "30000", owner, "0"};
-    const char *lr[] = {run->name, channel, "30000", owner, "PUBLISH", "-1", "1"};
+    /* The release takes its channel last, as an argument. */
+    const char *lr[] = {run->name, "30000", owner, "PUBLISH", "-1", "1", "resend", channel};
     if (load(x.c, "lock/acquire", &x.acq[0]) || load(x.c, "lock/release", &x.rel[0])) {
       sl->errors++;
       return;
     }
     set_args(x.acq_argv[0], x.acq_len[0], &x.acq_argc[0], x.acq[0].sha, 1, la, 4);
-    set_args(x.rel_argv[0], x.rel_len[0], &x.rel_argc[0], x.rel[0].sha, 2, lr, 7);
+    set_args(x.rel_argv[0], x.rel_len[0], &x.rel_argc[0], x.rel[0].sha, 1, lr, 8);
     x.acq[1] = x.acq[0], x.rel[1] = x.rel[0];
     memcpy(x.acq_argv[1], x.acq_argv[0], sizeof(x.acq_argv[0]));
     memcpy(x.acq_len[1], x.acq_len[0], sizeof(x.acq_len[0]));

@@ -1,11 +1,14 @@
 #!lua flags=allow-oom
 -- Drops n write holds of one owner. Runs under maxmemory too (allow-oom).
--- KEYS[1] NAME, KEYS[2] channel. ARGV[1] writer field, ARGV[2] publish
+-- KEYS[1] NAME. ARGV[1] writer field, ARGV[2] publish
 -- command, ARGV[3] lease ms (the hash keeps at least this while holds
 -- remain), ARGV[4] the count before the first attempt when this is a resend
 -- after a lost reply (else -1), ARGV[5] n (0: every hold the owner has),
 -- ARGV[6] 'exact' when ARGV[4] is a give-back's condition instead: drop n
--- holds only if the count is exactly ARGV[4], else nothing.
+-- holds only if the count is exactly ARGV[4], else nothing; ARGV[7] the
+-- channel (Redisson's unlock names it as KEYS[2]; the message is the same):
+-- not a key, so this one-key script is served during a slot migration, by
+-- the source while it has the lock, else by the target through ASK.
 -- Reply (private): the owner's write holds left, or nil when it had none.
 -- The last write hold: the lock is deleted, or, when this owner still has
 -- read holds, it turns to 'read' (the downgrade). Either way '1' (write
@@ -41,5 +44,5 @@ if redis.call('hlen', KEYS[1]) <= 1 then
 else
   redis.call('hset', KEYS[1], 'mode', 'read')
 end
-redis.pcall(ARGV[2], KEYS[2], '1')
+redis.pcall(ARGV[2], ARGV[7], '1')
 return 0

@@ -9,7 +9,7 @@
 #include "core/topology.h"
 #include "core/watchdog.h"
 
-const lk__wd_class_t lk__wd_lock_class = {"lock/renew", 1};
+const lk__wd_class_t lk__wd_lock_class = {"lock/renew", 1, NULL, 0};
 
 struct lk__wd_batch_s {
   lk_client_t *client;
@@ -21,6 +21,8 @@ struct lk__wd_batch_s {
    * 0: the script's own send time, as standalone. */
   uint64_t stamp;
   int n;
+  /* A TRYAGAIN ends it and splits its entries (on_batch_reply). */
+  unsigned split_on_tryagain : 1;
   /* LK__WD_CHUNK slots standalone, where a chunk fills as the ring is
    * walked; exactly n on a cluster, where a chunk's size is known before it
    * is made (most hold a few entries: one slot's share of a tick). */
@@ -327,11 +329,12 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
    * this answer may be the old master's, so they are renewed once more. */
   due_list_t owed;
   size_t k, kept;
-  /* A batch of a slot being migrated met TRYAGAIN (op->tryagain_ends): its
-   * entries are renewed now, each alone, and stay split until the slot's
-   * master changes. */
-  int split = status == LK_ECLUSTER && b->n > 1 && r != NULL && r->type == REDIS_REPLY_ERROR &&
-              r->len >= 8 && memcmp(r->str, "TRYAGAIN", 8) == 0;
+  /* A batch of a slot being migrated, or a hold whose class renews a split
+   * hold by one key, met TRYAGAIN (op->tryagain_ends): its entries are
+   * renewed now, each alone, and stay split until the slot's master
+   * changes. */
+  int split = status == LK_ECLUSTER && b->split_on_tryagain && r != NULL &&
+              r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "TRYAGAIN", 8) == 0;
 
   due_init(&owed);
   lk__wd_check(c);
@@ -409,11 +412,18 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
   const char *argv[MAXV];
   size_t lens[MAXV];
   char lease[24];
-  int nkeys = b->n * b->cls->keys_per_entry, k = 0, i, j, err = 0;
+  const lk__wd_class_t *cls = b->cls;
+  /* An entry split by a migration, of a class that can renew it by one key
+   * (its split_script), is renewed so; one that is not split yet comes
+   * back at a TRYAGAIN to be split, as a batch of several does. */
+  int one = b->n == 1 && cls->split_script != NULL && b->entries[0]->split;
+  const char *script = one ? cls->split_script : cls->script;
+  int kpe = one ? 1 : cls->keys_per_entry, first = one ? cls->split_key : 0;
+  int nkeys = b->n * kpe, k = 0, i, j, err = 0;
   lk__op_t *op;
   snprintf(lease, sizeof(lease), "%" PRId64, c->o.default_lease_ms);
   for (i = 0; i < b->n; i++)
-    for (j = 0; j < b->cls->keys_per_entry; j++) {
+    for (j = first; j < first + kpe; j++) {
       argv[k] = b->entries[i]->keys[j];
       lens[k++] = b->entries[i]->key_lens[j];
     }
@@ -423,14 +433,17 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
     argv[k] = b->entries[i]->owner;
     lens[k++] = b->entries[i]->owner_len;
   }
-  op = lk__script_call(c, lk__script_find(b->cls->script), nkeys, k - nkeys, argv, lens,
-                       on_batch_reply, b, &err);
+  /* Several holds of a slot being migrated (or the two keys of one) may sit
+   * on both nodes: the script then meets TRYAGAIN until the migration ends,
+   * possibly past their leases. It comes back at the first one, and its
+   * holds are renewed one by one (on_batch_reply), by one key where the
+   * class can. */
+  b->split_on_tryagain =
+      c->cluster_on && (b->n > 1 || (cls->split_script != NULL && !b->entries[0]->split));
+  op = lk__script_call(c, lk__script_find(script), nkeys, k - nkeys, argv, lens, on_batch_reply,
+                       b, &err);
   if (op != NULL) {
-    /* Several holds of a slot being migrated may sit on both nodes: the
-     * script then meets TRYAGAIN until the migration ends, possibly past
-     * their leases. It comes back at the first one, and its holds are
-     * renewed one by one (on_batch_reply). */
-    op->tryagain_ends = c->cluster_on && b->n > 1;
+    op->tryagain_ends = b->split_on_tryagain;
     c->stats.renewals += (uint64_t)b->n;
     c->stats.renewal_commands++;
     for (i = 0; i < b->n; i++)

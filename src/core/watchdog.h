@@ -50,6 +50,13 @@ enum {
 typedef struct lk__wd_class_s {
   const char *script;
   int keys_per_entry; /* 1 or 2 */
+  /* Optional, for a class of two keys: renews one entry whose slot is split
+   * by a migration (lk__wd_entry_t.split) naming only keys[split_key], with
+   * the same arguments and reply; one key is served by the source or by
+   * ASK on the target, where two split between them meet TRYAGAIN. NULL:
+   * such an entry is sent alone with the class's script. */
+  const char *split_script;
+  int split_key;
 } lk__wd_class_t;
 
 typedef void (*lk__wd_event_fn)(lk__wd_entry_t *e, int event);

@@ -37,11 +37,13 @@ static int leading(const lk_leader_t *l) { return l->hold.count > 0 && !l->base.
 /* The resign script: gives back whatever this owner has for the role and
  * wakes the other candidates. Sent now, or prepared for later. */
 static lk__op_t *resign_op(lk_leader_t *l, lk__op_cb cb, void *data, int send, int *err) {
-  const char *argv[4] = {l->holder, l->channel, l->owner, NULL};
-  size_t lens[4] = {l->holder_len, l->channel_len, l->owner_len, 0};
-  argv[3] = lk__publish_cmd(CLIENT(l), &lens[3]);
-  return (send ? lk__script_call : lk__script_prepare)(CLIENT(l), script("leader/resign"), 2,
-                                                       2, argv, lens, cb, data, err);
+  /* The channel is an argument: a one-key script gets through a slot
+   * migration (scripts/leader/resign.lua). */
+  const char *argv[4] = {l->holder, l->owner, NULL, l->channel};
+  size_t lens[4] = {l->holder_len, l->owner_len, 0, l->channel_len};
+  argv[2] = lk__publish_cmd(CLIENT(l), &lens[2]);
+  return (send ? lk__script_call : lk__script_prepare)(CLIENT(l), script("leader/resign"), 1,
+                                                       3, argv, lens, cb, data, err);
 }
 
 /* Best effort, nobody waits: what cannot be sent expires with its lease. */

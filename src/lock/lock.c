@@ -497,11 +497,13 @@ static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
   begin(l, kind, cb, arg);
   switch (kind) {
   case OP_FORCE:
+    /* The channel is an argument: a one-key script gets through a slot
+     * migration (scripts/lock/force_release.lua). */
     argv[0] = l->name, lens[0] = l->name_len;
-    argv[1] = channel(l, &lens[1]);
-    argv[2] = lk__publish_cmd(CLIENT(l), &lens[2]);
-    if (argv[1] != NULL)
-      op = lk__script_call(CLIENT(l), script("lock/force_release"), 2, 1, argv, lens,
+    argv[1] = lk__publish_cmd(CLIENT(l), &lens[1]);
+    argv[2] = channel(l, &lens[2]);
+    if (argv[2] != NULL)
+      op = lk__script_call(CLIENT(l), script("lock/force_release"), 1, 2, argv, lens,
                            lk__obj_value_reply, &l->base, &err);
     return lk__obj_value_sent(&l->base, op, LK__VALUE_CHANGES, err);
   case OP_QUERY_HOLDS:

@@ -8,7 +8,7 @@
 #include "lock/lock_internal.h"
 
 /* Renewed in chunks of many keys per script, as the hash layout's leases. */
-static const lk__wd_class_t lean_renew = {"multilock/lean_renew", 1};
+static const lk__wd_class_t lean_renew = {"multilock/lean_renew", 1, NULL, 0};
 
 const lk__lock_layout_t lk__lock_lean_layout = {
     "multilock/lean_acquire",

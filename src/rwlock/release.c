@@ -12,8 +12,8 @@
 /* Each side renews with its own script: a read entry's keys are the lock
  * and this owner's hold-key prefix (only this owner's holds are extended),
  * a write entry's the lock alone. */
-const lk__wd_class_t lk__rw_wd_read_class = {"rwlock/renew_read", 2};
-const lk__wd_class_t lk__rw_wd_write_class = {"rwlock/renew_write", 1};
+const lk__wd_class_t lk__rw_wd_read_class = {"rwlock/renew_read", 2, NULL, 0};
+const lk__wd_class_t lk__rw_wd_write_class = {"rwlock/renew_write", 1, NULL, 0};
 
 lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, int exact,
                             lk__op_cb cb, void *data, int send, int *err) {
@@ -25,8 +25,8 @@ lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, 
   snprintf(bef, sizeof(bef), "%" PRId64, before);
   snprintf(cnt, sizeof(cnt), "%" PRIu32, n);
   argv[0] = rw->name, lens[0] = rw->name_len;
-  argv[1] = rw->channel, lens[1] = rw->channel_len;
   if (s == LK__RW_R) {
+    argv[1] = rw->channel, lens[1] = rw->channel_len;
     argv[2] = rw->tp, lens[2] = rw->tp_len;
     argv[3] = rw->kp, lens[3] = rw->kp_len;
     argv[4] = rw->owner, lens[4] = rw->owner_len;
@@ -36,14 +36,17 @@ lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, 
     argv[8] = mode, lens[8] = strlen(mode);
     nkeys = 4, nargs = 5;
   } else {
+    /* The channel goes last, as an argument: a one-key write release gets
+     * through a slot migration (scripts/rwlock/write_release.lua). */
     snprintf(lease, sizeof(lease), "%" PRId64, rw->side[LK__RW_W].lease_ms);
-    argv[2] = rw->writer, lens[2] = rw->writer_len;
-    argv[3] = lk__publish_cmd(LK__RW_CLIENT(rw), &lens[3]);
-    argv[4] = lease, lens[4] = strlen(lease);
-    argv[5] = bef, lens[5] = strlen(bef);
-    argv[6] = cnt, lens[6] = strlen(cnt);
-    argv[7] = mode, lens[7] = strlen(mode);
-    nkeys = 2, nargs = 6;
+    argv[1] = rw->writer, lens[1] = rw->writer_len;
+    argv[2] = lk__publish_cmd(LK__RW_CLIENT(rw), &lens[2]);
+    argv[3] = lease, lens[3] = strlen(lease);
+    argv[4] = bef, lens[4] = strlen(bef);
+    argv[5] = cnt, lens[5] = strlen(cnt);
+    argv[6] = mode, lens[6] = strlen(mode);
+    argv[7] = rw->channel, lens[7] = rw->channel_len;
+    nkeys = 1, nargs = 7;
   }
   return (send ? lk__script_call : lk__script_prepare)(
       LK__RW_CLIENT(rw),

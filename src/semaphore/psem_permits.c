@@ -7,7 +7,8 @@
 #include "core/router.h"
 #include "semaphore/psem_internal.h"
 
-const lk__wd_class_t lk__wd_psem_class = {"semaphore/psem_renew", 2};
+const lk__wd_class_t lk__wd_psem_class = {"semaphore/psem_renew", 2, "semaphore/psem_renew_split",
+                                           1};
 
 /* --- ids --- */
 

@@ -370,10 +370,14 @@ static int start_simple(lk_semaphore_t *s, enum lk__sem_op kind, int64_t v, int 
     s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/try_set"), 2, 2, argv, lens,
                                  lk__obj_value_reply, &s->base, &err);
     break;
-  case OP_ADD: /* NAME, channel; delta, PUBLISH, max */
-    s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/add"), 2, 3, argv, lens,
+  case OP_ADD: { /* NAME; delta, PUBLISH, max, channel: a one-key script
+                  * gets through a slot migration (scripts/semaphore/add.lua) */
+    const char *av[5] = {argv[0], argv[2], argv[3], argv[4], argv[1]};
+    size_t al[5] = {lens[0], lens[2], lens[3], lens[4], lens[1]};
+    s->base.op = lk__script_call(CLIENT(s), lk__sem_script("semaphore/add"), 1, 4, av, al,
                                  lk__obj_value_reply, &s->base, &err);
     break;
+  }
   default: {
     const char *get[2] = {"GET", s->name};
     size_t glens[2] = {3, s->name_len};

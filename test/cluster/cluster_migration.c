@@ -7,21 +7,26 @@
  * naming one key is served by the source while it has the key, else sent to
  * the target by ASK; a script naming several keys of the slot gets TRYAGAIN
  * when the source has some and not all of them, and the target (after
- * ASKING) answers TRYAGAIN whenever one is missing. A release names the
- * lock and its channel, and a channel is never a key: every release in a
- * migrating slot gets TRYAGAIN until the migration finishes. So does a
- * renewal batch whose keys are split between the two nodes: the watchdog
- * then renews those holds one by one. The router retries TRYAGAIN within
- * the reply timeout (counted from the first send).
+ * ASKING) answers TRYAGAIN whenever one is missing. A channel is never a
+ * key: a release naming its channel as a key (the fair lock's, the read
+ * release) gets TRYAGAIN until the migration finishes, and the one-key
+ * releases (the lock's, the write release, a leader's resign, a lock's
+ * force release, a semaphore's add take the channel as an argument) go
+ * through. A renewal batch whose keys are split between the two nodes gets
+ * TRYAGAIN too: the watchdog then renews those holds one by one. The router
+ * retries TRYAGAIN within the reply timeout (counted from the first send).
  *
  * Every name below carries one hash tag, so all of a test's locks share a
  * slot, the slot being migrated. */
 #include <stdio.h>
 
 #include "cluster_fixture.h"
+#include "fair_fixture.h"
 #include "latch_fixture.h"
 #include "multi_fixture.h"
 #include "rw_fixture.h"
+#include "sem_fixture.h"
+#include "../leader/leader_fixture.h"
 
 /* The watchdog lease of these tests: renewals every third of it. */
 #define LEASE_MS 1500
@@ -327,6 +332,234 @@ TEST(release_in_a_migrating_slot_completes_during_the_migration) {
   cfx_finish(&m.f);
 }
 
+/* Asserts a call in the migrating slot ended 0 promptly (well within the
+ * reply timeout a TRYAGAIN would have spent) and met no TRYAGAIN. */
+static void assert_prompt(mig_t *m, const char *what, int status, uint64_t t0, uint64_t t_ns,
+                          uint64_t retries0) {
+  if (status != 0)
+    FAIL("%s in the migrating slot ended %s", what, lk_err_name(status));
+  ASSERT_LT(cfx_ms_since(t0, t_ns), (double)rt_scaled_ms(1000));
+  ASSERT_EQ(cfx_stats(m->f.fx.c).cluster_retries, retries0);
+}
+
+static void run_resign(mig_t *m, lk_leader_t *l, uint64_t retries0) {
+  ld_op_t s;
+  uint64_t t0 = uv_hrtime();
+  memset(&s, 0, sizeof s);
+  ASSERT_OK(lk_leader_resign(l, ld_op_cb, &s));
+  rt_run_until(&m->f.fx.loop, &s.done, 15000);
+  assert_prompt(m, "a leader's resign", s.status, t0, s.t_ns, retries0);
+}
+
+static void run_write_release(mig_t *m, lk_rwlock_t *rw, uint64_t retries0) {
+  sx_t s;
+  uint64_t t0 = uv_hrtime();
+  memset(&s, 0, sizeof s);
+  ASSERT_OK(lk_rwlock_release(rw, LK_RW_WRITE, rw_cb, &s));
+  rt_run_until(&m->f.fx.loop, &s.done, 15000);
+  assert_prompt(m, "a write release", s.status, t0, s.t_ns, retries0);
+}
+
+static void run_force_release(mig_t *m, lk_lock_t *l, uint64_t retries0) {
+  sx_t s;
+  uint64_t t0 = uv_hrtime();
+  memset(&s, 0, sizeof s);
+  ASSERT_OK(lk_lock_force_release(l, sx_cb, &s));
+  rt_run_until(&m->f.fx.loop, &s.done, 15000);
+  assert_prompt(m, "a force release", s.status, t0, s.t_ns, retries0);
+  ASSERT_EQ(s.result, 1);
+}
+
+static void run_add(mig_t *m, lk_semaphore_t *sm, int64_t want, uint64_t retries0) {
+  sx_t s;
+  uint64_t t0 = uv_hrtime();
+  memset(&s, 0, sizeof s);
+  ASSERT_OK(lk_semaphore_add_permits(sm, 1, sem_cb, &s));
+  rt_run_until(&m->f.fx.loop, &s.done, 15000);
+  assert_prompt(m, "a semaphore's add", s.status, t0, s.t_ns, retries0);
+  ASSERT_EQ(s.result, want);
+}
+
+/* The read/write lock's write release, a leader's resign, a lock's force
+ * release and a semaphore's add name only their object's key, the channel
+ * being an argument (issue 25), as a lock's release does: in a slot being
+ * migrated each completes at once, by the source while it has the key and
+ * by the target through ASK once the key moved, where naming the channel
+ * as a key met TRYAGAIN until the migration ended (LK_ECLUSTER after the
+ * reply timeout). */
+TEST(write_release_resign_force_release_and_add_complete_during_a_migration) {
+  mig_t m;
+  char rwn[96], ldn[96], ldn2[96], lkn[96], smn[96];
+  ld_op_t lo;
+  mig_start_with(&m, LEASE_MS, rt_scaled_ms(2000));
+  mig_name(&m, "rw", rwn, sizeof rwn);
+  mig_name(&m, "ld", ldn, sizeof ldn);
+  mig_name(&m, "ld2", ldn2, sizeof ldn2);
+  mig_name(&m, "fr", lkn, sizeof lkn);
+  mig_name(&m, "sm", smn, sizeof smn);
+  lk_rwlock_t *rw = fx_rwlock(&m.f.fx, rwn);
+  lk_lock_t *lk = fx_lock(&m.f.fx, lkn);
+  lk_semaphore_t *sm = fx_sem(&m.f.fx, smn);
+  lk_leader_t *ld = ld_new(m.f.fx.c, ldn), *ld2 = ld_new(m.f.fx.c, ldn2);
+  ASSERT_OK(rw_acquire(&m.f.fx, rw, RW_W, 0, 30000));
+  ASSERT_OK(sx_acquire(&m.f.fx, lk, 0, 30000));
+  ASSERT_OK(sem_run_n(&m.f.fx, lk_semaphore_add_permits, sm, 5, NULL));
+  /* A campaign names the term counter and the channel: before the move. */
+  ld_campaign(ld, 30000, "a", &lo);
+  rt_run_until(&m.f.fx.loop, &lo.done, 15000);
+  ASSERT_OK(lo.status);
+  ld_campaign(ld2, 30000, "b", &lo);
+  rt_run_until(&m.f.fx.loop, &lo.done, 15000);
+  ASSERT_OK(lo.status);
+
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  /* Every key still on the source: it serves them. */
+  uint64_t retries0 = cfx_stats(m.f.fx.c).cluster_retries;
+  run_write_release(&m, rw, retries0);
+  run_resign(&m, ld, retries0);
+  run_force_release(&m, lk, retries0);
+  run_add(&m, sm, 6, retries0);
+  /* Gone from the source (which answers ASK for a key it lacks) and never
+   * on the target. */
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, rwn), 0);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, lkn), 0);
+  ASSERT_EQ(rt_cmd_int(cfx_srv(&m.f, m.from), "EXISTS %s", smn), 1);
+
+  /* Every key on the target: the one-key acquires create theirs there by
+   * ASK, and the releases follow them. */
+  ASSERT_GE(rt_cluster_migrate_keys(m.f.cl, m.slot, 100), 2);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  ASSERT_OK(rw_acquire(&m.f.fx, rw, RW_W, 0, 30000));
+  ASSERT_OK(sx_acquire(&m.f.fx, lk, 0, 30000));
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, rwn), 1);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, lkn), 1);
+  run_write_release(&m, rw, retries0);
+  run_resign(&m, ld2, retries0);
+  run_force_release(&m, lk, retries0);
+  run_add(&m, sm, 7, retries0);
+  ASSERT_GT(cfx_stats(m.f.fx.c).ask_redirects, st.ask_redirects);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, rwn), 0);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, lkn), 0);
+  char holder[128];
+  snprintf(holder, sizeof holder, "latchkey_leader:%s", ldn2);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, holder), 0);
+
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  fx_close_rwlock(&m.f.fx, rw);
+  fx_close_lock(&m.f.fx, lk);
+  fx_close_sem_in(&m.f.fx.loop, sm);
+  ld_close(&m.f.fx.loop, ld);
+  ld_close(&m.f.fx.loop, ld2);
+  cfx_finish(&m.f);
+}
+
+/* MIGRATE of one key from the source to the target (the harness's step
+ * moves keys in the server's order): splits an object's keys. */
+static void mig_move_key(mig_t *m, const char *key) {
+  redisReply *mv = rt_cmd(cfx_srv(&m->f, m->from), "MIGRATE 127.0.0.1 %d %s 0 5000 KEYS %s",
+                          rt_cluster_port(m->f.cl, m->to), "", key);
+  ASSERT_NOT_NULL(mv);
+  ASSERT_EQ(mv->type, REDIS_REPLY_STATUS);
+  freeReplyObject(mv);
+  ASSERT_EQ(cfx_exists_asking(&m->f, m->to, key), 1);
+}
+
+static void psem_on_lost(lk_psem_t *p, int status, void *arg) {
+  cfx_lost_t *lost = arg;
+  (void)p;
+  ASSERT_EQ(status, LK_ELEASELOST);
+  if (lost->n++ == 0)
+    lost->t_ns = uv_hrtime();
+}
+
+/* A permit semaphore's hold lives in two keys of one tag: the count (NAME)
+ * and the permits' set ({NAME}:timeout), and its renewal names both. With
+ * the set moved and the count not, that script meets TRYAGAIN for as long
+ * as the split lasts, and the hold was lost at its deadline; the watchdog
+ * now renews it by the set alone (scripts/semaphore/psem_renew_split.lua,
+ * served by the target through ASK), through two leases of the split. */
+TEST(permit_semaphore_hold_split_by_a_migration_outlives_its_lease) {
+  mig_t m;
+  char name[96], zset[128];
+  cfx_lost_t lost;
+  int64_t freed = 0;
+  mig_start(&m, LEASE_MS);
+  mig_name(&m, "ps", name, sizeof name);
+  snprintf(zset, sizeof zset, "%s:timeout", name); /* Redisson's suffixName */
+  lk_psem_t *p = fx_psem(&m.f.fx, name);
+  memset(&lost, 0, sizeof lost);
+  ASSERT_OK(lk_psem_set_lost_cb(p, psem_on_lost, &lost));
+  ASSERT_OK(psem_run_n(&m.f.fx, lk_psem_try_set_permits, p, 3, NULL));
+  ASSERT_OK(psem_acquire(&m.f.fx, p, 2, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  mig_move_key(&m, zset);
+  ASSERT_EQ(rt_cmd_int(cfx_srv(&m.f, m.from), "EXISTS %s", name), 1);
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  fx_spin(&m.f.fx, 2 * rt_scaled_ms(LEASE_MS));
+  lk_client_stats_t now = cfx_stats(m.f.fx.c);
+  fprintf(stderr, "note: %llu renewals, %llu ASK, %llu lost over two leases of the split\n",
+          (unsigned long long)(now.renewals - st.renewals),
+          (unsigned long long)(now.ask_redirects - st.ask_redirects),
+          (unsigned long long)(now.leases_lost - st.leases_lost));
+  if (lost.n != 0)
+    FAIL("the permits were reported lost during the split");
+  ASSERT(lk_psem_is_held(p));
+  ASSERT_EQ(lk_psem_permit_count(p), 2u);
+  ASSERT_EQ(now.leases_lost, st.leases_lost);
+  ASSERT_GE(now.renewals - st.renewals, 3u);
+  ASSERT_GT(now.ask_redirects, st.ask_redirects);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  wait_renewals(&m, 2);
+  ASSERT_EQ(lost.n, 0);
+  /* Both permits still on the server, and given back whole. */
+  ASSERT_EQ(rt_cmd_int(cfx_srv(&m.f, m.to), "ZCARD %s", zset), 2);
+  ASSERT_OK(psem_run_id(&m.f.fx, lk_psem_release, p, NULL, &freed));
+  ASSERT_EQ(freed, 2);
+  ASSERT_EQ(srv_count(cfx_srv(&m.f, m.to), name), 3);
+  fx_close_psem_in(&m.f.fx.loop, p);
+  cfx_finish(&m.f);
+}
+
+static void rw_on_lost(lk_rwlock_t *rw, int status, void *arg) {
+  cfx_lost_t *lost = arg;
+  (void)rw;
+  ASSERT_EQ(status, LK_ELEASELOST);
+  if (lost->n++ == 0)
+    lost->t_ns = uv_hrtime();
+}
+
+/* What docs/watchdog.md says of a read hold: its renewal names the lock and
+ * the prefix of its hold keys, never a key, so in a migrating slot it meets
+ * TRYAGAIN for the whole migration, its keys split or not (here none has
+ * moved). A migration longer than the lease loses the hold, reported by its
+ * local deadline: lease - drift after its last confirmed renewal, so no
+ * sooner than two thirds of a lease after the migration started. */
+TEST(read_hold_in_a_migrating_slot_is_reported_lost_at_its_deadline) {
+  mig_t m;
+  char name[96];
+  cfx_lost_t lost;
+  mig_start(&m, LEASE_MS);
+  mig_name(&m, "rd", name, sizeof name);
+  lk_rwlock_t *rw = fx_rwlock(&m.f.fx, name);
+  memset(&lost, 0, sizeof lost);
+  ASSERT_OK(lk_rwlock_set_lost_cb(rw, rw_on_lost, &lost));
+  ASSERT_OK(rw_acquire(&m.f.fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
+  wait_renewals(&m, 1);
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  FX_EVENTUALLY(&m.f.fx, lost.n > 0, 4 * LEASE_MS);
+  double lease = (double)rt_scaled_ms(LEASE_MS), after = cfx_ms_since(t0, lost.t_ns);
+  fprintf(stderr, "note: read hold lost %.0f ms after the migration started (lease %.0f)\n",
+          after, lease);
+  ASSERT_GE(after, lease * 2 / 3 - lease / 100 - 2);
+  ASSERT(!lk_rwlock_is_held(rw, RW_R));
+  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  fx_close_rwlock(&m.f.fx, rw);
+  cfx_finish(&m.f);
+}
+
 /* A fenced acquire names the lock and its token counter. In a migrating
  * slot where neither exists the target answers TRYAGAIN (a key is
  * missing): the acquire is retried and succeeds once the migration
@@ -516,49 +749,49 @@ TEST(latch_await_keeps_waiting_through_tryagain_past_the_reply_timeout) {
   cfx_finish(&m.f);
 }
 
-static void rw_on_lost(lk_rwlock_t *rw, int status, void *arg) {
+static void fair_on_lost(lk_fair_t *f, int status, void *arg) {
   cfx_lost_t *lost = arg;
-  (void)rw;
+  (void)f;
   ASSERT_EQ(status, LK_ELEASELOST);
   if (lost->n++ == 0)
     lost->t_ns = uv_hrtime();
 }
 
 /* A lost lease's give-back releases every hold of the owner (it cannot know
- * the count), and a write release names its channel as a key, so in a
- * migrating slot it meets TRYAGAIN and the router keeps it for a later
- * retry. (A plain lock's release names only its lock and goes through at
- * once, by ASK: the read/write lock stands for every primitive whose
- * release still names several keys.) The owner's next acquire may get in
- * meanwhile: were it sent while the give-back waited, the give-back would
- * land after it once the slot settles and delete the new hold under its
- * holder (the cluster nemesis caught this as a grant to another process
- * 26 ms into a hold). The acquire waits for the give-back's answer instead:
- * the new hold survives, renewed, and nobody is told of a second loss. */
+ * the count), and a fair lock's release names its queue keys, which exist
+ * only while someone waits, so in a migrating slot it meets TRYAGAIN and
+ * the router keeps it for a later retry. (A plain lock's release, a write
+ * release and the other one-key releases go through at once, by ASK: the
+ * fair lock stands for every primitive whose release names several keys.)
+ * The owner's next acquire, retried through TRYAGAIN too, could otherwise
+ * land first once the slot settles, and the give-back after it would
+ * delete the new hold under its holder (the cluster nemesis caught this as
+ * a grant to another process 26 ms into a hold). The acquire waits for the
+ * give-back's answer instead: the new hold survives, renewed, and nobody is
+ * told of a second loss. */
 TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
   mig_t m;
   char name[96];
   cfx_lost_t lost;
-  sx_t s;
+  fsx_t s;
   mig_start_with(&m, LEASE_MS, rt_scaled_ms(10000));
   mig_name(&m, "regrant", name, sizeof name);
-  lk_rwlock_t *l = fx_rwlock(&m.f.fx, name);
+  lk_fair_t *l = fx_fair(&m.f.fx, name);
   memset(&lost, 0, sizeof lost);
-  ASSERT_OK(lk_rwlock_set_lost_cb(l, rw_on_lost, &lost));
-  ASSERT_OK(rw_acquire(&m.f.fx, l, RW_W, 0, LK_LEASE_DEFAULT));
+  ASSERT_OK(lk_fair_set_lost_cb(l, fair_on_lost, &lost));
+  ASSERT_OK(fsx_acquire(&m.f.fx, l, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
   /* The source still has the key and serves the DEL; the next renewal
-   * finds it on neither node. */
+   * (one key) finds it on neither node. */
   ASSERT_EQ(rt_cmd_int(cfx_srv(&m.f, m.from), "DEL %s", name), 1);
   FX_EVENTUALLY(&m.f.fx, lost.n == 1, 4 * LEASE_MS);
   lk_client_stats_t st = cfx_stats(m.f.fx.c);
   FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries, 5000);
 
   /* Told of the loss, the holder takes the name again. */
-  rw_start(l, RW_W, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s);
+  fsx_start(l, rt_scaled_ms(20000), LK_LEASE_DEFAULT, 0, &s);
   st = cfx_stats(m.f.fx.c);
-  /* Long enough for an ASKed acquire to be granted: the give-back is
-   * retried three more times. */
+  /* The give-back is retried three more times meanwhile. */
   FX_EVENTUALLY(&m.f.fx, s.done || cfx_stats(m.f.fx.c).cluster_retries >= st.cluster_retries + 3,
                 5000);
   int granted_in_window = s.done;
@@ -574,10 +807,10 @@ TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
                 4 * LEASE_MS);
   if (lost.n > 1)
     FAIL("the re-acquired hold was lost: the lost lease's give-back deleted it");
-  ASSERT(lk_rwlock_is_held(l, RW_W));
+  ASSERT(lk_fair_is_held(l));
   ASSERT_EQ(cfx_exists(&m.f, m.to, name), 1);
-  ASSERT_OK(rw_release(&m.f.fx, l, RW_W, NULL));
+  ASSERT_OK(fsx_run(&m.f.fx, lk_fair_release, l, NULL));
   ASSERT_EQ(cfx_exists(&m.f, m.to, name), 0);
-  fx_close_rwlock(&m.f.fx, l);
+  fx_close_fair(&m.f.fx, l);
   cfx_finish(&m.f);
 }
