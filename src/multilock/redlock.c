@@ -488,6 +488,7 @@ static void on_sub_event(lk__sub_t *s, int event, int status, const char *msg,
     return; /* pub/sub unusable: the timer bounds the wait */
   if (rl->phase == PH_SLEEP && !rl->wake_armed) {
     rl->wake_armed = 1;
+    rl->sleep_ends_wait = 0; /* a release message: one more attempt */
     arm(rl, lk__group_jitter_ms(&rl->rng, rl->cfg.retry_jitter_ms));
   }
   else if (rl->phase == PH_ATTEMPT || rl->phase == PH_FENCE || rl->phase == PH_ROLLBACK)
@@ -521,7 +522,13 @@ static void sleep_then_retry(lk_redlock_t *rl) {
   else if (rl->min_ttl >= 0 && rl->min_ttl < delay)
     delay = rl->min_ttl;
   delay += lk__group_jitter_ms(&rl->rng, rl->cfg.retry_jitter_ms);
-  if (rl->base.wait_ms > 0 && delay > left)
+  /* A sleep cut to the budget's end ends the wait: its timer counts from
+   * the loop's time, which lags the clock the budget is kept by (by up to a
+   * pass of the loop, and libuv reads a coarse clock), so it may fire with
+   * a millisecond of budget left, not enough for an attempt, whose masters
+   * may also still owe the last one's answers. */
+  rl->sleep_ends_wait = rl->base.wait_ms > 0 && delay >= left;
+  if (rl->sleep_ends_wait)
     delay = left;
   arm(rl, delay);
 }
@@ -677,7 +684,7 @@ static void on_timer(uv_timer_t *t) {
     rollback_done(rl);
     return;
   case PH_SLEEP:
-    if (rl->base.wait_ms > 0 && lk__obj_remaining_ms(&rl->base) == 0)
+    if (rl->base.wait_ms > 0 && (rl->sleep_ends_wait || lk__obj_remaining_ms(&rl->base) == 0))
       finish(rl, rl->fail_status);
     else
       start_attempt(rl);

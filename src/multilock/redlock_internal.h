@@ -64,6 +64,7 @@ struct lk_redlock_s {
   int64_t min_ttl; /* smallest holder ttl seen by the attempt, -1 none */
   int woken;       /* a release message came during the attempt */
   int wake_armed;  /* a message already cut this sleep short */
+  int sleep_ends_wait; /* this sleep lasts until the wait budget's end */
   int fail_status;
   int64_t pending_token;
   uint64_t rng;
