@@ -455,6 +455,10 @@ uint32_t lk__jitter(lk_client_t *c, uint32_t below);
 /* A command went out: with busy_poll_us, keep the loop spinning for that
  * long while replies are outstanding (client.c, the idle handle). */
 void lk__client_busy_poll(lk_client_t *c);
+/* The same for a window the caller chose, whatever busy_poll_us says: while
+ * c has replies outstanding and until until_ns (a later window kept). For
+ * a fan-out whose other answers are due (src/multilock/redlock.c). */
+void lk__client_spin_until(lk_client_t *c, uint64_t until_ns);
 
 /* --- keys: Redisson's prefixName/suffixName rules --- */
 /* prefix:NAME if NAME contains '{', else prefix:{NAME}. Caller frees. */

@@ -68,6 +68,10 @@ struct lk_redlock_s {
   int fail_status;
   int64_t pending_token;
   uint64_t rng;
+  /* Answers due (redlock.c, answer_came): when the last answer came while
+   * others were still due (0: none were), and the usual gap between two
+   * answers of one fan-out (0: not measured yet). */
+  uint64_t last_answer_ns, answer_gap_ns;
 };
 
 /* --- redlock.c, for redlock_api.c --- */
