@@ -202,3 +202,42 @@ TEST(a_new_connection_loads_scripts_again_on_first_use) {
   fx_close_lock(&fx, l);
   fx_finish(&fx);
 }
+
+/* A user whose ACL denies SCRIPT LOAD (EVALSHA and EVAL allowed): the first
+ * load is refused, no other is tried on that connection, and every script
+ * runs all the same (NOSCRIPT, then EVAL, once per script). */
+TEST(script_load_denied_is_tried_once_and_scripts_still_run) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_client_stats_t st;
+  fx_start_server(&fx, NULL);
+  rt_server_acl_user(fx.srv, "noload", "pw", "~* &* +@all -script|load");
+  fx_client_opts(&fx, &o);
+  o.username = "noload";
+  o.password = "pw";
+  fx_start_client(&fx, &o);
+  lk_lock_t *l = fx_lock(&fx, "noload");
+  for (int i = 0; i < 2; i++) {
+    ASSERT_EQ(sx_acquire(&fx, l, 0, 30000), 0);
+    ASSERT_EQ(lk_lock_hold_count(l), 1);
+    ASSERT_EQ(sx_run(&fx, lk_lock_release, l, NULL), 0);
+    ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS noload"), 0);
+  }
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_EQ(st.noscript_reloads, 2); /* the acquire's and the release's first calls */
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "eval"), 2);
+  redisReply *r = rt_cmd(fx.srv, "ACL LOG");
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(r->elements, 1); /* denied SCRIPT LOADs, one entry (same user, command) */
+  redisReply *e = r->element[0];
+  long long count = -1;
+  ASSERT_EQ(e->type, REDIS_REPLY_ARRAY);
+  for (size_t k = 0; k + 1 < e->elements; k += 2)
+    if (e->element[k]->type == REDIS_REPLY_STRING && strcmp(e->element[k]->str, "count") == 0)
+      count = e->element[k + 1]->integer;
+  ASSERT_EQ(count, 1); /* one denied, not one per script used */
+  freeReplyObject(r);
+  fx_close_lock(&fx, l);
+  fx_finish(&fx);
+}
