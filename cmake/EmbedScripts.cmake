@@ -62,6 +62,7 @@ function(lk_embed_scripts out_file scripts_dir)
   endforeach()
   string(APPEND _body "\nconst lk__script_t lk__scripts[] = {\n${_table}  {0, 0, 0, {0}}\n};\n")
   string(APPEND _body "const size_t lk__script_count = ${_i};\n")
+  string(APPEND _body "_Static_assert(${_i} <= LK__SCRIPT_MAX, \"raise LK__SCRIPT_MAX (core/scripts.h)\");\n")
   file(GENERATE OUTPUT ${out_file} CONTENT "${_body}")
   # Editing a script (or this file) re-runs the configure step, which
   # regenerates the table.

@@ -242,20 +242,27 @@ void lk__defer_init(lk__defer_t *d, lk__defer_fn fn) {
 
 static void on_idle(uv_idle_t *h);
 
-/* Busy polling (lk_client_opts_t.busy_poll_us): replies outstanding and
- * the window since the last command sent still open. */
+/* Busy polling (lk_client_opts_t.busy_poll_us, or a fan-out's answers
+ * due: lk__client_spin_until): replies outstanding and the window still
+ * open. */
 static int busy_polling(const lk_client_t *c) {
-  return c->o.busy_poll_us > 0 && c->inflight > 0 && c->closing == 0 &&
-         lk__now_ns() < c->busy_until_ns;
+  return c->inflight > 0 && c->closing == 0 && lk__now_ns() < c->busy_until_ns;
 }
 
-void lk__client_busy_poll(lk_client_t *c) {
-  if (c->o.busy_poll_us <= 0 || c->closing != 0)
+void lk__client_spin_until(lk_client_t *c, uint64_t until_ns) {
+  if (c->closing != 0 || c->inflight == 0)
     return;
-  c->busy_until_ns = lk__now_ns() + (uint64_t)c->o.busy_poll_us * 1000u;
+  if (until_ns > c->busy_until_ns)
+    c->busy_until_ns = until_ns;
   /* An active idle handle makes the loop poll with a zero timeout: it
    * spins instead of sleeping until the window closes (on_idle). */
   uv_idle_start(&c->idle, on_idle);
+}
+
+void lk__client_busy_poll(lk_client_t *c) {
+  if (c->o.busy_poll_us <= 0)
+    return;
+  lk__client_spin_until(c, lk__now_ns() + (uint64_t)c->o.busy_poll_us * 1000u);
 }
 
 static void on_idle(uv_idle_t *h) {

@@ -18,6 +18,7 @@ static void conn_start_connect(lk__conn_t *conn);
 static void conn_dial(lk__conn_t *conn, const char *host, int node_port, const char *unix_path);
 static void conn_flush(lk__conn_t *conn);
 static void conn_send(lk__conn_t *conn, lk__op_t *op);
+static int rewrite_as_eval(lk__op_t *op);
 
 static const char *conn_label(const lk__conn_t *conn) {
   return conn->kind == LK__CONN_CMD      ? "command"
@@ -242,20 +243,18 @@ static void on_hs_info(void *data, int status, redisReply *r) {
   handshake_step_done(conn);
 }
 
-static int hs_send_len(lk__conn_t *conn, int argc, const char **argv,
-                       const size_t *lens, const lk__script_t *loads, lk__op_cb cb) {
+/* expect_type: the only reply type, an error apart, that can be this
+ * command's own (lk__op_t.expect_type). */
+static int hs_send(lk__conn_t *conn, int argc, const char **argv, int expect_type,
+                   lk__op_cb cb) {
   int err = 0;
-  lk__op_t *op = lk__op_internal(conn->client, argc, argv, lens, cb, conn, &err);
+  lk__op_t *op = lk__op_internal(conn->client, argc, argv, NULL, cb, conn, &err);
   if (op == NULL)
     return err;
-  op->loads = loads;
+  op->expect_type = (unsigned char)expect_type;
   conn->handshake_left++;
   conn_send(conn, op);
   return 0;
-}
-
-static int hs_send(lk__conn_t *conn, int argc, const char **argv, lk__op_cb cb) {
-  return hs_send_len(conn, argc, argv, NULL, NULL, cb);
 }
 
 static void start_handshake(lk__conn_t *conn) {
@@ -268,6 +267,10 @@ static void start_handshake(lk__conn_t *conn) {
   conn->state = LK__CONN_HANDSHAKE;
   conn->handshake_left = 0;
   conn->handshake_err = 0;
+  /* A new connection may reach another server (a restart, a failover): no
+   * script is taken as loaded there until this connection loads it. */
+  memset(conn->scripts_loaded, 0, sizeof(conn->scripts_loaded));
+  conn->script_load_denied = 0;
   /* Pipelined: AUTH must be first so nothing else runs unauthenticated.
    * A sentinel has credentials of its own. */
   const char *user = conn->kind == LK__CONN_SENTINEL ? o->sentinel_username : o->username;
@@ -275,19 +278,19 @@ static void start_handshake(lk__conn_t *conn) {
   if (pass != NULL) {
     const char *a3[3] = {"AUTH", user, pass};
     const char *a2[2] = {"AUTH", pass};
-    err = user != NULL ? hs_send(conn, 3, a3, on_hs_required)
-                       : hs_send(conn, 2, a2, on_hs_required);
+    err = user != NULL ? hs_send(conn, 3, a3, REDIS_REPLY_STATUS, on_hs_required)
+                       : hs_send(conn, 2, a2, REDIS_REPLY_STATUS, on_hs_required);
   }
   /* A cluster has only db 0 and refuses SELECT (docs/client.md). */
   if (err == 0 && o->db != 0 && conn->kind == LK__CONN_CMD && !c->cluster_on) {
     const char *a[2] = {"SELECT", dbuf};
     snprintf(dbuf, sizeof(dbuf), "%d", o->db);
-    err = hs_send(conn, 2, a, on_hs_required);
+    err = hs_send(conn, 2, a, REDIS_REPLY_STATUS, on_hs_required);
   }
   /* Node 0 found through the sentinels: is it the master (core/sentinel.h)? */
   if (err == 0 && c->sentinel != NULL && conn->node == &c->node0) {
     const char *a[1] = {"ROLE"};
-    err = hs_send(conn, 1, a, on_hs_role);
+    err = hs_send(conn, 1, a, REDIS_REPLY_ARRAY, on_hs_role);
   }
   if (err == 0) {
     const char *a[3] = {"CLIENT", "SETNAME", name};
@@ -295,27 +298,19 @@ static void start_handshake(lk__conn_t *conn) {
              conn->kind == LK__CONN_PUBSUB     ? "-pubsub"
              : conn->kind == LK__CONN_SENTINEL ? "-sentinel"
                                                : "");
-    err = hs_send(conn, 3, a, on_hs_optional);
+    err = hs_send(conn, 3, a, REDIS_REPLY_STATUS, on_hs_optional);
   }
   if (err == 0 && conn->kind == LK__CONN_CMD) {
     /* server: run_id (restart detection); memory: the eviction policy;
      * cluster: whether this is a cluster node (core/router.h). */
     const char *a[4] = {"INFO", "server", "memory", "cluster"};
-    err = hs_send(conn, 4, a, on_hs_info);
+    err = hs_send(conn, 4, a, REDIS_REPLY_STRING, on_hs_info);
   }
-  /* Load every script now, so the first use of each (a watchdog renewal
-   * included) costs one round trip, not EVALSHA + NOSCRIPT + EVAL. A user
-   * without SCRIPT LOAD still works: NOSCRIPT is answered with EVAL. Each
-   * reply must be its script's SHA1 (lk__reply_unwrap), so a reply the
-   * server did not owe is caught here, before any user command is sent. */
-  if (conn->kind == LK__CONN_CMD) {
-    size_t i;
-    for (i = 0; err == 0 && i < lk__script_count; i++) {
-      const char *a[3] = {"SCRIPT", "LOAD", lk__scripts[i].text};
-      size_t l[3] = {6, 4, lk__scripts[i].len};
-      err = hs_send_len(conn, 3, a, l, &lk__scripts[i], on_hs_optional);
-    }
-  }
+  /* No script is loaded here: each is loaded just before its first call on
+   * this connection (conn_send), so a process that takes one lock sends a
+   * few commands, not one per script the library has. Every reply above has
+   * a type only its own command gives (hs_send), so a reply the server did
+   * not owe is caught here, before any user command is sent. */
   if (err != 0)
     lk__conn_drop(conn, err, "handshake could not be sent");
 }
@@ -472,8 +467,14 @@ static void drop_unattributable(lk__conn_t *conn, const lk__op_t *op, const redi
     lk__log(c, LK_LOG_WARN,
             "%s connection: the reply to %s%s (type %d) is not its own; replies are "
             "out of step with commands",
-            conn_label(conn), op->loads != NULL ? "SCRIPT LOAD " : "script ",
-            op->loads != NULL ? op->loads->name : op->script->name, r->type);
+            conn_label(conn),
+            op->loads != NULL    ? "SCRIPT LOAD "
+            : op->script != NULL ? "script "
+                                 : "a handshake command",
+            op->loads != NULL    ? op->loads->name
+            : op->script != NULL ? op->script->name
+                                 : "",
+            r->type);
   lk__conn_drop(conn, LK_EPROTOCOL, "reply not attributable to its command");
 }
 
@@ -775,8 +776,78 @@ static int out_reserve(lk__conn_t *conn, size_t more) {
   return 0;
 }
 
+/* s's place in the generated table (its bit in scripts_loaded); -1 for a
+ * script that is not the table's. */
+static long script_index(const lk__script_t *s) {
+  uintptr_t at = (uintptr_t)s, first = (uintptr_t)lk__scripts;
+  if (at < first || at >= first + lk__script_count * sizeof(*s))
+    return -1;
+  return (long)((at - first) / sizeof(*s));
+}
+
+static int script_loaded(const lk__conn_t *conn, const lk__script_t *s) {
+  long i = script_index(s);
+  return i >= 0 && (conn->scripts_loaded[i / 64] & ((uint64_t)1 << (i % 64))) != 0;
+}
+
+/* A SCRIPT LOAD's reply: a refusal (an ACL without SCRIPT LOAD) stops the
+ * loads on this connection; its calls meet NOSCRIPT and go as EVAL. Only a
+ * reply touches conn: a failed load (the connection lost, the client
+ * closing) says nothing about the server. */
+static void on_script_loaded(void *data, int status, redisReply *r) {
+  lk__conn_t *conn = data;
+  if (r != NULL && status != 0 && !conn->script_load_denied) {
+    conn->script_load_denied = 1;
+    lk__log(conn->client, LK_LOG_INFO,
+            "SCRIPT LOAD refused (%s): scripts are sent with EVAL when missing",
+            lk_err_name(status));
+  }
+}
+
+/* The first call of a script on this connection: its SCRIPT LOAD goes just
+ * before it, in the same write, so the call costs one round trip as if the
+ * script had been loaded long ago. SCRIPT LOAD rather than EVAL because
+ * servers evict scripts that EVAL cached (Redis 8, Valkey 8: the oldest of
+ * 500), never loaded ones. It counts as loaded from now on: every later call
+ * is queued behind this load. Whatever goes wrong (no memory, the load
+ * refused, a SCRIPT FLUSH in between), the call meets NOSCRIPT, which means
+ * it did not run, and dispatch sends it again as EVAL, once: the one retry
+ * path, also what a restart or a failover to a server that never loaded
+ * anything comes to when a call was already on its way. Returns 1 when a
+ * load was queued: the client stays corked until the call is queued too
+ * (conn_send), so both leave in one write. */
+static int load_before_first_call(lk__conn_t *conn, const lk__script_t *s) {
+  const char *a[3] = {"SCRIPT", "LOAD", s->text};
+  size_t l[3] = {6, 4, s->len};
+  long i = script_index(s);
+  lk__op_t *load;
+  int err = 0;
+  if (i < 0 || conn->script_load_denied || script_loaded(conn, s))
+    return 0; /* not one of the table's: its NOSCRIPT loads it */
+  conn->scripts_loaded[i / 64] |= (uint64_t)1 << (i % 64);
+  load = lk__op_internal(conn->client, 3, a, l, on_script_loaded, conn, &err);
+  if (load == NULL)
+    return 0;
+  load->loads = s;
+  conn->client->corked++;
+  conn_send(conn, load);
+  return 1;
+}
+
 static void conn_send(lk__conn_t *conn, lk__op_t *op) {
   lk_client_t *c = conn->client;
+  int loading = 0;
+  /* An EVALSHA (a call sent again as EVAL after NOSCRIPT carries its text).
+   * Right after ASKING nothing may come between it and the call it admits:
+   * a script not loaded here yet goes as EVAL (a slot in migration, rare). */
+  if (op->script != NULL && !op->retried) {
+    if (!conn->after_asking)
+      loading = load_before_first_call(conn, op->script);
+    else if (!script_loaded(conn, op->script) && rewrite_as_eval(op) == 0)
+      op->retried = 1;
+  }
+  c->corked -= loading;
+  conn->after_asking = op->asking;
   op->conn = conn;
   if (out_reserve(conn, op->cmd_len) != 0) {
     /* Not sent: the caller sees "not connected", which it already handles. */

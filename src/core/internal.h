@@ -54,9 +54,14 @@ struct lk__op_s {
   size_t cmd_len, cmd_cap;
   lk_client_t *client;
   const lk__script_t *script; /* EVALSHA op: may be resent as EVAL once */
-  /* The handshake's SCRIPT LOAD of this script: its reply must be the
-   * script's SHA1 (a shift caught before any user command is sent). */
+  /* A SCRIPT LOAD of this script (sent just before the first call of it on
+   * a connection): its reply must be the script's SHA1. */
   const lk__script_t *loads;
+  /* A handshake command's reply type (REDIS_REPLY_STATUS for CLIENT
+   * SETNAME, _STRING for INFO; 0: any): a reply of another type that is not
+   * an error is not its own, so a shifted reply stream is caught before any
+   * user command is sent (lk__reply_unwrap). */
+  unsigned char expect_type;
   uint64_t sent_ns;
   /* A script op's request tag, the last ARGV it was sent with, as decimal
    * text: its reply must carry it back (lk__reply_unwrap). tag_len 0 for
@@ -72,6 +77,7 @@ struct lk__op_s {
   uint64_t first_sent_ns, retry_at_ns;
   unsigned retried : 1;
   unsigned internal : 1; /* handshake / heartbeat: not user work */
+  unsigned asking : 1;   /* ASKING: admits the command sent right after it */
   /* A TRYAGAIN ends it at once (LK_ECLUSTER) instead of being retried: its
    * sender sends its parts apart (a renewal batch whose keys a slot
    * migration split, core/watchdog.c). */
@@ -104,6 +110,16 @@ struct lk__conn_s {
   lk__queue_t sent;   /* FIFO matched with replies */
   size_t handshake_left;
   int handshake_err;
+  /* Scripts this connection has loaded on its server (bit i: lk__scripts[i]):
+   * the first call of each is preceded by its SCRIPT LOAD, in the same
+   * write. Cleared at every connect: a restarted or promoted server has
+   * none (core/conn.c, conn_send). */
+  uint64_t scripts_loaded[LK__SCRIPT_MAX / 64];
+  /* The server refused SCRIPT LOAD (an ACL without it): scripts are then
+   * sent as EVALSHA alone and a NOSCRIPT answered with EVAL, as always. */
+  unsigned script_load_denied : 1;
+  /* The last command written here was ASKING (lk__op_t.asking). */
+  unsigned after_asking : 1;
   /* Output double buffer: appended while a write is in flight, so commands
    * issued in one loop pass leave in one write. */
   char *out;
@@ -422,8 +438,9 @@ int lk__status_of(redisReply *r);
  * non-error reply must be the wrapped form {tag} or {tag, result} with op's
  * tag (cmake/EmbedScripts.cmake); *inner is then what the script itself
  * returned (a nil reply for {tag}), so no reply parser sees the wrapper. A
- * SCRIPT LOAD's reply must be its script's SHA1. Error replies and other
- * commands' replies are taken as they are (*inner = r). 0: the reply cannot
+ * SCRIPT LOAD's reply must be its script's SHA1, a handshake command's of
+ * the type it expects (op->expect_type). Error replies and other commands'
+ * replies are taken as they are (*inner = r). 0: the reply cannot
  * be op's, the reply stream is shifted. */
 int lk__reply_unwrap(const lk__op_t *op, redisReply *r, redisReply **inner);
 int lk__reply_is_int(const redisReply *r, long long *out);
@@ -438,6 +455,10 @@ uint32_t lk__jitter(lk_client_t *c, uint32_t below);
 /* A command went out: with busy_poll_us, keep the loop spinning for that
  * long while replies are outstanding (client.c, the idle handle). */
 void lk__client_busy_poll(lk_client_t *c);
+/* The same for a window the caller chose, whatever busy_poll_us says: while
+ * c has replies outstanding and until until_ns (a later window kept). For
+ * a fan-out whose other answers are due (src/multilock/redlock.c). */
+void lk__client_spin_until(lk_client_t *c, uint64_t until_ns);
 
 /* --- keys: Redisson's prefixName/suffixName rules --- */
 /* prefix:NAME if NAME contains '{', else prefix:{NAME}. Caller frees. */

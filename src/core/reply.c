@@ -88,6 +88,8 @@ int lk__reply_unwrap(const lk__op_t *op, redisReply *r, redisReply **inner) {
   if (op->loads != NULL)
     return r->type == REDIS_REPLY_STRING && r->len == 40 &&
            memcmp(r->str, op->loads->sha1, 40) == 0;
+  if (op->expect_type != 0)
+    return r->type == op->expect_type;
   if (op->tag_len == 0)
     return 1; /* not a script call: untagged, see docs/design.md */
   if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->elements > 2)

@@ -618,6 +618,7 @@ int lk__router_asking(lk_client_t *c, lk__conn_t *conn) {
   lk__op_t *op = lk__op_internal(c, 1, argv, NULL, NULL, NULL, &err);
   if (op == NULL)
     return err;
+  op->asking = 1; /* nothing may come between (core/conn.c, conn_send) */
   lk__conn_enqueue(conn, op);
   return 0;
 }

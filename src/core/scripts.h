@@ -14,6 +14,10 @@ typedef struct lk__script_s {
 
 extern const lk__script_t lk__scripts[];
 extern const size_t lk__script_count;
+/* At most this many scripts: a connection keeps one bit per script for
+ * "loaded on this server" (lk__conn_t.scripts_loaded); the generated table
+ * fails to compile past it (cmake/EmbedScripts.cmake). */
+#define LK__SCRIPT_MAX 128
 /* Every text above is head + the .lua file's text + tail (after its "#!lua"
  * line, when it has one): the wrapper that takes the request tag off ARGV
  * and puts it in the reply (cmake/EmbedScripts.cmake). */

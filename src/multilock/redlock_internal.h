@@ -64,9 +64,14 @@ struct lk_redlock_s {
   int64_t min_ttl; /* smallest holder ttl seen by the attempt, -1 none */
   int woken;       /* a release message came during the attempt */
   int wake_armed;  /* a message already cut this sleep short */
+  int sleep_ends_wait; /* this sleep lasts until the wait budget's end */
   int fail_status;
   int64_t pending_token;
   uint64_t rng;
+  /* Answers due (redlock.c, answer_came): when the last answer came while
+   * others were still due (0: none were), and the usual gap between two
+   * answers of one fan-out (0: not measured yet). */
+  uint64_t last_answer_ns, answer_gap_ns;
 };
 
 /* --- redlock.c, for redlock_api.c --- */

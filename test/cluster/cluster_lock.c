@@ -100,3 +100,30 @@ TEST(waiter_is_woken_across_nodes) {
   cfx_finish(&f);
 }
 
+
+/* Scripts are loaded when first needed (docs/client.md, "Connection
+ * behaviour"): a fresh client whose lock lives on a master other than the
+ * seed loads there only the two scripts it calls, not every script on every
+ * node it talks to (about 121 commands when all were loaded at connect). */
+TEST(fresh_client_loads_only_what_it_calls_on_a_non_seed_master) {
+  cfx_t f;
+  char name[64];
+  lk_client_stats_t st;
+  long long loads = 0;
+  cfx_start(&f, 0, NULL);
+  cfx_name_on(&f, f.masters[2], "cl-fresh-", name, sizeof name);
+  lk_lock_t *l = fx_lock(&f.fx, name);
+  ASSERT_OK(sx_acquire(&f.fx, l, 0, 30000));
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, l, NULL));
+  lk_client_get_stats(f.fx.c, &st);
+  for (int i = 0; i < rt_cluster_size(f.cl); i++)
+    loads += rt_server_cmd_calls(cfx_srv(&f, i), "script|load");
+  printf("commands sent: %llu, SCRIPT LOADs on all nodes: %lld\n",
+         (unsigned long long)st.commands_sent, loads);
+  ASSERT_EQ(rt_server_cmd_calls(cfx_srv(&f, f.masters[2]), "script|load"), 2);
+  ASSERT_LE(loads, 3); /* and the acquire's, if it went to the seed first */
+  ASSERT_LE(st.commands_sent, 14);
+  ASSERT_EQ(st.noscript_reloads, 0);
+  fx_close_lock(&f.fx, l);
+  cfx_finish(&f);
+}

@@ -1,0 +1,106 @@
+/* RedLock keeps the loop polling only while answers of a fan-out are due
+ * (src/multilock/redlock.c, answer_came; docs/multilock.md, "Cost"): once
+ * one answer came and others are due, for a few usual gaps between answers
+ * at most, then it sleeps; with nothing due it never spins. Seen from the
+ * loop itself: uv_check callbacks, one per loop iteration, counted over a
+ * window (busy polling off). A spinning loop makes thousands of passes in
+ * the window, a sleeping one a handful (its timers). Label multilock. */
+#include <stdio.h>
+#include <string.h>
+
+#include "multi_fixture.h"
+
+#define N 5
+
+static long long passes;
+static void on_check(uv_check_t *h) {
+  (void)h;
+  passes++;
+}
+
+static int window_done;
+static void on_window(uv_timer_t *t) {
+  (void)t;
+  window_done = 1;
+}
+
+/* Loop iterations during ms of wall time (the timer is the measurement's
+ * window, not a wait for a condition). */
+static long long passes_during(mfx_t *m, uint64_t ms) {
+  uv_timer_t t;
+  long long before = passes;
+  window_done = 0;
+  uv_timer_init(&m->loop, &t);
+  uv_timer_start(&t, on_window, ms, 0);
+  mfx_run_until(m, &window_done, 10000 + (int64_t)ms);
+  uv_close((uv_handle_t *)&t, NULL);
+  uv_run(&m->loop, UV_RUN_NOWAIT);
+  return passes - before;
+}
+
+/* A sleeping loop's passes in 200 ms: its timers (node timeouts, the
+ * heartbeat...) and the window's own, far below a spinning loop's (over
+ * 100 000 here). Measured from 20 ms after the last answer: a poll for a
+ * few gaps after it (300 us at most) is allowed, and makes hundreds. */
+#define SLEEPING_MAX 1000
+
+static long long passes_after_a_while(mfx_t *m) {
+  passes_during(m, 20);
+  return passes_during(m, 200);
+}
+
+/* One master paused: four answers come, the fifth stays due. The loop
+ * polls for a few gaps after the fourth, then sleeps although an answer is
+ * still due; after the release (the paused master's acquire still in
+ * flight) the same. */
+TEST(rl_loop_sleeps_when_a_due_answer_does_not_come) {
+  mfx_t m;
+  mx_t s;
+  uv_check_t check;
+  mfx_start(&m, N, NULL);
+  lk_redlock_t *rl = mx_rl_new(&m, m.c, "rl-spin-paused", NULL);
+  uv_check_init(&m.loop, &check);
+  uv_check_start(&check, on_check);
+  ASSERT_OK(mx_rl_acquire(&m, rl, 0, 30000, &s)); /* warm: scripts loaded */
+  ASSERT_OK(mx_rl_release(&m, rl));
+  mx_rl_settle(&m, rl);
+  rt_server_pause(m.srv[4]);
+  ASSERT_OK(mx_rl_acquire(&m, rl, 0, 30000, &s));
+  ASSERT_EQ(lk_redlock_node_status(rl, 4), LK_EUNKNOWN); /* still due */
+  long long n = passes_after_a_while(&m);
+  printf("passes in 200 ms with an answer due: %lld\n", n);
+  ASSERT_LE(n, SLEEPING_MAX);
+  ASSERT_OK(mx_rl_release(&m, rl));
+  n = passes_after_a_while(&m);
+  printf("passes in 200 ms after the release, an answer still due: %lld\n", n);
+  ASSERT_LE(n, SLEEPING_MAX);
+  rt_server_resume(m.srv[4]);
+  ASSERT_EQ(mfx_wait_key_gone(&m, 4, "rl-spin-paused", 5000), 1); /* late grant given back */
+  uv_check_stop(&check);
+  uv_close((uv_handle_t *)&check, NULL);
+  mx_rl_close(&m, rl);
+  mfx_finish(&m);
+}
+
+/* Every answer in: nothing is due, nothing spins. */
+TEST(rl_loop_sleeps_when_no_answer_is_due) {
+  mfx_t m;
+  mx_t s;
+  uv_check_t check;
+  mfx_start(&m, N, NULL);
+  lk_redlock_t *rl = mx_rl_new(&m, m.c, "rl-spin-idle", NULL);
+  uv_check_init(&m.loop, &check);
+  uv_check_start(&check, on_check);
+  for (int i = 0; i < 20; i++) {
+    ASSERT_OK(mx_rl_acquire(&m, rl, 0, 30000, &s));
+    ASSERT_OK(mx_rl_release(&m, rl));
+  }
+  mx_rl_settle(&m, rl);
+  long long n = passes_after_a_while(&m);
+  printf("passes in 200 ms with nothing due: %lld\n", n);
+  ASSERT_LE(n, SLEEPING_MAX);
+  uv_check_stop(&check);
+  uv_close((uv_handle_t *)&check, NULL);
+  mx_rl_close(&m, rl);
+  mfx_finish(&m);
+}
