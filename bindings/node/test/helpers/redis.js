@@ -35,13 +35,16 @@ function command(port, ...args) {
   });
 }
 
-async function startRedis() {
+// extraArgs(): more redis-server arguments, asked afresh for each attempt
+// (a TLS port of its own, say); the plain port always answers PING.
+async function startRedis(extraArgs = async () => []) {
   // A port taken between the probe and the bind makes redis-server exit:
   // try a few ports, each bounded in time.
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort();
+    const extra = await extraArgs();
     const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1',
-      '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      '--save', '', '--appendonly', 'no', ...extra], { stdio: 'ignore' });
     let exited = false;
     proc.on('exit', () => { exited = true; });
     const deadline = Date.now() + 10000;
@@ -50,6 +53,7 @@ async function startRedis() {
         if ((await command(port, 'PING')).startsWith('+PONG')) {
           return {
             port,
+            extra,
             url: `redis://127.0.0.1:${port}`,
             command: (...a) => command(port, ...a),
             stop: () => new Promise((resolve) => {
