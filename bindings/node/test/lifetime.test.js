@@ -45,6 +45,26 @@ test('garbage collection of a held lock closes it: the hold is given back', asyn
   }
 });
 
+test('garbage collection of a client and its held lock together closes both', async () => {
+  const clients = async () => (await Promise.resolve(box.redis.command('CLIENT', 'LIST'))).split('\n').filter((l) => l.includes('name=latchkey')).length;
+  const before = await clients();
+  for (let round = 0; round < 3; round++) {
+    await (async () => {
+      const lk = await latchkey.connect(box.redis.url);
+      const lock = lk.lock(`node:gc:both:${round}`);
+      await lock.acquire();
+      lk.fairLock(`node:gc:fair:${round}`); // open, never used
+    })();
+  }
+  assert.ok((await clients()) > before);
+  await collect();
+  const gone = await until(async () => {
+    const keys = await box.redis.command('EXISTS', 'node:gc:both:0', 'node:gc:both:1', 'node:gc:both:2');
+    return /^:0/.test(keys) && (await clients()) === before;
+  }, liveness(5000));
+  assert.ok(gone, 'a collected client kept its connections or its lock');
+});
+
 // Runs a child script (given as text) with the module's path and the
 // server's URL; resolves with its exit code, stdout and the time it took.
 function child(script, maxMs) {

@@ -15,6 +15,16 @@ function freePort() {
   });
 }
 
+// Whether buf holds one whole reply: a line, or a bulk string whose length
+// its header gives (the replies the tests read: no arrays).
+function complete(buf) {
+  const eol = buf.indexOf('\r\n');
+  if (eol < 0) return false;
+  if (buf[0] !== '$') return true;
+  const len = Number(buf.slice(1, eol));
+  return len < 0 || Buffer.byteLength(buf, 'latin1') >= eol + 2 + len + 2;
+}
+
 // One RESP command over a fresh connection; resolves with the raw reply text.
 function command(port, ...args) {
   return new Promise((resolve, reject) => {
@@ -24,7 +34,7 @@ function command(port, ...args) {
     sock.on('error', reject);
     sock.on('data', (d) => {
       buf += d.toString('latin1');
-      if (buf.endsWith('\r\n')) {
+      if (complete(buf)) {
         sock.end();
         resolve(buf);
       }
