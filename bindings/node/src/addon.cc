@@ -38,17 +38,38 @@ struct ClientCore;
 
 // Per Node environment (the main thread, or one worker).
 struct Instance {
+  napi_env env = nullptr;
   uv_loop_t *loop = nullptr;
   uv_async_t keep;
   int64_t busy = 0;
   napi_async_context actx = nullptr;
   Napi::FunctionReference events; // events(target, name, code, text)
   Napi::ObjectReference resource; // the async resource of every callback
+  // The environment's end (src: AsyncTeardown): no more calls into JS;
+  // every client still open is closed before the loop goes away.
+  bool tearing_down = false;
+  napi_async_cleanup_hook_handle hook = nullptr;
+  std::unordered_set<ClientCore *> clients; // every client core alive
+  int64_t closes_pending = 0;                // lk_client_close_all under way
+  // Freed when the last of these is gone: the teardown (1), every client
+  // core and every object core (napi may finalize wrappers after the
+  // teardown hook ended).
+  int64_t refs = 1;
 };
+
+void Retain(Instance *in) { in->refs++; }
+void Release(Instance *in) {
+  if (--in->refs == 0)
+    delete in;
+}
+
+void FinishTeardown(Instance *in);
 
 void Busy(Instance *in, int delta) {
   int64_t before = in->busy;
   in->busy += delta;
+  if (in->tearing_down)
+    return; // the keep-alive handle is closing or closed
   if (before == 0 && in->busy > 0)
     uv_ref((uv_handle_t *)&in->keep);
   else if (before > 0 && in->busy == 0)
@@ -59,6 +80,8 @@ void Busy(Instance *in, int delta) {
 // continuations when it returns (a bare call from a libuv callback would
 // leave them queued); a throw becomes an uncaught exception.
 template <typename F> void CallIntoJs(Napi::Env env, Instance *in, F fn) {
+  if (in->tearing_down)
+    return; // JavaScript is gone: nobody awaits these promises
   Napi::HandleScope hs(env);
   napi_callback_scope scope;
   if (napi_open_callback_scope(env, in->resource.Value(), in->actx, &scope) != napi_ok)
@@ -96,7 +119,17 @@ struct Kind {
 
 // ---- Core -----------------------------------------------------------------
 
-struct ClientCore {
+struct ClientCore : std::enable_shared_from_this<ClientCore> {
+  explicit ClientCore(Instance *i) : in(i) {
+    Retain(in);
+    in->clients.insert(this);
+  }
+  ~ClientCore() {
+    if (in->tearing_down)
+      closing_cb.SuppressDestruct(); // napi's env may be gone
+    in->clients.erase(this);
+    Release(in);
+  }
   Instance *in;
   napi_env env;
   lk_client_t *c = nullptr;
@@ -135,11 +168,16 @@ struct Core {
   }
   void MaybeFree() {
     if (!c_alive && !wrapper_alive) {
+      Instance *i = in;
       if (counted)
         Busy(in, -1);
-      if (target != nullptr)
+      if (in->tearing_down) {
+        pending.SuppressDestruct(); // napi's env may be gone: it frees these
+      } else if (target != nullptr) {
         napi_delete_reference(env, target);
+      }
       delete this;
+      Release(i);
     }
   }
   // The C object is gone (its close callback ran, or close_all finished).
@@ -391,8 +429,7 @@ public:
   NativeClient(const Napi::CallbackInfo &info) : Napi::ObjectWrap<NativeClient>(info) {
     Napi::Env env = info.Env();
     Instance *in = env.GetInstanceData<Instance>();
-    core_ = std::make_shared<ClientCore>();
-    core_->in = in;
+    core_ = std::make_shared<ClientCore>(in);
     core_->env = env;
     lk_client_opts_t o;
     lk_client_opts_init(&o);
@@ -485,6 +522,7 @@ private:
   // then the client; cores whose wrapper is already gone are freed.
   static void StartClose(std::shared_ptr<ClientCore> cc) {
     cc->closing = true;
+    cc->in->closes_pending++;
     Busy(cc->in, 1);
     // The C client holds the last reference until its close callback.
     auto *keep = new std::shared_ptr<ClientCore>(cc);
@@ -506,9 +544,12 @@ private:
         Napi::FunctionReference cb = std::move(cc->closing_cb);
         CallIntoJs(env, cc->in, [&] { cb.Call({env.Null()}); });
       }
+      if (--cc->in->closes_pending == 0 && cc->in->tearing_down)
+        FinishTeardown(cc->in);
     });
     if (rc != 0) {
       delete keep;
+      cc->in->closes_pending--;
       Busy(cc->in, -1);
       cc->closing = false;
     }
@@ -540,6 +581,12 @@ private:
   }
 
   std::shared_ptr<ClientCore> core_;
+
+public:
+  static void CloseForTeardown(ClientCore *cc) {
+    if (cc->c != nullptr && !cc->closing)
+      StartClose(cc->shared_from_this());
+  }
 };
 
 // ---- the native object (every kind) ---------------------------------------
@@ -583,6 +630,7 @@ public:
     c_ = new Core();
     c_->k = k;
     c_->in = cc->in;
+    Retain(cc->in);
     c_->env = env;
     c_->client = cc;
     c_->h = h;
@@ -712,15 +760,36 @@ Napi::Value SetEvents(const Napi::CallbackInfo &info) {
 // The Instance outlives napi's instance-data finalizer: Teardown frees it.
 void KeepInstance(Napi::Env, Instance *) {}
 
-// At the environment's end (process exit, a worker's end) the keep-alive
-// handle is closed; the Instance goes with its close callback.
-void Teardown(void *arg) {
+// The last step of the teardown: the keep-alive handle closes, then Node
+// may close the loop.
+void FinishTeardown(Instance *in) {
+  uv_close((uv_handle_t *)&in->keep, [](uv_handle_t *h) {
+    Instance *in = static_cast<Instance *>(h->data);
+    napi_remove_async_cleanup_hook(in->hook);
+    Release(in);
+  });
+}
+
+// At the environment's end (process exit, a worker's end), Node waits for
+// this hook: every client still open is closed with lk_client_close_all
+// (its handles leave the loop, which a worker's end closes; handles left
+// behind there crashed the process), then the keep-alive handle.
+void AsyncTeardown(napi_async_cleanup_hook_handle hook, void *arg) {
   Instance *in = static_cast<Instance *>(arg);
+  in->hook = hook;
+  in->tearing_down = true;
+  // Node runs the loop while this hook is pending, but a loop with only
+  // unreferenced handles returns at once: the keep-alive handle stays
+  // referenced until the closes are done.
+  uv_ref((uv_handle_t *)&in->keep);
   in->events.Reset();
   in->resource.Reset();
-  uv_close((uv_handle_t *)&in->keep, [](uv_handle_t *h) {
-    delete static_cast<Instance *>(h->data);
-  });
+  napi_async_destroy(in->env, in->actx);
+  std::unordered_set<ClientCore *> open = in->clients;
+  for (ClientCore *cc : open)
+    NativeClient::CloseForTeardown(cc);
+  if (in->closes_pending == 0)
+    FinishTeardown(in);
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -732,6 +801,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
     return exports;
   }
   auto *in = new Instance();
+  in->env = env;
   napi_get_uv_event_loop(env, &in->loop);
   uv_async_init(in->loop, &in->keep, nullptr);
   in->keep.data = in;
@@ -739,7 +809,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   in->resource = Napi::Persistent(Napi::Object::New(env));
   napi_async_init(env, in->resource.Value(), Napi::String::New(env, "latchkey"), &in->actx);
   env.SetInstanceData<Instance, KeepInstance>(in);
-  napi_add_env_cleanup_hook(env, Teardown, in);
+  napi_add_async_cleanup_hook(env, AsyncTeardown, in, nullptr);
   exports.Set("NativeClient", NativeClient::Init(env));
   exports.Set("NativeObject", NativeObject::Init(env));
   exports.Set("setEvents", Napi::Function::New(env, SetEvents));

@@ -138,3 +138,39 @@ test('a waiting acquire keeps the process alive until it ends', async () => {
     await lk.close();
   }
 });
+
+test('a worker thread ends cleanly with a client left open, and terminate() gives its holds back', async () => {
+  const { Worker } = require('node:worker_threads');
+  const code = `
+    const { parentPort } = require('node:worker_threads');
+    const latchkey = require(process.env.LK_MODULE);
+    (async () => {
+      const lk = await latchkey.connect(process.env.LK_URL);
+      const lock = lk.lock(process.env.LK_NAME);
+      await lock.acquire();
+      if (process.env.LK_RELEASE) await lock.release();
+      parentPort.postMessage('ready');
+    })();`;
+  const start = (name, release) => {
+    const w = new Worker(code, { eval: true, env: { ...process.env, LK_MODULE: path.join(__dirname, '..'),
+      LK_URL: box.redis.url, LK_NAME: name, ...(release ? { LK_RELEASE: '1' } : {}) } });
+    const exited = new Promise((resolve, reject) => { w.on('exit', resolve); w.on('error', reject); });
+    const ready = new Promise((resolve) => w.once('message', resolve));
+    return { w, exited, ready };
+  };
+  // Nothing held: the worker's loop ends by itself; the open client is
+  // closed by the teardown (its handles left on the worker's loop crashed
+  // the process before).
+  const idle = start('node:worker:idle', true);
+  await idle.ready;
+  assert.strictEqual(await idle.exited, 0);
+  // Held: the worker stays alive; terminate() closes its client, which
+  // gives the hold back.
+  const held = start('node:worker:held', false);
+  await held.ready;
+  assert.match(await box.redis.command('EXISTS', 'node:worker:held'), /^:1/);
+  await held.w.terminate();
+  await held.exited;
+  assert.ok(await until(async () => /^:0/.test(await box.redis.command('EXISTS', 'node:worker:held')), liveness(5000)),
+    'the terminated worker left its hold behind');
+});
