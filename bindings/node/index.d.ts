@@ -103,6 +103,9 @@ export class Client extends EventEmitter {
 export function connect(url: string, options?: ConnectOptions): Promise<Client>;
 export function connect(options?: ConnectOptions): Promise<Client>;
 
+/** Client and object cores alive in this environment (a leak check). */
+export function liveCounts(): { clients: number; objects: number };
+
 export const versions: {
   uvHeaders: string;
   uvRunning: string;

@@ -236,6 +236,9 @@ function connect(urlOrOptions = 'redis://127.0.0.1:6379', maybeOptions = {}) {
 
 module.exports = {
   connect,
+  // Client and object cores alive in this environment (freed once both
+  // their JS object and their C object are gone): the tests' leak check.
+  liveCounts: native.liveCounts,
   Client,
   Lock,
   FairLock,

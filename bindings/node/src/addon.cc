@@ -55,6 +55,8 @@ struct Instance {
   // core and every object core (napi may finalize wrappers after the
   // teardown hook ended).
   int64_t refs = 1;
+  // Live cores, for the tests' leak check (native.liveCounts()).
+  int64_t live_clients = 0, live_objects = 0;
 };
 
 void Retain(Instance *in) { in->refs++; }
@@ -122,12 +124,14 @@ struct Kind {
 struct ClientCore : std::enable_shared_from_this<ClientCore> {
   explicit ClientCore(Instance *i) : in(i) {
     Retain(in);
+    in->live_clients++;
     in->clients.insert(this);
   }
   ~ClientCore() {
     if (in->tearing_down)
       closing_cb.SuppressDestruct(); // napi's env may be gone
     in->clients.erase(this);
+    in->live_clients--;
     Release(in);
   }
   Instance *in;
@@ -177,6 +181,7 @@ struct Core {
         napi_delete_reference(env, target);
       }
       delete this;
+      i->live_objects--;
       Release(i);
     }
   }
@@ -631,6 +636,7 @@ public:
     c_->k = k;
     c_->in = cc->in;
     Retain(cc->in);
+    cc->in->live_objects++;
     c_->env = env;
     c_->client = cc;
     c_->h = h;
@@ -746,6 +752,14 @@ private:
 
 // ---- module ---------------------------------------------------------------
 
+Napi::Value LiveCounts(const Napi::CallbackInfo &info) {
+  Instance *in = info.Env().GetInstanceData<Instance>();
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("clients", Napi::Number::New(info.Env(), (double)in->live_clients));
+  o.Set("objects", Napi::Number::New(info.Env(), (double)in->live_objects));
+  return o;
+}
+
 Napi::Value SetEvents(const Napi::CallbackInfo &info) {
   Instance *in = info.Env().GetInstanceData<Instance>();
   in->events = Napi::Persistent(info[0].As<Napi::Function>());
@@ -813,6 +827,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeClient", NativeClient::Init(env));
   exports.Set("NativeObject", NativeObject::Init(env));
   exports.Set("setEvents", Napi::Function::New(env, SetEvents));
+  exports.Set("liveCounts", Napi::Function::New(env, LiveCounts));
   exports.Set("uvVersion", Napi::String::New(env, LK_UV_HEADER_VERSION));
   exports.Set("runningUvVersion", Napi::String::New(env, uv_version_string()));
   exports.Set("opensslVersion", Napi::String::New(env, OpenSSL_version(OPENSSL_VERSION)));

@@ -65,6 +65,34 @@ test('garbage collection of a client and its held lock together closes both', as
   assert.ok(gone, 'a collected client kept its connections or its lock');
 });
 
+test('every client and object core is freed once closed and collected', async () => {
+  await collect();
+  const base = latchkey.liveCounts();
+  // Each round in a function of its own: a suspended async frame keeps its
+  // locals alive, which would keep the round's objects from collection.
+  const oneRound = async (round) => {
+    await collect(); // round 0's objects: closed, now collected
+    const start = latchkey.liveCounts();
+    const lk = await latchkey.connect(box.redis.url);
+    const locks = [];
+    for (let i = 0; i < 50; i++) locks.push(lk.lock(`node:live:${i}`));
+    await locks[0].acquire();
+    await locks[1].acquire();
+    await locks[1].release();
+    locks[2].close();
+    assert.deepStrictEqual(latchkey.liveCounts(), { clients: start.clients + 1, objects: start.objects + 50 });
+    if (round === 0) await lk.close(); // the other round: collected without close
+  };
+  await oneRound(0);
+  await oneRound(1);
+  const freed = await until(async () => {
+    await collect();
+    const now = latchkey.liveCounts();
+    return now.clients === base.clients && now.objects === base.objects;
+  }, liveness(5000));
+  assert.ok(freed, `still alive: ${JSON.stringify(latchkey.liveCounts())}, base ${JSON.stringify(base)}`);
+});
+
 // Runs a child script (given as text) with the module's path and the
 // server's URL; resolves with its exit code, stdout and the time it took.
 function child(script, maxMs) {
