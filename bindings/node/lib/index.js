@@ -218,7 +218,12 @@ class Client extends EventEmitter {
 function connect(urlOrOptions = 'redis://127.0.0.1:6379', maybeOptions = {}) {
   const options = typeof urlOrOptions === 'string' ? { ...maybeOptions, url: urlOrOptions } : { ...urlOrOptions };
   const url = options.url ?? `redis://${options.host ?? '127.0.0.1'}:${options.port ?? 6379}`;
-  const client = new Client(url, options);
+  let client;
+  try {
+    client = new Client(url, options); // a malformed URL throws LK_EINVAL
+  } catch (err) {
+    return Promise.reject(err);
+  }
   if (client.isConnected) return Promise.resolve(client);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -158,3 +158,7 @@ test('connect to a port nobody listens on rejects with LK_ECONN', async () => {
   await assert.rejects(latchkey.connect(`redis://127.0.0.1:${port}`, { connectTimeout: 500 }),
     (e) => e.code === 'LK_ECONN');
 });
+
+test('a malformed URL rejects with LK_EINVAL', async () => {
+  await assert.rejects(latchkey.connect('redis://127.0.0.1:notaport'), (e) => e.code === 'LK_EINVAL');
+});
