@@ -5,9 +5,14 @@
 # packages (package-lock.json) with `npm ci` when bench/peers/node_modules is
 # missing (never when CI is set).
 #
-#   bench/peers.sh [--rounds R] [--seconds S] [--pairs N] [--only b3|b4] [--no-pin]
+#   bench/peers.sh [--rounds R] [--seconds S] [--pairs N] [--only b1|b3|b4] [--no-pin]
 #                  [--commit REV | --no-build]
 #
+#   B1: sequential pairs from Node on one name (an uncontended acquire, its
+#       release, back to back on one client): latchkey for Node
+#       (bindings/node, docs/node.md; built there with npm ci when missing)
+#       against redis-semaphore's Mutex and node-redlock v5 over one master
+#       (bench/peers/pairs_node.js), N pairs each, on B3's redis-server.
 #   B3: 8 processes on one name (acquire, wait up to 10 s; hold 0-200 us;
 #       release; again): latchkey's bench/contend (and bench/contend_poll, the
 #       C poll loop, when the build has it) against redis-semaphore's Mutex
@@ -17,16 +22,16 @@
 #       (latchkey, latchkey-single = master 1 alone, raw, raw-lean) against
 #       node-redlock v5 over the same 5 and over master 1 alone
 #       (bench/peers/redlock_node.js), N pairs each (default 2000).
-#   Each of R rounds (default 3) runs B3 then B4, latchkey and the peer in
-#   alternating order. Servers: 1 + 5 redis-servers on free loopback ports,
+#   Each of R rounds (default 3) runs B1, B3 then B4, latchkey and the peers
+#   in alternating order. Servers: 1 + 5 redis-servers on free loopback ports,
 #   pinned to CPU 0, stopped by their PIDs at exit; clients on CPU 1 (B3's
 #   workers alternately on CPUs 0 and 1, as bench/contend.h places them).
 #
 # Options:
 #   --rounds R     interleaved rounds (default 3)
 #   --seconds S    B3's measured window per run (default 4)
-#   --pairs N      B4's measured pairs per implementation and run (default 2000)
-#   --only b3|b4   one of the two
+#   --pairs N      B1's and B4's measured pairs per implementation and run (default 2000)
+#   --only b1|b3|b4  one of the three
 #   --no-pin       no taskset
 #   --commit REV   build latchkey as committed at REV (`git archive` into <build>-src),
 #                  not the work tree (which other work in progress may leave unbuildable)
@@ -58,7 +63,7 @@ while [ $# -gt 0 ]; do
     --rounds) posint "${2:-}" "$1"; rounds=$2; shift ;;
     --seconds) posint "${2:-}" "$1"; seconds=$2; shift ;;
     --pairs) posint "${2:-}" "$1"; pairs=$2; shift ;;
-    --only) [[ "${2:-}" =~ ^(b3|b4)$ ]] || die "--only takes b3 or b4"; only=$2; shift ;;
+    --only) [[ "${2:-}" =~ ^(b1|b3|b4)$ ]] || die "--only takes b1, b3 or b4"; only=$2; shift ;;
     --no-pin) pin=0 ;;
     --no-build) build=0 ;;
     --commit) [ -n "${2:-}" ] || die "--commit needs a revision"; commit=$2; shift ;;
@@ -97,6 +102,15 @@ if [ ! -d "$peers/node_modules" ]; then
   note "npm ci in bench/peers (package-lock.json)"
   (cd "$peers" && npm ci --no-audit --no-fund --loglevel=error >&2) ||
     die "npm ci in bench/peers failed (registry unreachable? see the npm output above)"
+fi
+
+# --- latchkey for Node (B1): the addon, built in bindings/node from the work
+# tree (also with --commit, which applies to the C programs) ---
+if want b1 && [ ! -f "$ROOT/bindings/node/build/Release/latchkey.node" ]; then
+  [ -z "${CI:-}" ] || die "CI is set: the peer benchmarks install npm packages and do not run in CI"
+  note "npm ci in bindings/node (builds the addon)"
+  (cd "$ROOT/bindings/node" && npm ci --no-audit --no-fund --loglevel=error >&2) ||
+    die "npm ci in bindings/node failed (docs/node.md)"
 fi
 
 # --- latchkey's programs ---
@@ -192,6 +206,13 @@ run() {
 }
 
 for r in $(seq 1 "$rounds"); do
+  if want b1; then
+    b1=(latchkey-node redis-semaphore node-redlock-single)
+    [ $((r % 2)) -eq 0 ] && b1=(node-redlock-single redis-semaphore latchkey-node)
+    for w in "${b1[@]}"; do
+      run "pairs-$w" "$r" 300 "${cli_pin[@]}" node "$peers/pairs_node.js" --impl "$w" --port "$b3_port" --pairs "$pairs"
+    done
+  fi
   if want b3; then
     b3=(latchkey semaphore)
     [ -x "$bin/contend_poll" ] && b3+=(poll)

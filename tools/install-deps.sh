@@ -41,6 +41,22 @@ PACKAGES=(
   libglib2.0-dev
 )
 
+# The Node lane (bindings/node, docs/node.md) needs node, npm and Node's
+# headers (<prefix>/include/node). A node already installed is used as it is
+# (nodesource's nodejs carries npm and its headers); without one, Debian's
+# nodejs, npm and libnode-dev (the headers) are installed.
+node_headers() {
+  local n
+  n=$(command -v node 2>/dev/null) || return 1
+  [ -e "$(dirname "$(readlink -f "$n")")/../include/node/node_api.h" ]
+}
+if ! command -v node >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm libnode-dev)
+else
+  node_headers || PACKAGES+=(libnode-dev)
+  command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
+fi
+
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -103,6 +103,30 @@ const ratios = (ga, gb) => {
   return [x(m), per.length ? x(median(per)) : '–'];
 };
 
+/* B1: latchkey for Node against each Node peer, pairs on one master */
+const b1 = (impl, metric) => get('B1', impl, undefined, metric);
+if (b1('latchkey-node', 'pairs_per_s')) {
+  const peersB1 = ['redis-semaphore', 'node-redlock-single'];
+  const rows = [
+    ['pairs/s', 'pairs_per_s'],
+    ['pair p50 µs', 'pair_p50_us'],
+    ['acquire p50 µs', 'acq_p50_us'],
+    ['acquire p99 µs', 'acq_p99_us'],
+    ['client CPU µs / pair', 'cpu_us_per_pair'],
+  ];
+  const cols = ['latchkey-node', ...peersB1];
+  process.stdout.write(`\n### B1: sequential pairs from Node, one master, medians (min–max) over the rounds\n\n`);
+  process.stdout.write(`| | ${cols.join(' | ')} | ${peersB1.map((p) => `latchkey-node / ${p} (paired)`).join(' | ')} |\n`);
+  process.stdout.write(`|---|${cols.map(() => '---').join('|')}|${peersB1.map(() => '---').join('|')}|\n`);
+  for (const [label, m] of rows) {
+    const rs = peersB1.map((p) => {
+      const [x, y] = ratios(b1('latchkey-node', m), b1(p, m));
+      return `${x} (${y})`;
+    });
+    process.stdout.write(`| ${label} | ${cols.map((c) => cell(b1(c, m))).join(' | ')} | ${rs.join(' | ')} |\n`);
+  }
+}
+
 /* B3 */
 const b3rows = [
   ['acquisitions/s', 'acquisitions_per_s'],
