@@ -483,3 +483,61 @@ TEST(cost_per_acquisition_classic_vs_sharded) {
   ASSERT_GT(cb, 2 * sb);
   cfx_finish(&f);
 }
+
+/* ---- sharded only, where the cluster has no sharded pub/sub ---- */
+
+static int errors_seen, fallback_warnings;
+
+static void count_unsharded_logs(lk_log_level_t level, const char *msg, void *arg) {
+  (void)arg;
+  if (level == LK_LOG_ERROR && strstr(msg, "pubsub_mode is sharded") != NULL)
+    errors_seen++;
+  if (level == LK_LOG_WARN && strstr(msg, "release messages are broadcast") != NULL)
+    fallback_warnings++;
+}
+
+/* SSUBSCRIBE and SPUBLISH renamed away, as on a server before 7.0: with
+ * pubsub_mode SHARDED there is no classic fallback: the client says so once
+ * (an error), subscribes nothing, and the waiter gets in by its re-poll. */
+TEST(sharded_mode_without_sharded_pubsub_polls_and_says_so) {
+  static const char *const extra[] = {"--rename-command", "SSUBSCRIBE", "h28-no-ssubscribe",
+                                      "--rename-command", "SPUBLISH",   "h28-no-spublish",
+                                      NULL};
+  enum { POLL_MS = 300 };
+  cfx_t f;
+  rt_cluster_opts_t co;
+  lk_client_opts_t o;
+  char name[64], pattern[96];
+  sx_t sw;
+  memset(&f, 0, sizeof f);
+  ASSERT_OK(uv_loop_init(&f.fx.loop));
+  rt_cluster_opts_init(&co);
+  co.extra_args = extra;
+  f.cl = rt_cluster_start(&co);
+  ASSERT_NOT_NULL(f.cl);
+  f.n_masters = rt_cluster_masters(f.cl, f.masters, RT_CLUSTER_MAX_NODES);
+  ASSERT_EQ(f.n_masters, 3);
+  mode_opts(&o, LK_PUBSUB_SHARDED);
+  o.max_repoll_ms = POLL_MS;
+  o.log = count_unsharded_logs;
+  o.port = rt_cluster_port(f.cl, 0);
+  fx_start_client(&f.fx, &o);
+  int m = f.masters[1];
+  cfx_name_on(&f, m, "psm-unsharded-", name, sizeof name);
+  snprintf(pattern, sizeof pattern, "*%s*", name);
+  lk_lock_t *h = fx_lock(&f.fx, name), *w = fx_lock(&f.fx, name);
+  ASSERT_OK(sx_acquire(&f.fx, h, 0, LEASE));
+  cfx_acquire_start(w, WAIT, LEASE, 0, &sw);
+  FX_EVENTUALLY(&f.fx, errors_seen >= 1, 5000);
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, h, NULL));
+  rt_run_until(&f.fx.loop, &sw.done, rt_scaled_ms(10000));
+  ASSERT_OK(sw.status);
+  for (int i = 0; i < rt_cluster_size(f.cl); i++)
+    ASSERT_EQ(channels_on(&f, i, "CHANNELS", pattern), 0);
+  ASSERT_EQ(errors_seen, 1);
+  ASSERT_EQ(fallback_warnings, 0);
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));
+  fx_close_lock(&f.fx, h);
+  fx_close_lock(&f.fx, w);
+  cfx_finish(&f);
+}
