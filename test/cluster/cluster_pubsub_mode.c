@@ -583,3 +583,59 @@ TEST(classic_mode_subscription_follows_a_failover) {
   fx_close_direct_client(&f.fx, hc);
   cfx_finish(&f);
 }
+
+/* ---- the permit semaphore's renewal, which publishes what it reclaims ---- */
+
+/* A permit whose lease ran out comes back when a watched holder of the same
+ * semaphore is renewed (psem_renew.lua), and the renewal announces the new
+ * count on the channel the way the renewing client's mode says. Nothing
+ * else runs on the semaphore meanwhile (no waiter, whose own tries would
+ * reclaim it too), so a classic subscriber on another master hears the
+ * renewal's PUBLISH or nothing. */
+TEST(classic_mode_permit_reclaimed_by_a_renewal_is_published_classic) {
+  enum { SHORT_LEASE = 1000 };
+  cfx_t f;
+  char name[64], channel[128];
+  int64_t res = 0;
+  lk_client_opts_t ro;
+  start(&f, MODE);
+  lk_client_t *c2 = peer(&f, MODE);
+  mode_opts(&ro, MODE);
+  ro.default_lease_ms = 900; /* renewed every 300 ms */
+  lk_client_t *renewing = cfx_client(&f, f.masters[1], &ro);
+  int m = f.masters[0];
+  cfx_name_on(&f, m, "psm-psem-", name, sizeof name);
+  snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
+  lk_psem_t *setter = fx_psem(&f.fx, name), *expiring = NULL, *watched = NULL;
+  ASSERT_OK(lk_psem_new(c2, name, &expiring));
+  ASSERT_OK(lk_psem_new(renewing, name, &watched));
+  ASSERT_OK(psem_run_n(&f.fx, lk_psem_try_set_permits, setter, 2, &res));
+  ASSERT_EQ(res, 1);
+  ASSERT_OK(psem_acquire(&f.fx, watched, 1, 0, LK_LEASE_DEFAULT));
+  redisContext *far = far_listener(&f, m, channel);
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(psem_acquire(&f.fx, expiring, 1, 0, SHORT_LEASE));
+  /* The listener reads in this thread: let the loop run the renewals. */
+  redisReply *msg = NULL;
+  int64_t end = rt_now_ms() + SHORT_LEASE + rt_scaled_ms(3000);
+  while (msg == NULL && rt_now_ms() < end) {
+    fx_spin(&f.fx, 20);
+    msg = rt_sub_next_message(far, 0);
+  }
+  if (msg == NULL)
+    FAIL("no classic message announced the reclaimed permit");
+  double ms = ms_since(t0);
+  ASSERT_STREQ(msg->element[0]->str, "message");
+  ASSERT_STREQ(msg->element[2]->str, "1"); /* one permit available again */
+  printf("the reclaimed permit was announced %.0f ms after its %d ms lease began\n", ms,
+         SHORT_LEASE);
+  ASSERT_GE(ms, (double)SHORT_LEASE - 50);
+  freeReplyObject(msg);
+  redisFree(far);
+  fx_close_psem(&f.fx, setter);
+  fx_close_psem(&f.fx, expiring);
+  fx_close_psem(&f.fx, watched);
+  fx_close_direct_client(&f.fx, c2);
+  fx_close_direct_client(&f.fx, renewing);
+  cfx_finish(&f);
+}
