@@ -353,11 +353,13 @@ TEST(classic_mode_rwlock_write_release_wakes_a_reader) {
 /* ---- what each mode costs ---- */
 
 /* Commands the servers ran (INFO commandstats, every up node), without the
- * test's own probes and the clients' periodic ones (topology reads, the
- * heartbeat's PING): script calls, their PUBLISH/SPUBLISH, (S)SUBSCRIBE. */
+ * test's own probes, the clients' periodic ones (topology reads, the
+ * heartbeat's PING) and their one-off set-up (SCRIPT LOAD on each new
+ * connection): script calls and the calls they make, (S)SUBSCRIBE. */
 static long long server_calls(cfx_t *f, long long *pub, long long *sub, long long *scripts) {
-  static const char *const skip[] = {"info", "config", "cluster", "pubsub", "ping", "client",
-                                     "hello", "auth", "select", "readonly"};
+  static const char *const skip[] = {"info",  "config", "cluster", "pubsub",  "ping",
+                                     "client", "hello", "auth",    "select", "readonly",
+                                     "script"};
   long long n = 0;
   *pub = *sub = *scripts = 0;
   for (int i = 0; i < rt_cluster_size(f->cl); i++) {
@@ -410,6 +412,25 @@ static long long bus_publish_messages(cfx_t *f) {
   return n;
 }
 
+/* CPU the server processes used so far (INFO cpu, user + system, every up
+ * node), in microseconds: what the bus traffic costs shows here, not in
+ * commandstats. */
+static double server_cpu_us(cfx_t *f) {
+  double us = 0;
+  for (int i = 0; i < rt_cluster_size(f->cl); i++) {
+    if (!rt_cluster_up(f->cl, i))
+      continue;
+    static const char *const fields[] = {"used_cpu_user", "used_cpu_sys"};
+    for (int k = 0; k < 2; k++) {
+      char *v = rt_server_info(cfx_srv(f, i), "cpu", fields[k]);
+      ASSERT_NOT_NULL(v);
+      us += strtod(v, NULL) * 1e6;
+      free(v);
+    }
+  }
+  return us;
+}
+
 static int subscribed(cfx_t *f, int m, const char *name, int mode) {
   char pattern[128];
   snprintf(pattern, sizeof pattern, "*%s*", name);
@@ -422,7 +443,7 @@ static int subscribed(cfx_t *f, int m, const char *name, int mode) {
  * message, `rounds` times on one name; returns the commands per
  * acquisition, and in *bus the bus messages per release. */
 static double handoff_cost(cfx_t *f, int mode, int rounds, double *scripts, double *pubs,
-                           double *subs, double *bus) {
+                           double *subs, double *bus, double *cpu_us) {
   char name[64];
   lk_client_t *a = peer(f, mode), *b = peer(f, mode);
   int m = f->masters[1];
@@ -440,6 +461,7 @@ static double handoff_cost(cfx_t *f, int mode, int rounds, double *scripts, doub
     freeReplyObject(r);
   }
   long long bus0 = bus_publish_messages(f);
+  double cpu0 = server_cpu_us(f);
   for (int k = 0; k < rounds; k++) {
     sx_t sw;
     ASSERT_OK(sx_acquire(&f->fx, h, 0, LEASE));
@@ -452,6 +474,7 @@ static double handoff_cost(cfx_t *f, int mode, int rounds, double *scripts, doub
     ASSERT_LT(cfx_ms_since(t0, sw.t_ns), rt_scaled_ms(WAKE_MS));
     ASSERT_OK(sx_run(&f->fx, lk_lock_release, w, NULL));
   }
+  *cpu_us = (server_cpu_us(f) - cpu0) / (2.0 * rounds);
   long long pub, sub, scr, n = server_calls(f, &pub, &sub, &scr);
   *scripts = (double)scr / (2.0 * rounds);
   *bus = (double)(bus_publish_messages(f) - bus0) / (2.0 * rounds); /* two releases a round */
@@ -471,15 +494,17 @@ static double handoff_cost(cfx_t *f, int mode, int rounds, double *scripts, doub
 TEST(cost_per_acquisition_classic_vs_sharded) {
   enum { ROUNDS = 20 };
   cfx_t f;
-  double se, sp, ss, sb, ce, cp, cs, cb;
+  double se, sp, ss, sb, su, ce, cp, cs, cb, cu;
   start(&f, LK_PUBSUB_SHARDED);
-  double sharded = handoff_cost(&f, LK_PUBSUB_SHARDED, ROUNDS, &se, &sp, &ss, &sb);
-  double classic = handoff_cost(&f, LK_PUBSUB_CLASSIC, ROUNDS, &ce, &cp, &cs, &cb);
+  double sharded = handoff_cost(&f, LK_PUBSUB_SHARDED, ROUNDS, &se, &sp, &ss, &sb, &su);
+  double classic = handoff_cost(&f, LK_PUBSUB_CLASSIC, ROUNDS, &ce, &cp, &cs, &cb, &cu);
   printf("per acquisition (%d contended handoffs, %d nodes; server calls, a script's own "
-         "calls included): sharded %.2f calls (%.2f scripts, %.2f publish, %.2f subscribe), "
-         "%.2f bus messages per release; classic %.2f calls (%.2f scripts, %.2f publish, "
-         "%.2f subscribe), %.2f bus messages per release\n",
-         ROUNDS, rt_cluster_size(f.cl), sharded, se, sp, ss, sb, classic, ce, cp, cs, cb);
+         "calls included; server CPU of every node): sharded %.2f calls (%.2f scripts, %.2f "
+         "publish, %.2f subscribe), %.2f bus messages per release, %.0f us CPU; classic %.2f "
+         "calls (%.2f scripts, %.2f publish, %.2f subscribe), %.2f bus messages per release, "
+         "%.0f us CPU\n",
+         ROUNDS, rt_cluster_size(f.cl), sharded, se, sp, ss, sb, su, classic, ce, cp, cs, cb,
+         cu);
   ASSERT_GT(cb, 2 * sb);
   cfx_finish(&f);
 }
