@@ -33,6 +33,21 @@ typedef enum {
   LK_CLUSTER_OFF
 } lk_cluster_mode_t;
 
+/* How waiters listen and releases publish on a Redis Cluster (docs/client.md,
+ * "Redis Cluster"). A standalone server always uses classic pub/sub. */
+typedef enum {
+  /* Sharded (SSUBSCRIBE/SPUBLISH) on a 7.0+ cluster, classic on an older
+   * one, with one warning. The default. */
+  LK_PUBSUB_AUTO = 0,
+  /* Sharded only: on a cluster without sharded pub/sub nothing is
+   * subscribed (one LK_LOG_ERROR) and waiters poll every max_repoll_ms. */
+  LK_PUBSUB_SHARDED,
+  /* Classic (SUBSCRIBE/PUBLISH) on every cluster, as Redisson with
+   * shardedSubscriptionMode OFF or before 3.22 listens: each release is
+   * broadcast to every node of the cluster. */
+  LK_PUBSUB_CLASSIC
+} lk_pubsub_mode_t;
+
 /* Oldest TLS version the client accepts (docs/tls.md). */
 typedef enum { LK_TLS_1_2 = 0, LK_TLS_1_3 = 1 } lk_tls_version_t;
 
@@ -155,6 +170,9 @@ typedef struct lk_client_opts_s {
    * small write per period. */
   int describe_owner;
   const char *owner_note; /* free text kept with it (at most 256 bytes), or NULL */
+  /* lk_pubsub_mode_t, default LK_PUBSUB_AUTO; another value makes
+   * lk_client_new return LK_EINVAL. */
+  int pubsub_mode;
 } lk_client_opts_t;
 
 /* Buckets of the acquire wait-time histogram (docs/metrics.md): one per

@@ -4,13 +4,13 @@
 -- held, so a holder that lost any is told so. Expired permits are reclaimed
 -- on the way. Runs under maxmemory too.
 -- KEYS[2i-1] NAME, KEYS[2i] {NAME}:timeout of holder i; ARGV[1] lease ms,
--- ARGV[i + 1] holder i's ids, 16 bytes each, back to back.
+-- ARGV[i + 1] holder i's ids, 16 bytes each, back to back, ARGV[n + 2] (n
+-- holders) the client's publish command.
 -- Reply: one 1 (renewed) or 0 (some permit is gone) per holder.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expiry = now + tonumber(ARGV[1])
 local out = {}
-local sharded
 for i = 1, #KEYS / 2 do
   local name, zset = KEYS[2 * i - 1], KEYS[2 * i]
   local expired = redis.call('zremrangebyscore', zset, '-inf', now)
@@ -23,17 +23,8 @@ for i = 1, #KEYS / 2 do
     else
       channel = 'redisson_sc:{' .. name .. '}'
     end
-    -- Published the way waiters listen (src/core/pubsub.c): SPUBLISH on a
-    -- cluster, so only this shard hears it; PUBLISH on a standalone server
-    -- or where SPUBLISH is missing (before 7.0). The watchdog's argument
-    -- layout has no room for the client's publish command, so ask INFO.
-    if sharded == nil then
-      sharded = string.find(redis.call('info', 'cluster'), 'cluster_enabled:1', 1, true) ~= nil
-    end
-    local heard = sharded and redis.pcall('spublish', channel, v) or nil
-    if type(heard) ~= 'number' then
-      redis.pcall('publish', channel, v)
-    end
+    -- Published the way the client's waiters listen (src/core/pubsub.c).
+    redis.pcall(ARGV[#KEYS / 2 + 2], channel, v)
   end
   local ids = ARGV[i + 1]
   local held = 1

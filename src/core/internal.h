@@ -169,6 +169,7 @@ typedef struct lk__opts_s {
   int64_t pubsub_linger_ms;
   size_t pubsub_linger_max;
   int64_t busy_poll_us;
+  int pubsub_mode; /* lk_pubsub_mode_t */
   /* Spin mode's defaults (core/spin.h): on, and the back-off's bounds (0:
    * the built-in ones). */
   int spin;
@@ -276,6 +277,8 @@ struct lk_client_s {
   /* A cluster without sharded pub/sub (servers before 7.0): channels use
    * SUBSCRIBE on node 0 and scripts PUBLISH (core/pubsub.c). */
   unsigned ps_classic : 1;
+  /* pubsub_mode SHARDED met a cluster without sharded pub/sub: said once. */
+  unsigned ps_told_unsharded : 1;
   int restart_pending;
   lk__defer_t close_defer;
   struct lk__tls_ctx_s *tls; /* TLS context; NULL when TLS is off (core/tls.h) */

@@ -17,7 +17,16 @@
  *   topology read moves it. Either way the channel follows the slot to its
  *   new owner, and every listener re-polls once it is back.
  * - a cluster without sharded pub/sub (before 7.0): SUBSCRIBE on node 0,
- *   scripts PUBLISH (broadcast to every node), one warning. */
+ *   scripts PUBLISH (broadcast to every node), one warning; with
+ *   pubsub_mode SHARDED nothing is subscribed there (one error) and
+ *   listeners poll.
+ * - a cluster with pubsub_mode CLASSIC (to hear and wake Redisson clients
+ *   that listen the classic way): SUBSCRIBE on the pub/sub connection of
+ *   the master of the channel's slot, scripts PUBLISH. A classic message
+ *   reaches every node, so any node would hear it; the slot's master is
+ *   chosen so a channel moves exactly as a sharded one does (the topology
+ *   read, a dropped connection), and only the `sunsubscribe` push, which
+ *   classic subscriptions never get, is missing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,10 +168,11 @@ static int error_has(const redisReply *r, const char *text) {
 /* Where ch is to be subscribed now, and how. */
 static lk__conn_t *route(lk__chan_t *ch, int *sharded) {
   lk_client_t *c = ch->client;
-  if (c->cluster_on && !c->ps_classic && !ch->internal) {
+  if (c->cluster_on && !ch->internal &&
+      (!c->ps_classic || c->o.pubsub_mode == LK_PUBSUB_CLASSIC)) {
     if (ch->slot < 0)
       ch->slot = lk__key_slot(ch->name, ch->len);
-    *sharded = 1;
+    *sharded = c->o.pubsub_mode != LK_PUBSUB_CLASSIC;
     return lk__router_ps_conn(c, ch->slot);
   }
   *sharded = 0;
@@ -189,6 +199,17 @@ static void chan_detach(lk__chan_t *ch) {
  * channel moves to classic SUBSCRIBE on node 0, and scripts PUBLISH
  * (lk__publish_cmd). */
 static void go_classic(lk_client_t *c, const char *why) {
+  if (c->o.pubsub_mode == LK_PUBSUB_SHARDED) {
+    /* Asked for sharded only: no fallback; the channels end up denied
+     * (on_subscribed) and their listeners poll. */
+    if (!c->ps_told_unsharded)
+      lk__log(c, LK_LOG_ERROR,
+              "%s: pubsub_mode is sharded but the cluster has no sharded pub/sub "
+              "(SSUBSCRIBE/SPUBLISH, Redis 7.0+); waiters poll every %lld ms",
+              why, (long long)c->o.max_repoll_ms);
+    c->ps_told_unsharded = 1;
+    return;
+  }
   if (c->ps_classic)
     return;
   c->ps_classic = 1;
@@ -231,6 +252,11 @@ static void on_subscribed(void *data, int status, redisReply *r) {
   } else if (ch->sharded && error_has(r, "unknown command")) {
     ch->state = LK__CHAN_PENDING;
     go_classic(c, "SSUBSCRIBE refused as an unknown command");
+    if (c->o.pubsub_mode == LK_PUBSUB_SHARDED) {
+      ch->state = LK__CHAN_DENIED; /* listeners poll, as without permission */
+      poke_all(ch, LK_ENOPERM);
+      return;
+    }
     if (ch->state == LK__CHAN_PENDING && ch->sub_op == NULL)
       chan_subscribe(ch); /* classic now (go_classic moved the others) */
   } else if (status != 0 && r != NULL && c->cluster_on) {
@@ -675,7 +701,7 @@ static void deliver(lk__chan_t *ch, const char *msg, size_t len) {
 void lk__pubsub_on_info(lk__conn_t *conn, const char *info, size_t len) {
   lk_client_t *c = conn->client;
   const char *p = memmem(info, len, "redis_version:", 14);
-  if (p == NULL || !c->cluster_on || c->ps_classic)
+  if (p == NULL || !c->cluster_on || c->ps_classic || c->o.pubsub_mode == LK_PUBSUB_CLASSIC)
     return;
   if (strtol(p + 14, NULL, 10) < 7)
     go_classic(c, "cluster node older than 7.0");

@@ -77,10 +77,10 @@ int lk__router_try_later(const lk_client_t *c, const redisReply *r);
 
 /* The publish command scripts use, matching how waiters subscribe
  * (core/pubsub.c): SPUBLISH on a cluster (sharded pub/sub: a release reaches
- * only its shard), PUBLISH on a standalone server and on a cluster without
- * sharded pub/sub (before 7.0). */
+ * only its shard), PUBLISH on a standalone server, on a cluster without
+ * sharded pub/sub (before 7.0) and with pubsub_mode LK_PUBSUB_CLASSIC. */
 static inline const char *lk__publish_cmd(const lk_client_t *c, size_t *len) {
-  int sharded = c->cluster_on && !c->ps_classic;
+  int sharded = c->cluster_on && !c->ps_classic && c->o.pubsub_mode != LK_PUBSUB_CLASSIC;
   *len = sharded ? 8 : 7;
   return sharded ? "SPUBLISH" : "PUBLISH";
 }

@@ -56,6 +56,7 @@ enum {
   Q_VERIFY_PEER,
   Q_SENTINEL_USERNAME,
   Q_SENTINEL_PASSWORD,
+  Q_PUBSUB_MODE,
   Q_COUNT
 };
 
@@ -75,7 +76,18 @@ static const struct {
     [Q_VERIFY_PEER] = {"verify_peer", F_TLS},
     [Q_SENTINEL_USERNAME] = {"sentinel_username", F_SENTINEL},
     [Q_SENTINEL_PASSWORD] = {"sentinel_password", F_SENTINEL},
+    [Q_PUBSUB_MODE] = {"pubsub_mode", F_SCHEMES},
 };
+
+/* pubsub_mode's values, indexed by lk_pubsub_mode_t. */
+static const char *const pubsub_modes[] = {"auto", "sharded", "classic"};
+
+static int pubsub_mode_of(const char *v) {
+  for (int i = 0; i < (int)(sizeof(pubsub_modes) / sizeof(pubsub_modes[0])); i++)
+    if (strcmp(v, pubsub_modes[i]) == 0)
+      return i;
+  return -1;
+}
 
 /* What the URL names, its strings in the storage; NULL: not named. */
 typedef struct {
@@ -325,6 +337,8 @@ static int check_parts(const parts_t *p) {
     return -1;
   if (vp != NULL && strcmp(vp, "0") != 0 && strcmp(vp, "1") != 0)
     return -1;
+  if (p->q[Q_PUBSUB_MODE] != NULL && pubsub_mode_of(p->q[Q_PUBSUB_MODE]) < 0)
+    return -1;
   if (cn != NULL && (strlen(cn) > CLIENT_NAME_MAX || strpbrk(cn, " \r\n") != NULL))
     return -1;
   if (sn != NULL && strlen(sn) > HOST_MAX)
@@ -454,6 +468,8 @@ static void apply(lk_client_opts_t *o, const parts_t *p) {
   o->tls.server_name = named(q[Q_SERVER_NAME], o->tls.server_name);
   if (q[Q_VERIFY_PEER] != NULL)
     o->tls.verify_peer = q[Q_VERIFY_PEER][0] == '1';
+  if (q[Q_PUBSUB_MODE] != NULL)
+    o->pubsub_mode = pubsub_mode_of(q[Q_PUBSUB_MODE]);
   if (q[Q_SENTINEL_PASSWORD] != NULL) {
     o->sentinel_username = q[Q_SENTINEL_USERNAME];
     o->sentinel_password = q[Q_SENTINEL_PASSWORD];

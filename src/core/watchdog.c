@@ -5,6 +5,7 @@
 
 #include "core/loglevel.h"
 #include "core/metrics.h"
+#include "core/router.h"
 #include "core/slot.h"
 #include "core/topology.h"
 #include "core/watchdog.h"
@@ -408,7 +409,7 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
 }
 
 static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
-  enum { MAXV = LK__WD_CHUNK * 3 + 1 };
+  enum { MAXV = LK__WD_CHUNK * 3 + 2 };
   const char *argv[MAXV];
   size_t lens[MAXV];
   char lease[24];
@@ -433,6 +434,11 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
     argv[k] = b->entries[i]->owner;
     lens[k++] = b->entries[i]->owner_len;
   }
+  /* Last, the client's publish command: a script that reclaims expired
+   * holds publishes them the way this client's waiters listen
+   * (psem_renew.lua); the others ignore it. */
+  argv[k] = lk__publish_cmd(c, &lens[k]);
+  k++;
   /* Several holds of a slot being migrated (or the two keys of one) may sit
    * on both nodes: the script then meets TRYAGAIN until the migration ends,
    * possibly past their leases. It comes back at the first one, and its

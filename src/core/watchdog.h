@@ -43,7 +43,8 @@ enum {
 };
 
 /* A renewal script and its shape: each entry contributes keys_per_entry keys
- * and one owner argument; ARGV[1] is the lease. The script answers an array
+ * and one owner argument; ARGV[1] is the lease, the last argument the
+ * client's publish command (lk__publish_cmd). The script answers an array
  * of 1 (extended) / 0 (this owner no longer holds it: the key is gone) / -1
  * (no longer held by this owner: the key is another owner's), one per
  * entry; anything but 1 is a loss, the rest says why (docs/metrics.md). */

@@ -840,3 +840,57 @@ TEST(close_lock_while_acquire_waits) {
   ASSERT_EQ(w.calls, 1);
   finish(&fx);
 }
+
+/* PUBSUB NUMSUB channel: its classic subscribers. */
+static long long classic_subscribers(fx_t *fx, const char *channel) {
+  redisReply *r = rt_cmd(fx->srv, "PUBSUB NUMSUB %s", channel);
+  long long n = -1;
+  ASSERT_NOT_NULL(r);
+  if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+      r->element[1]->type == REDIS_REPLY_INTEGER)
+    n = r->element[1]->integer;
+  freeReplyObject(r);
+  return n;
+}
+
+/* pubsub_mode only changes how a cluster is used: on a standalone server
+ * every mode subscribes with classic SUBSCRIBE and releases PUBLISH (what
+ * every Redisson client on a standalone server listens to), so a waiter of
+ * either mode is woken by another client's release at once (its re-poll is
+ * 30 s away). */
+TEST(pubsub_mode_on_a_standalone_server_stays_classic) {
+  static const int modes[] = {LK_PUBSUB_SHARDED, LK_PUBSUB_CLASSIC};
+  for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+    fx_t fx;
+    lk_client_opts_t o;
+    sx_t sw;
+    lk_client_opts_init(&o);
+    o.max_repoll_ms = 30000;
+    o.pubsub_mode = modes[i];
+    fx_start_with(&fx, NULL, &o);
+    lk_client_t *hc = NULL; /* the holder, another process in the same mode */
+    ASSERT_OK(lk_client_new(&fx.loop, &o, &hc));
+    lk_lock_t *h = NULL, *w = fx_lock(&fx, "psm-standalone");
+    ASSERT_OK(lk_lock_new(hc, "psm-standalone", &h));
+    ASSERT_OK(sx_acquire(&fx, h, 0, 30000));
+    memset(&sw, 0, sizeof sw);
+    lk_lock_opts_t lo;
+    lk_lock_opts_init(&lo);
+    lo.wait_ms = 20000;
+    lo.lease_ms = 30000;
+    ASSERT_OK(lk_lock_acquire(w, &lo, sx_cb, &sw));
+    FX_EVENTUALLY(&fx, classic_subscribers(&fx, "redisson_lock__channel:{psm-standalone}") == 1,
+                  5000);
+    ASSERT_EQ(sw.done, 0);
+    uint64_t t0 = uv_hrtime();
+    ASSERT_OK(sx_run(&fx, lk_lock_release, h, NULL));
+    rt_run_until(&fx.loop, &sw.done, rt_scaled_ms(10000));
+    ASSERT_OK(sw.status);
+    ASSERT_LT((double)(sw.t_ns - t0) / 1e6, (double)rt_scaled_ms(2000));
+    ASSERT_OK(sx_run(&fx, lk_lock_release, w, NULL));
+    fx_close_lock(&fx, h);
+    fx_close_lock(&fx, w);
+    fx_close_direct_client(&fx, hc);
+    fx_finish(&fx);
+  }
+}

@@ -290,6 +290,8 @@ static const char *const bads[] = {
     "redis://h?client_name=a%20b", "redis://h?client_name=a%0Ab", "redis://h?password=%00",
     "unix:///s?ca_file=/ca", "unix:///s?sentinel_password=x", "h?db=1", "h/1",
     "redis+sentinel://s/m?sentinel_username=u", "rediss://h?server_name=",
+    "redis://h?pubsub_mode=Classic", "redis://h?pubsub_mode=off", "redis://h?pubsub_mode=",
+    "redis://h?pubsub_mode=1", "h?pubsub_mode=classic",
     /* trailing garbage, fragments, spaces, control and non-ASCII bytes */
     "redis://h#frag", "redis://h/1#x", "redis://h ", " redis://h", "redis://h\n", "redis://h\t1",
     "redis://h\x7f", "redis://h\xc3\xa9",
@@ -385,6 +387,27 @@ TEST(length_cap_4096) {
   }
 }
 
+/* pubsub_mode=auto|sharded|classic, in every scheme; kept when not named. */
+TEST(pubsub_mode_parameter_sets_the_mode) {
+  static const struct {
+    const char *url;
+    int mode;
+  } cases[] = {
+      {"redis://h?pubsub_mode=classic", LK_PUBSUB_CLASSIC},
+      {"rediss://h?pubsub_mode=sharded", LK_PUBSUB_SHARDED},
+      {"redis+sentinel://s/m?pubsub_mode=classic", LK_PUBSUB_CLASSIC},
+      {"unix:///s?pubsub_mode=auto", LK_PUBSUB_AUTO},
+      {"redis://h", LK_PUBSUB_AUTO},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    parsed_t p;
+    ASSERT_OK(parse_into(&p, cases[i].url));
+    if (p.o.pubsub_mode != cases[i].mode)
+      FAIL("\"%s\": pubsub_mode %d, want %d", cases[i].url, p.o.pubsub_mode, cases[i].mode);
+    done(&p);
+  }
+}
+
 /* ---- through the public API ------------------------------------------------------ */
 
 TEST(lk_client_new_refuses_a_bad_url) {
@@ -400,6 +423,15 @@ TEST(lk_client_new_refuses_a_bad_url) {
    * has only db 0) is LK_EINVAL too. */
   o.url = "redis://h/1";
   o.cluster = LK_CLUSTER_ON;
+  ASSERT_EQ(lk_client_new(&loop, &o, &c), LK_EINVAL);
+  ASSERT_NULL(c);
+  /* A pubsub_mode outside lk_pubsub_mode_t, set in code. */
+  o.url = NULL;
+  o.cluster = LK_CLUSTER_AUTO;
+  o.pubsub_mode = LK_PUBSUB_CLASSIC + 1;
+  ASSERT_EQ(lk_client_new(&loop, &o, &c), LK_EINVAL);
+  ASSERT_NULL(c);
+  o.pubsub_mode = -1;
   ASSERT_EQ(lk_client_new(&loop, &o, &c), LK_EINVAL);
   ASSERT_NULL(c);
   ASSERT_OK(uv_loop_close(&loop));

@@ -8,6 +8,7 @@ lk_add_test_file(SOURCE cluster/cluster_lock.c LABEL cluster TIMEOUT 90)
 # Sharded pub/sub: shard-local messages, subscriptions that follow their
 # slot, the PING heartbeat, the classic fallback, Redisson in sharded mode.
 lk_add_test_file(SOURCE cluster/cluster_pubsub.c LABEL cluster TIMEOUT 120)
+lk_add_test_file(SOURCE cluster/cluster_pubsub_mode.c LABEL cluster TIMEOUT 120)
 # Every primitive on names spread over the three masters (issue 14).
 lk_add_test_file(SOURCE cluster/cluster_primitives.c LABEL cluster TIMEOUT 90)
 lk_add_test_file(SOURCE cluster/cluster_watchdog.c LABEL cluster TIMEOUT 90)
