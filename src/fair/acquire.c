@@ -3,6 +3,7 @@
  * the acquire ends without the lock (docs/fair.md, "How waiting works";
  * docs/design.md, "Waiting"). The wait itself is the object body's engine; this file says
  * what one attempt is and what its reply means. */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,8 +98,10 @@ int lk__fair_attempt(lk__obj_t *o) {
   lk_fair_t *f = (lk_fair_t *)o;
   lk_client_t *c = o->client;
   char lease[24], before[24], timeout[24], allowance[24], floor[24];
-  const char *argv[13];
-  size_t lens[13];
+  /* 5 keys (the token's when fenced) and 9 arguments (the floor when
+   * fenced). */
+  const char *argv[14];
+  size_t lens[14];
   int n = 0, nkeys, err = 0;
   /* The last try (wait 0, or the budget is spent) never joins the queue and
    * leaves it if this owner is in it: one command, no clean-up after. */
@@ -131,6 +134,7 @@ int lk__fair_attempt(lk__obj_t *o) {
              lk__token_highest(c, f->name, f->name_len) + 1);
     argv[n] = floor, lens[n++] = strlen(floor);
   }
+  assert(n <= (int)(sizeof(argv) / sizeof(argv[0])));
   o->op = lk__script_call(c, lk__fair_script("fair/acquire"), nkeys, n - nkeys, argv, lens,
                           on_acquire_reply, f, &err);
   if (o->op == NULL)
