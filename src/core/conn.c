@@ -478,6 +478,8 @@ static void drop_unattributable(lk__conn_t *conn, const lk__op_t *op, const redi
   lk__conn_drop(conn, LK_EPROTOCOL, "reply not attributable to its command");
 }
 
+static void script_forget(lk__conn_t *conn, const lk__script_t *s);
+
 static void dispatch(lk__conn_t *conn, redisReply *r) {
   lk_client_t *c = conn->client;
   lk__op_t *op;
@@ -507,8 +509,12 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
     return;
   if (op->script != NULL && !op->retried && is_noscript(r)) {
     /* NOSCRIPT means the script did not run, so resending is safe. EVAL
-     * both loads and runs it: one round trip, not SCRIPT LOAD + EVALSHA. */
+     * both loads and runs it: one round trip, not SCRIPT LOAD + EVALSHA.
+     * The server forgot it (SCRIPT FLUSH, a load that failed): the next
+     * call loads it again, so it does not live on in EVAL's evictable
+     * cache alone. */
     op->retried = 1;
+    script_forget(conn, op->script);
     c->stats.noscript_reloads++;
     if (rewrite_as_eval(op) == 0) {
       conn_send(conn, op);
@@ -790,13 +796,22 @@ static int script_loaded(const lk__conn_t *conn, const lk__script_t *s) {
   return i >= 0 && (conn->scripts_loaded[i / 64] & ((uint64_t)1 << (i % 64))) != 0;
 }
 
-/* A SCRIPT LOAD's reply: a refusal (an ACL without SCRIPT LOAD) stops the
- * loads on this connection; its calls meet NOSCRIPT and go as EVAL. Only a
- * reply touches conn: a failed load (the connection lost, the client
- * closing) says nothing about the server. */
+static void script_forget(lk__conn_t *conn, const lk__script_t *s) {
+  long i = script_index(s);
+  if (i >= 0)
+    conn->scripts_loaded[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+/* A SCRIPT LOAD's reply: an ACL refusal (NOPERM) stops the loads on this
+ * connection; its calls meet NOSCRIPT and go as EVAL. Any other error
+ * (-LOADING after a restart, -BUSY behind another client's long script) is
+ * about that moment only: the call behind it meets NOSCRIPT (or the same
+ * error), and a NOSCRIPT marks the script not loaded (dispatch), so a later
+ * call loads it again. Only a reply touches conn: a failed load (the
+ * connection lost, the client closing) says nothing about the server. */
 static void on_script_loaded(void *data, int status, redisReply *r) {
   lk__conn_t *conn = data;
-  if (r != NULL && status != 0 && !conn->script_load_denied) {
+  if (r != NULL && status == LK_ENOPERM && !conn->script_load_denied) {
     conn->script_load_denied = 1;
     lk__log(conn->client, LK_LOG_INFO,
             "SCRIPT LOAD refused (%s): scripts are sent with EVAL when missing",

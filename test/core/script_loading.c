@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "lk_fixture.h"
+#include "workers.h"
 
 /* Every command the server ran since CONFIG RESETSTAT, from one INFO
  * commandstats (whose own call is not in its output), less the RESETSTAT
@@ -238,6 +241,96 @@ TEST(script_load_denied_is_tried_once_and_scripts_still_run) {
       count = e->element[k + 1]->integer;
   ASSERT_EQ(count, 1); /* one denied, not one per script used */
   freeReplyObject(r);
+  fx_close_lock(&fx, l);
+  fx_finish(&fx);
+}
+
+/* After SCRIPT FLUSH the next call of each script meets NOSCRIPT and runs as
+ * EVAL; the call after that loads the script again (SCRIPT LOAD), so it does
+ * not live on in EVAL's cache alone, which Redis 8 and Valkey 8 evict. */
+TEST(a_flushed_script_is_loaded_again_by_its_next_call) {
+  fx_t fx;
+  lk_client_opts_t o;
+  lk_client_stats_t st;
+  fx_start_server(&fx, NULL);
+  fx_client_opts(&fx, &o);
+  fx_start_client(&fx, &o);
+  lk_lock_t *l = fx_lock(&fx, "flushed");
+  take_and_release(&fx, l);
+  char *ok = rt_cmd_str(fx.srv, "SCRIPT FLUSH");
+  ASSERT_STREQ(ok, "OK");
+  free(ok);
+  rt_server_reset_stats(fx.srv);
+  take_and_release(&fx, l); /* NOSCRIPT, then EVAL: acquire and release */
+  lk_client_get_stats(fx.c, &st);
+  ASSERT_EQ(st.noscript_reloads, 2);
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "eval"), 2);
+  rt_server_reset_stats(fx.srv);
+  take_and_release(&fx, l);
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "script|load"), 2);
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "eval"), 0);
+  fx_close_lock(&fx, l);
+  fx_finish(&fx);
+}
+
+/* A script that keeps the server BUSY (another client's, 1.5 s) while this
+ * client's first calls go out: their SCRIPT LOAD is refused with -BUSY,
+ * which says nothing about this client's rights. Once the server is free,
+ * a script's first call is still preceded by its SCRIPT LOAD (an ACL
+ * refusal, NOPERM, alone turns loading off for the connection). */
+static int busy_port;
+
+static void busy_for_a_while(int index, void *arg) {
+  (void)index;
+  (void)arg;
+  redisContext *c = redisConnect("127.0.0.1", busy_port);
+  if (c == NULL || c->err)
+    _exit(3);
+  redisReply *r = redisCommand(c, "EVAL %s 0",
+                               "local t = redis.call('time') "
+                               "local start = t[1] * 1000000 + t[2] "
+                               "while true do "
+                               "  t = redis.call('time') "
+                               "  if t[1] * 1000000 + t[2] - start > 1500000 then break end "
+                               "end return 1");
+  if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+    _exit(4);
+  freeReplyObject(r);
+  redisFree(c);
+}
+
+TEST(a_busy_server_does_not_turn_script_loading_off) {
+  fx_t fx;
+  lk_client_opts_t o;
+  rt_server_opts_t so;
+  const char *extra[] = {"--busy-reply-threshold", "200", NULL};
+  rt_server_opts_init(&so);
+  so.extra_args = extra;
+  fx_start_server(&fx, &so);
+  busy_port = rt_server_port(fx.srv);
+  fx_client_opts(&fx, &o);
+  o.reply_timeout_ms = 3000; /* BUSY answers come at once */
+  fx_start_client(&fx, &o);
+  lk_lock_t *l = fx_lock(&fx, "busyload");
+  rt_worker_t w;
+  ASSERT_OK(rt_worker_start(&w, 0, busy_for_a_while, NULL));
+  /* Until the server answers BUSY (past its 200 ms threshold). */
+  int64_t mark = rt_stall_mark();
+  int busy = 0;
+  for (int i = 0; i < 1000 && !busy && !rt_stall_expired(mark, 1200); i++) {
+    redisReply *r = rt_cmd(fx.srv, "GET busyload-probe");
+    busy = r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSY", 4) == 0;
+    freeReplyObject(r);
+    if (!busy)
+      fx_spin(&fx, 10);
+  }
+  ASSERT(busy);
+  ASSERT_EQ(sx_acquire(&fx, l, 5000, 30000), 0); /* loads refused, retried past BUSY */
+  ASSERT_EQ(rt_workers_wait(&w, 1, rt_scaled_ms(10000)), 0);
+  rt_server_reset_stats(fx.srv);
+  ASSERT_EQ(sx_run(&fx, lk_lock_release, l, NULL), 0); /* the release script's first call */
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "script|load"), 1);
+  ASSERT_EQ(rt_server_cmd_calls(fx.srv, "eval"), 0);
   fx_close_lock(&fx, l);
   fx_finish(&fx);
 }
