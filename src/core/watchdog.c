@@ -1,4 +1,5 @@
 /* Lease watchdog: batched renewal and lost-lease detection (watchdog.h). */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -409,6 +410,8 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
 }
 
 static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
+  /* Keys (at most 2 per entry), the lease, an owner per entry, the publish
+   * command. A class with more keys per entry must grow this. */
   enum { MAXV = LK__WD_CHUNK * 3 + 2 };
   const char *argv[MAXV];
   size_t lens[MAXV];
@@ -422,6 +425,7 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
   int kpe = one ? 1 : cls->keys_per_entry, first = one ? cls->split_key : 0;
   int nkeys = b->n * kpe, k = 0, i, j, err = 0;
   lk__op_t *op;
+  assert(kpe >= 1 && kpe <= 2 && b->n <= LK__WD_CHUNK);
   snprintf(lease, sizeof(lease), "%" PRId64, c->o.default_lease_ms);
   for (i = 0; i < b->n; i++)
     for (j = first; j < first + kpe; j++) {
@@ -585,6 +589,10 @@ void lk__wd_add(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns) {
   e->paused = 0;
   e->batch = NULL;
   e->verify_due = 0;
+  /* A split seen by an earlier hold (a migration that ended while nothing
+   * was held, or one aborted) says nothing about this one: batched again
+   * until a TRYAGAIN splits it. */
+  e->split = 0;
   /* Its keys may be new: the slot is computed again, now on a cluster, or
    * at its first cluster tick if the client turns cluster mode on later. */
   e->slot_known = 0;
