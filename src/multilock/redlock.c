@@ -721,7 +721,11 @@ static void on_timer(uv_timer_t *t) {
     rollback_done(rl);
     return;
   case PH_SLEEP:
-    if (rl->base.wait_ms > 0 && (rl->sleep_ends_wait || lk__obj_remaining_ms(&rl->base) == 0))
+    /* Also a wake (a release message, a woken attempt) with under 2 ms of
+     * budget left: too little for an attempt whose masters may still owe
+     * the last one's answers, and the wait ends as a timeout, not with the
+     * attempt's own failure. */
+    if (rl->base.wait_ms > 0 && (rl->sleep_ends_wait || lk__obj_remaining_ms(&rl->base) < 2))
       finish(rl, rl->fail_status);
     else
       start_attempt(rl);
