@@ -10,9 +10,9 @@ TEST(libevent_detach_from_a_latchkey_callback) { detach_in_callback(); }
 TEST(libevent_attach_rejects_bad_arguments) { bad_arguments(); }
 
 /* A host that set up priority levels gets the uv loop's events at the
- * highest (without it a busy host callback ready at the same moment runs
- * first: bench/adapters_host.c measured a release's wake-up at 8 ms instead
- * of 0.3 ms with a host busy 8 of every 10 ms), and contention still works. */
+ * highest (without them a busy host callback ready in the same iteration
+ * may run first: bench/adapters_host.c, "host busy 80%"), and contention
+ * still works. */
 TEST(libevent_adapter_takes_the_hosts_highest_priority) {
   uv_loop_t loop;
   host_t h;

@@ -91,6 +91,11 @@ static inline int lk_adapter_libev_attach(struct ev_loop *host, uv_loop_t *loop,
   a->io.data = a;
   ev_timer_init(&a->timer, lk_adapter_libev__timer_cb, 0., 0.);
   a->timer.data = a;
+  /* The highest priority: of the watchers pending in one iteration, the
+   * uv loop's run first, so latchkey's replies are not served after every
+   * host callback that became ready at the same time. */
+  ev_set_priority(&a->io, EV_MAXPRI);
+  ev_set_priority(&a->timer, EV_MAXPRI);
   ev_io_start(host, &a->io);
   lk_adapter_libev_kick(a);
   *out = a;
