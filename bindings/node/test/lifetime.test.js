@@ -181,6 +181,8 @@ test('a fixed lease keeps the process alive until it runs out, then lets it exit
     (async () => {
       const lk = await latchkey.connect(process.env.LK_URL);
       await lk.lock('node:fixedlease').acquire({ lease: 500 });
+      await lk.fairLock('node:fixedlease:fair').acquire({ lease: 500 });
+      await lk.readWriteLock('node:fixedlease:rw').write.acquire({ lease: 500 });
       console.log('held');
     })();`, liveness(15000));
   assert.strictEqual(r.signal, null, 'the child had to be killed: an expired lease kept it alive');
