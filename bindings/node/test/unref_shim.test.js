@@ -31,3 +31,12 @@ test('the unref shim wraps every handle init of uv.h', (t) => {
     !c.includes(`LK_NODE_UNREF_INIT(${n},`));
   assert.deepStrictEqual(missing, [], `${header}: not routed through the shim`);
 });
+
+test('the addon leaves the blocking API (src/blocking/) out', (t) => {
+  // It runs a loop of its own on a thread, which the shim's unreferenced
+  // handles would not keep running; nothing in JavaScript can call it. The
+  // addon is not stripped, so a compiled-in function shows in its symbols.
+  const bin = fs.readFileSync(path.join(__dirname, '..', 'build', 'Release', 'latchkey.node'));
+  if (!bin.includes('lk_lock_new')) return t.skip('the addon has no symbol table (stripped)');
+  assert.strictEqual(bin.includes('lk_blocking_new'), false);
+});
