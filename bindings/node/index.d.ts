@@ -11,7 +11,8 @@ export interface ConnectOptions {
   url?: string;
   host?: string;
   port?: number;
-  /** ms before connect() rejects with LK_ECONN (default 5000). */
+  /** ms before connect() rejects with LK_ECONN (default 5000); 1..2^31-1,
+   *  else (Infinity too) connect() rejects with LK_EINVAL. */
   connectTimeout?: number;
   replyTimeout?: number;
   defaultLease?: number;
@@ -51,7 +52,8 @@ export class Lock extends LatchkeyObject {
   remainingTtl(): Promise<number>;
   readonly isHeld: boolean;
   readonly holdCount: number;
-  readonly token: number;
+  /** The last fenced acquisition's token (0n if none): a 64-bit counter. */
+  readonly token: bigint;
 }
 
 export class FairLock extends Lock {
@@ -97,6 +99,7 @@ export class Client extends EventEmitter {
   readWriteLock(name: string): ReadWriteLock;
   semaphore(name: string): Semaphore;
   latch(name: string): Latch;
+  /** Resolves once the close is done (every call, the second one too). */
   close(): Promise<void>;
 }
 

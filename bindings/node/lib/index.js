@@ -70,8 +70,8 @@ class LatchkeyObject extends EventEmitter {
   }
 
   // Starts closing: a pending operation ends with LK_ECANCELED, holds are
-  // given back (best effort). Garbage collection of an open object does the
-  // same.
+  // given back (best effort). Garbage collection of an open object that
+  // holds nothing does the same (a held one is not collected).
   close() {
     const rc = this._n.close();
     if (rc && rc !== 'LK_ECLOSED') return Promise.reject(lkError(rc, `${this.constructor.name}.close`, ''));
@@ -107,6 +107,7 @@ class Lock extends LatchkeyObject {
   async remainingTtl() { return this._op('remainingTtl', []); }
   get isHeld() { return this._n.isHeld(); }
   get holdCount() { return this._n.holdCount(); }
+  // A BigInt (tokens are 64-bit server counters); 0n when none.
   get token() { return this._n.token(); }
 }
 
@@ -202,24 +203,41 @@ class Client extends EventEmitter {
   semaphore(name) { return new Semaphore(this, name); }
   latch(name) { return new Latch(this, name); }
   // Closes every object of this client (pending operations end with
-  // LK_ECANCELED, holds are given back), then the client.
+  // LK_ECANCELED, holds are given back), then the client. Every call
+  // resolves when that close has finished (a second call does not resolve
+  // before the first one's close is done).
   close() {
-    return new Promise((resolve, reject) => {
-      const rc = this._n.close(() => resolve());
-      if (rc === 'LK_ECLOSED') resolve();
-      else if (rc) reject(lkError(rc, 'Client.close', ''));
-    });
+    if (!this._closed) {
+      this._closed = new Promise((resolve, reject) => {
+        const rc = this._n.close(() => resolve());
+        if (rc === 'LK_ECLOSED') resolve(); // closed already: the environment's end
+        else if (rc) reject(lkError(rc, 'Client.close', ''));
+      });
+      // A refused close can be asked for again.
+      this._closed.catch(() => { this._closed = null; });
+    }
+    return this._closed;
   }
 }
 
+// The longest connectTimeout: what setTimeout can wait (2^31 - 1 ms).
+const MAX_CONNECT_TIMEOUT = 2147483647;
+
 // connect('redis://host:port/db') or connect({ url, connectTimeout, ... }):
 // resolves once the first connection is ready; rejects with LK_ECONN when
-// it is not within connectTimeout (default 5000 ms).
+// it is not within connectTimeout (default 5000 ms; 1..2^31 - 1, else
+// LK_EINVAL: there is no unlimited wait, Infinity included).
 function connect(urlOrOptions = 'redis://127.0.0.1:6379', maybeOptions = {}) {
   const options = typeof urlOrOptions === 'string' ? { ...maybeOptions, url: urlOrOptions } : { ...urlOrOptions };
   const url = options.url ?? `redis://${options.host ?? '127.0.0.1'}:${options.port ?? 6379}`;
   let client;
+  let connectTimeout;
   try {
+    connectTimeout = ms(options.connectTimeout, 5000);
+    if (connectTimeout < 1 || connectTimeout > MAX_CONNECT_TIMEOUT) {
+      throw lkError('LK_EINVAL', 'latchkey.connect',
+        `connectTimeout not in 1..${MAX_CONNECT_TIMEOUT} ms: ${options.connectTimeout}`);
+    }
     client = new Client(url, options); // a malformed URL throws LK_EINVAL
   } catch (err) {
     return Promise.reject(err);
@@ -230,7 +248,7 @@ function connect(urlOrOptions = 'redis://127.0.0.1:6379', maybeOptions = {}) {
       client.removeListener('connected', onUp);
       const why = client._n.errorText();
       client.close().finally(() => reject(lkError('LK_ECONN', `latchkey.connect ${url}`, why)));
-    }, options.connectTimeout ?? 5000);
+    }, connectTimeout);
     const onUp = () => {
       clearTimeout(timer);
       resolve(client);

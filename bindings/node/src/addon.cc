@@ -8,12 +8,17 @@
 // freed when both are gone: the wrapper's finalizer (GC) closes an open C
 // object (lk_X_close: holds given back), and the C object's close callback,
 // or the client's close_all, ends the C side. A pending operation holds a
-// strong reference to the wrapper, so no object is collected mid-operation.
+// strong reference to the wrapper, so no object is collected mid-operation,
+// and so does a hold (with the JS object events go to, and through it the
+// client): an unreachable lock that is held is still a lock, so GC only
+// ever closes objects that hold nothing.
 //
 // Keep-alive. Every handle the library opens is unreferenced at birth
 // (src/unref_shim.h); one uv_async_t here is referenced while any object
-// has an operation pending or holds something, or a client is connecting or
-// closing, so Node exits once nothing is held or waited on.
+// has an operation pending, holds something or is closing, or a client is
+// closing, so Node exits once nothing is held or waited on. A fixed lease
+// ends with no callback (its local deadline passes): a timer per object,
+// armed by such a grant, looks again then.
 #include <napi.h>
 #include <openssl/crypto.h>
 #include <openssl/opensslv.h>
@@ -141,13 +146,9 @@ struct ClientCore : std::enable_shared_from_this<ClientCore> {
   std::unordered_set<Core *> objects;    // open C objects of this client
   Napi::FunctionReference closing_cb;    // close()'s callback while closing
   bool closing = false;
-  bool connecting = false; // counted in Instance::busy until the first event
-  void Connected() {
-    if (connecting) {
-      connecting = false;
-      Busy(in, -1);
-    }
-  }
+  // Connecting is not counted in Instance::busy: a first connection that
+  // never succeeds emits no event to stop counting on, and connect() keeps
+  // the process alive with its own timer until it settles.
 };
 
 struct Core {
@@ -159,16 +160,70 @@ struct Core {
   bool c_alive = false;          // C object not yet freed
   bool wrapper_alive = true;
   bool counted = false;          // counted in Instance::busy
-  napi_ref self = nullptr;       // the native wrapper (strong while pending)
-  napi_ref target = nullptr;     // weak: the JS object events go to
+  bool pinned = false;           // self and target strong: something is held
+  napi_ref self = nullptr;       // the native wrapper (strong while pending or held)
+  napi_ref target = nullptr;     // the JS object events go to (strong while held)
   Napi::FunctionReference pending;
+  int64_t acquire_lease = 0;     // the pending acquire's fixed lease (ms), or 0
+  uv_timer_t *lease_timer = nullptr; // armed by a fixed-lease grant (unreferenced)
+  uint64_t lease_retry_ms = 0;
 
+  bool Held() const { return h != nullptr && k->is_held(h); }
+  // Re-reads what this object holds and does: pins or unpins the JS side,
+  // counts or uncounts it for keep-alive. Closing (C object alive, h gone)
+  // counts until the close callback, so the hold is given back before the
+  // loop may stop.
   void SyncBusy() {
-    bool want = !pending.IsEmpty() || (h != nullptr && k->is_held(h));
+    bool held = Held();
+    if (held != pinned) {
+      pinned = held;
+      if (!in->tearing_down) { // else napi frees the references itself
+        Napi::HandleScope hs(env); // may run from a libuv callback
+        uint32_t n;
+        for (napi_ref r : {self, target}) {
+          if (r == nullptr)
+            continue;
+          if (held)
+            napi_reference_ref(env, r, &n);
+          else
+            napi_reference_unref(env, r, &n);
+        }
+      }
+    }
+    bool want = !pending.IsEmpty() || held || (c_alive && h == nullptr);
     if (want != counted) {
       Busy(in, want ? 1 : -1);
       counted = want;
     }
+  }
+  // A fixed lease's hold ends at its local deadline, which is at or before
+  // the grant's arrival + the lease: look again then. Later than that (the
+  // loop's clock is coarser than the library's, or a later grant extended
+  // the hold) it looks again at growing intervals, a bounded number of times;
+  // a later fixed-lease grant re-arms it, a renewed one ends by Lost.
+  void WatchLease(int64_t ms) {
+    if (lease_timer == nullptr) {
+      lease_timer = new uv_timer_t;
+      uv_timer_init(in->loop, lease_timer);
+      uv_unref((uv_handle_t *)lease_timer);
+      lease_timer->data = this;
+    }
+    lease_retry_ms = 10;
+    uv_timer_start(lease_timer, LeaseTimerCb, (uint64_t)ms + 1, 0);
+  }
+  static void LeaseTimerCb(uv_timer_t *t) {
+    Core *c = static_cast<Core *>(t->data);
+    c->SyncBusy();
+    if (c->pinned && c->lease_retry_ms <= 2560) {
+      uv_timer_start(t, LeaseTimerCb, c->lease_retry_ms, 0);
+      c->lease_retry_ms *= 2;
+    }
+  }
+  void StopLeaseTimer() {
+    if (lease_timer == nullptr)
+      return;
+    uv_close((uv_handle_t *)lease_timer, [](uv_handle_t *t) { delete (uv_timer_t *)t; });
+    lease_timer = nullptr;
   }
   void MaybeFree() {
     if (!c_alive && !wrapper_alive) {
@@ -189,6 +244,7 @@ struct Core {
   void CGone() {
     h = nullptr;
     c_alive = false;
+    StopLeaseTimer();
     if (client)
       client->objects.erase(this);
     SyncBusy();
@@ -206,6 +262,8 @@ void Core::Complete(int status) {
     Napi::FunctionReference cb = std::move(pending);
     int64_t result = (status == 0 && h != nullptr) ? k->result(h) : 0;
     std::string text = (status != 0 && h != nullptr) ? k->error_text(h) : "";
+    if (status == 0 && acquire_lease > 0 && Held())
+      WatchLease(acquire_lease);
     SyncBusy();
     if (self != nullptr) {
       uint32_t n;
@@ -219,16 +277,17 @@ void Core::Complete(int status) {
 
 void Core::Lost(int status) {
   Napi::Env e(env);
+  // The event first: the hold pins the target until SyncBusy sees it gone.
+  if (target != nullptr && !in->events.IsEmpty()) {
+    CallIntoJs(e, in, [&] {
+      napi_value obj;
+      if (napi_get_reference_value(env, target, &obj) != napi_ok || obj == nullptr)
+        return;
+      in->events.Call({obj, Napi::String::New(e, "lost"), CodeValue(e, status),
+                       Napi::String::New(e, "")});
+    });
+  }
   SyncBusy();
-  if (target == nullptr || in->events.IsEmpty())
-    return;
-  CallIntoJs(e, in, [&] {
-    napi_value obj;
-    if (napi_get_reference_value(env, target, &obj) != napi_ok || obj == nullptr)
-      return;
-    in->events.Call({obj, Napi::String::New(e, "lost"), CodeValue(e, status),
-                     Napi::String::New(e, "")});
-  });
 }
 
 // Trampolines shared by every kind: operation callbacks get the Core as arg.
@@ -283,6 +342,7 @@ int lock_acquire(Core *c, const Napi::CallbackInfo &info) {
   o.wait_ms = Int(info, 0);
   o.lease_ms = Int(info, 1);
   o.fenced = Int(info, 2) != 0;
+  c->acquire_lease = o.lease_ms > 0 ? o.lease_ms : 0;
   return lk_lock_acquire(H(lock), &o, LK_OP(lock));
 }
 int lock_release(Core *c, const Napi::CallbackInfo &) { return lk_lock_release(H(lock), LK_OP(lock)); }
@@ -306,6 +366,7 @@ int fair_acquire(Core *c, const Napi::CallbackInfo &info) {
   o.wait_ms = Int(info, 0);
   o.lease_ms = Int(info, 1);
   o.fenced = Int(info, 2) != 0;
+  c->acquire_lease = o.lease_ms > 0 ? o.lease_ms : 0;
   return lk_fair_acquire(H(fair), &o, LK_OP(fair));
 }
 int fair_release(Core *c, const Napi::CallbackInfo &) { return lk_fair_release(H(fair), LK_OP(fair)); }
@@ -335,6 +396,7 @@ int rwlock_acquire(Core *c, const Napi::CallbackInfo &info) {
   o.wait_ms = Int(info, 1);
   o.lease_ms = Int(info, 2);
   o.fenced = Int(info, 3) != 0;
+  c->acquire_lease = o.lease_ms > 0 ? o.lease_ms : 0;
   return lk_rwlock_acquire(H(rwlock), (lk_rwlock_side_t)Int(info, 0), &o, LK_OP(rwlock));
 }
 int rwlock_release(Core *c, const Napi::CallbackInfo &info) {
@@ -480,8 +542,6 @@ public:
     }
     if (info[2].IsObject())
       napi_create_reference(env, info[2], 0, &core_->self);
-    Busy(in, 1); // connecting: released by the first event or by close
-    core_->connecting = true;
   }
 
   ~NativeClient() override {
@@ -490,7 +550,6 @@ public:
       napi_delete_reference(core_->env, core_->self);
       core_->self = nullptr;
     }
-    core_->Connected();
     if (core_->c != nullptr && !core_->closing)
       StartClose(core_);
   }
@@ -505,7 +564,6 @@ public:
 private:
   static void OnEvent(lk_client_t *cl, lk_event_t ev, void *arg) {
     ClientCore *cc = static_cast<ClientCore *>(arg);
-    cc->Connected();
     const char *name = ev == LK_EVENT_CONNECTED      ? "connected"
                        : ev == LK_EVENT_SUSPENDED     ? "suspended"
                        : ev == LK_EVENT_RECONNECTED   ? "reconnected"
@@ -525,7 +583,8 @@ private:
 
   // close_all: every open object ends with its pending callback (canceled),
   // then the client; cores whose wrapper is already gone are freed.
-  static void StartClose(std::shared_ptr<ClientCore> cc) {
+  // Returns lk_client_close_all's code: 0 when the close started.
+  static int StartClose(std::shared_ptr<ClientCore> cc) {
     cc->closing = true;
     cc->in->closes_pending++;
     Busy(cc->in, 1);
@@ -558,19 +617,19 @@ private:
       Busy(cc->in, -1);
       cc->closing = false;
     }
+    return rc;
   }
 
   Napi::Value Close(const Napi::CallbackInfo &info) {
     Napi::Env env = info.Env();
-    core_->Connected();
     if (core_->c == nullptr || core_->closing)
       return Napi::String::New(env, lk_err_name(LK_ECLOSED));
     if (info[0].IsFunction())
       core_->closing_cb = Napi::Persistent(info[0].As<Napi::Function>());
-    StartClose(core_);
-    if (!core_->closing) {
+    int rc = StartClose(core_);
+    if (rc != 0) {
       core_->closing_cb.Reset();
-      return Napi::String::New(env, lk_err_name(LK_EBUSY));
+      return Napi::String::New(env, lk_err_name(rc));
     }
     return env.Null();
   }
@@ -657,16 +716,14 @@ public:
     c_->self = nullptr;
     c_->wrapper_alive = false;
     if (c_->h != nullptr) {
-      // Collected while open: close it (its holds are given back); the
-      // close callback frees the core.
+      // Collected while open: it holds nothing (a hold pins the wrapper),
+      // unless the environment is ending; close it (holds given back) and
+      // stay counted until the close callback, which frees the core.
       if (c_->k->set_lost)
         c_->k->set_lost(c_->h, false);
       if (c_->k->close(c_->h) == 0) {
         c_->h = nullptr;
-        if (!c_->counted) { // until the close callback
-          Busy(c_->in, 1);
-          c_->counted = true;
-        }
+        c_->SyncBusy();
         return;
       }
     }
@@ -693,6 +750,7 @@ private:
     if (fn == nullptr)
       return Napi::String::New(env, lk_err_name(LK_EINVAL));
     c_->pending = Napi::Persistent(info[n - 1].As<Napi::Function>());
+    c_->acquire_lease = 0; // an acquire verb sets its fixed lease
     int rc = fn(c_, info);
     if (rc != 0) {
       c_->pending.Reset();
@@ -720,12 +778,14 @@ private:
     if (rc != 0)
       return Napi::String::New(env, lk_err_name(rc));
     c_->h = nullptr;
-    c_->SyncBusy();
+    c_->SyncBusy(); // counted until the close callback: the holds go back first
     return env.Null();
   }
   Napi::Value IsHeld(const Napi::CallbackInfo &info) {
     return Napi::Boolean::New(info.Env(), c_ && c_->h && c_->k->is_held(c_->h));
   }
+  // A BigInt: tokens are server counters (INCR), exact to 2^63 - 1, which
+  // a Number is not beyond 2^53.
   Napi::Value Token(const Napi::CallbackInfo &info) {
     int64_t t = 0;
     if (c_ && c_->h) {
@@ -734,7 +794,7 @@ private:
       else if (n == "fair") t = lk_fair_token((lk_fair_t *)c_->h);
       else if (n == "rwlock") t = lk_rwlock_token((lk_rwlock_t *)c_->h);
     }
-    return Napi::Number::New(info.Env(), (double)t);
+    return Napi::BigInt::New(info.Env(), t);
   }
   Napi::Value HoldCount(const Napi::CallbackInfo &info) {
     int64_t t = 0;

@@ -1,6 +1,7 @@
 'use strict';
-// Lifetime: garbage collection closes open objects, and the process exits
-// once nothing is held or waited on, without closing anything.
+// Lifetime: garbage collection closes open objects that hold nothing (a
+// held one is kept), and the process exits once nothing is held or waited
+// on, without closing anything.
 const test = require('node:test');
 const assert = require('node:assert');
 const { spawn } = require('node:child_process');
@@ -23,29 +24,43 @@ async function collect() {
   }
 }
 
-test('garbage collection of a held lock closes it: the hold is given back', async () => {
+test('a held lock nobody references is not collected: the hold stays until the client closes', async () => {
+  // await lock.acquire({ wait: Infinity }); startServer(); is the usual
+  // shape: the Lock is unreachable at once. Collecting it gave the hold back
+  // with no 'lost' event, and a second instance got in.
   const lk = await latchkey.connect(box.redis.url);
+  const other = await latchkey.connect(box.redis.url);
   try {
+    let lost = 0;
     await (async () => {
       const lock = lk.lock('node:gc');
-      await lock.acquire();
+      lock.on('lost', () => { lost++; });
+      await lock.acquire({ wait: Infinity });
     })();
+    await collect();
+    // A release sent by a collection would be done within this wait: the
+    // other client, woken by it, would get the lock.
+    await assert.rejects(other.lock('node:gc').acquire({ wait: 1000 }), (e) => e.code === 'LK_ETIMEDOUT');
     assert.match(await box.redis.command('EXISTS', 'node:gc'), /^:1/);
-    await collect();
-    assert.ok(await until(async () => /^:0/.test(await box.redis.command('EXISTS', 'node:gc')), liveness(5000)),
-      'the collected lock still holds its key');
-    // Many objects made and dropped: all collected, the client still works.
+    assert.strictEqual(lost, 0);
+    // Many objects made and dropped, holding nothing: all collected, the
+    // client still works.
+    const base = latchkey.liveCounts().objects;
     for (let i = 0; i < 200; i++) lk.lock(`node:gc:${i}`);
-    await collect();
-    const again = lk.lock('node:gc');
+    assert.ok(await until(async () => { await collect(); return latchkey.liveCounts().objects <= base; }, liveness(5000)),
+      `objects not collected: ${latchkey.liveCounts().objects}, base ${base}`);
+    await lk.close(); // the held lock's way back
+    assert.match(await box.redis.command('EXISTS', 'node:gc'), /^:0/);
+    const again = other.lock('node:gc');
     await again.acquire();
     assert.strictEqual(again.isHeld, true);
   } finally {
     await lk.close();
+    await other.close();
   }
 });
 
-test('garbage collection of a client and its held lock together closes both', async () => {
+test('garbage collection of a client and its open locks (holding nothing) closes both', async () => {
   const clients = async () => (await Promise.resolve(box.redis.command('CLIENT', 'LIST'))).split('\n').filter((l) => l.includes('name=latchkey')).length;
   const before = await clients();
   for (let round = 0; round < 3; round++) {
@@ -53,6 +68,7 @@ test('garbage collection of a client and its held lock together closes both', as
       const lk = await latchkey.connect(box.redis.url);
       const lock = lk.lock(`node:gc:both:${round}`);
       await lock.acquire();
+      await lock.release();
       lk.fairLock(`node:gc:fair:${round}`); // open, never used
     })();
   }
@@ -81,7 +97,8 @@ test('every client and object core is freed once closed and collected', async ()
     await locks[1].release();
     locks[2].close();
     assert.deepStrictEqual(latchkey.liveCounts(), { clients: start.clients + 1, objects: start.objects + 50 });
-    if (round === 0) await lk.close(); // the other round: collected without close
+    if (round === 0) await lk.close();
+    else await locks[0].release(); // the other round: collected without close (a hold would pin it)
   };
   await oneRound(0);
   await oneRound(1);
@@ -93,13 +110,23 @@ test('every client and object core is freed once closed and collected', async ()
   assert.ok(freed, `still alive: ${JSON.stringify(latchkey.liveCounts())}, base ${JSON.stringify(base)}`);
 });
 
+function hasRedisCli() {
+  try {
+    require('node:child_process').execFileSync('redis-cli', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 // Runs a child script (given as text) with the module's path and the
 // server's URL; resolves with its exit code, stdout and the time it took.
 function child(script, maxMs) {
   return new Promise((resolve, reject) => {
     const t0 = Date.now();
     const p = spawn(process.execPath, ['-e', script], {
-      env: { ...process.env, LK_MODULE: path.join(__dirname, '..'), LK_URL: box.redis.url },
+      env: { ...process.env, LK_MODULE: path.join(__dirname, '..'), LK_URL: box.redis.url,
+        LK_PORT: String(box.redis.port) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
@@ -145,6 +172,85 @@ test('a held lock keeps the process alive until it is released', async () => {
   assert.strictEqual(r.code, 0);
   assert.match(r.out, /held\nreleased/);
   assert.match(await box.redis.command('EXISTS', 'node:keepalive'), /^:0/);
+});
+
+test('a fixed lease keeps the process alive until it runs out, then lets it exit', async () => {
+  // The hold ends at its deadline with no callback: nothing looked again.
+  const r = await child(`
+    const latchkey = require(process.env.LK_MODULE);
+    (async () => {
+      const lk = await latchkey.connect(process.env.LK_URL);
+      await lk.lock('node:fixedlease').acquire({ lease: 500 });
+      await lk.fairLock('node:fixedlease:fair').acquire({ lease: 500 });
+      await lk.readWriteLock('node:fixedlease:rw').write.acquire({ lease: 500 });
+      console.log('held');
+    })();`, liveness(15000));
+  assert.strictEqual(r.signal, null, 'the child had to be killed: an expired lease kept it alive');
+  assert.strictEqual(r.code, 0);
+  assert.match(r.out, /held/);
+  assert.ok(r.ms >= 500, `exited after ${r.ms} ms, before the lease ran out`);
+});
+
+test('a client that cannot connect does not keep the process alive', async () => {
+  const { freePort } = require('./helpers/redis');
+  const net = require('node:net');
+  // A port nobody listens on, and a server that accepts and never answers.
+  const silent = net.createServer(() => {});
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    for (const port of [await freePort(), silent.address().port]) {
+      const r = await child(`
+        const latchkey = require(process.env.LK_MODULE);
+        new latchkey.Client('redis://127.0.0.1:${port}');
+        console.log('made');`, liveness(15000));
+      assert.strictEqual(r.signal, null, `port ${port}: the child had to be killed: connecting kept it alive`);
+      assert.strictEqual(r.code, 0);
+      assert.match(r.out, /made/);
+    }
+  } finally {
+    silent.close();
+  }
+});
+
+test('close() of a held lock keeps the loop alive until the hold is given back', { skip: !hasRedisCli() && 'no redis-cli' }, async () => {
+  // Nothing else pending after close(): the release it defers runs from an
+  // unreferenced handle, and the loop used to stop first ('beforeExit'
+  // came with the lock still held; only the environment's teardown gave it
+  // back, after every exit handler). beforeExit asks the server itself,
+  // synchronously.
+  const r = await child(`
+    const { execFileSync } = require('node:child_process');
+    const latchkey = require(process.env.LK_MODULE);
+    (async () => {
+      const lk = await latchkey.connect(process.env.LK_URL);
+      const lock = lk.lock('node:closeexit');
+      await lock.acquire();
+      lock.close();
+      process.once('beforeExit', () => {
+        const n = execFileSync('redis-cli', ['-p', process.env.LK_PORT, 'EXISTS', 'node:closeexit']);
+        console.log('at beforeExit: ' + String(n).trim());
+      });
+    })();`, liveness(15000));
+  assert.strictEqual(r.signal, null);
+  assert.strictEqual(r.code, 0);
+  assert.match(r.out, /at beforeExit: 0/, 'the loop stopped before the close gave the hold back');
+  assert.match(await box.redis.command('EXISTS', 'node:closeexit'), /^:0/);
+});
+
+test('process.exit() while holding gives nothing back (as docs/node.md says): the hold stays', async () => {
+  const r = await child(`
+    const latchkey = require(process.env.LK_MODULE);
+    (async () => {
+      const lk = await latchkey.connect(process.env.LK_URL);
+      await lk.lock('node:processexit').acquire();
+      console.log('held');
+      process.exit(0);
+    })();`, liveness(15000));
+  assert.strictEqual(r.code, 0);
+  assert.match(r.out, /held/);
+  // Left on the server with its renewed lease (30 s): no cleanup hook ran.
+  assert.match(await box.redis.command('EXISTS', 'node:processexit'), /^:1/);
+  await box.redis.command('DEL', 'node:processexit');
 });
 
 test('a waiting acquire keeps the process alive until it ends', async () => {

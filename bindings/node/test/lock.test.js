@@ -162,3 +162,43 @@ test('connect to a port nobody listens on rejects with LK_ECONN', async () => {
 test('a malformed URL rejects with LK_EINVAL', async () => {
   await assert.rejects(latchkey.connect('redis://127.0.0.1:notaport'), (e) => e.code === 'LK_EINVAL');
 });
+
+test('connectTimeout that is not 1..2^31-1 ms (Infinity, a string, too large) rejects with LK_EINVAL', async () => {
+  // setTimeout fires at once for these: the connect used to fail with
+  // LK_ECONN right away instead of refusing the option.
+  for (const connectTimeout of [Infinity, -1, 0, 'soon', 2 ** 31, NaN]) {
+    await assert.rejects(latchkey.connect(box.redis.url, { connectTimeout }),
+      (e) => e.code === 'LK_EINVAL', `connectTimeout ${String(connectTimeout)}`);
+  }
+  const lk = await latchkey.connect(box.redis.url, { connectTimeout: 2 ** 31 - 1 });
+  await lk.close();
+});
+
+test('a second close() resolves when the first close is done, not before', async () => {
+  const lk = await latchkey.connect(box.redis.url);
+  await lk.lock('node:close:twice').acquire();
+  const order = [];
+  const first = lk.close().then(() => order.push('first'));
+  const second = lk.close().then(() => order.push('second'));
+  await second;
+  assert.deepStrictEqual(order, ['first', 'second']);
+  await first;
+  assert.match(await box.redis.command('EXISTS', 'node:close:twice'), /^:0/);
+  await lk.close(); // after the close: resolves too
+});
+
+test('fencing tokens are BigInts', async () => {
+  const lk = await latchkey.connect(box.redis.url);
+  try {
+    const lock = lk.lock('node:fence:big');
+    assert.strictEqual(lock.token, 0n);
+    // The counter is Redisson's RFencedLock key. (The acquire script reads
+    // it as a Lua number, a double: tokens are exact up to 2^53 only.)
+    await box.redis.command('SET', 'redisson_lock_token:{node:fence:big}', String(2n ** 53n - 10n));
+    await lock.acquire({ fenced: true });
+    assert.strictEqual(lock.token, 2n ** 53n - 9n);
+    await lock.release();
+  } finally {
+    await lk.close();
+  }
+});
