@@ -149,10 +149,12 @@ void lk__bl_handle_objs_closed(lk__bl_handle_t *h);
 /* uv_hrtime deadline of a fixed lease (lease_ms > 0) taken now, else 0. */
 uint64_t lk__bl_lease_until(int64_t lease_ms);
 /* On the loop thread, for lk_blocking_thread_done: closes and frees the
- * slot of thread tid in h; returns 1 when its close callback will call
- * lk__bl_forget_step(f), else 0 (nothing left to wait for). */
+ * slot of thread tid in h. When its close is to call lk__bl_forget_step(f)
+ * it counts that in f's pending itself, before starting the close (which
+ * may call back at once). */
 typedef struct lk__bl_forget_s lk__bl_forget_t;
-int lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f);
+void lk__bl_forget_count(lk__bl_forget_t *f);
+void lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f);
 void lk__bl_forget_step(lk__bl_forget_t *f);
 /* is_held of index i, from the atomics. */
 int lk__bl_slot_held(const lk__bl_slot_t *slot, int i);

@@ -225,6 +225,8 @@ struct lk__bl_forget_s {
   int pending;
 };
 
+void lk__bl_forget_count(lk__bl_forget_t *f) { f->pending++; }
+
 void lk__bl_forget_step(lk__bl_forget_t *f) {
   if (--f->pending == 0)
     lk__bl_finish(&f->call, 0, 0);
@@ -253,7 +255,7 @@ static int start_thread_done(lk__bl_call_t *call) {
   /* Only this thread removes handles: the list can be walked unlocked. */
   f->pending = 1;
   for (; h != NULL; h = h->next)
-    f->pending += lk__bl_handle_forget(h, call->tid, f);
+    lk__bl_handle_forget(h, call->tid, f);
   if (--f->pending == 0)
     return 0;
   return 1;

@@ -114,7 +114,7 @@ void lk__bl_slot_closed(lk__bl_slot_t *slot) {
     lk__bl_handle_objs_closed(h);
 }
 
-int lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) {
+void lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) {
   lk__bl_slot_t *s;
   uv_mutex_lock(&h->mu);
   for (s = h->slots; s != NULL; s = s->next)
@@ -122,17 +122,19 @@ int lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) {
       break;
   uv_mutex_unlock(&h->mu);
   if (s == NULL)
-    return 0;
+    return;
   if (s->obj == NULL) {
     slot_unlink_free(s);
-    return 0;
+    return;
   }
   s->forget = f;
+  /* Counted before the close starts: a close that ends at once calls
+   * lk__bl_forget_step(f) from inside kind->close. */
+  lk__bl_forget_count(f);
   if (!s->closing) {
     s->closing = 1;
     h->kind->close(s);
   }
-  return 1;
 }
 
 int lk__bl_handle_close_objs(lk__bl_handle_t *h) {
