@@ -1,5 +1,6 @@
 /* The blocking API against its own races and edges (docs/blocking.md): a
- * handle closed while other threads keep calling on it. */
+ * handle closed while other threads keep calling on it, and a MultiLock's
+ * fixed lease ending is_held without a round trip. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -94,5 +95,33 @@ TEST(handle_close_races_callers) {
   ASSERT_EQ(atomic_load(&hm.bad), 0);
   ASSERT_EQ(atomic_load(&hm.ended), HC_THREADS);
   ASSERT_EQ(rt_cmd_int(x.srv, "EXISTS bl_race_close"), 0); /* given back */
+  bx_finish(&x);
+}
+
+/* ---- a MultiLock's fixed lease ends is_held ------------------------------------ */
+
+TEST(multilock_fixed_lease_ends_is_held) {
+  bx_t x;
+  lk_blocking_multilock_t *g;
+  const char *names[] = {"bl_mlf_a", "bl_mlf_b"};
+  lk_multilock_opts_t o;
+  int64_t t0, t1;
+  bx_start(&x);
+  ASSERT_OK(lk_blocking_multilock_new(x.b, names, 2, &g));
+  lk_multilock_opts_init(&o);
+  o.lease_ms = 300; /* fixed: not renewed, no loss callback */
+  t0 = rt_now_ms();
+  ASSERT_OK(lk_blocking_multilock_acquire(g, &o));
+  t1 = rt_now_ms();
+  /* Held while the lease runs (unless this thread was starved past it). */
+  if (rt_now_ms() - t0 < 250)
+    ASSERT_EQ(lk_blocking_multilock_is_held(g), 1);
+  /* The lease ends at most 300 ms after the acquire returned (its time is
+   * taken before the request leaves): from then on is_held says 0, with no
+   * call in between. A wait for a time, not for a condition. */
+  while (rt_now_ms() < t1 + 320)
+    rt_sleep_ms(5);
+  ASSERT_EQ(lk_blocking_multilock_is_held(g), 0);
+  ASSERT_OK(lk_blocking_multilock_close(g));
   bx_finish(&x);
 }
