@@ -74,7 +74,9 @@ void lk__bl_finish(lk__bl_call_t *call, int status, int64_t result);
 int lk__bl_check(const lk_blocking_t *b);
 lk_client_t *lk__bl_client(const lk_blocking_t *b);
 /* The per-kind code reaches the loop thread's bookkeeping through these. */
-void lk__bl_register_handle(lk_blocking_t *b, lk__bl_handle_t *h);
+/* 0, or LK_ECLOSED when the client is closing: then the caller frees h
+ * (lk__bl_handle_free) and returns the code. */
+int lk__bl_register_handle(lk_blocking_t *b, lk__bl_handle_t *h);
 void lk__bl_unregister_handle(lk_blocking_t *b, lk__bl_handle_t *h);
 /* On the loop thread: a hold of slot's thread was lost (callback, fd). */
 void lk__bl_notify_lost(lk__bl_slot_t *slot);

@@ -269,11 +269,19 @@ int lk_blocking_thread_done(lk_blocking_t *b) {
 
 /* ---- handles ------------------------------------------------------------------ */
 
-void lk__bl_register_handle(lk_blocking_t *b, lk__bl_handle_t *h) {
+int lk__bl_register_handle(lk_blocking_t *b, lk__bl_handle_t *h) {
   uv_mutex_lock(&b->mu);
+  /* Checked again under the mutex lk_blocking_close sets closing under: a
+   * handle added after that would be freed by the close behind the back of
+   * the _new that returned it. */
+  if (atomic_load_explicit(&b->closing, memory_order_relaxed)) {
+    uv_mutex_unlock(&b->mu);
+    return LK_ECLOSED;
+  }
   h->next = b->handles;
   b->handles = h;
   uv_mutex_unlock(&b->mu);
+  return 0;
 }
 
 void lk__bl_unregister_handle(lk_blocking_t *b, lk__bl_handle_t *h) {
@@ -577,8 +585,9 @@ static int start_close(lk__bl_call_t *call) {
   uv_mutex_lock(&b->mu);
   h = b->handles;
   uv_mutex_unlock(&b->mu);
-  /* No handle is added once closing is set, and only this thread removes
-   * one: the list can be walked without the lock. */
+  /* No handle is added once closing is set (lk__bl_register_handle checks
+   * it under the mutex closing was set under), and only this thread
+   * removes one: the list can be walked without the lock. */
   for (; h != NULL; h = h->next) {
     if (h->closer != NULL)
       b->close_pending++; /* a handle's own close is under way */

@@ -182,7 +182,11 @@ int lk_blocking_multilock_new(lk_blocking_t *b, const char *const *names, size_t
     lk__free(g);
     return rc;
   }
-  lk__bl_register_handle(b, &g->h);
+  rc = lk__bl_register_handle(b, &g->h);
+  if (rc != 0) {
+    lk__bl_handle_free(&g->h, 1);
+    return rc;
+  }
   *out = g;
   return 0;
 }
