@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <system_error>
 
@@ -86,33 +87,52 @@ inline int64_t until_ms(const std::chrono::time_point<Clock, Duration> &tp) {
 
 // ---- client --------------------------------------------------------------------
 
+namespace detail {
+// The blocking client, shared by the client object and every object made
+// from it: lk_blocking_close runs when the last of them goes, so objects may
+// outlive the client object (their destructors still close their handles).
+using shared_blocking = std::shared_ptr<lk_blocking_t>;
+struct blocking_closer {
+  void operator()(lk_blocking_t *b) const noexcept { lk_blocking_close(b); }
+};
+inline shared_blocking make_blocking(const lk_client_opts_t *opts) {
+  lk_blocking_t *b = nullptr;
+  check(lk_blocking_new(opts, &b), "lk_blocking_new");
+  try {
+    return shared_blocking(b, blocking_closer());
+  } catch (...) { // the control block's allocation failed: the deleter ran
+    throw error(LK_ENOMEM, "lk_blocking_new");
+  }
+}
+} // namespace detail
+
 // One per process is enough: every thread shares it. Not copyable, not
-// movable (objects made from it keep a reference). The destructor closes
-// it: threads still blocked in its objects get LK_ECANCELED.
+// movable. Objects made from it share the blocking client underneath: it
+// closes when the client object and every such object are gone, in any
+// order; threads still blocked in its objects then get LK_ECANCELED.
 class client {
 public:
   // opts nullptr: defaults (127.0.0.1:6379).
-  explicit client(const lk_client_opts_t *opts = nullptr) {
-    detail::check(lk_blocking_new(opts, &b_), "lk_blocking_new");
-  }
+  explicit client(const lk_client_opts_t *opts = nullptr) : b_(detail::make_blocking(opts)) {}
   // A connection URL (docs/client.md, "Connection URL") or host:port.
   explicit client(const std::string &url) {
     lk_client_opts_t o;
     lk_client_opts_init(&o);
     detail::check(lk_client_opts_set_url(&o, url.c_str()), "lk_client_opts_set_url");
-    detail::check(lk_blocking_new(&o, &b_), "lk_blocking_new");
+    b_ = detail::make_blocking(&o);
   }
-  ~client() { lk_blocking_close(b_); }
   client(const client &) = delete;
   client &operator=(const client &) = delete;
 
-  lk_blocking_t *native_handle() const noexcept { return b_; }
+  lk_blocking_t *native_handle() const noexcept { return b_.get(); }
+  // The blocking client's shared owner, for objects made from it.
+  const detail::shared_blocking &shared_handle() const noexcept { return b_; }
   // The calling thread's owner number (lk_blocking_thread_id).
   static uint64_t thread_id() noexcept { return lk_blocking_thread_id(); }
   // Cancels what thread thread_id is blocked in acquiring: it throws (or a
   // try returns) with LK_ECANCELED. False when it was not blocked.
   bool cancel(uint64_t thread_id) {
-    int rc = lk_blocking_cancel(b_, thread_id);
+    int rc = lk_blocking_cancel(b_.get(), thread_id);
     if (rc == LK_EINVAL)
       return false;
     detail::check(rc, "lk_blocking_cancel");
@@ -120,13 +140,13 @@ public:
   }
   // The calling thread's lost-lease descriptor (docs/blocking.md).
   int lost_fd() {
-    int fd = lk_blocking_lost_fd(b_);
+    int fd = lk_blocking_lost_fd(b_.get());
     detail::check(fd, "lk_blocking_lost_fd");
     return fd;
   }
 
 private:
-  lk_blocking_t *b_ = nullptr;
+  detail::shared_blocking b_;
 };
 
 // ---- mutex (the reentrant lock, docs/lock.md) -------------------------------------
@@ -136,8 +156,8 @@ private:
 // failed release is kept for last_unlock_error(); unlock_checked() throws.
 class mutex {
 public:
-  mutex(client &c, const std::string &name) {
-    detail::check(lk_blocking_lock_new(c.native_handle(), name.c_str(), &l_),
+  mutex(client &c, const std::string &name) : b_(c.shared_handle()) {
+    detail::check(lk_blocking_lock_new(b_.get(), name.c_str(), &l_),
                   "lk_blocking_lock_new");
   }
   ~mutex() { lk_blocking_lock_close(l_); }
@@ -166,6 +186,7 @@ public:
   lk_blocking_lock_t *native_handle() const noexcept { return l_; }
 
 private:
+  detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_lock_t *l_ = nullptr;
   std::atomic<int> last_unlock_error_{0};
 };
@@ -176,8 +197,8 @@ private:
 // lock_shared(). unlock()/unlock_shared() never throw, as mutex::unlock.
 class shared_mutex {
 public:
-  shared_mutex(client &c, const std::string &name) {
-    detail::check(lk_blocking_rwlock_new(c.native_handle(), name.c_str(), &rw_),
+  shared_mutex(client &c, const std::string &name) : b_(c.shared_handle()) {
+    detail::check(lk_blocking_rwlock_new(b_.get(), name.c_str(), &rw_),
                   "lk_blocking_rwlock_new");
   }
   ~shared_mutex() { lk_blocking_rwlock_close(rw_); }
@@ -221,6 +242,7 @@ private:
   bool try_for(lk_rwlock_side_t side, int64_t ms) {
     return detail::timed(lk_blocking_rwlock_try(rw_, side, ms), "lk_blocking_rwlock_try");
   }
+  detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_rwlock_t *rw_ = nullptr;
   std::atomic<int> last_unlock_error_{0}; // readers unlock at once
 };
@@ -233,8 +255,8 @@ private:
 // try_set_permits (Redisson's trySetPermits).
 class counting_semaphore {
 public:
-  counting_semaphore(client &c, const std::string &name) {
-    detail::check(lk_blocking_semaphore_new(c.native_handle(), name.c_str(), &s_),
+  counting_semaphore(client &c, const std::string &name) : b_(c.shared_handle()) {
+    detail::check(lk_blocking_semaphore_new(b_.get(), name.c_str(), &s_),
                   "lk_blocking_semaphore_new");
   }
   ~counting_semaphore() { lk_blocking_semaphore_close(s_); }
@@ -275,6 +297,7 @@ private:
   bool try_for(int64_t ms) {
     return detail::timed(lk_blocking_semaphore_try(s_, 1, ms), "lk_blocking_semaphore_try");
   }
+  detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_semaphore_t *s_ = nullptr;
 };
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
@@ -150,4 +151,23 @@ TEST(errors_carry_latchkey_category) {
   ASSERT_EQ(code, LK_ENOTHELD);
   m.unlock(); // never throws; the failure is kept
   ASSERT_EQ(m.last_unlock_error(), LK_ENOTHELD);
+}
+
+// The objects share the blocking client: one may outlive the client
+// object, whose destructor then leaves the close to the last object (before,
+// the mutex's destructor used a freed client: a crash under ASan).
+TEST(objects_may_outlive_the_client_object) {
+  server s;
+  lk_client_opts_t o = s.opts();
+  std::unique_ptr<latchkey::mutex> m;
+  {
+    latchkey::client c(&o);
+    m = std::make_unique<latchkey::mutex>(c, "cpp_outlive");
+  } // the client object goes first
+  m->lock();
+  ASSERT(m->is_held());
+  m->unlock();
+  ASSERT_EQ(m->last_unlock_error(), 0);
+  m.reset(); // closes the handle, then the blocking client
+  ASSERT_EQ(rt_cmd_int(s.srv, "EXISTS cpp_outlive"), 0);
 }
