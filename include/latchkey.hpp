@@ -18,10 +18,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <system_error>
+#include <type_traits>
 
 #include "latchkey.h"
 
@@ -70,12 +72,20 @@ inline bool timed(int rc, const char *what) {
   return true;
 }
 
+// Whole milliseconds, rounded up, within 0..LK_MAX_TIME_MS. Compared in
+// double milliseconds first: converting hours::max() (or a floating
+// infinity) to integer milliseconds would overflow before any clamp.
 template <class Rep, class Period>
 inline int64_t to_ms(const std::chrono::duration<Rep, Period> &d) {
-  auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
-  if (ms < 0)
+  const double ms = std::chrono::duration<double, std::milli>(d).count();
+  if (!(ms > 0)) // negative, zero or NaN
     return 0;
-  return ms > LK_MAX_TIME_MS ? LK_MAX_TIME_MS : static_cast<int64_t>(ms);
+  if (ms >= static_cast<double>(LK_MAX_TIME_MS))
+    return LK_MAX_TIME_MS;
+  if constexpr (std::is_floating_point_v<Rep>)
+    return static_cast<int64_t>(std::ceil(ms));
+  else // exact for integers, and in range now
+    return static_cast<int64_t>(std::chrono::ceil<std::chrono::milliseconds>(d).count());
 }
 
 template <class Clock, class Duration>
