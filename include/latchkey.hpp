@@ -37,6 +37,20 @@ class error_category_impl final : public std::error_category {
 public:
   const char *name() const noexcept override { return "latchkey"; }
   std::string message(int ev) const override { return lk_strerror(ev); }
+  // The portable conditions the codes mean, so that ec == std::errc::timed_out
+  // holds for LK_ETIMEDOUT; codes without a generic meaning stay latchkey's.
+  std::error_condition default_error_condition(int ev) const noexcept override {
+    switch (ev) {
+    case LK_ETIMEDOUT:
+      return std::make_error_condition(std::errc::timed_out);
+    case LK_ECANCELED:
+      return std::make_error_condition(std::errc::operation_canceled);
+    case LK_ENOMEM:
+      return std::make_error_condition(std::errc::not_enough_memory);
+    default:
+      return std::error_condition(ev, *this);
+    }
+  }
 };
 
 inline const std::error_category &category() noexcept {
@@ -282,6 +296,9 @@ public:
   void acquire() {
     detail::check(lk_blocking_semaphore_acquire(s_, nullptr), "lk_blocking_semaphore_acquire");
   }
+  // Unlike std::counting_semaphore::try_acquire (noexcept), this may throw:
+  // false only means no permit was free; a failure (LK_ECLOSED, a lost
+  // connection...) throws latchkey::error rather than pass for "no permit".
   bool try_acquire() { return try_for(0); }
   template <class Rep, class Period>
   bool try_acquire_for(const std::chrono::duration<Rep, Period> &d) {

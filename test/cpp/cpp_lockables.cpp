@@ -211,3 +211,13 @@ TEST(huge_durations_are_clamped) {
   ASSERT_EQ(code.load(), LK_ECANCELED);
   m.unlock();
 }
+
+// The codes with a portable meaning compare equal to std::errc.
+TEST(codes_map_to_portable_conditions) {
+  ASSERT(latchkey::make_error_code(LK_ETIMEDOUT) == std::errc::timed_out);
+  ASSERT(latchkey::make_error_code(LK_ECANCELED) == std::errc::operation_canceled);
+  ASSERT(latchkey::make_error_code(LK_ENOMEM) == std::errc::not_enough_memory);
+  ASSERT(latchkey::make_error_code(LK_ENOTHELD) != std::errc::timed_out);
+  ASSERT(latchkey::make_error_code(LK_ENOTHELD).default_error_condition().category() ==
+         latchkey::category());
+}
