@@ -18,9 +18,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <system_error>
+#include <type_traits>
 
 #include "latchkey.h"
 
@@ -34,6 +37,20 @@ class error_category_impl final : public std::error_category {
 public:
   const char *name() const noexcept override { return "latchkey"; }
   std::string message(int ev) const override { return lk_strerror(ev); }
+  // The portable conditions the codes mean, so that ec == std::errc::timed_out
+  // holds for LK_ETIMEDOUT; codes without a generic meaning stay latchkey's.
+  std::error_condition default_error_condition(int ev) const noexcept override {
+    switch (ev) {
+    case LK_ETIMEDOUT:
+      return std::make_error_condition(std::errc::timed_out);
+    case LK_ECANCELED:
+      return std::make_error_condition(std::errc::operation_canceled);
+    case LK_ENOMEM:
+      return std::make_error_condition(std::errc::not_enough_memory);
+    default:
+      return std::error_condition(ev, *this);
+    }
+  }
 };
 
 inline const std::error_category &category() noexcept {
@@ -69,12 +86,20 @@ inline bool timed(int rc, const char *what) {
   return true;
 }
 
+// Whole milliseconds, rounded up, within 0..LK_MAX_TIME_MS. Compared in
+// double milliseconds first: converting hours::max() (or a floating
+// infinity) to integer milliseconds would overflow before any clamp.
 template <class Rep, class Period>
 inline int64_t to_ms(const std::chrono::duration<Rep, Period> &d) {
-  auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
-  if (ms < 0)
+  const double ms = std::chrono::duration<double, std::milli>(d).count();
+  if (!(ms > 0)) // negative, zero or NaN
     return 0;
-  return ms > LK_MAX_TIME_MS ? LK_MAX_TIME_MS : static_cast<int64_t>(ms);
+  if (ms >= static_cast<double>(LK_MAX_TIME_MS))
+    return LK_MAX_TIME_MS;
+  if constexpr (std::is_floating_point_v<Rep>)
+    return static_cast<int64_t>(std::ceil(ms));
+  else // exact for integers, and in range now
+    return static_cast<int64_t>(std::chrono::ceil<std::chrono::milliseconds>(d).count());
 }
 
 template <class Clock, class Duration>
@@ -86,33 +111,52 @@ inline int64_t until_ms(const std::chrono::time_point<Clock, Duration> &tp) {
 
 // ---- client --------------------------------------------------------------------
 
+namespace detail {
+// The blocking client, shared by the client object and every object made
+// from it: lk_blocking_close runs when the last of them goes, so objects may
+// outlive the client object (their destructors still close their handles).
+using shared_blocking = std::shared_ptr<lk_blocking_t>;
+struct blocking_closer {
+  void operator()(lk_blocking_t *b) const noexcept { lk_blocking_close(b); }
+};
+inline shared_blocking make_blocking(const lk_client_opts_t *opts) {
+  lk_blocking_t *b = nullptr;
+  check(lk_blocking_new(opts, &b), "lk_blocking_new");
+  try {
+    return shared_blocking(b, blocking_closer());
+  } catch (...) { // the control block's allocation failed: the deleter ran
+    throw error(LK_ENOMEM, "lk_blocking_new");
+  }
+}
+} // namespace detail
+
 // One per process is enough: every thread shares it. Not copyable, not
-// movable (objects made from it keep a reference). The destructor closes
-// it: threads still blocked in its objects get LK_ECANCELED.
+// movable. Objects made from it share the blocking client underneath: it
+// closes when the client object and every such object are gone, in any
+// order; threads still blocked in its objects then get LK_ECANCELED.
 class client {
 public:
   // opts nullptr: defaults (127.0.0.1:6379).
-  explicit client(const lk_client_opts_t *opts = nullptr) {
-    detail::check(lk_blocking_new(opts, &b_), "lk_blocking_new");
-  }
+  explicit client(const lk_client_opts_t *opts = nullptr) : b_(detail::make_blocking(opts)) {}
   // A connection URL (docs/client.md, "Connection URL") or host:port.
   explicit client(const std::string &url) {
     lk_client_opts_t o;
     lk_client_opts_init(&o);
     detail::check(lk_client_opts_set_url(&o, url.c_str()), "lk_client_opts_set_url");
-    detail::check(lk_blocking_new(&o, &b_), "lk_blocking_new");
+    b_ = detail::make_blocking(&o);
   }
-  ~client() { lk_blocking_close(b_); }
   client(const client &) = delete;
   client &operator=(const client &) = delete;
 
-  lk_blocking_t *native_handle() const noexcept { return b_; }
+  lk_blocking_t *native_handle() const noexcept { return b_.get(); }
+  // The blocking client's shared owner, for objects made from it.
+  const detail::shared_blocking &shared_handle() const noexcept { return b_; }
   // The calling thread's owner number (lk_blocking_thread_id).
   static uint64_t thread_id() noexcept { return lk_blocking_thread_id(); }
   // Cancels what thread thread_id is blocked in acquiring: it throws (or a
   // try returns) with LK_ECANCELED. False when it was not blocked.
   bool cancel(uint64_t thread_id) {
-    int rc = lk_blocking_cancel(b_, thread_id);
+    int rc = lk_blocking_cancel(b_.get(), thread_id);
     if (rc == LK_EINVAL)
       return false;
     detail::check(rc, "lk_blocking_cancel");
@@ -120,13 +164,13 @@ public:
   }
   // The calling thread's lost-lease descriptor (docs/blocking.md).
   int lost_fd() {
-    int fd = lk_blocking_lost_fd(b_);
+    int fd = lk_blocking_lost_fd(b_.get());
     detail::check(fd, "lk_blocking_lost_fd");
     return fd;
   }
 
 private:
-  lk_blocking_t *b_ = nullptr;
+  detail::shared_blocking b_;
 };
 
 // ---- mutex (the reentrant lock, docs/lock.md) -------------------------------------
@@ -136,8 +180,8 @@ private:
 // failed release is kept for last_unlock_error(); unlock_checked() throws.
 class mutex {
 public:
-  mutex(client &c, const std::string &name) {
-    detail::check(lk_blocking_lock_new(c.native_handle(), name.c_str(), &l_),
+  mutex(client &c, const std::string &name) : b_(c.shared_handle()) {
+    detail::check(lk_blocking_lock_new(b_.get(), name.c_str(), &l_),
                   "lk_blocking_lock_new");
   }
   ~mutex() { lk_blocking_lock_close(l_); }
@@ -166,6 +210,7 @@ public:
   lk_blocking_lock_t *native_handle() const noexcept { return l_; }
 
 private:
+  detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_lock_t *l_ = nullptr;
   std::atomic<int> last_unlock_error_{0};
 };
@@ -176,8 +221,8 @@ private:
 // lock_shared(). unlock()/unlock_shared() never throw, as mutex::unlock.
 class shared_mutex {
 public:
-  shared_mutex(client &c, const std::string &name) {
-    detail::check(lk_blocking_rwlock_new(c.native_handle(), name.c_str(), &rw_),
+  shared_mutex(client &c, const std::string &name) : b_(c.shared_handle()) {
+    detail::check(lk_blocking_rwlock_new(b_.get(), name.c_str(), &rw_),
                   "lk_blocking_rwlock_new");
   }
   ~shared_mutex() { lk_blocking_rwlock_close(rw_); }
@@ -221,6 +266,7 @@ private:
   bool try_for(lk_rwlock_side_t side, int64_t ms) {
     return detail::timed(lk_blocking_rwlock_try(rw_, side, ms), "lk_blocking_rwlock_try");
   }
+  detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_rwlock_t *rw_ = nullptr;
   std::atomic<int> last_unlock_error_{0}; // readers unlock at once
 };
@@ -233,8 +279,8 @@ private:
 // try_set_permits (Redisson's trySetPermits).
 class counting_semaphore {
 public:
-  counting_semaphore(client &c, const std::string &name) {
-    detail::check(lk_blocking_semaphore_new(c.native_handle(), name.c_str(), &s_),
+  counting_semaphore(client &c, const std::string &name) : b_(c.shared_handle()) {
+    detail::check(lk_blocking_semaphore_new(b_.get(), name.c_str(), &s_),
                   "lk_blocking_semaphore_new");
   }
   ~counting_semaphore() { lk_blocking_semaphore_close(s_); }
@@ -250,6 +296,9 @@ public:
   void acquire() {
     detail::check(lk_blocking_semaphore_acquire(s_, nullptr), "lk_blocking_semaphore_acquire");
   }
+  // Unlike std::counting_semaphore::try_acquire (noexcept), this may throw:
+  // false only means no permit was free; a failure (LK_ECLOSED, a lost
+  // connection...) throws latchkey::error rather than pass for "no permit".
   bool try_acquire() { return try_for(0); }
   template <class Rep, class Period>
   bool try_acquire_for(const std::chrono::duration<Rep, Period> &d) {
@@ -275,6 +324,7 @@ private:
   bool try_for(int64_t ms) {
     return detail::timed(lk_blocking_semaphore_try(s_, 1, ms), "lk_blocking_semaphore_try");
   }
+  detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_semaphore_t *s_ = nullptr;
 };
 

@@ -48,23 +48,28 @@ LK_EXTERN int lk_blocking_new(const lk_client_opts_t *opts, lk_blocking_t **out)
 /* Creates a blocking client on an asynchronous client the caller runs: the
  * caller's loop thread serves the blocking calls of every other thread.
  * Must be called on that loop thread (else LK_EWRONGTHREAD). The client
- * must outlive the blocking client. Returns 0, the entry codes, LK_ENOMEM
- * or a libuv error. */
+ * must outlive the blocking client: never lk_client_close_all (nor
+ * lk_client_close) it before lk_blocking_close returned, which would close
+ * the objects behind the handles under the loop thread's feet. Returns 0,
+ * the entry codes, LK_ENOMEM or a libuv error. */
 LK_EXTERN int lk_blocking_attach(lk_client_t *client, lk_blocking_t **out);
 
 /* Closes every handle still open (threads blocked in them return
  * LK_ECANCELED; holds are given back, best effort), then the client (its
  * own one, from lk_blocking_new; an attached one is left open) and the loop
  * thread, and frees everything. Waits for all of that. From the call on,
- * new calls return LK_ECLOSED; no call may start after it returned (the
- * memory is gone). Returns 0, LK_EINVAL, LK_EWRONGTHREAD (on the loop
+ * new calls (and lk_blocking_<kind>_new) return LK_ECLOSED; no call may
+ * start after it returned (the memory is gone). Close the client this way
+ * only: calling lk_client_close_all on lk_blocking_client(b), owned or
+ * attached, before this returned is a bug. Returns 0, LK_EINVAL, LK_EWRONGTHREAD (on the loop
  * thread: an attached client's owner closes it from another thread),
  * LK_ECLOSED (already closing), or LK_EFORKED (in a forked child: only the
  * memory is freed, nothing is sent). */
 LK_EXTERN int lk_blocking_close(lk_blocking_t *b);
 
 /* The asynchronous client underneath, for what only it offers (stats,
- * events). Its functions must run on the loop thread. */
+ * events). Its functions must run on the loop thread. Not to be closed
+ * before lk_blocking_close(b) returned (see there). */
 LK_EXTERN lk_client_t *lk_blocking_client(const lk_blocking_t *b);
 
 /* The calling thread's id in owner ids ("client id:thread id"): a number
@@ -95,16 +100,23 @@ LK_EXTERN int lk_blocking_cancel(lk_blocking_t *b, uint64_t thread_id);
 
 /* Called on the loop thread when a hold of thread thread_id on the handle
  * named name is lost. It must not block nor call blocking verbs (they
- * return LK_EWRONGTHREAD there). */
+ * return LK_EWRONGTHREAD there); in particular it must not take a lock
+ * that a worker may hold while it is in a blocking verb: the worker waits
+ * for the loop thread, which would wait for the worker (a deadlock). */
 typedef void (*lk_blocking_lost_cb)(lk_blocking_t *b, const char *name,
                                     uint64_t thread_id, void *arg);
-/* Sets (NULL: removes) the lost callback. Returns 0 or LK_EINVAL. */
+/* Sets (NULL: removes) the lost callback. The callback it replaces may
+ * still run once after this returned (the loop thread may have read it
+ * just before): free what its arg points to only after lk_blocking_close
+ * returned. Returns 0 or LK_EINVAL. */
 LK_EXTERN int lk_blocking_set_lost_cb(lk_blocking_t *b, lk_blocking_lost_cb cb,
                                       void *arg);
 /* A descriptor of the calling thread (an eventfd on Linux, a pipe's read
  * end elsewhere) that becomes readable when any hold of this thread on this
- * client is lost; poll it beside the work of a critical section to abort
- * it. It stays readable until lk_blocking_lost_clear. Owned by the
+ * client is lost after this first call made it (a loss before that is
+ * not counted: check is_held after taking the descriptor); poll it beside
+ * the work of a critical section to abort it. It stays readable until
+ * lk_blocking_lost_clear. Owned by the
  * blocking client: closed by lk_blocking_close or the thread's
  * lk_blocking_thread_done, never by the caller.
  * Returns the descriptor (>= 0), the entry codes or -errno. */
@@ -144,8 +156,11 @@ LK_EXTERN int lk_blocking_lock_is_locked(lk_blocking_lock_t *l);
 LK_EXTERN int lk_blocking_lock_is_held(lk_blocking_lock_t *l);
 LK_EXTERN uint32_t lk_blocking_lock_hold_count(lk_blocking_lock_t *l);
 /* Closes the handle: threads blocked in it return LK_ECANCELED, every
- * thread's holds are given back (best effort). Waits for that, then frees
- * the handle. Returns 0 or the entry codes. */
+ * thread's holds are given back (best effort). Other threads may be
+ * entering calls on it meanwhile: those return LK_ECLOSED, and the close
+ * waits for them to leave, then frees the handle; no call on it may start
+ * after it returned. The same for every kind's close. Returns 0 or the
+ * entry codes. */
 LK_EXTERN int lk_blocking_lock_close(lk_blocking_lock_t *l);
 
 /* ---- read/write lock (docs/rwlock.md) -------------------------------------- */

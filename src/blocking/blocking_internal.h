@@ -58,8 +58,15 @@ struct lk__bl_call_s {
 
 void lk__bl_call_init(lk__bl_call_t *call, lk_blocking_t *b, lk__bl_slot_t *slot,
                       lk__bl_start_fn start, lk__bl_cancel_fn cancel);
-/* Entry checks, queue, wake the loop, wait. Returns call->status. */
+/* Entry checks, queue, wake the loop, wait. Returns call->status. Refuses
+ * (LK_ECLOSED) a call whose slot's handle is closing; counts the caller out
+ * of the slot's handle (lk__bl_slot_get) on every return. */
 int lk__bl_run(lk__bl_call_t *call);
+/* For a handle's close: sets *closing and queues call in the critical
+ * section that lk__bl_run's own check is in, so no call of the handle can be
+ * queued behind it. LK_ECLOSED when *closing was set already or the client
+ * is closing (then *closing is left as it was). */
+int lk__bl_run_closing(lk__bl_call_t *call, _Atomic int *closing);
 /* On the loop thread: the call ended; wakes its caller. */
 void lk__bl_finish(lk__bl_call_t *call, int status, int64_t result);
 /* The entry checks that need no lock: LK_EINVAL, LK_EFORKED,
@@ -67,7 +74,9 @@ void lk__bl_finish(lk__bl_call_t *call, int status, int64_t result);
 int lk__bl_check(const lk_blocking_t *b);
 lk_client_t *lk__bl_client(const lk_blocking_t *b);
 /* The per-kind code reaches the loop thread's bookkeeping through these. */
-void lk__bl_register_handle(lk_blocking_t *b, lk__bl_handle_t *h);
+/* 0, or LK_ECLOSED when the client is closing: then the caller frees h
+ * (lk__bl_handle_free) and returns the code. */
+int lk__bl_register_handle(lk_blocking_t *b, lk__bl_handle_t *h);
 void lk__bl_unregister_handle(lk_blocking_t *b, lk__bl_handle_t *h);
 /* On the loop thread: a hold of slot's thread was lost (callback, fd). */
 void lk__bl_notify_lost(lk__bl_slot_t *slot);
@@ -111,11 +120,17 @@ struct lk__bl_handle_s {
   int closing_objs; /* loop thread: object closes still to call back */
   lk__bl_call_t *closer; /* loop thread: the close call waiting for them */
   _Atomic int closing;
+  /* Callers between lk__bl_slot_get and the end of their lk__bl_run: the
+   * handle's close frees it only once none is left (they may hold a slot
+   * pointer, or be about to queue a call naming one). */
+  _Atomic int active;
 };
 
 int lk__bl_handle_init(lk__bl_handle_t *h, lk_blocking_t *b, const lk__bl_kind_t *kind,
                        const char *name);
-/* The calling thread's slot, made on first use. NULL with *rc set. */
+/* The calling thread's slot, made on first use. NULL with *rc set. On
+ * success the caller counts in h->active: it must pass the slot to
+ * lk__bl_call_init and call lk__bl_run, which counts it out. */
 lk__bl_slot_t *lk__bl_slot_get(lk__bl_handle_t *h, int *rc);
 /* The calling thread's slot if it has one; no allocation. */
 lk__bl_slot_t *lk__bl_slot_find(lk__bl_handle_t *h);
@@ -136,10 +151,12 @@ void lk__bl_handle_objs_closed(lk__bl_handle_t *h);
 /* uv_hrtime deadline of a fixed lease (lease_ms > 0) taken now, else 0. */
 uint64_t lk__bl_lease_until(int64_t lease_ms);
 /* On the loop thread, for lk_blocking_thread_done: closes and frees the
- * slot of thread tid in h; returns 1 when its close callback will call
- * lk__bl_forget_step(f), else 0 (nothing left to wait for). */
+ * slot of thread tid in h. When its close is to call lk__bl_forget_step(f)
+ * it counts that in f's pending itself, before starting the close (which
+ * may call back at once). */
 typedef struct lk__bl_forget_s lk__bl_forget_t;
-int lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f);
+void lk__bl_forget_count(lk__bl_forget_t *f);
+void lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f);
 void lk__bl_forget_step(lk__bl_forget_t *f);
 /* is_held of index i, from the atomics. */
 int lk__bl_slot_held(const lk__bl_slot_t *slot, int i);

@@ -4,6 +4,7 @@
  * and the lost-lease descriptors. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -109,13 +110,20 @@ void lk__bl_call_init(lk__bl_call_t *call, lk_blocking_t *b, lk__bl_slot_t *slot
   lk__bl_wait_init(&call->wait);
 }
 
-int lk__bl_run(lk__bl_call_t *call) {
+/* closing: NULL for a verb; a handle's close flag for its close. */
+static int run_call(lk__bl_call_t *call, _Atomic int *closing) {
   lk_blocking_t *b = call->b;
+  lk__bl_handle_t *h = call->slot != NULL ? call->slot->h : NULL;
   int rc = lk__bl_check(b), was_empty;
   if (rc != 0)
     goto out;
   uv_mutex_lock(&b->mu);
-  if (atomic_load_explicit(&b->closing, memory_order_relaxed)) {
+  /* The handle's flag is read under the mutex its close sets it under
+   * (lk__bl_run_closing): a call either queues ahead of the close, so its
+   * slot still exists when the loop starts it, or is refused here. */
+  if (atomic_load_explicit(&b->closing, memory_order_relaxed) ||
+      (h != NULL && atomic_load(&h->closing)) ||
+      (closing != NULL && atomic_exchange(closing, 1))) {
     uv_mutex_unlock(&b->mu);
     rc = LK_ECLOSED;
     goto out;
@@ -136,7 +144,15 @@ int lk__bl_run(lk__bl_call_t *call) {
   rc = call->status;
 out:
   lk__bl_wait_destroy(&call->wait);
+  if (h != NULL) /* the last touch of the handle: its close may free it now */
+    atomic_fetch_sub(&h->active, 1);
   return rc;
+}
+
+int lk__bl_run(lk__bl_call_t *call) { return run_call(call, NULL); }
+
+int lk__bl_run_closing(lk__bl_call_t *call, _Atomic int *closing) {
+  return run_call(call, closing);
 }
 
 void lk__bl_finish(lk__bl_call_t *call, int status, int64_t result) {
@@ -209,6 +225,8 @@ struct lk__bl_forget_s {
   int pending;
 };
 
+void lk__bl_forget_count(lk__bl_forget_t *f) { f->pending++; }
+
 void lk__bl_forget_step(lk__bl_forget_t *f) {
   if (--f->pending == 0)
     lk__bl_finish(&f->call, 0, 0);
@@ -237,7 +255,7 @@ static int start_thread_done(lk__bl_call_t *call) {
   /* Only this thread removes handles: the list can be walked unlocked. */
   f->pending = 1;
   for (; h != NULL; h = h->next)
-    f->pending += lk__bl_handle_forget(h, call->tid, f);
+    lk__bl_handle_forget(h, call->tid, f);
   if (--f->pending == 0)
     return 0;
   return 1;
@@ -251,11 +269,19 @@ int lk_blocking_thread_done(lk_blocking_t *b) {
 
 /* ---- handles ------------------------------------------------------------------ */
 
-void lk__bl_register_handle(lk_blocking_t *b, lk__bl_handle_t *h) {
+int lk__bl_register_handle(lk_blocking_t *b, lk__bl_handle_t *h) {
   uv_mutex_lock(&b->mu);
+  /* Checked again under the mutex lk_blocking_close sets closing under: a
+   * handle added after that would be freed by the close behind the back of
+   * the _new that returned it. */
+  if (atomic_load_explicit(&b->closing, memory_order_relaxed)) {
+    uv_mutex_unlock(&b->mu);
+    return LK_ECLOSED;
+  }
   h->next = b->handles;
   b->handles = h;
   uv_mutex_unlock(&b->mu);
+  return 0;
 }
 
 void lk__bl_unregister_handle(lk_blocking_t *b, lk__bl_handle_t *h) {
@@ -413,6 +439,11 @@ static void free_blocking(lk_blocking_t *b, int destroy_locks) {
   bl_fd_t *f, *fn;
   for (h = b->handles; h != NULL; h = hn) {
     hn = h->next;
+    /* Callers refused during the close may still be on their way out of
+     * lk__bl_run (they no longer block); not in a forked child, where
+     * threads of the parent never leave. */
+    while (destroy_locks && atomic_load(&h->active) != 0)
+      sched_yield();
     lk__bl_handle_free(h, destroy_locks);
   }
   for (f = b->fds; f != NULL; f = fn) {
@@ -554,8 +585,9 @@ static int start_close(lk__bl_call_t *call) {
   uv_mutex_lock(&b->mu);
   h = b->handles;
   uv_mutex_unlock(&b->mu);
-  /* No handle is added once closing is set, and only this thread removes
-   * one: the list can be walked without the lock. */
+  /* No handle is added once closing is set (lk__bl_register_handle checks
+   * it under the mutex closing was set under), and only this thread
+   * removes one: the list can be walked without the lock. */
   for (; h != NULL; h = h->next) {
     if (h->closer != NULL)
       b->close_pending++; /* a handle's own close is under way */

@@ -5,6 +5,7 @@
  * its thread (under the handle's mutex), its object by the loop thread on
  * the first call; what the thread reads without a round trip (hold counts,
  * lost, a fixed lease's end) are atomics the loop thread writes. */
+#include <sched.h>
 #include <string.h>
 
 #include "blocking/blocking_internal.h"
@@ -21,6 +22,7 @@ int lk__bl_handle_init(lk__bl_handle_t *h, lk_blocking_t *b, const lk__bl_kind_t
   h->b = b;
   h->kind = kind;
   atomic_init(&h->closing, 0);
+  atomic_init(&h->active, 0);
   h->name = lk__strdup(name);
   if (h->name == NULL)
     return LK_ENOMEM;
@@ -44,11 +46,18 @@ lk__bl_slot_t *lk__bl_slot_find(lk__bl_handle_t *h) {
 
 lk__bl_slot_t *lk__bl_slot_get(lk__bl_handle_t *h, int *rc) {
   lk__bl_slot_t *s;
-  *rc = h == NULL ? LK_EINVAL : lk__bl_check(h->b);
-  if (*rc == 0 && atomic_load_explicit(&h->closing, memory_order_acquire))
+  if (h == NULL) {
+    *rc = LK_EINVAL;
+    return NULL;
+  }
+  /* Counted in before the closing check (both sequentially consistent): a
+   * close that set closing after our check then sees us and waits. */
+  atomic_fetch_add(&h->active, 1);
+  *rc = lk__bl_check(h->b);
+  if (*rc == 0 && atomic_load(&h->closing))
     *rc = LK_ECLOSED;
   if (*rc != 0)
-    return NULL;
+    goto fail;
   s = lk__bl_slot_find(h);
   if (s != NULL)
     return s;
@@ -56,7 +65,7 @@ lk__bl_slot_t *lk__bl_slot_get(lk__bl_handle_t *h, int *rc) {
   s = lk__calloc(1, sizeof(*s));
   if (s == NULL) {
     *rc = LK_ENOMEM;
-    return NULL;
+    goto fail;
   }
   s->h = h;
   s->tid = lk_blocking_thread_id();
@@ -65,6 +74,9 @@ lk__bl_slot_t *lk__bl_slot_get(lk__bl_handle_t *h, int *rc) {
   h->slots = s;
   uv_mutex_unlock(&h->mu);
   return s;
+fail:
+  atomic_fetch_sub(&h->active, 1);
+  return NULL;
 }
 
 int lk__bl_slot_open(lk__bl_slot_t *slot) {
@@ -102,7 +114,7 @@ void lk__bl_slot_closed(lk__bl_slot_t *slot) {
     lk__bl_handle_objs_closed(h);
 }
 
-int lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) {
+void lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) {
   lk__bl_slot_t *s;
   uv_mutex_lock(&h->mu);
   for (s = h->slots; s != NULL; s = s->next)
@@ -110,17 +122,19 @@ int lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) {
       break;
   uv_mutex_unlock(&h->mu);
   if (s == NULL)
-    return 0;
+    return;
   if (s->obj == NULL) {
     slot_unlink_free(s);
-    return 0;
+    return;
   }
   s->forget = f;
+  /* Counted before the close starts: a close that ends at once calls
+   * lk__bl_forget_step(f) from inside kind->close. */
+  lk__bl_forget_count(f);
   if (!s->closing) {
     s->closing = 1;
     h->kind->close(s);
   }
-  return 1;
 }
 
 int lk__bl_handle_close_objs(lk__bl_handle_t *h) {
@@ -167,16 +181,20 @@ int lk__bl_handle_close(lk__bl_handle_t *h) {
   int rc;
   if (h == NULL)
     return LK_EINVAL;
-  if (atomic_exchange(&h->closing, 1))
-    return LK_ECLOSED;
   lk__bl_call_init(&cc.call, h->b, NULL, start_handle_close, NULL);
   cc.h = h;
-  rc = lk__bl_run(&cc.call);
-  if (rc == 0)
-    lk__bl_handle_free(h, 1);
-  else
-    atomic_store(&h->closing, 0); /* refused: the handle stays usable */
-  return rc;
+  /* Refused (closing already, or the client is): the flag is left as it
+   * was and the handle stays as it was. */
+  rc = lk__bl_run_closing(&cc.call, &h->closing);
+  if (rc != 0)
+    return rc;
+  /* Every call queued ahead of the close has ended, every later one is
+   * refused; what is left are callers on their way out of lk__bl_slot_get
+   * or lk__bl_run, which no longer block: wait for them to let go. */
+  while (atomic_load(&h->active) != 0)
+    sched_yield();
+  lk__bl_handle_free(h, 1);
+  return 0;
 }
 
 void lk__bl_handle_free(lk__bl_handle_t *h, int destroy_lock) {

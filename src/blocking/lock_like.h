@@ -121,7 +121,11 @@ int BL_B(new)(lk_blocking_t *b, const char *name, BL_B(t) **out) {
     lk__free(l);
     return rc;
   }
-  lk__bl_register_handle(b, &l->h);
+  rc = lk__bl_register_handle(b, &l->h);
+  if (rc != 0) {
+    lk__bl_handle_free(&l->h, 1);
+    return rc;
+  }
   *out = l;
   return 0;
 }

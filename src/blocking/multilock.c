@@ -24,6 +24,7 @@ typedef struct {
   lk__bl_call_t call;
   int verb;
   lk_multilock_opts_t opts;
+  uint64_t until; /* a fixed lease's end, as in lock_like.h */
 } ml_call_t;
 
 static void on_lost(lk_multilock_t *ml, int status, void *arg) {
@@ -111,8 +112,10 @@ static const lk__bl_kind_t ml_kind = {"multilock", open_obj, close_obj};
 
 static void on_done(lk_multilock_t *ml, int status, void *arg) {
   ml_call_t *c = arg;
-  if (c->verb == V_ACQUIRE && status == 0)
+  if (c->verb == V_ACQUIRE && status == 0) {
+    atomic_store(&c->call.slot->until_ns[0], c->until);
     atomic_store(&c->call.slot->lost, 0);
+  }
   atomic_store(&c->call.slot->count[0], (int64_t)lk_multilock_hold_count(ml));
   lk__bl_finish(&c->call, status, 0);
 }
@@ -144,6 +147,8 @@ static int run(lk_blocking_multilock_t *g, int verb, const lk_multilock_opts_t *
   c.verb = verb;
   if (opts != NULL)
     c.opts = *opts;
+  /* Taken before the request leaves: a fixed lease never outlives it here. */
+  c.until = verb == V_ACQUIRE ? lk__bl_lease_until(c.opts.lease_ms) : 0;
   return lk__bl_run(&c.call);
 }
 
@@ -177,7 +182,11 @@ int lk_blocking_multilock_new(lk_blocking_t *b, const char *const *names, size_t
     lk__free(g);
     return rc;
   }
-  lk__bl_register_handle(b, &g->h);
+  rc = lk__bl_register_handle(b, &g->h);
+  if (rc != 0) {
+    lk__bl_handle_free(&g->h, 1);
+    return rc;
+  }
   *out = g;
   return 0;
 }

@@ -122,7 +122,11 @@ int lk_blocking_psem_new(lk_blocking_t *b, const char *name, lk_blocking_psem_t 
     lk__free(p);
     return rc;
   }
-  lk__bl_register_handle(b, &p->h);
+  rc = lk__bl_register_handle(b, &p->h);
+  if (rc != 0) {
+    lk__bl_handle_free(&p->h, 1);
+    return rc;
+  }
   *out = p;
   return 0;
 }

@@ -99,7 +99,11 @@ int lk_blocking_ratelimiter_new(lk_blocking_t *b, const char *name,
     lk__free(r);
     return rc;
   }
-  lk__bl_register_handle(b, &r->h);
+  rc = lk__bl_register_handle(b, &r->h);
+  if (rc != 0) {
+    lk__bl_handle_free(&r->h, 1);
+    return rc;
+  }
   *out = r;
   return 0;
 }

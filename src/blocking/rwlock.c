@@ -118,7 +118,11 @@ int lk_blocking_rwlock_new(lk_blocking_t *b, const char *name, lk_blocking_rwloc
     lk__free(l);
     return rc;
   }
-  lk__bl_register_handle(b, &l->h);
+  rc = lk__bl_register_handle(b, &l->h);
+  if (rc != 0) {
+    lk__bl_handle_free(&l->h, 1);
+    return rc;
+  }
   *out = l;
   return 0;
 }

@@ -99,7 +99,11 @@ int lk_blocking_semaphore_new(lk_blocking_t *b, const char *name,
     lk__free(s);
     return rc;
   }
-  lk__bl_register_handle(b, &s->h);
+  rc = lk__bl_register_handle(b, &s->h);
+  if (rc != 0) {
+    lk__bl_handle_free(&s->h, 1);
+    return rc;
+  }
   *out = s;
   return 0;
 }

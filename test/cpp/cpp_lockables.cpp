@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
@@ -150,4 +152,72 @@ TEST(errors_carry_latchkey_category) {
   ASSERT_EQ(code, LK_ENOTHELD);
   m.unlock(); // never throws; the failure is kept
   ASSERT_EQ(m.last_unlock_error(), LK_ENOTHELD);
+}
+
+// The objects share the blocking client: one may outlive the client
+// object, whose destructor then leaves the close to the last object (before,
+// the mutex's destructor used a freed client: a crash under ASan).
+TEST(objects_may_outlive_the_client_object) {
+  server s;
+  lk_client_opts_t o = s.opts();
+  std::unique_ptr<latchkey::mutex> m;
+  {
+    latchkey::client c(&o);
+    m = std::make_unique<latchkey::mutex>(c, "cpp_outlive");
+  } // the client object goes first
+  m->lock();
+  ASSERT(m->is_held());
+  m->unlock();
+  ASSERT_EQ(m->last_unlock_error(), 0);
+  m.reset(); // closes the handle, then the blocking client
+  ASSERT_EQ(rt_cmd_int(s.srv, "EXISTS cpp_outlive"), 0);
+}
+
+// Durations beyond LK_MAX_TIME_MS are clamped, not overflowed: a try "for
+// ever" on a free lock takes it at once (before, hours::max() wrapped to a
+// negative wait: a try that never waited, or undefined behaviour).
+TEST(huge_durations_are_clamped) {
+  server s;
+  lk_client_opts_t o = s.opts();
+  latchkey::client c(&o);
+  latchkey::mutex m(c, "cpp_huge");
+  ASSERT(m.try_lock_for(std::chrono::hours::max()));
+  m.unlock();
+  ASSERT(m.try_lock_for(std::chrono::duration<double>(std::numeric_limits<double>::infinity())));
+  m.unlock();
+  // Held by this thread: another thread's clamped try waits, and a cancel
+  // ends it (the wait was long, not wrapped to nothing).
+  m.lock();
+  std::atomic<uint64_t> tid{0};
+  std::atomic<int> code{0};
+  std::thread t([&] {
+    tid = latchkey::client::thread_id();
+    try {
+      ASSERT(!m.try_lock_for(std::chrono::hours::max()));
+    } catch (const latchkey::error &e) {
+      code = e.code_value();
+    }
+  });
+  int64_t deadline = rt_now_ms() + rt_scaled_ms(5000);
+  bool canceled = false;
+  while (!canceled && rt_now_ms() < deadline) {
+    if (tid != 0)
+      canceled = c.cancel(tid); // false until the thread is blocked in it
+    if (!canceled)
+      rt_sleep_ms(5);
+  }
+  t.join();
+  ASSERT(canceled);
+  ASSERT_EQ(code.load(), LK_ECANCELED);
+  m.unlock();
+}
+
+// The codes with a portable meaning compare equal to std::errc.
+TEST(codes_map_to_portable_conditions) {
+  ASSERT(latchkey::make_error_code(LK_ETIMEDOUT) == std::errc::timed_out);
+  ASSERT(latchkey::make_error_code(LK_ECANCELED) == std::errc::operation_canceled);
+  ASSERT(latchkey::make_error_code(LK_ENOMEM) == std::errc::not_enough_memory);
+  ASSERT(latchkey::make_error_code(LK_ENOTHELD) != std::errc::timed_out);
+  ASSERT(latchkey::make_error_code(LK_ENOTHELD).default_error_condition().category() ==
+         latchkey::category());
 }
