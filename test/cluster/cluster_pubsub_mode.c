@@ -184,7 +184,10 @@ TEST(auto_mode_release_does_not_reach_a_classic_redisson_waiter) {
   printf("auto mode: the classic emulator got the lock %.0f ms after the release, "
          "when its %lld ms sleep ran out\n",
          ms, (long long)bound);
-  ASSERT_GE(slept, (double)bound);
+  /* Not woken: a message would have come within milliseconds of the
+   * release. The emulator's sleep timer may end a millisecond short of its
+   * bound (measured: 2999 ms of 3000), so the bound is judged at 90%. */
+  ASSERT_GE(slept, 0.9 * (double)bound);
 }
 
 /* ---- latchkey waiting behind Redisson (emulated, classic) ---- */
