@@ -283,20 +283,8 @@ static int busy_port;
 static void busy_for_a_while(int index, void *arg) {
   (void)index;
   (void)arg;
-  redisContext *c = redisConnect("127.0.0.1", busy_port);
-  if (c == NULL || c->err)
-    _exit(3);
-  redisReply *r = redisCommand(c, "EVAL %s 0",
-                               "local t = redis.call('time') "
-                               "local start = t[1] * 1000000 + t[2] "
-                               "while true do "
-                               "  t = redis.call('time') "
-                               "  if t[1] * 1000000 + t[2] - start > 1500000 then break end "
-                               "end return 1");
-  if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+  if (rt_busy_script(busy_port, 1500, NULL) != 0)
     _exit(4);
-  freeReplyObject(r);
-  redisFree(c);
 }
 
 TEST(a_busy_server_does_not_turn_script_loading_off) {

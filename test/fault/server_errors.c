@@ -25,26 +25,13 @@ static void close_lock_on(uv_loop_t *loop, lk_lock_t *l) {
 /* ---- T12: a slow script makes the server BUSY ---------------------------------------------- */
 
 static int t12_port;
+/* Writes first (so SCRIPT KILL could not stop it: UNKILLABLE): its start
+ * in server time, then spins for 1.5 s. */
 static void t12_busy_script(int index, void *arg) {
   (void)index;
   (void)arg;
-  redisContext *c = redisConnect("127.0.0.1", t12_port);
-  if (c == NULL || c->err)
-    _exit(3);
-  /* Writes first (so SCRIPT KILL could not stop it: UNKILLABLE): its start
-   * in server time (microseconds of the wall clock), then spins for 1.5 s. */
-  redisReply *r = redisCommand(c, "EVAL %s 0",
-                               "local t = redis.call('time') "
-                               "local start = t[1] * 1000000 + t[2] "
-                               "redis.call('set', 't12-busy', t[1] .. ' ' .. t[2]) "
-                               "while true do "
-                               "  t = redis.call('time') "
-                               "  if t[1] * 1000000 + t[2] - start > 1500000 then break end "
-                               "end return 1");
-  if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+  if (rt_busy_script(t12_port, 1500, "t12-busy") != 0)
     _exit(4);
-  freeReplyObject(r);
-  redisFree(c);
 }
 
 TEST(t12_busy_script_is_transient_and_lease_lost_by_deadline) {

@@ -161,3 +161,26 @@ long long rt_server_count_keys(rt_server_t *s, const char *pattern) {
   freeReplyObject(r);
   return n;
 }
+
+int rt_busy_script(int port, long long busy_ms, const char *mark_key) {
+  redisContext *c = redisConnect("127.0.0.1", port);
+  redisReply *r;
+  int rc;
+  if (c == NULL || c->err) {
+    redisFree(c);
+    return -1;
+  }
+  r = redisCommand(c, "EVAL %s 1 %s %lld",
+                   "local t = redis.call('time') "
+                   "local start = t[1] * 1000000 + t[2] "
+                   "if KEYS[1] ~= '' then redis.call('set', KEYS[1], t[1] .. ' ' .. t[2]) end "
+                   "while true do "
+                   "  t = redis.call('time') "
+                   "  if t[1] * 1000000 + t[2] - start > tonumber(ARGV[1]) * 1000 then break end "
+                   "end return 1",
+                   mark_key != NULL ? mark_key : "", busy_ms);
+  rc = r != NULL && r->type == REDIS_REPLY_INTEGER ? 0 : -1;
+  freeReplyObject(r);
+  redisFree(c);
+  return rc;
+}

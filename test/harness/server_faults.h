@@ -57,6 +57,14 @@ long long rt_server_numsub(rt_server_t *s, const char *channel);
  * so "nothing left" is rt_server_count_keys(s, "*") == 0, never DBSIZE. */
 long long rt_server_count_keys(rt_server_t *s, const char *pattern);
 
+/* Makes the server at 127.0.0.1:port BUSY: on a connection of its own, a
+ * script that spins for busy_ms of server time. With mark_key (or NULL) it
+ * first SETs that key to its start in server time ("seconds micros"),
+ * which also makes it unkillable (SCRIPT KILL refuses a script that
+ * wrote). Blocks for the script's length: call it from a forked worker.
+ * 0, or -1 when the connection or the reply failed. */
+int rt_busy_script(int port, long long busy_ms, const char *mark_key);
+
 #ifdef __cplusplus
 }
 #endif
