@@ -2,3 +2,4 @@
 # docs/blocking.md).
 lk_add_test_file(SOURCE blocking/blocking_basic.c LABEL blocking)
 lk_add_test_file(SOURCE blocking/blocking_kinds.c LABEL blocking)
+lk_add_test_file(SOURCE blocking/blocking_redlock.c LABEL blocking)
