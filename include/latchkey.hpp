@@ -6,6 +6,7 @@
 //                                 std::scoped_lock, std::lock_guard work
 //   latchkey::shared_mutex        SharedTimedLockable (the read/write lock):
 //                                 std::shared_lock works
+//   latchkey::redlock             TimedLockable over several masters (RedLock)
 //   latchkey::counting_semaphore  acquire / try_acquire_for / release, as
 //                                 std::counting_semaphore
 //   latchkey::error               std::system_error with latchkey's codes in
@@ -24,6 +25,7 @@
 #include <string>
 #include <system_error>
 #include <type_traits>
+#include <vector>
 
 #include "latchkey.h"
 
@@ -212,6 +214,57 @@ public:
 private:
   detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_lock_t *l_ = nullptr;
+  std::atomic<int> last_unlock_error_{0};
+};
+
+// ---- redlock (a quorum of independent masters, docs/multilock.md) ------------------
+
+// TimedLockable over masters.size() masters, one client each on the
+// client's loop thread (made here, closed by the destructor). Re-entry by
+// the owning thread counts, as RedLock's does (the lean layout throws
+// LK_EINVAL). unlock() never throws, as mutex::unlock.
+class redlock {
+public:
+  redlock(client &c, const std::vector<lk_client_opts_t> &masters, const std::string &name,
+          const lk_redlock_config_t *cfg = nullptr)
+      : b_(c.shared_handle()) {
+    detail::check(lk_blocking_redlock_new(b_.get(), masters.data(), masters.size(),
+                                          name.c_str(), cfg, &r_),
+                  "lk_blocking_redlock_new");
+  }
+  ~redlock() { lk_blocking_redlock_close(r_); }
+  redlock(const redlock &) = delete;
+  redlock &operator=(const redlock &) = delete;
+
+  void lock() {
+    detail::check(lk_blocking_redlock_acquire(r_, nullptr), "lk_blocking_redlock_acquire");
+  }
+  bool try_lock() { return try_for(0); }
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period> &d) {
+    return try_for(detail::to_ms(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration> &tp) {
+    return try_for(detail::until_ms(tp));
+  }
+  void unlock() noexcept { last_unlock_error_ = lk_blocking_redlock_release(r_); }
+  void unlock_checked() {
+    detail::check(lk_blocking_redlock_release(r_), "lk_blocking_redlock_release");
+  }
+  int last_unlock_error() const noexcept { return last_unlock_error_.load(); }
+
+  // The calling thread's view, no round trip.
+  bool is_held() const noexcept { return lk_blocking_redlock_is_held(r_) == 1; }
+  uint32_t hold_count() const noexcept { return lk_blocking_redlock_hold_count(r_); }
+  lk_blocking_redlock_t *native_handle() const noexcept { return r_; }
+
+private:
+  bool try_for(int64_t ms) {
+    return detail::timed(lk_blocking_redlock_try(r_, ms), "lk_blocking_redlock_try");
+  }
+  detail::shared_blocking b_; // first: closed after the handle
+  lk_blocking_redlock_t *r_ = nullptr;
   std::atomic<int> last_unlock_error_{0};
 };
 

@@ -263,6 +263,51 @@ LK_EXTERN int lk_blocking_multilock_is_held(lk_blocking_multilock_t *g);
 LK_EXTERN uint32_t lk_blocking_multilock_hold_count(lk_blocking_multilock_t *g);
 LK_EXTERN int lk_blocking_multilock_close(lk_blocking_multilock_t *g);
 
+/* ---- RedLock (docs/multilock.md, "RedLock") --------------------------------------
+ * One name held by a quorum of independent masters, one client each, all on
+ * the blocking client's loop. Each thread gets a RedLock object of its own
+ * over those clients: two threads are two owners and exclude each other; a
+ * thread's re-entry adds a hold as RedLock's re-entry does (the lean layout
+ * refuses it: LK_EINVAL). A quorum lost is told as a lost lease. */
+
+typedef struct lk_blocking_redlock_s lk_blocking_redlock_t;
+
+/* Makes one client per master from masters[0..n-1] (1..LK_REDLOCK_MAX_NODES;
+ * read during the call) on the loop thread; the handle owns them and closes
+ * them with itself (or with b). They connect in the background, as
+ * lk_blocking_new's client. name is copied, cfg (NULL: defaults) too. The
+ * checks of lk_redlock_new run here: LK_EINVAL (also an option
+ * lk_client_new refuses, the same server twice, a bad cfg),
+ * LK_ENAMETOOLONG, the entry codes, LK_ENOMEM. */
+LK_EXTERN int lk_blocking_redlock_new(lk_blocking_t *b,
+                                      const lk_client_opts_t *masters, size_t n,
+                                      const char *name,
+                                      const lk_redlock_config_t *cfg,
+                                      lk_blocking_redlock_t **out);
+/* As above over clients the program made on b's loop (an attached
+ * client's: LK_EINVAL for one on another loop); borrowed: they must stay
+ * open until the handle (or b) is closed. */
+LK_EXTERN int lk_blocking_redlock_new_on(lk_blocking_t *b,
+                                         lk_client_t *const *clients, size_t n,
+                                         const char *name,
+                                         const lk_redlock_config_t *cfg,
+                                         lk_blocking_redlock_t **out);
+/* opts NULL: wait forever, the node clients' default lease renewed by their
+ * watchdogs. Codes: lk_redlock_acquire's (LK_ENOQUORUM...). Cancelable. */
+LK_EXTERN int lk_blocking_redlock_acquire(lk_blocking_redlock_t *r,
+                                          const lk_redlock_opts_t *opts);
+LK_EXTERN int lk_blocking_redlock_try(lk_blocking_redlock_t *r, int64_t wait_ms);
+/* Codes: lk_redlock_release's. */
+LK_EXTERN int lk_blocking_redlock_release(lk_blocking_redlock_t *r);
+/* The calling thread's view, no round trip: 1 while its quorum holds by
+ * the loop thread's last knowledge (not lost; a fixed lease: within the
+ * validity the acquire reported). */
+LK_EXTERN int lk_blocking_redlock_is_held(lk_blocking_redlock_t *r);
+LK_EXTERN uint32_t lk_blocking_redlock_hold_count(lk_blocking_redlock_t *r);
+/* Closes every thread's RedLock (blocked threads return LK_ECANCELED,
+ * holds are given back, best effort), then the clients the handle made. */
+LK_EXTERN int lk_blocking_redlock_close(lk_blocking_redlock_t *r);
+
 /* ---- fair lock (docs/fair.md) ----------------------------------------------
  * As the lock, with the fair lock's options and codes: waiters of every
  * thread and process are served in order of arrival. */

@@ -124,6 +124,14 @@ struct lk__bl_handle_s {
    * handle's close frees it only once none is left (they may hold a slot
    * pointer, or be about to queue a call naming one). */
   _Atomic int active;
+  /* Optional, for a handle that owns more than its objects (RedLock: its
+   * master clients). close_rest runs on the loop thread once every object
+   * of the closing handle closed (the clients outlive the objects made on
+   * them); it returns 1 when it calls lk__bl_handle_objs_closed(h) later, 0
+   * when nothing is left. free_rest runs from lk__bl_handle_free in a
+   * forked child, where nothing closes: it frees that memory. */
+  int (*close_rest)(lk__bl_handle_t *h);
+  void (*free_rest)(lk__bl_handle_t *h);
 };
 
 int lk__bl_handle_init(lk__bl_handle_t *h, lk_blocking_t *b, const lk__bl_kind_t *kind,

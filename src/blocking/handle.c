@@ -100,6 +100,10 @@ static void slot_unlink_free(lk__bl_slot_t *slot) {
   lk__free(slot);
 }
 
+/* Every object of a closing handle is closed: what the handle owns beside
+ * them goes next. 1 while that is under way. */
+static int close_rest(lk__bl_handle_t *h) { return h->close_rest != NULL && h->close_rest(h); }
+
 void lk__bl_slot_closed(lk__bl_slot_t *slot) {
   lk__bl_handle_t *h = slot->h;
   lk__bl_forget_t *f = slot->forget;
@@ -110,7 +114,7 @@ void lk__bl_slot_closed(lk__bl_slot_t *slot) {
     slot_unlink_free(slot);
     lk__bl_forget_step(f);
   }
-  if (counted && --h->closing_objs == 0)
+  if (counted && --h->closing_objs == 0 && !close_rest(h))
     lk__bl_handle_objs_closed(h);
 }
 
@@ -157,7 +161,7 @@ int lk__bl_handle_close_objs(lk__bl_handle_t *h) {
   h->closing_objs--;
   /* A close that failed at once was counted down already: what is left is
    * what the callers wait for. */
-  return h->closing_objs > 0;
+  return h->closing_objs > 0 || close_rest(h);
 }
 
 typedef struct {
@@ -205,6 +209,8 @@ void lk__bl_handle_free(lk__bl_handle_t *h, int destroy_lock) {
   }
   if (destroy_lock) /* not in a forked child: it may be held for ever */
     uv_mutex_destroy(&h->mu);
+  else if (h->free_rest != NULL)
+    h->free_rest(h);
   lk__free(h->name);
   lk__free(h);
 }

@@ -1,5 +1,5 @@
 // include/latchkey.hpp (docs/cpp.md): the standard lock types work on
-// latchkey's mutex, shared_mutex and counting_semaphore, threads exclude
+// latchkey's mutex, shared_mutex, redlock and counting_semaphore, threads exclude
 // each other, timed tries are bounded, errors carry latchkey's category.
 #include <atomic>
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
+#include <vector>
 
 #include "latchkey.hpp"
 #include "redis_server.h"
@@ -126,6 +127,32 @@ TEST(counting_semaphore_acquire_release) {
     sem.release();
   });
   ASSERT_EQ(sem.available(), 1);
+}
+
+TEST(redlock_works_with_standard_locks) {
+  server s[3];
+  std::vector<lk_client_opts_t> masters;
+  for (auto &one : s)
+    masters.push_back(one.opts());
+  latchkey::client c(&masters[0]);
+  latchkey::redlock r(c, masters, "cpp_redlock");
+  {
+    std::lock_guard<latchkey::redlock> g(r);
+    ASSERT(r.is_held());
+    for (auto &one : s)
+      ASSERT_EQ(rt_cmd_int(one.srv, "EXISTS cpp_redlock"), 1);
+    on_thread([&] { ASSERT(!r.try_lock_for(std::chrono::milliseconds(100))); });
+    std::unique_lock<latchkey::redlock> again(r, std::try_to_lock);
+    ASSERT(again.owns_lock());
+    ASSERT_EQ(r.hold_count(), 2u);
+  }
+  ASSERT(!r.is_held());
+  for (auto &one : s)
+    ASSERT_EQ(rt_cmd_int(one.srv, "EXISTS cpp_redlock"), 0);
+  on_thread([&] {
+    std::unique_lock<latchkey::redlock> u(r, std::chrono::seconds(5));
+    ASSERT(u.owns_lock());
+  });
 }
 
 TEST(errors_carry_latchkey_category) {
