@@ -99,6 +99,7 @@ typedef struct emu_waiter_s {
   int rc;
   uint64_t t_start_ns, t_acq_ns;
   atomic_int done;
+  atomic_int started; /* connected, about to call lock() */
 } emu_waiter_t;
 
 static void *emu_waiter_main(void *arg) {
@@ -106,6 +107,7 @@ static void *emu_waiter_main(void *arg) {
   redisContext *c = rt_rlock_connect(w->port);
   redisContext *sub = rt_rlock_connect(w->port);
   w->t_start_ns = uv_hrtime();
+  atomic_store(&w->started, 1);
   w->rc = rt_rlock_lock_blocking(c, sub, w->name, EMU_UUID, EMU_TID, LEASE, w->timeout_ms);
   w->t_acq_ns = uv_hrtime();
   redisFree(sub);
@@ -136,8 +138,12 @@ static int emu_behind_latchkey(int mode, int64_t emu_timeout_ms, double *ms, dou
   ew.name = name;
   ew.timeout_ms = emu_timeout_ms;
   atomic_init(&ew.done, 0);
+  atomic_init(&ew.started, 0);
   ASSERT_OK(pthread_create(&th, NULL, emu_waiter_main, &ew));
-  FX_EVENTUALLY(&f.fx, classic_on(&f, m, name), 5000);
+  /* The emulator's own subscription, not an earlier look at the server:
+   * its thread says it began lock() first (once, under load, the release
+   * came 1 ms after its lock() began). */
+  FX_EVENTUALLY(&f.fx, atomic_load(&ew.started) && classic_on(&f, m, name), 5000);
   if (atomic_load(&ew.done))
     FAIL("the emulator's lock() returned (rc %d) while latchkey held the lock", ew.rc);
   uint64_t t0 = uv_hrtime();
@@ -152,6 +158,7 @@ static int emu_behind_latchkey(int mode, int64_t emu_timeout_ms, double *ms, dou
   ASSERT_OK(pthread_join(th, NULL));
   *ms = cfx_ms_since(t0, ew.t_acq_ns);
   *slept = cfx_ms_since(ew.t_start_ns, ew.t_acq_ns);
+  printf("the emulator's lock() began %.1f ms before the release\n", cfx_ms_since(ew.t_start_ns, t0));
   if (ew.rc == 0) {
     redisContext *emu = rt_rlock_connect(ew.port);
     ASSERT_EQ(rt_rlock_unlock(emu, name, EMU_UUID, EMU_TID), 1);
