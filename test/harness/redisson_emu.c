@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <stdatomic.h>
 #include "redisson_emu.h"
 
 #include <errno.h>
@@ -336,6 +337,12 @@ static void sub_cmd(redisContext *sub, const char *verb, const char *confirm,
 int rt_rlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *name,
                            const char *uuid, long long tid, int64_t lease_ms,
                            int64_t timeout_ms) {
+  return rt_rlock_lock_blocking_counted(ctx, sub, name, uuid, tid, lease_ms, timeout_ms, NULL);
+}
+
+int rt_rlock_lock_blocking_counted(redisContext *ctx, redisContext *sub, const char *name,
+                                   const char *uuid, long long tid, int64_t lease_ms,
+                                   int64_t timeout_ms, atomic_int *sleeps) {
   int64_t deadline = rt_now_ms() + timeout_ms;
   long long ttl = rt_rlock_try(ctx, name, uuid, tid, lease_ms);
   if (ttl == RT_RLOCK_ACQUIRED)
@@ -355,6 +362,8 @@ int rt_rlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *nam
     if (left <= 0)
       break;
     int64_t sleep = ttl >= 0 && ttl < left ? ttl : left;
+    if (sleeps != NULL)
+      atomic_fetch_add(sleeps, 1);
     redisReply *m = rt_sub_next_message(sub, sleep);
     if (m != NULL)
       freeReplyObject(m); /* "0" wakes one waiter in Redisson; we are the only one */

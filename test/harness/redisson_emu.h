@@ -17,6 +17,7 @@
 #ifndef LK_TEST_HARNESS_REDISSON_EMU_H
 #define LK_TEST_HARNESS_REDISSON_EMU_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <hiredis/hiredis.h>
@@ -106,6 +107,13 @@ char *rt_rlock_latch_key(const char *name, const char *req);
  * -1 when timeout_ms passed first. The bound is not scaled. */
 int rt_rlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *name,
                            const char *uuid, long long tid, int64_t lease_ms, int64_t timeout_ms);
+/* The same, counting in *sleeps (when not NULL) each time it starts to wait
+ * for a message, after a try made once its subscription was confirmed: a
+ * test that releases only after the first count knows the release cannot
+ * be seen by a try any more, only by a message or the sleep's end. */
+int rt_rlock_lock_blocking_counted(redisContext *ctx, redisContext *sub, const char *name,
+                                   const char *uuid, long long tid, int64_t lease_ms,
+                                   int64_t timeout_ms, atomic_int *sleeps);
 
 /* The next reply or push that arrives on a (subscribed) connection, waiting
  * at most timeout_ms (unscaled; 0 = only what is already readable). NULL on
