@@ -730,9 +730,9 @@ TEST(stall_extends_waits_and_excuses_only_past_the_slack) {
   rt_loop_close_clean(&loop);
 }
 
-/* Children that wait on a run queue are seen: four busy children pinned to
- * one CPU each wait about 3/4 of the time for 400 ms. */
-TEST(stall_monitor_sees_children_starved_on_a_run_queue) {
+/* Four busy children pinned to one CPU, each waiting about 3/4 of the
+ * time for 400 ms; the longest run-queue stall of a child seen since mark. */
+static rt_stalls_t starve_four_children(void) {
   int64_t mark = rt_stall_mark();
   pid_t kids[4];
   cpu_set_t one;
@@ -758,6 +758,22 @@ TEST(stall_monitor_sees_children_starved_on_a_run_queue) {
   rt_stalls_t s;
   rt_stall_since(mark, &s);
   rt_stall_print("children", mark);
+  return s;
+}
+
+/* Children that wait on a run queue are seen. The probe thread reads them
+ * every ~20 ms: when the whole process was stopped as long as the children
+ * ran (a machine-wide stall), they may have ended unseen, and only then is
+ * the experiment repeated (at most three times). */
+TEST(stall_monitor_sees_children_starved_on_a_run_queue) {
+  rt_stalls_t s;
+  for (int attempt = 1;; attempt++) {
+    s = starve_four_children();
+    if (s.server_ms >= 100 || s.process_ms < 100 || attempt == 3)
+      break;
+    printf("attempt %d: the probe itself was stopped %lld ms; again\n", attempt,
+           (long long)s.process_ms);
+  }
   ASSERT_GE(s.server_ms, 100);
 }
 
