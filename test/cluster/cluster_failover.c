@@ -449,10 +449,14 @@ TEST(calls_with_a_slot_range_left_without_master_end_within_budget_and_reply_tim
   int late = 0;
   for (int i = 0; i < N; i++) {
     double took = cfx_ms_since(t0[i], s[i].t_ns), over = took - (double)(wait[i] + reply_timeout);
+    /* A stall the machine dealt this call (process or servers) is time the
+     * library could not act in: it widens the slack, never the budget. */
+    int64_t stall = rt_stall_longest_between((int64_t)(t0[i] / 1000000u),
+                                             (int64_t)(s[i].t_ns / 1000000u));
     ASSERT_NE(s[i].status, 0);
     if (over > worst)
       worst = over;
-    if (over > (double)slack) {
+    if (over > (double)(slack + stall)) {
       late++;
       fprintf(stderr, "note: call %d (%s, wait %lld ms) ended %s after %.0f ms\n", i,
               i % 5 == 4 ? "CLUSTERDOWN" : "dead master", (long long)wait[i],
@@ -462,8 +466,9 @@ TEST(calls_with_a_slot_range_left_without_master_end_within_budget_and_reply_tim
   fprintf(stderr, "note: worst end %.0f ms past budget + reply timeout (%d of %d late)\n", worst,
           late, N);
   if (late > 0)
-    FAIL("%d call(s) ended more than %lld ms past budget + reply timeout (worst %.0f ms)", late,
-         (long long)slack, worst);
+    FAIL("%d call(s) ended more than %lld ms (+ the stalls measured) past budget + reply "
+         "timeout (worst %.0f ms)",
+         late, (long long)slack, worst);
   for (int i = 0; i < N; i++)
     fx_close_lock(&f.fx, l[i]);
   for (int i = 0; i < 2; i++)

@@ -440,12 +440,15 @@ TEST(cancel_during_a_resend_answered_loading_gives_the_grant_back) {
   rt_proxy_delay(x.p, 800);
   rt_proxy_on_reply(x.p, "EVALSHA", 1, RT_PROXY_REPLACE, loading_reply,
                     sizeof loading_reply - 1);
-  FX_EVENTUALLY(&x.fx, rt_proxy_requests(x.p, "EVALSHA") > before_req, 5000);
+  /* The resend follows a reconnect whose handshake round trips each wait
+   * the 800 ms delay too (about 2.5 s on an idle machine): a generous
+   * bound. */
+  FX_EVENTUALLY(&x.fx, rt_proxy_requests(x.p, "EVALSHA") > before_req, 15000);
   ASSERT_EQ(x.s.done, 0);
   ASSERT_OK(lk_lock_cancel(x.waiter));
   rt_run_until(&x.fx.loop, &x.s.done, 5000);
   ASSERT_EQ(x.s.status, LK_ECANCELED);
-  FX_WAIT_RULE_APPLIED(&x.fx, x.p, 5000);
+  FX_WAIT_RULE_APPLIED(&x.fx, x.p, 10000);
   rt_proxy_delay(x.p, 0);
   /* Given back once the resend's answer came, not at the lease's end. */
   FX_EVENTUALLY(&x.fx, rt_cmd_int(x.fx.srv, "EXISTS unk2") == 0, 3000);
