@@ -671,13 +671,19 @@ TEST(t16_lost_renewal_reply_is_resent) {
   char match[64];
   snprintf(match, sizeof match, "EVALSHA %s", lk__script_find("lock/renew")->sha1);
   rt_proxy_on_reply(p, match, 1, RT_PROXY_DROP_CUT, NULL, 0);
+  int64_t mark = rt_stall_mark();
   fu_spin(&fx.loop, 1800);
   ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
-  ASSERT_EQ(lost.calls, 0);
-  ASSERT(lk_lock_is_held(a));
-  ASSERT_GT(rt_cmd_int(fx.srv, "PTTL t16r"), 0);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS t16r"), 0);
+  /* The cut renewal's resend has what is left of the 900 ms lease after
+   * its 300 ms period, the reconnect (<= 50 ms) and the drift: a longer
+   * machine stall may take the hold for no fault of the library. */
+  if (EXPECT_HOLD(lost.calls == 0 && lk_lock_is_held(a) && rt_cmd_int(fx.srv, "PTTL t16r") > 0,
+                  mark, 900 - 300 - 50 - 11)) {
+    ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+    ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS t16r"), 0);
+  } else {
+    FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
+  }
   fx_close_lock(&fx, a);
   fx_finish(&fx);
   rt_proxy_stop(p);
