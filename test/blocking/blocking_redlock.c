@@ -258,6 +258,7 @@ TEST(redlock_quorum_lost_seen_by_is_held_and_fd) {
   p.fd = fd;
   p.events = POLLIN;
   ASSERT_EQ(poll(&p, 1, 0), 0);
+  ASSERT(keys_on_every_master(&x, "brl_lost"));
   /* One master losing it leaves a quorum: still held. */
   ASSERT_EQ(rt_cmd_int(x.srv[0], "DEL brl_lost"), 1);
   ASSERT_EQ(poll(&p, 1, (int)rt_scaled_ms(700)), 0);

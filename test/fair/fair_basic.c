@@ -296,14 +296,26 @@ TEST(long_hold_never_purges_live_waiters) {
   }
   for (i = 0; i < N; i++)
     first_score[i] = fair_zscore(fx.srv, "long", lk_fair_owner(w[i]));
+  /* Waiters refresh every timeout / 3: a machine stall longer than the
+   * other two thirds lets a live waiter's deadline pass for no fault of the
+   * library (then the rest cannot be checked: it is skipped and rejoins). */
+  const int64_t mark = rt_stall_mark();
   end = rt_now_ms() + 4 * timeout;
   while (rt_now_ms() < end) {
     long long now = server_ms(fx.srv);
+    int in_time = 1;
     ASSERT_EQ(fair_llen(fx.srv, "long"), N);
     for (i = 0; i < N; i++) {
       /* in place, and never past its deadline */
       ASSERT_EQ(fair_lpos(fx.srv, "long", lk_fair_owner(w[i])), i);
-      ASSERT_GT(fair_zscore(fx.srv, "long", lk_fair_owner(w[i])), now);
+      in_time &= fair_zscore(fx.srv, "long", lk_fair_owner(w[i])) > now;
+    }
+    if (!EXPECT_HOLD(in_time, mark, timeout - timeout / 3)) {
+      for (i = 0; i < N; i++)
+        fx_close_fair(&fx, w[i]);
+      fx_close_fair(&fx, h);
+      fx_finish(&fx);
+      return;
     }
     fx_spin(&fx, 10);
   }

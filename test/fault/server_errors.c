@@ -382,7 +382,9 @@ TEST(t37_script_flush_before_every_op_runs_each_once) {
   fx_t fx;
   lk_client_opts_t o;
   lk_client_opts_init(&o);
-  o.default_lease_ms = 600;
+  /* Renewed every 500 ms (ticks 250 ms apart): a 1 s stall of a loaded
+   * machine still leaves the hold in place (at 600 ms one did not). */
+  o.default_lease_ms = 1500;
   fx_start_with(&fx, NULL, &o);
   lk_lock_t *a = fx_lock(&fx, "t37");
   fu_lost_t lost = {0};
@@ -415,7 +417,7 @@ TEST(t37_script_flush_before_every_op_runs_each_once) {
   }
   /* The renewal after a flush. */
   rt_server_script_flush(fx.srv);
-  fu_spin(&fx.loop, 700);
+  fu_spin(&fx.loop, 1000); /* a renewal is due within 750 ms */
   ASSERT_EQ(lost.calls, 0);
   now_given = rt_server_cmd_calls(fx.srv, "eval") + rt_server_cmd_calls(fx.srv, "script|load");
   ASSERT_GE(now_given, given + 1);

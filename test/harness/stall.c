@@ -288,10 +288,14 @@ int rt_hold_excused_at(const char *file, int line, const char *expr, int64_t mar
                        int64_t slack_ms) {
   rt_stalls_t s;
   rt_stall_since(mark, &s);
-  int64_t longest = s.process_ms > s.server_ms ? s.process_ms : s.server_ms;
+  /* A renewal's round trip crosses both: the test process sends it late
+   * and a stalled server answers it late, so the two longest stalls may
+   * add up on one renewal (seen beside tools/load.sh: process 544 ms and
+   * server 480 ms took a hold with a 600 ms slack). */
+  int64_t longest = s.process_ms + s.server_ms;
   if (longest <= slack_ms)
     rt_fail_at(file, line,
-               "hold expectation %s failed; longest machine stall %" PRId64
+               "hold expectation %s failed; machine stalls %" PRId64
                " ms (process %" PRId64 ", server %" PRId64 ", loop %" PRId64
                ") is within the slack of %" PRId64 " ms",
                expr, longest, s.process_ms, s.server_ms, s.loop_ms, slack_ms);
@@ -299,11 +303,11 @@ int rt_hold_excused_at(const char *file, int line, const char *expr, int64_t mar
   excused++;
   pthread_mutex_unlock(&mu);
   fprintf(stderr,
-          "%s:%d: EXCUSED: %s failed while the machine stalled the %s for %" PRId64
-          " ms (slack %" PRId64 " ms; process %" PRId64 " ms, server %" PRId64
-          " ms pid %d, loop %" PRId64 " ms)\n",
-          file, line, expr, s.process_ms >= s.server_ms ? "test process" : "server", longest,
-          slack_ms, s.process_ms, s.server_ms, (int)s.server_pid, s.loop_ms);
+          "%s:%d: EXCUSED: %s failed while the machine stalled the test process and "
+          "its server for %" PRId64 " ms in all (slack %" PRId64 " ms; process %" PRId64
+          " ms, server %" PRId64 " ms pid %d, loop %" PRId64 " ms)\n",
+          file, line, expr, longest, slack_ms, s.process_ms, s.server_ms, (int)s.server_pid,
+          s.loop_ms);
   return 1;
 }
 

@@ -273,7 +273,10 @@ TEST(ten_thousand_locks_renewed_in_batches) {
           P, (unsigned long long)(st1.renewal_commands - st0.renewal_commands),
           e1 - e0, (unsigned long long)(st1.renewals - st0.renewals),
           (long long)P * per_period);
-  ASSERT_LE((int64_t)(st1.renewal_commands - st0.renewal_commands), P * per_period);
+  /* A stalled machine spreads the holds' due times over a third tick in
+   * some periods: one more partial chunk in each, at most. */
+  const int64_t stalled_extra = rt_stall_longest_ms(measured) > 0 ? P : 0;
+  ASSERT_LE((int64_t)(st1.renewal_commands - st0.renewal_commands), P * per_period + stalled_extra);
   ASSERT_EQ(e1 - e0, (long long)(st1.renewal_commands - st0.renewal_commands));
   /* Each hold renewed once per period: P times in all (a little slack for
    * holds moving between the two ticks of a period). */
