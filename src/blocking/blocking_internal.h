@@ -171,14 +171,15 @@ struct lk_blocking_handle_s {
 };
 
 /* A new handle of kind's, size bytes (the kind's struct, lk__bl_handle_t
- * first), name copied: the entry checks, LK_EINVAL (NULL out, NULL or
- * empty name), LK_ENOMEM. Not yet known to the client: fill in the kind's
- * own fields, then lk__bl_handle_publish. */
-int lk__bl_handle_alloc(lk_blocking_t *b, const lk__bl_kind_t *kind, const char *name,
-                        size_t size, void *out);
-/* Registers h with its client and stores it in *out, or frees it and
- * returns LK_ECLOSED (the client began closing). */
-int lk__bl_handle_publish(lk__bl_handle_t *h, void *out);
+ * first), name copied; or NULL with *rc: LK_EINVAL (out, the _new's out
+ * pointer, NULL; a NULL or empty name), the entry checks, LK_ENOMEM. Not
+ * yet known to the client: fill in the kind's own fields, then publish. */
+lk__bl_handle_t *lk__bl_handle_alloc(lk_blocking_t *b, const lk__bl_kind_t *kind,
+                                     const char *name, size_t size, const void *out, int *rc);
+/* Registers h with its client: 0, or LK_ECLOSED (the client began closing)
+ * and h is freed. */
+int lk__bl_handle_publish(lk__bl_handle_t *h);
+
 /* The calling thread's slot, made on first use. NULL with *rc set. On
  * success the caller counts in h->active: it must pass the slot to
  * lk__bl_call_init and call lk__bl_run, which counts it out. */

@@ -11,20 +11,18 @@
 #include "blocking/blocking_internal.h"
 #include "core/alloc.h"
 
-int lk__bl_handle_alloc(lk_blocking_t *b, const lk__bl_kind_t *kind, const char *name,
-                        size_t size, void *out) {
+lk__bl_handle_t *lk__bl_handle_alloc(lk_blocking_t *b, const lk__bl_kind_t *kind,
+                                     const char *name, size_t size, const void *out, int *rc) {
   lk__bl_handle_t *h;
-  int rc;
-  if (out == NULL)
-    return LK_EINVAL;
-  rc = lk__bl_check(b);
-  if (rc != 0)
-    return rc;
-  if (name == NULL || name[0] == '\0')
-    return LK_EINVAL;
+  *rc = out == NULL ? LK_EINVAL : lk__bl_check(b);
+  if (*rc == 0 && (name == NULL || name[0] == '\0'))
+    *rc = LK_EINVAL;
+  if (*rc != 0)
+    return NULL;
+  *rc = LK_ENOMEM;
   h = lk__calloc(1, size);
   if (h == NULL)
-    return LK_ENOMEM;
+    return NULL;
   h->b = b;
   h->kind = kind;
   atomic_init(&h->closing, 0);
@@ -33,20 +31,17 @@ int lk__bl_handle_alloc(lk_blocking_t *b, const lk__bl_kind_t *kind, const char 
   if (h->name == NULL || uv_mutex_init(&h->mu) != 0) {
     lk__free(h->name);
     lk__free(h);
-    return LK_ENOMEM;
+    return NULL;
   }
-  *(lk__bl_handle_t **)out = h;
-  return 0;
+  *rc = 0;
+  return h;
 }
 
-int lk__bl_handle_publish(lk__bl_handle_t *h, void *out) {
+int lk__bl_handle_publish(lk__bl_handle_t *h) {
   int rc = lk__bl_register_handle(h->b, h);
-  if (rc != 0) {
+  if (rc != 0)
     lk__bl_handle_free(h, 1);
-    return rc;
-  }
-  *(lk__bl_handle_t **)out = h;
-  return 0;
+  return rc;
 }
 
 /* Thread tid's slot of h, or NULL. */

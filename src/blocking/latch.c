@@ -51,15 +51,16 @@ static int run(lk_blocking_latch_t *l, int verb, int64_t n, int64_t *result) {
 
 int lk_blocking_latch_new(lk_blocking_t *b, const char *name, const lk_latch_opts_t *opts,
                           lk_blocking_latch_t **out) {
-  lk_blocking_latch_t *l = NULL;
-  int rc = lk__bl_handle_alloc(b, &latch_kind, name, sizeof(*l), &l);
-  if (rc != 0)
-    return rc;
-  if (opts != NULL)
+  int rc;
+  lk_blocking_latch_t *l =
+      (lk_blocking_latch_t *)lk__bl_handle_alloc(b, &latch_kind, name, sizeof(*l), out, &rc);
+  if (l != NULL && opts != NULL)
     l->opts = *opts;
-  else
+  else if (l != NULL)
     lk_latch_opts_init(&l->opts);
-  return lk__bl_handle_publish(&l->h, out);
+  if (l != NULL && (rc = lk__bl_handle_publish(&l->h)) == 0)
+    *out = l;
+  return rc;
 }
 
 int lk_blocking_latch_try_set_count(lk_blocking_latch_t *l, int64_t count) {

@@ -47,12 +47,16 @@ static int release_any(lk__bl_handle_t *h) {
 
 static const lk__bl_kind_t leader_kind = {
     .what = "leader", .kind = LK_KIND_LEADER, .tells_lost = 1, .has_token = 1, .sides = 1,
-    .make = make, .sync = sync_leading, .try_any = try_any, .release_any = release_any, .holds = 1};
+    .make = make, .sync = sync_leading, .try_any = try_any, .release_any = release_any,
+    .holds = 1};
 
 int lk_blocking_leader_new(lk_blocking_t *b, const char *role, lk_blocking_leader_t **out) {
-  lk_blocking_leader_t *l = NULL;
-  int rc = lk__bl_handle_alloc(b, &leader_kind, role, sizeof(*l), &l);
-  return rc != 0 ? rc : lk__bl_handle_publish(&l->h, out);
+  int rc;
+  lk_blocking_leader_t *l =
+      (lk_blocking_leader_t *)lk__bl_handle_alloc(b, &leader_kind, role, sizeof(*l), out, &rc);
+  if (l != NULL && (rc = lk__bl_handle_publish(&l->h)) == 0)
+    *out = l;
+  return rc;
 }
 
 int lk_blocking_leader_campaign(lk_blocking_leader_t *l, const lk_leader_opts_t *opts,

@@ -5,7 +5,8 @@
  *   BL_AS        the handle's conversion (lk_handle_as_lock)
  *   BL_B(x)      the blocking API's name for x (lk_blocking_lock_##x)
  *   BL_KIND      LK_KIND_LOCK
- * and includes this once. Each thread's object has the thread as owner;
+ * and includes this once; the entry points it shares with MultiLock and
+ * RedLock are lock_verbs.h's. Each thread's object has the thread as owner;
  * running, cancel, losses and close are the shared code's (op.c,
  * handle.c). */
 #include "blocking/blocking_internal.h"
@@ -43,15 +44,6 @@ static int start(lk_handle_t *h, lk__bl_op_t *op) {
   }
 }
 
-static int try_any(lk__bl_handle_t *h, int64_t wait_ms) {
-  return BL_B(try)((BL_B(t) *)h, wait_ms);
-}
-static int release_any(lk__bl_handle_t *h) { return BL_B(release)((BL_B(t) *)h); }
-
-static const lk__bl_kind_t kind = {
-    .what = BL_WHAT, .kind = BL_KIND, .tells_lost = 1, .has_token = 1, .sides = 1,
-    .make = make, .sync = sync_count, .try_any = try_any, .release_any = release_any, .holds = 1};
-
 static int acquire(BL_B(t) *l, const BL_A(opts_t) *opts) {
   lk__bl_op_t op = {.start = start,
                     .verb = V_ACQUIRE,
@@ -62,32 +54,19 @@ static int acquire(BL_B(t) *l, const BL_A(opts_t) *opts) {
   return lk__bl_op_run(LK__BL_H(l), &op, NULL);
 }
 
+#include "blocking/lock_verbs.h"
+
+static const lk__bl_kind_t kind = {
+    .what = BL_WHAT, .kind = BL_KIND, .tells_lost = 1, .has_token = 1, .sides = 1,
+    .make = make, .sync = sync_count, .try_any = try_any, .release_any = release_any,
+    .holds = 1};
+
 int BL_B(new)(lk_blocking_t *b, const char *name, BL_B(t) **out) {
-  BL_B(t) *l = NULL;
-  int rc = lk__bl_handle_alloc(b, &kind, name, sizeof(*l), &l);
-  return rc != 0 ? rc : lk__bl_handle_publish(&l->h, out);
-}
-
-int BL_B(acquire)(BL_B(t) *l, const BL_A(opts_t) *opts) {
-  BL_A(opts_t) o;
-  if (opts == NULL) {
-    BL_A(opts_init)(&o);
-    o.wait_ms = LK_WAIT_FOREVER;
-    opts = &o;
-  }
-  return acquire(l, opts);
-}
-
-int BL_B(try)(BL_B(t) *l, int64_t wait_ms) {
-  BL_A(opts_t) o;
-  BL_A(opts_init)(&o);
-  o.wait_ms = wait_ms;
-  return acquire(l, &o);
-}
-
-int BL_B(release)(BL_B(t) *l) {
-  lk__bl_op_t op = {.start = start, .verb = V_RELEASE, .flags = LK__BL_RELEASES};
-  return lk__bl_op_run(LK__BL_H(l), &op, NULL);
+  int rc;
+  BL_B(t) *l = (BL_B(t) *)lk__bl_handle_alloc(b, &kind, name, sizeof(*l), out, &rc);
+  if (l != NULL && (rc = lk__bl_handle_publish(&l->h)) == 0)
+    *out = l;
+  return rc;
 }
 
 int BL_B(is_locked)(BL_B(t) *l) {
@@ -96,9 +75,3 @@ int BL_B(is_locked)(BL_B(t) *l) {
   int rc = lk__bl_op_run(LK__BL_H(l), &op, &r);
   return rc != 0 ? rc : r != 0;
 }
-
-int BL_B(is_held)(BL_B(t) *l) { return lk__bl_held(LK__BL_H(l), 0); }
-
-uint32_t BL_B(hold_count)(BL_B(t) *l) { return (uint32_t)lk__bl_count(LK__BL_H(l), 0, 1); }
-
-int BL_B(close)(BL_B(t) *l) { return lk__bl_handle_close(LK__BL_H(l)); }

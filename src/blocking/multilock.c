@@ -109,18 +109,6 @@ static int start(lk_handle_t *h, lk__bl_op_t *op) {
   return lk_multilock_release(lk_handle_as_multilock(h), bl_done, op);
 }
 
-static int try_any(lk__bl_handle_t *h, int64_t wait_ms) {
-  return lk_blocking_multilock_try((lk_blocking_multilock_t *)h, wait_ms);
-}
-static int release_any(lk__bl_handle_t *h) {
-  return lk_blocking_multilock_release((lk_blocking_multilock_t *)h);
-}
-
-static const lk__bl_kind_t ml_kind = {
-    .what = "multilock", .kind = LK_KIND_MULTILOCK, .tells_lost = 1, .sides = 1,
-    .make = make, .unmake = unmake, .sync = sync_count, .closed = group_closed,
-    .try_any = try_any, .release_any = release_any, .holds = 1};
-
 static int acquire(lk_blocking_multilock_t *g, const lk_multilock_opts_t *opts) {
   lk__bl_op_t op = {.start = start,
                     .verb = V_ACQUIRE,
@@ -131,9 +119,19 @@ static int acquire(lk_blocking_multilock_t *g, const lk_multilock_opts_t *opts) 
   return lk__bl_op_run(LK__BL_H(g), &op, NULL);
 }
 
+#define BL_A(x) lk_multilock_##x
+#define BL_B(x) lk_blocking_multilock_##x
+#include "blocking/lock_verbs.h"
+
+static const lk__bl_kind_t ml_kind = {
+    .what = "multilock", .kind = LK_KIND_MULTILOCK, .tells_lost = 1, .sides = 1,
+    .make = make, .unmake = unmake, .sync = sync_count, .closed = group_closed,
+    .try_any = try_any, .release_any = release_any,
+    .holds = 1};
+
 int lk_blocking_multilock_new(lk_blocking_t *b, const char *const *names, size_t n,
                               lk_blocking_multilock_t **out) {
-  lk_blocking_multilock_t *g = NULL;
+  lk_blocking_multilock_t *g;
   size_t bytes = 0;
   char *p;
   int rc;
@@ -145,8 +143,9 @@ int lk_blocking_multilock_new(lk_blocking_t *b, const char *const *names, size_t
     bytes += strlen(names[i]) + 1;
   }
   /* The handle's own name (lost callbacks say it) is the first member's. */
-  rc = lk__bl_handle_alloc(b, &ml_kind, names[0], sizeof(*g) + n * sizeof(char *) + bytes, &g);
-  if (rc != 0)
+  g = (lk_blocking_multilock_t *)lk__bl_handle_alloc(
+      b, &ml_kind, names[0], sizeof(*g) + n * sizeof(char *) + bytes, out, &rc);
+  if (g == NULL)
     return rc;
   g->n = n;
   p = (char *)&g->names[n];
@@ -156,39 +155,7 @@ int lk_blocking_multilock_new(lk_blocking_t *b, const char *const *names, size_t
     g->names[i] = p;
     p += len;
   }
-  return lk__bl_handle_publish(&g->h, out);
-}
-
-int lk_blocking_multilock_acquire(lk_blocking_multilock_t *g, const lk_multilock_opts_t *opts) {
-  lk_multilock_opts_t o;
-  if (opts == NULL) {
-    lk_multilock_opts_init(&o);
-    o.wait_ms = LK_WAIT_FOREVER;
-    opts = &o;
-  }
-  return acquire(g, opts);
-}
-
-int lk_blocking_multilock_try(lk_blocking_multilock_t *g, int64_t wait_ms) {
-  lk_multilock_opts_t o;
-  lk_multilock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  return acquire(g, &o);
-}
-
-int lk_blocking_multilock_release(lk_blocking_multilock_t *g) {
-  lk__bl_op_t op = {.start = start, .verb = V_RELEASE, .flags = LK__BL_RELEASES};
-  return lk__bl_op_run(LK__BL_H(g), &op, NULL);
-}
-
-int lk_blocking_multilock_is_held(lk_blocking_multilock_t *g) {
-  return lk__bl_held(LK__BL_H(g), 0);
-}
-
-uint32_t lk_blocking_multilock_hold_count(lk_blocking_multilock_t *g) {
-  return (uint32_t)lk__bl_count(LK__BL_H(g), 0, 1);
-}
-
-int lk_blocking_multilock_close(lk_blocking_multilock_t *g) {
-  return lk__bl_handle_close(LK__BL_H(g));
+  if ((rc = lk__bl_handle_publish(&g->h)) == 0)
+    *out = g;
+  return rc;
 }

@@ -44,9 +44,12 @@ static int run(lk_blocking_ratelimiter_t *r, int verb, const void *arg, int64_t 
 
 int lk_blocking_ratelimiter_new(lk_blocking_t *b, const char *name,
                                 lk_blocking_ratelimiter_t **out) {
-  lk_blocking_ratelimiter_t *r = NULL;
-  int rc = lk__bl_handle_alloc(b, &rl_kind, name, sizeof(*r), &r);
-  return rc != 0 ? rc : lk__bl_handle_publish(&r->h, out);
+  int rc;
+  lk_blocking_ratelimiter_t *r =
+      (lk_blocking_ratelimiter_t *)lk__bl_handle_alloc(b, &rl_kind, name, sizeof(*r), out, &rc);
+  if (r != NULL && (rc = lk__bl_handle_publish(&r->h)) == 0)
+    *out = r;
+  return rc;
 }
 
 int lk_blocking_ratelimiter_try_set_rate(lk_blocking_ratelimiter_t *r,

@@ -39,16 +39,46 @@ static void sync_count(lk__bl_slot_t *slot, lk_handle_t *obj) {
   atomic_store(&slot->count[0], (int64_t)lk_redlock_hold_count(lk_handle_as_redlock(obj)));
 }
 
-static int try_any(lk__bl_handle_t *h, int64_t wait_ms) {
-  return lk_blocking_redlock_try((lk_blocking_redlock_t *)h, wait_ms);
+/* ---- verbs ---------------------------------------------------------------------- */
+
+/* A fixed lease holds for the quorum's validity (lease less the time the
+ * attempt took and the drift), read now and rounded down; a renewed one
+ * has no end but a loss. */
+static int64_t set_validity(lk_handle_t *obj, int status, lk__bl_op_t *op) {
+  const lk_redlock_opts_t *opts = op->opts;
+  if (status == 0) {
+    int64_t v = lk_redlock_validity_ms(lk_handle_as_redlock(obj));
+    atomic_store(&op->call.slot->until_ns[0],
+                 opts->lease_ms > 0 ? uv_hrtime() + (uint64_t)v * 1000000u : 0);
+  }
+  return 0;
 }
-static int release_any(lk__bl_handle_t *h) {
-  return lk_blocking_redlock_release((lk_blocking_redlock_t *)h);
+
+LK__BL_DONE(redlock)
+
+static int start(lk_handle_t *h, lk__bl_op_t *op) {
+  if (op->verb == V_ACQUIRE)
+    return lk_redlock_acquire(lk_handle_as_redlock(h), op->opts, bl_done, op);
+  return lk_redlock_release(lk_handle_as_redlock(h), bl_done, op);
 }
+
+static int acquire(lk_blocking_redlock_t *r, const lk_redlock_opts_t *opts) {
+  lk__bl_op_t op = {.start = start,
+                    .verb = V_ACQUIRE,
+                    .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
+                    .opts = opts,
+                    .finish = set_validity};
+  return lk__bl_op_run(LK__BL_H(r), &op, NULL);
+}
+
+#define BL_A(x) lk_redlock_##x
+#define BL_B(x) lk_blocking_redlock_##x
+#include "blocking/lock_verbs.h"
 
 static const lk__bl_kind_t rl_kind = {
     .what = "redlock", .kind = LK_KIND_REDLOCK, .tells_lost = 1, .has_token = 1, .sides = 1,
-    .make = make, .sync = sync_count, .try_any = try_any, .release_any = release_any, .holds = 1};
+    .make = make, .sync = sync_count, .try_any = try_any, .release_any = release_any,
+    .holds = 1};
 
 /* ---- the owned clients: closed after the objects made on them -------------------- */
 
@@ -141,14 +171,15 @@ static int start_new(lk__bl_call_t *call) {
 static int new_handle(lk_blocking_t *b, const lk_client_opts_t *masters,
                       lk_client_t *const *clients, size_t n, const char *name,
                       const lk_redlock_config_t *cfg, lk_blocking_redlock_t **out) {
-  lk_blocking_redlock_t *r = NULL;
+  lk_blocking_redlock_t *r;
   new_call_t nc;
   int rc;
   if (out == NULL || (masters == NULL && clients == NULL) || n == 0 ||
       n > LK_REDLOCK_MAX_NODES)
     return LK_EINVAL;
-  rc = lk__bl_handle_alloc(b, &rl_kind, name, sizeof(*r) + n * sizeof(lk_client_t *), &r);
-  if (rc != 0)
+  r = (lk_blocking_redlock_t *)lk__bl_handle_alloc(
+      b, &rl_kind, name, sizeof(*r) + n * sizeof(lk_client_t *), out, &rc);
+  if (r == NULL)
     return rc;
   r->h.close_rest = close_clients;
   r->h.free_rest = free_clients;
@@ -187,65 +218,3 @@ int lk_blocking_redlock_new_on(lk_blocking_t *b, lk_client_t *const *clients, si
     return LK_EINVAL;
   return new_handle(b, NULL, clients, n, name, cfg, out);
 }
-
-/* ---- verbs ---------------------------------------------------------------------- */
-
-/* A fixed lease holds for the quorum's validity (lease less the time the
- * attempt took and the drift), read now and rounded down; a renewed one
- * has no end but a loss. */
-static int64_t set_validity(lk_handle_t *obj, int status, lk__bl_op_t *op) {
-  const lk_redlock_opts_t *opts = op->opts;
-  if (status == 0) {
-    int64_t v = lk_redlock_validity_ms(lk_handle_as_redlock(obj));
-    atomic_store(&op->call.slot->until_ns[0],
-                 opts->lease_ms > 0 ? uv_hrtime() + (uint64_t)v * 1000000u : 0);
-  }
-  return 0;
-}
-
-LK__BL_DONE(redlock)
-
-static int start(lk_handle_t *h, lk__bl_op_t *op) {
-  if (op->verb == V_ACQUIRE)
-    return lk_redlock_acquire(lk_handle_as_redlock(h), op->opts, bl_done, op);
-  return lk_redlock_release(lk_handle_as_redlock(h), bl_done, op);
-}
-
-static int acquire(lk_blocking_redlock_t *r, const lk_redlock_opts_t *opts) {
-  lk__bl_op_t op = {.start = start,
-                    .verb = V_ACQUIRE,
-                    .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
-                    .opts = opts,
-                    .finish = set_validity};
-  return lk__bl_op_run(LK__BL_H(r), &op, NULL);
-}
-
-int lk_blocking_redlock_acquire(lk_blocking_redlock_t *r, const lk_redlock_opts_t *opts) {
-  lk_redlock_opts_t o;
-  if (opts == NULL) {
-    lk_redlock_opts_init(&o);
-    o.wait_ms = LK_WAIT_FOREVER;
-    opts = &o;
-  }
-  return acquire(r, opts);
-}
-
-int lk_blocking_redlock_try(lk_blocking_redlock_t *r, int64_t wait_ms) {
-  lk_redlock_opts_t o;
-  lk_redlock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  return acquire(r, &o);
-}
-
-int lk_blocking_redlock_release(lk_blocking_redlock_t *r) {
-  lk__bl_op_t op = {.start = start, .verb = V_RELEASE, .flags = LK__BL_RELEASES};
-  return lk__bl_op_run(LK__BL_H(r), &op, NULL);
-}
-
-int lk_blocking_redlock_is_held(lk_blocking_redlock_t *r) { return lk__bl_held(LK__BL_H(r), 0); }
-
-uint32_t lk_blocking_redlock_hold_count(lk_blocking_redlock_t *r) {
-  return (uint32_t)lk__bl_count(LK__BL_H(r), 0, 1);
-}
-
-int lk_blocking_redlock_close(lk_blocking_redlock_t *r) { return lk__bl_handle_close(LK__BL_H(r)); }

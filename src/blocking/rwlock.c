@@ -45,7 +45,8 @@ static int release_any(lk__bl_handle_t *h) {
 
 static const lk__bl_kind_t rw_kind = {
     .what = "rwlock", .kind = LK_KIND_RWLOCK, .tells_lost = 1, .has_token = 1, .sides = 2,
-    .make = make, .sync = sync_counts, .try_any = try_any, .release_any = release_any, .holds = 1};
+    .make = make, .sync = sync_counts, .try_any = try_any, .release_any = release_any,
+    .holds = 1};
 
 static int acquire(lk_blocking_rwlock_t *l, lk_rwlock_side_t side, const lk_rwlock_opts_t *opts) {
   lk__bl_op_t op = {.start = start,
@@ -59,9 +60,12 @@ static int acquire(lk_blocking_rwlock_t *l, lk_rwlock_side_t side, const lk_rwlo
 }
 
 int lk_blocking_rwlock_new(lk_blocking_t *b, const char *name, lk_blocking_rwlock_t **out) {
-  lk_blocking_rwlock_t *l = NULL;
-  int rc = lk__bl_handle_alloc(b, &rw_kind, name, sizeof(*l), &l);
-  return rc != 0 ? rc : lk__bl_handle_publish(&l->h, out);
+  int rc;
+  lk_blocking_rwlock_t *l =
+      (lk_blocking_rwlock_t *)lk__bl_handle_alloc(b, &rw_kind, name, sizeof(*l), out, &rc);
+  if (l != NULL && (rc = lk__bl_handle_publish(&l->h)) == 0)
+    *out = l;
+  return rc;
 }
 
 int lk_blocking_rwlock_acquire(lk_blocking_rwlock_t *l, lk_rwlock_side_t side,

@@ -42,7 +42,8 @@ static int release_any(lk__bl_handle_t *h) {
 
 static const lk__bl_kind_t sem_kind = {
     .what = "semaphore", .kind = LK_KIND_SEMAPHORE, .sides = 1, .make = make,
-    .sync = sync_held, .try_any = try_any, .release_any = release_any, .holds = 1};
+    .sync = sync_held, .try_any = try_any, .release_any = release_any,
+    .holds = 1};
 
 static int run(lk_blocking_semaphore_t *s, int verb, int64_t n, int64_t *result) {
   lk__bl_op_t op = {.start = start, .verb = verb, .n = n};
@@ -51,9 +52,12 @@ static int run(lk_blocking_semaphore_t *s, int verb, int64_t n, int64_t *result)
 
 int lk_blocking_semaphore_new(lk_blocking_t *b, const char *name,
                               lk_blocking_semaphore_t **out) {
-  lk_blocking_semaphore_t *s = NULL;
-  int rc = lk__bl_handle_alloc(b, &sem_kind, name, sizeof(*s), &s);
-  return rc != 0 ? rc : lk__bl_handle_publish(&s->h, out);
+  int rc;
+  lk_blocking_semaphore_t *s =
+      (lk_blocking_semaphore_t *)lk__bl_handle_alloc(b, &sem_kind, name, sizeof(*s), out, &rc);
+  if (s != NULL && (rc = lk__bl_handle_publish(&s->h)) == 0)
+    *out = s;
+  return rc;
 }
 
 int lk_blocking_semaphore_acquire(lk_blocking_semaphore_t *s, const lk_semaphore_opts_t *opts) {
