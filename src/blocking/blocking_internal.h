@@ -179,6 +179,10 @@ lk__bl_handle_t *lk__bl_handle_alloc(lk_blocking_t *b, const lk__bl_kind_t *kind
 /* Registers h with its client: 0, or LK_ECLOSED (the client began closing)
  * and h is freed. */
 int lk__bl_handle_publish(lk__bl_handle_t *h);
+/* Both, for a kind whose struct is the handle alone: out is its _new's
+ * out (a pointer to the kind's pointer), set on success. */
+int lk__bl_handle_new(lk_blocking_t *b, const lk__bl_kind_t *kind, const char *name,
+                      size_t size, void *out);
 
 /* The calling thread's slot, made on first use. NULL with *rc set. On
  * success the caller counts in h->active: it must pass the slot to

@@ -44,6 +44,17 @@ int lk__bl_handle_publish(lk__bl_handle_t *h) {
   return rc;
 }
 
+int lk__bl_handle_new(lk_blocking_t *b, const lk__bl_kind_t *kind, const char *name,
+                      size_t size, void *out) {
+  int rc;
+  lk__bl_handle_t *h = lk__bl_handle_alloc(b, kind, name, size, out, &rc);
+  /* Copied as bytes: every pointer to a struct has one representation, and
+   * the kind's struct begins with h. */
+  if (h != NULL && (rc = lk__bl_handle_publish(h)) == 0)
+    memcpy(out, &h, sizeof(h));
+  return rc;
+}
+
 /* Thread tid's slot of h, or NULL. */
 static lk__bl_slot_t *slot_of(lk__bl_handle_t *h, uint64_t tid) {
   lk__bl_slot_t *s;

@@ -51,12 +51,7 @@ static const lk__bl_kind_t leader_kind = {
     .holds = 1};
 
 int lk_blocking_leader_new(lk_blocking_t *b, const char *role, lk_blocking_leader_t **out) {
-  int rc;
-  lk_blocking_leader_t *l =
-      (lk_blocking_leader_t *)lk__bl_handle_alloc(b, &leader_kind, role, sizeof(*l), out, &rc);
-  if (l != NULL && (rc = lk__bl_handle_publish(&l->h)) == 0)
-    *out = l;
-  return rc;
+  return lk__bl_handle_new(b, &leader_kind, role, sizeof(lk_blocking_leader_t), out);
 }
 
 int lk_blocking_leader_campaign(lk_blocking_leader_t *l, const lk_leader_opts_t *opts,

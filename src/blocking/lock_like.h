@@ -62,11 +62,7 @@ static const lk__bl_kind_t kind = {
     .holds = 1};
 
 int BL_B(new)(lk_blocking_t *b, const char *name, BL_B(t) **out) {
-  int rc;
-  BL_B(t) *l = (BL_B(t) *)lk__bl_handle_alloc(b, &kind, name, sizeof(*l), out, &rc);
-  if (l != NULL && (rc = lk__bl_handle_publish(&l->h)) == 0)
-    *out = l;
-  return rc;
+  return lk__bl_handle_new(b, &kind, name, sizeof(BL_B(t)), out);
 }
 
 int BL_B(is_locked)(BL_B(t) *l) {

@@ -69,12 +69,7 @@ static int run(lk_blocking_psem_t *p, int verb, int64_t n, int64_t *result) {
 }
 
 int lk_blocking_psem_new(lk_blocking_t *b, const char *name, lk_blocking_psem_t **out) {
-  int rc;
-  lk_blocking_psem_t *p =
-      (lk_blocking_psem_t *)lk__bl_handle_alloc(b, &psem_kind, name, sizeof(*p), out, &rc);
-  if (p != NULL && (rc = lk__bl_handle_publish(&p->h)) == 0)
-    *out = p;
-  return rc;
+  return lk__bl_handle_new(b, &psem_kind, name, sizeof(lk_blocking_psem_t), out);
 }
 
 int lk_blocking_psem_acquire(lk_blocking_psem_t *p, const lk_psem_opts_t *opts,

@@ -44,12 +44,7 @@ static int run(lk_blocking_ratelimiter_t *r, int verb, const void *arg, int64_t 
 
 int lk_blocking_ratelimiter_new(lk_blocking_t *b, const char *name,
                                 lk_blocking_ratelimiter_t **out) {
-  int rc;
-  lk_blocking_ratelimiter_t *r =
-      (lk_blocking_ratelimiter_t *)lk__bl_handle_alloc(b, &rl_kind, name, sizeof(*r), out, &rc);
-  if (r != NULL && (rc = lk__bl_handle_publish(&r->h)) == 0)
-    *out = r;
-  return rc;
+  return lk__bl_handle_new(b, &rl_kind, name, sizeof(lk_blocking_ratelimiter_t), out);
 }
 
 int lk_blocking_ratelimiter_try_set_rate(lk_blocking_ratelimiter_t *r,

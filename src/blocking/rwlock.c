@@ -60,12 +60,7 @@ static int acquire(lk_blocking_rwlock_t *l, lk_rwlock_side_t side, const lk_rwlo
 }
 
 int lk_blocking_rwlock_new(lk_blocking_t *b, const char *name, lk_blocking_rwlock_t **out) {
-  int rc;
-  lk_blocking_rwlock_t *l =
-      (lk_blocking_rwlock_t *)lk__bl_handle_alloc(b, &rw_kind, name, sizeof(*l), out, &rc);
-  if (l != NULL && (rc = lk__bl_handle_publish(&l->h)) == 0)
-    *out = l;
-  return rc;
+  return lk__bl_handle_new(b, &rw_kind, name, sizeof(lk_blocking_rwlock_t), out);
 }
 
 int lk_blocking_rwlock_acquire(lk_blocking_rwlock_t *l, lk_rwlock_side_t side,

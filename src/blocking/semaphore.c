@@ -52,12 +52,7 @@ static int run(lk_blocking_semaphore_t *s, int verb, int64_t n, int64_t *result)
 
 int lk_blocking_semaphore_new(lk_blocking_t *b, const char *name,
                               lk_blocking_semaphore_t **out) {
-  int rc;
-  lk_blocking_semaphore_t *s =
-      (lk_blocking_semaphore_t *)lk__bl_handle_alloc(b, &sem_kind, name, sizeof(*s), out, &rc);
-  if (s != NULL && (rc = lk__bl_handle_publish(&s->h)) == 0)
-    *out = s;
-  return rc;
+  return lk__bl_handle_new(b, &sem_kind, name, sizeof(lk_blocking_semaphore_t), out);
 }
 
 int lk_blocking_semaphore_acquire(lk_blocking_semaphore_t *s, const lk_semaphore_opts_t *opts) {
