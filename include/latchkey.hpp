@@ -12,6 +12,8 @@
 //   latchkey::error               std::system_error with latchkey's codes in
 //                                 their own std::error_category
 //
+// Each object is one generic blocking handle (lk_blocking_handle_t) under a
+// shared base, detail::handle_base: the lockables run on its generic verbs.
 // Owners are threads, as in the C API: a mutex locked by one thread is
 // locked for every other thread of the process and for other processes.
 #ifndef LATCHKEY_HPP
@@ -175,46 +177,82 @@ private:
   detail::shared_blocking b_;
 };
 
-// ---- mutex (the reentrant lock, docs/lock.md) -------------------------------------
+// ---- the one handle every object wraps ----------------------------------------------
 
-// TimedLockable. Re-entry by the owning thread counts, as in Redisson.
-// unlock() never throws (it runs in std::lock_guard's destructor): a
-// failed release is kept for last_unlock_error(); unlock_checked() throws.
-class mutex {
+namespace detail {
+
+// What every object below shares: the blocking client (kept open while the
+// object lives), its handle as the generic lk_blocking_handle_t
+// (latchkey/blocking.h), closed by the destructor, and the generic verbs.
+// Not copyable, not movable: other threads use it by reference.
+class handle_base {
 public:
-  mutex(client &c, const std::string &name) : b_(c.shared_handle()) {
-    detail::check(lk_blocking_lock_new(b_.get(), name.c_str(), &l_),
-                  "lk_blocking_lock_new");
-  }
-  ~mutex() { lk_blocking_lock_close(l_); }
-  mutex(const mutex &) = delete;
-  mutex &operator=(const mutex &) = delete;
+  handle_base(const handle_base &) = delete;
+  handle_base &operator=(const handle_base &) = delete;
 
-  void lock() { detail::check(lk_blocking_lock_acquire(l_, nullptr), "lk_blocking_lock_acquire"); }
-  bool try_lock() { return detail::timed(lk_blocking_lock_try(l_, 0), "lk_blocking_lock_try"); }
+  // The calling thread's view, no round trip.
+  bool is_held() const noexcept { return lk_blocking_handle_is_held(h_) == 1; }
+  lk_blocking_handle_t *generic_handle() const noexcept { return h_; }
+
+protected:
+  explicit handle_base(client &c) : b_(c.shared_handle()) {}
+  ~handle_base() { lk_blocking_handle_close(h_); }
+  // Keeps the handle lk_blocking_<kind>_new made, or throws its code.
+  void adopt(int rc, lk_blocking_handle_t *h, const char *what) {
+    check(rc, what);
+    h_ = h;
+  }
+  lk_blocking_t *blocking() const noexcept { return b_.get(); }
+
+  shared_blocking b_; // first: closed after the handle
+  lk_blocking_handle_t *h_ = nullptr;
+};
+
+// TimedLockable over the generic verbs: lock() waits as long as it takes,
+// the tries wait as long as given, unlock() gives one hold back and never
+// throws (it runs in std::lock_guard's destructor): a failed release is
+// kept for last_unlock_error(); unlock_checked() throws.
+class timed_lockable : public handle_base {
+public:
+  void lock() { check(lk_blocking_handle_acquire(h_), "lk_blocking_handle_acquire"); }
+  bool try_lock() { return try_for(0); }
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period> &d) {
-    return detail::timed(lk_blocking_lock_try(l_, detail::to_ms(d)), "lk_blocking_lock_try");
+    return try_for(to_ms(d));
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration> &tp) {
-    return detail::timed(lk_blocking_lock_try(l_, detail::until_ms(tp)), "lk_blocking_lock_try");
+    return try_for(until_ms(tp));
   }
-  void unlock() noexcept { last_unlock_error_ = lk_blocking_lock_release(l_); }
-  void unlock_checked() { detail::check(lk_blocking_lock_release(l_), "lk_blocking_lock_release"); }
+  void unlock() noexcept { last_unlock_error_ = lk_blocking_handle_release(h_); }
+  void unlock_checked() { check(lk_blocking_handle_release(h_), "lk_blocking_handle_release"); }
   // The last unlock()'s failure (0 when it released; LK_ELEASELOST when
   // the lease had been lost while held). Per object, not per thread.
   int last_unlock_error() const noexcept { return last_unlock_error_.load(); }
 
-  // The calling thread's view, no round trip.
-  bool is_held() const noexcept { return lk_blocking_lock_is_held(l_) == 1; }
+protected:
+  using handle_base::handle_base;
+  bool try_for(int64_t ms) { return timed(lk_blocking_handle_try(h_, ms), "lk_blocking_handle_try"); }
+  std::atomic<int> last_unlock_error_{0}; // readers unlock at once
+};
+
+} // namespace detail
+
+// ---- mutex (the reentrant lock, docs/lock.md) -------------------------------------
+
+// TimedLockable. Re-entry by the owning thread counts, as in Redisson.
+// unlock() never throws (see detail::timed_lockable).
+class mutex : public detail::timed_lockable {
+public:
+  mutex(client &c, const std::string &name) : timed_lockable(c) {
+    int rc = lk_blocking_lock_new(blocking(), name.c_str(), &l_);
+    adopt(rc, lk_blocking_lock_handle(l_), "lk_blocking_lock_new");
+  }
   uint32_t hold_count() const noexcept { return lk_blocking_lock_hold_count(l_); }
   lk_blocking_lock_t *native_handle() const noexcept { return l_; }
 
 private:
-  detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_lock_t *l_ = nullptr;
-  std::atomic<int> last_unlock_error_{0};
 };
 
 // ---- redlock (a quorum of independent masters, docs/multilock.md) ------------------
@@ -223,105 +261,59 @@ private:
 // client's loop thread (made here, closed by the destructor). Re-entry by
 // the owning thread counts, as RedLock's does (the lean layout throws
 // LK_EINVAL). unlock() never throws, as mutex::unlock.
-class redlock {
+class redlock : public detail::timed_lockable {
 public:
   redlock(client &c, const std::vector<lk_client_opts_t> &masters, const std::string &name,
           const lk_redlock_config_t *cfg = nullptr)
-      : b_(c.shared_handle()) {
-    detail::check(lk_blocking_redlock_new(b_.get(), masters.data(), masters.size(),
-                                          name.c_str(), cfg, &r_),
-                  "lk_blocking_redlock_new");
+      : timed_lockable(c) {
+    int rc = lk_blocking_redlock_new(blocking(), masters.data(), masters.size(), name.c_str(),
+                                     cfg, &r_);
+    adopt(rc, lk_blocking_redlock_handle(r_), "lk_blocking_redlock_new");
   }
-  ~redlock() { lk_blocking_redlock_close(r_); }
-  redlock(const redlock &) = delete;
-  redlock &operator=(const redlock &) = delete;
-
-  void lock() {
-    detail::check(lk_blocking_redlock_acquire(r_, nullptr), "lk_blocking_redlock_acquire");
-  }
-  bool try_lock() { return try_for(0); }
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period> &d) {
-    return try_for(detail::to_ms(d));
-  }
-  template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration> &tp) {
-    return try_for(detail::until_ms(tp));
-  }
-  void unlock() noexcept { last_unlock_error_ = lk_blocking_redlock_release(r_); }
-  void unlock_checked() {
-    detail::check(lk_blocking_redlock_release(r_), "lk_blocking_redlock_release");
-  }
-  int last_unlock_error() const noexcept { return last_unlock_error_.load(); }
-
-  // The calling thread's view, no round trip.
-  bool is_held() const noexcept { return lk_blocking_redlock_is_held(r_) == 1; }
   uint32_t hold_count() const noexcept { return lk_blocking_redlock_hold_count(r_); }
   lk_blocking_redlock_t *native_handle() const noexcept { return r_; }
 
 private:
-  bool try_for(int64_t ms) {
-    return detail::timed(lk_blocking_redlock_try(r_, ms), "lk_blocking_redlock_try");
-  }
-  detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_redlock_t *r_ = nullptr;
-  std::atomic<int> last_unlock_error_{0};
 };
 
 // ---- shared_mutex (the read/write lock, docs/rwlock.md) ------------------------------
 
-// SharedTimedLockable: the write side is lock(), the read side
-// lock_shared(). unlock()/unlock_shared() never throw, as mutex::unlock.
-class shared_mutex {
+// SharedTimedLockable: the write side is lock() (the generic verbs take
+// it), the read side lock_shared(). unlock()/unlock_shared() never throw,
+// as mutex::unlock.
+class shared_mutex : public detail::timed_lockable {
 public:
-  shared_mutex(client &c, const std::string &name) : b_(c.shared_handle()) {
-    detail::check(lk_blocking_rwlock_new(b_.get(), name.c_str(), &rw_),
-                  "lk_blocking_rwlock_new");
+  shared_mutex(client &c, const std::string &name) : timed_lockable(c) {
+    int rc = lk_blocking_rwlock_new(blocking(), name.c_str(), &rw_);
+    adopt(rc, lk_blocking_rwlock_handle(rw_), "lk_blocking_rwlock_new");
   }
-  ~shared_mutex() { lk_blocking_rwlock_close(rw_); }
-  shared_mutex(const shared_mutex &) = delete;
-  shared_mutex &operator=(const shared_mutex &) = delete;
 
-  void lock() { acquire(LK_RW_WRITE); }
-  bool try_lock() { return try_for(LK_RW_WRITE, 0); }
-  template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period> &d) {
-    return try_for(LK_RW_WRITE, detail::to_ms(d));
+  void lock_shared() {
+    detail::check(lk_blocking_rwlock_acquire(rw_, LK_RW_READ, nullptr),
+                  "lk_blocking_rwlock_acquire");
   }
-  template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration> &tp) {
-    return try_for(LK_RW_WRITE, detail::until_ms(tp));
-  }
-  void unlock() noexcept { last_unlock_error_ = lk_blocking_rwlock_release(rw_, LK_RW_WRITE); }
-
-  void lock_shared() { acquire(LK_RW_READ); }
-  bool try_lock_shared() { return try_for(LK_RW_READ, 0); }
+  bool try_lock_shared() { return try_shared_for(0); }
   template <class Rep, class Period>
   bool try_lock_shared_for(const std::chrono::duration<Rep, Period> &d) {
-    return try_for(LK_RW_READ, detail::to_ms(d));
+    return try_shared_for(detail::to_ms(d));
   }
   template <class Clock, class Duration>
   bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration> &tp) {
-    return try_for(LK_RW_READ, detail::until_ms(tp));
+    return try_shared_for(detail::until_ms(tp));
   }
   void unlock_shared() noexcept { last_unlock_error_ = lk_blocking_rwlock_release(rw_, LK_RW_READ); }
 
-  int last_unlock_error() const noexcept { return last_unlock_error_.load(); }
   bool is_held(lk_rwlock_side_t side) const noexcept {
     return lk_blocking_rwlock_is_held(rw_, side) == 1;
   }
   lk_blocking_rwlock_t *native_handle() const noexcept { return rw_; }
 
 private:
-  void acquire(lk_rwlock_side_t side) {
-    detail::check(lk_blocking_rwlock_acquire(rw_, side, nullptr), "lk_blocking_rwlock_acquire");
+  bool try_shared_for(int64_t ms) {
+    return detail::timed(lk_blocking_rwlock_try(rw_, LK_RW_READ, ms), "lk_blocking_rwlock_try");
   }
-  bool try_for(lk_rwlock_side_t side, int64_t ms) {
-    return detail::timed(lk_blocking_rwlock_try(rw_, side, ms), "lk_blocking_rwlock_try");
-  }
-  detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_rwlock_t *rw_ = nullptr;
-  std::atomic<int> last_unlock_error_{0}; // readers unlock at once
 };
 
 // ---- counting_semaphore (docs/semaphore.md) ------------------------------------------
@@ -330,15 +322,12 @@ private:
 // per thread: release() gives back permits the calling thread took (it
 // throws error(LK_ENOTHELD) otherwise). The count is set once with
 // try_set_permits (Redisson's trySetPermits).
-class counting_semaphore {
+class counting_semaphore : public detail::handle_base {
 public:
-  counting_semaphore(client &c, const std::string &name) : b_(c.shared_handle()) {
-    detail::check(lk_blocking_semaphore_new(b_.get(), name.c_str(), &s_),
-                  "lk_blocking_semaphore_new");
+  counting_semaphore(client &c, const std::string &name) : handle_base(c) {
+    int rc = lk_blocking_semaphore_new(blocking(), name.c_str(), &s_);
+    adopt(rc, lk_blocking_semaphore_handle(s_), "lk_blocking_semaphore_new");
   }
-  ~counting_semaphore() { lk_blocking_semaphore_close(s_); }
-  counting_semaphore(const counting_semaphore &) = delete;
-  counting_semaphore &operator=(const counting_semaphore &) = delete;
 
   // True when this call set the count, false when it was set already.
   bool try_set_permits(int64_t permits) {
@@ -346,9 +335,7 @@ public:
     detail::check(rc, "lk_blocking_semaphore_try_set_permits");
     return rc == 1;
   }
-  void acquire() {
-    detail::check(lk_blocking_semaphore_acquire(s_, nullptr), "lk_blocking_semaphore_acquire");
-  }
+  void acquire() { detail::check(lk_blocking_handle_acquire(h_), "lk_blocking_handle_acquire"); }
   // Unlike std::counting_semaphore::try_acquire (noexcept), this may throw:
   // false only means no permit was free; a failure (LK_ECLOSED, a lost
   // connection...) throws latchkey::error rather than pass for "no permit".
@@ -375,9 +362,8 @@ public:
 
 private:
   bool try_for(int64_t ms) {
-    return detail::timed(lk_blocking_semaphore_try(s_, 1, ms), "lk_blocking_semaphore_try");
+    return detail::timed(lk_blocking_handle_try(h_, ms), "lk_blocking_handle_try");
   }
-  detail::shared_blocking b_; // first: closed after the handle
   lk_blocking_semaphore_t *s_ = nullptr;
 };
 

@@ -126,9 +126,57 @@ LK_EXTERN int lk_blocking_lost_fd(lk_blocking_t *b);
  * codes. */
 LK_EXTERN int lk_blocking_lost_clear(lk_blocking_t *b);
 
+/* ---- one handle for every kind ----------------------------------------------
+ *
+ * Every blocking handle below (lk_blocking_lock_t, ..._semaphore_t, ...) is
+ * also an lk_blocking_handle_t, as every asynchronous object is an
+ * lk_handle_t (latchkey/handle.h): lk_blocking_<kind>_handle(x) converts
+ * (a cast: NULL stays NULL, valid as long as x), and the verbs here work on
+ * every kind alike, each as the kind's own typed verb named beside it.
+ * A kind without such a verb answers LK_EINVAL, as a NULL handle does. */
+
+typedef struct lk_blocking_handle_s lk_blocking_handle_t;
+
+/* The kind of the objects behind it (an lk_kind_t: LK_KIND_LOCK...), or
+ * LK_EINVAL for NULL. */
+LK_EXTERN int lk_blocking_handle_kind(const lk_blocking_handle_t *h);
+/* The name given to new (a MultiLock's first member's, a leader's role);
+ * NULL for NULL. Borrowed for the handle's life. */
+LK_EXTERN const char *lk_blocking_handle_name(const lk_blocking_handle_t *h);
+/* Takes one hold for the calling thread, waiting at most wait_ms (0: one
+ * try, LK_WAIT_FOREVER: as long as it takes) with the kind's defaults:
+ * lock, fair lock, MultiLock, RedLock: their try; read/write lock: the
+ * write side; semaphore, rate limiter: one permit; permit semaphore: one
+ * permit (its id not returned); leader: a campaign of that wait; latch:
+ * await. Cancelable (lk_blocking_cancel). Codes: the typed verb's. */
+LK_EXTERN int lk_blocking_handle_try(lk_blocking_handle_t *h, int64_t wait_ms);
+/* lk_blocking_handle_try(h, LK_WAIT_FOREVER). */
+LK_EXTERN int lk_blocking_handle_acquire(lk_blocking_handle_t *h);
+/* Gives back what try took: one hold of a lock (the write side of a
+ * read/write lock), one permit of a semaphore, every permit of the
+ * thread's on a permit semaphore, a leader's leadership (resign).
+ * LK_EINVAL for the latch and the rate limiter. Codes: the typed verb's. */
+LK_EXTERN int lk_blocking_handle_release(lk_blocking_handle_t *h);
+/* The calling thread's view, no round trip: 1 while it holds anything of
+ * the handle (either side of a read/write lock, a permit, leadership) by
+ * the loop thread's last knowledge, 0 when not; LK_EINVAL for NULL, the
+ * latch and the rate limiter (test == 1). */
+LK_EXTERN int lk_blocking_handle_is_held(lk_blocking_handle_t *h);
+/* The same thread's count: a lock's holds (both sides of a read/write
+ * lock added), a semaphore's permits, 1 while leading; 0 after a loss.
+ * LK_EINVAL as is_held. */
+LK_EXTERN int64_t lk_blocking_handle_hold_count(lk_blocking_handle_t *h);
+/* The fencing token of the calling thread's last acquisition (a leader's
+ * term), 0 before any; LK_EINVAL for NULL and the kinds without tokens
+ * (semaphores, latch, MultiLock, rate limiter). */
+LK_EXTERN int64_t lk_blocking_handle_token(lk_blocking_handle_t *h);
+/* As the kind's close (lk_blocking_lock_close). */
+LK_EXTERN int lk_blocking_handle_close(lk_blocking_handle_t *h);
+
 /* ---- lock (docs/lock.md) -------------------------------------------------- */
 
 typedef struct lk_blocking_lock_s lk_blocking_lock_t;
+LK_EXTERN lk_blocking_handle_t *lk_blocking_lock_handle(lk_blocking_lock_t *x);
 
 /* name is copied. Sends nothing. Returns 0 or the entry codes (LK_EINVAL
  * also for a NULL or empty name). A name the client refuses
@@ -166,6 +214,7 @@ LK_EXTERN int lk_blocking_lock_close(lk_blocking_lock_t *l);
 /* ---- read/write lock (docs/rwlock.md) -------------------------------------- */
 
 typedef struct lk_blocking_rwlock_s lk_blocking_rwlock_t;
+LK_EXTERN lk_blocking_handle_t *lk_blocking_rwlock_handle(lk_blocking_rwlock_t *x);
 
 LK_EXTERN int lk_blocking_rwlock_new(lk_blocking_t *b, const char *name,
                                      lk_blocking_rwlock_t **out);
@@ -188,6 +237,7 @@ LK_EXTERN int lk_blocking_rwlock_close(lk_blocking_rwlock_t *rw);
 /* ---- counting semaphore (docs/semaphore.md) -------------------------------- */
 
 typedef struct lk_blocking_semaphore_s lk_blocking_semaphore_t;
+LK_EXTERN lk_blocking_handle_t *lk_blocking_semaphore_handle(lk_blocking_semaphore_t *x);
 
 LK_EXTERN int lk_blocking_semaphore_new(lk_blocking_t *b, const char *name,
                                         lk_blocking_semaphore_t **out);
@@ -217,6 +267,7 @@ LK_EXTERN int lk_blocking_semaphore_close(lk_blocking_semaphore_t *s);
  * lease. */
 
 typedef struct lk_blocking_psem_s lk_blocking_psem_t;
+LK_EXTERN lk_blocking_handle_t *lk_blocking_psem_handle(lk_blocking_psem_t *x);
 
 LK_EXTERN int lk_blocking_psem_new(lk_blocking_t *b, const char *name,
                                    lk_blocking_psem_t **out);
@@ -246,6 +297,7 @@ LK_EXTERN int lk_blocking_psem_close(lk_blocking_psem_t *p);
  * as a lost lease (the name given is the first member's). */
 
 typedef struct lk_blocking_multilock_s lk_blocking_multilock_t;
+LK_EXTERN lk_blocking_handle_t *lk_blocking_multilock_handle(lk_blocking_multilock_t *x);
 
 /* names[0..n-1] are copied (1..LK_MULTILOCK_MAX_MEMBERS of them); the
  * checks of lk_multilock_new come with each thread's first call. */
@@ -271,6 +323,7 @@ LK_EXTERN int lk_blocking_multilock_close(lk_blocking_multilock_t *g);
  * refuses it: LK_EINVAL). A quorum lost is told as a lost lease. */
 
 typedef struct lk_blocking_redlock_s lk_blocking_redlock_t;
+LK_EXTERN lk_blocking_handle_t *lk_blocking_redlock_handle(lk_blocking_redlock_t *x);
 
 /* Makes one client per master from masters[0..n-1] (1..LK_REDLOCK_MAX_NODES;
  * read during the call) on the loop thread; the handle owns them and closes
@@ -313,6 +366,7 @@ LK_EXTERN int lk_blocking_redlock_close(lk_blocking_redlock_t *r);
  * thread and process are served in order of arrival. */
 
 typedef struct lk_blocking_fair_s lk_blocking_fair_t;
+LK_EXTERN lk_blocking_handle_t *lk_blocking_fair_handle(lk_blocking_fair_t *x);
 
 LK_EXTERN int lk_blocking_fair_new(lk_blocking_t *b, const char *name,
                                    lk_blocking_fair_t **out);
@@ -328,6 +382,7 @@ LK_EXTERN int lk_blocking_fair_close(lk_blocking_fair_t *f);
 /* ---- countdown latch (docs/latch.md) ------------------------------------------ */
 
 typedef struct lk_blocking_latch_s lk_blocking_latch_t;
+LK_EXTERN lk_blocking_handle_t *lk_blocking_latch_handle(lk_blocking_latch_t *x);
 
 /* opts (NULL: interop mode) is copied; every thread's object uses it. */
 LK_EXTERN int lk_blocking_latch_new(lk_blocking_t *b, const char *name,
@@ -353,6 +408,7 @@ LK_EXTERN int lk_blocking_latch_close(lk_blocking_latch_t *l);
  * Each thread that campaigns is a candidate of its own. */
 
 typedef struct lk_blocking_leader_s lk_blocking_leader_t;
+LK_EXTERN lk_blocking_handle_t *lk_blocking_leader_handle(lk_blocking_leader_t *x);
 
 LK_EXTERN int lk_blocking_leader_new(lk_blocking_t *b, const char *role,
                                      lk_blocking_leader_t **out);
@@ -372,6 +428,7 @@ LK_EXTERN int lk_blocking_leader_close(lk_blocking_leader_t *l);
 /* ---- rate limiter (docs/ratelimiter.md) ------------------------------------------ */
 
 typedef struct lk_blocking_ratelimiter_s lk_blocking_ratelimiter_t;
+LK_EXTERN lk_blocking_handle_t *lk_blocking_ratelimiter_handle(lk_blocking_ratelimiter_t *x);
 
 LK_EXTERN int lk_blocking_ratelimiter_new(lk_blocking_t *b, const char *name,
                                           lk_blocking_ratelimiter_t **out);

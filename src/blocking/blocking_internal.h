@@ -1,8 +1,11 @@
 /* The blocking API's machinery (docs/blocking.md): call records marshalled
  * onto the loop thread, per-thread waits, and handles whose threads each get
- * an asynchronous object of their own. The per-kind files (lock.c,
- * rwlock.c, semaphore.c) are thin: they only say how to open, run, cancel
- * and close their kind's object. */
+ * an asynchronous object of their own. Every thread's object is held as its
+ * generic handle (lk_handle_t, latchkey/handle.h), so making, closing,
+ * cancelling, the lost callback and running a verb (op.c) are written once;
+ * a kind's file (lock.c, rwlock.c, semaphore.c...) only says how to make
+ * its object, which verb each entry point starts and what the thread reads
+ * afterwards (its lk__bl_kind_t). */
 #ifndef LK_BLOCKING_INTERNAL_H
 #define LK_BLOCKING_INTERNAL_H
 
@@ -10,9 +13,12 @@
 #include <stdint.h>
 
 #include "latchkey/blocking.h"
+#include "latchkey/handle.h"
 
 typedef struct lk__bl_call_s lk__bl_call_t;
-typedef struct lk__bl_handle_s lk__bl_handle_t;
+/* The public lk_blocking_handle_t (latchkey/blocking.h) is this struct:
+ * every kind's handle begins with it, so conversions are casts. */
+typedef struct lk_blocking_handle_s lk__bl_handle_t;
 typedef struct lk__bl_slot_s lk__bl_slot_t;
 
 /* ---- waiting: one caller sleeps until the loop thread says done ----------- */
@@ -83,13 +89,41 @@ void lk__bl_notify_lost(lk__bl_slot_t *slot);
 
 /* ---- handles and per-thread slots --------------------------------------------- */
 
+/* What one kind's file tells the shared code. Every hook runs on the loop
+ * thread; obj is the slot's object as its generic handle. */
 typedef struct lk__bl_kind_s {
   const char *what; /* "lock", for logs */
-  /* Makes slot->obj on the loop thread: new, owner = the slot's thread,
-   * data = slot, lost callback. */
-  int (*open)(lk__bl_slot_t *slot);
-  /* Starts closing slot->obj; its close callback calls lk__bl_slot_closed. */
-  void (*close)(lk__bl_slot_t *slot);
+  int kind;         /* the objects' lk_kind_t */
+  /* The object has a lost callback (lk_handle_set_lost_cb) / fencing
+   * tokens (lk_handle_token): the kinds latchkey/handle.h names. */
+  unsigned tells_lost : 1, has_token : 1;
+  /* 2 when the slot counts two sides (the read/write lock: 0 read, 1
+   * write), else 1. */
+  unsigned sides : 2;
+  /* Makes the calling slot's object: new on the blocking client, owner =
+   * slot->tid where the kind has owners. On failure it returns the code and
+   * leaves *out NULL, or the object made so far for lk_handle_close. The
+   * shared code then sets its data (the slot) and lost callback. */
+  int (*make)(lk__bl_slot_t *slot, lk_handle_t **out);
+  /* NULL, or undoes make when the lost callback cannot be set (MultiLock:
+   * its members go too); NULL: lk_handle_close(obj, NULL). */
+  void (*unmake)(lk__bl_slot_t *slot, lk_handle_t *obj);
+  /* NULL, or the slot's counts read again from obj after each verb. */
+  void (*sync)(lk__bl_slot_t *slot, lk_handle_t *obj);
+  /* NULL, or what a loss does to the slot before the thread is told;
+   * NULL: every count 0 and lost set (is_held turns 0). */
+  void (*lost)(lk__bl_slot_t *slot, lk_handle_t *obj);
+  /* NULL, or runs once slot->obj is closed (or failed to start closing)
+   * and calls lk__bl_slot_closed when all is gone (MultiLock: its members
+   * after the group); NULL: lk__bl_slot_closed at once. */
+  void (*closed)(lk__bl_slot_t *slot);
+  /* The kind holds something a thread can be said to hold (not the latch,
+   * nor the rate limiter): lk_blocking_handle_is_held and _hold_count. */
+  unsigned holds : 1;
+  /* The generic verbs of latchkey/blocking.h (lk_blocking_handle_try,
+   * _release) as this kind's typed ones; NULL: LK_EINVAL. */
+  int (*try_any)(lk__bl_handle_t *h, int64_t wait_ms);
+  int (*release_any)(lk__bl_handle_t *h);
 } lk__bl_kind_t;
 
 /* What the owning thread reads without a round trip, written by the loop
@@ -98,7 +132,7 @@ struct lk__bl_slot_s {
   lk__bl_slot_t *next;
   lk__bl_handle_t *h;
   uint64_t tid;
-  void *obj;   /* loop thread only */
+  lk_handle_t *obj; /* loop thread only */
   void *extra; /* loop thread only: a kind's own (MultiLock: its members) */
   /* loop thread only: its object is closing; the handle's close counts it
    * (h_counted); lk_blocking_thread_done waits for it (forget). */
@@ -108,9 +142,11 @@ struct lk__bl_slot_s {
   _Atomic int lost;
   /* Fixed lease: the hold ends at this uv_hrtime (0: renewed, no end). */
   _Atomic uint64_t until_ns[2];
+  /* The object's last fencing token (lk_handle_token; a leader's term). */
+  _Atomic int64_t token;
 };
 
-struct lk__bl_handle_s {
+struct lk_blocking_handle_s {
   lk__bl_handle_t *next; /* the client's list */
   lk_blocking_t *b;
   const lk__bl_kind_t *kind;
@@ -134,8 +170,20 @@ struct lk__bl_handle_s {
   void (*free_rest)(lk__bl_handle_t *h);
 };
 
-int lk__bl_handle_init(lk__bl_handle_t *h, lk_blocking_t *b, const lk__bl_kind_t *kind,
-                       const char *name);
+/* A new handle of kind's, size bytes (the kind's struct, lk__bl_handle_t
+ * first), name copied; or NULL with *rc: LK_EINVAL (out, the _new's out
+ * pointer, NULL; a NULL or empty name), the entry checks, LK_ENOMEM. Not
+ * yet known to the client: fill in the kind's own fields, then publish. */
+lk__bl_handle_t *lk__bl_handle_alloc(lk_blocking_t *b, const lk__bl_kind_t *kind,
+                                     const char *name, size_t size, const void *out, int *rc);
+/* Registers h with its client: 0, or LK_ECLOSED (the client began closing)
+ * and h is freed. */
+int lk__bl_handle_publish(lk__bl_handle_t *h);
+/* Both, for a kind whose struct is the handle alone: out is its _new's
+ * out (a pointer to the kind's pointer), set on success. */
+int lk__bl_handle_new(lk_blocking_t *b, const lk__bl_kind_t *kind, const char *name,
+                      size_t size, void *out);
+
 /* The calling thread's slot, made on first use. NULL with *rc set. On
  * success the caller counts in h->active: it must pass the slot to
  * lk__bl_call_init and call lk__bl_run, which counts it out. */
@@ -168,5 +216,69 @@ void lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f);
 void lk__bl_forget_step(lk__bl_forget_t *f);
 /* is_held of index i, from the atomics. */
 int lk__bl_slot_held(const lk__bl_slot_t *slot, int i);
+
+/* The calling thread's view of h, no round trip (0 for a NULL h or a
+ * thread that never called): is_held of side i; its count[i], 0 after a
+ * loss when unless_lost; its last token. */
+int lk__bl_held(lk__bl_handle_t *h, int i);
+int64_t lk__bl_count(lk__bl_handle_t *h, int i, int unless_lost);
+int64_t lk__bl_token(lk__bl_handle_t *h);
+/* A kind's struct as its handle, or back (NULL stays NULL). */
+#define LK__BL_H(x) ((lk__bl_handle_t *)(void *)(x))
+
+/* ---- verbs: the one path every blocking verb takes (op.c) ----------------------- */
+
+typedef struct lk__bl_op_s lk__bl_op_t;
+
+/* Starts the kind's asynchronous verb on obj with op as its callback's arg
+ * and the kind's LK__BL_DONE trampoline as the callback; returns its code. */
+typedef int (*lk__bl_op_start_fn)(lk_handle_t *obj, lk__bl_op_t *op);
+
+enum {
+  LK__BL_CANCELABLE = 1, /* lk_blocking_cancel ends it (lk_handle_cancel) */
+  LK__BL_HOLDS = 2,      /* success: a hold of side `side` (its lease end, lost cleared) */
+  LK__BL_RELEASES = 4    /* LK_ELEASELOST at once: the counts are 0 (told by on_lost) */
+};
+
+/* On the caller's stack; an entry point fills what its verb needs, with a
+ * designated initializer (the rest is 0). */
+struct lk__bl_op_s {
+  lk__bl_call_t call; /* first; set by lk__bl_op_run */
+  lk__bl_op_start_fn start;
+  unsigned flags;
+  int verb;           /* the kind's own verb number */
+  int side;           /* LK__BL_HOLDS: the slot index the hold counts at */
+  uint64_t until;     /* LK__BL_HOLDS: a fixed lease's end (lk__bl_lease_until) */
+  const void *opts;   /* the verb's options (the caller's, alive while it blocks) */
+  int64_t n;          /* a number argument */
+  const void *arg;    /* another argument */
+  /* NULL, or on the loop thread once the verb ended, before the kind's
+   * sync: what the caller's *result gets; NULL: lk_handle_result(obj). */
+  int64_t (*finish)(lk_handle_t *obj, int status, lk__bl_op_t *op);
+};
+
+/* Runs op on the calling thread's object of h and waits for it: the entry
+ * checks, LK_ECLOSED, the verb's own codes. *result (may be NULL) is set
+ * on success only. */
+int lk__bl_op_run(lk__bl_handle_t *h, lk__bl_op_t *op, int64_t *result);
+/* The verb's end, on the loop thread: bookkeeping, sync, wakes the caller. */
+void lk__bl_op_done(lk_handle_t *obj, int status, void *op);
+/* Reads the slot's counts and token from obj again (the kind's sync). */
+void lk__bl_sync(lk__bl_slot_t *slot, lk_handle_t *obj);
+/* The kind's make for objects made by lk_X_new(client, handle's name) alone. */
+#define LK__BL_MAKE(X) LK__BL_MAKE_(X)
+#define LK__BL_MAKE_(X)                                                        \
+  static int make(lk__bl_slot_t *slot, lk_handle_t **out) {                    \
+    lk_##X##_t *obj = NULL;                                                    \
+    int rc = lk_##X##_new(lk__bl_client(slot->h->b), slot->h->name, &obj);     \
+    *out = lk_##X##_handle(obj);                                               \
+    return rc;                                                                 \
+  }
+/* The typed callback of kind X's verbs, onto lk__bl_op_done. */
+#define LK__BL_DONE(X) LK__BL_DONE_(X) /* X expanded first */
+#define LK__BL_DONE_(X)                                                        \
+  static void bl_done(lk_##X##_t *obj, int status, void *op) {                 \
+    lk__bl_op_done(lk_##X##_handle(obj), status, op);                          \
+  }
 
 #endif /* LK_BLOCKING_INTERNAL_H */

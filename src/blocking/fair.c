@@ -4,4 +4,7 @@
 #define BL_A(x) lk_fair_##x
 #define BL_B(x) lk_blocking_fair_##x
 #define BL_WHAT "fair"
+#define BL_X fair
+#define BL_AS lk_handle_as_fair
+#define BL_KIND LK_KIND_FAIR
 #include "blocking/lock_like.h"

@@ -11,30 +11,52 @@
 #include "blocking/blocking_internal.h"
 #include "core/alloc.h"
 
-int lk__bl_handle_init(lk__bl_handle_t *h, lk_blocking_t *b, const lk__bl_kind_t *kind,
-                       const char *name) {
-  int rc = lk__bl_check(b);
-  if (rc != 0)
-    return rc;
-  if (name == NULL || name[0] == '\0')
-    return LK_EINVAL;
-  memset(h, 0, sizeof(*h));
+lk__bl_handle_t *lk__bl_handle_alloc(lk_blocking_t *b, const lk__bl_kind_t *kind,
+                                     const char *name, size_t size, const void *out, int *rc) {
+  lk__bl_handle_t *h;
+  *rc = out == NULL ? LK_EINVAL : lk__bl_check(b);
+  if (*rc == 0 && (name == NULL || name[0] == '\0'))
+    *rc = LK_EINVAL;
+  if (*rc != 0)
+    return NULL;
+  *rc = LK_ENOMEM;
+  h = lk__calloc(1, size);
+  if (h == NULL)
+    return NULL;
   h->b = b;
   h->kind = kind;
   atomic_init(&h->closing, 0);
   atomic_init(&h->active, 0);
   h->name = lk__strdup(name);
-  if (h->name == NULL)
-    return LK_ENOMEM;
-  if (uv_mutex_init(&h->mu) != 0) {
+  if (h->name == NULL || uv_mutex_init(&h->mu) != 0) {
     lk__free(h->name);
-    return LK_ENOMEM;
+    lk__free(h);
+    return NULL;
   }
-  return 0;
+  *rc = 0;
+  return h;
 }
 
-lk__bl_slot_t *lk__bl_slot_find(lk__bl_handle_t *h) {
-  uint64_t tid = lk_blocking_thread_id();
+int lk__bl_handle_publish(lk__bl_handle_t *h) {
+  int rc = lk__bl_register_handle(h->b, h);
+  if (rc != 0)
+    lk__bl_handle_free(h, 1);
+  return rc;
+}
+
+int lk__bl_handle_new(lk_blocking_t *b, const lk__bl_kind_t *kind, const char *name,
+                      size_t size, void *out) {
+  int rc;
+  lk__bl_handle_t *h = lk__bl_handle_alloc(b, kind, name, size, out, &rc);
+  /* Copied as bytes: every pointer to a struct has one representation, and
+   * the kind's struct begins with h. */
+  if (h != NULL && (rc = lk__bl_handle_publish(h)) == 0)
+    memcpy(out, &h, sizeof(h));
+  return rc;
+}
+
+/* Thread tid's slot of h, or NULL. */
+static lk__bl_slot_t *slot_of(lk__bl_handle_t *h, uint64_t tid) {
   lk__bl_slot_t *s;
   uv_mutex_lock(&h->mu);
   for (s = h->slots; s != NULL; s = s->next)
@@ -43,6 +65,8 @@ lk__bl_slot_t *lk__bl_slot_find(lk__bl_handle_t *h) {
   uv_mutex_unlock(&h->mu);
   return s;
 }
+
+lk__bl_slot_t *lk__bl_slot_find(lk__bl_handle_t *h) { return slot_of(h, lk_blocking_thread_id()); }
 
 lk__bl_slot_t *lk__bl_slot_get(lk__bl_handle_t *h, int *rc) {
   lk__bl_slot_t *s;
@@ -79,12 +103,59 @@ fail:
   return NULL;
 }
 
+/* ---- each thread's object, as its generic handle ---------------------------- */
+
+static void on_obj_lost(lk_handle_t *obj, int status, void *arg) {
+  lk__bl_slot_t *slot = arg;
+  (void)status;
+  if (slot->h->kind->lost != NULL) {
+    slot->h->kind->lost(slot, obj);
+  } else {
+    atomic_store(&slot->count[0], 0);
+    atomic_store(&slot->count[1], 0);
+    atomic_store(&slot->lost, 1);
+  }
+  lk__bl_notify_lost(slot);
+}
+
+static void on_obj_closed(lk_handle_t *obj) {
+  lk__bl_slot_t *slot = lk_handle_get_data(obj);
+  if (slot->h->kind->closed != NULL)
+    slot->h->kind->closed(slot);
+  else
+    lk__bl_slot_closed(slot);
+}
+
 int lk__bl_slot_open(lk__bl_slot_t *slot) {
+  const lk__bl_kind_t *kind = slot->h->kind;
+  lk_handle_t *obj = NULL;
+  int rc;
   if (slot->obj != NULL)
     return 0;
   if (slot->h->closer != NULL)
     return LK_ECLOSED;
-  return slot->h->kind->open(slot);
+  rc = kind->make(slot, &obj);
+  if (rc != 0) {
+    if (obj != NULL) /* nothing was sent: it just goes */
+      lk_handle_close(obj, NULL);
+    return rc;
+  }
+  if (kind->tells_lost && (rc = lk_handle_set_lost_cb(obj, on_obj_lost, slot)) != 0) {
+    if (kind->unmake != NULL)
+      kind->unmake(slot, obj);
+    else
+      lk_handle_close(obj, NULL);
+    return rc;
+  }
+  lk_handle_set_data(obj, slot);
+  slot->obj = obj;
+  return 0;
+}
+
+/* Starts closing slot->obj; its close callback ends in lk__bl_slot_closed. */
+static void close_obj(lk__bl_slot_t *slot) {
+  if (lk_handle_close(slot->obj, on_obj_closed) != 0)
+    on_obj_closed(slot->obj);
 }
 
 static void slot_unlink_free(lk__bl_slot_t *slot) {
@@ -119,12 +190,7 @@ void lk__bl_slot_closed(lk__bl_slot_t *slot) {
 }
 
 void lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) {
-  lk__bl_slot_t *s;
-  uv_mutex_lock(&h->mu);
-  for (s = h->slots; s != NULL; s = s->next)
-    if (s->tid == tid)
-      break;
-  uv_mutex_unlock(&h->mu);
+  lk__bl_slot_t *s = slot_of(h, tid);
   if (s == NULL)
     return;
   if (s->obj == NULL) {
@@ -133,11 +199,11 @@ void lk__bl_handle_forget(lk__bl_handle_t *h, uint64_t tid, lk__bl_forget_t *f) 
   }
   s->forget = f;
   /* Counted before the close starts: a close that ends at once calls
-   * lk__bl_forget_step(f) from inside kind->close. */
+   * lk__bl_forget_step(f) from inside close_obj. */
   lk__bl_forget_count(f);
   if (!s->closing) {
     s->closing = 1;
-    h->kind->close(s);
+    close_obj(s);
   }
 }
 
@@ -155,7 +221,7 @@ int lk__bl_handle_close_objs(lk__bl_handle_t *h) {
       s->h_counted = 1;
       if (!s->closing) { /* else lk_blocking_thread_done closes it already */
         s->closing = 1;
-        h->kind->close(s);
+        close_obj(s);
       }
     }
   h->closing_objs--;
@@ -225,4 +291,20 @@ int lk__bl_slot_held(const lk__bl_slot_t *slot, int i) {
     return 0;
   until = atomic_load(&slot->until_ns[i]);
   return until == 0 || uv_hrtime() < until;
+}
+
+int lk__bl_held(lk__bl_handle_t *h, int i) {
+  return h != NULL && lk__bl_slot_held(lk__bl_slot_find(h), i);
+}
+
+int64_t lk__bl_count(lk__bl_handle_t *h, int i, int unless_lost) {
+  lk__bl_slot_t *s = h != NULL ? lk__bl_slot_find(h) : NULL;
+  if (s == NULL || (unless_lost && atomic_load(&s->lost)))
+    return 0;
+  return atomic_load(&s->count[i]);
+}
+
+int64_t lk__bl_token(lk__bl_handle_t *h) {
+  lk__bl_slot_t *s = h != NULL ? lk__bl_slot_find(h) : NULL;
+  return s != NULL ? atomic_load(&s->token) : 0;
 }

@@ -1,9 +1,7 @@
-/* The blocking countdown latch (docs/latch.md): lk_latch_t per thread
- * (handle.c), so any number of threads await at once (one object has one
- * operation pending). The handle keeps the options each object is made
- * with. */
+/* The blocking countdown latch (docs/latch.md): lk_latch_t per thread, so
+ * any number of threads await at once (one object has one operation
+ * pending). The handle keeps the options each object is made with. */
 #include "blocking/blocking_internal.h"
-#include "core/alloc.h"
 
 struct lk_blocking_latch_s {
   lk__bl_handle_t h; /* first: handle.c frees the whole */
@@ -12,104 +10,57 @@ struct lk_blocking_latch_s {
 
 enum { V_TRY_SET, V_COUNT_DOWN, V_GET_COUNT, V_AWAIT, V_DELETE };
 
-typedef struct {
-  lk__bl_call_t call;
-  int verb;
-  int64_t n;
-} latch_call_t;
-
-static void on_closed(lk_latch_t *obj) { lk__bl_slot_closed(lk_latch_get_data(obj)); }
-
-static int open_obj(lk__bl_slot_t *slot) {
+static int make(lk__bl_slot_t *slot, lk_handle_t **out) {
   lk_blocking_latch_t *l = (lk_blocking_latch_t *)slot->h;
   lk_latch_t *obj = NULL;
   int rc = lk_latch_new(lk__bl_client(l->h.b), l->h.name, &l->opts, &obj);
-  if (rc != 0)
-    return rc;
-  lk_latch_set_data(obj, slot);
-  slot->obj = obj;
-  return 0;
+  *out = lk_latch_handle(obj);
+  return rc;
 }
 
-static void close_obj(lk__bl_slot_t *slot) {
-  if (lk_latch_close(slot->obj, on_closed) != 0)
-    lk__bl_slot_closed(slot);
-}
+LK__BL_DONE(latch)
 
-static const lk__bl_kind_t latch_kind = {"latch", open_obj, close_obj};
-
-static void on_done(lk_latch_t *obj, int status, void *arg) {
-  latch_call_t *c = arg;
-  lk__bl_finish(&c->call, status, lk_latch_result(obj));
-}
-
-static int start(lk__bl_call_t *call) {
-  latch_call_t *c = (latch_call_t *)call;
-  int rc = lk__bl_slot_open(call->slot);
-  lk_latch_t *obj = call->slot->obj;
-  if (rc != 0)
-    return rc;
-  switch (c->verb) {
+static int start(lk_handle_t *h, lk__bl_op_t *op) {
+  lk_latch_t *obj = lk_handle_as_latch(h);
+  switch (op->verb) {
   case V_TRY_SET:
-    rc = lk_latch_try_set_count(obj, c->n, on_done, c);
-    break;
+    return lk_latch_try_set_count(obj, op->n, bl_done, op);
   case V_COUNT_DOWN:
-    rc = lk_latch_count_down(obj, on_done, c);
-    break;
+    return lk_latch_count_down(obj, bl_done, op);
   case V_GET_COUNT:
-    rc = lk_latch_get_count(obj, on_done, c);
-    break;
+    return lk_latch_get_count(obj, bl_done, op);
   case V_AWAIT:
-    rc = lk_latch_await(obj, c->n, on_done, c);
-    break;
+    return lk_latch_await(obj, op->n, bl_done, op);
   default:
-    rc = lk_latch_delete(obj, on_done, c);
+    return lk_latch_delete(obj, bl_done, op);
   }
-  return rc == 0 ? 1 : rc;
 }
 
-static int cancel(lk__bl_call_t *call) { return lk_latch_cancel(call->slot->obj); }
+static int try_any(lk__bl_handle_t *h, int64_t wait_ms) {
+  return lk_blocking_latch_await((lk_blocking_latch_t *)h, wait_ms);
+}
+
+static const lk__bl_kind_t latch_kind = {
+    .what = "latch", .kind = LK_KIND_LATCH, .sides = 1, .make = make, .try_any = try_any};
 
 static int run(lk_blocking_latch_t *l, int verb, int64_t n, int64_t *result) {
-  latch_call_t c;
-  int rc;
-  lk__bl_slot_t *slot = lk__bl_slot_get(l ? &l->h : NULL, &rc);
-  if (slot == NULL)
-    return rc;
-  lk__bl_call_init(&c.call, l->h.b, slot, start, verb == V_AWAIT ? cancel : NULL);
-  c.verb = verb;
-  c.n = n;
-  rc = lk__bl_run(&c.call);
-  if (rc == 0 && result != NULL)
-    *result = c.call.result;
-  return rc;
+  lk__bl_op_t op = {
+      .start = start, .verb = verb, .flags = verb == V_AWAIT ? LK__BL_CANCELABLE : 0, .n = n};
+  return lk__bl_op_run(LK__BL_H(l), &op, result);
 }
 
 int lk_blocking_latch_new(lk_blocking_t *b, const char *name, const lk_latch_opts_t *opts,
                           lk_blocking_latch_t **out) {
-  lk_blocking_latch_t *l;
   int rc;
-  if (out == NULL)
-    return LK_EINVAL;
-  l = lk__calloc(1, sizeof(*l));
-  if (l == NULL)
-    return LK_ENOMEM;
-  if (opts != NULL)
+  lk_blocking_latch_t *l =
+      (lk_blocking_latch_t *)lk__bl_handle_alloc(b, &latch_kind, name, sizeof(*l), out, &rc);
+  if (l != NULL && opts != NULL)
     l->opts = *opts;
-  else
+  else if (l != NULL)
     lk_latch_opts_init(&l->opts);
-  rc = lk__bl_handle_init(&l->h, b, &latch_kind, name);
-  if (rc != 0) {
-    lk__free(l);
-    return rc;
-  }
-  rc = lk__bl_register_handle(b, &l->h);
-  if (rc != 0) {
-    lk__bl_handle_free(&l->h, 1);
-    return rc;
-  }
-  *out = l;
-  return 0;
+  if (l != NULL && (rc = lk__bl_handle_publish(&l->h)) == 0)
+    *out = l;
+  return rc;
 }
 
 int lk_blocking_latch_try_set_count(lk_blocking_latch_t *l, int64_t count) {
@@ -136,6 +87,4 @@ int lk_blocking_latch_delete(lk_blocking_latch_t *l) {
   return rc != 0 ? rc : r != 0;
 }
 
-int lk_blocking_latch_close(lk_blocking_latch_t *l) {
-  return lk__bl_handle_close(l ? &l->h : NULL);
-}
+int lk_blocking_latch_close(lk_blocking_latch_t *l) { return lk__bl_handle_close(LK__BL_H(l)); }

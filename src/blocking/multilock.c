@@ -1,6 +1,6 @@
 /* The blocking MultiLock (docs/multilock.md): a group of lock names taken
  * all together or none. Each thread gets its own lk_lock_t per name (owner
- * = the thread, handle.c) and an lk_multilock_t over them; slot->extra
+ * = the thread) and an lk_multilock_t over them; slot->extra
  * holds the members, closed after the group. */
 #include <string.h>
 
@@ -20,22 +20,6 @@ typedef struct {
 
 enum { V_ACQUIRE, V_RELEASE };
 
-typedef struct {
-  lk__bl_call_t call;
-  int verb;
-  lk_multilock_opts_t opts;
-  uint64_t until; /* a fixed lease's end, as in lock_like.h */
-} ml_call_t;
-
-static void on_lost(lk_multilock_t *ml, int status, void *arg) {
-  lk__bl_slot_t *slot = arg;
-  (void)ml;
-  (void)status;
-  atomic_store(&slot->count[0], 0);
-  atomic_store(&slot->lost, 1);
-  lk__bl_notify_lost(slot);
-}
-
 static void free_members(members_t *m) {
   lk__free(m->locks);
   lk__free(m);
@@ -54,8 +38,8 @@ static void member_done(lk__bl_slot_t *slot) {
 
 static void on_member_closed(lk_lock_t *l) { member_done(lk_lock_get_data(l)); }
 
-static void on_group_closed(lk_multilock_t *ml) {
-  lk__bl_slot_t *slot = lk_multilock_get_data(ml);
+/* The group is closed (or failed to start closing): its members next. */
+static void group_closed(lk__bl_slot_t *slot) {
   members_t *m = slot->extra;
   m->open = m->n + 1; /* no member's callback ends the close before the loop does */
   for (size_t i = 0; i < m->n; i++)
@@ -64,7 +48,17 @@ static void on_group_closed(lk_multilock_t *ml) {
   member_done(slot);
 }
 
-static int open_obj(lk__bl_slot_t *slot) {
+/* Members made so far (n of them) and the group go: nothing was sent. */
+static void discard(members_t *m, size_t n, lk_multilock_t *ml) {
+  if (ml != NULL)
+    lk_multilock_close(ml, NULL);
+  for (size_t j = 0; m != NULL && m->locks != NULL && j < n; j++)
+    lk_lock_close(m->locks[j], NULL);
+  if (m != NULL)
+    free_members(m);
+}
+
+static int make(lk__bl_slot_t *slot, lk_handle_t **out) {
   lk_blocking_multilock_t *g = (lk_blocking_multilock_t *)slot->h;
   lk_client_t *c = lk__bl_client(g->h.b);
   lk_multilock_t *ml = NULL;
@@ -86,71 +80,54 @@ static int open_obj(lk__bl_slot_t *slot) {
   }
   if (rc == 0)
     rc = lk_multilock_new(m->locks, g->n, &ml);
-  if (rc == 0 && (rc = lk_multilock_set_lost_cb(ml, on_lost, slot)) != 0)
-    lk_multilock_close(ml, NULL);
   if (rc != 0) {
-    /* Nothing was sent: the members made so far just go. */
-    for (size_t j = 0; m != NULL && m->locks != NULL && j < i; j++)
-      lk_lock_close(m->locks[j], NULL);
-    if (m != NULL)
-      free_members(m);
+    discard(m, i, NULL);
     return rc;
   }
   m->n = g->n;
-  lk_multilock_set_data(ml, slot);
   slot->extra = m;
-  slot->obj = ml;
+  *out = lk_multilock_handle(ml);
   return 0;
 }
 
-static void close_obj(lk__bl_slot_t *slot) {
-  if (lk_multilock_close(slot->obj, on_group_closed) != 0)
-    on_group_closed(slot->obj);
+/* The lost callback could not be set. */
+static void unmake(lk__bl_slot_t *slot, lk_handle_t *obj) {
+  members_t *m = slot->extra;
+  slot->extra = NULL;
+  discard(m, m->n, lk_handle_as_multilock(obj));
 }
 
-static const lk__bl_kind_t ml_kind = {"multilock", open_obj, close_obj};
-
-static void on_done(lk_multilock_t *ml, int status, void *arg) {
-  ml_call_t *c = arg;
-  if (c->verb == V_ACQUIRE && status == 0) {
-    atomic_store(&c->call.slot->until_ns[0], c->until);
-    atomic_store(&c->call.slot->lost, 0);
-  }
-  atomic_store(&c->call.slot->count[0], (int64_t)lk_multilock_hold_count(ml));
-  lk__bl_finish(&c->call, status, 0);
+static void sync_count(lk__bl_slot_t *slot, lk_handle_t *obj) {
+  atomic_store(&slot->count[0], (int64_t)lk_multilock_hold_count(lk_handle_as_multilock(obj)));
 }
 
-static int start(lk__bl_call_t *call) {
-  ml_call_t *c = (ml_call_t *)call;
-  int rc = lk__bl_slot_open(call->slot);
-  lk_multilock_t *ml = call->slot->obj;
-  if (rc != 0)
-    return rc;
-  if (c->verb == V_ACQUIRE)
-    rc = lk_multilock_acquire(ml, &c->opts, on_done, c);
-  else
-    rc = lk_multilock_release(ml, on_done, c);
-  if (rc == LK_ELEASELOST)
-    atomic_store(&call->slot->count[0], 0);
-  return rc == 0 ? 1 : rc;
+LK__BL_DONE(multilock)
+
+static int start(lk_handle_t *h, lk__bl_op_t *op) {
+  if (op->verb == V_ACQUIRE)
+    return lk_multilock_acquire(lk_handle_as_multilock(h), op->opts, bl_done, op);
+  return lk_multilock_release(lk_handle_as_multilock(h), bl_done, op);
 }
 
-static int cancel(lk__bl_call_t *call) { return lk_multilock_cancel(call->slot->obj); }
-
-static int run(lk_blocking_multilock_t *g, int verb, const lk_multilock_opts_t *opts) {
-  ml_call_t c;
-  int rc;
-  lk__bl_slot_t *slot = lk__bl_slot_get(g ? &g->h : NULL, &rc);
-  if (slot == NULL)
-    return rc;
-  lk__bl_call_init(&c.call, g->h.b, slot, start, verb == V_ACQUIRE ? cancel : NULL);
-  c.verb = verb;
-  if (opts != NULL)
-    c.opts = *opts;
-  /* Taken before the request leaves: a fixed lease never outlives it here. */
-  c.until = verb == V_ACQUIRE ? lk__bl_lease_until(c.opts.lease_ms) : 0;
-  return lk__bl_run(&c.call);
+static int acquire(lk_blocking_multilock_t *g, const lk_multilock_opts_t *opts) {
+  lk__bl_op_t op = {.start = start,
+                    .verb = V_ACQUIRE,
+                    .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
+                    .opts = opts,
+                    /* Taken before the request leaves: a fixed lease never outlives it here. */
+                    .until = lk__bl_lease_until(opts->lease_ms)};
+  return lk__bl_op_run(LK__BL_H(g), &op, NULL);
 }
+
+#define BL_A(x) lk_multilock_##x
+#define BL_B(x) lk_blocking_multilock_##x
+#include "blocking/lock_verbs.h"
+
+static const lk__bl_kind_t ml_kind = {
+    .what = "multilock", .kind = LK_KIND_MULTILOCK, .tells_lost = 1, .sides = 1,
+    .make = make, .unmake = unmake, .sync = sync_count, .closed = group_closed,
+    .try_any = try_any, .release_any = release_any,
+    .holds = 1};
 
 int lk_blocking_multilock_new(lk_blocking_t *b, const char *const *names, size_t n,
                               lk_blocking_multilock_t **out) {
@@ -165,9 +142,11 @@ int lk_blocking_multilock_new(lk_blocking_t *b, const char *const *names, size_t
       return LK_EINVAL;
     bytes += strlen(names[i]) + 1;
   }
-  g = lk__calloc(1, sizeof(*g) + n * sizeof(char *) + bytes);
+  /* The handle's own name (lost callbacks say it) is the first member's. */
+  g = (lk_blocking_multilock_t *)lk__bl_handle_alloc(
+      b, &ml_kind, names[0], sizeof(*g) + n * sizeof(char *) + bytes, out, &rc);
   if (g == NULL)
-    return LK_ENOMEM;
+    return rc;
   g->n = n;
   p = (char *)&g->names[n];
   for (size_t i = 0; i < n; i++) {
@@ -176,49 +155,7 @@ int lk_blocking_multilock_new(lk_blocking_t *b, const char *const *names, size_t
     g->names[i] = p;
     p += len;
   }
-  /* The handle's own name (lost callbacks say it) is the first member's. */
-  rc = lk__bl_handle_init(&g->h, b, &ml_kind, names[0]);
-  if (rc != 0) {
-    lk__free(g);
-    return rc;
-  }
-  rc = lk__bl_register_handle(b, &g->h);
-  if (rc != 0) {
-    lk__bl_handle_free(&g->h, 1);
-    return rc;
-  }
-  *out = g;
-  return 0;
-}
-
-int lk_blocking_multilock_acquire(lk_blocking_multilock_t *g, const lk_multilock_opts_t *opts) {
-  lk_multilock_opts_t o;
-  if (opts == NULL) {
-    lk_multilock_opts_init(&o);
-    o.wait_ms = LK_WAIT_FOREVER;
-    opts = &o;
-  }
-  return run(g, V_ACQUIRE, opts);
-}
-
-int lk_blocking_multilock_try(lk_blocking_multilock_t *g, int64_t wait_ms) {
-  lk_multilock_opts_t o;
-  lk_multilock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  return run(g, V_ACQUIRE, &o);
-}
-
-int lk_blocking_multilock_release(lk_blocking_multilock_t *g) { return run(g, V_RELEASE, NULL); }
-
-int lk_blocking_multilock_is_held(lk_blocking_multilock_t *g) {
-  return g != NULL && lk__bl_slot_held(lk__bl_slot_find(&g->h), 0);
-}
-
-uint32_t lk_blocking_multilock_hold_count(lk_blocking_multilock_t *g) {
-  lk__bl_slot_t *s = g != NULL ? lk__bl_slot_find(&g->h) : NULL;
-  return s != NULL && !atomic_load(&s->lost) ? (uint32_t)atomic_load(&s->count[0]) : 0;
-}
-
-int lk_blocking_multilock_close(lk_blocking_multilock_t *g) {
-  return lk__bl_handle_close(g ? &g->h : NULL);
+  if ((rc = lk__bl_handle_publish(&g->h)) == 0)
+    *out = g;
+  return rc;
 }

@@ -25,44 +25,60 @@ struct lk_blocking_redlock_s {
 
 enum { V_ACQUIRE, V_RELEASE };
 
-typedef struct {
-  lk__bl_call_t call;
-  int verb;
-  lk_redlock_opts_t opts;
-} rl_call_t;
-
 /* ---- each thread's object ---------------------------------------------------- */
 
-static void on_lost(lk_redlock_t *rl, int status, void *arg) {
-  lk__bl_slot_t *slot = arg;
-  (void)rl;
-  (void)status;
-  atomic_store(&slot->count[0], 0);
-  atomic_store(&slot->lost, 1);
-  lk__bl_notify_lost(slot);
-}
-
-static void on_closed(lk_redlock_t *rl) { lk__bl_slot_closed(lk_redlock_get_data(rl)); }
-
-static int open_obj(lk__bl_slot_t *slot) {
+static int make(lk__bl_slot_t *slot, lk_handle_t **out) {
   lk_blocking_redlock_t *r = (lk_blocking_redlock_t *)slot->h;
   lk_redlock_t *rl = NULL;
   int rc = lk_redlock_new(r->clients, r->n, r->h.name, &r->cfg, &rl);
-  if (rc == 0 && (rc = lk_redlock_set_lost_cb(rl, on_lost, slot)) != 0)
-    lk_redlock_close(rl, NULL);
-  if (rc != 0)
-    return rc;
-  lk_redlock_set_data(rl, slot);
-  slot->obj = rl;
+  *out = lk_redlock_handle(rl);
+  return rc;
+}
+
+static void sync_count(lk__bl_slot_t *slot, lk_handle_t *obj) {
+  atomic_store(&slot->count[0], (int64_t)lk_redlock_hold_count(lk_handle_as_redlock(obj)));
+}
+
+/* ---- verbs ---------------------------------------------------------------------- */
+
+/* A fixed lease holds for the quorum's validity (lease less the time the
+ * attempt took and the drift), read now and rounded down; a renewed one
+ * has no end but a loss. */
+static int64_t set_validity(lk_handle_t *obj, int status, lk__bl_op_t *op) {
+  const lk_redlock_opts_t *opts = op->opts;
+  if (status == 0) {
+    int64_t v = lk_redlock_validity_ms(lk_handle_as_redlock(obj));
+    atomic_store(&op->call.slot->until_ns[0],
+                 opts->lease_ms > 0 ? uv_hrtime() + (uint64_t)v * 1000000u : 0);
+  }
   return 0;
 }
 
-static void close_obj(lk__bl_slot_t *slot) {
-  if (lk_redlock_close(slot->obj, on_closed) != 0)
-    lk__bl_slot_closed(slot);
+LK__BL_DONE(redlock)
+
+static int start(lk_handle_t *h, lk__bl_op_t *op) {
+  if (op->verb == V_ACQUIRE)
+    return lk_redlock_acquire(lk_handle_as_redlock(h), op->opts, bl_done, op);
+  return lk_redlock_release(lk_handle_as_redlock(h), bl_done, op);
 }
 
-static const lk__bl_kind_t rl_kind = {"redlock", open_obj, close_obj};
+static int acquire(lk_blocking_redlock_t *r, const lk_redlock_opts_t *opts) {
+  lk__bl_op_t op = {.start = start,
+                    .verb = V_ACQUIRE,
+                    .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
+                    .opts = opts,
+                    .finish = set_validity};
+  return lk__bl_op_run(LK__BL_H(r), &op, NULL);
+}
+
+#define BL_A(x) lk_redlock_##x
+#define BL_B(x) lk_blocking_redlock_##x
+#include "blocking/lock_verbs.h"
+
+static const lk__bl_kind_t rl_kind = {
+    .what = "redlock", .kind = LK_KIND_REDLOCK, .tells_lost = 1, .has_token = 1, .sides = 1,
+    .make = make, .sync = sync_count, .try_any = try_any, .release_any = release_any,
+    .holds = 1};
 
 /* ---- the owned clients: closed after the objects made on them -------------------- */
 
@@ -152,23 +168,19 @@ static int start_new(lk__bl_call_t *call) {
   return 1;
 }
 
-static int make(lk_blocking_t *b, const lk_client_opts_t *masters, lk_client_t *const *clients,
-                size_t n, const char *name, const lk_redlock_config_t *cfg,
-                lk_blocking_redlock_t **out) {
+static int new_handle(lk_blocking_t *b, const lk_client_opts_t *masters,
+                      lk_client_t *const *clients, size_t n, const char *name,
+                      const lk_redlock_config_t *cfg, lk_blocking_redlock_t **out) {
   lk_blocking_redlock_t *r;
   new_call_t nc;
   int rc;
   if (out == NULL || (masters == NULL && clients == NULL) || n == 0 ||
       n > LK_REDLOCK_MAX_NODES)
     return LK_EINVAL;
-  r = lk__calloc(1, sizeof(*r) + n * sizeof(lk_client_t *));
+  r = (lk_blocking_redlock_t *)lk__bl_handle_alloc(
+      b, &rl_kind, name, sizeof(*r) + n * sizeof(lk_client_t *), out, &rc);
   if (r == NULL)
-    return LK_ENOMEM;
-  rc = lk__bl_handle_init(&r->h, b, &rl_kind, name);
-  if (rc != 0) {
-    lk__free(r);
     return rc;
-  }
   r->h.close_rest = close_clients;
   r->h.free_rest = free_clients;
   r->n = n;
@@ -196,7 +208,7 @@ int lk_blocking_redlock_new(lk_blocking_t *b, const lk_client_opts_t *masters, s
                             lk_blocking_redlock_t **out) {
   if (masters == NULL)
     return LK_EINVAL;
-  return make(b, masters, NULL, n, name, cfg, out);
+  return new_handle(b, masters, NULL, n, name, cfg, out);
 }
 
 int lk_blocking_redlock_new_on(lk_blocking_t *b, lk_client_t *const *clients, size_t n,
@@ -204,87 +216,5 @@ int lk_blocking_redlock_new_on(lk_blocking_t *b, lk_client_t *const *clients, si
                                lk_blocking_redlock_t **out) {
   if (clients == NULL)
     return LK_EINVAL;
-  return make(b, NULL, clients, n, name, cfg, out);
-}
-
-/* ---- verbs ---------------------------------------------------------------------- */
-
-static void on_done(lk_redlock_t *rl, int status, void *arg) {
-  rl_call_t *c = arg;
-  lk__bl_slot_t *slot = c->call.slot;
-  if (c->verb == V_ACQUIRE && status == 0) {
-    /* A fixed lease holds for the quorum's validity (lease less the time
-     * the attempt took and the drift), read now and rounded down; a
-     * renewed one has no end but a loss. */
-    int64_t v = lk_redlock_validity_ms(rl);
-    atomic_store(&slot->until_ns[0],
-                 c->opts.lease_ms > 0 ? uv_hrtime() + (uint64_t)v * 1000000u : 0);
-    atomic_store(&slot->lost, 0);
-  }
-  atomic_store(&slot->count[0], (int64_t)lk_redlock_hold_count(rl));
-  lk__bl_finish(&c->call, status, 0);
-}
-
-static int start(lk__bl_call_t *call) {
-  rl_call_t *c = (rl_call_t *)call;
-  int rc = lk__bl_slot_open(call->slot);
-  lk_redlock_t *rl = call->slot->obj;
-  if (rc != 0)
-    return rc;
-  if (c->verb == V_ACQUIRE)
-    rc = lk_redlock_acquire(rl, &c->opts, on_done, c);
-  else
-    rc = lk_redlock_release(rl, on_done, c);
-  if (rc == LK_ELEASELOST) /* told by on_lost; the object starts afresh */
-    atomic_store(&call->slot->count[0], 0);
-  return rc == 0 ? 1 : rc;
-}
-
-static int cancel(lk__bl_call_t *call) { return lk_redlock_cancel(call->slot->obj); }
-
-static int run(lk_blocking_redlock_t *r, int verb, const lk_redlock_opts_t *opts) {
-  rl_call_t c;
-  int rc;
-  lk__bl_slot_t *slot = lk__bl_slot_get(r ? &r->h : NULL, &rc);
-  if (slot == NULL)
-    return rc;
-  lk__bl_call_init(&c.call, r->h.b, slot, start, verb == V_ACQUIRE ? cancel : NULL);
-  c.verb = verb;
-  if (opts != NULL)
-    c.opts = *opts;
-  else
-    lk_redlock_opts_init(&c.opts);
-  return lk__bl_run(&c.call);
-}
-
-int lk_blocking_redlock_acquire(lk_blocking_redlock_t *r, const lk_redlock_opts_t *opts) {
-  lk_redlock_opts_t o;
-  if (opts == NULL) {
-    lk_redlock_opts_init(&o);
-    o.wait_ms = LK_WAIT_FOREVER;
-    opts = &o;
-  }
-  return run(r, V_ACQUIRE, opts);
-}
-
-int lk_blocking_redlock_try(lk_blocking_redlock_t *r, int64_t wait_ms) {
-  lk_redlock_opts_t o;
-  lk_redlock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  return run(r, V_ACQUIRE, &o);
-}
-
-int lk_blocking_redlock_release(lk_blocking_redlock_t *r) { return run(r, V_RELEASE, NULL); }
-
-int lk_blocking_redlock_is_held(lk_blocking_redlock_t *r) {
-  return r != NULL && lk__bl_slot_held(lk__bl_slot_find(&r->h), 0);
-}
-
-uint32_t lk_blocking_redlock_hold_count(lk_blocking_redlock_t *r) {
-  lk__bl_slot_t *s = r != NULL ? lk__bl_slot_find(&r->h) : NULL;
-  return s != NULL && !atomic_load(&s->lost) ? (uint32_t)atomic_load(&s->count[0]) : 0;
-}
-
-int lk_blocking_redlock_close(lk_blocking_redlock_t *r) {
-  return lk__bl_handle_close(r ? &r->h : NULL);
+  return new_handle(b, NULL, clients, n, name, cfg, out);
 }
