@@ -136,6 +136,7 @@ void Core::MaybeFree() {
       Busy(in, -1);
     if (in->tearing_down) {
       pending.SuppressDestruct(); // napi's env may be gone: it frees these
+      close_cb.SuppressDestruct();
     } else if (target != nullptr) {
       napi_delete_reference(env, target);
     }
@@ -190,6 +191,15 @@ void Core::CGone() {
   if (client)
     client->objects.erase(this);
   SyncBusy();
+  if (!close_cb.IsEmpty()) {
+    Napi::Env e(env);
+    if (in->tearing_down) {
+      close_cb.SuppressDestruct(); // napi's env may be gone
+    } else {
+      Napi::FunctionReference cb = std::move(close_cb);
+      CallIntoJs(e, in, [&] { cb.Call({}); });
+    }
+  }
   MaybeFree();
 }
 
@@ -562,7 +572,11 @@ private:
     if (c_ == nullptr || c_->h == nullptr)
       return Napi::String::New(env, lk_err_name(LK_ECLOSED));
     int rc = c_->StartClose();
-    return rc == 0 ? env.Null() : Napi::String::New(env, lk_err_name(rc));
+    if (rc != 0)
+      return Napi::String::New(env, lk_err_name(rc));
+    if (info[0].IsFunction())
+      c_->close_cb = Napi::Persistent(info[0].As<Napi::Function>());
+    return env.Null();
   }
   Napi::Value IsHeld(const Napi::CallbackInfo &info) {
     return Napi::Boolean::New(info.Env(), c_ && c_->Held());

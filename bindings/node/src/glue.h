@@ -145,6 +145,7 @@ struct Core {
   napi_ref self = nullptr;       // the native wrapper (strong while pending or held)
   napi_ref target = nullptr;     // the JS object events go to (strong while held)
   Napi::FunctionReference pending;
+  Napi::FunctionReference close_cb; // close()'s callback: called when the C object is gone
   const Verb *pending_verb = nullptr;
   int64_t acquire_lease = 0;     // the pending acquire's fixed lease (ms), or 0
   uv_timer_t *lease_timer = nullptr; // armed by a fixed-lease grant (unreferenced)
