@@ -225,3 +225,28 @@ test('barrier: members are released together, then leave together', async () => 
     for (const c of clients) await c.close();
   }
 });
+
+test('permit semaphore: a renewed permit taken away emits lost; a waiting barrier enter is canceled by its signal', async () => {
+  const a = await latchkey.connect(box.redis.url, { defaultLease: 1000 });
+  try {
+    const ps = a.permitSemaphore('node:psem:lost');
+    await ps.trySetPermits(1);
+    const lost = new Promise((resolve) => ps.once('lost', resolve));
+    const [id] = await ps.acquire(); // the default lease, renewed by the watchdog
+    assert.match(id, /^[0-9a-f]{32}$/);
+    // Another owner gives it back by id: the next renewal finds it gone.
+    const b = await latchkey.connect(box.redis.url);
+    assert.strictEqual(await b.permitSemaphore('node:psem:lost').releaseId(id), true);
+    await b.close();
+    const err = await Promise.race([lost, new Promise((_, rej) => setTimeout(() => rej(new Error('no lost event')), liveness(10000)))]);
+    assert.strictEqual(err.code, 'LK_ELEASELOST');
+    assert.strictEqual(ps.held, 0);
+    const bar = a.barrier('node:barrier:cancel', 2);
+    const ac = new AbortController();
+    const entering = bar.enter({ signal: ac.signal, member: 'alone' });
+    setTimeout(() => ac.abort(), 50);
+    await assert.rejects(entering, (e) => e.code === 'LK_ECANCELED');
+  } finally {
+    await a.close();
+  }
+});
