@@ -5,7 +5,7 @@
 # packages (package-lock.json) with `npm ci` when bench/peers/node_modules is
 # missing (never when CI is set).
 #
-#   bench/peers.sh [--rounds R] [--seconds S] [--pairs N] [--only b1|b3|b4] [--no-pin]
+#   bench/peers.sh [--rounds R] [--seconds S] [--pairs N] [--only b1|b2|b3|b4] [--no-pin]
 #                  [--commit REV | --no-build]
 #
 #   B1: sequential pairs from Node on one name (an uncontended acquire, its
@@ -13,16 +13,22 @@
 #       (bindings/node, docs/node.md; built there with npm ci when missing)
 #       against redis-semaphore's Mutex and node-redlock v5 over one master
 #       (bench/peers/pairs_node.js), N pairs each, on B3's redis-server.
+#   B2: 64 promises in flight from one Node client, each loop on a name of
+#       its own (bench/peers/inflight_node.js): latchkey for Node against
+#       redis-semaphore's Mutex and node-redlock v5 over one master, N x 5
+#       pairs each, on B3's redis-server.
 #   B3: 8 processes on one name (acquire, wait up to 10 s; hold 0-200 us;
 #       release; again): latchkey's bench/contend (and bench/contend_poll, the
-#       C poll loop, when the build has it) against redis-semaphore's Mutex
-#       with its defaults (bench/peers/contend_redis_semaphore.js), S seconds
-#       each (default 4), on one redis-server.
+#       C poll loop, when the build has it), latchkey for Node in 8 node
+#       processes, and redis-semaphore's Mutex with its defaults (both
+#       bench/peers/contend_redis_semaphore.js, --impl), S seconds each
+#       (default 4), on one redis-server.
 #   B4: RedLock over 5 masters, pairs back to back: bench/multilock_redlock
 #       (latchkey, latchkey-single = master 1 alone, raw, raw-lean) against
-#       node-redlock v5 over the same 5 and over master 1 alone
-#       (bench/peers/redlock_node.js), N pairs each (default 2000).
-#   Each of R rounds (default 3) runs B1, B3 then B4, latchkey and the peers
+#       node-redlock v5 over the same 5 and over master 1 alone, and latchkey
+#       for Node's RedLock over the same 5 in the same node process
+#       (bench/peers/redlock_node.js --latchkey-node), N pairs each (default 2000).
+#   Each of R rounds (default 3) runs B1, B2, B3 then B4, latchkey and the peers
 #   in alternating order. Servers: 1 + 5 redis-servers on free loopback ports,
 #   pinned to CPU 0, stopped by their PIDs at exit; clients on CPU 1 (B3's
 #   workers alternately on CPUs 0 and 1, as bench/contend.h places them).
@@ -30,8 +36,9 @@
 # Options:
 #   --rounds R     interleaved rounds (default 3)
 #   --seconds S    B3's measured window per run (default 4)
-#   --pairs N      B1's and B4's measured pairs per implementation and run (default 2000)
-#   --only b1|b3|b4  one of the three
+#   --pairs N      B1's and B4's measured pairs per implementation and run (default 2000;
+#                  B2 runs 5 N, spread over its 64 loops)
+#   --only b1|b2|b3|b4  one of the four
 #   --no-pin       no taskset
 #   --commit REV   build latchkey as committed at REV (`git archive` into <build>-src),
 #                  not the work tree (which other work in progress may leave unbuildable)
@@ -63,7 +70,7 @@ while [ $# -gt 0 ]; do
     --rounds) posint "${2:-}" "$1"; rounds=$2; shift ;;
     --seconds) posint "${2:-}" "$1"; seconds=$2; shift ;;
     --pairs) posint "${2:-}" "$1"; pairs=$2; shift ;;
-    --only) [[ "${2:-}" =~ ^(b1|b3|b4)$ ]] || die "--only takes b1, b3 or b4"; only=$2; shift ;;
+    --only) [[ "${2:-}" =~ ^(b1|b2|b3|b4)$ ]] || die "--only takes b1, b2, b3 or b4"; only=$2; shift ;;
     --no-pin) pin=0 ;;
     --no-build) build=0 ;;
     --commit) [ -n "${2:-}" ] || die "--commit needs a revision"; commit=$2; shift ;;
@@ -104,9 +111,10 @@ if [ ! -d "$peers/node_modules" ]; then
     die "npm ci in bench/peers failed (registry unreachable? see the npm output above)"
 fi
 
-# --- latchkey for Node (B1): the addon, built in bindings/node from the work
-# tree (also with --commit, which applies to the C programs) ---
-if want b1 && [ ! -f "$ROOT/bindings/node/build/Release/latchkey.node" ]; then
+# --- latchkey for Node (every bench has its rows): the addon, built in
+# bindings/node from the work tree (also with --commit, which applies to the
+# C programs) ---
+if [ ! -f "$ROOT/bindings/node/build/Release/latchkey.node" ]; then
   [ -z "${CI:-}" ] || die "CI is set: the peer benchmarks install npm packages and do not run in CI"
   note "npm ci in bindings/node (builds the addon)"
   (cd "$ROOT/bindings/node" && npm ci --no-audit --no-fund --loglevel=error >&2) ||
@@ -213,8 +221,16 @@ for r in $(seq 1 "$rounds"); do
       run "pairs-$w" "$r" 300 "${cli_pin[@]}" node "$peers/pairs_node.js" --impl "$w" --port "$b3_port" --pairs "$pairs"
     done
   fi
+  if want b2; then
+    b2=(latchkey-node redis-semaphore node-redlock-single)
+    [ $((r % 2)) -eq 0 ] && b2=(node-redlock-single redis-semaphore latchkey-node)
+    for w in "${b2[@]}"; do
+      run "inflight-$w" "$r" 300 "${cli_pin[@]}" node "$peers/inflight_node.js" --impl "$w" --port "$b3_port" \
+        --inflight 64 --pairs $((pairs * 5))
+    done
+  fi
   if want b3; then
-    b3=(latchkey semaphore)
+    b3=(latchkey latchkey-node semaphore)
     [ -x "$bin/contend_poll" ] && b3+=(poll)
     [ $((r % 2)) -eq 0 ] && b3=($(printf '%s\n' "${b3[@]}" | tac))
     for w in "${b3[@]}"; do
@@ -222,6 +238,7 @@ for r in $(seq 1 "$rounds"); do
         latchkey) run contend "$r" $((seconds + 40)) "${cli_pin[@]}" "$bin/contend" --port "$b3_port" --seconds "$seconds" ;;
         poll) run contend_poll "$r" $((seconds + 40)) "${cli_pin[@]}" "$bin/contend_poll" --port "$b3_port" --seconds "$seconds" ;;
         semaphore) run redis-semaphore "$r" $((seconds + 60)) "${cli_pin[@]}" node "$peers/contend_redis_semaphore.js" --port "$b3_port" --seconds "$seconds" ;;
+        latchkey-node) run contend-latchkey-node "$r" $((seconds + 60)) "${cli_pin[@]}" node "$peers/contend_redis_semaphore.js" --impl latchkey-node --port "$b3_port" --seconds "$seconds" ;;
       esac
     done
   fi
@@ -231,7 +248,7 @@ for r in $(seq 1 "$rounds"); do
     for w in "${b4[@]}"; do
       case $w in
         latchkey) run multilock_redlock "$r" 300 "${cli_pin[@]}" "$bin/multilock_redlock" --ports "$masters" --pairs "$pairs" --rounds 1 ;;
-        node) run node-redlock "$r" 300 "${cli_pin[@]}" node "$peers/redlock_node.js" --ports "$masters" --pairs "$pairs" --rounds 1 ;;
+        node) run node-redlock "$r" 300 "${cli_pin[@]}" node "$peers/redlock_node.js" --ports "$masters" --pairs "$pairs" --rounds 1 --latchkey-node ;;
       esac
     done
   fi

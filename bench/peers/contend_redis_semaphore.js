@@ -7,7 +7,13 @@
  *
  *   node contend_redis_semaphore.js [--host H] [--port P] [--procs N]
  *        [--seconds S] [--warmup-ms MS] [--hold-us MAX] [--order-margin-us US]
- *        [--no-pin]
+ *        [--no-pin] [--impl redis-semaphore|latchkey-node]
+ *
+ * --impl latchkey-node runs latchkey for Node (bindings/node, built there)
+ * in the same workers instead: lk.lock(name).acquire({ wait: 10000 }) with
+ * the watchdog's default lease, release(). Its top-level commands are not
+ * counted (the addon does not expose the client's count): those two lines
+ * are left out for it; the server's figures are the same.
  *
  * The same figures, names and JSON shape as bench/contend.h prints for
  * latchkey (bench "B3", variant "lock"), so bench/peers.sh can put them side
@@ -50,7 +56,7 @@ const hr = () => Number(process.hrtime.bigint()); /* ns; < 2^53 for ~104 days of
 function parseArgs(argv) {
   const a = {
     host: '127.0.0.1', port: 6379, procs: 8, seconds: 5, warmupMs: 500, holdUs: 200,
-    orderMarginUs: 50, pin: process.env.LK_BENCH_PIN !== '0',
+    orderMarginUs: 50, pin: process.env.LK_BENCH_PIN !== '0', impl: 'redis-semaphore',
     cpus: (process.env.LK_BENCH_WORKER_CPUS || '0,1').split(',').map(Number)
       .filter((c) => Number.isInteger(c) && c >= 0),
   };
@@ -66,6 +72,7 @@ function parseArgs(argv) {
     if (v === undefined) return null;
     i++;
     if (s === '--host') a.host = v;
+    else if (s === '--impl') ok = ['redis-semaphore', 'latchkey-node'].includes(a.impl = v);
     else if (s === '--port') ok = !Number.isNaN(a.port = num(v, 1, 65535));
     else if (s === '--procs') ok = !Number.isNaN(a.procs = num(v, 2, 64));
     else if (s === '--seconds') ok = !Number.isNaN(a.seconds = num(v, 1, 60));
@@ -94,19 +101,35 @@ async function worker() {
   const a = JSON.parse(process.env.LK_PEER_ARGS);
   const index = Number(process.env.LK_PEER_INDEX);
   if (a.pin) pinSelf(a.cpus[index % a.cpus.length]);
-  const redis = new Redis({ host: a.host, port: a.port, lazyConnect: true, maxRetriesPerRequest: 1 });
   let sent = 0;
-  const send = redis.sendCommand.bind(redis);
-  redis.sendCommand = (...args) => { sent++; return send(...args); };
-  redis.on('error', () => {}); /* failures show up as failed acquires/releases */
   const st = { error: '', acqFailures: 0, relFailures: 0, cmds0: 0, cmds1: 0 };
-  try {
-    await redis.connect();
-  } catch (e) {
-    process.send({ type: 'ready', ok: false, error: String(e.message || e) });
-    process.exit(3);
+  let mutex, closeClient;
+  if (a.impl === 'latchkey-node') {
+    const latchkey = require(require('node:path').join(__dirname, '..', '..', 'bindings', 'node'));
+    let lk;
+    try {
+      lk = await latchkey.connect(`redis://${a.host}:${a.port}`);
+    } catch (e) {
+      process.send({ type: 'ready', ok: false, error: String(e.message || e) });
+      process.exit(3);
+    }
+    const lock = lk.lock(a.name);
+    mutex = { acquire: () => lock.acquire({ wait: 10000 }), release: () => lock.release() };
+    closeClient = () => lk.close();
+  } else {
+    const redis = new Redis({ host: a.host, port: a.port, lazyConnect: true, maxRetriesPerRequest: 1 });
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = (...args) => { sent++; return send(...args); };
+    redis.on('error', () => {}); /* failures show up as failed acquires/releases */
+    try {
+      await redis.connect();
+    } catch (e) {
+      process.send({ type: 'ready', ok: false, error: String(e.message || e) });
+      process.exit(3);
+    }
+    mutex = new Mutex(redis, a.name); /* the library's defaults */
+    closeClient = () => redis.quit();
   }
-  const mutex = new Mutex(redis, a.name); /* the library's defaults */
   const go = await new Promise((resolve) => {
     process.on('message', (m) => { if (m && m.type === 'go') resolve(m); });
     process.send({ type: 'ready', ok: true });
@@ -165,7 +188,7 @@ async function worker() {
   process.send({
     type: 'done', index, n, overflow, recs: recs.slice(0, n * 4), holdNs, holds, ...st,
   }, () => {
-    redis.quit().catch(() => {}).finally(() => process.exit(0));
+    closeClient().catch(() => {}).finally(() => process.exit(0));
   });
 }
 
@@ -223,7 +246,7 @@ async function parent(a) {
     rtt.push(hr() - t0);
   }
   const rttUs = pct(sortNum(rtt), 0.5);
-  a.name = `lkbench:peers:semaphore:${process.pid}`;
+  a.name = `lkbench:peers:${a.impl === 'latchkey-node' ? 'latchkey-node' : 'semaphore'}:${process.pid}`;
   const kids = [];
   const results = new Array(a.procs);
   const exited = [];
@@ -330,11 +353,13 @@ async function parent(a) {
   }
   const secs = a.seconds;
   const hs = sortNum(handoff), xs = sortNum(xfer), ws = sortNum(wait);
+  const lkNode = a.impl === 'latchkey-node';
   const common = { procs: a.procs, hold_us_max: a.holdUs, ordered: false, pinned: a.pin,
-    library: 'redis-semaphore ' + require('redis-semaphore/package.json').version,
-    retry_ms: 10, node: process.version };
+    library: lkNode ? 'latchkey-node (bindings/node)' : 'redis-semaphore ' + require('redis-semaphore/package.json').version,
+    ...(lkNode ? {} : { retry_ms: 10 }), node: process.version };
   const line = (metric, value, unit, extra = {}) => {
-    const f = { bench: 'B3', impl: 'redis-semaphore', variant: 'lock', metric, value, unit, ...common, ...extra };
+    if (lkNode && (metric === 'toplevel_cmds_per_acq' || metric === 'inner_cmds_per_acq')) return; /* not counted */
+    const f = { bench: 'B3', impl: a.impl, variant: 'lock', metric, value, unit, ...common, ...extra };
     process.stdout.write('{' + Object.entries(f).map(([k, v]) => JSON.stringify(k) + ':' + fmt(v)).join(',') + '}\n');
   };
   const per1 = (x) => (n ? x / n : 0);

@@ -19,6 +19,13 @@
  * five masters), server_cpu_us_per_pair (their INFO cpu), cpu_us_per_pair
  * (this process: process.cpuUsage), commands_per_pair (the clients' own
  * count of commands sent) and, for "node-redlock", p50_vs_single_master.
+ * With --latchkey-node, latchkey for Node (bindings/node, built there) runs
+ * in the same rounds as impl "latchkey-node": latchkey.redLock over five
+ * latchkey clients, acquire({ lease: 30000 }) (one attempt, the same fixed
+ * lease as redlock's duration; it resolves at the quorum too), release()
+ * (resolved once every master answered); its commands are not counted (the
+ * addon does not expose the client's count), so it has no
+ * commands_per_pair line.
  * One JSON line per figure (bench "B4"); progress on stderr. Run it on the
  * client CPU (bench/peers.sh: taskset -c 1, masters on CPU 0). */
 
@@ -36,7 +43,7 @@ function usage() {
 }
 
 function parseArgs(argv) {
-  const a = { host: '127.0.0.1', ports: null, pairs: 3000, warmup: 300, rounds: 3 };
+  const a = { host: '127.0.0.1', ports: null, pairs: 3000, warmup: 300, rounds: 3, latchkeyNode: false };
   const int = (v, lo, hi) => {
     if (!/^[0-9]+$/.test(v || '')) usage();
     const n = Number(v);
@@ -45,6 +52,7 @@ function parseArgs(argv) {
   };
   for (let i = 0; i < argv.length; i++) {
     const s = argv[i], v = argv[i + 1];
+    if (s === '--latchkey-node') { a.latchkeyNode = true; continue; }
     if (v === undefined) usage();
     i++;
     if (s === '--ports') a.ports = v.split(',').map((p) => int(p, 1, 65535));
@@ -103,18 +111,36 @@ async function main() {
   const admins = a.ports.map(mk);
   for (const c of admins) await c.connect();
   const settings = { retryCount: 0 };
+  const redlockImpl = (name, rl) => {
+    rl.on('error', () => { errors++; });
+    return { name, acquire: (key) => rl.acquire([key], 30000) }; /* resolves with { release() } */
+  };
   const impls = [
-    { name: 'node-redlock', rl: new Redlock(clients, settings) },
-    { name: 'node-redlock-single', rl: new Redlock([clients[0]], settings) },
+    redlockImpl('node-redlock', new Redlock(clients, settings)),
+    redlockImpl('node-redlock-single', new Redlock([clients[0]], settings)),
   ];
-  for (const im of impls) im.rl.on('error', () => { errors++; });
+  let lkClients = [];
+  if (a.latchkeyNode) {
+    const latchkey = require(path.join(__dirname, '..', '..', 'bindings', 'node'));
+    for (const port of a.ports) lkClients.push(await latchkey.connect(`redis://${a.host}:${port}`));
+    const objs = new Map(); /* one RedLock object per name, made once */
+    impls.push({
+      name: 'latchkey-node',
+      acquire: async (key) => {
+        if (!objs.has(key)) objs.set(key, latchkey.redLock(lkClients, key));
+        const rl = objs.get(key);
+        await rl.acquire({ lease: 30000 });
+        return rl;
+      },
+    });
+  }
   const base = `lkbench:peers:redlock:${process.pid}`;
   const samples = new Float64Array(a.pairs);
   const runPairs = async (im, n, rec) => {
     const name = `${base}:${im.name}`;
     for (let i = 0; i < n; i++) {
       const t0 = hr();
-      const lock = await im.rl.acquire([name], 30000);
+      const lock = await im.acquire(name);
       if (rec) samples[i] = hr() - t0;
       await lock.release();
     }
@@ -150,8 +176,9 @@ async function main() {
   const lib = 'redlock ' + JSON.parse(fs.readFileSync(pkg, 'utf8')).version.replace(/^v/, '');
   const json = (impl, metric, value, unit) => {
     const o = { bench: 'B4', impl, metric, value: Number(value.toFixed(3)), unit,
-      masters: impl === 'node-redlock' ? 5 : 1, quorum: impl === 'node-redlock' ? 3 : 1,
-      pairs: a.pairs, rounds: a.rounds, inflight: 1, library: lib, node: process.version };
+      masters: impl === 'node-redlock-single' ? 1 : 5, quorum: impl === 'node-redlock-single' ? 1 : 3,
+      pairs: a.pairs, rounds: a.rounds, inflight: 1,
+      library: impl === 'latchkey-node' ? 'latchkey-node (bindings/node)' : lib, node: process.version };
     process.stdout.write(JSON.stringify(o) + '\n');
   };
   const m = {};
@@ -164,10 +191,11 @@ async function main() {
     json(im.name, 'server_us_per_pair', median(f.srv), 'us');
     json(im.name, 'server_cpu_us_per_pair', median(f.scpu), 'us');
     json(im.name, 'cpu_us_per_pair', median(f.cpu), 'us');
-    json(im.name, 'commands_per_pair', median(f.cmd), 'commands');
+    if (im.name !== 'latchkey-node') json(im.name, 'commands_per_pair', median(f.cmd), 'commands');
   }
   json('node-redlock', 'p50_vs_single_master', m['node-redlock'].p50 / m['node-redlock-single'].p50, 'x');
-  for (const c of admins) await c.del(`${base}:node-redlock`, `${base}:node-redlock-single`);
+  for (const c of lkClients) await c.close();
+  for (const c of admins) await c.del(`${base}:node-redlock`, `${base}:node-redlock-single`, `${base}:latchkey-node`);
   await Promise.all([...clients, ...admins].map((c) => c.quit()));
   if (errors) process.stderr.write(`redlock_node: ${errors} errors from redlock\n`);
   return errors ? 1 : 0;

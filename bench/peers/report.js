@@ -127,6 +127,29 @@ if (b1('latchkey-node', 'pairs_per_s')) {
   }
 }
 
+/* B2: latchkey for Node against each Node peer, 64 promises in flight */
+const b2 = (impl, metric) => get('B2', impl, undefined, metric);
+if (b2('latchkey-node', 'pairs_per_s')) {
+  const peersB2 = ['redis-semaphore', 'node-redlock-single'];
+  const rows = [
+    ['pairs/s', 'pairs_per_s'],
+    ['acquire p50 µs', 'acq_p50_us'],
+    ['acquire p99 µs', 'acq_p99_us'],
+    ['client CPU µs / pair', 'cpu_us_per_pair'],
+  ];
+  const cols = ['latchkey-node', ...peersB2];
+  process.stdout.write(`\n### B2: promises in flight from one Node client, one master, medians (min–max) over the rounds\n\n`);
+  process.stdout.write(`| | ${cols.join(' | ')} | ${peersB2.map((p) => `latchkey-node / ${p} (paired)`).join(' | ')} |\n`);
+  process.stdout.write(`|---|${cols.map(() => '---').join('|')}|${peersB2.map(() => '---').join('|')}|\n`);
+  for (const [label, m] of rows) {
+    const rs = peersB2.map((p) => {
+      const [x, y] = ratios(b2('latchkey-node', m), b2(p, m));
+      return `${x} (${y})`;
+    });
+    process.stdout.write(`| ${label} | ${cols.map((c) => cell(b2(c, m))).join(' | ')} | ${rs.join(' | ')} |\n`);
+  }
+}
+
 /* B3 */
 const b3rows = [
   ['acquisitions/s', 'acquisitions_per_s'],
@@ -144,11 +167,14 @@ const b3rows = [
   ['acquire failures', 'acquire_failures'],
 ];
 const peersB3 = b3impls.filter((i) => i !== 'latchkey');
+/* latchkey for Node against the Node peer, when both ran */
+const nodeVsB3 = b3impls.includes('latchkey-node') && b3impls.includes('redis-semaphore');
 if (b3impls.length) {
   const cols = ['latchkey', ...peersB3];
   process.stdout.write(`\n### B3: 8 processes on one name (variant "lock"), medians (min–max) over the rounds\n\n`);
-  process.stdout.write(`| | ${cols.join(' | ')} | ${peersB3.map((p) => `latchkey / ${p} (paired)`).join(' | ')} |\n`);
-  process.stdout.write(`|---|${cols.map(() => '---').join('|')}|${peersB3.map(() => '---').join('|')}|\n`);
+  const extra = nodeVsB3 ? ['latchkey-node / redis-semaphore (paired)'] : [];
+  process.stdout.write(`| | ${cols.join(' | ')} | ${[...peersB3.map((p) => `latchkey / ${p} (paired)`), ...extra].join(' | ')} |\n`);
+  process.stdout.write(`|---|${cols.map(() => '---').join('|')}|${[...peersB3, ...extra].map(() => '---').join('|')}|\n`);
   for (const [label, metric, field] of b3rows) {
     const m = metric || field;
     const gs = cols.map((c) => get('B3', c, 'lock', m));
@@ -156,6 +182,10 @@ if (b3impls.length) {
       const [x, y] = ratios(get('B3', 'latchkey', 'lock', m), get('B3', p, 'lock', m));
       return `${x} (${y})`;
     });
+    if (nodeVsB3) {
+      const [x, y] = ratios(get('B3', 'latchkey-node', 'lock', m), get('B3', 'redis-semaphore', 'lock', m));
+      rs.push(`${x} (${y})`);
+    }
     process.stdout.write(`| ${label} | ${gs.map(cell).join(' | ')} | ${rs.join(' | ')} |\n`);
   }
 }
@@ -173,12 +203,16 @@ if (b4('node-redlock', 'pairs_per_s') || b4('latchkey', 'pairs_per_s')) {
     ['commands / pair', 'commands_per_pair'],
   ];
   process.stdout.write(`\n### B4: RedLock, pairs back to back, medians (min–max) over the rounds\n\n`);
-  process.stdout.write('| | latchkey (5 masters) | node-redlock (5 masters) | latchkey / node-redlock (paired) | latchkey-single | node-redlock-single | single: latchkey / node-redlock (paired) |\n');
-  process.stdout.write('|---|---|---|---|---|---|---|\n');
+  const lkn = !!b4('latchkey-node', 'pairs_per_s');
+  process.stdout.write('| | latchkey (5 masters) | node-redlock (5 masters) | latchkey / node-redlock (paired) | latchkey-single | node-redlock-single | single: latchkey / node-redlock (paired) |' +
+    (lkn ? ' latchkey-node (5 masters) | latchkey-node / node-redlock (paired) |' : '') + '\n');
+  process.stdout.write('|---|---|---|---|---|---|---|' + (lkn ? '---|---|' : '') + '\n');
   for (const [label, m] of rows) {
     const [r5, p5] = ratios(b4('latchkey', m), b4('node-redlock', m));
     const [r1, p1] = ratios(b4('latchkey-single', m), b4('node-redlock-single', m));
+    const [rn, pn] = ratios(b4('latchkey-node', m), b4('node-redlock', m));
     process.stdout.write(`| ${label} | ${cell(b4('latchkey', m))} | ${cell(b4('node-redlock', m))} | ${r5} (${p5}) | ` +
-      `${cell(b4('latchkey-single', m))} | ${cell(b4('node-redlock-single', m))} | ${r1} (${p1}) |\n`);
+      `${cell(b4('latchkey-single', m))} | ${cell(b4('node-redlock-single', m))} | ${r1} (${p1}) |` +
+      (lkn ? ` ${cell(b4('latchkey-node', m))} | ${rn} (${pn}) |` : '') + '\n');
   }
 }

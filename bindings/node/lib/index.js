@@ -19,7 +19,7 @@ function lkError(code, what, text) {
 // Native events (a lost lease, a client's connection events) reach the JS
 // object they belong to through this one function; the native side holds
 // that object weakly, so it can still be collected.
-native.setEvents((target, name, code, text) => target._event(name, code, text));
+native.setEvents((target, name, code, text, extra) => target._event(name, code, text, extra));
 
 // Milliseconds as latchkey takes them: -1 waits or leases forever (or the
 // client's default lease, for lease).
@@ -33,26 +33,31 @@ function ms(v, dflt) {
 }
 
 class LatchkeyObject extends EventEmitter {
-  constructor(client, kind, name) {
+  constructor(client, kind, name, arg) {
     super();
     this.client = client; // keeps the client alive while this object is
     this.name = name;
-    this._n = new native.NativeObject(kind, client._n, String(name), this);
+    this._n = new native.NativeObject(kind, client._n, String(name), this, arg);
   }
 
   // One operation: resolves with its result, rejects with an lkError. A
-  // signal cancels it (the object's pending acquire or await).
-  _op(verb, args, signal) {
+  // signal cancels it (the object's pending acquire or await). withExtra:
+  // resolves with { result, extra } (what the kind reads besides the
+  // number: permit ids, a term...); a failure's extra is the error's detail.
+  _op(verb, args, signal, withExtra = false) {
     return new Promise((resolve, reject) => {
       if (signal && signal.aborted) {
         reject(lkError('LK_ECANCELED', `${this.constructor.name}.${verb}`, ''));
         return;
       }
       let onAbort = null;
-      const rc = this._n.op(verb, ...args, (code, result, text) => {
+      const rc = this._n.op(verb, ...args, (code, result, text, extra) => {
         if (onAbort) signal.removeEventListener('abort', onAbort);
-        if (code) reject(lkError(code, `${this.constructor.name}.${verb}`, text));
-        else resolve(result);
+        if (code) {
+          const err = lkError(code, `${this.constructor.name}.${verb}`, text);
+          if (extra !== undefined) err.detail = extra;
+          reject(err);
+        } else resolve(withExtra ? { result, extra } : result);
       });
       if (rc) {
         reject(lkError(rc, `${this.constructor.name}.${verb}`, ''));
@@ -65,17 +70,23 @@ class LatchkeyObject extends EventEmitter {
     });
   }
 
-  _event(name, code, text) {
+  _event(name, code, text, extra) {
     if (name === 'lost') this.emit('lost', lkError(code, `${this.constructor.name} ${this.name}`, text));
+    else if (name === 'change') this.emit('change', extra);
+    else if (name === 'observeEnd') this.emit('observeEnd');
   }
 
-  // Starts closing: a pending operation ends with LK_ECANCELED, holds are
-  // given back (best effort). Garbage collection of an open object that
-  // holds nothing does the same (a held one is not collected).
+  // Closes: a pending operation ends with LK_ECANCELED, holds are given
+  // back (best effort); resolves once the C object is gone (a MultiLock's
+  // members, a RedLock's clients are free to close then). Garbage
+  // collection of an open object that holds nothing does the same (a held
+  // one is not collected).
   close() {
-    const rc = this._n.close();
-    if (rc && rc !== 'LK_ECLOSED') return Promise.reject(lkError(rc, `${this.constructor.name}.close`, ''));
-    return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const rc = this._n.close(() => resolve());
+      if (rc === 'LK_ECLOSED') resolve(); // closed already, or by its client's close
+      else if (rc) reject(lkError(rc, `${this.constructor.name}.close`, ''));
+    });
   }
 }
 
@@ -184,6 +195,186 @@ class Latch extends LatchkeyObject {
   async delete() { return (await this._op('delete', [])) === 1; }
 }
 
+// using(): acquire, run fn, release even when fn throws.
+async function using(obj, fn, opts) {
+  await obj.acquire(opts);
+  try {
+    return await fn(obj);
+  } finally {
+    await obj.release();
+  }
+}
+
+// The permit-expirable semaphore (RPermitExpirableSemaphore): each permit
+// has its own id and lease.
+class PermitSemaphore extends LatchkeyObject {
+  constructor(client, name) {
+    super(client, 'psem', name);
+  }
+  // Resolves with the new permits' ids; lease omitted: the client's default
+  // lease, renewed while this object lives; a number: fixed.
+  async acquire({ permits = 1, wait = 0, lease, signal } = {}) {
+    return (await this._op('acquire', [permits, ms(wait, 0), ms(lease, -1)], signal, true)).extra;
+  }
+  // Gives back one of this object's permits by id, or all of them (no id);
+  // resolves with how many.
+  async release(id) { return this._op('release', [id ?? null]); }
+  // Gives back any permit by id (another process's too).
+  async releaseId(id) { return (await this._op('releaseId', [String(id)])) === 1; }
+  // A new lease (ms, or Infinity/omitted for the renewed default) on one
+  // permit of this object's, or on all of them (no id).
+  async updateLease(lease, id) { await this._op('updateLease', [id ?? null, ms(lease, -1)]); }
+  async trySetPermits(n) { return (await this._op('trySetPermits', [n])) === 1; }
+  async addPermits(n) { return this._op('addPermits', [n]); }
+  async available() { return this._op('available', []); }
+  async acquired() { return this._op('acquired', []); }
+  // Acquires, runs fn(ids), releases those permits even when fn throws.
+  async using(fn, opts) {
+    const ids = await this.acquire(opts);
+    try {
+      return await fn(ids);
+    } finally {
+      for (const id of ids) await this.release(id);
+    }
+  }
+  get isHeld() { return this._n.isHeld(); }
+  get held() { return this._n.holdCount(); }
+  get permitIds() { return this._n.info('permitIds'); }
+}
+
+// Several locks (possibly on different clients and servers) taken all
+// together or none (RedissonMultiLock). The locks are borrowed: they stay
+// open while the MultiLock is (their close() rejects with LK_EBUSY).
+class MultiLock extends LatchkeyObject {
+  constructor(locks) {
+    if (!Array.isArray(locks) || locks.length === 0 || !locks.every((l) => l instanceof Lock && !(l instanceof FairLock))) {
+      throw lkError('LK_EINVAL', 'latchkey.multiLock', 'an array of Lock objects');
+    }
+    super(locks[0].client, 'multilock', '', locks.map((l) => l._n));
+    this.locks = locks; // borrowed: kept alive with the group
+  }
+  async acquire({ wait = 0, lease, fenced = false, signal } = {}) {
+    await this._op('acquire', [ms(wait, 0), ms(lease, -1), fenced ? 1 : 0], signal);
+  }
+  async release() { await this._op('release', []); }
+  async using(fn, opts) { return using(this, fn, opts); }
+  get isHeld() { return this._n.isHeld(); }
+  get holdCount() { return this._n.holdCount(); }
+}
+
+const REDLOCK_LAYOUTS = { redisson: 0, lean: 1 };
+
+// One name on N independent masters (one client each), held while a
+// majority holds it (RedissonRedLock).
+class RedLock extends LatchkeyObject {
+  constructor(clients, name, { persistent = false, quarantine, retryJitter, layout = 'redisson' } = {}) {
+    if (!Array.isArray(clients) || clients.length === 0 || !clients.every((c) => c instanceof Client)) {
+      throw lkError('LK_EINVAL', 'latchkey.redLock', 'an array of Client objects');
+    }
+    if (!(layout in REDLOCK_LAYOUTS)) throw lkError('LK_EINVAL', 'latchkey.redLock', `layout: ${layout}`);
+    const cfg = { clients: clients.map((c) => c._n), persistent: persistent ? 1 : 0, layout: REDLOCK_LAYOUTS[layout] };
+    if (quarantine !== undefined) cfg.quarantine = ms(quarantine, 0);
+    if (retryJitter !== undefined) cfg.retryJitter = ms(retryJitter, 0);
+    super(clients[0], 'redlock', name, cfg);
+    this.clients = clients; // borrowed: kept alive with the RedLock
+  }
+  async acquire({ wait = 0, lease, nodeTimeout = 0, fenced = false, signal } = {}) {
+    await this._op('acquire', [ms(wait, 0), ms(lease, -1), ms(nodeTimeout, 0), fenced ? 1 : 0], signal);
+  }
+  async release() { await this._op('release', []); }
+  async using(fn, opts) { return using(this, fn, opts); }
+  get isHeld() { return this._n.isHeld(); }
+  get holdCount() { return this._n.holdCount(); }
+  get token() { return this._n.token(); }
+  // ms of validity left (0 when not held); masters that hold it; quorum.
+  get validity() { return this._n.info('validity'); }
+  get votes() { return this._n.info('votes'); }
+  get quorum() { return this._n.info('quorum'); }
+}
+
+// Leader election for a role: campaign() resolves when elected, with the
+// term (a BigInt fencing token); 'lost' when the leadership is lost;
+// observe() emits 'change' ({ term, value }) for the role's leader.
+class Leader extends LatchkeyObject {
+  constructor(client, role) {
+    super(client, 'leader', role);
+  }
+  async campaign({ lease, value, wait = Infinity, signal } = {}) {
+    const args = [ms(lease, -1), value === undefined ? null : String(value), ms(wait, -1)];
+    return (await this._op('campaign', args, signal, true)).extra;
+  }
+  async resign() { await this._op('resign', []); }
+  // The lock idiom: acquire campaigns, release resigns.
+  acquire(opts) { return this.campaign(opts); }
+  release() { return this.resign(); }
+  async using(fn, opts) { return using(this, fn, opts); }
+  // Starts following the role (events 'change', then 'observeEnd' after
+  // observeStop() or close()); keeps the process alive meanwhile.
+  observe() {
+    const rc = this._n.observe();
+    if (rc) throw lkError(rc, 'Leader.observe', '');
+  }
+  observeStop() {
+    const rc = this._n.observeStop();
+    if (rc) throw lkError(rc, 'Leader.observeStop', '');
+  }
+  get isLeader() { return this._n.isHeld(); }
+  get isHeld() { return this._n.isHeld(); }
+  get term() { return this._n.token(); }
+  get observedTerm() { return this._n.info('observedTerm'); }
+  get observedValue() { return this._n.info('observedValue'); }
+}
+
+const RATE_TYPES = { overall: 0, perClient: 1 };
+
+function rateArgs({ rate, interval, type = 'overall', keepAlive = 0 } = {}) {
+  if (!(type in RATE_TYPES)) throw lkError('LK_EINVAL', 'RateLimiter', `type: ${type}`);
+  return [RATE_TYPES[type], rate, ms(interval, 0), ms(keepAlive, 0)];
+}
+
+// A rate limiter (RRateLimiter): at most rate permits in any window of
+// interval ms, for every client together ('overall') or each ('perClient').
+class RateLimiter extends LatchkeyObject {
+  constructor(client, name) {
+    super(client, 'ratelimiter', name);
+  }
+  async trySetRate(cfg) { return (await this._op('trySetRate', rateArgs(cfg))) === 1; }
+  async setRate(cfg) { await this._op('setRate', rateArgs(cfg)); }
+  // Resolves with the permits left in the window. LK_ETIMEDOUT when the
+  // wait ran out: err.detail is the server's estimate of the wait (ms).
+  async acquire({ permits = 1, wait = 0, signal } = {}) {
+    return this._op('acquire', [permits, ms(wait, 0)], signal);
+  }
+  async tryAcquire(permits = 1) { return this.acquire({ permits, wait: 0 }); }
+  async available() { return this._op('available', []); }
+  // { type, rate, interval, keepAlive }, or null when none is set.
+  async getConfig() { return (await this._op('getConfig', [], undefined, true)).extra; }
+}
+
+// A double barrier: members enter, are released together once `members`
+// have entered, work, then leave together.
+class Barrier extends LatchkeyObject {
+  constructor(client, name, members) {
+    super(client, 'barrier', name, members);
+    this.members = members;
+  }
+  // Resolves with { round, dropped } once every member entered.
+  async enter({ wait = Infinity, lease, member, signal } = {}) {
+    const args = [ms(wait, -1), ms(lease, -1), member === undefined ? null : String(member)];
+    return (await this._op('enter', args, signal, true)).extra;
+  }
+  // Resolves with { round, dropped } once every member left.
+  async leave({ wait = Infinity, signal } = {}) {
+    return (await this._op('leave', [ms(wait, -1)], signal, true)).extra;
+  }
+  // The lock idiom: acquire enters, release leaves.
+  acquire(opts) { return this.enter(opts); }
+  release() { return this.leave(); }
+  async using(fn, opts) { return using(this, fn, opts); }
+  get round() { return this._n.info('round'); }
+  get member() { return this._n.info('member'); }
+}
+
 // A connection to Redis (one latchkey client): commands, pub/sub, the
 // watchdog. Events: 'suspended', 'reconnected', 'serverRestarted',
 // 'topologyChanged'.
@@ -202,6 +393,10 @@ class Client extends EventEmitter {
   readWriteLock(name) { return new ReadWriteLock(this, name); }
   semaphore(name) { return new Semaphore(this, name); }
   latch(name) { return new Latch(this, name); }
+  permitSemaphore(name) { return new PermitSemaphore(this, name); }
+  leader(role) { return new Leader(this, role); }
+  rateLimiter(name) { return new RateLimiter(this, name); }
+  barrier(name, members) { return new Barrier(this, name, members); }
   // Closes every object of this client (pending operations end with
   // LK_ECANCELED, holds are given back), then the client. Every call
   // resolves when that close has finished (a second call does not resolve
@@ -257,8 +452,15 @@ function connect(urlOrOptions = 'redis://127.0.0.1:6379', maybeOptions = {}) {
   });
 }
 
+// A MultiLock of lock objects (of any clients); a RedLock of one name on
+// several clients (one per master).
+function multiLock(locks) { return new MultiLock(locks); }
+function redLock(clients, name, options) { return new RedLock(clients, name, options); }
+
 module.exports = {
   connect,
+  multiLock,
+  redLock,
   // Client and object cores alive in this environment (freed once both
   // their JS object and their C object are gone): the tests' leak check.
   liveCounts: native.liveCounts,
@@ -268,6 +470,12 @@ module.exports = {
   ReadWriteLock,
   Semaphore,
   Latch,
+  PermitSemaphore,
+  MultiLock,
+  RedLock,
+  Leader,
+  RateLimiter,
+  Barrier,
   versions: {
     uvHeaders: native.uvVersion,
     uvRunning: native.runningUvVersion,

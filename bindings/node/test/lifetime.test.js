@@ -10,6 +10,7 @@ const v8 = require('node:v8');
 const vm = require('node:vm');
 const latchkey = require('..');
 const { serverForFile, until, liveness } = require('./helpers/common');
+const { startRedis } = require('./helpers/redis');
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc');
@@ -108,6 +109,35 @@ test('every client and object core is freed once closed and collected', async ()
     return now.clients === base.clients && now.objects === base.objects;
   }, liveness(5000));
   assert.ok(freed, `still alive: ${JSON.stringify(latchkey.liveCounts())}, base ${JSON.stringify(base)}`);
+});
+
+test('garbage collection of a MultiLock and a RedLock with the clients they borrow frees every core', async () => {
+  await collect();
+  const base = latchkey.liveCounts();
+  const conns = async () => (await box.redis.command('CLIENT', 'LIST')).split('\n').filter((l) => l.includes('name=latchkey')).length;
+  const connsBefore = await conns();
+  const second = await startRedis(); // a RedLock's masters are distinct servers
+  // Members and masters on clients other than the group's own: their
+  // clients' close_all refuses (LK_EBUSY) while the group is open, so the
+  // group's end closes them, whatever order the collector picks.
+  await (async () => {
+    const a = await latchkey.connect(box.redis.url);
+    const b = await latchkey.connect(box.redis.url);
+    const ml = latchkey.multiLock([a.lock('node:gc:ml:1'), b.lock('node:gc:ml:2')]);
+    await ml.acquire();
+    await ml.release();
+    const c = await latchkey.connect(box.redis.url);
+    const d = await latchkey.connect(second.url);
+    latchkey.redLock([c, d], 'node:gc:rl');
+    assert.deepStrictEqual(latchkey.liveCounts(), { clients: base.clients + 4, objects: base.objects + 4 });
+  })();
+  const freed = await until(async () => {
+    await collect();
+    const now = latchkey.liveCounts();
+    return now.clients === base.clients && now.objects === base.objects && (await conns()) === connsBefore;
+  }, liveness(5000));
+  await second.stop();
+  assert.ok(freed, `still alive: ${JSON.stringify(latchkey.liveCounts())}, base ${JSON.stringify(base)}, connections ${await conns()} (${connsBefore} before)`);
 });
 
 function hasRedisCli() {
