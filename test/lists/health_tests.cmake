@@ -1,0 +1,3 @@
+# A hold's health (issue 28): held → at risk → safe again or lost, through
+# the cutting proxy, a paused server, a failover and a slot migration.
+lk_add_test_file(SOURCE health/health_basic.c LABEL health)
