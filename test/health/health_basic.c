@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fair_fixture.h"
+#include "health_fixture.h"
 #include "lk_fixture.h"
 #include "multi_fixture.h"
 #include "proxy.h"
@@ -21,94 +22,6 @@
  * local deadline at lease - lease/100 - 2 ms. */
 #define LEASE_MS 1200
 
-/* ---- what a holder hears ----------------------------------------------------- */
-
-enum { EV_RISK = 'R', EV_SAFE = 'S', EV_LOST = 'L', EV_MAX = 16 };
-
-typedef struct {
-  int n;
-  char kind[EV_MAX + 1]; /* "RS", "RL"... */
-  int64_t ms_left[EV_MAX];
-  uint64_t t_ns[EV_MAX];
-  int lost, risk, safe;
-} hist_t;
-
-static void note(hist_t *h, char kind, int64_t ms_left) {
-  ASSERT(h->n < EV_MAX);
-  h->kind[h->n] = kind;
-  h->ms_left[h->n] = ms_left;
-  h->t_ns[h->n] = uv_hrtime();
-  h->n++;
-  h->kind[h->n] = '\0';
-}
-
-static void on_health(lk_handle_t *hd, lk_health_t state, int64_t ms_left, void *arg) {
-  hist_t *h = arg;
-  ASSERT_NOT_NULL(hd);
-  ASSERT(state == LK_HEALTH_AT_RISK || state == LK_HEALTH_SAFE);
-  ASSERT_GE(ms_left, 0);
-  note(h, state == LK_HEALTH_AT_RISK ? EV_RISK : EV_SAFE, ms_left);
-  if (state == LK_HEALTH_AT_RISK)
-    h->risk++;
-  else
-    h->safe++;
-}
-
-static void on_lost(lk_handle_t *hd, int status, void *arg) {
-  hist_t *h = arg;
-  (void)hd;
-  ASSERT_EQ(status, LK_ELEASELOST);
-  note(h, EV_LOST, 0);
-  h->lost++;
-}
-
-static void watch(lk_handle_t *hd, hist_t *h) {
-  memset(h, 0, sizeof(*h));
-  ASSERT_OK(lk_handle_set_health_cb(hd, on_health, h));
-  ASSERT_OK(lk_handle_set_lost_cb(hd, on_lost, h));
-}
-
-static double ms_since(uint64_t from_ns, uint64_t to_ns) {
-  return ((double)to_ns - (double)from_ns) / 1e6;
-}
-
-/* The loss came after an AT_RISK that left time: "RL", ms_left > 0, and the
- * loss no earlier than the deadline the AT_RISK announced (2 ms for the ms
- * steps of the callback's truncation and the timers). Safety: unscaled. */
-static void expect_risk_then_lost(const char *what, const hist_t *h) {
-  double gap;
-  if (strcmp(h->kind, "RL") != 0)
-    FAIL("%s: heard \"%s\", want \"RL\"", what, h->kind);
-  gap = ms_since(h->t_ns[0], h->t_ns[1]);
-  fprintf(stderr, "note: %s: at risk with %lld ms left, lost %.1f ms later\n", what,
-          (long long)h->ms_left[0], gap);
-  ASSERT_GT(h->ms_left[0], 0);
-  ASSERT_GE(gap, (double)h->ms_left[0] - 2.0);
-}
-
-/* Runs the loop until the holder heard n events (a liveness bound that
- * grows by the machine's measured stalls). */
-static void wait_events(uv_loop_t *loop, hist_t *h, int n, int64_t ms) {
-  int64_t mark = rt_stall_mark();
-  while (h->n < n) {
-    if (rt_stall_expired(mark, ms)) {
-      rt_stall_print("wait_events", mark);
-      FAIL("heard \"%s\" after %lld ms, want %d events", h->kind,
-           (long long)(rt_now_ms() - mark), n);
-    }
-    uv_run(loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
-
-/* Spins the loop for ms (the holder must hear nothing meanwhile). */
-static void spin_loop(uv_loop_t *loop, int64_t ms) {
-  int64_t end = rt_now_ms() + ms;
-  while (rt_now_ms() < end) {
-    uv_run(loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(1);
-  }
-}
 
 static void start_proxied(fx_t *fx, rt_proxy_t **p) {
   lk_client_opts_t o;
@@ -147,20 +60,20 @@ TEST(cut_connection_lock_at_risk_then_safe) {
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   start_proxied(&fx, &p);
   lk_lock_t *l = fx_lock(&fx, "health-cut");
-  watch(lk_lock_handle(l), &h);
+  hx_watch(lk_lock_handle(l), &h);
   ASSERT_OK(sx_acquire_in(&fx.loop, l, 0, LK_LEASE_DEFAULT, &s));
   int64_t mark = rt_stall_mark();
   uint64_t t_cut = uv_hrtime();
   rt_proxy_reset_all(p);
-  wait_events(&fx.loop, &h, 1, 2000);
+  hx_wait_events(&fx.loop, &h, 1, 2000);
   ASSERT_EQ(h.kind[0], EV_RISK);
   ASSERT_GT(h.ms_left[0], 0);
   ASSERT_LE(h.ms_left[0], lease);
-  fprintf(stderr, "note: at risk %.1f ms after the cut, %lld ms left\n", ms_since(t_cut, h.t_ns[0]),
+  fprintf(stderr, "note: at risk %.1f ms after the cut, %lld ms left\n", hx_ms_since(t_cut, h.t_ns[0]),
           (long long)h.ms_left[0]);
-  wait_events(&fx.loop, &h, 2, 2 * lease);
+  hx_wait_events(&fx.loop, &h, 2, 2 * lease);
   if (!EXPECT_HOLD(h.kind[1] == EV_SAFE, mark, fx_renewal_slack(lease))) {
-    expect_risk_then_lost("cut (excused)", &h);
+    hx_expect_risk_then_lost("cut (excused)", &h);
   } else {
     ASSERT_STREQ(h.kind, "RS");
     ASSERT_GT(h.ms_left[1], 0);
@@ -185,13 +98,13 @@ TEST(blackholed_lock_at_risk_then_lost) {
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   start_proxied(&fx, &p);
   lk_lock_t *l = fx_lock(&fx, "health-blackhole");
-  watch(lk_lock_handle(l), &h);
+  hx_watch(lk_lock_handle(l), &h);
   ASSERT_OK(sx_acquire_in(&fx.loop, l, 0, LK_LEASE_DEFAULT, &s));
   rt_proxy_blackhole(p, 1);
-  wait_events(&fx.loop, &h, 2, 2 * lease);
-  expect_risk_then_lost("blackhole", &h);
+  hx_wait_events(&fx.loop, &h, 2, 2 * lease);
+  hx_expect_risk_then_lost("blackhole", &h);
   /* Not before the risk point: half a lease after the acquire was sent. */
-  ASSERT_GE(ms_since(s.t_ns, h.t_ns[0]), 0.0);
+  ASSERT_GE(hx_ms_since(s.t_ns, h.t_ns[0]), 0.0);
   ASSERT_EQ(lk_lock_is_held(l), 0);
   ASSERT_EQ(stats_of(fx.c).holds_at_risk, 1);
   ASSERT_EQ(stats_of(fx.c).holds_safe_again, 0);
@@ -223,12 +136,12 @@ TEST(paused_server_every_kind_at_risk_then_lost) {
   lk_multilock_t *ml = NULL;
   mx_t ms;
   ASSERT_OK(lk_multilock_new(members, 2, &ml));
-  watch(lk_lock_handle(l), &h[0]);
-  watch(lk_fair_handle(f), &h[1]);
-  watch(lk_rwlock_handle(rw), &h[2]);
-  watch(lk_psem_handle(ps), &h[3]);
-  watch(lk_leader_handle(ld), &h[4]);
-  watch(lk_multilock_handle(ml), &h[5]);
+  hx_watch(lk_lock_handle(l), &h[0]);
+  hx_watch(lk_fair_handle(f), &h[1]);
+  hx_watch(lk_rwlock_handle(rw), &h[2]);
+  hx_watch(lk_psem_handle(ps), &h[3]);
+  hx_watch(lk_leader_handle(ld), &h[4]);
+  hx_watch(lk_multilock_handle(ml), &h[5]);
   ASSERT_OK(sx_acquire_in(&fx.loop, l, 0, LK_LEASE_DEFAULT, &s));
   {
     fsx_t fs;
@@ -253,13 +166,13 @@ TEST(paused_server_every_kind_at_risk_then_lost) {
   }
   rt_server_pause(fx.srv);
   for (int i = 0; i < 6; i++)
-    wait_events(&fx.loop, &h[i], 2, 3 * lease);
+    hx_wait_events(&fx.loop, &h[i], 2, 3 * lease);
   static const char *const names[6] = {"lock", "fair", "rwlock", "psem", "leader", "multilock"};
   for (int i = 0; i < 6; i++)
-    expect_risk_then_lost(names[i], &h[i]);
+    hx_expect_risk_then_lost(names[i], &h[i]);
   rt_server_resume(fx.srv);
   ASSERT_OK(lk_multilock_close(ml, NULL));
-  spin_loop(&fx.loop, 50);
+  hx_spin_loop(&fx.loop, 50);
   fx_close_lock(&fx, m1);
   fx_close_lock(&fx, m2);
   ld_close(&fx.loop, ld);
@@ -283,24 +196,24 @@ TEST(briefly_paused_server_lock_at_risk_then_safe) {
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   start_plain(&fx);
   lk_lock_t *l = fx_lock(&fx, "health-brief");
-  watch(lk_lock_handle(l), &h);
+  hx_watch(lk_lock_handle(l), &h);
   ASSERT_OK(sx_acquire_in(&fx.loop, l, 0, LK_LEASE_DEFAULT, &s));
   int64_t mark = rt_stall_mark();
   rt_server_pause(fx.srv);
-  wait_events(&fx.loop, &h, 1, lease);
+  hx_wait_events(&fx.loop, &h, 1, lease);
   ASSERT_EQ(h.kind[0], EV_RISK);
   ASSERT_GT(h.ms_left[0], 0);
   rt_server_resume(fx.srv);
-  wait_events(&fx.loop, &h, 2, 2 * lease);
+  hx_wait_events(&fx.loop, &h, 2, 2 * lease);
   if (EXPECT_HOLD(h.kind[1] == EV_SAFE, mark, fx_renewal_slack(lease))) {
     ASSERT_STREQ(h.kind, "RS");
     fprintf(stderr, "note: safe again %.1f ms after at risk (%lld ms were left)\n",
-            ms_since(h.t_ns[0], h.t_ns[1]), (long long)h.ms_left[0]);
+            hx_ms_since(h.t_ns[0], h.t_ns[1]), (long long)h.ms_left[0]);
     /* SAFE came before the deadline AT_RISK announced. */
-    ASSERT_LE(ms_since(h.t_ns[0], h.t_ns[1]), (double)h.ms_left[0] + 2.0);
+    ASSERT_LE(hx_ms_since(h.t_ns[0], h.t_ns[1]), (double)h.ms_left[0] + 2.0);
     ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   } else {
-    expect_risk_then_lost("brief pause (excused)", &h);
+    hx_expect_risk_then_lost("brief pause (excused)", &h);
   }
   fx_close_lock(&fx, l);
   fx_finish(&fx);
@@ -319,15 +232,15 @@ TEST(close_while_at_risk_hears_nothing_more) {
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   start_proxied(&fx, &p);
   lk_lock_t *l = fx_lock(&fx, "health-close");
-  watch(lk_lock_handle(l), &h);
+  hx_watch(lk_lock_handle(l), &h);
   ASSERT_OK(sx_acquire_in(&fx.loop, l, 0, LK_LEASE_DEFAULT, &s));
   rt_proxy_blackhole(p, 1);
-  wait_events(&fx.loop, &h, 1, 2 * lease);
+  hx_wait_events(&fx.loop, &h, 1, 2 * lease);
   ASSERT_STREQ(h.kind, "R");
   lk_lock_set_data(l, &closed);
   ASSERT_OK(lk_lock_close(l, fx_lock_closed_cb));
-  ASSERT_EQ(lk_handle_set_health_cb(lk_lock_handle(l), on_health, &h), LK_ECLOSED);
-  spin_loop(&fx.loop, lease + 200);
+  ASSERT_EQ(lk_handle_set_health_cb(lk_lock_handle(l), hx_on_health, &h), LK_ECLOSED);
+  hx_spin_loop(&fx.loop, lease + 200);
   rt_proxy_blackhole(p, 0);
   rt_run_until(&fx.loop, &closed, 10000);
   ASSERT_STREQ(h.kind, "R");
@@ -344,15 +257,15 @@ TEST(released_hold_hears_nothing_after_a_cut) {
   sx_t s;
   start_proxied(&fx, &p);
   lk_lock_t *a = fx_lock(&fx, "health-rel-a"), *b = fx_lock(&fx, "health-rel-b");
-  watch(lk_lock_handle(a), &ha);
-  watch(lk_lock_handle(b), &hb);
+  hx_watch(lk_lock_handle(a), &ha);
+  hx_watch(lk_lock_handle(b), &hb);
   ASSERT_OK(sx_acquire_in(&fx.loop, a, 0, LK_LEASE_DEFAULT, &s));
   ASSERT_OK(sx_acquire_in(&fx.loop, b, 0, LK_LEASE_DEFAULT, &s));
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   rt_proxy_reset_all(p);
-  wait_events(&fx.loop, &hb, 1, 2000);
+  hx_wait_events(&fx.loop, &hb, 1, 2000);
   ASSERT_EQ(hb.kind[0], EV_RISK);
-  spin_loop(&fx.loop, 100);
+  hx_spin_loop(&fx.loop, 100);
   ASSERT_EQ(ha.n, 0);
   fx_close_lock(&fx, a);
   fx_close_lock(&fx, b);
@@ -367,10 +280,10 @@ TEST(set_health_cb_codes) {
   hist_t h;
   start_plain(&fx);
   lk_semaphore_t *sem = fx_sem(&fx, "health-sem");
-  ASSERT_EQ(lk_handle_set_health_cb(NULL, on_health, &h), LK_EINVAL);
-  ASSERT_EQ(lk_handle_set_health_cb(lk_semaphore_handle(sem), on_health, &h), LK_EINVAL);
+  ASSERT_EQ(lk_handle_set_health_cb(NULL, hx_on_health, &h), LK_EINVAL);
+  ASSERT_EQ(lk_handle_set_health_cb(lk_semaphore_handle(sem), hx_on_health, &h), LK_EINVAL);
   lk_lock_t *l = fx_lock(&fx, "health-codes");
-  ASSERT_OK(lk_handle_set_health_cb(lk_lock_handle(l), on_health, &h));
+  ASSERT_OK(lk_handle_set_health_cb(lk_lock_handle(l), hx_on_health, &h));
   ASSERT_OK(lk_handle_set_health_cb(lk_lock_handle(l), NULL, NULL));
   fx_close_sem_in(&fx.loop, sem);
   fx_close_lock(&fx, l);
@@ -389,23 +302,23 @@ TEST(redlock_at_risk_when_quorum_unconfirmed_then_safe) {
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   mfx_start_lease(&m, 3, NULL, lease);
   lk_redlock_t *rl = mx_rl_new(&m, m.c, "health-rl", NULL);
-  watch(lk_redlock_handle(rl), &h);
+  hx_watch(lk_redlock_handle(rl), &h);
   ASSERT_OK(mx_rl_acquire(&m, rl, 0, LK_LEASE_DEFAULT, &s));
   mx_rl_settle(&m, rl);
   int64_t mark = rt_stall_mark();
   rt_server_pause(m.srv[0]);
   rt_server_pause(m.srv[1]);
-  wait_events(&m.loop, &h, 1, lease);
+  hx_wait_events(&m.loop, &h, 1, lease);
   ASSERT_EQ(h.kind[0], EV_RISK);
   ASSERT_GT(h.ms_left[0], 0);
   rt_server_resume(m.srv[0]);
   rt_server_resume(m.srv[1]);
-  wait_events(&m.loop, &h, 2, 2 * lease);
+  hx_wait_events(&m.loop, &h, 2, 2 * lease);
   if (EXPECT_HOLD(h.kind[1] == EV_SAFE, mark, fx_renewal_slack(lease))) {
     ASSERT_STREQ(h.kind, "RS");
     ASSERT_EQ(mx_rl_release(&m, rl), 0);
   } else {
-    expect_risk_then_lost("redlock (excused)", &h);
+    hx_expect_risk_then_lost("redlock (excused)", &h);
   }
   mx_rl_close(&m, rl);
   mfx_finish(&m);
@@ -419,13 +332,13 @@ TEST(redlock_at_risk_then_lost_without_quorum) {
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   mfx_start_lease(&m, 3, NULL, lease);
   lk_redlock_t *rl = mx_rl_new(&m, m.c, "health-rl-lost", NULL);
-  watch(lk_redlock_handle(rl), &h);
+  hx_watch(lk_redlock_handle(rl), &h);
   ASSERT_OK(mx_rl_acquire(&m, rl, 0, LK_LEASE_DEFAULT, &s));
   mx_rl_settle(&m, rl);
   rt_server_pause(m.srv[1]);
   rt_server_pause(m.srv[2]);
-  wait_events(&m.loop, &h, 2, 3 * lease);
-  expect_risk_then_lost("redlock", &h);
+  hx_wait_events(&m.loop, &h, 2, 3 * lease);
+  hx_expect_risk_then_lost("redlock", &h);
   rt_server_resume(m.srv[1]);
   rt_server_resume(m.srv[2]);
   mx_rl_close(&m, rl);
