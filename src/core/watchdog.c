@@ -156,7 +156,8 @@ static void rearm(lk_client_t *c) {
   if (lk__wd_deadline(c, head) < at)
     at = lk__wd_deadline(c, head);
   /* Later entries' risk points are taken by the ticks (lease/6 apart). */
-  if (!head->at_risk && !head->paused && risk_point(c, head) < at)
+  if (!head->at_risk && !head->paused && head->obj != NULL && risk_point(c, head) > now &&
+      risk_point(c, head) < at)
     at = risk_point(c, head);
   uv_update_time(c->loop); /* the delay below is from the real now */
   uv_timer_start(&c->wd_timer, on_wd_timer,
