@@ -108,8 +108,12 @@ TEST(blackholed_lock_at_risk_then_lost) {
   ASSERT_EQ(lk_lock_is_held(l), 0);
   ASSERT_EQ(stats_of(fx.c).holds_at_risk, 1);
   ASSERT_EQ(stats_of(fx.c).holds_safe_again, 0);
+  /* Nothing after the loss: the connection comes back, the give-back
+   * goes through, the object is closed. */
   rt_proxy_blackhole(p, 0);
+  hx_spin_loop(&fx.loop, 200);
   fx_close_lock(&fx, l);
+  ASSERT_STREQ(h.kind, "RL");
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
@@ -180,6 +184,8 @@ TEST(paused_server_every_kind_at_risk_then_lost) {
   fx_close_rwlock(&fx, rw);
   fx_close_fair(&fx, f);
   fx_close_lock(&fx, l);
+  for (int i = 0; i < 6; i++)
+    ASSERT_STREQ(h[i].kind, "RL"); /* nothing after the loss */
   /* A MultiLock's members are no holds of the user's: counted once each,
    * the six objects' own. */
   ASSERT_EQ(stats_of(fx.c).holds_at_risk, 6);
