@@ -131,10 +131,13 @@ typedef void (*lk_handle_health_cb)(lk_handle_t *handle, lk_health_t state, int6
  * warning: a renewal that found the key gone or taken); nothing after the
  * loss, nor after a release that left nothing held (which ends an episode
  * without a callback), nor after close. Called from the loop, never inside
- * an lk_ call. NULL removes it. Returns 0; LK_EINVAL for a NULL handle and
- * for the kinds that hold nothing that can be lost (the counting
- * semaphore, the latch, the rate limiter, the barrier); LK_EWRONGTHREAD,
- * LK_EFORKED; LK_ECLOSED once the object is closing. */
+ * an lk_ call. NULL removes it. The barrier has it too, without a lost
+ * callback: its member's lease is at risk when a renewal fails, and its
+ * drop ends the enter or leave with LK_ELEASELOST after an AT_RISK.
+ * Returns 0; LK_EINVAL for a NULL handle and for the kinds that hold
+ * nothing that can be lost (the counting semaphore, the latch, the rate
+ * limiter); LK_EWRONGTHREAD, LK_EFORKED; LK_ECLOSED once the object is
+ * closing. */
 LK_EXTERN int lk_handle_set_health_cb(lk_handle_t *handle, lk_handle_health_cb on_health,
                                       void *arg);
 

@@ -136,6 +136,11 @@ typedef struct lk__obj_ops_s {
   int cancel_kind;
   /* 1: the object tells on_lost when its holds are lost (lk_X_set_lost_cb). */
   int tells_lost;
+  /* 1: the object tells its holds' health (lk_handle_set_health_cb)
+   * although it has no on_lost (the barrier: a drop ends its enter or
+   * leave with LK_ELEASELOST, after an AT_RISK). Every tells_lost kind
+   * does too. */
+  int tells_health;
   /* A member of this group (a MultiLock's lock, a RedLock's node: o->parent
    * is the group) began (LK_HEALTH_AT_RISK) or ended (LK_HEALTH_SAFE) an
    * at-risk episode (core/object.c, "health"): the group judges what it

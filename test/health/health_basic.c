@@ -16,6 +16,7 @@
 #include "proxy.h"
 #include "rw_fixture.h"
 #include "sem_fixture.h"
+#include "../barrier/barrier_fixture.h"
 #include "../leader/leader_fixture.h"
 
 /* The watchdog lease of these tests: the risk point is at half of it, the
@@ -286,6 +287,10 @@ TEST(set_health_cb_codes) {
   hist_t h;
   start_plain(&fx);
   lk_semaphore_t *sem = fx_sem(&fx, "health-sem");
+  lk_barrier_t *br = br_new(fx.c, "health-codes-br", 2);
+  ASSERT_OK(lk_handle_set_health_cb(lk_barrier_handle(br), hx_on_health, &h));
+  ASSERT_EQ(lk_handle_set_lost_cb(lk_barrier_handle(br), hx_on_lost, &h), LK_EINVAL);
+  br_close(&fx.loop, br);
   ASSERT_EQ(lk_handle_set_health_cb(NULL, hx_on_health, &h), LK_EINVAL);
   ASSERT_EQ(lk_handle_set_health_cb(lk_semaphore_handle(sem), hx_on_health, &h), LK_EINVAL);
   lk_lock_t *l = fx_lock(&fx, "health-codes");
@@ -350,3 +355,41 @@ TEST(redlock_at_risk_then_lost_without_quorum) {
   mx_rl_close(&m, rl);
   mfx_finish(&m);
 }
+
+/* ---- the barrier -------------------------------------------------------------------- */
+
+/* A member waits in the barrier (its lease renewed every third): the
+ * server is paused until the renewal goes unanswered past the risk point
+ * (AT_RISK), then resumed: the renewal is answered (SAFE) before the lease
+ * runs out. The barrier's loss has no on_lost: it would end the enter. */
+TEST(barrier_waiting_member_at_risk_then_safe) {
+  fx_t fx;
+  hist_t h;
+  br_op_t e;
+  const int64_t lease = rt_scaled_ms(LEASE_MS);
+  start_plain(&fx);
+  lk_barrier_t *b = br_new(fx.c, "health-br", 2);
+  memset(&h, 0, sizeof h);
+  ASSERT_OK(lk_handle_set_health_cb(lk_barrier_handle(b), hx_on_health, &h));
+  br_enter(b, -1, lease, NULL, &e);
+  FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "ZCARD " BR_MEMBERS("health-br")) == 1, 5000);
+  hx_spin_loop(&fx.loop, 50); /* the registration's reply is read */
+  int64_t mark = rt_stall_mark();
+  rt_server_pause(fx.srv);
+  hx_wait_events(&fx.loop, &h, 1, lease);
+  ASSERT_EQ(h.kind[0], EV_RISK);
+  ASSERT_GT(h.ms_left[0], 0);
+  rt_server_resume(fx.srv);
+  hx_wait_events(&fx.loop, &h, 2, 2 * lease);
+  if (EXPECT_HOLD(h.kind[1] == EV_SAFE, mark, fx_renewal_slack(lease))) {
+    ASSERT_STREQ(h.kind, "RS");
+    fprintf(stderr, "note: barrier member safe again %.1f ms after at risk (%lld ms left)\n",
+            hx_ms_since(h.t_ns[0], h.t_ns[1]), (long long)h.ms_left[0]);
+    ASSERT_EQ(e.done, 0); /* still waiting, still a member */
+  }
+  ASSERT_OK(lk_barrier_cancel(b));
+  rt_run_until(&fx.loop, &e.done, 10000);
+  br_close(&fx.loop, b);
+  fx_finish(&fx);
+}
+
