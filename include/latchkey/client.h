@@ -245,6 +245,11 @@ typedef struct lk_client_stats_s {
   uint64_t give_backs;
   /* Owner descriptions written (describe_owner; docs/owners.md). */
   uint64_t owner_writes;
+  /* Health (docs/objects.md, "Health"): holds that became at risk (a
+   * renewal failed, or their connection dropped), and holds a later renewal
+   * confirmed again. Losses told without warning count an at-risk too. */
+  uint64_t holds_at_risk;
+  uint64_t holds_safe_again;
 } lk_client_stats_t;
 
 LK_EXTERN void lk_client_opts_init(lk_client_opts_t *opts);

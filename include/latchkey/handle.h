@@ -103,6 +103,44 @@ LK_EXTERN int lk_handle_result(const lk_handle_t *handle, int64_t *out);
 LK_EXTERN int lk_handle_set_lost_cb(lk_handle_t *handle, lk_handle_cb on_lost,
                                     void *arg);
 
+/* A hold's health (docs/objects.md, "Health"): held → at risk → lost. The
+ * object is AT RISK when a renewal of what it holds failed (an error
+ * reply, a reply timeout, no answer within half the lease of the last
+ * confirmed one) or the connection its hold lives on dropped: the server may
+ * still have the hold, but latchkey can no longer vouch that it keeps it.
+ * It is SAFE again when a later renewal confirms the hold. ms_left is the
+ * time left (ms, >= 0) before the hold's local deadline: at AT_RISK, how long
+ * the holder may go on before the hold is reported lost unless a renewal
+ * gets through; at SAFE, how long the renewed lease runs. A RedLock is at
+ * risk when fewer than its quorum of masters are held without risk, a
+ * MultiLock when any member is. */
+typedef enum {
+  LK_HEALTH_AT_RISK = 1,
+  LK_HEALTH_SAFE = 2
+} lk_health_t;
+
+typedef void (*lk_handle_health_cb)(lk_handle_t *handle, lk_health_t state, int64_t ms_left,
+                                    void *arg);
+
+/* Sets the health callback: on_health(handle, LK_HEALTH_AT_RISK, ms_left,
+ * arg) when the hold becomes at risk, then either on_health(handle,
+ * LK_HEALTH_SAFE, ms_left, arg) when a renewal confirms it again, or the
+ * lost callback (lk_handle_set_lost_cb) as before. Rules: at most one
+ * AT_RISK until the next SAFE or loss; the lost callback always comes after
+ * an AT_RISK (one with ms_left 0 right before it when the loss came without
+ * warning: a renewal that found the key gone or taken); nothing after the
+ * loss, nor after a release that left nothing held (which ends an episode
+ * without a callback), nor after close. Called from the loop, never inside
+ * an lk_ call. NULL removes it. The barrier has it too, without a lost
+ * callback: its member's lease is at risk when a renewal fails, and its
+ * drop ends the enter or leave with LK_ELEASELOST after an AT_RISK.
+ * Returns 0; LK_EINVAL for a NULL handle and for the kinds that hold
+ * nothing that can be lost (the counting semaphore, the latch, the rate
+ * limiter); LK_EWRONGTHREAD, LK_EFORKED; LK_ECLOSED once the object is
+ * closing. */
+LK_EXTERN int lk_handle_set_health_cb(lk_handle_t *handle, lk_handle_health_cb on_health,
+                                      void *arg);
+
 /* 1 while the object holds something by its own reckoning (no round trip),
  * 0 when it does not: a lock, fair lock, MultiLock or RedLock that is held;
  * a read/write lock holding either side; a semaphore with permits acquired

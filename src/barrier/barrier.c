@@ -11,11 +11,36 @@
 
 #include "barrier/barrier_internal.h"
 #include "core/loglevel.h"
+#include "core/watchdog.h"
 
 #define CLIENT(b) LK__BARRIER_CLIENT(b)
 
 const lk__script_t *lk__barrier_script(const char *name) {
   return lk__script_find(name); /* present: embedded at build time */
+}
+
+/* --- the lease's health (docs/objects.md, "Health"): one side --- */
+
+static uint64_t ms_ns(int64_t ms) { return (uint64_t)ms * 1000000u; }
+
+/* The member's local deadline: its last confirmed renewal's send time +
+ * lease - drift, as the watchdog's. */
+static uint64_t deadline(const lk_barrier_t *b) {
+  return b->confirmed_ns + ms_ns(b->lease_ms) - lk__wd_drift_ns(b->lease_ms);
+}
+
+static void at_risk(lk_barrier_t *b) {
+  if (b->risky || b->confirmed_ns == 0)
+    return;
+  b->risky = 1;
+  lk__obj_side_at_risk(&b->base, deadline(b));
+}
+
+static void risk_over(lk_barrier_t *b, int confirmed) {
+  if (!b->risky)
+    return;
+  b->risky = 0;
+  lk__obj_side_ok(&b->base, confirmed, deadline(b));
 }
 
 /* --- the lease --- */
@@ -27,10 +52,15 @@ static void on_renew_reply(void *data, int status, redisReply *r) {
   if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
     /* 0: dropped or its round is over; the enter's or leave's script tells
      * the member which, so nothing more is renewed here. */
-    if (v == 0)
+    if (v == 0) {
       lk__barrier_renew_stop(b);
+      return;
+    }
+    b->confirmed_ns = CLIENT(b)->completing_sent_ns;
+    risk_over(b, 1);
     return;
   }
+  at_risk(b);
   /* Lost or refused: the next tick tries again. */
   lk__log(CLIENT(b), lk__trouble_level(status != 0 ? status : LK_EPROTOCOL),
           "barrier lease renewal failed: %s", lk_err_name(status != 0 ? status : LK_EPROTOCOL));
@@ -43,7 +73,13 @@ static void on_renew_timer(uv_timer_t *t) {
   const char *argv[7] = {NULL, NULL, NULL, NULL, round, lease, keep};
   size_t lens[7] = {0};
   int err = 0;
-  if (b == NULL || b->renew_op != NULL || (!b->in && !b->entered))
+  if (b == NULL || (!b->in && !b->entered))
+    return;
+  /* Half the lease without a confirmed renewal (one goes every third), or
+   * the last one unanswered for a whole period: at risk. */
+  if (b->renew_op != NULL || lk__now_ns() >= b->confirmed_ns + ms_ns(b->lease_ms) / 2)
+    at_risk(b);
+  if (b->renew_op != NULL)
     return;
   for (int i = 0; i < 3; i++) {
     argv[i] = b->keys[i];
@@ -55,6 +91,8 @@ static void on_renew_timer(uv_timer_t *t) {
   lens[6] = lk__i64_to_str(keep, LK__BARRIER_KEEP_MS);
   b->renew_op = lk__script_call(CLIENT(b), lk__barrier_script("barrier/renew"), 3, 4, argv,
                                 lens, on_renew_reply, b, &err);
+  if (b->renew_op == NULL)
+    at_risk(b);
   if (b->renew_op == NULL)
     lk__log(CLIENT(b), lk__trouble_level(err), "barrier lease renewal not sent: %s",
             lk_err_name(err));
@@ -76,13 +114,18 @@ int lk__barrier_want_timer(lk_barrier_t *b) {
 
 void lk__barrier_renew_start(lk_barrier_t *b) {
   uint64_t every = (uint64_t)(b->lease_ms / 3 > 0 ? b->lease_ms / 3 : 1);
+  uint64_t now = lk__now_ns(), sent = CLIENT(b)->completing_sent_ns;
   if (b->timer == NULL || uv_is_active((uv_handle_t *)&b->timer->t))
     return;
+  /* Registered by the reply being handled (sent then), or, called from
+   * elsewhere, now at the latest. */
+  b->confirmed_ns = sent != 0 && sent <= now && now - sent < ms_ns(b->lease_ms) ? sent : now;
   uv_update_time(CLIENT(b)->loop);
   uv_timer_start(&b->timer->t, on_renew_timer, every, every);
 }
 
 void lk__barrier_renew_stop(lk_barrier_t *b) {
+  risk_over(b, 0);
   if (b->renew_op != NULL) {
     lk__op_retarget(b->renew_op, NULL, NULL);
     b->renew_op = NULL;
@@ -196,6 +239,7 @@ static const lk__obj_ops_t lk__barrier_ops = {
     .counted = counted,
     .handle_kind = LK_KIND_BARRIER,
     .cancel_kind = LK__CANCEL_PENDING,
+    .tells_health = 1,
     .name = handle_name,
 };
 

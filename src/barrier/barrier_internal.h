@@ -46,6 +46,10 @@ struct lk_barrier_s {
   int entered;    /* the enter completed, no leave since */
   lk__barrier_timer_t *timer;
   lk__op_t *renew_op; /* in flight, or NULL */
+  /* Health (docs/objects.md, "Health"): when the last confirmed renewal
+   * (or the registration) was sent, and whether the lease is at risk. */
+  uint64_t confirmed_ns;
+  unsigned risky : 1;
 
   /* the last operation's dropped members: offsets into one buffer */
   char *drop_buf;

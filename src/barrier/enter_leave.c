@@ -115,6 +115,7 @@ static void on_enter_reply(void *data, int status, redisReply *r) {
     b->in = 0;
     b->round = 0;
     lk__barrier_renew_stop(b);
+    lk__obj_tell_lost(&b->base); /* at risk first (object.h): no on_lost */
     lk__obj_finish(&b->base, LK_ELEASELOST);
     return;
   }
@@ -157,6 +158,7 @@ static void on_leave_reply(void *data, int status, redisReply *r) {
     lk__barrier_keep_dropped(b, r->element[1]);
     lk__obj_finish(&b->base, 0);
   } else if (code == -1) {
+    lk__obj_tell_lost(&b->base); /* at risk first (object.h): no on_lost */
     lk__obj_finish(&b->base, LK_ELEASELOST);
   } else {
     lk__obj_busy(&b->base, ttl >= 0 ? ttl + 1 : -1);
@@ -169,6 +171,9 @@ static void on_leave_reply(void *data, int status, redisReply *r) {
  * step (close_release), waiting for the reply. */
 void lk__barrier_complete(lk__obj_t *o, int kind, int status) {
   lk_barrier_t *b = (lk_barrier_t *)o;
+  /* Out of the barrier (left, or an enter that failed): no episode goes on. */
+  if (kind == BARRIER_OP_LEAVE || (status != 0 && !b->in))
+    lk__obj_health_end(o);
   if (kind == BARRIER_OP_ENTER && status == 0) {
     lk__barrier_renew_start(b);
     return;

@@ -101,6 +101,10 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
       conn->state == LK__CONN_CLOSED)
     return;
   lk__wd_check(c); /* lost leases are told before the failures below */
+  /* The holds renewed through it are at risk until a renewal gets through
+   * (told from the loop, docs/objects.md "Health"). */
+  if (conn->kind == LK__CONN_CMD && was_ready && !c->closing)
+    lk__wd_conn_down(c, conn);
   /* A ready command connection lost is the SUSPENDED event's (WARN without
    * an event callback); a pub/sub one only makes waiters re-poll. A
    * sentinel's is told by core/sentinel.c when it matters. */

@@ -106,6 +106,13 @@ int lk_handle_set_lost_cb(lk_handle_t *h, lk_handle_cb on_lost, void *arg) {
   return rc;
 }
 
+/* The kinds that tell a loss are the ones whose holds have a health. */
+int lk_handle_set_health_cb(lk_handle_t *h, lk_handle_health_cb on_health, void *arg) {
+  if (h != NULL && !obj(h)->ops->tells_lost && !obj(h)->ops->tells_health)
+    return LK_EINVAL;
+  return lk__obj_set_health_cb(obj(h), (lk__fn_t)on_health, arg);
+}
+
 int lk_handle_is_held(const lk_handle_t *h) {
   if (h == NULL || cobj(h)->ops->is_held == NULL)
     return LK_EINVAL;

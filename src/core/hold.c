@@ -65,10 +65,16 @@ static void lost_as_a_whole(lk__obj_t *o, const lk__grant_t *g) {
 
 /* Starts or refreshes the side's lease keeping: the script set the lease
  * at `sent`, which starts (or restarts) the local deadline. */
-static void keep_lease(lk_client_t *c, const lk__grant_t *g, uint32_t before, uint64_t sent) {
+static void keep_lease(lk__obj_t *o, const lk__grant_t *g, uint32_t before, uint64_t sent) {
+  lk_client_t *c = o->client;
   lk__hold_t *h = g->hold;
   h->lease_ms = g->lease_ms;
   if (g->watchdog) {
+    /* The object is told of the entry's health; a re-entry's grant confirms
+     * the hold as a renewal would. */
+    h->wd->obj = o;
+    if (lk__hold_watched(h))
+      lk__wd_grant_confirms(c, h->wd, sent);
     lk__hold_unwatch(c, h);
     lk__wd_add(c, h->wd, sent);
     return;
@@ -107,7 +113,7 @@ void lk__hold_grant(lk__obj_t *o, const lk__grant_t *g) {
     return;
   }
   h->count++;
-  keep_lease(c, g, before, sent);
+  keep_lease(o, g, before, sent);
   if (g->fenced) {
     lk__token_seen(c, g->name, g->name_len, g->token);
     if (g->regressed) {

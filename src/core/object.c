@@ -107,6 +107,9 @@ static void count_end(lk__obj_t *o, int kind, int status) {
       st->handoff_ns_total += now - o->woken_ns;
   } else if (kind == o->ops->release_kind) {
     st->releases++;
+    /* The hold ended normally: so does its at-risk episode, untold. */
+    if (o->ops->is_held == NULL || !o->ops->is_held(o))
+      lk__obj_health_end(o);
   }
 }
 
@@ -159,7 +162,139 @@ int lk__obj_set_lost_cb(lk__obj_t *o, lk__fn_t fn, void *arg) {
   return 0;
 }
 
+/* --- health (object.h) --- */
+
+static int64_t ms_left_of(uint64_t deadline_ns) {
+  uint64_t now = lk__now_ns();
+  return deadline_ns > now ? (int64_t)((deadline_ns - now) / 1000000u) : 0;
+}
+
+static void call_health(lk__obj_t *o, int state, uint64_t deadline_ns) {
+  if (o->on_health != NULL)
+    ((lk_handle_health_cb)o->on_health)((lk_handle_t *)o, (lk_health_t)state,
+                                        ms_left_of(deadline_ns), o->health_arg);
+}
+
+/* Tells what is untold, in the order it happened: an episode's AT_RISK,
+ * then its SAFE (an episode that began and ended within one turn of the
+ * loop is told whole). A callback that closed the object ends it. */
+static void tell_health(lk__obj_t *o) {
+  if (o->closing) {
+    o->risk_untold = o->safe_untold = 0;
+    return;
+  }
+  if (o->risk_untold) {
+    o->risk_untold = 0;
+    call_health(o, LK_HEALTH_AT_RISK, o->risk_deadline_ns);
+    if (o->closing)
+      o->safe_untold = 0;
+  }
+  if (o->safe_untold) {
+    o->safe_untold = 0;
+    call_health(o, LK_HEALTH_SAFE, o->safe_deadline_ns);
+  }
+}
+
+static void on_health_step(lk__defer_t *d) { tell_health(lk__container_of(d, lk__obj_t, health_step)); }
+
+static void member_changed(lk__obj_t *o, int state) {
+  lk__obj_t *g = o->parent;
+  if (g->ops->member_health != NULL)
+    g->ops->member_health(g, o, state);
+}
+
+/* An episode begins: counted, and told from the loop. */
+static void begin_episode(lk__obj_t *o, uint64_t deadline_ns) {
+  o->at_risk = 1;
+  if (o->parent != NULL) {
+    member_changed(o, LK_HEALTH_AT_RISK); /* the group's to judge and tell */
+    return;
+  }
+  o->risk_deadline_ns = deadline_ns;
+  if (o->safe_untold) {
+    /* The last episode's SAFE was not told yet: for the holder nothing
+     * changed, the episode it was told of goes on (one AT_RISK until the
+     * next SAFE). */
+    o->safe_untold = 0;
+    o->client->stats.holds_safe_again--;
+    return;
+  }
+  o->client->stats.holds_at_risk++;
+  o->risk_untold = 1;
+  lk__defer(o->client, &o->health_step);
+}
+
+void lk__obj_side_at_risk(lk__obj_t *o, uint64_t deadline_ns) {
+  if (o->risky_sides < UINT8_MAX)
+    o->risky_sides++;
+  if (o->at_risk || o->lost || o->closing)
+    return;
+  begin_episode(o, deadline_ns);
+}
+
+void lk__obj_side_ok(lk__obj_t *o, int confirmed, uint64_t deadline_ns) {
+  if (o->risky_sides > 0)
+    o->risky_sides--;
+  /* A side that merely stopped being renewed (released, lost) confirms
+   * nothing: the episode goes on until a confirmation, the hold's end or
+   * the loss. */
+  if (!confirmed || o->risky_sides > 0 || !o->at_risk || o->lost || o->closing)
+    return;
+  o->at_risk = 0;
+  if (o->parent != NULL) {
+    member_changed(o, LK_HEALTH_SAFE);
+    return;
+  }
+  o->client->stats.holds_safe_again++;
+  o->safe_deadline_ns = deadline_ns;
+  o->safe_untold = 1;
+  lk__defer(o->client, &o->health_step);
+}
+
+void lk__obj_health_end(lk__obj_t *o) {
+  int was = o->at_risk;
+  o->at_risk = 0;
+  o->risky_sides = 0; /* the hold's sides ended with it */
+  o->risk_untold = o->safe_untold = 0;
+  lk__defer_cancel(&o->health_step);
+  if (was && o->parent != NULL)
+    member_changed(o, 0);
+}
+
+int lk__obj_set_health_cb(lk__obj_t *o, lk__fn_t fn, void *arg) {
+  int rc = lk__obj_check(o);
+  if (rc != 0)
+    return rc;
+  o->on_health = fn;
+  o->health_arg = arg;
+  return 0;
+}
+
+/* Before a loss is told: the holder hears AT_RISK first, now. */
+static void risk_before_loss(lk__obj_t *o) {
+  if (o->parent != NULL) {
+    lk__obj_health_end(o); /* the group hears of the loss itself */
+    return;
+  }
+  lk__defer_cancel(&o->health_step);
+  if (!o->at_risk && !o->closing) {
+    /* No warning came (a renewal found the key gone or taken, a grant
+     * found earlier holds gone): the episode is told with no time left.
+     * An untold SAFE of the last one goes first. */
+    tell_health(o);
+    o->client->stats.holds_at_risk++;
+    o->risk_deadline_ns = 0;
+    o->risk_untold = 1;
+  }
+  tell_health(o);
+  o->at_risk = 0;
+  o->risky_sides = 0;
+  o->risk_untold = o->safe_untold = 0;
+}
+
 void lk__obj_tell_lost(lk__obj_t *o) {
+  if (!o->closing)
+    risk_before_loss(o);
   if (o->on_lost == NULL || o->closing)
     return;
   if (o->lost_generic)
@@ -311,6 +446,7 @@ int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb) {
   if (o == NULL)
     return LK_EINVAL;
   if (lk__client_forked(o->client)) {
+    lk__defer_cancel(&o->health_step);
     forget(o);
     free_parts(o);
     o->ops->free(o);
@@ -325,6 +461,8 @@ int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb) {
   if (o->parent != NULL)
     return LK_EBUSY;
   o->closing = 1;
+  /* Nothing of the hold's health is told after close (object.h). */
+  lk__obj_health_end(o);
   o->close_cb = close_cb;
   o->close_generic = 0; /* lk_handle_close sets it after this */
   lk__obj_unsubscribe(o); /* a kept channel goes with the object */
@@ -771,6 +909,7 @@ void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops) {
   o->ops = ops;
   lk__defer_init(&o->done, on_done_defer);
   lk__defer_init(&o->close_step, on_close_step);
+  lk__defer_init(&o->health_step, on_health_step);
   lk__queue_insert_tail(&c->obj_list, &o->client_node);
   lk__object_born(c);
 }

@@ -136,6 +136,16 @@ typedef struct lk__obj_ops_s {
   int cancel_kind;
   /* 1: the object tells on_lost when its holds are lost (lk_X_set_lost_cb). */
   int tells_lost;
+  /* 1: the object tells its holds' health (lk_handle_set_health_cb)
+   * although it has no on_lost (the barrier: a drop ends its enter or
+   * leave with LK_ELEASELOST, after an AT_RISK). Every tells_lost kind
+   * does too. */
+  int tells_health;
+  /* A member of this group (a MultiLock's lock, a RedLock's node: o->parent
+   * is the group) began (LK_HEALTH_AT_RISK) or ended (LK_HEALTH_SAFE) an
+   * at-risk episode (core/object.c, "health"): the group judges what it
+   * means for itself. NULL for the kinds that are no group. */
+  void (*member_health)(lk__obj_t *group, lk__obj_t *member, int state);
   /* The kind's answers to the handle's getters; NULL: the kind has none
    * (the handle then answers as latchkey/handle.h says). o is never NULL. */
   const char *(*name)(const lk__obj_t *o);
@@ -206,6 +216,17 @@ struct lk__obj_s {
    * setter (ops->call, ops->call_closed). */
   unsigned close_generic : 1;
   unsigned lost_generic : 1;
+  /* Health (lk__obj_side_at_risk): an at-risk episode is on; its AT_RISK
+   * or SAFE is still to be told (from the loop, health_step). */
+  unsigned at_risk : 1;
+  unsigned risk_untold : 1;
+  unsigned safe_untold : 1;
+  uint8_t risky_sides; /* sides (watchdog entries...) now at risk */
+  /* The local deadlines the untold AT_RISK and SAFE report (ms_left). */
+  uint64_t risk_deadline_ns, safe_deadline_ns;
+  lk__fn_t on_health; /* an lk_handle_health_cb */
+  void *health_arg;
+  lk__defer_t health_step;
   uint8_t value_flags;   /* the pending one-value command's LK__VALUE_* */
   struct lk__outcome_track_s *track; /* abandoned attempts still out, or NULL */
   /* Replica sync (core/sync.h): made by the first acquire that asks for it. */
@@ -259,8 +280,32 @@ void lk__obj_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg);
 /* lk_X_set_lost_cb: entry checks, then keeps fn and arg. */
 int lk__obj_set_lost_cb(lk__obj_t *o, lk__fn_t fn, void *arg);
 /* Tells the holder its holds are gone: on_lost(obj, LK_ELEASELOST, arg),
- * unless the object is closing. */
+ * unless the object is closing. An AT_RISK not told yet is told first (at
+ * once); with no at-risk episode on, one is counted and told with ms_left 0
+ * (the loss came without warning): lost never comes without at-risk first.
+ * Ends the episode. */
 void lk__obj_tell_lost(lk__obj_t *o);
+
+/* --- health: held → at risk → lost (docs/objects.md, "Health") ---
+ * A side is one renewed part of a hold (a watchdog entry, a leader's lease,
+ * a group's quorum); its keeper tracks whether it is at risk and calls:
+ * side_at_risk when it becomes so (a renewal failed or went unanswered, its
+ * connection dropped), with the side's local deadline; side_ok when it is
+ * not any more: confirmed (a renewal confirmed it; deadline_ns its new
+ * local deadline) or not (it stopped being renewed: released, lost,
+ * closed). The object is at risk while any side is (one episode: one
+ * AT_RISK), and SAFE again when a confirmation leaves no side at risk. An
+ * episode also ends, untold, when the object's hold ends (a release that
+ * leaves nothing held, close) or with the loss (lk__obj_tell_lost).
+ * Callbacks are told from the loop (o->health_step), never inside these
+ * calls, so the watchdog may mark entries while it walks its ring. A
+ * group's member tells its group (ops->member_health) instead of counting. */
+void lk__obj_side_at_risk(lk__obj_t *o, uint64_t deadline_ns);
+void lk__obj_side_ok(lk__obj_t *o, int confirmed, uint64_t deadline_ns);
+/* The hold ended normally: the episode (if any) ends without a callback. */
+void lk__obj_health_end(lk__obj_t *o);
+/* lk_handle_set_health_cb: entry checks, then keeps fn and arg. */
+int lk__obj_set_health_cb(lk__obj_t *o, lk__fn_t fn, void *arg);
 /* Ends the pending operation and runs its callback; from the loop only. */
 void lk__obj_finish(lk__obj_t *o, int status);
 /* The same, delivered from the loop: for outcomes known inside a call. */

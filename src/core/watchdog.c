@@ -6,6 +6,7 @@
 
 #include "core/loglevel.h"
 #include "core/metrics.h"
+#include "core/object.h"
 #include "core/router.h"
 #include "core/slot.h"
 #include "core/topology.h"
@@ -62,6 +63,33 @@ static uint64_t tick_ns(const lk_client_t *c) { return lease_ns(c) / 6; }
 
 uint64_t lk__wd_deadline(const lk_client_t *c, const lk__wd_entry_t *e) {
   return e->confirmed_ns + lease_ns(c) - lk__wd_drift_ns(c->o.default_lease_ms);
+}
+
+/* The risk point: a renewal is sent at about confirmed + lease/3 (within
+ * half a tick); with none confirmed by half the lease, it failed or goes
+ * unanswered, and the hold is at risk while lease/2 - drift is left. */
+static uint64_t risk_point(const lk_client_t *c, const lk__wd_entry_t *e) {
+  return e->confirmed_ns + lease_ns(c) / 2;
+}
+
+/* --- health (docs/objects.md, "Health"): the object is told from the loop
+ * (lk__obj_side_at_risk defers its callbacks), so these may run while the
+ * ring is walked. --- */
+
+static void entry_at_risk(lk_client_t *c, lk__wd_entry_t *e) {
+  if (e->at_risk || e->lost || e->paused || e->obj == NULL || !lk__wd_watching(e))
+    return;
+  e->at_risk = 1;
+  lk__obj_side_at_risk(e->obj, lk__wd_deadline(c, e));
+}
+
+/* confirmed: a renewal (or grant) confirmed the hold; else it stopped being
+ * watched. */
+static void entry_ok(lk_client_t *c, lk__wd_entry_t *e, int confirmed) {
+  if (!e->at_risk)
+    return;
+  e->at_risk = 0;
+  lk__obj_side_ok(e->obj, confirmed, lk__wd_deadline(c, e));
 }
 
 static lk__wd_entry_t *ring_head(lk_client_t *c) {
@@ -127,6 +155,10 @@ static void rearm(lk_client_t *c) {
   at = c->wd_next_tick_ns;
   if (lk__wd_deadline(c, head) < at)
     at = lk__wd_deadline(c, head);
+  /* Later entries' risk points are taken by the ticks (lease/6 apart). */
+  if (!head->at_risk && !head->paused && head->obj != NULL && risk_point(c, head) > now &&
+      risk_point(c, head) < at)
+    at = risk_point(c, head);
   uv_update_time(c->loop); /* the delay below is from the real now */
   uv_timer_start(&c->wd_timer, on_wd_timer,
                  at > now ? (at - now + 999999) / 1000000 : 0, 0);
@@ -138,6 +170,7 @@ static void rearm(lk_client_t *c) {
  * (it counts leases_lost itself, and may start anything). */
 static void declare_lost(lk_client_t *c, lk__wd_entry_t *e, int reason) {
   ring_remove(e);
+  entry_ok(c, e, 0); /* the loss ends its episode (lk__obj_tell_lost) */
   e->lost = 1;
   lk__metrics_lost(c, reason);
   e->on_event(e, LK__WD_LOST);
@@ -363,6 +396,7 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
       }
       ring_remove(e);
       e->confirmed_ns = sent;
+      entry_ok(c, e, 1);
       /* (a lost handler above may have taken `placed` out: then search) */
       if (placed != NULL && placed->in_ring && placed->confirmed_ns == sent)
         link_after(&placed->node, e);
@@ -371,6 +405,10 @@ static void on_batch_reply(void *data, int status, redisReply *r) {
       placed = e;
     } else if (status == LK_ECANCELED) {
       continue; /* closing */
+    } else if (!split) {
+      /* Failed or unanswered (a TRYAGAIN that splits it is renewed again
+       * at once: no risk yet). */
+      entry_at_risk(c, e);
     }
     /* No answer otherwise: the entry keeps its place and deadline and is
      * sent again by the next tick (never a second renewal in flight), or
@@ -531,11 +569,24 @@ static void tick(lk_client_t *c, uint64_t horizon) {
     tick_standalone(c, horizon);
 }
 
+/* Marks at risk the entries past their risk point (oldest first: the ring's
+ * order), which no confirmation has moved on. */
+static void mark_overdue(lk_client_t *c, uint64_t now) {
+  lk__queue_t *q;
+  for (q = c->wd_ring.next; q != &c->wd_ring; q = q->next) {
+    lk__wd_entry_t *e = lk__container_of(q, lk__wd_entry_t, node);
+    if (risk_point(c, e) > now)
+      break;
+    entry_at_risk(c, e);
+  }
+}
+
 static void on_wd_timer(uv_timer_t *t) {
   lk_client_t *c = t->data;
   uint64_t now;
   lk__wd_check(c);
   now = lk__now_ns();
+  mark_overdue(c, now);
   if (now >= c->wd_next_tick_ns) {
     /* Half a tick ahead: an entry confirmed just after this tick is taken
      * two ticks later, i.e. renewed once per period, and a stalled loop
@@ -580,10 +631,29 @@ void lk__wd_verify_slots(lk_client_t *c, const uint8_t *changed) {
   rearm(c);
 }
 
+void lk__wd_grant_confirms(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns) {
+  if (!e->at_risk)
+    return;
+  e->at_risk = 0;
+  lk__obj_side_ok(e->obj, 1, sent_ns + lease_ns(c) - lk__wd_drift_ns(c->o.default_lease_ms));
+}
+
+void lk__wd_mark_at_risk(lk_client_t *c, lk__wd_entry_t *e) { entry_at_risk(c, e); }
+
+void lk__wd_conn_down(lk_client_t *c, const lk__conn_t *conn) {
+  lk__queue_t *q;
+  for (q = c->wd_ring.next; q != &c->wd_ring; q = q->next) {
+    lk__wd_entry_t *e = lk__container_of(q, lk__wd_entry_t, node);
+    if (!c->cluster_on || lk__router_cmd_conn(c, (int)entry_slot(e)) == conn)
+      entry_at_risk(c, e);
+  }
+}
+
 /* --- registration --- */
 
 void lk__wd_add(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns) {
   int was_empty = lk__queue_empty(&c->wd_ring);
+  entry_ok(c, e, 0); /* (an entry re-added unremoved) */
   e->confirmed_ns = sent_ns;
   e->lost = 0;
   e->paused = 0;
@@ -606,6 +676,7 @@ void lk__wd_add(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns) {
 
 void lk__wd_remove(lk_client_t *c, lk__wd_entry_t *e) {
   ring_remove(e);
+  entry_ok(c, e, 0);
   if (e->batch != NULL) {
     e->batch->entries[e->batch_idx] = NULL;
     e->batch = NULL;

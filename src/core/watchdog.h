@@ -61,6 +61,7 @@ typedef struct lk__wd_class_s {
 } lk__wd_class_t;
 
 typedef void (*lk__wd_event_fn)(lk__wd_entry_t *e, int event);
+struct lk__obj_s; /* core/object.h */
 
 struct lk__wd_entry_s {
   lk__queue_t node; /* in the ring, ordered by confirmed_ns */
@@ -70,6 +71,9 @@ struct lk__wd_entry_s {
   const char *owner;
   size_t owner_len;
   lk__wd_event_fn on_event;
+  /* The object whose hold this is, told of the entry's health
+   * (lk__obj_side_at_risk / lk__obj_side_ok); NULL: nobody is. */
+  struct lk__obj_s *obj;
   uint64_t confirmed_ns; /* send time of the last confirmed acquire/renewal */
   lk__wd_batch_t *batch; /* renewal in flight, or NULL */
   int batch_idx;
@@ -86,6 +90,10 @@ struct lk__wd_entry_s {
    * the source serves or sends to the target by ASK. Cleared when the
    * slot's master changes (the migration's end, lk__wd_verify_slots). */
   unsigned split : 1;
+  /* Its health (docs/objects.md, "Health"): a renewal failed or went
+   * unconfirmed past the risk point (confirmed + lease/2), or its
+   * connection dropped; cleared by the next confirmed renewal. */
+  unsigned at_risk : 1;
 };
 
 extern const lk__wd_class_t lk__wd_lock_class;
@@ -106,6 +114,17 @@ static inline int lk__wd_watching(const lk__wd_entry_t *e) {
 uint64_t lk__wd_deadline(const lk_client_t *c, const lk__wd_entry_t *e);
 /* Drift kept off a lease: lease/100 + 2 ms, in ns. */
 uint64_t lk__wd_drift_ns(int64_t lease_ms);
+
+/* A grant refreshed a watched entry's lease (a re-entry): as a confirmed
+ * renewal, it ends the entry's at-risk state. Called before the entry is
+ * re-added at sent_ns. */
+void lk__wd_grant_confirms(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns);
+/* Marks a watched entry at risk (its object is told from the loop). */
+void lk__wd_mark_at_risk(lk_client_t *c, lk__wd_entry_t *e);
+/* The command connection conn dropped: every watched entry whose renewals
+ * go through it (all of them standalone; on a cluster those whose slot's
+ * master it is) is at risk. */
+void lk__wd_conn_down(lk_client_t *c, const struct lk__conn_s *conn);
 
 /* Fires the lost events whose deadline has passed. Called first at every
  * loop entry point of the library, so a lost event precedes any other

@@ -59,7 +59,31 @@ static void give_back_hold(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n
 
 /* --- the lease --- */
 
+/* --- health (docs/objects.md, "Health"): the lease is the object's one
+ * side --- */
+
+/* Half the lease after the last confirmed renewal (one is sent at a
+ * third): with none confirmed by then, the leadership is at risk. */
+static uint64_t risk_point(const lk_leader_t *l) {
+  return l->hold.deadline_ns - ms_ns(l->hold.lease_ms) / 2;
+}
+
+static void at_risk(lk_leader_t *l) {
+  if (l->risky || !leading(l))
+    return;
+  l->risky = 1;
+  lk__obj_side_at_risk(&l->base, l->hold.deadline_ns);
+}
+
+static void risk_over(lk_leader_t *l, int confirmed) {
+  if (!l->risky)
+    return;
+  l->risky = 0;
+  lk__obj_side_ok(&l->base, confirmed, l->hold.deadline_ns);
+}
+
 static void stop_renewing(lk_leader_t *l) {
+  risk_over(l, 0);
   if (l->renew_op != NULL) {
     lk__op_retarget(l->renew_op, NULL, NULL);
     l->renew_op = NULL;
@@ -113,6 +137,8 @@ static void arm_lease(lk_leader_t *l) {
   uint64_t now = lk__now_ns(), at = l->next_renew_ns;
   if (l->renew_op != NULL || at > l->hold.deadline_ns)
     at = l->hold.deadline_ns;
+  if (!l->risky && risk_point(l) > now && risk_point(l) < at)
+    at = risk_point(l);
   uv_update_time(CLIENT(l)->loop);
   uv_timer_start(&l->timers->lease, on_lease_timer,
                  at > now ? (at - now + 999999u) / 1000000u : 0, 0);
@@ -135,7 +161,9 @@ static void on_renew_reply(void *data, int status, redisReply *r) {
                   lk__wd_drift_ns(l->hold.lease_ms);
     if (dl > l->hold.deadline_ns)
       l->hold.deadline_ns = dl;
+    risk_over(l, 1);
   } else {
+    at_risk(l);
     /* Lost, refused or garbled: the next renewal tries again, and the local
      * deadline decides. */
     lk__log(c, lk__trouble_level(status != 0 ? status : LK_EPROTOCOL),
@@ -155,9 +183,11 @@ static void send_renew(lk_leader_t *l) {
   l->next_renew_ns = lk__now_ns() + ms_ns(l->hold.lease_ms) / 3;
   l->renew_op = lk__script_call(CLIENT(l), script("leader/renew"), 1, 3, argv, lens,
                                 on_renew_reply, l, &err);
-  if (l->renew_op == NULL)
+  if (l->renew_op == NULL) {
     lk__log(CLIENT(l), lk__trouble_level(err), "leadership renewal not sent: %s",
             lk_err_name(err));
+    at_risk(l);
+  }
 }
 
 static void on_lease_timer(uv_timer_t *t) {
@@ -167,6 +197,8 @@ static void on_lease_timer(uv_timer_t *t) {
     return;
   if (l->renew_op == NULL && lk__now_ns() >= l->next_renew_ns)
     send_renew(l);
+  if (leading(l) && lk__now_ns() >= risk_point(l))
+    at_risk(l);
   arm_lease(l);
 }
 

@@ -49,6 +49,9 @@ struct lk_leader_s {
   lk__op_t *renew_op; /* in flight, or NULL */
   uint64_t renew_sent_ns;
   uint64_t next_renew_ns;
+  /* The leadership is at risk (docs/objects.md, "Health"): a renewal
+   * failed, or none was confirmed by half the lease. */
+  unsigned risky : 1;
   lk__defer_t lost_later; /* on_lost, from the loop, for a loss found in a call */
 
   /* observing */

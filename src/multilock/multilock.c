@@ -78,6 +78,8 @@ static int member_transient(const lk__member_t *m) {
 
 static void finish(lk_multilock_t *ml, int status) {
   ml->phase = PH_IDLE;
+  if (ml->holds == 0 && !ml->lost)
+    lk__obj_health_end(&ml->base); /* nothing held: no episode goes on */
   if (ml->in_api)
     lk__obj_finish_later(&ml->base, status);
   else
@@ -578,6 +580,34 @@ static int handle_is_held(const lk__obj_t *o) {
   return 1;
 }
 
+/* Health (docs/objects.md, "Health"): the MultiLock is at risk while any
+ * member it holds is (each member's lock tells its own), with the earliest
+ * such member's time left; safe again when a confirmed renewal leaves none
+ * at risk. One side: risky_sides is 0 or 1. */
+static void member_health(lk__obj_t *g, lk__obj_t *member, int state) {
+  lk_multilock_t *ml = (lk_multilock_t *)g;
+  uint64_t dl = 0;
+  size_t i;
+  int risky = 0;
+  (void)member;
+  /* A release under way lets go of members one by one: no risk in that. */
+  if (ml->holds == 0 || ml->lost || g->kind == OP_RELEASE)
+    return;
+  for (i = 0; i < ml->n; i++) {
+    const lk__obj_t *mo = (const lk__obj_t *)(const void *)ml->m[i].lock;
+    uint64_t d = lk__lock_deadline_ns(ml->m[i].lock);
+    if (ml->m[i].mine == 0 || !mo->at_risk)
+      continue;
+    risky = 1;
+    if (dl == 0 || d < dl)
+      dl = d;
+  }
+  if (risky && g->risky_sides == 0)
+    lk__obj_side_at_risk(g, dl);
+  else if (!risky && g->risky_sides > 0)
+    lk__obj_side_ok(g, state == LK_HEALTH_SAFE, dl);
+}
+
 static const lk__obj_ops_t lk__multilock_ops = {
     .abandon = on_abandon,
     .close_release = on_close_release,
@@ -587,6 +617,7 @@ static const lk__obj_ops_t lk__multilock_ops = {
     .handle_kind = LK_KIND_MULTILOCK,
     .cancel_kind = OP_ACQUIRE,
     .tells_lost = 1,
+    .member_health = member_health,
     .is_held = handle_is_held,
 };
 

@@ -123,6 +123,8 @@ void lk__rl_stop_subs(lk_redlock_t *rl) {
 
 static void finish(lk_redlock_t *rl, int status) {
   rl->phase = PH_IDLE;
+  if (rl->holds == 0 && !rl->lost)
+    lk__obj_health_end(&rl->base); /* nothing held: no episode goes on */
   lk__rl_stop_subs(rl);
   if (rl->in_api)
     lk__obj_finish_later(&rl->base, status);
@@ -169,11 +171,41 @@ static void check_quorum(lk_redlock_t *rl) {
 
 static void advance(lk_redlock_t *rl);
 
+/* --- health (docs/objects.md, "Health") --- */
+
+/* The RedLock is at risk while fewer than its quorum of masters hold it
+ * without renewal trouble (each node's lock tells its own health); its
+ * ms_left is the quorum's validity (lk__rl_held_deadline). It is safe again
+ * when a node's confirmed renewal brings the quorum back. One side: the
+ * object's risky_sides is 0 or 1. */
+void lk__rl_health(lk__obj_t *g, lk__obj_t *member, int state) {
+  lk_redlock_t *rl = (lk_redlock_t *)g;
+  size_t i, k = 0;
+  int risky;
+  (void)member;
+  /* A release under way lets go of masters one by one: no risk in that. */
+  if (rl->holds == 0 || rl->lost || g->kind == OP_RELEASE)
+    return;
+  for (i = 0; i < rl->n; i++) {
+    const lk__rnode_t *nd = &rl->node[i];
+    const lk__obj_t *mo = (const lk__obj_t *)(const void *)nd->lock;
+    if (nd->mine >= rl->holds && lk__lock_deadline_ns(nd->lock) != 0 && !mo->at_risk)
+      k++;
+  }
+  risky = k < rl->quorum;
+  if (risky && g->risky_sides == 0)
+    lk__obj_side_at_risk(g, lk__rl_held_deadline(rl));
+  else if (!risky && g->risky_sides > 0)
+    lk__obj_side_ok(g, state == LK_HEALTH_SAFE, lk__rl_held_deadline(rl));
+}
+
 void lk__rl_node_lost(lk_lock_t *l, void *data) {
   lk__rnode_t *nd = data;
   (void)l;
   nd->mine = 0; /* the lock gave them back itself */
   check_quorum(nd->rl);
+  /* Kept its quorum: one master fewer may leave it at risk. */
+  lk__rl_health(&nd->rl->base, NULL, 0);
   /* An operation waiting on nothing else ends now; one that waits for this
    * node's answer ends when it comes. */
   if (nd->busy == N_IDLE)

@@ -165,6 +165,7 @@ static const lk__obj_ops_t lk__redlock_ops = {
     .handle_kind = LK_KIND_REDLOCK,
     .cancel_kind = OP_ACQUIRE,
     .tells_lost = 1,
+    .member_health = lk__rl_health,
     .name = handle_name,
     .is_held = handle_is_held,
     .token = handle_token,

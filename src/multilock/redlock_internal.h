@@ -82,6 +82,9 @@ void lk__rl_start(lk_redlock_t *rl);
 void lk__rl_abandon(lk__obj_t *o);
 /* The lost observer of every node lock. */
 void lk__rl_node_lost(lk_lock_t *l, void *data);
+/* ops->member_health (core/object.h): a node's lock began or ended an
+ * at-risk episode. */
+void lk__rl_health(lk__obj_t *g, lk__obj_t *member, int state);
 void lk__rl_forget_token_ops(lk_redlock_t *rl);
 void lk__rl_stop_subs(lk_redlock_t *rl);
 /* Master nd abstains: it restarted less than the quarantine ago. */

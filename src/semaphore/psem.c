@@ -671,6 +671,7 @@ int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
   p->wd.keys[1] = p->zset;
   p->wd.key_lens[1] = p->zset_len;
   p->wd.on_event = lk__psem_on_wd_event;
+  p->wd.obj = &p->base;
   lk__queue_init(&p->wd.node);
   lk__obj_init(&p->base, c, &lk__psem_ops);
   lk__sem_owner_init(&p->jobs, c);

@@ -138,9 +138,12 @@ void lk__psem_watch(lk_psem_t *p, uint64_t added_sent_ns) {
   }
   /* Re-registered: a renewal in flight is forgotten (it did not carry the
    * new ids), and the deadline is the earliest lease's. */
+  int risky = watching && p->wd.at_risk;
   if (watching)
     lk__wd_remove(c, &p->wd);
   lk__wd_add(c, &p->wd, confirmed);
+  if (risky)
+    lk__wd_mark_at_risk(c, &p->wd); /* its old permits still are */
 }
 
 /* --- giving back in the background --- */
