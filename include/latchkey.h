@@ -8,6 +8,7 @@
 #include "latchkey/client.h"
 #include "latchkey/handle.h"
 #include "latchkey/lock.h"
+#include "latchkey/guarded.h"
 #include "latchkey/fair.h"
 #include "latchkey/rwlock.h"
 #include "latchkey/semaphore.h"

@@ -70,7 +70,9 @@ extern "C" {
   XX(EDELETED, 31, "the object was deleted while waited on")                 \
   XX(ETLS, 32, "TLS handshake or certificate verification failed")          \
   XX(ENOREPLICAS, 33, "too few replicas acknowledged the grant in time")   \
-  XX(EREENTRY, 34, "non-reentrant acquire: this owner already holds it")
+  XX(EREENTRY, 34, "non-reentrant acquire: this owner already holds it")  \
+  XX(EGUARD, 35, "guarded write refused: lock not held by this owner or token not newest") \
+  XX(ECROSSSLOT, 36, "a key is not in the lock's cluster slot")
 
 #define LK__ERRNO_BASE (-30000)
 

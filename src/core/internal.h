@@ -237,6 +237,10 @@ struct lk_client_s {
   lk_client_stats_t stats;
   /* A Redis Cluster (core/router.h): keys are routed by slot, pub/sub is
    * sharded, renewal batches never cross a slot. */
+  /* The guarded write whose callback runs now (core/guard.c): its object
+   * and its reply's summary, NULL outside that callback. */
+  const void *guard_obj;
+  const lk_guarded_reply_t *guard_reply;
   int cluster_on;
   lk__node_t node0;
   lk__node_t **nodes; /* nodes[0] == &node0; node0_list until a second node */
@@ -381,6 +385,11 @@ void lk__client_on_run_id(lk__conn_t *conn, const char *run_id, size_t len);
  * (LK_EAGAIN, LK_ENOMEM, LK_ECLOSED); then cb never runs. */
 lk__op_t *lk__cmd_argv(lk_client_t *c, int argc, const char **argv,
                        const size_t *lens, lk__op_cb cb, void *data, int *err);
+/* The same, routed on a cluster by argv[key] instead of argv[1] (an EVAL
+ * whose first key is argv[3]). */
+lk__op_t *lk__cmd_argv_keyed(lk_client_t *c, int argc, const char **argv,
+                             const size_t *lens, int key, lk__op_cb cb, void *data,
+                             int *err);
 /* EVALSHA script with keys and args (argv = keys then args). */
 lk__op_t *lk__script_call(lk_client_t *c, const lk__script_t *s, int nkeys,
                           int nargs, const char **argv, const size_t *lens,
@@ -493,6 +502,10 @@ typedef struct lk__derived_s {
  * LK_EINVAL, and the client's error text (lk_client_error_text) says which
  * two disagree. what names the primitive ("lock") in that text. Every _new
  * calls it with every key and channel its object will use. */
+/* Appends s (len bytes) to the NUL-terminated out (cap bytes), quoted, with
+ * what is not printable ASCII escaped, cut after about max characters: how
+ * error texts show names and keys. */
+void lk__put_quoted(char *out, size_t cap, const char *s, size_t len, size_t max);
 int lk__names_one_slot(lk_client_t *c, const char *what, const char *name, size_t name_len,
                        const lk__derived_t *d, int n);
 

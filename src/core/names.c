@@ -19,7 +19,7 @@
 /* Appends s to out (cap bytes, NUL kept), quoted, with what is not
  * printable ASCII escaped (names are arbitrary bytes), cut after about max
  * characters of output so the rest of the text still fits. */
-static void put_quoted(char *out, size_t cap, const char *s, size_t len, size_t max) {
+void lk__put_quoted(char *out, size_t cap, const char *s, size_t len, size_t max) {
   size_t o = strlen(out), start, i;
   if (o + 1 >= cap)
     return;
@@ -50,12 +50,12 @@ static int refuse(lk_client_t *c, const char *what, const char *name, size_t nam
   char *t = c->error_text;
   size_t cap = sizeof(c->error_text);
   snprintf(t, cap, "%s name ", what);
-  put_quoted(t, cap, name, name_len, LK__SHOWN);
+  lk__put_quoted(t, cap, name, name_len, LK__SHOWN);
   strncat(t, " refused: ", cap - strlen(t) - 1);
-  put_quoted(t, cap, a->text, a->len, LK__SHOWN);
+  lk__put_quoted(t, cap, a->text, a->len, LK__SHOWN);
   if (b != NULL) {
     strncat(t, " and ", cap - strlen(t) - 1);
-    put_quoted(t, cap, b->text, b->len, LK__SHOWN);
+    lk__put_quoted(t, cap, b->text, b->len, LK__SHOWN);
     strncat(t, " would be in different cluster slots", cap - strlen(t) - 1);
   } else {
     strncat(t, " has no hash tag to keep what follows it in the name's slot",

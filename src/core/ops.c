@@ -162,7 +162,7 @@ int lk__op_submit(lk_client_t *c, lk__op_t *op) {
 }
 
 static lk__op_t *send_argv(lk_client_t *c, int argc, const char **argv,
-                           const size_t *lens, const lk__script_t *script,
+                           const size_t *lens, const lk__script_t *script, int key,
                            lk__op_cb cb, void *data, int *err) {
   lk__op_t *op;
   if (c->inflight >= c->o.max_inflight) {
@@ -170,9 +170,10 @@ static lk__op_t *send_argv(lk_client_t *c, int argc, const char **argv,
     return NULL;
   }
   op = format_argv(c, argc, argv, lens, script, cb, data, err);
-  /* Every plain command we send names its key first (HGET, PTTL, GET...). */
-  if (op != NULL && c->cluster_on && argc >= 2)
-    op->slot = lk__key_slot(argv[1], lens != NULL ? lens[1] : strlen(argv[1]));
+  /* Every plain command we send names its key first (HGET, PTTL, GET...),
+   * but an EVAL (lk__cmd_argv_keyed). */
+  if (op != NULL && c->cluster_on && argc > key)
+    op->slot = lk__key_slot(argv[key], lens != NULL ? lens[key] : strlen(argv[key]));
   if (op != NULL && (*err = lk__op_submit(c, op)) != 0) {
     lk__op_free(op);
     op = NULL;
@@ -182,7 +183,13 @@ static lk__op_t *send_argv(lk_client_t *c, int argc, const char **argv,
 
 lk__op_t *lk__cmd_argv(lk_client_t *c, int argc, const char **argv,
                        const size_t *lens, lk__op_cb cb, void *data, int *err) {
-  return send_argv(c, argc, argv, lens, NULL, cb, data, err);
+  return send_argv(c, argc, argv, lens, NULL, 1, cb, data, err);
+}
+
+lk__op_t *lk__cmd_argv_keyed(lk_client_t *c, int argc, const char **argv,
+                             const size_t *lens, int key, lk__op_cb cb, void *data,
+                             int *err) {
+  return send_argv(c, argc, argv, lens, NULL, key, cb, data, err);
 }
 
 /* Small calls build their argument vector on the stack; renewal batches

@@ -21,6 +21,8 @@ static const lk__err_prefix_t lk__err_prefixes[] = {
     /* A non-reentrant acquire's refusal (scripts/lock/acquire.lua,
      * scripts/fair/acquire.lua): the word Redisson's non-reentrant locks use. */
     {"NON_REENTRANT_REACQUIRE", LK_EREENTRY},
+    /* A guarded write's refusal (scripts/lock/guarded.lua, core/guard.c). */
+    {"LK_GUARD", LK_EGUARD},
 };
 
 static int word_is(const char *text, size_t len, const char *w) {
@@ -54,6 +56,8 @@ int lk__status_from_error(const char *text, size_t len) {
     return LK_EREADONLY;
   if (contains(text, len, "NON_REENTRANT_REACQUIRE"))
     return LK_EREENTRY;
+  if (contains(text, len, "LK_GUARD "))
+    return LK_EGUARD;
   if (contains(text, len, "invalid username-password") ||
       contains(text, len, "Authentication required"))
     return LK_EAUTH;

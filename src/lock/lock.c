@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/guard.h"
 #include "core/hold.h"
 #include "core/loglevel.h"
 #include "core/object.h"
@@ -32,7 +33,8 @@ enum lk__lock_op {
   OP_FORCE,
   OP_QUERY_EXISTS,
   OP_QUERY_TTL,
-  OP_QUERY_HOLDS
+  OP_QUERY_HOLDS,
+  OP_GUARDED
 };
 
 /* Memory (docs/design.md, "Memory"): one allocation holds the struct, the
@@ -67,6 +69,8 @@ struct lk_lock_s {
   unsigned req_fenced : 1;
   unsigned req_nonreentrant : 1; /* refused by the server if the owner holds */
   unsigned lean : 1; /* lk__lock_lean_layout, else Redisson's RLock layout */
+  /* The current holding took a fencing token: guarded writes check it. */
+  unsigned hold_fenced : 1;
 };
 
 #define CLIENT(l) ((l)->base.client)
@@ -226,6 +230,12 @@ static int attempt_acquire(lk__obj_t *o) {
  * its lease (core/hold.h). */
 static void acquired(lk_lock_t *l, const redisReply *r) {
   lk__grant_t g = {0};
+  /* A fresh holding is fenced or not by its first grant; a fenced
+   * re-entry makes it fenced (its token is then the newest). */
+  if (l->hold.count == 0)
+    l->hold_fenced = 0;
+  if (l->req_fenced && r->elements == 3)
+    l->hold_fenced = 1;
   g.hold = &l->hold;
   g.count = r->element[0]->integer;
   g.lease_ms = l->req_lease_ms;
@@ -532,6 +542,44 @@ int lk_lock_remaining_ttl(lk_lock_t *l, lk_lock_cb cb, void *arg) {
 }
 int lk_lock_server_hold_count(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   return start_simple(l, OP_QUERY_HOLDS, cb, arg);
+}
+
+/* --- guarded writes (core/guard.c, docs/guarded.md) --- */
+
+int lk_lock_guarded(lk_lock_t *l, const lk_guarded_op_t *op, lk_lock_cb cb, void *arg) {
+  lk__guard_t g;
+  int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
+  if (rc != 0)
+    return rc;
+  if (l->lean)
+    return LK_EINVAL; /* a RedLock's member: no Redisson hash to check */
+  g.lock = l->name, g.lock_len = l->name_len;
+  g.owner = l->owner, g.owner_len = l->owner_len;
+  /* The fenced check compares with the counter only while the holding
+   * took a token: an unfenced holding's old token says nothing of it. */
+  g.token = l->hold_fenced && l->hold.count > 0 ? l->token : 0;
+  /* The token key is an argument even when unchecked: the script's keys
+   * stay in one shape. In the client's scratch: copied when formatted. */
+  g.token_key = l->token_key != NULL ? l->token_key
+                                     : lk__scratch_prefix_name(CLIENT(l), LK__LOCK_TOKEN_PREFIX,
+                                                               l->name, l->name_len,
+                                                               &g.token_key_len);
+  if (l->token_key != NULL)
+    g.token_key_len = l->token_key_len;
+  if (g.token_key == NULL)
+    return LK_ENOMEM;
+  rc = lk__guard_check(&l->base, &g, op);
+  if (rc != 0)
+    return rc;
+  begin(l, OP_GUARDED, cb, arg);
+  rc = lk__guard_send(&l->base, &g, op);
+  if (rc != 0)
+    l->base.kind = OP_NONE;
+  return rc;
+}
+
+const lk_guarded_reply_t *lk_lock_guarded_reply(const lk_lock_t *l) {
+  return l != NULL ? lk__guard_current(&l->base) : NULL;
 }
 
 /* --- leases --- */
