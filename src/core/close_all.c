@@ -45,11 +45,6 @@ static void on_step(lk__defer_t *d) {
   step(lk__container_of(d, lk_client_t, close_all_step));
 }
 
-void lk__close_all_kick(lk_client_t *c) {
-  if (c->closing_all && !c->closing && !lk__client_forked(c))
-    lk__defer(c, &c->close_all_step);
-}
-
 void lk__obj_set_parent(lk__obj_t *o, lk__obj_t *parent) {
   o->parent = parent;
   if (parent == NULL)

@@ -540,6 +540,17 @@ void lk__client_uncork(lk_client_t *c) {
 
 void lk__conn_flush(lk__conn_t *conn) { conn_flush(conn); }
 
+/* Connected: some node's command connection is ready. */
+int lk_client_is_connected(const lk_client_t *c) {
+  size_t i;
+  if (c == NULL)
+    return 0;
+  for (i = 0; i < c->n_nodes; i++)
+    if (c->nodes[i]->cmd->state == LK__CONN_READY)
+      return 1;
+  return 0;
+}
+
 static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf);
 static void tls_read(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf);
 

@@ -213,6 +213,7 @@ struct lk_client_s {
   lk__conn_t cmd;
   lk__conn_t ps;
   uv_idle_t idle; /* drains the defer queue */
+  uv_idle_cb idle_cb; /* client.c's pass over it; core/defer.c starts idle with it */
   lk__queue_t deferred;
   uv_timer_t hb_timer;
   size_t inflight;
@@ -307,10 +308,22 @@ struct lk_client_s {
   size_t scratch_cap;
 };
 
-/* --- entry checks (every public entry point) --- */
+/* --- entry checks (every public entry point) and open objects (entry.c) --- */
 int lk__check_client(const lk_client_t *c);
+/* lk__check_client for calls that make objects: also LK_ECLOSED once
+ * lk_client_close_all began. */
+int lk__check_client_new(const lk_client_t *c);
+int lk__client_forked(const lk_client_t *c);
+/* A new client notes the process it was made in (a fork is seen later). */
+void lk__fork_watch(lk_client_t *c);
+void lk__object_born(lk_client_t *c);
+void lk__object_died(lk_client_t *c);
+/* lk_client_close_all goes on, from the loop (core/close_all.c): an object
+ * closed, or was let go by the MultiLock or RedLock it belonged to. Nothing
+ * when no lk_client_close_all is under way. */
+void lk__close_all_kick(lk_client_t *c);
 
-/* --- client --- */
+/* --- logging and events (log.c) --- */
 void lk__log(lk_client_t *c, lk_log_level_t level, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -323,19 +336,18 @@ void lk__client_set_error(lk_client_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* --- options (opts.c) --- */
+/* Checks s and copies it into d: LK_EINVAL or LK_ENOMEM (then
+ * lk__opts_free frees what was copied). */
+int lk__opts_copy(lk__opts_t *d, const lk_client_opts_t *s);
+void lk__opts_free(lk__opts_t *o);
+
+/* --- client --- */
 void lk__client_handle_closed(lk_client_t *c);
 void lk__client_maybe_finish_close(lk_client_t *c);
-void lk__object_born(lk_client_t *c);
-void lk__object_died(lk_client_t *c);
-/* lk__check_client for calls that make objects: also LK_ECLOSED once
- * lk_client_close_all began. */
-int lk__check_client_new(const lk_client_t *c);
 /* Starts closing the client (lk_client_close past its checks). */
 void lk__client_begin_close(lk_client_t *c, lk_client_close_cb close_cb);
-/* lk_client_close_all goes on, from the loop (core/close_all.c): an object
- * closed, or was let go by the MultiLock or RedLock it belonged to. Nothing
- * when no lk_client_close_all is under way. */
-void lk__close_all_kick(lk_client_t *c);
 
 /* --- connection --- */
 void lk__conn_init(lk_client_t *c, lk__conn_t *conn, int kind);
@@ -361,7 +373,6 @@ void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op);
 int lk__pubsub_init(lk_client_t *c);
 void lk__pubsub_shutdown(lk_client_t *c);
 void lk__pubsub_free(lk_client_t *c);
-int lk__client_forked(const lk_client_t *c);
 /* Per pub/sub connection: it came up (its channels subscribe), it went down
  * (its channels wait), a reply or push arrived on it (1: a push, handled). */
 void lk__pubsub_on_ready(lk__conn_t *conn);
@@ -456,7 +467,7 @@ int lk__valid_client_id(const char *s);
  * anything secret. */
 uint32_t lk__jitter(lk_client_t *c, uint32_t below);
 /* A command went out: with busy_poll_us, keep the loop spinning for that
- * long while replies are outstanding (client.c, the idle handle). */
+ * long while replies are outstanding (defer.c, the idle handle). */
 void lk__client_busy_poll(lk_client_t *c);
 /* The same for a window the caller chose, whatever busy_poll_us says: while
  * c has replies outstanding and until until_ns (a later window kept). For
