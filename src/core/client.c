@@ -73,6 +73,75 @@ void lk__client_on_run_id(lk__conn_t *conn, const char *run_id, size_t len) {
   }
 }
 
+/* --- the owner's callbacks: each event of a lower layer, to the layers
+ * above that want it (lk__owner_t, core/internal.h) --- */
+
+static void on_check_leases(lk_client_t *c) { lk__wd_check(c); }
+
+static void on_conn_down(lk__conn_t *conn, int why, const char *what, int was_ready) {
+  if (conn->kind == LK__CONN_PUBSUB)
+    lk__pubsub_on_down(conn);
+  else if (conn->kind == LK__CONN_SENTINEL)
+    lk__sentinel_on_down(conn, why, what);
+  if (was_ready && conn->kind == LK__CONN_CMD)
+    lk__emit(conn->client, LK_EVENT_SUSPENDED);
+  lk__router_on_conn_down(conn);
+}
+
+static void on_conn_ready(lk__conn_t *conn, int first) {
+  lk_client_t *c = conn->client;
+  if (conn->kind == LK__CONN_PUBSUB) {
+    lk__pubsub_on_ready(conn);
+  } else if (conn->kind == LK__CONN_SENTINEL) {
+    /* Its query or SUBSCRIBE has just been sent (core/sentinel.h). */
+  } else {
+    lk__emit(c, first ? LK_EVENT_CONNECTED : LK_EVENT_RECONNECTED);
+    if (c->restart_pending) {
+      c->restart_pending = 0;
+      lk__emit(c, LK_EVENT_SERVER_RESTARTED);
+    }
+    lk__router_on_conn_ready(conn);
+  }
+}
+
+static int on_conn_push(lk__conn_t *conn, redisReply *r) {
+  if (conn->kind == LK__CONN_PUBSUB)
+    return lk__pubsub_on_push(conn, r);
+  if (conn->kind == LK__CONN_SENTINEL)
+    return lk__sentinel_on_push(conn, r);
+  return 0;
+}
+
+static void on_conn_info(lk__conn_t *conn, const char *info, size_t len) {
+  lk__router_on_info(conn, info, len); /* a cluster node: routing by slot */
+  lk__pubsub_on_info(conn, info, len); /* sharded pub/sub needs 7.0+ */
+}
+
+static void on_uncorked(lk_client_t *c) {
+  if (c->sentinel != NULL)
+    lk__sentinel_uncork(c);
+}
+
+static const lk__owner_t client_owner = {
+    .handle_closed = lk__client_handle_closed,
+    .maybe_finish_close = lk__client_maybe_finish_close,
+    .check_leases = on_check_leases,
+    .conn_redial = lk__router_redial,
+    .conn_resolve = lk__sentinel_resolve,
+    .conn_role = lk__sentinel_on_role,
+    .conn_run_id = lk__client_on_run_id,
+    .conn_info = on_conn_info,
+    .conn_ready = on_conn_ready,
+    .conn_down = on_conn_down,
+    .conn_push = on_conn_push,
+    .conn_redirected = lk__router_redirected,
+    .uncorked = on_uncorked,
+    .topology_read = lk__pubsub_on_topology,
+    .slots_moved = lk__wd_verify_slots,
+    .master_changed = lk__wd_verify_all,
+    .has_channels = lk__pubsub_has_channels,
+};
+
 /* --- lifecycle --- */
 
 int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
@@ -105,6 +174,7 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
     lk__free(url_storage);
     return LK_ENOMEM;
   }
+  c->owner = &client_owner;
   rc = lk__opts_copy(&c->o, opts);
   lk__free(url_storage);
   url_storage = NULL;

@@ -22,6 +22,7 @@ typedef struct lk__op_s lk__op_t;
 typedef struct lk__chan_s lk__chan_t;
 typedef struct lk__node_s lk__node_t;
 typedef struct lk__tls_s lk__tls_t; /* core/tls.h */
+typedef struct lk__owner_s lk__owner_t;
 struct lk__topo_s; /* core/topology.h */
 
 /* status: 0 with a reply (which may be an error reply: then status is its
@@ -195,8 +196,51 @@ struct lk__node_s {
   unsigned down : 1;
 };
 
+/* What the layers below the client tell it, the way a libuv handle calls
+ * its owner's callbacks: a lower layer calls these, never a higher one by
+ * name (docs/design.md, "Layers"). client.c fills the table in and wires
+ * each event to the layers above that want it. */
+struct lk__owner_s {
+  /* A libuv handle of the client closed; the client's close may go on. */
+  void (*handle_closed)(lk_client_t *c);
+  void (*maybe_finish_close)(lk_client_t *c);
+  /* --- from connections (core/conn.c) --- */
+  /* Before a connection fails its commands or hands out replies: leases
+   * that ran out are reported lost first. */
+  void (*check_leases)(lk_client_t *c);
+  /* A connection done backing off: 1 to dial again, 0 to stay idle until a
+   * command is queued for it. */
+  int (*conn_redial)(const lk__conn_t *conn);
+  /* Node 0 with sentinels: find where the master is, then lk__conn_dial. */
+  void (*conn_resolve)(lk__conn_t *conn);
+  /* Handshake: ROLE's reply (the status the handshake takes), the run_id
+   * and the whole text of INFO server. */
+  int (*conn_role)(lk__conn_t *conn, int status, const redisReply *r);
+  void (*conn_run_id)(lk__conn_t *conn, const char *run_id, size_t len);
+  void (*conn_info)(lk__conn_t *conn, const char *info, size_t len);
+  /* The connection is ready (first: its first time), or went down. */
+  void (*conn_ready)(lk__conn_t *conn, int first);
+  void (*conn_down)(lk__conn_t *conn, int why, const char *what, int was_ready);
+  /* A message that is no reply (pub/sub, sentinel); 1: it was one, taken. */
+  int (*conn_push)(lk__conn_t *conn, redisReply *r);
+  /* An error reply to a user command: 1 when it was taken to be sent again
+   * (a redirection, core/router.h). */
+  int (*conn_redirected)(lk__conn_t *conn, lk__op_t *op, redisReply *r);
+  /* The last uncork flushed the nodes' connections: the others' turn. */
+  void (*uncorked)(lk_client_t *c);
+  /* --- from discovery (core/router.c, core/sentinel.c) --- */
+  /* A slot map was read (subscriptions follow their slots); slots changed
+   * master (changed: a bit per slot); node 0's master changed. */
+  void (*topology_read)(lk_client_t *c);
+  void (*slots_moved)(lk_client_t *c, const uint8_t *changed);
+  void (*master_changed)(lk_client_t *c);
+  /* Whether a channel lives (or is to be subscribed) on a pub/sub conn. */
+  int (*has_channels)(const lk__conn_t *conn);
+};
+
 struct lk_client_s {
   uv_loop_t *loop;
+  const lk__owner_t *owner; /* client.c's callbacks for the layers below it */
   uv_thread_t thread;
   unsigned fork_gen;
   lk__opts_t o;

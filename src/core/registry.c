@@ -162,7 +162,7 @@ static void on_deleted(void *data, int status, redisReply *r) {
 
 static void on_timer_closed(uv_handle_t *h) {
   lk__registry_t *g = h->data;
-  lk__client_handle_closed(g->client);
+  g->client->owner->handle_closed(g->client);
 }
 
 void lk__registry_close(lk_client_t *c) {
