@@ -1,3 +1,4 @@
+/* Layer 5 (owner): may call every layer (docs/design.md, "Layers"). */
 /* The client: options, lifecycle, entry checks, and the owner that wires
  * the core's layers together (docs/design.md, "Layers"). Connections live
  * in conn.c, pub/sub in pubsub.c, deferred work in defer.c, logging and

@@ -1,3 +1,4 @@
+/* Layer 5 (owner): may call every layer (docs/design.md, "Layers"). */
 /* lk_client_close_all: every object still open on a client is closed as
  * its own close would close it, then the client, then one callback
  * (docs/client.md, "Closing").

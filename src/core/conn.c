@@ -1,3 +1,4 @@
+/* Layer 1 (connections): may call layer 0 only (docs/design.md, "Layers"). */
 /* One Redis connection on a libuv stream: connect (TCP or unix socket),
  * handshake, FIFO reply matching, reply timeout, reconnect with backoff.
  * hiredis is used only for its reply reader; we own the socket because

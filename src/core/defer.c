@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* Deferred work and busy polling: both ride the client's idle handle. The
  * handle's callback is the client's (lk_client_s.idle_cb, client.c): a pass
  * over the deferred work is wrapped in what the owner does around it (lost

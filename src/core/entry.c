@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* The checks every public entry point makes (a client of this process and
  * thread, not closing), and the count of a client's open objects that
  * lk_client_close guards. Plain state of the client: any layer may call

@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* Logging, the client's error text and its events: what every file of the
  * core tells the application. Only the client's log and event callbacks are
  * read here, so any layer may call it. */

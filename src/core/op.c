@@ -1,3 +1,4 @@
+/* Layer 1 (connections): may call layer 0 only (docs/design.md, "Layers"). */
 /* Operation records: owned by the client, not by the object that asked, so
  * an object can close while its command is still in flight; the late reply
  * then meets whatever the object re-targeted the record to (or nothing).

@@ -1,3 +1,4 @@
+/* Layer 3 (services): may call layers 0-2 (docs/design.md, "Layers"). */
 /* Sending commands: formatted into an operation record (core/op.c), routed
  * to the connection of their key's slot, scripts called by SHA, and the
  * follow-ups that undo an abandoned command's late success. */

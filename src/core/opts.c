@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* The client's options: their defaults, a connection URL applied to them,
  * and their check and copy into the client (lk_client_new). Nothing here
  * knows a connection: options are plain data. */

@@ -1,3 +1,4 @@
+/* Layer 3 (services): may call layers 0-2 (docs/design.md, "Layers"). */
 /* Owner descriptions (include/latchkey/owners.h, docs/owners.md): a client
  * made with describe_owner keeps the hash latchkey_client:{ID} alive with a
  * timer of its own (the watchdog ticks only while something is held), and

@@ -1,3 +1,4 @@
+/* Layer 2 (discovery): may call layers 0-1 (docs/design.md, "Layers"). */
 /* The router (router.h): nodes, slot routing, redirections, topology. */
 #include <stdio.h>
 #include <stdlib.h>

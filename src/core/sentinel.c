@@ -1,3 +1,4 @@
+/* Layer 2 (discovery): may call layers 0-1 (docs/design.md, "Layers"). */
 /* Redis Sentinel (sentinel.h): discovery rounds, the +switch-master
  * subscription, and the checks that notice a master that is one no more. */
 #include <stdio.h>

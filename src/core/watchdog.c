@@ -1,3 +1,4 @@
+/* Layer 3 (services): may call layers 0-2 (docs/design.md, "Layers"). */
 /* Lease watchdog: batched renewal and lost-lease detection (watchdog.h). */
 #include <assert.h>
 #include <inttypes.h>
