@@ -249,7 +249,7 @@ struct lk_client_s {
   uint64_t next_tid;
   uint64_t next_tag; /* request tags of script calls (ops.c) */
   uint64_t rng;      /* lk__jitter's state: seeded from uv_random at first use */
-  uint64_t busy_until_ns; /* busy polling: the loop spins until then (ops.c) */
+  uint64_t busy_until_ns; /* busy polling: the loop spins until then (defer.c) */
   lk_client_event_cb on_event;
   void *event_arg;
   lk_log_cb log;
