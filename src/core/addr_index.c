@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* Hash table of node indexes (addr_index.h). */
 #include "core/addr_index.h"
 

@@ -1,3 +1,4 @@
+/* Layer 5 (owner): may call every layer (docs/design.md, "Layers"). */
 /* lk_client_close_all: every object still open on a client is closed as
  * its own close would close it, then the client, then one callback
  * (docs/client.md, "Closing").
@@ -43,11 +44,6 @@ static void step(lk_client_t *c) {
 
 static void on_step(lk__defer_t *d) {
   step(lk__container_of(d, lk_client_t, close_all_step));
-}
-
-void lk__close_all_kick(lk_client_t *c) {
-  if (c->closing_all && !c->closing && !lk__client_forked(c))
-    lk__defer(c, &c->close_all_step);
 }
 
 void lk__obj_set_parent(lk__obj_t *o, lk__obj_t *parent) {

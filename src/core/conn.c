@@ -1,3 +1,4 @@
+/* Layer 1 (connections): may call layer 0 only (docs/design.md, "Layers"). */
 /* One Redis connection on a libuv stream: connect (TCP or unix socket),
  * handshake, FIFO reply matching, reply timeout, reconnect with backoff.
  * hiredis is used only for its reply reader; we own the socket because
@@ -9,10 +10,7 @@
 
 #include "core/internal.h"
 #include "core/loglevel.h"
-#include "core/router.h"
-#include "core/sentinel.h"
 #include "core/tls.h"
-#include "core/watchdog.h"
 
 static void conn_start_connect(lk__conn_t *conn);
 static void conn_dial(lk__conn_t *conn, const char *host, int node_port, const char *unix_path);
@@ -45,7 +43,7 @@ static void on_io_closed(uv_handle_t *h) {
   if (conn->state == LK__CONN_CONNECTING)
     conn_start_connect(conn);
   /* Last: this may finish the client's close and free conn with it. */
-  lk__client_handle_closed(conn->client);
+  conn->client->owner->handle_closed(conn->client);
 }
 
 static void close_io(lk__conn_t *conn) {
@@ -62,7 +60,7 @@ static void on_backoff_done(uv_timer_t *t) {
   lk__conn_t *conn = t->data;
   if (conn->state != LK__CONN_BACKOFF)
     return;
-  if (!lk__router_redial(conn)) {
+  if (!conn->client->owner->conn_redial(conn)) {
     /* Idle until a command is queued for it (lk__conn_enqueue). */
     conn->state = LK__CONN_IDLE;
     return;
@@ -100,11 +98,11 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
   if (conn->state == LK__CONN_IDLE || conn->state == LK__CONN_BACKOFF ||
       conn->state == LK__CONN_CLOSED)
     return;
-  lk__wd_check(c); /* lost leases are told before the failures below */
+  c->owner->check_leases(c); /* lost leases are told before the failures below */
   /* The holds renewed through it are at risk until a renewal gets through
    * (told from the loop, docs/objects.md "Health"). */
   if (conn->kind == LK__CONN_CMD && was_ready && !c->closing)
-    lk__wd_conn_down(c, conn);
+    c->owner->conn_holds_at_risk(conn);
   /* A ready command connection lost is the SUSPENDED event's (WARN without
    * an event callback); a pub/sub one only makes waiters re-poll. A
    * sentinel's is told by core/sentinel.c when it matters. */
@@ -140,13 +138,7 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
       unsent_status != LK_ENOPERM && unsent_status != LK_ELOADING &&
       unsent_status != LK_ECLOSED && unsent_status != LK_ECANCELED)
     unsent_status = LK_ECONN;
-  if (conn->kind == LK__CONN_PUBSUB)
-    lk__pubsub_on_down(conn);
-  else if (conn->kind == LK__CONN_SENTINEL)
-    lk__sentinel_on_down(conn, why, what);
-  if (was_ready && conn->kind == LK__CONN_CMD)
-    lk__emit(c, LK_EVENT_SUSPENDED);
-  lk__router_on_conn_down(conn);
+  c->owner->conn_down(conn, why, what, was_ready);
   fail_list(&sent, c->closing ? LK_ECANCELED : LK_EUNKNOWN);
   fail_list(&unsent, c->closing ? LK_ECANCELED : unsent_status);
 
@@ -155,7 +147,7 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
     c->stats.pubsub_reconnects += conn->kind == LK__CONN_PUBSUB;
     conn_arm_timer(conn, on_backoff_done, next_backoff(conn));
   } else {
-    lk__client_maybe_finish_close(c);
+    c->owner->maybe_finish_close(c);
   }
 }
 
@@ -199,7 +191,7 @@ static void on_hs_role(void *data, int status, redisReply *r) {
   lk__conn_t *conn = data;
   if (conn->state != LK__CONN_HANDSHAKE)
     return;
-  status = lk__sentinel_on_role(conn, status, r);
+  status = conn->client->owner->conn_role(conn, status, r);
   if (status != 0 && conn->handshake_err == 0)
     conn->handshake_err = status;
   handshake_step_done(conn);
@@ -222,9 +214,9 @@ static void on_hs_info(void *data, int status, redisReply *r) {
       p += 7;
       while (p[n] != '\0' && p[n] != '\r' && p[n] != '\n' && n < 40)
         n++;
-      lk__client_on_run_id(conn, p, n);
+      conn->client->owner->conn_run_id(conn, p, n);
     }
-    lk__router_on_info(conn, r->str, r->len);
+    conn->client->owner->conn_info(conn, r->str, r->len);
     /* Any policy but noeviction lets Redis evict lock keys (they carry a
      * TTL, so volatile-* policies pick them first): say so at connect. */
     p = strstr(r->str, "maxmemory_policy:");
@@ -344,18 +336,7 @@ static void conn_become_ready(lk__conn_t *conn) {
     lk__queue_remove(&op->node);
     conn_send(conn, op);
   }
-  if (conn->kind == LK__CONN_PUBSUB) {
-    lk__pubsub_on_ready(conn);
-  } else if (conn->kind == LK__CONN_SENTINEL) {
-    /* Its query or SUBSCRIBE has just been sent (core/sentinel.h). */
-  } else {
-    lk__emit(c, first ? LK_EVENT_CONNECTED : LK_EVENT_RECONNECTED);
-    if (c->restart_pending) {
-      c->restart_pending = 0;
-      lk__emit(c, LK_EVENT_SERVER_RESTARTED);
-    }
-    lk__router_on_conn_ready(conn);
-  }
+  c->owner->conn_ready(conn, first);
 }
 
 static void handshake_step_done(lk__conn_t *conn) {
@@ -489,11 +470,8 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
   lk__op_t *op;
   redisReply *own;
 
-  if (conn->kind == LK__CONN_PUBSUB && conn->state == LK__CONN_READY &&
-      lk__pubsub_on_push(conn, r))
-    return;
-  if (conn->kind == LK__CONN_SENTINEL && conn->state == LK__CONN_READY &&
-      lk__sentinel_on_push(conn, r))
+  if (conn->kind != LK__CONN_CMD && conn->state == LK__CONN_READY &&
+      c->owner->conn_push(conn, r))
     return;
   if (lk__queue_empty(&conn->sent)) {
     drop_unattributable(conn, NULL, r);
@@ -509,7 +487,7 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
   c->stats.replies++;
   /* MOVED, ASK, TRYAGAIN, CLUSTERDOWN: the command did not run; the router
    * sends it where it belongs (core/router.h). */
-  if (own->type == REDIS_REPLY_ERROR && !op->internal && lk__router_redirected(conn, op, own))
+  if (own->type == REDIS_REPLY_ERROR && !op->internal && c->owner->conn_redirected(conn, op, own))
     return;
   if (op->script != NULL && !op->retried && is_noscript(r)) {
     /* NOSCRIPT means the script did not run, so resending is safe. EVAL
@@ -538,11 +516,21 @@ void lk__client_uncork(lk_client_t *c) {
     conn_flush(c->nodes[i]->cmd);
     conn_flush(c->nodes[i]->ps);
   }
-  if (c->sentinel != NULL)
-    lk__sentinel_uncork(c);
+  c->owner->uncorked(c);
 }
 
 void lk__conn_flush(lk__conn_t *conn) { conn_flush(conn); }
+
+/* Connected: some node's command connection is ready. */
+int lk_client_is_connected(const lk_client_t *c) {
+  size_t i;
+  if (c == NULL)
+    return 0;
+  for (i = 0; i < c->n_nodes; i++)
+    if (c->nodes[i]->cmd->state == LK__CONN_READY)
+      return 1;
+  return 0;
+}
 
 static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf);
 static void tls_read(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf);
@@ -624,7 +612,7 @@ static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf) {
   redisReader *reader = conn->reader;
   void *reply;
 
-  lk__wd_check(conn->client); /* lost leases are told before anything else */
+  conn->client->owner->check_leases(conn->client); /* lost leases are told before anything else */
   if (nread < 0) {
     lk__conn_drop(conn, LK_EUNKNOWN,
                   nread == UV_EOF ? "closed by server" : uv_strerror((int)nread));
@@ -653,7 +641,7 @@ static void read_replies(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf) {
   }
   if (conn->state == LK__CONN_READY)
     arm_reply_timer(conn);
-  lk__client_maybe_finish_close(conn->client);
+  conn->client->owner->maybe_finish_close(conn->client);
 }
 
 /* --- writing --- */
@@ -998,7 +986,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *ai) 
   conn->gai_pending = 0;
   if (conn->state != LK__CONN_CONNECTING || c->closing) {
     uv_freeaddrinfo(ai);
-    lk__client_maybe_finish_close(c);
+    c->owner->maybe_finish_close(c);
     return;
   }
   if (status < 0 || ai == NULL) {
@@ -1028,7 +1016,7 @@ static void conn_start_connect(lk__conn_t *conn) {
   /* With sentinels, node 0 is wherever they say the master is now: they
    * are asked before every connect, then lk__conn_dial (core/sentinel.h). */
   if (c->sentinel != NULL && n == &c->node0) {
-    lk__sentinel_resolve(conn);
+    c->owner->conn_resolve(conn);
     return;
   }
   conn_dial(conn, host, node_port, unix_path);
@@ -1103,7 +1091,7 @@ void lk__conn_retry_now(lk__conn_t *conn) {
 static void on_timer_closed(uv_handle_t *h) {
   lk__conn_t *conn = h->data;
   conn->timer_closing = 0;
-  lk__client_handle_closed(conn->client);
+  conn->client->owner->handle_closed(conn->client);
 }
 
 void lk__conn_init(lk_client_t *c, lk__conn_t *conn, int kind) {

@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 #ifndef LK_CORE_DEFER_H
 #define LK_CORE_DEFER_H
 
@@ -17,5 +18,10 @@ struct lk_client_s;
 void lk__defer_init(lk__defer_t *d, lk__defer_fn fn);
 void lk__defer(struct lk_client_s *c, lk__defer_t *d);
 void lk__defer_cancel(lk__defer_t *d);
+/* Runs the work deferred so far (not what it defers in turn: that waits for
+ * the next pass). For the client's idle callback. */
+void lk__defer_run(struct lk_client_s *c);
+/* Whether busy polling keeps the idle handle running (core/defer.c). */
+int lk__busy_polling(const struct lk_client_s *c);
 
 #endif /* LK_CORE_DEFER_H */

@@ -1,3 +1,4 @@
+/* Layer 4 (objects): may call layers 0-3 (docs/design.md, "Layers"). */
 /* Guarded writes (docs/guarded.md): the client-side checks, the command
  * (scripts/lock/guarded.lua for a command of the list, an EVAL of the
  * caller's script behind the same check otherwise) and the reply. */

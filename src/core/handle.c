@@ -1,3 +1,4 @@
+/* Layer 4 (objects): may call layers 0-3 (docs/design.md, "Layers"). */
 /* The public handle (latchkey/handle.h): the verbs every kind shares, once,
  * on the object body (core/object.h). A handle is the object's address:
  * every kind embeds lk__obj_t as its first member, so the conversions are

@@ -1,3 +1,4 @@
+/* Layer 4 (objects): may call layers 0-3 (docs/design.md, "Layers"). */
 /* Hold records and the grant routine (hold.h). */
 #include "core/hold.h"
 #include "core/metrics.h"

@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* Owner ids (docs/objects.md, "Lifecycle"; docs/design.md, "Redisson
  * compatibility"): a random UUID v4 per client from uv_random
  * (getrandom underneath: never a PRNG state a fork would share). */

@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 #ifndef LK_CORE_INTERNAL_H
 #define LK_CORE_INTERNAL_H
 
@@ -22,6 +23,8 @@ typedef struct lk__op_s lk__op_t;
 typedef struct lk__chan_s lk__chan_t;
 typedef struct lk__node_s lk__node_t;
 typedef struct lk__tls_s lk__tls_t; /* core/tls.h */
+typedef struct lk__owner_s lk__owner_t;
+struct lk__obj_s;  /* core/object.h */
 struct lk__topo_s; /* core/topology.h */
 
 /* status: 0 with a reply (which may be an error reply: then status is its
@@ -195,8 +198,60 @@ struct lk__node_s {
   unsigned down : 1;
 };
 
+/* What the layers below the client tell it, the way a libuv handle calls
+ * its owner's callbacks: a lower layer calls these, never a higher one by
+ * name (docs/design.md, "Layers"). client.c fills the table in and wires
+ * each event to the layers above that want it. */
+struct lk__owner_s {
+  /* A libuv handle of the client closed; the client's close may go on. */
+  void (*handle_closed)(lk_client_t *c);
+  void (*maybe_finish_close)(lk_client_t *c);
+  /* --- from connections (core/conn.c) --- */
+  /* Before a connection fails its commands or hands out replies: leases
+   * that ran out are reported lost first. */
+  void (*check_leases)(lk_client_t *c);
+  /* A ready command connection is dropping: the holds renewed through it
+   * are at risk (a hold's health, core/object.h). */
+  void (*conn_holds_at_risk)(lk__conn_t *conn);
+  /* A connection done backing off: 1 to dial again, 0 to stay idle until a
+   * command is queued for it. */
+  int (*conn_redial)(const lk__conn_t *conn);
+  /* Node 0 with sentinels: find where the master is, then lk__conn_dial. */
+  void (*conn_resolve)(lk__conn_t *conn);
+  /* Handshake: ROLE's reply (the status the handshake takes), the run_id
+   * and the whole text of INFO server. */
+  int (*conn_role)(lk__conn_t *conn, int status, const redisReply *r);
+  void (*conn_run_id)(lk__conn_t *conn, const char *run_id, size_t len);
+  void (*conn_info)(lk__conn_t *conn, const char *info, size_t len);
+  /* The connection is ready (first: its first time), or went down. */
+  void (*conn_ready)(lk__conn_t *conn, int first);
+  void (*conn_down)(lk__conn_t *conn, int why, const char *what, int was_ready);
+  /* A message that is no reply (pub/sub, sentinel); 1: it was one, taken. */
+  int (*conn_push)(lk__conn_t *conn, redisReply *r);
+  /* An error reply to a user command: 1 when it was taken to be sent again
+   * (a redirection, core/router.h). */
+  int (*conn_redirected)(lk__conn_t *conn, lk__op_t *op, redisReply *r);
+  /* The last uncork flushed the nodes' connections: the others' turn. */
+  void (*uncorked)(lk_client_t *c);
+  /* --- from discovery (core/router.c, core/sentinel.c) --- */
+  /* A slot map was read (subscriptions follow their slots); slots changed
+   * master (changed: a bit per slot); node 0's master changed. */
+  void (*topology_read)(lk_client_t *c);
+  void (*slots_moved)(lk_client_t *c, const uint8_t *changed);
+  void (*master_changed)(lk_client_t *c);
+  /* Whether a channel lives (or is to be subscribed) on a pub/sub conn. */
+  int (*has_channels)(const lk__conn_t *conn);
+  /* --- from the watchdog (core/watchdog.c) --- */
+  /* A hold's health (docs/objects.md, "Health"): one of the object's sides
+   * is at risk, or ok again (confirmed: by a renewal or grant; else it
+   * stopped being watched); deadline_ns is the side's local deadline. */
+  void (*hold_at_risk)(struct lk__obj_s *o, uint64_t deadline_ns);
+  void (*hold_ok)(struct lk__obj_s *o, int confirmed, uint64_t deadline_ns);
+};
+
 struct lk_client_s {
   uv_loop_t *loop;
+  const lk__owner_t *owner; /* client.c's callbacks for the layers below it */
   uv_thread_t thread;
   unsigned fork_gen;
   lk__opts_t o;
@@ -204,7 +259,7 @@ struct lk_client_s {
   uint64_t next_tid;
   uint64_t next_tag; /* request tags of script calls (ops.c) */
   uint64_t rng;      /* lk__jitter's state: seeded from uv_random at first use */
-  uint64_t busy_until_ns; /* busy polling: the loop spins until then (ops.c) */
+  uint64_t busy_until_ns; /* busy polling: the loop spins until then (defer.c) */
   lk_client_event_cb on_event;
   void *event_arg;
   lk_log_cb log;
@@ -213,6 +268,7 @@ struct lk_client_s {
   lk__conn_t cmd;
   lk__conn_t ps;
   uv_idle_t idle; /* drains the defer queue */
+  uv_idle_cb idle_cb; /* client.c's pass over it; core/defer.c starts idle with it */
   lk__queue_t deferred;
   uv_timer_t hb_timer;
   size_t inflight;
@@ -311,10 +367,22 @@ struct lk_client_s {
   size_t scratch_cap;
 };
 
-/* --- entry checks (every public entry point) --- */
+/* --- entry checks (every public entry point) and open objects (entry.c) --- */
 int lk__check_client(const lk_client_t *c);
+/* lk__check_client for calls that make objects: also LK_ECLOSED once
+ * lk_client_close_all began. */
+int lk__check_client_new(const lk_client_t *c);
+int lk__client_forked(const lk_client_t *c);
+/* A new client notes the process it was made in (a fork is seen later). */
+void lk__fork_watch(lk_client_t *c);
+void lk__object_born(lk_client_t *c);
+void lk__object_died(lk_client_t *c);
+/* lk_client_close_all goes on, from the loop (core/close_all.c): an object
+ * closed, or was let go by the MultiLock or RedLock it belonged to. Nothing
+ * when no lk_client_close_all is under way. */
+void lk__close_all_kick(lk_client_t *c);
 
-/* --- client --- */
+/* --- logging and events (log.c) --- */
 void lk__log(lk_client_t *c, lk_log_level_t level, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -327,19 +395,18 @@ void lk__client_set_error(lk_client_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* --- options (opts.c) --- */
+/* Checks s and copies it into d: LK_EINVAL or LK_ENOMEM (then
+ * lk__opts_free frees what was copied). */
+int lk__opts_copy(lk__opts_t *d, const lk_client_opts_t *s);
+void lk__opts_free(lk__opts_t *o);
+
+/* --- client --- */
 void lk__client_handle_closed(lk_client_t *c);
 void lk__client_maybe_finish_close(lk_client_t *c);
-void lk__object_born(lk_client_t *c);
-void lk__object_died(lk_client_t *c);
-/* lk__check_client for calls that make objects: also LK_ECLOSED once
- * lk_client_close_all began. */
-int lk__check_client_new(const lk_client_t *c);
 /* Starts closing the client (lk_client_close past its checks). */
 void lk__client_begin_close(lk_client_t *c, lk_client_close_cb close_cb);
-/* lk_client_close_all goes on, from the loop (core/close_all.c): an object
- * closed, or was let go by the MultiLock or RedLock it belonged to. Nothing
- * when no lk_client_close_all is under way. */
-void lk__close_all_kick(lk_client_t *c);
 
 /* --- connection --- */
 void lk__conn_init(lk_client_t *c, lk__conn_t *conn, int kind);
@@ -365,7 +432,6 @@ void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op);
 int lk__pubsub_init(lk_client_t *c);
 void lk__pubsub_shutdown(lk_client_t *c);
 void lk__pubsub_free(lk_client_t *c);
-int lk__client_forked(const lk_client_t *c);
 /* Per pub/sub connection: it came up (its channels subscribe), it went down
  * (its channels wait), a reply or push arrived on it (1: a push, handled). */
 void lk__pubsub_on_ready(lk__conn_t *conn);
@@ -465,7 +531,7 @@ int lk__valid_client_id(const char *s);
  * anything secret. */
 uint32_t lk__jitter(lk_client_t *c, uint32_t below);
 /* A command went out: with busy_poll_us, keep the loop spinning for that
- * long while replies are outstanding (client.c, the idle handle). */
+ * long while replies are outstanding (defer.c, the idle handle). */
 void lk__client_busy_poll(lk_client_t *c);
 /* The same for a window the caller chose, whatever busy_poll_us says: while
  * c has replies outstanding and until until_ns (a later window kept). For

@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* Key naming shared by every primitive (Redisson's prefixName rule, kept for
  * wire compatibility and so that all of an object's keys share a slot). */
 #include <string.h>

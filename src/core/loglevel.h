@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 #ifndef LK_CORE_LOGLEVEL_H
 #define LK_CORE_LOGLEVEL_H
 
@@ -8,18 +9,12 @@
  * callback (on_lost, the client's event callback, an operation's status) is
  * the callback's: its line is INFO. */
 
-#include "core/object.h"
+#include "core/internal.h"
 
 /* A connection event (lost connection, server restart, topology change):
  * the program hears of it through on_event when it set one. */
 static inline lk_log_level_t lk__event_level(const lk_client_t *c) {
   return c->on_event != NULL ? LK_LOG_INFO : LK_LOG_WARN;
-}
-
-/* An object's holds were lost: its holder hears of it through on_lost when
- * one is set. An object being closed was given up already. */
-static inline lk_log_level_t lk__lost_level(const lk__obj_t *o) {
-  return o->on_lost != NULL || o->closing ? LK_LOG_INFO : LK_LOG_WARN;
 }
 
 /* A command nobody waits for (a give-back, a release on close, a renewal)

@@ -1,3 +1,4 @@
+/* Layer 3 (services): may call layers 0-2 (docs/design.md, "Layers"). */
 /* Metrics (include/latchkey/metrics.h, docs/metrics.md): the counters that
  * need a decision where they happen, and the Prometheus text exposition
  * writer (format 0.0.4). The writer reads the stats struct only: it adds no

@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* The name check every primitive's _new runs (docs/objects.md, "Names and
  * cluster slots"): the keys and channels an object derives from its name
  * must all hash to one cluster slot, or a script naming two of them is

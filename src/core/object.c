@@ -1,3 +1,4 @@
+/* Layer 4 (objects): may call layers 0-3 (docs/design.md, "Layers"). */
 /* The shared body of every primitive object (object.h). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -413,4 +413,11 @@ static inline int lk__valid_lease(int64_t v) {
   return v == -1 || (v > 0 && v <= LK_MAX_TIME_MS);
 }
 
+/* An object's holds were lost: its holder hears of it through on_lost when
+ * one is set. An object being closed was given up already (the level of a
+ * line: core/loglevel.h). */
+static inline lk_log_level_t lk__lost_level(const lk__obj_t *o) {
+  return o->on_lost != NULL || o->closing ? LK_LOG_INFO : LK_LOG_WARN;
+}
+
 #endif /* LK_CORE_OBJECT_H */

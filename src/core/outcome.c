@@ -1,3 +1,4 @@
+/* Layer 4 (objects): may call layers 0-3 (docs/design.md, "Layers"). */
 /* The outcome policy (outcome.h): every resend, give-back and end of an
  * operation whose command may have been applied goes through here. */
 #include "core/outcome.h"

@@ -1,3 +1,4 @@
+/* Layer 3 (services): may call layers 0-2 (docs/design.md, "Layers"). */
 /* Pub/sub on its own connections, with our own push handling: hiredis 0.14's
  * async subscribe bookkeeping misroutes confirmations and PINGs and drops the
  * connection on one NOPERM (docs/client.md). Here every (S)SUBSCRIBE and

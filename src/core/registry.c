@@ -1,3 +1,4 @@
+/* Layer 3 (services): may call layers 0-2 (docs/design.md, "Layers"). */
 /* Owner descriptions (include/latchkey/owners.h, docs/owners.md): a client
  * made with describe_owner keeps the hash latchkey_client:{ID} alive with a
  * timer of its own (the watchdog ticks only while something is held), and
@@ -162,7 +163,7 @@ static void on_deleted(void *data, int status, redisReply *r) {
 
 static void on_timer_closed(uv_handle_t *h) {
   lk__registry_t *g = h->data;
-  lk__client_handle_closed(g->client);
+  g->client->owner->handle_closed(g->client);
 }
 
 void lk__registry_close(lk_client_t *c) {

@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* Server replies to LK_ codes. Error replies carry their class in the first
  * word; errors raised by redis.call inside a script keep that word in Redis
  * 7 but may be wrapped, so the whole text is searched as a fallback. */

@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* RESP command encoding. hiredis 0.14's redisFormatCommandArgv formats each
  * length header with sprintf, which was most of the client's CPU per command
  * (bench/README.md); this writes the same bytes with a plain digit loop and

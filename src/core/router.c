@@ -1,3 +1,4 @@
+/* Layer 2 (discovery): may call layers 0-1 (docs/design.md, "Layers"). */
 /* The router (router.h): nodes, slot routing, redirections, topology. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,6 @@
 #include "core/sentinel.h"
 #include "core/slot.h"
 #include "core/topology.h"
-#include "core/watchdog.h"
 
 /* A command redirected more often than this ends with its last error. */
 #define LK__MAX_REDIRECTS 16
@@ -172,7 +172,6 @@ void lk__router_on_info(lk__conn_t *conn, const char *info, size_t len) {
   const char *p = memmem(info, len, "cluster_enabled:1", 17);
   if (p != NULL && !c->cluster_on && c->o.cluster != LK_CLUSTER_OFF)
     cluster_begin(c);
-  lk__pubsub_on_info(conn, info, len);
 }
 
 /* --- topology --- */
@@ -353,11 +352,11 @@ static void apply_topology(lk_client_t *c, lk__topo_t *t) {
      * data, as after a restart without persistence: it abstains for the
      * quarantine (docs/multilock.md). */
     c->restarted_ns = lk__now_ns();
-    lk__wd_verify_slots(c, changed);
+    c->owner->slots_moved(c, changed);
     lk__emit(c, LK_EVENT_TOPOLOGY_CHANGED);
   }
   /* Subscriptions follow their slots (and retry after a redirection). */
-  lk__pubsub_on_topology(c);
+  c->owner->topology_read(c);
 }
 
 static void on_topology(void *data, int status, redisReply *r) {
@@ -516,7 +515,7 @@ static void on_retry_timer(uv_timer_t *t) {
     uv_timer_start(&c->retry_timer, on_retry_timer, (next - now + 999999u) / 1000000u, 0);
   }
   /* A close waiting for the retry list may go on now. */
-  lk__client_maybe_finish_close(c);
+  c->owner->maybe_finish_close(c);
 }
 
 int lk__router_try_later(const lk_client_t *c, const redisReply *r) {
@@ -655,9 +654,9 @@ int lk__router_redial(const lk__conn_t *conn) {
    * topology, which is how a promotion after its death is learnt. */
   /* A pub/sub connection is dialled while a channel lives on it (the
    * channels of a dead master move to its replica once the topology says
-   * so, lk__pubsub_on_topology; then its node is left alone). */
+   * so, the topology_read event; then its node is left alone). */
   if (c->cluster_on && conn->kind == LK__CONN_PUBSUB)
-    return lk__pubsub_has_channels(conn);
+    return c->owner->has_channels(conn);
   if (!c->cluster_on || conn->kind != LK__CONN_CMD || conn->node == NULL ||
       conn->node->idx == 0 || c->slot_node == NULL || !lk__queue_empty(&conn->unsent))
     return 1;
@@ -700,7 +699,10 @@ void lk__router_start(lk_client_t *c) {
     refresh_soon(c);
 }
 
-static void on_router_timer_closed(uv_handle_t *h) { lk__client_handle_closed(h->data); }
+static void on_router_timer_closed(uv_handle_t *h) {
+  lk_client_t *c = h->data;
+  c->owner->handle_closed(c);
+}
 
 void lk__router_close(lk_client_t *c) {
   while (!lk__queue_empty(&c->retry_ops)) {

@@ -35,15 +35,15 @@
  * replica's promotion is seen soon after it happens. */
 
 #include "core/internal.h"
+#include "core/slot.h"
 
 /* Whether the client talks to a cluster (decided by the option, or found
  * at the first connection: cluster_enabled:1, or a MOVED). */
 static inline int lk__cluster(const lk_client_t *c) { return c->cluster_on; }
 
 /* The slot a command is for: its first key (scripts: KEYS[1]; other
- * commands: argv[key_index]); LK__NO_SLOT when it has none. Computed only
- * on a cluster, so standalone pays nothing. */
-#define LK__NO_SLOT (-1)
+ * commands: argv[key_index]); LK__NO_SLOT (core/slot.h) when it has none.
+ * Computed only on a cluster, so standalone pays nothing. */
 
 /* Where an op goes: its slot's master (cluster) or node 0. NULL only while
  * the client closes. */

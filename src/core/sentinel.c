@@ -1,3 +1,4 @@
+/* Layer 2 (discovery): may call layers 0-1 (docs/design.md, "Layers"). */
 /* Redis Sentinel (sentinel.h): discovery rounds, the +switch-master
  * subscription, and the checks that notice a master that is one no more. */
 #include <stdio.h>
@@ -5,7 +6,6 @@
 #include <string.h>
 
 #include "core/sentinel.h"
-#include "core/watchdog.h"
 
 /* More sentinels than this in the option is a mistake, not a deployment. */
 #define LK__SENTINEL_MAX 64
@@ -437,7 +437,7 @@ int lk__sentinel_on_role(lk__conn_t *conn, int status, const redisReply *r) {
      * master does not have is reported lost. To a RedLock this member may
      * have lost data, as after a restart. */
     c->restarted_ns = lk__now_ns();
-    lk__wd_verify_all(c);
+    c->owner->master_changed(c);
   }
   S->verify_due = 0;
   addr_set(&S->confirmed, d->host, d->port, d->from);
@@ -672,7 +672,7 @@ void lk__sentinel_start(lk_client_t *c) {
 
 static void on_timer_closed(uv_handle_t *h) {
   lk__sentinel_t *S = h->data;
-  lk__client_handle_closed(S->client);
+  S->client->owner->handle_closed(S->client);
 }
 
 void lk__sentinel_close(lk_client_t *c) {

@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* Hash slots of keys, as Redis Cluster assigns them (see slot.h). Written
  * from the algorithm's definition: the router and the tests must agree with
  * the server's CLUSTER KEYSLOT byte for byte. */

@@ -6,6 +6,8 @@
 
 /* Redis Cluster divides the key space into 16384 hash slots. */
 #define LK__SLOTS 16384
+/* An operation that has no key (lk__op_t.slot), or not on a cluster. */
+#define LK__NO_SLOT (-1)
 
 /* The slot of a key, as a cluster computes it: CRC16 (the XMODEM variant:
  * polynomial 0x1021, initial value 0, no reflection, no final xor) of the

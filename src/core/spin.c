@@ -1,3 +1,4 @@
+/* Layer 4 (objects): may call layers 0-3 (docs/design.md, "Layers"). */
 /* Spin mode's back-off (spin.h). */
 #include "core/spin.h"
 

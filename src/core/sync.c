@@ -1,3 +1,4 @@
+/* Layer 4 (objects): may call layers 0-3 (docs/design.md, "Layers"). */
 /* Replica sync (sync.h, docs/replica-sync.md). */
 #include <limits.h>
 #include <stdio.h>

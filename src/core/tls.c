@@ -1,3 +1,4 @@
+/* Layer 1 (connections): may call layer 0 only (docs/design.md, "Layers"). */
 /* TLS with OpenSSL over memory BIOs (core/tls.h, docs/tls.md). */
 #include <arpa/inet.h>
 #include <stdio.h>

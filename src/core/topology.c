@@ -1,3 +1,4 @@
+/* Layer 2 (discovery): may call layers 0-1 (docs/design.md, "Layers"). */
 /* Slot maps from CLUSTER SHARDS / CLUSTER SLOTS replies (see topology.h).
  * Every field is checked for type and range before use: the reply comes from
  * the network, and a bad one must end in an error code, never a crash. */

@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 /* Connection URLs (docs/client.md, "Connection URL"): one strict parser for
  * every form, so a typo is LK_EINVAL here instead of a connection that
  * silently goes somewhere else.

@@ -1,3 +1,4 @@
+/* Layer 3 (services): may call layers 0-2 (docs/design.md, "Layers"). */
 /* Lease watchdog: batched renewal and lost-lease detection (watchdog.h). */
 #include <assert.h>
 #include <inttypes.h>
@@ -6,7 +7,6 @@
 
 #include "core/loglevel.h"
 #include "core/metrics.h"
-#include "core/object.h"
 #include "core/router.h"
 #include "core/slot.h"
 #include "core/topology.h"
@@ -73,14 +73,14 @@ static uint64_t risk_point(const lk_client_t *c, const lk__wd_entry_t *e) {
 }
 
 /* --- health (docs/objects.md, "Health"): the object is told from the loop
- * (lk__obj_side_at_risk defers its callbacks), so these may run while the
- * ring is walked. --- */
+ * (the owner's hold_at_risk is lk__obj_side_at_risk, which defers its
+ * callbacks), so these may run while the ring is walked. --- */
 
 static void entry_at_risk(lk_client_t *c, lk__wd_entry_t *e) {
   if (e->at_risk || e->lost || e->paused || e->obj == NULL || !lk__wd_watching(e))
     return;
   e->at_risk = 1;
-  lk__obj_side_at_risk(e->obj, lk__wd_deadline(c, e));
+  c->owner->hold_at_risk(e->obj, lk__wd_deadline(c, e));
 }
 
 /* confirmed: a renewal (or grant) confirmed the hold; else it stopped being
@@ -89,7 +89,7 @@ static void entry_ok(lk_client_t *c, lk__wd_entry_t *e, int confirmed) {
   if (!e->at_risk)
     return;
   e->at_risk = 0;
-  lk__obj_side_ok(e->obj, confirmed, lk__wd_deadline(c, e));
+  c->owner->hold_ok(e->obj, confirmed, lk__wd_deadline(c, e));
 }
 
 static lk__wd_entry_t *ring_head(lk_client_t *c) {
@@ -635,7 +635,7 @@ void lk__wd_grant_confirms(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns) 
   if (!e->at_risk)
     return;
   e->at_risk = 0;
-  lk__obj_side_ok(e->obj, 1, sent_ns + lease_ns(c) - lk__wd_drift_ns(c->o.default_lease_ms));
+  c->owner->hold_ok(e->obj, 1, sent_ns + lease_ns(c) - lk__wd_drift_ns(c->o.default_lease_ms));
 }
 
 void lk__wd_mark_at_risk(lk_client_t *c, lk__wd_entry_t *e) { entry_at_risk(c, e); }
