@@ -517,6 +517,11 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
     script_forget(conn, op->script);
     c->stats.noscript_reloads++;
     if (rewrite_as_eval(op) == 0) {
+      /* Admitted by ASKING the first time: the EVAL needs its own, or the
+       * importing node answers MOVED and the call makes a detour through
+       * the source. Without memory for it the detour is still correct. */
+      if (op->asked)
+        (void)lk__router_asking(c, conn);
       conn_send(conn, op);
       return;
     }
@@ -862,6 +867,7 @@ static void conn_send(lk__conn_t *conn, lk__op_t *op) {
       op->retried = 1;
   }
   c->corked -= loading;
+  op->asked = conn->after_asking;
   conn->after_asking = op->asking;
   op->conn = conn;
   if (out_reserve(conn, op->cmd_len) != 0) {

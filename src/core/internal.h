@@ -78,6 +78,10 @@ struct lk__op_s {
   unsigned retried : 1;
   unsigned internal : 1; /* handshake / heartbeat: not user work */
   unsigned asking : 1;   /* ASKING: admits the command sent right after it */
+  /* Sent right after an ASKING (an ASK redirection): a resend to the same
+   * node (NOSCRIPT) needs an ASKING of its own, or the importing node
+   * answers MOVED. */
+  unsigned asked : 1;
   /* A TRYAGAIN ends it at once (LK_ECLUSTER) instead of being retried: its
    * sender sends its parts apart (a renewal batch whose keys a slot
    * migration split, core/watchdog.c). */
