@@ -174,6 +174,7 @@ typedef struct lk__opts_s {
   size_t pubsub_linger_max;
   int64_t busy_poll_us;
   int pubsub_mode; /* lk_pubsub_mode_t */
+  int lock_layout; /* LK_LOCK_LAYOUT_* (lock.h) */
   /* Spin mode's defaults (core/spin.h): on, and the back-off's bounds (0:
    * the built-in ones). */
   int spin;
