@@ -14,7 +14,10 @@
  *
  * --tls-ca FILE: over TLS, trusting FILE (--port is then the server's TLS
  * port): impl "latchkey-tls", limit_impl "latchkey", so the report's ratio
- * is TLS over plaintext (bench/tls.sh, docs/tls.md). */
+ * is TLS over plaintext (bench/tls.sh, docs/tls.md).
+ *
+ * --lean: the locks use the lean layout (client option lock_layout,
+ * docs/lock.md "Lean layout"): impl "latchkey-lean". */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,13 +189,15 @@ int main(int argc, char **argv) {
   char name[128];
 
   const char *tls_ca = NULL;
-  int nargs = 1;
+  int nargs = 1, lean = 0;
 
   memset(&b, 0, sizeof(b));
-  /* --tls-ca FILE is this program's own; the rest is the suite's. */
+  /* --tls-ca FILE and --lean are this program's own; the rest is the suite's. */
   for (i = 1; i < (size_t)argc; i++) {
     if (strcmp(argv[i], "--tls-ca") == 0 && i + 1 < (size_t)argc)
       tls_ca = argv[++i];
+    else if (strcmp(argv[i], "--lean") == 0)
+      lean = 1;
     else
       argv[nargs++] = argv[i];
   }
@@ -217,6 +222,8 @@ int main(int argc, char **argv) {
   co.host = b.args.host;
   co.port = b.args.port;
   co.client_name = "latchkey-bench";
+  if (lean)
+    co.lock_layout = LK_LOCK_LAYOUT_LEAN;
   if (tls_ca != NULL) {
     co.tls.enable = 1;
     co.tls.ca_file = tls_ca;
@@ -247,7 +254,7 @@ int main(int argc, char **argv) {
 
   if (!b.failed && b.done > 0 && (b.done == b.args.pairs || b.t_cap != 0)) {
     memset(&res, 0, sizeof(res));
-    res.impl = tls_ca != NULL ? "latchkey-tls" : "latchkey";
+    res.impl = tls_ca != NULL ? "latchkey-tls" : lean ? "latchkey-lean" : "latchkey";
     res.limit_impl = tls_ca != NULL ? "latchkey" : "raw";
     res.args = &b.args;
     res.elapsed_ns = b.t_end - b.t_start;

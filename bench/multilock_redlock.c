@@ -36,7 +36,7 @@
  *     compare-and-delete script instead of the Redisson hash scripts: what
  *     the least server work per master gives.
  *   impl "raw-lean-script": the raw fan-out with the lean layout's own
- *     scripts (multilock/lean_acquire, lean_release): the limit of the lean
+ *     scripts (lean/acquire, lean/release): the limit of the lean
  *     RedLock, which keeps every reply that decides a grant a tagged script
  *     (docs/design.md, "Replies are attributable"), where raw-lean's plain
  *     SET is not.
@@ -363,7 +363,7 @@ static void raw_on_acquired(void *data, int status, redisReply *rep) {
       else
         op = lk__script_call(s->c[i],
                              lk__script_find(r->mode == RAW_HASH ? "lock/release"
-                                                                 : "multilock/lean_release"),
+                                                                 : "lean/release"),
                              2, 5, r->rel[i], r->rel_len[i], raw_on_released, r, &err);
       if (op == NULL)
         s->failed = err ? err : LK_ENOMEM;
@@ -386,7 +386,7 @@ static void raw_start(raw_t *r) {
     else
       op = lk__script_call(s->c[i],
                            lk__script_find(r->mode == RAW_HASH ? "lock/acquire"
-                                                               : "multilock/lean_acquire"),
+                                                               : "lean/acquire"),
                            1, 3, r->acq[i], r->acq_len[i], raw_on_acquired, r, &err);
     if (op == NULL)
       s->failed = err ? err : LK_ENOMEM;

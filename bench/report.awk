@@ -366,6 +366,20 @@ END {
       f2(med(rm, "server_cpu_us_per_pair")), f3(med(lk, "commands_per_pair"))
   }
 
+  # B2, lean layout: server CPU per pair against the minimal work, same run
+  ln = gid("B2", "latchkey-lean", "pairs_per_s", "64 in flight")
+  if (has(ln)) {
+    lk = gid("B2", "latchkey", "pairs_per_s", "64 in flight")
+    rm = gid("B2", "raw-minimal", "pairs_per_s", "64 in flight")
+    print ""
+    print "| B2 64 in flight | pairs/s lean / Redisson layout / minimal | server CPU µs/pair lean / Redisson layout / minimal | lean server CPU / minimal |"
+    print "|---|---|---|---|"
+    printf "| lean layout | %s / %s / %s | %s / %s / %s | %s |\n", fmt0(mv(ln)), fmt0(mv(lk)), fmt0(mv(rm)),
+      f2(med(ln, "server_cpu_us_per_pair")), f2(med(lk, "server_cpu_us_per_pair")),
+      f2(med(rm, "server_cpu_us_per_pair")),
+      (med(rm, "server_cpu_us_per_pair") > 0) ? f3(med(ln, "server_cpu_us_per_pair") / med(rm, "server_cpu_us_per_pair")) : "–"
+  }
+
   # B3
   nv = 0
   for (g = 1; g <= ngroups; g++) {

@@ -372,6 +372,9 @@ round_pairs() { # round
         --pipelined "$k" --pairs "$pipe_pairs" --seconds 15
     done
   done
+  # The lean lock layout (docs/lock.md, "Lean layout") at 64 in flight.
+  run_pair "B2-64-lock_seq-lean" "$r" $((pipe_pairs / 10)) "${cli_pin[@]}" "$bin/lock_seq" --lean \
+    --host 127.0.0.1 --port "$port" --pipelined 64 --pairs "$pipe_pairs" --seconds 15
   note "round $r: B1 raw $(last "$results/logs/B1-raw.r$r.out" value) latchkey $(last "$results/logs/B1-lock_seq.r$r.out" value)" \
        "raw-hiredis $(last "$results/logs/B1-raw_seq.r$r.out" value) raw-minimal $(last "$results/logs/B1-raw-minimal.r$r.out" value);" \
        "B2 64: raw $(last "$results/logs/B2-64-raw.r$r.out" value) latchkey $(last "$results/logs/B2-64-lock_seq.r$r.out" value);" \

@@ -173,6 +173,11 @@ typedef struct lk_client_opts_s {
   /* lk_pubsub_mode_t, default LK_PUBSUB_AUTO; another value makes
    * lk_client_new return LK_EINVAL. */
   int pubsub_mode;
+  /* The layout of every lock object's data on the server, for objects this
+   * client creates (lk_lock_set_layout overrides it per object):
+   * LK_LOCK_LAYOUT_REDISSON (0, default) or LK_LOCK_LAYOUT_LEAN (lock.h);
+   * another value makes lk_client_new return LK_EINVAL. */
+  int lock_layout;
 } lk_client_opts_t;
 
 /* Buckets of the acquire wait-time histogram (docs/metrics.md): one per

@@ -52,8 +52,21 @@ typedef struct lk_lock_opts_s {
 
 LK_EXTERN void lk_lock_opts_init(lk_lock_opts_t *opts);
 
+/* What the server holds for a lock (docs/lock.md, "Lean layout"). */
+enum {
+  /* Redisson's RLock: a hash NAME, field OWNER -> hold count (default);
+   * shared with Redisson and every latchkey lock on the name. */
+  LK_LOCK_LAYOUT_REDISSON = 0,
+  /* A plain string NAME = OWNER with a PX lease, re-entries counted in the
+   * object: less server work per pair. No Redisson client may use the name;
+   * the owner cannot be shared (lk_lock_set_owner); lk_lock_server_hold_count
+   * is LK_EINVAL. A key of the other layout is LK_EWRONGTYPE both ways. */
+  LK_LOCK_LAYOUT_LEAN = 1
+};
+
 /* name is copied; binary-safe except NUL; 1..max_name_len bytes. Sends
- * nothing. Returns 0, the entry codes, LK_ENAMETOOLONG or LK_ENOMEM. */
+ * nothing. The object takes the client's lock_layout. Returns 0, the entry
+ * codes, LK_ENAMETOOLONG or LK_ENOMEM. */
 LK_EXTERN int lk_lock_new(lk_client_t *client, const char *name,
                           lk_lock_t **out);
 
@@ -96,7 +109,8 @@ LK_EXTERN int lk_lock_force_release(lk_lock_t *lock, lk_lock_cb cb, void *arg);
 /* Server queries; the answer is lk_lock_result() inside the callback:
  * is_locked: 1/0; remaining_ttl: ms, -2 no lock, -1 no expiry;
  * server_hold_count: this owner's hold count on the server.
- * At once: the start codes.
+ * At once: the start codes (server_hold_count: LK_EINVAL with
+ * LK_LOCK_LAYOUT_LEAN, whose server keeps no count).
  * Callback: 0; LK_EPROTOCOL (a reply the query cannot read); LK_ECONN;
  * LK_EUNKNOWN (no answer: ask again); LK_ECANCELED; the server codes. */
 LK_EXTERN int lk_lock_is_locked(lk_lock_t *lock, lk_lock_cb cb, void *arg);
@@ -157,10 +171,20 @@ LK_EXTERN const char *lk_lock_owner(const lk_lock_t *lock);
  * Objects sharing an owner rely on the server's hold count, so a retried
  * operation after a lost reply is no longer idempotent for them. Returns
  * 0, the entry codes (LK_EINVAL also for a client_id empty, over 64 bytes,
- * or with ':', spaces or bytes outside printable ASCII), LK_EBUSY or
- * LK_ENOMEM. */
+ * or with ':', spaces or bytes outside printable ASCII, and on an object
+ * with LK_LOCK_LAYOUT_LEAN, whose re-entries only the object counts),
+ * LK_EBUSY or LK_ENOMEM. */
 LK_EXTERN int lk_lock_set_owner(lk_lock_t *lock, const char *client_id,
                                 uint64_t thread_id);
+
+/* Sets this object's layout (LK_LOCK_LAYOUT_*), overriding the client's
+ * lock_layout. Only while the object holds nothing and has nothing pending
+ * (else LK_EBUSY). Returns 0, the entry codes (LK_EINVAL also for another
+ * value, or LK_LOCK_LAYOUT_LEAN on an object whose owner was set with
+ * lk_lock_set_owner) or LK_EBUSY. */
+LK_EXTERN int lk_lock_set_layout(lk_lock_t *lock, int layout);
+/* The object's layout (LK_LOCK_LAYOUT_*); -1 for NULL. */
+LK_EXTERN int lk_lock_layout(const lk_lock_t *lock);
 
 LK_EXTERN lk_client_t *lk_lock_client(const lk_lock_t *lock);
 LK_EXTERN void *lk_lock_get_data(const lk_lock_t *lock);

@@ -35,7 +35,15 @@ local function token()
   return t, 0
 end
 
-local held = redis.call('hget', KEYS[1], ARGV[2])
+-- PTTL first: a free name (-2, no key) has no hold to read, so an
+-- uncontended acquire runs three commands (PTTL, HINCRBY, PEXPIRE), not
+-- four; on a busy name the same PTTL is the try's reply. A key that is
+-- not a hash still fails the HGET with WRONGTYPE.
+local ttl = redis.call('pttl', KEYS[1])
+local held = false
+if ttl ~= -2 then
+  held = redis.call('hget', KEYS[1], ARGV[2])
+end
 local before = tonumber(ARGV[3])
 -- Non-reentrant: any hold of this owner refuses but a resend's own lost
 -- grant (see acquire.lua).
@@ -62,12 +70,6 @@ end
 -- A re-entry that finds none of this owner's holds (see acquire.lua).
 if not held and before > 0 then
   return {0}
-end
--- One PTTL answers both "is it free" (-2: no key) and a busy try's reply,
--- so a try that loses costs two commands inside the script, not three.
-local ttl = -2
-if not held then
-  ttl = redis.call('pttl', KEYS[1])
 end
 if held or ttl == -2 then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)

@@ -499,11 +499,30 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
     script_forget(conn, op->script);
     c->stats.noscript_reloads++;
     if (rewrite_as_eval(op) == 0) {
+      /* Admitted by ASKING the first time: the EVAL needs its own, or the
+       * importing node answers MOVED and the call makes a detour through
+       * the source. Without memory for it the detour is still correct. */
+      if (op->asked)
+        (void)lk__conn_asking(conn);
       conn_send(conn, op);
       return;
     }
   }
   lk__op_complete(op, lk__status_of(own), own);
+}
+
+/* Nobody waits for ASKING's +OK; it must immediately precede the command
+ * it admits on the connection, which enqueueing both in a row guarantees
+ * (commands leave a connection in order). */
+int lk__conn_asking(lk__conn_t *conn) {
+  const char *argv[1] = {"ASKING"};
+  int err = 0;
+  lk__op_t *op = lk__op_internal(conn->client, 1, argv, NULL, NULL, NULL, &err);
+  if (op == NULL)
+    return err;
+  op->asking = 1; /* nothing may come between (conn_send) */
+  lk__conn_enqueue(conn, op);
+  return 0;
 }
 
 void lk__client_cork(lk_client_t *c) { c->corked++; }
@@ -854,6 +873,7 @@ static void conn_send(lk__conn_t *conn, lk__op_t *op) {
       op->retried = 1;
   }
   c->corked -= loading;
+  op->asked = conn->after_asking;
   conn->after_asking = op->asking;
   op->conn = conn;
   if (out_reserve(conn, op->cmd_len) != 0) {

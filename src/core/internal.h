@@ -81,6 +81,10 @@ struct lk__op_s {
   unsigned retried : 1;
   unsigned internal : 1; /* handshake / heartbeat: not user work */
   unsigned asking : 1;   /* ASKING: admits the command sent right after it */
+  /* Sent right after an ASKING (an ASK redirection): a resend to the same
+   * node (NOSCRIPT) needs an ASKING of its own, or the importing node
+   * answers MOVED. */
+  unsigned asked : 1;
   /* A TRYAGAIN ends it at once (LK_ECLUSTER) instead of being retried: its
    * sender sends its parts apart (a renewal batch whose keys a slot
    * migration split, core/watchdog.c). */
@@ -173,6 +177,7 @@ typedef struct lk__opts_s {
   size_t pubsub_linger_max;
   int64_t busy_poll_us;
   int pubsub_mode; /* lk_pubsub_mode_t */
+  int lock_layout; /* LK_LOCK_LAYOUT_* (lock.h) */
   /* Spin mode's defaults (core/spin.h): on, and the back-off's bounds (0:
    * the built-in ones). */
   int spin;
@@ -428,6 +433,10 @@ int lk__conn_is_busy(const lk__conn_t *conn);
 void lk__client_cork(lk_client_t *c);
 void lk__client_uncork(lk_client_t *c);
 void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op);
+/* Queues ASKING on conn, to go right before the next command queued there
+ * (an ASK redirection's resend, or a NOSCRIPT resend of a command ASKING
+ * let in): 0, or LK_ENOMEM. */
+int lk__conn_asking(lk__conn_t *conn);
 /* Pub/sub module (pubsub.c). */
 int lk__pubsub_init(lk_client_t *c);
 void lk__pubsub_shutdown(lk_client_t *c);

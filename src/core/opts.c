@@ -127,6 +127,7 @@ int lk__opts_copy(lk__opts_t *d, const lk_client_opts_t *s) {
       s->busy_poll_us < 0 || s->busy_poll_us > 1000000 ||
       (s->pubsub_mode != LK_PUBSUB_AUTO && s->pubsub_mode != LK_PUBSUB_SHARDED &&
        s->pubsub_mode != LK_PUBSUB_CLASSIC) ||
+      (s->lock_layout != 0 && s->lock_layout != 1) || /* LK_LOCK_LAYOUT_* (lock.h) */
       /* A cluster has only db 0 and refuses SELECT. */
       (s->cluster == LK_CLUSTER_ON && (s->db != 0 || s->unix_path != NULL)))
     return LK_EINVAL;
@@ -148,6 +149,7 @@ int lk__opts_copy(lk__opts_t *d, const lk_client_opts_t *s) {
   d->pubsub_linger_max = s->pubsub_linger_max;
   d->busy_poll_us = s->busy_poll_us;
   d->pubsub_mode = s->pubsub_mode;
+  d->lock_layout = s->lock_layout;
   d->host = lk__strdup(s->host ? s->host : "");
   d->unix_path = lk__strdup(s->unix_path);
   d->username = lk__strdup(s->username);

@@ -574,7 +574,7 @@ int lk__router_redirected(lk__conn_t *conn, lk__op_t *op, redisReply *r) {
     /* The slot is being migrated and this key already lives on the target:
      * ASKING lets the next command in, once. The map stays as it is. */
     c->stats.ask_redirects++;
-    if (lk__router_asking(c, n->cmd) != 0)
+    if (lk__conn_asking(n->cmd) != 0)
       return 0;
     resend(c, op, n->cmd);
     return 1;
@@ -607,20 +607,6 @@ int lk__router_note_moved(lk__conn_t *conn, const redisReply *r) {
 }
 
 void lk__router_refresh(lk_client_t *c) { refresh_soon(c); }
-
-/* ASKING, nobody waits for its +OK; it must immediately precede the
- * command it admits on that connection, which enqueueing both in a row
- * guarantees (commands leave a connection in order). */
-int lk__router_asking(lk_client_t *c, lk__conn_t *conn) {
-  const char *argv[1] = {"ASKING"};
-  int err = 0;
-  lk__op_t *op = lk__op_internal(c, 1, argv, NULL, NULL, NULL, &err);
-  if (op == NULL)
-    return err;
-  op->asking = 1; /* nothing may come between (core/conn.c, conn_send) */
-  lk__conn_enqueue(conn, op);
-  return 0;
-}
 
 /* --- connection events --- */
 

@@ -97,8 +97,6 @@ int lk__router_note_moved(lk__conn_t *conn, const redisReply *r);
 /* Before any handle exists (only memory: LK_ENOMEM), then its timers. */
 int lk__router_alloc(lk_client_t *c);
 void lk__router_start(lk_client_t *c);
-/* ASKING on conn, ahead of the command it admits. */
-int lk__router_asking(lk_client_t *c, lk__conn_t *conn);
 void lk__router_close(lk_client_t *c);
 void lk__router_free(lk_client_t *c);
 

@@ -373,8 +373,12 @@ static void on_release_reply(void *data, int status, redisReply *r);
 
 static int release_attempt(lk_lock_t *l, int resend) {
   int err = 0;
-  l->base.op = release_op(l, resend && !l->owner_shared ? (int64_t)l->release_before : -1,
-                          1, "resend", on_release_reply, l, 1, &err);
+  /* The lean layout's server keeps no count: a first attempt passes the
+   * object's ('count'), so a release of one re-entry keeps the lock
+   * (scripts/lean/release.lua). */
+  int counts = l->lean && !l->owner_shared && !resend;
+  l->base.op = release_op(l, (resend || counts) && !l->owner_shared ? (int64_t)l->release_before : -1,
+                          1, counts ? "count" : "resend", on_release_reply, l, 1, &err);
   return l->base.op != NULL ? 0 : err;
 }
 
@@ -513,7 +517,8 @@ static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
     argv[1] = lk__publish_cmd(CLIENT(l), &lens[1]);
     argv[2] = channel(l, &lens[2]);
     if (argv[2] != NULL)
-      op = lk__script_call(CLIENT(l), script("lock/force_release"), 1, 2, argv, lens,
+      op = lk__script_call(CLIENT(l), LAYOUT_SCRIPT(l, force_release, "lock/force_release"), 1, 2,
+                           argv, lens,
                            lk__obj_value_reply, &l->base, &err);
     return lk__obj_value_sent(&l->base, op, LK__VALUE_CHANGES, err);
   case OP_QUERY_HOLDS:
@@ -541,6 +546,8 @@ int lk_lock_remaining_ttl(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   return start_simple(l, OP_QUERY_TTL, cb, arg);
 }
 int lk_lock_server_hold_count(lk_lock_t *l, lk_lock_cb cb, void *arg) {
+  if (l != NULL && l->lean && lk__obj_check(&l->base) == 0)
+    return LK_EINVAL; /* the lean layout's server keeps no count */
   return start_simple(l, OP_QUERY_HOLDS, cb, arg);
 }
 
@@ -794,6 +801,7 @@ int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   l->owner_len = owner_len;
   l->owner_cap = owner_len + 1;
   l->hold.lease_ms = c->o.default_lease_ms;
+  l->lean = c->o.lock_layout == LK_LOCK_LAYOUT_LEAN;
   lk__obj_init(&l->base, c, &lk__lock_ops);
   *out = l;
   return 0;
@@ -821,12 +829,31 @@ int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
     return rc;
   if (client_id != NULL && !lk__valid_client_id(client_id))
     return LK_EINVAL;
+  if (l->lean && l->group == NULL)
+    return LK_EINVAL; /* its re-entries are counted in this object alone */
   if (l->base.kind != OP_NONE || l->hold.count > 0)
     return LK_EBUSY;
   rc = set_owner(l, client_id ? client_id : CLIENT(l)->id, thread_id);
   if (rc == 0)
     l->owner_shared = 1;
   return rc;
+}
+
+int lk_lock_set_layout(lk_lock_t *l, int layout) {
+  int rc = lk__obj_check(l ? &l->base : NULL);
+  if (rc != 0)
+    return rc;
+  if ((layout != LK_LOCK_LAYOUT_REDISSON && layout != LK_LOCK_LAYOUT_LEAN) ||
+      (layout == LK_LOCK_LAYOUT_LEAN && l->owner_shared))
+    return LK_EINVAL;
+  if (l->base.kind != OP_NONE || l->hold.count > 0 || l->group != NULL)
+    return LK_EBUSY;
+  lk__lock_set_lean(l, layout == LK_LOCK_LAYOUT_LEAN);
+  return 0;
+}
+
+int lk_lock_layout(const lk_lock_t *l) {
+  return l == NULL ? -1 : l->lean ? LK_LOCK_LAYOUT_LEAN : LK_LOCK_LAYOUT_REDISSON;
 }
 
 int lk_lock_set_lost_cb(lk_lock_t *l, lk_lock_cb on_lost, void *arg) {

@@ -42,12 +42,12 @@ void lk__lock_drop_holds(lk_lock_t *l, uint32_t n);
  * acquire, release and give-backs run, and the watchdog class that renews
  * it. Each script takes the arguments and answers the shape of the default
  * one (scripts/lock/acquire.lua, acquire_fenced.lua, release.lua,
- * renew.lua). The one there is: RedLock's lean member layout
- * (src/multilock/redlock_lean.c), one bit in the lock, so an idle lock pays
+ * renew.lua, force_release.lua). The one there is: the lean layout
+ * (src/lock/lean_layout.c), one bit in the lock, so an idle lock pays
  * nothing for it. */
 struct lk__wd_class_s;
 typedef struct lk__lock_layout_s {
-  const char *acquire, *acquire_fenced, *release; /* script names */
+  const char *acquire, *acquire_fenced, *release, *force_release; /* script names */
   const struct lk__wd_class_s *renew;
 } lk__lock_layout_t;
 extern const lk__lock_layout_t lk__lock_lean_layout;

@@ -127,3 +127,51 @@ TEST(fresh_client_loads_only_what_it_calls_on_a_non_seed_master) {
   fx_close_lock(&f.fx, l);
   cfx_finish(&f);
 }
+
+/* The lean layout on a cluster (docs/lock.md, "Lean layout"): a name on a
+ * master other than the seed holds the plain string there, a re-entry and
+ * its release keep it, and the last release wakes a waiter on its sharded
+ * channel. */
+TEST(lean_layout_lock_and_wake_on_a_cluster) {
+  cfx_t f;
+  char name[64];
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.max_repoll_ms = 30000; /* only the release message can wake it in time */
+  o.lock_layout = LK_LOCK_LAYOUT_LEAN;
+  cfx_start(&f, 0, &o);
+  cfx_name_on(&f, f.masters[1], "cl-lean-", name, sizeof name);
+  lk_lock_t *a = fx_lock(&f.fx, name), *b = fx_lock(&f.fx, name);
+  ASSERT_OK(sx_acquire(&f.fx, a, 0, 30000));
+  ASSERT_OK(sx_acquire(&f.fx, a, 0, 30000));
+  char *v = rt_cmd_str(cfx_srv(&f, f.masters[1]), "GET %s", name);
+  ASSERT_NOT_NULL(v);
+  ASSERT_STREQ(v, lk_lock_owner(a));
+  free(v);
+  int64_t r = -1;
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, a, &r));
+  ASSERT_EQ(r, 0);
+  ASSERT_EQ(cfx_exists(&f, f.masters[1], name), 1);
+  sx_t sb;
+  memset(&sb, 0, sizeof sb);
+  lk_lock_opts_t lo;
+  lk_lock_opts_init(&lo);
+  lo.wait_ms = 20000;
+  lo.lease_ms = 30000;
+  ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &sb));
+  char channel[96];
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+  cfx_wait_subscribers(&f, channel, 1);
+  ASSERT_EQ(sb.done, 0);
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, a, &r));
+  ASSERT_EQ(r, 1);
+  rt_run_until(&f.fx.loop, &sb.done, rt_scaled_ms(10000));
+  ASSERT_OK(sb.status);
+  ASSERT_LT((int64_t)((uv_hrtime() - t0) / 1000000u), rt_scaled_ms(2000));
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, b, NULL));
+  ASSERT_EQ(cfx_exists(&f, f.masters[1], name), 0);
+  fx_close_lock(&f.fx, a);
+  fx_close_lock(&f.fx, b);
+  cfx_finish(&f);
+}

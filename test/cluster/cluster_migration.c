@@ -814,3 +814,44 @@ TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
   fx_close_fair(&m.f.fx, l);
   cfx_finish(&m.f);
 }
+
+/* A script call admitted on the importing node by ASKING, met there by
+ * NOSCRIPT (the node's scripts flushed after this connection loaded them),
+ * is sent again as EVAL behind an ASKING of its own: without it the target
+ * answers MOVED and the call detours through the source and a second ASK.
+ * The acquire script is loaded on the target's connection first by a lock
+ * of the target's own slots. */
+TEST(noscript_after_ask_is_resent_behind_its_own_asking) {
+  mig_t m;
+  char held[96], local[96];
+  mig_start(&m, LEASE_MS);
+  mig_name(&m, "held", held, sizeof held);
+  cfx_name_on(&m.f, m.to, "mig-local-", local, sizeof local);
+  lk_lock_t *a = fx_lock(&m.f.fx, held), *t = fx_lock(&m.f.fx, local);
+  /* Explicit leases: no renewal runs a script meanwhile. */
+  ASSERT_OK(sx_acquire(&m.f.fx, a, 0, 30000));
+  ASSERT_OK(sx_acquire(&m.f.fx, t, 0, 30000)); /* loads the acquire script on the target */
+  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
+  ASSERT_GE(rt_cluster_migrate_keys(m.f.cl, m.slot, 0), 1);
+  ASSERT_EQ(cfx_exists_asking(&m.f, m.to, held), 1);
+  char *ok = rt_cmd_str(cfx_srv(&m.f, m.to), "SCRIPT FLUSH");
+  ASSERT_STREQ(ok, "OK");
+  free(ok);
+
+  lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  ASSERT_OK(sx_acquire(&m.f.fx, a, 0, 30000)); /* reentrant: source ASK, target NOSCRIPT */
+  lk_client_stats_t now = cfx_stats(m.f.fx.c);
+  ASSERT_EQ(lk_lock_hold_count(a), 2);
+  ASSERT_EQ(now.noscript_reloads, st.noscript_reloads + 1);
+  ASSERT_EQ(now.ask_redirects, st.ask_redirects + 1);
+  ASSERT_EQ(now.moved_redirects, st.moved_redirects);
+
+  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, a, NULL));
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, a, NULL));
+  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, t, NULL));
+  ASSERT_EQ(cfx_exists(&m.f, m.to, held), 0);
+  fx_close_lock(&m.f.fx, a);
+  fx_close_lock(&m.f.fx, t);
+  cfx_finish(&m.f);
+}

@@ -1,8 +1,10 @@
--- RedLock's lean member layout: the lock is a plain string, NAME = OWNER,
--- with a PX lease (SET NX PX, as the Redlock algorithm's reference does).
--- Not Redisson's layout: never mixed with it on one name (docs/multilock.md,
--- "Lean layout"). The server keeps one hold per owner, no count; RedLock
--- refuses a re-entry in this layout, so the object's count is 0 or 1.
+-- The lean lock layout (a lock's, docs/lock.md "Lean layout", and
+-- RedLock's members', docs/multilock.md "Lean layout"): the lock is a plain
+-- string, NAME = OWNER, with a PX lease (SET NX PX, as the Redlock
+-- algorithm's reference does). Not Redisson's layout: never mixed with it on
+-- one name. The server keeps one hold per owner, no count: a lock object
+-- counts its re-entries itself (ARGV[3] > 0: the value must still be this
+-- owner's; the lease is extended); RedLock refuses a re-entry.
 -- Arguments and reply as scripts/lock/acquire.lua: KEYS[1] lock name;
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] hold count the owner had before
 -- this call (or -1), ARGV[4] '1' on a resend after a lost reply.

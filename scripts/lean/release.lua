@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- Release in RedLock's lean member layout (see lean_acquire.lua):
+-- Release in the lean layout (see scripts/lean/acquire.lua):
 -- compare-and-delete. Runs under maxmemory too, as scripts/lock/release.lua.
 -- Arguments and replies as scripts/lock/release.lua: KEYS[1] lock name;
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] publish command, ARGV[4] the
@@ -9,7 +9,9 @@
 -- (the object counts holds left), 1 = released and waiters told, 1 + k =
 -- released while k connections listened.
 -- The server holds no count: the object's count says whether holds remain
--- (ARGV[4] > n). Without it (-1), every hold of this owner goes.
+-- (ARGV[4] > n). ARGV[6] 'count' marks a first attempt that passes it (a
+-- lock object counting re-entries); 'resend' a resend. Without it (-1),
+-- every hold of this owner goes.
 -- A resend that finds the value not its own reads the lost attempt as
 -- applied (as scripts/lock/release.lua does for this owner's count found at
 -- 0).
@@ -18,7 +20,7 @@ local v = redis.call('get', KEYS[1])
 local before = tonumber(ARGV[4])
 local n = tonumber(ARGV[5])
 if v ~= ARGV[2] then
-  if before >= 0 and ARGV[6] ~= 'exact' and before <= n then
+  if before >= 0 and ARGV[6] == 'resend' and before <= n then
     return 1
   end
   return nil

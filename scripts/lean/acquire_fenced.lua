@@ -1,4 +1,4 @@
--- RedLock's lean member layout (see lean_acquire.lua) that also takes a
+-- The lean layout (see scripts/lean/acquire.lua) that also takes a
 -- fencing token from Redisson RFencedLock's counter key, exactly as
 -- scripts/lock/acquire_fenced.lua does (read it for the counter's rules).
 -- KEYS[1] lock name, KEYS[2] token key; ARGV[1] lease ms, ARGV[2] owner,

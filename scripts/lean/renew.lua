@@ -1,6 +1,6 @@
 #!lua flags=allow-oom
--- Watchdog renewal for a chunk of RedLock members in the lean layout (see
--- lean_acquire.lua), batched as scripts/lock/renew.lua batches the hash
+-- Watchdog renewal for a chunk of holds in the lean layout (see
+-- scripts/lean/acquire.lua), batched as scripts/lock/renew.lua batches the hash
 -- layout's: extends only where the value is still the owner.
 -- KEYS[i] lock names; ARGV[1] lease ms, ARGV[i + 1] the owner of KEYS[i].
 -- Reply: one 1 (extended), 0 (the key is gone) or -1 (the key is another
