@@ -16,3 +16,7 @@ lk_bench_suite(contend_poll SECONDS 8 REPS 3 ARGS --seconds 4)
 lk_bench_suite(cost SECONDS 15 REPS 1)
 # B5, the watchdog with 100 000 held locks (its target: lists/watchdog.cmake).
 lk_bench_suite(watchdog_scale SECONDS 20 REPS 1 ARGS --locks 100000)
+# B10, what issue 28's features cost the server per acquisition (commands,
+# commandstats usec and CPU per pair) beside a plain SET, in one run.
+lk_add_bench(feature_cost SOURCES feature_cost.c)
+lk_bench_suite(feature_cost SECONDS 30 REPS 1)
