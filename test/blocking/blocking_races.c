@@ -7,25 +7,7 @@
 #include "latchkey.h"
 #include "redis_server.h"
 #include "test.h"
-
-typedef struct {
-  rt_server_t *srv;
-  lk_blocking_t *b;
-} bx_t;
-
-static void bx_start(bx_t *x) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  x->srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(x->srv);
-  o.port = rt_server_port(x->srv);
-  ASSERT_OK(lk_blocking_new(&o, &x->b));
-}
-
-static void bx_finish(bx_t *x) {
-  ASSERT_OK(lk_blocking_close(x->b));
-  rt_server_stop(x->srv);
-}
+#include "blocking_fixture.h"
 
 /* ---- a handle closed under threads that keep calling on it ------------------- */
 

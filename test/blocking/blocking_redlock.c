@@ -58,22 +58,21 @@ static int keys_on(rx_t *x, const char *name) {
   return n;
 }
 
-/* The give-back after a loss runs on the loop after the thread was told:
- * waits (bounded) until no master has the key. */
-static int keys_gone(rx_t *x, const char *name) {
+/* Waits (bounded) until want masters have the key: what the loop settles
+ * after the thread was told (the give-back after a loss or of a late
+ * grant, or the last master's grant after an acquire that ended at a
+ * quorum, which is kept when it comes). */
+static int keys_reach(rx_t *x, const char *name, int want) {
   int64_t deadline = rt_now_ms() + rt_scaled_ms(5000);
-  while (keys_on(x, name) != 0 && rt_now_ms() < deadline)
+  while (keys_on(x, name) != want && rt_now_ms() < deadline)
     rt_sleep_ms(5);
-  return keys_on(x, name) == 0;
+  return keys_on(x, name) == want;
 }
 
-/* An acquire ends once a quorum granted; the last master's grant is kept
- * when it comes: waits (bounded) until every master has the key. */
+static int keys_gone(rx_t *x, const char *name) { return keys_reach(x, name, 0); }
+
 static int keys_on_every_master(rx_t *x, const char *name) {
-  int64_t deadline = rt_now_ms() + rt_scaled_ms(5000);
-  while (keys_on(x, name) != MASTERS && rt_now_ms() < deadline)
-    rt_sleep_ms(5);
-  return keys_on(x, name) == MASTERS;
+  return keys_reach(x, name, MASTERS);
 }
 
 static long long scripts_run(rx_t *x) {
