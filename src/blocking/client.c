@@ -46,6 +46,13 @@ struct lk_blocking_s {
   lk__bl_call_t *closer;
   int close_pending; /* handles whose objects are still closing */
 
+  /* fork (bl_before_fork): the loop thread parks between two callbacks so
+   * the child's copy of the loop's memory is whole; under mu. */
+  struct lk_blocking_s *reg_prev, *reg_next; /* bl_reg, under bl_reg_mu */
+  int park;                 /* BL_PARK_* */
+  uv_cond_t park_cond;
+  int child_whole;          /* in a child: the fork found the loop parked */
+
   /* start-up of the owned thread */
   const lk_client_opts_t *start_opts;
   int start_rc;
@@ -58,8 +65,101 @@ struct lk_blocking_s {
  * in a child the loop thread is gone and any mutex may be held forever. */
 static _Atomic unsigned bl_fork_gen;
 static pthread_once_t bl_fork_once = PTHREAD_ONCE_INIT;
-static void bl_on_fork_child(void) { atomic_fetch_add(&bl_fork_gen, 1); }
-static void bl_install_fork_hook(void) { pthread_atfork(NULL, NULL, bl_on_fork_child); }
+
+/* A fork copies the loop thread's memory wherever that thread is: halfway
+ * through a callback, a list of the client's may be half relinked, and the
+ * child's lk_blocking_close, which frees that memory, would walk it. So
+ * around a fork every registered client's loop thread parks on entry to its
+ * async callback (between two callbacks, where the core's state is whole)
+ * and the forking thread holds each client's mutex (the call queue and the
+ * handle list are whole too). A loop thread that does not park in time (a
+ * callback of the program's blocked, or the fork made from that very loop
+ * thread) leaves its client "not whole": the child then frees nothing of it. */
+enum { BL_PARK_NONE, BL_PARK_ASKED, BL_PARK_PARKED };
+#define BL_PARK_WAIT_NS ((uint64_t)2 * 1000 * 1000 * 1000)
+static uv_mutex_t bl_reg_mu;
+static lk_blocking_t *bl_reg;
+
+static void bl_before_fork(void) {
+  lk_blocking_t *b;
+  uv_mutex_lock(&bl_reg_mu);
+  for (b = bl_reg; b != NULL; b = b->reg_next) {
+    uint64_t end = uv_hrtime() + BL_PARK_WAIT_NS, now;
+    uv_thread_t self = uv_thread_self();
+    uv_mutex_lock(&b->mu); /* held until after the fork */
+    /* Closing: the async handle may be closed already. */
+    if (atomic_load_explicit(&b->closing, memory_order_relaxed) ||
+        uv_thread_equal(&self, &b->loop_thread))
+      continue;
+    b->park = BL_PARK_ASKED;
+    uv_async_send(&b->async);
+    while (b->park != BL_PARK_PARKED && (now = uv_hrtime()) < end)
+      (void)uv_cond_timedwait(&b->park_cond, &b->mu, end - now);
+  }
+}
+
+static void bl_after_fork_parent(void) {
+  lk_blocking_t *b;
+  for (b = bl_reg; b != NULL; b = b->reg_next) {
+    b->park = BL_PARK_NONE;
+    uv_cond_signal(&b->park_cond);
+    uv_mutex_unlock(&b->mu);
+  }
+  uv_mutex_unlock(&bl_reg_mu);
+}
+
+/* The parent's clients are forked ones here: none is registered in the
+ * child (a fork made by the child must not wait for them). */
+static void bl_after_fork_child(void) {
+  lk_blocking_t *b, *next;
+  atomic_fetch_add(&bl_fork_gen, 1);
+  for (b = bl_reg; b != NULL; b = next) {
+    next = b->reg_next;
+    b->child_whole = b->park == BL_PARK_PARKED;
+    b->reg_prev = b->reg_next = NULL;
+  }
+  bl_reg = NULL;
+  /* The mutexes stay held: no blocking function takes one in a child. */
+  uv_mutex_unlock(&bl_reg_mu);
+}
+
+static void bl_install_fork_hook(void) {
+  if (uv_mutex_init(&bl_reg_mu) != 0)
+    abort(); /* at the first client's creation: nothing to fall back to */
+  pthread_atfork(bl_before_fork, bl_after_fork_parent, bl_after_fork_child);
+}
+
+/* On the loop thread, on entry to the async callback. */
+static void bl_park_if_asked(lk_blocking_t *b) {
+  if (b->park != BL_PARK_ASKED)
+    return;
+  b->park = BL_PARK_PARKED;
+  uv_cond_signal(&b->park_cond);
+  while (b->park == BL_PARK_PARKED)
+    uv_cond_wait(&b->park_cond, &b->mu);
+}
+
+static void bl_register(lk_blocking_t *b) {
+  uv_mutex_lock(&bl_reg_mu);
+  b->reg_prev = NULL;
+  b->reg_next = bl_reg;
+  if (bl_reg != NULL)
+    bl_reg->reg_prev = b;
+  bl_reg = b;
+  uv_mutex_unlock(&bl_reg_mu);
+}
+
+static void bl_unregister(lk_blocking_t *b) {
+  uv_mutex_lock(&bl_reg_mu);
+  if (b->reg_prev != NULL)
+    b->reg_prev->reg_next = b->reg_next;
+  else if (bl_reg == b)
+    bl_reg = b->reg_next;
+  if (b->reg_next != NULL)
+    b->reg_next->reg_prev = b->reg_prev;
+  b->reg_prev = b->reg_next = NULL;
+  uv_mutex_unlock(&bl_reg_mu);
+}
 
 /* Thread ids start at 2^40: the asynchronous API numbers its objects' default
  * owners 1, 2, ... per client, and an attached client may have both. */
@@ -184,6 +284,7 @@ static void on_async(uv_async_t *a) {
   lk_blocking_t *b = a->data;
   lk__bl_call_t *call, *next;
   uv_mutex_lock(&b->mu);
+  bl_park_if_asked(b);
   call = b->q_head;
   b->q_head = b->q_tail = NULL;
   uv_mutex_unlock(&b->mu);
@@ -419,6 +520,11 @@ void lk__bl_notify_lost(lk__bl_slot_t *slot) {
 
 /* ---- creation ------------------------------------------------------------------- */
 
+static void destroy_sync(lk_blocking_t *b) {
+  uv_cond_destroy(&b->park_cond);
+  uv_mutex_destroy(&b->mu);
+}
+
 static lk_blocking_t *alloc_blocking(void) {
   lk_blocking_t *b;
   pthread_once(&bl_fork_once, bl_install_fork_hook);
@@ -431,12 +537,19 @@ static lk_blocking_t *alloc_blocking(void) {
     lk__free(b);
     return NULL;
   }
+  if (uv_cond_init(&b->park_cond) != 0) {
+    uv_mutex_destroy(&b->mu);
+    lk__free(b);
+    return NULL;
+  }
   return b;
 }
 
 static void free_blocking(lk_blocking_t *b, int destroy_locks) {
   lk__bl_handle_t *h, *hn;
   bl_fd_t *f, *fn;
+  if (destroy_locks)
+    bl_unregister(b); /* its loop thread is gone: no fork may wait for it */
   for (h = b->handles; h != NULL; h = hn) {
     hn = h->next;
     /* Callers refused during the close may still be on their way out of
@@ -452,7 +565,7 @@ static void free_blocking(lk_blocking_t *b, int destroy_locks) {
     lk__free(f);
   }
   if (destroy_locks)
-    uv_mutex_destroy(&b->mu);
+    destroy_sync(b);
   lk__free(b);
 }
 
@@ -500,10 +613,11 @@ int lk_blocking_new(const lk_client_opts_t *opts, lk_blocking_t **out) {
     rc = b->start_rc;
     uv_thread_join(&b->thread); /* its loop ran the async handle's close */
     uv_loop_close(b->loop);
-    uv_mutex_destroy(&b->mu);
+    destroy_sync(b);
     lk__free(b);
     return rc;
   }
+  bl_register(b);
   *out = b;
   return 0;
 fail_async:
@@ -512,7 +626,7 @@ fail_async:
 fail_loop:
   uv_loop_close(b->loop);
 fail_mu:
-  uv_mutex_destroy(&b->mu);
+  destroy_sync(b);
   lk__free(b);
   return rc == UV_ENOMEM ? LK_ENOMEM : rc;
 }
@@ -533,11 +647,12 @@ int lk_blocking_attach(lk_client_t *client, lk_blocking_t **out) {
   b->loop_thread = uv_thread_self();
   rc = uv_async_init(b->loop, &b->async, on_async);
   if (rc != 0) {
-    uv_mutex_destroy(&b->mu);
+    destroy_sync(b);
     lk__free(b);
     return rc == UV_ENOMEM ? LK_ENOMEM : rc;
   }
   b->async.data = b;
+  bl_register(b);
   *out = b;
   return 0;
 }
@@ -606,7 +721,10 @@ int lk_blocking_close(lk_blocking_t *b) {
     return LK_EINVAL;
   if (forked(b)) {
     /* The loop thread does not exist here and any lock may be held forever:
-     * free the memory, touch no mutex, send nothing. */
+     * free the memory, touch no mutex, send nothing; and only memory the
+     * fork copied whole (bl_before_fork), else none. */
+    if (!b->child_whole)
+      return LK_EFORKED;
     if (b->owned && b->client != NULL)
       lk_client_close_all(b->client, NULL); /* frees its memory: LK_EFORKED */
     free_blocking(b, 0);

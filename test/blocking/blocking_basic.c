@@ -424,6 +424,66 @@ TEST(fork_child_is_refused) {
   bx_finish(&x);
 }
 
+/* A fork while the loop thread is busy: the child must see the loop's memory
+ * between two callbacks (the fork waits for the loop thread to park), never
+ * halfway through one, or the child's close walks half-changed lists. */
+#define FB_WORKERS 2
+#define FB_FORKS 400
+
+typedef struct {
+  lk_blocking_lock_t *l;
+  _Atomic int *stop;
+  int errors;
+} fb_worker_t;
+
+static void fork_busy_worker(void *arg) {
+  fb_worker_t *w = arg;
+  for (int i = 0; i < 100000 && !atomic_load(w->stop); i++) {
+    if (lk_blocking_lock_acquire(w->l, NULL) != 0)
+      w->errors++;
+    else if (lk_blocking_lock_release(w->l) != 0)
+      w->errors++;
+  }
+}
+
+TEST(fork_while_loop_thread_is_busy) {
+  bx_t x;
+  lk_blocking_lock_t *l[FB_WORKERS];
+  fb_worker_t w[FB_WORKERS];
+  uv_thread_t t[FB_WORKERS];
+  _Atomic int stop = 0;
+  int crashed = 0, refused = 0;
+  bx_start(&x);
+  for (int i = 0; i < FB_WORKERS; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "bl_fork_busy_%d", i);
+    ASSERT_OK(lk_blocking_lock_new(x.b, name, &l[i]));
+    w[i] = (fb_worker_t){.l = l[i], .stop = &stop};
+    ASSERT_OK(uv_thread_create(&t[i], fork_busy_worker, &w[i]));
+  }
+  for (int f = 0; f < FB_FORKS; f++) {
+    int status = 0;
+    pid_t pid;
+    rt_sleep_us(200); /* spreads the forks over the workers' rounds */
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0)
+      _exit(lk_blocking_close(x.b) == LK_EFORKED ? 0 : 3);
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    crashed += !WIFEXITED(status);
+    refused += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < FB_WORKERS; i++) {
+    uv_thread_join(&t[i]);
+    ASSERT_EQ(w[i].errors, 0);
+    ASSERT_OK(lk_blocking_lock_close(l[i]));
+  }
+  ASSERT_EQ(crashed, 0);
+  ASSERT_EQ(refused, FB_FORKS);
+  bx_finish(&x);
+}
+
 /* ---- a Redisson thread shares the name --------------------------------------------------------- */
 
 TEST(redisson_thread_and_latchkey_thread_exclude) {
