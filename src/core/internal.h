@@ -319,6 +319,7 @@ struct lk_client_s {
   lk__queue_t retry_ops; /* TRYAGAIN / CLUSTERDOWN, due again later */
   uint64_t topo_last_ns;
   uint64_t topo_watch_ms; /* the next short re-read period; 0: none running */
+  unsigned topo_dial_turn; /* whose backoff a map read cuts short next (router.c) */
   unsigned topo_inflight : 1, topo_again : 1, topo_wanted : 1, topo_asked_slots : 1;
   unsigned ever_connected : 1;
   /* Why the last connection attempt failed (lk_client_error_text): set by

@@ -196,19 +196,32 @@ static lk__node_t *owner_of(const lk_client_t *c, size_t s) {
 
 /* Nobody is ready to be asked: besides the seed, dial one master that owns
  * slots and is not known to be down, so the map can be read from another
- * node while the seed is the one that died. */
+ * node while the seed is the one that died. When every such master is
+ * down, waiting out its reconnect backoff (up to reconnect_max_ms), one of
+ * them is dialled now, in turn, one dial at a time: a master whose dial
+ * failed once (a stalled machine, a timeout) must not hold the map back for
+ * seconds while holds wait on it. The watch period (watch_period) spaces
+ * these dials. */
 static void dial_another(lk_client_t *c) {
   const lk__node_t *last = NULL;
+  lk__node_t *waiting[8];
+  size_t n_waiting = 0;
   for (size_t s = 0; c->slot_node != NULL && s < LK__SLOTS; s++) {
     lk__node_t *n = owner_of(c, s);
     if (n == NULL || n == last)
       continue;
     last = n;
+    if (n->cmd->state == LK__CONN_CONNECTING || n->cmd->state == LK__CONN_HANDSHAKE)
+      return; /* a dial is under way: the first node ready asks */
     if (!n->down && n->cmd->state == LK__CONN_IDLE) {
       lk__conn_start(n->cmd);
       return;
     }
+    if (n->cmd->state == LK__CONN_BACKOFF && n_waiting < sizeof waiting / sizeof waiting[0])
+      waiting[n_waiting++] = n;
   }
+  if (n_waiting > 0)
+    lk__conn_retry_now(waiting[c->topo_dial_turn++ % n_waiting]->cmd);
 }
 
 static int send_topology_query(lk_client_t *c, const char *what) {

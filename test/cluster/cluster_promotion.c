@@ -26,8 +26,11 @@ static void empty_replica(cfx_t *f, int replica) {
 
 /* Kills master m (the seed when kill_seed) of a client holding a lock on
  * it, and checks the holder reports the lost hold soon after m's replica
- * takes over. */
-static void kill_and_watch(int kill_seed) {
+ * takes over. pause_others: the other masters are stopped for a while
+ * right after the kill, so the client's dials to them for the map fail
+ * (each then waits out its 10 s reconnect backoff unless a map read cuts
+ * it short). */
+static void kill_and_watch(int kill_seed, int pause_others) {
   cfx_t f;
   cfx_events_t ev = {0};
   cfx_lost_t lost = {0};
@@ -39,6 +42,8 @@ static void kill_and_watch(int kill_seed) {
   o.reconnect_min_ms = 10000;
   o.reconnect_max_ms = 10000;
   o.cluster_refresh_ms = 10000;
+  if (pause_others)
+    o.connect_timeout_ms = 500; /* a dial to a stopped master fails within the pause */
   cfx_start(&f, 0, &o);
   ASSERT_EQ(rt_cluster_is_master(f.cl, 0), 1); /* the seed */
   int m = 0;
@@ -53,8 +58,20 @@ static void kill_and_watch(int kill_seed) {
   ASSERT_OK(sx_acquire(&f.fx, a, 0, LK_LEASE_DEFAULT));
   empty_replica(&f, r);
 
+  uint64_t before = cfx_stats(f.fx.c).reconnects;
   uint64_t t_kill = uv_hrtime();
   rt_cluster_kill(f.cl, m);
+  if (pause_others) {
+    for (int i = 0; i < f.n_masters; i++)
+      if (f.masters[i] != m)
+        rt_cluster_pause(f.cl, f.masters[i]);
+    /* The seed's connection dropped, then both other masters' dials
+     * failed (each is a command connection gone to its backoff). */
+    FX_EVENTUALLY(&f.fx, cfx_stats(f.fx.c).reconnects >= before + 3, 20000);
+    for (int i = 0; i < f.n_masters; i++)
+      if (f.masters[i] != m)
+        rt_cluster_resume(f.cl, f.masters[i]);
+  }
   FX_EVENTUALLY(&f.fx, rt_cluster_is_master(f.cl, r) == 1, 30000);
   uint64_t t_promoted = uv_hrtime();
   FX_EVENTUALLY(&f.fx, lost.n == 1, 30000);
@@ -76,8 +93,13 @@ static void kill_and_watch(int kill_seed) {
   cfx_finish(&f);
 }
 
-TEST(killed_masters_promotion_is_seen_within_a_short_reread_period) { kill_and_watch(0); }
+TEST(killed_masters_promotion_is_seen_within_a_short_reread_period) { kill_and_watch(0, 0); }
 
 /* The seed was the client's only connection: the map is read from another
  * master, dialled for it. */
-TEST(killed_seeds_promotion_is_seen_through_another_master) { kill_and_watch(1); }
+TEST(killed_seeds_promotion_is_seen_through_another_master) { kill_and_watch(1, 0); }
+
+/* ... and when the dials to the other masters failed once (they were
+ * stopped), the map is still read soon after the promotion: the watch
+ * cuts their reconnect backoff short instead of waiting it out. */
+TEST(killed_seeds_promotion_is_seen_after_failed_dials_to_the_others) { kill_and_watch(1, 1); }
