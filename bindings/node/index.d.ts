@@ -49,6 +49,11 @@ declare class LatchkeyObject extends EventEmitter {
   /** Resolves once the C object is gone (holds given back). */
   close(): Promise<void>;
   on(event: 'lost', listener: (err: LatchkeyError) => void): this;
+  /** The hold is at risk (a renewal failed or its connection dropped):
+   *  msLeft before its local deadline; 'safe' or 'lost' follows. */
+  on(event: 'atRisk', listener: (msLeft: number) => void): this;
+  /** A renewal confirmed the hold again: msLeft of the renewed lease. */
+  on(event: 'safe', listener: (msLeft: number) => void): this;
 }
 
 export class Lock extends LatchkeyObject {
@@ -186,6 +191,8 @@ export class Leader extends LatchkeyObject {
   observe(): void;
   observeStop(): void;
   on(event: 'lost', listener: (err: LatchkeyError) => void): this;
+  on(event: 'atRisk', listener: (msLeft: number) => void): this;
+  on(event: 'safe', listener: (msLeft: number) => void): this;
   on(event: 'change', listener: (change: LeaderChange) => void): this;
   on(event: 'observeEnd', listener: () => void): this;
   readonly isLeader: boolean;

@@ -72,6 +72,7 @@ class LatchkeyObject extends EventEmitter {
 
   _event(name, code, text, extra) {
     if (name === 'lost') this.emit('lost', lkError(code, `${this.constructor.name} ${this.name}`, text));
+    else if (name === 'atRisk' || name === 'safe') this.emit(name, extra);
     else if (name === 'change') this.emit('change', extra);
     else if (name === 'observeEnd') this.emit('observeEnd');
   }

@@ -148,6 +148,7 @@ void Core::MaybeFree() {
 
 int Core::StartClose() {
   lk_handle_set_lost_cb(h, nullptr, nullptr); // LK_EINVAL for kinds without
+  lk_handle_set_health_cb(h, nullptr, nullptr);
   int rc = lk_handle_close(h, [](lk_handle_t *hh) {
     static_cast<Core *>(lk_handle_get_data(hh))->CGone();
   });
@@ -244,6 +245,14 @@ void Core::Lost(int status) {
   // The event first: the hold pins the target until SyncBusy sees it gone.
   Emit("lost", status, Napi::Value());
   SyncBusy();
+}
+
+// A hold's health (latchkey/handle.h): 'atRisk' then 'safe' or 'lost', each
+// with the ms left before the hold's local deadline.
+void Core::Health(lk_health_t state, int64_t ms_left) {
+  Napi::Env e(env);
+  Napi::HandleScope scope(e);
+  Emit(state == LK_HEALTH_AT_RISK ? "atRisk" : "safe", 0, Napi::Number::New(e, (double)ms_left));
 }
 
 Napi::Error LkError(Napi::Env env, int rc, const char *what) {
@@ -493,6 +502,9 @@ public:
     // LK_EINVAL for the kinds that hold nothing that can be lost.
     lk_handle_set_lost_cb(h, [](lk_handle_t *, int st, void *arg) {
       static_cast<Core *>(arg)->Lost(st);
+    }, c_);
+    lk_handle_set_health_cb(h, [](lk_handle_t *, lk_health_t st, int64_t ms_left, void *arg) {
+      static_cast<Core *>(arg)->Health(st, ms_left);
     }, c_);
     owner->objects.insert(c_);
   }

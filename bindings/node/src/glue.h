@@ -167,6 +167,7 @@ struct Core {
   void CGone();
   void Complete(int status);
   void Lost(int status);
+  void Health(lk_health_t state, int64_t ms_left);
   // Emits name on the JS object (events(target, name, code, text, extra)).
   void Emit(const char *name, int status, Napi::Value extra);
   // Starts lk_handle_close (the lost callback removed first); h is nullptr

@@ -3,6 +3,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const latchkey = require('..');
 const { serverForFile, until, liveness } = require('./helpers/common');
+const { startRedis } = require('./helpers/redis');
 
 const box = serverForFile();
 
@@ -119,6 +120,49 @@ test("a lease lost on the server is told through 'lost' (LK_ELEASELOST)", async 
     await assert.rejects(lock.release(), (e) => e.code === 'LK_ELEASELOST');
   } finally {
     await lk.close();
+  }
+});
+
+test("a stalled renewal emits 'atRisk', then 'safe' once a renewal gets through", async () => {
+  // A server of its own: it is stopped for a while.
+  const redis = await startRedis();
+  const lease = 3000;
+  const lk = await latchkey.connect(redis.url, { defaultLease: lease });
+  const seen = [];
+  let resumedAt = 0;
+  let riskAt = 0;
+  try {
+    const lock = lk.lock('node:health');
+    const risk = new Promise((resolve) => lock.once('atRisk', (msLeft) => {
+      riskAt = Date.now();
+      seen.push(['atRisk', msLeft]);
+      resolve(msLeft);
+    }));
+    const end = new Promise((resolve) => {
+      lock.once('safe', (msLeft) => { seen.push(['safe', msLeft]); resolve('safe'); });
+      lock.once('lost', (err) => { seen.push(['lost', err.code]); resolve('lost'); });
+    });
+    await lock.acquire();
+    redis.pause();
+    // The renewal due at lease / 3 gets no answer: at risk by half the lease.
+    const msLeft = await Promise.race([risk,
+      new Promise((_, rej) => setTimeout(() => rej(new Error('no atRisk event')), liveness(10000)))]);
+    redis.resume();
+    resumedAt = Date.now();
+    assert.ok(msLeft >= 0 && msLeft <= lease, `msLeft ${msLeft}`);
+    const how = await Promise.race([end,
+      new Promise((_, rej) => setTimeout(() => rej(new Error('neither safe nor lost')), liveness(10000)))]);
+    // Safe, unless this process resumed the server only after the hold's
+    // deadline (a stalled machine): then lost, and still after atRisk.
+    if (how === 'lost') assert.ok(resumedAt - riskAt >= msLeft, `lost though resumed ${resumedAt - riskAt} ms after atRisk with ${msLeft} ms left`);
+    else assert.strictEqual(lock.isHeld, true);
+    assert.strictEqual(seen[0][0], 'atRisk');
+    assert.strictEqual(seen.length, 2);
+    if (how === 'safe') await lock.release();
+  } finally {
+    redis.resume();
+    await lk.close();
+    await redis.stop();
   }
 });
 

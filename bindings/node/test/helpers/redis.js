@@ -66,6 +66,9 @@ async function startRedis(extraArgs = async () => []) {
             extra,
             url: `redis://127.0.0.1:${port}`,
             command: (...a) => command(port, ...a),
+            // SIGSTOP / SIGCONT: a server that stops answering, then comes back.
+            pause: () => process.kill(proc.pid, 'SIGSTOP'),
+            resume: () => process.kill(proc.pid, 'SIGCONT'),
             stop: () => new Promise((resolve) => {
               if (exited) return resolve();
               proc.once('exit', () => resolve());
