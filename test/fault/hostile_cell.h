@@ -62,6 +62,11 @@ static inline void hc_start(hc_t *c, rt_hostile_fault_t fault, int64_t default_l
   o.on_event = fu_on_event;
   o.event_arg = &c->ev;
   fx_start_client(&c->fx, &o);
+  /* Connected before the cell's first call: a stalled machine can outlast
+   * the short connect timeout above, and the call queued behind that
+   * attempt would end LK_ECONN before any fault was armed (the client
+   * dials again within 50 ms). */
+  FX_EVENTUALLY(&c->fx, lk_client_is_connected(c->fx.c) == 1, 10000);
   c->direct = fx_direct_client(&c->fx);
 }
 
