@@ -102,6 +102,20 @@ typedef struct lk__obj_ops_s {
    * (lk__outcome_defer_command) may be sent now. */
   void (*deferred)(lk__obj_t *o);
 
+  /* --- the attempt's reply (lk__obj_attempt_reply, core/attempt.c) --- */
+  /* What a reply (status 0) to the waiting operation's attempt says, one of
+   * LK__ANSWER_*; *v gets the holder's TTL in ms for BUSY (< 0: unknown),
+   * the status the operation ends with for REFUSED. It may note what the
+   * reply says in the object's own fields; waiting and ending are the
+   * core's, once the outcome is settled. NULL: lk__obj_read_grant_or_busy. */
+  int (*read_attempt)(lk__obj_t *o, const redisReply *r, int64_t *v);
+  /* LK__ANSWER_GRANTED: takes the grant (lk__hold_grant, or ends the
+   * operation with its result). */
+  void (*granted)(lk__obj_t *o, const redisReply *r);
+  /* LK__ANSWER_OWN: a shape of the object's own (the fair lock's place in
+   * its queue, the barrier's rounds); the object goes on from it itself. */
+  void (*own_answer)(lk__obj_t *o, const redisReply *r);
+
   /* --- the hold verbs (core/hold.h), for objects that hold --- */
   /* Gives back n holds of side h, best effort, nobody waiting: only if the
    * owner's count on it is exactly cond (cond >= 0), else unconditionally. */
@@ -374,6 +388,27 @@ int lk__obj_transient(int status);
  * redirection with cluster support off is not. Composites ask it of their
  * members, so every wait rides out a cluster's transient errors alike. */
 int lk__obj_retryable(const lk__obj_t *o, int status);
+
+/* --- the attempt's reply: one dispatch for every waiting primitive --- */
+/* What a reply to an attempt says (ops->read_attempt). */
+enum {
+  LK__ANSWER_GARBLED = 0, /* a shape the script never sends: outcome unknown */
+  LK__ANSWER_GRANTED,     /* ops->granted takes it */
+  LK__ANSWER_BUSY,        /* not now: the wait goes on (lk__obj_busy) */
+  LK__ANSWER_REFUSED,     /* the operation ends with the status read */
+  LK__ANSWER_OWN          /* ops->own_answer goes on from it */
+};
+/* The callback of every attempt ops->attempt sends (data: the object): the
+ * bookkeeping each reply needs, once. The command is no longer in flight;
+ * a failure goes to the outcome policy (lk__outcome_failed, the status
+ * mapped by ops->map_error); an answer settles any earlier lost one
+ * (lk__outcome_answered) before the object acts on it; a garbled one is a
+ * lost one (lk__outcome_garbled). */
+void lk__obj_attempt_reply(void *data, int status, redisReply *r);
+/* The usual reading, for ops->read_attempt to build on: a reply
+ * ops->is_grant calls a grant is GRANTED, an integer is BUSY with that TTL
+ * (the lock-like scripts' "held by another, this long"), else GARBLED. */
+int lk__obj_read_grant_or_busy(lk__obj_t *o, const redisReply *r, int64_t *v);
 
 /* --- one-value commands: queries, force releases, count changes --- */
 enum {

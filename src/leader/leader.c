@@ -256,9 +256,7 @@ static int is_grant(const redisReply *r) {
          r->element[1]->type == REDIS_REPLY_INTEGER;
 }
 
-/* --- campaign --- */
-
-static void on_campaign_reply(void *data, int status, redisReply *r);
+/* --- campaign: a grant is an election, an integer the leader's TTL --- */
 
 static int attempt_campaign(lk__obj_t *o) {
   lk_leader_t *l = (lk_leader_t *)o;
@@ -274,11 +272,12 @@ static int attempt_campaign(lk__obj_t *o) {
       floor, lk__token_highest(CLIENT(l), l->counter, l->counter_len) + 1);
   argv[7] = lk__publish_cmd(CLIENT(l), &lens[7]);
   o->op = lk__script_call(CLIENT(l), script("leader/campaign"), 3, 5, argv, lens,
-                          on_campaign_reply, l, &err);
+                          lk__obj_attempt_reply, o, &err);
   return o->op != NULL ? 0 : err;
 }
 
-static void elected(lk_leader_t *l, const redisReply *r) {
+static void elected(lk__obj_t *o, const redisReply *r) {
+  lk_leader_t *l = (lk_leader_t *)o;
   lk__grant_t g = {0};
   g.hold = &l->hold;
   g.count = 1;
@@ -292,25 +291,6 @@ static void elected(lk_leader_t *l, const redisReply *r) {
   g.name = l->counter;
   g.name_len = l->counter_len;
   lk__hold_grant(&l->base, &g);
-}
-
-static void on_campaign_reply(void *data, int status, redisReply *r) {
-  lk_leader_t *l = data;
-  long long ttl;
-  l->base.op = NULL;
-  if (status != 0) {
-    lk__outcome_failed(&l->base, status, r);
-    return;
-  }
-  if (is_grant(r)) {
-    lk__outcome_answered(&l->base);
-    elected(l, r);
-  } else if (lk__reply_is_int(r, &ttl)) {
-    lk__outcome_answered(&l->base);
-    lk__obj_busy(&l->base, ttl);
-  } else {
-    lk__outcome_garbled(&l->base);
-  }
 }
 
 /* A campaign only wakes for a leadership given back ("R<term>"); an
@@ -515,6 +495,7 @@ static const lk__obj_ops_t lk__leader_ops = {
     .counted = counted,
     .undo = undo_attempt,
     .is_grant = is_grant,
+    .granted = elected,
     .deferred = deferred_resign,
     .give_back = give_back_hold,
     .lose = lose,

@@ -183,8 +183,6 @@ static int is_grant(const redisReply *r) {
 
 /* --- acquiring --- */
 
-static void on_acquire_reply(void *data, int status, redisReply *r);
-
 static int attempt_acquire(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   char lease[24], before[24], floor[24];
@@ -211,7 +209,7 @@ static int attempt_acquire(lk__obj_t *o) {
     o->op = lk__script_call(CLIENT(l),
                             LAYOUT_SCRIPT(l, acquire_fenced, "lock/acquire_fenced"),
                             2, 6, argv, lens,
-                            on_acquire_reply, l, &err);
+                            lk__obj_attempt_reply, o, &err);
   } else {
     argv[0] = l->name, lens[0] = l->name_len;
     argv[1] = lease, lens[1] = lease_len;
@@ -221,14 +219,15 @@ static int attempt_acquire(lk__obj_t *o) {
     argv[5] = reentrant, lens[5] = 1;
     o->op = lk__script_call(CLIENT(l), LAYOUT_SCRIPT(l, acquire, "lock/acquire"),
                             1, 5, argv, lens,
-                            on_acquire_reply, l, &err);
+                            lk__obj_attempt_reply, o, &err);
   }
   return o->op != NULL ? 0 : err;
 }
 
 /* The server granted a hold: the core's grant routine counts it and keeps
  * its lease (core/hold.h). */
-static void acquired(lk_lock_t *l, const redisReply *r) {
+static void acquired(lk__obj_t *o, const redisReply *r) {
+  lk_lock_t *l = (lk_lock_t *)o;
   lk__grant_t g = {0};
   /* A fresh holding is fenced or not by its first grant; a fenced
    * re-entry makes it fenced (its token is then the newest). */
@@ -251,24 +250,14 @@ static void acquired(lk_lock_t *l, const redisReply *r) {
   lk__hold_grant(&l->base, &g);
 }
 
-static void on_acquire_reply(void *data, int status, redisReply *r) {
-  lk_lock_t *l = data;
-  long long ttl;
-  l->base.op = NULL;
-  if (status != 0) {
-    lk__outcome_failed(&l->base, status, r);
-    return;
-  }
-  if (is_grant(r)) {
-    lk__outcome_answered(&l->base);
-    acquired(l, r);
-  } else if (lk__reply_is_int(r, &ttl)) {
-    lk__outcome_answered(&l->base);
-    l->busy_ttl = ttl;
-    lk__obj_busy(&l->base, ttl);
-  } else {
-    lk__outcome_garbled(&l->base);
-  }
+/* A grant (is_grant), or "taken" with the holder's TTL, kept for the
+ * RedLock: it counts a taken master's vote and the shortest TTL it met
+ * (lk__lock_busy_ttl). */
+static int read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
+  int answer = lk__obj_read_grant_or_busy(o, r, v);
+  if (answer == LK__ANSWER_BUSY)
+    ((lk_lock_t *)o)->busy_ttl = *v;
+  return answer;
 }
 
 void lk_lock_opts_init(lk_lock_opts_t *o) {
@@ -751,6 +740,8 @@ static const lk__obj_ops_t lk__lock_ops = {
     .counted = counted,
     .undo = undo_attempt,
     .is_grant = is_grant,
+    .read_attempt = read_attempt,
+    .granted = acquired,
     .deferred = deferred_release,
     .give_back = give_back_hold,
     .lose = lose,

@@ -75,6 +75,9 @@ int lk__rw_attempt(lk__obj_t *o);
 int lk__rw_counted(lk__obj_t *o);
 lk__op_t *lk__rw_undo(lk__obj_t *o, int known_grant);
 int lk__rw_is_grant(const redisReply *r);
+/* The acquire's reply (ops->read_attempt) and its grant (ops->granted). */
+int lk__rw_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);
+void lk__rw_acquired(lk__obj_t *o, const redisReply *r);
 int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len);
 
 /* release.c */
