@@ -92,6 +92,11 @@ void lk__fair_abandon(lk__obj_t *o);
 int lk__fair_counted(lk__obj_t *o);
 lk__op_t *lk__fair_undo(lk__obj_t *o, int known_grant);
 int lk__fair_is_grant(const redisReply *r);
+/* The acquire's reply (ops->read_attempt), its grant (ops->granted) and a
+ * place in the queue (ops->own_answer). */
+int lk__fair_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);
+void lk__fair_acquired(lk__obj_t *o, const redisReply *r);
+void lk__fair_queued(lk__obj_t *o, const redisReply *r);
 /* Leaves the queue, and drops `drop` holds (-1 all, 0 none) when the owner's
  * count is `cond` (-1: whatever it is). Sent now (send = 1), behind anything
  * this object sent before, or prepared for later. cb/data NULL: nobody waits
