@@ -335,7 +335,8 @@ static inline const char *lk__obj_errtext(const lk__obj_t *o) {
 /* Cancels the pending operation if it is of `kind`: LK_EINVAL otherwise. */
 int lk__obj_cancel(lk__obj_t *o, int kind);
 /* The close protocol: the pending operation gets LK_ECANCELED, then
- * close_release, then the timer closes, then ops->closed and ops->free. In
+ * close_release, then the timer closes, then the close callback
+ * (ops->call_closed, or the handle's) and ops->free. In
  * a forked child only ops->free runs (nothing of the parent's is touched)
  * and the result is LK_EFORKED. */
 int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb);

@@ -1,7 +1,8 @@
 #ifndef LK_CORE_SPIN_H
 #define LK_CORE_SPIN_H
 
-/* Spin mode (docs/objects.md, "Spin mode"): a wait that never subscribes.
+/* Spin mode (docs/lock.md, "Spin mode"; docs/objects.md, "Waiting"): a wait
+ * that never subscribes.
  * After a busy answer it sleeps a back-off and tries again: the first sleep
  * is about the initial back-off, each next one's base doubles up to the
  * largest, and every sleep is drawn between half its base and its base
