@@ -6,6 +6,7 @@
  * command is no longer in flight; a failure or a garbled reply goes to the
  * outcome policy; an answer settles an earlier lost one before the object
  * acts on it (its grant may be that lost attempt's, reported again). */
+#include "core/loglevel.h"
 #include "core/outcome.h"
 
 int lk__obj_read_grant_or_busy(lk__obj_t *o, const redisReply *r, int64_t *v) {
@@ -51,4 +52,38 @@ void lk__obj_attempt_reply(void *data, int status, redisReply *r) {
     o->ops->own_answer(o, r);
     break;
   }
+}
+
+static void release_end(lk__obj_t *o, int status) {
+  if (o->ops->release_end != NULL)
+    o->ops->release_end(o, status);
+  else
+    lk__obj_finish(o, status);
+}
+
+void lk__obj_release_reply(void *data, int status, redisReply *r) {
+  lk__obj_t *o = data;
+  int end = 0;
+  o->op = NULL;
+  if (status == 0 && o->ops->read_release(o, r, &end)) {
+    release_end(o, end);
+    return;
+  }
+  if (status == 0)
+    status = LK_EUNKNOWN; /* a shape the script never sends: ran or not */
+  else
+    lk__obj_error(o, r);
+  /* Resend after an unknown outcome (the script recognises an applied
+   * first attempt by the count before it); a resend that could not be sent
+   * (the reconnect failed) is tried again too, within the same budget. */
+  if (lk__outcome_may_resend(o, status) && o->ops->resend_release(o) == 0)
+    return;
+  release_end(o, lk__outcome_unknown(o, status) ? LK_EUNKNOWN : status);
+}
+
+void lk__obj_close_release_failed(lk__obj_t *o, int status, const char *verb,
+                                  const char *what) {
+  if (status != 0 && status != LK_ECANCELED)
+    lk__log(o->client, lk__trouble_level(status), "%s on close failed (%s); %s expires with its lease",
+            verb, lk_err_name(status), what);
 }

@@ -116,6 +116,18 @@ typedef struct lk__obj_ops_s {
    * its queue, the barrier's rounds); the object goes on from it itself. */
   void (*own_answer)(lk__obj_t *o, const redisReply *r);
 
+  /* --- a release's reply (lk__obj_release_reply, core/attempt.c) --- */
+  /* Reads an answer (status 0) to the pending release (or resign): 1 with
+   * the status it ends with in *status, its effect on the object's counts
+   * noted; 0 for a shape the script never sends. */
+  int (*read_release)(lk__obj_t *o, const redisReply *r, int *status);
+  /* Sends the release again after an unknown outcome (its script applies
+   * it at most once): 0 or a code. */
+  int (*resend_release)(lk__obj_t *o);
+  /* Ends the release with status: the object's own clean-up (renewal
+   * resumed or stopped), then lk__obj_finish. NULL: lk__obj_finish. */
+  void (*release_end)(lk__obj_t *o, int status);
+
   /* --- the hold verbs (core/hold.h), for objects that hold --- */
   /* Gives back n holds of side h, best effort, nobody waiting: only if the
    * owner's count on it is exactly cond (cond >= 0), else unconditionally. */
@@ -406,6 +418,19 @@ enum {
  * (lk__outcome_answered) before the object acts on it; a garbled one is a
  * lost one (lk__outcome_garbled). */
 void lk__obj_attempt_reply(void *data, int status, redisReply *r);
+/* The callback of a release (or resign) that resends itself (data: the
+ * object): an answer ends it as ops->read_release says; a failure keeps the
+ * server's error text, a garbled answer is an unknown outcome, and an
+ * unknown outcome is resent (ops->resend_release) while the outcome policy
+ * allows (lk__outcome_may_resend), else the release ends with LK_EUNKNOWN
+ * (or the failure's status) through ops->release_end. */
+void lk__obj_release_reply(void *data, int status, redisReply *r);
+/* A give-back on close (ops->close_release's command) was answered with
+ * status: a failure is logged as "<verb> on close failed (...); <what>
+ * expires with its lease" (what a close could not give back lasts until its
+ * lease ends). Does not end the close: the caller does. */
+void lk__obj_close_release_failed(lk__obj_t *o, int status, const char *verb,
+                                  const char *what);
 /* The usual reading, for ops->read_attempt to build on: a reply
  * ops->is_grant calls a grant is GRANTED, an integer is BUSY with that TTL
  * (the lock-like scripts' "held by another, this long"), else GARBLED. */

@@ -97,6 +97,11 @@ int lk__fair_is_grant(const redisReply *r);
 int lk__fair_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);
 void lk__fair_acquired(lk__obj_t *o, const redisReply *r);
 void lk__fair_queued(lk__obj_t *o, const redisReply *r);
+/* The release's reply (ops->read_release, resend_release, release_end:
+ * release.c). */
+int lk__fair_read_release(lk__obj_t *o, const redisReply *r, int *status);
+int lk__fair_resend_release(lk__obj_t *o);
+void lk__fair_release_end(lk__obj_t *o, int status);
 /* Leaves the queue, and drops `drop` holds (-1 all, 0 none) when the owner's
  * count is `cond` (-1: whatever it is). Sent now (send = 1), behind anything
  * this object sent before, or prepared for later. cb/data NULL: nobody waits

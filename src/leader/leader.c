@@ -374,31 +374,23 @@ int lk_leader_cancel(lk_leader_t *l) { return lk_handle_cancel(LK__H(l)); }
 
 /* --- resign --- */
 
-static void on_resign_reply(void *data, int status, redisReply *r);
-
 static int resign_attempt(lk_leader_t *l) {
   int err = 0;
-  l->base.op = resign_op(l, on_resign_reply, l, 1, &err);
+  l->base.op = resign_op(l, lk__obj_release_reply, &l->base, 1, &err);
   return l->base.op != NULL ? 0 : err;
 }
 
-static void on_resign_reply(void *data, int status, redisReply *r) {
-  lk_leader_t *l = data;
+static int resend_resign(lk__obj_t *o) { return resign_attempt((lk_leader_t *)o); }
+
+/* The resign script's answer: 1 given back, 0 not this owner's (any more). */
+static int read_resign(lk__obj_t *o, const redisReply *r, int *status) {
   long long v;
-  l->base.op = NULL;
-  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
-    l->base.result = v;
-    /* 0 after a resend: the attempt whose reply was lost gave it back. */
-    lk__obj_finish(&l->base, v == 1 || l->base.resends > 0 ? 0 : LK_ENOTOWNER);
-    return;
-  }
-  if (status == 0)
-    status = LK_EUNKNOWN; /* a shape the script never sends */
-  else
-    lk__obj_error(&l->base, r);
-  if (lk__outcome_may_resend(&l->base, status) && resign_attempt(l) == 0)
-    return;
-  lk__obj_finish(&l->base, lk__outcome_unknown(&l->base, status) ? LK_EUNKNOWN : status);
+  if (!lk__reply_is_int(r, &v) || (v != 0 && v != 1))
+    return 0;
+  o->result = v;
+  /* 0 after a resend: the attempt whose reply was lost gave it back. */
+  *status = v == 1 || o->resends > 0 ? 0 : LK_ENOTOWNER;
+  return 1;
 }
 
 static void deferred_resign(lk__obj_t *o) {
@@ -437,10 +429,7 @@ static void on_close_release(void *data, int status, redisReply *r) {
   lk_leader_t *l = data;
   (void)r;
   l->base.op = NULL;
-  if (status != 0 && status != LK_ECANCELED)
-    lk__log(CLIENT(l), lk__trouble_level(status),
-            "resign on close failed (%s); the leadership expires with its lease",
-            lk_err_name(status));
+  lk__obj_close_release_failed(&l->base, status, "resign", "the leadership");
   lk__obj_close_done(&l->base);
 }
 
@@ -496,6 +485,8 @@ static const lk__obj_ops_t lk__leader_ops = {
     .undo = undo_attempt,
     .is_grant = is_grant,
     .granted = elected,
+    .read_release = read_resign,
+    .resend_release = resend_resign,
     .deferred = deferred_resign,
     .give_back = give_back_hold,
     .lose = lose,

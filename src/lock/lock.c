@@ -358,8 +358,6 @@ int lk_lock_cancel(lk_lock_t *l) { return lk_handle_cancel(LK__H(l)); }
 
 /* --- release --- */
 
-static void on_release_reply(void *data, int status, redisReply *r);
-
 static int release_attempt(lk_lock_t *l, int resend) {
   int err = 0;
   /* The lean layout's server keeps no count: a first attempt passes the
@@ -367,13 +365,15 @@ static int release_attempt(lk_lock_t *l, int resend) {
    * (scripts/lean/release.lua). */
   int counts = l->lean && !l->owner_shared && !resend;
   l->base.op = release_op(l, (resend || counts) && !l->owner_shared ? (int64_t)l->release_before : -1,
-                          1, counts ? "count" : "resend", on_release_reply, l, 1, &err);
+                          1, counts ? "count" : "resend", lk__obj_release_reply, &l->base, 1,
+                          &err);
   return l->base.op != NULL ? 0 : err;
 }
 
 /* A release ended: nothing held means nothing to renew; otherwise renewal
  * resumes (it was paused while the last hold's release was in flight). */
-static void release_finish(lk_lock_t *l, int status) {
+static void release_end(lk__obj_t *o, int status) {
+  lk_lock_t *l = (lk_lock_t *)o;
   if (l->hold.count == 0) {
     l->base.lost = 0;
     lk__hold_unwatch(CLIENT(l), &l->hold);
@@ -382,52 +382,43 @@ static void release_finish(lk_lock_t *l, int status) {
   finish(l, status);
 }
 
-static void on_release_reply(void *data, int status, redisReply *r) {
-  lk_lock_t *l = data;
+static int resend_release(lk__obj_t *o) { return release_attempt((lk_lock_t *)o, 1); }
+
+/* The release script's answers (scripts/lock/release.lua): nil, the server
+ * has no hold for this owner (the lease ran out); 0, a hold released and
+ * some left; 1, the lock released and nobody listened; v >= 2, released
+ * while v - 1 connections listened. */
+static int read_release(lk__obj_t *o, const redisReply *r, int *status) {
+  lk_lock_t *l = (lk_lock_t *)o;
   long long v;
-  l->base.op = NULL;
-  if (status == 0 && r->type == REDIS_REPLY_NIL) {
-    /* The server has no hold for this owner: the lease ran out. */
+  if (r->type == REDIS_REPLY_NIL) {
     l->hold.count = 0;
-    release_finish(l, LK_ENOTOWNER);
-    return;
+    *status = LK_ENOTOWNER;
+    return 1;
   }
-  if (status == 0 && lk__reply_is_int(r, &v) && v >= 0) {
-    if (v == 1) {
-      /* Released and nobody listened: no other process contends now. */
-      size_t len = 0;
-      const char *ch = channel(l, &len);
-      if (ch != NULL)
-        lk__sub_note_others(CLIENT(l), ch, len, 0);
-    }
-    if (v >= 2) {
-      /* Released while v - 1 connections listened (scripts/lock/release.lua). */
-      size_t len = 0;
-      const char *ch = channel(l, &len);
-      l->released_to_waiters_ns = lk__now_ns();
-      if (ch != NULL)
-        lk__sub_note_others(CLIENT(l), ch, len, v - 1);
-      v = 1;
-    }
-    l->hold.count = l->release_before - 1;
-    if (v == 1 && !l->owner_shared)
-      l->hold.count = 0;
-    l->base.result = v;
-    release_finish(l, 0);
-    return;
+  if (!lk__reply_is_int(r, &v) || v < 0)
+    return 0;
+  if (v == 1) {
+    /* Released and nobody listened: no other process contends now. */
+    size_t len = 0;
+    const char *ch = channel(l, &len);
+    if (ch != NULL)
+      lk__sub_note_others(CLIENT(l), ch, len, 0);
   }
-  if (status == 0) {
-    /* A shape the script never sends: whether it ran is unknown. */
-    status = LK_EUNKNOWN;
-  } else {
-    lk__obj_error(&l->base, r);
+  if (v >= 2) {
+    size_t len = 0;
+    const char *ch = channel(l, &len);
+    l->released_to_waiters_ns = lk__now_ns();
+    if (ch != NULL)
+      lk__sub_note_others(CLIENT(l), ch, len, v - 1);
+    v = 1;
   }
-  /* Resend after an unknown outcome (the script recognises an applied
-   * first attempt by the count before it); a resend that could not be sent
-   * (the reconnect failed) is tried again too, within the same budget. */
-  if (lk__outcome_may_resend(&l->base, status) && release_attempt(l, 1) == 0)
-    return;
-  release_finish(l, lk__outcome_unknown(&l->base, status) ? LK_EUNKNOWN : status);
+  l->hold.count = l->release_before - 1;
+  if (v == 1 && !l->owner_shared)
+    l->hold.count = 0;
+  l->base.result = v;
+  *status = 0;
+  return 1;
 }
 
 static int send_release(lk_lock_t *l);
@@ -670,11 +661,9 @@ static int set_owner(lk_lock_t *l, const char *client_id, uint64_t tid) {
 
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
+  (void)r;
   l->base.op = NULL;
-  if (status != 0 && status != LK_ECANCELED)
-    lk__log(CLIENT(l), lk__trouble_level(status),
-            "release on close failed (%s); the lock expires with its lease",
-            lk_err_name(status));
+  lk__obj_close_release_failed(&l->base, status, "release", "the lock");
   l->hold.count = 0;
   lk__obj_close_done(&l->base);
 }
@@ -742,6 +731,9 @@ static const lk__obj_ops_t lk__lock_ops = {
     .is_grant = is_grant,
     .read_attempt = read_attempt,
     .granted = acquired,
+    .read_release = read_release,
+    .resend_release = resend_release,
+    .release_end = release_end,
     .deferred = deferred_release,
     .give_back = give_back_hold,
     .lose = lose,
