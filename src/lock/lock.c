@@ -292,10 +292,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
    * decides (the lease ran out: LK_ELEASELOST; still there: refused). */
   if (!opts->reentrant && lk_lock_is_held(l))
     return LK_EREENTRY;
-  rc = lk__obj_sync_want(&l->base, opts->sync_replicas);
-  if (rc == 0)
-    rc = lk__obj_spin_want(&l->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
-                           opts->spin_max_ms);
+  rc = LK__OBJ_WAIT_WANTS(&l->base, opts);
   if (rc != 0)
     return rc;
   if (opts->fenced && l->token_key == NULL) {

@@ -48,10 +48,7 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
   h = &rw->side[s];
   if (h->count == UINT32_MAX)
     return LK_EINVAL;
-  rc = lk__obj_sync_want(&rw->base, opts->sync_replicas);
-  if (rc == 0)
-    rc = lk__obj_spin_want(&rw->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
-                           opts->spin_max_ms);
+  rc = LK__OBJ_WAIT_WANTS(&rw->base, opts);
   if (rc != 0)
     return rc;
   if (opts->fenced && rw->token_key == NULL) {

@@ -127,10 +127,7 @@ int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, voi
   if (opts->permits < 1 || opts->permits > LK_PSEM_MAX_ACQUIRE || !lk__valid_wait(opts->wait_ms) ||
       !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
-  rc = lk__obj_sync_want(&p->base, opts->sync_replicas);
-  if (rc == 0)
-    rc = lk__obj_spin_want(&p->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
-                           opts->spin_max_ms);
+  rc = LK__OBJ_WAIT_WANTS(&p->base, opts);
   if (rc != 0)
     return rc;
   rc = lk__psem_set_req(p, (size_t)opts->permits);

@@ -243,10 +243,7 @@ int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_
   if (!lk__sem_valid_count(opts->permits) || !lk__valid_wait(opts->wait_ms) ||
       opts->permits > LK_SEMAPHORE_MAX_PERMITS - s->held)
     return LK_EINVAL;
-  rc = lk__obj_sync_want(&s->base, opts->sync_replicas);
-  if (rc == 0)
-    rc = lk__obj_spin_want(&s->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
-                           opts->spin_max_ms);
+  rc = LK__OBJ_WAIT_WANTS(&s->base, opts);
   if (rc != 0)
     return rc;
   begin(s, OP_ACQUIRE, cb, arg);
