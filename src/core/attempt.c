@@ -81,6 +81,23 @@ void lk__obj_release_reply(void *data, int status, redisReply *r) {
   release_end(o, lk__outcome_unknown(o, status) ? LK_EUNKNOWN : status);
 }
 
+int lk__obj_release_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg) {
+  int rc;
+  lk__obj_begin(o, kind, cb, arg);
+  if (lk__outcome_defer_command(o))
+    return 0;
+  rc = o->ops->send_release(o);
+  if (rc != 0)
+    o->kind = 0; /* not sent: nothing is pending */
+  return rc;
+}
+
+void lk__obj_release_deferred(lk__obj_t *o) {
+  int rc = o->ops->send_release(o);
+  if (rc != 0)
+    lk__obj_finish(o, rc);
+}
+
 void lk__obj_close_release_failed(lk__obj_t *o, int status, const char *verb,
                                   const char *what) {
   if (status != 0 && status != LK_ECANCELED)

@@ -121,6 +121,9 @@ typedef struct lk__obj_ops_s {
    * the status it ends with in *status, its effect on the object's counts
    * noted; 0 for a shape the script never sends. */
   int (*read_release)(lk__obj_t *o, const redisReply *r, int *status);
+  /* Sends the release's first attempt (lk__obj_release_begin; renewal
+   * paused as it needs): 0 or a code. */
+  int (*send_release)(lk__obj_t *o);
   /* Sends the release again after an unknown outcome (its script applies
    * it at most once): 0 or a code. */
   int (*resend_release)(lk__obj_t *o);
@@ -425,6 +428,17 @@ void lk__obj_attempt_reply(void *data, int status, redisReply *r);
  * allows (lk__outcome_may_resend), else the release ends with LK_EUNKNOWN
  * (or the failure's status) through ops->release_end. */
 void lk__obj_release_reply(void *data, int status, redisReply *r);
+/* Starts the release (or resign) `kind`, after the primitive's checks, and
+ * sends it through ops->send_release, unless a give-back (an abandoned
+ * acquire's, a lost lease's) is not answered yet: a release sent first
+ * could take a late grant instead of a hold the object counts, or be
+ * overtaken by it, so it waits, and ops->deferred sends it once the
+ * give-back is answered (lk__outcome_defer_command). 0, or the send's code
+ * with nothing pending. */
+int lk__obj_release_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg);
+/* An ops->deferred for such releases: sends it now; a send that fails ends
+ * the operation with its code. */
+void lk__obj_release_deferred(lk__obj_t *o);
 /* A give-back on close (ops->close_release's command) was answered with
  * status: a failure is logged as "<verb> on close failed (...); <what>
  * expires with its lease" (what a close could not give back lasts until its

@@ -100,6 +100,7 @@ void lk__fair_queued(lk__obj_t *o, const redisReply *r);
 /* The release's reply (ops->read_release, resend_release, release_end:
  * release.c). */
 int lk__fair_read_release(lk__obj_t *o, const redisReply *r, int *status);
+int lk__fair_send_release(lk__obj_t *o);
 int lk__fair_resend_release(lk__obj_t *o);
 void lk__fair_release_end(lk__obj_t *o, int status);
 /* Leaves the queue, and drops `drop` holds (-1 all, 0 none) when the owner's
@@ -118,7 +119,6 @@ void lk__fair_lose(lk__obj_t *o);
 void lk__fair_value_done(lk__obj_t *o, int kind);
 void lk__fair_on_wd_event(lk__wd_entry_t *e, int event);
 /* A release that waited for an abandoned attempt's give-back may go. */
-void lk__fair_deferred_release(lk__obj_t *o);
 
 /* fair.c */
 /* Takes the identity client_id:tid and rebuilds the channel name; the

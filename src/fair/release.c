@@ -96,8 +96,6 @@ int lk__fair_read_release(lk__obj_t *o, const redisReply *r, int *status) {
   return 1;
 }
 
-static int send_release(lk_fair_t *f);
-
 int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
   int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
   if (rc != 0)
@@ -110,22 +108,14 @@ int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
     f->base.lost = 0;
     return LK_ELEASELOST;
   }
-  lk__fair_begin(f, LK__FAIR_OP_RELEASE, cb, arg);
   f->release_before = f->hold.count;
-  /* A give-back (an abandoned acquire's, a lost lease's) is not answered
-   * yet: a release sent first could take a late grant instead of a hold
-   * this object counts, or be overtaken by it. It waits
-   * (lk__fair_deferred_release), the hold renewed meanwhile. */
-  if (lk__outcome_defer_command(&f->base))
-    return 0;
-  rc = send_release(f);
-  if (rc != 0)
-    f->base.kind = LK__FAIR_OP_NONE;
-  return rc;
+  /* After an unanswered give-back it waits, the hold renewed meanwhile. */
+  return lk__obj_release_begin(&f->base, LK__FAIR_OP_RELEASE, (lk__fn_t)cb, arg);
 }
 
 /* No renewal may follow the release of the last hold. */
-static int send_release(lk_fair_t *f) {
+int lk__fair_send_release(lk__obj_t *o) {
+  lk_fair_t *f = (lk_fair_t *)o;
   int rc;
   if (f->hold.count == 1)
     f->wd.paused = 1;
@@ -133,13 +123,6 @@ static int send_release(lk_fair_t *f) {
   if (rc != 0)
     f->wd.paused = 0; /* nothing was sent: still held, keep renewing */
   return rc;
-}
-
-void lk__fair_deferred_release(lk__obj_t *o) {
-  lk_fair_t *f = (lk_fair_t *)o;
-  int rc = send_release(f);
-  if (rc != 0)
-    lk__fair_finish(f, rc);
 }
 
 /* --- force release and queries --- */

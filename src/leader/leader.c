@@ -380,7 +380,7 @@ static int resign_attempt(lk_leader_t *l) {
   return l->base.op != NULL ? 0 : err;
 }
 
-static int resend_resign(lk__obj_t *o) { return resign_attempt((lk_leader_t *)o); }
+static int send_resign(lk__obj_t *o) { return resign_attempt((lk_leader_t *)o); }
 
 /* The resign script's answer: 1 given back, 0 not this owner's (any more). */
 static int read_resign(lk__obj_t *o, const redisReply *r, int *status) {
@@ -391,12 +391,6 @@ static int read_resign(lk__obj_t *o, const redisReply *r, int *status) {
   /* 0 after a resend: the attempt whose reply was lost gave it back. */
   *status = v == 1 || o->resends > 0 ? 0 : LK_ENOTOWNER;
   return 1;
-}
-
-static void deferred_resign(lk__obj_t *o) {
-  int rc = resign_attempt((lk_leader_t *)o);
-  if (rc != 0)
-    lk__obj_finish(o, rc);
 }
 
 int lk_leader_resign(lk_leader_t *l, lk_leader_cb cb, void *arg) {
@@ -413,14 +407,9 @@ int lk_leader_resign(lk_leader_t *l, lk_leader_cb cb, void *arg) {
   /* Not the leader any more from here on, whatever the reply says. */
   stop_renewing(l);
   l->hold.count = 0;
-  lk__obj_begin(&l->base, OP_RESIGN, (lk__fn_t)cb, arg);
-  /* An abandoned campaign attempt's give-back goes first (core/outcome.h). */
-  if (lk__outcome_defer_command(&l->base))
-    return 0;
-  rc = resign_attempt(l);
-  if (rc != 0)
-    l->base.kind = OP_NONE; /* not sent: the leadership expires with its lease */
-  return rc;
+  /* An abandoned campaign attempt's give-back goes first (core/outcome.h);
+   * a resign that cannot be sent leaves the leadership to its lease. */
+  return lk__obj_release_begin(&l->base, OP_RESIGN, (lk__fn_t)cb, arg);
 }
 
 /* --- lifecycle --- */
@@ -486,8 +475,9 @@ static const lk__obj_ops_t lk__leader_ops = {
     .is_grant = is_grant,
     .granted = elected,
     .read_release = read_resign,
-    .resend_release = resend_resign,
-    .deferred = deferred_resign,
+    .send_release = send_resign,
+    .resend_release = send_resign,
+    .deferred = lk__obj_release_deferred,
     .give_back = give_back_hold,
     .lose = lose,
     .handle_kind = LK_KIND_LEADER,

@@ -418,8 +418,6 @@ static int read_release(lk__obj_t *o, const redisReply *r, int *status) {
   return 1;
 }
 
-static int send_release(lk_lock_t *l);
-
 int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
@@ -432,23 +430,15 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
     l->base.lost = 0;
     return LK_ELEASELOST;
   }
-  begin(l, OP_RELEASE, cb, arg);
   l->release_before = l->hold.count;
-  /* A give-back (an abandoned acquire's, a lost lease's) is not answered
-   * yet: a release sent first could take a late grant instead of a hold
-   * this object counts, or be overtaken by it. It waits (deferred_release),
-   * the hold renewed meanwhile. */
-  if (lk__outcome_defer_command(&l->base))
-    return 0;
-  rc = send_release(l);
-  if (rc != 0)
-    l->base.kind = OP_NONE;
-  return rc;
+  /* After an unanswered give-back it waits, the hold renewed meanwhile. */
+  return lk__obj_release_begin(&l->base, OP_RELEASE, (lk__fn_t)cb, arg);
 }
 
 /* No renewal may follow the release of the last hold. One already in
  * flight is ahead of it on the connection, so it cannot outlive it. */
-static int send_release(lk_lock_t *l) {
+static int send_release(lk__obj_t *o) {
+  lk_lock_t *l = (lk_lock_t *)o;
   int rc;
   if (l->hold.count == 1)
     set_paused(l, 1);
@@ -456,13 +446,6 @@ static int send_release(lk_lock_t *l) {
   if (rc != 0)
     set_paused(l, 0); /* nothing was sent: still held, keep renewing */
   return rc;
-}
-
-static void deferred_release(lk__obj_t *o) {
-  lk_lock_t *l = (lk_lock_t *)o;
-  int rc = send_release(l);
-  if (rc != 0)
-    finish(l, rc);
 }
 
 /* --- force release and queries --- */
@@ -729,9 +712,10 @@ static const lk__obj_ops_t lk__lock_ops = {
     .read_attempt = read_attempt,
     .granted = acquired,
     .read_release = read_release,
+    .send_release = send_release,
     .resend_release = resend_release,
     .release_end = release_end,
-    .deferred = deferred_release,
+    .deferred = lk__obj_release_deferred,
     .give_back = give_back_hold,
     .lose = lose,
     .value_done = value_done,

@@ -117,8 +117,6 @@ int lk__rw_read_release(lk__obj_t *o, const redisReply *r, int *status) {
   return 1;
 }
 
-static int send_release(lk_rwlock_t *rw);
-
 int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
                       void *arg) {
   int s, rc = lk__obj_check_idle(rw ? &rw->base : NULL, cb != NULL);
@@ -135,24 +133,17 @@ int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
     rw->base.lost = 0;
     return LK_ELEASELOST;
   }
-  lk__obj_begin(&rw->base, LK__RW_OP_RELEASE, (lk__fn_t)cb, arg);
   rw->req_side = s;
   rw->release_before = rw->side[s].count;
-  /* A give-back (an abandoned acquire's, a lost lease's) is not answered
-   * yet: a release sent first could drop a late grant instead of a hold
-   * this object counts, or be overtaken by it. It waits
-   * (lk__rw_release_deferred), the side renewed meanwhile. */
-  if (lk__outcome_defer_command(&rw->base))
-    return 0;
-  rc = send_release(rw);
-  if (rc != 0)
-    rw->base.kind = LK__RW_OP_NONE;
-  return rc;
+  /* After an unanswered give-back it waits (lk__rw_release_deferred), the
+   * side renewed meanwhile. */
+  return lk__obj_release_begin(&rw->base, LK__RW_OP_RELEASE, (lk__fn_t)cb, arg);
 }
 
 /* No renewal may follow the release of the side's last hold. One already
  * in flight is ahead of it on the connection, so it cannot outlive it. */
-static int send_release(lk_rwlock_t *rw) {
+int lk__rw_send_release(lk__obj_t *o) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int s = rw->req_side, rc;
   if (rw->side[s].count == 1)
     rw->wd[s].paused = 1;
@@ -163,8 +154,7 @@ static int send_release(lk_rwlock_t *rw) {
 }
 
 void lk__rw_release_deferred(lk__obj_t *o) {
-  lk_rwlock_t *rw = (lk_rwlock_t *)o;
-  int rc = send_release(rw);
+  int rc = lk__rw_send_release(o);
   if (rc != 0)
     lk__rw_release_end(o, rc);
 }

@@ -251,6 +251,7 @@ static const lk__obj_ops_t lk__rwlock_ops = {
     .read_attempt = lk__rw_read_attempt,
     .granted = lk__rw_acquired,
     .read_release = lk__rw_read_release,
+    .send_release = lk__rw_send_release,
     .resend_release = lk__rw_resend_release,
     .release_end = lk__rw_release_end,
     .deferred = lk__rw_release_deferred,

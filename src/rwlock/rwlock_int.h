@@ -81,6 +81,7 @@ void lk__rw_acquired(lk__obj_t *o, const redisReply *r);
 /* release.c: the release's reply (ops->read_release, resend_release,
  * release_end). */
 int lk__rw_read_release(lk__obj_t *o, const redisReply *r, int *status);
+int lk__rw_send_release(lk__obj_t *o);
 int lk__rw_resend_release(lk__obj_t *o);
 void lk__rw_release_end(lk__obj_t *o, int status);
 int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len);
