@@ -151,7 +151,7 @@ typedef struct lk_client_opts_s {
    * is dear (fan-outs such as RedLock's gain most), for client CPU spent
    * spinning. 0..1000000. */
   int64_t busy_poll_us; /* default 0 */
-  /* Spin mode (docs/objects.md, "Spin mode"), off by default: 1 makes every
+  /* Spin mode (docs/lock.md, "Spin mode"), off by default: 1 makes every
    * acquire that can spin (lock, read/write lock, semaphores) wait by
    * back-off with jitter instead of listening for releases, unless its own
    * spin option says otherwise. The back-off starts near spin_initial_ms

@@ -27,7 +27,7 @@ extern "C" {
  * nanosecond arithmetic; a year is plenty and catches unit mistakes). */
 #define LK_MAX_TIME_MS ((int64_t)366 * 24 * 3600 * 1000)
 
-/* The longest spin-mode back-off accepted, in ms (docs/objects.md, "Spin
+/* The longest spin-mode back-off accepted, in ms (docs/lock.md, "Spin
  * mode"): a minute; a waiter that may sleep longer between tries is better
  * served by waiting for release messages. */
 #define LK_SPIN_MAX_MS ((int64_t)60000)

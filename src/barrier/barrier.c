@@ -230,6 +230,8 @@ LK__HANDLE_FIELD(lk_barrier_t, name, const char *)
 
 static const lk__obj_ops_t lk__barrier_ops = {
     .attempt = lk__barrier_attempt,
+    .read_attempt = lk__barrier_read_attempt,
+    .own_answer = lk__barrier_answer,
     .close_release = close_release,
     .call = call,
     .call_closed = call_closed,

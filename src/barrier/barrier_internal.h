@@ -78,6 +78,9 @@ void lk__barrier_clear_dropped(lk_barrier_t *b);
 
 /* enter_leave.c */
 int lk__barrier_attempt(lk__obj_t *o);
+/* The enter's and leave's replies (ops->read_attempt, ops->own_answer). */
+int lk__barrier_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);
+void lk__barrier_answer(lk__obj_t *o, const redisReply *r);
 /* Takes this member out of its round, best effort (cb: its reply). NULL
  * when it could not be sent. */
 lk__op_t *lk__barrier_take_out(lk_barrier_t *b, lk__op_cb cb, void *data);

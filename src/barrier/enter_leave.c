@@ -14,9 +14,6 @@
 
 #define CLIENT(b) LK__BARRIER_CLIENT(b)
 
-static void on_enter_reply(void *data, int status, redisReply *r);
-static void on_leave_reply(void *data, int status, redisReply *r);
-
 static int send_enter(lk_barrier_t *b) {
   char lease[24], n[24], round[24], keep[24];
   const char *argv[10] = {b->keys[0], b->keys[1], b->keys[2], b->keys[3], NULL,
@@ -31,7 +28,7 @@ static int send_enter(lk_barrier_t *b) {
   lens[9] = lk__i64_to_str(keep, LK__BARRIER_KEEP_MS);
   b->in = 1; /* from the first send on, the server may have this member */
   b->base.op = lk__script_call(CLIENT(b), lk__barrier_script("barrier/enter"), 4, 6, argv,
-                               lens, on_enter_reply, b, &err);
+                               lens, lk__obj_attempt_reply, &b->base, &err);
   return b->base.op != NULL ? 0 : err;
 }
 
@@ -69,7 +66,7 @@ int lk__barrier_attempt(lk__obj_t *o) {
   int err = 0;
   if (o->kind == BARRIER_OP_ENTER)
     return send_enter(b);
-  o->op = send_leave(b, "l", on_leave_reply, b, &err);
+  o->op = send_leave(b, "l", lk__obj_attempt_reply, o, &err);
   return o->op != NULL ? 0 : err;
 }
 
@@ -86,22 +83,40 @@ static int string_array(const redisReply *r) {
   return 1;
 }
 
-static void on_enter_reply(void *data, int status, redisReply *r) {
-  lk_barrier_t *b = data;
+/* The enter script's answers, {code, round, ...}: 1 entered (the members
+ * dropped on the way), 0 waiting (the round's TTL), -1 this member was
+ * dropped, -3 the round's members entered with another count. */
+static int enter_reply_ok(const redisReply *r) {
   long long code, round, ttl;
-  b->base.op = NULL;
-  if (status != 0) {
-    lk__outcome_failed(&b->base, status, r);
-    return;
-  }
-  if (r->type != REDIS_REPLY_ARRAY || !int_at(r, 0, &code) || !int_at(r, 1, &round) ||
-      (code == 1 && (r->elements != 3 || !string_array(r->element[2]))) ||
-      (code == 0 && (r->elements != 3 || !int_at(r, 2, &ttl))) ||
-      (code != 0 && code != 1 && code != -1 && code != -3)) {
-    lk__outcome_garbled(&b->base);
-    return;
-  }
-  lk__outcome_answered(&b->base);
+  return r->type == REDIS_REPLY_ARRAY && int_at(r, 0, &code) && int_at(r, 1, &round) &&
+         !(code == 1 && (r->elements != 3 || !string_array(r->element[2]))) &&
+         !(code == 0 && (r->elements != 3 || !int_at(r, 2, &ttl))) &&
+         (code == 0 || code == 1 || code == -1 || code == -3);
+}
+
+/* The leave script's answers: {1, dropped} left, {0, ttl} waiting, {-1}
+ * this member was dropped. */
+static int leave_reply_ok(const redisReply *r) {
+  long long code, ttl;
+  return r->type == REDIS_REPLY_ARRAY && int_at(r, 0, &code) &&
+         !(code == 1 && (r->elements != 2 || !string_array(r->element[1]))) &&
+         !(code == 0 && (r->elements != 2 || !int_at(r, 1, &ttl))) &&
+         !(code == -1 && r->elements != 1) && code >= -1 && code <= 1;
+}
+
+/* ops->read_attempt: every well-formed answer is read by own_answer. */
+int lk__barrier_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
+  (void)v;
+  if (o->kind == BARRIER_OP_ENTER)
+    return enter_reply_ok(r) ? LK__ANSWER_OWN : LK__ANSWER_GARBLED;
+  return leave_reply_ok(r) ? LK__ANSWER_OWN : LK__ANSWER_GARBLED;
+}
+
+static void entered(lk_barrier_t *b, const redisReply *r) {
+  long long code = 0, round = 0, ttl = -1;
+  (void)int_at(r, 0, &code); /* enter_reply_ok saw them */
+  (void)int_at(r, 1, &round);
+  (void)int_at(r, 2, &ttl);
   if (code == 1) {
     b->round = round;
     b->entered = 1;
@@ -137,22 +152,10 @@ static void on_enter_reply(void *data, int status, redisReply *r) {
   lk__obj_busy(&b->base, ttl >= 0 ? ttl + 1 : -1);
 }
 
-static void on_leave_reply(void *data, int status, redisReply *r) {
-  lk_barrier_t *b = data;
-  long long code, ttl;
-  b->base.op = NULL;
-  if (status != 0) {
-    lk__outcome_failed(&b->base, status, r);
-    return;
-  }
-  if (r->type != REDIS_REPLY_ARRAY || !int_at(r, 0, &code) ||
-      (code == 1 && (r->elements != 2 || !string_array(r->element[1]))) ||
-      (code == 0 && (r->elements != 2 || !int_at(r, 1, &ttl))) ||
-      (code == -1 && r->elements != 1) || code < -1 || code > 1) {
-    lk__outcome_garbled(&b->base);
-    return;
-  }
-  lk__outcome_answered(&b->base);
+static void left(lk_barrier_t *b, const redisReply *r) {
+  long long code = 0, ttl = -1;
+  (void)int_at(r, 0, &code); /* leave_reply_ok saw them */
+  (void)int_at(r, 1, &ttl);
   b->in = 0; /* out, whatever else the reply says */
   if (code == 1) {
     lk__barrier_keep_dropped(b, r->element[1]);
@@ -163,6 +166,15 @@ static void on_leave_reply(void *data, int status, redisReply *r) {
   } else {
     lk__obj_busy(&b->base, ttl >= 0 ? ttl + 1 : -1);
   }
+}
+
+/* ops->own_answer: the enter's or the leave's answer, settled by the core
+ * (lk__obj_attempt_reply). */
+void lk__barrier_answer(lk__obj_t *o, const redisReply *r) {
+  if (o->kind == BARRIER_OP_ENTER)
+    entered((lk_barrier_t *)o, r);
+  else
+    left((lk_barrier_t *)o, r);
 }
 
 /* Before the callback: an enter that did not succeed leaves nothing behind

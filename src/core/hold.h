@@ -5,7 +5,8 @@
  * (lock, fair lock, both sides of the read/write lock, and what comes
  * later): how many holds the owner has, how their lease is kept (by the
  * watchdog, or a local deadline of their own), and what a granting reply
- * means (docs/objects.md, "Holds").
+ * means (docs/design.md, "Leases and the watchdog"; docs/watchdog.md; the
+ * give-backs: docs/objects.md, "Outcomes").
  *
  * A primitive keeps one lk__hold_t per side it can hold, points h->wd at
  * its watchdog entry when it has one, and gives the object two verbs in its

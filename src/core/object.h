@@ -102,6 +102,35 @@ typedef struct lk__obj_ops_s {
    * (lk__outcome_defer_command) may be sent now. */
   void (*deferred)(lk__obj_t *o);
 
+  /* --- the attempt's reply (lk__obj_attempt_reply, core/attempt.c) --- */
+  /* What a reply (status 0) to the waiting operation's attempt says, one of
+   * LK__ANSWER_*; *v gets the holder's TTL in ms for BUSY (< 0: unknown),
+   * the status the operation ends with for REFUSED. It may note what the
+   * reply says in the object's own fields; waiting and ending are the
+   * core's, once the outcome is settled. NULL: lk__obj_read_grant_or_busy. */
+  int (*read_attempt)(lk__obj_t *o, const redisReply *r, int64_t *v);
+  /* LK__ANSWER_GRANTED: takes the grant (lk__hold_grant, or ends the
+   * operation with its result). */
+  void (*granted)(lk__obj_t *o, const redisReply *r);
+  /* LK__ANSWER_OWN: a shape of the object's own (the fair lock's place in
+   * its queue, the barrier's rounds); the object goes on from it itself. */
+  void (*own_answer)(lk__obj_t *o, const redisReply *r);
+
+  /* --- a release's reply (lk__obj_release_reply, core/attempt.c) --- */
+  /* Reads an answer (status 0) to the pending release (or resign): 1 with
+   * the status it ends with in *status, its effect on the object's counts
+   * noted; 0 for a shape the script never sends. */
+  int (*read_release)(lk__obj_t *o, const redisReply *r, int *status);
+  /* Sends the release's first attempt (lk__obj_release_begin; renewal
+   * paused as it needs): 0 or a code. */
+  int (*send_release)(lk__obj_t *o);
+  /* Sends the release again after an unknown outcome (its script applies
+   * it at most once): 0 or a code. */
+  int (*resend_release)(lk__obj_t *o);
+  /* Ends the release with status: the object's own clean-up (renewal
+   * resumed or stopped), then lk__obj_finish. NULL: lk__obj_finish. */
+  void (*release_end)(lk__obj_t *o, int status);
+
   /* --- the hold verbs (core/hold.h), for objects that hold --- */
   /* Gives back n holds of side h, best effort, nobody waiting: only if the
    * owner's count on it is exactly cond (cond >= 0), else unconditionally. */
@@ -321,7 +350,8 @@ static inline const char *lk__obj_errtext(const lk__obj_t *o) {
 /* Cancels the pending operation if it is of `kind`: LK_EINVAL otherwise. */
 int lk__obj_cancel(lk__obj_t *o, int kind);
 /* The close protocol: the pending operation gets LK_ECANCELED, then
- * close_release, then the timer closes, then ops->closed and ops->free. In
+ * close_release, then the timer closes, then the close callback
+ * (ops->call_closed, or the handle's) and ops->free. In
  * a forked child only ops->free runs (nothing of the parent's is touched)
  * and the result is LK_EFORKED. */
 int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb);
@@ -374,6 +404,51 @@ int lk__obj_transient(int status);
  * redirection with cluster support off is not. Composites ask it of their
  * members, so every wait rides out a cluster's transient errors alike. */
 int lk__obj_retryable(const lk__obj_t *o, int status);
+
+/* --- the attempt's reply: one dispatch for every waiting primitive --- */
+/* What a reply to an attempt says (ops->read_attempt). */
+enum {
+  LK__ANSWER_GARBLED = 0, /* a shape the script never sends: outcome unknown */
+  LK__ANSWER_GRANTED,     /* ops->granted takes it */
+  LK__ANSWER_BUSY,        /* not now: the wait goes on (lk__obj_busy) */
+  LK__ANSWER_REFUSED,     /* the operation ends with the status read */
+  LK__ANSWER_OWN          /* ops->own_answer goes on from it */
+};
+/* The callback of every attempt ops->attempt sends (data: the object): the
+ * bookkeeping each reply needs, once. The command is no longer in flight;
+ * a failure goes to the outcome policy (lk__outcome_failed, the status
+ * mapped by ops->map_error); an answer settles any earlier lost one
+ * (lk__outcome_answered) before the object acts on it; a garbled one is a
+ * lost one (lk__outcome_garbled). */
+void lk__obj_attempt_reply(void *data, int status, redisReply *r);
+/* The callback of a release (or resign) that resends itself (data: the
+ * object): an answer ends it as ops->read_release says; a failure keeps the
+ * server's error text, a garbled answer is an unknown outcome, and an
+ * unknown outcome is resent (ops->resend_release) while the outcome policy
+ * allows (lk__outcome_may_resend), else the release ends with LK_EUNKNOWN
+ * (or the failure's status) through ops->release_end. */
+void lk__obj_release_reply(void *data, int status, redisReply *r);
+/* Starts the release (or resign) `kind`, after the primitive's checks, and
+ * sends it through ops->send_release, unless a give-back (an abandoned
+ * acquire's, a lost lease's) is not answered yet: a release sent first
+ * could take a late grant instead of a hold the object counts, or be
+ * overtaken by it, so it waits, and ops->deferred sends it once the
+ * give-back is answered (lk__outcome_defer_command). 0, or the send's code
+ * with nothing pending. */
+int lk__obj_release_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg);
+/* An ops->deferred for such releases: sends it now; a send that fails ends
+ * the operation with its code. */
+void lk__obj_release_deferred(lk__obj_t *o);
+/* A give-back on close (ops->close_release's command) was answered with
+ * status: a failure is logged as "<verb> on close failed (...); <what>
+ * expires with its lease" (what a close could not give back lasts until its
+ * lease ends). Does not end the close: the caller does. */
+void lk__obj_close_release_failed(lk__obj_t *o, int status, const char *verb,
+                                  const char *what);
+/* The usual reading, for ops->read_attempt to build on: a reply
+ * ops->is_grant calls a grant is GRANTED, an integer is BUSY with that TTL
+ * (the lock-like scripts' "held by another, this long"), else GARBLED. */
+int lk__obj_read_grant_or_busy(lk__obj_t *o, const redisReply *r, int64_t *v);
 
 /* --- one-value commands: queries, force releases, count changes --- */
 enum {

@@ -9,8 +9,8 @@
  *   a reply of a shape the verb never sends          -> treated the same
  *   a resend that could not be sent                  -> still unknown
  *
- * An unknown outcome is resent when the verb is idempotent for this object
- * (ops->resendable) and budget and resends are left; otherwise the
+ * An unknown outcome is resent when a resend is applied at most once for
+ * this object (ops->counted) and budget and resends are left; otherwise the
  * operation ends with LK_EUNKNOWN and, for an acquire, what the server may
  * have granted is given back (ops->undo: applied only if the owner's count
  * shows the grant). An attempt left behind (timeout, cancel, close) gets the
@@ -20,7 +20,10 @@
  *
  * Like c-ares routing every retry and end of a query through one function,
  * the primitives only say what their verbs are: how to resend (ops->attempt
- * or their own resend), whether a resend is safe, and how to give back. */
+ * or their own resend), whether a resend is safe (ops->counted), how to give
+ * back (ops->undo), and what their attempts' replies mean (ops->read_attempt:
+ * the core's one dispatch, lk__obj_attempt_reply in core/attempt.c, calls
+ * lk__outcome_failed, _answered and _garbled for them). */
 
 #include "core/object.h"
 

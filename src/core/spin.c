@@ -41,3 +41,9 @@ int64_t lk__spin_next(lk__obj_t *o) {
   lo = base - base / 2;
   return (int64_t)lo + (int64_t)lk__jitter(o->client, base - lo + 1);
 }
+
+int lk__obj_wait_wants(lk__obj_t *o, int sync_replicas, int64_t wait_ms, int spin,
+                       int64_t initial_ms, int64_t max_ms) {
+  int rc = lk__obj_sync_want(o, sync_replicas);
+  return rc != 0 ? rc : lk__obj_spin_want(o, wait_ms, spin, initial_ms, max_ms);
+}

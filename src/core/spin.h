@@ -1,7 +1,8 @@
 #ifndef LK_CORE_SPIN_H
 #define LK_CORE_SPIN_H
 
-/* Spin mode (docs/objects.md, "Spin mode"): a wait that never subscribes.
+/* Spin mode (docs/lock.md, "Spin mode"; docs/objects.md, "Waiting"): a wait
+ * that never subscribes.
  * After a busy answer it sleeps a back-off and tries again: the first sleep
  * is about the initial back-off, each next one's base doubles up to the
  * largest, and every sleep is drawn between half its base and its base
@@ -31,6 +32,15 @@ static inline int lk__valid_spin_ms(int64_t v) { return v >= 0 && v <= LK_SPIN_M
  * (out of range) or LK_ENOMEM. */
 int lk__obj_spin_want(lk__obj_t *o, int64_t wait_ms, int spin, int64_t initial_ms,
                       int64_t max_ms);
+/* The two wants every acquire with replica sync and spin options states the
+ * same way, from its options struct opts (fields sync_replicas, wait_ms,
+ * spin, spin_initial_ms, spin_max_ms): lk__obj_sync_want, then
+ * lk__obj_spin_want. 0 or the first one's code. */
+#define LK__OBJ_WAIT_WANTS(o, opts)                                                 \
+  lk__obj_wait_wants((o), (opts)->sync_replicas, (opts)->wait_ms, (opts)->spin,     \
+                     (opts)->spin_initial_ms, (opts)->spin_max_ms)
+int lk__obj_wait_wants(lk__obj_t *o, int sync_replicas, int64_t wait_ms, int spin,
+                       int64_t initial_ms, int64_t max_ms);
 /* The next sleep of a spinning wait, ms (>= 1), and the back-off grows. */
 int64_t lk__spin_next(lk__obj_t *o);
 

@@ -16,8 +16,6 @@
 /* Script reply tags (scripts/fair/acquire.lua). */
 enum { TAG_GRANTED = 0, TAG_QUEUED = 1, TAG_OUT = 2 };
 
-static void on_acquire_reply(void *data, int status, redisReply *r);
-
 /* --- leaving the queue --- */
 
 lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb cb,
@@ -136,7 +134,7 @@ int lk__fair_attempt(lk__obj_t *o) {
   }
   assert(n <= (int)(sizeof(argv) / sizeof(argv[0])));
   o->op = lk__script_call(c, lk__fair_script("fair/acquire"), nkeys, n - nkeys, argv, lens,
-                          on_acquire_reply, f, &err);
+                          lk__obj_attempt_reply, o, &err);
   if (o->op == NULL)
     return err;
   if (!last)
@@ -146,7 +144,8 @@ int lk__fair_attempt(lk__obj_t *o) {
 
 /* The server granted a hold: the core's grant routine counts it, keeps its
  * lease and checks its token (core/hold.h). The queue entry went with it. */
-static void acquired(lk_fair_t *f, const redisReply *r) {
+void lk__fair_acquired(lk__obj_t *o, const redisReply *r) {
+  lk_fair_t *f = (lk_fair_t *)o;
   lk__grant_t g = {0};
   f->maybe_queued = 0;
   f->position = -1;
@@ -167,8 +166,8 @@ static void acquired(lk_fair_t *f, const redisReply *r) {
 
 /* Still waiting: report a new position, then sleep until a message on this
  * owner's channel, the script's hint, or the refresh interval. */
-static void queued(lk_fair_t *f, const redisReply *r) {
-  lk__obj_t *o = &f->base;
+void lk__fair_queued(lk__obj_t *o, const redisReply *r) {
+  lk_fair_t *f = (lk_fair_t *)o;
   long long hint = r->element[1]->integer, pos = r->element[2]->integer;
   int64_t refresh = f->req_waiter_timeout_ms / 3;
   f->maybe_queued = 1;
@@ -189,34 +188,24 @@ static void queued(lk_fair_t *f, const redisReply *r) {
   lk__obj_busy(o, hint);
 }
 
-static void on_acquire_reply(void *data, int status, redisReply *r) {
-  lk_fair_t *f = data;
-  lk__obj_t *o = &f->base;
-  int tag;
-  o->op = NULL;
-  if (status != 0) {
-    /* Resent within the budget when safe: the script recognises an earlier
-     * attempt that took the lock by the expected count, and joining the
-     * queue twice is a refresh. */
-    lk__outcome_failed(o, status, r);
-    return;
-  }
-  tag = reply_tag(r);
-  if (tag < 0) {
-    lk__outcome_garbled(o);
-    return;
-  }
-  /* Any answer settles an earlier lost one: a grant it took would show as
-   * the expected count plus one, and be reported as this grant. */
-  lk__outcome_answered(o);
-  if (tag == TAG_GRANTED) {
-    acquired(f, r);
-  } else if (tag == TAG_QUEUED) {
-    queued(f, r);
-  } else {
+/* The three answers of scripts/fair/acquire.lua: the lock, a place in the
+ * queue, or taken (the holder's TTL). Any answer settles an earlier lost
+ * one: a grant it took would show as the expected count plus one, and be
+ * reported as this grant; joining the queue twice is a refresh. */
+int lk__fair_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  switch (reply_tag(r)) {
+  case TAG_GRANTED:
+    return LK__ANSWER_GRANTED;
+  case TAG_QUEUED:
+    return LK__ANSWER_OWN;
+  case TAG_OUT:
     f->maybe_queued = 0;
     f->position = -1;
-    lk__obj_busy(o, r->element[1]->integer);
+    *v = r->element[1]->integer;
+    return LK__ANSWER_BUSY;
+  default:
+    return LK__ANSWER_GARBLED;
   }
 }
 

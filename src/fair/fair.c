@@ -78,10 +78,7 @@ static void on_close_leave(void *data, int status, redisReply *r) {
   lk_fair_t *f = data;
   (void)r;
   f->base.op = NULL;
-  if (status != 0 && status != LK_ECANCELED)
-    lk__log(LK__FAIR_CLIENT(f), lk__trouble_level(status),
-            "release on close failed (%s); the lock expires with its lease",
-            lk_err_name(status));
+  lk__obj_close_release_failed(&f->base, status, "release", "the lock");
   f->hold.count = 0;
   lk__obj_close_done(&f->base);
 }
@@ -138,7 +135,14 @@ static const lk__obj_ops_t lk__fair_ops = {
     .counted = lk__fair_counted,
     .undo = lk__fair_undo,
     .is_grant = lk__fair_is_grant,
-    .deferred = lk__fair_deferred_release,
+    .read_attempt = lk__fair_read_attempt,
+    .granted = lk__fair_acquired,
+    .own_answer = lk__fair_queued,
+    .read_release = lk__fair_read_release,
+    .send_release = lk__fair_send_release,
+    .resend_release = lk__fair_resend_release,
+    .release_end = lk__fair_release_end,
+    .deferred = lk__obj_release_deferred,
     .give_back = lk__fair_give_back,
     .lose = lk__fair_lose,
     .handle_kind = LK_KIND_FAIR,

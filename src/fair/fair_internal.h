@@ -92,6 +92,17 @@ void lk__fair_abandon(lk__obj_t *o);
 int lk__fair_counted(lk__obj_t *o);
 lk__op_t *lk__fair_undo(lk__obj_t *o, int known_grant);
 int lk__fair_is_grant(const redisReply *r);
+/* The acquire's reply (ops->read_attempt), its grant (ops->granted) and a
+ * place in the queue (ops->own_answer). */
+int lk__fair_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);
+void lk__fair_acquired(lk__obj_t *o, const redisReply *r);
+void lk__fair_queued(lk__obj_t *o, const redisReply *r);
+/* The release's reply (ops->read_release, resend_release, release_end:
+ * release.c). */
+int lk__fair_read_release(lk__obj_t *o, const redisReply *r, int *status);
+int lk__fair_send_release(lk__obj_t *o);
+int lk__fair_resend_release(lk__obj_t *o);
+void lk__fair_release_end(lk__obj_t *o, int status);
 /* Leaves the queue, and drops `drop` holds (-1 all, 0 none) when the owner's
  * count is `cond` (-1: whatever it is). Sent now (send = 1), behind anything
  * this object sent before, or prepared for later. cb/data NULL: nobody waits
@@ -108,7 +119,6 @@ void lk__fair_lose(lk__obj_t *o);
 void lk__fair_value_done(lk__obj_t *o, int kind);
 void lk__fair_on_wd_event(lk__wd_entry_t *e, int event);
 /* A release that waited for an abandoned attempt's give-back may go. */
-void lk__fair_deferred_release(lk__obj_t *o);
 
 /* fair.c */
 /* Takes the identity client_id:tid and rebuilds the channel name; the

@@ -53,18 +53,17 @@ void lk__fair_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
 
 /* --- release --- */
 
-static void on_release_reply(void *data, int status, redisReply *r);
-
 static int release_attempt(lk_fair_t *f, int resend) {
   int err = 0;
   f->base.op = release_op(f, resend && !f->owner_shared ? (int64_t)f->release_before : -1,
-                          1, on_release_reply, f, 1, &err);
+                          1, lk__obj_release_reply, &f->base, 1, &err);
   return f->base.op != NULL ? 0 : err;
 }
 
 /* A release ended: nothing held means nothing to renew; otherwise renewal
  * resumes (it was paused while the last hold's release was in flight). */
-static void release_finish(lk_fair_t *f, int status) {
+void lk__fair_release_end(lk__obj_t *o, int status) {
+  lk_fair_t *f = (lk_fair_t *)o;
   if (f->hold.count == 0) {
     f->base.lost = 0;
     lk__hold_unwatch(LK__FAIR_CLIENT(f), &f->hold);
@@ -73,37 +72,29 @@ static void release_finish(lk_fair_t *f, int status) {
   lk__fair_finish(f, status);
 }
 
-static void on_release_reply(void *data, int status, redisReply *r) {
-  lk_fair_t *f = data;
-  long long v;
-  f->base.op = NULL;
-  if (status == 0 && r->type == REDIS_REPLY_NIL) {
-    /* The server has no hold for this owner: the lease ran out. */
-    f->hold.count = 0;
-    release_finish(f, LK_ENOTOWNER);
-    return;
-  }
-  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
-    f->hold.count = f->release_before - 1;
-    if (v == 1 && !f->owner_shared)
-      f->hold.count = 0;
-    f->base.result = v;
-    release_finish(f, 0);
-    return;
-  }
-  if (status == 0) {
-    /* A shape the script never sends: whether it ran is unknown. */
-    status = LK_EUNKNOWN;
-  } else {
-    lk__obj_error(&f->base, r);
-  }
-  /* Resend after an unknown outcome: the expected count makes it apply once. */
-  if (lk__outcome_may_resend(&f->base, status) && release_attempt(f, 1) == 0)
-    return;
-  release_finish(f, lk__outcome_unknown(&f->base, status) ? LK_EUNKNOWN : status);
-}
+int lk__fair_resend_release(lk__obj_t *o) { return release_attempt((lk_fair_t *)o, 1); }
 
-static int send_release(lk_fair_t *f);
+/* The release script's answers (scripts/fair/release.lua): nil, the server
+ * has no hold for this owner (the lease ran out); 0, a hold released and
+ * some left; 1, the lock released. A resend applies once: the expected
+ * count tells an applied first attempt. */
+int lk__fair_read_release(lk__obj_t *o, const redisReply *r, int *status) {
+  lk_fair_t *f = (lk_fair_t *)o;
+  long long v;
+  if (r->type == REDIS_REPLY_NIL) {
+    f->hold.count = 0;
+    *status = LK_ENOTOWNER;
+    return 1;
+  }
+  if (!lk__reply_is_int(r, &v) || (v != 0 && v != 1))
+    return 0;
+  f->hold.count = f->release_before - 1;
+  if (v == 1 && !f->owner_shared)
+    f->hold.count = 0;
+  f->base.result = v;
+  *status = 0;
+  return 1;
+}
 
 int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
   int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
@@ -117,22 +108,14 @@ int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
     f->base.lost = 0;
     return LK_ELEASELOST;
   }
-  lk__fair_begin(f, LK__FAIR_OP_RELEASE, cb, arg);
   f->release_before = f->hold.count;
-  /* A give-back (an abandoned acquire's, a lost lease's) is not answered
-   * yet: a release sent first could take a late grant instead of a hold
-   * this object counts, or be overtaken by it. It waits
-   * (lk__fair_deferred_release), the hold renewed meanwhile. */
-  if (lk__outcome_defer_command(&f->base))
-    return 0;
-  rc = send_release(f);
-  if (rc != 0)
-    f->base.kind = LK__FAIR_OP_NONE;
-  return rc;
+  /* After an unanswered give-back it waits, the hold renewed meanwhile. */
+  return lk__obj_release_begin(&f->base, LK__FAIR_OP_RELEASE, (lk__fn_t)cb, arg);
 }
 
 /* No renewal may follow the release of the last hold. */
-static int send_release(lk_fair_t *f) {
+int lk__fair_send_release(lk__obj_t *o) {
+  lk_fair_t *f = (lk_fair_t *)o;
   int rc;
   if (f->hold.count == 1)
     f->wd.paused = 1;
@@ -140,13 +123,6 @@ static int send_release(lk_fair_t *f) {
   if (rc != 0)
     f->wd.paused = 0; /* nothing was sent: still held, keep renewing */
   return rc;
-}
-
-void lk__fair_deferred_release(lk__obj_t *o) {
-  lk_fair_t *f = (lk_fair_t *)o;
-  int rc = send_release(f);
-  if (rc != 0)
-    lk__fair_finish(f, rc);
 }
 
 /* --- force release and queries --- */

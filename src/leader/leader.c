@@ -256,9 +256,7 @@ static int is_grant(const redisReply *r) {
          r->element[1]->type == REDIS_REPLY_INTEGER;
 }
 
-/* --- campaign --- */
-
-static void on_campaign_reply(void *data, int status, redisReply *r);
+/* --- campaign: a grant is an election, an integer the leader's TTL --- */
 
 static int attempt_campaign(lk__obj_t *o) {
   lk_leader_t *l = (lk_leader_t *)o;
@@ -274,11 +272,12 @@ static int attempt_campaign(lk__obj_t *o) {
       floor, lk__token_highest(CLIENT(l), l->counter, l->counter_len) + 1);
   argv[7] = lk__publish_cmd(CLIENT(l), &lens[7]);
   o->op = lk__script_call(CLIENT(l), script("leader/campaign"), 3, 5, argv, lens,
-                          on_campaign_reply, l, &err);
+                          lk__obj_attempt_reply, o, &err);
   return o->op != NULL ? 0 : err;
 }
 
-static void elected(lk_leader_t *l, const redisReply *r) {
+static void elected(lk__obj_t *o, const redisReply *r) {
+  lk_leader_t *l = (lk_leader_t *)o;
   lk__grant_t g = {0};
   g.hold = &l->hold;
   g.count = 1;
@@ -292,25 +291,6 @@ static void elected(lk_leader_t *l, const redisReply *r) {
   g.name = l->counter;
   g.name_len = l->counter_len;
   lk__hold_grant(&l->base, &g);
-}
-
-static void on_campaign_reply(void *data, int status, redisReply *r) {
-  lk_leader_t *l = data;
-  long long ttl;
-  l->base.op = NULL;
-  if (status != 0) {
-    lk__outcome_failed(&l->base, status, r);
-    return;
-  }
-  if (is_grant(r)) {
-    lk__outcome_answered(&l->base);
-    elected(l, r);
-  } else if (lk__reply_is_int(r, &ttl)) {
-    lk__outcome_answered(&l->base);
-    lk__obj_busy(&l->base, ttl);
-  } else {
-    lk__outcome_garbled(&l->base);
-  }
 }
 
 /* A campaign only wakes for a leadership given back ("R<term>"); an
@@ -394,37 +374,23 @@ int lk_leader_cancel(lk_leader_t *l) { return lk_handle_cancel(LK__H(l)); }
 
 /* --- resign --- */
 
-static void on_resign_reply(void *data, int status, redisReply *r);
-
 static int resign_attempt(lk_leader_t *l) {
   int err = 0;
-  l->base.op = resign_op(l, on_resign_reply, l, 1, &err);
+  l->base.op = resign_op(l, lk__obj_release_reply, &l->base, 1, &err);
   return l->base.op != NULL ? 0 : err;
 }
 
-static void on_resign_reply(void *data, int status, redisReply *r) {
-  lk_leader_t *l = data;
-  long long v;
-  l->base.op = NULL;
-  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
-    l->base.result = v;
-    /* 0 after a resend: the attempt whose reply was lost gave it back. */
-    lk__obj_finish(&l->base, v == 1 || l->base.resends > 0 ? 0 : LK_ENOTOWNER);
-    return;
-  }
-  if (status == 0)
-    status = LK_EUNKNOWN; /* a shape the script never sends */
-  else
-    lk__obj_error(&l->base, r);
-  if (lk__outcome_may_resend(&l->base, status) && resign_attempt(l) == 0)
-    return;
-  lk__obj_finish(&l->base, lk__outcome_unknown(&l->base, status) ? LK_EUNKNOWN : status);
-}
+static int send_resign(lk__obj_t *o) { return resign_attempt((lk_leader_t *)o); }
 
-static void deferred_resign(lk__obj_t *o) {
-  int rc = resign_attempt((lk_leader_t *)o);
-  if (rc != 0)
-    lk__obj_finish(o, rc);
+/* The resign script's answer: 1 given back, 0 not this owner's (any more). */
+static int read_resign(lk__obj_t *o, const redisReply *r, int *status) {
+  long long v;
+  if (!lk__reply_is_int(r, &v) || (v != 0 && v != 1))
+    return 0;
+  o->result = v;
+  /* 0 after a resend: the attempt whose reply was lost gave it back. */
+  *status = v == 1 || o->resends > 0 ? 0 : LK_ENOTOWNER;
+  return 1;
 }
 
 int lk_leader_resign(lk_leader_t *l, lk_leader_cb cb, void *arg) {
@@ -441,14 +407,9 @@ int lk_leader_resign(lk_leader_t *l, lk_leader_cb cb, void *arg) {
   /* Not the leader any more from here on, whatever the reply says. */
   stop_renewing(l);
   l->hold.count = 0;
-  lk__obj_begin(&l->base, OP_RESIGN, (lk__fn_t)cb, arg);
-  /* An abandoned campaign attempt's give-back goes first (core/outcome.h). */
-  if (lk__outcome_defer_command(&l->base))
-    return 0;
-  rc = resign_attempt(l);
-  if (rc != 0)
-    l->base.kind = OP_NONE; /* not sent: the leadership expires with its lease */
-  return rc;
+  /* An abandoned campaign attempt's give-back goes first (core/outcome.h);
+   * a resign that cannot be sent leaves the leadership to its lease. */
+  return lk__obj_release_begin(&l->base, OP_RESIGN, (lk__fn_t)cb, arg);
 }
 
 /* --- lifecycle --- */
@@ -457,10 +418,7 @@ static void on_close_release(void *data, int status, redisReply *r) {
   lk_leader_t *l = data;
   (void)r;
   l->base.op = NULL;
-  if (status != 0 && status != LK_ECANCELED)
-    lk__log(CLIENT(l), lk__trouble_level(status),
-            "resign on close failed (%s); the leadership expires with its lease",
-            lk_err_name(status));
+  lk__obj_close_release_failed(&l->base, status, "resign", "the leadership");
   lk__obj_close_done(&l->base);
 }
 
@@ -515,7 +473,11 @@ static const lk__obj_ops_t lk__leader_ops = {
     .counted = counted,
     .undo = undo_attempt,
     .is_grant = is_grant,
-    .deferred = deferred_resign,
+    .granted = elected,
+    .read_release = read_resign,
+    .send_release = send_resign,
+    .resend_release = send_resign,
+    .deferred = lk__obj_release_deferred,
     .give_back = give_back_hold,
     .lose = lose,
     .handle_kind = LK_KIND_LEADER,

@@ -183,8 +183,6 @@ static int is_grant(const redisReply *r) {
 
 /* --- acquiring --- */
 
-static void on_acquire_reply(void *data, int status, redisReply *r);
-
 static int attempt_acquire(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   char lease[24], before[24], floor[24];
@@ -211,7 +209,7 @@ static int attempt_acquire(lk__obj_t *o) {
     o->op = lk__script_call(CLIENT(l),
                             LAYOUT_SCRIPT(l, acquire_fenced, "lock/acquire_fenced"),
                             2, 6, argv, lens,
-                            on_acquire_reply, l, &err);
+                            lk__obj_attempt_reply, o, &err);
   } else {
     argv[0] = l->name, lens[0] = l->name_len;
     argv[1] = lease, lens[1] = lease_len;
@@ -221,14 +219,15 @@ static int attempt_acquire(lk__obj_t *o) {
     argv[5] = reentrant, lens[5] = 1;
     o->op = lk__script_call(CLIENT(l), LAYOUT_SCRIPT(l, acquire, "lock/acquire"),
                             1, 5, argv, lens,
-                            on_acquire_reply, l, &err);
+                            lk__obj_attempt_reply, o, &err);
   }
   return o->op != NULL ? 0 : err;
 }
 
 /* The server granted a hold: the core's grant routine counts it and keeps
  * its lease (core/hold.h). */
-static void acquired(lk_lock_t *l, const redisReply *r) {
+static void acquired(lk__obj_t *o, const redisReply *r) {
+  lk_lock_t *l = (lk_lock_t *)o;
   lk__grant_t g = {0};
   /* A fresh holding is fenced or not by its first grant; a fenced
    * re-entry makes it fenced (its token is then the newest). */
@@ -251,24 +250,14 @@ static void acquired(lk_lock_t *l, const redisReply *r) {
   lk__hold_grant(&l->base, &g);
 }
 
-static void on_acquire_reply(void *data, int status, redisReply *r) {
-  lk_lock_t *l = data;
-  long long ttl;
-  l->base.op = NULL;
-  if (status != 0) {
-    lk__outcome_failed(&l->base, status, r);
-    return;
-  }
-  if (is_grant(r)) {
-    lk__outcome_answered(&l->base);
-    acquired(l, r);
-  } else if (lk__reply_is_int(r, &ttl)) {
-    lk__outcome_answered(&l->base);
-    l->busy_ttl = ttl;
-    lk__obj_busy(&l->base, ttl);
-  } else {
-    lk__outcome_garbled(&l->base);
-  }
+/* A grant (is_grant), or "taken" with the holder's TTL, kept for the
+ * RedLock: it counts a taken master's vote and the shortest TTL it met
+ * (lk__lock_busy_ttl). */
+static int read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
+  int answer = lk__obj_read_grant_or_busy(o, r, v);
+  if (answer == LK__ANSWER_BUSY)
+    ((lk_lock_t *)o)->busy_ttl = *v;
+  return answer;
 }
 
 void lk_lock_opts_init(lk_lock_opts_t *o) {
@@ -303,10 +292,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
    * decides (the lease ran out: LK_ELEASELOST; still there: refused). */
   if (!opts->reentrant && lk_lock_is_held(l))
     return LK_EREENTRY;
-  rc = lk__obj_sync_want(&l->base, opts->sync_replicas);
-  if (rc == 0)
-    rc = lk__obj_spin_want(&l->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
-                           opts->spin_max_ms);
+  rc = LK__OBJ_WAIT_WANTS(&l->base, opts);
   if (rc != 0)
     return rc;
   if (opts->fenced && l->token_key == NULL) {
@@ -369,8 +355,6 @@ int lk_lock_cancel(lk_lock_t *l) { return lk_handle_cancel(LK__H(l)); }
 
 /* --- release --- */
 
-static void on_release_reply(void *data, int status, redisReply *r);
-
 static int release_attempt(lk_lock_t *l, int resend) {
   int err = 0;
   /* The lean layout's server keeps no count: a first attempt passes the
@@ -378,13 +362,15 @@ static int release_attempt(lk_lock_t *l, int resend) {
    * (scripts/lean/release.lua). */
   int counts = l->lean && !l->owner_shared && !resend;
   l->base.op = release_op(l, (resend || counts) && !l->owner_shared ? (int64_t)l->release_before : -1,
-                          1, counts ? "count" : "resend", on_release_reply, l, 1, &err);
+                          1, counts ? "count" : "resend", lk__obj_release_reply, &l->base, 1,
+                          &err);
   return l->base.op != NULL ? 0 : err;
 }
 
 /* A release ended: nothing held means nothing to renew; otherwise renewal
  * resumes (it was paused while the last hold's release was in flight). */
-static void release_finish(lk_lock_t *l, int status) {
+static void release_end(lk__obj_t *o, int status) {
+  lk_lock_t *l = (lk_lock_t *)o;
   if (l->hold.count == 0) {
     l->base.lost = 0;
     lk__hold_unwatch(CLIENT(l), &l->hold);
@@ -393,55 +379,44 @@ static void release_finish(lk_lock_t *l, int status) {
   finish(l, status);
 }
 
-static void on_release_reply(void *data, int status, redisReply *r) {
-  lk_lock_t *l = data;
-  long long v;
-  l->base.op = NULL;
-  if (status == 0 && r->type == REDIS_REPLY_NIL) {
-    /* The server has no hold for this owner: the lease ran out. */
-    l->hold.count = 0;
-    release_finish(l, LK_ENOTOWNER);
-    return;
-  }
-  if (status == 0 && lk__reply_is_int(r, &v) && v >= 0) {
-    if (v == 1) {
-      /* Released and nobody listened: no other process contends now. */
-      size_t len = 0;
-      const char *ch = channel(l, &len);
-      if (ch != NULL)
-        lk__sub_note_others(CLIENT(l), ch, len, 0);
-    }
-    if (v >= 2) {
-      /* Released while v - 1 connections listened (scripts/lock/release.lua). */
-      size_t len = 0;
-      const char *ch = channel(l, &len);
-      l->released_to_waiters_ns = lk__now_ns();
-      if (ch != NULL)
-        lk__sub_note_others(CLIENT(l), ch, len, v - 1);
-      v = 1;
-    }
-    l->hold.count = l->release_before - 1;
-    if (v == 1 && !l->owner_shared)
-      l->hold.count = 0;
-    l->base.result = v;
-    release_finish(l, 0);
-    return;
-  }
-  if (status == 0) {
-    /* A shape the script never sends: whether it ran is unknown. */
-    status = LK_EUNKNOWN;
-  } else {
-    lk__obj_error(&l->base, r);
-  }
-  /* Resend after an unknown outcome (the script recognises an applied
-   * first attempt by the count before it); a resend that could not be sent
-   * (the reconnect failed) is tried again too, within the same budget. */
-  if (lk__outcome_may_resend(&l->base, status) && release_attempt(l, 1) == 0)
-    return;
-  release_finish(l, lk__outcome_unknown(&l->base, status) ? LK_EUNKNOWN : status);
-}
+static int resend_release(lk__obj_t *o) { return release_attempt((lk_lock_t *)o, 1); }
 
-static int send_release(lk_lock_t *l);
+/* The release script's answers (scripts/lock/release.lua): nil, the server
+ * has no hold for this owner (the lease ran out); 0, a hold released and
+ * some left; 1, the lock released and nobody listened; v >= 2, released
+ * while v - 1 connections listened. */
+static int read_release(lk__obj_t *o, const redisReply *r, int *status) {
+  lk_lock_t *l = (lk_lock_t *)o;
+  long long v;
+  if (r->type == REDIS_REPLY_NIL) {
+    l->hold.count = 0;
+    *status = LK_ENOTOWNER;
+    return 1;
+  }
+  if (!lk__reply_is_int(r, &v) || v < 0)
+    return 0;
+  if (v == 1) {
+    /* Released and nobody listened: no other process contends now. */
+    size_t len = 0;
+    const char *ch = channel(l, &len);
+    if (ch != NULL)
+      lk__sub_note_others(CLIENT(l), ch, len, 0);
+  }
+  if (v >= 2) {
+    size_t len = 0;
+    const char *ch = channel(l, &len);
+    l->released_to_waiters_ns = lk__now_ns();
+    if (ch != NULL)
+      lk__sub_note_others(CLIENT(l), ch, len, v - 1);
+    v = 1;
+  }
+  l->hold.count = l->release_before - 1;
+  if (v == 1 && !l->owner_shared)
+    l->hold.count = 0;
+  l->base.result = v;
+  *status = 0;
+  return 1;
+}
 
 int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
@@ -455,23 +430,15 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
     l->base.lost = 0;
     return LK_ELEASELOST;
   }
-  begin(l, OP_RELEASE, cb, arg);
   l->release_before = l->hold.count;
-  /* A give-back (an abandoned acquire's, a lost lease's) is not answered
-   * yet: a release sent first could take a late grant instead of a hold
-   * this object counts, or be overtaken by it. It waits (deferred_release),
-   * the hold renewed meanwhile. */
-  if (lk__outcome_defer_command(&l->base))
-    return 0;
-  rc = send_release(l);
-  if (rc != 0)
-    l->base.kind = OP_NONE;
-  return rc;
+  /* After an unanswered give-back it waits, the hold renewed meanwhile. */
+  return lk__obj_release_begin(&l->base, OP_RELEASE, (lk__fn_t)cb, arg);
 }
 
 /* No renewal may follow the release of the last hold. One already in
  * flight is ahead of it on the connection, so it cannot outlive it. */
-static int send_release(lk_lock_t *l) {
+static int send_release(lk__obj_t *o) {
+  lk_lock_t *l = (lk_lock_t *)o;
   int rc;
   if (l->hold.count == 1)
     set_paused(l, 1);
@@ -479,13 +446,6 @@ static int send_release(lk_lock_t *l) {
   if (rc != 0)
     set_paused(l, 0); /* nothing was sent: still held, keep renewing */
   return rc;
-}
-
-static void deferred_release(lk__obj_t *o) {
-  lk_lock_t *l = (lk_lock_t *)o;
-  int rc = send_release(l);
-  if (rc != 0)
-    finish(l, rc);
 }
 
 /* --- force release and queries --- */
@@ -681,11 +641,9 @@ static int set_owner(lk_lock_t *l, const char *client_id, uint64_t tid) {
 
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
+  (void)r;
   l->base.op = NULL;
-  if (status != 0 && status != LK_ECANCELED)
-    lk__log(CLIENT(l), lk__trouble_level(status),
-            "release on close failed (%s); the lock expires with its lease",
-            lk_err_name(status));
+  lk__obj_close_release_failed(&l->base, status, "release", "the lock");
   l->hold.count = 0;
   lk__obj_close_done(&l->base);
 }
@@ -751,7 +709,13 @@ static const lk__obj_ops_t lk__lock_ops = {
     .counted = counted,
     .undo = undo_attempt,
     .is_grant = is_grant,
-    .deferred = deferred_release,
+    .read_attempt = read_attempt,
+    .granted = acquired,
+    .read_release = read_release,
+    .send_release = send_release,
+    .resend_release = resend_release,
+    .release_end = release_end,
+    .deferred = lk__obj_release_deferred,
     .give_back = give_back_hold,
     .lose = lose,
     .value_done = value_done,

@@ -17,8 +17,6 @@
 #include "core/outcome.h"
 #include "ratelimiter/ratelimiter_internal.h"
 
-static void on_acquire_reply(void *data, int status, redisReply *r);
-
 int lk__rl_attempt(lk__obj_t *o) {
   lk_ratelimiter_t *rl = (lk_ratelimiter_t *)o;
   char n[24];
@@ -30,7 +28,7 @@ int lk__rl_attempt(lk__obj_t *o) {
   argv[5] = lk__rl_i64(n, rl->permits), lens[5] = strlen(n);
   argv[6] = (const char *)rl->id, lens[6] = LK__RL_ID_LEN;
   o->op = lk__script_call(o->client, lk__rl_script("ratelimiter/acquire"), 5, 2, argv, lens,
-                          on_acquire_reply, rl, &err);
+                          lk__obj_attempt_reply, o, &err);
   return o->op != NULL ? 0 : err;
 }
 
@@ -44,44 +42,47 @@ static int elem(const redisReply *r, size_t i, long long *out) {
   return lk__reply_is_int(r->element[i], out);
 }
 
-static void on_acquire_reply(void *data, int status, redisReply *r) {
-  lk_ratelimiter_t *rl = data;
-  lk__obj_t *o = &rl->base;
+/* The script's four answers: {1, grant time, permits left}, {0, ms until
+ * enough permits leave the window}, {-1, the rate} (more permits asked than
+ * the rate has), {-2} (no rate set). A failed attempt is resent when safe:
+ * the request id tells an earlier grant. */
+int lk__rl_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
+  lk_ratelimiter_t *rl = (lk_ratelimiter_t *)o;
   long long flag, a = 0, b = 0;
-  o->op = NULL;
-  if (status != 0) {
-    /* A resend is safe: the request id tells an earlier grant. */
-    lk__outcome_failed(o, status, r);
-    return;
-  }
-  if (!elem(r, 0, &flag)) {
-    lk__outcome_garbled(o);
-    return;
-  }
-  if (flag == 1 && r->elements == 3 && elem(r, 1, &a) && elem(r, 2, &b)) {
-    lk__outcome_answered(o);
-    rl->grant_time_ms = a;
-    o->result = b;
-    lk__obj_finish(o, 0);
-  } else if (flag == 0 && r->elements == 2 && elem(r, 1, &a)) {
-    lk__outcome_answered(o);
+  if (!elem(r, 0, &flag))
+    return LK__ANSWER_GARBLED;
+  if (flag == 1 && r->elements == 3 && elem(r, 1, &a) && elem(r, 2, &b))
+    return LK__ANSWER_GRANTED;
+  if (flag == 0 && r->elements == 2 && elem(r, 1, &a)) {
     rl->last_wait_ms = a < 0 ? 0 : a;
     o->result = rl->last_wait_ms;
-    lk__obj_busy(o, rl->last_wait_ms);
-  } else if (flag == -1 && r->elements == 2 && elem(r, 1, &a)) {
+    *v = rl->last_wait_ms;
+    return LK__ANSWER_BUSY;
+  }
+  if (flag == -1 && r->elements == 2 && elem(r, 1, &a)) {
     char text[160];
-    lk__outcome_answered(o);
     snprintf(text, sizeof text, "%" PRId64 " permits requested, more than the rate (%lld)",
              rl->permits, a);
     lk__obj_set_errtext(o, text);
-    lk__obj_finish(o, LK_EINVAL);
-  } else if (flag == -2 && r->elements == 1) {
-    lk__outcome_answered(o);
-    lk__rl_not_set(o);
-    lk__obj_finish(o, LK_EINVAL);
-  } else {
-    lk__outcome_garbled(o);
+    *v = LK_EINVAL;
+    return LK__ANSWER_REFUSED;
   }
+  if (flag == -2 && r->elements == 1) {
+    lk__rl_not_set(o);
+    *v = LK_EINVAL;
+    return LK__ANSWER_REFUSED;
+  }
+  return LK__ANSWER_GARBLED;
+}
+
+void lk__rl_granted(lk__obj_t *o, const redisReply *r) {
+  lk_ratelimiter_t *rl = (lk_ratelimiter_t *)o;
+  long long a = 0, b = 0;
+  (void)elem(r, 1, &a); /* read_attempt saw both */
+  (void)elem(r, 2, &b);
+  rl->grant_time_ms = a;
+  o->result = b;
+  lk__obj_finish(o, 0);
 }
 
 void lk_ratelimiter_opts_init(lk_ratelimiter_opts_t *o) {

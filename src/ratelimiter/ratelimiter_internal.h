@@ -41,6 +41,8 @@ const char *lk__rl_i64(char buf[24], int64_t n);
 
 /* The acquire's verbs for the ops table (acquire.c). */
 int lk__rl_attempt(lk__obj_t *o);
+int lk__rl_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);
+void lk__rl_granted(lk__obj_t *o, const redisReply *r);
 /* Sets the error text for a "no rate set" reply. */
 void lk__rl_not_set(lk__obj_t *o);
 

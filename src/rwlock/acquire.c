@@ -11,8 +11,6 @@
 #include "core/tokens.h"
 #include "rwlock/rwlock_int.h"
 
-static void on_acquire_reply(void *data, int status, redisReply *r);
-
 int lk__rw_attempt(lk__obj_t *o) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int s = rw->req_side, err = 0, nkeys = 0, nargs = 0;
@@ -49,7 +47,7 @@ int lk__rw_attempt(lk__obj_t *o) {
   o->op = lk__script_call(o->client,
                           lk__script_find(s == LK__RW_R ? "rwlock/read_acquire"
                                                         : "rwlock/write_acquire"),
-                          nkeys, nargs, argv, lens, on_acquire_reply, rw, &err);
+                          nkeys, nargs, argv, lens, lk__obj_attempt_reply, o, &err);
   return o->op != NULL ? 0 : err;
 }
 
@@ -89,7 +87,8 @@ static int is_upgrade_refusal(const redisReply *r) {
  * its lease (core/hold.h). The script reports this owner's count on the
  * other side too, so a re-entry notices holds of either side that vanished;
  * the read side's explicit deadline is its earliest hold's. */
-static void acquired(lk_rwlock_t *rw, const redisReply *r) {
+void lk__rw_acquired(lk__obj_t *o, const redisReply *r) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int s = rw->req_side;
   lk__grant_t g = {0};
   g.hold = &rw->side[s];
@@ -110,28 +109,15 @@ static void acquired(lk_rwlock_t *rw, const redisReply *r) {
   lk__hold_grant(&rw->base, &g);
 }
 
-static void on_acquire_reply(void *data, int status, redisReply *r) {
-  lk_rwlock_t *rw = data;
-  long long ttl;
-  rw->base.op = NULL;
-  if (status != 0) {
-    lk__outcome_failed(&rw->base, status, r);
-    return;
+/* A grant, the holder's TTL, or "upgrade": this owner reads (through
+ * another object sharing its identity), so waiting for the write side would
+ * be waiting for itself. */
+int lk__rw_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
+  if (is_upgrade_refusal(r)) {
+    *v = LK_EUPGRADE;
+    return LK__ANSWER_REFUSED;
   }
-  if (lk__rw_is_grant(r)) {
-    lk__outcome_answered(&rw->base);
-    acquired(rw, r);
-  } else if (lk__reply_is_int(r, &ttl)) {
-    lk__outcome_answered(&rw->base);
-    lk__obj_busy(&rw->base, ttl);
-  } else if (is_upgrade_refusal(r)) {
-    /* This owner reads (through another object sharing its identity):
-     * waiting for the write side would be waiting for itself. */
-    lk__outcome_answered(&rw->base);
-    lk__obj_finish(&rw->base, LK_EUPGRADE);
-  } else {
-    lk__outcome_garbled(&rw->base);
-  }
+  return lk__obj_read_grant_or_busy(o, r, v);
 }
 
 /* --- waking --- */

@@ -71,20 +71,19 @@ static void give_back_side(lk_rwlock_t *rw, int s) {
 
 /* --- release --- */
 
-static void on_release_reply(void *data, int status, redisReply *r);
-
 static int release_attempt(lk_rwlock_t *rw, int resend) {
   int err = 0;
   rw->base.op = lk__rw_release_op(
       rw, rw->req_side, resend && !rw->owner_shared ? (int64_t)rw->release_before : -1, 1, 0,
-      on_release_reply, rw, 1, &err);
+      lk__obj_release_reply, &rw->base, 1, &err);
   return rw->base.op != NULL ? 0 : err;
 }
 
 /* A release ended: a side holding nothing has nothing to renew; otherwise
  * its renewal resumes (it was paused while the last hold's release was in
  * flight). */
-static void release_finish(lk_rwlock_t *rw, int status) {
+void lk__rw_release_end(lk__obj_t *o, int status) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int s = rw->req_side;
   if (rw->side[s].count == 0)
     lk__hold_unwatch(LK__RW_CLIENT(rw), &rw->side[s]);
@@ -94,41 +93,29 @@ static void release_finish(lk_rwlock_t *rw, int status) {
   lk__obj_finish(&rw->base, status);
 }
 
-static void on_release_reply(void *data, int status, redisReply *r) {
-  lk_rwlock_t *rw = data;
+int lk__rw_resend_release(lk__obj_t *o) { return release_attempt((lk_rwlock_t *)o, 1); }
+
+/* The release scripts' answers (scripts/rwlock/read_release.lua,
+ * write_release.lua): nil, the server has no hold of this owner's on that
+ * side (the lease ran out, or the lock was forced); else the holds left. */
+int lk__rw_read_release(lk__obj_t *o, const redisReply *r, int *status) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
   lk__hold_t *h = &rw->side[rw->req_side];
   long long left;
-  rw->base.op = NULL;
-  if (status == 0 && r->type == REDIS_REPLY_NIL) {
-    /* The server has no hold of this owner's on that side: the lease ran
-     * out, or the lock was forced. */
+  if (r->type == REDIS_REPLY_NIL) {
     h->count = 0;
-    release_finish(rw, LK_ENOTOWNER);
-    return;
+    *status = LK_ENOTOWNER;
+    return 1;
   }
-  if (status == 0 && lk__reply_is_int(r, &left) && left >= 0) {
-    h->count = rw->release_before - 1;
-    if (left == 0)
-      h->count = 0; /* the server's count is the truth when none is left */
-    rw->base.result = h->count == 0;
-    release_finish(rw, 0);
-    return;
-  }
-  if (status == 0) {
-    /* A shape the script never sends: whether it ran is unknown. */
-    status = LK_EUNKNOWN;
-  } else {
-    lk__obj_error(&rw->base, r);
-  }
-  /* Resend after an unknown outcome (the script recognises an applied
-   * first attempt by the count before it); a resend that could not be sent
-   * (the reconnect failed) is tried again too, within the same budget. */
-  if (lk__outcome_may_resend(&rw->base, status) && release_attempt(rw, 1) == 0)
-    return;
-  release_finish(rw, lk__outcome_unknown(&rw->base, status) ? LK_EUNKNOWN : status);
+  if (!lk__reply_is_int(r, &left) || left < 0)
+    return 0;
+  h->count = rw->release_before - 1;
+  if (left == 0)
+    h->count = 0; /* the server's count is the truth when none is left */
+  rw->base.result = h->count == 0;
+  *status = 0;
+  return 1;
 }
-
-static int send_release(lk_rwlock_t *rw);
 
 int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
                       void *arg) {
@@ -146,24 +133,17 @@ int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
     rw->base.lost = 0;
     return LK_ELEASELOST;
   }
-  lk__obj_begin(&rw->base, LK__RW_OP_RELEASE, (lk__fn_t)cb, arg);
   rw->req_side = s;
   rw->release_before = rw->side[s].count;
-  /* A give-back (an abandoned acquire's, a lost lease's) is not answered
-   * yet: a release sent first could drop a late grant instead of a hold
-   * this object counts, or be overtaken by it. It waits
-   * (lk__rw_release_deferred), the side renewed meanwhile. */
-  if (lk__outcome_defer_command(&rw->base))
-    return 0;
-  rc = send_release(rw);
-  if (rc != 0)
-    rw->base.kind = LK__RW_OP_NONE;
-  return rc;
+  /* After an unanswered give-back it waits (lk__rw_release_deferred), the
+   * side renewed meanwhile. */
+  return lk__obj_release_begin(&rw->base, LK__RW_OP_RELEASE, (lk__fn_t)cb, arg);
 }
 
 /* No renewal may follow the release of the side's last hold. One already
  * in flight is ahead of it on the connection, so it cannot outlive it. */
-static int send_release(lk_rwlock_t *rw) {
+int lk__rw_send_release(lk__obj_t *o) {
+  lk_rwlock_t *rw = (lk_rwlock_t *)o;
   int s = rw->req_side, rc;
   if (rw->side[s].count == 1)
     rw->wd[s].paused = 1;
@@ -174,10 +154,9 @@ static int send_release(lk_rwlock_t *rw) {
 }
 
 void lk__rw_release_deferred(lk__obj_t *o) {
-  lk_rwlock_t *rw = (lk_rwlock_t *)o;
-  int rc = send_release(rw);
+  int rc = lk__rw_send_release(o);
   if (rc != 0)
-    release_finish(rw, rc);
+    lk__rw_release_end(o, rc);
 }
 
 /* --- leases --- */
@@ -217,10 +196,7 @@ void lk__rw_lose(lk__obj_t *o) {
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_rwlock_t *rw = data;
   (void)r;
-  if (status != 0 && status != LK_ECANCELED)
-    lk__log(LK__RW_CLIENT(rw), lk__trouble_level(status),
-            "release on close failed (%s); the lock expires with its lease",
-            lk_err_name(status));
+  lk__obj_close_release_failed(&rw->base, status, "release", "the lock");
   if (--rw->close_left > 0)
     return;
   rw->side[LK__RW_R].count = rw->side[LK__RW_W].count = 0;

@@ -48,10 +48,7 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
   h = &rw->side[s];
   if (h->count == UINT32_MAX)
     return LK_EINVAL;
-  rc = lk__obj_sync_want(&rw->base, opts->sync_replicas);
-  if (rc == 0)
-    rc = lk__obj_spin_want(&rw->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
-                           opts->spin_max_ms);
+  rc = LK__OBJ_WAIT_WANTS(&rw->base, opts);
   if (rc != 0)
     return rc;
   if (opts->fenced && rw->token_key == NULL) {
@@ -251,6 +248,12 @@ static const lk__obj_ops_t lk__rwlock_ops = {
     .counted = lk__rw_counted,
     .undo = lk__rw_undo,
     .is_grant = lk__rw_is_grant,
+    .read_attempt = lk__rw_read_attempt,
+    .granted = lk__rw_acquired,
+    .read_release = lk__rw_read_release,
+    .send_release = lk__rw_send_release,
+    .resend_release = lk__rw_resend_release,
+    .release_end = lk__rw_release_end,
     .deferred = lk__rw_release_deferred,
     .give_back = lk__rw_give_back,
     .lose = lk__rw_lose,

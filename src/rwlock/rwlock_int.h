@@ -75,6 +75,15 @@ int lk__rw_attempt(lk__obj_t *o);
 int lk__rw_counted(lk__obj_t *o);
 lk__op_t *lk__rw_undo(lk__obj_t *o, int known_grant);
 int lk__rw_is_grant(const redisReply *r);
+/* The acquire's reply (ops->read_attempt) and its grant (ops->granted). */
+int lk__rw_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);
+void lk__rw_acquired(lk__obj_t *o, const redisReply *r);
+/* release.c: the release's reply (ops->read_release, resend_release,
+ * release_end). */
+int lk__rw_read_release(lk__obj_t *o, const redisReply *r, int *status);
+int lk__rw_send_release(lk__obj_t *o);
+int lk__rw_resend_release(lk__obj_t *o);
+void lk__rw_release_end(lk__obj_t *o, int status);
 int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len);
 
 /* release.c */

@@ -39,8 +39,6 @@ static void finish(lk_psem_t *p, int status) { lk__obj_finish(&p->base, status);
 
 /* --- acquire --- */
 
-static void on_acquire_reply(void *data, int status, redisReply *r);
-
 static int attempt_acquire(lk__obj_t *o) {
   lk_psem_t *p = (lk_psem_t *)o;
   char n[24], lease[24];
@@ -62,13 +60,15 @@ static int attempt_acquire(lk__obj_t *o) {
                     pub_len};
   int err = 0;
   o->op = lk__script_call(o->client, lk__sem_script("semaphore/psem_acquire"), 3, 4, argv, lens,
-                          on_acquire_reply, p, &err);
+                          lk__obj_attempt_reply, o, &err);
   return o->op != NULL ? 0 : err;
 }
 
-static void acquired(lk_psem_t *p) {
+static void acquired(lk__obj_t *o, const redisReply *r) {
+  lk_psem_t *p = (lk_psem_t *)o;
   uint64_t sent = CLIENT(p)->completing_sent_ns;
   size_t k;
+  (void)r; /* {1}: nothing else to read */
   if (lk__psem_reserve((void **)&p->permits, &p->cap, p->count + p->req_n, sizeof(*p->permits)) !=
       0) {
     /* Taken but cannot be tracked: give them back rather than leak. */
@@ -89,26 +89,18 @@ static void acquired(lk_psem_t *p) {
   finish(p, 0);
 }
 
-static void on_acquire_reply(void *data, int status, redisReply *r) {
-  lk_psem_t *p = data;
-  lk__obj_t *o = &p->base;
+/* Taken ({1}), or the ms until the nearest lease ends (-1: none ends). A
+ * failed attempt is resent when safe: the script recognises its own ids if
+ * an earlier attempt took them. */
+static int read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
   int64_t flag;
-  o->op = NULL;
-  if (status != 0) {
-    /* A resend is safe: the script recognises its own ids if an earlier
-     * attempt took them. */
-    lk__outcome_failed(o, lk__sem_status(status, r), r);
-    return;
-  }
-  if (lk__sem_elem(r, 0, &flag) && flag == 1) {
-    lk__outcome_answered(o);
-    acquired(p);
-  } else if (r->type == REDIS_REPLY_INTEGER) {
-    lk__outcome_answered(o);
-    lk__obj_busy(o, r->integer); /* ms until the nearest lease ends, or -1 */
-  } else {
-    lk__outcome_garbled(o);
-  }
+  (void)o;
+  if (lk__sem_elem(r, 0, &flag) && flag == 1)
+    return LK__ANSWER_GRANTED;
+  if (r->type != REDIS_REPLY_INTEGER)
+    return LK__ANSWER_GARBLED;
+  *v = r->integer;
+  return LK__ANSWER_BUSY;
 }
 
 void lk_psem_opts_init(lk_psem_opts_t *o) {
@@ -135,10 +127,7 @@ int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, voi
   if (opts->permits < 1 || opts->permits > LK_PSEM_MAX_ACQUIRE || !lk__valid_wait(opts->wait_ms) ||
       !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
-  rc = lk__obj_sync_want(&p->base, opts->sync_replicas);
-  if (rc == 0)
-    rc = lk__obj_spin_want(&p->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
-                           opts->spin_max_ms);
+  rc = LK__OBJ_WAIT_WANTS(&p->base, opts);
   if (rc != 0)
     return rc;
   rc = lk__psem_set_req(p, (size_t)opts->permits);
@@ -628,6 +617,8 @@ static const lk__obj_ops_t lk__psem_ops = {
     .counted = counted,
     .undo = undo_acquire,
     .map_error = lk__sem_status,
+    .read_attempt = read_attempt,
+    .granted = acquired,
     .read_value = read_value,
     .refuse = refuse_acquire,
     .handle_kind = LK_KIND_PSEM,

@@ -185,31 +185,38 @@ static void on_abandon(lk__obj_t *o) {
   o->outcome_open = 0; /* settled here: lk__outcome_settle has nothing left */
 }
 
+/* Taken ({1, permits left}: the operation's result), or none to take now
+ * (an integer: no holder's TTL to wait for, the re-poll bounds the wait). */
+static int read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
+  int64_t flag, left;
+  if (lk__sem_elem(r, 0, &flag) && flag == 1 && lk__sem_elem(r, 1, &left))
+    return LK__ANSWER_GRANTED;
+  if (r->type == REDIS_REPLY_INTEGER) {
+    *v = -1;
+    return LK__ANSWER_BUSY;
+  }
+  ((lk_semaphore_t *)o)->tainted = 1; /* what ran is unknown, as for a lost reply */
+  return LK__ANSWER_GARBLED;
+}
+
+static void acquired(lk__obj_t *o, const redisReply *r) {
+  lk_semaphore_t *s = (lk_semaphore_t *)o;
+  int64_t left = 0;
+  (void)lk__sem_elem(r, 1, &left); /* read_attempt saw it */
+  s->held += s->n;
+  o->result = left;
+  finish(s, 0);
+}
+
+/* The core reads the reply (lk__obj_attempt_reply); a failure that leaves
+ * the outcome unknown taints the mark first: a copy of the attempt may still
+ * arrive. A resend is safe: the mark tells an earlier attempt that took
+ * permits. */
 static void on_acquire_reply(void *data, int status, redisReply *r) {
   lk_semaphore_t *s = data;
-  int64_t flag, left;
-  lk__obj_t *o = &s->base;
-  o->op = NULL;
-  if (status != 0) {
-    if (lk__outcome_unknown(o, status))
-      s->tainted = 1; /* a copy of the attempt may still arrive */
-    /* A resend is safe: the mark tells an earlier attempt that took
-     * permits. */
-    lk__outcome_failed(o, lk__sem_status(status, r), r);
-    return;
-  }
-  if (lk__sem_elem(r, 0, &flag) && flag == 1 && lk__sem_elem(r, 1, &left)) {
-    lk__outcome_answered(o);
-    s->held += s->n;
-    o->result = left;
-    finish(s, 0);
-  } else if (r->type == REDIS_REPLY_INTEGER) {
-    lk__outcome_answered(o);
-    lk__obj_busy(o, -1); /* no holder TTL to wait for: re-poll bounds it */
-  } else {
+  if (lk__outcome_unknown(&s->base, status))
     s->tainted = 1;
-    lk__outcome_garbled(o);
-  }
+  lk__obj_attempt_reply(&s->base, status, r);
 }
 
 void lk_semaphore_opts_init(lk_semaphore_opts_t *o) {
@@ -236,10 +243,7 @@ int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_
   if (!lk__sem_valid_count(opts->permits) || !lk__valid_wait(opts->wait_ms) ||
       opts->permits > LK_SEMAPHORE_MAX_PERMITS - s->held)
     return LK_EINVAL;
-  rc = lk__obj_sync_want(&s->base, opts->sync_replicas);
-  if (rc == 0)
-    rc = lk__obj_spin_want(&s->base, opts->wait_ms, opts->spin, opts->spin_initial_ms,
-                           opts->spin_max_ms);
+  rc = LK__OBJ_WAIT_WANTS(&s->base, opts);
   if (rc != 0)
     return rc;
   begin(s, OP_ACQUIRE, cb, arg);
@@ -612,6 +616,8 @@ static const lk__obj_ops_t lk__semaphore_ops = {
     .counted = counted,
     .undo = undo_acquire,
     .map_error = lk__sem_status,
+    .read_attempt = read_attempt,
+    .granted = acquired,
     .refuse = refuse_acquire,
     .handle_kind = LK_KIND_SEMAPHORE,
     .name = handle_name,
