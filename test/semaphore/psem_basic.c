@@ -536,12 +536,19 @@ TEST(psem_watchdog_batches_many_holders) {
   for (i = 0; i < HOLDERS; i++)
     h[i] = fx_psem(&fx, "many");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, h[0], HOLDERS, NULL));
+  int64_t mark = rt_stall_mark();
   for (i = 0; i < HOLDERS; i++)
     ASSERT_OK(psem_acquire(&fx, h[i], 1, 0, LK_LEASE_DEFAULT));
   ASSERT_EQ(srv_count(fx.srv, "many"), 0);
   fx_spin(&fx, lease * 3); /* three leases */
   lk_client_get_stats(fx.c, &st);
-  ASSERT_EQ(st.leases_lost, 0);
+  /* A machine stall past a renewal period's slack loses leases rightly. */
+  if (!EXPECT_HOLD(st.leases_lost == 0, mark, fx_renewal_slack(lease))) {
+    for (i = 0; i < HOLDERS; i++)
+      fx_close_psem(&fx, h[i]);
+    fx_finish(&fx);
+    return;
+  }
   ASSERT_GE(st.renewals, (uint64_t)HOLDERS * 3);
   /* Batched, not one each: a tick (lease/6, 100 ms at timing 1) renews
    * whatever is due in at most two scripts for 150 holders (100 keys per
