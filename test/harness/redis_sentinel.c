@@ -512,24 +512,19 @@ int rt_sentinels_wait_master(rt_sentinel_t *const *s, size_t n, int port, int64_
   return -1;
 }
 
-char *rt_sentinels_list(rt_sentinel_t *const *s, size_t n) {
+/* "127.0.0.1:P,..." over each sentinel's plain (tls = 0) or TLS port. */
+static char *sentinels_list(rt_sentinel_t *const *s, size_t n, int tls) {
   size_t cap = n * 24 + 1, len = 0;
   char *out = malloc(cap);
   if (out == NULL)
     FAIL("out of memory");
   out[0] = '\0';
   for (size_t i = 0; i < n; i++)
-    len += (size_t)snprintf(out + len, cap - len, "%s127.0.0.1:%d", i ? "," : "", s[i]->port);
+    len += (size_t)snprintf(out + len, cap - len, "%s127.0.0.1:%d", i ? "," : "",
+                            tls ? s[i]->tls_port : s[i]->port);
   return out;
 }
 
-char *rt_sentinels_tls_list(rt_sentinel_t *const *s, size_t n) {
-  size_t cap = n * 24 + 1, len = 0;
-  char *out = malloc(cap);
-  if (out == NULL)
-    FAIL("out of memory");
-  out[0] = '\0';
-  for (size_t i = 0; i < n; i++)
-    len += (size_t)snprintf(out + len, cap - len, "%s127.0.0.1:%d", i ? "," : "", s[i]->tls_port);
-  return out;
-}
+char *rt_sentinels_list(rt_sentinel_t *const *s, size_t n) { return sentinels_list(s, n, 0); }
+
+char *rt_sentinels_tls_list(rt_sentinel_t *const *s, size_t n) { return sentinels_list(s, n, 1); }
