@@ -10,32 +10,7 @@
 #include <string.h>
 
 #include "lk_fixture.h"
-
-static long long passes;
-static void on_check(uv_check_t *h) {
-  (void)h;
-  passes++;
-}
-
-static int window_done;
-static void on_window(uv_timer_t *t) {
-  (void)t;
-  window_done = 1;
-}
-
-/* Loop iterations during ms of wall time (the timer is the measurement's
- * window, not a wait for a condition). */
-static long long passes_during(fx_t *fx, uint64_t ms) {
-  uv_timer_t t;
-  long long before = passes;
-  window_done = 0;
-  uv_timer_init(&fx->loop, &t);
-  uv_timer_start(&t, on_window, ms, 0);
-  rt_run_until(&fx->loop, &window_done, 10000 + (int64_t)ms);
-  uv_close((uv_handle_t *)&t, NULL);
-  uv_run(&fx->loop, UV_RUN_NOWAIT);
-  return passes - before;
-}
+#include "loop_passes.h"
 
 /* An acquire sent to a paused server, the loop watched for window_ms,
  * then the server resumed and the acquire's answer checked. Returns the
@@ -58,7 +33,7 @@ static long long spins_while_outstanding(int64_t busy_poll_us, uint64_t skip_ms,
   ASSERT_EQ(sx_acquire(&fx, l, 0, 30000), 0); /* connected, script loaded */
   ASSERT_EQ(sx_run(&fx, lk_lock_release, l, NULL), 0);
   uv_check_init(&fx.loop, &check);
-  uv_check_start(&check, on_check);
+  uv_check_start(&check, lp_on_check);
   memset(&x, 0, sizeof x);
   lk_lock_opts_init(&lo);
   lo.wait_ms = 0;
@@ -66,8 +41,8 @@ static long long spins_while_outstanding(int64_t busy_poll_us, uint64_t skip_ms,
   rt_server_pause(fx.srv);
   ASSERT_OK(lk_lock_acquire(l, &lo, sx_cb, &x));
   if (skip_ms > 0)
-    passes_during(&fx, skip_ms);
-  n = passes_during(&fx, window_ms);
+    lp_passes_during(&fx.loop, skip_ms);
+  n = lp_passes_during(&fx.loop, window_ms);
   ASSERT_EQ(x.done, 0); /* still outstanding all along */
   rt_server_resume(fx.srv);
   rt_run_until(&fx.loop, &x.done, 10000);

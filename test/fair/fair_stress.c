@@ -29,6 +29,7 @@
 
 #include "fair_fixture.h"
 #include "history.h"
+#include "workers.h"
 
 #define N_WORKERS 8
 #define LOCK_NAME "fair-stress"
@@ -190,23 +191,13 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
 
 /* ---- the parent ---- */
 
-static void kill_workers(const pid_t *pids, const int *running) {
-  int i;
-  for (i = 0; i < N_WORKERS; i++)
-    if (running[i]) {
-      kill(pids[i], SIGKILL);
-      waitpid(pids[i], NULL, 0);
-      rt_child_untrack(pids[i]);
-    }
-}
-
 TEST(eight_processes_mutual_exclusion) {
   const int K = iters_from_env();
   rt_server_t *srv = rt_server_start(NULL);
   char paths[N_WORKERS][600];
   pid_t pids[N_WORKERS] = {0};
   int running[N_WORKERS] = {0};
-  int i, left = N_WORKERS;
+  int i;
   int64_t deadline;
   uint64_t t0;
   rt_history_t h;
@@ -225,7 +216,7 @@ TEST(eight_processes_mutual_exclusion) {
     fflush(NULL);
     pid = fork();
     if (pid < 0) {
-      kill_workers(pids, running);
+      rt_pids_kill(pids, running, N_WORKERS);
       FAIL("fork: %s", strerror(errno));
     }
     if (pid == 0)
@@ -235,30 +226,7 @@ TEST(eight_processes_mutual_exclusion) {
     running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 10);
-  while (left > 0) {
-    for (i = 0; i < N_WORKERS; i++) {
-      int status = 0;
-      pid_t r;
-      if (!running[i])
-        continue;
-      r = waitpid(pids[i], &status, WNOHANG);
-      if (r == 0 || (r < 0 && errno == EINTR))
-        continue;
-      running[i] = 0;
-      left--;
-      rt_child_untrack(pids[i]);
-      if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        kill_workers(pids, running);
-        FAIL("worker %d ended with status 0x%x (see its output above)", i, status);
-      }
-    }
-    if (left > 0 && rt_now_ms() > deadline) {
-      kill_workers(pids, running);
-      FAIL("%d workers still running (K=%d)", left, K);
-    }
-    if (left > 0)
-      rt_sleep_ms(5);
-  }
+  rt_pids_reap(pids, running, N_WORKERS, deadline, 0);
   v = rt_cmd_str(srv, "GET %s", COUNTER_KEY);
   ASSERT_NOT_NULL(v);
   counter = strtoll(v, NULL, 10);

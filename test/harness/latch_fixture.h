@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lk_fixture.h"
+#include "server_faults.h"
 
 /* One latch operation's outcome, filled by lx_cb. */
 typedef struct lx_s {
@@ -97,13 +98,7 @@ static inline long long lx_get(rt_server_t *srv, const char *key, long long def)
 
 /* How many keys match pattern. */
 static inline size_t lx_count_keys(rt_server_t *srv, const char *pattern) {
-  redisReply *r = rt_cmd(srv, "KEYS %s", pattern);
-  size_t n;
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  n = r->elements;
-  freeReplyObject(r);
-  return n;
+  return (size_t)rt_server_count_keys(srv, pattern);
 }
 
 #endif /* LK_TEST_HARNESS_LATCH_FIXTURE_H */

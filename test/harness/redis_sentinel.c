@@ -50,41 +50,20 @@ void rt_sentinel_opts_init(rt_sentinel_opts_t *opts) { memset(opts, 0, sizeof *o
 
 /* ---- binary, directory, config ------------------------------------------------------ */
 
-static int find_in_path(const char *name, char *out, size_t out_len) {
-  if (strchr(name, '/') != NULL) {
-    snprintf(out, out_len, "%s", name);
-    return access(out, X_OK) == 0 ? 0 : -1;
-  }
-  const char *path = getenv("PATH");
-  if (path == NULL)
-    path = "/usr/local/bin:/usr/bin:/bin";
-  for (int i = 0; i < 256 && *path != '\0'; i++) {
-    const char *colon = strchr(path, ':');
-    size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
-    if (dlen > 0 && (size_t)snprintf(out, out_len, "%.*s/%s", (int)dlen, path, name) < out_len &&
-        access(out, X_OK) == 0)
-      return 0;
-    if (colon == NULL)
-      break;
-    path = colon + 1;
-  }
-  return -1;
-}
-
 /* The binary and whether it needs --sentinel (a server binary does). */
 static int find_binary(char *out, size_t out_len, int *as_server) {
   const char *s = getenv("LK_REDIS_SENTINEL"), *srv = getenv("LK_REDIS_SERVER");
   *as_server = 0;
   if (s != NULL && *s != '\0')
-    return find_in_path(s, out, out_len);
+    return rt_find_in_path(s, out, out_len);
   *as_server = 1;
   if (srv != NULL && *srv != '\0')
-    return find_in_path(srv, out, out_len);
+    return rt_find_in_path(srv, out, out_len);
   *as_server = 0;
-  if (find_in_path("redis-sentinel", out, out_len) == 0)
+  if (rt_find_in_path("redis-sentinel", out, out_len) == 0)
     return 0;
   *as_server = 1;
-  return find_in_path("redis-server", out, out_len);
+  return rt_find_in_path("redis-server", out, out_len);
 }
 
 static int make_dir(rt_sentinel_t *s) {
@@ -533,24 +512,19 @@ int rt_sentinels_wait_master(rt_sentinel_t *const *s, size_t n, int port, int64_
   return -1;
 }
 
-char *rt_sentinels_list(rt_sentinel_t *const *s, size_t n) {
+/* "127.0.0.1:P,..." over each sentinel's plain (tls = 0) or TLS port. */
+static char *sentinels_list(rt_sentinel_t *const *s, size_t n, int tls) {
   size_t cap = n * 24 + 1, len = 0;
   char *out = malloc(cap);
   if (out == NULL)
     FAIL("out of memory");
   out[0] = '\0';
   for (size_t i = 0; i < n; i++)
-    len += (size_t)snprintf(out + len, cap - len, "%s127.0.0.1:%d", i ? "," : "", s[i]->port);
+    len += (size_t)snprintf(out + len, cap - len, "%s127.0.0.1:%d", i ? "," : "",
+                            tls ? s[i]->tls_port : s[i]->port);
   return out;
 }
 
-char *rt_sentinels_tls_list(rt_sentinel_t *const *s, size_t n) {
-  size_t cap = n * 24 + 1, len = 0;
-  char *out = malloc(cap);
-  if (out == NULL)
-    FAIL("out of memory");
-  out[0] = '\0';
-  for (size_t i = 0; i < n; i++)
-    len += (size_t)snprintf(out + len, cap - len, "%s127.0.0.1:%d", i ? "," : "", s[i]->tls_port);
-  return out;
-}
+char *rt_sentinels_list(rt_sentinel_t *const *s, size_t n) { return sentinels_list(s, n, 0); }
+
+char *rt_sentinels_tls_list(rt_sentinel_t *const *s, size_t n) { return sentinels_list(s, n, 1); }

@@ -204,11 +204,7 @@ static void remove_dir(const char *dir) {
   nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Resolved in the parent: after fork only async-signal-safe calls are allowed. */
-static int find_binary(char *out, size_t out_len) {
-  const char *name = getenv("LK_REDIS_SERVER");
-  if (name == NULL || *name == '\0')
-    name = "redis-server";
+int rt_find_in_path(const char *name, char *out, size_t out_len) {
   if (strchr(name, '/') != NULL) {
     snprintf(out, out_len, "%s", name);
     return access(out, X_OK) == 0 ? 0 : -1;
@@ -227,6 +223,14 @@ static int find_binary(char *out, size_t out_len) {
     path = colon + 1;
   }
   return -1;
+}
+
+/* Resolved in the parent: after fork only async-signal-safe calls are allowed. */
+static int find_binary(char *out, size_t out_len) {
+  const char *name = getenv("LK_REDIS_SERVER");
+  if (name == NULL || *name == '\0')
+    name = "redis-server";
+  return rt_find_in_path(name, out, out_len);
 }
 
 static int pid_alive(long pid) {

@@ -98,6 +98,10 @@ char *rt_cmd_str_at(const char *file, int line, rt_server_t *s, const char *fmt,
  * server killed mid-command cannot kill the test while the library under
  * test still sees the process's normal disposition. */
 struct timeval rt_tv_ms(int64_t ms);
+/* Where an executable is: `name` itself if it has a '/', else the first
+ * match along $PATH; 0, or -1 when none is executable. Call it before a
+ * fork (it is not async-signal-safe). */
+int rt_find_in_path(const char *name, char *out, size_t out_len);
 void rt_sigpipe_block(sigset_t *old);
 void rt_sigpipe_restore(const sigset_t *old);
 /* malloc'd value of `field` in `INFO section` (e.g. "server", "run_id"), or

@@ -122,10 +122,12 @@ long long rt_server_cmd_calls(rt_server_t *s, const char *cmd) {
   char *v = rt_server_info(s, "commandstats", field);
   if (v == NULL)
     return 0;
+  /* The field starts "calls=N,usec=..."; another shape is a harness bug
+   * that must not read as zero calls. */
   long long calls = 0;
-  const char *p = strstr(v, "calls=");
-  if (p != NULL)
-    calls = atoll(p + 6);
+  int parsed = sscanf(v, "calls=%lld", &calls);
+  if (parsed != 1)
+    FAIL("%s reads \"%s\", not calls=<n>", field, v);
   free(v);
   return calls;
 }

@@ -40,7 +40,8 @@ void rt_server_acl_user(rt_server_t *s, const char *name, const char *password,
                         const char *rules);
 
 /* calls= of `INFO commandstats` for cmd (lower case, subcommands as
- * "script|kill"); 0 when the command never ran. */
+ * "script|kill"); 0 when the command never ran; fails the test when the
+ * field does not read calls=<n>. */
 long long rt_server_cmd_calls(rt_server_t *s, const char *cmd);
 /* CONFIG RESETSTAT (command statistics start from zero). */
 void rt_server_reset_stats(rt_server_t *s);

@@ -5,6 +5,8 @@
 
 #include "tls_certs.h"
 
+#include "redis_server.h"
+
 #include "test.h"
 
 #include <errno.h>
@@ -38,24 +40,7 @@ static int find_openssl(char *out, size_t len) {
   const char *name = getenv("LK_OPENSSL");
   if (name == NULL || *name == '\0')
     name = "openssl";
-  if (strchr(name, '/') != NULL) {
-    snprintf(out, len, "%s", name);
-    return access(out, X_OK) == 0 ? 0 : -1;
-  }
-  const char *path = getenv("PATH");
-  if (path == NULL)
-    path = "/usr/local/bin:/usr/bin:/bin";
-  for (int i = 0; i < 256 && *path != '\0'; i++) {
-    const char *colon = strchr(path, ':');
-    size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
-    if (dlen > 0 && (size_t)snprintf(out, len, "%.*s/%s", (int)dlen, path, name) < len &&
-        access(out, X_OK) == 0)
-      return 0;
-    if (colon == NULL)
-      break;
-    path = colon + 1;
-  }
-  return -1;
+  return rt_find_in_path(name, out, len);
 }
 
 static void print_log(const rt_tls_certs_t *t) {

@@ -175,3 +175,50 @@ int rt_worker_exit_code(const rt_worker_t *w) {
     return 128 + WTERMSIG(w->status);
   return -1;
 }
+
+void rt_pids_kill(const pid_t *pids, int *running, int n) {
+  for (int i = 0; i < n; i++)
+    if (running[i]) {
+      kill(pids[i], SIGKILL);
+      waitpid(pids[i], NULL, 0);
+      rt_child_untrack(pids[i]);
+      running[i] = 0;
+    }
+}
+
+int rt_pids_reap_at(const char *file, int line, const pid_t *pids, int *running, int n,
+                    int64_t deadline_ms, int findings_exit) {
+  int left = 0, findings = 0;
+  for (int i = 0; i < n; i++)
+    left += running[i] != 0;
+  while (left > 0) {
+    for (int i = 0; i < n; i++) {
+      int status = 0;
+      pid_t r;
+      if (!running[i])
+        continue;
+      r = waitpid(pids[i], &status, WNOHANG);
+      if (r == 0 || (r < 0 && errno == EINTR))
+        continue;
+      running[i] = 0;
+      left--;
+      rt_child_untrack(pids[i]);
+      if (findings_exit > 0 && r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == findings_exit) {
+        findings++;
+        continue;
+      }
+      if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        rt_pids_kill(pids, running, n);
+        rt_fail_at(file, line, "worker %d ended with status 0x%x (see its output above)", i,
+                   status);
+      }
+    }
+    if (left > 0 && rt_now_ms() > deadline_ms) {
+      rt_pids_kill(pids, running, n);
+      rt_fail_at(file, line, "%d workers still running", left);
+    }
+    if (left > 0)
+      rt_sleep_ms(5);
+  }
+  return findings;
+}

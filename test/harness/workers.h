@@ -48,6 +48,20 @@ int rt_worker_exit_code(const rt_worker_t *w);
  * inside a worker); 0 before the first rt_worker_start. */
 pid_t rt_worker_parent(void);
 
+/* Plain forked pids (the stress tests' workers, forked and tracked with
+ * rt_child_track by the test): running[i] is set while pids[i] runs. */
+/* SIGKILL, reap and untrack every running one. */
+void rt_pids_kill(const pid_t *pids, int *running, int n);
+/* Reaps them until none runs, polling every 5 ms. Exit 0 is done; exit
+ * findings_exit (when > 0) is counted in the result (its history is
+ * complete: the caller checks it); any other end, or one still running
+ * after deadline_ms (rt_now_ms clock), kills the rest and fails the test
+ * at the caller's line, naming the worker and its raw wait status. */
+int rt_pids_reap_at(const char *file, int line, const pid_t *pids, int *running, int n,
+                    int64_t deadline_ms, int findings_exit);
+#define rt_pids_reap(pids, running, n, deadline_ms, findings_exit)                               \
+  rt_pids_reap_at(__FILE__, __LINE__, (pids), (running), (n), (deadline_ms), (findings_exit))
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "latch_fixture.h"
+#include "raw_sub.h"
 #include "redisson_emu.h"
 
 #define CHANNEL(name) "redisson_countdownlatch__channel__{" name "}"
@@ -22,29 +23,6 @@ static void start(fx_t *fx, int64_t max_repoll_ms) {
   fx_start_with(fx, NULL, &o);
 }
 
-static redisContext *raw_subscriber(fx_t *fx, const char *channel) {
-  redisContext *sub = rt_rlock_connect(rt_server_port(fx->srv));
-  redisReply *r = redisCommand(sub, "SUBSCRIBE %s", channel);
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  freeReplyObject(r);
-  return sub;
-}
-
-static void expect_message(redisContext *sub, const char *payload) {
-  redisReply *m = rt_sub_next_message(sub, rt_scaled_ms(2000));
-  if (m == NULL)
-    FAIL("no message (wanted \"%s\")", payload);
-  ASSERT_STREQ(m->element[2]->str, payload);
-  freeReplyObject(m);
-}
-
-static void expect_no_message(redisContext *sub, int64_t ms) {
-  redisReply *m = rt_sub_next_message(sub, ms);
-  if (m != NULL)
-    FAIL("unexpected message \"%s\" on %s", m->element[2]->str, m->element[1]->str);
-}
-
 /* The whole life of a latch, with Redisson's data and messages at each
  * step; every private key is gone once the objects are closed. */
 TEST(arm_count_down_open) {
@@ -55,16 +33,16 @@ TEST(arm_count_down_open) {
   start(&fx, 0);
   a = lx_new(&fx, "job", 0);
   b = lx_new(&fx, "job", 0);
-  sub = raw_subscriber(&fx, CHANNEL("job"));
+  sub = rs_subscribe(&fx, CHANNEL("job"));
   ASSERT_STREQ(lk_latch_name(a), "job");
   ASSERT_EQ(lk_latch_is_strict(a), 0);
 
   ASSERT_OK(lx_set(&fx.loop, a, 3, &res));
   ASSERT_EQ(res, 1);
-  expect_message(sub, "1"); /* re-armed */
+  rs_expect_message(sub, "1"); /* re-armed */
   ASSERT_OK(lx_set(&fx.loop, b, 7, &res)); /* armed already: untouched */
   ASSERT_EQ(res, 0);
-  expect_no_message(sub, 50);
+  rs_expect_no_message(sub, 50);
   {
     char *v = rt_cmd_str(fx.srv, "GET job");
     ASSERT_STREQ(v, "3"); /* Redisson's layout: a plain decimal string, no TTL */
@@ -78,15 +56,15 @@ TEST(arm_count_down_open) {
   ASSERT_EQ(res, 2);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, b, &res));
   ASSERT_EQ(res, 1);
-  expect_no_message(sub, 50);
+  rs_expect_no_message(sub, 50);
   ASSERT_EQ(lx_await(&fx.loop, b, 0), LK_ETIMEDOUT); /* look once: still armed */
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, a, &res));
   ASSERT_EQ(res, 0); /* this call opened it */
-  expect_message(sub, "0");
+  rs_expect_message(sub, "0");
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS job"), 0); /* absent = open */
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, b, &res));
   ASSERT_EQ(res, -1); /* open already: nothing counted, nothing published */
-  expect_no_message(sub, 50);
+  rs_expect_no_message(sub, 50);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS job"), 0);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_get_count, b, &res));
   ASSERT_EQ(res, 0);
@@ -194,17 +172,17 @@ TEST(rearm_after_open) {
   start(&fx, NO_REPOLL_MS);
   w = lx_new(&fx, "again", 0);
   c = lx_new(&fx, "again", 0);
-  sub = raw_subscriber(&fx, CHANNEL("again"));
+  sub = rs_subscribe(&fx, CHANNEL("again"));
   ASSERT_OK(lx_set(&fx.loop, c, 1, NULL));
-  expect_message(sub, "1");
+  rs_expect_message(sub, "1");
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 0);
-  expect_message(sub, "0");
+  rs_expect_message(sub, "0");
   ASSERT_OK(lx_await(&fx.loop, w, 0)); /* open */
 
   ASSERT_OK(lx_set(&fx.loop, c, 2, &res));
   ASSERT_EQ(res, 1);
-  expect_message(sub, "1");
+  rs_expect_message(sub, "1");
   ASSERT_EQ(lx_await(&fx.loop, w, 0), LK_ETIMEDOUT); /* armed again */
   lx_await_start(w, 20000, &s);
   rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("again"), 2);
@@ -214,7 +192,7 @@ TEST(rearm_after_open) {
   ASSERT_EQ(s.done, 0);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
   ASSERT_EQ(res, 0);
-  expect_message(sub, "0");
+  rs_expect_message(sub, "0");
   rt_run_until(&fx.loop, &s.done, 2000);
   ASSERT_OK(s.status);
   redisFree(sub);
@@ -238,9 +216,9 @@ TEST(delete_releases_awaiters) {
   w1 = lx_new(&fx, "gone", 0);
   w2 = lx_new(&fx, "gone", 1);
   d = lx_new(&fx, "gone", 0);
-  sub = raw_subscriber(&fx, CHANNEL("gone"));
+  sub = rs_subscribe(&fx, CHANNEL("gone"));
   ASSERT_OK(lx_set(&fx.loop, d, 5, NULL));
-  expect_message(sub, "1");
+  rs_expect_message(sub, "1");
   lx_await_start(w1, -1, &s1);
   lx_await_start(w2, -1, &s2);
   rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("gone"), 2);
@@ -248,7 +226,7 @@ TEST(delete_releases_awaiters) {
   t0 = uv_hrtime();
   ASSERT_OK(lx_run(&fx.loop, lk_latch_delete, d, &res));
   ASSERT_EQ(res, 1);
-  expect_message(sub, "1");
+  rs_expect_message(sub, "1");
   rt_run_until(&fx.loop, &s1.done, 2000);
   rt_run_until(&fx.loop, &s2.done, 2000);
   ASSERT_EQ(s1.status, LK_EDELETED);
@@ -264,7 +242,7 @@ TEST(delete_releases_awaiters) {
   /* Nothing left to delete. */
   ASSERT_OK(lx_run(&fx.loop, lk_latch_delete, d, &res));
   ASSERT_EQ(res, 0);
-  expect_no_message(sub, 50);
+  rs_expect_no_message(sub, 50);
   /* Afterwards: absent is "open" for interop, deleted for strict. */
   ASSERT_OK(lx_await(&fx.loop, w1, 0));
   ASSERT_EQ(lx_await(&fx.loop, w2, 0), LK_EDELETED);
@@ -372,13 +350,13 @@ TEST(names_with_spaces_work_names_with_braces_are_refused) {
   ASSERT_NOT_NULL(strstr(lk_client_error_text(fx.c), "latch name \"a{b}c\" refused"));
   a = lx_new(&fx, "a-b.c", 1);
   b = lx_new(&fx, "a b\r\n", 0);
-  sub = raw_subscriber(&fx, "redisson_countdownlatch__channel__{a-b.c}");
+  sub = rs_subscribe(&fx, "redisson_countdownlatch__channel__{a-b.c}");
   ASSERT_OK(lx_set(&fx.loop, a, 1, NULL));
-  expect_message(sub, "1");
+  rs_expect_message(sub, "1");
   ASSERT_OK(lx_set(&fx.loop, b, 4, NULL));
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, a, &res));
   ASSERT_EQ(res, 0);
-  expect_message(sub, "0");
+  rs_expect_message(sub, "0");
   /* strict marker under the name's tag */
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS latchkey_latch_open:{a-b.c}"), 1);
   {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lk_fixture.h"
+#include "raw_sub.h"
 #include "redisson_emu.h"
 
 /* The Redisson side: a made-up client id and Java thread id. */
@@ -69,31 +70,6 @@ static void wait_for_subscriber(fx_t *fx, const char *channel) {
 }
 
 static redisContext *emu_connect(fx_t *fx) { return rt_rlock_connect(rt_server_port(fx->srv)); }
-
-/* A raw subscriber on channel, to see exactly what gets published. */
-static redisContext *raw_subscriber(fx_t *fx, const char *channel) {
-  redisContext *sub = emu_connect(fx);
-  redisReply *r = redisCommand(sub, "SUBSCRIBE %s", channel);
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  freeReplyObject(r);
-  return sub;
-}
-
-static void expect_message(redisContext *sub, const char *channel, const char *payload) {
-  redisReply *m = rt_sub_next_message(sub, rt_scaled_ms(2000));
-  if (m == NULL)
-    FAIL("no message on %s", channel);
-  ASSERT_STREQ(m->element[1]->str, channel);
-  ASSERT_STREQ(m->element[2]->str, payload);
-  freeReplyObject(m);
-}
-
-static void expect_no_message(redisContext *sub, int64_t ms) {
-  redisReply *m = rt_sub_next_message(sub, ms);
-  if (m != NULL)
-    FAIL("unexpected message \"%s\" on %s", m->element[2]->str, m->element[1]->str);
-}
 
 /* ---- latchkey waits, the emulator releases from a timer on the test loop ---------------- */
 
@@ -198,7 +174,7 @@ TEST(redisson_emulator_self_check) {
   free(ch);
 
   redisContext *emu = emu_connect(&fx);
-  redisContext *sub = raw_subscriber(&fx, "redisson_lock__channel:{x}");
+  redisContext *sub = rs_subscribe(&fx, "redisson_lock__channel:{x}");
   ASSERT_EQ(rt_rlock_try(emu, "x", EMU_UUID, 1, 10000), RT_RLOCK_ACQUIRED);
   ASSERT_EQ(rt_rlock_try(emu, "x", EMU_UUID, 1, 10000), RT_RLOCK_ACQUIRED);
   ASSERT_EQ(hget(&fx, "x", EMU_UUID ":1"), 2);
@@ -208,9 +184,9 @@ TEST(redisson_emulator_self_check) {
   ASSERT_EQ(rt_rlock_unlock(emu, "x", EMU_UUID, 2), -1);
   ASSERT_EQ(rt_rlock_unlock_lease(emu, "x", EMU_UUID, 1, 5000), 0);
   assert_pttl_within(&fx, "x", 5000);
-  expect_no_message(sub, 100);
+  rs_expect_no_message(sub, 100);
   ASSERT_EQ(rt_rlock_unlock(emu, "x", EMU_UUID, 1), 1);
-  expect_message(sub, "redisson_lock__channel:{x}", "0");
+  rs_expect_message_on(sub, "redisson_lock__channel:{x}", "0");
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS x"), 0);
   assert_no_latch_keys(&fx);
 
@@ -435,7 +411,7 @@ TEST(redisson_hash_layout_matches) {
   for (const char *p = owner + idlen + 1; *p; p++)
     ASSERT(isdigit((unsigned char)*p));
 
-  redisContext *sub = raw_subscriber(&fx, "redisson_lock__channel:{layout}");
+  redisContext *sub = rs_subscribe(&fx, "redisson_lock__channel:{layout}");
   ASSERT_OK(sx_acquire(&fx, l, 0, 20000));
   redisReply *r = rt_cmd(fx.srv, "HGETALL layout");
   ASSERT_NOT_NULL(r);
@@ -464,11 +440,11 @@ TEST(redisson_hash_layout_matches) {
   ASSERT_EQ(res, 0);
   ASSERT_EQ(hget(&fx, "layout", owner), 1);
   assert_pttl_within(&fx, "layout", 20000);
-  expect_no_message(sub, 100);
+  rs_expect_no_message(sub, 100);
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, &res));
   ASSERT_EQ(res, 1);
-  expect_message(sub, "redisson_lock__channel:{layout}", "0");
-  expect_no_message(sub, 50);
+  rs_expect_message_on(sub, "redisson_lock__channel:{layout}", "0");
+  rs_expect_no_message(sub, 50);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   redisFree(sub);
   fx_close_lock(&fx, l);
@@ -544,13 +520,13 @@ TEST(redisson_braced_name_channel) {
   assert_no_latch_keys(&fx);
 
   /* latchkey's own release is published on the same channel. */
-  redisContext *sub = raw_subscriber(&fx, "redisson_lock__channel:a{b}c");
-  redisContext *wrong = raw_subscriber(&fx, "redisson_lock__channel:{a{b}c}");
+  redisContext *sub = rs_subscribe(&fx, "redisson_lock__channel:a{b}c");
+  redisContext *wrong = rs_subscribe(&fx, "redisson_lock__channel:{a{b}c}");
   int64_t res = -1;
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, &res));
   ASSERT_EQ(res, 1);
-  expect_message(sub, "redisson_lock__channel:a{b}c", "0");
-  expect_no_message(wrong, 100);
+  rs_expect_message_on(sub, "redisson_lock__channel:a{b}c", "0");
+  rs_expect_no_message(wrong, 100);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS %s", name), 0);
   redisFree(wrong);
   redisFree(sub);

@@ -8,35 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "loop_passes.h"
 #include "multi_fixture.h"
 
 #define N 5
-
-static long long passes;
-static void on_check(uv_check_t *h) {
-  (void)h;
-  passes++;
-}
-
-static int window_done;
-static void on_window(uv_timer_t *t) {
-  (void)t;
-  window_done = 1;
-}
-
-/* Loop iterations during ms of wall time (the timer is the measurement's
- * window, not a wait for a condition). */
-static long long passes_during(mfx_t *m, uint64_t ms) {
-  uv_timer_t t;
-  long long before = passes;
-  window_done = 0;
-  uv_timer_init(&m->loop, &t);
-  uv_timer_start(&t, on_window, ms, 0);
-  mfx_run_until(m, &window_done, 10000 + (int64_t)ms);
-  uv_close((uv_handle_t *)&t, NULL);
-  uv_run(&m->loop, UV_RUN_NOWAIT);
-  return passes - before;
-}
 
 /* A sleeping loop's passes in 200 ms: its timers (node timeouts, the
  * heartbeat...) and the window's own, far below a spinning loop's (over
@@ -45,8 +20,8 @@ static long long passes_during(mfx_t *m, uint64_t ms) {
 #define SLEEPING_MAX 1000
 
 static long long passes_after_a_while(mfx_t *m) {
-  passes_during(m, 20);
-  return passes_during(m, 200);
+  lp_passes_during(&m->loop, 20);
+  return lp_passes_during(&m->loop, 200);
 }
 
 /* One master paused: four answers come, the fifth stays due. The loop
@@ -61,7 +36,7 @@ TEST(rl_loop_sleeps_when_a_due_answer_does_not_come) {
   mfx_start(&m, N, NULL);
   lk_redlock_t *rl = mx_rl_new(&m, m.c, "rl-spin-paused", NULL);
   uv_check_init(&m.loop, &check);
-  uv_check_start(&check, on_check);
+  uv_check_start(&check, lp_on_check);
   /* A node timeout no machine stall reaches: with 300 ms, a 500 ms stall
    * beside tools/load.sh left the warm release's answer from master 4 in
    * flight (the next attempt found it LK_EBUSY) or fewer than a quorum in
@@ -105,7 +80,7 @@ TEST(rl_loop_sleeps_when_no_answer_is_due) {
   mfx_start(&m, N, NULL);
   lk_redlock_t *rl = mx_rl_new(&m, m.c, "rl-spin-idle", NULL);
   uv_check_init(&m.loop, &check);
-  uv_check_start(&check, on_check);
+  uv_check_start(&check, lp_on_check);
   for (int i = 0; i < 20; i++) {
     ASSERT_OK(mx_rl_acquire(&m, rl, 0, 30000, &s));
     ASSERT_OK(mx_rl_release(&m, rl));

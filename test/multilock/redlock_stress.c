@@ -28,6 +28,7 @@
 
 #include "history.h"
 #include "multi_fixture.h"
+#include "workers.h"
 
 #define N_WORKERS 8
 #define N_MASTERS 5
@@ -204,7 +205,7 @@ static void stress(int layout) {
   char paths[N_WORKERS][600];
   pid_t pids[N_WORKERS];
   int running[N_WORKERS] = {0};
-  int i, left = N_WORKERS;
+  int i;
   int64_t deadline;
   rt_history_t h;
   rt_history_report_t rep;
@@ -229,26 +230,7 @@ static void stress(int layout) {
     running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 20);
-  while (left > 0) {
-    for (i = 0; i < N_WORKERS; i++) {
-      int status = 0;
-      pid_t r;
-      if (!running[i])
-        continue;
-      r = waitpid(pids[i], &status, WNOHANG);
-      if (r == 0 || (r < 0 && errno == EINTR))
-        continue;
-      running[i] = 0;
-      left--;
-      rt_child_untrack(pids[i]);
-      if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        FAIL("worker %d ended with status %d", i, status);
-    }
-    if (left > 0 && rt_now_ms() > deadline)
-      FAIL("%d workers still running", left);
-    if (left > 0)
-      rt_sleep_ms(5);
-  }
+  rt_pids_reap(pids, running, N_WORKERS, deadline, 0);
   v = rt_cmd_str(srv[0], "GET %s", COUNTER_KEY);
   ASSERT_NOT_NULL(v);
   rt_history_init(&h);

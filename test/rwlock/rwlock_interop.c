@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "raw_sub.h"
 #include "redisson_rw_emu.h"
 #include "rw_fixture.h"
 
@@ -32,29 +33,6 @@ static void start(fx_t *fx, int64_t repoll_ms, int64_t lease_ms) {
 }
 
 static redisContext *emu(fx_t *fx) { return rt_rlock_connect(rt_server_port(fx->srv)); }
-
-static redisContext *raw_subscriber(fx_t *fx, const char *channel) {
-  redisContext *sub = emu(fx);
-  redisReply *r = redisCommand(sub, "SUBSCRIBE %s", channel);
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
-  freeReplyObject(r);
-  return sub;
-}
-
-static void expect_message(redisContext *sub, const char *payload) {
-  redisReply *m = rt_sub_next_message(sub, rt_scaled_ms(2000));
-  if (m == NULL)
-    FAIL("no message (wanted \"%s\")", payload);
-  ASSERT_STREQ(m->element[2]->str, payload);
-  freeReplyObject(m);
-}
-
-static void expect_no_message(redisContext *sub, int64_t ms) {
-  redisReply *m = rt_sub_next_message(sub, ms);
-  if (m != NULL)
-    FAIL("unexpected message \"%s\" on %s", m->element[2]->str, m->element[1]->str);
-}
 
 static char *mode_of(fx_t *fx, const char *name) { return rt_cmd_str(fx->srv, "HGET %s mode", name); }
 
@@ -194,7 +172,7 @@ static void redisson_waits_for_latchkey(lk_rwlock_side_t held, int emu_write) {
   uint64_t t_rel;
   start(&fx, NO_REPOLL_MS, 0);
   a = fx_rwlock(&fx, "lkw");
-  sub = raw_subscriber(&fx, "redisson_rwlock:{lkw}");
+  sub = rs_subscribe(&fx, "redisson_rwlock:{lkw}");
   ASSERT_OK(rw_acquire(&fx, a, held, 0, LK_LEASE_DEFAULT));
   memset(&b, 0, sizeof(b));
   b.port = rt_server_port(fx.srv);
@@ -208,9 +186,9 @@ static void redisson_waits_for_latchkey(lk_rwlock_side_t held, int emu_write) {
   ASSERT_OK(pthread_join(th, NULL));
   ASSERT_OK(b.rc);
   ASSERT_LT((int64_t)(b.t_ns - t_rel) / 1000000, rt_stall_bound_since_ns(t_rel, 1000));
-  expect_message(sub, held == RW_W ? "1" : "0");
+  rs_expect_message(sub, held == RW_W ? "1" : "0");
   /* ...then the emulator's own release message. */
-  expect_message(sub, emu_write ? "1" : "0");
+  rs_expect_message(sub, emu_write ? "1" : "0");
   redisFree(sub);
   fx_close_rwlock(&fx, a);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
@@ -284,30 +262,30 @@ TEST(downgrades_of_both_kinds) {
   e = emu(&fx);
   a = fx_rwlock(&fx, "dg");
   r = fx_rwlock(&fx, "dg");
-  sub = raw_subscriber(&fx, "redisson_rwlock:{dg}");
+  sub = rs_subscribe(&fx, "redisson_rwlock:{dg}");
   ASSERT_EQ(rt_rwlock_write_try(e, "dg", EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
   ASSERT_EQ(rt_rwlock_read_try(e, "dg", EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
   start_waiting(&fx, r, RW_R, "dg", &s);
   t_rel = uv_hrtime();
   ASSERT_EQ(rt_rwlock_write_unlock(e, "dg", EMU_UUID, EMU_TID), 1);
-  expect_no_message(sub, 50);
+  rs_expect_no_message(sub, 50);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
   ASSERT_LE((int64_t)(s.t_ns - t_rel) / 1000000, repoll + rt_stall_bound_since_ns(t_rel, 300));
   ASSERT_OK(rw_release(&fx, r, RW_R, NULL));
   ASSERT_EQ(rt_rwlock_read_unlock(e, "dg", EMU_UUID, EMU_TID), 1);
-  expect_message(sub, "0");
+  rs_expect_message(sub, "0");
   /* latchkey's downgrade: "1", and a Redisson reader may then enter. */
   ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
   ASSERT_GE(rt_rwlock_read_try(e, "dg", EMU_UUID, EMU_TID, 30000), 0);
   ASSERT_OK(rw_release(&fx, a, RW_W, NULL));
-  expect_message(sub, "1");
+  rs_expect_message(sub, "1");
   ASSERT_EQ(rt_rwlock_read_try(e, "dg", EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
   ASSERT_GE(rt_rwlock_write_try(e, "dg", EMU_UUID, 99, 30000), 0);
   ASSERT_EQ(rt_rwlock_read_unlock(e, "dg", EMU_UUID, EMU_TID), 0);
   ASSERT_OK(rw_release(&fx, a, RW_R, NULL));
-  expect_message(sub, "0");
+  rs_expect_message(sub, "0");
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   redisFree(sub);
   redisFree(e);

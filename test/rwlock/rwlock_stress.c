@@ -29,6 +29,7 @@
 
 #include "rw_fixture.h"
 #include "rw_history.h"
+#include "workers.h"
 
 #define N_WORKERS 8
 #define LOCK_NAME "stress-rw"
@@ -216,16 +217,6 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
 
 /* ---- the parent ---------------------------------------------------------------------- */
 
-static void kill_all(const pid_t *pids, int *running) {
-  for (int i = 0; i < N_WORKERS; i++)
-    if (running[i]) {
-      kill(pids[i], SIGKILL);
-      waitpid(pids[i], NULL, 0);
-      rt_child_untrack(pids[i]);
-      running[i] = 0;
-    }
-}
-
 TEST(rw_stress_readers_share_writers_exclude) {
   const int K = env_int("LK_STRESS_ITERS", 250, 1, 1000000);
   const int write_pct = env_int("LK_STRESS_WRITE_PCT", 30, 1, 99);
@@ -233,7 +224,7 @@ TEST(rw_stress_readers_share_writers_exclude) {
   rt_server_t *srv = rt_server_start(NULL);
   char paths[N_WORKERS][600];
   pid_t pids[N_WORKERS] = {0};
-  int running[N_WORKERS] = {0}, left = N_WORKERS, findings = 0;
+  int running[N_WORKERS] = {0}, findings = 0;
   int64_t deadline;
   rt_history_t h;
   rt_rw_report_t rep;
@@ -248,7 +239,7 @@ TEST(rw_stress_readers_share_writers_exclude) {
     fflush(NULL);
     pid = fork();
     if (pid < 0) {
-      kill_all(pids, running);
+      rt_pids_kill(pids, running, N_WORKERS);
       FAIL("fork: %s", strerror(errno));
     }
     if (pid == 0)
@@ -258,34 +249,7 @@ TEST(rw_stress_readers_share_writers_exclude) {
     running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 10);
-  while (left > 0) {
-    for (int i = 0; i < N_WORKERS; i++) {
-      int status = 0;
-      pid_t r;
-      if (!running[i])
-        continue;
-      r = waitpid(pids[i], &status, WNOHANG);
-      if (r == 0 || (r < 0 && errno == EINTR))
-        continue;
-      running[i] = 0;
-      left--;
-      rt_child_untrack(pids[i]);
-      if (r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 4) {
-        findings++;
-        continue;
-      }
-      if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        kill_all(pids, running);
-        FAIL("worker %d ended badly (status 0x%x)", i, status);
-      }
-    }
-    if (left > 0 && rt_now_ms() > deadline) {
-      kill_all(pids, running);
-      FAIL("%d workers still running", left);
-    }
-    if (left > 0)
-      rt_sleep_ms(5);
-  }
+  findings = rt_pids_reap(pids, running, N_WORKERS, deadline, 4);
 
   rt_history_init(&h);
   for (int i = 0; i < N_WORKERS; i++)

@@ -32,6 +32,7 @@
 
 #include "permit_history.h"
 #include "sem_fixture.h"
+#include "workers.h"
 
 #define N_WORKERS 8
 #define INSIDE_KEY "stress-inside"
@@ -241,17 +242,6 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
 
 /* ---- the parent ---------------------------------------------------------------------- */
 
-static void kill_workers(const pid_t *pids, int *running) {
-  int i;
-  for (i = 0; i < N_WORKERS; i++)
-    if (running[i]) {
-      kill(pids[i], SIGKILL);
-      waitpid(pids[i], NULL, 0);
-      rt_child_untrack(pids[i]);
-      running[i] = 0;
-    }
-}
-
 static int cmp_start(const void *x, const void *y) {
   const rt_interval_t *a = x, *b = y;
   return a->start_ns < b->start_ns ? -1 : a->start_ns > b->start_ns;
@@ -311,7 +301,7 @@ static void stress(int expirable) {
   const char *name = expirable ? "stress-psem" : "stress-sem";
   char paths[N_WORKERS][600], zset[64], channel[64];
   pid_t pids[N_WORKERS] = {0};
-  int running[N_WORKERS] = {0}, left = N_WORKERS, i, findings = 0;
+  int running[N_WORKERS] = {0}, i, findings = 0;
   rt_server_t *srv = rt_server_start(NULL);
   int64_t deadline;
   uint64_t t0;
@@ -330,7 +320,7 @@ static void stress(int expirable) {
     fflush(NULL);
     pid = fork();
     if (pid < 0) {
-      kill_workers(pids, running);
+      rt_pids_kill(pids, running, N_WORKERS);
       FAIL("fork: %s", strerror(errno));
     }
     if (pid == 0)
@@ -340,34 +330,7 @@ static void stress(int expirable) {
     running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 10);
-  while (left > 0) {
-    for (i = 0; i < N_WORKERS; i++) {
-      int status = 0;
-      pid_t r;
-      if (!running[i])
-        continue;
-      r = waitpid(pids[i], &status, WNOHANG);
-      if (r == 0 || (r < 0 && errno == EINTR))
-        continue;
-      running[i] = 0;
-      left--;
-      rt_child_untrack(pids[i]);
-      if (r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 4) {
-        findings++;
-        continue;
-      }
-      if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        kill_workers(pids, running);
-        FAIL("worker %d ended badly (status %d)", i, status);
-      }
-    }
-    if (left > 0 && rt_now_ms() > deadline) {
-      kill_workers(pids, running);
-      FAIL("%d workers still running (K=%d)", left, K);
-    }
-    if (left > 0)
-      rt_sleep_ms(5);
-  }
+  findings = rt_pids_reap(pids, running, N_WORKERS, deadline, 4);
   elapsed_ms = (double)(uv_hrtime() - t0) / 1e6;
 
   rt_history_init(&h);

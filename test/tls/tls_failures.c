@@ -53,80 +53,67 @@ static void expect_failure(fx_t *fx, tu_log_t *log, int want, const char *reason
   fx_close_lock(fx, l);
 }
 
-TEST(wrong_ca_is_etls) {
-  fx_t fx;
+/* What a failing case varies: the CA the client trusts (the server's own
+ * unless other_ca) and the name it checks (the address dialled unless
+ * server_name). */
+typedef struct {
+  int other_ca;
+  const char *server_name;
+} tweak_t;
+
+/* Starts a client with quick reconnects over the server fx runs with t's
+ * certificates, checks that it fails with `want` and `reason`, and stops. */
+static void client_fails(fx_t *fx, rt_tls_certs_t *t, tweak_t tw, int want, const char *reason) {
   lk_client_opts_t o;
   tu_log_t log;
-  rt_tls_certs_t *t = tu_start_server(&fx, TU_GOOD, 0);
-  tu_client_opts(&fx, t, &o, &log);
-  o.tls.ca_file = t->other_ca;
+  tu_client_opts(fx, t, &o, &log);
+  if (tw.other_ca)
+    o.tls.ca_file = t->other_ca;
+  if (tw.server_name != NULL)
+    o.tls.server_name = tw.server_name;
   fast_reconnects(&o);
-  fx_start_client(&fx, &o);
-  /* Redis sends its CA along: "self-signed certificate in certificate chain". */
-  expect_failure(&fx, &log, LK_ETLS, "certificate verify failed");
-  tu_finish(&fx, t);
+  fx_start_client(fx, &o);
+  expect_failure(fx, &log, want, reason);
+  tu_finish(fx, t);
+}
+
+/* The same over a server started here with certificates of kind `which`. */
+static void server_kind_fails(int which, int auth_clients, tweak_t tw, const char *reason) {
+  fx_t fx;
+  rt_tls_certs_t *t = tu_start_server(&fx, which, auth_clients);
+  client_fails(&fx, t, tw, LK_ETLS, reason);
+}
+
+/* Redis sends its CA along: "self-signed certificate in certificate chain". */
+TEST(wrong_ca_is_etls) {
+  server_kind_fails(TU_GOOD, 0, (tweak_t){.other_ca = 1}, "certificate verify failed");
 }
 
 TEST(expired_certificate_is_etls) {
-  fx_t fx;
-  lk_client_opts_t o;
-  tu_log_t log;
-  rt_tls_certs_t *t = tu_start_server(&fx, TU_EXPIRED, 0);
-  tu_client_opts(&fx, t, &o, &log);
-  fast_reconnects(&o);
-  fx_start_client(&fx, &o);
-  expect_failure(&fx, &log, LK_ETLS, "certificate has expired");
-  tu_finish(&fx, t);
+  server_kind_fails(TU_EXPIRED, 0, (tweak_t){0}, "certificate has expired");
 }
 
 /* server_name names a host the certificate is not for. */
 TEST(hostname_mismatch_is_etls) {
-  fx_t fx;
-  lk_client_opts_t o;
-  tu_log_t log;
-  rt_tls_certs_t *t = tu_start_server(&fx, TU_GOOD, 0);
-  tu_client_opts(&fx, t, &o, &log);
-  o.tls.server_name = "wrong.example";
-  fast_reconnects(&o);
-  fx_start_client(&fx, &o);
-  expect_failure(&fx, &log, LK_ETLS, "hostname mismatch");
-  tu_finish(&fx, t);
+  server_kind_fails(TU_GOOD, 0, (tweak_t){.server_name = "wrong.example"}, "hostname mismatch");
 }
 
 /* By default the address dialled is checked: a certificate for a DNS name
  * only does not cover 127.0.0.1. */
 TEST(ip_address_mismatch_is_etls) {
-  fx_t fx;
-  lk_client_opts_t o;
-  tu_log_t log;
-  rt_tls_certs_t *t = tu_start_server(&fx, TU_WRONG_HOST, 0);
-  tu_client_opts(&fx, t, &o, &log);
-  fast_reconnects(&o);
-  fx_start_client(&fx, &o);
-  expect_failure(&fx, &log, LK_ETLS, "IP address mismatch");
-  tu_finish(&fx, t);
+  server_kind_fails(TU_WRONG_HOST, 0, (tweak_t){0}, "IP address mismatch");
 }
 
 /* --tls-auth-clients yes: the server refuses a client without a
  * certificate. Under TLS 1.3 it says so after the client's side of the
  * handshake is done, with an alert the next read meets. */
 TEST(mutual_tls_without_a_client_certificate_is_etls) {
-  fx_t fx;
-  lk_client_opts_t o;
-  tu_log_t log;
-  rt_tls_certs_t *t = tu_start_server(&fx, TU_GOOD, 1);
-  tu_client_opts(&fx, t, &o, &log);
-  fast_reconnects(&o);
-  fx_start_client(&fx, &o);
-  expect_failure(&fx, &log, LK_ETLS, "certificate required");
-  tu_finish(&fx, t);
+  server_kind_fails(TU_GOOD, 1, (tweak_t){0}, "certificate required");
 }
 
 /* The same under TLS 1.2, where the refusal ends the handshake itself. */
 TEST(mutual_tls_without_a_client_certificate_over_tls_1_2_is_etls) {
   fx_t fx;
-  lk_client_opts_t o;
-  tu_log_t log;
   rt_server_opts_t so;
   const char *args[] = {"--tls-protocols", "TLSv1.2", NULL};
   rt_tls_certs_t *t = rt_tls_certs_make();
@@ -138,11 +125,7 @@ TEST(mutual_tls_without_a_client_certificate_over_tls_1_2_is_etls) {
   so.tls_auth_clients = 1;
   so.extra_args = args;
   fx_start_server(&fx, &so);
-  tu_client_opts(&fx, t, &o, &log);
-  fast_reconnects(&o);
-  fx_start_client(&fx, &o);
-  expect_failure(&fx, &log, LK_ETLS, "alert");
-  tu_finish(&fx, t);
+  client_fails(&fx, t, (tweak_t){0}, LK_ETLS, "alert");
 }
 
 /* A TLS client on the plaintext port. The server takes the ClientHello for

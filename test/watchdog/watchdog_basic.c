@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lk_fixture.h"
+#include "server_faults.h"
 #include "proxy.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -69,22 +70,8 @@ static void spin_until_renewals_exceed(fx_t *fx, uint64_t than, int64_t timeout_
   spin_until_renewals_exceed_or_lost(fx, than, timeout_ms, NULL);
 }
 
-/* Calls of a command on the server (INFO commandstats). */
-static long long cmd_calls(rt_server_t *s, const char *cmd) {
-  char field[64];
-  char *v;
-  long long n = 0;
-  snprintf(field, sizeof(field), "cmdstat_%s", cmd);
-  v = rt_server_info(s, "commandstats", field);
-  if (v == NULL)
-    return 0;
-  ASSERT_EQ(sscanf(v, "calls=%lld", &n), 1);
-  free(v);
-  return n;
-}
-
 static long long script_calls(rt_server_t *s) {
-  return cmd_calls(s, "evalsha") + cmd_calls(s, "eval");
+  return rt_server_cmd_calls(s, "evalsha") + rt_server_cmd_calls(s, "eval");
 }
 
 /* ---- cases ---------------------------------------------------------------------- */

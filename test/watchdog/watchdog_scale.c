@@ -10,24 +10,12 @@
 #include <unistd.h>
 
 #include "lk_fixture.h"
+#include "server_faults.h"
 
 static lk_client_stats_t stats_of(lk_client_t *c) {
   lk_client_stats_t st;
   lk_client_get_stats(c, &st);
   return st;
-}
-
-static long long cmd_calls(rt_server_t *s, const char *cmd) {
-  char field[64];
-  char *v;
-  long long n = 0;
-  snprintf(field, sizeof(field), "cmdstat_%s", cmd);
-  v = rt_server_info(s, "commandstats", field);
-  if (v == NULL)
-    return 0;
-  ASSERT_EQ(sscanf(v, "calls=%lld", &n), 1);
-  free(v);
-  return n;
 }
 
 /* ---- 10 000 locks, one client ------------------------------------------------------ */
@@ -248,12 +236,12 @@ TEST(ten_thousand_locks_renewed_in_batches) {
   const int64_t measured = rt_stall_mark();
   wait_quiet(&fx);
   st0 = stats_of(fx.c);
-  e0 = cmd_calls(fx.srv, "evalsha") + cmd_calls(fx.srv, "eval");
+  e0 = rt_server_cmd_calls(fx.srv, "evalsha") + rt_server_cmd_calls(fx.srv, "eval");
   for (i = 0; i < 2 * P; i++)
     t_last = await_tick(&fx);
   wait_quiet(&fx);
   st1 = stats_of(fx.c);
-  e1 = cmd_calls(fx.srv, "evalsha") + cmd_calls(fx.srv, "eval");
+  e1 = rt_server_cmd_calls(fx.srv, "evalsha") + rt_server_cmd_calls(fx.srv, "eval");
   /* Ticks are lease/6 apart, never closer (safety), and not much further
    * (liveness, judged on the longest the interval can have been: each tick
    * is timed from when the last one ran, so a loaded machine's lateness
