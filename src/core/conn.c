@@ -899,7 +899,7 @@ static void conn_send(lk__conn_t *conn, lk__op_t *op) {
  * no later than that, and then either sends it or fails it with LK_ECONN,
  * so a call ends within its budget + the reply timeout (+ the dial) even
  * when a cluster node refuses connections for longer (docs/client.md,
- * "Reconnect"). */
+ * "Connection behaviour"). */
 static void dial_within_reply_timeout(lk__conn_t *conn, lk__op_t *op) {
   uint64_t now = lk__now_ns(), first = op->first_sent_ns != 0 ? op->first_sent_ns : now;
   uint64_t due = first + (uint64_t)conn->client->o.reply_timeout_ms * 1000000u;

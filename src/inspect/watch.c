@@ -159,7 +159,7 @@ int lk_inspect_watch_follow(lk_inspect_watch_t *w, const lk_inspect_t *in) {
     }
     if (have || free_slot < 0)
       continue;
-    /* "redisson_lock__channel:{NAME}:OWNER" (docs/fair.md, "Keys"). */
+    /* "redisson_lock__channel:{NAME}:OWNER" (docs/fair.md, "Contract"). */
     base = lk__prefix_name("redisson_lock__channel", w->name, w->name_len, &cl);
     ol = strlen(owner);
     chan = base != NULL ? lk__malloc(cl + 1 + ol + 1) : NULL;

@@ -1,5 +1,5 @@
 /* Leader election: following the role's current leader (docs/leader.md,
- * "Observing"). An observer listens on the role's channel, where every
+ * "The contract", lk_leader_observe). An observer listens on the role's channel, where every
  * election publishes "E<term>:<value>" and every give-back "R<term>", and
  * polls the role's state (scripts/leader/state.lua) when its subscription
  * is confirmed, at least every max_repoll_ms, and when the leader's lease
