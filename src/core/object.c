@@ -414,6 +414,11 @@ static void on_final_step(lk__defer_t *d) {
 }
 
 void lk__obj_close_done(lk__obj_t *o) {
+  /* A grant that raced the close (an abandoned attempt's) or a give-back
+   * still on its way: close_cb comes after its answer, so once it ran the
+   * name is free unless a give-back failed. */
+  if (!lk__client_forked(o->client) && lk__outcome_defer_close(o))
+    return;
   if (o->w != NULL) {
     uv_close((uv_handle_t *)&o->w->timer, on_timer_closed);
     return;

@@ -226,6 +226,7 @@ struct lk__obj_s {
   unsigned outcome_open : 1;  /* an attempt's outcome is unknown: the next is a resend */
   unsigned attempt_deferred : 1;
   unsigned command_deferred : 1;
+  unsigned close_deferred : 1; /* close_cb waits for the track (lk__outcome_defer_close) */
   unsigned budgeted : 1; /* the wait was given a budget (wait_ms != 0) */
   unsigned lost : 1;     /* holding objects: on_lost was told, holds not yet forgotten */
   /* The last error reply was a cluster's "not now" (TRYAGAIN, CLUSTERDOWN,

@@ -6,8 +6,9 @@
 
 /* What the object sent that its next attempt or release must not overtake:
  * abandoned attempts whose outcome is still out, and give-backs not yet
- * answered. It lives apart from the object so a closed object need not
- * wait for them: the last to settle frees it once the object is gone. */
+ * answered. The close waits for them too (lk__outcome_defer_close); it
+ * lives apart from the object for a forked child's close, which frees the
+ * object at once: the last to settle frees it once the object is gone. */
 typedef struct lk__outcome_track_s {
   lk__obj_t *obj; /* NULL once the object is freed */
   lk_client_t *client;
@@ -162,7 +163,14 @@ static void settled(lk__outcome_track_t *t) {
       lk__free(t);
     return;
   }
-  if (t->pending > 0 || o->op != NULL || lk__queue_linked(&o->done.node))
+  if (t->pending > 0)
+    return;
+  if (o->close_deferred) {
+    o->close_deferred = 0;
+    lk__obj_close_done(o); /* the close waited for this one */
+    return;
+  }
+  if (o->op != NULL || lk__queue_linked(&o->done.node))
     return;
   if (o->attempt_deferred && is_acquire(o, o->kind)) {
     o->attempt_deferred = 0;
@@ -252,6 +260,13 @@ int lk__outcome_defer_command(lk__obj_t *o) {
   if (!give_backs_pending(o))
     return 0;
   o->command_deferred = 1; /* settled() runs ops->deferred */
+  return 1;
+}
+
+int lk__outcome_defer_close(lk__obj_t *o) {
+  if (!give_backs_pending(o))
+    return 0;
+  o->close_deferred = 1; /* settled() ends the close */
   return 1;
 }
 

@@ -80,6 +80,13 @@ int lk__outcome_defer_attempt(lk__obj_t *o);
  * must, and then ops->deferred(o) runs once it may go. */
 int lk__outcome_defer_command(lk__obj_t *o);
 
+/* The close's last step (lk__obj_close_done) must wait likewise: 1 when it
+ * must, and then lk__obj_close_done(o) runs again once every give-back and
+ * abandoned attempt of the object is answered (or failed: each is bounded
+ * by the client's reply timeout). So close_cb comes after every give-back
+ * the object sent, a grant that raced the close included. */
+int lk__outcome_defer_close(lk__obj_t *o);
+
 /* Sends op (prepared, not submitted; NULL when it could not be prepared),
  * which gives back what the object held or may hold (a lost lease, a
  * refused token, a queue entry): the object's next attempt and release wait

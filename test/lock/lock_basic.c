@@ -493,6 +493,43 @@ TEST(close_with_operation_in_flight) {
   fx_finish(&fx);
 }
 
+/* An acquire whose command is on its way when the close comes: the server
+ * grants it, the close abandons it and gives the grant back. close_cb
+ * comes after that give-back's answer, so the name is free when it runs
+ * (before, close_cb came first and the give-back landed behind it). */
+typedef struct {
+  sx_t op;
+  rt_server_t *srv;
+  long long exists_at_close;
+  int closed;
+} close_grant_t;
+
+static void on_grant_race_closed(lk_lock_t *l) {
+  close_grant_t *st = lk_lock_get_data(l);
+  st->exists_at_close = rt_cmd_int(st->srv, "EXISTS cgr");
+  st->closed = 1;
+}
+
+TEST(close_cb_comes_after_an_abandoned_grant_is_given_back) {
+  fx_t fx;
+  close_grant_t st;
+  lk_lock_t *a;
+  fx_start(&fx, NULL);
+  for (int round = 0; round < 20; round++) {
+    a = fx_lock(&fx, "cgr");
+    memset(&st, 0, sizeof(st));
+    st.srv = fx.srv;
+    st.exists_at_close = -1;
+    lk_lock_set_data(a, &st);
+    ASSERT_OK(lk_lock_acquire(a, NULL, sx_cb, &st.op));
+    ASSERT_OK(lk_lock_close(a, on_grant_race_closed));
+    rt_run_until(&fx.loop, &st.closed, 5000);
+    ASSERT_EQ(st.op.status, LK_ECANCELED);
+    ASSERT_EQ(st.exists_at_close, 0);
+  }
+  fx_finish(&fx);
+}
+
 TEST(names_with_braces_spaces_and_crlf_are_independent) {
   static const char *names[] = {"a", "{a}", "a{b}c", "a b", "a\r\nb", "%s%n", "a}{b}"};
   enum { N = sizeof(names) / sizeof(names[0]) };
