@@ -646,6 +646,7 @@ TEST(budgeted_acquire_in_a_tryagain_window_longer_than_its_budget_times_out) {
   const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(2500);
   mig_start_with(&m, LEASE_MS, reply_timeout);
   lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
+  const int64_t mark = rt_stall_mark();
   uint64_t t0 = uv_hrtime();
   cfx_acquire_start(l, budget, 30000, 1, &s);
   rt_run_until(&m.f.fx.loop, &s.done, 20000);
@@ -654,7 +655,9 @@ TEST(budgeted_acquire_in_a_tryagain_window_longer_than_its_budget_times_out) {
           lk_err_name(s.status), took, (long long)budget, (long long)reply_timeout);
   ASSERT_EQ(s.status, LK_ETIMEDOUT);
   ASSERT_GE(took, (double)budget - 1);
-  ASSERT_LE(took, (double)(budget + reply_timeout + rt_scaled_ms(300)));
+  /* A liveness bound: a stall of the machine longer than its slack excuses
+   * it (stall.h), never the early end above. */
+  EXPECT_HOLD(took <= (double)(budget + reply_timeout + rt_scaled_ms(300)), mark, 300);
   ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
   ASSERT_EQ(cfx_exists(&m.f, m.to, name), 0);
   fx_close_lock(&m.f.fx, l);

@@ -31,6 +31,15 @@ static void empty_replica(cfx_t *f, int replica) {
  * by the default 2 s connect timeout, long enough for a loaded machine's
  * handshakes once they are back; each then waits out its 10 s reconnect
  * backoff unless a map read cuts it short). */
+/* The client's log, timed from the test's start: what the router did is
+ * in the test's output when the map is seen late (or not at all). */
+static uint64_t g_log_t0;
+static void log_timed(lk_log_level_t level, const char *msg, void *arg) {
+  (void)arg;
+  if (level >= LK_LOG_INFO)
+    fprintf(stderr, "log +%.0f ms: %s\n", (double)(uv_hrtime() - g_log_t0) / 1e6, msg);
+}
+
 static void kill_and_watch(int kill_seed, int pause_others) {
   cfx_t f;
   cfx_events_t ev = {0};
@@ -43,6 +52,8 @@ static void kill_and_watch(int kill_seed, int pause_others) {
   o.reconnect_min_ms = 10000;
   o.reconnect_max_ms = 10000;
   o.cluster_refresh_ms = 10000;
+  o.log = log_timed;
+  g_log_t0 = uv_hrtime();
   cfx_start(&f, 0, &o);
   ASSERT_EQ(rt_cluster_is_master(f.cl, 0), 1); /* the seed */
   int m = 0;
@@ -56,9 +67,15 @@ static void kill_and_watch(int kill_seed, int pause_others) {
   ASSERT_OK(lk_lock_set_lost_cb(a, cfx_on_lost, &lost));
   ASSERT_OK(sx_acquire(&f.fx, a, 0, LK_LEASE_DEFAULT));
   empty_replica(&f, r);
+  /* The hold on the seed needed no map; the client must have read one to
+   * know any other node: a seed killed before the first map arrives leaves
+   * a one-seed client nobody to ask (docs/client.md). Under load that read
+   * could still be on its way here. */
+  FX_EVENTUALLY(&f.fx, cfx_stats(f.fx.c).topology_refreshes >= 1, 20000);
 
   uint64_t before = cfx_stats(f.fx.c).reconnects;
   uint64_t t_kill = uv_hrtime();
+  fprintf(stderr, "test +%.0f ms: killing master %d\n", (double)(t_kill - g_log_t0) / 1e6, m);
   rt_cluster_kill(f.cl, m);
   if (pause_others) {
     for (int i = 0; i < f.n_masters; i++)
@@ -73,7 +90,13 @@ static void kill_and_watch(int kill_seed, int pause_others) {
   }
   FX_EVENTUALLY(&f.fx, rt_cluster_is_master(f.cl, r) == 1, 30000);
   uint64_t t_promoted = uv_hrtime();
+  fprintf(stderr, "test +%.0f ms: replica %d promoted\n", (double)(t_promoted - g_log_t0) / 1e6, r);
   FX_EVENTUALLY(&f.fx, lost.n == 1, 30000);
+  if (ev.topology == 0)
+    fprintf(stderr, "test +%.0f ms: the hold was reported lost with no new map seen (%llu map "
+            "reads, %llu reconnects)\n", (double)(lost.t_ns - g_log_t0) / 1e6,
+            (unsigned long long)cfx_stats(f.fx.c).topology_refreshes,
+            (unsigned long long)cfx_stats(f.fx.c).reconnects);
   ASSERT_GE(ev.topology, 1);
   double seen = cfx_ms_since(t_promoted, ev.topology_ns);
   double verified = cfx_ms_since(t_promoted, lost.t_ns);
