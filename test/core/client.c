@@ -567,6 +567,9 @@ TEST(slow_reply_try_once_on_free_lock) {
   rs.resumed = 0;
   ASSERT_OK(uv_timer_init(&fx.loop, &timer));
   timer.data = &rs;
+  /* The reply is due 250 ms in, the timeout at 600: a machine stall of
+   * more than the 300 ms between (less a margin) may end it first. */
+  const int64_t mark = rt_stall_mark();
   rt_server_pause(fx.srv);
   t0 = uv_hrtime();
   ASSERT_OK(acquire_op(l, 0, 30000, &a));
@@ -578,8 +581,13 @@ TEST(slow_reply_try_once_on_free_lock) {
   uv_close((uv_handle_t *)&timer, timer_closed_cb);
   rt_run_until(&fx.loop, &timer_closed, 5000);
   if (a.status != 0)
-    FAIL("try-once acquire of a free lock ended with %s after %lld ms (reply came at "
-         "~250 ms, reply timeout 600 ms)", lk_err_name(a.status), (long long)ms);
+    fprintf(stderr, "try-once acquire of a free lock ended with %s after %lld ms (reply "
+            "came at ~250 ms, reply timeout 600 ms)\n", lk_err_name(a.status), (long long)ms);
+  if (!EXPECT_HOLD(a.status == 0, mark, 600 - 250 - 50)) {
+    fx_close_lock(&fx, l); /* gives back what the server may have granted */
+    finish(&fx);
+    return;
+  }
   ASSERT_EQ(a.holds, 1);
   ASSERT_EQ(log.count[LK_EVENT_SUSPENDED], 0); /* the reply was in time */
   ASSERT_EQ(server_holds(fx.srv, "slow", lk_lock_owner(l)), 1);
