@@ -275,16 +275,6 @@ TEST(user_without_channel_access_is_served_by_polling) {
 
 /* ---- a renewal answered after the loss ---- */
 
-/* A fenced fair acquire (the stale-count case below uses it too). */
-static void start_fenced(lk_fair_t *f, fsx_t *s) {
-  lk_fair_opts_t o;
-  memset(s, 0, sizeof(*s));
-  lk_fair_opts_init(&o);
-  o.wait_ms = 5000;
-  o.fenced = 1;
-  ASSERT_OK(lk_fair_acquire(f, &o, fsx_cb, s));
-}
-
 /* The fair lock's row of the shared contract (test/harness/late_renewal_contract.h). */
 static void *lr_open(fx_t *fx, const char *name) { return fx_fair(fx, name); }
 
@@ -341,18 +331,18 @@ TEST(late_renewal_reply_never_undoes_the_next_grant) {
 TEST(first_attempt_never_takes_a_stale_count_for_its_grant) {
   fx_t fx;
   lk_fair_t *w;
-  fsx_t s;
+  lr_acq_t s; /* a fenced acquire: the contract row above */
   int64_t n = -1, t1;
   fx_start(&fx, NULL);
   w = fx_fair(&fx, "stale");
-  start_fenced(w, &s);
+  lr_start_fenced(w, &s);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
   t1 = lk_fair_token(w);
   ASSERT_GT(t1, 0);
   /* A hold of this owner the object does not count. */
   ASSERT_EQ(rt_cmd_int(fx.srv, "HINCRBY stale %s 1", lk_fair_owner(w)), 2);
-  start_fenced(w, &s);
+  lr_start_fenced(w, &s);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
   ASSERT_EQ(lk_fair_hold_count(w), 2);
