@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lk_fixture.h"
+#include "late_renewal_contract.h"
 #include "proxy.h"
 
 static void start_acquire(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, sx_t *s) {
@@ -274,85 +275,52 @@ TEST(user_without_channel_access_polls) {
 
 /* ---- a renewal answered after the loss ---- */
 
-typedef struct {
-  int lost;
-  sx_t *acq;
-} relost_t;
+/* The lock's row of the shared contract (test/harness/late_renewal_contract.h). */
+static void *lr_open(fx_t *fx, const char *name) { return fx_lock(fx, name); }
 
-static void start_fenced(lk_lock_t *l, sx_t *s) {
+static lk_handle_t *lr_handle(void *obj) { return lk_lock_handle(obj); }
+
+static void lr_acq_cb(lk_lock_t *l, int status, void *arg) {
+  (void)l;
+  lr_acq_done(arg, status);
+}
+
+static void lr_start_fenced(void *obj, lr_acq_t *a) {
   lk_lock_opts_t o;
-  memset(s, 0, sizeof(*s));
+  memset(a, 0, sizeof(*a));
   lk_lock_opts_init(&o);
   o.wait_ms = 5000;
   o.fenced = 1;
-  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
+  ASSERT_OK(lk_lock_acquire(obj, &o, lr_acq_cb, a));
 }
 
 /* The holder is told at once and acquires again from on_lost. */
-static void on_lost_acquire_again(lk_lock_t *l, int status, void *arg) {
-  relost_t *r = arg;
+static void lr_on_lost(lk_lock_t *l, int status, void *arg) {
+  lr_relost_t *r = arg;
   ASSERT_EQ(status, LK_ELEASELOST);
   r->lost++;
-  start_fenced(l, r->acq);
+  lr_start_fenced(l, r->acq);
 }
 
-/* A renewal whose reply arrives after the holder was told it lost the lease
- * (the reply was slow; the server did extend): the loss's give-back was sent
- * behind that renewal and undoes the extension. Nothing more may be sent
- * when the late reply arrives: the holder may have acquired again meanwhile,
- * and a give-back sent then would reach the server after that grant and
- * delete it (the nemesis saw two holders of a fair lock this way). */
+static int lr_set_lost(void *obj, lr_relost_t *r) {
+  return lk_lock_set_lost_cb(obj, lr_on_lost, r);
+}
+
+static int lr_hold_count(fx_t *fx, void *obj, int64_t *n) {
+  return sx_run(fx, lk_lock_server_hold_count, obj, n);
+}
+
+static int lr_release(fx_t *fx, void *obj, int64_t *n) {
+  return sx_run(fx, lk_lock_release, obj, n);
+}
+
+static void lr_close(fx_t *fx, void *obj) { fx_close_lock(fx, obj); }
+
+static const lr_kind_t lr_lock = {lr_open,       lr_handle,  lr_set_lost, lr_start_fenced,
+                                  lr_hold_count, lr_release, lr_close};
+
 TEST(late_renewal_reply_never_undoes_the_next_grant) {
-  fx_t fx;
-  rt_proxy_t *p;
-  lk_client_opts_t o;
-  lk_lock_t *l;
-  sx_t first, again;
-  relost_t r;
-  int64_t n = -1, t1;
-  lk_client_opts_init(&o);
-  o.default_lease_ms = 600;
-  o.reply_timeout_ms = 5000; /* held replies are late, not lost */
-  p = fx_start_proxied(&fx, &o);
-  l = fx_lock(&fx, "late");
-  memset(&r, 0, sizeof(r));
-  r.acq = &again;
-  ASSERT_OK(lk_lock_set_lost_cb(l, on_lost_acquire_again, &r));
-  start_fenced(l, &first);
-  rt_run_until(&fx.loop, &first.done, 5000);
-  ASSERT_OK(first.status);
-  t1 = lk_lock_token(l);
-  ASSERT_GT(t1, 0);
-  long long scripts = rt_server_cmd_calls(fx.srv, "evalsha");
-  /* The next request is the watchdog's renewal: it runs, its reply (and
-   * every later one) is held past the local deadline. */
-  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_HOLD, NULL, 0);
-  rt_run_until(&fx.loop, &r.lost, 5000);
-  ASSERT_EQ(r.lost, 1);
-  /* The renewal and the loss's give-back ran (two scripts). The give-back's
-   * answer is held too, and the new acquisition waits for it, so it has
-   * taken no token yet: sent before that answer, it could be overtaken by
-   * the give-back (a cluster's router keeps a command that met TRYAGAIN for
-   * a later retry). */
-  FX_EVENTUALLY(&fx, rt_server_cmd_calls(fx.srv, "evalsha") >= scripts + 2, 3000);
-  ASSERT_EQ(fx_token_counter(&fx, "late"), t1);
-  ASSERT_EQ(again.done, 0);
-  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
-  rt_proxy_release(p);
-  rt_run_until(&fx.loop, &again.done, 5000);
-  ASSERT_OK(again.status);
-  ASSERT_GT(lk_lock_token(l), t1);
-  ASSERT_EQ(lk_lock_token(l), fx_token_counter(&fx, "late"));
-  /* Whatever the late reply set off was sent before this query. */
-  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, l, &n));
-  ASSERT_EQ(n, 1);
-  ASSERT(lk_lock_is_held(l));
-  ASSERT_EQ(r.lost, 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, &n));
-  fx_close_lock(&fx, l);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS late"), 0);
-  fx_finish(&fx);
-  rt_proxy_stop(p);
+  lr_late_renewal_reply_never_undoes_the_next_grant(&lr_lock);
 }
 
 /* ---- an unknown outcome left open by a transient error ---- */

@@ -9,8 +9,6 @@
 #include "core/scripts.h"
 #include "nr_fixture.h"
 
-#define EMU_WAIT_MS 5000 /* the emulated tryLock's waitTime: Redisson's WAIT */
-
 static void start(fx_t *fx) {
   lk_client_opts_t o;
   lk_client_opts_init(&o);
@@ -78,7 +76,8 @@ TEST(fair_redisson_holder_blocks_latchkey_and_its_unlock_wakes_it) {
   fsx_t s;
   start(&fx);
   redisContext *emu = rt_rlock_connect(rt_server_port(fx.srv));
-  ASSERT_EQ(rt_nrfair_attempt(emu, "nrf-r2l", NR_EMU_UUID, NR_EMU_TID, 30000, EMU_WAIT_MS, NULL),
+  ASSERT_EQ(rt_nrfair_attempt(emu, "nrf-r2l", NR_EMU_UUID, NR_EMU_TID, 30000,
+                              NR_EMU_FAIR_WAIT_MS, NULL),
             1);
   lk_fair_t *f = fx_fair(&fx, "nrf-r2l");
   ASSERT_EQ(nr_fair(&fx, f, 0, 30000), LK_ETIMEDOUT);
@@ -89,7 +88,8 @@ TEST(fair_redisson_holder_blocks_latchkey_and_its_unlock_wakes_it) {
   fx_spin(&fx, 50);
   ASSERT_EQ(s.done, 0);
   /* The emulator's own re-acquire is refused and does not queue. */
-  ASSERT_EQ(rt_nrfair_attempt(emu, "nrf-r2l", NR_EMU_UUID, NR_EMU_TID, 30000, EMU_WAIT_MS, NULL),
+  ASSERT_EQ(rt_nrfair_attempt(emu, "nrf-r2l", NR_EMU_UUID, NR_EMU_TID, 30000,
+                              NR_EMU_FAIR_WAIT_MS, NULL),
             RT_NR_REENTRY);
   ASSERT_EQ(fair_llen(fx.srv, "nrf-r2l"), 1);
   uint64_t t_unlock = uv_hrtime();
@@ -106,27 +106,6 @@ TEST(fair_redisson_holder_blocks_latchkey_and_its_unlock_wakes_it) {
   fx_finish(&fx);
 }
 
-typedef struct emu_waiter_s {
-  int port;
-  const char *name;
-  int64_t timeout_ms;
-  int result;
-  uint64_t t_ns;
-  atomic_int done;
-} emu_waiter_t;
-
-static void *emu_wait_thread(void *arg) {
-  emu_waiter_t *w = arg;
-  redisContext *ctx = rt_rlock_connect(w->port), *sub = rt_rlock_connect(w->port);
-  w->result = rt_nrfair_lock_wait(ctx, sub, w->name, NR_EMU_UUID, NR_EMU_TID, 30000,
-                                  EMU_WAIT_MS, w->timeout_ms);
-  w->t_ns = uv_hrtime();
-  atomic_store(&w->done, 1);
-  redisFree(sub);
-  redisFree(ctx);
-  return NULL;
-}
-
 /* A latchkey non-reentrant fair holder keeps a queued Redisson waiter out;
  * latchkey's release tells it on its own channel and it takes the lock at
  * once (its own wait is the holder's 30 s lease). */
@@ -137,10 +116,12 @@ TEST(fair_latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
   lk_fair_t *f = fx_fair(&fx, "nrf-l2r");
   ASSERT_OK(nr_fair(&fx, f, 0, LK_LEASE_DEFAULT));
   char *channel = rt_rfair_channel("nrf-l2r", NR_EMU_UUID, NR_EMU_TID);
-  emu_waiter_t w = {.port = rt_server_port(fx.srv), .name = "nrf-l2r",
-                    .timeout_ms = rt_scaled_ms(10000)};
+  nr_emu_waiter_t w = {.wait = nr_emu_fair_wait,
+                       .port = rt_server_port(fx.srv),
+                       .name = "nrf-l2r",
+                       .timeout_ms = rt_scaled_ms(10000)};
   atomic_init(&w.done, 0);
-  ASSERT_EQ(pthread_create(&th, NULL, emu_wait_thread, &w), 0);
+  ASSERT_EQ(pthread_create(&th, NULL, nr_emu_wait_thread, &w), 0);
   fx_wait_subscribers(&fx, channel, 1);
   FX_EVENTUALLY(&fx, fair_lpos(fx.srv, "nrf-l2r", NR_EMU_OWNER) == 0, 3000);
   fx_spin(&fx, 100);

@@ -125,28 +125,6 @@ TEST(redisson_holder_blocks_latchkey_and_its_unlock_wakes_it) {
   fx_finish(&fx);
 }
 
-typedef struct emu_waiter_s {
-  int port;
-  const char *name;
-  int64_t timeout_ms;
-  int result;
-  uint64_t t_ns;
-  atomic_int done;
-} emu_waiter_t;
-
-/* The emulated Redisson lock() in a thread of its own (it blocks). */
-static void *emu_wait_thread(void *arg) {
-  emu_waiter_t *w = arg;
-  redisContext *ctx = rt_rlock_connect(w->port), *sub = rt_rlock_connect(w->port);
-  w->result = rt_nrlock_lock_blocking(ctx, sub, w->name, NR_EMU_UUID, NR_EMU_TID, 30000,
-                                      w->timeout_ms);
-  w->t_ns = uv_hrtime();
-  atomic_store(&w->done, 1);
-  redisFree(sub);
-  redisFree(ctx);
-  return NULL;
-}
-
 /* A latchkey non-reentrant holder (watchdog lease) keeps a Redisson waiter
  * out; latchkey's release message lets it in at once (its own wait is the
  * holder's 30 s lease). */
@@ -157,10 +135,12 @@ TEST(latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
   lk_lock_t *l = fx_lock(&fx, "nr-l2r");
   char *channel = rt_rlock_channel("nr-l2r");
   ASSERT_OK(nr_lock(&fx, l, 0, LK_LEASE_DEFAULT));
-  emu_waiter_t w = {.port = rt_server_port(fx.srv), .name = "nr-l2r",
-                    .timeout_ms = rt_scaled_ms(10000)};
+  nr_emu_waiter_t w = {.wait = nr_emu_lock_wait,
+                       .port = rt_server_port(fx.srv),
+                       .name = "nr-l2r",
+                       .timeout_ms = rt_scaled_ms(10000)};
   atomic_init(&w.done, 0);
-  ASSERT_EQ(pthread_create(&th, NULL, emu_wait_thread, &w), 0);
+  ASSERT_EQ(pthread_create(&th, NULL, nr_emu_wait_thread, &w), 0);
   fx_wait_subscribers(&fx, channel, 1);
   fx_spin(&fx, 100);
   ASSERT_EQ(atomic_load(&w.done), 0);

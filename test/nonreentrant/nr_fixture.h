@@ -4,6 +4,7 @@
 #define LK_TEST_NONREENTRANT_NR_FIXTURE_H
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,47 @@ static inline long long nr_hget(rt_server_t *srv, const char *name, const char *
 /* Scripts the server ran (EVALSHA and EVAL): what "never sent" is read by. */
 static inline long long nr_script_calls(rt_server_t *srv) {
   return cmdstat_calls(srv, "evalsha") + cmdstat_calls(srv, "eval");
+}
+
+/* The emulated Redisson waiter in a thread of its own (its wait blocks).
+ * One body for both kinds: each kind's test passes the emulator's blocking
+ * acquire for that kind (nr_emu_lock_wait, nr_emu_fair_wait below). */
+typedef int (*nr_emu_wait_fn)(redisContext *ctx, redisContext *sub, const char *name,
+                              int64_t timeout_ms);
+
+typedef struct nr_emu_waiter_s {
+  nr_emu_wait_fn wait;
+  int port;
+  const char *name;
+  int64_t timeout_ms;
+  int result;
+  uint64_t t_ns;
+  atomic_int done;
+} nr_emu_waiter_t;
+
+static inline void *nr_emu_wait_thread(void *arg) {
+  nr_emu_waiter_t *w = arg;
+  redisContext *ctx = rt_rlock_connect(w->port), *sub = rt_rlock_connect(w->port);
+  w->result = w->wait(ctx, sub, w->name, w->timeout_ms);
+  w->t_ns = uv_hrtime();
+  atomic_store(&w->done, 1);
+  redisFree(sub);
+  redisFree(ctx);
+  return NULL;
+}
+
+/* Redisson's lock() for the plain lock, with a 30 s lease. */
+static inline int nr_emu_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
+                                   int64_t timeout_ms) {
+  return rt_nrlock_lock_blocking(ctx, sub, name, NR_EMU_UUID, NR_EMU_TID, 30000, timeout_ms);
+}
+
+/* Redisson's fair tryLock, 30 s lease; its waitTime is Redisson's WAIT. */
+#define NR_EMU_FAIR_WAIT_MS 5000
+static inline int nr_emu_fair_wait(redisContext *ctx, redisContext *sub, const char *name,
+                                   int64_t timeout_ms) {
+  return rt_nrfair_lock_wait(ctx, sub, name, NR_EMU_UUID, NR_EMU_TID, 30000,
+                             NR_EMU_FAIR_WAIT_MS, timeout_ms);
 }
 
 #endif /* LK_TEST_NONREENTRANT_NR_FIXTURE_H */
