@@ -257,6 +257,19 @@ struct lk__bl_op_s {
   int64_t (*finish)(lk_handle_t *obj, int status, lk__bl_op_t *op);
 };
 
+/* A blocking acquire without options waits forever with the kind's other
+ * defaults: when opts is NULL, fills o through init (the kind's
+ * lk_X_opts_init) with wait_ms = LK_WAIT_FOREVER and points opts at it.
+ * Every blocking kind's acquire starts this way. */
+#define LK__BL_OPTS_OR_FOREVER(init, opts, o)                                  \
+  do {                                                                         \
+    if ((opts) == NULL) {                                                      \
+      init(&(o));                                                              \
+      (o).wait_ms = LK_WAIT_FOREVER;                                           \
+      (opts) = &(o);                                                           \
+    }                                                                          \
+  } while (0)
+
 /* Runs op on the calling thread's object of h and waits for it: the entry
  * checks, LK_ECLOSED, the verb's own codes. *result (may be NULL) is set
  * on success only. */

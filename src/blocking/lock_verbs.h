@@ -11,11 +11,7 @@
 
 int BL_B(acquire)(BL_B(t) *l, const BL_A(opts_t) *opts) {
   BL_A(opts_t) o;
-  if (opts == NULL) {
-    BL_A(opts_init)(&o);
-    o.wait_ms = LK_WAIT_FOREVER;
-    opts = &o;
-  }
+  LK__BL_OPTS_OR_FOREVER(BL_A(opts_init), opts, o);
   return acquire(l, opts);
 }
 

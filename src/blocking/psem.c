@@ -75,17 +75,13 @@ int lk_blocking_psem_new(lk_blocking_t *b, const char *name, lk_blocking_psem_t 
 int lk_blocking_psem_acquire(lk_blocking_psem_t *p, const lk_psem_opts_t *opts,
                              char (*ids)[LK_PSEM_ID_LEN + 1]) {
   lk_psem_opts_t o;
+  LK__BL_OPTS_OR_FOREVER(lk_psem_opts_init, opts, o);
   lk__bl_op_t op = {.start = start,
                     .verb = V_ACQUIRE,
                     .flags = LK__BL_CANCELABLE,
                     .opts = opts,
                     .arg = ids,
                     .finish = copy_ids};
-  if (opts == NULL) {
-    lk_psem_opts_init(&o);
-    o.wait_ms = LK_WAIT_FOREVER;
-    op.opts = &o;
-  }
   return lk__bl_op_run(LK__BL_H(p), &op, NULL);
 }
 

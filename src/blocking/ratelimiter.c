@@ -62,12 +62,8 @@ int lk_blocking_ratelimiter_set_rate(lk_blocking_ratelimiter_t *r,
 int lk_blocking_ratelimiter_acquire(lk_blocking_ratelimiter_t *r,
                                     const lk_ratelimiter_opts_t *opts) {
   lk_ratelimiter_opts_t o;
+  LK__BL_OPTS_OR_FOREVER(lk_ratelimiter_opts_init, opts, o);
   lk__bl_op_t op = {.start = start, .verb = V_ACQUIRE, .flags = LK__BL_CANCELABLE, .opts = opts};
-  if (opts == NULL) {
-    lk_ratelimiter_opts_init(&o);
-    o.wait_ms = LK_WAIT_FOREVER;
-    op.opts = &o;
-  }
   return lk__bl_op_run(LK__BL_H(r), &op, NULL);
 }
 

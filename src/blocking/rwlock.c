@@ -66,11 +66,7 @@ int lk_blocking_rwlock_new(lk_blocking_t *b, const char *name, lk_blocking_rwloc
 int lk_blocking_rwlock_acquire(lk_blocking_rwlock_t *l, lk_rwlock_side_t side,
                                const lk_rwlock_opts_t *opts) {
   lk_rwlock_opts_t o;
-  if (opts == NULL) {
-    lk_rwlock_opts_init(&o);
-    o.wait_ms = LK_WAIT_FOREVER;
-    opts = &o;
-  }
+  LK__BL_OPTS_OR_FOREVER(lk_rwlock_opts_init, opts, o);
   return acquire(l, side, opts);
 }
 

@@ -57,12 +57,8 @@ int lk_blocking_semaphore_new(lk_blocking_t *b, const char *name,
 
 int lk_blocking_semaphore_acquire(lk_blocking_semaphore_t *s, const lk_semaphore_opts_t *opts) {
   lk_semaphore_opts_t o;
+  LK__BL_OPTS_OR_FOREVER(lk_semaphore_opts_init, opts, o);
   lk__bl_op_t op = {.start = start, .verb = V_ACQUIRE, .flags = LK__BL_CANCELABLE, .opts = opts};
-  if (opts == NULL) {
-    lk_semaphore_opts_init(&o);
-    o.wait_ms = LK_WAIT_FOREVER;
-    op.opts = &o;
-  }
   return lk__bl_op_run(LK__BL_H(s), &op, NULL);
 }
 
