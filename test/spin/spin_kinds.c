@@ -67,7 +67,7 @@ TEST(semaphore_spin_waits_without_subscribing) {
   took = (double)(x.t_ns - t0) / 1e6;
   ASSERT_EQ(x.status, LK_ETIMEDOUT);
   ASSERT_GE(took, 600.0);
-  ASSERT_LE(took, 600.0 + (double)rt_scaled_ms(500));
+  ASSERT_LE(took, 600.0 + (double)rt_stall_bound_since_ns(t0, 500));
   ASSERT_EQ(spin_subscribes(fx.srv), 0);
 
   sem_spin_start(s, 300, 0, 0, &x);
@@ -89,7 +89,7 @@ TEST(semaphore_spin_waits_without_subscribing) {
   ASSERT_EQ(x.status, 0);
   took = (double)(x.t_ns - t0) / 1e6;
   printf("semaphore: a released permit taken by the spinner after %.1f ms\n", took);
-  ASSERT_LE(took, 128.0 + (double)rt_scaled_ms(400));
+  ASSERT_LE(took, 128.0 + (double)rt_stall_bound_since_ns(t0, 400));
   ASSERT_EQ(sem_run_n(&fx, lk_semaphore_release, s, 1, NULL), 0);
   ASSERT_EQ(sem_run_n(&fx, lk_semaphore_release, other, 1, NULL), 0);
 
@@ -211,7 +211,7 @@ TEST(psem_spin_waits_without_subscribing) {
   took = (double)(x.t_ns - t0) / 1e6;
   ASSERT_EQ(x.status, LK_ETIMEDOUT);
   ASSERT_GE(took, 500.0);
-  ASSERT_LE(took, 500.0 + (double)rt_scaled_ms(500));
+  ASSERT_LE(took, 500.0 + (double)rt_stall_bound_since_ns(t0, 500));
   ASSERT_EQ(spin_subscribes(fx.srv), 0);
   fx_close_psem(&fx, other); /* gives its permit back */
 
@@ -258,7 +258,7 @@ TEST(rwlock_spin_writer_waits_for_a_reader_without_subscribing) {
   ASSERT_EQ(x.status, 0);
   took = (double)(x.t_ns - t0) / 1e6;
   printf("rwlock: the spinning writer held %.1f ms after the read release\n", took);
-  ASSERT_LE(took, 128.0 + (double)rt_scaled_ms(400));
+  ASSERT_LE(took, 128.0 + (double)rt_stall_bound_since_ns(t0, 400));
   ASSERT_EQ(spin_subscribes(fx.srv), 0);
   /* And a spinning reader behind that writer: bounded, no subscription. */
   memset(&x, 0, sizeof x);

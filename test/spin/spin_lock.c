@@ -141,7 +141,7 @@ TEST(lock_spin_wait_is_bounded_by_its_budget) {
   printf("spin wait of 700 ms (back-off 5 s) ended after %.1f ms\n", took_ms);
   ASSERT_EQ(s.status, LK_ETIMEDOUT);
   ASSERT_GE(took_ms, 700.0);
-  ASSERT_LE(took_ms, 700.0 + (double)rt_scaled_ms(500));
+  ASSERT_LE(took_ms, 700.0 + (double)rt_stall_bound_since_ns(t0, 500));
 
   /* The same wait, the lock freed (RSpinLock-style: no message) while the
    * waiter sleeps its long back-off: the last try at the deadline takes it. */
@@ -155,7 +155,7 @@ TEST(lock_spin_wait_is_bounded_by_its_budget) {
   took_ms = (double)(s.t_ns - t0) / 1e6;
   ASSERT_EQ(s.status, 0);
   ASSERT_GE(took_ms, 690.0); /* not before: it slept, nothing woke it */
-  ASSERT_LE(took_ms, 700.0 + (double)rt_scaled_ms(500));
+  ASSERT_LE(took_ms, 700.0 + (double)rt_stall_bound_since_ns(t0, 500));
   ASSERT_EQ(sx_run(&fx, lk_lock_release, l, NULL), 0);
 
   fx_close_lock(&fx, l);
@@ -382,7 +382,7 @@ TEST(lock_spin_waiter_takes_a_lock_redisson_freed) {
     ASSERT_EQ(s.status, 0);
     printf("%s unlock -> spinning waiter holds after %.1f ms\n",
            spin_unlock ? "RSpinLock" : "RLock", (double)(s.t_ns - t_free) / 1e6);
-    ASSERT_LE((double)(s.t_ns - t_free) / 1e6, 128.0 + (double)rt_scaled_ms(400));
+    ASSERT_LE((double)(s.t_ns - t_free) / 1e6, 128.0 + (double)rt_stall_bound_since_ns(t_free, 400));
     /* The Redisson side sees latchkey's hold. */
     ASSERT_GE(rt_rlock_try(emu, NAME, SPIN_EMU_UUID, SPIN_EMU_TID, 30000), 0);
     ASSERT_EQ(sx_run(&fx, lk_lock_release, l, NULL), 0);
@@ -439,7 +439,7 @@ TEST(lock_spin_holder_release_wakes_listening_waiters) {
   ASSERT_EQ(atomic_load(&ew.result), 1);
   printf("RLock waiter woke and held %.1f ms after the spinning holder's release\n",
          (double)(uv_hrtime() - t_rel) / 1e6);
-  ASSERT_LE((double)(uv_hrtime() - t_rel) / 1e6, (double)rt_scaled_ms(5000));
+  ASSERT_LE((double)(uv_hrtime() - t_rel) / 1e6, (double)rt_stall_bound_since_ns(t_rel, 5000));
 
   /* latchkey's listening waiter on another client (spin 0 there). */
   {
@@ -461,7 +461,7 @@ TEST(lock_spin_holder_release_wakes_listening_waiters) {
   ASSERT_EQ(sx_run(&fx, lk_lock_release, holder, NULL), 0);
   rt_run_until(&fx.loop, &ls.done, 10000);
   ASSERT_EQ(ls.status, 0);
-  ASSERT_LE((double)(ls.t_ns - t_rel) / 1e6, (double)rt_scaled_ms(2000));
+  ASSERT_LE((double)(ls.t_ns - t_rel) / 1e6, (double)rt_stall_bound_since_ns(t_rel, 2000));
   ASSERT_EQ(sx_run(&fx, lk_lock_release, listener, NULL), 0);
 
   fx_close_lock(&fx, listener);
