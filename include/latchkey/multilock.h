@@ -208,12 +208,15 @@ LK_EXTERN int lk_redlock_acquire(lk_redlock_t *rl, const lk_redlock_opts_t *opts
                                  lk_redlock_cb cb, void *arg);
 
 /* Drops one hold on every master that has one, all at once; completes once
+ * a quorum of them confirmed (the others settle in the background:
+ * lk_redlock_node_status is LK_EUNKNOWN until each answers), or else once
  * every master answered or timed out. The hold is given up either way, and
  * what an unreachable master still has expires with its lease.
  * At once: the entry codes (LK_EINVAL also for a NULL callback), LK_EBUSY;
  * LK_ENOTHELD (nothing is held); LK_ELEASELOST (after on_lost).
- * Callback: 0; LK_ELEASELOST (the quorum was lost meanwhile); LK_ECANCELED;
- * or the first master's failure (lk_redlock_node_status): LK_ETIMEDOUT (no
+ * Callback: 0 (a quorum confirmed); LK_ELEASELOST (the quorum was lost
+ * meanwhile); LK_ECANCELED; or, short of a quorum, the first master's
+ * failure (lk_redlock_node_status): LK_ETIMEDOUT (no
  * answer within the node timeout), a status its lock's lk_lock_release
  * delivered (LK_ENOTOWNER, LK_ECONN, LK_EUNKNOWN, the server codes...) or
  * returned at once (LK_ELEASELOST, LK_EBUSY, LK_ENOMEM, LK_EAGAIN). */

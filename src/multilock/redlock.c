@@ -249,6 +249,8 @@ static void answer_came(lk_redlock_t *rl) {
 
 /* --- node operations --- */
 
+static void join_attempt(lk_redlock_t *rl, lk__rnode_t *nd);
+
 static void on_node_released(lk_lock_t *l, int status, void *arg) {
   lk__rnode_t *nd = arg;
   lk_redlock_t *rl = nd->rl;
@@ -256,8 +258,9 @@ static void on_node_released(lk_lock_t *l, int status, void *arg) {
   if (rl->nodes_closing > 0)
     return;
   answer_came(rl);
-  if (nd->cur && rl->phase == PH_RELEASE)
+  if ((nd->cur && rl->phase == PH_RELEASE) || nd->settling)
     nd->status = status;
+  nd->settling = 0;
   if (status == 0) {
     if (nd->mine > 0)
       nd->mine--;
@@ -274,6 +277,7 @@ static void on_node_released(lk_lock_t *l, int status, void *arg) {
     check_quorum(rl);
   if (rl->lost)
     give_back(nd, nd->mine);
+  join_attempt(rl, nd);
   advance(rl);
 }
 
@@ -341,6 +345,7 @@ static void on_node_acquired(lk_lock_t *l, int status, void *arg) {
     else if (status == 0)
       late_grant(rl, nd);
   }
+  join_attempt(rl, nd);
   advance(rl);
 }
 
@@ -356,6 +361,24 @@ static int node_acquire(lk_redlock_t *rl, lk__rnode_t *nd) {
   if (rc == 0)
     nd->busy = N_ACQUIRING;
   return rc;
+}
+
+/* A master still busy with the last operation when an attempt began (the
+ * straggler of a release answered at its quorum, or of an acquire) is
+ * asked as soon as its answer comes, while the attempt is undecided: it
+ * votes like the others, so an attempt that starts right after a release
+ * still has every master, not only those that had answered. Its lease
+ * starts after t0, so the validity counted from t0 stays on the safe side. */
+static void join_attempt(lk_redlock_t *rl, lk__rnode_t *nd) {
+  if (!nd->join || nd->busy != N_IDLE)
+    return;
+  nd->join = 0;
+  if (rl->phase != PH_ATTEMPT || rl->cut || rl->lost || rl->nodes_closing > 0)
+    return;
+  if (lk__rl_quarantined(rl, nd))
+    nd->status = LK_ENOQUORUM;
+  else if (node_acquire(rl, nd) == 0)
+    nd->cur = 1;
 }
 
 /* --- fencing: the quorum token written back --- */
@@ -479,7 +502,7 @@ static void decide_attempt(lk_redlock_t *rl) {
     const lk__rnode_t *nd = &rl->node[i];
     if (nd->vote)
       votes++;
-    else if (nd->cur && nd->busy == N_ACQUIRING && !nd->timed_out)
+    else if ((nd->cur && nd->busy == N_ACQUIRING && !nd->timed_out) || nd->join)
       pending++;
   }
   if (votes >= rl->quorum) {
@@ -530,10 +553,12 @@ static void start_attempt(lk_redlock_t *rl) {
     nd->vote = 0;
     nd->timed_out = 0;
     nd->tok = TOK_NONE;
+    nd->settling = 0;
+    nd->join = 0;
     if (rl->holds > 0 && nd->mine < rl->holds)
       nd->status = LK_ENOTHELD; /* a re-entry asks the masters that hold it */
     else if (nd->busy != N_IDLE)
-      nd->status = LK_EBUSY;
+      nd->status = LK_EBUSY, nd->join = rl->holds == 0;
     else if (lk__rl_quarantined(rl, nd))
       nd->status = LK_ENOQUORUM;
     else if (node_acquire(rl, nd) == 0)
@@ -615,16 +640,36 @@ static void rollback_done(lk_redlock_t *rl) {
 
 /* --- releasing --- */
 
+/* Masters that confirmed the release so far. */
+static size_t released(const lk_redlock_t *rl) {
+  size_t i, k = 0;
+  for (i = 0; i < rl->n; i++)
+    if (rl->node[i].cur && rl->node[i].busy == N_IDLE && rl->node[i].status == 0)
+      k++;
+  return k;
+}
+
+/* A release answers once a quorum of masters confirmed it, as the acquire
+ * does once a quorum granted: fewer than a quorum then hold it, so no one
+ * can count on it any more and anyone may take it. The other masters'
+ * releases settle in the background (a master that fails keeps its key
+ * until its lease ends) and show in lk_redlock_node_status when they come.
+ * Short of a quorum, it waits for every master asked (or the node timeout)
+ * and reports the first failure. */
 static void release_done(lk_redlock_t *rl) {
-  int status = 0;
+  int status = 0, quorum = released(rl) >= rl->quorum;
   size_t i;
   for (i = 0; i < rl->n; i++) {
     lk__rnode_t *nd = &rl->node[i];
     if (!nd->cur)
       continue;
-    if (nd->busy == N_RELEASING)
+    if (nd->busy == N_RELEASING && quorum) {
+      nd->status = LK_EUNKNOWN; /* its answer sets it */
+      nd->settling = 1;
+    } else if (nd->busy == N_RELEASING) {
       nd->status = LK_ETIMEDOUT; /* settles in the background */
-    if (status == 0 && nd->status != 0)
+    }
+    if (!quorum && status == 0 && nd->status != 0)
       status = nd->status;
   }
   if (rl->holds > 0)
@@ -646,6 +691,8 @@ static void start_release(lk_redlock_t *rl) {
     lk__rnode_t *nd = &rl->node[i];
     nd->cur = 0;
     nd->status = 0;
+    nd->settling = 0;
+    nd->join = 0;
     /* A straggler of the acquire (still to answer) is given back when it
      * does: the hold count will not match any more. */
     if (nd->busy != N_IDLE || nd->mine < rl->holds || nd->mine == 0)
@@ -709,7 +756,7 @@ static void advance(lk_redlock_t *rl) {
       rollback_done(rl);
     return;
   case PH_RELEASE:
-    if (!any_busy(rl, 1))
+    if (!any_busy(rl, 1) || released(rl) >= rl->quorum)
       release_done(rl);
     return;
   default:
@@ -728,9 +775,11 @@ static void on_timer(uv_timer_t *t) {
     start_op(rl);
     return;
   case PH_ATTEMPT:
-    /* Masters that did not answer in time count as "no". */
+    /* Masters that did not answer in time count as "no"; one still busy
+     * with the last operation is not asked any more. */
     for (i = 0; i < rl->n; i++) {
       lk__rnode_t *nd = &rl->node[i];
+      nd->join = 0;
       if (nd->cur && nd->busy == N_ACQUIRING && !nd->timed_out) {
         /* Left to answer in its own time (its client's reply timeout
          * bounds it); a grant then is given back. Not canceled: a cancel's

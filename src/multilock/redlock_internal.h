@@ -35,6 +35,9 @@ typedef struct lk__rnode_s {
   int timed_out;   /* no answer within the node timeout */
   int vote;        /* granted and counted in the current attempt */
   int status;      /* outcome in the last attempt or release */
+  int join;        /* busy when the attempt began: asked once its answer came */
+  int settling;    /* a release that answered after its quorum: its status
+                      comes with its answer */
   int64_t token;   /* the master's own token from this attempt */
   lk__op_t *tok_op;
   int tok;         /* TOK_* */

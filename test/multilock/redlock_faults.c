@@ -363,3 +363,60 @@ TEST(rl_wait_budget_is_bounded_while_taken) {
   mfx_close_set(&m, b);
   mfx_finish(&m);
 }
+
+/* A release answers once a quorum of masters confirmed it (two paused
+ * masters do not hold it up for the node timeout), and the next attempt,
+ * started while their releases are still due, asks them as soon as those
+ * answer: here it needs them, since master 0 is held by someone else. */
+TEST(rl_release_answers_at_its_quorum_and_the_next_attempt_waits_for_stragglers) {
+  mfx_t m;
+  lk_redlock_t *rl;
+  lk_redlock_opts_t o;
+  mx_t s;
+  uint64_t t0;
+  int i;
+  mfx_start(&m, N, NULL);
+  rl = mx_rl_new(&m, m.c, "rl-quorum-release", NULL);
+  rl_opts(&o, 0, 30000, rt_scaled_ms(3000));
+  ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
+  mx_rl_settle(&m, rl);
+  for (i = 0; i < N; i++)
+    ASSERT_EQ(holds_on(&m, rl, i), 1);
+
+  rt_server_pause(m.srv[3]);
+  rt_server_pause(m.srv[4]);
+  t0 = uv_hrtime();
+  int64_t mark = rt_stall_mark();
+  ASSERT_OK(mx_rl_release(&m, rl)); /* masters 0-2: the quorum */
+  EXPECT_HOLD(ms_since(t0, uv_hrtime()) < 1000, mark, 1000); /* node timeout: 3 s */
+  ASSERT_EQ(lk_redlock_is_held(rl), 0);
+  for (i = 0; i < 3; i++)
+    ASSERT_EQ(rt_cmd_int(m.srv[i], "EXISTS rl-quorum-release"), 0);
+  ASSERT_EQ(lk_redlock_node_status(rl, 3), LK_EUNKNOWN); /* still to answer */
+
+  /* Someone else holds master 0; masters 1 and 2 grant; 3 and 4 are still
+   * releasing, so the attempt can only win with them. */
+  ASSERT_EQ(rt_cmd_int(m.srv[0], "HSET rl-quorum-release other:1 1"), 1);
+  ASSERT_EQ(rt_cmd_int(m.srv[0], "PEXPIRE rl-quorum-release 30000"), 1);
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_redlock_acquire(rl, &o, mx_rl_cb, &s));
+  ASSERT_EQ(lk_redlock_node_status(rl, 3), LK_EBUSY);
+  rt_server_resume(m.srv[3]);
+  rt_server_resume(m.srv[4]);
+  mfx_run_until(&m, &s.done, 15000);
+  ASSERT_OK(s.status);
+  ASSERT_EQ(s.held, 1);
+  mx_rl_settle(&m, rl);
+  ASSERT_EQ(lk_redlock_node_status(rl, 0), LK_ENOTOWNER);
+  for (i = 1; i < N; i++) {
+    ASSERT_EQ(lk_redlock_node_status(rl, (size_t)i), 0);
+    ASSERT_EQ(holds_on(&m, rl, i), 1);
+  }
+  ASSERT_OK(mx_rl_release(&m, rl));
+  mx_rl_settle(&m, rl);
+  for (i = 1; i < N; i++)
+    ASSERT_EQ(rt_cmd_int(m.srv[i], "EXISTS rl-quorum-release"), 0);
+  ASSERT_EQ(rt_cmd_int(m.srv[0], "EXISTS rl-quorum-release"), 1); /* not ours */
+  mx_rl_close(&m, rl);
+  mfx_finish(&m);
+}
