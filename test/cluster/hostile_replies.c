@@ -183,13 +183,20 @@ TEST(slot_map_read_time_grows_linearly_with_the_masters) {
   rt_proxy_t *p = rt_proxy_start(rt_server_port(fx.srv));
   ASSERT_NOT_NULL(p);
   /* 4x the masters: about 4x the time when linear, 16x when quadratic (the
-   * old code spent ~45 ms on 2,000 masters and ~700 ms on 8,000). The bound
-   * leaves room for a loaded machine: 6x, plus 100 ms (scaled), plus the
-   * longest stall the machine dealt the process while it read. */
-  double small = first_read_ms(&fx, p, 2000);
+   * old code spent ~45 ms on 2,000 masters and ~700 ms on 8,000). Each size
+   * is read twice and the faster read kept, so one pass that met a busy
+   * machine does not decide it; the bound leaves room for a loaded machine:
+   * 8x, plus 100 ms (scaled), plus the longest stall the machine dealt the
+   * process while it read the big maps. */
+  double small = first_read_ms(&fx, p, 2000), again = first_read_ms(&fx, p, 2000);
+  if (again < small)
+    small = again;
   int64_t mark = rt_stall_mark();
   double big = first_read_ms(&fx, p, 8000);
-  double bound = 6 * small + (double)rt_stall_bound_ms(mark, 100);
+  again = first_read_ms(&fx, p, 8000);
+  if (again < big)
+    big = again;
+  double bound = 8 * small + (double)rt_stall_bound_ms(mark, 100);
   printf("8,000 masters: %.1f ms; bound %.1f ms\n", big, bound);
   if (big > bound)
     FAIL("reading 8,000 masters took %.1f ms, 2,000 took %.1f ms: not linear", big, small);
