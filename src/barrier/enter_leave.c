@@ -247,10 +247,7 @@ int lk_barrier_enter(lk_barrier_t *b, const lk_barrier_opts_t *opts, lk_barrier_
   int rc = lk__obj_check_idle(b ? &b->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_barrier_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_barrier_opts_init);
   if (opts->member != NULL)
     mlen = strnlen(opts->member, LK_BARRIER_MEMBER_MAX + 1);
   if (!lk__valid_wait(opts->wait_ms) || !valid_lease(opts->lease_ms) || mlen == 0 ||

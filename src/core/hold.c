@@ -30,6 +30,30 @@ void lk__hold_drop(lk_client_t *c, lk__hold_t *h, uint32_t n) {
     lk__hold_unwatch(c, h);
 }
 
+void lk__grant_token(lk__grant_t *g, const redisReply *r, size_t at, int64_t *token_out,
+                     const char *name, size_t name_len) {
+  g->fenced = 1;
+  g->token = r->element[at]->integer;
+  g->regressed = r->element[at + 1]->integer != 0;
+  g->token_out = token_out;
+  g->name = name;
+  g->name_len = name_len;
+}
+
+int lk__hold_release_check(lk__obj_t *o, lk__hold_t *sides, int nsides, const lk__hold_t *h) {
+  int i;
+  if (h->count == 0)
+    return LK_ENOTHELD;
+  if (o->lost) {
+    /* on_lost told the loss; the server's side was given back then. */
+    for (i = 0; i < nsides; i++)
+      sides[i].count = 0;
+    o->lost = 0;
+    return LK_ELEASELOST;
+  }
+  return 0;
+}
+
 static uint32_t clamp_count(long long v) {
   return v <= 0 ? 0 : v >= UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }

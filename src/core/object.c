@@ -561,6 +561,18 @@ int lk__obj_try(lk__obj_t *o) {
   return rc;
 }
 
+int lk__obj_start(lk__obj_t *o) {
+  int rc = lk__obj_try(o);
+  if (rc != 0)
+    o->kind = 0;
+  return rc;
+}
+
+int lk__obj_counted_always(lk__obj_t *o) {
+  (void)o;
+  return 1;
+}
+
 static void retry_now(lk__obj_t *o) {
   int rc;
   if (o->w != NULL)

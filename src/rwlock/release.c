@@ -125,14 +125,9 @@ int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
   if (!lk__rw_valid_side(side))
     return LK_EINVAL;
   s = lk__rw_side_index(side);
-  if (rw->side[s].count == 0)
-    return LK_ENOTHELD;
-  if (rw->base.lost) {
-    /* on_lost told the loss; the server's side was given back then. */
-    rw->side[LK__RW_R].count = rw->side[LK__RW_W].count = 0;
-    rw->base.lost = 0;
-    return LK_ELEASELOST;
-  }
+  rc = lk__hold_release_check(&rw->base, rw->side, 2, &rw->side[s]);
+  if (rc != 0)
+    return rc;
   rw->req_side = s;
   rw->release_before = rw->side[s].count;
   /* After an unanswered give-back it waits (lk__rw_release_deferred), the

@@ -222,12 +222,8 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
 void lk_semaphore_opts_init(lk_semaphore_opts_t *o) {
   if (o == NULL)
     return;
+  LK__WAIT_OPTS_DEFAULTS(o);
   o->permits = 1;
-  o->wait_ms = 0;
-  o->sync_replicas = -1;
-  o->spin = -1;
-  o->spin_initial_ms = 0;
-  o->spin_max_ms = 0;
 }
 
 int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_semaphore_cb cb,
@@ -236,10 +232,7 @@ int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_
   int rc = lk__obj_check_idle(s ? &s->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_semaphore_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_semaphore_opts_init);
   if (!lk__sem_valid_count(opts->permits) || !lk__valid_wait(opts->wait_ms) ||
       opts->permits > LK_SEMAPHORE_MAX_PERMITS - s->held)
     return LK_EINVAL;
@@ -250,10 +243,7 @@ int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_
   s->n = opts->permits;
   s->op_req = ++s->req;
   lk__obj_wait_begin(&s->base, opts->wait_ms);
-  rc = lk__obj_try(&s->base);
-  if (rc != 0)
-    s->base.kind = OP_NONE;
-  return rc;
+  return lk__obj_start(&s->base);
 }
 
 int lk_semaphore_try_acquire(lk_semaphore_t *s, int64_t permits, lk_semaphore_cb cb, void *arg) {
@@ -555,7 +545,6 @@ static int on_close_release_start(lk__obj_t *o) {
   return 1;
 }
 
-/* The user's callbacks, kept by the core in a generic type. */
 LK__OBJ_CALLS(lk_semaphore_t, lk_semaphore_cb, lk_semaphore_close_cb)
 
 static void free_semaphore(lk__obj_t *o) {
@@ -571,13 +560,6 @@ static int on_message(lk__obj_t *o, const char *msg, size_t len) {
 }
 
 /* --- the outcome policy's verbs (core/outcome.h) --- */
-
-/* Every request is numbered under the object's mark: a resend is applied
- * at most once. */
-static int counted(lk__obj_t *o) {
-  (void)o;
-  return 1;
-}
 
 /* An acquire ended with its outcome open: settle it in the background,
  * which resends across reconnects and which close waits for (the mark makes
@@ -613,7 +595,9 @@ static const lk__obj_ops_t lk__semaphore_ops = {
     .message = on_message,
     .acquire_kind = OP_ACQUIRE,
     .release_kind = OP_RELEASE,
-    .counted = counted,
+    /* Every request is numbered under the object's mark: a resend is applied
+     * at most once. */
+    .counted = lk__obj_counted_always,
     .undo = undo_acquire,
     .map_error = lk__sem_status,
     .read_attempt = read_attempt,
@@ -677,9 +661,7 @@ int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
   return 0;
 }
 
-int lk_semaphore_close(lk_semaphore_t *s, lk_semaphore_close_cb close_cb) {
-  return lk__obj_close(s ? &s->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_semaphore)
 
 /* --- accessors --- */
 
@@ -689,12 +671,4 @@ int lk_semaphore_sync_acked(const lk_semaphore_t *s) {
   return lk__obj_sync_acked(s ? &s->base : NULL);
 }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
-const char *lk_semaphore_error_text(const lk_semaphore_t *s) {
-  return lk_handle_error_text(LK__CH(s));
-}
-const char *lk_semaphore_name(const lk_semaphore_t *s) { return lk_handle_name(LK__CH(s)); }
-lk_client_t *lk_semaphore_client(const lk_semaphore_t *s) { return lk_handle_client(LK__CH(s)); }
-void *lk_semaphore_get_data(const lk_semaphore_t *s) { return lk_handle_get_data(LK__CH(s)); }
-void lk_semaphore_set_data(lk_semaphore_t *s, void *data) {
-  (void)lk_handle_set_data(LK__H(s), data);
-}
+LK__KIND_ALIASES(lk_semaphore, lk_semaphore_name)
