@@ -287,9 +287,7 @@ int lk_barrier_new(lk_client_t *c, const char *name, int members, lk_barrier_t *
   c->next_tid++;
   b->owner_len = (size_t)n;
   b->lease_ms = c->o.default_lease_ms;
-  lk__obj_init(&b->base, c, &lk__barrier_ops);
-  b->base.channel = b->keys[3];
-  b->base.channel_len = b->key_lens[3];
+  lk__obj_init_channel(&b->base, c, &lk__barrier_ops, b->keys[3], b->key_lens[3]);
   *out = b;
   return 0;
 }

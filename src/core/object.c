@@ -931,3 +931,10 @@ void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops) {
   lk__queue_insert_tail(&c->obj_list, &o->client_node);
   lk__object_born(c);
 }
+
+void lk__obj_init_channel(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops,
+                          const char *channel, size_t channel_len) {
+  lk__obj_init(o, c, ops);
+  o->channel = channel;
+  o->channel_len = channel_len;
+}

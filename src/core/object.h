@@ -270,6 +270,10 @@ struct lk__obj_s {
 };
 
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);
+/* The same for a kind whose waiters listen on one channel the object keeps
+ * (borrowed: it lives as long as the object). */
+void lk__obj_init_channel(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops,
+                          const char *channel, size_t channel_len);
 
 /* An object of any kind as its public handle (NULL stays NULL): the
  * kinds' lk_X_ generic verbs are aliases of lk_handle_ ones through it. */
@@ -524,9 +528,12 @@ int lk__obj_sync_acked(const lk__obj_t *o);
 static inline int lk__valid_wait(int64_t w) {
   return w == -1 || (w >= 0 && w <= LK_MAX_TIME_MS);
 }
-static inline int lk__valid_lease(int64_t v) {
-  return v == -1 || (v > 0 && v <= LK_MAX_TIME_MS);
+/* A lease option: the default (-1), or min_ms..LK_MAX_TIME_MS (kinds whose
+ * lease must outlast a renewal round ask for more than 1 ms). */
+static inline int lk__valid_lease_from(int64_t v, int64_t min_ms) {
+  return v == -1 || (v >= min_ms && v <= LK_MAX_TIME_MS);
 }
+static inline int lk__valid_lease(int64_t v) { return lk__valid_lease_from(v, 1); }
 
 /* An object's holds were lost: its holder hears of it through on_lost when
  * one is set. An object being closed was given up already (the level of a

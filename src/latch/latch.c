@@ -133,9 +133,7 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
     if (rc != 0)
       goto fail;
   }
-  lk__obj_init(&l->base, c, &lk__latch_ops);
-  l->base.channel = l->channel;
-  l->base.channel_len = l->channel_len;
+  lk__obj_init_channel(&l->base, c, &lk__latch_ops, l->channel, l->channel_len);
   *out = l;
   return 0;
 fail:

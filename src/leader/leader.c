@@ -305,10 +305,6 @@ void lk_leader_opts_init(lk_leader_opts_t *o) {
   o->wait_ms = LK_WAIT_FOREVER;
 }
 
-static int valid_lease(int64_t v) {
-  return v == LK_LEASE_DEFAULT || (v >= LK_LEADER_LEASE_MIN_MS && v <= LK_MAX_TIME_MS);
-}
-
 static int keep_value(lk_leader_t *l, const char *v, size_t len) {
   if (l->value == NULL || len > l->value_len) {
     char *p = lk__realloc(l->value, len + 1);
@@ -333,8 +329,8 @@ int lk_leader_campaign(lk_leader_t *l, const lk_leader_opts_t *opts, lk_leader_c
   opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_leader_opts_init);
   value = opts->value != NULL ? opts->value : "";
   vlen = strnlen(value, LK_LEADER_VALUE_MAX + 1);
-  if (!valid_lease(opts->lease_ms) || !lk__valid_wait(opts->wait_ms) ||
-      vlen > LK_LEADER_VALUE_MAX)
+  if (!lk__valid_lease_from(opts->lease_ms, LK_LEADER_LEASE_MIN_MS) ||
+      !lk__valid_wait(opts->wait_ms) || vlen > LK_LEADER_VALUE_MAX)
     return LK_EINVAL;
   settle_in_call(l);
   if (leading(l))
@@ -512,9 +508,7 @@ int lk_leader_new(lk_client_t *c, const char *role, lk_leader_t **out) {
   l->hold.lease_ms = c->o.default_lease_ms;
   lk__defer_init(&l->lost_later, on_lost_later);
   lk__leader_obs_init(l);
-  lk__obj_init(&l->base, c, &lk__leader_ops);
-  l->base.channel = l->channel;
-  l->base.channel_len = l->channel_len;
+  lk__obj_init_channel(&l->base, c, &lk__leader_ops, l->channel, l->channel_len);
   *out = l;
   return 0;
 }

@@ -321,9 +321,7 @@ int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
     rw->wd[s].on_event = lk__rw_on_wd_event;
     lk__queue_init(&rw->wd[s].node);
   }
-  lk__obj_init(&rw->base, c, &lk__rwlock_ops);
-  rw->base.channel = rw->channel;
-  rw->base.channel_len = rw->channel_len;
+  lk__obj_init_channel(&rw->base, c, &lk__rwlock_ops, rw->channel, rw->channel_len);
   *out = rw;
   return 0;
 }

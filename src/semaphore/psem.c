@@ -213,6 +213,21 @@ static void on_release_reply(void *data, int status, redisReply *r) {
   finish(p, status);
 }
 
+/* Sends the first attempt of a release or update, with the renewal paused
+ * until it is answered (a renewal behind it could find an id gone, or moved
+ * out of the renewed set, and report a loss; one already in flight is ahead
+ * of it). Not sent: the object is idle and renewing again. */
+static int send_paused(lk_psem_t *p, int (*attempt)(lk_psem_t *p)) {
+  int rc;
+  p->wd.paused = 1;
+  rc = attempt(p);
+  if (rc != 0) {
+    p->base.kind = OP_NONE;
+    p->wd.paused = 0;
+  }
+  return rc;
+}
+
 static int start_release(lk_psem_t *p, enum lk__psem_op kind, const unsigned char *one,
                          lk_psem_cb cb, void *arg) {
   int rc = lk__psem_stage_ids(p, one);
@@ -220,15 +235,7 @@ static int start_release(lk_psem_t *p, enum lk__psem_op kind, const unsigned cha
     return rc;
   begin(p, kind, cb, arg);
   p->req_n = one != NULL ? 1 : p->count;
-  /* No renewal may follow the release (a renewal behind it would find an
-   * id gone and report a loss); one already in flight is ahead of it. */
-  p->wd.paused = 1;
-  rc = release_attempt(p);
-  if (rc != 0) {
-    p->base.kind = OP_NONE;
-    p->wd.paused = 0;
-  }
-  return rc;
+  return send_paused(p, release_attempt);
 }
 
 int lk_psem_release(lk_psem_t *p, const char *id, lk_psem_cb cb, void *arg) {
@@ -340,15 +347,7 @@ int lk_psem_update_lease(lk_psem_t *p, const char *id, int64_t lease_ms, lk_psem
   p->req_lease_ms = p->req_renew ? CLIENT(p)->o.default_lease_ms : lease_ms;
   if (p->max_lease_ms < p->req_lease_ms)
     p->max_lease_ms = p->req_lease_ms;
-  /* A renewal behind the update could report a permit it moved from the
-   * renewed set as lost: none is sent until the update is answered. */
-  p->wd.paused = 1;
-  rc = update_attempt(p);
-  if (rc != 0) {
-    p->base.kind = OP_NONE;
-    p->wd.paused = 0;
-  }
-  return rc;
+  return send_paused(p, update_attempt);
 }
 
 /* --- set, add, counts --- */
@@ -406,14 +405,11 @@ static int start_simple(lk_psem_t *p, enum lk__psem_op kind, int64_t v, int vali
 }
 
 int lk_psem_try_set_permits(lk_psem_t *p, int64_t permits, lk_psem_cb cb, void *arg) {
-  return start_simple(p, OP_TRY_SET, permits, permits >= 0 && permits <= LK_SEMAPHORE_MAX_PERMITS,
-                      cb, arg);
+  return start_simple(p, OP_TRY_SET, permits, lk__sem_valid_set(permits), cb, arg);
 }
 
 int lk_psem_add_permits(lk_psem_t *p, int64_t delta, lk_psem_cb cb, void *arg) {
-  return start_simple(p, OP_ADD, delta,
-                      delta >= -LK_SEMAPHORE_MAX_PERMITS && delta <= LK_SEMAPHORE_MAX_PERMITS, cb,
-                      arg);
+  return start_simple(p, OP_ADD, delta, lk__sem_valid_delta(delta), cb, arg);
 }
 
 int lk_psem_available(lk_psem_t *p, lk_psem_cb cb, void *arg) {
@@ -633,10 +629,8 @@ int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
   p->wd.on_event = lk__psem_on_wd_event;
   p->wd.obj = &p->base;
   lk__queue_init(&p->wd.node);
-  lk__obj_init(&p->base, c, &lk__psem_ops);
+  lk__obj_init_channel(&p->base, c, &lk__psem_ops, p->channel, p->channel_len);
   lk__sem_owner_init(&p->jobs, c);
-  p->base.channel = p->channel;
-  p->base.channel_len = p->channel_len;
   *out = p;
   return 0;
 }

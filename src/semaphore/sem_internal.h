@@ -14,6 +14,12 @@ const lk__script_t *lk__sem_script(const char *name);
 
 /* 1..LK_SEMAPHORE_MAX_PERMITS */
 static inline int lk__sem_valid_count(int64_t n) { return n >= 1 && n <= LK_SEMAPHORE_MAX_PERMITS; }
+/* try_set_permits' count, 0..LK_SEMAPHORE_MAX_PERMITS, and add_permits'
+ * change, within that bound either way: the same for both semaphores. */
+static inline int lk__sem_valid_set(int64_t n) { return n >= 0 && n <= LK_SEMAPHORE_MAX_PERMITS; }
+static inline int lk__sem_valid_delta(int64_t d) {
+  return d >= -LK_SEMAPHORE_MAX_PERMITS && d <= LK_SEMAPHORE_MAX_PERMITS;
+}
 
 /* The status of a script reply: the scripts answer a count that would pass
  * LK_SEMAPHORE_MAX_PERMITS with an "ERANGE" error, which is the caller's

@@ -388,14 +388,11 @@ static int start_simple(lk_semaphore_t *s, enum lk__sem_op kind, int64_t v, int 
 
 int lk_semaphore_try_set_permits(lk_semaphore_t *s, int64_t permits, lk_semaphore_cb cb,
                                  void *arg) {
-  return start_simple(s, OP_TRY_SET, permits, permits >= 0 && permits <= LK_SEMAPHORE_MAX_PERMITS,
-                      cb, arg);
+  return start_simple(s, OP_TRY_SET, permits, lk__sem_valid_set(permits), cb, arg);
 }
 
 int lk_semaphore_add_permits(lk_semaphore_t *s, int64_t delta, lk_semaphore_cb cb, void *arg) {
-  return start_simple(s, OP_ADD, delta,
-                      delta >= -LK_SEMAPHORE_MAX_PERMITS && delta <= LK_SEMAPHORE_MAX_PERMITS, cb,
-                      arg);
+  return start_simple(s, OP_ADD, delta, lk__sem_valid_delta(delta), cb, arg);
 }
 
 int lk_semaphore_available(lk_semaphore_t *s, lk_semaphore_cb cb, void *arg) {
@@ -653,10 +650,8 @@ int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
   }
   s->base.client = c;
   switch_mark(s);
-  lk__obj_init(&s->base, c, &lk__semaphore_ops);
+  lk__obj_init_channel(&s->base, c, &lk__semaphore_ops, s->channel, s->channel_len);
   lk__sem_owner_init(&s->jobs, c);
-  s->base.channel = s->channel;
-  s->base.channel_len = s->channel_len;
   *out = s;
   return 0;
 }
