@@ -491,13 +491,9 @@ int lk_multilock_release(lk_multilock_t *ml, lk_multilock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(ml ? &ml->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (ml->holds == 0)
-    return LK_ENOTHELD;
-  if (ml->lost) {
-    ml->lost = 0;
-    ml->holds = 0;
-    return LK_ELEASELOST;
-  }
+  rc = lk__group_release_check(&ml->holds, &ml->lost);
+  if (rc != 0)
+    return rc;
   begin(ml, OP_RELEASE, cb, arg);
   begin_or_settle(ml);
   return 0;

@@ -88,13 +88,9 @@ int lk_redlock_release(lk_redlock_t *rl, lk_redlock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(rl ? &rl->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (rl->holds == 0)
-    return LK_ENOTHELD;
-  if (rl->lost) {
-    rl->lost = 0;
-    rl->holds = 0;
-    return LK_ELEASELOST;
-  }
+  rc = lk__group_release_check(&rl->holds, &rl->lost);
+  if (rc != 0)
+    return rc;
   begin(rl, OP_RELEASE, cb, arg);
   lk__rl_start(rl);
   return 0;
