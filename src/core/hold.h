@@ -59,6 +59,18 @@ void lk__hold_unwatch(lk_client_t *c, lk__hold_t *h);
 /* Forgets n holds of the side; with none left, its renewal stops. */
 void lk__hold_drop(lk_client_t *c, lk__hold_t *h, uint32_t n);
 
+/* Reading a release's reply for side h. Nil: the server has no hold of
+ * this owner's there (the lease ran out, or the lock was forced), so
+ * nothing is held and the release ends with LK_ENOTOWNER; 1 then, else 0
+ * (the kind reads its own answers). */
+int lk__hold_release_nil(lk__hold_t *h, const redisReply *r, int *status);
+/* The release was applied: side h holds one fewer than when it was sent
+ * (before), or none when the server's answer says none is left (the
+ * server's count is the truth then). *status 0; gives 1 (answered). */
+int lk__hold_released(lk__hold_t *h, uint32_t before, int none_left, int *status);
+/* An acquire of an object whose holds were lost and the holder told
+ * (on_lost) starts afresh: every one of its nsides sides forgets them. */
+void lk__hold_afresh(lk__obj_t *o, lk__hold_t *sides, int nsides);
 /* A release's checks before it starts, the same for every object that
  * holds: side h holds nothing (LK_ENOTHELD); or the holds were lost and the
  * holder told (on_lost), so every one of the object's nsides sides forgets

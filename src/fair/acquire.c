@@ -281,12 +281,7 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
     if (f->token_key == NULL)
       return LK_ENOMEM;
   }
-  if (f->base.lost) {
-    /* Told of the loss already; what the server may have kept was given
-     * back then. Start afresh. */
-    f->base.lost = 0;
-    f->hold.count = 0;
-  }
+  lk__hold_afresh(&f->base, &f->hold, 1);
   lk__fair_begin(f, LK__FAIR_OP_ACQUIRE, cb, arg);
   lk__obj_wait_begin(&f->base, opts->wait_ms);
   f->req_fenced = opts->fenced != 0;

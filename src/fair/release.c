@@ -77,19 +77,12 @@ int lk__fair_resend_release(lk__obj_t *o) { return release_attempt((lk_fair_t *)
 int lk__fair_read_release(lk__obj_t *o, const redisReply *r, int *status) {
   lk_fair_t *f = (lk_fair_t *)o;
   long long v;
-  if (r->type == REDIS_REPLY_NIL) {
-    f->hold.count = 0;
-    *status = LK_ENOTOWNER;
+  if (lk__hold_release_nil(&f->hold, r, status))
     return 1;
-  }
   if (!lk__reply_is_int(r, &v) || (v != 0 && v != 1))
     return 0;
-  f->hold.count = f->release_before - 1;
-  if (v == 1 && !f->owner_shared)
-    f->hold.count = 0;
   f->base.result = v;
-  *status = 0;
-  return 1;
+  return lk__hold_released(&f->hold, f->release_before, v == 1 && !f->owner_shared, status);
 }
 
 int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {

@@ -290,12 +290,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   }
   if ((opts->lease_ms == LK_LEASE_DEFAULT || watching(l)) && want_wd(l) != 0)
     return LK_ENOMEM;
-  if (l->base.lost) {
-    /* Told of the loss already; what the server may have kept was given
-     * back then. Start afresh. */
-    l->base.lost = 0;
-    l->hold.count = 0;
-  }
+  lk__hold_afresh(&l->base, &l->hold, 1);
   begin(l, OP_ACQUIRE, cb, arg);
   l->busy_ttl = LK__LOCK_NOT_BUSY;
   lk__obj_wait_begin(&l->base, opts->wait_ms);
@@ -372,11 +367,8 @@ static int resend_release(lk__obj_t *o) { return release_attempt((lk_lock_t *)o,
 static int read_release(lk__obj_t *o, const redisReply *r, int *status) {
   lk_lock_t *l = (lk_lock_t *)o;
   long long v;
-  if (r->type == REDIS_REPLY_NIL) {
-    l->hold.count = 0;
-    *status = LK_ENOTOWNER;
+  if (lk__hold_release_nil(&l->hold, r, status))
     return 1;
-  }
   if (!lk__reply_is_int(r, &v) || v < 0)
     return 0;
   if (v == 1) {
@@ -394,12 +386,8 @@ static int read_release(lk__obj_t *o, const redisReply *r, int *status) {
       lk__sub_note_others(CLIENT(l), ch, len, v - 1);
     v = 1;
   }
-  l->hold.count = l->release_before - 1;
-  if (v == 1 && !l->owner_shared)
-    l->hold.count = 0;
   l->base.result = v;
-  *status = 0;
-  return 1;
+  return lk__hold_released(&l->hold, l->release_before, v == 1 && !l->owner_shared, status);
 }
 
 int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {

@@ -27,5 +27,9 @@ int64_t lk__group_jitter_ms(uint64_t *state, int64_t max_ms);
  * holds were lost and the holder told, so the group forgets them and starts
  * afresh (LK_ELEASELOST); else 0. */
 int lk__group_release_check(uint32_t *holds, int *lost);
+/* An acquire after the holds were lost and the holder told starts afresh
+ * (what the members kept was given back then), as a single lock's does
+ * (lk__hold_afresh). */
+void lk__group_afresh(uint32_t *holds, int *lost);
 
 #endif /* LK_MULTILOCK_GROUP_H */

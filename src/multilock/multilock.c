@@ -470,11 +470,7 @@ int lk_multilock_acquire(lk_multilock_t *ml, const lk_multilock_opts_t *opts,
     return LK_EINVAL;
   if (ml->holds == UINT32_MAX)
     return LK_EINVAL;
-  if (ml->lost) {
-    /* Told of the loss already; what the members kept was given back. */
-    ml->lost = 0;
-    ml->holds = 0;
-  }
+  lk__group_afresh(&ml->holds, &ml->lost);
   /* Its timer (backoff, leases) is the wait part's: made by the first
    * acquire, kept until close. */
   if (lk__obj_want_timer(&ml->base) != 0)

@@ -60,10 +60,7 @@ int lk_redlock_acquire(lk_redlock_t *rl, const lk_redlock_opts_t *opts, lk_redlo
   if (rl->holds == (rl->cfg.layout == LK_REDLOCK_LAYOUT_LEAN ? 1u : UINT32_MAX) ||
       !distinct_servers(rl))
     return LK_EINVAL;
-  if (rl->lost) {
-    rl->lost = 0;
-    rl->holds = 0;
-  }
+  lk__group_afresh(&rl->holds, &rl->lost);
   /* Its timer (node timeouts, retries, renewal) is the wait part's: made
    * by the first acquire, kept until close. */
   if (lk__obj_want_timer(&rl->base) != 0)

@@ -102,18 +102,12 @@ int lk__rw_read_release(lk__obj_t *o, const redisReply *r, int *status) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
   lk__hold_t *h = &rw->side[rw->req_side];
   long long left;
-  if (r->type == REDIS_REPLY_NIL) {
-    h->count = 0;
-    *status = LK_ENOTOWNER;
+  if (lk__hold_release_nil(h, r, status))
     return 1;
-  }
   if (!lk__reply_is_int(r, &left) || left < 0)
     return 0;
-  h->count = rw->release_before - 1;
-  if (left == 0)
-    h->count = 0; /* the server's count is the truth when none is left */
+  (void)lk__hold_released(h, rw->release_before, left == 0, status);
   rw->base.result = h->count == 0;
-  *status = 0;
   return 1;
 }
 

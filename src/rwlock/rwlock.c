@@ -50,12 +50,7 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
     if (rw->token_key == NULL)
       return LK_ENOMEM;
   }
-  if (rw->base.lost) {
-    /* Told of the loss already; what the server may have kept was given
-     * back then. Start afresh. */
-    rw->base.lost = 0;
-    rw->side[LK__RW_R].count = rw->side[LK__RW_W].count = 0;
-  }
+  lk__hold_afresh(&rw->base, rw->side, 2);
   /* A reader asking to write would wait for its own read holds to go. */
   if (s == LK__RW_W && rw->side[LK__RW_R].count > 0 && rw->side[LK__RW_W].count == 0)
     return LK_EUPGRADE;
