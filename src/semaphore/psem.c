@@ -448,22 +448,7 @@ static void on_abandon(lk__obj_t *o) {
   }
 }
 
-/* Close waits this long for give-backs still under way, as the counting
- * semaphore's does: a reconnect and a reply, twice. */
-static int64_t close_wait_ms(const lk_client_t *c) {
-  const lk__opts_t *o = &c->o;
-  return 2 * (o->connect_timeout_ms + o->reply_timeout_ms) + o->reconnect_max_ms;
-}
-
-static void on_jobs_done(lk__sem_owner_t *w) {
-  lk_psem_t *p = lk__container_of(w, lk_psem_t, jobs);
-  lk__obj_close_done(&p->base);
-}
-
-/* Very last step of close: wait for the give-backs still under way. */
-static void close_finish(lk_psem_t *p) {
-  lk__sem_owner_close(&p->jobs, close_wait_ms(CLIENT(p)), on_jobs_done);
-}
+static void close_finish(lk_psem_t *p) { lk__sem_close_after_jobs(&p->jobs, &p->base); }
 
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_psem_t *p = data;

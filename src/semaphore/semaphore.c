@@ -71,13 +71,6 @@ static int64_t job_valid_ms(const lk_client_t *c) {
              (o->reply_timeout_ms + o->connect_timeout_ms + o->reconnect_max_ms);
 }
 
-/* Close waits this long for clean-up still under way: a reconnect and a
- * reply, twice. */
-static int64_t close_wait_ms(const lk_client_t *c) {
-  const lk__opts_t *o = &c->o;
-  return 2 * (o->connect_timeout_ms + o->reply_timeout_ms) + o->reconnect_max_ms;
-}
-
 static void begin(lk_semaphore_t *s, enum lk__sem_op kind, lk_semaphore_cb cb, void *arg) {
   lk__obj_begin(&s->base, kind, (lk__fn_t)cb, arg);
   s->unheld = 0;
@@ -460,15 +453,7 @@ int lk_semaphore_drain(lk_semaphore_t *s, lk_semaphore_cb cb, void *arg) {
 
 /* --- lifecycle --- */
 
-static void on_jobs_done(lk__sem_owner_t *w) {
-  lk_semaphore_t *s = lk__container_of(w, lk_semaphore_t, jobs);
-  lk__obj_close_done(&s->base);
-}
-
-/* Very last step of close: wait for the clean-up still under way. */
-static void close_finish(lk_semaphore_t *s) {
-  lk__sem_owner_close(&s->jobs, close_wait_ms(CLIENT(s)), on_jobs_done);
-}
+static void close_finish(lk_semaphore_t *s) { lk__sem_close_after_jobs(&s->jobs, &s->base); }
 
 static void on_mark_forgotten(void *data, int status, redisReply *r) {
   lk_semaphore_t *s = data;
