@@ -217,13 +217,6 @@ static void free_barrier(lk__obj_t *o) {
   lk__free(b);
 }
 
-/* Both scripts apply a resend at most once (the same member's ZADD or
- * ZREM), so a lost reply is resent. */
-static int counted(lk__obj_t *o) {
-  (void)o;
-  return 1;
-}
-
 /* The handle's answers (core/handle.c): a member holds nothing, and cancel
  * ends the enter or leave that is pending. */
 LK__HANDLE_FIELD(lk_barrier_t, name, const char *)
@@ -238,7 +231,9 @@ static const lk__obj_ops_t lk__barrier_ops = {
     .complete = lk__barrier_complete,
     .free = free_barrier,
     .message = lk__barrier_message,
-    .counted = counted,
+    /* Both scripts apply a resend at most once (the same member's ZADD or
+     * ZREM), so a lost reply is resent. */
+    .counted = lk__obj_counted_always,
     .handle_kind = LK_KIND_BARRIER,
     .cancel_kind = LK__CANCEL_PENDING,
     .tells_health = 1,
@@ -292,16 +287,12 @@ int lk_barrier_new(lk_client_t *c, const char *name, int members, lk_barrier_t *
   c->next_tid++;
   b->owner_len = (size_t)n;
   b->lease_ms = c->o.default_lease_ms;
-  lk__obj_init(&b->base, c, &lk__barrier_ops);
-  b->base.channel = b->keys[3];
-  b->base.channel_len = b->key_lens[3];
+  lk__obj_init_channel(&b->base, c, &lk__barrier_ops, b->keys[3], b->key_lens[3]);
   *out = b;
   return 0;
 }
 
-int lk_barrier_close(lk_barrier_t *b, lk_barrier_close_cb close_cb) {
-  return lk__obj_close(b ? &b->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_barrier)
 
 /* --- accessors --- */
 
@@ -316,8 +307,4 @@ const char *lk_barrier_member(const lk_barrier_t *b) {
 }
 int lk_barrier_members(const lk_barrier_t *b) { return b ? b->n : 0; }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
-const char *lk_barrier_error_text(const lk_barrier_t *b) { return lk_handle_error_text(LK__CH(b)); }
-const char *lk_barrier_name(const lk_barrier_t *b) { return lk_handle_name(LK__CH(b)); }
-lk_client_t *lk_barrier_client(const lk_barrier_t *b) { return lk_handle_client(LK__CH(b)); }
-void *lk_barrier_get_data(const lk_barrier_t *b) { return lk_handle_get_data(LK__CH(b)); }
-void lk_barrier_set_data(lk_barrier_t *b, void *data) { (void)lk_handle_set_data(LK__H(b), data); }
+LK__KIND_ALIASES(lk_barrier, lk_barrier_name)

@@ -211,10 +211,6 @@ void lk_barrier_opts_init(lk_barrier_opts_t *o) {
   o->member = NULL;
 }
 
-static int valid_lease(int64_t v) {
-  return v == LK_LEASE_DEFAULT || (v >= LK_BARRIER_LEASE_MIN_MS && v <= LK_MAX_TIME_MS);
-}
-
 static int keep_member(lk_barrier_t *b, const char *m) {
   size_t len;
   char *p;
@@ -247,13 +243,11 @@ int lk_barrier_enter(lk_barrier_t *b, const lk_barrier_opts_t *opts, lk_barrier_
   int rc = lk__obj_check_idle(b ? &b->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_barrier_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_barrier_opts_init);
   if (opts->member != NULL)
     mlen = strnlen(opts->member, LK_BARRIER_MEMBER_MAX + 1);
-  if (!lk__valid_wait(opts->wait_ms) || !valid_lease(opts->lease_ms) || mlen == 0 ||
+  if (!lk__valid_wait(opts->wait_ms) ||
+      !lk__valid_lease_from(opts->lease_ms, LK_BARRIER_LEASE_MIN_MS) || mlen == 0 ||
       mlen > LK_BARRIER_MEMBER_MAX)
     return LK_EINVAL;
   if (b->entered || b->in)

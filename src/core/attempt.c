@@ -104,3 +104,12 @@ void lk__obj_close_release_failed(lk__obj_t *o, int status, const char *verb,
     lk__log(o->client, lk__trouble_level(status), "%s on close failed (%s); %s expires with its lease",
             verb, lk_err_name(status), what);
 }
+
+void lk__obj_close_release_reply(lk__obj_t *o, int status, uint32_t *count, const char *verb,
+                                 const char *what) {
+  o->op = NULL;
+  lk__obj_close_release_failed(o, status, verb, what);
+  if (count != NULL)
+    *count = 0;
+  lk__obj_close_done(o);
+}

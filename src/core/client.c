@@ -160,10 +160,7 @@ int lk_client_new(uv_loop_t *loop, const lk_client_opts_t *opts,
 
   if (loop == NULL || out == NULL)
     return LK_EINVAL;
-  if (opts == NULL) {
-    lk_client_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_client_opts_init);
   if (opts->url != NULL) {
     /* What the URL names replaces those fields; the parts point into
      * url_storage until they are copied below. */

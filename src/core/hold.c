@@ -30,6 +30,51 @@ void lk__hold_drop(lk_client_t *c, lk__hold_t *h, uint32_t n) {
     lk__hold_unwatch(c, h);
 }
 
+void lk__grant_token(lk__grant_t *g, const redisReply *r, size_t at, int64_t *token_out,
+                     const char *name, size_t name_len) {
+  g->fenced = 1;
+  g->token = r->element[at]->integer;
+  g->regressed = r->element[at + 1]->integer != 0;
+  g->token_out = token_out;
+  g->name = name;
+  g->name_len = name_len;
+}
+
+int lk__hold_release_nil(lk__hold_t *h, const redisReply *r, int *status) {
+  if (r->type != REDIS_REPLY_NIL)
+    return 0;
+  h->count = 0;
+  *status = LK_ENOTOWNER;
+  return 1;
+}
+
+int lk__hold_released(lk__hold_t *h, uint32_t before, int none_left, int *status) {
+  h->count = none_left ? 0 : before - 1;
+  *status = 0;
+  return 1;
+}
+
+void lk__hold_afresh(lk__obj_t *o, lk__hold_t *sides, int nsides) {
+  int i;
+  if (!o->lost)
+    return;
+  /* on_lost told the loss; what the server may have kept was given back
+   * then. */
+  for (i = 0; i < nsides; i++)
+    sides[i].count = 0;
+  o->lost = 0;
+}
+
+int lk__hold_release_check(lk__obj_t *o, lk__hold_t *sides, int nsides, const lk__hold_t *h) {
+  if (h->count == 0)
+    return LK_ENOTHELD;
+  if (o->lost) {
+    lk__hold_afresh(o, sides, nsides);
+    return LK_ELEASELOST;
+  }
+  return 0;
+}
+
 static uint32_t clamp_count(long long v) {
   return v <= 0 ? 0 : v >= UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }

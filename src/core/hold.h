@@ -41,6 +41,13 @@ typedef struct lk__grant_s {
   size_t name_len;
 } lk__grant_t;
 
+/* A fenced grant's token: every granting script that fences answers the
+ * token and whether the counter went backwards as its elements at and at + 1
+ * (docs/lock.md, "Fencing tokens"). Sets g->fenced; tokens are tracked by
+ * name (lk__token_seen) and the token kept in *token_out. */
+void lk__grant_token(lk__grant_t *g, const redisReply *r, size_t at, int64_t *token_out,
+                     const char *name, size_t name_len);
+
 /* The side's local deadline (monotonic ns): the watchdog's when it renews
  * the lease, else its own. 0 when nothing is held. */
 uint64_t lk__hold_deadline(const lk_client_t *c, const lk__hold_t *h);
@@ -51,6 +58,24 @@ int lk__hold_watched(const lk__hold_t *h);
 void lk__hold_unwatch(lk_client_t *c, lk__hold_t *h);
 /* Forgets n holds of the side; with none left, its renewal stops. */
 void lk__hold_drop(lk_client_t *c, lk__hold_t *h, uint32_t n);
+
+/* Reading a release's reply for side h. Nil: the server has no hold of
+ * this owner's there (the lease ran out, or the lock was forced), so
+ * nothing is held and the release ends with LK_ENOTOWNER; 1 then, else 0
+ * (the kind reads its own answers). */
+int lk__hold_release_nil(lk__hold_t *h, const redisReply *r, int *status);
+/* The release was applied: side h holds one fewer than when it was sent
+ * (before), or none when the server's answer says none is left (the
+ * server's count is the truth then). *status 0; gives 1 (answered). */
+int lk__hold_released(lk__hold_t *h, uint32_t before, int none_left, int *status);
+/* An acquire of an object whose holds were lost and the holder told
+ * (on_lost) starts afresh: every one of its nsides sides forgets them. */
+void lk__hold_afresh(lk__obj_t *o, lk__hold_t *sides, int nsides);
+/* A release's checks before it starts, the same for every object that
+ * holds: side h holds nothing (LK_ENOTHELD); or the holds were lost and the
+ * holder told (on_lost), so every one of the object's nsides sides forgets
+ * them and the object starts afresh (LK_ELEASELOST); else 0. */
+int lk__hold_release_check(lk__obj_t *o, lk__hold_t *sides, int nsides, const lk__hold_t *h);
 
 /* The grant routine: counts the hold, starts or refreshes its lease keeping,
  * checks the fencing token, and refuses a grant that cannot be used (the

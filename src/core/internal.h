@@ -93,6 +93,12 @@ struct lk__op_s {
 
 #define LK__READ_BUF 16384
 
+/* Every entry point that takes an options struct reads NULL as its
+ * defaults, those its _opts_init sets (include/latchkey/): `defaults` is the
+ * caller's storage for them. Gives the options to use. */
+#define LK__OPTS_OR_DEFAULTS(opts, defaults, init)                                     \
+  ((opts) != NULL ? (opts) : (init(&(defaults)), &(defaults)))
+
 struct lk__conn_s {
   lk_client_t *client;
   lk__node_t *node; /* the server this connection talks to */
@@ -559,6 +565,10 @@ char *lk__prefix_name(const char *prefix, const char *name, size_t name_len,
  * way rather than keep them. NULL: out of memory. */
 const char *lk__scratch_prefix_name(lk_client_t *c, const char *prefix, const char *name,
                                     size_t name_len, size_t *out_len);
+/* prefix{NAME}, braces always, whatever NAME holds (the latch's channel:
+ * Redisson wraps the whole name; the latch and the watcher in inspect/ both
+ * listen on it). Caller frees. */
+char *lk__braced_name(const char *prefix, const char *name, size_t name_len, size_t *out_len);
 /* NAME:suffix if NAME contains '{', else {NAME}:suffix. Caller frees. */
 char *lk__suffix_name(const char *name, size_t name_len, const char *suffix,
                       size_t *out_len);
@@ -573,17 +583,24 @@ typedef struct lk__derived_s {
   size_t len;
   int open;
 } lk__derived_t;
+/* Appends s (len bytes) to the NUL-terminated out (cap bytes), quoted, with
+ * what is not printable ASCII escaped, cut after about max characters: how
+ * error texts show names and keys. */
+void lk__put_quoted(char *out, size_t cap, const char *s, size_t len, size_t max);
 /* 0 when the n derived keys and channels all hash the same bytes (so one
  * slot on a cluster, whatever is appended to the open ones); else
  * LK_EINVAL, and the client's error text (lk_client_error_text) says which
  * two disagree. what names the primitive ("lock") in that text. Every _new
  * calls it with every key and channel its object will use. */
-/* Appends s (len bytes) to the NUL-terminated out (cap bytes), quoted, with
- * what is not printable ASCII escaped, cut after about max characters: how
- * error texts show names and keys. */
-void lk__put_quoted(char *out, size_t cap, const char *s, size_t len, size_t max);
 int lk__names_one_slot(lk_client_t *c, const char *what, const char *name, size_t name_len,
                        const lk__derived_t *d, int n);
+/* The same, with d[n - 1] a key the object makes only later, from
+ * later_prefix and the name (the fencing-token key, made by the first fenced
+ * acquire): a name that could not fence in one slot fails at _new, not at
+ * that acquire. d[n - 1] is built, checked and freed here; LK_ENOMEM when it
+ * cannot be built. */
+int lk__names_one_slot_later(lk_client_t *c, const char *what, const char *name,
+                             size_t name_len, lk__derived_t *d, int n, const char *later_prefix);
 
 /* --- time --- */
 static inline uint64_t lk__now_ns(void) { return uv_hrtime(); }

@@ -55,6 +55,20 @@ const char *lk__scratch_prefix_name(lk_client_t *c, const char *prefix, const ch
   return c->scratch;
 }
 
+char *lk__braced_name(const char *prefix, const char *name, size_t name_len, size_t *out_len) {
+  size_t pl = strlen(prefix), n = pl + name_len + 2;
+  char *k = lk__malloc(n + 1);
+  if (k == NULL)
+    return NULL;
+  memcpy(k, prefix, pl);
+  k[pl] = '{';
+  memcpy(k + pl + 1, name, name_len);
+  k[n - 1] = '}';
+  k[n] = '\0';
+  *out_len = n;
+  return k;
+}
+
 char *lk__suffix_name(const char *name, size_t name_len, const char *suffix,
                       size_t *out_len) {
   size_t sl = strlen(suffix);

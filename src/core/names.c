@@ -84,3 +84,16 @@ int lk__names_one_slot(lk_client_t *c, const char *what, const char *name, size_
   }
   return 0;
 }
+
+int lk__names_one_slot_later(lk_client_t *c, const char *what, const char *name,
+                             size_t name_len, lk__derived_t *d, int n, const char *later_prefix) {
+  lk__derived_t *later = &d[n - 1];
+  int rc = LK_ENOMEM;
+  later->text = lk__prefix_name(later_prefix, name, name_len, &later->len);
+  later->open = 0;
+  if (later->text != NULL)
+    rc = lk__names_one_slot(c, what, name, name_len, d, n);
+  lk__free((char *)later->text);
+  later->text = NULL;
+  return rc;
+}

@@ -561,6 +561,18 @@ int lk__obj_try(lk__obj_t *o) {
   return rc;
 }
 
+int lk__obj_start(lk__obj_t *o) {
+  int rc = lk__obj_try(o);
+  if (rc != 0)
+    o->kind = 0;
+  return rc;
+}
+
+int lk__obj_counted_always(lk__obj_t *o) {
+  (void)o;
+  return 1;
+}
+
 static void retry_now(lk__obj_t *o) {
   int rc;
   if (o->w != NULL)
@@ -918,4 +930,11 @@ void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops) {
   lk__defer_init(&o->health_step, on_health_step);
   lk__queue_insert_tail(&c->obj_list, &o->client_node);
   lk__object_born(c);
+}
+
+void lk__obj_init_channel(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops,
+                          const char *channel, size_t channel_len) {
+  lk__obj_init(o, c, ops);
+  o->channel = channel;
+  o->channel_len = channel_len;
 }

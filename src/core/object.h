@@ -87,7 +87,8 @@ typedef struct lk__obj_ops_s {
   /* 1 when a resend of the pending command is applied at most once: the
    * scripts take the owner's expected count (lock-like objects, whose
    * give-backs can then be conditional on the count showing a grant) or a
-   * request id the server remembers (semaphores, latch). */
+   * request id the server remembers (semaphores, latch).
+   * lk__obj_counted_always: every command of the object is. */
   int (*counted)(lk__obj_t *o);
   /* Prepares (does not send) the give-back of the hold the pending
    * acquire's attempt may have been granted. known_grant: its reply showed a
@@ -269,6 +270,10 @@ struct lk__obj_s {
 };
 
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);
+/* The same for a kind whose waiters listen on one channel the object keeps
+ * (borrowed: it lives as long as the object). */
+void lk__obj_init_channel(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops,
+                          const char *channel, size_t channel_len);
 
 /* An object of any kind as its public handle (NULL stays NULL): the
  * kinds' lk_X_ generic verbs are aliases of lk_handle_ ones through it. */
@@ -287,12 +292,37 @@ static inline int64_t lk__handle_result(const lk_handle_t *h) {
 
 /* Defines a primitive's two typed trampolines, call and call_closed (for
  * ops->call and ops->call_closed), for an object type T whose callbacks
- * have the types CB (T *, int status, void *arg) and CLOSE_CB (T *). */
+ * have the types CB (T *, int status, void *arg) and CLOSE_CB (T *): the
+ * core keeps the user's callbacks in a generic type. */
 #define LK__OBJ_CALLS(T, CB, CLOSE_CB)                                                 \
   static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {                \
     ((CB)fn)((T *)o, status, arg);                                                     \
   }                                                                                    \
   static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((CLOSE_CB)fn)((T *)o); }
+
+/* A kind's public names of the generic verbs (docs/objects.md): each is the
+ * one generic verb with the kind's types, so it is written once here and
+ * stamped per kind P (a prefix such as lk_lock, whose types are P_t, P_cb and
+ * P_close_cb). The data and text verbs are aliases of lk_handle_ ones
+ * (latchkey/handle.h), kept for one release. */
+#define LK__KIND_CLOSE(P)                                                              \
+  int P##_close(P##_t *h, P##_close_cb close_cb) {                                     \
+    return lk__obj_close(h ? &h->base : NULL, (lk__fn_t)close_cb);                     \
+  }
+#define LK__KIND_SET_LOST_CB(P)                                                        \
+  int P##_set_lost_cb(P##_t *h, P##_cb on_lost, void *arg) {                           \
+    return lk__obj_set_lost_cb(h ? &h->base : NULL, (lk__fn_t)on_lost, arg);           \
+  }
+#define LK__KIND_DATA(P)                                                               \
+  void *P##_get_data(const P##_t *h) { return lk_handle_get_data(LK__CH(h)); }        \
+  void P##_set_data(P##_t *h, void *data) { (void)lk_handle_set_data(LK__H(h), data); }
+/* error text, client, data, and the name under the verb NAME (P##_name for
+ * most kinds; the leader calls it its role). */
+#define LK__KIND_ALIASES(P, NAME)                                                      \
+  const char *P##_error_text(const P##_t *h) { return lk_handle_error_text(LK__CH(h)); } \
+  const char *NAME(const P##_t *h) { return lk_handle_name(LK__CH(h)); }               \
+  lk_client_t *P##_client(const P##_t *h) { return lk_handle_client(LK__CH(h)); }      \
+  LK__KIND_DATA(P)
 
 /* The checks every primitive's _new makes first, in this order: the client
  * (thread, fork, closing), the out pointer, the name (1..max_name_len bytes;
@@ -367,6 +397,13 @@ void lk__obj_wait_begin(lk__obj_t *o, int64_t wait_ms);
 /* Sends an attempt through ops->attempt and guards the budget. A wait
  * (wait_ms != 0) makes the wait part first: LK_ENOMEM when it cannot. */
 int lk__obj_try(lk__obj_t *o);
+/* A verb's first attempt (lk__obj_try) from its entry point: when it cannot
+ * go out the entry returns the error, no callback comes, so the object is
+ * idle again (kind 0, the NONE of every primitive's operation enum). */
+int lk__obj_start(lk__obj_t *o);
+/* For ops->counted of an object every command of which a server applies at
+ * most once (request ids, or a count the scripts compare). */
+int lk__obj_counted_always(lk__obj_t *o);
 /* The attempt found the object busy; ttl_ms is how long the current holder
  * has left (< 0: unknown). Ends with LK_ETIMEDOUT when the budget is spent,
  * else subscribes (once) and sleeps until a reason to try again. */
@@ -446,6 +483,12 @@ void lk__obj_release_deferred(lk__obj_t *o);
  * lease ends). Does not end the close: the caller does. */
 void lk__obj_close_release_failed(lk__obj_t *o, int status, const char *verb,
                                   const char *what);
+/* The whole answer to a close's one give-back command (o->op): the command
+ * is done, a failure is logged as above, the holds are forgotten (*count = 0
+ * when count is not NULL: what the server kept now lasts until its lease
+ * ends, never renewed) and the close goes on (lk__obj_close_done). */
+void lk__obj_close_release_reply(lk__obj_t *o, int status, uint32_t *count, const char *verb,
+                                 const char *what);
 /* The usual reading, for ops->read_attempt to build on: a reply
  * ops->is_grant calls a grant is GRANTED, an integer is BUSY with that TTL
  * (the lock-like scripts' "held by another, this long"), else GARBLED. */
@@ -485,9 +528,12 @@ int lk__obj_sync_acked(const lk__obj_t *o);
 static inline int lk__valid_wait(int64_t w) {
   return w == -1 || (w >= 0 && w <= LK_MAX_TIME_MS);
 }
-static inline int lk__valid_lease(int64_t v) {
-  return v == -1 || (v > 0 && v <= LK_MAX_TIME_MS);
+/* A lease option: the default (-1), or min_ms..LK_MAX_TIME_MS (kinds whose
+ * lease must outlast a renewal round ask for more than 1 ms). */
+static inline int lk__valid_lease_from(int64_t v, int64_t min_ms) {
+  return v == -1 || (v >= min_ms && v <= LK_MAX_TIME_MS);
 }
+static inline int lk__valid_lease(int64_t v) { return lk__valid_lease_from(v, 1); }
 
 /* An object's holds were lost: its holder hears of it through on_lost when
  * one is set. An object being closed was given up already (the level of a

@@ -41,6 +41,12 @@ int lk__obj_spin_want(lk__obj_t *o, int64_t wait_ms, int spin, int64_t initial_m
                      (opts)->spin_initial_ms, (opts)->spin_max_ms)
 int lk__obj_wait_wants(lk__obj_t *o, int sync_replicas, int64_t wait_ms, int spin,
                        int64_t initial_ms, int64_t max_ms);
+/* The defaults of those fields in every such options struct, as each
+ * kind's _opts_init documents them: no wait, and the client's replica sync
+ * and spin settings. */
+#define LK__WAIT_OPTS_DEFAULTS(opts)                                                 \
+  ((opts)->wait_ms = 0, (opts)->sync_replicas = -1, (opts)->spin = -1,              \
+   (opts)->spin_initial_ms = 0, (opts)->spin_max_ms = 0)
 /* The next sleep of a spinning wait, ms (>= 1), and the back-off grows. */
 int64_t lk__spin_next(lk__obj_t *o);
 

@@ -28,11 +28,7 @@ lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb 
   lk_client_t *c = LK__FAIR_CLIENT(f);
   snprintf(cs, sizeof(cs), "%" PRId64, cond);
   snprintf(ds, sizeof(ds), "%" PRId64, drop);
-  argv[0] = f->name, lens[0] = f->name_len;
-  argv[1] = f->queue_key, lens[1] = f->queue_key_len;
-  argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
-  argv[3] = f->channel_base, lens[3] = f->channel_base_len;
-  argv[4] = f->waiters_key, lens[4] = f->waiters_key_len;
+  lk__fair_leave_keys(f, argv, lens);
   argv[5] = f->owner, lens[5] = f->owner_len;
   argv[6] = lk__publish_cmd(c, &lens[6]);
   argv[7] = cs, lens[7] = strlen(cs);
@@ -153,14 +149,8 @@ void lk__fair_acquired(lk__obj_t *o, const redisReply *r) {
   g.count = r->element[1]->integer;
   g.lease_ms = f->req_lease_ms;
   g.watchdog = f->req_watchdog != 0;
-  g.fenced = f->req_fenced && r->elements == 4;
-  if (g.fenced) {
-    g.token = r->element[2]->integer;
-    g.regressed = r->element[3]->integer != 0;
-    g.token_out = &f->token;
-    g.name = f->name;
-    g.name_len = f->name_len;
-  }
+  if (f->req_fenced && r->elements == 4)
+    lk__grant_token(&g, r, 2, &f->token, f->name, f->name_len);
   lk__hold_grant(&f->base, &g);
 }
 
@@ -271,10 +261,7 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
   int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_fair_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_fair_opts_init);
   if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms) ||
       opts->waiter_timeout_ms < LK_FAIR_WAITER_TIMEOUT_MIN ||
       opts->waiter_timeout_ms > LK_MAX_TIME_MS)
@@ -294,12 +281,7 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
     if (f->token_key == NULL)
       return LK_ENOMEM;
   }
-  if (f->base.lost) {
-    /* Told of the loss already; what the server may have kept was given
-     * back then. Start afresh. */
-    f->base.lost = 0;
-    f->hold.count = 0;
-  }
+  lk__hold_afresh(&f->base, &f->hold, 1);
   lk__fair_begin(f, LK__FAIR_OP_ACQUIRE, cb, arg);
   lk__obj_wait_begin(&f->base, opts->wait_ms);
   f->req_fenced = opts->fenced != 0;

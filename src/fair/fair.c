@@ -26,6 +26,14 @@ void lk__fair_begin(lk_fair_t *f, int kind, lk_fair_cb cb, void *arg) {
 
 void lk__fair_finish(lk_fair_t *f, int status) { lk__obj_finish(&f->base, status); }
 
+void lk__fair_leave_keys(const lk_fair_t *f, const char **argv, size_t *lens) {
+  argv[0] = f->name, lens[0] = f->name_len;
+  argv[1] = f->queue_key, lens[1] = f->queue_key_len;
+  argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
+  argv[3] = f->channel_base, lens[3] = f->channel_base_len;
+  argv[4] = f->waiters_key, lens[4] = f->waiters_key_len;
+}
+
 static void on_complete(lk__obj_t *o, int kind, int status) {
   lk_fair_t *f = (lk_fair_t *)o;
   if (kind == LK__FAIR_OP_ACQUIRE) {
@@ -77,10 +85,7 @@ int lk_fair_set_owner(lk_fair_t *f, const char *client_id, uint64_t thread_id) {
 static void on_close_leave(void *data, int status, redisReply *r) {
   lk_fair_t *f = data;
   (void)r;
-  f->base.op = NULL;
-  lk__obj_close_release_failed(&f->base, status, "release", "the lock");
-  f->hold.count = 0;
-  lk__obj_close_done(&f->base);
+  lk__obj_close_release_reply(&f->base, status, &f->hold.count, "release", "the lock");
 }
 
 /* Close gives back every hold (renewal stops first). The queue entry of a
@@ -99,7 +104,6 @@ static int on_close_release_start(lk__obj_t *o) {
   return o->op != NULL;
 }
 
-/* The user's callbacks, kept by the core in a generic type. */
 LK__OBJ_CALLS(lk_fair_t, lk_fair_cb, lk_fair_close_cb)
 
 static void free_fair(lk__obj_t *o) {
@@ -165,12 +169,8 @@ static int check_name(lk_client_t *c, const lk_fair_t *f) {
                         {f->waiters_key, f->waiters_key_len, 0},
                         {f->channel_base, f->channel_base_len, 1},
                         {NULL, 0, 0}};
-  int rc = LK_ENOMEM;
-  d[5].text = lk__prefix_name(LK__FAIR_TOKEN_PREFIX, f->name, f->name_len, &d[5].len);
-  if (d[5].text != NULL)
-    rc = lk__names_one_slot(c, "fair lock", f->name, f->name_len, d, 6);
-  lk__free((char *)d[5].text);
-  return rc;
+  return lk__names_one_slot_later(c, "fair lock", f->name, f->name_len, d, 6,
+                                  LK__FAIR_TOKEN_PREFIX);
 }
 
 int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
@@ -225,15 +225,11 @@ int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
   return 0;
 }
 
-int lk_fair_close(lk_fair_t *f, lk_fair_close_cb close_cb) {
-  return lk__obj_close(f ? &f->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_fair)
 
 /* --- callbacks and accessors --- */
 
-int lk_fair_set_lost_cb(lk_fair_t *f, lk_fair_cb on_lost, void *arg) {
-  return lk__obj_set_lost_cb(f ? &f->base : NULL, (lk__fn_t)on_lost, arg);
-}
+LK__KIND_SET_LOST_CB(lk_fair)
 
 int lk_fair_set_queue_cb(lk_fair_t *f, lk_fair_cb on_queued, void *arg) {
   int rc = lk__obj_check(f ? &f->base : NULL);
@@ -254,9 +250,5 @@ int lk_fair_sync_acked(const lk_fair_t *f) { return lk__obj_sync_acked(f ? &f->b
 uint32_t lk_fair_hold_count(const lk_fair_t *f) { return f ? f->hold.count : 0; }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
 int64_t lk_fair_result(const lk_fair_t *f) { return lk__handle_result(LK__CH(f)); }
-const char *lk_fair_error_text(const lk_fair_t *f) { return lk_handle_error_text(LK__CH(f)); }
-const char *lk_fair_name(const lk_fair_t *f) { return lk_handle_name(LK__CH(f)); }
+LK__KIND_ALIASES(lk_fair, lk_fair_name)
 const char *lk_fair_owner(const lk_fair_t *f) { return lk_handle_owner(LK__CH(f)); }
-lk_client_t *lk_fair_client(const lk_fair_t *f) { return lk_handle_client(LK__CH(f)); }
-void *lk_fair_get_data(const lk_fair_t *f) { return lk_handle_get_data(LK__CH(f)); }
-void lk_fair_set_data(lk_fair_t *f, void *data) { (void)lk_handle_set_data(LK__H(f), data); }

@@ -84,6 +84,10 @@ struct lk_fair_s {
 const lk__script_t *lk__fair_script(const char *name);
 void lk__fair_begin(lk_fair_t *f, int kind, lk_fair_cb cb, void *arg);
 void lk__fair_finish(lk_fair_t *f, int status);
+/* The five keys of every script that lets go of the lock (release, leave,
+ * force release), in their order: NAME, queue, timeouts, the owners'
+ * channel base, waiters: argv/lens[0..4]. */
+void lk__fair_leave_keys(const lk_fair_t *f, const char **argv, size_t *lens);
 
 /* acquire.c */
 int lk__fair_attempt(lk__obj_t *o);

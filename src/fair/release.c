@@ -21,11 +21,7 @@ static lk__op_t *release_op(lk_fair_t *f, int64_t before, uint32_t n, lk__op_cb 
   snprintf(lease, sizeof(lease), "%" PRId64, f->hold.lease_ms);
   snprintf(bef, sizeof(bef), "%" PRId64, before);
   snprintf(cnt, sizeof(cnt), "%" PRIu32, n);
-  argv[0] = f->name, lens[0] = f->name_len;
-  argv[1] = f->queue_key, lens[1] = f->queue_key_len;
-  argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
-  argv[3] = f->channel_base, lens[3] = f->channel_base_len;
-  argv[4] = f->waiters_key, lens[4] = f->waiters_key_len;
+  lk__fair_leave_keys(f, argv, lens);
   argv[5] = lease, lens[5] = strlen(lease);
   argv[6] = f->owner, lens[6] = f->owner_len;
   argv[7] = lk__publish_cmd(LK__FAIR_CLIENT(f), &lens[7]);
@@ -81,33 +77,21 @@ int lk__fair_resend_release(lk__obj_t *o) { return release_attempt((lk_fair_t *)
 int lk__fair_read_release(lk__obj_t *o, const redisReply *r, int *status) {
   lk_fair_t *f = (lk_fair_t *)o;
   long long v;
-  if (r->type == REDIS_REPLY_NIL) {
-    f->hold.count = 0;
-    *status = LK_ENOTOWNER;
+  if (lk__hold_release_nil(&f->hold, r, status))
     return 1;
-  }
   if (!lk__reply_is_int(r, &v) || (v != 0 && v != 1))
     return 0;
-  f->hold.count = f->release_before - 1;
-  if (v == 1 && !f->owner_shared)
-    f->hold.count = 0;
   f->base.result = v;
-  *status = 0;
-  return 1;
+  return lk__hold_released(&f->hold, f->release_before, v == 1 && !f->owner_shared, status);
 }
 
 int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
   int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (f->hold.count == 0)
-    return LK_ENOTHELD;
-  if (f->base.lost) {
-    /* on_lost told the loss; the server's side was given back then. */
-    f->hold.count = 0;
-    f->base.lost = 0;
-    return LK_ELEASELOST;
-  }
+  rc = lk__hold_release_check(&f->base, &f->hold, 1, &f->hold);
+  if (rc != 0)
+    return rc;
   f->release_before = f->hold.count;
   /* After an unanswered give-back it waits, the hold renewed meanwhile. */
   return lk__obj_release_begin(&f->base, LK__FAIR_OP_RELEASE, (lk__fn_t)cb, arg);
@@ -149,11 +133,7 @@ static int start_simple(lk_fair_t *f, enum lk__fair_op kind, lk_fair_cb cb, void
   lk__fair_begin(f, kind, cb, arg);
   switch (kind) {
   case LK__FAIR_OP_FORCE:
-    argv[0] = f->name, lens[0] = f->name_len;
-    argv[1] = f->queue_key, lens[1] = f->queue_key_len;
-    argv[2] = f->timeout_key, lens[2] = f->timeout_key_len;
-    argv[3] = f->channel_base, lens[3] = f->channel_base_len;
-    argv[4] = f->waiters_key, lens[4] = f->waiters_key_len;
+    lk__fair_leave_keys(f, argv, lens);
     argv[5] = lk__publish_cmd(LK__FAIR_CLIENT(f), &lens[5]);
     op = lk__script_call(c, lk__fair_script("fair/force_release"), 5, 1, argv, lens,
                          lk__obj_value_reply, &f->base, &err);

@@ -62,23 +62,6 @@ static void sub_close(wsub_t *ws) {
   ws->owner = NULL;
 }
 
-/* "redisson_countdownlatch__channel__{NAME}": braces whatever NAME holds,
- * as Redisson (docs/latch.md). */
-static char *latch_channel(const char *name, size_t len, size_t *out_len) {
-  static const char prefix[] = "redisson_countdownlatch__channel__";
-  size_t pl = sizeof(prefix) - 1, n = pl + len + 2;
-  char *ch = lk__malloc(n + 1);
-  if (ch == NULL)
-    return NULL;
-  memcpy(ch, prefix, pl);
-  ch[pl] = '{';
-  memcpy(ch + pl + 1, name, len);
-  ch[n - 1] = '}';
-  ch[n] = '\0';
-  *out_len = n;
-  return ch;
-}
-
 int lk_inspect_watch(lk_client_t *c, const char *name, lk_inspect_watch_cb cb, void *arg,
                      lk_inspect_watch_t **out) {
   lk_inspect_watch_t *w;
@@ -106,7 +89,10 @@ int lk_inspect_watch(lk_client_t *c, const char *name, lk_inspect_watch_cb cb, v
     case W_LOCK: chan = lk__prefix_name("redisson_lock__channel", name, len, &cl); break;
     case W_RWLOCK: chan = lk__prefix_name("redisson_rwlock", name, len, &cl); break;
     case W_SEM: chan = lk__prefix_name("redisson_sc", name, len, &cl); break;
-    default: chan = latch_channel(name, len, &cl); break;
+    /* braces whatever NAME holds, as Redisson (docs/latch.md) */
+    default:
+      chan = lk__braced_name("redisson_countdownlatch__channel__", name, len, &cl);
+      break;
     }
     rc = sub_open(w, &w->subs[i], chan, cl);
   }

@@ -26,7 +26,6 @@ static void on_abandon(lk__obj_t *o) {
   lk__op_retarget(o->op, NULL, NULL);
 }
 
-/* The user's callbacks, kept by the core in a generic type. */
 LK__OBJ_CALLS(lk_latch_t, lk_latch_cb, lk_latch_close_cb)
 
 static void free_latch(lk__obj_t *o) {
@@ -41,20 +40,15 @@ static void free_latch(lk__obj_t *o) {
 
 /* Every message wakes an awaiter: "0" (opened) and "1" (re-armed, or
  * deleted: the tombstone is only seen by looking). */
-/* Writes carry this object's request sequence, which the record answers
- * for, and reads change nothing: every command may be resent. */
-static int resend_safe(lk__obj_t *o) {
-  (void)o;
-  return 1;
-}
-
 /* The handle's answers (core/handle.c): the latch holds nothing. */
 LK__HANDLE_FIELD(lk_latch_t, name, const char *)
 
 static const lk__obj_ops_t lk__latch_ops = {
     .attempt = lk__latch_attempt_state,
     .abandon = on_abandon,
-    .counted = resend_safe,
+    /* Writes carry this object's request sequence, which the record answers
+     * for, and reads change nothing: every command may be resent. */
+    .counted = lk__obj_counted_always,
     .close_release = lk__latch_close_cleanup,
     .call = call,
     .call_closed = call_closed,
@@ -70,21 +64,6 @@ void lk_latch_opts_init(lk_latch_opts_t *o) {
     return;
   o->strict = 0;
   o->marker_ttl_ms = LK_LATCH_MARKER_TTL_DEFAULT;
-}
-
-/* "redisson_countdownlatch__channel__{NAME}", braces always. */
-static char *make_channel(const char *name, size_t len, size_t *out_len) {
-  size_t pl = strlen(LK__LATCH_CHANNEL_PREFIX), n = pl + len + 2;
-  char *ch = lk__malloc(n + 1);
-  if (ch == NULL)
-    return NULL;
-  memcpy(ch, LK__LATCH_CHANNEL_PREFIX, pl);
-  ch[pl] = '{';
-  memcpy(ch + pl + 1, name, len);
-  ch[n - 1] = '}';
-  ch[n] = '\0';
-  *out_len = n;
-  return ch;
 }
 
 /* prefixName(RECORD_PREFIX, NAME) + ":" + owner: under the name's hash tag
@@ -118,10 +97,7 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
     return rc;
   if (out == NULL)
     return LK_EINVAL;
-  if (opts == NULL) {
-    lk_latch_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_latch_opts_init);
   if (opts->marker_ttl_ms < 1 || opts->marker_ttl_ms > LK_LATCH_MARKER_TTL_DEFAULT)
     return LK_EINVAL;
   rc = lk__check_name(c, name, &len);
@@ -136,7 +112,7 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
   l->marker_ttl_ms = opts->marker_ttl_ms;
   l->name = lk__memdup0(name, len);
   l->name_len = len;
-  l->channel = make_channel(name, len, &l->channel_len);
+  l->channel = lk__braced_name(LK__LATCH_CHANNEL_PREFIX, name, len, &l->channel_len);
   l->marker = lk__prefix_name(LK__LATCH_MARKER_PREFIX, name, len, &l->marker_len);
   l->tomb = lk__prefix_name(LK__LATCH_TOMB_PREFIX, name, len, &l->tomb_len);
   l->record = l->name != NULL ? make_record(l, &l->record_len) : NULL;
@@ -157,24 +133,15 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
     if (rc != 0)
       goto fail;
   }
-  lk__obj_init(&l->base, c, &lk__latch_ops);
-  l->base.channel = l->channel;
-  l->base.channel_len = l->channel_len;
+  lk__obj_init_channel(&l->base, c, &lk__latch_ops, l->channel, l->channel_len);
   *out = l;
   return 0;
 fail:
-  lk__free(l->name);
-  lk__free(l->channel);
-  lk__free(l->marker);
-  lk__free(l->tomb);
-  lk__free(l->record);
-  lk__free(l);
+  free_latch(&l->base); /* memory only: lk__obj_init has not run */
   return rc;
 }
 
-int lk_latch_close(lk_latch_t *l, lk_latch_close_cb close_cb) {
-  return lk__obj_close(l ? &l->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_latch)
 
 int lk_latch_cancel(lk_latch_t *l) { return lk_handle_cancel(LK__H(l)); }
 
@@ -183,8 +150,4 @@ int lk_latch_cancel(lk_latch_t *l) { return lk_handle_cancel(LK__H(l)); }
 int lk_latch_is_strict(const lk_latch_t *l) { return l ? l->strict : 0; }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
 int64_t lk_latch_result(const lk_latch_t *l) { return lk__handle_result(LK__CH(l)); }
-const char *lk_latch_error_text(const lk_latch_t *l) { return lk_handle_error_text(LK__CH(l)); }
-const char *lk_latch_name(const lk_latch_t *l) { return lk_handle_name(LK__CH(l)); }
-lk_client_t *lk_latch_client(const lk_latch_t *l) { return lk_handle_client(LK__CH(l)); }
-void *lk_latch_get_data(const lk_latch_t *l) { return lk_handle_get_data(LK__CH(l)); }
-void lk_latch_set_data(lk_latch_t *l, void *data) { (void)lk_handle_set_data(LK__H(l), data); }
+LK__KIND_ALIASES(lk_latch, lk_latch_name)

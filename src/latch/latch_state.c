@@ -169,10 +169,7 @@ int lk_latch_await(lk_latch_t *l, int64_t wait_ms, lk_latch_cb cb, void *arg) {
   l->armed_seen = 0;
   l->tomb_seen = 0;
   lk__obj_wait_begin(&l->base, wait_ms);
-  rc = lk__obj_try(&l->base);
-  if (rc != 0)
-    l->base.kind = LATCH_OP_NONE;
-  return rc;
+  return lk__obj_start(&l->base);
 }
 
 int lk_latch_get_count(lk_latch_t *l, lk_latch_cb cb, void *arg) {

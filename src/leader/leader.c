@@ -237,13 +237,6 @@ static void close_timers(lk_leader_t *l) {
 
 /* --- the outcome policy's verbs (core/outcome.h) --- */
 
-/* A resend is applied at most once: the script reports a leadership this
- * owner already has instead of taking another. */
-static int counted(lk__obj_t *o) {
-  (void)o;
-  return 1;
-}
-
 static lk__op_t *undo_attempt(lk__obj_t *o, int known_grant) {
   int err = 0;
   (void)known_grant; /* by owner: only this object's leadership goes */
@@ -282,14 +275,9 @@ static void elected(lk__obj_t *o, const redisReply *r) {
   g.hold = &l->hold;
   g.count = 1;
   g.lease_ms = l->req_lease_ms;
-  g.fenced = 1;
-  g.token = r->element[0]->integer;
-  g.regressed = r->element[1]->integer != 0;
-  g.token_out = &l->term;
   /* Terms are tracked under the counter's key name: a lock named like the
    * role keeps tokens of its own. */
-  g.name = l->counter;
-  g.name_len = l->counter_len;
+  lk__grant_token(&g, r, 0, &l->term, l->counter, l->counter_len);
   lk__hold_grant(&l->base, &g);
 }
 
@@ -317,10 +305,6 @@ void lk_leader_opts_init(lk_leader_opts_t *o) {
   o->wait_ms = LK_WAIT_FOREVER;
 }
 
-static int valid_lease(int64_t v) {
-  return v == LK_LEASE_DEFAULT || (v >= LK_LEADER_LEASE_MIN_MS && v <= LK_MAX_TIME_MS);
-}
-
 static int keep_value(lk_leader_t *l, const char *v, size_t len) {
   if (l->value == NULL || len > l->value_len) {
     char *p = lk__realloc(l->value, len + 1);
@@ -342,14 +326,11 @@ int lk_leader_campaign(lk_leader_t *l, const lk_leader_opts_t *opts, lk_leader_c
   int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_leader_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_leader_opts_init);
   value = opts->value != NULL ? opts->value : "";
   vlen = strnlen(value, LK_LEADER_VALUE_MAX + 1);
-  if (!valid_lease(opts->lease_ms) || !lk__valid_wait(opts->wait_ms) ||
-      vlen > LK_LEADER_VALUE_MAX)
+  if (!lk__valid_lease_from(opts->lease_ms, LK_LEADER_LEASE_MIN_MS) ||
+      !lk__valid_wait(opts->wait_ms) || vlen > LK_LEADER_VALUE_MAX)
     return LK_EINVAL;
   settle_in_call(l);
   if (leading(l))
@@ -364,10 +345,7 @@ int lk_leader_campaign(lk_leader_t *l, const lk_leader_opts_t *opts, lk_leader_c
   lk__obj_wait_begin(&l->base, opts->wait_ms);
   l->req_lease_ms =
       opts->lease_ms == LK_LEASE_DEFAULT ? CLIENT(l)->o.default_lease_ms : opts->lease_ms;
-  rc = lk__obj_try(&l->base);
-  if (rc != 0)
-    l->base.kind = OP_NONE;
-  return rc;
+  return lk__obj_start(&l->base);
 }
 
 int lk_leader_cancel(lk_leader_t *l) { return lk_handle_cancel(LK__H(l)); }
@@ -417,9 +395,7 @@ int lk_leader_resign(lk_leader_t *l, lk_leader_cb cb, void *arg) {
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_leader_t *l = data;
   (void)r;
-  l->base.op = NULL;
-  lk__obj_close_release_failed(&l->base, status, "resign", "the leadership");
-  lk__obj_close_done(&l->base);
+  lk__obj_close_release_reply(&l->base, status, NULL, "resign", "the leadership");
 }
 
 static int close_release(lk__obj_t *o) {
@@ -470,7 +446,9 @@ static const lk__obj_ops_t lk__leader_ops = {
     .message = campaign_message,
     .acquire_kind = OP_CAMPAIGN,
     .release_kind = OP_RESIGN,
-    .counted = counted,
+    /* A resend is applied at most once: the script reports a leadership this
+     * owner already has instead of taking another. */
+    .counted = lk__obj_counted_always,
     .undo = undo_attempt,
     .is_grant = is_grant,
     .granted = elected,
@@ -530,31 +508,21 @@ int lk_leader_new(lk_client_t *c, const char *role, lk_leader_t **out) {
   l->hold.lease_ms = c->o.default_lease_ms;
   lk__defer_init(&l->lost_later, on_lost_later);
   lk__leader_obs_init(l);
-  lk__obj_init(&l->base, c, &lk__leader_ops);
-  l->base.channel = l->channel;
-  l->base.channel_len = l->channel_len;
+  lk__obj_init_channel(&l->base, c, &lk__leader_ops, l->channel, l->channel_len);
   *out = l;
   return 0;
 }
 
 /* Observing ends in close_release (change callbacks stop at once: tell()
  * checks closing), so lk_client_close_all ends it too. */
-int lk_leader_close(lk_leader_t *l, lk_leader_close_cb close_cb) {
-  return lk__obj_close(l ? &l->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_leader)
 
 /* --- accessors --- */
 
-int lk_leader_set_lost_cb(lk_leader_t *l, lk_leader_cb on_lost, void *arg) {
-  return lk__obj_set_lost_cb(l ? &l->base : NULL, (lk__fn_t)on_lost, arg);
-}
+LK__KIND_SET_LOST_CB(lk_leader)
 
 int lk_leader_is_leader(const lk_leader_t *l) { return lk_handle_is_held(LK__CH(l)) == 1; }
 
 int64_t lk_leader_term(const lk_leader_t *l) { return l ? l->term : 0; }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
-const char *lk_leader_error_text(const lk_leader_t *l) { return lk_handle_error_text(LK__CH(l)); }
-const char *lk_leader_role(const lk_leader_t *l) { return lk_handle_name(LK__CH(l)); }
-lk_client_t *lk_leader_client(const lk_leader_t *l) { return lk_handle_client(LK__CH(l)); }
-void *lk_leader_get_data(const lk_leader_t *l) { return lk_handle_get_data(LK__CH(l)); }
-void lk_leader_set_data(lk_leader_t *l, void *data) { (void)lk_handle_set_data(LK__H(l), data); }
+LK__KIND_ALIASES(lk_leader, lk_leader_role)

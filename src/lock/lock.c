@@ -239,14 +239,8 @@ static void acquired(lk__obj_t *o, const redisReply *r) {
   g.count = r->element[0]->integer;
   g.lease_ms = l->req_lease_ms;
   g.watchdog = l->req_watchdog;
-  g.fenced = l->req_fenced && r->elements == 3;
-  if (g.fenced) {
-    g.token = r->element[1]->integer;
-    g.regressed = r->element[2]->integer != 0;
-    g.token_out = &l->token;
-    g.name = l->name;
-    g.name_len = l->name_len;
-  }
+  if (l->req_fenced && r->elements == 3)
+    lk__grant_token(&g, r, 1, &l->token, l->name, l->name_len);
   lk__hold_grant(&l->base, &g);
 }
 
@@ -263,13 +257,9 @@ static int read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
 void lk_lock_opts_init(lk_lock_opts_t *o) {
   if (o == NULL)
     return;
-  o->wait_ms = 0;
+  LK__WAIT_OPTS_DEFAULTS(o);
   o->lease_ms = LK_LEASE_DEFAULT;
   o->fenced = 0;
-  o->sync_replicas = -1;
-  o->spin = -1;
-  o->spin_initial_ms = 0;
-  o->spin_max_ms = 0;
   o->reentrant = 1;
 }
 
@@ -279,10 +269,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_lock_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_lock_opts_init);
   if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
   if (l->hold.count == UINT32_MAX)
@@ -303,12 +290,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   }
   if ((opts->lease_ms == LK_LEASE_DEFAULT || watching(l)) && want_wd(l) != 0)
     return LK_ENOMEM;
-  if (l->base.lost) {
-    /* Told of the loss already; what the server may have kept was given
-     * back then. Start afresh. */
-    l->base.lost = 0;
-    l->hold.count = 0;
-  }
+  lk__hold_afresh(&l->base, &l->hold, 1);
   begin(l, OP_ACQUIRE, cb, arg);
   l->busy_ttl = LK__LOCK_NOT_BUSY;
   lk__obj_wait_begin(&l->base, opts->wait_ms);
@@ -345,10 +327,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
       return rc;
     }
   }
-  rc = lk__obj_try(&l->base);
-  if (rc != 0)
-    l->base.kind = OP_NONE;
-  return rc;
+  return lk__obj_start(&l->base);
 }
 
 int lk_lock_cancel(lk_lock_t *l) { return lk_handle_cancel(LK__H(l)); }
@@ -388,11 +367,8 @@ static int resend_release(lk__obj_t *o) { return release_attempt((lk_lock_t *)o,
 static int read_release(lk__obj_t *o, const redisReply *r, int *status) {
   lk_lock_t *l = (lk_lock_t *)o;
   long long v;
-  if (r->type == REDIS_REPLY_NIL) {
-    l->hold.count = 0;
-    *status = LK_ENOTOWNER;
+  if (lk__hold_release_nil(&l->hold, r, status))
     return 1;
-  }
   if (!lk__reply_is_int(r, &v) || v < 0)
     return 0;
   if (v == 1) {
@@ -410,26 +386,17 @@ static int read_release(lk__obj_t *o, const redisReply *r, int *status) {
       lk__sub_note_others(CLIENT(l), ch, len, v - 1);
     v = 1;
   }
-  l->hold.count = l->release_before - 1;
-  if (v == 1 && !l->owner_shared)
-    l->hold.count = 0;
   l->base.result = v;
-  *status = 0;
-  return 1;
+  return lk__hold_released(&l->hold, l->release_before, v == 1 && !l->owner_shared, status);
 }
 
 int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (l->hold.count == 0)
-    return LK_ENOTHELD;
-  if (l->base.lost) {
-    /* on_lost told the loss; the server's side was given back then. */
-    l->hold.count = 0;
-    l->base.lost = 0;
-    return LK_ELEASELOST;
-  }
+  rc = lk__hold_release_check(&l->base, &l->hold, 1, &l->hold);
+  if (rc != 0)
+    return rc;
   l->release_before = l->hold.count;
   /* After an unanswered give-back it waits, the hold renewed meanwhile. */
   return lk__obj_release_begin(&l->base, OP_RELEASE, (lk__fn_t)cb, arg);
@@ -642,10 +609,7 @@ static int set_owner(lk_lock_t *l, const char *client_id, uint64_t tid) {
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_lock_t *l = data;
   (void)r;
-  l->base.op = NULL;
-  lk__obj_close_release_failed(&l->base, status, "release", "the lock");
-  l->hold.count = 0;
-  lk__obj_close_done(&l->base);
+  lk__obj_close_release_reply(&l->base, status, &l->hold.count, "release", "the lock");
 }
 
 /* Close gives back every hold (and stops renewing first). An owner of our
@@ -664,7 +628,6 @@ static int on_close_release_start(lk__obj_t *o) {
   return o->op != NULL;
 }
 
-/* The user's callbacks, kept by the core in a generic type. */
 LK__OBJ_CALLS(lk_lock_t, lk_lock_cb, lk_lock_close_cb)
 
 static void free_lock(lk__obj_t *o) {
@@ -733,11 +696,9 @@ static int check_name(lk_client_t *c, const char *what, const char *name, size_t
   lk__derived_t d[3] = {{name, len, 0}, {NULL, 0, 0}, {NULL, 0, 0}};
   int rc = LK_ENOMEM;
   d[1].text = lk__prefix_name(LK__LOCK_CHANNEL_PREFIX, name, len, &d[1].len);
-  d[2].text = lk__prefix_name(LK__LOCK_TOKEN_PREFIX, name, len, &d[2].len);
-  if (d[1].text != NULL && d[2].text != NULL)
-    rc = lk__names_one_slot(c, what, name, len, d, 3);
+  if (d[1].text != NULL)
+    rc = lk__names_one_slot_later(c, what, name, len, d, 3, LK__LOCK_TOKEN_PREFIX);
   lk__free((char *)d[1].text);
-  lk__free((char *)d[2].text);
   return rc;
 }
 
@@ -772,20 +733,14 @@ int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
 }
 
 /* A member of a MultiLock or RedLock is refused by the core (LK_EBUSY). */
-int lk_lock_close(lk_lock_t *l, lk_lock_close_cb close_cb) {
-  return lk__obj_close(l ? &l->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_lock)
 
 /* --- accessors; the generic ones are aliases of lk_handle_ (handle.h) --- */
 
 uint32_t lk_lock_hold_count(const lk_lock_t *l) { return l ? l->hold.count : 0; }
 int64_t lk_lock_result(const lk_lock_t *l) { return lk__handle_result(LK__CH(l)); }
-const char *lk_lock_error_text(const lk_lock_t *l) { return lk_handle_error_text(LK__CH(l)); }
-const char *lk_lock_name(const lk_lock_t *l) { return lk_handle_name(LK__CH(l)); }
+LK__KIND_ALIASES(lk_lock, lk_lock_name)
 const char *lk_lock_owner(const lk_lock_t *l) { return lk_handle_owner(LK__CH(l)); }
-lk_client_t *lk_lock_client(const lk_lock_t *l) { return lk_handle_client(LK__CH(l)); }
-void *lk_lock_get_data(const lk_lock_t *l) { return lk_handle_get_data(LK__CH(l)); }
-void lk_lock_set_data(lk_lock_t *l, void *data) { (void)lk_handle_set_data(LK__H(l), data); }
 
 int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
   int rc = lk__obj_check(l ? &l->base : NULL);
@@ -820,9 +775,7 @@ int lk_lock_layout(const lk_lock_t *l) {
   return l == NULL ? -1 : l->lean ? LK_LOCK_LAYOUT_LEAN : LK_LOCK_LAYOUT_REDISSON;
 }
 
-int lk_lock_set_lost_cb(lk_lock_t *l, lk_lock_cb on_lost, void *arg) {
-  return lk__obj_set_lost_cb(l ? &l->base : NULL, (lk__fn_t)on_lost, arg);
-}
+LK__KIND_SET_LOST_CB(lk_lock)
 
 int lk_lock_is_held(const lk_lock_t *l) { return lk_handle_is_held(LK__CH(l)) == 1; }
 

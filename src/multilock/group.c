@@ -48,3 +48,20 @@ int64_t lk__group_jitter_ms(uint64_t *state, int64_t max_ms) {
     return 0;
   return (int64_t)(lk__group_rand(state) % (uint64_t)(max_ms + 1));
 }
+
+void lk__group_afresh(uint32_t *holds, int *lost) {
+  if (*lost) {
+    *lost = 0;
+    *holds = 0;
+  }
+}
+
+int lk__group_release_check(uint32_t *holds, int *lost) {
+  if (*holds == 0)
+    return LK_ENOTHELD;
+  if (*lost) {
+    lk__group_afresh(holds, lost);
+    return LK_ELEASELOST;
+  }
+  return 0;
+}

@@ -22,4 +22,14 @@ uint64_t lk__group_rand(uint64_t *state);
 /* Uniform in [0, max_ms] (0 when max_ms <= 0). */
 int64_t lk__group_jitter_ms(uint64_t *state, int64_t max_ms);
 
+/* A group's release checks, the rule a single lock's release follows
+ * (core/hold.h, lk__hold_release_check): nothing held (LK_ENOTHELD); or the
+ * holds were lost and the holder told, so the group forgets them and starts
+ * afresh (LK_ELEASELOST); else 0. */
+int lk__group_release_check(uint32_t *holds, int *lost);
+/* An acquire after the holds were lost and the holder told starts afresh
+ * (what the members kept was given back then), as a single lock's does
+ * (lk__hold_afresh). */
+void lk__group_afresh(uint32_t *holds, int *lost);
+
 #endif /* LK_MULTILOCK_GROUP_H */

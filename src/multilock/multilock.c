@@ -465,19 +465,12 @@ int lk_multilock_acquire(lk_multilock_t *ml, const lk_multilock_opts_t *opts,
   int rc = lk__obj_check_idle(ml ? &ml->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_multilock_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_multilock_opts_init);
   if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
   if (ml->holds == UINT32_MAX)
     return LK_EINVAL;
-  if (ml->lost) {
-    /* Told of the loss already; what the members kept was given back. */
-    ml->lost = 0;
-    ml->holds = 0;
-  }
+  lk__group_afresh(&ml->holds, &ml->lost);
   /* Its timer (backoff, leases) is the wait part's: made by the first
    * acquire, kept until close. */
   if (lk__obj_want_timer(&ml->base) != 0)
@@ -494,13 +487,9 @@ int lk_multilock_release(lk_multilock_t *ml, lk_multilock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(ml ? &ml->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (ml->holds == 0)
-    return LK_ENOTHELD;
-  if (ml->lost) {
-    ml->lost = 0;
-    ml->holds = 0;
-    return LK_ELEASELOST;
-  }
+  rc = lk__group_release_check(&ml->holds, &ml->lost);
+  if (rc != 0)
+    return rc;
   begin(ml, OP_RELEASE, cb, arg);
   begin_or_settle(ml);
   return 0;
@@ -557,7 +546,6 @@ static int on_close_release(lk__obj_t *o) {
   return 1;
 }
 
-/* The user's callbacks, kept by the core in a generic type. */
 LK__OBJ_CALLS(lk_multilock_t, lk_multilock_cb, lk_multilock_close_cb)
 
 /* Memory only: in a forked child the members are not touched. */
@@ -681,13 +669,9 @@ int lk_multilock_new(lk_lock_t *const *locks, size_t n, lk_multilock_t **out) {
   return 0;
 }
 
-int lk_multilock_close(lk_multilock_t *ml, lk_multilock_close_cb close_cb) {
-  return lk__obj_close(ml ? &ml->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_multilock)
 
-int lk_multilock_set_lost_cb(lk_multilock_t *ml, lk_multilock_cb on_lost, void *arg) {
-  return lk__obj_set_lost_cb(ml ? &ml->base : NULL, (lk__fn_t)on_lost, arg);
-}
+LK__KIND_SET_LOST_CB(lk_multilock)
 
 int lk_multilock_is_held(const lk_multilock_t *ml) { return lk_handle_is_held(LK__CH(ml)) == 1; }
 
@@ -700,7 +684,4 @@ int lk_multilock_member_status(const lk_multilock_t *ml, size_t i) {
   return ml != NULL && i < ml->n ? ml->m[i].status : LK_EINVAL;
 }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
-void *lk_multilock_get_data(const lk_multilock_t *ml) { return lk_handle_get_data(LK__CH(ml)); }
-void lk_multilock_set_data(lk_multilock_t *ml, void *data) {
-  (void)lk_handle_set_data(LK__H(ml), data);
-}
+LK__KIND_DATA(lk_multilock)

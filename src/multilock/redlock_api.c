@@ -52,10 +52,7 @@ int lk_redlock_acquire(lk_redlock_t *rl, const lk_redlock_opts_t *opts, lk_redlo
   int rc = lk__obj_check_idle(rl ? &rl->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_redlock_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_redlock_opts_init);
   if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms) ||
       opts->node_timeout_ms < 0 || opts->node_timeout_ms > LK_MAX_TIME_MS)
     return LK_EINVAL;
@@ -63,10 +60,7 @@ int lk_redlock_acquire(lk_redlock_t *rl, const lk_redlock_opts_t *opts, lk_redlo
   if (rl->holds == (rl->cfg.layout == LK_REDLOCK_LAYOUT_LEAN ? 1u : UINT32_MAX) ||
       !distinct_servers(rl))
     return LK_EINVAL;
-  if (rl->lost) {
-    rl->lost = 0;
-    rl->holds = 0;
-  }
+  lk__group_afresh(&rl->holds, &rl->lost);
   /* Its timer (node timeouts, retries, renewal) is the wait part's: made
    * by the first acquire, kept until close. */
   if (lk__obj_want_timer(&rl->base) != 0)
@@ -91,13 +85,9 @@ int lk_redlock_release(lk_redlock_t *rl, lk_redlock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(rl ? &rl->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (rl->holds == 0)
-    return LK_ENOTHELD;
-  if (rl->lost) {
-    rl->lost = 0;
-    rl->holds = 0;
-    return LK_ELEASELOST;
-  }
+  rc = lk__group_release_check(&rl->holds, &rl->lost);
+  if (rc != 0)
+    return rc;
   begin(rl, OP_RELEASE, cb, arg);
   lk__rl_start(rl);
   return 0;
@@ -130,7 +120,6 @@ static int on_close_release(lk__obj_t *o) {
   return 1;
 }
 
-/* The user's callbacks, kept by the core in a generic type. */
 LK__OBJ_CALLS(lk_redlock_t, lk_redlock_cb, lk_redlock_close_cb)
 
 static void free_rl(lk__obj_t *o) {
@@ -279,13 +268,9 @@ int lk_redlock_new(lk_client_t *const *clients, size_t n, const char *name,
   return 0;
 }
 
-int lk_redlock_close(lk_redlock_t *rl, lk_redlock_close_cb close_cb) {
-  return lk__obj_close(rl ? &rl->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_redlock)
 
-int lk_redlock_set_lost_cb(lk_redlock_t *rl, lk_redlock_cb on_lost, void *arg) {
-  return lk__obj_set_lost_cb(rl ? &rl->base : NULL, (lk__fn_t)on_lost, arg);
-}
+LK__KIND_SET_LOST_CB(lk_redlock)
 
 int lk_redlock_is_held(const lk_redlock_t *rl) { return lk_handle_is_held(LK__CH(rl)) == 1; }
 
@@ -323,7 +308,4 @@ lk_lock_t *lk_redlock_node_lock(const lk_redlock_t *rl, size_t i) {
 }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
 const char *lk_redlock_name(const lk_redlock_t *rl) { return lk_handle_name(LK__CH(rl)); }
-void *lk_redlock_get_data(const lk_redlock_t *rl) { return lk_handle_get_data(LK__CH(rl)); }
-void lk_redlock_set_data(lk_redlock_t *rl, void *data) {
-  (void)lk_handle_set_data(LK__H(rl), data);
-}
+LK__KIND_DATA(lk_redlock)

@@ -99,10 +99,7 @@ int lk_ratelimiter_acquire(lk_ratelimiter_t *rl, const lk_ratelimiter_opts_t *op
   int i, rc = lk__obj_check_idle(rl ? &rl->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_ratelimiter_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_ratelimiter_opts_init);
   if (opts->permits < 1 || opts->permits > LK_RATELIMITER_MAX_PERMITS ||
       !lk__valid_wait(opts->wait_ms))
     return LK_EINVAL;
@@ -115,10 +112,7 @@ int lk_ratelimiter_acquire(lk_ratelimiter_t *rl, const lk_ratelimiter_opts_t *op
   for (i = 0; i < 8; i++)
     rl->id[LK__RL_ID_LEN - 1 - i] = (unsigned char)(k >> (8 * i));
   lk__obj_wait_begin(&rl->base, opts->wait_ms);
-  rc = lk__obj_try(&rl->base);
-  if (rc != 0)
-    rl->base.kind = RL_NONE;
-  return rc;
+  return lk__obj_start(&rl->base);
 }
 
 int lk_ratelimiter_try_acquire(lk_ratelimiter_t *rl, int64_t permits, lk_ratelimiter_cb cb,

@@ -187,12 +187,6 @@ static void free_ratelimiter(lk__obj_t *o) {
   lk__free(rl);
 }
 
-/* Every attempt carries the acquire's id: a resend is applied at most once. */
-static int counted(lk__obj_t *o) {
-  (void)o;
-  return 1;
-}
-
 /* The handle's answers (core/handle.c): granted permits are spent, so the
  * rate limiter holds nothing. */
 LK__HANDLE_FIELD(lk_ratelimiter_t, name, const char *)
@@ -205,7 +199,8 @@ static const lk__obj_ops_t lk__ratelimiter_ops = {
     .granted = lk__rl_granted,
     .free = free_ratelimiter,
     .acquire_kind = RL_ACQUIRE,
-    .counted = counted,
+    /* Every attempt carries the acquire's id: a resend is applied at most once. */
+    .counted = lk__obj_counted_always,
     .read_value = read_value,
     .handle_kind = LK_KIND_RATELIMITER,
     .name = handle_name,
@@ -259,10 +254,8 @@ int lk_ratelimiter_new(lk_client_t *c, const char *name, lk_ratelimiter_t **out)
   return 0;
 }
 
-int lk_ratelimiter_close(lk_ratelimiter_t *rl, lk_ratelimiter_close_cb close_cb) {
-  /* Nothing to give back: granted permits are spent (no close_release). */
-  return lk__obj_close(rl ? &rl->base : NULL, (lk__fn_t)close_cb);
-}
+/* Nothing to give back: granted permits are spent (no close_release). */
+LK__KIND_CLOSE(lk_ratelimiter)
 
 /* --- accessors --- */
 
@@ -281,14 +274,4 @@ int64_t lk_ratelimiter_grant_time_ms(const lk_ratelimiter_t *rl) {
   return rl ? rl->grant_time_ms : 0;
 }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
-const char *lk_ratelimiter_error_text(const lk_ratelimiter_t *rl) {
-  return lk_handle_error_text(LK__CH(rl));
-}
-const char *lk_ratelimiter_name(const lk_ratelimiter_t *rl) { return lk_handle_name(LK__CH(rl)); }
-lk_client_t *lk_ratelimiter_client(const lk_ratelimiter_t *rl) {
-  return lk_handle_client(LK__CH(rl));
-}
-void *lk_ratelimiter_get_data(const lk_ratelimiter_t *rl) { return lk_handle_get_data(LK__CH(rl)); }
-void lk_ratelimiter_set_data(lk_ratelimiter_t *rl, void *data) {
-  (void)lk_handle_set_data(LK__H(rl), data);
-}
+LK__KIND_ALIASES(lk_ratelimiter, lk_ratelimiter_name)

@@ -98,14 +98,8 @@ void lk__rw_acquired(lk__obj_t *o, const redisReply *r) {
   g.lease_ms = rw->req_lease_ms;
   g.watchdog = rw->req_watchdog != 0;
   g.earliest = s == LK__RW_R;
-  g.fenced = rw->req_fenced && r->elements == 4;
-  if (g.fenced) {
-    g.token = r->element[2]->integer;
-    g.regressed = r->element[3]->integer != 0;
-    g.token_out = &rw->token;
-    g.name = rw->name;
-    g.name_len = rw->name_len;
-  }
+  if (rw->req_fenced && r->elements == 4)
+    lk__grant_token(&g, r, 2, &rw->token, rw->name, rw->name_len);
   lk__hold_grant(&rw->base, &g);
 }
 

@@ -102,18 +102,12 @@ int lk__rw_read_release(lk__obj_t *o, const redisReply *r, int *status) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
   lk__hold_t *h = &rw->side[rw->req_side];
   long long left;
-  if (r->type == REDIS_REPLY_NIL) {
-    h->count = 0;
-    *status = LK_ENOTOWNER;
+  if (lk__hold_release_nil(h, r, status))
     return 1;
-  }
   if (!lk__reply_is_int(r, &left) || left < 0)
     return 0;
-  h->count = rw->release_before - 1;
-  if (left == 0)
-    h->count = 0; /* the server's count is the truth when none is left */
+  (void)lk__hold_released(h, rw->release_before, left == 0, status);
   rw->base.result = h->count == 0;
-  *status = 0;
   return 1;
 }
 
@@ -125,14 +119,9 @@ int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
   if (!lk__rw_valid_side(side))
     return LK_EINVAL;
   s = lk__rw_side_index(side);
-  if (rw->side[s].count == 0)
-    return LK_ENOTHELD;
-  if (rw->base.lost) {
-    /* on_lost told the loss; the server's side was given back then. */
-    rw->side[LK__RW_R].count = rw->side[LK__RW_W].count = 0;
-    rw->base.lost = 0;
-    return LK_ELEASELOST;
-  }
+  rc = lk__hold_release_check(&rw->base, rw->side, 2, &rw->side[s]);
+  if (rc != 0)
+    return rc;
   rw->req_side = s;
   rw->release_before = rw->side[s].count;
   /* After an unanswered give-back it waits (lk__rw_release_deferred), the

@@ -20,13 +20,9 @@ static void begin(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_cb cb, void *a
 void lk_rwlock_opts_init(lk_rwlock_opts_t *o) {
   if (o == NULL)
     return;
-  o->wait_ms = 0;
+  LK__WAIT_OPTS_DEFAULTS(o);
   o->lease_ms = LK_LEASE_DEFAULT;
   o->fenced = 0;
-  o->sync_replicas = -1;
-  o->spin = -1;
-  o->spin_initial_ms = 0;
-  o->spin_max_ms = 0;
 }
 
 int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_opts_t *opts,
@@ -38,10 +34,7 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
     return rc;
   if (!lk__rw_valid_side(side))
     return LK_EINVAL;
-  if (opts == NULL) {
-    lk_rwlock_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_rwlock_opts_init);
   if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
   s = lk__rw_side_index(side);
@@ -57,12 +50,7 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
     if (rw->token_key == NULL)
       return LK_ENOMEM;
   }
-  if (rw->base.lost) {
-    /* Told of the loss already; what the server may have kept was given
-     * back then. Start afresh. */
-    rw->base.lost = 0;
-    rw->side[LK__RW_R].count = rw->side[LK__RW_W].count = 0;
-  }
+  lk__hold_afresh(&rw->base, rw->side, 2);
   /* A reader asking to write would wait for its own read holds to go. */
   if (s == LK__RW_W && rw->side[LK__RW_R].count > 0 && rw->side[LK__RW_W].count == 0)
     return LK_EUPGRADE;
@@ -75,10 +63,7 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
    * local deadline the watchdog promises. */
   rw->req_watchdog = opts->lease_ms == LK_LEASE_DEFAULT || lk__hold_watched(h);
   rw->req_lease_ms = rw->req_watchdog ? LK__RW_CLIENT(rw)->o.default_lease_ms : opts->lease_ms;
-  rc = lk__obj_try(&rw->base);
-  if (rc != 0)
-    rw->base.kind = LK__RW_OP_NONE;
-  return rc;
+  return lk__obj_start(&rw->base);
 }
 
 int lk_rwlock_cancel(lk_rwlock_t *rw) { return lk_handle_cancel(LK__H(rw)); }
@@ -213,7 +198,6 @@ int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t thread_
 
 /* --- lifecycle --- */
 
-/* The user's callbacks, kept by the core in a generic type. */
 LK__OBJ_CALLS(lk_rwlock_t, lk_rwlock_cb, lk_rwlock_close_cb)
 
 static void free_rwlock(lk__obj_t *o) {
@@ -298,12 +282,8 @@ static int check_name(lk_client_t *c, const lk_rwlock_t *rw) {
                         {rw->kp, rw->kp_len, 1},
                         {rw->tp, rw->kp_len + 1 <= rw->tp_len ? rw->kp_len + 1 : rw->tp_len, 1},
                         {NULL, 0, 0}};
-  int rc = LK_ENOMEM;
-  d[4].text = lk__prefix_name(LK__RW_TOKEN_PREFIX, rw->name, rw->name_len, &d[4].len);
-  if (d[4].text != NULL)
-    rc = lk__names_one_slot(c, "rwlock", rw->name, rw->name_len, d, 5);
-  lk__free((char *)d[4].text);
-  return rc;
+  return lk__names_one_slot_later(c, "rwlock", rw->name, rw->name_len, d, 5,
+                                  LK__RW_TOKEN_PREFIX);
 }
 
 int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
@@ -336,22 +316,16 @@ int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
     rw->wd[s].on_event = lk__rw_on_wd_event;
     lk__queue_init(&rw->wd[s].node);
   }
-  lk__obj_init(&rw->base, c, &lk__rwlock_ops);
-  rw->base.channel = rw->channel;
-  rw->base.channel_len = rw->channel_len;
+  lk__obj_init_channel(&rw->base, c, &lk__rwlock_ops, rw->channel, rw->channel_len);
   *out = rw;
   return 0;
 }
 
-int lk_rwlock_close(lk_rwlock_t *rw, lk_rwlock_close_cb close_cb) {
-  return lk__obj_close(rw ? &rw->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_rwlock)
 
 /* --- leases and accessors --- */
 
-int lk_rwlock_set_lost_cb(lk_rwlock_t *rw, lk_rwlock_cb on_lost, void *arg) {
-  return lk__obj_set_lost_cb(rw ? &rw->base : NULL, (lk__fn_t)on_lost, arg);
-}
+LK__KIND_SET_LOST_CB(lk_rwlock)
 
 /* The read side's explicit deadline is its earliest hold's (core/hold.h,
  * `earliest`): held means every read hold this object counts is. */
@@ -373,9 +347,5 @@ int lk_rwlock_sync_acked(const lk_rwlock_t *rw) {
 }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
 int64_t lk_rwlock_result(const lk_rwlock_t *rw) { return lk__handle_result(LK__CH(rw)); }
-const char *lk_rwlock_error_text(const lk_rwlock_t *rw) { return lk_handle_error_text(LK__CH(rw)); }
-const char *lk_rwlock_name(const lk_rwlock_t *rw) { return lk_handle_name(LK__CH(rw)); }
+LK__KIND_ALIASES(lk_rwlock, lk_rwlock_name)
 const char *lk_rwlock_owner(const lk_rwlock_t *rw) { return lk_handle_owner(LK__CH(rw)); }
-lk_client_t *lk_rwlock_client(const lk_rwlock_t *rw) { return lk_handle_client(LK__CH(rw)); }
-void *lk_rwlock_get_data(const lk_rwlock_t *rw) { return lk_handle_get_data(LK__CH(rw)); }
-void lk_rwlock_set_data(lk_rwlock_t *rw, void *data) { (void)lk_handle_set_data(LK__H(rw), data); }

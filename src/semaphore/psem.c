@@ -106,13 +106,9 @@ static int read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
 void lk_psem_opts_init(lk_psem_opts_t *o) {
   if (o == NULL)
     return;
+  LK__WAIT_OPTS_DEFAULTS(o);
   o->permits = 1;
-  o->wait_ms = 0;
   o->lease_ms = LK_LEASE_DEFAULT;
-  o->sync_replicas = -1;
-  o->spin = -1;
-  o->spin_initial_ms = 0;
-  o->spin_max_ms = 0;
 }
 
 int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, void *arg) {
@@ -120,10 +116,7 @@ int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, voi
   int rc = lk__obj_check_idle(p ? &p->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_psem_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_psem_opts_init);
   if (opts->permits < 1 || opts->permits > LK_PSEM_MAX_ACQUIRE || !lk__valid_wait(opts->wait_ms) ||
       !lk__valid_lease(opts->lease_ms))
     return LK_EINVAL;
@@ -142,10 +135,7 @@ int lk_psem_acquire(lk_psem_t *p, const lk_psem_opts_t *opts, lk_psem_cb cb, voi
   if (p->max_lease_ms < p->req_lease_ms)
     p->max_lease_ms = p->req_lease_ms;
   lk__obj_wait_begin(&p->base, opts->wait_ms);
-  rc = lk__obj_try(&p->base);
-  if (rc != 0)
-    p->base.kind = OP_NONE;
-  return rc;
+  return lk__obj_start(&p->base);
 }
 
 int lk_psem_cancel(lk_psem_t *p) { return lk_handle_cancel(LK__H(p)); }
@@ -223,28 +213,29 @@ static void on_release_reply(void *data, int status, redisReply *r) {
   finish(p, status);
 }
 
-static int start_release(lk_psem_t *p, enum lk__psem_op kind, const unsigned char *one,
-                         lk_psem_cb cb, void *arg) {
-  size_t k;
-  int rc = lk__psem_set_req(p, one != NULL ? 1 : p->count);
-  if (rc != 0)
-    return rc;
-  if (one != NULL)
-    memcpy(p->req_ids, one, LK__PSEM_ID_BYTES);
-  else
-    for (k = 0; k < p->count; k++)
-      memcpy(p->req_ids + k * LK__PSEM_ID_BYTES, p->permits[k].raw, LK__PSEM_ID_BYTES);
-  begin(p, kind, cb, arg);
-  p->req_n = one != NULL ? 1 : p->count;
-  /* No renewal may follow the release (a renewal behind it would find an
-   * id gone and report a loss); one already in flight is ahead of it. */
+/* Sends the first attempt of a release or update, with the renewal paused
+ * until it is answered (a renewal behind it could find an id gone, or moved
+ * out of the renewed set, and report a loss; one already in flight is ahead
+ * of it). Not sent: the object is idle and renewing again. */
+static int send_paused(lk_psem_t *p, int (*attempt)(lk_psem_t *p)) {
+  int rc;
   p->wd.paused = 1;
-  rc = release_attempt(p);
+  rc = attempt(p);
   if (rc != 0) {
     p->base.kind = OP_NONE;
     p->wd.paused = 0;
   }
   return rc;
+}
+
+static int start_release(lk_psem_t *p, enum lk__psem_op kind, const unsigned char *one,
+                         lk_psem_cb cb, void *arg) {
+  int rc = lk__psem_stage_ids(p, one);
+  if (rc != 0)
+    return rc;
+  begin(p, kind, cb, arg);
+  p->req_n = one != NULL ? 1 : p->count;
+  return send_paused(p, release_attempt);
 }
 
 int lk_psem_release(lk_psem_t *p, const char *id, lk_psem_cb cb, void *arg) {
@@ -333,7 +324,6 @@ static void on_update_reply(void *data, int status, redisReply *r) {
 
 int lk_psem_update_lease(lk_psem_t *p, const char *id, int64_t lease_ms, lk_psem_cb cb, void *arg) {
   unsigned char raw[LK__PSEM_ID_BYTES];
-  size_t k;
   int rc = lk__obj_check_idle(p ? &p->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
@@ -348,29 +338,16 @@ int lk_psem_update_lease(lk_psem_t *p, const char *id, int64_t lease_ms, lk_psem
   } else if (p->count == 0) {
     return LK_ENOTHELD;
   }
-  rc = lk__psem_set_req(p, id != NULL ? 1 : p->count);
+  rc = lk__psem_stage_ids(p, id != NULL ? raw : NULL);
   if (rc != 0)
     return rc;
-  if (id != NULL)
-    memcpy(p->req_ids, raw, LK__PSEM_ID_BYTES);
-  else
-    for (k = 0; k < p->count; k++)
-      memcpy(p->req_ids + k * LK__PSEM_ID_BYTES, p->permits[k].raw, LK__PSEM_ID_BYTES);
   begin(p, OP_UPDATE, cb, arg);
   p->req_n = id != NULL ? 1 : p->count;
   p->req_renew = lease_ms == LK_LEASE_DEFAULT;
   p->req_lease_ms = p->req_renew ? CLIENT(p)->o.default_lease_ms : lease_ms;
   if (p->max_lease_ms < p->req_lease_ms)
     p->max_lease_ms = p->req_lease_ms;
-  /* A renewal behind the update could report a permit it moved from the
-   * renewed set as lost: none is sent until the update is answered. */
-  p->wd.paused = 1;
-  rc = update_attempt(p);
-  if (rc != 0) {
-    p->base.kind = OP_NONE;
-    p->wd.paused = 0;
-  }
-  return rc;
+  return send_paused(p, update_attempt);
 }
 
 /* --- set, add, counts --- */
@@ -428,14 +405,11 @@ static int start_simple(lk_psem_t *p, enum lk__psem_op kind, int64_t v, int vali
 }
 
 int lk_psem_try_set_permits(lk_psem_t *p, int64_t permits, lk_psem_cb cb, void *arg) {
-  return start_simple(p, OP_TRY_SET, permits, permits >= 0 && permits <= LK_SEMAPHORE_MAX_PERMITS,
-                      cb, arg);
+  return start_simple(p, OP_TRY_SET, permits, lk__sem_valid_set(permits), cb, arg);
 }
 
 int lk_psem_add_permits(lk_psem_t *p, int64_t delta, lk_psem_cb cb, void *arg) {
-  return start_simple(p, OP_ADD, delta,
-                      delta >= -LK_SEMAPHORE_MAX_PERMITS && delta <= LK_SEMAPHORE_MAX_PERMITS, cb,
-                      arg);
+  return start_simple(p, OP_ADD, delta, lk__sem_valid_delta(delta), cb, arg);
 }
 
 int lk_psem_available(lk_psem_t *p, lk_psem_cb cb, void *arg) {
@@ -474,22 +448,7 @@ static void on_abandon(lk__obj_t *o) {
   }
 }
 
-/* Close waits this long for give-backs still under way, as the counting
- * semaphore's does: a reconnect and a reply, twice. */
-static int64_t close_wait_ms(const lk_client_t *c) {
-  const lk__opts_t *o = &c->o;
-  return 2 * (o->connect_timeout_ms + o->reply_timeout_ms) + o->reconnect_max_ms;
-}
-
-static void on_jobs_done(lk__sem_owner_t *w) {
-  lk_psem_t *p = lk__container_of(w, lk_psem_t, jobs);
-  lk__obj_close_done(&p->base);
-}
-
-/* Very last step of close: wait for the give-backs still under way. */
-static void close_finish(lk_psem_t *p) {
-  lk__sem_owner_close(&p->jobs, close_wait_ms(CLIENT(p)), on_jobs_done);
-}
+static void close_finish(lk_psem_t *p) { lk__sem_close_after_jobs(&p->jobs, &p->base); }
 
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_psem_t *p = data;
@@ -513,7 +472,6 @@ static void on_close_release(void *data, int status, redisReply *r) {
  * the give-backs under way. */
 static int on_close_release_start(lk__obj_t *o) {
   lk_psem_t *p = (lk_psem_t *)o;
-  size_t k;
   int err = 0;
   const char *argv[5];
   size_t lens[5];
@@ -523,7 +481,7 @@ static int on_close_release_start(lk__obj_t *o) {
     close_finish(p);
     return 1;
   }
-  if (lk__psem_set_req(p, p->count) != 0) {
+  if (lk__psem_stage_ids(p, NULL) != 0) {
     lk__log(o->client, LK_LOG_WARN,
             "permit release on close: out of memory; the permits come back "
             "when their leases end");
@@ -531,8 +489,6 @@ static int on_close_release_start(lk__obj_t *o) {
     close_finish(p);
     return 1;
   }
-  for (k = 0; k < p->count; k++)
-    memcpy(p->req_ids + k * LK__PSEM_ID_BYTES, p->permits[k].raw, LK__PSEM_ID_BYTES);
   argv[0] = p->name, lens[0] = p->name_len;
   argv[1] = p->zset, lens[1] = p->zset_len;
   argv[2] = p->channel, lens[2] = p->channel_len;
@@ -552,7 +508,6 @@ static int on_close_release_start(lk__obj_t *o) {
   return 1;
 }
 
-/* The user's callbacks, kept by the core in a generic type. */
 LK__OBJ_CALLS(lk_psem_t, lk_psem_cb, lk_psem_close_cb)
 
 static void free_psem(lk__obj_t *o) {
@@ -571,13 +526,6 @@ static int on_message(lk__obj_t *o, const char *msg, size_t len) {
 }
 
 /* --- the outcome policy's verbs (core/outcome.h) --- */
-
-/* Every permit has an id: a resent acquire recognises its own ids, a
- * resent release or update finds them as the first left them. */
-static int counted(lk__obj_t *o) {
-  (void)o;
-  return 1;
-}
 
 /* An acquire ended with its outcome open: its fresh ids may be taken, with
  * this acquire's lease at most. They are given back in the background,
@@ -614,7 +562,9 @@ static const lk__obj_ops_t lk__psem_ops = {
     .message = on_message,
     .acquire_kind = OP_ACQUIRE,
     .release_kind = OP_RELEASE,
-    .counted = counted,
+    /* Every permit has an id: a resent acquire recognises its own ids, a
+     * resent release or update finds them as the first left them. */
+    .counted = lk__obj_counted_always,
     .undo = undo_acquire,
     .map_error = lk__sem_status,
     .read_attempt = read_attempt,
@@ -664,25 +614,17 @@ int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
   p->wd.on_event = lk__psem_on_wd_event;
   p->wd.obj = &p->base;
   lk__queue_init(&p->wd.node);
-  lk__obj_init(&p->base, c, &lk__psem_ops);
+  lk__obj_init_channel(&p->base, c, &lk__psem_ops, p->channel, p->channel_len);
   lk__sem_owner_init(&p->jobs, c);
-  p->base.channel = p->channel;
-  p->base.channel_len = p->channel_len;
   *out = p;
   return 0;
 }
 
-int lk_psem_close(lk_psem_t *p, lk_psem_close_cb close_cb) {
-  return lk__obj_close(p ? &p->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_psem)
 
 /* --- accessors --- */
 
 int64_t lk_psem_result(const lk_psem_t *p) { return lk__handle_result(LK__CH(p)); }
 int lk_psem_sync_acked(const lk_psem_t *p) { return lk__obj_sync_acked(p ? &p->base : NULL); }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
-const char *lk_psem_error_text(const lk_psem_t *p) { return lk_handle_error_text(LK__CH(p)); }
-const char *lk_psem_name(const lk_psem_t *p) { return lk_handle_name(LK__CH(p)); }
-lk_client_t *lk_psem_client(const lk_psem_t *p) { return lk_handle_client(LK__CH(p)); }
-void *lk_psem_get_data(const lk_psem_t *p) { return lk_handle_get_data(LK__CH(p)); }
-void lk_psem_set_data(lk_psem_t *p, void *data) { (void)lk_handle_set_data(LK__H(p), data); }
+LK__KIND_ALIASES(lk_psem, lk_psem_name)

@@ -69,6 +69,9 @@ void lk__psem_drop_req(lk_psem_t *p);
 int lk__psem_reserve(void **buf, size_t *cap, size_t need, size_t elem);
 /* Sizes the pending operation's id buffer for n ids and sets req_n. */
 int lk__psem_set_req(lk_psem_t *p, size_t n);
+/* Stages the ids a release, an update or close names: the one given (raw
+ * bytes), or with NULL every permit this object holds. 0 or LK_ENOMEM. */
+int lk__psem_stage_ids(lk_psem_t *p, const unsigned char *one);
 
 /* --- leases --- */
 /* A fixed lease's local deadline: send time + lease - drift. */

@@ -90,6 +90,19 @@ int lk__psem_set_req(lk_psem_t *p, size_t n) {
   return rc;
 }
 
+int lk__psem_stage_ids(lk_psem_t *p, const unsigned char *one) {
+  size_t k;
+  int rc = lk__psem_set_req(p, one != NULL ? 1 : p->count);
+  if (rc != 0)
+    return rc;
+  if (one != NULL)
+    memcpy(p->req_ids, one, LK__PSEM_ID_BYTES);
+  else
+    for (k = 0; k < p->count; k++)
+      memcpy(p->req_ids + k * LK__PSEM_ID_BYTES, p->permits[k].raw, LK__PSEM_ID_BYTES);
+  return 0;
+}
+
 /* --- leases --- */
 
 uint64_t lk__psem_deadline(uint64_t sent_ns, int64_t lease_ms) {
@@ -203,9 +216,7 @@ void lk__psem_on_wd_event(lk__wd_entry_t *e, int event) {
   lk__obj_tell_lost(&p->base);
 }
 
-int lk_psem_set_lost_cb(lk_psem_t *p, lk_psem_cb on_lost, void *arg) {
-  return lk__obj_set_lost_cb(p ? &p->base : NULL, (lk__fn_t)on_lost, arg);
-}
+LK__KIND_SET_LOST_CB(lk_psem)
 
 /* --- accessors --- */
 

@@ -373,3 +373,12 @@ void lk__sem_owner_close(lk__sem_owner_t *w, int64_t wait_ms, void (*done)(lk__s
   if (!uv_is_active((uv_handle_t *)&w->timer))
     owner_arm_ms(w, (uint64_t)wait_ms + 1);
 }
+
+static void on_close_jobs_done(lk__sem_owner_t *w) { lk__obj_close_done(w->obj); }
+
+void lk__sem_close_after_jobs(lk__sem_owner_t *w, lk__obj_t *o) {
+  const lk__opts_t *c = &o->client->o;
+  w->obj = o;
+  lk__sem_owner_close(w, 2 * (c->connect_timeout_ms + c->reply_timeout_ms) + c->reconnect_max_ms,
+                      on_close_jobs_done);
+}

@@ -14,6 +14,12 @@ const lk__script_t *lk__sem_script(const char *name);
 
 /* 1..LK_SEMAPHORE_MAX_PERMITS */
 static inline int lk__sem_valid_count(int64_t n) { return n >= 1 && n <= LK_SEMAPHORE_MAX_PERMITS; }
+/* try_set_permits' count, 0..LK_SEMAPHORE_MAX_PERMITS, and add_permits'
+ * change, within that bound either way: the same for both semaphores. */
+static inline int lk__sem_valid_set(int64_t n) { return n >= 0 && n <= LK_SEMAPHORE_MAX_PERMITS; }
+static inline int lk__sem_valid_delta(int64_t d) {
+  return d >= -LK_SEMAPHORE_MAX_PERMITS && d <= LK_SEMAPHORE_MAX_PERMITS;
+}
 
 /* The status of a script reply: the scripts answer a count that would pass
  * LK_SEMAPHORE_MAX_PERMITS with an "ERANGE" error, which is the caller's
@@ -47,6 +53,7 @@ typedef struct lk__sem_owner_s {
   int closing;       /* close waits for the jobs */
   uint64_t close_deadline_ns;
   void (*done)(struct lk__sem_owner_s *w); /* close: jobs over, timer closed */
+  lk__obj_t *obj; /* lk__sem_close_after_jobs: the object whose close waits */
 } lk__sem_owner_t;
 
 /* Starts the owner (its timer on the client's loop). */
@@ -57,6 +64,10 @@ void lk__sem_owner_init(lk__sem_owner_t *w, lk_client_t *c);
  * stays open, logged), and the timer is closed. No job may be added to w
  * after this call. */
 void lk__sem_owner_close(lk__sem_owner_t *w, int64_t wait_ms, void (*done)(lk__sem_owner_t *w));
+/* The very last step of both semaphores' close: wait for the clean-up jobs
+ * still under way (a reconnect and a reply, twice, at most), then the close
+ * of o is done (lk__obj_close_done). */
+void lk__sem_close_after_jobs(lk__sem_owner_t *w, lk__obj_t *o);
 
 /* Clean-up nobody waits for but the owner's close: the script is sent now
  * (after == NULL), or once `after` (a command the object left behind,

@@ -71,13 +71,6 @@ static int64_t job_valid_ms(const lk_client_t *c) {
              (o->reply_timeout_ms + o->connect_timeout_ms + o->reconnect_max_ms);
 }
 
-/* Close waits this long for clean-up still under way: a reconnect and a
- * reply, twice. */
-static int64_t close_wait_ms(const lk_client_t *c) {
-  const lk__opts_t *o = &c->o;
-  return 2 * (o->connect_timeout_ms + o->reply_timeout_ms) + o->reconnect_max_ms;
-}
-
 static void begin(lk_semaphore_t *s, enum lk__sem_op kind, lk_semaphore_cb cb, void *arg) {
   lk__obj_begin(&s->base, kind, (lk__fn_t)cb, arg);
   s->unheld = 0;
@@ -222,12 +215,8 @@ static void on_acquire_reply(void *data, int status, redisReply *r) {
 void lk_semaphore_opts_init(lk_semaphore_opts_t *o) {
   if (o == NULL)
     return;
+  LK__WAIT_OPTS_DEFAULTS(o);
   o->permits = 1;
-  o->wait_ms = 0;
-  o->sync_replicas = -1;
-  o->spin = -1;
-  o->spin_initial_ms = 0;
-  o->spin_max_ms = 0;
 }
 
 int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_semaphore_cb cb,
@@ -236,10 +225,7 @@ int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_
   int rc = lk__obj_check_idle(s ? &s->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  if (opts == NULL) {
-    lk_semaphore_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_semaphore_opts_init);
   if (!lk__sem_valid_count(opts->permits) || !lk__valid_wait(opts->wait_ms) ||
       opts->permits > LK_SEMAPHORE_MAX_PERMITS - s->held)
     return LK_EINVAL;
@@ -250,10 +236,7 @@ int lk_semaphore_acquire(lk_semaphore_t *s, const lk_semaphore_opts_t *opts, lk_
   s->n = opts->permits;
   s->op_req = ++s->req;
   lk__obj_wait_begin(&s->base, opts->wait_ms);
-  rc = lk__obj_try(&s->base);
-  if (rc != 0)
-    s->base.kind = OP_NONE;
-  return rc;
+  return lk__obj_start(&s->base);
 }
 
 int lk_semaphore_try_acquire(lk_semaphore_t *s, int64_t permits, lk_semaphore_cb cb, void *arg) {
@@ -398,14 +381,11 @@ static int start_simple(lk_semaphore_t *s, enum lk__sem_op kind, int64_t v, int 
 
 int lk_semaphore_try_set_permits(lk_semaphore_t *s, int64_t permits, lk_semaphore_cb cb,
                                  void *arg) {
-  return start_simple(s, OP_TRY_SET, permits, permits >= 0 && permits <= LK_SEMAPHORE_MAX_PERMITS,
-                      cb, arg);
+  return start_simple(s, OP_TRY_SET, permits, lk__sem_valid_set(permits), cb, arg);
 }
 
 int lk_semaphore_add_permits(lk_semaphore_t *s, int64_t delta, lk_semaphore_cb cb, void *arg) {
-  return start_simple(s, OP_ADD, delta,
-                      delta >= -LK_SEMAPHORE_MAX_PERMITS && delta <= LK_SEMAPHORE_MAX_PERMITS, cb,
-                      arg);
+  return start_simple(s, OP_ADD, delta, lk__sem_valid_delta(delta), cb, arg);
 }
 
 int lk_semaphore_available(lk_semaphore_t *s, lk_semaphore_cb cb, void *arg) {
@@ -473,15 +453,7 @@ int lk_semaphore_drain(lk_semaphore_t *s, lk_semaphore_cb cb, void *arg) {
 
 /* --- lifecycle --- */
 
-static void on_jobs_done(lk__sem_owner_t *w) {
-  lk_semaphore_t *s = lk__container_of(w, lk_semaphore_t, jobs);
-  lk__obj_close_done(&s->base);
-}
-
-/* Very last step of close: wait for the clean-up still under way. */
-static void close_finish(lk_semaphore_t *s) {
-  lk__sem_owner_close(&s->jobs, close_wait_ms(CLIENT(s)), on_jobs_done);
-}
+static void close_finish(lk_semaphore_t *s) { lk__sem_close_after_jobs(&s->jobs, &s->base); }
 
 static void on_mark_forgotten(void *data, int status, redisReply *r) {
   lk_semaphore_t *s = data;
@@ -555,7 +527,6 @@ static int on_close_release_start(lk__obj_t *o) {
   return 1;
 }
 
-/* The user's callbacks, kept by the core in a generic type. */
 LK__OBJ_CALLS(lk_semaphore_t, lk_semaphore_cb, lk_semaphore_close_cb)
 
 static void free_semaphore(lk__obj_t *o) {
@@ -571,13 +542,6 @@ static int on_message(lk__obj_t *o, const char *msg, size_t len) {
 }
 
 /* --- the outcome policy's verbs (core/outcome.h) --- */
-
-/* Every request is numbered under the object's mark: a resend is applied
- * at most once. */
-static int counted(lk__obj_t *o) {
-  (void)o;
-  return 1;
-}
 
 /* An acquire ended with its outcome open: settle it in the background,
  * which resends across reconnects and which close waits for (the mark makes
@@ -613,7 +577,9 @@ static const lk__obj_ops_t lk__semaphore_ops = {
     .message = on_message,
     .acquire_kind = OP_ACQUIRE,
     .release_kind = OP_RELEASE,
-    .counted = counted,
+    /* Every request is numbered under the object's mark: a resend is applied
+     * at most once. */
+    .counted = lk__obj_counted_always,
     .undo = undo_acquire,
     .map_error = lk__sem_status,
     .read_attempt = read_attempt,
@@ -669,17 +635,13 @@ int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
   }
   s->base.client = c;
   switch_mark(s);
-  lk__obj_init(&s->base, c, &lk__semaphore_ops);
+  lk__obj_init_channel(&s->base, c, &lk__semaphore_ops, s->channel, s->channel_len);
   lk__sem_owner_init(&s->jobs, c);
-  s->base.channel = s->channel;
-  s->base.channel_len = s->channel_len;
   *out = s;
   return 0;
 }
 
-int lk_semaphore_close(lk_semaphore_t *s, lk_semaphore_close_cb close_cb) {
-  return lk__obj_close(s ? &s->base : NULL, (lk__fn_t)close_cb);
-}
+LK__KIND_CLOSE(lk_semaphore)
 
 /* --- accessors --- */
 
@@ -689,12 +651,4 @@ int lk_semaphore_sync_acked(const lk_semaphore_t *s) {
   return lk__obj_sync_acked(s ? &s->base : NULL);
 }
 /* The generic ones: aliases of lk_handle_ (latchkey/handle.h). */
-const char *lk_semaphore_error_text(const lk_semaphore_t *s) {
-  return lk_handle_error_text(LK__CH(s));
-}
-const char *lk_semaphore_name(const lk_semaphore_t *s) { return lk_handle_name(LK__CH(s)); }
-lk_client_t *lk_semaphore_client(const lk_semaphore_t *s) { return lk_handle_client(LK__CH(s)); }
-void *lk_semaphore_get_data(const lk_semaphore_t *s) { return lk_handle_get_data(LK__CH(s)); }
-void lk_semaphore_set_data(lk_semaphore_t *s, void *data) {
-  (void)lk_handle_set_data(LK__H(s), data);
-}
+LK__KIND_ALIASES(lk_semaphore, lk_semaphore_name)
