@@ -75,6 +75,19 @@ static inline void fx_start(fx_t *fx, const rt_server_opts_t *so) {
   fx_start_with(fx, so, &o);
 }
 
+/* Waiters' re-poll far above every bound a test asserts: a prompt wake-up
+ * can only come from a notification. */
+#define FX_NO_REPOLL_MS 600000
+
+/* fx_start(fx, NULL) with a client whose waiters never re-poll (issue 29:
+ * each interop test file had this start of its own). */
+static inline void fx_start_no_repoll(fx_t *fx) {
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.max_repoll_ms = FX_NO_REPOLL_MS;
+  fx_start_with(fx, NULL, &o);
+}
+
 static inline void fx_on_client_closed(lk_client_t *c) {
   fx_t *fx = lk_client_get_data(c);
   fx->client_closed = 1;
@@ -121,14 +134,19 @@ static inline void fx_close_lock(fx_t *fx, lk_lock_t *l) {
   rt_run_until(&fx->loop, &closed, 10000);
 }
 
-static inline int sx_acquire_in(uv_loop_t *loop, lk_lock_t *l, int64_t wait_ms,
-                                int64_t lease_ms, sx_t *s) {
+/* Starts an acquire into s (asserts it started); the loop is not run. */
+static inline void sx_start(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, sx_t *s) {
   lk_lock_opts_t o;
   memset(s, 0, sizeof(*s));
   lk_lock_opts_init(&o);
   o.wait_ms = wait_ms;
   o.lease_ms = lease_ms;
   ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
+}
+
+static inline int sx_acquire_in(uv_loop_t *loop, lk_lock_t *l, int64_t wait_ms,
+                                int64_t lease_ms, sx_t *s) {
+  sx_start(l, wait_ms, lease_ms, s);
   rt_run_until(loop, &s->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
   return s->status;
 }
@@ -281,6 +299,27 @@ static inline rt_proxy_t *fx_start_proxied(fx_t *fx, lk_client_opts_t *o) {
   o->port = rt_proxy_port(p);
   fx_start_client(fx, o);
   return p;
+}
+
+/* The client timeouts a proxied fault test sets (0: the default). */
+typedef struct fx_timeouts_s {
+  int64_t reply_ms, connect_ms, reconnect_min_ms, reconnect_max_ms;
+} fx_timeouts_t;
+
+/* fx_start_proxied with those timeouts (issue 29: each fault test file had
+ * its own start with two to four of them). */
+static inline rt_proxy_t *fx_start_proxied_timeouts(fx_t *fx, fx_timeouts_t t) {
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  if (t.reply_ms > 0)
+    o.reply_timeout_ms = t.reply_ms;
+  if (t.connect_ms > 0)
+    o.connect_timeout_ms = t.connect_ms;
+  if (t.reconnect_min_ms > 0)
+    o.reconnect_min_ms = t.reconnect_min_ms;
+  if (t.reconnect_max_ms > 0)
+    o.reconnect_max_ms = t.reconnect_max_ms;
+  return fx_start_proxied(fx, &o);
 }
 
 /* A second client on the fixture's loop, straight to the server. */

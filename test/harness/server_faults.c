@@ -145,14 +145,23 @@ long long rt_server_info_int(rt_server_t *s, const char *section, const char *fi
   return n;
 }
 
-long long rt_server_numsub(rt_server_t *s, const char *channel) {
-  redisReply *r = rt_cmd(s, "PUBSUB NUMSUB %s", channel);
+/* verb: NUMSUB or SHARDNUMSUB. */
+static long long pubsub_count(rt_server_t *s, const char *verb, const char *channel) {
+  redisReply *r = rt_cmd(s, "PUBSUB %s %s", verb, channel);
   if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
       r->element[1]->type != REDIS_REPLY_INTEGER)
-    FAIL("PUBSUB NUMSUB %s: unexpected reply", channel);
+    FAIL("PUBSUB %s %s on port %d: unexpected reply", verb, channel, rt_server_port(s));
   long long n = r->element[1]->integer;
   freeReplyObject(r);
   return n;
+}
+
+long long rt_server_numsub(rt_server_t *s, const char *channel) {
+  return pubsub_count(s, "NUMSUB", channel);
+}
+
+long long rt_server_shardnumsub(rt_server_t *s, const char *channel) {
+  return pubsub_count(s, "SHARDNUMSUB", channel);
 }
 
 long long rt_server_count_keys(rt_server_t *s, const char *pattern) {

@@ -51,6 +51,8 @@ long long rt_server_info_int(rt_server_t *s, const char *section, const char *fi
 
 /* PUBSUB NUMSUB channel. */
 long long rt_server_numsub(rt_server_t *s, const char *channel);
+/* The same for a shard channel (PUBSUB SHARDNUMSUB, Redis 7). */
+long long rt_server_shardnumsub(rt_server_t *s, const char *channel);
 
 /* Keys matching pattern (KEYS; tests only). Only keys that exist now:
  * DBSIZE also counts keys whose TTL ran out but which the server has not
