@@ -134,14 +134,21 @@ static inline void fx_close_lock(fx_t *fx, lk_lock_t *l) {
   rt_run_until(&fx->loop, &closed, 10000);
 }
 
-/* Starts an acquire into s (asserts it started); the loop is not run. */
-static inline void sx_start(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, sx_t *s) {
+/* Starts an acquire into s (asserts it started), fenced or not; the loop
+ * is not run. */
+static inline void sx_start_fenced(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, int fenced,
+                                   sx_t *s) {
   lk_lock_opts_t o;
   memset(s, 0, sizeof(*s));
   lk_lock_opts_init(&o);
   o.wait_ms = wait_ms;
   o.lease_ms = lease_ms;
+  o.fenced = fenced;
   ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
+}
+
+static inline void sx_start(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, sx_t *s) {
+  sx_start_fenced(l, wait_ms, lease_ms, 0, s);
 }
 
 static inline int sx_acquire_in(uv_loop_t *loop, lk_lock_t *l, int64_t wait_ms,
@@ -154,6 +161,23 @@ static inline int sx_acquire_in(uv_loop_t *loop, lk_lock_t *l, int64_t wait_ms,
 static inline int sx_acquire(fx_t *fx, lk_lock_t *l, int64_t wait_ms, int64_t lease_ms) {
   sx_t s;
   return sx_acquire_in(&fx->loop, l, wait_ms, lease_ms, &s);
+}
+
+/* holder releases while s (an acquire already started) waits: s is
+ * granted within run_ms, and no later than bound_ms (liveness: grows by
+ * the stalls measured meanwhile) after the release was called; then the
+ * release's own reply is awaited. */
+static inline void sx_release_wakes(fx_t *fx, lk_lock_t *holder, sx_t *s, int64_t run_ms,
+                                    int64_t bound_ms) {
+  sx_t r;
+  uint64_t released;
+  memset(&r, 0, sizeof(r));
+  ASSERT_OK(lk_lock_release(holder, sx_cb, &r));
+  released = uv_hrtime();
+  rt_run_until(&fx->loop, &s->done, run_ms);
+  ASSERT_OK(s->status);
+  ASSERT_LT((int64_t)((s->t_ns - released) / 1000000u), rt_stall_bound_since_ns(released, bound_ms));
+  rt_run_until(&fx->loop, &r.done, 5000);
 }
 
 typedef int (*sx_op_fn)(lk_lock_t *, lk_lock_cb, void *);

@@ -130,14 +130,18 @@ static char *info_lookup(const char *text, size_t len, const char *field) {
   return NULL;
 }
 
-static char *ctx_info(redisContext *c, const char *section, const char *field) {
-  redisReply *r = redisCommand(c, "INFO %s", section);
+/* field of an INFO reply r (NULL when r failed or lacks it), r freed. */
+static char *reply_info(redisReply *r, const char *field) {
   char *v = NULL;
   if (r != NULL && r->type == REDIS_REPLY_STRING)
     v = info_lookup(r->str, r->len, field);
   if (r != NULL)
     freeReplyObject(r);
   return v;
+}
+
+static char *ctx_info(redisContext *c, const char *section, const char *field) {
+  return reply_info(redisCommand(c, "INFO %s", section), field);
 }
 
 static redisContext *connect_side(const rt_server_t *s, int64_t connect_ms, int64_t io_ms,
@@ -656,11 +660,5 @@ char *rt_cmd_str_at(const char *file, int line, rt_server_t *s, const char *fmt,
 }
 
 char *rt_server_info(rt_server_t *s, const char *section, const char *field) {
-  redisReply *r = rt_cmd(s, "INFO %s", section);
-  char *v = NULL;
-  if (r != NULL && r->type == REDIS_REPLY_STRING)
-    v = info_lookup(r->str, r->len, field);
-  if (r != NULL)
-    freeReplyObject(r);
-  return v;
+  return reply_info(rt_cmd(s, "INFO %s", section), field);
 }
