@@ -200,13 +200,7 @@ static inline lk_client_stats_t cfx_stats(lk_client_t *c) {
  * lands in *s (sx_cb); the caller runs the loop. */
 static inline void cfx_acquire_start(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, int fenced,
                                      sx_t *s) {
-  lk_lock_opts_t o;
-  memset(s, 0, sizeof(*s));
-  lk_lock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.fenced = fenced;
-  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
+  sx_start_fenced(l, wait_ms, lease_ms, fenced, s);
 }
 
 /* EXISTS key on node i, preceded by ASKING: what a node importing key's

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "cluster_fixture.h"
+#include "emu_waiter.h"
 #include "redisson_emu.h"
 
 #define REPOLL_MS 30000
@@ -37,22 +38,8 @@ static void waiter_opts(lk_client_opts_t *o) {
   o->max_repoll_ms = REPOLL_MS;
 }
 
-/* PUBSUB NUMSUB / SHARDNUMSUB channel on node i. */
-static long long pubsub_count(cfx_t *f, int i, const char *verb, const char *channel) {
-  redisReply *r = rt_cmd(cfx_srv(f, i), "PUBSUB %s %s", verb, channel);
-  long long n = -1;
-  ASSERT_NOT_NULL(r);
-  if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-      r->element[1]->type == REDIS_REPLY_INTEGER)
-    n = r->element[1]->integer;
-  freeReplyObject(r);
-  if (n < 0)
-    FAIL("PUBSUB %s %s on node %d: unexpected reply", verb, channel, i);
-  return n;
-}
-
 static long long shardnumsub(cfx_t *f, int i, const char *channel) {
-  return pubsub_count(f, i, "SHARDNUMSUB", channel);
+  return rt_server_shardnumsub(cfx_srv(f, i), channel);
 }
 
 /* The channel has exactly one subscriber, sharded, on node owner, and none
@@ -61,7 +48,7 @@ static int only_sharded_on(cfx_t *f, int owner, const char *channel) {
   for (int i = 0; i < rt_cluster_size(f->cl); i++) {
     if (!rt_cluster_up(f->cl, i))
       continue;
-    if (pubsub_count(f, i, "NUMSUB", channel) != 0)
+    if (rt_server_numsub(cfx_srv(f, i), channel) != 0)
       return 0;
     if (shardnumsub(f, i, channel) != (i == owner ? 1 : 0))
       return 0;
@@ -500,7 +487,7 @@ TEST(without_sharded_pubsub_waiters_fall_back_to_classic_subscribe) {
     ASSERT_OK(sx_acquire_in(&f.fx.loop, h, 0, 30000, &sh));
     cfx_acquire_start(w, 20000, 30000, 0, &sw);
     /* Classic, on the seed (node 0), whatever master owns the name. */
-    FX_EVENTUALLY(&f.fx, pubsub_count(&f, 0, "NUMSUB", channel) == 1, 5000);
+    FX_EVENTUALLY(&f.fx, rt_server_numsub(cfx_srv(&f, 0), channel) == 1, 5000);
     ASSERT_EQ(sw.done, 0);
     uint64_t t0 = uv_hrtime();
     ASSERT_OK(sx_run(&f.fx, lk_lock_release, h, NULL));
@@ -555,25 +542,9 @@ TEST(redisson_sharded_release_wakes_a_latchkey_waiter) {
   cfx_finish(&f);
 }
 
-typedef struct emu_waiter_s {
-  int port;
-  const char *name;
-  int64_t timeout_ms;
-  int rc;
-  uint64_t t_acq_ns;
-  atomic_int done;
-} emu_waiter_t;
-
-static void *emu_waiter_main(void *arg) {
-  emu_waiter_t *w = arg;
-  redisContext *c = rt_rlock_connect(w->port);
-  redisContext *sub = rt_rlock_connect(w->port);
-  w->rc = rt_rlock_lock_blocking(c, sub, w->name, EMU_UUID, EMU_TID, 30000, w->timeout_ms);
-  w->t_acq_ns = uv_hrtime();
-  redisFree(sub);
-  redisFree(c);
-  atomic_store(&w->done, 1);
-  return NULL;
+/* Redisson's lock(), 30 s lease (rt_emu_wait_fn). */
+static int emu_lock_wait(redisContext *c, redisContext *sub, const char *name, int64_t timeout_ms) {
+  return rt_rlock_lock_blocking(c, sub, name, EMU_UUID, EMU_TID, 30000, timeout_ms);
 }
 
 /* latchkey holds; the emulator blocks in lock() with SSUBSCRIBE on the
@@ -582,7 +553,7 @@ static void *emu_waiter_main(void *arg) {
 TEST(latchkey_release_wakes_a_sharded_redisson_waiter) {
   cfx_t f;
   char name[64], channel[256];
-  emu_waiter_t ew;
+  rt_emu_waiter_t ew;
   pthread_t th;
   rt_emu_set_sharded(1);
   cfx_start(&f, 0, NULL);
@@ -591,28 +562,20 @@ TEST(latchkey_release_wakes_a_sharded_redisson_waiter) {
   channel_of(name, channel, sizeof channel);
   lk_lock_t *h = fx_lock(&f.fx, name);
   ASSERT_OK(sx_acquire(&f.fx, h, 0, 30000));
-  memset(&ew, 0, sizeof ew);
-  ew.port = rt_cluster_port(f.cl, m);
-  ew.name = name;
-  ew.timeout_ms = rt_scaled_ms(10000);
-  atomic_init(&ew.done, 0);
-  ASSERT_OK(pthread_create(&th, NULL, emu_waiter_main, &ew));
+  rt_emu_waiter_start(&ew, &th, emu_lock_wait, rt_cluster_port(f.cl, m), name);
   FX_EVENTUALLY(&f.fx, only_sharded_on(&f, m, channel), 5000);
   fx_spin(&f.fx, 100);
   if (atomic_load(&ew.done))
-    FAIL("the emulator's lock() returned (rc %d) while latchkey held the lock", ew.rc);
+    FAIL("the emulator's lock() returned (rc %d) while latchkey held the lock", ew.result);
   uint64_t t0 = uv_hrtime();
   int64_t r = -1;
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, h, &r));
   ASSERT_EQ(r, 1);
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (!atomic_load(&ew.done) && rt_now_ms() < end)
-    rt_sleep_ms(1);
-  if (!atomic_load(&ew.done))
+  if (!rt_emu_waiter_returned_within(&ew, 5000))
     FAIL("the emulator's lock() did not return after latchkey released");
   ASSERT_OK(pthread_join(th, NULL));
-  ASSERT_EQ(ew.rc, 0);
-  double ms = cfx_ms_since(t0, ew.t_acq_ns);
+  ASSERT_EQ(ew.result, 0);
+  double ms = cfx_ms_since(t0, ew.t_ns);
   printf("the emulator had the lock %.2f ms after latchkey's release\n", ms);
   ASSERT_LT(ms, rt_scaled_ms(WAKE_MS));
   redisContext *emu = rt_rlock_connect(ew.port);

@@ -861,18 +861,6 @@ TEST(close_lock_while_acquire_waits) {
   finish(&fx);
 }
 
-/* PUBSUB NUMSUB channel: its classic subscribers. */
-static long long classic_subscribers(fx_t *fx, const char *channel) {
-  redisReply *r = rt_cmd(fx->srv, "PUBSUB NUMSUB %s", channel);
-  long long n = -1;
-  ASSERT_NOT_NULL(r);
-  if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-      r->element[1]->type == REDIS_REPLY_INTEGER)
-    n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
 /* pubsub_mode only changes how a cluster is used: on a standalone server
  * every mode subscribes with classic SUBSCRIBE and releases PUBLISH (what
  * every Redisson client on a standalone server listens to), so a waiter of
@@ -899,7 +887,7 @@ TEST(pubsub_mode_on_a_standalone_server_stays_classic) {
     lo.wait_ms = 20000;
     lo.lease_ms = 30000;
     ASSERT_OK(lk_lock_acquire(w, &lo, sx_cb, &sw));
-    FX_EVENTUALLY(&fx, classic_subscribers(&fx, "redisson_lock__channel:{psm-standalone}") == 1,
+    FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{psm-standalone}") == 1,
                   5000);
     ASSERT_EQ(sw.done, 0);
     uint64_t t0 = uv_hrtime();

@@ -8,18 +8,6 @@
 #include "../cluster/cluster_fixture.h"
 #include "server_faults.h"
 
-static long long shardnumsub(rt_server_t *srv, const char *channel) {
-  redisReply *r = rt_cmd(srv, "PUBSUB SHARDNUMSUB %s", channel);
-  long long n = -1;
-  ASSERT_NOT_NULL(r);
-  if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-      r->element[1]->type == REDIS_REPLY_INTEGER)
-    n = r->element[1]->integer;
-  freeReplyObject(r);
-  ASSERT_GE(n, 0);
-  return n;
-}
-
 TEST(sharded_busy_name_subscribed_once_then_unsubscribed) {
   cfx_t f;
   lk_client_opts_t o;
@@ -46,8 +34,8 @@ TEST(sharded_busy_name_subscribed_once_then_unsubscribed) {
   for (i = 0; i < 10; i++)
     ASSERT_EQ(sx_acquire(&f.fx, l, 20, 10000), LK_ETIMEDOUT);
   ASSERT_EQ(rt_server_cmd_calls(owner, "ssubscribe"), 1);
-  ASSERT_EQ(shardnumsub(owner, channel), 1);
-  FX_EVENTUALLY(&f.fx, shardnumsub(owner, channel) == 0, 5000);
+  ASSERT_EQ(rt_server_shardnumsub(owner, channel), 1);
+  FX_EVENTUALLY(&f.fx, rt_server_shardnumsub(owner, channel) == 0, 5000);
   ASSERT_EQ(rt_server_cmd_calls(owner, "sunsubscribe"), 1);
   fx_close_lock(&f.fx, l);
   fx_close_lock(&f.fx, holder);

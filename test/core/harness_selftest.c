@@ -7,7 +7,6 @@
 #endif
 
 #include <errno.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -25,27 +24,14 @@
 #include <hiredis/hiredis.h>
 #include <uv.h>
 
+#include "child_proc.h"
 #include "proxy.h"
+#include "raw_sock.h"
 #include "redis_server.h"
 #include "stall.h"
 #include "test.h"
 
 /* ---- helpers -------------------------------------------------------------------------- */
-
-static struct timeval tv_ms(int64_t ms) {
-  struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-  return tv;
-}
-
-/* Blocking hiredis connection with connect and I/O timeouts. */
-static redisContext *connect_port(int port, int64_t timeout_ms) {
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv_ms(timeout_ms));
-  ASSERT_NOT_NULL(c);
-  if (c->err)
-    FAIL("connect to port %d: %s", port, c->errstr);
-  ASSERT_OK(redisSetTimeout(c, tv_ms(timeout_ms)));
-  return c;
-}
 
 /* 1 if PING got PONG, 0 on any failure (the context is then unusable). */
 static int ping_ok(redisContext *c) {
@@ -54,25 +40,6 @@ static int ping_ok(redisContext *c) {
   if (r != NULL)
     freeReplyObject(r);
   return ok;
-}
-
-/* Raw socket to a loopback port, with a receive timeout. */
-static int raw_connect(int port, int64_t rcv_timeout_ms) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_OK(connect(fd, (struct sockaddr *)&a, sizeof a));
-  struct timeval tv = tv_ms(rcv_timeout_ms);
-  ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
-  return fd;
-}
-
-static void raw_send(int fd, const char *s) {
-  ASSERT_EQ(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
 }
 
 /* Bytes read (> 0), 0 at EOF, or -errno (-EAGAIN when the timeout passed). */
@@ -234,7 +201,7 @@ TEST(server_set_get) {
   /* The side channel reconnects by itself after its connection was killed.
    * Killed from another connection: the server closes it before replying to
    * the killer, so the EOF is visible by the next rt_cmd. */
-  redisContext *killer = connect_port(rt_server_port(s), 1000);
+  redisContext *killer = rt_connect_port(rt_server_port(s), 1000);
   r = redisCommand(killer, "CLIENT KILL TYPE normal");
   ASSERT_NOT_NULL(r);
   ASSERT_EQ(r->integer, 1);
@@ -301,7 +268,7 @@ TEST(server_requirepass) {
   rt_server_t *s = rt_server_start(&o);
   ASSERT_NOT_NULL(s);
   ASSERT_EQ(rt_cmd_int(s, "INCR x"), 1); /* the side channel AUTHed */
-  redisContext *c = connect_port(rt_server_port(s), 1000);
+  redisContext *c = rt_connect_port(rt_server_port(s), 1000);
   redisReply *r = redisCommand(c, "GET x");
   ASSERT_NOT_NULL(r);
   ASSERT_EQ(r->type, REDIS_REPLY_ERROR);
@@ -381,7 +348,7 @@ TEST(pause_times_out_and_resume_recovers) {
   ASSERT_NOT_NULL(s);
   rt_server_pause(s);
   /* The kernel still completes the handshake; the command gets no answer. */
-  redisContext *c = connect_port(rt_server_port(s), 200);
+  redisContext *c = rt_connect_port(rt_server_port(s), 200);
   int64_t t0 = rt_now_ms();
   ASSERT(!ping_ok(c));
   int64_t waited = rt_now_ms() - t0;
@@ -391,7 +358,7 @@ TEST(pause_times_out_and_resume_recovers) {
   redisFree(c);
 
   rt_server_resume(s);
-  c = connect_port(rt_server_port(s), 1000);
+  c = rt_connect_port(rt_server_port(s), 1000);
   ASSERT(ping_ok(c));
   redisFree(c);
   ASSERT_EQ(rt_cmd_int(s, "EXISTS x"), 0);
@@ -418,7 +385,7 @@ TEST(proxy_forwards) {
   ASSERT_NE(rt_proxy_port(p), rt_server_port(s));
   ASSERT_EQ(rt_proxy_connections(p), 0);
 
-  redisContext *c = connect_port(rt_proxy_port(p), rt_scaled_ms(5000));
+  redisContext *c = rt_connect_port(rt_proxy_port(p), rt_scaled_ms(5000));
   ASSERT(ping_ok(c));
   ASSERT_EQ(rt_proxy_connections(p), 1);
 
@@ -452,11 +419,11 @@ TEST(proxy_reset_all) {
   rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
   ASSERT_NOT_NULL(p);
   char buf[256];
-  int fd = raw_connect(rt_proxy_port(p), rt_scaled_ms(2000));
-  raw_send(fd, "PING\r\n");
+  int fd = rt_raw_connect(rt_proxy_port(p), rt_scaled_ms(2000));
+  rt_raw_send(fd, "PING\r\n");
   ASSERT_EQ(raw_recv(fd, buf, sizeof buf), 7);
   ASSERT_STREQ(buf, "+PONG\r\n");
-  redisContext *c = connect_port(rt_proxy_port(p), 1000);
+  redisContext *c = rt_connect_port(rt_proxy_port(p), 1000);
   ASSERT(ping_ok(c));
   ASSERT_EQ(rt_proxy_connections(p), 2);
 
@@ -470,7 +437,7 @@ TEST(proxy_reset_all) {
   ASSERT_EQ(wait_value(server_clients, s, 1, 2000), 1); /* upstream legs gone too */
 
   /* New connections work again. */
-  c = connect_port(rt_proxy_port(p), 1000);
+  c = rt_connect_port(rt_proxy_port(p), 1000);
   ASSERT(ping_ok(c));
   redisFree(c);
   rt_proxy_stop(p);
@@ -483,8 +450,8 @@ TEST(proxy_close_all) {
   rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
   ASSERT_NOT_NULL(p);
   char buf[256];
-  int fd = raw_connect(rt_proxy_port(p), rt_scaled_ms(2000));
-  raw_send(fd, "PING\r\n");
+  int fd = rt_raw_connect(rt_proxy_port(p), rt_scaled_ms(2000));
+  rt_raw_send(fd, "PING\r\n");
   ASSERT_EQ(raw_recv(fd, buf, sizeof buf), 7);
   rt_proxy_close_all(p);
   ASSERT_EQ(rt_proxy_connections(p), 0);
@@ -500,18 +467,18 @@ TEST(proxy_refuse) {
   ASSERT_NOT_NULL(s);
   rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
   ASSERT_NOT_NULL(p);
-  redisContext *before = connect_port(rt_proxy_port(p), 1000);
+  redisContext *before = rt_connect_port(rt_proxy_port(p), 1000);
   ASSERT(ping_ok(before));
 
   rt_proxy_refuse(p, 1);
   char buf[64];
-  int fd = raw_connect(rt_proxy_port(p), rt_scaled_ms(2000));
+  int fd = rt_raw_connect(rt_proxy_port(p), rt_scaled_ms(2000));
   ASSERT_EQ(raw_recv(fd, buf, sizeof buf), -ECONNRESET);
   close(fd);
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", rt_proxy_port(p), tv_ms(1000));
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", rt_proxy_port(p), rt_tv_ms(1000));
   ASSERT_NOT_NULL(c);
   if (c->err == 0) {
-    redisSetTimeout(c, tv_ms(rt_scaled_ms(2000)));
+    redisSetTimeout(c, rt_tv_ms(rt_scaled_ms(2000)));
     ASSERT(!ping_ok(c)); /* handshake done by the kernel, then reset */
   }
   redisFree(c);
@@ -519,7 +486,7 @@ TEST(proxy_refuse) {
   ASSERT_EQ(rt_proxy_connections(p), 1);
 
   rt_proxy_refuse(p, 0);
-  c = connect_port(rt_proxy_port(p), 1000);
+  c = rt_connect_port(rt_proxy_port(p), 1000);
   ASSERT(ping_ok(c));
   redisFree(c);
   redisFree(before);
@@ -533,10 +500,10 @@ TEST(proxy_blackhole) {
   rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
   ASSERT_NOT_NULL(p);
   char buf[256];
-  int old_fd = raw_connect(rt_proxy_port(p), 200);
-  raw_send(old_fd, "PING\r\n");
+  int old_fd = rt_raw_connect(rt_proxy_port(p), 200);
+  rt_raw_send(old_fd, "PING\r\n");
   ASSERT_EQ(raw_recv(old_fd, buf, sizeof buf), 7);
-  redisContext *c = connect_port(rt_proxy_port(p), 200);
+  redisContext *c = rt_connect_port(rt_proxy_port(p), 200);
   ASSERT(ping_ok(c));
 
   rt_proxy_blackhole(p, 1);
@@ -545,22 +512,22 @@ TEST(proxy_blackhole) {
   ASSERT_GE(rt_now_ms() - t0, 190);
   ASSERT_EQ(c->err, REDIS_ERR_IO);
   redisFree(c);
-  raw_send(old_fd, "PING\r\n");
+  rt_raw_send(old_fd, "PING\r\n");
   ASSERT_EQ(raw_recv(old_fd, buf, sizeof buf), -EAGAIN); /* dropped, still open */
 
   /* A connection made during the blackhole is accepted, then swallows bytes.
    * (The hiredis connection closed above is gone: its FIN still counts.) */
-  int new_fd = raw_connect(rt_proxy_port(p), 200);
-  raw_send(new_fd, "PING\r\n");
+  int new_fd = rt_raw_connect(rt_proxy_port(p), 200);
+  rt_raw_send(new_fd, "PING\r\n");
   ASSERT_EQ(raw_recv(new_fd, buf, sizeof buf), -EAGAIN);
   ASSERT_EQ(wait_value(proxy_conns, p, 2, 2000), 2);
 
   rt_proxy_blackhole(p, 0);
   /* Both connections forward again; the dropped PINGs never got answers. */
-  raw_send(new_fd, "ECHO new\r\n");
+  rt_raw_send(new_fd, "ECHO new\r\n");
   ASSERT_EQ(raw_recv(new_fd, buf, sizeof buf), 9);
   ASSERT_STREQ(buf, "$3\r\nnew\r\n");
-  raw_send(old_fd, "ECHO old\r\n");
+  rt_raw_send(old_fd, "ECHO old\r\n");
   ASSERT_EQ(raw_recv(old_fd, buf, sizeof buf), 9);
   ASSERT_STREQ(buf, "$3\r\nold\r\n");
   close(new_fd);
@@ -582,7 +549,7 @@ TEST(proxy_delay_keeps_order) {
   ASSERT_NOT_NULL(s);
   rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
   ASSERT_NOT_NULL(p);
-  redisContext *c = connect_port(rt_proxy_port(p), rt_scaled_ms(5000));
+  redisContext *c = rt_connect_port(rt_proxy_port(p), rt_scaled_ms(5000));
   ASSERT(ping_ok(c));
 
   rt_proxy_delay(p, 100);
@@ -636,7 +603,7 @@ TEST(proxy_target_down_resets_client) {
   rt_proxy_t *p = rt_proxy_start(dead_port);
   ASSERT_NOT_NULL(p);
   char buf[64];
-  int fd = raw_connect(rt_proxy_port(p), rt_scaled_ms(2000));
+  int fd = rt_raw_connect(rt_proxy_port(p), rt_scaled_ms(2000));
   ASSERT_EQ(raw_recv(fd, buf, sizeof buf), -ECONNRESET);
   close(fd);
   ASSERT_EQ(rt_proxy_connections(p), 0);
@@ -649,7 +616,7 @@ TEST(proxy_stop_with_open_connections) {
   rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
   ASSERT_NOT_NULL(p);
   rt_proxy_delay(p, 1000); /* leave chunks queued inside the proxy */
-  redisContext *c = connect_port(rt_proxy_port(p), 1000);
+  redisContext *c = rt_connect_port(rt_proxy_port(p), 1000);
   ASSERT_EQ(redisAppendCommand(c, "PING"), REDIS_OK);
   flush_out(c);
   ASSERT_EQ(wait_value(proxy_conns, p, 1, 2000), 1);
@@ -860,14 +827,6 @@ static void child_times_out_with_server(void) {
   exit(0); /* not reached */
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  remove(path);
-  return 0;
-}
-
 static void check_server_gone(const char *out, int check_dir) {
   const char *line = strstr(out, "SERVER pid=");
   ASSERT_NOT_NULL(line);
@@ -876,7 +835,7 @@ static void check_server_gone(const char *out, int check_dir) {
   ASSERT_EQ(sscanf(line, "SERVER pid=%d port=%d dir=%511s", &pid, &port, dir), 3);
   pid_t p = pid;
   ASSERT_EQ(wait_value(pid_gone_v, &p, 1, 5000), 1);
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv_ms(500));
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", port, rt_tv_ms(500));
   ASSERT_NOT_NULL(c);
   ASSERT_NE(c->err, 0); /* nothing listens there any more */
   redisFree(c);
@@ -884,7 +843,7 @@ static void check_server_gone(const char *out, int check_dir) {
   if (check_dir)
     ASSERT_NE(stat(dir, &st), 0); /* removed by the exit path */
   else if (strncmp(dir, "/", 1) == 0 && strstr(dir, "/lk-redis-") != NULL)
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); /* tidy up after the signal path */
+    rt_proc_remove_dir(dir); /* tidy up after the signal path */
 }
 
 TEST(failure_kills_servers_and_removes_dirs) {

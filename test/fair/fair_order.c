@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "stress_worker.h"
 #include "fair_fixture.h"
 
 #define MAX_WAITERS 8
@@ -120,8 +121,6 @@ static void on_command(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
 __attribute__((noreturn)) static void worker_main(int index, int port, int cmd_fd,
                                                   int nwaiters, int64_t waiter_timeout_ms,
                                                   const char *lock) {
-  lk_client_opts_t o;
-  struct timeval tv = {5, 0};
   int j, rc;
   memset(&W, 0, sizeof(W));
   W.index = index;
@@ -129,18 +128,9 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int cmd_f
   W.nwaiters = nwaiters;
   W.waiter_timeout_ms = waiter_timeout_ms;
   W.lock = lock;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != order_parent)
-    _exit(5);
-  W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (W.side == NULL || W.side->err)
-    rt_worker_die(W.index, "side connection");
-  if (uv_loop_init(&W.loop) != 0)
-    rt_worker_die(W.index, "uv_loop_init");
-  lk_client_opts_init(&o);
-  o.port = port;
-  if ((rc = lk_client_new(&W.loop, &o, &W.c)) != 0)
-    rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
+  (void)rt_stress_worker_begin(order_parent, -1); /* not pinned */
+  W.side = rt_stress_side(W.index, port);
+  W.c = rt_stress_client(W.index, &W.loop, port);
   for (j = 0; j < nwaiters; j++) {
     if ((rc = lk_fair_new(W.c, lock, &W.w[j])) != 0)
       rt_worker_die(W.index, "lk_fair_new: %s", lk_err_name(rc));

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stress_worker.h"
 #include "fair_fixture.h"
 #include "history.h"
 #include "workers.h"
@@ -34,18 +35,6 @@
 #define N_WORKERS 8
 #define LOCK_NAME "fair-stress"
 #define COUNTER_KEY "fair-stress-counter"
-
-static int iters_from_env(void) {
-  const char *env = getenv("LK_FAIR_STRESS_ITERS");
-  char *end = NULL;
-  long v;
-  if (env == NULL || *env == '\0')
-    return 200;
-  v = strtol(env, &end, 10);
-  if (end == env || *end != '\0' || v < 1 || v > 1000000)
-    FAIL("LK_FAIR_STRESS_ITERS=\"%s\": want an integer in 1..1000000", env);
-  return (int)v;
-}
 
 /* ---- the worker ---- */
 
@@ -139,37 +128,18 @@ static void start_acquire(void) {
 
 __attribute__((noreturn)) static void worker_main(int index, int port, int iters,
                                                   const char *hist_path) {
-  lk_client_opts_t o;
-  struct timeval tv = {5, 0};
-  cpu_set_t set;
   int rc;
   memset(&W, 0, sizeof(W));
   W.index = index;
   W.iters = iters;
   W.cpu = index % 2;
-  W.rng = uv_hrtime() ^ ((uint64_t)getpid() << 20) ^ 0x2545f4914f6cdd1dULL;
-  if (W.rng == 0)
-    W.rng = 1;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != stress_parent)
-    _exit(5);
-  CPU_ZERO(&set);
-  CPU_SET(W.cpu, &set);
-  if (sched_setaffinity(0, sizeof(set), &set) != 0)
-    W.cpu = -1;
+  W.rng = rt_stress_seed(0x2545f4914f6cdd1dULL);
+  W.cpu = rt_stress_worker_begin(stress_parent, W.cpu);
   W.hist = rt_history_create(hist_path);
   if (W.hist == NULL)
     rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
-  W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (W.side == NULL || W.side->err)
-    rt_worker_die(W.index, "side connection");
-  redisSetTimeout(W.side, tv);
-  if (uv_loop_init(&W.loop) != 0)
-    rt_worker_die(W.index, "uv_loop_init");
-  lk_client_opts_init(&o);
-  o.port = port;
-  if ((rc = lk_client_new(&W.loop, &o, &W.c)) != 0)
-    rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
+  W.side = rt_stress_side(W.index, port);
+  W.c = rt_stress_client(W.index, &W.loop, port);
   if ((rc = lk_fair_new(W.c, LOCK_NAME, &W.f)) != 0)
     rt_worker_die(W.index, "lk_fair_new: %s", lk_err_name(rc));
   W.t_begin = uv_hrtime();
@@ -192,7 +162,7 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
 /* ---- the parent ---- */
 
 TEST(eight_processes_mutual_exclusion) {
-  const int K = iters_from_env();
+  const int K = rt_stress_env_int("LK_FAIR_STRESS_ITERS", 200, 1, 1000000);
   rt_server_t *srv = rt_server_start(NULL);
   char paths[N_WORKERS][600];
   pid_t pids[N_WORKERS] = {0};

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "proxy.h"
+#include "raw_sock.h"
 #include "redis_server.h"
 #include "resp_scan.h"
 #include "server_faults.h"
@@ -22,38 +23,6 @@
 #include "workers.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
-
-static struct timeval tv_ms(int64_t ms) {
-  struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-  return tv;
-}
-
-static redisContext *connect_port(int port, int64_t timeout_ms) {
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv_ms(timeout_ms));
-  ASSERT_NOT_NULL(c);
-  if (c->err)
-    FAIL("connect to port %d: %s", port, c->errstr);
-  ASSERT_OK(redisSetTimeout(c, tv_ms(timeout_ms)));
-  return c;
-}
-
-static int raw_connect(int port, int64_t rcv_timeout_ms) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons((uint16_t)port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_OK(connect(fd, (struct sockaddr *)&a, sizeof a));
-  struct timeval tv = tv_ms(rcv_timeout_ms);
-  ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
-  return fd;
-}
-
-static void raw_send(int fd, const char *s) {
-  ASSERT_EQ(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
-}
 
 /* Reads until want bytes arrived (or EOF / timeout): the count, 0 at EOF
  * with nothing read, -errno otherwise. */
@@ -167,7 +136,7 @@ static void px_stop(px_t *x) {
 TEST(proxy_drop_cut_kth_matching_reply) {
   px_t x;
   px_start(&x);
-  redisContext *c = connect_port(rt_proxy_port(x.p), rt_scaled_ms(3000));
+  redisContext *c = rt_connect_port(rt_proxy_port(x.p), rt_scaled_ms(3000));
   ASSERT_EQ(reply_int(redisCommand(c, "INCR a")), 1);
   rt_proxy_on_reply(x.p, "INCR", 2, RT_PROXY_DROP_CUT, NULL, 0);
   ASSERT_EQ(rt_proxy_rule_state(x.p), RT_PROXY_RULE_ARMED);
@@ -197,7 +166,7 @@ TEST(proxy_drop_cut_kth_matching_reply) {
 TEST(proxy_drop_stall_keeps_connection_silent) {
   px_t x;
   px_start(&x);
-  redisContext *c = connect_port(rt_proxy_port(x.p), 300);
+  redisContext *c = rt_connect_port(rt_proxy_port(x.p), 300);
   rt_proxy_on_reply(x.p, NULL, 1, RT_PROXY_DROP_STALL, NULL, 0);
   int64_t t0 = rt_now_ms();
   ASSERT_NULL(redisCommand(c, "SET k v"));
@@ -213,23 +182,23 @@ TEST(proxy_drop_stall_keeps_connection_silent) {
 TEST(proxy_hold_and_release_keep_order) {
   px_t x;
   px_start(&x);
-  int fd = raw_connect(rt_proxy_port(x.p), rt_scaled_ms(2000));
+  int fd = rt_raw_connect(rt_proxy_port(x.p), rt_scaled_ms(2000));
   char buf[256];
   rt_proxy_on_reply(x.p, "ECHO", 1, RT_PROXY_HOLD, NULL, 0);
-  raw_send(fd, "PING\r\nECHO one\r\nECHO two\r\n");
+  rt_raw_send(fd, "PING\r\nECHO one\r\nECHO two\r\n");
   ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 7), 7);
   ASSERT_STREQ(buf, "+PONG\r\n");
   /* Held: nothing more comes while held. */
-  struct timeval tv = tv_ms(150);
+  struct timeval tv = rt_tv_ms(150);
   ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
   ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 1), -EAGAIN);
   ASSERT_EQ(rt_cmd_int(x.s, "EXISTS nothing"), 0); /* the server is not blocked */
   rt_proxy_release(x.p);
-  tv = tv_ms(rt_scaled_ms(2000));
+  tv = rt_tv_ms(rt_scaled_ms(2000));
   ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
   ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 18), 18);
   ASSERT_STREQ(buf, "$3\r\none\r\n$3\r\ntwo\r\n");
-  raw_send(fd, "ECHO three\r\n"); /* released: forwarded as usual */
+  rt_raw_send(fd, "ECHO three\r\n"); /* released: forwarded as usual */
   ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 11), 11);
   close(fd);
   px_stop(&x);
@@ -238,7 +207,7 @@ TEST(proxy_hold_and_release_keep_order) {
 TEST(proxy_replace_sends_other_bytes) {
   px_t x;
   px_start(&x);
-  redisContext *c = connect_port(rt_proxy_port(x.p), rt_scaled_ms(3000));
+  redisContext *c = rt_connect_port(rt_proxy_port(x.p), rt_scaled_ms(3000));
   const char fake[] = "+NOTANINT\r\n";
   rt_proxy_on_reply(x.p, "INCR", 1, RT_PROXY_REPLACE, fake, strlen(fake));
   redisReply *r = redisCommand(c, "INCR n");
@@ -256,11 +225,11 @@ TEST(proxy_replace_sends_other_bytes) {
 TEST(proxy_insert_adds_a_reply_before_the_real_one) {
   px_t x;
   px_start(&x);
-  int fd = raw_connect(rt_proxy_port(x.p), rt_scaled_ms(2000));
+  int fd = rt_raw_connect(rt_proxy_port(x.p), rt_scaled_ms(2000));
   char buf[256];
   const char extra[] = "+EXTRA\r\n";
   rt_proxy_on_reply(x.p, "ECHO", 2, RT_PROXY_INSERT, extra, strlen(extra));
-  raw_send(fd, "ECHO one\r\nECHO two\r\nECHO three\r\n");
+  rt_raw_send(fd, "ECHO one\r\nECHO two\r\nECHO three\r\n");
   /* one, the extra reply, two, three: 9 + 8 + 9 + 11 bytes. */
   ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 37), 37);
   ASSERT_STREQ(buf, "$3\r\none\r\n+EXTRA\r\n$3\r\ntwo\r\n$5\r\nthree\r\n");
@@ -274,10 +243,10 @@ TEST(proxy_insert_adds_a_reply_before_the_real_one) {
 TEST(proxy_truncate_sends_half_a_reply_then_cuts) {
   px_t x;
   px_start(&x);
-  int fd = raw_connect(rt_proxy_port(x.p), rt_scaled_ms(2000));
+  int fd = rt_raw_connect(rt_proxy_port(x.p), rt_scaled_ms(2000));
   char buf[256];
   rt_proxy_on_reply(x.p, "ECHO", 2, RT_PROXY_TRUNCATE, NULL, 0);
-  raw_send(fd, "ECHO one\r\nECHO three\r\nECHO four\r\n");
+  rt_raw_send(fd, "ECHO one\r\nECHO three\r\nECHO four\r\n");
   /* one (9 bytes), then 5 of "$5\r\nthree\r\n" (11), then EOF. */
   ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 64), 14);
   ASSERT_STREQ(buf, "$3\r\none\r\n$5\r\nt");
@@ -292,17 +261,17 @@ TEST(proxy_truncate_sends_half_a_reply_then_cuts) {
 TEST(proxy_rules_skip_pubsub_pushes) {
   px_t x;
   px_start(&x);
-  int fd = raw_connect(rt_proxy_port(x.p), rt_scaled_ms(2000));
+  int fd = rt_raw_connect(rt_proxy_port(x.p), rt_scaled_ms(2000));
   char buf[512];
   const char fake[] = "*2\r\n$4\r\npong\r\n$4\r\nFAKE\r\n";
   rt_proxy_on_reply(x.p, "PING", 1, RT_PROXY_REPLACE, fake, strlen(fake));
-  raw_send(fd, "SUBSCRIBE c1 c2\r\n");
+  rt_raw_send(fd, "SUBSCRIBE c1 c2\r\n");
   ASSERT_GT(raw_recv_n(fd, buf, sizeof buf, 60), 0);
   ASSERT_NOT_NULL(strstr(buf, "c2"));
   ASSERT_EQ(rt_cmd_int(x.s, "PUBLISH c1 hello"), 1);
   ASSERT_GT(raw_recv_n(fd, buf, sizeof buf, 36), 0);
   ASSERT_NOT_NULL(strstr(buf, "hello"));
-  raw_send(fd, "PING\r\n");
+  rt_raw_send(fd, "PING\r\n");
   ASSERT_GT(raw_recv_n(fd, buf, sizeof buf, 22), 0);
   ASSERT_NOT_NULL(strstr(buf, "FAKE"));
   close(fd);
@@ -312,10 +281,10 @@ TEST(proxy_rules_skip_pubsub_pushes) {
 TEST(proxy_pause_holds_then_delivers) {
   px_t x;
   px_start(&x);
-  int fd = raw_connect(rt_proxy_port(x.p), 150);
+  int fd = rt_raw_connect(rt_proxy_port(x.p), 150);
   char buf[256];
   rt_proxy_pause(x.p, RT_PROXY_UP, 1);
-  raw_send(fd, "INCR p\r\n");
+  rt_raw_send(fd, "INCR p\r\n");
   ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 1), -EAGAIN);
   char *v = rt_cmd_str(x.s, "GET p");
   ASSERT_NULL(v); /* never reached the server */
@@ -328,7 +297,7 @@ TEST(proxy_pause_holds_then_delivers) {
   free(v);
   ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 1), -EAGAIN);
   rt_proxy_pause(x.p, RT_PROXY_BOTH, 0);
-  struct timeval tv = tv_ms(rt_scaled_ms(2000));
+  struct timeval tv = rt_tv_ms(rt_scaled_ms(2000));
   ASSERT_OK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
   ASSERT_EQ(raw_recv_n(fd, buf, sizeof buf, 4), 4);
   ASSERT_STREQ(buf, ":1\r\n");
@@ -341,8 +310,8 @@ TEST(proxy_pause_holds_then_delivers) {
 TEST(server_fault_helpers) {
   rt_server_t *s = rt_server_start(NULL);
   ASSERT_NOT_NULL(s);
-  redisContext *a = connect_port(rt_server_port(s), rt_scaled_ms(3000));
-  redisContext *b = connect_port(rt_server_port(s), rt_scaled_ms(3000));
+  redisContext *a = rt_connect_port(rt_server_port(s), rt_scaled_ms(3000));
+  redisContext *b = rt_connect_port(rt_server_port(s), rt_scaled_ms(3000));
   freeReplyObject(redisCommand(a, "CLIENT SETNAME victim"));
   freeReplyObject(redisCommand(b, "SUBSCRIBE ch"));
   ASSERT_EQ(rt_server_numsub(s, "ch"), 1);
@@ -382,7 +351,7 @@ TEST(server_fault_helpers) {
 
   /* A restricted user. */
   rt_server_acl_user(s, "noeval", "pw", "~* &* +@all -eval -evalsha");
-  redisContext *u = connect_port(rt_server_port(s), rt_scaled_ms(3000));
+  redisContext *u = rt_connect_port(rt_server_port(s), rt_scaled_ms(3000));
   freeReplyObject(redisCommand(u, "AUTH noeval pw"));
   r = redisCommand(u, "EVAL %s 0", "return 1");
   ASSERT_NOT_NULL(r);
@@ -393,7 +362,7 @@ TEST(server_fault_helpers) {
 
   /* CLIENT PAUSE blocks writes from others until unpaused. */
   rt_server_client_pause(s, 5000, "WRITE");
-  redisContext *w = connect_port(rt_server_port(s), 200);
+  redisContext *w = rt_connect_port(rt_server_port(s), 200);
   ASSERT_NULL(redisCommand(w, "SET x 1")); /* blocked: times out */
   ASSERT_EQ(rt_server_count_keys(s, "x"), 0); /* reads still served */
   rt_server_client_unpause(s);

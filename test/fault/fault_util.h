@@ -58,13 +58,7 @@ static inline lk_lock_t *fu_lock(lk_client_t *c, const char *name) {
 
 static inline void fu_start_acquire(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, int fenced,
                                     sx_t *s) {
-  lk_lock_opts_t o;
-  memset(s, 0, sizeof(*s));
-  lk_lock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.fenced = fenced;
-  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
+  sx_start_fenced(l, wait_ms, lease_ms, fenced, s);
 }
 
 /* Lost-lease recorder. */

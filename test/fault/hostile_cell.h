@@ -134,15 +134,7 @@ static inline void hc_check_status(const hc_t *c, int refused, int also) {
 /* HGET key field as a number, 0 when absent. */
 static inline long long hc_hget(hc_t *c, const char *key, const char *field) {
   const char *argv[3] = {"HGET", key, field};
-  redisReply *r = rt_cmd_argv(c->fx.srv, 3, argv, NULL);
-  long long n = 0;
-  ASSERT_NOT_NULL(r);
-  if (r->type == REDIS_REPLY_STRING)
-    n = atoll(r->str);
-  else
-    ASSERT_EQ(r->type, REDIS_REPLY_NIL);
-  freeReplyObject(r);
-  return n;
+  return rt_cmd_argv_num(c->fx.srv, 3, argv, NULL, 0);
 }
 
 static inline long long hc_exists(hc_t *c, const char *key) {
@@ -166,15 +158,7 @@ static inline long long hc_psem_score(hc_t *c, const char *id_hex) {
   const char *argv[3] = {"ZSCORE", "{" HC_NAME "}:timeout", raw};
   size_t lens[3] = {6, strlen(argv[1]), 16};
   hc_id_raw(id_hex, raw);
-  redisReply *r = rt_cmd_argv(c->fx.srv, 3, argv, lens);
-  long long n = -1;
-  ASSERT_NOT_NULL(r);
-  if (r->type == REDIS_REPLY_STRING)
-    n = atoll(r->str);
-  else
-    ASSERT_EQ(r->type, REDIS_REPLY_NIL);
-  freeReplyObject(r);
-  return n;
+  return rt_cmd_argv_num(c->fx.srv, 3, argv, lens, -1);
 }
 
 /* Takes permit id away as the scripts' reclaim of an ended lease does: out
@@ -184,11 +168,7 @@ static inline void hc_psem_reclaim(hc_t *c, const char *id_hex) {
   const char *argv[3] = {"ZREM", "{" HC_NAME "}:timeout", raw};
   size_t lens[3] = {4, strlen(argv[1]), 16};
   hc_id_raw(id_hex, raw);
-  redisReply *r = rt_cmd_argv(c->fx.srv, 3, argv, lens);
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
-  ASSERT_EQ(r->integer, 1);
-  freeReplyObject(r);
+  ASSERT_EQ(rt_cmd_argv_int(c->fx.srv, 3, argv, lens), 1);
   ASSERT_GE(rt_cmd_int(c->fx.srv, "INCR %s", HC_NAME), 1);
 }
 

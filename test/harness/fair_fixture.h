@@ -87,72 +87,50 @@ static inline int64_t ms_between(uint64_t a_ns, uint64_t b_ns) {
 
 /* ---- the keys, read on the side channel ---- */
 
-static inline char *fair_queue_key(const char *name) {
+/* "<prefix>:{name}" (malloc'd), or "<prefix>:name" when name already has
+ * a hash tag. */
+static inline char *fair_key(const char *prefix, const char *name) {
   char *k = NULL;
-  if (asprintf(&k, strchr(name, '{') ? "redisson_lock_queue:%s" : "redisson_lock_queue:{%s}",
-               name) < 0)
+  if (asprintf(&k, strchr(name, '{') ? "%s:%s" : "%s:{%s}", prefix, name) < 0)
     FAIL("out of memory");
   return k;
+}
+
+static inline char *fair_queue_key(const char *name) {
+  return fair_key("redisson_lock_queue", name);
 }
 
 static inline char *fair_timeout_key(const char *name) {
-  char *k = NULL;
-  if (asprintf(&k,
-               strchr(name, '{') ? "redisson_lock_timeout:%s" : "redisson_lock_timeout:{%s}",
-               name) < 0)
-    FAIL("out of memory");
-  return k;
+  return fair_key("redisson_lock_timeout", name);
+}
+
+/* verb (LLEN, ZCARD) on key, which is freed; its integer reply. */
+static inline long long fair_key_int(rt_server_t *srv, const char *verb, char *key) {
+  const char *argv[2] = {verb, key};
+  long long n = rt_cmd_argv_int(srv, 2, argv, NULL);
+  free(key);
+  return n;
 }
 
 static inline long long fair_llen(rt_server_t *srv, const char *name) {
-  char *q = fair_queue_key(name);
-  const char *argv[2] = {"LLEN", q};
-  redisReply *r = rt_cmd_argv(srv, 2, argv, NULL);
-  long long n;
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
-  n = r->integer;
-  freeReplyObject(r);
-  free(q);
-  return n;
+  return fair_key_int(srv, "LLEN", fair_queue_key(name));
 }
 
 static inline long long fair_zcard(rt_server_t *srv, const char *name) {
-  char *t = fair_timeout_key(name);
-  const char *argv[2] = {"ZCARD", t};
-  redisReply *r = rt_cmd_argv(srv, 2, argv, NULL);
-  long long n;
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
-  n = r->integer;
-  freeReplyObject(r);
-  free(t);
-  return n;
+  return fair_key_int(srv, "ZCARD", fair_timeout_key(name));
 }
 
 /* latchkey's own zset of its waiters' liveness deadlines (docs/fair.md,
  * "Queues shared with Redisson clients"). */
 static inline char *fair_waiters_key(const char *name) {
-  char *k = NULL;
-  if (asprintf(&k,
-               strchr(name, '{') ? "latchkey_fair_waiters:%s" : "latchkey_fair_waiters:{%s}",
-               name) < 0)
-    FAIL("out of memory");
-  return k;
+  return fair_key("latchkey_fair_waiters", name);
 }
 
 /* The owner's liveness deadline in latchkey's waiter set, or -1. */
 static inline long long fair_live_score(rt_server_t *srv, const char *name, const char *owner) {
   char *v = fair_waiters_key(name);
   const char *argv[3] = {"ZSCORE", v, owner};
-  redisReply *r = rt_cmd_argv(srv, 3, argv, NULL);
-  long long n = -1;
-  ASSERT_NOT_NULL(r);
-  if (r->type == REDIS_REPLY_STRING)
-    n = atoll(r->str);
-  else
-    ASSERT_EQ(r->type, REDIS_REPLY_NIL);
-  freeReplyObject(r);
+  long long n = rt_cmd_argv_num(srv, 3, argv, NULL, -1);
   free(v);
   return n;
 }
@@ -184,14 +162,7 @@ static inline long long fair_lpos(rt_server_t *srv, const char *name, const char
 static inline long long fair_zscore(rt_server_t *srv, const char *name, const char *owner) {
   char *t = fair_timeout_key(name);
   const char *argv[3] = {"ZSCORE", t, owner};
-  redisReply *r = rt_cmd_argv(srv, 3, argv, NULL);
-  long long n = -1;
-  ASSERT_NOT_NULL(r);
-  if (r->type == REDIS_REPLY_STRING)
-    n = atoll(r->str);
-  else
-    ASSERT_EQ(r->type, REDIS_REPLY_NIL);
-  freeReplyObject(r);
+  long long n = rt_cmd_argv_num(srv, 3, argv, NULL, -1);
   free(t);
   return n;
 }

@@ -75,6 +75,19 @@ static inline void fx_start(fx_t *fx, const rt_server_opts_t *so) {
   fx_start_with(fx, so, &o);
 }
 
+/* Waiters' re-poll far above every bound a test asserts: a prompt wake-up
+ * can only come from a notification. */
+#define FX_NO_REPOLL_MS 600000
+
+/* fx_start(fx, NULL) with a client whose waiters never re-poll (issue 29:
+ * each interop test file had this start of its own). */
+static inline void fx_start_no_repoll(fx_t *fx) {
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.max_repoll_ms = FX_NO_REPOLL_MS;
+  fx_start_with(fx, NULL, &o);
+}
+
 static inline void fx_on_client_closed(lk_client_t *c) {
   fx_t *fx = lk_client_get_data(c);
   fx->client_closed = 1;
@@ -121,14 +134,26 @@ static inline void fx_close_lock(fx_t *fx, lk_lock_t *l) {
   rt_run_until(&fx->loop, &closed, 10000);
 }
 
-static inline int sx_acquire_in(uv_loop_t *loop, lk_lock_t *l, int64_t wait_ms,
-                                int64_t lease_ms, sx_t *s) {
+/* Starts an acquire into s (asserts it started), fenced or not; the loop
+ * is not run. */
+static inline void sx_start_fenced(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, int fenced,
+                                   sx_t *s) {
   lk_lock_opts_t o;
   memset(s, 0, sizeof(*s));
   lk_lock_opts_init(&o);
   o.wait_ms = wait_ms;
   o.lease_ms = lease_ms;
+  o.fenced = fenced;
   ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
+}
+
+static inline void sx_start(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, sx_t *s) {
+  sx_start_fenced(l, wait_ms, lease_ms, 0, s);
+}
+
+static inline int sx_acquire_in(uv_loop_t *loop, lk_lock_t *l, int64_t wait_ms,
+                                int64_t lease_ms, sx_t *s) {
+  sx_start(l, wait_ms, lease_ms, s);
   rt_run_until(loop, &s->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
   return s->status;
 }
@@ -136,6 +161,23 @@ static inline int sx_acquire_in(uv_loop_t *loop, lk_lock_t *l, int64_t wait_ms,
 static inline int sx_acquire(fx_t *fx, lk_lock_t *l, int64_t wait_ms, int64_t lease_ms) {
   sx_t s;
   return sx_acquire_in(&fx->loop, l, wait_ms, lease_ms, &s);
+}
+
+/* holder releases while s (an acquire already started) waits: s is
+ * granted within run_ms, and no later than bound_ms (liveness: grows by
+ * the stalls measured meanwhile) after the release was called; then the
+ * release's own reply is awaited. */
+static inline void sx_release_wakes(fx_t *fx, lk_lock_t *holder, sx_t *s, int64_t run_ms,
+                                    int64_t bound_ms) {
+  sx_t r;
+  uint64_t released;
+  memset(&r, 0, sizeof(r));
+  ASSERT_OK(lk_lock_release(holder, sx_cb, &r));
+  released = uv_hrtime();
+  rt_run_until(&fx->loop, &s->done, run_ms);
+  ASSERT_OK(s->status);
+  ASSERT_LT((int64_t)((s->t_ns - released) / 1000000u), rt_stall_bound_since_ns(released, bound_ms));
+  rt_run_until(&fx->loop, &r.done, 5000);
 }
 
 typedef int (*sx_op_fn)(lk_lock_t *, lk_lock_cb, void *);
@@ -281,6 +323,27 @@ static inline rt_proxy_t *fx_start_proxied(fx_t *fx, lk_client_opts_t *o) {
   o->port = rt_proxy_port(p);
   fx_start_client(fx, o);
   return p;
+}
+
+/* The client timeouts a proxied fault test sets (0: the default). */
+typedef struct fx_timeouts_s {
+  int64_t reply_ms, connect_ms, reconnect_min_ms, reconnect_max_ms;
+} fx_timeouts_t;
+
+/* fx_start_proxied with those timeouts (issue 29: each fault test file had
+ * its own start with two to four of them). */
+static inline rt_proxy_t *fx_start_proxied_timeouts(fx_t *fx, fx_timeouts_t t) {
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  if (t.reply_ms > 0)
+    o.reply_timeout_ms = t.reply_ms;
+  if (t.connect_ms > 0)
+    o.connect_timeout_ms = t.connect_ms;
+  if (t.reconnect_min_ms > 0)
+    o.reconnect_min_ms = t.reconnect_min_ms;
+  if (t.reconnect_max_ms > 0)
+    o.reconnect_max_ms = t.reconnect_max_ms;
+  return fx_start_proxied(fx, &o);
 }
 
 /* A second client on the fixture's loop, straight to the server. */

@@ -8,6 +8,8 @@
 #include "redis_sentinel.h"
 #include "redis_server.h"
 
+#include "child_proc.h"
+
 #include "test.h"
 
 #include <errno.h>
@@ -67,48 +69,13 @@ static int find_binary(char *out, size_t out_len, int *as_server) {
 }
 
 static int make_dir(rt_sentinel_t *s) {
-  const char *tmp = getenv("TMPDIR");
-  for (int i = 0; i < 2; i++) {
-    const char *base = (i == 0 && tmp != NULL && *tmp != '\0') ? tmp : "/tmp";
-    /* "lk-redis-" so redis_server.c's sweep removes a killed test's leftovers. */
-    if ((size_t)snprintf(s->dir, sizeof s->dir, "%s/lk-redis-sentinel-XXXXXX", base) >=
-        sizeof s->dir)
-      continue;
-    if (mkdtemp(s->dir) != NULL) {
-      snprintf(s->conf_path, sizeof s->conf_path, "%s/sentinel.conf", s->dir);
-      snprintf(s->log_path, sizeof s->log_path, "%s/sentinel.log", s->dir);
-      char owner_path[RS_PATH_MAX + 16];
-      snprintf(owner_path, sizeof owner_path, "%s/owner", s->dir);
-      FILE *f = fopen(owner_path, "w");
-      if (f != NULL) {
-        fprintf(f, "%ld\n", (long)getpid());
-        fclose(f);
-      }
-      return 0;
-    }
-  }
-  fprintf(stderr, "rt_sentinel: mkdtemp: %s\n", strerror(errno));
-  s->dir[0] = '\0';
-  return -1;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  remove(path);
+  /* "lk-redis-" so redis_server.c's sweep removes a killed test's leftovers. */
+  if (rt_proc_make_dir(s->dir, sizeof s->dir, "lk-redis-sentinel-", sizeof s->dir,
+                       "rt_sentinel") != 0)
+    return -1;
+  snprintf(s->conf_path, sizeof s->conf_path, "%s/sentinel.conf", s->dir);
+  snprintf(s->log_path, sizeof s->log_path, "%s/sentinel.log", s->dir);
   return 0;
-}
-
-static void remove_dir(const char *dir) {
-  const char *keep = getenv("LK_TEST_KEEP_DIRS");
-  if (dir[0] == '\0')
-    return;
-  if (keep != NULL && *keep != '\0' && strcmp(keep, "0") != 0) {
-    fprintf(stderr, "note: keeping %s (LK_TEST_KEEP_DIRS)\n", dir);
-    return;
-  }
-  nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Written anew before every start: the port may change between attempts. */
@@ -143,15 +110,6 @@ static int write_conf(const rt_sentinel_t *s, int master_port, const rt_sentinel
 
 /* ---- process control ------------------------------------------------------------------ */
 
-static void close_from(int lowfd) {
-#ifdef SYS_close_range
-  if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
-    return;
-#endif
-  for (int fd = lowfd; fd < 4096; fd++)
-    close(fd);
-}
-
 static int spawn(rt_sentinel_t *s) {
   char bin[RS_PATH_MAX];
   int as_server = 0;
@@ -161,50 +119,7 @@ static int spawn(rt_sentinel_t *s) {
     return -1;
   }
   const char *argv[4] = {bin, s->conf_path, as_server ? "--sentinel" : NULL, NULL};
-  pid_t parent = getpid();
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) {
-    fprintf(stderr, "rt_sentinel: fork: %s\n", strerror(errno));
-    return -1;
-  }
-  if (pid == 0) {
-    /* Async-signal-safe calls only. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-      _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0)
-      dup2(devnull, STDIN_FILENO);
-    close_from(3);
-    execv(bin, (char *const *)argv);
-    static const char msg[] = "rt_sentinel: execv failed\n";
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)w;
-    _exit(127);
-  }
-  s->pid = pid;
-  rt_child_track(pid);
-  return 0;
-}
-
-static int reap(rt_sentinel_t *s, int64_t timeout_ms) {
-  int64_t deadline = rt_now_ms() + timeout_ms;
-  for (long i = 0; i < 1000000L; i++) {
-    int st = 0;
-    pid_t r = waitpid(s->pid, &st, WNOHANG);
-    if (r == s->pid && (WIFEXITED(st) || WIFSIGNALED(st)))
-      return 1;
-    if (r < 0 && errno != EINTR)
-      return 1;
-    if (rt_now_ms() > deadline)
-      return 0;
-    rt_sleep_ms(1);
-  }
-  return 0;
+  return rt_proc_spawn(argv, "rt_sentinel", &s->pid);
 }
 
 static void mark_down(rt_sentinel_t *s) {
@@ -218,92 +133,29 @@ static void mark_down(rt_sentinel_t *s) {
 
 static redisContext *connect_side(const rt_sentinel_t *s, int64_t connect_ms, int64_t io_ms,
                                   char *why, size_t why_len) {
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, rt_tv_ms(connect_ms));
-  if (c == NULL || c->err) {
-    snprintf(why, why_len, "connect: %s", c ? c->errstr : "out of memory");
-    if (c)
-      redisFree(c);
-    return NULL;
-  }
-  fcntl(c->fd, F_SETFD, FD_CLOEXEC); /* later children must not inherit it */
-  redisSetTimeout(c, rt_tv_ms(io_ms));
-  if (s->requirepass != NULL) {
-    redisReply *r = redisCommand(c, "AUTH %s", s->requirepass);
-    int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-    snprintf(why, why_len, "AUTH: %s", r ? (r->str ? r->str : "?") : c->errstr);
-    if (r)
-      freeReplyObject(r);
-    if (!ok) {
-      redisFree(c);
-      return NULL;
-    }
-  }
-  return c;
+  return rt_proc_connect(s->port, s->requirepass, connect_ms, io_ms, why, why_len);
 }
 
-static long info_pid(redisContext *c) {
+/* Whether c reaches our sentinel (rt_proc_ready_fn): INFO's process_id. */
+static int sentinel_is_ours(redisContext *c, pid_t pid, void *arg, char *why, size_t why_len) {
   redisReply *r = redisCommand(c, "INFO server");
-  long pid = -1;
+  long seen = -1;
+  (void)arg;
   if (r != NULL && r->type == REDIS_REPLY_STRING) {
     const char *p = strstr(r->str, "process_id:");
     if (p != NULL)
-      pid = atol(p + 11);
+      seen = atol(p + 11);
   }
   if (r != NULL)
     freeReplyObject(r);
-  return pid;
-}
-
-static void print_log_tail(const rt_sentinel_t *s) {
-  FILE *f = fopen(s->log_path, "r");
-  if (f == NULL)
-    return;
-  char buf[2048];
-  long size = 0;
-  if (fseek(f, 0, SEEK_END) == 0)
-    size = ftell(f);
-  fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  fprintf(stderr, "---- tail of %s ----\n%s---- end ----\n", s->log_path, buf);
+  snprintf(why, why_len, "process_id %ld, ours %d", seen, (int)pid);
+  return seen == (long)pid;
 }
 
 /* 0 ready; -1 the child exited (retry on another port); -2 timed out. */
 static int wait_ready(rt_sentinel_t *s) {
-  int64_t deadline = rt_now_ms() + rt_scaled_ms(10000);
-  char why[256] = "not tried";
-  for (long i = 0; i < 100000L; i++) {
-    int st = 0;
-    if (waitpid(s->pid, &st, WNOHANG) == s->pid && (WIFEXITED(st) || WIFSIGNALED(st))) {
-      fprintf(stderr, "rt_sentinel: port %d: exited during startup\n", s->port);
-      rt_child_untrack(s->pid);
-      s->pid = 0;
-      return -1;
-    }
-    sigset_t old;
-    rt_sigpipe_block(&old);
-    redisContext *c = connect_side(s, 200, 1000, why, sizeof why);
-    int ready = 0;
-    if (c != NULL) {
-      long pid = info_pid(c);
-      ready = pid == (long)s->pid;
-      snprintf(why, sizeof why, "process_id %ld, ours %d", pid, (int)s->pid);
-    }
-    rt_sigpipe_restore(&old);
-    if (ready) {
-      redisSetTimeout(c, rt_tv_ms(rt_scaled_ms(5000)));
-      s->ctx = c;
-      return 0;
-    }
-    if (c != NULL)
-      redisFree(c);
-    if (rt_now_ms() > deadline)
-      break;
-    rt_sleep_ms(10);
-  }
-  fprintf(stderr, "rt_sentinel: port %d not ready (last: %s)\n", s->port, why);
-  return -2;
+  return rt_proc_wait_ready(&s->pid, s->port, s->requirepass, "rt_sentinel", sentinel_is_ours,
+                            NULL, &s->ctx);
 }
 
 static void free_sentinel(rt_sentinel_t *s) {
@@ -362,17 +214,13 @@ rt_sentinel_t *rt_sentinel_start(int master_port, const rt_sentinel_opts_t *opts
     int r = wait_ready(s);
     if (r == 0)
       return s;
-    if (r == -2) {
-      kill(s->pid, SIGKILL);
-      reap(s, 2000);
-      mark_down(s);
-      break;
-    }
+    if (r == -2)
+      break; /* killed: waiting longer on another port would not help */
   }
-  print_log_tail(s);
+  rt_proc_print_log_tail(s->log_path);
 fail:
   fprintf(stderr, "rt_sentinel_start: failed\n");
-  remove_dir(s->dir);
+  rt_proc_remove_dir(s->dir);
   free_sentinel(s);
   return NULL;
 }
@@ -388,13 +236,9 @@ void rt_sentinel_kill(rt_sentinel_t *s, int sig) {
   kill(s->pid, sig);
   if (sig != SIGKILL && sig != SIGTERM)
     return;
-  if (!reap(s, rt_scaled_ms(10000))) {
-    kill(s->pid, SIGKILL);
-    if (!reap(s, rt_scaled_ms(10000))) {
-      fprintf(stderr, "rt_sentinel: pid %d not reaped\n", (int)s->pid);
-      s->pid = 0; /* still tracked: the exit path kills it again */
-      return;
-    }
+  if (!rt_proc_kill_and_reap(s->pid, sig, "rt_sentinel")) {
+    s->pid = 0; /* still tracked: the exit path kills it again */
+    return;
   }
   mark_down(s);
 }
@@ -408,7 +252,7 @@ void rt_sentinel_stop(rt_sentinel_t *s) {
     redisFree(s->ctx);
     s->ctx = NULL;
   }
-  remove_dir(s->dir);
+  rt_proc_remove_dir(s->dir);
   free_sentinel(s);
 }
 

@@ -5,6 +5,8 @@
 
 #include "redis_server.h"
 
+#include "child_proc.h"
+
 #include "test.h"
 
 #include <dirent.h>
@@ -128,8 +130,8 @@ static char *info_lookup(const char *text, size_t len, const char *field) {
   return NULL;
 }
 
-static char *ctx_info(redisContext *c, const char *section, const char *field) {
-  redisReply *r = redisCommand(c, "INFO %s", section);
+/* field of an INFO reply r (NULL when r failed or lacks it), r freed. */
+static char *reply_info(redisReply *r, const char *field) {
   char *v = NULL;
   if (r != NULL && r->type == REDIS_REPLY_STRING)
     v = info_lookup(r->str, r->len, field);
@@ -138,70 +140,13 @@ static char *ctx_info(redisContext *c, const char *section, const char *field) {
   return v;
 }
 
-/* Blocking connection with connect and I/O timeouts, AUTHed if needed.
- * Returns NULL (and the reason in why) on failure. */
+static char *ctx_info(redisContext *c, const char *section, const char *field) {
+  return reply_info(redisCommand(c, "INFO %s", section), field);
+}
+
 static redisContext *connect_side(const rt_server_t *s, int64_t connect_ms, int64_t io_ms,
                                   char *why, size_t why_len) {
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, rt_tv_ms(connect_ms));
-  if (c == NULL || c->err) {
-    snprintf(why, why_len, "connect: %s", c ? c->errstr : "out of memory");
-    if (c)
-      redisFree(c);
-    return NULL;
-  }
-  /* hiredis 0.14 opens sockets without CLOEXEC; later redis-server children
-   * must not inherit our connections. */
-  fcntl(c->fd, F_SETFD, FD_CLOEXEC);
-  redisSetTimeout(c, rt_tv_ms(io_ms));
-  if (s->requirepass != NULL) {
-    redisReply *r = redisCommand(c, "AUTH %s", s->requirepass);
-    int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-    snprintf(why, why_len, "AUTH: %s", r ? (r->str ? r->str : "?") : c->errstr);
-    if (r)
-      freeReplyObject(r);
-    if (!ok) {
-      redisFree(c);
-      return NULL;
-    }
-  }
-  return c;
-}
-
-static void print_log_tail(const rt_server_t *s) {
-  FILE *f = fopen(s->log_path, "r");
-  if (f == NULL)
-    return;
-  char buf[2048];
-  long size = 0;
-  if (fseek(f, 0, SEEK_END) == 0)
-    size = ftell(f);
-  if (size > (long)sizeof buf - 1)
-    fseek(f, size - (long)sizeof buf + 1, SEEK_SET);
-  else
-    fseek(f, 0, SEEK_SET);
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  fprintf(stderr, "---- tail of %s ----\n%s---- end ----\n", s->log_path, buf);
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  remove(path);
-  return 0;
-}
-
-static void remove_dir(const char *dir) {
-  if (dir[0] == '\0')
-    return;
-  const char *keep = getenv("LK_TEST_KEEP_DIRS");
-  if (keep != NULL && *keep != '\0' && strcmp(keep, "0") != 0) {
-    fprintf(stderr, "note: keeping %s (LK_TEST_KEEP_DIRS)\n", dir);
-    return;
-  }
-  nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  return rt_proc_connect(s->port, s->requirepass, connect_ms, io_ms, why, why_len);
 }
 
 int rt_find_in_path(const char *name, char *out, size_t out_len) {
@@ -265,7 +210,7 @@ static void sweep_stale_dirs(const char *base) {
       fclose(f);
     }
     if (f != NULL ? (owner > 0 && !pid_alive(owner)) : now - st.st_mtime > 3600)
-      nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+      rt_proc_remove_dir(path);
   }
   closedir(d);
 }
@@ -280,39 +225,16 @@ static int make_dir(rt_server_t *s) {
       sweep_stale_dirs(tmp);
     sweep_stale_dirs("/tmp");
   }
-  for (int i = 0; i < 2; i++) {
-    const char *base = (i == 0 && tmp != NULL && *tmp != '\0') ? tmp : "/tmp";
-    if ((size_t)snprintf(s->dir, sizeof s->dir, "%s/lk-redis-XXXXXX", base) >= sizeof s->dir ||
-        strlen(s->dir) + strlen("/redis.sock") >= RT_SUN_PATH_MAX)
-      continue; /* TMPDIR too long for a unix socket path: fall back to /tmp */
-    if (mkdtemp(s->dir) != NULL) {
-      snprintf(s->unix_path, sizeof s->unix_path, "%s/redis.sock", s->dir);
-      snprintf(s->log_path, sizeof s->log_path, "%s/redis.log", s->dir);
-      char owner_path[RT_PATH_MAX + 16];
-      snprintf(owner_path, sizeof owner_path, "%s/owner", s->dir);
-      FILE *f = fopen(owner_path, "w");
-      if (f != NULL) {
-        fprintf(f, "%ld\n", (long)getpid());
-        fclose(f);
-      }
-      return 0;
-    }
-    fprintf(stderr, "rt_server: mkdtemp(%s): %s\n", s->dir, strerror(errno));
-  }
-  s->dir[0] = '\0';
-  return -1;
+  /* sun_path: the directory leaves room for "/redis.sock". */
+  if (rt_proc_make_dir(s->dir, sizeof s->dir, "lk-redis-", RT_SUN_PATH_MAX - strlen("/redis.sock"),
+                       "rt_server") != 0)
+    return -1;
+  snprintf(s->unix_path, sizeof s->unix_path, "%s/redis.sock", s->dir);
+  snprintf(s->log_path, sizeof s->log_path, "%s/redis.log", s->dir);
+  return 0;
 }
 
 /* ---- process control ---------------------------------------------------------------- */
-
-static void close_from(int lowfd) {
-#ifdef SYS_close_range
-  if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
-    return;
-#endif
-  for (int fd = lowfd; fd < 4096; fd++)
-    close(fd);
-}
 
 static int spawn(rt_server_t *s) {
   char bin[RT_PATH_MAX];
@@ -364,38 +286,10 @@ static int spawn(rt_server_t *s) {
     argv[n++] = s->extra_args[i];
   argv[n] = NULL;
 
-  pid_t parent = getpid();
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) {
-    fprintf(stderr, "rt_server: fork: %s\n", strerror(errno));
-    free(argv);
-    return -1;
-  }
-  if (pid == 0) {
-    /* Child: async-signal-safe calls only (the parent may have threads). Dies
-     * with the thread that forked it even if that is SIGKILLed. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-      _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0)
-      dup2(devnull, STDIN_FILENO);
-    close_from(3); /* the test's sockets and libuv fds stay with the test */
-    execv(bin, (char *const *)argv);
-    static const char msg[] = "rt_server: execv redis-server failed\n";
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)w;
-    _exit(127);
-  }
+  int rc = rt_proc_spawn(argv, "rt_server", &s->pid);
   free(argv);
-  s->pid = pid;
   s->paused = 0;
-  rt_child_track(pid);
-  return 0;
+  return rc;
 }
 
 static void mark_down(rt_server_t *s) {
@@ -406,23 +300,6 @@ static void mark_down(rt_server_t *s) {
     redisFree(s->ctx);
     s->ctx = NULL;
   }
-}
-
-/* Reap s->pid within timeout_ms. Returns 1 when reaped. */
-static int reap(rt_server_t *s, int64_t timeout_ms) {
-  int64_t deadline = rt_now_ms() + timeout_ms;
-  for (long i = 0; i < 1000000L; i++) {
-    int st = 0;
-    pid_t r = waitpid(s->pid, &st, WNOHANG);
-    if (r == s->pid && (WIFEXITED(st) || WIFSIGNALED(st)))
-      return 1;
-    if (r < 0 && errno != EINTR)
-      return 1; /* ECHILD: already reaped elsewhere */
-    if (rt_now_ms() > deadline)
-      return 0;
-    rt_sleep_ms(1);
-  }
-  return 0;
 }
 
 /* Wait for a stop (want_stopped) or continue report. Returns 0, or -1 when the
@@ -452,60 +329,36 @@ static int wait_state(rt_server_t *s, int want_stopped) {
   return -1;
 }
 
+/* Whether c reaches our child (rt_proc_ready_fn): it answers PING (or is
+ * loading, when that counts as up) with our process_id. */
+static int server_is_ours(redisContext *c, pid_t pid, void *arg, char *why, size_t why_len) {
+  const rt_server_t *s = arg;
+  int ready = 0;
+  redisReply *r = redisCommand(c, "PING");
+  int alive = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+  if (s->accept_loading && r != NULL && r->type == REDIS_REPLY_ERROR &&
+      strncmp(r->str, "LOADING", 7) == 0)
+    alive = 1; /* PING is refused while loading; INFO is not */
+  if (alive) {
+    /* The port could belong to someone else's server for a moment: make
+     * sure the one answering is our child. */
+    char *p = ctx_info(c, "server", "process_id");
+    ready = p != NULL && atol(p) == (long)pid;
+    snprintf(why, why_len, "process_id %s, ours %d", p ? p : "?", (int)pid);
+    free(p);
+  } else {
+    snprintf(why, why_len, "PING: %s", r ? (r->str ? r->str : reply_type_name(r->type)) : c->errstr);
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  return ready;
+}
+
 /* 0: ready (and s->ctx is the side channel); -1: the child exited (worth a
  * retry); -2: timed out. */
 static int wait_ready(rt_server_t *s) {
-  int64_t deadline = rt_now_ms() + rt_scaled_ms(10000);
-  char why[256] = "not tried";
-  for (long i = 0; i < 100000L; i++) {
-    int st = 0;
-    if (waitpid(s->pid, &st, WNOHANG) == s->pid && (WIFEXITED(st) || WIFSIGNALED(st))) {
-      fprintf(stderr, "rt_server: redis-server on port %d exited (%s %d) during startup\n",
-              s->port, WIFEXITED(st) ? "status" : "signal",
-              WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-      rt_child_untrack(s->pid);
-      s->pid = 0;
-      return -1;
-    }
-    sigset_t old;
-    rt_sigpipe_block(&old);
-    redisContext *c = connect_side(s, 200, 1000, why, sizeof why);
-    int ready = 0;
-    if (c != NULL) {
-      redisReply *r = redisCommand(c, "PING");
-      int alive = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
-      if (s->accept_loading && r != NULL && r->type == REDIS_REPLY_ERROR &&
-          strncmp(r->str, "LOADING", 7) == 0)
-        alive = 1; /* PING is refused while loading; INFO is not */
-      if (alive) {
-        /* The port could belong to someone else's server for a moment: make
-         * sure the one answering is our child. */
-        char *pid = ctx_info(c, "server", "process_id");
-        ready = pid != NULL && atol(pid) == (long)s->pid;
-        snprintf(why, sizeof why, "process_id %s, ours %d", pid ? pid : "?", (int)s->pid);
-        free(pid);
-      } else {
-        snprintf(why, sizeof why, "PING: %s",
-                 r ? (r->str ? r->str : reply_type_name(r->type)) : c->errstr);
-      }
-      if (r != NULL)
-        freeReplyObject(r);
-    }
-    rt_sigpipe_restore(&old);
-    if (ready) {
-      redisSetTimeout(c, rt_tv_ms(rt_scaled_ms(5000)));
-      s->ctx = c;
-      return 0;
-    }
-    if (c != NULL)
-      redisFree(c);
-    if (rt_now_ms() > deadline)
-      break;
-    rt_sleep_ms(10);
-  }
-  fprintf(stderr, "rt_server: redis-server on port %d not ready in %lld ms (last: %s)\n",
-          s->port, (long long)rt_scaled_ms(10000), why);
-  return -2;
+  return rt_proc_wait_ready(&s->pid, s->port, s->requirepass, "rt_server", server_is_ours, s,
+                            &s->ctx);
 }
 
 /* Starts the process on s->port (or on fresh ports when pick_port) and waits
@@ -530,14 +383,10 @@ static int launch(rt_server_t *s, int pick_port) {
     int r = wait_ready(s);
     if (r == 0)
       return 0;
-    if (r == -2) {
-      kill(s->pid, SIGKILL);
-      reap(s, 2000);
-      mark_down(s);
-      break;
-    }
+    if (r == -2)
+      break; /* killed: waiting longer on another port would not help */
   }
-  print_log_tail(s);
+  rt_proc_print_log_tail(s->log_path);
   return -1;
 }
 
@@ -615,7 +464,7 @@ rt_server_t *rt_server_start(const rt_server_opts_t *opts) {
   live_servers = s;
   if (make_dir(s) != 0 || launch(s, 1) != 0) {
     fprintf(stderr, "rt_server_start: failed\n");
-    remove_dir(s->dir);
+    rt_proc_remove_dir(s->dir);
     free_server(s);
     return NULL;
   }
@@ -661,16 +510,10 @@ void rt_server_kill(rt_server_t *s, int sig) {
     return;
   if (sig == SIGTERM && s->paused)
     kill(s->pid, SIGCONT); /* a stopped process cannot act on SIGTERM */
-  if (!reap(s, rt_scaled_ms(10000))) {
-    fprintf(stderr, "rt_server: pid %d ignored signal %d; sending SIGKILL\n", (int)s->pid, sig);
-    kill(s->pid, SIGKILL);
-    if (!reap(s, rt_scaled_ms(10000))) {
-      /* Keep it tracked: the exit path kills it again. */
-      fprintf(stderr, "rt_server: pid %d not reaped\n", (int)s->pid);
-      s->pid = 0;
-      s->paused = 0;
-      return;
-    }
+  if (!rt_proc_kill_and_reap(s->pid, sig, "rt_server")) {
+    s->pid = 0; /* still tracked: the exit path kills it again */
+    s->paused = 0;
+    return;
   }
   mark_down(s);
 }
@@ -703,7 +546,7 @@ void rt_server_stop(rt_server_t *s) {
     redisFree(s->ctx);
     s->ctx = NULL;
   }
-  remove_dir(s->dir);
+  rt_proc_remove_dir(s->dir);
   free_server(s);
 }
 
@@ -817,11 +660,5 @@ char *rt_cmd_str_at(const char *file, int line, rt_server_t *s, const char *fmt,
 }
 
 char *rt_server_info(rt_server_t *s, const char *section, const char *field) {
-  redisReply *r = rt_cmd(s, "INFO %s", section);
-  char *v = NULL;
-  if (r != NULL && r->type == REDIS_REPLY_STRING)
-    v = info_lookup(r->str, r->len, field);
-  if (r != NULL)
-    freeReplyObject(r);
-  return v;
+  return reply_info(rt_cmd(s, "INFO %s", section), field);
 }

@@ -344,33 +344,23 @@ int rt_rlock_lock_blocking_counted(redisContext *ctx, redisContext *sub, const c
                                    const char *uuid, long long tid, int64_t lease_ms,
                                    int64_t timeout_ms, atomic_int *sleeps) {
   int64_t deadline = rt_now_ms() + timeout_ms;
-  long long ttl = rt_rlock_try(ctx, name, uuid, tid, lease_ms);
-  if (ttl == RT_RLOCK_ACQUIRED)
+  rt_emu_lock_try_t t = {rt_rlock_try, ctx, name, uuid, tid, lease_ms};
+  if (rt_rlock_try(ctx, name, uuid, tid, lease_ms) == RT_RLOCK_ACQUIRED)
     return 0;
-  /* Subscribe only after a failed try, then try again before sleeping: a
-   * release published before the subscription took effect is not missed. */
   char *channel = rt_rlock_channel(name);
-  rt_sub_subscribe(sub, channel);
-  int acquired = 0;
-  for (;;) {
-    ttl = rt_rlock_try(ctx, name, uuid, tid, lease_ms);
-    if (ttl == RT_RLOCK_ACQUIRED) {
-      acquired = 1;
-      break;
-    }
-    int64_t left = deadline - rt_now_ms();
-    if (left <= 0)
-      break;
-    int64_t sleep = ttl >= 0 && ttl < left ? ttl : left;
-    if (sleeps != NULL)
-      atomic_fetch_add(sleeps, 1);
-    redisReply *m = rt_sub_next_message(sub, sleep);
-    if (m != NULL)
-      freeReplyObject(m); /* "0" wakes one waiter in Redisson; we are the only one */
-  }
-  rt_sub_unsubscribe(sub, channel);
+  int acquired = rt_emu_wait_on_channel(sub, channel, deadline, rt_emu_lock_try, &t, sleeps);
   free(channel);
   return acquired ? 0 : -1;
+}
+
+int rt_emu_lock_try(void *arg, int64_t *sleep_ms) {
+  rt_emu_lock_try_t *t = arg;
+  long long ttl = t->try_fn(t->ctx, t->name, t->uuid, t->tid, t->lease_ms);
+  if (ttl == RT_RLOCK_ACQUIRED)
+    return 1;
+  if (ttl >= 0 && ttl < *sleep_ms)
+    *sleep_ms = ttl; /* the holder's lease ends first */
+  return 0;
 }
 
 /* ---- RFairLock --------------------------------------------------------------------------
@@ -719,13 +709,25 @@ static const char rsem_try_set_script[] =
 
 char *rt_rsem_channel(const char *name) { return rt_rlock_prefix_name("redisson_sc", name); }
 
-static long long int_reply(redisReply *r, const char *what) {
+long long rt_emu_int(redisReply *r, const char *what) {
   if (r->type != REDIS_REPLY_INTEGER) {
     int type = r->type;
     freeReplyObject(r);
-    FAIL("redisson_emu: %s: unexpected reply type %d", what, type);
+    FAIL("redisson_emu: %s: unexpected reply type %d, wanted an integer", what, type);
   }
   long long v = r->integer;
+  freeReplyObject(r);
+  return v;
+}
+
+long long rt_emu_get_number(redisContext *ctx, const char *key, const char *what) {
+  const char *argv[] = {"GET", key};
+  redisReply *r = rt_emu_command(ctx, 2, argv, what);
+  long long v = 0;
+  if (r->type == REDIS_REPLY_STRING)
+    v = strtoll(r->str, NULL, 10);
+  else if (r->type != REDIS_REPLY_NIL)
+    FAIL("redisson_emu: %s: reply type %d", what, r->type);
   freeReplyObject(r);
   return v;
 }
@@ -734,7 +736,7 @@ int rt_rsem_try_acquire(redisContext *ctx, const char *name, long long n) {
   char num[24];
   snprintf(num, sizeof num, "%lld", n);
   const char *argv[] = {"EVAL", rsem_acquire_script, "1", name, num};
-  return (int)int_reply(rt_emu_command(ctx, 5, argv, "semaphore tryAcquire"), "semaphore tryAcquire");
+  return (int)rt_emu_int(rt_emu_command(ctx, 5, argv, "semaphore tryAcquire"), "semaphore tryAcquire");
 }
 
 long long rt_rsem_release(redisContext *ctx, const char *name, long long n) {
@@ -742,7 +744,7 @@ long long rt_rsem_release(redisContext *ctx, const char *name, long long n) {
   char *channel = rt_rsem_channel(name);
   snprintf(num, sizeof num, "%lld", n);
   const char *argv[] = {"EVAL", rsem_release_script, "2", name, channel, num, rt_emu_publish_cmd()};
-  long long v = int_reply(rt_emu_command(ctx, 7, argv, "semaphore release"), "semaphore release");
+  long long v = rt_emu_int(rt_emu_command(ctx, 7, argv, "semaphore release"), "semaphore release");
   free(channel);
   return v;
 }
@@ -752,44 +754,61 @@ int rt_rsem_try_set_permits(redisContext *ctx, const char *name, long long n) {
   char *channel = rt_rsem_channel(name);
   snprintf(num, sizeof num, "%lld", n);
   const char *argv[] = {"EVAL", rsem_try_set_script, "2", name, channel, num, rt_emu_publish_cmd()};
-  int v = (int)int_reply(rt_emu_command(ctx, 7, argv, "trySetPermits"), "trySetPermits");
+  int v = (int)rt_emu_int(rt_emu_command(ctx, 7, argv, "trySetPermits"), "trySetPermits");
   free(channel);
   return v;
 }
 
 long long rt_rsem_available(redisContext *ctx, const char *name) {
-  const char *argv[] = {"GET", name};
-  redisReply *r = rt_emu_command(ctx, 2, argv, "availablePermits");
-  long long v = 0;
-  if (r->type == REDIS_REPLY_STRING)
-    v = strtoll(r->str, NULL, 10);
-  else if (r->type != REDIS_REPLY_NIL)
-    FAIL("redisson_emu: availablePermits: reply type %d", r->type);
-  freeReplyObject(r);
-  return v;
+  return rt_emu_get_number(ctx, name, "availablePermits");
+}
+
+int rt_emu_wait_on_channel(redisContext *sub, const char *channel, int64_t deadline,
+                           int (*done)(void *arg, int64_t *sleep_ms), void *arg,
+                           atomic_int *sleeps) {
+  int ok = 0;
+  rt_sub_subscribe(sub, channel);
+  for (long i = 0; i < 1000000L; i++) {
+    int64_t left = deadline - rt_now_ms(), sleep = left;
+    if (done(arg, &sleep)) {
+      ok = 1;
+      break;
+    }
+    left = deadline - rt_now_ms();
+    if (left <= 0)
+      break;
+    if (sleep > left)
+      sleep = left;
+    if (sleeps != NULL)
+      atomic_fetch_add(sleeps, 1);
+    redisReply *m = rt_sub_next_message(sub, sleep);
+    if (m != NULL)
+      freeReplyObject(m); /* "0" wakes one waiter in Redisson; we are the only one */
+  }
+  rt_sub_unsubscribe(sub, channel);
+  return ok;
+}
+
+typedef struct rsem_try_s {
+  redisContext *ctx;
+  const char *name;
+  long long n;
+} rsem_try_t;
+
+static int rsem_try(void *arg, int64_t *sleep_ms) {
+  rsem_try_t *t = arg;
+  (void)sleep_ms;
+  return rt_rsem_try_acquire(t->ctx, t->name, t->n);
 }
 
 int rt_rsem_acquire_blocking(redisContext *ctx, redisContext *sub, const char *name,
                              long long n, int64_t timeout_ms) {
   int64_t deadline = rt_now_ms() + timeout_ms;
+  rsem_try_t t = {ctx, name, n};
   if (rt_rsem_try_acquire(ctx, name, n))
     return 0;
   char *channel = rt_rsem_channel(name);
-  rt_sub_subscribe(sub, channel);
-  int acquired = 0;
-  for (;;) {
-    if (rt_rsem_try_acquire(ctx, name, n)) {
-      acquired = 1;
-      break;
-    }
-    int64_t left = deadline - rt_now_ms();
-    if (left <= 0)
-      break;
-    redisReply *m = rt_sub_next_message(sub, left);
-    if (m != NULL)
-      freeReplyObject(m);
-  }
-  rt_sub_unsubscribe(sub, channel);
+  int acquired = rt_emu_wait_on_channel(sub, channel, deadline, rsem_try, &t, NULL);
   free(channel);
   return acquired ? 0 : -1;
 }
@@ -919,7 +938,7 @@ int rt_rpsem_release(redisContext *ctx, const char *name, const char *id_hex) {
   free(channel);
   if (r == NULL)
     FAIL("redisson_emu: permit release: %s", ctx->errstr);
-  return (int)int_reply(r, "permit release");
+  return (int)rt_emu_int(r, "permit release");
 }
 
 long long rt_rpsem_available(redisContext *ctx, const char *name) {
@@ -930,7 +949,7 @@ long long rt_rpsem_available(redisContext *ctx, const char *name) {
   char *channel = rt_rsem_channel(name);
   const char *argv[] = {"EVAL", rpsem_available_script, "3", name, zset, channel,
                         "1", "0", now, never, rt_emu_publish_cmd()};
-  long long v = int_reply(rt_emu_command(ctx, 11, argv, "permit availablePermits"),
+  long long v = rt_emu_int(rt_emu_command(ctx, 11, argv, "permit availablePermits"),
                           "permit availablePermits");
   free(zset);
   free(channel);

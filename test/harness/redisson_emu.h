@@ -67,6 +67,35 @@ char *rt_rlock_prefix_name(const char *prefix, const char *name);
 char *rt_emu_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rt_emu_random_req(char out[33]);
 redisReply *rt_emu_command(redisContext *ctx, int argc, const char **argv, const char *what);
+/* The emulators' blocking waits: subscribed to channel on sub (after a
+ * failed try, and trying again before sleeping: a release published before
+ * the subscription took effect is not missed), asks done(arg, &sleep_ms)
+ * again after each message or sleep (what a message says does not matter:
+ * the state is read anew) until it says 1 or deadline (rt_now_ms clock)
+ * passes; then unsubscribes. done may shorten the sleep it is given (the
+ * holder's TTL); sleeps (or NULL) counts the sleeps. Whether done said 1. */
+int rt_emu_wait_on_channel(redisContext *sub, const char *channel, int64_t deadline,
+                           int (*done)(void *arg, int64_t *sleep_ms), void *arg,
+                           atomic_int *sleeps);
+/* One try of a lock kind's emulated tryLock (rt_rlock_try, the read/write
+ * tries) as a done() of rt_emu_wait_on_channel: the sleep is cut to the
+ * holder's TTL. */
+typedef struct rt_emu_lock_try_s {
+  long long (*try_fn)(redisContext *ctx, const char *name, const char *uuid, long long tid,
+                      int64_t lease_ms);
+  redisContext *ctx;
+  const char *name, *uuid;
+  long long tid;
+  int64_t lease_ms;
+} rt_emu_lock_try_t;
+int rt_emu_lock_try(void *arg, int64_t *sleep_ms);
+
+/* An integer reply's value, r freed; any other reply fails the test, naming
+ * what. */
+long long rt_emu_int(redisReply *r, const char *what);
+/* GET key read as a number (a semaphore's permits, a latch's count): 0 when
+ * the key does not exist; anything but a string or nil fails the test. */
+long long rt_emu_get_number(redisContext *ctx, const char *key, const char *what);
 /* The lock's channel: rt_rlock_prefix_name("redisson_lock__channel", name). */
 char *rt_rlock_channel(const char *name);
 

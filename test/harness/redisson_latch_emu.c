@@ -57,24 +57,12 @@ char *rt_rlatch_channel(const char *name) {
   return ch;
 }
 
-static long long int_reply(redisReply *r, const char *what) {
-  long long v;
-  if (r->type != REDIS_REPLY_INTEGER) {
-    int type = r->type;
-    freeReplyObject(r);
-    FAIL("redisson_latch_emu: %s: reply type %d, wanted an integer", what, type);
-  }
-  v = r->integer;
-  freeReplyObject(r);
-  return v;
-}
-
 int rt_rlatch_try_set_count(redisContext *ctx, const char *name, long long count) {
   char n[24];
   char *channel = rt_rlatch_channel(name);
   snprintf(n, sizeof n, "%lld", count);
   const char *argv[] = {"EVAL", try_set_script, "2", name, channel, "1", n, rt_emu_publish_cmd()};
-  long long v = int_reply(rt_emu_command(ctx, 8, argv, "trySetCount"), "trySetCount");
+  long long v = rt_emu_int(rt_emu_command(ctx, 8, argv, "trySetCount"), "trySetCount");
   free(channel);
   return (int)v;
 }
@@ -82,53 +70,45 @@ int rt_rlatch_try_set_count(redisContext *ctx, const char *name, long long count
 long long rt_rlatch_count_down(redisContext *ctx, const char *name) {
   char *channel = rt_rlatch_channel(name);
   const char *argv[] = {"EVAL", count_down_script, "2", name, channel, "0", rt_emu_publish_cmd()};
-  long long v = int_reply(rt_emu_command(ctx, 7, argv, "countDown"), "countDown");
+  long long v = rt_emu_int(rt_emu_command(ctx, 7, argv, "countDown"), "countDown");
   free(channel);
   return v;
 }
 
 long long rt_rlatch_get_count(redisContext *ctx, const char *name) {
-  const char *argv[] = {"GET", name};
-  redisReply *r = rt_emu_command(ctx, 2, argv, "getCount");
-  long long v = 0;
-  if (r->type == REDIS_REPLY_STRING)
-    v = strtoll(r->str, NULL, 10);
-  else if (r->type != REDIS_REPLY_NIL)
-    FAIL("redisson_latch_emu: getCount: reply type %d", r->type);
-  freeReplyObject(r);
-  return v;
+  return rt_emu_get_number(ctx, name, "getCount");
 }
 
 int rt_rlatch_delete(redisContext *ctx, const char *name) {
   char *channel = rt_rlatch_channel(name);
   const char *argv[] = {"EVAL", delete_script, "2", name, channel, "1", rt_emu_publish_cmd()};
-  long long v = int_reply(rt_emu_command(ctx, 7, argv, "delete"), "delete");
+  long long v = rt_emu_int(rt_emu_command(ctx, 7, argv, "delete"), "delete");
   free(channel);
   return (int)v;
+}
+
+typedef struct rlatch_open_s {
+  redisContext *ctx;
+  const char *name;
+} rlatch_open_t;
+
+static int rlatch_open(void *arg, int64_t *sleep_ms) {
+  rlatch_open_t *o = arg;
+  (void)sleep_ms;
+  return rt_rlatch_get_count(o->ctx, o->name) <= 0;
 }
 
 int rt_rlatch_await(redisContext *ctx, redisContext *sub, const char *name,
                     int64_t timeout_ms) {
   int64_t deadline = rt_now_ms() + timeout_ms;
+  rlatch_open_t o = {ctx, name};
   char *channel;
-  int opened = 0;
+  int opened;
   if (rt_rlatch_get_count(ctx, name) <= 0)
     return 1;
   channel = rt_rlatch_channel(name);
-  rt_sub_subscribe(sub, channel);
-  for (;;) {
-    if (rt_rlatch_get_count(ctx, name) <= 0) {
-      opened = 1;
-      break;
-    }
-    int64_t left = deadline - rt_now_ms();
-    if (left <= 0)
-      break;
-    redisReply *m = rt_sub_next_message(sub, left);
-    if (m != NULL)
-      freeReplyObject(m); /* "0" opens the local gate, "1" closes it: look again */
-  }
-  rt_sub_unsubscribe(sub, channel);
+  /* "0" opens the local gate, "1" closes it: the count is read again */
+  opened = rt_emu_wait_on_channel(sub, channel, deadline, rlatch_open, &o, NULL);
   free(channel);
   return opened;
 }

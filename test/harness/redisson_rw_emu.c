@@ -274,29 +274,12 @@ int rt_rwlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *na
                             const char *uuid, long long tid, int write, int64_t lease_ms,
                             int64_t timeout_ms) {
   int64_t deadline = rt_now_ms() + timeout_ms;
-  long long (*try_fn)(redisContext *, const char *, const char *, long long, int64_t) =
-      write ? rt_rwlock_write_try : rt_rwlock_read_try;
-  long long ttl = try_fn(ctx, name, uuid, tid, lease_ms);
-  if (ttl == RT_RLOCK_ACQUIRED)
+  rt_emu_lock_try_t t = {write ? rt_rwlock_write_try : rt_rwlock_read_try, ctx, name, uuid,
+                         tid, lease_ms};
+  if (t.try_fn(ctx, name, uuid, tid, lease_ms) == RT_RLOCK_ACQUIRED)
     return 0;
   char *channel = rt_rwlock_channel(name);
-  rt_sub_subscribe(sub, channel);
-  int acquired = 0;
-  for (;;) {
-    ttl = try_fn(ctx, name, uuid, tid, lease_ms);
-    if (ttl == RT_RLOCK_ACQUIRED) {
-      acquired = 1;
-      break;
-    }
-    int64_t left = deadline - rt_now_ms();
-    if (left <= 0)
-      break;
-    int64_t sleep = ttl >= 0 && ttl < left ? ttl : left;
-    redisReply *m = rt_sub_next_message(sub, sleep);
-    if (m != NULL)
-      freeReplyObject(m);
-  }
-  rt_sub_unsubscribe(sub, channel);
+  int acquired = rt_emu_wait_on_channel(sub, channel, deadline, rt_emu_lock_try, &t, NULL);
   free(channel);
   return acquired ? 0 : -1;
 }

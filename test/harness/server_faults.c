@@ -145,14 +145,42 @@ long long rt_server_info_int(rt_server_t *s, const char *section, const char *fi
   return n;
 }
 
-long long rt_server_numsub(rt_server_t *s, const char *channel) {
-  redisReply *r = rt_cmd(s, "PUBSUB NUMSUB %s", channel);
+long long rt_cmd_argv_int(rt_server_t *s, int argc, const char **argv, const size_t *lens) {
+  redisReply *r = rt_cmd_argv(s, argc, argv, lens);
+  if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+    FAIL("%s on port %d: want an integer reply", argv[0], rt_server_port(s));
+  long long n = r->integer;
+  freeReplyObject(r);
+  return n;
+}
+
+long long rt_cmd_argv_num(rt_server_t *s, int argc, const char **argv, const size_t *lens,
+                          long long if_nil) {
+  redisReply *r = rt_cmd_argv(s, argc, argv, lens);
+  if (r == NULL || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL))
+    FAIL("%s on port %d: want a number or nil", argv[0], rt_server_port(s));
+  long long n = r->type == REDIS_REPLY_STRING ? atoll(r->str) : if_nil;
+  freeReplyObject(r);
+  return n;
+}
+
+/* verb: NUMSUB or SHARDNUMSUB. */
+static long long pubsub_count(rt_server_t *s, const char *verb, const char *channel) {
+  redisReply *r = rt_cmd(s, "PUBSUB %s %s", verb, channel);
   if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
       r->element[1]->type != REDIS_REPLY_INTEGER)
-    FAIL("PUBSUB NUMSUB %s: unexpected reply", channel);
+    FAIL("PUBSUB %s %s on port %d: unexpected reply", verb, channel, rt_server_port(s));
   long long n = r->element[1]->integer;
   freeReplyObject(r);
   return n;
+}
+
+long long rt_server_numsub(rt_server_t *s, const char *channel) {
+  return pubsub_count(s, "NUMSUB", channel);
+}
+
+long long rt_server_shardnumsub(rt_server_t *s, const char *channel) {
+  return pubsub_count(s, "SHARDNUMSUB", channel);
 }
 
 long long rt_server_count_keys(rt_server_t *s, const char *pattern) {

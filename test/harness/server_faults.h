@@ -49,8 +49,18 @@ void rt_server_reset_stats(rt_server_t *s);
 /* An integer field of INFO (e.g. "stats", "evicted_keys"); -1 if absent. */
 long long rt_server_info_int(rt_server_t *s, const char *section, const char *field);
 
+/* A command given as argv (lens NULL: C strings) whose reply must be an
+ * integer: that integer. The test fails on any other reply. */
+long long rt_cmd_argv_int(rt_server_t *s, int argc, const char **argv, const size_t *lens);
+/* A command whose reply is a number as a bulk string (HGET, ZSCORE) or nil:
+ * the number, or if_nil. The test fails on any other reply. */
+long long rt_cmd_argv_num(rt_server_t *s, int argc, const char **argv, const size_t *lens,
+                          long long if_nil);
+
 /* PUBSUB NUMSUB channel. */
 long long rt_server_numsub(rt_server_t *s, const char *channel);
+/* The same for a shard channel (PUBSUB SHARDNUMSUB, Redis 7). */
+long long rt_server_shardnumsub(rt_server_t *s, const char *channel);
 
 /* Keys matching pattern (KEYS; tests only). Only keys that exist now:
  * DBSIZE also counts keys whose TTL ran out but which the server has not

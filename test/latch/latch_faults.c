@@ -14,12 +14,9 @@
 
 /* Through a proxy, with short timeouts so a swallowed reply is noticed. */
 static rt_proxy_t *start_proxied(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.reconnect_max_ms = 100;
-  o.reply_timeout_ms = 400;
-  o.connect_timeout_ms = 400; /* a handshake lost in the blackhole */
-  return fx_start_proxied(fx, &o);
+  /* connect_ms: a handshake lost in the blackhole */
+  return fx_start_proxied_timeouts(
+      fx, (fx_timeouts_t){.reply_ms = 400, .connect_ms = 400, .reconnect_max_ms = 100});
 }
 
 /* Waits (loop running) until GET key reads want: the server applied it. */

@@ -17,14 +17,6 @@
 #include "redisson_latch_emu.h"
 
 #define CHANNEL(name) "redisson_countdownlatch__channel__{" name "}"
-#define NO_REPOLL_MS 600000
-
-static void start(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = NO_REPOLL_MS;
-  fx_start_with(fx, NULL, &o);
-}
 
 static redisContext *emu(fx_t *fx) { return rt_rlock_connect(rt_server_port(fx->srv)); }
 
@@ -39,7 +31,7 @@ TEST(redisson_counts_down_latchkey_awaits) {
   int64_t res;
   uint64_t t0;
   redisContext *r;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   r = emu(&fx);
   w1 = lx_new(&fx, "rj", 0);
   w2 = lx_new(&fx, "rj", 0);
@@ -123,7 +115,7 @@ TEST(latchkey_counts_down_redisson_awaits) {
   redisContext *r;
   int64_t res;
   uint64_t t0;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   r = emu(&fx);
   c = lx_new(&fx, "jr", 0);
   ASSERT_OK(lx_set(&fx.loop, c, 2, &res));
@@ -168,7 +160,7 @@ TEST(deletes_across_clients) {
   int64_t res;
   redisContext *r, *sub;
   redisReply *m;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   r = emu(&fx);
   w = lx_new(&fx, "dd", 0);
   d = lx_new(&fx, "dd", 0);

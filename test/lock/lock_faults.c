@@ -9,15 +9,6 @@
 #include "late_renewal_contract.h"
 #include "proxy.h"
 
-static void start_acquire(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, sx_t *s) {
-  lk_lock_opts_t o;
-  memset(s, 0, sizeof(*s));
-  lk_lock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, s));
-}
-
 /* Whether HGET name <l's owner> reads want. */
 static int hold_field_is(fx_t *fx, const char *name, lk_lock_t *l, const char *want) {
   char *v = rt_cmd_str(fx->srv, "HGET %s %s", name, lk_lock_owner(l));
@@ -62,7 +53,7 @@ TEST(redis_restart_while_waiting) {
   a = fx_lock(&fx, "rs");
   b = fx_lock(&fx, "rs");
   ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
-  start_acquire(b, 20000, 10000, &s);
+  sx_start(b, 20000, 10000, &s);
   fx_wait_subscribers(&fx, "redisson_lock__channel:{rs}", 1);
   ASSERT_OK(rt_server_restart(fx.srv));
   rt_run_until(&fx.loop, &s.done, 8000);
@@ -84,8 +75,7 @@ TEST(pubsub_killed_while_waiting) {
   fx_t fx;
   lk_client_opts_t o;
   lk_lock_t *a, *b;
-  sx_t s, r;
-  uint64_t released;
+  sx_t s;
   lk_client_opts_init(&o);
   o.max_repoll_ms = 20000;
   o.reconnect_max_ms = 100;
@@ -93,20 +83,14 @@ TEST(pubsub_killed_while_waiting) {
   a = fx_lock(&fx, "pk");
   b = fx_lock(&fx, "pk");
   ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
-  start_acquire(b, 30000, 10000, &s);
+  sx_start(b, 30000, 10000, &s);
   fx_wait_subscribers(&fx, "redisson_lock__channel:{pk}", 1);
   ASSERT_GE(rt_cmd_int(fx.srv, "CLIENT KILL TYPE pubsub"), 1);
   fx_spin(&fx, 50);
   fx_wait_subscribers(&fx, "redisson_lock__channel:{pk}", 1);
   fx_spin(&fx, 20);
   ASSERT_EQ(s.done, 0);
-  memset(&r, 0, sizeof(r));
-  ASSERT_OK(lk_lock_release(a, sx_cb, &r));
-  released = uv_hrtime();
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
-  ASSERT_LT((int64_t)((s.t_ns - released) / 1000000u), rt_stall_bound_since_ns(released, 1000));
-  rt_run_until(&fx.loop, &r.done, 5000);
+  sx_release_wakes(&fx, a, &s, 5000, 1000);
   fx_close_lock(&fx, a);
   fx_close_lock(&fx, b);
   fx_finish(&fx);
@@ -209,7 +193,7 @@ TEST(refused_connect_fails_fast) {
   /* With a budget the acquire keeps trying and succeeds once the endpoint
    * comes back. */
   memset(&s, 0, sizeof(s));
-  start_acquire(a, 5000, 5000, &s);
+  sx_start(a, 5000, 5000, &s);
   fx_spin(&fx, 200);
   ASSERT_EQ(s.done, 0);
   rt_proxy_refuse(p, 0);
@@ -253,7 +237,7 @@ TEST(user_without_channel_access_polls) {
   a = fx_lock(&fx, "nc");
   b = fx_lock(&fx, "nc");
   ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
-  start_acquire(b, 10000, 10000, &s);
+  sx_start(b, 10000, 10000, &s);
   fx_spin(&fx, 400);
   ASSERT_EQ(s.done, 0);
   memset(&r, 0, sizeof(r));
@@ -350,7 +334,7 @@ static void lost_grant_start(lost_grant_t *x, const char *name) {
   ASSERT_OK(lk_lock_new(x->direct, name, &x->holder));
   x->waiter = fx_lock(&x->fx, name);
   ASSERT_OK(sx_acquire(&x->fx, x->holder, 0, 60000));
-  start_acquire(x->waiter, 20000, 60000, &x->s);
+  sx_start(x->waiter, 20000, 60000, &x->s);
   snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
   fx_wait_subscribers(&x->fx, channel, 1);
   fx_spin(&x->fx, 50);
@@ -448,7 +432,7 @@ TEST(give_back_by_count_applies_only_to_that_count) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "HINCRBY exact %s -1", lk_lock_owner(l)), 1);
   /* The re-entry is swallowed: its outcome stays unknown. */
   rt_proxy_blackhole(p, 1);
-  start_acquire(l, 0, 60000, &s);
+  sx_start(l, 0, 60000, &s);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_EQ(s.status, LK_EUNKNOWN);
   rt_proxy_blackhole(p, 0);

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stress_worker.h"
 #include "history.h"
 #include "lk_fixture.h"
 
@@ -38,28 +39,6 @@
 #define LOCK_NAME "stress-lock"
 #define COUNTER_KEY "stress-counter"
 #define LOCK_CHANNEL "redisson_lock__channel:{" LOCK_NAME "}"
-
-static int think_from_env(void) {
-  const char *env = getenv("LK_STRESS_THINK_US");
-  if (env == NULL || *env == '\0')
-    return 300;
-  char *end = NULL;
-  long v = strtol(env, &end, 10);
-  if (end == env || *end != '\0' || v < 0 || v > 1000000)
-    FAIL("LK_STRESS_THINK_US=\"%s\": want an integer in 0..1000000", env);
-  return (int)v;
-}
-
-static int iters_from_env(void) {
-  const char *env = getenv("LK_STRESS_ITERS");
-  if (env == NULL || *env == '\0')
-    return 250;
-  char *end = NULL;
-  long v = strtol(env, &end, 10);
-  if (end == env || *end != '\0' || v < 1 || v > 1000000)
-    FAIL("LK_STRESS_ITERS=\"%s\": want an integer in 1..1000000", env);
-  return (int)v;
-}
 
 /* ---- the worker (a forked child; never returns) ---------------------------------------- */
 
@@ -184,40 +163,15 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.port = port;
   W.iters = iters;
   W.cpu = index % 2;
-  W.rng = uv_hrtime() ^ ((uint64_t)getpid() << 20) ^ 0x2545f4914f6cdd1dULL;
-  if (W.rng == 0)
-    W.rng = 1;
+  W.rng = rt_stress_seed(0x2545f4914f6cdd1dULL);
 
-  /* Die with the test: a parent killed by ctest's timeout must not leave
-   * workers behind. */
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != stress_parent)
-    _exit(5); /* it died before the call above */
-
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(W.cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0)
-    W.cpu = -1; /* one CPU only, or not allowed: run unpinned */
-
+  W.cpu = rt_stress_worker_begin(stress_parent, W.cpu);
   W.hist = rt_history_create(hist_path);
   if (W.hist == NULL)
     rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
-  struct timeval tv = {5, 0};
-  W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (W.side == NULL || W.side->err)
-    rt_worker_die(W.index, "side connection: %s", W.side ? W.side->errstr : "out of memory");
-  redisSetTimeout(W.side, tv);
-
-  if (uv_loop_init(&W.loop) != 0)
-    rt_worker_die(W.index, "uv_loop_init");
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.port = port;
-  int rc = lk_client_new(&W.loop, &o, &W.c);
-  if (rc != 0)
-    rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
-  rc = lk_lock_new(W.c, LOCK_NAME, &W.l);
+  W.side = rt_stress_side(W.index, port);
+  W.c = rt_stress_client(W.index, &W.loop, port);
+  int rc = lk_lock_new(W.c, LOCK_NAME, &W.l);
   if (rc != 0)
     rt_worker_die(W.index, "lk_lock_new: %s", lk_err_name(rc));
 
@@ -266,8 +220,8 @@ static void kill_workers(const pid_t *pids, const int *running) {
 }
 
 TEST(lock_stress_mutual_exclusion) {
-  const int K = iters_from_env();
-  const int think_us = think_from_env();
+  const int K = rt_stress_env_int("LK_STRESS_ITERS", 250, 1, 1000000);
+  const int think_us = rt_stress_env_int("LK_STRESS_THINK_US", 300, 0, 1000000);
   rt_server_t *srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
   free(rt_cmd_str(srv, "SET %s 0", COUNTER_KEY));

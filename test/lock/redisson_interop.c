@@ -16,23 +16,13 @@
 
 #include "lk_fixture.h"
 #include "raw_sub.h"
+#include "emu_waiter.h"
 #include "redisson_emu.h"
 
 /* The Redisson side: a made-up client id and Java thread id. */
 #define EMU_UUID "8d0c3c5e-0000-4000-8000-000000000001"
 #define EMU_TID 7
 #define EMU_OWNER EMU_UUID ":7"
-
-/* Waiters' re-poll far above every bound asserted here: a prompt wake-up can
- * only come from a notification. */
-#define NO_REPOLL_MS 600000
-
-static void start(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = NO_REPOLL_MS;
-  fx_start_with(fx, NULL, &o);
-}
 
 /* HGET name field as a number; 0 when absent. */
 static long long hget(fx_t *fx, const char *name, const char *field) {
@@ -162,7 +152,7 @@ static int64_t emulator_release_wakes_latchkey(fx_t *fx, redisContext *emu, cons
 
 TEST(redisson_emulator_self_check) {
   fx_t fx;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   char *ch = rt_rlock_channel("x");
   ASSERT_STREQ(ch, "redisson_lock__channel:{x}");
   free(ch);
@@ -225,7 +215,7 @@ TEST(redisson_emulator_self_check) {
 
 TEST(redisson_latchkey_holds_emulator_sees_ttl) {
   fx_t fx;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   redisContext *emu = emu_connect(&fx);
   lk_lock_t *l = fx_lock(&fx, "shared");
   ASSERT_OK(sx_acquire(&fx, l, 0, 10000));
@@ -260,59 +250,35 @@ TEST(redisson_latchkey_holds_emulator_sees_ttl) {
 
 /* ---- the emulator blocks in lock() on another thread; latchkey's release wakes it -------- */
 
-typedef struct emu_waiter_s {
-  int port;
-  const char *name;
-  int64_t timeout_ms;
-  int rc;
-  uint64_t t_acq_ns;
-  atomic_int done;
-} emu_waiter_t;
-
-static void *emu_waiter_main(void *arg) {
-  emu_waiter_t *w = arg;
-  redisContext *c = rt_rlock_connect(w->port);
-  redisContext *sub = rt_rlock_connect(w->port);
-  w->rc = rt_rlock_lock_blocking(c, sub, w->name, EMU_UUID, EMU_TID, 30000, w->timeout_ms);
-  w->t_acq_ns = uv_hrtime();
-  redisFree(sub);
-  redisFree(c);
-  atomic_store(&w->done, 1);
-  return NULL;
+/* Redisson's lock(), 30 s lease (rt_emu_wait_fn). */
+static int emu_lock_wait(redisContext *c, redisContext *sub, const char *name, int64_t timeout_ms) {
+  return rt_rlock_lock_blocking(c, sub, name, EMU_UUID, EMU_TID, 30000, timeout_ms);
 }
 
 TEST(redisson_latchkey_release_wakes_emulator) {
   fx_t fx;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   lk_lock_t *l = fx_lock(&fx, "handoff");
   ASSERT_OK(sx_acquire(&fx, l, 0, 30000));
 
-  emu_waiter_t w;
-  memset(&w, 0, sizeof(w));
-  w.port = rt_server_port(fx.srv);
-  w.name = "handoff";
-  w.timeout_ms = rt_scaled_ms(10000);
-  atomic_init(&w.done, 0);
+  rt_emu_waiter_t w;
   pthread_t th;
-  ASSERT_OK(pthread_create(&th, NULL, emu_waiter_main, &w));
+  rt_emu_waiter_start(&w, &th, emu_lock_wait, rt_server_port(fx.srv), "handoff");
   wait_for_subscriber(&fx, "redisson_lock__channel:{handoff}");
   fx_spin(&fx, 200);
   if (atomic_load(&w.done))
-    FAIL("the emulator's lock() returned (rc %d) while latchkey held the lock", w.rc);
+    FAIL("the emulator's lock() returned (rc %d) while latchkey held the lock", w.result);
 
   uint64_t t_rel = uv_hrtime();
   int64_t r = -1;
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, &r));
   ASSERT_EQ(r, 1);
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (!atomic_load(&w.done) && rt_now_ms() < end)
-    rt_sleep_ms(1);
-  if (!atomic_load(&w.done))
+  if (!rt_emu_waiter_returned_within(&w, 5000))
     FAIL("the emulator's lock() did not return after latchkey released");
   ASSERT_OK(pthread_join(th, NULL));
-  ASSERT_EQ(w.rc, 0);
-  ASSERT_GE(w.t_acq_ns, t_rel);
-  int64_t wake_us = (int64_t)(w.t_acq_ns - t_rel) / 1000;
+  ASSERT_EQ(w.result, 0);
+  ASSERT_GE(w.t_ns, t_rel);
+  int64_t wake_us = (int64_t)(w.t_ns - t_rel) / 1000;
   const int64_t wake_bound_ms = rt_stall_bound_since_ns(t_rel, 1000);
   printf("the emulator had the lock %.3f ms after latchkey's release was invoked\n",
          (double)wake_us / 1e3);
@@ -334,7 +300,7 @@ TEST(redisson_latchkey_release_wakes_emulator) {
 
 TEST(redisson_emulator_release_wakes_latchkey) {
   fx_t fx;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   redisContext *emu = emu_connect(&fx);
   ASSERT_EQ(rt_rlock_try(emu, "waitme", EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
   lk_lock_t *l = fx_lock(&fx, "waitme");
@@ -361,7 +327,7 @@ TEST(redisson_emulator_release_wakes_latchkey) {
  * takes the lock once the emulator's lease runs out, never before. */
 TEST(redisson_emulator_lease_expiry_admits_latchkey) {
   fx_t fx;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   redisContext *emu = emu_connect(&fx);
   lk_lock_t *l = fx_lock(&fx, "expiring");
   uint64_t t0 = uv_hrtime();
@@ -398,7 +364,7 @@ static void assert_uuid4(const char *id) {
 
 TEST(redisson_hash_layout_matches) {
   fx_t fx;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   lk_lock_t *l = fx_lock(&fx, "layout");
   const char *id = lk_client_id(fx.c);
   const char *owner = lk_lock_owner(l);
@@ -455,7 +421,7 @@ TEST(redisson_hash_layout_matches) {
 
 TEST(redisson_latchkey_reenters_emulator_hold) {
   fx_t fx;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   redisContext *emu = emu_connect(&fx);
   ASSERT_EQ(rt_rlock_try(emu, "reent", EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
   lk_lock_t *l = fx_lock(&fx, "reent");
@@ -505,7 +471,7 @@ TEST(redisson_latchkey_reenters_emulator_hold) {
 
 TEST(redisson_braced_name_channel) {
   fx_t fx;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   const char *name = "a{b}c";
   redisContext *emu = emu_connect(&fx);
   ASSERT_EQ(rt_rlock_try(emu, name, EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);

@@ -12,7 +12,7 @@ TEST(cluster_refusals_and_redisson_handover) {
   fsx_t fs;
   lk_client_opts_t o;
   lk_client_opts_init(&o);
-  o.max_repoll_ms = NR_NO_REPOLL_MS;
+  o.max_repoll_ms = FX_NO_REPOLL_MS;
   cfx_start(&f, 0, &o);
   /* Names on masters the seed does not own. */
   cfx_name_on(&f, f.masters[2], "nr-cl-", lname, sizeof lname);

@@ -9,19 +9,12 @@
 #include "core/scripts.h"
 #include "nr_fixture.h"
 
-static void start(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = NR_NO_REPOLL_MS;
-  fx_start_with(fx, NULL, &o);
-}
-
 /* The object's own second acquire: LK_EREENTRY at once, no script sent,
  * nothing queued or counted. */
 TEST(fair_second_acquire_refused_at_once_and_never_sent) {
   fx_t fx;
   fsx_t s;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   lk_fair_t *f = fx_fair(&fx, "nrf-own");
   ASSERT_OK(nr_fair(&fx, f, 0, 30000));
   long long scripts = nr_script_calls(fx.srv);
@@ -46,7 +39,7 @@ TEST(fair_second_acquire_refused_at_once_and_never_sent) {
 TEST(fair_shared_owner_refused_by_the_server_and_not_queued) {
   fx_t fx;
   fsx_t s;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   lk_fair_t *a = fx_fair(&fx, "nrf-shared"), *b = fx_fair(&fx, "nrf-shared");
   ASSERT_OK(nr_fair(&fx, a, 0, 30000));
   ASSERT_OK(lk_fair_set_owner(b, NULL, nr_tid_of(lk_fair_owner(a))));
@@ -74,7 +67,7 @@ TEST(fair_shared_owner_refused_by_the_server_and_not_queued) {
 TEST(fair_redisson_holder_blocks_latchkey_and_its_unlock_wakes_it) {
   fx_t fx;
   fsx_t s;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   redisContext *emu = rt_rlock_connect(rt_server_port(fx.srv));
   ASSERT_EQ(rt_nrfair_attempt(emu, "nrf-r2l", NR_EMU_UUID, NR_EMU_TID, 30000,
                               NR_EMU_FAIR_WAIT_MS, NULL),
@@ -112,16 +105,12 @@ TEST(fair_redisson_holder_blocks_latchkey_and_its_unlock_wakes_it) {
 TEST(fair_latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
   fx_t fx;
   pthread_t th;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   lk_fair_t *f = fx_fair(&fx, "nrf-l2r");
   ASSERT_OK(nr_fair(&fx, f, 0, LK_LEASE_DEFAULT));
   char *channel = rt_rfair_channel("nrf-l2r", NR_EMU_UUID, NR_EMU_TID);
-  nr_emu_waiter_t w = {.wait = nr_emu_fair_wait,
-                       .port = rt_server_port(fx.srv),
-                       .name = "nrf-l2r",
-                       .timeout_ms = rt_scaled_ms(10000)};
-  atomic_init(&w.done, 0);
-  ASSERT_EQ(pthread_create(&th, NULL, nr_emu_wait_thread, &w), 0);
+  rt_emu_waiter_t w;
+  rt_emu_waiter_start(&w, &th, nr_emu_fair_wait, rt_server_port(fx.srv), "nrf-l2r");
   fx_wait_subscribers(&fx, channel, 1);
   FX_EVENTUALLY(&fx, fair_lpos(fx.srv, "nrf-l2r", NR_EMU_OWNER) == 0, 3000);
   fx_spin(&fx, 100);

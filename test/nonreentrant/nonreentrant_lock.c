@@ -10,13 +10,6 @@
 #include "core/scripts.h"
 #include "nr_fixture.h"
 
-static void start(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = NR_NO_REPOLL_MS;
-  fx_start_with(fx, NULL, &o);
-}
-
 /* The object's own second acquire returns LK_EREENTRY at once, waiting or
  * not, fenced or not: no callback, no script on the server, the count and
  * the fencing counter untouched. A reentrant acquire of the same object
@@ -24,7 +17,7 @@ static void start(fx_t *fx) {
 TEST(second_acquire_refused_at_once_and_never_sent) {
   fx_t fx;
   sx_t s;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   lk_lock_t *l = fx_lock(&fx, "nr-own");
   ASSERT_OK(nr_lock(&fx, l, 0, 30000));
   ASSERT_EQ(lk_lock_hold_count(l), 1);
@@ -64,7 +57,7 @@ TEST(second_acquire_refused_at_once_and_never_sent) {
 TEST(shared_owner_refused_by_the_server) {
   fx_t fx;
   sx_t s;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   lk_lock_t *a = fx_lock(&fx, "nr-shared"), *b = fx_lock(&fx, "nr-shared");
   ASSERT_OK(nr_lock(&fx, a, 0, 30000));
   ASSERT_OK(lk_lock_set_owner(b, NULL, nr_tid_of(lk_lock_owner(a))));
@@ -99,7 +92,7 @@ TEST(shared_owner_refused_by_the_server) {
 TEST(redisson_holder_blocks_latchkey_and_its_unlock_wakes_it) {
   fx_t fx;
   sx_t s;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   redisContext *emu = rt_rlock_connect(rt_server_port(fx.srv));
   char *channel = rt_rlock_channel("nr-r2l");
   ASSERT_EQ(rt_nrlock_try(emu, "nr-r2l", NR_EMU_UUID, NR_EMU_TID, 30000), RT_RLOCK_ACQUIRED);
@@ -131,16 +124,12 @@ TEST(redisson_holder_blocks_latchkey_and_its_unlock_wakes_it) {
 TEST(latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
   fx_t fx;
   pthread_t th;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   lk_lock_t *l = fx_lock(&fx, "nr-l2r");
   char *channel = rt_rlock_channel("nr-l2r");
   ASSERT_OK(nr_lock(&fx, l, 0, LK_LEASE_DEFAULT));
-  nr_emu_waiter_t w = {.wait = nr_emu_lock_wait,
-                       .port = rt_server_port(fx.srv),
-                       .name = "nr-l2r",
-                       .timeout_ms = rt_scaled_ms(10000)};
-  atomic_init(&w.done, 0);
-  ASSERT_EQ(pthread_create(&th, NULL, nr_emu_wait_thread, &w), 0);
+  rt_emu_waiter_t w;
+  rt_emu_waiter_start(&w, &th, nr_emu_lock_wait, rt_server_port(fx.srv), "nr-l2r");
   fx_wait_subscribers(&fx, channel, 1);
   fx_spin(&fx, 100);
   ASSERT_EQ(atomic_load(&w.done), 0);
@@ -165,7 +154,7 @@ TEST(latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
  * a second hold. */
 TEST(one_owner_on_both_sides_refused_both_ways) {
   fx_t fx;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   redisContext *emu = rt_rlock_connect(rt_server_port(fx.srv));
   lk_lock_t *l = fx_lock(&fx, "nr-both");
   ASSERT_OK(lk_lock_set_owner(l, NR_EMU_UUID, NR_EMU_TID));

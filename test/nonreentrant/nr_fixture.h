@@ -10,15 +10,13 @@
 #include <string.h>
 
 #include "fair_fixture.h"
+#include "emu_waiter.h"
 #include "redisson_nr_emu.h"
 
 /* The Redisson side: a made-up client id and Java thread id. */
 #define NR_EMU_UUID "5b1d7a90-0000-4000-8000-00000000004e"
 #define NR_EMU_TID 11
 #define NR_EMU_OWNER NR_EMU_UUID ":11"
-/* Re-polls far above every bound asserted: a prompt wake-up can only come
- * from a release message. */
-#define NR_NO_REPOLL_MS 600000
 
 /* Starts a non-reentrant lock acquire; returns what lk_lock_acquire did. */
 static inline int nr_lock_start(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, int fenced,
@@ -85,33 +83,8 @@ static inline long long nr_script_calls(rt_server_t *srv) {
   return cmdstat_calls(srv, "evalsha") + cmdstat_calls(srv, "eval");
 }
 
-/* The emulated Redisson waiter in a thread of its own (its wait blocks).
- * One body for both kinds: each kind's test passes the emulator's blocking
- * acquire for that kind (nr_emu_lock_wait, nr_emu_fair_wait below). */
-typedef int (*nr_emu_wait_fn)(redisContext *ctx, redisContext *sub, const char *name,
-                              int64_t timeout_ms);
-
-typedef struct nr_emu_waiter_s {
-  nr_emu_wait_fn wait;
-  int port;
-  const char *name;
-  int64_t timeout_ms;
-  int result;
-  uint64_t t_ns;
-  atomic_int done;
-} nr_emu_waiter_t;
-
-static inline void *nr_emu_wait_thread(void *arg) {
-  nr_emu_waiter_t *w = arg;
-  redisContext *ctx = rt_rlock_connect(w->port), *sub = rt_rlock_connect(w->port);
-  w->result = w->wait(ctx, sub, w->name, w->timeout_ms);
-  w->t_ns = uv_hrtime();
-  atomic_store(&w->done, 1);
-  redisFree(sub);
-  redisFree(ctx);
-  return NULL;
-}
-
+/* The emulated Redisson waiter (emu_waiter.h) takes the emulator's
+ * blocking acquire for each kind: nr_emu_lock_wait, nr_emu_fair_wait. */
 /* Redisson's lock() for the plain lock, with a 30 s lease. */
 static inline int nr_emu_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
                                    int64_t timeout_ms) {

@@ -8,17 +8,6 @@
 
 #include "rw_fixture.h"
 
-/* Waiters' re-poll far above every bound asserted here: a prompt wake-up can
- * only come from a notification. */
-#define NO_REPOLL_MS 600000
-
-static void start_no_repoll(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = NO_REPOLL_MS;
-  fx_start_with(fx, NULL, &o);
-}
-
 static char *str(fx_t *fx, const char *fmt, const char *a, const char *b) {
   return rt_cmd_str(fx->srv, fmt, a, b);
 }
@@ -239,7 +228,7 @@ TEST(write_release_wakes_every_waiter) {
   sx_t s[N];
   uint64_t t_rel;
   int i;
-  start_no_repoll(&fx);
+  fx_start_no_repoll(&fx);
   w = fx_rwlock(&fx, "wake-all");
   ASSERT_OK(rw_acquire(&fx, w, RW_W, 0, LK_LEASE_DEFAULT));
   for (i = 0; i < N; i++) {
@@ -274,7 +263,7 @@ TEST(read_release_wakes_one_waiter) {
   sx_t s1, s2, *sf, *ss;
   long long calls;
   uint64_t t_rel;
-  start_no_repoll(&fx);
+  fx_start_no_repoll(&fx);
   r = fx_rwlock(&fx, "wake-one");
   w1 = fx_rwlock(&fx, "wake-one");
   w2 = fx_rwlock(&fx, "wake-one");

@@ -11,12 +11,8 @@
 static const char fake_reply[] = "+OK\r\n"; /* no read/write script answers so */
 
 static rt_proxy_t *start(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.reply_timeout_ms = 3000;
-  o.reconnect_min_ms = 20;
-  o.reconnect_max_ms = 50;
-  return fx_start_proxied(fx, &o);
+  return fx_start_proxied_timeouts(
+      fx, (fx_timeouts_t){.reply_ms = 3000, .reconnect_min_ms = 20, .reconnect_max_ms = 50});
 }
 
 /* Explicit leases throughout: no watchdog renewal (also an EVALSHA) can

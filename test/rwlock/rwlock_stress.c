@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stress_worker.h"
 #include "rw_fixture.h"
 #include "rw_history.h"
 #include "workers.h"
@@ -35,18 +36,6 @@
 #define LOCK_NAME "stress-rw"
 #define COUNTER_KEY "stress-rw-counter"
 #define CHANNEL "redisson_rwlock:{" LOCK_NAME "}"
-
-static int env_int(const char *name, int dflt, int lo, int hi) {
-  const char *env = getenv(name);
-  char *end = NULL;
-  long v;
-  if (env == NULL || *env == '\0')
-    return dflt;
-  v = strtol(env, &end, 10);
-  if (end == env || *end != '\0' || v < lo || v > hi)
-    FAIL("%s=\"%s\": want an integer in %d..%d", name, env, lo, hi);
-  return (int)v;
-}
 
 /* ---- the worker (a forked child; never returns) ------------------------------- */
 
@@ -168,36 +157,20 @@ static void next(void) {
 
 __attribute__((noreturn)) static void worker_main(int index, int port, int iters, int write_pct,
                                                   int think_us, const char *path) {
-  struct timeval tv = {5, 0};
-  lk_client_opts_t o;
-  cpu_set_t set;
   memset(&W, 0, sizeof(W));
   W.index = index;
   W.iters = iters;
   W.write_pct = write_pct;
   W.think_us = think_us;
-  W.rng = uv_hrtime() ^ ((uint64_t)getpid() << 20) ^ 0x9e3779b97f4a7c15ULL;
-  if (W.rng == 0)
-    W.rng = 1;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != g_parent)
-    _exit(5);
-  CPU_ZERO(&set);
-  CPU_SET(index % 2, &set);
-  (void)sched_setaffinity(0, sizeof(set), &set); /* unpinned when not allowed */
+  W.rng = rt_stress_seed(0x9e3779b97f4a7c15ULL);
+  (void)rt_stress_worker_begin(g_parent, index % 2); /* unpinned when not allowed */
   W.hist = rt_history_create(path);
   if (W.hist == NULL)
     die("%s: %s", path, strerror(errno));
-  W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (W.side == NULL || W.side->err)
-    die("side connection");
-  redisSetTimeout(W.side, tv);
-  if (uv_loop_init(&W.loop) != 0)
-    die("uv_loop_init");
-  lk_client_opts_init(&o);
-  o.port = port;
-  if (lk_client_new(&W.loop, &o, &W.c) != 0 || lk_rwlock_new(W.c, LOCK_NAME, &W.rw) != 0)
-    die("client or lock");
+  W.side = rt_stress_side(W.index, port);
+  W.c = rt_stress_client(W.index, &W.loop, port);
+  if (lk_rwlock_new(W.c, LOCK_NAME, &W.rw) != 0)
+    die("lock");
   next();
   uv_run(&W.loop, UV_RUN_DEFAULT);
   if (W.done != W.iters)
@@ -218,9 +191,9 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
 /* ---- the parent ---------------------------------------------------------------------- */
 
 TEST(rw_stress_readers_share_writers_exclude) {
-  const int K = env_int("LK_STRESS_ITERS", 250, 1, 1000000);
-  const int write_pct = env_int("LK_STRESS_WRITE_PCT", 30, 1, 99);
-  const int think_us = env_int("LK_STRESS_THINK_US", 300, 0, 1000000);
+  const int K = rt_stress_env_int("LK_STRESS_ITERS", 250, 1, 1000000);
+  const int write_pct = rt_stress_env_int("LK_STRESS_WRITE_PCT", 30, 1, 99);
+  const int think_us = rt_stress_env_int("LK_STRESS_THINK_US", 300, 0, 1000000);
   rt_server_t *srv = rt_server_start(NULL);
   char paths[N_WORKERS][600];
   pid_t pids[N_WORKERS] = {0};

@@ -11,12 +11,9 @@
 
 /* A client through a proxy, with short timeouts so faults resolve fast. */
 static rt_proxy_t *start_proxied(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.reconnect_max_ms = 100;
-  o.reply_timeout_ms = 400;
-  o.connect_timeout_ms = 400; /* a handshake lost in the blackhole */
-  return fx_start_proxied(fx, &o);
+  /* connect_ms: a handshake lost in the blackhole */
+  return fx_start_proxied_timeouts(
+      fx, (fx_timeouts_t){.reply_ms = 400, .connect_ms = 400, .reconnect_max_ms = 100});
 }
 
 /* Spins until the server's count under name is want: the command was
@@ -301,13 +298,10 @@ TEST(psem_server_restart_reports_loss) {
  * reach for many reconnect cycles: the settle must not give up --- */
 
 static rt_proxy_t *start_fast(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.reconnect_min_ms = 10;
-  o.reconnect_max_ms = 50;
-  o.reply_timeout_ms = 150;
-  o.connect_timeout_ms = 150;
-  return fx_start_proxied(fx, &o);
+  return fx_start_proxied_timeouts(fx, (fx_timeouts_t){.reply_ms = 150,
+                                                       .connect_ms = 150,
+                                                       .reconnect_min_ms = 10,
+                                                       .reconnect_max_ms = 50});
 }
 
 /* The scripts are cached on the server, so the next EVALSHA is the acquire

@@ -16,12 +16,8 @@
 static const char fake[] = "+OK\r\n";
 
 static rt_proxy_t *start(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.reply_timeout_ms = 1000;
-  o.reconnect_min_ms = 20;
-  o.reconnect_max_ms = 50;
-  return fx_start_proxied(fx, &o);
+  return fx_start_proxied_timeouts(
+      fx, (fx_timeouts_t){.reply_ms = 1000, .reconnect_min_ms = 20, .reconnect_max_ms = 50});
 }
 
 /* Arms the proxy to replace the reply to the next run of the script. */

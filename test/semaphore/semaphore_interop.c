@@ -13,26 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu_waiter.h"
 #include "redisson_emu.h"
 #include "sem_fixture.h"
-
-/* Re-polling far above every bound asserted here: a prompt wake-up can only
- * come from a notification. */
-#define NO_REPOLL_MS 600000
-
-static void start(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = NO_REPOLL_MS;
-  fx_start_with(fx, NULL, &o);
-}
 
 TEST(redisson_semaphore_shared_permits) {
   fx_t fx;
   lk_semaphore_t *s;
   redisContext *emu;
   int64_t r;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   emu = rt_rlock_connect(rt_server_port(fx.srv));
   s = fx_sem(&fx, "shared");
   /* The emulator sets it up; latchkey sees the same count. */
@@ -66,7 +56,7 @@ TEST(redisson_semaphore_release_wakes_latchkey) {
   redisContext *emu;
   sx_t w;
   uint64_t t_rel;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   emu = rt_rlock_connect(rt_server_port(fx.srv));
   s = fx_sem(&fx, "e2l");
   ASSERT_EQ(rt_rsem_try_set_permits(emu, "e2l", 1), 1);
@@ -87,60 +77,36 @@ TEST(redisson_semaphore_release_wakes_latchkey) {
   fx_finish(&fx);
 }
 
-/* The emulator's acquire() blocks in a thread until latchkey releases. */
-typedef struct {
-  int port;
-  const char *name;
-  int64_t timeout_ms;
-  int rc;
-  uint64_t t_acq_ns;
-  atomic_int done;
-} emu_waiter_t;
-
-static void *emu_waiter_main(void *arg) {
-  emu_waiter_t *w = arg;
-  redisContext *ctx = rt_rlock_connect(w->port);
-  redisContext *sub = rt_rlock_connect(w->port);
-  w->rc = rt_rsem_acquire_blocking(ctx, sub, w->name, 1, w->timeout_ms);
-  w->t_acq_ns = uv_hrtime();
-  redisFree(ctx);
-  redisFree(sub);
-  atomic_store(&w->done, 1);
-  return NULL;
+/* The emulator's acquire() of one permit blocks in a thread until
+ * latchkey releases (rt_emu_wait_fn). */
+static int emu_acquire_wait(redisContext *ctx, redisContext *sub, const char *name,
+                            int64_t timeout_ms) {
+  return rt_rsem_acquire_blocking(ctx, sub, name, 1, timeout_ms);
 }
 
 TEST(redisson_semaphore_latchkey_release_wakes_emulator) {
   fx_t fx;
   lk_semaphore_t *s;
-  emu_waiter_t w;
+  rt_emu_waiter_t w;
   pthread_t th;
   uint64_t t_rel;
-  int64_t end;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   s = fx_sem(&fx, "l2e");
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, s, 1, NULL));
   ASSERT_OK(sem_acquire(&fx, s, 1, 0));
-  memset(&w, 0, sizeof w);
-  w.port = rt_server_port(fx.srv);
-  w.name = "l2e";
-  w.timeout_ms = rt_scaled_ms(10000);
-  atomic_init(&w.done, 0);
-  ASSERT_OK(pthread_create(&th, NULL, emu_waiter_main, &w));
+  rt_emu_waiter_start(&w, &th, emu_acquire_wait, rt_server_port(fx.srv), "l2e");
   fx_wait_subscribers(&fx, "redisson_sc:{l2e}", 1);
   fx_spin(&fx, 100);
   ASSERT_EQ(atomic_load(&w.done), 0);
   t_rel = uv_hrtime();
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, s, 1, NULL));
-  end = rt_now_ms() + rt_scaled_ms(5000);
-  while (!atomic_load(&w.done) && rt_now_ms() < end)
-    rt_sleep_ms(1);
-  ASSERT(atomic_load(&w.done));
+  ASSERT(rt_emu_waiter_returned_within(&w, 5000));
   ASSERT_OK(pthread_join(th, NULL));
-  ASSERT_EQ(w.rc, 0);
+  ASSERT_EQ(w.result, 0);
   printf("the emulator had the permit %.3f ms after latchkey's release was invoked\n",
-         (double)(w.t_acq_ns - t_rel) / 1e6);
+         (double)(w.t_ns - t_rel) / 1e6);
   /* Only latchkey's message (the new count) explains a prompt wake-up. */
-  ASSERT_LT((int64_t)((w.t_acq_ns - t_rel) / 1000000u), rt_stall_bound_since_ns(t_rel, 1000));
+  ASSERT_LT((int64_t)((w.t_ns - t_rel) / 1000000u), rt_stall_bound_since_ns(t_rel, 1000));
   ASSERT_EQ(srv_count(fx.srv, "l2e"), 0);
   fx_close_sem(&fx, s);
   fx_finish(&fx);
@@ -155,7 +121,7 @@ TEST(redisson_permit_semaphore_shared_pool) {
   redisContext *emu;
   char eid[33], lid[33];
   int64_t r;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   emu = rt_rlock_connect(rt_server_port(fx.srv));
   p = fx_psem(&fx, "pool");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, p, 3, NULL));
@@ -204,7 +170,7 @@ TEST(redisson_permit_without_lease) {
   lk_client_stats_t before, after;
   uint64_t t_rel;
   int64_t r;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   emu = rt_rlock_connect(rt_server_port(fx.srv));
   p = fx_psem(&fx, "nolease");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, p, 1, NULL));

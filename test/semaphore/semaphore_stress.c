@@ -30,24 +30,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stress_worker.h"
 #include "permit_history.h"
 #include "sem_fixture.h"
 #include "workers.h"
 
 #define N_WORKERS 8
 #define INSIDE_KEY "stress-inside"
-
-static int iters_from_env(void) {
-  const char *env = getenv("LK_STRESS_ITERS");
-  char *end = NULL;
-  long v;
-  if (env == NULL || *env == '\0')
-    return 400;
-  v = strtol(env, &end, 10);
-  if (end == env || *end != '\0' || v < 1 || v > 1000000)
-    FAIL("LK_STRESS_ITERS=\"%s\": want an integer in 1..1000000", env);
-  return (int)v;
-}
 
 /* ---- the worker (a forked child; never returns) ------------------------------------- */
 
@@ -182,36 +171,19 @@ static void start_acquire(void) {
 __attribute__((noreturn)) static void worker_main(int index, int port, int iters, int expirable,
                                                   int permits, const char *name,
                                                   const char *hist_path) {
-  cpu_set_t set;
-  struct timeval tv = {5, 0};
-  lk_client_opts_t o;
-  int rc, cpu = index % 2;
+  int rc, cpu;
   memset(&W, 0, sizeof W);
   W.index = index;
   W.iters = iters;
   W.expirable = expirable;
   W.permits = permits;
-  W.rng = uv_hrtime() ^ ((uint64_t)getpid() << 20) ^ 0x9e3779b97f4a7c15ULL;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != stress_parent)
-    _exit(5);
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0)
-    cpu = -1;
+  W.rng = rt_stress_seed(0x9e3779b97f4a7c15ULL);
+  cpu = rt_stress_worker_begin(stress_parent, index % 2);
   W.hist = rt_history_create(hist_path);
   if (W.hist == NULL)
     rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
-  W.side = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (W.side == NULL || W.side->err)
-    rt_worker_die(W.index, "side connection failed");
-  redisSetTimeout(W.side, tv);
-  if (uv_loop_init(&W.loop) != 0)
-    rt_worker_die(W.index, "uv_loop_init");
-  lk_client_opts_init(&o);
-  o.port = port;
-  if ((rc = lk_client_new(&W.loop, &o, &W.c)) != 0)
-    rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
+  W.side = rt_stress_side(W.index, port);
+  W.c = rt_stress_client(W.index, &W.loop, port);
   rc = expirable ? lk_psem_new(W.c, name, &W.p) : lk_semaphore_new(W.c, name, &W.s);
   if (rc != 0)
     rt_worker_die(W.index, "new: %s", lk_err_name(rc));
@@ -296,7 +268,7 @@ static void fairness(rt_history_t *h) {
 }
 
 static void stress(int expirable) {
-  const int K = iters_from_env();
+  const int K = rt_stress_env_int("LK_STRESS_ITERS", 400, 1, 1000000);
   const int permits = expirable ? 4 : 3;
   const char *name = expirable ? "stress-psem" : "stress-sem";
   char paths[N_WORKERS][600], zset[64], channel[64];

@@ -21,14 +21,6 @@
 #define RW "spin-rw"
 #define RW_CHANNEL "redisson_rwlock:{" RW "}"
 
-#define NO_REPOLL_MS 600000
-
-static void start(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = NO_REPOLL_MS;
-  fx_start_with(fx, NULL, &o);
-}
 
 static void sem_spin_start(lk_semaphore_t *s, int64_t wait_ms, int spin, int64_t initial_ms,
                            sx_t *x) {
@@ -52,7 +44,7 @@ TEST(semaphore_spin_waits_without_subscribing) {
   uint64_t t0;
   double took;
   long long calls;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   s = fx_sem(&fx, SEM);
   other = fx_sem(&fx, SEM);
   rt_server_reset_stats(fx.srv);
@@ -104,7 +96,7 @@ TEST(semaphore_spin_cancel_and_close_mid_sleep_call_back_once) {
   sx_t x;
   int closed = 0;
   long long calls;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   s = fx_sem(&fx, SEM);
   calls = spin_script_calls(fx.srv);
   sem_spin_start(s, 30000, 1, 2000, &x);
@@ -140,7 +132,7 @@ TEST(semaphore_spin_bad_options_are_einval) {
   lk_semaphore_opts_t so;
   lk_psem_opts_t po;
   sx_t x;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   s = fx_sem(&fx, SEM);
   p = fx_psem(&fx, PSEM);
   const struct {
@@ -185,7 +177,7 @@ TEST(psem_spin_waits_without_subscribing) {
   sx_t x;
   uint64_t t0;
   double took;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   p = fx_psem(&fx, PSEM);
   other = fx_psem(&fx, PSEM);
   ASSERT_EQ(psem_run_n(&fx, lk_psem_try_set_permits, other, 1, NULL), 0);
@@ -235,7 +227,7 @@ TEST(rwlock_spin_writer_waits_for_a_reader_without_subscribing) {
   uint64_t t0;
   long long calls;
   double took;
-  start(&fx);
+  fx_start_no_repoll(&fx);
   reader = fx_rwlock(&fx, RW);
   writer = fx_rwlock(&fx, RW);
   ASSERT_EQ(rw_acquire(&fx, reader, LK_RW_READ, 0, -1), 0);

@@ -44,6 +44,16 @@ static redisContext *emu_hold(fx_t *fx, int64_t lease_ms) {
   return ctx;
 }
 
+/* An acquire with o while the Redisson side holds NAME: it times out
+ * (LK_ETIMEDOUT within 5 s); what the server saw is the caller's to check. */
+static void acquire_times_out(fx_t *fx, lk_lock_t *l, const lk_lock_opts_t *o) {
+  sx_t s;
+  memset(&s, 0, sizeof s);
+  ASSERT_OK(lk_lock_acquire(l, o, sx_cb, &s));
+  rt_run_until(&fx->loop, &s.done, 5000);
+  ASSERT_EQ(s.status, LK_ETIMEDOUT);
+}
+
 TEST(lock_spin_wait_never_subscribes) {
   fx_t fx;
   lk_lock_t *l;
@@ -75,10 +85,7 @@ TEST(lock_spin_wait_never_subscribes) {
    * counts above could have shown one. */
   o.spin = 0;
   o.wait_ms = 300;
-  memset(&s, 0, sizeof s);
-  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, &s));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_EQ(s.status, LK_ETIMEDOUT);
+  acquire_times_out(&fx, l, &o);
   ASSERT_GE(spin_subscribes(fx.srv), 1);
 
   fx_close_lock(&fx, l);
@@ -92,7 +99,6 @@ TEST(client_spin_applies_unless_the_acquire_says_otherwise) {
   fx_t fx;
   lk_lock_t *l;
   lk_lock_opts_t o;
-  sx_t s;
   start(&fx, 1);
   redisContext *emu = emu_hold(&fx, 30000);
   l = fx_lock(&fx, NAME);
@@ -100,16 +106,10 @@ TEST(client_spin_applies_unless_the_acquire_says_otherwise) {
   lk_lock_opts_init(&o);
   o.wait_ms = 300;
   ASSERT_EQ(o.spin, -1);
-  memset(&s, 0, sizeof s);
-  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, &s));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_EQ(s.status, LK_ETIMEDOUT);
+  acquire_times_out(&fx, l, &o);
   ASSERT_EQ(spin_subscribes(fx.srv), 0);
   o.spin = 0;
-  memset(&s, 0, sizeof s);
-  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, &s));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_EQ(s.status, LK_ETIMEDOUT);
+  acquire_times_out(&fx, l, &o);
   ASSERT_GE(spin_subscribes(fx.srv), 1);
   fx_close_lock(&fx, l);
   redisFree(emu);

@@ -9,34 +9,16 @@
 #include <unistd.h>
 
 #include "lk_fixture.h"
+#include "wd_lost.h"
 #include "server_faults.h"
 #include "proxy.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static long g_seq; /* orders callbacks within a case */
-
-typedef struct {
-  int calls;
-  int status;
-  int held_in_cb; /* lk_lock_is_held() inside on_lost */
-  uint64_t t_ns;
-  long seq;
-} lost_t;
-
-static void on_lost(lk_lock_t *l, int status, void *arg) {
-  lost_t *x = arg;
-  x->calls++;
-  x->status = status;
-  x->held_in_cb = lk_lock_is_held(l);
-  x->t_ns = uv_hrtime();
-  x->seq = ++g_seq;
-}
-
 /* Loop + server + a client whose default (watchdog) lease is lease_ms. */
 static void start_with_lease(fx_t *fx, int64_t lease_ms) {
   lk_client_opts_t o;
-  g_seq = 0;
+  wd_seq = 0;
   lk_client_opts_init(&o);
   o.default_lease_ms = lease_ms;
   o.reconnect_max_ms = 200;
@@ -332,7 +314,7 @@ TEST(release_while_renewal_in_flight) {
   uint64_t c0;
   int64_t end;
   memset(&lost, 0, sizeof(lost));
-  g_seq = 0;
+  wd_seq = 0;
   {
     lk_client_opts_t o;
     lk_client_opts_init(&o);
@@ -464,7 +446,7 @@ typedef struct {
 
 static void on_stall_query(lk_lock_t *l, int status, void *arg) {
   stall_t *st = arg;
-  st->query_seq = ++g_seq;
+  st->query_seq = ++wd_seq;
   st->query_held = lk_lock_is_held(l);
   st->lost_seq_at_query = st->lost->seq;
   sx_cb(l, status, &st->query);
@@ -553,7 +535,7 @@ TEST(reentry_after_force_release_reports_loss) {
   /* Re-entry, well before the next renewal (a period is 1 s). */
   ASSERT_EQ(stats_of(&fx).renewal_commands, 0);
   sx_acquire_in(&fx.loop, a, 0, LK_LEASE_DEFAULT, &s);
-  seq_acq = ++g_seq;
+  seq_acq = ++wd_seq;
   fprintf(stderr, "re-entry after the loss: %s, hold_count %u, on_lost calls %d\n",
           lk_err_name(s.status), lk_lock_hold_count(a), lost.calls);
   /* Told either way: on_lost before the re-entry's callback, or the

@@ -15,25 +15,11 @@
 
 #include "core/internal.h"
 #include "lk_fixture.h"
+#include "wd_lost.h"
 #include "lock/lock_internal.h"
 #include "proxy.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-typedef struct {
-  int calls;
-  int status;
-  int held_in_cb;
-  uint64_t t_ns;
-} lost_t;
-
-static void on_lost(lk_lock_t *l, int status, void *arg) {
-  lost_t *x = arg;
-  x->calls++;
-  x->status = status;
-  x->held_in_cb = lk_lock_is_held(l);
-  x->t_ns = uv_hrtime();
-}
 
 typedef struct {
   int restarted;
