@@ -639,7 +639,7 @@ static void tls_read(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf) {
  * and keeps its one write. Only on_read's own cork is lifted: a caller that
  * corked around this read (none today) keeps its batch. Splitting a batch
  * changes nothing but timing: the stream's order is the same. */
-#define LK__CORK_MAX_NS 20000u
+#define LK__CORK_MAX_NS 50000u
 
 static void flush_when_corked_long(lk_client_t *c, uint64_t *since_ns) {
   uint64_t now;
