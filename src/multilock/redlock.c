@@ -251,6 +251,21 @@ static void answer_came(lk_redlock_t *rl) {
 
 static void join_attempt(lk_redlock_t *rl, lk__rnode_t *nd);
 
+/* A release that answered after its operation ended (a straggler of a
+ * release that answered at its quorum, or timed out) may leave the master
+ * with more holds than the RedLock has: say two holds, the first release's
+ * answer still due on this master when the second release began, which
+ * could not ask it. The surplus is given back as soon as the master is
+ * free, unless the operation under way asked this master and counts its
+ * holds itself (an attempt, its fencing or roll-back, a release). */
+static void drop_excess(lk_redlock_t *rl, lk__rnode_t *nd) {
+  int counting = rl->phase == PH_ATTEMPT || rl->phase == PH_FENCE ||
+                 rl->phase == PH_ROLLBACK || rl->phase == PH_RELEASE;
+  if (nd->busy != N_IDLE || nd->mine <= rl->holds || (nd->cur && counting))
+    return;
+  give_back(nd, nd->mine - rl->holds);
+}
+
 static void on_node_released(lk_lock_t *l, int status, void *arg) {
   lk__rnode_t *nd = arg;
   lk_redlock_t *rl = nd->rl;
@@ -277,6 +292,8 @@ static void on_node_released(lk_lock_t *l, int status, void *arg) {
     check_quorum(rl);
   if (rl->lost)
     give_back(nd, nd->mine);
+  else
+    drop_excess(rl, nd);
   join_attempt(rl, nd);
   advance(rl);
 }
