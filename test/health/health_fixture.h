@@ -74,6 +74,42 @@ static inline void hx_expect_risk_then_lost(const char *what, const hist_t *h) {
   ASSERT_GE(gap, (double)h->ms_left[0] - 2.0);
 }
 
+/* Runs the loop until the holder heard of a loss (a liveness bound that
+ * grows by the machine's measured stalls). */
+static inline void hx_wait_lost(uv_loop_t *loop, hist_t *h, int64_t ms) {
+  int64_t mark = rt_stall_mark();
+  while (h->lost == 0) {
+    if (rt_stall_expired(mark, ms) || h->n >= EV_MAX) {
+      rt_stall_print("wait_lost", mark);
+      FAIL("heard \"%s\" after %lld ms, want a loss", h->kind, (long long)(rt_now_ms() - mark));
+    }
+    uv_run(loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(1);
+  }
+}
+
+/* hx_expect_risk_then_lost, where a machine stall measured since mark and
+ * longer than slack_ms excuses earlier "at risk, safe again" pairs (a late
+ * renewal: a lock beside it hears them too). The loss itself is held to the
+ * same strict rule: after an AT_RISK that left time, no earlier than its
+ * deadline. */
+static inline void hx_expect_stalls_then_risk_then_lost(const char *what, const hist_t *h,
+                                                        int64_t mark, int64_t slack_ms) {
+  hist_t tail;
+  int i;
+  if (EXPECT_HOLD(h->n == 2, mark, slack_ms)) {
+    hx_expect_risk_then_lost(what, h);
+    return;
+  }
+  ASSERT_GE(h->n, 2);
+  for (i = 0; i + 2 < h->n; i += 2)
+    ASSERT(h->kind[i] == EV_RISK && h->kind[i + 1] == EV_SAFE);
+  memset(&tail, 0, sizeof(tail));
+  for (i = 0; i < 2; i++)
+    hx_note(&tail, h->kind[h->n - 2 + i], h->ms_left[h->n - 2 + i]), tail.t_ns[i] = h->t_ns[h->n - 2 + i];
+  hx_expect_risk_then_lost(what, &tail);
+}
+
 /* Runs the loop until the holder heard n events (a liveness bound that
  * grows by the machine's measured stalls). */
 static inline void hx_wait_events(uv_loop_t *loop, hist_t *h, int n, int64_t ms) {
