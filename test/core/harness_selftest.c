@@ -730,16 +730,19 @@ static rt_stalls_t starve_four_children(void) {
 
 /* Children that wait on a run queue are seen. The probe thread reads them
  * every ~20 ms: when the whole process was stopped as long as the children
- * ran (a machine-wide stall), they may have ended unseen, and only then is
- * the experiment repeated (at most three times). */
+ * ran (a machine-wide stall), they may have ended unseen, and on a machine
+ * loaded with other runnable work the scheduler cuts CPU 0's time into
+ * shorter turns, so one experiment's longest wait can fall short (a loaded
+ * run: 88 ms). The experiment is repeated, at most three times; a monitor
+ * that sees nothing fails all three. */
 TEST(stall_monitor_sees_children_starved_on_a_run_queue) {
   rt_stalls_t s;
   for (int attempt = 1;; attempt++) {
     s = starve_four_children();
-    if (s.server_ms >= 100 || s.process_ms < 100 || attempt == 3)
+    if (s.server_ms >= 100 || attempt == 3)
       break;
-    printf("attempt %d: the probe itself was stopped %lld ms; again\n", attempt,
-           (long long)s.process_ms);
+    printf("attempt %d: longest child wait %lld ms (probe stopped %lld ms); again\n", attempt,
+           (long long)s.server_ms, (long long)s.process_ms);
   }
   ASSERT_GE(s.server_ms, 100);
 }
