@@ -30,6 +30,13 @@ typedef struct {
 } stall_t;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* Held by the probe thread whenever it is awake, and by a fork (fork_prepare):
+ * GCC 12's ASan does not lock its allocator at fork, so a worker forked while
+ * the probe was inside the allocator (its thread start allocates) found the
+ * allocator's lock taken and hung at its exit's leak check. */
+static pthread_mutex_t awake_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t probe_started_cv = PTHREAD_COND_INITIALIZER;
+static int probe_started;
 static stall_t log_ring[LOG_SIZE];
 static unsigned log_next;
 static int64_t probe_last_wake_ms; /* for a process stall still going on */
@@ -163,11 +170,18 @@ static void read_children(void) {
 
 static void *probe_main(void *arg) {
   (void)arg;
+  pthread_mutex_lock(&awake_mu); /* the sanitizer's thread start is behind us */
+  pthread_mutex_lock(&mu);
+  probe_started = 1;
+  pthread_cond_signal(&probe_started_cv);
+  pthread_mutex_unlock(&mu);
   for (unsigned wake = 0;; wake++) {
     int64_t before_ns = (int64_t)rt_now_ns();
     struct timespec ts = {0, PROBE_NS};
+    pthread_mutex_unlock(&awake_mu);
     while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
     }
+    pthread_mutex_lock(&awake_mu);
     int64_t after_ns = (int64_t)rt_now_ns();
     int64_t over_ms = (after_ns - before_ns - PROBE_NS) / 1000000;
     record(KIND_PROCESS, 0, after_ns / 1000000, over_ms);
@@ -182,9 +196,17 @@ static void *probe_main(void *arg) {
 
 /* Workers are forked while the probe thread runs: a fork taken while it
  * held mu would leave the child's copy locked for good, and the child's
- * first rt_run_until would hang. Holding mu across the fork rules that out. */
-static void fork_prepare(void) { pthread_mutex_lock(&mu); }
-static void fork_done(void) { pthread_mutex_unlock(&mu); }
+ * first rt_run_until would hang; one taken while it was awake could find it
+ * inside the allocator (awake_mu above). Holding both across the fork rules
+ * that out. */
+static void fork_prepare(void) {
+  pthread_mutex_lock(&awake_mu);
+  pthread_mutex_lock(&mu);
+}
+static void fork_done(void) {
+  pthread_mutex_unlock(&mu);
+  pthread_mutex_unlock(&awake_mu);
+}
 
 void rt_stall_monitor_start(void) {
   static int started;
@@ -202,8 +224,20 @@ void rt_stall_monitor_start(void) {
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 64 * 1024);
-  if (pthread_create(&t, &attr, probe_main, NULL) != 0)
+  if (pthread_create(&t, &attr, probe_main, NULL) != 0) {
     fprintf(stderr, "warning: stall monitor thread not started; stalls read as 0\n");
+  } else {
+    /* Wait (bounded) until the thread runs our code: until then it may be
+     * inside the allocator, and the test's first act may be a fork. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < 1000 && !probe_started; i++)
+      if (pthread_cond_timedwait(&probe_started_cv, &mu, &until) == ETIMEDOUT)
+        break;
+    pthread_mutex_unlock(&mu);
+  }
   pthread_attr_destroy(&attr);
 }
 
