@@ -17,6 +17,11 @@
 #       its own (bench/peers/inflight_node.js): latchkey for Node against
 #       redis-semaphore's Mutex and node-redlock v5 over one master, N x 5
 #       pairs each, on B3's redis-server.
+#   B1 and B2 also run two C programs on the same server and CPU, the floor
+#       the Node rows stand on: bench/lock_seq (impl latchkey-c: the C
+#       library's lock, defaults) and bench/raw --minimal (impl raw-minimal:
+#       SET NX PX and a compare-DEL script, the least work a pair can be, on
+#       latchkey's connection layer); sequential for B1, --pipelined 64 for B2.
 #   B3: 8 processes on one name (acquire, wait up to 10 s; hold 0-200 us;
 #       release; again): latchkey's bench/contend (and bench/contend_poll, the
 #       C poll loop, when the build has it), latchkey for Node in 8 node
@@ -145,10 +150,10 @@ if [ "$build" -eq 1 ]; then
   home=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$bdir/CMakeCache.txt" 2>/dev/null || true)
   [ -z "$home" ] || [ "$home" -ef "$src" ] ||
     die "$bdir was configured from $home, not $src: use another LATCHKEY_PEERS_BUILD_DIR"
-  note "building contend, multilock_redlock (and contend_poll if present) from $src_desc in $bdir"
+  note "building contend, multilock_redlock, lock_seq, raw (and contend_poll if present) from $src_desc in $bdir"
   cmake -S "$src" -B "$bdir" -DLATCHKEY_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release >/dev/null ||
     die "cmake configure failed"
-  targets=(contend multilock_redlock)
+  targets=(contend multilock_redlock lock_seq raw)
   [ -f "$src/bench/contend_poll.c" ] && targets+=(contend_poll)
   for t in "${targets[@]}"; do
     cmake --build "$bdir" -j"${LATCHKEY_JOBS:-2}" --target "$t" >/dev/null ||
@@ -213,20 +218,40 @@ run() {
   fi
 }
 
+# c_pairs LABEL ROUND PROGRAM ARGS...: a C pair program (bench_common.h's one
+# line per run) when it was built; skipped, with a note, when it was not.
+c_pairs() {
+  local label=$1 round=$2 prog=$3
+  shift 3
+  if [ -x "$bin/$prog" ]; then
+    run "$label" "$round" 300 "${cli_pin[@]}" "$bin/$prog" --port "$b3_port" "$@"
+  else
+    note "round $round: $label skipped ($bin/$prog not built)"
+  fi
+}
+
 for r in $(seq 1 "$rounds"); do
   if want b1; then
-    b1=(latchkey-node redis-semaphore node-redlock-single)
-    [ $((r % 2)) -eq 0 ] && b1=(node-redlock-single redis-semaphore latchkey-node)
+    b1=(latchkey-node redis-semaphore node-redlock-single latchkey-c raw-minimal)
+    [ $((r % 2)) -eq 0 ] && b1=($(printf '%s\n' "${b1[@]}" | tac))
     for w in "${b1[@]}"; do
-      run "pairs-$w" "$r" 300 "${cli_pin[@]}" node "$peers/pairs_node.js" --impl "$w" --port "$b3_port" --pairs "$pairs"
+      case $w in
+        latchkey-c) c_pairs "pairs-$w" "$r" lock_seq --pairs "$pairs" ;;
+        raw-minimal) c_pairs "pairs-$w" "$r" raw --minimal --pairs "$pairs" ;;
+        *) run "pairs-$w" "$r" 300 "${cli_pin[@]}" node "$peers/pairs_node.js" --impl "$w" --port "$b3_port" --pairs "$pairs" ;;
+      esac
     done
   fi
   if want b2; then
-    b2=(latchkey-node redis-semaphore node-redlock-single)
-    [ $((r % 2)) -eq 0 ] && b2=(node-redlock-single redis-semaphore latchkey-node)
+    b2=(latchkey-node redis-semaphore node-redlock-single latchkey-c raw-minimal)
+    [ $((r % 2)) -eq 0 ] && b2=($(printf '%s\n' "${b2[@]}" | tac))
     for w in "${b2[@]}"; do
-      run "inflight-$w" "$r" 300 "${cli_pin[@]}" node "$peers/inflight_node.js" --impl "$w" --port "$b3_port" \
-        --inflight 64 --pairs $((pairs * 5))
+      case $w in
+        latchkey-c) c_pairs "inflight-$w" "$r" lock_seq --pipelined 64 --pairs $((pairs * 5)) ;;
+        raw-minimal) c_pairs "inflight-$w" "$r" raw --minimal --pipelined 64 --pairs $((pairs * 5)) ;;
+        *) run "inflight-$w" "$r" 300 "${cli_pin[@]}" node "$peers/inflight_node.js" --impl "$w" --port "$b3_port" \
+          --inflight 64 --pairs $((pairs * 5)) ;;
+      esac
     done
   fi
   if want b3; then

@@ -41,7 +41,22 @@ const put = (bench, impl, variant, metric, round, value, unit) => {
   if (!byKey.has(key)) byKey.set(key, { bench, impl, variant, metric, unit, rounds: new Map() });
   byKey.get(key).rounds.set(round, value);
 };
+/* B1 and B2's C programs (bench_common.h's pair line: one line, the other
+ * figures as fields, a variant): spread into the Node runners' metrics,
+ * impl "latchkey" renamed latchkey-c beside latchkey-node. */
+const cPairFields = [['p50_us', 'pair_p50_us'], ['acq_p50_us', 'acq_p50_us'],
+  ['acq_p99_us', 'acq_p99_us'], ['cpu_us_per_pair', 'cpu_us_per_pair']];
 for (const r of runs) {
+  if ((r.bench === 'B1' || r.bench === 'B2') && r.variant && r.metric === 'pairs_per_s') {
+    const impl = r.impl === 'latchkey' ? 'latchkey-c' : r.impl;
+    put(r.bench, impl, undefined, 'pairs_per_s', r.round, r.value, 'pairs/s');
+    for (const [field, metric] of cPairFields)
+      if (typeof r[field] === 'number') put(r.bench, impl, undefined, metric, r.round, r[field], 'us');
+    r.spread = true;
+  }
+}
+for (const r of runs) {
+  if (r.spread) continue;
   const bench = r.bench === 'redlock_acquire' ? 'B4' : r.bench;
   put(bench, r.impl, r.variant, r.metric, r.round, r.value, r.unit);
   if (r.metric === 'inner_cmds_per_acq' && typeof r.server_cmds_per_acq === 'number')
@@ -103,52 +118,40 @@ const ratios = (ga, gb) => {
   return [x(m), per.length ? x(median(per)) : '–'];
 };
 
-/* B1: latchkey for Node against each Node peer, pairs on one master */
-const b1 = (impl, metric) => get('B1', impl, undefined, metric);
-if (b1('latchkey-node', 'pairs_per_s')) {
-  const peersB1 = ['redis-semaphore', 'node-redlock-single'];
-  const rows = [
-    ['pairs/s', 'pairs_per_s'],
-    ['pair p50 µs', 'pair_p50_us'],
-    ['acquire p50 µs', 'acq_p50_us'],
-    ['acquire p99 µs', 'acq_p99_us'],
-    ['client CPU µs / pair', 'cpu_us_per_pair'],
-  ];
-  const cols = ['latchkey-node', ...peersB1];
-  process.stdout.write(`\n### B1: sequential pairs from Node, one master, medians (min–max) over the rounds\n\n`);
-  process.stdout.write(`| | ${cols.join(' | ')} | ${peersB1.map((p) => `latchkey-node / ${p} (paired)`).join(' | ')} |\n`);
-  process.stdout.write(`|---|${cols.map(() => '---').join('|')}|${peersB1.map(() => '---').join('|')}|\n`);
+/* B1 and B2: latchkey for Node against each Node peer on one master, with
+ * the C programs of the same rounds (the floor: raw-minimal / the best peer
+ * bounds what any client on this placement can reach) when they ran. */
+const pairTable = (bench, title, rows) => {
+  const g = (impl, metric) => get(bench, impl, undefined, metric);
+  if (!g('latchkey-node', 'pairs_per_s')) return;
+  const peers = ['redis-semaphore', 'node-redlock-single'];
+  const cs = ['latchkey-c', 'raw-minimal'].filter((c) => g(c, 'pairs_per_s'));
+  const pairs = [...peers.map((p) => ['latchkey-node', p]), ...cs.map((c) => [c, 'redis-semaphore'])];
+  const cols = ['latchkey-node', ...peers, ...cs];
+  process.stdout.write(`\n### ${bench}: ${title}, medians (min–max) over the rounds\n\n`);
+  process.stdout.write(`| | ${cols.join(' | ')} | ${pairs.map(([a, b]) => `${a} / ${b} (paired)`).join(' | ')} |\n`);
+  process.stdout.write(`|---|${cols.map(() => '---').join('|')}|${pairs.map(() => '---').join('|')}|\n`);
   for (const [label, m] of rows) {
-    const rs = peersB1.map((p) => {
-      const [x, y] = ratios(b1('latchkey-node', m), b1(p, m));
+    const rs = pairs.map(([a, b]) => {
+      const [x, y] = ratios(g(a, m), g(b, m));
       return `${x} (${y})`;
     });
-    process.stdout.write(`| ${label} | ${cols.map((c) => cell(b1(c, m))).join(' | ')} | ${rs.join(' | ')} |\n`);
+    process.stdout.write(`| ${label} | ${cols.map((c) => cell(g(c, m))).join(' | ')} | ${rs.join(' | ')} |\n`);
   }
-}
-
-/* B2: latchkey for Node against each Node peer, 64 promises in flight */
-const b2 = (impl, metric) => get('B2', impl, undefined, metric);
-if (b2('latchkey-node', 'pairs_per_s')) {
-  const peersB2 = ['redis-semaphore', 'node-redlock-single'];
-  const rows = [
-    ['pairs/s', 'pairs_per_s'],
-    ['acquire p50 µs', 'acq_p50_us'],
-    ['acquire p99 µs', 'acq_p99_us'],
-    ['client CPU µs / pair', 'cpu_us_per_pair'],
-  ];
-  const cols = ['latchkey-node', ...peersB2];
-  process.stdout.write(`\n### B2: promises in flight from one Node client, one master, medians (min–max) over the rounds\n\n`);
-  process.stdout.write(`| | ${cols.join(' | ')} | ${peersB2.map((p) => `latchkey-node / ${p} (paired)`).join(' | ')} |\n`);
-  process.stdout.write(`|---|${cols.map(() => '---').join('|')}|${peersB2.map(() => '---').join('|')}|\n`);
-  for (const [label, m] of rows) {
-    const rs = peersB2.map((p) => {
-      const [x, y] = ratios(b2('latchkey-node', m), b2(p, m));
-      return `${x} (${y})`;
-    });
-    process.stdout.write(`| ${label} | ${cols.map((c) => cell(b2(c, m))).join(' | ')} | ${rs.join(' | ')} |\n`);
-  }
-}
+};
+pairTable('B1', 'sequential pairs, one master', [
+  ['pairs/s', 'pairs_per_s'],
+  ['pair p50 µs', 'pair_p50_us'],
+  ['acquire p50 µs', 'acq_p50_us'],
+  ['acquire p99 µs', 'acq_p99_us'],
+  ['client CPU µs / pair', 'cpu_us_per_pair'],
+]);
+pairTable('B2', '64 in flight on one client, one master', [
+  ['pairs/s', 'pairs_per_s'],
+  ['acquire p50 µs', 'acq_p50_us'],
+  ['acquire p99 µs', 'acq_p99_us'],
+  ['client CPU µs / pair', 'cpu_us_per_pair'],
+]);
 
 /* B3 */
 const b3rows = [
