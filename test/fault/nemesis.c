@@ -673,10 +673,10 @@ static void cluster_fault(nem_t *n, int kind, int64_t d_max, int64_t *arg) {
      * woke, grants included, while the new master grants too. That is the
      * split brain Redis Cluster admits (asynchronous replication,
      * docs/client.md "Failover and holds"), so the window from the pause to
-     * a stable cluster is recorded as a wipe: exclusion and the order of
-     * sections' tokens are not judged in it (history.h); every grant's
-     * token still is. Token 0: two masters INCR one counter here, so a
-     * token proves nothing about which one granted. With too little time
+     * a stable cluster is recorded as a wipe: exclusion and tokens are
+     * not judged in it (history.h). Token 0: two masters INCR copies of
+     * one counter here, so a token proves nothing about which one granted,
+     * and the same token may be handed out by both (docs/client.md). With too little time
      * left, a short pause instead. */
     uint64_t paused_at = uv_hrtime();
     d = nbetween(n, 2 * CLUSTER_NODE_TIMEOUT_MS, 3 * CLUSTER_NODE_TIMEOUT_MS);

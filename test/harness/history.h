@@ -191,7 +191,8 @@ typedef struct rt_check_s {
  * server's (a wipe with token 1, and a token above the clock the wipe
  * recorded or no lower than one granted to an acquire asked for after
  * the wipe). Without wipes in h nothing changes.
- * Tokens must increase across wipes: rt_check_grant_tokens ignores them,
+ * Tokens must increase across empty restarts' wipes: rt_check_grant_tokens
+ * ignores those (not a split brain's, token 0),
  * and rt_check_tokens skips only the sections the exclusion checkers skip
  * (their grants overlap in time one made after the wipe, so the order the
  * sections began in is not the order the server issued the tokens in). */
@@ -213,7 +214,9 @@ void rt_check_tokens(const rt_recs_t *h, uint16_t obj, uint16_t op, rt_check_t *
  * token is handed out twice, and a grant invoked after another one was
  * confirmed (a.end_ns < b.start_ns, so the server ran a's INCR before b's)
  * carries a larger token. Grants whose calls overlap are not ordered.
- * max_seen: the highest token. */
+ * Grants whose calls overlap a wipe marked token 0 (a split brain: two
+ * masters INCR copies of one counter) are not judged; those of an empty
+ * restart's wipe are. max_seen: the highest token. */
 void rt_check_grant_tokens(const rt_recs_t *h, uint16_t obj, rt_check_t *out);
 /* Records of op on obj, in order of start (acquisition): their enqueue
  * ranks (extra) strictly increase: first come, first served. */
