@@ -177,9 +177,12 @@ static void settled(lk__outcome_track_t *t) {
     rc = lk__obj_try(o);
     if (rc != 0)
       lk__obj_finish(o, rc);
-  } else if (o->command_deferred && o->kind != 0 && o->ops->deferred != NULL) {
+  } else if (o->command_deferred && o->kind != 0) {
     o->command_deferred = 0;
-    o->ops->deferred(o);
+    if (o->ops->deferred != NULL)
+      o->ops->deferred(o);
+    else
+      lk__obj_release_deferred(o);
   }
 }
 
