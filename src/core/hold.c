@@ -54,6 +54,11 @@ int lk__hold_released(lk__hold_t *h, uint32_t before, int none_left, int *status
   return 1;
 }
 
+void lk__hold_close_reply(void *data, int status, redisReply *r) {
+  (void)r;
+  lk__obj_close_release_reply(data, status, "release", "the lock");
+}
+
 void lk__hold_afresh(lk__obj_t *o) {
   int i;
   if (!o->lost)

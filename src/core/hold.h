@@ -68,6 +68,9 @@ int lk__hold_release_nil(lk__hold_t *h, const redisReply *r, int *status);
  * (before), or none when the server's answer says none is left (the
  * server's count is the truth then). *status 0; gives 1 (answered). */
 int lk__hold_released(lk__hold_t *h, uint32_t before, int none_left, int *status);
+/* The reply callback of a holding object's one give-back on close (data:
+ * the object): lk__obj_close_release_reply for a release of the lock. */
+void lk__hold_close_reply(void *data, int status, redisReply *r);
 /* An acquire of an object whose holds were lost and the holder told
  * (on_lost) starts afresh: every one of its sides (o->sides) forgets them. */
 void lk__hold_afresh(lk__obj_t *o);

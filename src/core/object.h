@@ -100,8 +100,9 @@ typedef struct lk__obj_ops_s {
   /* The reply to an attempt is a grant (status 0, reply non-NULL). */
   int (*is_grant)(const redisReply *r);
   /* A command that waited for an abandoned attempt's give-back
-   * (lk__outcome_defer_command) may be sent now. NULL:
-   * lk__obj_release_deferred (the only command deferred is a release). */
+   * (lk__outcome_defer_command) may be sent now. NULL: the core's (the only
+   * command deferred is a release): ops->send_release, a send that fails
+   * ending the operation with its code (lk__obj_finish). */
   void (*deferred)(lk__obj_t *o);
 
   /* --- the attempt's reply (lk__obj_attempt_reply, core/attempt.c) --- */
@@ -485,9 +486,6 @@ void lk__obj_release_reply(void *data, int status, redisReply *r);
  * give-back is answered (lk__outcome_defer_command). 0, or the send's code
  * with nothing pending. */
 int lk__obj_release_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg);
-/* An ops->deferred for such releases: sends it now; a send that fails ends
- * the operation with its code. */
-void lk__obj_release_deferred(lk__obj_t *o);
 /* A give-back on close (ops->close_release's command) was answered with
  * status: a failure is logged as "<verb> on close failed (...); <what>
  * expires with its lease" (what a close could not give back lasts until its
@@ -495,11 +493,10 @@ void lk__obj_release_deferred(lk__obj_t *o);
 void lk__obj_close_release_failed(lk__obj_t *o, int status, const char *verb,
                                   const char *what);
 /* The whole answer to a close's one give-back command (o->op): the command
- * is done, a failure is logged as above, the holds are forgotten (*count = 0
- * when count is not NULL: what the server kept now lasts until its lease
- * ends, never renewed) and the close goes on (lk__obj_close_done). */
-void lk__obj_close_release_reply(lk__obj_t *o, int status, uint32_t *count, const char *verb,
-                                 const char *what);
+ * is done, a failure is logged as above, the holds are forgotten (every
+ * side's count is 0, o->sides: what the server kept now lasts until its
+ * lease ends, never renewed) and the close goes on (lk__obj_close_done). */
+void lk__obj_close_release_reply(lk__obj_t *o, int status, const char *verb, const char *what);
 /* The usual reading, for ops->read_attempt to build on: a reply
  * ops->is_grant calls a grant is GRANTED, an integer is BUSY with that TTL
  * (the lock-like scripts' "held by another, this long"), else GARBLED. */

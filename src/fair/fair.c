@@ -82,12 +82,6 @@ int lk_fair_set_owner(lk_fair_t *f, const char *client_id, uint64_t thread_id) {
 
 /* --- close --- */
 
-static void on_close_leave(void *data, int status, redisReply *r) {
-  lk_fair_t *f = data;
-  (void)r;
-  lk__obj_close_release_reply(&f->base, status, &f->hold.count, "release", "the lock");
-}
-
 /* Close gives back every hold (renewal stops first). The queue entry of a
  * waiting acquire was removed when its cancellation completed. An owner of
  * our own drops everything it has on the server, so a late grant to an
@@ -100,7 +94,7 @@ static int on_close_release_start(lk__obj_t *o) {
   if (f->hold.count == 0)
     return 0;
   o->op = lk__fair_leave_op(f, -1, f->owner_shared ? (int64_t)f->hold.count : -1,
-                            on_close_leave, f, 1);
+                            lk__hold_close_reply, o, 1);
   return o->op != NULL;
 }
 

@@ -395,7 +395,7 @@ int lk_leader_resign(lk_leader_t *l, lk_leader_cb cb, void *arg) {
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_leader_t *l = data;
   (void)r;
-  lk__obj_close_release_reply(&l->base, status, NULL, "resign", "the leadership");
+  lk__obj_close_release_reply(&l->base, status, "resign", "the leadership");
 }
 
 static int close_release(lk__obj_t *o) {

@@ -606,12 +606,6 @@ static int set_owner(lk_lock_t *l, const char *client_id, uint64_t tid) {
   return 0;
 }
 
-static void on_close_release(void *data, int status, redisReply *r) {
-  lk_lock_t *l = data;
-  (void)r;
-  lk__obj_close_release_reply(&l->base, status, &l->hold.count, "release", "the lock");
-}
-
 /* Close gives back every hold (and stops renewing first). An owner of our
  * own gives back everything it has on the server, so a late grant to an
  * abandoned acquire queued behind is gone too (its conditional give-back then
@@ -623,7 +617,7 @@ static int on_close_release_start(lk__obj_t *o) {
   lk__hold_unwatch(CLIENT(l), &l->hold);
   if (l->hold.count == 0)
     return 0;
-  o->op = release_op(l, -1, l->owner_shared ? l->hold.count : UINT32_MAX, "exact", on_close_release, l,
+  o->op = release_op(l, -1, l->owner_shared ? l->hold.count : UINT32_MAX, "exact", lk__hold_close_reply, o,
                      1, &err);
   return o->op != NULL;
 }
