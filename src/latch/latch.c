@@ -38,9 +38,10 @@ static void free_latch(lk__obj_t *o) {
   lk__free(l);
 }
 
-/* Every message wakes an awaiter: "0" (opened) and "1" (re-armed, or
- * deleted: the tombstone is only seen by looking). */
-/* The handle's answers (core/handle.c): the latch holds nothing. */
+/* Every message wakes an awaiter (.message NULL): "0" (opened) and "1"
+ * (re-armed, or deleted: the tombstone is only seen by looking). The
+ * handle's answers (core/handle.c): the core's name; the latch holds
+ * nothing. */
 static const lk__obj_ops_t lk__latch_ops = {
     .attempt = lk__latch_attempt_state,
     .abandon = on_abandon,
