@@ -219,8 +219,6 @@ static void free_barrier(lk__obj_t *o) {
 
 /* The handle's answers (core/handle.c): a member holds nothing, and cancel
  * ends the enter or leave that is pending. */
-LK__HANDLE_FIELD(lk_barrier_t, name, const char *)
-
 static const lk__obj_ops_t lk__barrier_ops = {
     .attempt = lk__barrier_attempt,
     .read_attempt = lk__barrier_read_attempt,
@@ -237,7 +235,6 @@ static const lk__obj_ops_t lk__barrier_ops = {
     .handle_kind = LK_KIND_BARRIER,
     .cancel_kind = LK__CANCEL_PENDING,
     .tells_health = 1,
-    .name = handle_name,
 };
 
 static const char *const prefixes[4] = {LK__BARRIER_PREFIX, LK__BARRIER_MEMBERS_PREFIX,
@@ -287,7 +284,7 @@ int lk_barrier_new(lk_client_t *c, const char *name, int members, lk_barrier_t *
   c->next_tid++;
   b->owner_len = (size_t)n;
   b->lease_ms = c->o.default_lease_ms;
-  lk__obj_init_channel(&b->base, c, &lk__barrier_ops, b->keys[3], b->key_lens[3]);
+  lk__obj_init_channel(&b->base, c, &lk__barrier_ops, b->name, b->keys[3], b->key_lens[3]);
   *out = b;
   return 0;
 }

@@ -6,6 +6,7 @@
  * command is no longer in flight; a failure or a garbled reply goes to the
  * outcome policy; an answer settles an earlier lost one before the object
  * acts on it (its grant may be that lost attempt's, reported again). */
+#include "core/hold.h"
 #include "core/loglevel.h"
 #include "core/outcome.h"
 
@@ -92,12 +93,6 @@ int lk__obj_release_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg) {
   return rc;
 }
 
-void lk__obj_release_deferred(lk__obj_t *o) {
-  int rc = o->ops->send_release(o);
-  if (rc != 0)
-    lk__obj_finish(o, rc);
-}
-
 void lk__obj_close_release_failed(lk__obj_t *o, int status, const char *verb,
                                   const char *what) {
   if (status != 0 && status != LK_ECANCELED)
@@ -105,11 +100,11 @@ void lk__obj_close_release_failed(lk__obj_t *o, int status, const char *verb,
             verb, lk_err_name(status), what);
 }
 
-void lk__obj_close_release_reply(lk__obj_t *o, int status, uint32_t *count, const char *verb,
-                                 const char *what) {
+void lk__obj_close_release_reply(lk__obj_t *o, int status, const char *verb, const char *what) {
+  int i;
   o->op = NULL;
   lk__obj_close_release_failed(o, status, verb, what);
-  if (count != NULL)
-    *count = 0;
+  for (i = 0; i < o->nsides; i++)
+    o->sides[i].count = 0;
   lk__obj_close_done(o);
 }

@@ -4,6 +4,7 @@
  * every kind embeds lk__obj_t as its first member, so the conversions are
  * casts, and the kind-specific answers come from the kind's ops table
  * (handle_kind, cancel_kind, tells_lost, name, owner, is_held, token). */
+#include "core/hold.h"
 #include "core/object.h"
 
 static lk__obj_t *obj(lk_handle_t *h) { return (lk__obj_t *)(void *)h; }
@@ -83,7 +84,9 @@ int lk_handle_set_data(lk_handle_t *h, void *data) {
 }
 
 const char *lk_handle_name(const lk_handle_t *h) {
-  return h != NULL && cobj(h)->ops->name != NULL ? cobj(h)->ops->name(cobj(h)) : NULL;
+  if (h == NULL)
+    return NULL;
+  return cobj(h)->ops->name != NULL ? cobj(h)->ops->name(cobj(h)) : cobj(h)->name;
 }
 
 lk_client_t *lk_handle_client(const lk_handle_t *h) { return h != NULL ? cobj(h)->client : NULL; }
@@ -114,10 +117,24 @@ int lk_handle_set_health_cb(lk_handle_t *h, lk_handle_health_cb on_health, void 
   return lk__obj_set_health_cb(obj(h), (lk__fn_t)on_health, arg);
 }
 
+/* The core's answer for a kind that keeps its sides in the object body
+ * (o->sides): held while none was lost and any side is held. */
+static int sides_held(const lk__obj_t *o) {
+  int i;
+  if (o->lost)
+    return 0;
+  for (i = 0; i < o->nsides; i++)
+    if (lk__hold_is_held(o->client, &o->sides[i]))
+      return 1;
+  return 0;
+}
+
 int lk_handle_is_held(const lk_handle_t *h) {
-  if (h == NULL || cobj(h)->ops->is_held == NULL)
+  if (h == NULL)
     return LK_EINVAL;
-  return cobj(h)->ops->is_held(cobj(h)) ? 1 : 0;
+  if (cobj(h)->ops->is_held != NULL)
+    return cobj(h)->ops->is_held(cobj(h)) ? 1 : 0;
+  return cobj(h)->nsides > 0 ? sides_held(cobj(h)) : LK_EINVAL;
 }
 
 int64_t lk_handle_token(const lk_handle_t *h) {

@@ -54,26 +54,32 @@ int lk__hold_released(lk__hold_t *h, uint32_t before, int none_left, int *status
   return 1;
 }
 
-void lk__hold_afresh(lk__obj_t *o, lk__hold_t *sides, int nsides) {
+void lk__hold_close_reply(void *data, int status, redisReply *r) {
+  (void)r;
+  lk__obj_close_release_reply(data, status, "release", "the lock");
+}
+
+void lk__hold_afresh(lk__obj_t *o) {
   int i;
   if (!o->lost)
     return;
   /* on_lost told the loss; what the server may have kept was given back
    * then. */
-  for (i = 0; i < nsides; i++)
-    sides[i].count = 0;
+  for (i = 0; i < o->nsides; i++)
+    o->sides[i].count = 0;
   o->lost = 0;
 }
 
-int lk__hold_release_check(lk__obj_t *o, lk__hold_t *sides, int nsides, const lk__hold_t *h) {
+int lk__hold_release_check(lk__obj_t *o, const lk__hold_t *h) {
   if (h->count == 0)
     return LK_ENOTHELD;
   if (o->lost) {
-    lk__hold_afresh(o, sides, nsides);
+    lk__hold_afresh(o);
     return LK_ELEASELOST;
   }
   return 0;
 }
+
 
 static uint32_t clamp_count(long long v) {
   return v <= 0 ? 0 : v >= UINT32_MAX ? UINT32_MAX : (uint32_t)v;

@@ -68,14 +68,17 @@ int lk__hold_release_nil(lk__hold_t *h, const redisReply *r, int *status);
  * (before), or none when the server's answer says none is left (the
  * server's count is the truth then). *status 0; gives 1 (answered). */
 int lk__hold_released(lk__hold_t *h, uint32_t before, int none_left, int *status);
+/* The reply callback of a holding object's one give-back on close (data:
+ * the object): lk__obj_close_release_reply for a release of the lock. */
+void lk__hold_close_reply(void *data, int status, redisReply *r);
 /* An acquire of an object whose holds were lost and the holder told
- * (on_lost) starts afresh: every one of its nsides sides forgets them. */
-void lk__hold_afresh(lk__obj_t *o, lk__hold_t *sides, int nsides);
+ * (on_lost) starts afresh: every one of its sides (o->sides) forgets them. */
+void lk__hold_afresh(lk__obj_t *o);
 /* A release's checks before it starts, the same for every object that
  * holds: side h holds nothing (LK_ENOTHELD); or the holds were lost and the
- * holder told (on_lost), so every one of the object's nsides sides forgets
- * them and the object starts afresh (LK_ELEASELOST); else 0. */
-int lk__hold_release_check(lk__obj_t *o, lk__hold_t *sides, int nsides, const lk__hold_t *h);
+ * holder told (on_lost), so every one of the object's sides forgets them
+ * and the object starts afresh (LK_ELEASELOST); else 0. */
+int lk__hold_release_check(lk__obj_t *o, const lk__hold_t *h);
 
 /* The grant routine: counts the hold, starts or refreshes its lease keeping,
  * checks the fencing token, and refuses a grant that cannot be used (the

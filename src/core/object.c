@@ -109,7 +109,7 @@ static void count_end(lk__obj_t *o, int kind, int status) {
   } else if (kind == o->ops->release_kind) {
     st->releases++;
     /* The hold ended normally: so does its at-risk episode, untold. */
-    if (o->ops->is_held == NULL || !o->ops->is_held(o))
+    if (lk_handle_is_held(LK__CH(o)) != 1)
       lk__obj_health_end(o);
   }
 }
@@ -922,9 +922,10 @@ int lk__obj_new_check(const lk_client_t *c, const void *out, const char *name,
   return lk__check_name(c, name, len);
 }
 
-void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops) {
+void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops, const char *name) {
   o->client = c;
   o->ops = ops;
+  o->name = name;
   lk__defer_init(&o->done, on_done_defer);
   lk__defer_init(&o->close_step, on_close_step);
   lk__defer_init(&o->health_step, on_health_step);
@@ -933,8 +934,8 @@ void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops) {
 }
 
 void lk__obj_init_channel(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops,
-                          const char *channel, size_t channel_len) {
-  lk__obj_init(o, c, ops);
+                          const char *name, const char *channel, size_t channel_len) {
+  lk__obj_init(o, c, ops, name);
   o->channel = channel;
   o->channel_len = channel_len;
 }

@@ -100,7 +100,9 @@ typedef struct lk__obj_ops_s {
   /* The reply to an attempt is a grant (status 0, reply non-NULL). */
   int (*is_grant)(const redisReply *r);
   /* A command that waited for an abandoned attempt's give-back
-   * (lk__outcome_defer_command) may be sent now. */
+   * (lk__outcome_defer_command) may be sent now. NULL: the core's (the only
+   * command deferred is a release): ops->send_release, a send that fails
+   * ending the operation with its code (lk__obj_finish). */
   void (*deferred)(lk__obj_t *o);
 
   /* --- the attempt's reply (lk__obj_attempt_reply, core/attempt.c) --- */
@@ -176,8 +178,9 @@ typedef struct lk__obj_ops_s {
    * at-risk episode (core/object.c, "health"): the group judges what it
    * means for itself. NULL for the kinds that are no group. */
   void (*member_health)(lk__obj_t *group, lk__obj_t *member, int state);
-  /* The kind's answers to the handle's getters; NULL: the kind has none
-   * (the handle then answers as latchkey/handle.h says). o is never NULL. */
+  /* The kind's answers to the handle's getters; NULL: the core's from the
+   * object body (o->name; is_held: o->sides, core/handle.c), or none (the
+   * handle then answers as latchkey/handle.h says). o is never NULL. */
   const char *(*name)(const lk__obj_t *o);
   const char *(*owner)(const lk__obj_t *o);
   int (*is_held)(const lk__obj_t *o); /* 1 or 0 */
@@ -267,13 +270,22 @@ struct lk__obj_s {
   /* The MultiLock or RedLock this object is a member of (set by
    * lk__obj_set_parent), or NULL: it closes only after the group let it go. */
   lk__obj_t *parent;
+  /* Set by the kind's _new when its body has them, so the core answers for
+   * every kind alike: the name (borrowed: the kind's own copy), what
+   * lk_handle_name gives when ops->name is NULL; the sides the object holds
+   * (its lk__hold_t array), what lk_handle_is_held reads when ops->is_held
+   * is NULL and what a lost hold's fresh start clears (lk__hold_afresh). */
+  const char *name;
+  struct lk__hold_s *sides;
+  int nsides;
 };
 
-void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops);
+/* name: the object's name (o->name), or NULL for a kind without one. */
+void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops, const char *name);
 /* The same for a kind whose waiters listen on one channel the object keeps
  * (borrowed: it lives as long as the object). */
 void lk__obj_init_channel(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops,
-                          const char *channel, size_t channel_len);
+                          const char *name, const char *channel, size_t channel_len);
 
 /* An object of any kind as its public handle (NULL stays NULL): the
  * kinds' lk_X_ generic verbs are aliases of lk_handle_ ones through it. */
@@ -474,9 +486,6 @@ void lk__obj_release_reply(void *data, int status, redisReply *r);
  * give-back is answered (lk__outcome_defer_command). 0, or the send's code
  * with nothing pending. */
 int lk__obj_release_begin(lk__obj_t *o, int kind, lk__fn_t cb, void *arg);
-/* An ops->deferred for such releases: sends it now; a send that fails ends
- * the operation with its code. */
-void lk__obj_release_deferred(lk__obj_t *o);
 /* A give-back on close (ops->close_release's command) was answered with
  * status: a failure is logged as "<verb> on close failed (...); <what>
  * expires with its lease" (what a close could not give back lasts until its
@@ -484,11 +493,10 @@ void lk__obj_release_deferred(lk__obj_t *o);
 void lk__obj_close_release_failed(lk__obj_t *o, int status, const char *verb,
                                   const char *what);
 /* The whole answer to a close's one give-back command (o->op): the command
- * is done, a failure is logged as above, the holds are forgotten (*count = 0
- * when count is not NULL: what the server kept now lasts until its lease
- * ends, never renewed) and the close goes on (lk__obj_close_done). */
-void lk__obj_close_release_reply(lk__obj_t *o, int status, uint32_t *count, const char *verb,
-                                 const char *what);
+ * is done, a failure is logged as above, the holds are forgotten (every
+ * side's count is 0, o->sides: what the server kept now lasts until its
+ * lease ends, never renewed) and the close goes on (lk__obj_close_done). */
+void lk__obj_close_release_reply(lk__obj_t *o, int status, const char *verb, const char *what);
 /* The usual reading, for ops->read_attempt to build on: a reply
  * ops->is_grant calls a grant is GRANTED, an integer is BUSY with that TTL
  * (the lock-like scripts' "held by another, this long"), else GARBLED. */

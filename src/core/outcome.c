@@ -154,6 +154,15 @@ enum {
   FOLLOW_ALWAYS            /* whatever comes (the undo is conditional) */
 };
 
+/* A release that waited (lk__outcome_defer_command, from
+ * lk__obj_release_begin) goes now, for a kind with no ops->deferred of its
+ * own: a send that fails ends the operation with its code. */
+static void send_deferred_release(lk__obj_t *o) {
+  int rc = o->ops->send_release(o);
+  if (rc != 0)
+    lk__obj_finish(o, rc);
+}
+
 static void settled(lk__outcome_track_t *t) {
   lk__obj_t *o = t->obj;
   int rc;
@@ -177,9 +186,12 @@ static void settled(lk__outcome_track_t *t) {
     rc = lk__obj_try(o);
     if (rc != 0)
       lk__obj_finish(o, rc);
-  } else if (o->command_deferred && o->kind != 0 && o->ops->deferred != NULL) {
+  } else if (o->command_deferred && o->kind != 0) {
     o->command_deferred = 0;
-    o->ops->deferred(o);
+    if (o->ops->deferred != NULL)
+      o->ops->deferred(o);
+    else
+      send_deferred_release(o);
   }
 }
 

@@ -281,7 +281,7 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
     if (f->token_key == NULL)
       return LK_ENOMEM;
   }
-  lk__hold_afresh(&f->base, &f->hold, 1);
+  lk__hold_afresh(&f->base);
   lk__fair_begin(f, LK__FAIR_OP_ACQUIRE, cb, arg);
   lk__obj_wait_begin(&f->base, opts->wait_ms);
   f->req_fenced = opts->fenced != 0;

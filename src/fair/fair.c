@@ -82,12 +82,6 @@ int lk_fair_set_owner(lk_fair_t *f, const char *client_id, uint64_t thread_id) {
 
 /* --- close --- */
 
-static void on_close_leave(void *data, int status, redisReply *r) {
-  lk_fair_t *f = data;
-  (void)r;
-  lk__obj_close_release_reply(&f->base, status, &f->hold.count, "release", "the lock");
-}
-
 /* Close gives back every hold (renewal stops first). The queue entry of a
  * waiting acquire was removed when its cancellation completed. An owner of
  * our own drops everything it has on the server, so a late grant to an
@@ -100,7 +94,7 @@ static int on_close_release_start(lk__obj_t *o) {
   if (f->hold.count == 0)
     return 0;
   o->op = lk__fair_leave_op(f, -1, f->owner_shared ? (int64_t)f->hold.count : -1,
-                            on_close_leave, f, 1);
+                            lk__hold_close_reply, o, 1);
   return o->op != NULL;
 }
 
@@ -118,13 +112,10 @@ static void free_fair(lk__obj_t *o) {
   lk__free(f);
 }
 
-/* The handle's answers (core/handle.c). */
-LK__HANDLE_FIELD(lk_fair_t, name, const char *)
+/* The handle's answers (core/handle.c); the core's for the name and
+ * held (base.sides). */
 LK__HANDLE_FIELD(lk_fair_t, owner, const char *)
 LK__HANDLE_FIELD(lk_fair_t, token, int64_t)
-static int handle_is_held(const lk__obj_t *o) {
-  return !o->lost && lk__hold_is_held(o->client, &((const lk_fair_t *)o)->hold);
-}
 
 static const lk__obj_ops_t lk__fair_ops = {
     .complete = on_complete,
@@ -146,14 +137,11 @@ static const lk__obj_ops_t lk__fair_ops = {
     .send_release = lk__fair_send_release,
     .resend_release = lk__fair_resend_release,
     .release_end = lk__fair_release_end,
-    .deferred = lk__obj_release_deferred,
     .give_back = lk__fair_give_back,
     .lose = lk__fair_lose,
     .handle_kind = LK_KIND_FAIR,
     .tells_lost = 1,
-    .name = handle_name,
     .owner = handle_owner,
-    .is_held = handle_is_held,
     .token = handle_token,
     .value_done = lk__fair_value_done,
 };
@@ -217,7 +205,9 @@ int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
   f->wd.owner = f->owner;
   f->wd.on_event = lk__fair_on_wd_event;
   lk__queue_init(&f->wd.node);
-  lk__obj_init(&f->base, c, &lk__fair_ops);
+  lk__obj_init(&f->base, c, &lk__fair_ops, f->name);
+  f->base.sides = &f->hold;
+  f->base.nsides = 1;
   f->base.channel = f->channel;
   f->base.keep_sub = 1;
   lk__fair_take_owner(f, c->id, ++c->next_tid);

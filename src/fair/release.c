@@ -89,7 +89,7 @@ int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
   int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  rc = lk__hold_release_check(&f->base, &f->hold, 1, &f->hold);
+  rc = lk__hold_release_check(&f->base, &f->hold);
   if (rc != 0)
     return rc;
   f->release_before = f->hold.count;

@@ -38,11 +38,10 @@ static void free_latch(lk__obj_t *o) {
   lk__free(l);
 }
 
-/* Every message wakes an awaiter: "0" (opened) and "1" (re-armed, or
- * deleted: the tombstone is only seen by looking). */
-/* The handle's answers (core/handle.c): the latch holds nothing. */
-LK__HANDLE_FIELD(lk_latch_t, name, const char *)
-
+/* Every message wakes an awaiter (.message NULL): "0" (opened) and "1"
+ * (re-armed, or deleted: the tombstone is only seen by looking). The
+ * handle's answers (core/handle.c): the core's name; the latch holds
+ * nothing. */
 static const lk__obj_ops_t lk__latch_ops = {
     .attempt = lk__latch_attempt_state,
     .abandon = on_abandon,
@@ -56,7 +55,6 @@ static const lk__obj_ops_t lk__latch_ops = {
     .message = NULL,
     .handle_kind = LK_KIND_LATCH,
     .cancel_kind = LATCH_OP_AWAIT,
-    .name = handle_name,
 };
 
 void lk_latch_opts_init(lk_latch_opts_t *o) {
@@ -133,7 +131,7 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
     if (rc != 0)
       goto fail;
   }
-  lk__obj_init_channel(&l->base, c, &lk__latch_ops, l->channel, l->channel_len);
+  lk__obj_init_channel(&l->base, c, &lk__latch_ops, l->name, l->channel, l->channel_len);
   *out = l;
   return 0;
 fail:

@@ -395,7 +395,7 @@ int lk_leader_resign(lk_leader_t *l, lk_leader_cb cb, void *arg) {
 static void on_close_release(void *data, int status, redisReply *r) {
   lk_leader_t *l = data;
   (void)r;
-  lk__obj_close_release_reply(&l->base, status, NULL, "resign", "the leadership");
+  lk__obj_close_release_reply(&l->base, status, "resign", "the leadership");
 }
 
 static int close_release(lk__obj_t *o) {
@@ -429,7 +429,6 @@ static void free_leader(lk__obj_t *o) {
 
 /* The handle's answers (core/handle.c): the name is the role, held is
  * leading, the token is the term. */
-static const char *handle_name(const lk__obj_t *o) { return ((const lk_leader_t *)o)->role; }
 LK__HANDLE_FIELD(lk_leader_t, term, int64_t)
 static int handle_is_held(const lk__obj_t *o) {
   const lk_leader_t *l = (const lk_leader_t *)o;
@@ -455,12 +454,10 @@ static const lk__obj_ops_t lk__leader_ops = {
     .read_release = read_resign,
     .send_release = send_resign,
     .resend_release = send_resign,
-    .deferred = lk__obj_release_deferred,
     .give_back = give_back_hold,
     .lose = lose,
     .handle_kind = LK_KIND_LEADER,
     .tells_lost = 1,
-    .name = handle_name,
     .is_held = handle_is_held,
     .token = handle_term,
 };
@@ -508,7 +505,7 @@ int lk_leader_new(lk_client_t *c, const char *role, lk_leader_t **out) {
   l->hold.lease_ms = c->o.default_lease_ms;
   lk__defer_init(&l->lost_later, on_lost_later);
   lk__leader_obs_init(l);
-  lk__obj_init_channel(&l->base, c, &lk__leader_ops, l->channel, l->channel_len);
+  lk__obj_init_channel(&l->base, c, &lk__leader_ops, l->role, l->channel, l->channel_len);
   *out = l;
   return 0;
 }

@@ -290,7 +290,7 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   }
   if ((opts->lease_ms == LK_LEASE_DEFAULT || watching(l)) && want_wd(l) != 0)
     return LK_ENOMEM;
-  lk__hold_afresh(&l->base, &l->hold, 1);
+  lk__hold_afresh(&l->base);
   begin(l, OP_ACQUIRE, cb, arg);
   l->busy_ttl = LK__LOCK_NOT_BUSY;
   lk__obj_wait_begin(&l->base, opts->wait_ms);
@@ -394,7 +394,7 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  rc = lk__hold_release_check(&l->base, &l->hold, 1, &l->hold);
+  rc = lk__hold_release_check(&l->base, &l->hold);
   if (rc != 0)
     return rc;
   l->release_before = l->hold.count;
@@ -606,12 +606,6 @@ static int set_owner(lk_lock_t *l, const char *client_id, uint64_t tid) {
   return 0;
 }
 
-static void on_close_release(void *data, int status, redisReply *r) {
-  lk_lock_t *l = data;
-  (void)r;
-  lk__obj_close_release_reply(&l->base, status, &l->hold.count, "release", "the lock");
-}
-
 /* Close gives back every hold (and stops renewing first). An owner of our
  * own gives back everything it has on the server, so a late grant to an
  * abandoned acquire queued behind is gone too (its conditional give-back then
@@ -623,7 +617,7 @@ static int on_close_release_start(lk__obj_t *o) {
   lk__hold_unwatch(CLIENT(l), &l->hold);
   if (l->hold.count == 0)
     return 0;
-  o->op = release_op(l, -1, l->owner_shared ? l->hold.count : UINT32_MAX, "exact", on_close_release, l,
+  o->op = release_op(l, -1, l->owner_shared ? l->hold.count : UINT32_MAX, "exact", lk__hold_close_reply, o,
                      1, &err);
   return o->op != NULL;
 }
@@ -651,13 +645,10 @@ static int wake_message(lk__obj_t *o, const char *msg, size_t len) {
   return LK__WAKE_ONE;
 }
 
-/* The handle's answers (core/handle.c). */
-LK__HANDLE_FIELD(lk_lock_t, name, const char *)
+/* The handle's answers (core/handle.c); the core's for the name and
+ * held (base.sides). */
 LK__HANDLE_FIELD(lk_lock_t, owner, const char *)
 LK__HANDLE_FIELD(lk_lock_t, token, int64_t)
-static int handle_is_held(const lk__obj_t *o) {
-  return !o->lost && lk__hold_is_held(o->client, &((const lk_lock_t *)o)->hold);
-}
 
 static const lk__obj_ops_t lk__lock_ops = {
     .attempt = attempt_acquire,
@@ -678,15 +669,12 @@ static const lk__obj_ops_t lk__lock_ops = {
     .send_release = send_release,
     .resend_release = resend_release,
     .release_end = release_end,
-    .deferred = lk__obj_release_deferred,
     .give_back = give_back_hold,
     .lose = lose,
     .value_done = value_done,
     .handle_kind = LK_KIND_LOCK,
     .tells_lost = 1,
-    .name = handle_name,
     .owner = handle_owner,
-    .is_held = handle_is_held,
     .token = handle_token,
 };
 
@@ -727,7 +715,9 @@ int lk_lock_new(lk_client_t *c, const char *name, lk_lock_t **out) {
   l->owner_cap = owner_len + 1;
   l->hold.lease_ms = c->o.default_lease_ms;
   l->lean = c->o.lock_layout == LK_LOCK_LAYOUT_LEAN;
-  lk__obj_init(&l->base, c, &lk__lock_ops);
+  lk__obj_init(&l->base, c, &lk__lock_ops, l->name);
+  l->base.sides = &l->hold;
+  l->base.nsides = 1;
   *out = l;
   return 0;
 }

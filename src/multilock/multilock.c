@@ -663,7 +663,7 @@ int lk_multilock_new(lk_lock_t *const *locks, size_t n, lk_multilock_t **out) {
     lk__lock_set_lost_observer(locks[i], on_member_lost, &ml->m[i]);
   }
   ml->rng = lk__group_seed(ml);
-  lk__obj_init(&ml->base, lk_lock_client(locks[0]), &lk__multilock_ops);
+  lk__obj_init(&ml->base, lk_lock_client(locks[0]), &lk__multilock_ops, NULL);
   ml->base.composite = 1;
   *out = ml;
   return 0;

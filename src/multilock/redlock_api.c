@@ -139,7 +139,6 @@ static void free_rl(lk__obj_t *o) {
 }
 
 /* The handle's answers (core/handle.c): held is a quorum's validity left. */
-LK__HANDLE_FIELD(lk_redlock_t, name, const char *)
 LK__HANDLE_FIELD(lk_redlock_t, token, int64_t)
 static int handle_is_held(const lk__obj_t *o) {
   return lk__rl_held_deadline((const lk_redlock_t *)o) > lk__now_ns();
@@ -155,7 +154,6 @@ static const lk__obj_ops_t lk__redlock_ops = {
     .cancel_kind = OP_ACQUIRE,
     .tells_lost = 1,
     .member_health = lk__rl_health,
-    .name = handle_name,
     .is_held = handle_is_held,
     .token = handle_token,
 };
@@ -257,7 +255,7 @@ int lk_redlock_new(lk_client_t *const *clients, size_t n, const char *name,
   rl->quorum = n / 2 + 1;
   rl->token = 0;
   rl->rng = lk__group_seed(rl);
-  lk__obj_init(&rl->base, clients[0], &lk__redlock_ops);
+  lk__obj_init(&rl->base, clients[0], &lk__redlock_ops, rl->name);
   rl->base.composite = 1;
   if (n % 2 == 0)
     lk__log(clients[0], LK_LOG_WARN,

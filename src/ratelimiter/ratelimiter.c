@@ -189,8 +189,6 @@ static void free_ratelimiter(lk__obj_t *o) {
 
 /* The handle's answers (core/handle.c): granted permits are spent, so the
  * rate limiter holds nothing. */
-LK__HANDLE_FIELD(lk_ratelimiter_t, name, const char *)
-
 static const lk__obj_ops_t lk__ratelimiter_ops = {
     .call = call,
     .call_closed = call_closed,
@@ -203,7 +201,6 @@ static const lk__obj_ops_t lk__ratelimiter_ops = {
     .counted = lk__obj_counted_always,
     .read_value = read_value,
     .handle_kind = LK_KIND_RATELIMITER,
-    .name = handle_name,
 };
 
 int lk_ratelimiter_new(lk_client_t *c, const char *name, lk_ratelimiter_t **out) {
@@ -249,7 +246,7 @@ int lk_ratelimiter_new(lk_client_t *c, const char *name, lk_ratelimiter_t **out)
       return rc;
     }
   }
-  lk__obj_init(&rl->base, c, &lk__ratelimiter_ops);
+  lk__obj_init(&rl->base, c, &lk__ratelimiter_ops, rl->name);
   *out = rl;
   return 0;
 }

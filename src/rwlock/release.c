@@ -119,7 +119,7 @@ int lk_rwlock_release(lk_rwlock_t *rw, lk_rwlock_side_t side, lk_rwlock_cb cb,
   if (!lk__rw_valid_side(side))
     return LK_EINVAL;
   s = lk__rw_side_index(side);
-  rc = lk__hold_release_check(&rw->base, rw->side, 2, &rw->side[s]);
+  rc = lk__hold_release_check(&rw->base, &rw->side[s]);
   if (rc != 0)
     return rc;
   rw->req_side = s;

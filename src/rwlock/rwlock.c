@@ -50,7 +50,7 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
     if (rw->token_key == NULL)
       return LK_ENOMEM;
   }
-  lk__hold_afresh(&rw->base, rw->side, 2);
+  lk__hold_afresh(&rw->base);
   /* A reader asking to write would wait for its own read holds to go. */
   if (s == LK__RW_W && rw->side[LK__RW_R].count > 0 && rw->side[LK__RW_W].count == 0)
     return LK_EUPGRADE;
@@ -210,15 +210,10 @@ static void free_rwlock(lk__obj_t *o) {
   lk__free(rw);
 }
 
-/* The handle's answers (core/handle.c): held is either side held. */
-LK__HANDLE_FIELD(lk_rwlock_t, name, const char *)
+/* The handle's answers (core/handle.c); the core's for the name and
+ * held (either side held: base.sides). */
 LK__HANDLE_FIELD(lk_rwlock_t, owner, const char *)
 LK__HANDLE_FIELD(lk_rwlock_t, token, int64_t)
-static int handle_is_held(const lk__obj_t *o) {
-  const lk_rwlock_t *rw = (const lk_rwlock_t *)o;
-  return !o->lost && (lk__hold_is_held(o->client, &rw->side[0]) ||
-                      lk__hold_is_held(o->client, &rw->side[1]));
-}
 
 static const lk__obj_ops_t lk__rwlock_ops = {
     .attempt = lk__rw_attempt,
@@ -245,9 +240,7 @@ static const lk__obj_ops_t lk__rwlock_ops = {
     .value_done = value_done,
     .handle_kind = LK_KIND_RWLOCK,
     .tells_lost = 1,
-    .name = handle_name,
     .owner = handle_owner,
-    .is_held = handle_is_held,
     .token = handle_token,
 };
 
@@ -316,7 +309,9 @@ int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
     rw->wd[s].on_event = lk__rw_on_wd_event;
     lk__queue_init(&rw->wd[s].node);
   }
-  lk__obj_init_channel(&rw->base, c, &lk__rwlock_ops, rw->channel, rw->channel_len);
+  lk__obj_init_channel(&rw->base, c, &lk__rwlock_ops, rw->name, rw->channel, rw->channel_len);
+  rw->base.sides = rw->side;
+  rw->base.nsides = 2;
   *out = rw;
   return 0;
 }

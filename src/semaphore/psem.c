@@ -549,7 +549,6 @@ static void refuse_acquire(lk__obj_t *o) {
 }
 
 /* The handle's answers (core/handle.c). */
-LK__HANDLE_FIELD(lk_psem_t, name, const char *)
 static int handle_is_held(const lk__obj_t *o) { return lk__psem_held((const lk_psem_t *)o); }
 
 static const lk__obj_ops_t lk__psem_ops = {
@@ -573,7 +572,6 @@ static const lk__obj_ops_t lk__psem_ops = {
     .refuse = refuse_acquire,
     .handle_kind = LK_KIND_PSEM,
     .tells_lost = 1,
-    .name = handle_name,
     .is_held = handle_is_held,
 };
 
@@ -614,7 +612,7 @@ int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
   p->wd.on_event = lk__psem_on_wd_event;
   p->wd.obj = &p->base;
   lk__queue_init(&p->wd.node);
-  lk__obj_init_channel(&p->base, c, &lk__psem_ops, p->channel, p->channel_len);
+  lk__obj_init_channel(&p->base, c, &lk__psem_ops, p->name, p->channel, p->channel_len);
   lk__sem_owner_init(&p->jobs, c);
   *out = p;
   return 0;

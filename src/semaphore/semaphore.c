@@ -564,7 +564,6 @@ static void refuse_acquire(lk__obj_t *o) {
 
 /* The handle's answers (core/handle.c): held is permits acquired by this
  * object and not released (they never expire: nothing can be lost). */
-LK__HANDLE_FIELD(lk_semaphore_t, name, const char *)
 static int handle_is_held(const lk__obj_t *o) { return ((const lk_semaphore_t *)o)->held > 0; }
 
 static const lk__obj_ops_t lk__semaphore_ops = {
@@ -586,7 +585,6 @@ static const lk__obj_ops_t lk__semaphore_ops = {
     .granted = acquired,
     .refuse = refuse_acquire,
     .handle_kind = LK_KIND_SEMAPHORE,
-    .name = handle_name,
     .is_held = handle_is_held,
 };
 
@@ -635,7 +633,7 @@ int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
   }
   s->base.client = c;
   switch_mark(s);
-  lk__obj_init_channel(&s->base, c, &lk__semaphore_ops, s->channel, s->channel_len);
+  lk__obj_init_channel(&s->base, c, &lk__semaphore_ops, s->name, s->channel, s->channel_len);
   lk__sem_owner_init(&s->jobs, c);
   *out = s;
   return 0;
