@@ -16,6 +16,7 @@
 #include "redisson_emu.h"
 #include "server_faults.h"
 #include "test.h"
+#include "forked_child.h"
 
 #define CLIENT_ID "8f4a3c2e-1b6d-4e5f-9a0b-7c8d9e0f1a2b"
 
@@ -398,12 +399,10 @@ TEST(fork_child_is_refused) {
   bx_t x;
   lk_blocking_lock_t *l;
   pid_t pid;
-  int status = 0;
   bx_start(&x);
   ASSERT_OK(lk_blocking_lock_new(x.b, "bl_fork", &l));
   ASSERT_OK(lk_blocking_lock_try(l, 0));
-  pid = fork();
-  ASSERT_GE(pid, 0);
+  pid = rt_fork_flushed();
   if (pid == 0) {
     int bad = 0;
     bad |= lk_blocking_lock_try(l, 0) != LK_EFORKED;
@@ -413,9 +412,7 @@ TEST(fork_child_is_refused) {
     bad |= lk_blocking_close(x.b) != LK_EFORKED; /* frees the memory only */
     _exit(bad ? 3 : 0);
   }
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  rt_wait_child_exit_0(pid);
   /* The child sent nothing: the parent still holds, and can release. */
   ASSERT_EQ(server_holds(&x, "bl_fork", lk_blocking_thread_id()), 1);
   ASSERT_OK(lk_blocking_lock_release(l));

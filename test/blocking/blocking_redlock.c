@@ -14,6 +14,7 @@
 #include "redis_server.h"
 #include "server_faults.h"
 #include "test.h"
+#include "forked_child.h"
 
 #define MASTERS 3
 
@@ -396,12 +397,10 @@ TEST(redlock_fork_child_is_refused) {
   rx_t x;
   lk_blocking_redlock_t *r;
   pid_t pid;
-  int status = 0;
   rx_start(&x, 0);
   ASSERT_OK(lk_blocking_redlock_new(x.b, x.mo, MASTERS, "brl_fork", NULL, &r));
   ASSERT_OK(lk_blocking_redlock_try(r, 0));
-  pid = fork();
-  ASSERT_GE(pid, 0);
+  pid = rt_fork_flushed();
   if (pid == 0) {
     int bad = 0;
     bad |= lk_blocking_redlock_try(r, 0) != LK_EFORKED;
@@ -411,9 +410,7 @@ TEST(redlock_fork_child_is_refused) {
     bad |= lk_blocking_close(x.b) != LK_EFORKED;
     _exit(bad ? 3 : 0);
   }
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  rt_wait_child_exit_0(pid);
   /* The child sent nothing: the parent still holds, and can release. */
   ASSERT(keys_on_every_master(&x, "brl_fork"));
   ASSERT_EQ(lk_blocking_redlock_is_held(r), 1);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lk_fixture.h"
+#include "forked_child.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -800,7 +801,6 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   long long scripts_before, pttl_before, pttl_after;
   char owner[128];
   pid_t pid;
-  int status = 0;
   fx_start(&fx, NULL);
   held = fx_lock(&fx, "forked");
   idle = fx_lock(&fx, "forked-idle");
@@ -812,9 +812,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   pttl_before = rt_cmd_int(fx.srv, "PTTL forked");
   ASSERT_GT(pttl_before, 0);
 
-  fflush(NULL);
-  pid = fork();
-  ASSERT(pid >= 0);
+  pid = rt_fork_flushed();
   if (pid == 0) {
     /* Child: no ASSERT (its exit path belongs to the parent's harness);
      * each failed check sets one bit of the exit status. */
@@ -840,10 +838,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
       bad |= 64;
     _exit(bad);
   }
-  while (waitpid(pid, &status, 0) < 0)
-    ASSERT(errno == EINTR);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  rt_wait_child_exit_0(pid);
 
   /* Anything the child wrote on the shared socket would be ahead of this
    * query; once its reply is here, the server has seen all of it. */
