@@ -157,7 +157,7 @@ TEST(f3_garbled_fair_acquire_is_given_back) {
   lk_fair_opts_init(&o);
   o.wait_ms = 0;
   o.lease_ms = F3_LEASE;
-  ASSERT_OK(lk_fair_acquire(a, &o, hc_fair_cb, &c.s));
+  ASSERT_OK(lk_fair_acquire(a, &o, fsx_cb, &c.s));
   hc_wait(&c);
   if (c.s.status == 0) {
     ASSERT_EQ(lk_fair_hold_count(a), 1);
@@ -259,7 +259,7 @@ TEST(f6_fair_budget_against_refused_connections_is_etimedout) {
   o.wait_ms = F6_WAIT;
   o.lease_ms = HC_LEASE;
   uint64_t t0 = uv_hrtime();
-  ASSERT_OK(lk_fair_acquire(a, &o, hc_fair_cb, &c.s));
+  ASSERT_OK(lk_fair_acquire(a, &o, fsx_cb, &c.s));
   f6_check(&c, t0);
   f6_reconnect(&c, F6_REFUSE);
   fx_close_fair(&c.fx, a);

@@ -252,7 +252,7 @@ static void fair_reuse(hc_t *c, lk_fair_t *f) {
   for (int i = 0; i < 3 && lk_fair_hold_count(f) > 0; i++) {
     sx_t t;
     memset(&t, 0, sizeof t);
-    if (lk_fair_release(f, hc_fair_cb, &t) != 0)
+    if (lk_fair_release(f, fsx_cb, &t) != 0)
       break;
     rt_run_until(&c->fx.loop, &t.done, 10000);
   }
@@ -275,7 +275,7 @@ static void v_fair_acquire(hc_t *c) {
   o.wait_ms = c->wait_ms;
   o.lease_ms = HC_LEASE;
   memset(&c->s, 0, sizeof c->s);
-  ASSERT_OK(lk_fair_acquire(a, &o, hc_fair_cb, &c->s));
+  ASSERT_OK(lk_fair_acquire(a, &o, fsx_cb, &c->s));
   hc_wait(c);
   hc_check_status(c, refused, 0);
   if (c->s.status == 0) {
@@ -305,7 +305,7 @@ static void v_fair_release(hc_t *c) {
   ASSERT_OK(fsx_acquire(&c->fx, a, 0, HC_LEASE));
   hc_arm(c, "fair/release", 1, "*1\r\n:1\r\n", ":1\r\n");
   memset(&c->s, 0, sizeof c->s);
-  ASSERT_OK(lk_fair_release(a, hc_fair_cb, &c->s));
+  ASSERT_OK(lk_fair_release(a, fsx_cb, &c->s));
   hc_wait(c);
   hc_check_status(c, 0, 0);
   if (c->s.status == 0) {
@@ -809,7 +809,7 @@ static int lx_do(hc_t *c, int (*fn)(lk_latch_t *, lk_latch_cb, void *), lk_latch
                  int64_t *result) {
   sx_t t;
   memset(&t, 0, sizeof t);
-  ASSERT_OK(fn(l, hc_latch_cb, &t));
+  ASSERT_OK(fn(l, lx_cb, &t));
   rt_run_until(&c->fx.loop, &t.done, 10000);
   if (result != NULL)
     *result = t.result;
@@ -829,7 +829,7 @@ static void v_latch_count_down(hc_t *c) {
   sem_set(c, 2);
   hc_arm(c, "latch/count_down", 1, "*1\r\n:0\r\n", ":0\r\n");
   memset(&c->s, 0, sizeof c->s);
-  ASSERT_OK(lk_latch_count_down(l, hc_latch_cb, &c->s));
+  ASSERT_OK(lk_latch_count_down(l, lx_cb, &c->s));
   hc_wait(c);
   hc_check_status(c, 0, 0);
   ASSERT_EQ(lx_get(c->fx.srv, HC_NAME, 0), 1); /* counted down exactly once */
@@ -851,7 +851,7 @@ static void v_latch_try_set_count(hc_t *c) {
     sem_set(c, 5);
   hc_arm(c, "latch/try_set_count", 1, "*1\r\n:1\r\n", ":1\r\n");
   memset(&c->s, 0, sizeof c->s);
-  ASSERT_OK(lk_latch_try_set_count(l, 3, hc_latch_cb, &c->s));
+  ASSERT_OK(lk_latch_try_set_count(l, 3, lx_cb, &c->s));
   hc_wait(c);
   hc_check_status(c, 0, 0);
   ASSERT_EQ(lx_get(c->fx.srv, HC_NAME, 0), armed ? 5 : 3);
@@ -875,7 +875,7 @@ static void v_latch_delete(hc_t *c) {
     sem_set(c, 2);
   hc_arm(c, "latch/delete", 1, "*1\r\n:1\r\n", ":1\r\n");
   memset(&c->s, 0, sizeof c->s);
-  ASSERT_OK(lk_latch_delete(l, hc_latch_cb, &c->s));
+  ASSERT_OK(lk_latch_delete(l, lx_cb, &c->s));
   hc_wait(c);
   hc_check_status(c, 0, 0);
   ASSERT_EQ(hc_exists(c, HC_NAME), 0);
