@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lk_fixture.h"
 #include "forked_child.h"
+#include "lk_fixture.h"
 
 /* ---- bookkeeping ----------------------------------------------------------------------- */
 

@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "latch_fixture.h"
 #include "forked_child.h"
+#include "latch_fixture.h"
 
 #define BAD_LATCH ((lk_latch_t *)(uintptr_t)0x5a5a5a5a)
 

@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rw_fixture.h"
 #include "forked_child.h"
+#include "rw_fixture.h"
 
 #define BAD_RW ((lk_rwlock_t *)(uintptr_t)0x5a5a5a5a)
 

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tls_util.h"
 #include "forked_child.h"
+#include "tls_util.h"
 
 /* Acquire, release, and a waiter woken by the release's message: both the
  * command and the pub/sub connection speak TLS. */
