@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "forked_child.h"
 #include "latchkey.h"
+#include "overlap_probe.h"
 #include "redis_server.h"
 #include "redisson_emu.h"
 #include "server_faults.h"
@@ -56,49 +58,18 @@ static long long server_holds(bx_t *x, const char *name, uint64_t tid) {
 #define EX_THREADS 4
 #define EX_ROUNDS 15
 
-typedef struct {
-  lk_blocking_lock_t *l;
-  _Atomic int inside;
-  _Atomic int max_inside;
-  _Atomic int entries;
-  _Atomic int errors;
-} overlap_t;
-
-static void overlap_worker(void *arg) {
-  overlap_t *o = arg;
-  for (int i = 0; i < EX_ROUNDS; i++) {
-    int now;
-    if (lk_blocking_lock_acquire(o->l, NULL) != 0) {
-      atomic_fetch_add(&o->errors, 1);
-      continue;
-    }
-    now = atomic_fetch_add(&o->inside, 1) + 1;
-    if (now > atomic_load(&o->max_inside))
-      atomic_store(&o->max_inside, now);
-    atomic_fetch_add(&o->entries, 1);
-    rt_sleep_us(500); /* widen the window an overlap would show in */
-    atomic_fetch_sub(&o->inside, 1);
-    if (lk_blocking_lock_release(o->l) != 0)
-      atomic_fetch_add(&o->errors, 1);
-  }
-}
+static int bl_acquire(void *l) { return lk_blocking_lock_acquire(l, NULL); }
+static int bl_release(void *l) { return lk_blocking_lock_release(l); }
+static const overlap_kind_t bl_overlap = {bl_acquire, bl_release, NULL};
 
 TEST(threads_exclude_on_one_name) {
   bx_t x;
-  overlap_t o;
-  uv_thread_t t[EX_THREADS];
-  memset(&o, 0, sizeof(o));
+  lk_blocking_lock_t *l;
   bx_start(&x);
-  ASSERT_OK(lk_blocking_lock_new(x.b, "bl_ex", &o.l));
-  for (int i = 0; i < EX_THREADS; i++)
-    ASSERT_OK(uv_thread_create(&t[i], overlap_worker, &o));
-  for (int i = 0; i < EX_THREADS; i++)
-    uv_thread_join(&t[i]);
-  ASSERT_EQ(atomic_load(&o.errors), 0);
-  ASSERT_EQ(atomic_load(&o.max_inside), 1);
-  ASSERT_EQ(atomic_load(&o.entries), EX_THREADS * EX_ROUNDS);
+  ASSERT_OK(lk_blocking_lock_new(x.b, "bl_ex", &l));
+  overlap_run(&bl_overlap, l, EX_THREADS, EX_ROUNDS);
   ASSERT_EQ(rt_cmd_int(x.srv, "EXISTS bl_ex"), 0);
-  ASSERT_OK(lk_blocking_lock_close(o.l));
+  ASSERT_OK(lk_blocking_lock_close(l));
   bx_finish(&x);
 }
 
@@ -398,12 +369,10 @@ TEST(fork_child_is_refused) {
   bx_t x;
   lk_blocking_lock_t *l;
   pid_t pid;
-  int status = 0;
   bx_start(&x);
   ASSERT_OK(lk_blocking_lock_new(x.b, "bl_fork", &l));
   ASSERT_OK(lk_blocking_lock_try(l, 0));
-  pid = fork();
-  ASSERT_GE(pid, 0);
+  pid = rt_fork_flushed();
   if (pid == 0) {
     int bad = 0;
     bad |= lk_blocking_lock_try(l, 0) != LK_EFORKED;
@@ -413,9 +382,7 @@ TEST(fork_child_is_refused) {
     bad |= lk_blocking_close(x.b) != LK_EFORKED; /* frees the memory only */
     _exit(bad ? 3 : 0);
   }
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  rt_wait_child_exit_0(pid);
   /* The child sent nothing: the parent still holds, and can release. */
   ASSERT_EQ(server_holds(&x, "bl_fork", lk_blocking_thread_id()), 1);
   ASSERT_OK(lk_blocking_lock_release(l));
@@ -727,70 +694,44 @@ TEST(thread_done_gives_back_and_frees) {
 
 #define MIX_ROUNDS 8
 
+/* A Java thread of the emulated Redisson client: its own connections. */
 typedef struct {
-  overlap_t *o;
-  int port;
+  redisContext *ctx, *sub;
   long long tid;
-} java_arg_t;
+} java_thread_t;
 
-static void enter_exit(overlap_t *o) {
-  int now = atomic_fetch_add(&o->inside, 1) + 1;
-  if (now > atomic_load(&o->max_inside))
-    atomic_store(&o->max_inside, now);
-  atomic_fetch_add(&o->entries, 1);
-  rt_sleep_us(300); /* widen the window an overlap would show in */
-  atomic_fetch_sub(&o->inside, 1);
+static int java_acquire(void *obj) {
+  java_thread_t *j = obj;
+  return rt_rlock_lock_blocking(j->ctx, j->sub, "bl_mix", "java-uuid", j->tid, 30000,
+                                rt_scaled_ms(20000));
 }
 
-static void java_worker(void *arg) {
-  java_arg_t *a = arg;
-  redisContext *ctx = rt_rlock_connect(a->port), *sub = rt_rlock_connect(a->port);
-  for (int i = 0; i < MIX_ROUNDS; i++) {
-    if (rt_rlock_lock_blocking(ctx, sub, "bl_mix", "java-uuid", a->tid, 30000,
-                               rt_scaled_ms(20000)) != 0) {
-      atomic_fetch_add(&a->o->errors, 1);
-      continue;
-    }
-    enter_exit(a->o);
-    if (rt_rlock_unlock(ctx, "bl_mix", "java-uuid", a->tid) != 1)
-      atomic_fetch_add(&a->o->errors, 1);
-  }
-  redisFree(sub);
-  redisFree(ctx);
+static int java_release(void *obj) {
+  java_thread_t *j = obj;
+  return rt_rlock_unlock(j->ctx, "bl_mix", "java-uuid", j->tid) == 1 ? 0 : -1;
 }
 
-static void latchkey_worker(void *arg) {
-  overlap_t *o = arg;
-  for (int i = 0; i < MIX_ROUNDS; i++) {
-    if (lk_blocking_lock_acquire(o->l, NULL) != 0) {
-      atomic_fetch_add(&o->errors, 1);
-      continue;
-    }
-    enter_exit(o);
-    if (lk_blocking_lock_release(o->l) != 0)
-      atomic_fetch_add(&o->errors, 1);
-  }
-}
+static const overlap_kind_t java_overlap = {java_acquire, java_release, NULL};
 
 TEST(two_java_threads_and_two_latchkey_threads_share_a_name) {
   bx_t x;
-  overlap_t o;
-  java_arg_t j[2];
-  uv_thread_t t[4];
-  memset(&o, 0, sizeof(o));
+  lk_blocking_lock_t *l;
+  java_thread_t j[2];
+  overlap_thread_t th[4];
   bx_start(&x);
-  ASSERT_OK(lk_blocking_lock_new(x.b, "bl_mix", &o.l));
+  ASSERT_OK(lk_blocking_lock_new(x.b, "bl_mix", &l));
   for (int i = 0; i < 2; i++) {
-    j[i] = (java_arg_t){&o, rt_server_port(x.srv), i + 1};
-    ASSERT_OK(uv_thread_create(&t[i], java_worker, &j[i]));
-    ASSERT_OK(uv_thread_create(&t[2 + i], latchkey_worker, &o));
+    j[i] = (java_thread_t){rt_rlock_connect(rt_server_port(x.srv)),
+                           rt_rlock_connect(rt_server_port(x.srv)), i + 1};
+    th[i] = (overlap_thread_t){&java_overlap, &j[i], MIX_ROUNDS, NULL};
+    th[2 + i] = (overlap_thread_t){&bl_overlap, l, MIX_ROUNDS, NULL};
   }
-  for (int i = 0; i < 4; i++)
-    uv_thread_join(&t[i]);
-  ASSERT_EQ(atomic_load(&o.errors), 0);
-  ASSERT_EQ(atomic_load(&o.max_inside), 1);
-  ASSERT_EQ(atomic_load(&o.entries), 4 * MIX_ROUNDS);
+  overlap_run_threads(th, 4);
+  for (int i = 0; i < 2; i++) {
+    redisFree(j[i].sub);
+    redisFree(j[i].ctx);
+  }
   ASSERT_EQ(rt_cmd_int(x.srv, "EXISTS bl_mix"), 0);
-  ASSERT_OK(lk_blocking_lock_close(o.l));
+  ASSERT_OK(lk_blocking_lock_close(l));
   bx_finish(&x);
 }

@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "forked_child.h"
 #include "latchkey.h"
+#include "overlap_probe.h"
 #include "redis_server.h"
 #include "server_faults.h"
 #include "test.h"
@@ -87,48 +89,19 @@ static long long scripts_run(rx_t *x) {
 #define EX_THREADS 3
 #define EX_ROUNDS 8
 
-typedef struct {
-  lk_blocking_redlock_t *r;
-  _Atomic int inside, max_inside, entries, errors;
-} overlap_t;
-
-static void overlap_worker(void *arg) {
-  overlap_t *o = arg;
-  for (int i = 0; i < EX_ROUNDS; i++) {
-    int now;
-    if (lk_blocking_redlock_acquire(o->r, NULL) != 0) {
-      atomic_fetch_add(&o->errors, 1);
-      continue;
-    }
-    now = atomic_fetch_add(&o->inside, 1) + 1;
-    if (now > atomic_load(&o->max_inside))
-      atomic_store(&o->max_inside, now);
-    atomic_fetch_add(&o->entries, 1);
-    if (lk_blocking_redlock_is_held(o->r) != 1)
-      atomic_fetch_add(&o->errors, 1);
-    rt_sleep_us(500); /* widen the window an overlap would show in */
-    atomic_fetch_sub(&o->inside, 1);
-    if (lk_blocking_redlock_release(o->r) != 0)
-      atomic_fetch_add(&o->errors, 1);
-  }
-}
+static int brl_acquire(void *r) { return lk_blocking_redlock_acquire(r, NULL); }
+static int brl_release(void *r) { return lk_blocking_redlock_release(r); }
+static int brl_is_held(void *r) { return lk_blocking_redlock_is_held(r); }
+static const overlap_kind_t brl_overlap = {brl_acquire, brl_release, brl_is_held};
 
 TEST(redlock_threads_exclude) {
   rx_t x;
-  overlap_t o;
-  uv_thread_t t[EX_THREADS];
-  memset(&o, 0, sizeof(o));
+  lk_blocking_redlock_t *r;
   rx_start(&x, 0);
-  ASSERT_OK(lk_blocking_redlock_new(x.b, x.mo, MASTERS, "brl_ex", NULL, &o.r));
-  for (int i = 0; i < EX_THREADS; i++)
-    ASSERT_OK(uv_thread_create(&t[i], overlap_worker, &o));
-  for (int i = 0; i < EX_THREADS; i++)
-    uv_thread_join(&t[i]);
-  ASSERT_EQ(atomic_load(&o.errors), 0);
-  ASSERT_EQ(atomic_load(&o.max_inside), 1);
-  ASSERT_EQ(atomic_load(&o.entries), EX_THREADS * EX_ROUNDS);
+  ASSERT_OK(lk_blocking_redlock_new(x.b, x.mo, MASTERS, "brl_ex", NULL, &r));
+  overlap_run(&brl_overlap, r, EX_THREADS, EX_ROUNDS);
   ASSERT(keys_gone(&x, "brl_ex")); /* a last straggler's grant is given back */
-  ASSERT_OK(lk_blocking_redlock_close(o.r));
+  ASSERT_OK(lk_blocking_redlock_close(r));
   rx_finish(&x);
 }
 
@@ -396,12 +369,10 @@ TEST(redlock_fork_child_is_refused) {
   rx_t x;
   lk_blocking_redlock_t *r;
   pid_t pid;
-  int status = 0;
   rx_start(&x, 0);
   ASSERT_OK(lk_blocking_redlock_new(x.b, x.mo, MASTERS, "brl_fork", NULL, &r));
   ASSERT_OK(lk_blocking_redlock_try(r, 0));
-  pid = fork();
-  ASSERT_GE(pid, 0);
+  pid = rt_fork_flushed();
   if (pid == 0) {
     int bad = 0;
     bad |= lk_blocking_redlock_try(r, 0) != LK_EFORKED;
@@ -411,9 +382,7 @@ TEST(redlock_fork_child_is_refused) {
     bad |= lk_blocking_close(x.b) != LK_EFORKED;
     _exit(bad ? 3 : 0);
   }
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  rt_wait_child_exit_0(pid);
   /* The child sent nothing: the parent still holds, and can release. */
   ASSERT(keys_on_every_master(&x, "brl_fork"));
   ASSERT_EQ(lk_blocking_redlock_is_held(r), 1);

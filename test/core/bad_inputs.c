@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "forked_child.h"
 #include "lk_fixture.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -58,6 +59,66 @@ static void base_opts(lk_client_opts_t *o) {
   o->port = 1; /* never connected: these clients are all rejected */
 }
 
+/* One refused client option set: the base options with one change. */
+typedef struct {
+  const char *what;
+  void (*set)(lk_client_opts_t *o);
+} client_opt_case_t;
+
+/* Each case starts from base_opts, makes its change, and lk_client_new must
+ * refuse the result with LK_EINVAL (client_new_rc checks the rest). */
+static void refused_client_opts(const client_opt_case_t *bad, int n) {
+  for (int i = 0; i < n; i++) {
+    lk_client_opts_t o;
+    int rc;
+    base_opts(&o);
+    bad[i].set(&o);
+    rc = client_new_rc(&o);
+    if (rc != LK_EINVAL)
+      FAIL("lk_client_new with %s returned %s, not LK_EINVAL", bad[i].what, lk_err_name(rc));
+  }
+}
+
+/* The changes, one a line, named by what they set. */
+static void set_host_null(lk_client_opts_t *o) { o->host = NULL; }
+static void set_port_0(lk_client_opts_t *o) { o->port = 0; }
+static void set_port_minus_1(lk_client_opts_t *o) { o->port = -1; }
+static void set_port_70000(lk_client_opts_t *o) { o->port = 70000; }
+static void set_port_65536(lk_client_opts_t *o) { o->port = 65536; }
+static void set_connect_timeout_minus_1(lk_client_opts_t *o) { o->connect_timeout_ms = -1; }
+static void set_connect_timeout_0(lk_client_opts_t *o) { o->connect_timeout_ms = 0; }
+static void set_reply_timeout_minus_1(lk_client_opts_t *o) { o->reply_timeout_ms = -1; }
+static void set_reply_timeout_int64_min(lk_client_opts_t *o) { o->reply_timeout_ms = INT64_MIN; }
+static void set_reply_timeout_over_cap(lk_client_opts_t *o) {
+  o->reply_timeout_ms = LK_MAX_TIME_MS + 1;
+}
+static void set_reconnect_min_minus_5(lk_client_opts_t *o) { o->reconnect_min_ms = -5; }
+static void set_reconnect_max_minus_1(lk_client_opts_t *o) { o->reconnect_max_ms = -1; }
+static void set_reconnect_max_below_min(lk_client_opts_t *o) {
+  o->reconnect_min_ms = 500;
+  o->reconnect_max_ms = 499;
+}
+static void set_max_repoll_minus_1(lk_client_opts_t *o) { o->max_repoll_ms = -1; }
+static void set_heartbeat_minus_1(lk_client_opts_t *o) { o->heartbeat_ms = -1; }
+static void set_default_lease_minus_1(lk_client_opts_t *o) { o->default_lease_ms = -1; }
+static void set_default_lease_int64_max(lk_client_opts_t *o) { o->default_lease_ms = INT64_MAX; }
+static void set_username_without_password(lk_client_opts_t *o) {
+  o->username = "alice";
+  o->password = NULL;
+}
+static void set_client_id_colon_inside(lk_client_opts_t *o) { o->client_id = "abc:def"; }
+static void set_client_id_colon_only(lk_client_opts_t *o) { o->client_id = ":"; }
+static void set_client_id_space_inside(lk_client_opts_t *o) { o->client_id = "abc def"; }
+static void set_client_id_space_only(lk_client_opts_t *o) { o->client_id = " "; }
+static void set_client_id_crlf(lk_client_opts_t *o) { o->client_id = "abc\r\n"; }
+static void set_client_id_empty(lk_client_opts_t *o) { o->client_id = ""; }
+static void set_max_name_len_0(lk_client_opts_t *o) { o->max_name_len = 0; }
+static void set_max_name_len_over_cap(lk_client_opts_t *o) {
+  o->max_name_len = ((size_t)64 << 20) + 1;
+}
+static void set_max_inflight_0(lk_client_opts_t *o) { o->max_inflight = 0; }
+static void set_db_minus_1(lk_client_opts_t *o) { o->db = -1; }
+
 static void finish(fx_t *fx) {
   fx_finish(fx);
   ASSERT_EQ(g_never_calls, 0);
@@ -80,6 +141,31 @@ static void check_still_usable(fx_t *fx, lk_lock_t *l) {
   ASSERT_EQ(lk_lock_hold_count(l), 1);
   ASSERT_OK(sx_run(fx, lk_lock_release, l, &r));
   ASSERT_EQ(r, 1);
+}
+
+/* A wait/lease pair that lk_lock_acquire must refuse with LK_EINVAL. */
+typedef struct {
+  int64_t wait_ms;
+  int64_t lease_ms;
+} wait_lease_t;
+
+/* Each of the n bad pairs is refused at once on one lock, nothing reaches
+ * the server, and the lock still works afterwards. */
+static void refused_acquires_leave_no_trace(const wait_lease_t *bad, int n) {
+  fx_t fx;
+  lk_lock_t *l;
+  fx_start(&fx, NULL);
+  l = fx_lock(&fx, "w");
+  for (int i = 0; i < n; i++) {
+    int rc = acquire_rc(l, bad[i].wait_ms, bad[i].lease_ms);
+    if (rc != LK_EINVAL)
+      FAIL("acquire with wait %lld, lease %lld returned %s, not LK_EINVAL",
+           (long long)bad[i].wait_ms, (long long)bad[i].lease_ms, lk_err_name(rc));
+  }
+  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS w"), 0);
+  check_still_usable(&fx, l);
+  fx_close_lock(&fx, l);
+  finish(&fx);
 }
 
 static long long cmdstat_calls(rt_server_t *s, const char *cmd) {
@@ -120,124 +206,79 @@ TEST(client_new_null_out) {
 }
 
 TEST(client_new_null_host_without_unix_path) {
-  lk_client_opts_t o;
-  base_opts(&o);
-  o.host = NULL;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
+  static const client_opt_case_t bad[] = {{"host = NULL", set_host_null}};
+  refused_client_opts(bad, 1);
 }
 
 TEST(client_new_port_zero) {
-  lk_client_opts_t o;
-  base_opts(&o);
-  o.port = 0;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  o.port = -1;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
+  static const client_opt_case_t bad[] = {{"port = 0", set_port_0}, {"port = -1", set_port_minus_1}};
+  refused_client_opts(bad, 2);
 }
 
 TEST(client_new_port_70000) {
-  lk_client_opts_t o;
-  base_opts(&o);
-  o.port = 70000;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  o.port = 65536;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
+  static const client_opt_case_t bad[] = {{"port = 70000", set_port_70000},
+                                          {"port = 65536", set_port_65536}};
+  refused_client_opts(bad, 2);
 }
 
 TEST(client_new_negative_timeouts) {
-  lk_client_opts_t o;
-  base_opts(&o);
-  o.connect_timeout_ms = -1;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.connect_timeout_ms = 0;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.reply_timeout_ms = -1;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.reply_timeout_ms = INT64_MIN;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.reconnect_min_ms = -5;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.reconnect_max_ms = -1;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.max_repoll_ms = -1;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.heartbeat_ms = -1;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.default_lease_ms = -1;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  /* Over the cap is as wrong as negative. */
-  base_opts(&o);
-  o.reply_timeout_ms = LK_MAX_TIME_MS + 1;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.default_lease_ms = INT64_MAX;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
+  static const client_opt_case_t bad[] = {
+      {"connect_timeout_ms = -1", set_connect_timeout_minus_1},
+      {"connect_timeout_ms = 0", set_connect_timeout_0},
+      {"reply_timeout_ms = -1", set_reply_timeout_minus_1},
+      {"reply_timeout_ms = INT64_MIN", set_reply_timeout_int64_min},
+      {"reconnect_min_ms = -5", set_reconnect_min_minus_5},
+      {"reconnect_max_ms = -1", set_reconnect_max_minus_1},
+      {"max_repoll_ms = -1", set_max_repoll_minus_1},
+      {"heartbeat_ms = -1", set_heartbeat_minus_1},
+      {"default_lease_ms = -1", set_default_lease_minus_1},
+      /* Over the cap is as wrong as negative. */
+      {"reply_timeout_ms = LK_MAX_TIME_MS + 1", set_reply_timeout_over_cap},
+      {"default_lease_ms = INT64_MAX", set_default_lease_int64_max},
+  };
+  refused_client_opts(bad, (int)(sizeof bad / sizeof bad[0]));
 }
 
 TEST(client_new_reconnect_max_below_min) {
-  lk_client_opts_t o;
-  base_opts(&o);
-  o.reconnect_min_ms = 500;
-  o.reconnect_max_ms = 499;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
+  static const client_opt_case_t bad[] = {
+      {"reconnect_min_ms = 500, reconnect_max_ms = 499", set_reconnect_max_below_min}};
+  refused_client_opts(bad, 1);
 }
 
 TEST(client_new_username_without_password) {
-  lk_client_opts_t o;
-  base_opts(&o);
-  o.username = "alice";
-  o.password = NULL;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
+  static const client_opt_case_t bad[] = {
+      {"username = alice, password = NULL", set_username_without_password}};
+  refused_client_opts(bad, 1);
 }
 
 TEST(client_new_client_id_with_colon) {
-  lk_client_opts_t o;
-  base_opts(&o);
-  o.client_id = "abc:def";
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  o.client_id = ":";
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
+  static const client_opt_case_t bad[] = {{"client_id = abc:def", set_client_id_colon_inside},
+                                          {"client_id = :", set_client_id_colon_only}};
+  refused_client_opts(bad, 2);
 }
 
 TEST(client_new_client_id_with_spaces) {
-  lk_client_opts_t o;
-  base_opts(&o);
-  o.client_id = "abc def";
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  o.client_id = " ";
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  o.client_id = "abc\r\n";
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  o.client_id = "";
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
+  static const client_opt_case_t bad[] = {
+      {"client_id = abc def", set_client_id_space_inside},
+      {"client_id = ' '", set_client_id_space_only},
+      {"client_id = abc CR LF", set_client_id_crlf},
+      {"client_id = empty", set_client_id_empty},
+  };
+  refused_client_opts(bad, 4);
 }
 
 TEST(client_new_max_name_len_zero) {
-  lk_client_opts_t o;
-  base_opts(&o);
-  o.max_name_len = 0;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
+  static const client_opt_case_t bad[] = {{"max_name_len = 0", set_max_name_len_0}};
+  refused_client_opts(bad, 1);
 }
 
 TEST(client_new_other_ranges) {
-  lk_client_opts_t o;
-  base_opts(&o);
-  o.max_inflight = 0;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.db = -1;
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
-  base_opts(&o);
-  o.max_name_len = ((size_t)64 << 20) + 1; /* documented: 1..64 MiB */
-  ASSERT_EQ(client_new_rc(&o), LK_EINVAL);
+  static const client_opt_case_t bad[] = {
+      {"max_inflight = 0", set_max_inflight_0},
+      {"db = -1", set_db_minus_1},
+      {"max_name_len = 64 MiB + 1", set_max_name_len_over_cap}, /* documented: 1..64 MiB */
+  };
+  refused_client_opts(bad, 3);
 }
 
 /* ---- lk_lock_new -------------------------------------------------------------------- */
@@ -367,16 +408,8 @@ TEST(acquire_null_cb) {
 }
 
 TEST(acquire_wait_minus_two) {
-  fx_t fx;
-  lk_lock_t *l;
-  fx_start(&fx, NULL);
-  l = fx_lock(&fx, "w");
-  ASSERT_EQ(acquire_rc(l, -2, 10000), LK_EINVAL);
-  ASSERT_EQ(acquire_rc(l, INT64_MIN, 10000), LK_EINVAL);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS w"), 0);
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
-  finish(&fx);
+  static const wait_lease_t bad[] = {{-2, 10000}, {INT64_MIN, 10000}};
+  refused_acquires_leave_no_trace(bad, 2);
 }
 
 TEST(acquire_wait_over_max) {
@@ -396,55 +429,23 @@ TEST(acquire_wait_over_max) {
 }
 
 TEST(acquire_wait_int64_max) {
-  fx_t fx;
-  lk_lock_t *l;
-  fx_start(&fx, NULL);
-  l = fx_lock(&fx, "w");
-  ASSERT_EQ(acquire_rc(l, INT64_MAX, 10000), LK_EINVAL);
-  ASSERT_EQ(acquire_rc(l, INT64_MAX, LK_LEASE_DEFAULT), LK_EINVAL);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS w"), 0);
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
-  finish(&fx);
+  static const wait_lease_t bad[] = {{INT64_MAX, 10000}, {INT64_MAX, LK_LEASE_DEFAULT}};
+  refused_acquires_leave_no_trace(bad, 2);
 }
 
 TEST(acquire_lease_zero) {
-  fx_t fx;
-  lk_lock_t *l;
-  fx_start(&fx, NULL);
-  l = fx_lock(&fx, "w");
-  ASSERT_EQ(acquire_rc(l, 0, 0), LK_EINVAL); /* never PX 0 */
-  ASSERT_EQ(acquire_rc(l, -1, 0), LK_EINVAL);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS w"), 0);
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
-  finish(&fx);
+  static const wait_lease_t bad[] = {{0, 0} /* never PX 0 */, {-1, 0}};
+  refused_acquires_leave_no_trace(bad, 2);
 }
 
 TEST(acquire_lease_minus_two) {
-  fx_t fx;
-  lk_lock_t *l;
-  fx_start(&fx, NULL);
-  l = fx_lock(&fx, "w");
-  ASSERT_EQ(acquire_rc(l, 0, -2), LK_EINVAL);
-  ASSERT_EQ(acquire_rc(l, 0, INT64_MIN), LK_EINVAL);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS w"), 0);
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
-  finish(&fx);
+  static const wait_lease_t bad[] = {{0, -2}, {0, INT64_MIN}};
+  refused_acquires_leave_no_trace(bad, 2);
 }
 
 TEST(acquire_lease_int64_max) {
-  fx_t fx;
-  lk_lock_t *l;
-  fx_start(&fx, NULL);
-  l = fx_lock(&fx, "w");
-  ASSERT_EQ(acquire_rc(l, 0, INT64_MAX), LK_EINVAL);
-  ASSERT_EQ(acquire_rc(l, 0, LK_MAX_TIME_MS + 1), LK_EINVAL);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS w"), 0);
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
-  finish(&fx);
+  static const wait_lease_t bad[] = {{0, INT64_MAX}, {0, LK_MAX_TIME_MS + 1}};
+  refused_acquires_leave_no_trace(bad, 2);
 }
 
 TEST(acquire_second_while_pending_is_busy) {
@@ -800,7 +801,6 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   long long scripts_before, pttl_before, pttl_after;
   char owner[128];
   pid_t pid;
-  int status = 0;
   fx_start(&fx, NULL);
   held = fx_lock(&fx, "forked");
   idle = fx_lock(&fx, "forked-idle");
@@ -812,9 +812,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   pttl_before = rt_cmd_int(fx.srv, "PTTL forked");
   ASSERT_GT(pttl_before, 0);
 
-  fflush(NULL);
-  pid = fork();
-  ASSERT(pid >= 0);
+  pid = rt_fork_flushed();
   if (pid == 0) {
     /* Child: no ASSERT (its exit path belongs to the parent's harness);
      * each failed check sets one bit of the exit status. */
@@ -840,10 +838,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
       bad |= 64;
     _exit(bad);
   }
-  while (waitpid(pid, &status, 0) < 0)
-    ASSERT(errno == EINTR);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  rt_wait_child_exit_0(pid);
 
   /* Anything the child wrote on the shared socket would be ahead of this
    * query; once its reply is here, the server has seen all of it. */

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "forked_child.h"
 #include "lk_fixture.h"
 
 /* ---- bookkeeping ----------------------------------------------------------------------- */
@@ -534,7 +535,6 @@ TEST(close_all_in_a_forked_child_frees_memory_only) {
   rec_t r = {0, 0};
   lk_lock_opts_t o;
   pid_t pid;
-  int status = 0;
   start(&fx);
   held = fx_lock(&fx, "ca:fork-held");
   m[0] = fx_lock(&fx, "ca:fork-m0");
@@ -546,17 +546,12 @@ TEST(close_all_in_a_forked_child_frees_memory_only) {
   ASSERT_OK(lk_lock_acquire(held, &o, lock_cb, &r));
   run_until_done(&fx, 1, 10000);
   ASSERT_OK(r.status);
-  fflush(NULL);
-  pid = fork();
-  ASSERT(pid >= 0);
+  pid = rt_fork_flushed();
   if (pid == 0) {
     int rc = lk_client_close_all(fx.c, on_all_closed);
     _exit(rc == LK_EFORKED && g.close_cb == 0 ? 0 : 1);
   }
-  while (waitpid(pid, &status, 0) < 0)
-    ASSERT(errno == EINTR);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  rt_wait_child_exit_0(pid);
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN ca:fork-held"), 1);
   /* The parent's client and objects are as they were. */
   ASSERT_EQ(lk_lock_is_held(held), 1);

@@ -377,11 +377,34 @@ TEST(pause_times_out_and_resume_recovers) {
 
 /* ---- proxy -------------------------------------------------------------------------------- */
 
-TEST(proxy_forwards) {
-  rt_server_t *s = rt_server_start(NULL);
-  ASSERT_NOT_NULL(s);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
+/* A fresh server (*s) and a proxy in front of it. */
+static rt_proxy_t *proxy_before_a_new_server(rt_server_t **s) {
+  rt_proxy_t *p;
+  *s = rt_server_start(NULL);
+  ASSERT_NOT_NULL(*s);
+  p = rt_proxy_start(rt_server_port(*s));
   ASSERT_NOT_NULL(p);
+  return p;
+}
+
+static void stop_proxy_and_server(rt_proxy_t *p, rt_server_t *s) {
+  rt_proxy_stop(p);
+  rt_server_stop(s);
+}
+
+/* A raw connection through the proxy whose first PING was answered. */
+static int raw_pinged_through(rt_proxy_t *p, int64_t connect_ms) {
+  char buf[64];
+  int fd = rt_raw_connect(rt_proxy_port(p), connect_ms);
+  rt_raw_send(fd, "PING\r\n");
+  ASSERT_EQ(raw_recv(fd, buf, sizeof buf), 7);
+  ASSERT_STREQ(buf, "+PONG\r\n");
+  return fd;
+}
+
+TEST(proxy_forwards) {
+  rt_server_t *s;
+  rt_proxy_t *p = proxy_before_a_new_server(&s);
   ASSERT_NE(rt_proxy_port(p), rt_server_port(s));
   ASSERT_EQ(rt_proxy_connections(p), 0);
 
@@ -409,20 +432,14 @@ TEST(proxy_forwards) {
   redisFree(c);
   ASSERT_EQ(wait_value(proxy_conns, p, 0, 2000), 0);
   ASSERT_EQ(wait_value(server_clients, s, 1, 2000), 1); /* only the side channel */
-  rt_proxy_stop(p);
-  rt_server_stop(s);
+  stop_proxy_and_server(p, s);
 }
 
 TEST(proxy_reset_all) {
-  rt_server_t *s = rt_server_start(NULL);
-  ASSERT_NOT_NULL(s);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
-  ASSERT_NOT_NULL(p);
+  rt_server_t *s;
+  rt_proxy_t *p = proxy_before_a_new_server(&s);
   char buf[256];
-  int fd = rt_raw_connect(rt_proxy_port(p), rt_scaled_ms(2000));
-  rt_raw_send(fd, "PING\r\n");
-  ASSERT_EQ(raw_recv(fd, buf, sizeof buf), 7);
-  ASSERT_STREQ(buf, "+PONG\r\n");
+  int fd = raw_pinged_through(p, rt_scaled_ms(2000));
   redisContext *c = rt_connect_port(rt_proxy_port(p), 1000);
   ASSERT(ping_ok(c));
   ASSERT_EQ(rt_proxy_connections(p), 2);
@@ -440,33 +457,25 @@ TEST(proxy_reset_all) {
   c = rt_connect_port(rt_proxy_port(p), 1000);
   ASSERT(ping_ok(c));
   redisFree(c);
-  rt_proxy_stop(p);
-  rt_server_stop(s);
+  stop_proxy_and_server(p, s);
 }
 
 TEST(proxy_close_all) {
-  rt_server_t *s = rt_server_start(NULL);
-  ASSERT_NOT_NULL(s);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
-  ASSERT_NOT_NULL(p);
+  rt_server_t *s;
+  rt_proxy_t *p = proxy_before_a_new_server(&s);
   char buf[256];
-  int fd = rt_raw_connect(rt_proxy_port(p), rt_scaled_ms(2000));
-  rt_raw_send(fd, "PING\r\n");
-  ASSERT_EQ(raw_recv(fd, buf, sizeof buf), 7);
+  int fd = raw_pinged_through(p, rt_scaled_ms(2000));
   rt_proxy_close_all(p);
   ASSERT_EQ(rt_proxy_connections(p), 0);
   ASSERT_EQ(raw_recv(fd, buf, sizeof buf), 0); /* FIN, not RST */
   close(fd);
   ASSERT_EQ(wait_value(server_clients, s, 1, 2000), 1);
-  rt_proxy_stop(p);
-  rt_server_stop(s);
+  stop_proxy_and_server(p, s);
 }
 
 TEST(proxy_refuse) {
-  rt_server_t *s = rt_server_start(NULL);
-  ASSERT_NOT_NULL(s);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
-  ASSERT_NOT_NULL(p);
+  rt_server_t *s;
+  rt_proxy_t *p = proxy_before_a_new_server(&s);
   redisContext *before = rt_connect_port(rt_proxy_port(p), 1000);
   ASSERT(ping_ok(before));
 
@@ -490,19 +499,14 @@ TEST(proxy_refuse) {
   ASSERT(ping_ok(c));
   redisFree(c);
   redisFree(before);
-  rt_proxy_stop(p);
-  rt_server_stop(s);
+  stop_proxy_and_server(p, s);
 }
 
 TEST(proxy_blackhole) {
-  rt_server_t *s = rt_server_start(NULL);
-  ASSERT_NOT_NULL(s);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
-  ASSERT_NOT_NULL(p);
+  rt_server_t *s;
+  rt_proxy_t *p = proxy_before_a_new_server(&s);
   char buf[256];
-  int old_fd = rt_raw_connect(rt_proxy_port(p), 200);
-  rt_raw_send(old_fd, "PING\r\n");
-  ASSERT_EQ(raw_recv(old_fd, buf, sizeof buf), 7);
+  int old_fd = raw_pinged_through(p, 200);
   redisContext *c = rt_connect_port(rt_proxy_port(p), 200);
   ASSERT(ping_ok(c));
 
@@ -533,8 +537,7 @@ TEST(proxy_blackhole) {
   close(new_fd);
   close(old_fd);
   ASSERT_EQ(wait_value(proxy_conns, p, 0, 2000), 0);
-  rt_proxy_stop(p);
-  rt_server_stop(s);
+  stop_proxy_and_server(p, s);
 }
 
 static void flush_out(redisContext *c) {
@@ -545,10 +548,8 @@ static void flush_out(redisContext *c) {
 }
 
 TEST(proxy_delay_keeps_order) {
-  rt_server_t *s = rt_server_start(NULL);
-  ASSERT_NOT_NULL(s);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
-  ASSERT_NOT_NULL(p);
+  rt_server_t *s;
+  rt_proxy_t *p = proxy_before_a_new_server(&s);
   redisContext *c = rt_connect_port(rt_proxy_port(p), rt_scaled_ms(5000));
   ASSERT(ping_ok(c));
 
@@ -593,8 +594,7 @@ TEST(proxy_delay_keeps_order) {
    * the two apart.) */
   ASSERT_LT(rt_now_ms() - t0, 300);
   redisFree(c);
-  rt_proxy_stop(p);
-  rt_server_stop(s);
+  stop_proxy_and_server(p, s);
 }
 
 TEST(proxy_target_down_resets_client) {
@@ -611,10 +611,8 @@ TEST(proxy_target_down_resets_client) {
 }
 
 TEST(proxy_stop_with_open_connections) {
-  rt_server_t *s = rt_server_start(NULL);
-  ASSERT_NOT_NULL(s);
-  rt_proxy_t *p = rt_proxy_start(rt_server_port(s));
-  ASSERT_NOT_NULL(p);
+  rt_server_t *s;
+  rt_proxy_t *p = proxy_before_a_new_server(&s);
   rt_proxy_delay(p, 1000); /* leave chunks queued inside the proxy */
   redisContext *c = rt_connect_port(rt_proxy_port(p), 1000);
   ASSERT_EQ(redisAppendCommand(c, "PING"), REDIS_OK);

@@ -27,6 +27,29 @@ static long long holds_of(fx_t *fx, const char *name, const char *owner) {
   return n;
 }
 
+/* The fixture of the queued-waiter faults: the holder h on a second, direct
+ * client (the proxy's faults never reach it) holds name; the waiter w is on
+ * the proxied client (reply and connect timeouts reply_timeout_ms). */
+static void start_holder_and_proxied_waiter(fx_t *fx, rt_proxy_t **p, lk_client_t **c2,
+                                            const char *name, int64_t reply_timeout_ms,
+                                            lk_fair_t **h, lk_fair_t **w) {
+  start_proxied(fx, p, reply_timeout_ms);
+  *c2 = fx_direct_client(fx);
+  ASSERT_OK(lk_fair_new(*c2, name, h));
+  *w = fx_fair(fx, name);
+  ASSERT_OK(fsx_acquire(fx, *h, 0, 30000));
+}
+
+/* Closes what start_holder_and_proxied_waiter made, the main client aside. */
+static void close_holder_and_waiter(fx_t *fx, lk_client_t *c2, lk_fair_t *h, lk_fair_t *w) {
+  int closed = 0;
+  fx_close_fair(fx, w);
+  lk_fair_set_data(h, &closed);
+  ASSERT_OK(lk_fair_close(h, fx_fair_closed_cb));
+  rt_run_until(&fx->loop, &closed, 5000);
+  fx_close_direct_client(fx, c2);
+}
+
 /* The waiter's winning attempt is on its way back when the acquire is
  * canceled: the server granted it, so the grant is released, the queue
  * holds no trace, and the object goes on under a fresh identity. */
@@ -37,11 +60,7 @@ TEST(cancel_racing_the_grant_gives_it_back) {
   lk_fair_t *h, *w;
   fsx_t s, s2;
   char old_owner[128];
-  start_proxied(&fx, &p, 3000);
-  c2 = fx_direct_client(&fx);
-  ASSERT_OK(lk_fair_new(c2, "race", &h));
-  w = fx_fair(&fx, "race");
-  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
+  start_holder_and_proxied_waiter(&fx, &p, &c2, "race", 3000, &h, &w);
   fsx_start(w, 30000, 30000, 0, &s);
   FX_EVENTUALLY(&fx, fair_llen(fx.srv, "race") == 1, 3000);
   {
@@ -74,14 +93,7 @@ TEST(cancel_racing_the_grant_gives_it_back) {
   rt_run_until(&fx.loop, &s2.done, 5000);
   ASSERT_OK(s2.status);
   ASSERT_EQ(holds_of(&fx, "race", lk_fair_owner(w)), 1);
-  fx_close_fair(&fx, w);
-  {
-    int closed = 0;
-    lk_fair_set_data(h, &closed);
-    ASSERT_OK(lk_fair_close(h, fx_fair_closed_cb));
-    rt_run_until(&fx.loop, &closed, 5000);
-  }
-  fx_close_direct_client(&fx, c2);
+  close_holder_and_waiter(&fx, c2, h, w);
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
@@ -96,11 +108,7 @@ TEST(budget_spent_with_attempt_unanswered_leaves_no_trace) {
   lk_client_t *c2;
   lk_fair_t *h, *w;
   fsx_t s;
-  start_proxied(&fx, &p, 400);
-  c2 = fx_direct_client(&fx);
-  ASSERT_OK(lk_fair_new(c2, "unans", &h));
-  w = fx_fair(&fx, "unans");
-  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
+  start_holder_and_proxied_waiter(&fx, &p, &c2, "unans", 400, &h, &w);
   ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, w, NULL)); /* connected */
   /* Let the attempt reach the server, then swallow the reply. */
   rt_proxy_delay(p, 150);
@@ -114,14 +122,7 @@ TEST(budget_spent_with_attempt_unanswered_leaves_no_trace) {
   FX_EVENTUALLY(&fx, fair_llen(fx.srv, "unans") == 0, 5000);
   ASSERT_EQ(fair_zcard(fx.srv, "unans"), 0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN unans"), 1); /* h's hold only */
-  fx_close_fair(&fx, w);
-  {
-    int closed = 0;
-    lk_fair_set_data(h, &closed);
-    ASSERT_OK(lk_fair_close(h, fx_fair_closed_cb));
-    rt_run_until(&fx.loop, &closed, 5000);
-  }
-  fx_close_direct_client(&fx, c2);
+  close_holder_and_waiter(&fx, c2, h, w);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS unans"), 0);
   fx_finish(&fx);
   rt_proxy_stop(p);
@@ -135,11 +136,7 @@ TEST(lost_replies_while_queued_keep_one_entry) {
   lk_client_t *c2;
   lk_fair_t *h, *w;
   fsx_t s;
-  start_proxied(&fx, &p, 400);
-  c2 = fx_direct_client(&fx);
-  ASSERT_OK(lk_fair_new(c2, "lost", &h));
-  w = fx_fair(&fx, "lost");
-  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
+  start_holder_and_proxied_waiter(&fx, &p, &c2, "lost", 400, &h, &w);
   /* re-polls every 100 ms (timeout 300 / 3) */
   fsx_start(w, 20000, 30000, 300, &s);
   FX_EVENTUALLY(&fx, fair_llen(fx.srv, "lost") == 1, 3000);
@@ -158,14 +155,7 @@ TEST(lost_replies_while_queued_keep_one_entry) {
   ASSERT_OK(s.status);
   ASSERT_EQ(holds_of(&fx, "lost", lk_fair_owner(w)), 1);
   ASSERT_EQ(fair_llen(fx.srv, "lost"), 0);
-  fx_close_fair(&fx, w);
-  {
-    int closed = 0;
-    lk_fair_set_data(h, &closed);
-    ASSERT_OK(lk_fair_close(h, fx_fair_closed_cb));
-    rt_run_until(&fx.loop, &closed, 5000);
-  }
-  fx_close_direct_client(&fx, c2);
+  close_holder_and_waiter(&fx, c2, h, w);
   fx_finish(&fx);
   rt_proxy_stop(p);
 }
@@ -399,9 +389,20 @@ TEST(late_reentry_after_a_force_release_grants_nothing) {
   rt_proxy_stop(p);
 }
 
-/* The acquire script's replies, for proxy rules. */
-static void acquire_match(char *out, size_t len) {
-  snprintf(out, len, "EVALSHA %s", lk__script_find("fair/acquire")->sha1);
+/* A proxied client with one fair lock on name, connected; the next reply
+ * to the acquire script is replaced by fake (a shape it never sends). */
+static lk_fair_t *start_with_acquire_reply_replaced(fx_t *fx, rt_proxy_t **p, const char *name,
+                                                    const char *fake) {
+  char match[96];
+  lk_client_opts_t o;
+  lk_fair_t *w;
+  lk_client_opts_init(&o);
+  *p = fx_start_proxied(fx, &o);
+  w = fx_fair(fx, name);
+  ASSERT_OK(fsx_run(fx, lk_fair_is_locked, w, NULL)); /* connected */
+  snprintf(match, sizeof(match), "EVALSHA %s", lk__script_find("fair/acquire")->sha1);
+  rt_proxy_on_reply(*p, match, 1, RT_PROXY_REPLACE, fake, strlen(fake));
+  return w;
 }
 
 /* A reply of a shape the acquire script never sends, to a try-once whose
@@ -412,15 +413,7 @@ TEST(wrong_shape_reply_to_acquire_is_unknown_and_given_back) {
   rt_proxy_t *p;
   lk_fair_t *w;
   fsx_t s;
-  char match[96];
-  const char fake[] = "+OK\r\n";
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  p = fx_start_proxied(&fx, &o);
-  w = fx_fair(&fx, "shape");
-  ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, w, NULL)); /* connected */
-  acquire_match(match, sizeof(match));
-  rt_proxy_on_reply(p, match, 1, RT_PROXY_REPLACE, fake, strlen(fake));
+  w = start_with_acquire_reply_replaced(&fx, &p, "shape", "+OK\r\n");
   fsx_start(w, 0, 30000, 0, &s);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_EQ(s.status, LK_EUNKNOWN);
@@ -446,15 +439,7 @@ TEST(wrong_shape_reply_with_budget_is_resent_and_counted_once) {
   rt_proxy_t *p;
   lk_fair_t *w;
   fsx_t s;
-  char match[96];
-  const char fake[] = ":7\r\n";
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  p = fx_start_proxied(&fx, &o);
-  w = fx_fair(&fx, "shape2");
-  ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, w, NULL)); /* connected */
-  acquire_match(match, sizeof(match));
-  rt_proxy_on_reply(p, match, 1, RT_PROXY_REPLACE, fake, strlen(fake));
+  w = start_with_acquire_reply_replaced(&fx, &p, "shape2", ":7\r\n");
   fsx_start(w, 5000, 30000, 0, &s);
   rt_run_until(&fx.loop, &s.done, 7000);
   ASSERT_OK(s.status);

@@ -238,26 +238,4 @@ static inline void hc_finish(hc_t *c, const hc_allow_t *allow, size_t n_allow) {
   hc_stop(c);
 }
 
-/* Callbacks filling the cell's sx_t for the primitives whose fixtures use
- * their own outcome types. */
-static inline void hc_fair_cb(lk_fair_t *f, int status, void *arg) {
-  sx_t *s = arg;
-  s->calls++;
-  ASSERT_EQ(s->calls, 1);
-  s->done = 1;
-  s->status = status;
-  s->result = lk_fair_result(f);
-  s->t_ns = uv_hrtime();
-}
-
-static inline void hc_latch_cb(lk_latch_t *l, int status, void *arg) {
-  sx_t *s = arg;
-  s->calls++;
-  ASSERT_EQ(s->calls, 1);
-  s->done = 1;
-  s->status = status;
-  s->result = lk_latch_result(l);
-  s->t_ns = uv_hrtime();
-}
-
 #endif /* LK_TEST_FAULT_HOSTILE_CELL_H */

@@ -157,7 +157,7 @@ TEST(f3_garbled_fair_acquire_is_given_back) {
   lk_fair_opts_init(&o);
   o.wait_ms = 0;
   o.lease_ms = F3_LEASE;
-  ASSERT_OK(lk_fair_acquire(a, &o, hc_fair_cb, &c.s));
+  ASSERT_OK(lk_fair_acquire(a, &o, fsx_cb, &c.s));
   hc_wait(&c);
   if (c.s.status == 0) {
     ASSERT_EQ(lk_fair_hold_count(a), 1);
@@ -231,83 +231,103 @@ static void f6_check(hc_t *c, uint64_t t0) {
   ASSERT_LE(took, F6_WAIT + rt_stall_bound_since_ns(t0, 1500));
 }
 
-static void f6_lock(int how) {
+/* One kind's calls for f6_budget_spent_unreachable; obj is the kind's
+ * object on HC_NAME. */
+typedef struct {
+  void *(*open)(hc_t *c); /* also sets up what the acquire needs */
+  int (*query)(hc_t *c, void *obj); /* answered: connected */
+  void (*start_acquire)(void *obj, sx_t *s); /* wait F6_WAIT, lease HC_LEASE */
+  void (*close)(hc_t *c, void *obj);
+  const hc_allow_t *allow; /* what may stay on the server (hc_finish) */
+  size_t n_allow;
+} f6_kind_t;
+
+/* Connected, then cut off (how), an acquire with a budget: it ends
+ * LK_ETIMEDOUT when the budget is spent (f6_check); then the server is
+ * reachable again and nothing is left behind. */
+static void f6_budget_spent_unreachable(const f6_kind_t *k, int how) {
   hc_t c;
   hc_start(&c, RT_HF_CUT, 30000);
-  lk_lock_t *a = fx_lock(&c.fx, HC_NAME);
-  ASSERT_OK(sx_run(&c.fx, lk_lock_is_locked, a, NULL));
+  void *obj = k->open(&c);
+  ASSERT_OK(k->query(&c, obj));
   f6_cut_off(&c, how);
   uint64_t t0 = uv_hrtime();
-  fu_start_acquire(a, F6_WAIT, HC_LEASE, 0, &c.s);
+  k->start_acquire(obj, &c.s);
   f6_check(&c, t0);
   f6_reconnect(&c, how);
-  fx_close_lock(&c.fx, a);
-  hc_finish(&c, NULL, 0);
+  k->close(&c, obj);
+  hc_finish(&c, k->allow, k->n_allow);
 }
 
-TEST(f6_lock_budget_against_refused_connections_is_etimedout) { f6_lock(F6_REFUSE); }
-TEST(f6_lock_budget_against_a_killed_server_is_etimedout) { f6_lock(F6_KILLED); }
+/* The semaphores' one permit, which may stay on the server. */
+static const hc_allow_t f6_count[] = {{HC_NAME, 0}};
 
-TEST(f6_fair_budget_against_refused_connections_is_etimedout) {
-  hc_t c;
-  hc_start(&c, RT_HF_CUT, 30000);
-  lk_fair_t *a = fx_fair(&c.fx, HC_NAME);
-  ASSERT_OK(fsx_run(&c.fx, lk_fair_is_locked, a, NULL));
-  f6_cut_off(&c, F6_REFUSE);
+static void *f6_lock_open(hc_t *c) { return fx_lock(&c->fx, HC_NAME); }
+static int f6_lock_query(hc_t *c, void *a) { return sx_run(&c->fx, lk_lock_is_locked, a, NULL); }
+static void f6_lock_start(void *a, sx_t *s) { fu_start_acquire(a, F6_WAIT, HC_LEASE, 0, s); }
+static void f6_lock_close(hc_t *c, void *a) { fx_close_lock(&c->fx, a); }
+static const f6_kind_t f6_lock = {f6_lock_open, f6_lock_query, f6_lock_start, f6_lock_close,
+                                  NULL, 0};
+
+static void *f6_fair_open(hc_t *c) { return fx_fair(&c->fx, HC_NAME); }
+static int f6_fair_query(hc_t *c, void *a) { return fsx_run(&c->fx, lk_fair_is_locked, a, NULL); }
+static void f6_fair_start(void *a, sx_t *s) {
   lk_fair_opts_t o;
   lk_fair_opts_init(&o);
   o.wait_ms = F6_WAIT;
   o.lease_ms = HC_LEASE;
-  uint64_t t0 = uv_hrtime();
-  ASSERT_OK(lk_fair_acquire(a, &o, hc_fair_cb, &c.s));
-  f6_check(&c, t0);
-  f6_reconnect(&c, F6_REFUSE);
-  fx_close_fair(&c.fx, a);
-  hc_finish(&c, NULL, 0);
+  ASSERT_OK(lk_fair_acquire(a, &o, fsx_cb, s));
 }
+static void f6_fair_close(hc_t *c, void *a) { fx_close_fair(&c->fx, a); }
+static const f6_kind_t f6_fair = {f6_fair_open, f6_fair_query, f6_fair_start, f6_fair_close,
+                                  NULL, 0};
 
+static void *f6_rwlock_open(hc_t *c) { return fx_rwlock(&c->fx, HC_NAME); }
+static int f6_rwlock_query(hc_t *c, void *a) { return rw_run(&c->fx, lk_rwlock_mode, a, NULL); }
+static void f6_rwlock_start(void *a, sx_t *s) { rw_start(a, RW_W, F6_WAIT, HC_LEASE, s); }
+static void f6_rwlock_close(hc_t *c, void *a) { fx_close_rwlock(&c->fx, a); }
+static const f6_kind_t f6_rwlock = {f6_rwlock_open,  f6_rwlock_query, f6_rwlock_start,
+                                    f6_rwlock_close, NULL,            0};
+
+static void *f6_sem_open(hc_t *c) {
+  lk_semaphore_t *s = fx_sem(&c->fx, HC_NAME);
+  free(rt_cmd_str(c->fx.srv, "SET %s 1", HC_NAME));
+  return s;
+}
+static int f6_sem_query(hc_t *c, void *s) {
+  return sem_run(&c->fx, lk_semaphore_available, s, NULL);
+}
+static void f6_sem_start(void *s, sx_t *x) { sem_start_acquire(s, 1, F6_WAIT, x); }
+static void f6_sem_close(hc_t *c, void *s) { fx_close_sem(&c->fx, s); }
+static const f6_kind_t f6_sem = {f6_sem_open, f6_sem_query, f6_sem_start, f6_sem_close,
+                                 f6_count,    1};
+
+static void *f6_psem_open(hc_t *c) {
+  lk_psem_t *p = fx_psem(&c->fx, HC_NAME);
+  free(rt_cmd_str(c->fx.srv, "SET %s 1", HC_NAME));
+  return p;
+}
+static int f6_psem_query(hc_t *c, void *p) { return psem_run(&c->fx, lk_psem_available, p, NULL); }
+static void f6_psem_start(void *p, sx_t *x) { psem_start_acquire(p, 1, F6_WAIT, HC_LEASE, x); }
+static void f6_psem_close(hc_t *c, void *p) { fx_close_psem(&c->fx, p); }
+static const f6_kind_t f6_psem = {f6_psem_open, f6_psem_query, f6_psem_start, f6_psem_close,
+                                  f6_count,     1};
+
+TEST(f6_lock_budget_against_refused_connections_is_etimedout) {
+  f6_budget_spent_unreachable(&f6_lock, F6_REFUSE);
+}
+TEST(f6_lock_budget_against_a_killed_server_is_etimedout) {
+  f6_budget_spent_unreachable(&f6_lock, F6_KILLED);
+}
+TEST(f6_fair_budget_against_refused_connections_is_etimedout) {
+  f6_budget_spent_unreachable(&f6_fair, F6_REFUSE);
+}
 TEST(f6_rwlock_budget_against_refused_connections_is_etimedout) {
-  hc_t c;
-  hc_start(&c, RT_HF_CUT, 30000);
-  lk_rwlock_t *a = fx_rwlock(&c.fx, HC_NAME);
-  ASSERT_OK(rw_run(&c.fx, lk_rwlock_mode, a, NULL));
-  f6_cut_off(&c, F6_REFUSE);
-  uint64_t t0 = uv_hrtime();
-  rw_start(a, RW_W, F6_WAIT, HC_LEASE, &c.s);
-  f6_check(&c, t0);
-  f6_reconnect(&c, F6_REFUSE);
-  fx_close_rwlock(&c.fx, a);
-  hc_finish(&c, NULL, 0);
+  f6_budget_spent_unreachable(&f6_rwlock, F6_REFUSE);
 }
-
 TEST(f6_semaphore_budget_against_refused_connections_is_etimedout) {
-  static const hc_allow_t count[] = {{HC_NAME, 0}};
-  hc_t c;
-  hc_start(&c, RT_HF_CUT, 30000);
-  lk_semaphore_t *s = fx_sem(&c.fx, HC_NAME);
-  free(rt_cmd_str(c.fx.srv, "SET %s 1", HC_NAME));
-  ASSERT_OK(sem_run(&c.fx, lk_semaphore_available, s, NULL));
-  f6_cut_off(&c, F6_REFUSE);
-  uint64_t t0 = uv_hrtime();
-  sem_start_acquire(s, 1, F6_WAIT, &c.s);
-  f6_check(&c, t0);
-  f6_reconnect(&c, F6_REFUSE);
-  fx_close_sem(&c.fx, s);
-  hc_finish(&c, count, 1);
+  f6_budget_spent_unreachable(&f6_sem, F6_REFUSE);
 }
-
 TEST(f6_psem_budget_against_refused_connections_is_etimedout) {
-  static const hc_allow_t count[] = {{HC_NAME, 0}};
-  hc_t c;
-  hc_start(&c, RT_HF_CUT, 30000);
-  lk_psem_t *p = fx_psem(&c.fx, HC_NAME);
-  free(rt_cmd_str(c.fx.srv, "SET %s 1", HC_NAME));
-  ASSERT_OK(psem_run(&c.fx, lk_psem_available, p, NULL));
-  f6_cut_off(&c, F6_REFUSE);
-  uint64_t t0 = uv_hrtime();
-  psem_start_acquire(p, 1, F6_WAIT, HC_LEASE, &c.s);
-  f6_check(&c, t0);
-  f6_reconnect(&c, F6_REFUSE);
-  fx_close_psem(&c.fx, p);
-  hc_finish(&c, count, 1);
+  f6_budget_spent_unreachable(&f6_psem, F6_REFUSE);
 }

@@ -161,6 +161,65 @@ static void hc_after_a_script_ran(hc_t *c) {
                 "no renewal ran for 3 s");
 }
 
+/* One kind's view for renewal_lie_is_never_believed: obj is the cell's
+ * object (or what names its hold). */
+typedef struct {
+  int (*believes_held)(void *obj);
+  /* 1 while the server still has obj's hold; else 0, why (for the failure). */
+  int (*server_has_hold)(hc_t *c, void *obj, char *why, size_t len);
+  const char *taken_away; /* how the insert took the hold away */
+} renew_kind_t;
+
+/* Arms the lie about the next renewal (script: the kind's renewal) and
+ * checks what the object believes afterwards. With t_del set (an insert:
+ * the hold was taken away on the server then) the object must stop
+ * believing it holds before the lease its last true renewal gave ends
+ * (safety, unscaled) and report the loss; otherwise, for a lease and a
+ * half, whenever it believes it holds, the server agrees. */
+static void renewal_lie_is_never_believed(hc_t *c, const renew_kind_t *k, void *obj,
+                                          const char *script, uint64_t t_del,
+                                          const fu_lost_t *lost) {
+  hc_arm(c, script, 1, ":1\r\n", "*1\r\n:1\r\n");
+  FX_EVENTUALLY(&c->fx, rt_hostile_applied(c->p), 3000);
+  if (t_del != 0) {
+    /* Safety (unscaled): the last renewal answered truly was sent before
+     * the hold was taken away, so its lease ends before t_del + lease. */
+    uint64_t end = t_del + (uint64_t)(c->default_lease_ms + 5) * 1000000u;
+    for (int i = 0; i < 100000 && uv_hrtime() < end; i++)
+      fu_spin(&c->fx.loop, 2);
+    if (k->believes_held(obj))
+      FAIL("still believed held %lld ms after %s (lease %lld ms)",
+           (long long)((uv_hrtime() - t_del) / 1000000), k->taken_away,
+           (long long)c->default_lease_ms);
+    HC_EVENTUALLY(c, lost->calls == 1, 3000, "the loss was never reported");
+  } else {
+    /* For a lease and a half: whenever the object believes it holds, the
+     * server agrees. */
+    int64_t end = rt_now_ms() + c->default_lease_ms * 3 / 2;
+    while (rt_now_ms() < end) {
+      char why[128];
+      int held = k->believes_held(obj);
+      if (held && !k->server_has_hold(c, obj, why, sizeof why) && k->believes_held(obj))
+        FAIL("believed held, but %s", why);
+      fu_spin(&c->fx.loop, 10);
+    }
+  }
+  ASSERT_LE(lost->calls, 1);
+  if (lost->calls == 1)
+    ASSERT_EQ(lost->status, LK_ELEASELOST);
+}
+
+static int lock_believes_held(void *obj) { return lk_lock_is_held(obj); }
+
+static int lock_server_has_hold(hc_t *c, void *obj, char *why, size_t len) {
+  long long n = hc_hget(c, HC_NAME, lk_lock_owner(obj));
+  snprintf(why, len, "the server's count is %lld", n);
+  return n == 1;
+}
+
+static const renew_kind_t lock_renew_kind = {lock_believes_held, lock_server_has_hold,
+                                             "its key was deleted"};
+
 /* The watchdog's renewal reply. For an insert, the hold is taken away on
  * the server just after a renewal ran, so the next renewal (a period later)
  * is the faulted one: its real answer is "not held" while the extra one
@@ -179,35 +238,9 @@ static void v_lock_renew(hc_t *c) {
     t_del = uv_hrtime();
     ASSERT_EQ(rt_cmd_int(c->fx.srv, "DEL %s", HC_NAME), 1);
   }
-  hc_arm(c, "lock/renew", 1, ":1\r\n", "*1\r\n:1\r\n");
-  FX_EVENTUALLY(&c->fx, rt_hostile_applied(c->p), 3000);
-  if (t_del != 0) {
-    /* Safety (unscaled): the last renewal answered truly was sent before
-     * the DEL, so its lease ends before t_del + lease. */
-    uint64_t end = t_del + (uint64_t)(c->default_lease_ms + 5) * 1000000u;
-    for (int i = 0; i < 100000 && uv_hrtime() < end; i++)
-      fu_spin(&c->fx.loop, 2);
-    if (lk_lock_is_held(a))
-      FAIL("still believed held %lld ms after its key was deleted (lease %lld ms)",
-           (long long)((uv_hrtime() - t_del) / 1000000), (long long)c->default_lease_ms);
-    HC_EVENTUALLY(c, lost.calls == 1, 3000, "the loss was never reported");
-  } else {
-    /* For a lease and a half: whenever the object believes it holds, the
-     * server agrees. */
-    int64_t end = rt_now_ms() + c->default_lease_ms * 3 / 2;
-    while (rt_now_ms() < end) {
-      int held = lk_lock_is_held(a);
-      long long n = hc_hget(c, HC_NAME, lk_lock_owner(a));
-      if (held && n != 1 && lk_lock_is_held(a))
-        FAIL("believed held, but the server's count is %lld", n);
-      fu_spin(&c->fx.loop, 10);
-    }
-  }
-  ASSERT_LE(lost.calls, 1);
-  if (lost.calls == 1) {
-    ASSERT_EQ(lost.status, LK_ELEASELOST);
+  renewal_lie_is_never_believed(c, &lock_renew_kind, a, "lock/renew", t_del, &lost);
+  if (lost.calls == 1)
     ASSERT(!lk_lock_is_held(a));
-  }
   lock_reuse(c, a);
   fx_close_lock(&c->fx, a);
   hc_finish(c, NULL, 0);
@@ -219,7 +252,7 @@ static void fair_reuse(hc_t *c, lk_fair_t *f) {
   for (int i = 0; i < 3 && lk_fair_hold_count(f) > 0; i++) {
     sx_t t;
     memset(&t, 0, sizeof t);
-    if (lk_fair_release(f, hc_fair_cb, &t) != 0)
+    if (lk_fair_release(f, fsx_cb, &t) != 0)
       break;
     rt_run_until(&c->fx.loop, &t.done, 10000);
   }
@@ -242,7 +275,7 @@ static void v_fair_acquire(hc_t *c) {
   o.wait_ms = c->wait_ms;
   o.lease_ms = HC_LEASE;
   memset(&c->s, 0, sizeof c->s);
-  ASSERT_OK(lk_fair_acquire(a, &o, hc_fair_cb, &c->s));
+  ASSERT_OK(lk_fair_acquire(a, &o, fsx_cb, &c->s));
   hc_wait(c);
   hc_check_status(c, refused, 0);
   if (c->s.status == 0) {
@@ -272,7 +305,7 @@ static void v_fair_release(hc_t *c) {
   ASSERT_OK(fsx_acquire(&c->fx, a, 0, HC_LEASE));
   hc_arm(c, "fair/release", 1, "*1\r\n:1\r\n", ":1\r\n");
   memset(&c->s, 0, sizeof c->s);
-  ASSERT_OK(lk_fair_release(a, hc_fair_cb, &c->s));
+  ASSERT_OK(lk_fair_release(a, fsx_cb, &c->s));
   hc_wait(c);
   hc_check_status(c, 0, 0);
   if (c->s.status == 0) {
@@ -678,6 +711,23 @@ static void v_psem_release(hc_t *c) {
   psem_end(c, p, NULL, 1);
 }
 
+/* A permit named by its id, for renewal_lie_is_never_believed. */
+typedef struct {
+  lk_psem_t *p;
+  char id[LK_PSEM_ID_LEN + 1];
+} psem_permit_t;
+
+static int psem_believes_held(void *obj) { return lk_psem_is_held(((psem_permit_t *)obj)->p); }
+
+static int psem_server_has_hold(hc_t *c, void *obj, char *why, size_t len) {
+  psem_permit_t *pp = obj;
+  snprintf(why, len, "the server has no permit %s", pp->id);
+  return hc_psem_score(c, pp->id) >= 0;
+}
+
+static const renew_kind_t psem_renew_kind = {psem_believes_held, psem_server_has_hold,
+                                             "its permit was reclaimed"};
+
 /* The watchdog's renewal of a permit; for an insert the permit is
  * reclaimed first (as an ended lease is), so the real answer is "gone". */
 static void v_psem_renew(hc_t *c) {
@@ -687,37 +737,15 @@ static void v_psem_renew(hc_t *c) {
   sem_set(c, 1);
   ASSERT_OK(psem_acquire(&c->fx, p, 1, 0, LK_LEASE_DEFAULT));
   c->s.calls = 1; /* the cell's one accepted call is this acquire */
-  char id[LK_PSEM_ID_LEN + 1];
-  snprintf(id, sizeof id, "%s", lk_psem_permit_id(p, 0));
+  psem_permit_t pp = {.p = p};
+  snprintf(pp.id, sizeof pp.id, "%s", lk_psem_permit_id(p, 0));
   uint64_t t_del = 0;
   if (c->fault == RT_HF_INSERT) {
     hc_after_a_script_ran(c);
     t_del = uv_hrtime();
-    hc_psem_reclaim(c, id);
+    hc_psem_reclaim(c, pp.id);
   }
-  hc_arm(c, "semaphore/psem_renew", 1, ":1\r\n", "*1\r\n:1\r\n");
-  FX_EVENTUALLY(&c->fx, rt_hostile_applied(c->p), 3000);
-  if (t_del != 0) {
-    uint64_t end = t_del + (uint64_t)(c->default_lease_ms + 5) * 1000000u;
-    for (int i = 0; i < 100000 && uv_hrtime() < end; i++)
-      fu_spin(&c->fx.loop, 2);
-    if (lk_psem_is_held(p))
-      FAIL("still believed held %lld ms after its permit was reclaimed (lease %lld ms)",
-           (long long)((uv_hrtime() - t_del) / 1000000), (long long)c->default_lease_ms);
-    HC_EVENTUALLY(c, lost.calls == 1, 3000, "the loss was never reported");
-  } else {
-    int64_t end = rt_now_ms() + c->default_lease_ms * 3 / 2;
-    while (rt_now_ms() < end) {
-      int held = lk_psem_is_held(p);
-      long long sc = hc_psem_score(c, id);
-      if (held && sc < 0 && lk_psem_is_held(p))
-        FAIL("believed held, but the server has no permit %s", id);
-      fu_spin(&c->fx.loop, 10);
-    }
-  }
-  ASSERT_LE(lost.calls, 1);
-  if (lost.calls == 1)
-    ASSERT_EQ(lost.status, LK_ELEASELOST);
+  renewal_lie_is_never_believed(c, &psem_renew_kind, &pp, "semaphore/psem_renew", t_del, &lost);
   psem_reuse(c, p);
   psem_end(c, p, NULL, 1);
 }
@@ -781,7 +809,7 @@ static int lx_do(hc_t *c, int (*fn)(lk_latch_t *, lk_latch_cb, void *), lk_latch
                  int64_t *result) {
   sx_t t;
   memset(&t, 0, sizeof t);
-  ASSERT_OK(fn(l, hc_latch_cb, &t));
+  ASSERT_OK(fn(l, lx_cb, &t));
   rt_run_until(&c->fx.loop, &t.done, 10000);
   if (result != NULL)
     *result = t.result;
@@ -801,7 +829,7 @@ static void v_latch_count_down(hc_t *c) {
   sem_set(c, 2);
   hc_arm(c, "latch/count_down", 1, "*1\r\n:0\r\n", ":0\r\n");
   memset(&c->s, 0, sizeof c->s);
-  ASSERT_OK(lk_latch_count_down(l, hc_latch_cb, &c->s));
+  ASSERT_OK(lk_latch_count_down(l, lx_cb, &c->s));
   hc_wait(c);
   hc_check_status(c, 0, 0);
   ASSERT_EQ(lx_get(c->fx.srv, HC_NAME, 0), 1); /* counted down exactly once */
@@ -823,7 +851,7 @@ static void v_latch_try_set_count(hc_t *c) {
     sem_set(c, 5);
   hc_arm(c, "latch/try_set_count", 1, "*1\r\n:1\r\n", ":1\r\n");
   memset(&c->s, 0, sizeof c->s);
-  ASSERT_OK(lk_latch_try_set_count(l, 3, hc_latch_cb, &c->s));
+  ASSERT_OK(lk_latch_try_set_count(l, 3, lx_cb, &c->s));
   hc_wait(c);
   hc_check_status(c, 0, 0);
   ASSERT_EQ(lx_get(c->fx.srv, HC_NAME, 0), armed ? 5 : 3);
@@ -847,7 +875,7 @@ static void v_latch_delete(hc_t *c) {
     sem_set(c, 2);
   hc_arm(c, "latch/delete", 1, "*1\r\n:1\r\n", ":1\r\n");
   memset(&c->s, 0, sizeof c->s);
-  ASSERT_OK(lk_latch_delete(l, hc_latch_cb, &c->s));
+  ASSERT_OK(lk_latch_delete(l, lx_cb, &c->s));
   hc_wait(c);
   hc_check_status(c, 0, 0);
   ASSERT_EQ(hc_exists(c, HC_NAME), 0);

@@ -10,23 +10,11 @@
 
 #include "lk_fixture.h"
 
-/* One fair operation's outcome. */
-typedef struct fsx_s {
-  int done;
-  int calls;
-  int status;
-  int64_t result;
-  uint64_t t_ns;
-} fsx_t;
+/* One fair operation's outcome: the lock's outcome record. */
+typedef sx_t fsx_t;
 
 static inline void fsx_cb(lk_fair_t *f, int status, void *arg) {
-  fsx_t *s = arg;
-  s->calls++;
-  ASSERT_EQ(s->calls, 1);
-  s->done = 1;
-  s->status = status;
-  s->result = lk_fair_result(f);
-  s->t_ns = uv_hrtime();
+  sx_record(arg, status, lk_fair_result(f));
 }
 
 static inline lk_fair_t *fx_fair(fx_t *fx, const char *name) {

@@ -11,23 +11,12 @@
 #include "lk_fixture.h"
 #include "server_faults.h"
 
-/* One latch operation's outcome, filled by lx_cb. */
-typedef struct lx_s {
-  int done;
-  int calls; /* more than 1 breaks the exactly-once rule */
-  int status;
-  int64_t result;
-  uint64_t t_ns;
-} lx_t;
+/* One latch operation's outcome, filled by lx_cb: the lock's outcome
+ * record. */
+typedef sx_t lx_t;
 
 static inline void lx_cb(lk_latch_t *l, int status, void *arg) {
-  lx_t *s = arg;
-  s->calls++;
-  ASSERT_EQ(s->calls, 1);
-  s->done = 1;
-  s->status = status;
-  s->result = lk_latch_result(l);
-  s->t_ns = uv_hrtime();
+  sx_record(arg, status, lk_latch_result(l));
 }
 
 static inline lk_latch_t *lx_new(fx_t *fx, const char *name, int strict) {

@@ -31,14 +31,20 @@ typedef struct sx_s {
   uint64_t t_ns;
 } sx_t;
 
-static inline void sx_cb(lk_lock_t *l, int status, void *arg) {
-  sx_t *s = arg;
+/* Records one operation's outcome in s, checking the exactly-once rule.
+ * Every kind's typed callback (sx_cb, rw_cb, fsx_cb, sem_cb, ...) is this
+ * with its own result getter (issue 29: each fixture had a copy). */
+static inline void sx_record(sx_t *s, int status, int64_t result) {
   s->calls++;
   ASSERT_EQ(s->calls, 1);
   s->done = 1;
   s->status = status;
-  s->result = lk_lock_result(l);
+  s->result = result;
   s->t_ns = uv_hrtime();
+}
+
+static inline void sx_cb(lk_lock_t *l, int status, void *arg) {
+  sx_record(arg, status, lk_lock_result(l));
 }
 
 static inline void fx_client_opts(fx_t *fx, lk_client_opts_t *o) {

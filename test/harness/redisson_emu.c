@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 #include "redisson_emu.h"
+#include "redisson_fair_lua.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -364,38 +365,13 @@ int rt_emu_lock_try(void *arg, int64_t *sleep_ms) {
 }
 
 /* ---- RFairLock --------------------------------------------------------------------------
- * Our reading of what Redisson's RFairLock does on the wire. The
- * shared "purge" step: while the queue has a head whose deadline exists and
- * is not after NOW, that head is dropped from both structures. */
+ * Our reading of what Redisson's RFairLock does on the wire; the steps it
+ * shares with the non-reentrant fair lock are in redisson_fair_lua.h. */
 
-#define RFAIR_PURGE                                                             \
-  "while true do\n"                                                             \
-  "  local first = redis.call('lindex', KEYS[2], 0)\n"                          \
-  "  if not first then break end\n"                                             \
-  "  local due = redis.call('zscore', KEYS[3], first)\n"                        \
-  "  if not due or tonumber(due) > now then break end\n"                        \
-  "  redis.call('lpop', KEYS[2])\n"                                             \
-  "  redis.call('zrem', KEYS[3], first)\n"                                      \
-  "end\n"
-
-/* The free-and-our-turn and re-entry steps shared by both acquire forms:
- * when the lock is free and the queue is empty or headed by the caller, the
- * caller leaves the queue, everyone else's deadline moves WAIT earlier, and
- * it takes the lock; an owner already holding re-enters. Both reply nil. */
+/* The steps shared by both acquire forms: the lock taken when free and the
+ * caller's turn, else an owner already holding re-enters. Both reply nil. */
 #define RFAIR_TAKE                                                              \
-  "if redis.call('exists', KEYS[1]) == 0 then\n"                                \
-  "  local first = redis.call('lindex', KEYS[2], 0)\n"                          \
-  "  if not first or first == owner then\n"                                     \
-  "    redis.call('lpop', KEYS[2])\n"                                           \
-  "    redis.call('zrem', KEYS[3], owner)\n"                                    \
-  "    for _, m in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do\n"           \
-  "      redis.call('zincrby', KEYS[3], -wait, m)\n"                            \
-  "    end\n"                                                                   \
-  "    redis.call('hset', KEYS[1], owner, 1)\n"                                 \
-  "    redis.call('pexpire', KEYS[1], ARGV[1])\n"                               \
-  "    return nil\n"                                                            \
-  "  end\n"                                                                     \
-  "end\n"                                                                       \
+  RFAIR_TAKE_IF_FREE                                                            \
   "if redis.call('hexists', KEYS[1], owner) == 1 then\n"                        \
   "  redis.call('hincrby', KEYS[1], owner, 1)\n"                                \
   "  redis.call('pexpire', KEYS[1], ARGV[1])\n"                                 \
@@ -403,30 +379,11 @@ int rt_emu_lock_try(void *arg, int64_t *sleep_ms) {
   "end\n"
 
 /* Waiting acquire: KEYS NAME, queue, deadlines; ARGV lease, owner, WAIT,
- * NOW. Not taken: a caller already queued gets the holder's PTTL (never
- * below 0); otherwise it joins at the tail with the deadline "its
- * predecessor's deadline (or now + the holder's PTTL) + WAIT", and the reply
- * is that predecessor's remaining time (or the PTTL). */
+ * NOW. Not taken: the caller waits in the queue (RFAIR_QUEUE). */
 static const char rfair_acquire_script[] =
     "local owner = ARGV[2]\n"
     "local wait, now = tonumber(ARGV[3]), tonumber(ARGV[4])\n" RFAIR_PURGE RFAIR_TAKE
-    "if redis.call('zscore', KEYS[3], owner) then\n"
-    "  local ttl = redis.call('pttl', KEYS[1])\n"
-    "  if ttl < 0 then ttl = 0 end\n"
-    "  return ttl\n"
-    "end\n"
-    "local base\n"
-    "local last = redis.call('lindex', KEYS[2], -1)\n"
-    "local last_due = last and last ~= owner and redis.call('zscore', KEYS[3], last)\n"
-    "if last_due then\n"
-    "  base = tonumber(last_due) - now\n"
-    "else\n"
-    "  base = redis.call('pttl', KEYS[1])\n"
-    "end\n"
-    "if redis.call('zadd', KEYS[3], base + wait + now, owner) == 1 then\n"
-    "  redis.call('rpush', KEYS[2], owner)\n"
-    "end\n"
-    "return base\n";
+        RFAIR_QUEUE;
 
 /* tryLock without waiting: ARGV lease, owner, NOW, WAIT (note the order);
  * the same steps, and 1 instead of joining the queue. */

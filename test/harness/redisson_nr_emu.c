@@ -7,6 +7,7 @@
 #endif
 
 #include "redisson_nr_emu.h"
+#include "redisson_fair_lua.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -41,48 +42,10 @@ static const char nrlock_script[] =
  * WAIT" and gets that predecessor's remaining time (or the PTTL). */
 static const char nrfair_script[] =
     "local owner = ARGV[2]\n"
-    "local wait, now = tonumber(ARGV[3]), tonumber(ARGV[4])\n"
-    "while true do\n"
-    "  local head = redis.call('lindex', KEYS[2], 0)\n"
-    "  if not head then break end\n"
-    "  local due = redis.call('zscore', KEYS[3], head)\n"
-    "  if not due or tonumber(due) > now then break end\n"
-    "  redis.call('zrem', KEYS[3], head)\n"
-    "  redis.call('lpop', KEYS[2])\n"
-    "end\n"
-    "if redis.call('exists', KEYS[1]) == 0 then\n"
-    "  local head = redis.call('lindex', KEYS[2], 0)\n"
-    "  if not head or head == owner then\n"
-    "    redis.call('lpop', KEYS[2])\n"
-    "    redis.call('zrem', KEYS[3], owner)\n"
-    "    for _, m in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do\n"
-    "      redis.call('zincrby', KEYS[3], -wait, m)\n"
-    "    end\n"
-    "    redis.call('hset', KEYS[1], owner, 1)\n"
-    "    redis.call('pexpire', KEYS[1], ARGV[1])\n"
-    "    return nil\n"
-    "  end\n"
-    "end\n"
+    "local wait, now = tonumber(ARGV[3]), tonumber(ARGV[4])\n" RFAIR_PURGE RFAIR_TAKE_IF_FREE
     "if redis.call('hexists', KEYS[1], owner) == 1 then\n"
     "  return redis.error_reply(ARGV[5])\n"
-    "end\n"
-    "if redis.call('zscore', KEYS[3], owner) then\n"
-    "  local ttl = redis.call('pttl', KEYS[1])\n"
-    "  if ttl < 0 then ttl = 0 end\n"
-    "  return ttl\n"
-    "end\n"
-    "local base\n"
-    "local last = redis.call('lindex', KEYS[2], -1)\n"
-    "local last_due = last and last ~= owner and redis.call('zscore', KEYS[3], last)\n"
-    "if last_due then\n"
-    "  base = tonumber(last_due) - now\n"
-    "else\n"
-    "  base = redis.call('pttl', KEYS[1])\n"
-    "end\n"
-    "if redis.call('zadd', KEYS[3], base + wait + now, owner) == 1 then\n"
-    "  redis.call('rpush', KEYS[2], owner)\n"
-    "end\n"
-    "return base\n";
+    "end\n" RFAIR_QUEUE;
 
 /* Runs an EVAL; a reply that is the refusal gives RT_NR_REENTRY through
  * *reentry (and NULL), any other server error fails the test. */

@@ -13,13 +13,7 @@
 #define RW_W LK_RW_WRITE
 
 static inline void rw_cb(lk_rwlock_t *rw, int status, void *arg) {
-  sx_t *s = arg;
-  s->calls++;
-  ASSERT_EQ(s->calls, 1);
-  s->done = 1;
-  s->status = status;
-  s->result = lk_rwlock_result(rw);
-  s->t_ns = uv_hrtime();
+  sx_record(arg, status, lk_rwlock_result(rw));
 }
 
 static inline lk_rwlock_t *fx_rwlock(fx_t *fx, const char *name) {

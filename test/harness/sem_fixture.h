@@ -11,23 +11,11 @@
 #include "server_faults.h"
 
 static inline void sem_cb(lk_semaphore_t *s, int status, void *arg) {
-  sx_t *x = arg;
-  x->calls++;
-  ASSERT_EQ(x->calls, 1);
-  x->done = 1;
-  x->status = status;
-  x->result = lk_semaphore_result(s);
-  x->t_ns = uv_hrtime();
+  sx_record(arg, status, lk_semaphore_result(s));
 }
 
 static inline void psem_cb(lk_psem_t *p, int status, void *arg) {
-  sx_t *x = arg;
-  x->calls++;
-  ASSERT_EQ(x->calls, 1);
-  x->done = 1;
-  x->status = status;
-  x->result = lk_psem_result(p);
-  x->t_ns = uv_hrtime();
+  sx_record(arg, status, lk_psem_result(p));
 }
 
 static inline lk_semaphore_t *fx_sem(fx_t *fx, const char *name) {

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "forked_child.h"
 #include "latch_fixture.h"
 
 #define BAD_LATCH ((lk_latch_t *)(uintptr_t)0x5a5a5a5a)
@@ -214,13 +215,10 @@ TEST(forked_child_gets_eforked) {
   fx_t fx;
   lk_latch_t *l;
   pid_t pid;
-  int status = 0;
   fx_start(&fx, NULL);
   l = lx_new(&fx, "fk", 0);
   ASSERT_OK(lx_set(&fx.loop, l, 3, NULL));
-  fflush(NULL);
-  pid = fork();
-  ASSERT(pid >= 0);
+  pid = rt_fork_flushed();
   if (pid == 0) {
     int bad = 0;
     lk_latch_t *nl = BAD_LATCH;
@@ -240,10 +238,7 @@ TEST(forked_child_gets_eforked) {
       bad |= 64;
     _exit(bad);
   }
-  while (waitpid(pid, &status, 0) < 0)
-    ASSERT(errno == EINTR);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  rt_wait_child_exit_0(pid);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_get_count, l, NULL)); /* behind anything the child sent */
   ASSERT_EQ(lx_get(fx.srv, "fk", -1), 3);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS fk"), 1);

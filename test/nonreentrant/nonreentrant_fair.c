@@ -6,8 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "core/scripts.h"
-#include "nr_fixture.h"
+#include "nr_contract.h"
 
 /* The object's own second acquire: LK_EREENTRY at once, no script sent,
  * nothing queued or counted. */
@@ -136,30 +135,23 @@ TEST(fair_latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
   fx_finish(&fx);
 }
 
-/* As for the lock: the resend after a lost reply finds the first attempt's
- * hold and reports it as the grant, counted once, not refused. */
+static void *nr_open_fair(fx_t *fx, const char *name) { return fx_fair(fx, name); }
+static int nr_start_fair(void *obj, int64_t wait_ms, int64_t lease_ms, sx_t *s) {
+  return nr_fair_start(obj, wait_ms, lease_ms, s);
+}
+static int nr_fair_is_locked(fx_t *fx, void *obj) {
+  return fsx_run(fx, lk_fair_is_locked, obj, NULL);
+}
+static int nr_fair_release(fx_t *fx, void *obj) { return fsx_run(fx, lk_fair_release, obj, NULL); }
+static uint32_t nr_fair_hold_count(void *obj) { return lk_fair_hold_count(obj); }
+static const char *nr_fair_owner(void *obj) { return lk_fair_owner(obj); }
+static void nr_close_fair(fx_t *fx, void *obj) { fx_close_fair(fx, obj); }
+
+static const nr_kind_t nr_fair_kind = {"fair/acquire",      nr_open_fair,       nr_start_fair,
+                                       nr_fair_is_locked,   nr_fair_release,    nr_fair_hold_count,
+                                       nr_fair_owner,       nr_close_fair};
+
+/* As for the lock (nr_contract.h). */
 TEST(fair_lost_reply_resend_is_the_grant_not_a_reentry) {
-  fx_t fx;
-  fsx_t s;
-  char match[64];
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.reconnect_min_ms = 20;
-  o.reconnect_max_ms = 50;
-  rt_proxy_t *p = fx_start_proxied(&fx, &o);
-  lk_fair_t *f = fx_fair(&fx, "nrf-lost");
-  ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, f, NULL)); /* connected first */
-  snprintf(match, sizeof match, "EVALSHA %s", lk__script_find("fair/acquire")->sha1);
-  rt_proxy_on_reply(p, match, 1, RT_PROXY_DROP_CUT, NULL, 0);
-  ASSERT_OK(nr_fair_start(f, rt_scaled_ms(3000), 30000, &s));
-  rt_run_until(&fx.loop, &s.done, 10000);
-  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
-  ASSERT_OK(s.status);
-  ASSERT_EQ(lk_fair_hold_count(f), 1);
-  ASSERT_EQ(nr_hget(fx.srv, "nrf-lost", lk_fair_owner(f)), 1);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, f, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nrf-lost"), 0);
-  fx_close_fair(&fx, f);
-  fx_finish(&fx);
-  rt_proxy_stop(p);
+  nr_lost_reply_resend_is_the_grant(&nr_fair_kind, "nrf-lost");
 }

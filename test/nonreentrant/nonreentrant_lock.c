@@ -7,8 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "core/scripts.h"
-#include "nr_fixture.h"
+#include "nr_contract.h"
 
 /* The object's own second acquire returns LK_EREENTRY at once, waiting or
  * not, fenced or not: no callback, no script on the server, the count and
@@ -218,32 +217,22 @@ TEST(watchdog_lost_lease_and_force_release) {
   fx_finish(&fx);
 }
 
-/* The reply of a non-reentrant acquire that took the lock is lost: the
- * resend finds this owner's hold, which is its own first attempt's, not a
- * second holder's. It is reported as the grant and counted once; refusing
- * it would leave the lock held with nobody counting it. */
+static void *nr_open_lock(fx_t *fx, const char *name) { return fx_lock(fx, name); }
+static int nr_start_lock(void *obj, int64_t wait_ms, int64_t lease_ms, sx_t *s) {
+  return nr_lock_start(obj, wait_ms, lease_ms, 0, s);
+}
+static int nr_lock_is_locked(fx_t *fx, void *obj) {
+  return sx_run(fx, lk_lock_is_locked, obj, NULL);
+}
+static int nr_lock_release(fx_t *fx, void *obj) { return sx_run(fx, lk_lock_release, obj, NULL); }
+static uint32_t nr_lock_hold_count(void *obj) { return lk_lock_hold_count(obj); }
+static const char *nr_lock_owner(void *obj) { return lk_lock_owner(obj); }
+static void nr_close_lock(fx_t *fx, void *obj) { fx_close_lock(fx, obj); }
+
+static const nr_kind_t nr_lock_kind = {"lock/acquire",      nr_open_lock,       nr_start_lock,
+                                       nr_lock_is_locked,   nr_lock_release,    nr_lock_hold_count,
+                                       nr_lock_owner,       nr_close_lock};
+
 TEST(lost_reply_resend_is_the_grant_not_a_reentry) {
-  fx_t fx;
-  sx_t s;
-  char match[64];
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.reconnect_min_ms = 20;
-  o.reconnect_max_ms = 50;
-  rt_proxy_t *p = fx_start_proxied(&fx, &o);
-  lk_lock_t *l = fx_lock(&fx, "nr-lost");
-  ASSERT_OK(sx_run(&fx, lk_lock_is_locked, l, NULL)); /* connected first */
-  snprintf(match, sizeof match, "EVALSHA %s", lk__script_find("lock/acquire")->sha1);
-  rt_proxy_on_reply(p, match, 1, RT_PROXY_DROP_CUT, NULL, 0);
-  ASSERT_OK(nr_lock_start(l, rt_scaled_ms(3000), 30000, 0, &s));
-  rt_run_until(&fx.loop, &s.done, 10000);
-  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
-  ASSERT_OK(s.status);
-  ASSERT_EQ(lk_lock_hold_count(l), 1);
-  ASSERT_EQ(nr_hget(fx.srv, "nr-lost", lk_lock_owner(l)), 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nr-lost"), 0);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
-  rt_proxy_stop(p);
+  nr_lost_reply_resend_is_the_grant(&nr_lock_kind, "nr-lost");
 }

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "forked_child.h"
 #include "rw_fixture.h"
 
 #define BAD_RW ((lk_rwlock_t *)(uintptr_t)0x5a5a5a5a)
@@ -311,7 +312,6 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   lk_rwlock_t *held, *idle;
   long long before;
   pid_t pid;
-  int status = 0;
   fx_start(&fx, NULL);
   held = fx_rwlock(&fx, "forked");
   idle = fx_rwlock(&fx, "forked-idle");
@@ -319,9 +319,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   ASSERT_OK(rw_acquire(&fx, held, RW_R, 0, 60000));
   ASSERT_OK(rw_run(&fx, lk_rwlock_mode, idle, NULL));
   before = scripts_run(&fx);
-  fflush(NULL);
-  pid = fork();
-  ASSERT(pid >= 0);
+  pid = rt_fork_flushed();
   if (pid == 0) {
     int bad = 0;
     lk_rwlock_t *nl = BAD_RW;
@@ -341,10 +339,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
       bad |= 64;
     _exit(bad);
   }
-  while (waitpid(pid, &status, 0) < 0)
-    ASSERT(errno == EINTR);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  rt_wait_child_exit_0(pid);
   ASSERT_OK(rw_run(&fx, lk_rwlock_mode, idle, NULL));
   ASSERT_EQ(scripts_run(&fx), before);
   ASSERT_EQ(rw_server_holds(&fx, held, RW_W), 1);

@@ -27,6 +27,30 @@ static void finish_proxied(fx_t *fx, rt_proxy_t *p) {
   rt_proxy_stop(p);
 }
 
+/* The command x waits for was started behind a 150 ms reply delay: once the
+ * server shows it applied (count want under name), its reply is swallowed
+ * (blackhole; the reply timeout drops the connection) and the resend, once
+ * the proxy lets traffic through again, ends it. */
+static void swallow_reply_once_applied(fx_t *fx, rt_proxy_t *p, const char *name,
+                                       long long want, sx_t *x) {
+  wait_applied(fx, name, want);
+  rt_proxy_blackhole(p, 1);
+  rt_proxy_delay(p, 0);
+  fx_spin(fx, 500); /* reply timeout: the connection is dropped */
+  ASSERT_EQ(x->done, 0);
+  rt_proxy_blackhole(p, 0);
+  rt_run_until(&fx->loop, &x->done, 5000);
+}
+
+/* As above, but the connection is reset once the command is applied. */
+static void reset_once_applied(fx_t *fx, rt_proxy_t *p, const char *name, long long want,
+                               sx_t *x) {
+  wait_applied(fx, name, want);
+  rt_proxy_reset_all(p);
+  rt_proxy_delay(p, 0);
+  rt_run_until(&fx->loop, &x->done, 5000);
+}
+
 /* The release reaches the server; its reply is swallowed; the resend after
  * the reply timeout finds it applied and adds nothing. */
 TEST(lost_release_reply_creates_no_permit) {
@@ -41,13 +65,7 @@ TEST(lost_release_reply_creates_no_permit) {
   rt_proxy_delay(p, 150);
   memset(&r, 0, sizeof r);
   ASSERT_OK(lk_semaphore_release(s, 2, sem_cb, &r));
-  wait_applied(&fx, "lrr", 3);
-  rt_proxy_blackhole(p, 1);
-  rt_proxy_delay(p, 0);
-  fx_spin(&fx, 500); /* reply timeout: the connection is dropped */
-  ASSERT_EQ(r.done, 0);
-  rt_proxy_blackhole(p, 0);
-  rt_run_until(&fx.loop, &r.done, 5000);
+  swallow_reply_once_applied(&fx, p, "lrr", 3, &r);
   ASSERT_OK(r.status);
   ASSERT_EQ(r.result, 3);
   ASSERT_EQ(lk_semaphore_held(s), 0);
@@ -72,10 +90,7 @@ TEST(connection_reset_after_release_creates_no_permit) {
   rt_proxy_delay(p, 150);
   memset(&r, 0, sizeof r);
   ASSERT_OK(lk_semaphore_release(s, 1, sem_cb, &r));
-  wait_applied(&fx, "crr", 2);
-  rt_proxy_reset_all(p);
-  rt_proxy_delay(p, 0);
-  rt_run_until(&fx.loop, &r.done, 5000);
+  reset_once_applied(&fx, p, "crr", 2, &r);
   ASSERT_OK(r.status);
   ASSERT_EQ(lk_semaphore_held(s), 2);
   ASSERT_EQ(srv_count(fx.srv, "crr"), 2);
@@ -97,10 +112,7 @@ TEST(lost_acquire_reply_takes_once) {
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, s, 5, NULL));
   rt_proxy_delay(p, 150);
   sem_start_acquire(s, 2, 5000, &a);
-  wait_applied(&fx, "lar", 3);
-  rt_proxy_reset_all(p);
-  rt_proxy_delay(p, 0);
-  rt_run_until(&fx.loop, &a.done, 5000);
+  reset_once_applied(&fx, p, "lar", 3, &a);
   ASSERT_OK(a.status);
   ASSERT_EQ(a.result, 3);
   ASSERT_EQ(lk_semaphore_held(s), 2);
@@ -167,12 +179,7 @@ TEST(psem_lost_release_reply_creates_no_permit) {
   rt_proxy_delay(p, 150);
   memset(&r, 0, sizeof r);
   ASSERT_OK(lk_psem_release(a, NULL, psem_cb, &r));
-  wait_applied(&fx, "plr", 3);
-  rt_proxy_blackhole(p, 1);
-  rt_proxy_delay(p, 0);
-  fx_spin(&fx, 500);
-  rt_proxy_blackhole(p, 0);
-  rt_run_until(&fx.loop, &r.done, 5000);
+  swallow_reply_once_applied(&fx, p, "plr", 3, &r);
   ASSERT_OK(r.status);
   ASSERT_EQ(r.result, 3);
   ASSERT_EQ(lk_psem_permit_count(a), 0);
@@ -192,10 +199,7 @@ TEST(psem_lost_acquire_reply_takes_once) {
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 4, NULL));
   rt_proxy_delay(p, 150);
   psem_start_acquire(a, 2, 5000, LK_LEASE_DEFAULT, &x);
-  wait_applied(&fx, "pla", 2);
-  rt_proxy_reset_all(p);
-  rt_proxy_delay(p, 0);
-  rt_run_until(&fx.loop, &x.done, 5000);
+  reset_once_applied(&fx, p, "pla", 2, &x);
   ASSERT_OK(x.status);
   ASSERT_EQ(lk_psem_permit_count(a), 2);
   ASSERT_EQ(srv_count(fx.srv, "pla"), 2);
@@ -313,6 +317,26 @@ static void warm_up(fx_t *fx, lk_semaphore_t *s, const char *name, long long per
   ASSERT_EQ(srv_count(fx->srv, name), permits);
 }
 
+static void start_acquire_two(lk_semaphore_t *s, sx_t *x) { sem_start_acquire(s, 2, 0, x); }
+
+static void start_drain(lk_semaphore_t *s, sx_t *x) {
+  memset(x, 0, sizeof *x);
+  ASSERT_OK(lk_semaphore_drain(s, sem_cb, x));
+}
+
+/* start's command runs on the server, its reply is dropped with the
+ * connection, and every new connection is refused from then on (until the
+ * caller lifts it): the call ends LK_EUNKNOWN. */
+static void unknown_with_server_unreachable(fx_t *fx, rt_proxy_t *p, lk_semaphore_t *s,
+                                            void (*start)(lk_semaphore_t *, sx_t *), sx_t *x) {
+  rt_proxy_refuse(p, 1); /* new connections only: this one stays */
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  start(s, x);
+  rt_run_until(&fx->loop, &x->done, 3000);
+  ASSERT_EQ(x->status, LK_EUNKNOWN);
+  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+}
+
 /* The acquire runs on the server; its reply is dropped and the connection
  * cut; then every new connection is refused for many reconnect cycles. The
  * settle waits for the server however many cycles that takes, and gives the
@@ -324,12 +348,7 @@ TEST(unknown_acquire_settled_after_many_reconnects) {
   lk_client_stats_t st;
   sx_t a;
   warm_up(&fx, s, "umr", 3);
-  rt_proxy_refuse(p, 1); /* new connections only: this one stays */
-  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  sem_start_acquire(s, 2, 0, &a);
-  rt_run_until(&fx.loop, &a.done, 3000);
-  ASSERT_EQ(a.status, LK_EUNKNOWN);
-  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  unknown_with_server_unreachable(&fx, p, s, start_acquire_two, &a);
   ASSERT_EQ(srv_count(fx.srv, "umr"), 1); /* it took them */
   ASSERT_EQ(lk_semaphore_held(s), 0);
   fx_spin(&fx, rt_scaled_ms(1200)); /* tens of refused reconnects */
@@ -376,11 +395,7 @@ TEST(close_waits_for_pending_settle) {
   sx_t a;
   int closed = 0;
   warm_up(&fx, s, "cws", 3);
-  rt_proxy_refuse(p, 1);
-  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  sem_start_acquire(s, 2, 0, &a);
-  rt_run_until(&fx.loop, &a.done, 3000);
-  ASSERT_EQ(a.status, LK_EUNKNOWN);
+  unknown_with_server_unreachable(&fx, p, s, start_acquire_two, &a);
   ASSERT_EQ(srv_count(fx.srv, "cws"), 1);
   lk_semaphore_set_data(s, &closed);
   ASSERT_OK(lk_semaphore_close(s, note_closed));
@@ -441,13 +456,7 @@ TEST(unknown_drain_given_back_by_settle) {
   lk_semaphore_t *s = fx_sem(&fx, "udg");
   sx_t d;
   warm_up_drain(&fx, s, "udg", 3);
-  rt_proxy_refuse(p, 1); /* new connections only: this one stays */
-  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  memset(&d, 0, sizeof d);
-  ASSERT_OK(lk_semaphore_drain(s, sem_cb, &d));
-  rt_run_until(&fx.loop, &d.done, 3000);
-  ASSERT_EQ(d.status, LK_EUNKNOWN);
-  ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  unknown_with_server_unreachable(&fx, p, s, start_drain, &d);
   ASSERT_EQ(srv_count(fx.srv, "udg"), 0); /* it took them */
   ASSERT_EQ(lk_semaphore_held(s), 0);
   fx_spin(&fx, rt_scaled_ms(300)); /* refused reconnects */

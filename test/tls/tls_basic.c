@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "forked_child.h"
 #include "tls_util.h"
 
 /* Acquire, release, and a waiter woken by the release's message: both the
@@ -221,14 +222,11 @@ TEST(forked_child_frees_a_tls_client_without_io) {
   rt_tls_certs_t *t = tu_start_server(&fx, TU_GOOD, 0);
   lk_lock_t *a;
   pid_t pid;
-  int status = 0;
   tu_client_opts(&fx, t, &o, &log);
   fx_start_client(&fx, &o);
   a = fx_lock(&fx, "tls-fork");
   ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
-  fflush(NULL);
-  pid = fork();
-  ASSERT(pid >= 0);
+  pid = rt_fork_flushed();
   if (pid == 0) {
     int bad = 0;
     if (lk_lock_close(a, NULL) != LK_EFORKED)
@@ -237,10 +235,7 @@ TEST(forked_child_frees_a_tls_client_without_io) {
       bad |= 2;
     _exit(bad);
   }
-  while (waitpid(pid, &status, 0) < 0)
-    ASSERT(errno == EINTR);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  rt_wait_child_exit_0(pid);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS tls-fork"), 1);
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS tls-fork"), 0);
