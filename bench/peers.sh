@@ -15,8 +15,10 @@
 #       (bench/peers/pairs_node.js), N pairs each, on B3's redis-server.
 #   B2: 64 promises in flight from one Node client, each loop on a name of
 #       its own (bench/peers/inflight_node.js): latchkey for Node against
-#       redis-semaphore's Mutex and node-redlock v5 over one master, N x 5
-#       pairs each, on B3's redis-server.
+#       redis-semaphore's Mutex and node-redlock v5 over one master, N x 25
+#       pairs each after N x 5 warm-up pairs (shorter runs leave the Node
+#       peers' code cold: redis-semaphore gave 44 thousand pairs/s over
+#       10,000 pairs, 59-65 thousand over 50,000), on B3's redis-server.
 #   B1 and B2 also run two C programs on the same server and CPU, the floor
 #       the Node rows stand on: bench/lock_seq (impl latchkey-c: the C
 #       library's lock, defaults) and bench/raw --minimal (impl raw-minimal:
@@ -42,7 +44,7 @@
 #   --rounds R     interleaved rounds (default 3)
 #   --seconds S    B3's measured window per run (default 4)
 #   --pairs N      B1's and B4's measured pairs per implementation and run (default 2000;
-#                  B2 runs 5 N, spread over its 64 loops)
+#                  B2 runs 25 N after 5 N warm-up pairs, spread over its 64 loops)
 #   --only b1|b2|b3|b4  one of the four
 #   --no-pin       no taskset
 #   --commit REV   build latchkey as committed at REV (`git archive` into <build>-src),
@@ -247,10 +249,10 @@ for r in $(seq 1 "$rounds"); do
     [ $((r % 2)) -eq 0 ] && b2=($(printf '%s\n' "${b2[@]}" | tac))
     for w in "${b2[@]}"; do
       case $w in
-        latchkey-c) c_pairs "inflight-$w" "$r" lock_seq --pipelined 64 --pairs $((pairs * 5)) ;;
-        raw-minimal) c_pairs "inflight-$w" "$r" raw --minimal --pipelined 64 --pairs $((pairs * 5)) ;;
+        latchkey-c) c_pairs "inflight-$w" "$r" lock_seq --pipelined 64 --pairs $((pairs * 25)) --warmup $((pairs * 5)) ;;
+        raw-minimal) c_pairs "inflight-$w" "$r" raw --minimal --pipelined 64 --pairs $((pairs * 25)) --warmup $((pairs * 5)) ;;
         *) run "inflight-$w" "$r" 300 "${cli_pin[@]}" node "$peers/inflight_node.js" --impl "$w" --port "$b3_port" \
-          --inflight 64 --pairs $((pairs * 5)) ;;
+          --inflight 64 --pairs $((pairs * 25)) --warmup $((pairs * 5)) ;;
       esac
     done
   fi
