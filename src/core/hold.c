@@ -80,7 +80,6 @@ int lk__hold_release_check(lk__obj_t *o, const lk__hold_t *h) {
   return 0;
 }
 
-
 static uint32_t clamp_count(long long v) {
   return v <= 0 ? 0 : v >= UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }

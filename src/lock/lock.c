@@ -617,8 +617,8 @@ static int on_close_release_start(lk__obj_t *o) {
   lk__hold_unwatch(CLIENT(l), &l->hold);
   if (l->hold.count == 0)
     return 0;
-  o->op = release_op(l, -1, l->owner_shared ? l->hold.count : UINT32_MAX, "exact", lk__hold_close_reply, o,
-                     1, &err);
+  o->op = release_op(l, -1, l->owner_shared ? l->hold.count : UINT32_MAX, "exact",
+                     lk__hold_close_reply, o, 1, &err);
   return o->op != NULL;
 }
 
