@@ -1,6 +1,7 @@
 /* Layer 1 (connections): may call layer 0 only (docs/design.md, "Layers"). */
 /* One Redis connection on a libuv stream: connect (TCP or unix socket),
- * handshake, FIFO reply matching, reply timeout, reconnect with backoff.
+ * FIFO reply matching, reply timeout, reconnect with backoff. Its handshake
+ * is core/handshake.c's, its scripts' loading core/conn_scripts.c's.
  * hiredis is used only for its reply reader; we own the socket because
  * hiredis 0.14's libuv adapter loses socket errors (docs/design.md,
  * "Layers"). */
@@ -10,15 +11,14 @@
 
 #include "core/internal.h"
 #include "core/loglevel.h"
+#include "core/conn_parts.h"
 #include "core/tls.h"
 
 static void conn_start_connect(lk__conn_t *conn);
 static void conn_dial(lk__conn_t *conn, const char *host, int node_port, const char *unix_path);
 static void conn_flush(lk__conn_t *conn);
-static void conn_send(lk__conn_t *conn, lk__op_t *op);
-static int rewrite_as_eval(lk__op_t *op);
 
-static const char *conn_label(const lk__conn_t *conn) {
+const char *lk__conn_label(const lk__conn_t *conn) {
   return conn->kind == LK__CONN_CMD      ? "command"
          : conn->kind == LK__CONN_SENTINEL ? "sentinel"
                                            : "pub/sub";
@@ -109,7 +109,7 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
   lk__log(c, c->closing || conn->kind == LK__CONN_SENTINEL ? LK_LOG_DEBUG
              : was_ready && conn->kind == LK__CONN_CMD      ? lk__event_level(c)
                                                             : LK_LOG_INFO,
-          "%s connection lost: %s (%s)", conn_label(conn), what, lk_err_name(why));
+          "%s connection lost: %s (%s)", lk__conn_label(conn), what, lk_err_name(why));
 
   uv_timer_stop(&conn->timer);
   lk__defer_cancel(&conn->fail_defer);
@@ -156,162 +156,8 @@ static void on_fail_defer(lk__defer_t *d) {
   lk__conn_drop(conn, LK_EUNKNOWN, "write failed");
 }
 
-/* --- handshake --- */
-
-static void handshake_step_done(lk__conn_t *conn);
-
-static int handshake_fatal(int kind_auth_or_select, int status) {
-  if (status == 0)
-    return 0;
-  /* SETNAME and INFO may be denied to a restricted user; that costs a
-   * feature, not the connection. A missing password is fatal everywhere. */
-  return kind_auth_or_select || status == LK_EAUTH;
-}
-
-static void on_hs_required(void *data, int status, redisReply *r) {
-  lk__conn_t *conn = data;
-  if (conn->state != LK__CONN_HANDSHAKE)
-    return;
-  if (handshake_fatal(1, status) && conn->handshake_err == 0)
-    conn->handshake_err = status;
-  handshake_step_done(conn);
-}
-
-static void on_hs_optional(void *data, int status, redisReply *r) {
-  lk__conn_t *conn = data;
-  if (conn->state != LK__CONN_HANDSHAKE)
-    return;
-  if (handshake_fatal(0, status) && conn->handshake_err == 0)
-    conn->handshake_err = status;
-  handshake_step_done(conn);
-}
-
-/* Sentinel: the server they named must say it is the master. */
-static void on_hs_role(void *data, int status, redisReply *r) {
-  lk__conn_t *conn = data;
-  if (conn->state != LK__CONN_HANDSHAKE)
-    return;
-  status = conn->client->owner->conn_role(conn, status, r);
-  if (status != 0 && conn->handshake_err == 0)
-    conn->handshake_err = status;
-  handshake_step_done(conn);
-}
-
-static void on_hs_info(void *data, int status, redisReply *r) {
-  lk__conn_t *conn = data;
-  if (conn->state != LK__CONN_HANDSHAKE)
-    return;
-  if (conn->handshake_err != 0) {
-    /* Refused already (AUTH, or ROLE: a replica the sentinels named): its
-     * run_id is not the one restarts are judged by. */
-    handshake_step_done(conn);
-    return;
-  }
-  if (status == 0 && r != NULL && r->type == REDIS_REPLY_STRING) {
-    const char *p = strstr(r->str, "run_id:");
-    if (p != NULL) {
-      size_t n = 0;
-      p += 7;
-      while (p[n] != '\0' && p[n] != '\r' && p[n] != '\n' && n < 40)
-        n++;
-      conn->client->owner->conn_run_id(conn, p, n);
-    }
-    conn->client->owner->conn_info(conn, r->str, r->len);
-    /* Any policy but noeviction lets Redis evict lock keys (they carry a
-     * TTL, so volatile-* policies pick them first): say so at connect. */
-    p = strstr(r->str, "maxmemory_policy:");
-    if (p != NULL && strncmp(p + 17, "noeviction", 10) != 0) {
-      size_t n = 0;
-      p += 17;
-      while (p[n] != '\0' && p[n] != '\r' && p[n] != '\n' && n < 40)
-        n++;
-      lk__log(conn->client, LK_LOG_WARN,
-              "maxmemory-policy is %.*s: Redis may evict held locks (use noeviction)",
-              (int)n, p);
-    }
-  } else if (handshake_fatal(0, status) && conn->handshake_err == 0) {
-    conn->handshake_err = status;
-  } else if (status != 0) {
-    lk__log(conn->client, LK_LOG_WARN,
-            "INFO denied (%s): server restarts will not be detected",
-            lk_err_name(status));
-  }
-  handshake_step_done(conn);
-}
-
-/* expect_type: the only reply type, an error apart, that can be this
- * command's own (lk__op_t.expect_type). */
-static int hs_send(lk__conn_t *conn, int argc, const char **argv, int expect_type,
-                   lk__op_cb cb) {
-  int err = 0;
-  lk__op_t *op = lk__op_internal(conn->client, argc, argv, NULL, cb, conn, &err);
-  if (op == NULL)
-    return err;
-  op->expect_type = (unsigned char)expect_type;
-  conn->handshake_left++;
-  conn_send(conn, op);
-  return 0;
-}
-
-static void start_handshake(lk__conn_t *conn) {
-  lk_client_t *c = conn->client;
-  const lk__opts_t *o = &c->o;
-  char dbuf[24];
-  char name[256];
-  int err = 0;
-
-  conn->state = LK__CONN_HANDSHAKE;
-  conn->handshake_left = 0;
-  conn->handshake_err = 0;
-  /* A new connection may reach another server (a restart, a failover): no
-   * script is taken as loaded there until this connection loads it. */
-  memset(conn->scripts_loaded, 0, sizeof(conn->scripts_loaded));
-  conn->script_load_denied = 0;
-  /* Pipelined: AUTH must be first so nothing else runs unauthenticated.
-   * A sentinel has credentials of its own. */
-  const char *user = conn->kind == LK__CONN_SENTINEL ? o->sentinel_username : o->username;
-  const char *pass = conn->kind == LK__CONN_SENTINEL ? o->sentinel_password : o->password;
-  if (pass != NULL) {
-    const char *a3[3] = {"AUTH", user, pass};
-    const char *a2[2] = {"AUTH", pass};
-    err = user != NULL ? hs_send(conn, 3, a3, REDIS_REPLY_STATUS, on_hs_required)
-                       : hs_send(conn, 2, a2, REDIS_REPLY_STATUS, on_hs_required);
-  }
-  /* A cluster has only db 0 and refuses SELECT (docs/client.md). */
-  if (err == 0 && o->db != 0 && conn->kind == LK__CONN_CMD && !c->cluster_on) {
-    const char *a[2] = {"SELECT", dbuf};
-    snprintf(dbuf, sizeof(dbuf), "%d", o->db);
-    err = hs_send(conn, 2, a, REDIS_REPLY_STATUS, on_hs_required);
-  }
-  /* Node 0 found through the sentinels: is it the master (core/sentinel.h)? */
-  if (err == 0 && c->sentinel != NULL && conn->node == &c->node0) {
-    const char *a[1] = {"ROLE"};
-    err = hs_send(conn, 1, a, REDIS_REPLY_ARRAY, on_hs_role);
-  }
-  if (err == 0) {
-    const char *a[3] = {"CLIENT", "SETNAME", name};
-    snprintf(name, sizeof(name), "%s%s", o->client_name,
-             conn->kind == LK__CONN_PUBSUB     ? "-pubsub"
-             : conn->kind == LK__CONN_SENTINEL ? "-sentinel"
-                                               : "");
-    err = hs_send(conn, 3, a, REDIS_REPLY_STATUS, on_hs_optional);
-  }
-  if (err == 0 && conn->kind == LK__CONN_CMD) {
-    /* server: run_id (restart detection); memory: the eviction policy;
-     * cluster: whether this is a cluster node (core/router.h). */
-    const char *a[4] = {"INFO", "server", "memory", "cluster"};
-    err = hs_send(conn, 4, a, REDIS_REPLY_STRING, on_hs_info);
-  }
-  /* No script is loaded here: each is loaded just before its first call on
-   * this connection (conn_send), so a process that takes one lock sends a
-   * few commands, not one per script the library has. Every reply above has
-   * a type only its own command gives (hs_send), so a reply the server did
-   * not owe is caught here, before any user command is sent. */
-  if (err != 0)
-    lk__conn_drop(conn, err, "handshake could not be sent");
-}
-
-static void conn_become_ready(lk__conn_t *conn) {
+/* The handshake went through (core/conn_parts.h). */
+void lk__conn_become_ready(lk__conn_t *conn) {
   lk_client_t *c = conn->client;
   lk__queue_t unsent;
   int first = !c->ever_connected;
@@ -327,29 +173,16 @@ static void conn_become_ready(lk__conn_t *conn) {
   if (conn->tls != NULL)
     lk__tls_on_ready(conn);
   lk__log(c, first || conn->kind == LK__CONN_SENTINEL ? LK_LOG_DEBUG : LK_LOG_INFO,
-          "%s connection ready", conn_label(conn));
+          "%s connection ready", lk__conn_label(conn));
 
   lk__queue_init(&unsent);
   lk__queue_move(&conn->unsent, &unsent);
   while (!lk__queue_empty(&unsent)) {
     lk__op_t *op = lk__container_of(lk__queue_head(&unsent), lk__op_t, node);
     lk__queue_remove(&op->node);
-    conn_send(conn, op);
+    lk__conn_send(conn, op);
   }
   c->owner->conn_ready(conn, first);
-}
-
-static void handshake_step_done(lk__conn_t *conn) {
-  if (--conn->handshake_left > 0)
-    return;
-  if (conn->handshake_err != 0) {
-    lk__log(conn->client, conn->kind == LK__CONN_SENTINEL ? LK_LOG_DEBUG : LK_LOG_ERROR,
-            "%s connection refused by server: %s",
-            conn_label(conn), lk_strerror(conn->handshake_err));
-    lk__conn_drop(conn, conn->handshake_err, "handshake failed");
-    return;
-  }
-  conn_become_ready(conn);
 }
 
 /* --- reading --- */
@@ -399,44 +232,6 @@ static void on_reply_timer(uv_timer_t *t) {
   arm_reply_timer(conn);
 }
 
-/* Turns "EVALSHA sha ..." into "EVAL text ..." in place of the op's command:
- * the first two arguments are replaced, the rest is reused byte for byte. */
-static int rewrite_as_eval(lk__op_t *op) {
-  const lk__script_t *s = op->script;
-  char *p = memchr(op->cmd, '\n', op->cmd_len);
-  size_t hdr, skip, rest_len, n;
-  char lenbuf[32];
-  char *cmd;
-  if (p == NULL)
-    return LK_EPROTOCOL;
-  hdr = (size_t)(p - op->cmd) + 1;
-  skip = hdr + strlen("$7\r\nEVALSHA\r\n") + strlen("$40\r\n") + 40 + 2;
-  if (skip > op->cmd_len)
-    return LK_EPROTOCOL;
-  rest_len = op->cmd_len - skip;
-  snprintf(lenbuf, sizeof(lenbuf), "$%zu\r\n", s->len);
-  n = hdr + strlen("$4\r\nEVAL\r\n") + strlen(lenbuf) + s->len + 2 + rest_len;
-  cmd = lk__malloc(n);
-  if (cmd == NULL)
-    return LK_ENOMEM;
-  p = cmd;
-  memcpy(p, op->cmd, hdr), p += hdr;
-  memcpy(p, "$4\r\nEVAL\r\n", 10), p += 10;
-  memcpy(p, lenbuf, strlen(lenbuf)), p += strlen(lenbuf);
-  memcpy(p, s->text, s->len), p += s->len;
-  memcpy(p, "\r\n", 2), p += 2;
-  memcpy(p, op->cmd + skip, rest_len);
-  lk__free(op->cmd);
-  op->cmd = cmd;
-  op->cmd_len = op->cmd_cap = n;
-  return 0;
-}
-
-static int is_noscript(const redisReply *r) {
-  return r->type == REDIS_REPLY_ERROR && r->len >= 8 &&
-         memcmp(r->str, "NOSCRIPT", 8) == 0;
-}
-
 /* A reply that is not the oldest command's own: one the server never owed
  * (a proxy's or a broken server's), or one whose own reply went missing. From
  * here on every reply would answer the wrong command, so none is taken: the
@@ -447,12 +242,12 @@ static void drop_unattributable(lk__conn_t *conn, const lk__op_t *op, const redi
   c->stats.unattributable_replies++;
   if (op == NULL)
     lk__log(c, LK_LOG_WARN, "%s connection: a reply arrived with no command waiting",
-            conn_label(conn));
+            lk__conn_label(conn));
   else
     lk__log(c, LK_LOG_WARN,
             "%s connection: the reply to %s%s (type %d) is not its own; replies are "
             "out of step with commands",
-            conn_label(conn),
+            lk__conn_label(conn),
             op->loads != NULL    ? "SCRIPT LOAD "
             : op->script != NULL ? "script "
                                  : "a handshake command",
@@ -462,8 +257,6 @@ static void drop_unattributable(lk__conn_t *conn, const lk__op_t *op, const redi
             r->type);
   lk__conn_drop(conn, LK_EPROTOCOL, "reply not attributable to its command");
 }
-
-static void script_forget(lk__conn_t *conn, const lk__script_t *s);
 
 static void dispatch(lk__conn_t *conn, redisReply *r) {
   lk_client_t *c = conn->client;
@@ -489,24 +282,15 @@ static void dispatch(lk__conn_t *conn, redisReply *r) {
    * sends it where it belongs (core/router.h). */
   if (own->type == REDIS_REPLY_ERROR && !op->internal && c->owner->conn_redirected(conn, op, own))
     return;
-  if (op->script != NULL && !op->retried && is_noscript(r)) {
-    /* NOSCRIPT means the script did not run, so resending is safe. EVAL
-     * both loads and runs it: one round trip, not SCRIPT LOAD + EVALSHA.
-     * The server forgot it (SCRIPT FLUSH, a load that failed): the next
-     * call loads it again, so it does not live on in EVAL's evictable
-     * cache alone. */
-    op->retried = 1;
-    script_forget(conn, op->script);
-    c->stats.noscript_reloads++;
-    if (rewrite_as_eval(op) == 0) {
-      /* Admitted by ASKING the first time: the EVAL needs its own, or the
-       * importing node answers MOVED and the call makes a detour through
-       * the source. Without memory for it the detour is still correct. */
-      if (op->asked)
-        (void)lk__conn_asking(conn);
-      conn_send(conn, op);
-      return;
-    }
+  if (lk__conn_script_missing(conn, op, r)) {
+    /* Sent again as EVAL. Admitted by ASKING the first time: the EVAL needs
+     * its own, or the importing node answers MOVED and the call makes a
+     * detour through the source. Without memory for it the detour is still
+     * correct. */
+    if (op->asked)
+      (void)lk__conn_asking(conn);
+    lk__conn_send(conn, op);
+    return;
   }
   lk__op_complete(op, lk__status_of(own), own);
 }
@@ -602,7 +386,7 @@ static void tls_read(lk__conn_t *conn, ssize_t nread, const uv_buf_t *buf) {
       return; /* its next flight leaves when this read ends */
     /* The Redis handshake follows at once: under TLS 1.3 it travels with
      * the client's Finished. */
-    start_handshake(conn);
+    lk__handshake_start(conn);
     if (conn->tls != t)
       return;
   }
@@ -721,7 +505,7 @@ static void conn_flush_tls(lk__conn_t *conn) {
     return;
   if (conn->out_len > 0 && lk__tls_established(conn)) {
     if (lk__tls_write(conn, conn->out, conn->out_len, why, sizeof(why)) != 0) {
-      lk__log(c, LK_LOG_WARN, "%s connection: TLS write failed: %s", conn_label(conn), why);
+      lk__log(c, LK_LOG_WARN, "%s connection: TLS write failed: %s", lk__conn_label(conn), why);
       lk__defer(c, &conn->fail_defer);
       return;
     }
@@ -822,86 +606,16 @@ static int out_reserve(lk__conn_t *conn, size_t more) {
   return 0;
 }
 
-/* s's place in the generated table (its bit in scripts_loaded); -1 for a
- * script that is not the table's. */
-static long script_index(const lk__script_t *s) {
-  uintptr_t at = (uintptr_t)s, first = (uintptr_t)lk__scripts;
-  if (at < first || at >= first + lk__script_count * sizeof(*s))
-    return -1;
-  return (long)((at - first) / sizeof(*s));
-}
-
-static int script_loaded(const lk__conn_t *conn, const lk__script_t *s) {
-  long i = script_index(s);
-  return i >= 0 && (conn->scripts_loaded[i / 64] & ((uint64_t)1 << (i % 64))) != 0;
-}
-
-static void script_forget(lk__conn_t *conn, const lk__script_t *s) {
-  long i = script_index(s);
-  if (i >= 0)
-    conn->scripts_loaded[i / 64] &= ~((uint64_t)1 << (i % 64));
-}
-
-/* A SCRIPT LOAD's reply: an ACL refusal (NOPERM) stops the loads on this
- * connection; its calls meet NOSCRIPT and go as EVAL. Any other error
- * (-LOADING after a restart, -BUSY behind another client's long script) is
- * about that moment only: the call behind it meets NOSCRIPT (or the same
- * error), and a NOSCRIPT marks the script not loaded (dispatch), so a later
- * call loads it again. Only a reply touches conn: a failed load (the
- * connection lost, the client closing) says nothing about the server. */
-static void on_script_loaded(void *data, int status, redisReply *r) {
-  lk__conn_t *conn = data;
-  if (r != NULL && status == LK_ENOPERM && !conn->script_load_denied) {
-    conn->script_load_denied = 1;
-    lk__log(conn->client, LK_LOG_INFO,
-            "SCRIPT LOAD refused (%s): scripts are sent with EVAL when missing",
-            lk_err_name(status));
-  }
-}
-
-/* The first call of a script on this connection: its SCRIPT LOAD goes just
- * before it, in the same write, so the call costs one round trip as if the
- * script had been loaded long ago. SCRIPT LOAD rather than EVAL because
- * servers evict scripts that EVAL cached (Redis 8, Valkey 8: the oldest of
- * 500), never loaded ones. It counts as loaded from now on: every later call
- * is queued behind this load. Whatever goes wrong (no memory, the load
- * refused, a SCRIPT FLUSH in between), the call meets NOSCRIPT, which means
- * it did not run, and dispatch sends it again as EVAL, once: the one retry
- * path, also what a restart or a failover to a server that never loaded
- * anything comes to when a call was already on its way. Returns 1 when a
- * load was queued: the client stays corked until the call is queued too
- * (conn_send), so both leave in one write. */
-static int load_before_first_call(lk__conn_t *conn, const lk__script_t *s) {
-  const char *a[3] = {"SCRIPT", "LOAD", s->text};
-  size_t l[3] = {6, 4, s->len};
-  long i = script_index(s);
-  lk__op_t *load;
-  int err = 0;
-  if (i < 0 || conn->script_load_denied || script_loaded(conn, s))
-    return 0; /* not one of the table's: its NOSCRIPT loads it */
-  conn->scripts_loaded[i / 64] |= (uint64_t)1 << (i % 64);
-  load = lk__op_internal(conn->client, 3, a, l, on_script_loaded, conn, &err);
-  if (load == NULL)
-    return 0;
-  load->loads = s;
-  conn->client->corked++;
-  conn_send(conn, load);
-  return 1;
-}
-
-static void conn_send(lk__conn_t *conn, lk__op_t *op) {
+void lk__conn_send(lk__conn_t *conn, lk__op_t *op) {
   lk_client_t *c = conn->client;
-  int loading = 0;
-  /* An EVALSHA (a call sent again as EVAL after NOSCRIPT carries its text).
-   * Right after ASKING nothing may come between it and the call it admits:
-   * a script not loaded here yet goes as EVAL (a slot in migration, rare). */
-  if (op->script != NULL && !op->retried) {
-    if (!conn->after_asking)
-      loading = load_before_first_call(conn, op->script);
-    else if (!script_loaded(conn, op->script) && rewrite_as_eval(op) == 0)
-      op->retried = 1;
+  /* A script's first call here: its SCRIPT LOAD goes just before it, in the
+   * same write (core/conn_scripts.c). */
+  lk__op_t *load = lk__conn_script_load_first(conn, op);
+  if (load != NULL) {
+    c->corked++;
+    lk__conn_send(conn, load);
+    c->corked--;
   }
-  c->corked -= loading;
   op->asked = conn->after_asking;
   conn->after_asking = op->asking;
   op->conn = conn;
@@ -949,7 +663,7 @@ void lk__conn_enqueue(lk__conn_t *conn, lk__op_t *op) {
     return;
   }
   if (conn->state == LK__CONN_READY) {
-    conn_send(conn, op);
+    lk__conn_send(conn, op);
     return;
   }
   lk__queue_insert_tail(&conn->unsent, &op->node);
@@ -1013,7 +727,7 @@ static void on_connected(uv_connect_t *req, int status) {
     conn_flush(conn);
     return;
   }
-  start_handshake(conn);
+  lk__handshake_start(conn);
 }
 
 static int connect_addr(lk__conn_t *conn, const struct sockaddr *sa) {
@@ -1119,7 +833,7 @@ static void conn_dial(lk__conn_t *conn, const char *host, int node_port, const c
   }
   if (rc < 0) {
     /* A synchronous failure inside an lk_ call must not run callbacks. */
-    lk__log(c, LK_LOG_WARN, "%s connect failed to start: %s", conn_label(conn),
+    lk__log(c, LK_LOG_WARN, "%s connect failed to start: %s", lk__conn_label(conn),
             uv_strerror(rc));
     lk__defer(c, &conn->fail_defer);
   }

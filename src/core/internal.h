@@ -126,7 +126,7 @@ struct lk__conn_s {
   /* Scripts this connection has loaded on its server (bit i: lk__scripts[i]):
    * the first call of each is preceded by its SCRIPT LOAD, in the same
    * write. Cleared at every connect: a restarted or promoted server has
-   * none (core/conn.c, conn_send). */
+   * none (core/conn_scripts.c). */
   uint64_t scripts_loaded[LK__SCRIPT_MAX / 64];
   /* The server refused SCRIPT LOAD (an ACL without it): scripts are then
    * sent as EVALSHA alone and a NOSCRIPT answered with EVAL, as always. */
