@@ -653,8 +653,7 @@ LK__HANDLE_FIELD(lk_lock_t, token, int64_t)
 static const lk__obj_ops_t lk__lock_ops = {
     .attempt = attempt_acquire,
     .close_release = on_close_release_start,
-    .call = call,
-    .call_closed = call_closed,
+    LK__OBJ_CALLED,
     .free = free_lock,
     .channel = wait_channel,
     .message = wake_message,

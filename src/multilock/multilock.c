@@ -599,8 +599,7 @@ static void member_health(lk__obj_t *g, lk__obj_t *member, int state) {
 static const lk__obj_ops_t lk__multilock_ops = {
     .abandon = on_abandon,
     .close_release = on_close_release,
-    .call = call,
-    .call_closed = call_closed,
+    LK__OBJ_CALLED,
     .free = free_ml,
     .handle_kind = LK_KIND_MULTILOCK,
     .cancel_kind = OP_ACQUIRE,

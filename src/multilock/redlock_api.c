@@ -147,8 +147,7 @@ static int handle_is_held(const lk__obj_t *o) {
 static const lk__obj_ops_t lk__redlock_ops = {
     .abandon = lk__rl_abandon,
     .close_release = on_close_release,
-    .call = call,
-    .call_closed = call_closed,
+    LK__OBJ_CALLED,
     .free = free_rl,
     .handle_kind = LK_KIND_REDLOCK,
     .cancel_kind = OP_ACQUIRE,

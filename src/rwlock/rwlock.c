@@ -218,8 +218,7 @@ LK__HANDLE_FIELD(lk_rwlock_t, token, int64_t)
 static const lk__obj_ops_t lk__rwlock_ops = {
     .attempt = lk__rw_attempt,
     .close_release = lk__rw_close_release,
-    .call = call,
-    .call_closed = call_closed,
+    LK__OBJ_CALLED,
     .free = free_rwlock,
     .message = lk__rw_on_message,
     .acquire_kind = LK__RW_OP_ACQUIRE,
