@@ -95,4 +95,39 @@ void lk__hold_grant(lk__obj_t *o, const lk__grant_t *g);
  * returns to `before` (its renewal stops when that is 0). */
 void lk__hold_take_back(lk__obj_t *o, lk__hold_t *h, long long count, uint32_t before);
 
+/* --- the lock family's table (lock, fair lock, read/write lock) ---
+ * Kinds that acquire and release like a lock give the same hooks, named
+ * after their prefix P: the acquire's attempt and outcome verbs, its reply,
+ * the release's, and the hold verbs. LK__LOCK_LIKE_DEFS(T, CB, CLOSE_CB)
+ * defines what is the same code for each of them (the typed callbacks,
+ * LK__OBJ_CALLS, and the handle's owner and token, read from T's fields of
+ * those names); LK__LOCK_LIKE_OPS(P) names all of it in the kind's ops
+ * table, which adds only what is its own (kinds, close, free, channel...). */
+#define LK__LOCK_LIKE_DEFS(T, CB, CLOSE_CB)                                            \
+  LK__OBJ_CALLS(T, CB, CLOSE_CB)                                                       \
+  LK__HANDLE_FIELD(T, owner, const char *)                                             \
+  LK__HANDLE_FIELD(T, token, int64_t)
+#define LK__LOCK_LIKE_OPS(P)                                                           \
+  LK__OBJ_CALLED, .attempt = P##_attempt, .counted = P##_counted, .undo = P##_undo,    \
+  .is_grant = P##_is_grant, .read_attempt = P##_read_attempt,                          \
+  .granted = P##_acquired, .read_release = P##_read_release,                           \
+  .send_release = P##_send_release, .resend_release = P##_resend_release,              \
+  .release_end = P##_release_end, .give_back = P##_give_back, .lose = P##_lose,        \
+  .tells_lost = 1, .owner = handle_owner, .token = handle_token
+/* The same hooks' declarations, for a kind that defines them in several
+ * files (the fair lock, the read/write lock). */
+#define LK__LOCK_LIKE_HOOKS(P)                                                         \
+  int P##_attempt(lk__obj_t *o);                                                       \
+  int P##_counted(lk__obj_t *o);                                                       \
+  lk__op_t *P##_undo(lk__obj_t *o, int known_grant);                                   \
+  int P##_is_grant(const redisReply *r);                                               \
+  int P##_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);                 \
+  void P##_acquired(lk__obj_t *o, const redisReply *r);                                \
+  int P##_read_release(lk__obj_t *o, const redisReply *r, int *status);                \
+  int P##_send_release(lk__obj_t *o);                                                  \
+  int P##_resend_release(lk__obj_t *o);                                                \
+  void P##_release_end(lk__obj_t *o, int status);                                      \
+  void P##_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n);           \
+  void P##_lose(lk__obj_t *o)
+
 #endif /* LK_CORE_HOLD_H */

@@ -198,7 +198,9 @@ int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t thread_
 
 /* --- lifecycle --- */
 
-LK__OBJ_CALLS(lk_rwlock_t, lk_rwlock_cb, lk_rwlock_close_cb)
+/* The typed callbacks and the handle's owner and token (core/hold.h); the
+ * core answers for the name and held (either side held: base.sides). */
+LK__LOCK_LIKE_DEFS(lk_rwlock_t, lk_rwlock_cb, lk_rwlock_close_cb)
 
 static void free_rwlock(lk__obj_t *o) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
@@ -210,37 +212,17 @@ static void free_rwlock(lk__obj_t *o) {
   lk__free(rw);
 }
 
-/* The handle's answers (core/handle.c); the core's for the name and
- * held (either side held: base.sides). */
-LK__HANDLE_FIELD(lk_rwlock_t, owner, const char *)
-LK__HANDLE_FIELD(lk_rwlock_t, token, int64_t)
-
 static const lk__obj_ops_t lk__rwlock_ops = {
-    .attempt = lk__rw_attempt,
+    LK__LOCK_LIKE_OPS(lk__rw),
     .close_release = lk__rw_close_release,
-    LK__OBJ_CALLED,
     .free = free_rwlock,
     .message = lk__rw_on_message,
     .acquire_kind = LK__RW_OP_ACQUIRE,
     .release_kind = LK__RW_OP_RELEASE,
-    .counted = lk__rw_counted,
-    .undo = lk__rw_undo,
-    .is_grant = lk__rw_is_grant,
-    .read_attempt = lk__rw_read_attempt,
-    .granted = lk__rw_acquired,
-    .read_release = lk__rw_read_release,
-    .send_release = lk__rw_send_release,
-    .resend_release = lk__rw_resend_release,
-    .release_end = lk__rw_release_end,
     .deferred = lk__rw_release_deferred,
-    .give_back = lk__rw_give_back,
-    .lose = lk__rw_lose,
     .read_value = read_value,
     .value_done = value_done,
     .handle_kind = LK_KIND_RWLOCK,
-    .tells_lost = 1,
-    .owner = handle_owner,
-    .token = handle_token,
 };
 
 /* {NAME}, or NAME itself when it has a brace (Redisson's hash-tag rule):
