@@ -80,6 +80,19 @@ int lk__hold_release_check(lk__obj_t *o, const lk__hold_t *h) {
   return 0;
 }
 
+int lk__hold_acquire_check(const lk__hold_t *h, int64_t wait_ms, int64_t lease_ms) {
+  if (!lk__valid_wait(wait_ms) || !lk__valid_lease(lease_ms) || h->count == UINT32_MAX)
+    return LK_EINVAL;
+  return 0;
+}
+
+int lk__hold_token_key(char **key, size_t *key_len, const char *prefix, const char *name,
+                       size_t name_len) {
+  if (*key == NULL)
+    *key = lk__prefix_name(prefix, name, name_len, key_len);
+  return *key != NULL ? 0 : LK_ENOMEM;
+}
+
 static uint32_t clamp_count(long long v) {
   return v <= 0 ? 0 : v >= UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }

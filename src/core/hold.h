@@ -79,6 +79,14 @@ void lk__hold_afresh(lk__obj_t *o);
  * holder told (on_lost), so every one of the object's sides forgets them
  * and the object starts afresh (LK_ELEASELOST); else 0. */
 int lk__hold_release_check(lk__obj_t *o, const lk__hold_t *h);
+/* An acquire's checks on its options, the same for every lock-like kind
+ * (lock, fair lock, either side h of the read/write lock): the wait and the
+ * lease in range, and room on side h for one more hold; else LK_EINVAL. */
+int lk__hold_acquire_check(const lk__hold_t *h, int64_t wait_ms, int64_t lease_ms);
+/* A fenced acquire's token key (prefix, then the name), made by the first
+ * one and kept in *key (*key_len its length): 0, or LK_ENOMEM. */
+int lk__hold_token_key(char **key, size_t *key_len, const char *prefix, const char *name,
+                       size_t name_len);
 
 /* The grant routine: counts the hold, starts or refreshes its lease keeping,
  * checks the fencing token, and refuses a grant that cannot be used (the

@@ -270,10 +270,9 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   if (rc != 0)
     return rc;
   opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_lock_opts_init);
-  if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
-    return LK_EINVAL;
-  if (l->hold.count == UINT32_MAX)
-    return LK_EINVAL;
+  rc = lk__hold_acquire_check(&l->hold, opts->wait_ms, opts->lease_ms);
+  if (rc != 0)
+    return rc;
   /* Non-reentrant: this object's own second acquire never reaches the
    * server. A hold whose local deadline passed is not one: the server
    * decides (the lease ran out: LK_ELEASELOST; still there: refused). */
@@ -282,12 +281,9 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   rc = LK__OBJ_WAIT_WANTS(&l->base, opts);
   if (rc != 0)
     return rc;
-  if (opts->fenced && l->token_key == NULL) {
-    l->token_key = lk__prefix_name(LK__LOCK_TOKEN_PREFIX, l->name, l->name_len,
-                                   &l->token_key_len);
-    if (l->token_key == NULL)
-      return LK_ENOMEM;
-  }
+  if (opts->fenced && (rc = lk__hold_token_key(&l->token_key, &l->token_key_len,
+                                                LK__LOCK_TOKEN_PREFIX, l->name, l->name_len)) != 0)
+    return rc;
   if ((opts->lease_ms == LK_LEASE_DEFAULT || watching(l)) && want_wd(l) != 0)
     return LK_ENOMEM;
   lk__hold_afresh(&l->base);

@@ -35,21 +35,17 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
   if (!lk__rw_valid_side(side))
     return LK_EINVAL;
   opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_rwlock_opts_init);
-  if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
-    return LK_EINVAL;
   s = lk__rw_side_index(side);
   h = &rw->side[s];
-  if (h->count == UINT32_MAX)
-    return LK_EINVAL;
+  rc = lk__hold_acquire_check(h, opts->wait_ms, opts->lease_ms);
+  if (rc != 0)
+    return rc;
   rc = LK__OBJ_WAIT_WANTS(&rw->base, opts);
   if (rc != 0)
     return rc;
-  if (opts->fenced && rw->token_key == NULL) {
-    rw->token_key = lk__prefix_name(LK__RW_TOKEN_PREFIX, rw->name, rw->name_len,
-                                    &rw->token_key_len);
-    if (rw->token_key == NULL)
-      return LK_ENOMEM;
-  }
+  if (opts->fenced && (rc = lk__hold_token_key(&rw->token_key, &rw->token_key_len,
+                                                LK__RW_TOKEN_PREFIX, rw->name, rw->name_len)) != 0)
+    return rc;
   lk__hold_afresh(&rw->base);
   /* A reader asking to write would wait for its own read holds to go. */
   if (s == LK__RW_W && rw->side[LK__RW_R].count > 0 && rw->side[LK__RW_W].count == 0)
