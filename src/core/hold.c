@@ -80,6 +80,15 @@ int lk__hold_release_check(lk__obj_t *o, const lk__hold_t *h) {
   return 0;
 }
 
+int lk__hold_release_begin(lk__obj_t *o, const lk__hold_t *h, uint32_t *before, int kind,
+                           lk__fn_t cb, void *arg) {
+  int rc = lk__hold_release_check(o, h);
+  if (rc != 0)
+    return rc;
+  *before = h->count;
+  return lk__obj_release_begin(o, kind, cb, arg);
+}
+
 int lk__hold_acquire_check(const lk__hold_t *h, int64_t wait_ms, int64_t lease_ms) {
   if (!lk__valid_wait(wait_ms) || !lk__valid_lease(lease_ms) || h->count == UINT32_MAX)
     return LK_EINVAL;

@@ -79,6 +79,13 @@ void lk__hold_afresh(lk__obj_t *o);
  * holder told (on_lost), so every one of the object's sides forgets them
  * and the object starts afresh (LK_ELEASELOST); else 0. */
 int lk__hold_release_check(lk__obj_t *o, const lk__hold_t *h);
+/* A release of side h, after the entry checks: the checks above, then
+ * *before gets the side's count (what the release's first attempt saw, so
+ * a resend is not applied twice) and lk__obj_release_begin starts the
+ * release `kind` (after an unanswered give-back it waits, the hold renewed
+ * meanwhile). 0 or a code. */
+int lk__hold_release_begin(lk__obj_t *o, const lk__hold_t *h, uint32_t *before, int kind,
+                           lk__fn_t cb, void *arg);
 /* An acquire's checks on its options, the same for every lock-like kind
  * (lock, fair lock, either side h of the read/write lock): the wait and the
  * lease in range, and room on side h for one more hold; else LK_EINVAL. */

@@ -89,12 +89,8 @@ int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
   int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  rc = lk__hold_release_check(&f->base, &f->hold);
-  if (rc != 0)
-    return rc;
-  f->release_before = f->hold.count;
-  /* After an unanswered give-back it waits, the hold renewed meanwhile. */
-  return lk__obj_release_begin(&f->base, LK__FAIR_OP_RELEASE, (lk__fn_t)cb, arg);
+  return lk__hold_release_begin(&f->base, &f->hold, &f->release_before, LK__FAIR_OP_RELEASE,
+                                (lk__fn_t)cb, arg);
 }
 
 /* No renewal may follow the release of the last hold. */

@@ -390,12 +390,8 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  rc = lk__hold_release_check(&l->base, &l->hold);
-  if (rc != 0)
-    return rc;
-  l->release_before = l->hold.count;
-  /* After an unanswered give-back it waits, the hold renewed meanwhile. */
-  return lk__obj_release_begin(&l->base, OP_RELEASE, (lk__fn_t)cb, arg);
+  return lk__hold_release_begin(&l->base, &l->hold, &l->release_before, OP_RELEASE,
+                                (lk__fn_t)cb, arg);
 }
 
 /* No renewal may follow the release of the last hold. One already in
