@@ -145,15 +145,11 @@ static int handle_is_held(const lk__obj_t *o) {
 }
 
 static const lk__obj_ops_t lk__redlock_ops = {
+    LK__GROUP_OPS,
     .abandon = lk__rl_abandon,
-    .close_release = on_close_release,
-    LK__OBJ_CALLED,
     .free = free_rl,
     .handle_kind = LK_KIND_REDLOCK,
-    .cancel_kind = OP_ACQUIRE,
-    .tells_lost = 1,
     .member_health = lk__rl_health,
-    .is_held = handle_is_held,
     .token = handle_token,
 };
 
