@@ -86,6 +86,16 @@ int lk__hold_release_check(lk__obj_t *o, const lk__hold_t *h);
  * meanwhile). 0 or a code. */
 int lk__hold_release_begin(lk__obj_t *o, const lk__hold_t *h, uint32_t *before, int kind,
                            lk__fn_t cb, void *arg);
+/* The lock family's plain queries of the lock's key `name`, sent as o's
+ * pending one-value command (lk__obj_value_sent): whether it exists
+ * (EXISTS), its TTL in ms (PTTL), or the value of its hash field `field`
+ * (HGET: an owner's hold count, the read/write lock's mode). 0 or a code. */
+enum { LK__HOLD_EXISTS, LK__HOLD_TTL, LK__HOLD_FIELD };
+int lk__hold_query(lk__obj_t *o, int what, const char *name, size_t name_len, const char *field,
+                   size_t field_len);
+/* A force release was answered: side h of o holds nothing any more, its
+ * renewal stops, and a loss no longer stands. */
+void lk__hold_forced(lk__obj_t *o, lk__hold_t *h);
 /* An acquire's checks on its options, the same for every lock-like kind
  * (lock, fair lock, either side h of the read/write lock): the wait and the
  * lease in range, and room on side h for one more hold; else LK_EINVAL. */

@@ -412,11 +412,8 @@ static int lk__lock_send_release(lk__obj_t *o) {
 /* A force release forgot nothing the server still had: the holds are gone. */
 static void value_done(lk__obj_t *o, int kind) {
   lk_lock_t *l = (lk_lock_t *)o;
-  if (kind != OP_FORCE)
-    return;
-  l->hold.count = 0;
-  o->lost = 0;
-  lk__hold_unwatch(CLIENT(l), &l->hold);
+  if (kind == OP_FORCE)
+    lk__hold_forced(o, &l->hold);
 }
 
 static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
@@ -441,17 +438,11 @@ static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
                            lk__obj_value_reply, &l->base, &err);
     return lk__obj_value_sent(&l->base, op, LK__VALUE_CHANGES, err);
   case OP_QUERY_HOLDS:
-    argv[0] = "HGET", lens[0] = 4;
-    argv[1] = l->name, lens[1] = l->name_len;
-    argv[2] = l->owner, lens[2] = l->owner_len;
-    op = lk__cmd_argv(CLIENT(l), 3, argv, lens, lk__obj_value_reply, &l->base, &err);
-    return lk__obj_value_sent(&l->base, op, LK__VALUE_TEXT, err);
+    return lk__hold_query(&l->base, LK__HOLD_FIELD, l->name, l->name_len, l->owner,
+                          l->owner_len);
   default:
-    argv[0] = kind == OP_QUERY_TTL ? "PTTL" : "EXISTS";
-    lens[0] = strlen(argv[0]);
-    argv[1] = l->name, lens[1] = l->name_len;
-    op = lk__cmd_argv(CLIENT(l), 2, argv, lens, lk__obj_value_reply, &l->base, &err);
-    return lk__obj_value_sent(&l->base, op, 0, err);
+    return lk__hold_query(&l->base, kind == OP_QUERY_TTL ? LK__HOLD_TTL : LK__HOLD_EXISTS,
+                          l->name, l->name_len, NULL, 0);
   }
 }
 

@@ -111,23 +111,16 @@ static int start_simple(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_side_t s
     op = lk__script_call(LK__RW_CLIENT(rw), lk__script_find("rwlock/force_release"), 3, 1,
                          argv, lens, lk__obj_value_reply, &rw->base, &err);
     return lk__obj_value_sent(&rw->base, op, LK__VALUE_CHANGES, err);
-  case LK__RW_OP_QUERY_HOLDS:
   case LK__RW_OP_QUERY_MODE:
-    argv[0] = "HGET", lens[0] = 4;
-    argv[1] = rw->name, lens[1] = rw->name_len;
-    if (kind == LK__RW_OP_QUERY_MODE)
-      argv[2] = "mode", lens[2] = 4;
-    else if (side == LK_RW_WRITE)
-      argv[2] = rw->writer, lens[2] = rw->writer_len;
-    else
-      argv[2] = rw->owner, lens[2] = rw->owner_len;
-    op = lk__cmd_argv(LK__RW_CLIENT(rw), 3, argv, lens, lk__obj_value_reply, &rw->base, &err);
-    return lk__obj_value_sent(&rw->base, op, LK__VALUE_TEXT, err);
+    return lk__hold_query(&rw->base, LK__HOLD_FIELD, rw->name, rw->name_len, "mode", 4);
+  case LK__RW_OP_QUERY_HOLDS:
+    if (side == LK_RW_WRITE)
+      return lk__hold_query(&rw->base, LK__HOLD_FIELD, rw->name, rw->name_len, rw->writer,
+                            rw->writer_len);
+    return lk__hold_query(&rw->base, LK__HOLD_FIELD, rw->name, rw->name_len, rw->owner,
+                          rw->owner_len);
   default:
-    argv[0] = "PTTL", lens[0] = 4;
-    argv[1] = rw->name, lens[1] = rw->name_len;
-    op = lk__cmd_argv(LK__RW_CLIENT(rw), 2, argv, lens, lk__obj_value_reply, &rw->base, &err);
-    return lk__obj_value_sent(&rw->base, op, 0, err);
+    return lk__hold_query(&rw->base, LK__HOLD_TTL, rw->name, rw->name_len, NULL, 0);
   }
 }
 
