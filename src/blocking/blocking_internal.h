@@ -274,6 +274,11 @@ struct lk__bl_op_s {
  * checks, LK_ECLOSED, the verb's own codes. *result (may be NULL) is set
  * on success only. */
 int lk__bl_op_run(lk__bl_handle_t *h, lk__bl_op_t *op, int64_t *result);
+/* Runs the acquire `verb` of a kind whose success is a hold of slot index
+ * `side`, cancelable, with its options and their lease_ms: a fixed lease's
+ * end is taken before the request leaves, so it never outlives it here. */
+int lk__bl_hold_run(lk__bl_handle_t *h, lk__bl_op_start_fn start, int verb, int side,
+                    const void *opts, int64_t lease_ms);
 /* The verb's end, on the loop thread: bookkeeping, sync, wakes the caller. */
 void lk__bl_op_done(lk_handle_t *obj, int status, void *op);
 /* Reads the slot's counts and token from obj again (the kind's sync). */

@@ -45,13 +45,7 @@ static int start(lk_handle_t *h, lk__bl_op_t *op) {
 }
 
 static int acquire(BL_B(t) *l, const BL_A(opts_t) *opts) {
-  lk__bl_op_t op = {.start = start,
-                    .verb = V_ACQUIRE,
-                    .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
-                    .opts = opts,
-                    /* Taken before the request leaves: a fixed lease never outlives it here. */
-                    .until = lk__bl_lease_until(opts->lease_ms)};
-  return lk__bl_op_run(LK__BL_H(l), &op, NULL);
+  return lk__bl_hold_run(LK__BL_H(l), start, V_ACQUIRE, 0, opts, opts->lease_ms);
 }
 
 #include "blocking/lock_verbs.h"

@@ -110,13 +110,7 @@ static int start(lk_handle_t *h, lk__bl_op_t *op) {
 }
 
 static int acquire(lk_blocking_multilock_t *g, const lk_multilock_opts_t *opts) {
-  lk__bl_op_t op = {.start = start,
-                    .verb = V_ACQUIRE,
-                    .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
-                    .opts = opts,
-                    /* Taken before the request leaves: a fixed lease never outlives it here. */
-                    .until = lk__bl_lease_until(opts->lease_ms)};
-  return lk__bl_op_run(LK__BL_H(g), &op, NULL);
+  return lk__bl_hold_run(LK__BL_H(g), start, V_ACQUIRE, 0, opts, opts->lease_ms);
 }
 
 #define BL_A(x) lk_multilock_##x

@@ -49,6 +49,17 @@ static int start_op(lk__bl_call_t *call) {
 
 static int cancel_op(lk__bl_call_t *call) { return lk_handle_cancel(call->slot->obj); }
 
+int lk__bl_hold_run(lk__bl_handle_t *h, lk__bl_op_start_fn start, int verb, int side,
+                    const void *opts, int64_t lease_ms) {
+  lk__bl_op_t op = {.start = start,
+                    .verb = verb,
+                    .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
+                    .side = side,
+                    .opts = opts,
+                    .until = lk__bl_lease_until(lease_ms)};
+  return lk__bl_op_run(h, &op, NULL);
+}
+
 int lk__bl_op_run(lk__bl_handle_t *h, lk__bl_op_t *op, int64_t *result) {
   int rc;
   lk__bl_slot_t *slot = lk__bl_slot_get(h, &rc);

@@ -49,14 +49,9 @@ static const lk__bl_kind_t rw_kind = {
     .holds = 1};
 
 static int acquire(lk_blocking_rwlock_t *l, lk_rwlock_side_t side, const lk_rwlock_opts_t *opts) {
-  lk__bl_op_t op = {.start = start,
-                    .verb = V_ACQUIRE,
-                    .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
-                    .side = side_index(side),
-                    .opts = opts,
-                    /* Taken before the request leaves: a fixed lease never outlives it here. */
-                    .until = lk__bl_lease_until(opts->lease_ms)};
-  return side_ok(side) ? lk__bl_op_run(LK__BL_H(l), &op, NULL) : LK_EINVAL;
+  if (!side_ok(side))
+    return LK_EINVAL;
+  return lk__bl_hold_run(LK__BL_H(l), start, V_ACQUIRE, side_index(side), opts, opts->lease_ms);
 }
 
 int lk_blocking_rwlock_new(lk_blocking_t *b, const char *name, lk_blocking_rwlock_t **out) {

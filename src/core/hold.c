@@ -1,5 +1,7 @@
 /* Layer 4 (objects): may call layers 0-3 (docs/design.md, "Layers"). */
 /* Hold records and the grant routine (hold.h). */
+#include <string.h>
+
 #include "core/hold.h"
 #include "core/metrics.h"
 #include "core/sync.h"
@@ -78,6 +80,45 @@ int lk__hold_release_check(lk__obj_t *o, const lk__hold_t *h) {
     return LK_ELEASELOST;
   }
   return 0;
+}
+
+int lk__hold_release_begin(lk__obj_t *o, const lk__hold_t *h, uint32_t *before, int kind,
+                           lk__fn_t cb, void *arg) {
+  int rc = lk__hold_release_check(o, h);
+  if (rc != 0)
+    return rc;
+  *before = h->count;
+  return lk__obj_release_begin(o, kind, cb, arg);
+}
+
+int lk__hold_query(lk__obj_t *o, int what, const char *name, size_t name_len, const char *field,
+                   size_t field_len) {
+  static const char *const verb[] = {"EXISTS", "PTTL", "HGET"};
+  const char *argv[3] = {verb[what], name, field};
+  size_t lens[3] = {strlen(verb[what]), name_len, field_len};
+  int err = 0;
+  lk__op_t *op = lk__cmd_argv(o->client, what == LK__HOLD_FIELD ? 3 : 2, argv, lens,
+                              lk__obj_value_reply, o, &err);
+  return lk__obj_value_sent(o, op, what == LK__HOLD_FIELD ? LK__VALUE_TEXT : 0, err);
+}
+
+void lk__hold_forced(lk__obj_t *o, lk__hold_t *h) {
+  h->count = 0;
+  o->lost = 0;
+  lk__hold_unwatch(o->client, h);
+}
+
+int lk__hold_acquire_check(const lk__hold_t *h, int64_t wait_ms, int64_t lease_ms) {
+  if (!lk__valid_wait(wait_ms) || !lk__valid_lease(lease_ms) || h->count == UINT32_MAX)
+    return LK_EINVAL;
+  return 0;
+}
+
+int lk__hold_token_key(char **key, size_t *key_len, const char *prefix, const char *name,
+                       size_t name_len) {
+  if (*key == NULL)
+    *key = lk__prefix_name(prefix, name, name_len, key_len);
+  return *key != NULL ? 0 : LK_ENOMEM;
 }
 
 static uint32_t clamp_count(long long v) {

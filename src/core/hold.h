@@ -79,6 +79,31 @@ void lk__hold_afresh(lk__obj_t *o);
  * holder told (on_lost), so every one of the object's sides forgets them
  * and the object starts afresh (LK_ELEASELOST); else 0. */
 int lk__hold_release_check(lk__obj_t *o, const lk__hold_t *h);
+/* A release of side h, after the entry checks: the checks above, then
+ * *before gets the side's count (what the release's first attempt saw, so
+ * a resend is not applied twice) and lk__obj_release_begin starts the
+ * release `kind` (after an unanswered give-back it waits, the hold renewed
+ * meanwhile). 0 or a code. */
+int lk__hold_release_begin(lk__obj_t *o, const lk__hold_t *h, uint32_t *before, int kind,
+                           lk__fn_t cb, void *arg);
+/* The lock family's plain queries of the lock's key `name`, sent as o's
+ * pending one-value command (lk__obj_value_sent): whether it exists
+ * (EXISTS), its TTL in ms (PTTL), or the value of its hash field `field`
+ * (HGET: an owner's hold count, the read/write lock's mode). 0 or a code. */
+enum { LK__HOLD_EXISTS, LK__HOLD_TTL, LK__HOLD_FIELD };
+int lk__hold_query(lk__obj_t *o, int what, const char *name, size_t name_len, const char *field,
+                   size_t field_len);
+/* A force release was answered: side h of o holds nothing any more, its
+ * renewal stops, and a loss no longer stands. */
+void lk__hold_forced(lk__obj_t *o, lk__hold_t *h);
+/* An acquire's checks on its options, the same for every lock-like kind
+ * (lock, fair lock, either side h of the read/write lock): the wait and the
+ * lease in range, and room on side h for one more hold; else LK_EINVAL. */
+int lk__hold_acquire_check(const lk__hold_t *h, int64_t wait_ms, int64_t lease_ms);
+/* A fenced acquire's token key (prefix, then the name), made by the first
+ * one and kept in *key (*key_len its length): 0, or LK_ENOMEM. */
+int lk__hold_token_key(char **key, size_t *key_len, const char *prefix, const char *name,
+                       size_t name_len);
 
 /* The grant routine: counts the hold, starts or refreshes its lease keeping,
  * checks the fencing token, and refuses a grant that cannot be used (the
@@ -94,5 +119,40 @@ void lk__hold_grant(lk__obj_t *o, const lk__grant_t *g);
  * only while the owner's count on it is still `count`, and the side's count
  * returns to `before` (its renewal stops when that is 0). */
 void lk__hold_take_back(lk__obj_t *o, lk__hold_t *h, long long count, uint32_t before);
+
+/* --- the lock family's table (lock, fair lock, read/write lock) ---
+ * Kinds that acquire and release like a lock give the same hooks, named
+ * after their prefix P: the acquire's attempt and outcome verbs, its reply,
+ * the release's, and the hold verbs. LK__LOCK_LIKE_DEFS(T, CB, CLOSE_CB)
+ * defines what is the same code for each of them (the typed callbacks,
+ * LK__OBJ_CALLS, and the handle's owner and token, read from T's fields of
+ * those names); LK__LOCK_LIKE_OPS(P) names all of it in the kind's ops
+ * table, which adds only what is its own (kinds, close, free, channel...). */
+#define LK__LOCK_LIKE_DEFS(T, CB, CLOSE_CB)                                            \
+  LK__OBJ_CALLS(T, CB, CLOSE_CB)                                                       \
+  LK__HANDLE_FIELD(T, owner, const char *)                                             \
+  LK__HANDLE_FIELD(T, token, int64_t)
+#define LK__LOCK_LIKE_OPS(P)                                                           \
+  LK__OBJ_CALLED, .attempt = P##_attempt, .counted = P##_counted, .undo = P##_undo,    \
+  .is_grant = P##_is_grant, .read_attempt = P##_read_attempt,                          \
+  .granted = P##_acquired, .read_release = P##_read_release,                           \
+  .send_release = P##_send_release, .resend_release = P##_resend_release,              \
+  .release_end = P##_release_end, .give_back = P##_give_back, .lose = P##_lose,        \
+  .tells_lost = 1, .owner = handle_owner, .token = handle_token
+/* The same hooks' declarations, for a kind that defines them in several
+ * files (the fair lock, the read/write lock). */
+#define LK__LOCK_LIKE_HOOKS(P)                                                         \
+  int P##_attempt(lk__obj_t *o);                                                       \
+  int P##_counted(lk__obj_t *o);                                                       \
+  lk__op_t *P##_undo(lk__obj_t *o, int known_grant);                                   \
+  int P##_is_grant(const redisReply *r);                                               \
+  int P##_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);                 \
+  void P##_acquired(lk__obj_t *o, const redisReply *r);                                \
+  int P##_read_release(lk__obj_t *o, const redisReply *r, int *status);                \
+  int P##_send_release(lk__obj_t *o);                                                  \
+  int P##_resend_release(lk__obj_t *o);                                                \
+  void P##_release_end(lk__obj_t *o, int status);                                      \
+  void P##_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n);           \
+  void P##_lose(lk__obj_t *o)
 
 #endif /* LK_CORE_HOLD_H */

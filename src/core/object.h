@@ -305,12 +305,14 @@ static inline int64_t lk__handle_result(const lk_handle_t *h) {
 /* Defines a primitive's two typed trampolines, call and call_closed (for
  * ops->call and ops->call_closed), for an object type T whose callbacks
  * have the types CB (T *, int status, void *arg) and CLOSE_CB (T *): the
- * core keeps the user's callbacks in a generic type. */
+ * core keeps the user's callbacks in a generic type. LK__OBJ_CALLED names
+ * both in the kind's ops table. */
 #define LK__OBJ_CALLS(T, CB, CLOSE_CB)                                                 \
   static void call(lk__obj_t *o, lk__fn_t fn, int status, void *arg) {                \
     ((CB)fn)((T *)o, status, arg);                                                     \
   }                                                                                    \
   static void call_closed(lk__obj_t *o, lk__fn_t fn) { ((CLOSE_CB)fn)((T *)o); }
+#define LK__OBJ_CALLED .call = call, .call_closed = call_closed
 
 /* A kind's public names of the generic verbs (docs/objects.md): each is the
  * one generic verb with the kind's types, so it is written once here and

@@ -262,12 +262,12 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
   if (rc != 0)
     return rc;
   opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_fair_opts_init);
-  if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms) ||
-      opts->waiter_timeout_ms < LK_FAIR_WAITER_TIMEOUT_MIN ||
+  if (opts->waiter_timeout_ms < LK_FAIR_WAITER_TIMEOUT_MIN ||
       opts->waiter_timeout_ms > LK_MAX_TIME_MS)
     return LK_EINVAL;
-  if (f->hold.count == UINT32_MAX)
-    return LK_EINVAL;
+  rc = lk__hold_acquire_check(&f->hold, opts->wait_ms, opts->lease_ms);
+  if (rc != 0)
+    return rc;
   /* Non-reentrant: as for the lock, this object's own second acquire never
    * reaches the server. */
   if (!opts->reentrant && lk_fair_is_held(f))
@@ -275,12 +275,9 @@ int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, voi
   rc = lk__obj_sync_want(&f->base, opts->sync_replicas);
   if (rc != 0)
     return rc;
-  if (opts->fenced && f->token_key == NULL) {
-    f->token_key = lk__prefix_name(LK__FAIR_TOKEN_PREFIX, f->name, f->name_len,
-                                   &f->token_key_len);
-    if (f->token_key == NULL)
-      return LK_ENOMEM;
-  }
+  if (opts->fenced && (rc = lk__hold_token_key(&f->token_key, &f->token_key_len,
+                                                LK__FAIR_TOKEN_PREFIX, f->name, f->name_len)) != 0)
+    return rc;
   lk__hold_afresh(&f->base);
   lk__fair_begin(f, LK__FAIR_OP_ACQUIRE, cb, arg);
   lk__obj_wait_begin(&f->base, opts->wait_ms);

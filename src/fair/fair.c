@@ -98,7 +98,9 @@ static int on_close_release_start(lk__obj_t *o) {
   return o->op != NULL;
 }
 
-LK__OBJ_CALLS(lk_fair_t, lk_fair_cb, lk_fair_close_cb)
+/* The typed callbacks and the handle's owner and token (core/hold.h); the
+ * core answers for the name and held (base.sides). */
+LK__LOCK_LIKE_DEFS(lk_fair_t, lk_fair_cb, lk_fair_close_cb)
 
 static void free_fair(lk__obj_t *o) {
   lk_fair_t *f = (lk_fair_t *)o;
@@ -112,37 +114,16 @@ static void free_fair(lk__obj_t *o) {
   lk__free(f);
 }
 
-/* The handle's answers (core/handle.c); the core's for the name and
- * held (base.sides). */
-LK__HANDLE_FIELD(lk_fair_t, owner, const char *)
-LK__HANDLE_FIELD(lk_fair_t, token, int64_t)
-
 static const lk__obj_ops_t lk__fair_ops = {
+    LK__LOCK_LIKE_OPS(lk__fair),
     .complete = on_complete,
-    .attempt = lk__fair_attempt,
     .abandon = lk__fair_abandon,
     .close_release = on_close_release_start,
-    .call = call,
-    .call_closed = call_closed,
     .free = free_fair,
     .acquire_kind = LK__FAIR_OP_ACQUIRE,
     .release_kind = LK__FAIR_OP_RELEASE,
-    .counted = lk__fair_counted,
-    .undo = lk__fair_undo,
-    .is_grant = lk__fair_is_grant,
-    .read_attempt = lk__fair_read_attempt,
-    .granted = lk__fair_acquired,
     .own_answer = lk__fair_queued,
-    .read_release = lk__fair_read_release,
-    .send_release = lk__fair_send_release,
-    .resend_release = lk__fair_resend_release,
-    .release_end = lk__fair_release_end,
-    .give_back = lk__fair_give_back,
-    .lose = lk__fair_lose,
     .handle_kind = LK_KIND_FAIR,
-    .tells_lost = 1,
-    .owner = handle_owner,
-    .token = handle_token,
     .value_done = lk__fair_value_done,
 };
 

@@ -89,24 +89,15 @@ void lk__fair_finish(lk_fair_t *f, int status);
  * channel base, waiters: argv/lens[0..4]. */
 void lk__fair_leave_keys(const lk_fair_t *f, const char **argv, size_t *lens);
 
+/* The lock family's hooks (core/hold.h): the acquire's attempt, outcome
+ * verbs and reply (acquire.c); the release's reply and the hold verbs
+ * (release.c). */
+LK__LOCK_LIKE_HOOKS(lk__fair);
+
 /* acquire.c */
-int lk__fair_attempt(lk__obj_t *o);
 void lk__fair_abandon(lk__obj_t *o);
-/* The outcome policy's verbs (core/outcome.h). */
-int lk__fair_counted(lk__obj_t *o);
-lk__op_t *lk__fair_undo(lk__obj_t *o, int known_grant);
-int lk__fair_is_grant(const redisReply *r);
-/* The acquire's reply (ops->read_attempt), its grant (ops->granted) and a
- * place in the queue (ops->own_answer). */
-int lk__fair_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);
-void lk__fair_acquired(lk__obj_t *o, const redisReply *r);
+/* A place in the queue (ops->own_answer). */
 void lk__fair_queued(lk__obj_t *o, const redisReply *r);
-/* The release's reply (ops->read_release, resend_release, release_end:
- * release.c). */
-int lk__fair_read_release(lk__obj_t *o, const redisReply *r, int *status);
-int lk__fair_send_release(lk__obj_t *o);
-int lk__fair_resend_release(lk__obj_t *o);
-void lk__fair_release_end(lk__obj_t *o, int status);
 /* Leaves the queue, and drops `drop` holds (-1 all, 0 none) when the owner's
  * count is `cond` (-1: whatever it is). Sent now (send = 1), behind anything
  * this object sent before, or prepared for later. cb/data NULL: nobody waits
@@ -115,10 +106,6 @@ lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb 
                             void *data, int send);
 
 /* release.c */
-/* The hold verbs (core/hold.h): give back n holds, best effort (cond >= 0:
- * only if the owner's count is exactly cond); the holds are gone. */
-void lk__fair_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n);
-void lk__fair_lose(lk__obj_t *o);
 /* The one-value commands' effect: a force release forgets the holds. */
 void lk__fair_value_done(lk__obj_t *o, int kind);
 void lk__fair_on_wd_event(lk__wd_entry_t *e, int event);

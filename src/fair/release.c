@@ -89,12 +89,8 @@ int lk_fair_release(lk_fair_t *f, lk_fair_cb cb, void *arg) {
   int rc = lk__obj_check_idle(f ? &f->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  rc = lk__hold_release_check(&f->base, &f->hold);
-  if (rc != 0)
-    return rc;
-  f->release_before = f->hold.count;
-  /* After an unanswered give-back it waits, the hold renewed meanwhile. */
-  return lk__obj_release_begin(&f->base, LK__FAIR_OP_RELEASE, (lk__fn_t)cb, arg);
+  return lk__hold_release_begin(&f->base, &f->hold, &f->release_before, LK__FAIR_OP_RELEASE,
+                                (lk__fn_t)cb, arg);
 }
 
 /* No renewal may follow the release of the last hold. */
@@ -114,11 +110,8 @@ int lk__fair_send_release(lk__obj_t *o) {
 /* A force release: the holds are gone. */
 void lk__fair_value_done(lk__obj_t *o, int kind) {
   lk_fair_t *f = (lk_fair_t *)o;
-  if (kind != LK__FAIR_OP_FORCE)
-    return;
-  f->hold.count = 0;
-  o->lost = 0;
-  lk__hold_unwatch(LK__FAIR_CLIENT(f), &f->hold);
+  if (kind == LK__FAIR_OP_FORCE)
+    lk__hold_forced(o, &f->hold);
 }
 
 static int start_simple(lk_fair_t *f, enum lk__fair_op kind, lk_fair_cb cb, void *arg) {
@@ -146,17 +139,12 @@ static int start_simple(lk_fair_t *f, enum lk__fair_op kind, lk_fair_cb cb, void
                          lk__obj_value_reply, &f->base, &err);
     return lk__obj_value_sent(&f->base, op, 0, err);
   case LK__FAIR_OP_QUERY_HOLDS:
-    argv[0] = "HGET", lens[0] = 4;
-    argv[1] = f->name, lens[1] = f->name_len;
-    argv[2] = f->owner, lens[2] = f->owner_len;
-    op = lk__cmd_argv(c, 3, argv, lens, lk__obj_value_reply, &f->base, &err);
-    return lk__obj_value_sent(&f->base, op, LK__VALUE_TEXT, err);
+    return lk__hold_query(&f->base, LK__HOLD_FIELD, f->name, f->name_len, f->owner,
+                          f->owner_len);
   default:
-    argv[0] = kind == LK__FAIR_OP_QUERY_TTL ? "PTTL" : "EXISTS";
-    lens[0] = strlen(argv[0]);
-    argv[1] = f->name, lens[1] = f->name_len;
-    op = lk__cmd_argv(c, 2, argv, lens, lk__obj_value_reply, &f->base, &err);
-    return lk__obj_value_sent(&f->base, op, 0, err);
+    return lk__hold_query(&f->base,
+                          kind == LK__FAIR_OP_QUERY_TTL ? LK__HOLD_TTL : LK__HOLD_EXISTS,
+                          f->name, f->name_len, NULL, 0);
   }
 }
 

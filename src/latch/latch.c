@@ -49,8 +49,7 @@ static const lk__obj_ops_t lk__latch_ops = {
      * for, and reads change nothing: every command may be resent. */
     .counted = lk__obj_counted_always,
     .close_release = lk__latch_close_cleanup,
-    .call = call,
-    .call_closed = call_closed,
+    LK__OBJ_CALLED,
     .free = free_latch,
     .message = NULL,
     .handle_kind = LK_KIND_LATCH,

@@ -438,8 +438,7 @@ static int handle_is_held(const lk__obj_t *o) {
 static const lk__obj_ops_t lk__leader_ops = {
     .attempt = attempt_campaign,
     .close_release = close_release,
-    .call = call,
-    .call_closed = call_closed,
+    LK__OBJ_CALLED,
     .complete = complete,
     .free = free_leader,
     .message = campaign_message,

@@ -85,7 +85,7 @@ static const lk__script_t *script(const char *name) {
   return lk__script_find(name); /* present: embedded at build time */
 }
 
-static void lose(lk__obj_t *o);
+static void lk__lock_lose(lk__obj_t *o);
 static int want_wd(lk_lock_t *l);
 
 static int watching(const lk_lock_t *l) { return lk__hold_watched(&l->hold); }
@@ -151,18 +151,18 @@ static void give_back(lk_lock_t *l, int64_t cond, uint32_t n) {
                           release_op(l, cond, n, "exact", lk__cleanup_cb, CLIENT(l), 0, &err));
 }
 
-static void give_back_hold(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
+static void lk__lock_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n) {
   (void)h; /* the lock has one side */
   give_back((lk_lock_t *)o, cond, n);
 }
 
 /* --- the outcome policy's verbs (core/outcome.h) --- */
 
-static int counted(lk__obj_t *o) { return !((lk_lock_t *)o)->owner_shared; }
+static int lk__lock_counted(lk__obj_t *o) { return !((lk_lock_t *)o)->owner_shared; }
 
 /* The hold an acquire's attempt may have added: conditional on this
  * owner's count when the object knows it, else only a grant seen. */
-static lk__op_t *undo_attempt(lk__obj_t *o, int known_grant) {
+static lk__op_t *lk__lock_undo(lk__obj_t *o, int known_grant) {
   lk_lock_t *l = (lk_lock_t *)o;
   int err = 0;
   if (l->owner_shared && !known_grant)
@@ -171,7 +171,7 @@ static lk__op_t *undo_attempt(lk__obj_t *o, int known_grant) {
                     lk__cleanup_cb, o->client, 0, &err);
 }
 
-static int is_grant(const redisReply *r) {
+static int lk__lock_is_grant(const redisReply *r) {
   size_t i;
   if (r->type != REDIS_REPLY_ARRAY || (r->elements != 1 && r->elements != 3))
     return 0;
@@ -183,7 +183,7 @@ static int is_grant(const redisReply *r) {
 
 /* --- acquiring --- */
 
-static int attempt_acquire(lk__obj_t *o) {
+static int lk__lock_attempt(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   char lease[24], before[24], floor[24];
   const char *argv[8];
@@ -226,7 +226,7 @@ static int attempt_acquire(lk__obj_t *o) {
 
 /* The server granted a hold: the core's grant routine counts it and keeps
  * its lease (core/hold.h). */
-static void acquired(lk__obj_t *o, const redisReply *r) {
+static void lk__lock_acquired(lk__obj_t *o, const redisReply *r) {
   lk_lock_t *l = (lk_lock_t *)o;
   lk__grant_t g = {0};
   /* A fresh holding is fenced or not by its first grant; a fenced
@@ -244,10 +244,10 @@ static void acquired(lk__obj_t *o, const redisReply *r) {
   lk__hold_grant(&l->base, &g);
 }
 
-/* A grant (is_grant), or "taken" with the holder's TTL, kept for the
+/* A grant (lk__lock_is_grant), or "taken" with the holder's TTL, kept for the
  * RedLock: it counts a taken master's vote and the shortest TTL it met
  * (lk__lock_busy_ttl). */
-static int read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
+static int lk__lock_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v) {
   int answer = lk__obj_read_grant_or_busy(o, r, v);
   if (answer == LK__ANSWER_BUSY)
     ((lk_lock_t *)o)->busy_ttl = *v;
@@ -270,10 +270,9 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   if (rc != 0)
     return rc;
   opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_lock_opts_init);
-  if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
-    return LK_EINVAL;
-  if (l->hold.count == UINT32_MAX)
-    return LK_EINVAL;
+  rc = lk__hold_acquire_check(&l->hold, opts->wait_ms, opts->lease_ms);
+  if (rc != 0)
+    return rc;
   /* Non-reentrant: this object's own second acquire never reaches the
    * server. A hold whose local deadline passed is not one: the server
    * decides (the lease ran out: LK_ELEASELOST; still there: refused). */
@@ -282,12 +281,9 @@ int lk_lock_acquire(lk_lock_t *l, const lk_lock_opts_t *opts, lk_lock_cb cb,
   rc = LK__OBJ_WAIT_WANTS(&l->base, opts);
   if (rc != 0)
     return rc;
-  if (opts->fenced && l->token_key == NULL) {
-    l->token_key = lk__prefix_name(LK__LOCK_TOKEN_PREFIX, l->name, l->name_len,
-                                   &l->token_key_len);
-    if (l->token_key == NULL)
-      return LK_ENOMEM;
-  }
+  if (opts->fenced && (rc = lk__hold_token_key(&l->token_key, &l->token_key_len,
+                                                LK__LOCK_TOKEN_PREFIX, l->name, l->name_len)) != 0)
+    return rc;
   if ((opts->lease_ms == LK_LEASE_DEFAULT || watching(l)) && want_wd(l) != 0)
     return LK_ENOMEM;
   lk__hold_afresh(&l->base);
@@ -348,7 +344,7 @@ static int release_attempt(lk_lock_t *l, int resend) {
 
 /* A release ended: nothing held means nothing to renew; otherwise renewal
  * resumes (it was paused while the last hold's release was in flight). */
-static void release_end(lk__obj_t *o, int status) {
+static void lk__lock_release_end(lk__obj_t *o, int status) {
   lk_lock_t *l = (lk_lock_t *)o;
   if (l->hold.count == 0) {
     l->base.lost = 0;
@@ -358,13 +354,13 @@ static void release_end(lk__obj_t *o, int status) {
   finish(l, status);
 }
 
-static int resend_release(lk__obj_t *o) { return release_attempt((lk_lock_t *)o, 1); }
+static int lk__lock_resend_release(lk__obj_t *o) { return release_attempt((lk_lock_t *)o, 1); }
 
 /* The release script's answers (scripts/lock/release.lua): nil, the server
  * has no hold for this owner (the lease ran out); 0, a hold released and
  * some left; 1, the lock released and nobody listened; v >= 2, released
  * while v - 1 connections listened. */
-static int read_release(lk__obj_t *o, const redisReply *r, int *status) {
+static int lk__lock_read_release(lk__obj_t *o, const redisReply *r, int *status) {
   lk_lock_t *l = (lk_lock_t *)o;
   long long v;
   if (lk__hold_release_nil(&l->hold, r, status))
@@ -394,17 +390,13 @@ int lk_lock_release(lk_lock_t *l, lk_lock_cb cb, void *arg) {
   int rc = lk__obj_check_idle(l ? &l->base : NULL, cb != NULL);
   if (rc != 0)
     return rc;
-  rc = lk__hold_release_check(&l->base, &l->hold);
-  if (rc != 0)
-    return rc;
-  l->release_before = l->hold.count;
-  /* After an unanswered give-back it waits, the hold renewed meanwhile. */
-  return lk__obj_release_begin(&l->base, OP_RELEASE, (lk__fn_t)cb, arg);
+  return lk__hold_release_begin(&l->base, &l->hold, &l->release_before, OP_RELEASE,
+                                (lk__fn_t)cb, arg);
 }
 
 /* No renewal may follow the release of the last hold. One already in
  * flight is ahead of it on the connection, so it cannot outlive it. */
-static int send_release(lk__obj_t *o) {
+static int lk__lock_send_release(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   int rc;
   if (l->hold.count == 1)
@@ -420,11 +412,8 @@ static int send_release(lk__obj_t *o) {
 /* A force release forgot nothing the server still had: the holds are gone. */
 static void value_done(lk__obj_t *o, int kind) {
   lk_lock_t *l = (lk_lock_t *)o;
-  if (kind != OP_FORCE)
-    return;
-  l->hold.count = 0;
-  o->lost = 0;
-  lk__hold_unwatch(CLIENT(l), &l->hold);
+  if (kind == OP_FORCE)
+    lk__hold_forced(o, &l->hold);
 }
 
 static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
@@ -449,17 +438,11 @@ static int start_simple(lk_lock_t *l, enum lk__lock_op kind, lk_lock_cb cb,
                            lk__obj_value_reply, &l->base, &err);
     return lk__obj_value_sent(&l->base, op, LK__VALUE_CHANGES, err);
   case OP_QUERY_HOLDS:
-    argv[0] = "HGET", lens[0] = 4;
-    argv[1] = l->name, lens[1] = l->name_len;
-    argv[2] = l->owner, lens[2] = l->owner_len;
-    op = lk__cmd_argv(CLIENT(l), 3, argv, lens, lk__obj_value_reply, &l->base, &err);
-    return lk__obj_value_sent(&l->base, op, LK__VALUE_TEXT, err);
+    return lk__hold_query(&l->base, LK__HOLD_FIELD, l->name, l->name_len, l->owner,
+                          l->owner_len);
   default:
-    argv[0] = kind == OP_QUERY_TTL ? "PTTL" : "EXISTS";
-    lens[0] = strlen(argv[0]);
-    argv[1] = l->name, lens[1] = l->name_len;
-    op = lk__cmd_argv(CLIENT(l), 2, argv, lens, lk__obj_value_reply, &l->base, &err);
-    return lk__obj_value_sent(&l->base, op, 0, err);
+    return lk__hold_query(&l->base, kind == OP_QUERY_TTL ? LK__HOLD_TTL : LK__HOLD_EXISTS,
+                          l->name, l->name_len, NULL, 0);
   }
 }
 
@@ -521,12 +504,12 @@ const lk_guarded_reply_t *lk_lock_guarded_reply(const lk_lock_t *l) {
 static void on_wd_event(lk__wd_entry_t *e, int event) {
   lk_lock_t *l = lk__container_of(e, lk__lock_wd_t, entry)->lock;
   (void)event; /* LK__WD_LOST, the only one */
-  lose(&l->base);
+  lk__lock_lose(&l->base);
 }
 
 /* The holds are gone: stop renewing, give back what the server may still
  * have for this owner, tell the holder. */
-static void lose(lk__obj_t *o) {
+static void lk__lock_lose(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
   /* Stop watching entirely: a renewal still in flight was sent before the
    * give-back below, which therefore undoes a late success of it. */
@@ -622,7 +605,9 @@ static int on_close_release_start(lk__obj_t *o) {
   return o->op != NULL;
 }
 
-LK__OBJ_CALLS(lk_lock_t, lk_lock_cb, lk_lock_close_cb)
+/* The typed callbacks and the handle's owner and token (core/hold.h); the
+ * core answers for the name and held (base.sides). */
+LK__LOCK_LIKE_DEFS(lk_lock_t, lk_lock_cb, lk_lock_close_cb)
 
 static void free_lock(lk__obj_t *o) {
   lk_lock_t *l = (lk_lock_t *)o;
@@ -645,37 +630,16 @@ static int wake_message(lk__obj_t *o, const char *msg, size_t len) {
   return LK__WAKE_ONE;
 }
 
-/* The handle's answers (core/handle.c); the core's for the name and
- * held (base.sides). */
-LK__HANDLE_FIELD(lk_lock_t, owner, const char *)
-LK__HANDLE_FIELD(lk_lock_t, token, int64_t)
-
 static const lk__obj_ops_t lk__lock_ops = {
-    .attempt = attempt_acquire,
+    LK__LOCK_LIKE_OPS(lk__lock),
     .close_release = on_close_release_start,
-    .call = call,
-    .call_closed = call_closed,
     .free = free_lock,
     .channel = wait_channel,
     .message = wake_message,
     .acquire_kind = OP_ACQUIRE,
     .release_kind = OP_RELEASE,
-    .counted = counted,
-    .undo = undo_attempt,
-    .is_grant = is_grant,
-    .read_attempt = read_attempt,
-    .granted = acquired,
-    .read_release = read_release,
-    .send_release = send_release,
-    .resend_release = resend_release,
-    .release_end = release_end,
-    .give_back = give_back_hold,
-    .lose = lose,
     .value_done = value_done,
     .handle_kind = LK_KIND_LOCK,
-    .tells_lost = 1,
-    .owner = handle_owner,
-    .token = handle_token,
 };
 
 /* The lock's name, channel and fencing-token key share one slot

@@ -32,4 +32,13 @@ int lk__group_release_check(uint32_t *holds, int *lost);
  * (lk__hold_afresh). */
 void lk__group_afresh(uint32_t *holds, int *lost);
 
+/* What a group's ops table (multilock.c, redlock_api.c) says the same way:
+ * its close gives back through the static on_close_release, cancel ends the
+ * acquire (OP_ACQUIRE), the holder is told of a loss, and held is the
+ * static handle_is_held's answer. A table adds its free, kind, abandon and
+ * member_health. */
+#define LK__GROUP_OPS                                                                  \
+  LK__OBJ_CALLED, .close_release = on_close_release, .cancel_kind = OP_ACQUIRE,        \
+  .tells_lost = 1, .is_held = handle_is_held
+
 #endif /* LK_MULTILOCK_GROUP_H */

@@ -597,16 +597,11 @@ static void member_health(lk__obj_t *g, lk__obj_t *member, int state) {
 }
 
 static const lk__obj_ops_t lk__multilock_ops = {
+    LK__GROUP_OPS,
     .abandon = on_abandon,
-    .close_release = on_close_release,
-    .call = call,
-    .call_closed = call_closed,
     .free = free_ml,
     .handle_kind = LK_KIND_MULTILOCK,
-    .cancel_kind = OP_ACQUIRE,
-    .tells_lost = 1,
     .member_health = member_health,
-    .is_held = handle_is_held,
 };
 
 static int check_members(lk_lock_t *const *locks, size_t n) {

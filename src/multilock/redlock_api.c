@@ -122,6 +122,16 @@ static int on_close_release(lk__obj_t *o) {
 
 LK__OBJ_CALLS(lk_redlock_t, lk_redlock_cb, lk_redlock_close_cb)
 
+/* The RedLock's own memory, once its node locks are closed (or, in a
+ * forked child, freed). */
+static void free_memory(lk_redlock_t *rl) {
+  lk__free(rl->node);
+  lk__free(rl->name);
+  lk__free(rl->channel);
+  lk__free(rl->token_key);
+  lk__free(rl);
+}
+
 static void free_rl(lk__obj_t *o) {
   lk_redlock_t *rl = (lk_redlock_t *)o;
   size_t i;
@@ -131,11 +141,7 @@ static void free_rl(lk__obj_t *o) {
     for (i = 0; i < rl->n; i++)
       if (rl->node[i].lock != NULL)
         lk_lock_close(rl->node[i].lock, NULL);
-  lk__free(rl->node);
-  lk__free(rl->name);
-  lk__free(rl->channel);
-  lk__free(rl->token_key);
-  lk__free(rl);
+  free_memory(rl);
 }
 
 /* The handle's answers (core/handle.c): held is a quorum's validity left. */
@@ -145,16 +151,11 @@ static int handle_is_held(const lk__obj_t *o) {
 }
 
 static const lk__obj_ops_t lk__redlock_ops = {
+    LK__GROUP_OPS,
     .abandon = lk__rl_abandon,
-    .close_release = on_close_release,
-    .call = call,
-    .call_closed = call_closed,
     .free = free_rl,
     .handle_kind = LK_KIND_REDLOCK,
-    .cancel_kind = OP_ACQUIRE,
-    .tells_lost = 1,
     .member_health = lk__rl_health,
-    .is_held = handle_is_held,
     .token = handle_token,
 };
 
@@ -182,11 +183,7 @@ static void free_partial(lk_redlock_t *rl, size_t made) {
     lk__lock_unbind(rl->node[made].lock);
     lk_lock_close(rl->node[made].lock, NULL);
   }
-  lk__free(rl->node);
-  lk__free(rl->name);
-  lk__free(rl->channel);
-  lk__free(rl->token_key);
-  lk__free(rl);
+  free_memory(rl);
 }
 
 int lk_redlock_new(lk_client_t *const *clients, size_t n, const char *name,

@@ -190,8 +190,7 @@ static void free_ratelimiter(lk__obj_t *o) {
 /* The handle's answers (core/handle.c): granted permits are spent, so the
  * rate limiter holds nothing. */
 static const lk__obj_ops_t lk__ratelimiter_ops = {
-    .call = call,
-    .call_closed = call_closed,
+    LK__OBJ_CALLED,
     .attempt = lk__rl_attempt,
     .read_attempt = lk__rl_read_attempt,
     .granted = lk__rl_granted,

@@ -35,21 +35,17 @@ int lk_rwlock_acquire(lk_rwlock_t *rw, lk_rwlock_side_t side, const lk_rwlock_op
   if (!lk__rw_valid_side(side))
     return LK_EINVAL;
   opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_rwlock_opts_init);
-  if (!lk__valid_wait(opts->wait_ms) || !lk__valid_lease(opts->lease_ms))
-    return LK_EINVAL;
   s = lk__rw_side_index(side);
   h = &rw->side[s];
-  if (h->count == UINT32_MAX)
-    return LK_EINVAL;
+  rc = lk__hold_acquire_check(h, opts->wait_ms, opts->lease_ms);
+  if (rc != 0)
+    return rc;
   rc = LK__OBJ_WAIT_WANTS(&rw->base, opts);
   if (rc != 0)
     return rc;
-  if (opts->fenced && rw->token_key == NULL) {
-    rw->token_key = lk__prefix_name(LK__RW_TOKEN_PREFIX, rw->name, rw->name_len,
-                                    &rw->token_key_len);
-    if (rw->token_key == NULL)
-      return LK_ENOMEM;
-  }
+  if (opts->fenced && (rc = lk__hold_token_key(&rw->token_key, &rw->token_key_len,
+                                                LK__RW_TOKEN_PREFIX, rw->name, rw->name_len)) != 0)
+    return rc;
   lk__hold_afresh(&rw->base);
   /* A reader asking to write would wait for its own read holds to go. */
   if (s == LK__RW_W && rw->side[LK__RW_R].count > 0 && rw->side[LK__RW_W].count == 0)
@@ -115,23 +111,16 @@ static int start_simple(lk_rwlock_t *rw, enum lk__rw_op kind, lk_rwlock_side_t s
     op = lk__script_call(LK__RW_CLIENT(rw), lk__script_find("rwlock/force_release"), 3, 1,
                          argv, lens, lk__obj_value_reply, &rw->base, &err);
     return lk__obj_value_sent(&rw->base, op, LK__VALUE_CHANGES, err);
-  case LK__RW_OP_QUERY_HOLDS:
   case LK__RW_OP_QUERY_MODE:
-    argv[0] = "HGET", lens[0] = 4;
-    argv[1] = rw->name, lens[1] = rw->name_len;
-    if (kind == LK__RW_OP_QUERY_MODE)
-      argv[2] = "mode", lens[2] = 4;
-    else if (side == LK_RW_WRITE)
-      argv[2] = rw->writer, lens[2] = rw->writer_len;
-    else
-      argv[2] = rw->owner, lens[2] = rw->owner_len;
-    op = lk__cmd_argv(LK__RW_CLIENT(rw), 3, argv, lens, lk__obj_value_reply, &rw->base, &err);
-    return lk__obj_value_sent(&rw->base, op, LK__VALUE_TEXT, err);
+    return lk__hold_query(&rw->base, LK__HOLD_FIELD, rw->name, rw->name_len, "mode", 4);
+  case LK__RW_OP_QUERY_HOLDS:
+    if (side == LK_RW_WRITE)
+      return lk__hold_query(&rw->base, LK__HOLD_FIELD, rw->name, rw->name_len, rw->writer,
+                            rw->writer_len);
+    return lk__hold_query(&rw->base, LK__HOLD_FIELD, rw->name, rw->name_len, rw->owner,
+                          rw->owner_len);
   default:
-    argv[0] = "PTTL", lens[0] = 4;
-    argv[1] = rw->name, lens[1] = rw->name_len;
-    op = lk__cmd_argv(LK__RW_CLIENT(rw), 2, argv, lens, lk__obj_value_reply, &rw->base, &err);
-    return lk__obj_value_sent(&rw->base, op, 0, err);
+    return lk__hold_query(&rw->base, LK__HOLD_TTL, rw->name, rw->name_len, NULL, 0);
   }
 }
 
@@ -198,7 +187,9 @@ int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t thread_
 
 /* --- lifecycle --- */
 
-LK__OBJ_CALLS(lk_rwlock_t, lk_rwlock_cb, lk_rwlock_close_cb)
+/* The typed callbacks and the handle's owner and token (core/hold.h); the
+ * core answers for the name and held (either side held: base.sides). */
+LK__LOCK_LIKE_DEFS(lk_rwlock_t, lk_rwlock_cb, lk_rwlock_close_cb)
 
 static void free_rwlock(lk__obj_t *o) {
   lk_rwlock_t *rw = (lk_rwlock_t *)o;
@@ -210,38 +201,17 @@ static void free_rwlock(lk__obj_t *o) {
   lk__free(rw);
 }
 
-/* The handle's answers (core/handle.c); the core's for the name and
- * held (either side held: base.sides). */
-LK__HANDLE_FIELD(lk_rwlock_t, owner, const char *)
-LK__HANDLE_FIELD(lk_rwlock_t, token, int64_t)
-
 static const lk__obj_ops_t lk__rwlock_ops = {
-    .attempt = lk__rw_attempt,
+    LK__LOCK_LIKE_OPS(lk__rw),
     .close_release = lk__rw_close_release,
-    .call = call,
-    .call_closed = call_closed,
     .free = free_rwlock,
     .message = lk__rw_on_message,
     .acquire_kind = LK__RW_OP_ACQUIRE,
     .release_kind = LK__RW_OP_RELEASE,
-    .counted = lk__rw_counted,
-    .undo = lk__rw_undo,
-    .is_grant = lk__rw_is_grant,
-    .read_attempt = lk__rw_read_attempt,
-    .granted = lk__rw_acquired,
-    .read_release = lk__rw_read_release,
-    .send_release = lk__rw_send_release,
-    .resend_release = lk__rw_resend_release,
-    .release_end = lk__rw_release_end,
     .deferred = lk__rw_release_deferred,
-    .give_back = lk__rw_give_back,
-    .lose = lk__rw_lose,
     .read_value = read_value,
     .value_done = value_done,
     .handle_kind = LK_KIND_RWLOCK,
-    .tells_lost = 1,
-    .owner = handle_owner,
-    .token = handle_token,
 };
 
 /* {NAME}, or NAME itself when it has a brace (Redisson's hash-tag rule):

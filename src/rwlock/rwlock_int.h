@@ -69,21 +69,10 @@ static inline int lk__rw_valid_side(lk_rwlock_side_t side) {
   return side == LK_RW_READ || side == LK_RW_WRITE;
 }
 
-/* acquire.c: the acquire's verbs for the wait engine and the outcome
- * policy (core/outcome.h) */
-int lk__rw_attempt(lk__obj_t *o);
-int lk__rw_counted(lk__obj_t *o);
-lk__op_t *lk__rw_undo(lk__obj_t *o, int known_grant);
-int lk__rw_is_grant(const redisReply *r);
-/* The acquire's reply (ops->read_attempt) and its grant (ops->granted). */
-int lk__rw_read_attempt(lk__obj_t *o, const redisReply *r, int64_t *v);
-void lk__rw_acquired(lk__obj_t *o, const redisReply *r);
-/* release.c: the release's reply (ops->read_release, resend_release,
- * release_end). */
-int lk__rw_read_release(lk__obj_t *o, const redisReply *r, int *status);
-int lk__rw_send_release(lk__obj_t *o);
-int lk__rw_resend_release(lk__obj_t *o);
-void lk__rw_release_end(lk__obj_t *o, int status);
+/* The lock family's hooks (core/hold.h): the acquire's attempt, outcome
+ * verbs and reply (acquire.c); the release's reply and the hold verbs
+ * (ops->give_back: n may be LK__RW_ALL; ops->lose: release.c). */
+LK__LOCK_LIKE_HOOKS(lk__rw);
 int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len);
 
 /* release.c */
@@ -96,12 +85,6 @@ int lk__rw_on_message(lk__obj_t *o, const char *msg, size_t len);
  * (applied only if the owner's count is exactly `before`). */
 lk__op_t *lk__rw_release_op(lk_rwlock_t *rw, int s, int64_t before, uint32_t n, int exact,
                             lk__op_cb cb, void *data, int send, int *err);
-/* ops->give_back: a best-effort release nobody waits for of n holds of the
- * side h is (n may be LK__RW_ALL); with cond >= 0, only if the owner's
- * count is exactly cond. */
-void lk__rw_give_back(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n);
-/* ops->lose: the holds are gone: stop renewing, give back, tell the holder. */
-void lk__rw_lose(lk__obj_t *o);
 void lk__rw_on_wd_event(lk__wd_entry_t *e, int event);
 int lk__rw_close_release(lk__obj_t *o);
 /* ops->deferred: sends a release that waited for an abandoned acquire's

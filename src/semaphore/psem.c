@@ -551,28 +551,14 @@ static void refuse_acquire(lk__obj_t *o) {
 /* The handle's answers (core/handle.c). */
 static int handle_is_held(const lk__obj_t *o) { return lk__psem_held((const lk_psem_t *)o); }
 
+/* Every permit has an id: a resent acquire recognises its own ids, a resent
+ * release or update finds them as the first left them (LK__SEM_OPS). */
 static const lk__obj_ops_t lk__psem_ops = {
-    .attempt = attempt_acquire,
-    .abandon = on_abandon,
-    .close_release = on_close_release_start,
-    .call = call,
-    .call_closed = call_closed,
+    LK__SEM_OPS,
     .free = free_psem,
-    .message = on_message,
-    .acquire_kind = OP_ACQUIRE,
-    .release_kind = OP_RELEASE,
-    /* Every permit has an id: a resent acquire recognises its own ids, a
-     * resent release or update finds them as the first left them. */
-    .counted = lk__obj_counted_always,
-    .undo = undo_acquire,
-    .map_error = lk__sem_status,
-    .read_attempt = read_attempt,
-    .granted = acquired,
     .read_value = read_value,
-    .refuse = refuse_acquire,
     .handle_kind = LK_KIND_PSEM,
     .tells_lost = 1,
-    .is_held = handle_is_held,
 };
 
 int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {

@@ -103,4 +103,18 @@ int lk__sem_unconfirmed(int status, const redisReply *r);
 /* Formats n into buf (at least 24 bytes); returns buf. */
 const char *lk__sem_i64(char *buf, int64_t n);
 
+/* Both semaphores' ops tables (psem.c, semaphore.c) name hooks each file
+ * defines (static) under the same names, and share two rules: every command
+ * is applied at most once (the permits' ids; the requests numbered under the
+ * object's mark), so a resend is safe (lk__obj_counted_always), and an
+ * ERANGE reply is the caller's fault (lk__sem_status). A table adds its free,
+ * its kind and what only it has. */
+#define LK__SEM_OPS                                                                    \
+  LK__OBJ_CALLED, .attempt = attempt_acquire, .abandon = on_abandon,                   \
+  .close_release = on_close_release_start, .message = on_message,                      \
+  .acquire_kind = OP_ACQUIRE, .release_kind = OP_RELEASE,                              \
+  .counted = lk__obj_counted_always, .undo = undo_acquire,                             \
+  .map_error = lk__sem_status, .read_attempt = read_attempt, .granted = acquired,      \
+  .refuse = refuse_acquire, .is_held = handle_is_held
+
 #endif /* LK_SEMAPHORE_INTERNAL_H */

@@ -566,26 +566,12 @@ static void refuse_acquire(lk__obj_t *o) {
  * object and not released (they never expire: nothing can be lost). */
 static int handle_is_held(const lk__obj_t *o) { return ((const lk_semaphore_t *)o)->held > 0; }
 
+/* Every request is numbered under the object's mark: a resend is applied at
+ * most once (LK__SEM_OPS). */
 static const lk__obj_ops_t lk__semaphore_ops = {
-    .attempt = attempt_acquire,
-    .abandon = on_abandon,
-    .close_release = on_close_release_start,
-    .call = call,
-    .call_closed = call_closed,
+    LK__SEM_OPS,
     .free = free_semaphore,
-    .message = on_message,
-    .acquire_kind = OP_ACQUIRE,
-    .release_kind = OP_RELEASE,
-    /* Every request is numbered under the object's mark: a resend is applied
-     * at most once. */
-    .counted = lk__obj_counted_always,
-    .undo = undo_acquire,
-    .map_error = lk__sem_status,
-    .read_attempt = read_attempt,
-    .granted = acquired,
-    .refuse = refuse_acquire,
     .handle_kind = LK_KIND_SEMAPHORE,
-    .is_held = handle_is_held,
 };
 
 int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
