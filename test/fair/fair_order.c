@@ -230,6 +230,10 @@ TEST(sixteen_waiters_four_processes_acquire_in_queue_order) {
   parent_start(&fx, srv);
   h = fx_fair(&fx, "ord");
   ASSERT_OK(fsx_acquire(&fx, h, 0, 120000));
+  /* A waiter refreshes its place every timeout / 3 (src/fair/acquire.c): a
+   * worker or the server stalled for the rest of the timeout may lose its
+   * place, as a dead waiter would, for no fault of the library. */
+  const int64_t mark = rt_stall_mark(), slack = timeout - timeout / 3;
   /* A fixed interleaving of the processes: 0 2 1 3, 3 1 0 2, ... */
   for (k = 0; k < N; k++) {
     static const int pattern[N] = {0, 2, 1, 3, 3, 1, 0, 2, 1, 0, 3, 2, 2, 3, 0, 1};
@@ -243,9 +247,10 @@ TEST(sixteen_waiters_four_processes_acquire_in_queue_order) {
     ASSERT_EQ(next_of[p], PER);
   /* Hold for four waiter timeouts: everyone stays queued, in place. */
   end = rt_now_ms() + 4 * timeout;
-  while (rt_now_ms() < end) {
-    ASSERT_EQ(fair_llen(srv, "ord"), N);
-    ASSERT_EQ(fair_zcard(srv, "ord"), N);
+  int in_place = 1;
+  while (in_place && rt_now_ms() < end) {
+    in_place = EXPECT_HOLD(fair_llen(srv, "ord") == N && fair_zcard(srv, "ord") == N, mark,
+                           slack);
     fx_spin(&fx, 25);
   }
   ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
@@ -253,10 +258,15 @@ TEST(sixteen_waiters_four_processes_acquire_in_queue_order) {
   log = rt_cmd(srv, "LRANGE %s 0 -1", LOG_KEY);
   ASSERT_NOT_NULL(log);
   ASSERT_EQ(log->elements, N);
+  int granted[P][PER];
+  memset(granted, 0, sizeof granted);
   for (k = 0; k < N; k++) {
     int lp = -1, lj = -1;
-    if (sscanf(log->element[k]->str, "%d:%d", &lp, &lj) != 2 || lp != expected[k][0] ||
-        lj != expected[k][1]) {
+    int ok = sscanf(log->element[k]->str, "%d:%d", &lp, &lj) == 2;
+    /* Safety, whatever the machine did: every waiter granted exactly once. */
+    ASSERT(ok && lp >= 0 && lp < P && lj >= 0 && lj < PER);
+    ASSERT_EQ(++granted[lp][lj], 1);
+    if (lp != expected[k][0] || lj != expected[k][1]) {
       if (violations++ < 5)
         fprintf(stderr, "position %d: expected %d:%d, got %s\n", k, expected[k][0],
                 expected[k][1], log->element[k]->str);
@@ -264,7 +274,9 @@ TEST(sixteen_waiters_four_processes_acquire_in_queue_order) {
   }
   freeReplyObject(log);
   printf("order: %d acquisitions, %d order violations\n", N, violations);
-  ASSERT_EQ(violations, 0);
+  /* Out of order only when a place was lost to a measured stall. */
+  if (in_place)
+    (void)EXPECT_HOLD(violations == 0, mark, slack);
   for (p = 0; p < P; p++)
     finish_child(&fx, &ch[p]);
   fx_close_fair(&fx, h);
