@@ -166,9 +166,7 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.rng = rt_stress_seed(0x2545f4914f6cdd1dULL);
 
   W.cpu = rt_stress_worker_begin(stress_parent, W.cpu);
-  W.hist = rt_history_create(hist_path);
-  if (W.hist == NULL)
-    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
+  W.hist = rt_stress_history(W.index, hist_path);
   W.side = rt_stress_side(W.index, port);
   W.c = rt_stress_client(W.index, &W.loop, port);
   int rc = lk_lock_new(W.c, LOCK_NAME, &W.l);
@@ -178,14 +176,7 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.t_begin = uv_hrtime();
   start_acquire();
   uv_run(&W.loop, UV_RUN_DEFAULT);
-  if (W.done_iters != W.iters)
-    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
-  rc = uv_loop_close(&W.loop);
-  if (rc != 0)
-    rt_worker_die(W.index, "uv_loop_close: %s", uv_strerror(rc));
-  if (rt_history_finish(W.hist) != 0)
-    rt_worker_die(W.index, "closing the history: %s", strerror(errno));
-  redisFree(W.side);
+  rt_stress_worker_end(W.index, &W.loop, W.done_iters, W.iters, W.hist, W.side);
   double ms = (double)(uv_hrtime() - W.t_begin) / 1e6;
   printf("worker %d: cpu %d, %d holds in %.0f ms, waited %" PRIu64 " times, %d timeouts, "
          "%" PRIu64 " pub/sub messages, %" PRIu64 " commands\n",

@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "history.h"
 #include "multi_fixture.h"
+#include "stress_worker.h"
 #include "workers.h"
 
 #define N_WORKERS 8
@@ -134,27 +134,15 @@ static void start_acquire(void) {
 
 __attribute__((noreturn)) static void worker_main(int index, const int *ports, int iters,
                                                   const char *hist_path) {
-  struct timeval tv = {5, 0};
-  cpu_set_t set;
   int i, rc;
   memset(&W, 0, sizeof W);
   W.index = index;
   W.iters = iters;
   memcpy(W.ports, ports, sizeof(W.ports));
-  W.rng = uv_hrtime() ^ ((uint64_t)getpid() << 20) ^ 0x2545f4914f6cdd1dULL;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != stress_parent)
-    _exit(5);
-  CPU_ZERO(&set);
-  CPU_SET(index % 2, &set);
-  (void)sched_setaffinity(0, sizeof set, &set);
-  W.hist = rt_history_create(hist_path);
-  if (W.hist == NULL)
-    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
-  W.side = redisConnectWithTimeout("127.0.0.1", ports[0], tv);
-  if (W.side == NULL || W.side->err)
-    rt_worker_die(W.index, "side connection");
-  redisSetTimeout(W.side, tv);
+  W.rng = rt_stress_seed(0x2545f4914f6cdd1dULL);
+  (void)rt_stress_worker_begin(stress_parent, index % 2); /* unpinned when not allowed */
+  W.hist = rt_stress_history(W.index, hist_path);
+  W.side = rt_stress_side(W.index, ports[0]);
   if (uv_loop_init(&W.loop) != 0)
     rt_worker_die(W.index, "uv_loop_init");
   for (i = 0; i < N_MASTERS; i++) {
@@ -175,13 +163,9 @@ __attribute__((noreturn)) static void worker_main(int index, const int *ports, i
     rt_worker_die(W.index, "lk_redlock_new: %s", lk_err_name(rc));
   start_acquire();
   uv_run(&W.loop, UV_RUN_DEFAULT);
-  if (W.done_iters != W.iters || W.closed != N_MASTERS)
-    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
-  if (uv_loop_close(&W.loop) != 0)
-    rt_worker_die(W.index, "uv_loop_close");
-  if (rt_history_finish(W.hist) != 0)
-    rt_worker_die(W.index, "closing the history");
-  redisFree(W.side);
+  if (W.closed != N_MASTERS)
+    rt_worker_die(W.index, "the loop ran dry with %d of %d clients closed", W.closed, N_MASTERS);
+  rt_stress_worker_end(W.index, &W.loop, W.done_iters, W.iters, W.hist, W.side);
   printf("worker %d: %d holds, %d budget timeouts, %d no-quorum retries\n", W.index,
          W.done_iters, W.timeouts, W.noquorum);
   exit(W.release_errors > 0 ? 4 : 0);

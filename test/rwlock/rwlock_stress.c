@@ -57,15 +57,8 @@ typedef struct worker_s {
 static worker_t W;
 static pid_t g_parent;
 
-__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "worker %d: FAIL: ", W.index);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  _exit(3);
-}
+/* This worker's failure (rt_worker_die: exit 3). */
+#define die(...) rt_worker_die(W.index, __VA_ARGS__)
 
 static long long counter(void) {
   redisReply *r = redisCommand(W.side, "GET %s", COUNTER_KEY);
@@ -164,22 +157,14 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.think_us = think_us;
   W.rng = rt_stress_seed(0x9e3779b97f4a7c15ULL);
   (void)rt_stress_worker_begin(g_parent, index % 2); /* unpinned when not allowed */
-  W.hist = rt_history_create(path);
-  if (W.hist == NULL)
-    die("%s: %s", path, strerror(errno));
+  W.hist = rt_stress_history(W.index, path);
   W.side = rt_stress_side(W.index, port);
   W.c = rt_stress_client(W.index, &W.loop, port);
   if (lk_rwlock_new(W.c, LOCK_NAME, &W.rw) != 0)
     die("lock");
   next();
   uv_run(&W.loop, UV_RUN_DEFAULT);
-  if (W.done != W.iters)
-    die("the loop ran dry after %d of %d iterations", W.done, W.iters);
-  if (uv_loop_close(&W.loop) != 0)
-    die("uv_loop_close");
-  if (rt_history_finish(W.hist) != 0)
-    die("closing the history: %s", strerror(errno));
-  redisFree(W.side);
+  rt_stress_worker_end(W.index, &W.loop, W.done, W.iters, W.hist, W.side);
   printf("worker %d: %d reads, %d writes, %d torn reads, %d failed releases, %d timeouts\n",
          W.index, W.reads, W.writes, W.torn_reads, W.failed_releases, W.timeouts);
   fflush(stdout);

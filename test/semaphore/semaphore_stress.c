@@ -179,9 +179,7 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.permits = permits;
   W.rng = rt_stress_seed(0x9e3779b97f4a7c15ULL);
   cpu = rt_stress_worker_begin(stress_parent, index % 2);
-  W.hist = rt_history_create(hist_path);
-  if (W.hist == NULL)
-    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
+  W.hist = rt_stress_history(W.index, hist_path);
   W.side = rt_stress_side(W.index, port);
   W.c = rt_stress_client(W.index, &W.loop, port);
   rc = expirable ? lk_psem_new(W.c, name, &W.p) : lk_semaphore_new(W.c, name, &W.s);
@@ -190,13 +188,7 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.t_begin = uv_hrtime();
   start_acquire();
   uv_run(&W.loop, UV_RUN_DEFAULT);
-  if (W.done_iters != W.iters)
-    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
-  if ((rc = uv_loop_close(&W.loop)) != 0)
-    rt_worker_die(W.index, "uv_loop_close: %s", uv_strerror(rc));
-  if (rt_history_finish(W.hist) != 0)
-    rt_worker_die(W.index, "closing the history: %s", strerror(errno));
-  redisFree(W.side);
+  rt_stress_worker_end(W.index, &W.loop, W.done_iters, W.iters, W.hist, W.side);
   printf("worker %d: cpu %d, %d holds in %.0f ms, waited %" PRIu64 " times (mean %.2f ms, "
          "max %.1f ms), %" PRIu64 " messages, %" PRIu64 " commands, counter max %lld\n",
          W.index, cpu, W.done_iters, (double)(uv_hrtime() - W.t_begin) / 1e6,
