@@ -31,6 +31,7 @@
 #include "stress_worker.h"
 #include "history.h"
 #include "lk_fixture.h"
+#include "workers.h"
 
 #define N_WORKERS 8
 /* Worker exit codes: 0 clean; WORKER_EXIT_FINDINGS ran to the end but saw
@@ -201,15 +202,6 @@ static int64_t alarm_budget_ms(void) {
   return (int64_t)s * 1000;
 }
 
-static void kill_workers(const pid_t *pids, const int *running) {
-  for (int i = 0; i < N_WORKERS; i++)
-    if (running[i]) {
-      kill(pids[i], SIGKILL);
-      waitpid(pids[i], NULL, 0);
-      rt_child_untrack(pids[i]);
-    }
-}
-
 TEST(lock_stress_mutual_exclusion) {
   const int K = rt_stress_env_int("LK_STRESS_ITERS", 250, 1, 1000000);
   const int think_us = rt_stress_env_int("LK_STRESS_THINK_US", 300, 0, 1000000);
@@ -226,18 +218,8 @@ TEST(lock_stress_mutual_exclusion) {
   uint64_t t0 = uv_hrtime();
   stress_parent = getpid();
   for (int i = 0; i < N_WORKERS; i++) {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-      int e = errno;
-      kill_workers(pids, running);
-      FAIL("fork: %s", strerror(e));
-    }
-    if (pid == 0)
+    if (rt_pids_fork(pids, running, N_WORKERS, i) == 0)
       worker_main(i, rt_server_port(srv), K, think_us, paths[i]);
-    rt_child_track(pid);
-    pids[i] = pid;
-    running[i] = 1;
   }
 
   /* Wait for all, bounded: generous, but inside the test's own alarm. */
@@ -245,45 +227,11 @@ TEST(lock_stress_mutual_exclusion) {
   int64_t alarm_ms = alarm_budget_ms();
   if (alarm_ms != INT64_MAX && budget > alarm_ms - 8000)
     budget = alarm_ms - 8000 > 1000 ? alarm_ms - 8000 : 1000;
-  int64_t deadline = rt_now_ms() + budget;
-  int left = N_WORKERS;
-  int workers_with_findings = 0;
-  while (left > 0) {
-    for (int i = 0; i < N_WORKERS; i++) {
-      if (!running[i])
-        continue;
-      int status = 0;
-      pid_t r = waitpid(pids[i], &status, WNOHANG);
-      if (r == 0)
-        continue;
-      if (r < 0 && errno == EINTR)
-        continue;
-      running[i] = 0;
-      left--;
-      rt_child_untrack(pids[i]);
-      if (r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_FINDINGS) {
-        workers_with_findings++;
-        continue; /* its history is complete: check it with the others */
-      }
-      if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        kill_workers(pids, running);
-        if (r < 0)
-          FAIL("waitpid(worker %d): %s", i, strerror(errno));
-        if (WIFSIGNALED(status))
-          FAIL("worker %d died of signal %d", i, WTERMSIG(status));
-        FAIL("worker %d exited with %d (see its output above)", i, WEXITSTATUS(status));
-      }
-    }
-    if (left > 0 && rt_now_ms() > deadline) {
-      for (int i = 0; i < N_WORKERS; i++)
-        if (running[i])
-          fprintf(stderr, "worker %d (pid %d) still running\n", i, (int)pids[i]);
-      kill_workers(pids, running);
-      FAIL("%d workers still running after %" PRId64 " ms (K=%d)", left, budget, K);
-    }
-    if (left > 0)
-      rt_sleep_ms(5);
-  }
+  printf("waiting up to %" PRId64 " ms for %d workers (K=%d)\n", budget, N_WORKERS, K);
+  /* A worker with findings has a complete history: it is checked with the
+   * others. */
+  int workers_with_findings =
+      rt_pids_reap(pids, running, N_WORKERS, rt_now_ms() + budget, WORKER_EXIT_FINDINGS);
   double elapsed_ms = (double)(uv_hrtime() - t0) / 1e6;
 
   /* Everything is gathered and printed before the first assertion, so a

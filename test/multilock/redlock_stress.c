@@ -205,13 +205,8 @@ static void stress(int layout) {
     snprintf(paths[i], sizeof paths[i], "%s/rl-history-%d.bin", rt_server_dir(srv[0]), i);
   stress_parent = getpid();
   for (i = 0; i < N_WORKERS; i++) {
-    fflush(NULL);
-    pids[i] = fork();
-    ASSERT_GE(pids[i], 0);
-    if (pids[i] == 0)
+    if (rt_pids_fork(pids, running, N_WORKERS, i) == 0)
       worker_main(i, ports, K, paths[i]);
-    rt_child_track(pids[i]);
-    running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 20);
   rt_pids_reap(pids, running, N_WORKERS, deadline, 0);

@@ -192,19 +192,9 @@ TEST(rw_stress_readers_share_writers_exclude) {
   free(rt_cmd_str(srv, "SET %s 0", COUNTER_KEY));
   g_parent = getpid();
   for (int i = 0; i < N_WORKERS; i++) {
-    pid_t pid;
     snprintf(paths[i], sizeof(paths[i]), "%s/rw-history-%d.bin", rt_server_dir(srv), i);
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-      rt_pids_kill(pids, running, N_WORKERS);
-      FAIL("fork: %s", strerror(errno));
-    }
-    if (pid == 0)
+    if (rt_pids_fork(pids, running, N_WORKERS, i) == 0)
       worker_main(i, rt_server_port(srv), K, write_pct, think_us, paths[i]);
-    rt_child_track(pid);
-    pids[i] = pid;
-    running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 10);
   findings = rt_pids_reap(pids, running, N_WORKERS, deadline, 4);

@@ -280,18 +280,8 @@ static void stress(int expirable) {
   stress_parent = getpid();
   t0 = uv_hrtime();
   for (i = 0; i < N_WORKERS; i++) {
-    pid_t pid;
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-      rt_pids_kill(pids, running, N_WORKERS);
-      FAIL("fork: %s", strerror(errno));
-    }
-    if (pid == 0)
+    if (rt_pids_fork(pids, running, N_WORKERS, i) == 0)
       worker_main(i, rt_server_port(srv), K, expirable, permits, name, paths[i]);
-    rt_child_track(pid);
-    pids[i] = pid;
-    running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 10);
   findings = rt_pids_reap(pids, running, N_WORKERS, deadline, 4);
