@@ -206,19 +206,6 @@ TEST(eight_processes_mutual_exclusion) {
     if (strcmp(keys->element[i]->str, COUNTER_KEY) != 0)
       FAIL("key left behind: %s", keys->element[i]->str);
   freeReplyObject(keys);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-    for (;;) {
-      redisReply *r = rt_cmd(srv, "PUBSUB CHANNELS redisson_lock__channel:*");
-      size_t n;
-      ASSERT_NOT_NULL(r);
-      n = r->elements;
-      freeReplyObject(r);
-      if (n == 0)
-        break;
-      ASSERT_LT(rt_now_ms(), end);
-      rt_sleep_ms(5);
-    }
-  }
+  rt_server_wait_channels_gone(srv, "redisson_lock__channel:*");
   rt_server_stop(srv);
 }

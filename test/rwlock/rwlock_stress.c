@@ -235,20 +235,7 @@ TEST(rw_stress_readers_share_writers_exclude) {
     freeReplyObject(keys);
   }
   ASSERT_EQ(rt_cmd_int(srv, "EXISTS %s", LOCK_NAME), 0);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-    for (;;) {
-      redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", CHANNEL);
-      long long n;
-      ASSERT_NOT_NULL(r);
-      n = r->element[1]->integer;
-      freeReplyObject(r);
-      if (n == 0)
-        break;
-      ASSERT_LT(rt_now_ms(), end);
-      rt_sleep_ms(5);
-    }
-  }
+  rt_server_wait_channels_gone(srv, CHANNEL);
   rt_server_stop(srv);
 }
 
