@@ -91,6 +91,14 @@ static inline lk_client_t *rt_stress_client(int index, uv_loop_t *loop, int port
   return c;
 }
 
+/* What every worker opens after the fork and closes at its end. */
+typedef struct rt_stress_io_s {
+  uv_loop_t loop;
+  lk_client_t *c;     /* default options, on the test's server */
+  redisContext *side; /* blocking commands to that server */
+  FILE *hist;         /* its history (history.h) */
+} rt_stress_io_t;
+
 /* Worker index's history file at path (rt_history_create). */
 static inline FILE *rt_stress_history(int index, const char *path) {
   FILE *hist = rt_history_create(path);
@@ -102,16 +110,25 @@ static inline FILE *rt_stress_history(int index, const char *path) {
 /* The end every worker makes once its loop ran dry: it ran all its
  * iterations (done of iters), the loop closes with no handle left, its
  * history is written out and its side connection closed. */
-static inline void rt_stress_worker_end(int index, uv_loop_t *loop, int done, int iters,
-                                        FILE *hist, redisContext *side) {
+static inline void rt_stress_worker_end(int index, rt_stress_io_t *io, int done, int iters) {
   int rc;
   if (done != iters)
     rt_worker_die(index, "the loop ran dry after %d of %d iterations", done, iters);
-  if ((rc = uv_loop_close(loop)) != 0)
+  if ((rc = uv_loop_close(&io->loop)) != 0)
     rt_worker_die(index, "uv_loop_close: %s", uv_strerror(rc));
-  if (rt_history_finish(hist) != 0)
+  if (rt_history_finish(io->hist) != 0)
     rt_worker_die(index, "closing the history: %s", strerror(errno));
-  redisFree(side);
+  redisFree(io->side);
+}
+
+/* Worker index's start on the server at port, after
+ * rt_stress_worker_begin: its history at hist_path, its side connection,
+ * its loop and its client. */
+static inline void rt_stress_open(rt_stress_io_t *io, int index, int port,
+                                  const char *hist_path) {
+  io->hist = rt_stress_history(index, hist_path);
+  io->side = rt_stress_side(index, port);
+  io->c = rt_stress_client(index, &io->loop, port);
 }
 
 #endif /* LK_TEST_HARNESS_STRESS_WORKER_H */

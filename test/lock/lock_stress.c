@@ -48,11 +48,8 @@ typedef struct worker_s {
   int iters, done_iters;
   int port;
   int cpu;
-  uv_loop_t loop;
-  lk_client_t *c;
+  rt_stress_io_t io; /* loop, client, side connection, history */
   lk_lock_t *l;
-  redisContext *side; /* blocking GET/SET of the counter */
-  FILE *hist;
   uint64_t rng;
   uint64_t t_acq;
   uint64_t t_begin;
@@ -66,9 +63,9 @@ static worker_t W; /* one per process */
 static pid_t stress_parent; /* the test process, set before forking */
 
 static long long counter_get(void) {
-  redisReply *r = redisCommand(W.side, "GET %s", COUNTER_KEY);
+  redisReply *r = redisCommand(W.io.side, "GET %s", COUNTER_KEY);
   if (r == NULL)
-    rt_worker_die(W.index, "GET: %s", W.side->errstr);
+    rt_worker_die(W.index, "GET: %s", W.io.side->errstr);
   if (r->type != REDIS_REPLY_STRING)
     rt_worker_die(W.index, "GET: reply type %d", r->type);
   long long v = strtoll(r->str, NULL, 10);
@@ -77,9 +74,9 @@ static long long counter_get(void) {
 }
 
 static void counter_set(long long v) {
-  redisReply *r = redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v);
+  redisReply *r = redisCommand(W.io.side, "SET %s %lld", COUNTER_KEY, v);
   if (r == NULL)
-    rt_worker_die(W.index, "SET: %s", W.side->errstr);
+    rt_worker_die(W.index, "SET: %s", W.io.side->errstr);
   if (r->type != REDIS_REPLY_STATUS)
     rt_worker_die(W.index, "SET: reply type %d", r->type);
   freeReplyObject(r);
@@ -92,7 +89,7 @@ static void on_client_closed(lk_client_t *c) { (void)c; }
 static void on_lock_closed(lk_lock_t *l) {
   (void)l;
   W.l = NULL;
-  int rc = lk_client_close(W.c, on_client_closed);
+  int rc = lk_client_close(W.io.c, on_client_closed);
   if (rc != 0)
     rt_worker_die(W.index, "lk_client_close: %s", lk_err_name(rc));
 }
@@ -118,7 +115,7 @@ static void on_released(lk_lock_t *l, int status, void *arg) {
     start_acquire();
     return;
   }
-  lk_client_get_stats(W.c, &W.stats);
+  lk_client_get_stats(W.io.c, &W.stats);
   int rc = lk_lock_close(l, on_lock_closed);
   if (rc != 0)
     rt_worker_die(W.index, "lk_lock_close: %s", lk_err_name(rc));
@@ -139,7 +136,7 @@ static void on_acquired(lk_lock_t *l, int status, void *arg) {
   rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 201u));
   counter_set(v + 1);
   uint64_t t_rel = uv_hrtime();
-  if (rt_history_append(W.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
+  if (rt_history_append(W.io.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
     rt_worker_die(W.index, "writing the history: %s", strerror(errno));
   int rc = lk_lock_release(l, on_released, NULL);
   if (rc != 0)
@@ -167,17 +164,15 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.rng = rt_stress_seed(0x2545f4914f6cdd1dULL);
 
   W.cpu = rt_stress_worker_begin(stress_parent, W.cpu);
-  W.hist = rt_stress_history(W.index, hist_path);
-  W.side = rt_stress_side(W.index, port);
-  W.c = rt_stress_client(W.index, &W.loop, port);
-  int rc = lk_lock_new(W.c, LOCK_NAME, &W.l);
+  rt_stress_open(&W.io, W.index, port, hist_path);
+  int rc = lk_lock_new(W.io.c, LOCK_NAME, &W.l);
   if (rc != 0)
     rt_worker_die(W.index, "lk_lock_new: %s", lk_err_name(rc));
 
   W.t_begin = uv_hrtime();
   start_acquire();
-  uv_run(&W.loop, UV_RUN_DEFAULT);
-  rt_stress_worker_end(W.index, &W.loop, W.done_iters, W.iters, W.hist, W.side);
+  uv_run(&W.io.loop, UV_RUN_DEFAULT);
+  rt_stress_worker_end(W.index, &W.io, W.done_iters, W.iters);
   double ms = (double)(uv_hrtime() - W.t_begin) / 1e6;
   printf("worker %d: cpu %d, %d holds in %.0f ms, waited %" PRIu64 " times, %d timeouts, "
          "%" PRIu64 " pub/sub messages, %" PRIu64 " commands\n",
