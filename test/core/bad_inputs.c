@@ -18,18 +18,12 @@
 
 #include "forked_child.h"
 #include "lk_fixture.h"
+#include "never_cb.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
 /* The callback of a call that must be rejected: it must never run. Every case
  * that uses it checks the counter after the loop has run to the end. */
-static int g_never_calls;
-static void never_cb(lk_lock_t *l, int status, void *arg) {
-  (void)l;
-  (void)status;
-  (void)arg;
-  g_never_calls++;
-}
 
 /* A client whose out pointer must stay untouched on failure. */
 #define BAD_CLIENT ((lk_client_t *)(uintptr_t)0x5a5a5a5a)
@@ -119,18 +113,13 @@ static void set_max_name_len_over_cap(lk_client_opts_t *o) {
 static void set_max_inflight_0(lk_client_opts_t *o) { o->max_inflight = 0; }
 static void set_db_minus_1(lk_client_opts_t *o) { o->db = -1; }
 
-static void finish(fx_t *fx) {
-  fx_finish(fx);
-  ASSERT_EQ(g_never_calls, 0);
-}
-
 /* Starts an acquire with the given wait/lease and returns the code. */
 static int acquire_rc(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms) {
   lk_lock_opts_t o;
   lk_lock_opts_init(&o);
   o.wait_ms = wait_ms;
   o.lease_ms = lease_ms;
-  return lk_lock_acquire(l, &o, never_cb, NULL);
+  return lk_lock_acquire(l, &o, rt_never_lock_cb, NULL);
 }
 
 /* After a rejected acquire the object must be idle and usable: a valid
@@ -165,7 +154,7 @@ static void refused_acquires_leave_no_trace(const wait_lease_t *bad, int n) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS w"), 0);
   check_still_usable(&fx, l);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 static long long cmdstat_calls(rt_server_t *s, const char *cmd) {
@@ -298,14 +287,14 @@ TEST(lock_new_null_and_empty_name) {
   ASSERT_EQ(lk_lock_new(fx.c, "", &l), LK_EINVAL);
   ASSERT(l == BAD_LOCK);
   /* No object was born: the client closes at once (no LK_EBUSY). */
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(lock_new_null_out) {
   fx_t fx;
   fx_start(&fx, NULL);
   ASSERT_EQ(lk_lock_new(fx.c, "x", NULL), LK_EINVAL);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(lock_new_name_over_custom_cap) {
@@ -326,7 +315,7 @@ TEST(lock_new_name_over_custom_cap) {
   ASSERT_STREQ(lk_lock_name(l), n16);
   check_still_usable(&fx, l);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* A name over the cap is refused after reading at most cap + 1 bytes: the
@@ -344,7 +333,7 @@ TEST(lock_new_name_cap_scan_is_bounded) {
   ASSERT_EQ(lk_lock_new(fx.c, buf, &l), LK_ENAMETOOLONG);
   ASSERT(l == BAD_LOCK);
   free(buf);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(lock_new_name_over_default_cap) {
@@ -363,7 +352,7 @@ TEST(lock_new_name_over_default_cap) {
   check_still_usable(&fx, l);
   fx_close_lock(&fx, l);
   free(name);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- lk_lock_acquire ------------------------------------------------------------------ */
@@ -371,18 +360,18 @@ TEST(lock_new_name_over_default_cap) {
 TEST(acquire_null_lock) {
   lk_lock_opts_t o;
   lk_lock_opts_init(&o);
-  ASSERT_EQ(lk_lock_acquire(NULL, &o, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_acquire(NULL, NULL, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_release(NULL, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_force_release(NULL, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_is_locked(NULL, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_remaining_ttl(NULL, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_server_hold_count(NULL, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_lock_acquire(NULL, &o, rt_never_lock_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_lock_acquire(NULL, NULL, rt_never_lock_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_lock_release(NULL, rt_never_lock_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_lock_force_release(NULL, rt_never_lock_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_lock_is_locked(NULL, rt_never_lock_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_lock_remaining_ttl(NULL, rt_never_lock_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_lock_server_hold_count(NULL, rt_never_lock_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_lock_cancel(NULL), LK_EINVAL);
   ASSERT_EQ(lk_lock_close(NULL, NULL), LK_EINVAL);
   ASSERT_EQ(lk_lock_set_owner(NULL, NULL, 1), LK_EINVAL);
   ASSERT_EQ(lk_client_close(NULL, NULL), LK_EINVAL);
-  ASSERT_EQ(g_never_calls, 0);
+  ASSERT_EQ(rt_never_calls, 0);
 }
 
 TEST(acquire_null_cb) {
@@ -404,7 +393,7 @@ TEST(acquire_null_cb) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nullcb"), 0);
   check_still_usable(&fx, l);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(acquire_wait_minus_two) {
@@ -425,7 +414,7 @@ TEST(acquire_wait_over_max) {
   ASSERT_EQ(lk_lock_hold_count(l), 1);
   fx_close_lock(&fx, l); /* releases the hold */
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS w"), 0);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(acquire_wait_int64_max) {
@@ -463,17 +452,17 @@ TEST(acquire_second_while_pending_is_busy) {
   o.wait_ms = 20000;
   o.lease_ms = 10000;
   ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, &s));
-  ASSERT_EQ(lk_lock_acquire(l, &o, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_lock_acquire(l, NULL, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_lock_is_locked(l, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_lock_remaining_ttl(l, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_lock_server_hold_count(l, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_lock_force_release(l, never_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_lock_acquire(l, &o, rt_never_lock_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_lock_acquire(l, NULL, rt_never_lock_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_lock_is_locked(l, rt_never_lock_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_lock_remaining_ttl(l, rt_never_lock_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_lock_server_hold_count(l, rt_never_lock_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_lock_force_release(l, rt_never_lock_cb, NULL), LK_EBUSY);
   /* Still pending after a few loop passes, and still busy. */
   for (int i = 0; i < 5; i++)
     uv_run(&fx.loop, UV_RUN_NOWAIT);
   ASSERT_EQ(s.calls, 0);
-  ASSERT_EQ(lk_lock_acquire(l, &o, never_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_lock_acquire(l, &o, rt_never_lock_cb, NULL), LK_EBUSY);
   /* The pending acquire is intact: it completes once the holder leaves. */
   ASSERT_OK(sx_run(&fx, lk_lock_release, holder, NULL));
   rt_run_until(&fx.loop, &s.done, 10000);
@@ -482,7 +471,7 @@ TEST(acquire_second_while_pending_is_busy) {
   fx_close_lock(&fx, l);
   fx_close_lock(&fx, holder);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS busy"), 0);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- release / cancel ------------------------------------------------------------------ */
@@ -495,17 +484,17 @@ TEST(release_nothing_held) {
   l = fx_lock(&fx, "rel");
   check_still_usable(&fx, l); /* both scripts loaded: no NOSCRIPT below */
   evalsha_before = cmdstat_calls(fx.srv, "evalsha") + cmdstat_calls(fx.srv, "eval");
-  ASSERT_EQ(lk_lock_release(l, never_cb, NULL), LK_ENOTHELD);
+  ASSERT_EQ(lk_lock_release(l, rt_never_lock_cb, NULL), LK_ENOTHELD);
   /* After a full acquire/release cycle, a second release is refused too. */
   check_still_usable(&fx, l);
-  ASSERT_EQ(lk_lock_release(l, never_cb, NULL), LK_ENOTHELD);
+  ASSERT_EQ(lk_lock_release(l, rt_never_lock_cb, NULL), LK_ENOTHELD);
   /* Exactly the two scripts of the cycle reached the server (the
    * round trip of a query makes sure nothing else is still on its way). */
   ASSERT_OK(sx_run(&fx, lk_lock_is_locked, l, NULL));
   ASSERT_EQ(cmdstat_calls(fx.srv, "evalsha") + cmdstat_calls(fx.srv, "eval") - evalsha_before,
             2);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(cancel_nothing_pending) {
@@ -531,7 +520,7 @@ TEST(cancel_nothing_pending) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, &r));
   ASSERT_EQ(r, 1);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- closing ------------------------------------------------------------------------------ */
@@ -555,7 +544,7 @@ TEST(lock_double_close) {
   ASSERT_EQ(lk_lock_close(l, NULL), LK_ECLOSED);
   rt_run_until(&fx.loop, &closed, 10000);
   ASSERT_EQ(g_close_calls, 1);
-  finish(&fx);
+  rt_never_finish(&fx);
   ASSERT_EQ(g_close_calls, 1);
 }
 
@@ -569,24 +558,24 @@ TEST(ops_on_closing_lock) {
   lk_lock_set_data(l, &closed);
   ASSERT_OK(lk_lock_close(l, count_close_cb));
   ASSERT_EQ(acquire_rc(l, 0, 10000), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_acquire(l, NULL, never_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_release(l, never_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_force_release(l, never_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_is_locked(l, never_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_remaining_ttl(l, never_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_server_hold_count(l, never_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_lock_acquire(l, NULL, rt_never_lock_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_lock_release(l, rt_never_lock_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_lock_force_release(l, rt_never_lock_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_lock_is_locked(l, rt_never_lock_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_lock_remaining_ttl(l, rt_never_lock_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_lock_server_hold_count(l, rt_never_lock_cb, NULL), LK_ECLOSED);
   ASSERT_EQ(lk_lock_cancel(l), LK_ECLOSED);
   ASSERT_EQ(lk_lock_set_owner(l, NULL, 7), LK_ECLOSED);
   ASSERT_EQ(lk_lock_close(l, count_close_cb), LK_ECLOSED);
   /* Still closing after a loop pass (the release is in flight): same. */
   uv_run(&fx.loop, UV_RUN_NOWAIT);
   if (!closed)
-    ASSERT_EQ(lk_lock_acquire(l, NULL, never_cb, NULL), LK_ECLOSED);
+    ASSERT_EQ(lk_lock_acquire(l, NULL, rt_never_lock_cb, NULL), LK_ECLOSED);
   rt_run_until(&fx.loop, &closed, 10000);
   ASSERT_EQ(g_close_calls, 1);
   /* The close released the hold it had. */
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS closing"), 0);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(client_close_with_open_lock) {
@@ -599,7 +588,7 @@ TEST(client_close_with_open_lock) {
   check_still_usable(&fx, l);
   ASSERT_EQ(lk_client_close(fx.c, NULL), LK_EBUSY);
   fx_close_lock(&fx, l);
-  finish(&fx); /* closes the client: now 0 */
+  rt_never_finish(&fx); /* closes the client: now 0 */
 }
 
 static int g_client_close_calls;
@@ -620,7 +609,7 @@ TEST(client_double_close) {
   rt_run_until(&fx.loop, &closed, 10000);
   ASSERT_EQ(g_client_close_calls, 1);
   fx.c = NULL; /* freed after its close callback */
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(use_after_client_close) {
@@ -643,7 +632,7 @@ TEST(use_after_client_close) {
   rt_run_until(&fx.loop, &closed, 10000);
   ASSERT_EQ(g_client_close_calls, 1);
   fx.c = NULL;
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- set_owner ------------------------------------------------------------------------------ */
@@ -684,7 +673,7 @@ TEST(set_owner_while_holding_or_pending) {
   ASSERT_OK(lk_lock_set_owner(l, NULL, 42));
   fx_close_lock(&fx, other);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(set_owner_invalid_client_id) {
@@ -707,7 +696,7 @@ TEST(set_owner_invalid_client_id) {
   ASSERT_OK(lk_lock_set_owner(l, "6f9619ff-8b86-d011-b42d-00cf4fc964ff", 9));
   ASSERT_STREQ(lk_lock_owner(l), "6f9619ff-8b86-d011-b42d-00cf4fc964ff:9");
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- wrong thread ----------------------------------------------------------------------------- */
@@ -724,7 +713,7 @@ static void thread_call(void *arg) {
   thread_call_t *t = arg;
   switch (t->which) {
   case 0:
-    t->rc = lk_lock_acquire(t->l, NULL, never_cb, NULL);
+    t->rc = lk_lock_acquire(t->l, NULL, rt_never_lock_cb, NULL);
     break;
   case 1:
     t->out = BAD_LOCK;
@@ -759,7 +748,7 @@ TEST(wrong_thread_acquire) {
   /* On its own thread the object is unaffected. */
   check_still_usable(&fx, t.l);
   fx_close_lock(&fx, t.l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(wrong_thread_lock_new) {
@@ -771,7 +760,7 @@ TEST(wrong_thread_lock_new) {
   t.which = 1;
   ASSERT_EQ(call_from_thread(&t), LK_EWRONGTHREAD);
   ASSERT(t.out == BAD_LOCK);
-  finish(&fx); /* no object was born: the client closes */
+  rt_never_finish(&fx); /* no object was born: the client closes */
 }
 
 TEST(wrong_thread_client_close) {
@@ -787,7 +776,7 @@ TEST(wrong_thread_client_close) {
   l = fx_lock(&fx, "wt");
   check_still_usable(&fx, l);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- fork --------------------------------------------------------------------------------------- */
@@ -821,15 +810,15 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
     lk_lock_opts_t o;
     lk_lock_opts_init(&o);
     o.lease_ms = 10000;
-    if (lk_lock_acquire(idle, &o, never_cb, NULL) != LK_EFORKED)
+    if (lk_lock_acquire(idle, &o, rt_never_lock_cb, NULL) != LK_EFORKED)
       bad |= 1;
-    if (lk_lock_acquire(held, &o, never_cb, NULL) != LK_EFORKED)
+    if (lk_lock_acquire(held, &o, rt_never_lock_cb, NULL) != LK_EFORKED)
       bad |= 2;
     if (lk_lock_new(fx.c, "child", &nl) != LK_EFORKED || nl != BAD_LOCK)
       bad |= 4;
-    if (lk_lock_release(held, never_cb, NULL) != LK_EFORKED)
+    if (lk_lock_release(held, rt_never_lock_cb, NULL) != LK_EFORKED)
       bad |= 8;
-    if (lk_lock_is_locked(idle, never_cb, NULL) != LK_EFORKED)
+    if (lk_lock_is_locked(idle, rt_never_lock_cb, NULL) != LK_EFORKED)
       bad |= 16;
     /* Close frees memory only: it must not release the parent's hold. */
     if (lk_lock_close(held, NULL) != LK_EFORKED)
@@ -864,7 +853,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS forked"), 0);
   fx_close_lock(&fx, idle);
   fx_close_lock(&fx, held);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- error table -------------------------------------------------------------------------------- */
@@ -970,7 +959,7 @@ TEST(replace_allocator_while_client_exists) {
   fx.c = NULL;
   /* Once it is gone, replacing is allowed again. */
   ASSERT_OK(lk_replace_allocator(plain_malloc, plain_realloc, plain_calloc, plain_free));
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* A counting allocator with a header, so that a block freed here that did not
@@ -1074,7 +1063,7 @@ TEST(counting_allocator_frees_everything) {
     ASSERT_EQ(sa.status, LK_ECANCELED);
   }
   fx_close_lock(&fx, b); /* releases b's hold */
-  finish(&fx);
+  rt_never_finish(&fx);
   ASSERT_EQ(ca_bad, 0);
   ASSERT_GT(ca_frees, 0);
   if (ca_live != 0)
@@ -1142,5 +1131,5 @@ TEST(odd_names_are_valid_independent_keys) {
   for (int i = 0; i < N; i++)
     fx_close_lock(&fx, l[i]);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0); /* closes released the rest */
-  finish(&fx);
+  rt_never_finish(&fx);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lk_fixture.h"
+#include "never_cb.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -28,14 +29,6 @@ static void on_event(lk_client_t *c, lk_event_t e, void *arg) {
     log->ev[log->n++] = e;
   if ((int)e >= 0 && (int)e < 8)
     log->count[e]++;
-}
-
-static int g_never_calls;
-static void never_cb(lk_lock_t *l, int status, void *arg) {
-  (void)l;
-  (void)status;
-  (void)arg;
-  g_never_calls++;
 }
 
 /* Loop and (optionally) a server; the client comes from the caller's opts. */
@@ -57,11 +50,6 @@ static void opts_for(fx_t *fx, lk_client_opts_t *o, evlog_t *log) {
     o->on_event = on_event;
     o->event_arg = log;
   }
-}
-
-static void finish(fx_t *fx) {
-  fx_finish(fx);
-  ASSERT_EQ(g_never_calls, 0);
 }
 
 static int64_t ms_since(uint64_t t0_ns) { return (int64_t)((uv_hrtime() - t0_ns) / 1000000u); }
@@ -153,7 +141,7 @@ TEST(connect_event_once) {
   ASSERT_EQ(log.count[LK_EVENT_CONNECTED], 1);
   ASSERT_EQ(log.n, 1);
   ASSERT_EQ(log.ev[0], LK_EVENT_CONNECTED);
-  finish(&fx);
+  rt_never_finish(&fx);
   ASSERT_EQ(log.n, 1); /* none while closing either */
 }
 
@@ -193,7 +181,7 @@ TEST(refused_connect_wait0_fails_fast) {
   ASSERT_EQ(log.n, 0); /* never connected, never suspended */
   ASSERT_EQ(lk_client_is_connected(fx.c), 0);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(refused_connect_wait_budget_is_bounded) {
@@ -232,7 +220,7 @@ TEST(refused_connect_wait_budget_is_bounded) {
   ASSERT_EQ(a.holds, 0);
   ASSERT_EQ(log.n, 0);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- AUTH and ACL ---------------------------------------------------------------------- */
@@ -258,7 +246,7 @@ TEST(auth_right_password) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS authed"), 0);
   ASSERT_EQ(log.count[LK_EVENT_CONNECTED], 1);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(auth_wrong_password) {
@@ -282,7 +270,7 @@ TEST(auth_wrong_password) {
   ASSERT_EQ(log.count[LK_EVENT_CONNECTED], 0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS authed"), 0);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(auth_no_password) {
@@ -304,7 +292,7 @@ TEST(auth_no_password) {
   ASSERT_EQ(log.count[LK_EVENT_CONNECTED], 0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS authed"), 0);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(acl_user_without_scripts_gets_enoperm) {
@@ -340,7 +328,7 @@ TEST(acl_user_without_scripts_gets_enoperm) {
   ASSERT_STREQ(lk_lock_error_text(l), "");
   ASSERT_EQ(log.n, 1);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- SELECT ---------------------------------------------------------------------------- */
@@ -398,7 +386,7 @@ TEST(select_db3) {
   ASSERT_EQ(db_exists(port, 0, "db3key"), 0);
   fx_close_lock(&fx, l); /* releases in db 3 */
   ASSERT_EQ(db_exists(port, 3, "db3key"), 0);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- SCRIPT FLUSH ---------------------------------------------------------------------- */
@@ -459,7 +447,7 @@ TEST(script_flush_between_operations) {
   ASSERT_EQ(lk_lock_hold_count(l), 0);
   ASSERT_GE(reloads(fx.c), 1); /* the NOSCRIPT path was taken */
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- reply timeout ------------------------------------------------------------------------ */
@@ -521,7 +509,7 @@ TEST(reply_timeout_suspends_and_reconnects) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS rt"), 0);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* A try-once acquire of a free lock whose reply is slow, but well within the
@@ -585,7 +573,7 @@ TEST(slow_reply_try_once_on_free_lock) {
             "came at ~250 ms, reply timeout 600 ms)\n", lk_err_name(a.status), (long long)ms);
   if (!EXPECT_HOLD(a.status == 0, mark, 600 - 250 - 50)) {
     fx_close_lock(&fx, l); /* gives back what the server may have granted */
-    finish(&fx);
+    rt_never_finish(&fx);
     return;
   }
   ASSERT_EQ(a.holds, 1);
@@ -594,7 +582,7 @@ TEST(slow_reply_try_once_on_free_lock) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS slow"), 0);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- server restart ------------------------------------------------------------------------- */
@@ -628,7 +616,7 @@ TEST(server_restart_event) {
   }
   fx_close_lock(&fx, l);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS restart"), 0);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- in-flight cap ---------------------------------------------------------------------------- */
@@ -648,9 +636,9 @@ TEST(inflight_cap_returns_eagain) {
   }
   ASSERT_OK(lk_lock_is_locked(l[0], sx_cb, &s[0]));
   ASSERT_OK(lk_lock_is_locked(l[1], sx_cb, &s[1]));
-  ASSERT_EQ(lk_lock_is_locked(l[2], never_cb, NULL), LK_EAGAIN);
-  ASSERT_EQ(lk_lock_acquire(l[2], NULL, never_cb, NULL), LK_EAGAIN);
-  ASSERT_EQ(lk_lock_remaining_ttl(l[2], never_cb, NULL), LK_EAGAIN);
+  ASSERT_EQ(lk_lock_is_locked(l[2], rt_never_lock_cb, NULL), LK_EAGAIN);
+  ASSERT_EQ(lk_lock_acquire(l[2], NULL, rt_never_lock_cb, NULL), LK_EAGAIN);
+  ASSERT_EQ(lk_lock_remaining_ttl(l[2], rt_never_lock_cb, NULL), LK_EAGAIN);
   rt_run_until(&fx.loop, &s[0].done, 10000);
   rt_run_until(&fx.loop, &s[1].done, 10000);
   ASSERT_OK(s[0].status);
@@ -665,7 +653,7 @@ TEST(inflight_cap_returns_eagain) {
   for (int i = 0; i < 3; i++)
     fx_close_lock(&fx, l[i]);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS cap"), 0);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- unix socket -------------------------------------------------------------------------------- */
@@ -713,7 +701,7 @@ TEST(unix_socket) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS unix"), 0);
   fx_close_lock(&fx, l);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* ---- closing with work in flight ------------------------------------------------------------------ */
@@ -767,7 +755,7 @@ TEST(client_close_with_command_in_flight) {
    * before the lock's close_cb (which closed the client). */
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS inflight"), 0);
   ASSERT_EQ(a.calls, 1);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 typedef struct {
@@ -792,7 +780,7 @@ static void close_self_in_acquire_cb(lk_lock_t *l, int status, void *arg) {
   t->cb_seq = ++g_seq;
   lk_lock_set_data(l, t);
   t->close_rc = lk_lock_close(l, self_close_rec_cb);
-  t->later_rc = lk_lock_acquire(l, NULL, never_cb, NULL);
+  t->later_rc = lk_lock_acquire(l, NULL, rt_never_lock_cb, NULL);
 }
 
 TEST(close_lock_inside_its_acquire_cb) {
@@ -816,7 +804,7 @@ TEST(close_lock_inside_its_acquire_cb) {
   ASSERT_LT(t.cb_seq, t.rec.seq);
   /* The hold it had was released by the close. */
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS selfclose"), 0);
-  finish(&fx);
+  rt_never_finish(&fx);
   ASSERT_EQ(t.cb_calls, 1);
 }
 
@@ -858,7 +846,7 @@ TEST(close_lock_while_acquire_waits) {
   /* Nothing came back later either (a late grant would show up now). */
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS cw"), 0);
   ASSERT_EQ(w.calls, 1);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* pubsub_mode only changes how a cluster is used: on a standalone server

@@ -40,11 +40,8 @@
 
 typedef struct {
   int index, iters, done_iters, cpu;
-  uv_loop_t loop;
-  lk_client_t *c;
+  rt_stress_io_t io; /* loop, client, side connection, history */
   lk_fair_t *f;
-  redisContext *side;
-  FILE *hist;
   uint64_t rng, t_acq, t_begin;
   int waited;
   lk_client_stats_t stats;
@@ -54,11 +51,11 @@ static worker_t W;
 static pid_t stress_parent;
 
 static long long side_int(const char *cmd, long long v, int set) {
-  redisReply *r = set ? redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v)
-                      : redisCommand(W.side, "GET %s", COUNTER_KEY);
+  redisReply *r = set ? redisCommand(W.io.side, "SET %s %lld", COUNTER_KEY, v)
+                      : redisCommand(W.io.side, "GET %s", COUNTER_KEY);
   long long out = 0;
   if (r == NULL)
-    rt_worker_die(W.index, "%s: %s", cmd, W.side->errstr);
+    rt_worker_die(W.index, "%s: %s", cmd, W.io.side->errstr);
   if (!set) {
     if (r->type != REDIS_REPLY_STRING)
       rt_worker_die(W.index, "GET: reply type %d", r->type);
@@ -75,7 +72,7 @@ static void on_client_closed(lk_client_t *c) { (void)c; }
 static void on_fair_closed(lk_fair_t *f) {
   int rc;
   (void)f;
-  rc = lk_client_close(W.c, on_client_closed);
+  rc = lk_client_close(W.io.c, on_client_closed);
   if (rc != 0)
     rt_worker_die(W.index, "lk_client_close: %s", lk_err_name(rc));
 }
@@ -90,7 +87,7 @@ static void on_released(lk_fair_t *f, int status, void *arg) {
     start_acquire();
     return;
   }
-  lk_client_get_stats(W.c, &W.stats);
+  lk_client_get_stats(W.io.c, &W.stats);
   rc = lk_fair_close(f, on_fair_closed);
   if (rc != 0)
     rt_worker_die(W.index, "lk_fair_close: %s", lk_err_name(rc));
@@ -109,7 +106,7 @@ static void on_acquired(lk_fair_t *f, int status, void *arg) {
   rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 201u));
   side_int("SET", v + 1, 1);
   t_rel = uv_hrtime();
-  if (rt_history_append(W.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
+  if (rt_history_append(W.io.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
     rt_worker_die(W.index, "writing the history: %s", strerror(errno));
   rc = lk_fair_release(f, on_released, NULL);
   if (rc != 0)
@@ -135,23 +132,13 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.cpu = index % 2;
   W.rng = rt_stress_seed(0x2545f4914f6cdd1dULL);
   W.cpu = rt_stress_worker_begin(stress_parent, W.cpu);
-  W.hist = rt_history_create(hist_path);
-  if (W.hist == NULL)
-    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
-  W.side = rt_stress_side(W.index, port);
-  W.c = rt_stress_client(W.index, &W.loop, port);
-  if ((rc = lk_fair_new(W.c, LOCK_NAME, &W.f)) != 0)
+  rt_stress_open(&W.io, W.index, port, hist_path);
+  if ((rc = lk_fair_new(W.io.c, LOCK_NAME, &W.f)) != 0)
     rt_worker_die(W.index, "lk_fair_new: %s", lk_err_name(rc));
   W.t_begin = uv_hrtime();
   start_acquire();
-  uv_run(&W.loop, UV_RUN_DEFAULT);
-  if (W.done_iters != W.iters)
-    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
-  if ((rc = uv_loop_close(&W.loop)) != 0)
-    rt_worker_die(W.index, "uv_loop_close: %s", uv_strerror(rc));
-  if (rt_history_finish(W.hist) != 0)
-    rt_worker_die(W.index, "closing the history: %s", strerror(errno));
-  redisFree(W.side);
+  uv_run(&W.io.loop, UV_RUN_DEFAULT);
+  rt_stress_worker_end(W.index, &W.io, W.done_iters, W.iters);
   printf("worker %d: cpu %d, %d holds in %.0f ms, waited %" PRIu64 " times, %" PRIu64
          " pub/sub messages, %" PRIu64 " commands\n",
          W.index, W.cpu, W.done_iters, (double)(uv_hrtime() - W.t_begin) / 1e6,
@@ -182,18 +169,8 @@ TEST(eight_processes_mutual_exclusion) {
   stress_parent = getpid();
   t0 = uv_hrtime();
   for (i = 0; i < N_WORKERS; i++) {
-    pid_t pid;
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-      rt_pids_kill(pids, running, N_WORKERS);
-      FAIL("fork: %s", strerror(errno));
-    }
-    if (pid == 0)
+    if (rt_pids_fork(pids, running, N_WORKERS, i) == 0)
       worker_main(i, rt_server_port(srv), K, paths[i]);
-    rt_child_track(pid);
-    pids[i] = pid;
-    running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 10);
   rt_pids_reap(pids, running, N_WORKERS, deadline, 0);
@@ -224,19 +201,6 @@ TEST(eight_processes_mutual_exclusion) {
     if (strcmp(keys->element[i]->str, COUNTER_KEY) != 0)
       FAIL("key left behind: %s", keys->element[i]->str);
   freeReplyObject(keys);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-    for (;;) {
-      redisReply *r = rt_cmd(srv, "PUBSUB CHANNELS redisson_lock__channel:*");
-      size_t n;
-      ASSERT_NOT_NULL(r);
-      n = r->elements;
-      freeReplyObject(r);
-      if (n == 0)
-        break;
-      ASSERT_LT(rt_now_ms(), end);
-      rt_sleep_ms(5);
-    }
-  }
+  rt_server_wait_channels_gone(srv, "redisson_lock__channel:*");
   rt_server_stop(srv);
 }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,4 +214,109 @@ void rt_proc_print_log_tail(const char *path) {
   buf[n] = '\0';
   fclose(f);
   fprintf(stderr, "---- tail of %s ----\n%s---- end ----\n", path, buf);
+}
+
+int rt_proc_signal(pid_t *pid, int sig, int stopped, const char *who) {
+  kill(*pid, sig);
+  if (sig != SIGKILL && sig != SIGTERM)
+    return 0;
+  if (sig == SIGTERM && stopped)
+    kill(*pid, SIGCONT);
+  if (!rt_proc_kill_and_reap(*pid, sig, who)) {
+    *pid = 0;
+    return 0;
+  }
+  return 1;
+}
+
+void *rt_proc_calloc(size_t size) {
+  void *p = calloc(1, size);
+  if (p == NULL)
+    FAIL("out of memory");
+  return p;
+}
+
+static rt_proc_live_t *live_children;
+
+/* Children a test forgot to stop (or left behind by a failed assertion). */
+static void at_exit_stop_children(void) {
+  pid_t self = getpid();
+  rt_proc_live_t *e = live_children;
+  for (int i = 0; e != NULL && i < 10000; i++) {
+    rt_proc_live_t *next = e->next;
+    if (e->owner == self)
+      e->stop(e->obj);
+    e = next;
+  }
+}
+
+void rt_proc_live_add(rt_proc_live_t *e, void (*stop)(void *obj), void *obj) {
+  static int hooked;
+  if (!hooked) {
+    hooked = 1;
+    atexit(at_exit_stop_children);
+  }
+  e->owner = getpid();
+  e->stop = stop;
+  e->obj = obj;
+  e->next = live_children;
+  live_children = e;
+}
+
+void rt_proc_release(rt_proc_live_t *e, redisContext **ctx, const char *dir) {
+  for (rt_proc_live_t **pp = &live_children; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == e) {
+      *pp = e->next;
+      break;
+    }
+  rt_proc_side_close(ctx);
+  rt_proc_remove_dir(dir);
+}
+
+void rt_proc_side_close(redisContext **ctx) {
+  if (*ctx != NULL) {
+    redisFree(*ctx);
+    *ctx = NULL;
+  }
+}
+
+/* Any readiness on an idle connection means EOF, an error, or stray bytes: in
+ * every case it cannot be trusted for the next command. */
+static int idle_conn_broken(redisContext *c) {
+  struct pollfd p = {c->fd, POLLIN, 0};
+  return c->err != 0 || poll(&p, 1, 0) != 0;
+}
+
+redisReply *rt_proc_side_send(redisContext **ctx, int port, const char *requirepass,
+                              const char *who, char *cmd, long long len) {
+  sigset_t old;
+  void *reply = NULL;
+  if (len < 0)
+    return NULL;
+  rt_sigpipe_block(&old);
+  if (*ctx != NULL && idle_conn_broken(*ctx))
+    rt_proc_side_close(ctx);
+  if (*ctx == NULL) {
+    char why[256];
+    *ctx = rt_proc_connect(port, requirepass, rt_scaled_ms(2000), rt_scaled_ms(5000), why,
+                           sizeof why);
+    if (*ctx == NULL)
+      fprintf(stderr, "%s: port %d: %s\n", who, port, why);
+  }
+  if (*ctx != NULL && (redisAppendFormattedCommand(*ctx, cmd, (size_t)len) != REDIS_OK ||
+                       redisGetReply(*ctx, &reply) != REDIS_OK)) {
+    fprintf(stderr, "%s: port %d: %s\n", who, port, (*ctx)->errstr);
+    rt_proc_side_close(ctx);
+    reply = NULL;
+  }
+  rt_sigpipe_restore(&old);
+  redisFreeCommand(cmd);
+  return reply;
+}
+
+redisReply *rt_proc_side_vcmd(redisContext **ctx, int port, const char *requirepass,
+                              const char *who, const char *fmt, va_list ap) {
+  char *cmd = NULL;
+  int len = redisvFormatCommand(&cmd, fmt, ap);
+  return rt_proc_side_send(ctx, port, requirepass, who, cmd, len);
 }

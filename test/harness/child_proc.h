@@ -6,6 +6,7 @@
 #ifndef LK_TEST_HARNESS_CHILD_PROC_H
 #define LK_TEST_HARNESS_CHILD_PROC_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -54,5 +55,54 @@ int rt_proc_wait_ready(pid_t *pid, int port, const char *requirepass, const char
 
 /* The last 2 KiB of the log at path, on stderr. */
 void rt_proc_print_log_tail(const char *path);
+
+/* Sends sig to *pid; after SIGKILL or SIGTERM reaps it (sending SIGCONT
+ * after the SIGTERM when the child is stopped, as a stopped process cannot
+ * act on it). 1 when reaped: the caller marks it down. 0 otherwise; a kill
+ * that was not reaped sets *pid to 0 (it stays tracked: the exit path kills
+ * it again). */
+int rt_proc_signal(pid_t *pid, int sig, int stopped, const char *who);
+
+/* calloc(1, size), failing the test when out of memory. */
+void *rt_proc_calloc(size_t size);
+
+/* ---- the children still running, for the exit-path sweep ---------------------------- */
+
+/* A started child's place in the one list the exit path sweeps (a server's
+ * or a sentinel's, embedded in its struct): stop(obj) stops it and frees it
+ * (through rt_proc_release). Only the process that started a child
+ * (owner) stops it there. */
+typedef struct rt_proc_live_s {
+  struct rt_proc_live_s *next;
+  pid_t owner;
+  void (*stop)(void *obj);
+  void *obj;
+} rt_proc_live_t;
+
+/* Puts e in the list, owned by this process; the first call hooks the
+ * sweep with atexit. */
+void rt_proc_live_add(rt_proc_live_t *e, void (*stop)(void *obj), void *obj);
+
+/* Takes e out of the list, drops the side connection *ctx and removes dir:
+ * what is left before the caller frees its struct. */
+void rt_proc_release(rt_proc_live_t *e, redisContext **ctx, const char *dir);
+
+/* ---- the side connection ------------------------------------------------------------- */
+
+/* Drops *ctx (NULL after). */
+void rt_proc_side_close(redisContext **ctx);
+
+/* A command on the side connection *ctx to port, made anew (AUTHed with
+ * requirepass) when absent or when its idle socket is broken: an error,
+ * EOF or stray bytes. SIGPIPE is blocked around the I/O. The reply, or NULL
+ * with the reason printed after who; a command that failed on the wire
+ * drops the connection (its state is unknown; the next call reconnects). */
+redisReply *rt_proc_side_vcmd(redisContext **ctx, int port, const char *requirepass,
+                              const char *who, const char *fmt, va_list ap);
+
+/* The same for a command hiredis formatted (cmd, len bytes, freed here;
+ * len < 0: the formatting failed, NULL). */
+redisReply *rt_proc_side_send(redisContext **ctx, int port, const char *requirepass,
+                              const char *who, char *cmd, long long len);
 
 #endif /* LK_TEST_HARNESS_CHILD_PROC_H */

@@ -34,7 +34,7 @@
 
 struct rt_sentinel_s {
   pid_t pid;
-  pid_t owner;
+  rt_proc_live_t live; /* for the exit-path sweep */
   int port;
   int tls_port; /* 0: no TLS */
   char *requirepass;
@@ -43,10 +43,7 @@ struct rt_sentinel_s {
   char conf_path[RS_PATH_MAX + 32];
   char log_path[RS_PATH_MAX + 32];
   redisContext *ctx;
-  struct rt_sentinel_s *next;
 };
-
-static rt_sentinel_t *live; /* for the atexit sweep */
 
 void rt_sentinel_opts_init(rt_sentinel_opts_t *opts) { memset(opts, 0, sizeof *opts); }
 
@@ -125,15 +122,7 @@ static int spawn(rt_sentinel_t *s) {
 static void mark_down(rt_sentinel_t *s) {
   rt_child_untrack(s->pid);
   s->pid = 0;
-  if (s->ctx != NULL) {
-    redisFree(s->ctx);
-    s->ctx = NULL;
-  }
-}
-
-static redisContext *connect_side(const rt_sentinel_t *s, int64_t connect_ms, int64_t io_ms,
-                                  char *why, size_t why_len) {
-  return rt_proc_connect(s->port, s->requirepass, connect_ms, io_ms, why, why_len);
+  rt_proc_side_close(&s->ctx);
 }
 
 /* Whether c reaches our sentinel (rt_proc_ready_fn): INFO's process_id. */
@@ -158,47 +147,19 @@ static int wait_ready(rt_sentinel_t *s) {
                             NULL, &s->ctx);
 }
 
-static void free_sentinel(rt_sentinel_t *s) {
-  for (rt_sentinel_t **pp = &live; *pp != NULL; pp = &(*pp)->next)
-    if (*pp == s) {
-      *pp = s->next;
-      break;
-    }
-  free(s->requirepass);
-  free(s);
-}
-
-static void at_exit_stop(void) {
-  pid_t self = getpid();
-  rt_sentinel_t *s = live;
-  for (int i = 0; s != NULL && i < 10000; i++) {
-    rt_sentinel_t *next = s->next;
-    if (s->owner == self)
-      rt_sentinel_stop(s);
-    s = next;
-  }
-}
+static void stop_sentinel(void *s) { rt_sentinel_stop(s); }
 
 rt_sentinel_t *rt_sentinel_start(int master_port, const rt_sentinel_opts_t *opts) {
-  static int hooked;
   rt_sentinel_opts_t defaults;
-  if (!hooked) {
-    hooked = 1;
-    atexit(at_exit_stop);
-  }
   if (opts == NULL) {
     rt_sentinel_opts_init(&defaults);
     opts = &defaults;
   }
-  rt_sentinel_t *s = calloc(1, sizeof *s);
-  if (s == NULL)
-    FAIL("out of memory");
-  s->owner = getpid();
+  rt_sentinel_t *s = rt_proc_calloc(sizeof *s);
   snprintf(s->name, sizeof s->name, "%s", opts->master_name ? opts->master_name : "mymaster");
   if (opts->requirepass != NULL && (s->requirepass = strdup(opts->requirepass)) == NULL)
     FAIL("out of memory");
-  s->next = live;
-  live = s;
+  rt_proc_live_add(&s->live, stop_sentinel, s);
   if (make_dir(s) != 0)
     goto fail;
   for (int attempt = 0; attempt < RS_START_ATTEMPTS; attempt++) {
@@ -220,8 +181,7 @@ rt_sentinel_t *rt_sentinel_start(int master_port, const rt_sentinel_opts_t *opts
   rt_proc_print_log_tail(s->log_path);
 fail:
   fprintf(stderr, "rt_sentinel_start: failed\n");
-  rt_proc_remove_dir(s->dir);
-  free_sentinel(s);
+  rt_sentinel_stop(s); /* not running: every failed attempt left pid 0 */
   return NULL;
 }
 
@@ -231,16 +191,8 @@ pid_t rt_sentinel_pid(const rt_sentinel_t *s) { return s->pid; }
 const char *rt_sentinel_dir(const rt_sentinel_t *s) { return s->dir; }
 
 void rt_sentinel_kill(rt_sentinel_t *s, int sig) {
-  if (s->pid == 0)
-    return;
-  kill(s->pid, sig);
-  if (sig != SIGKILL && sig != SIGTERM)
-    return;
-  if (!rt_proc_kill_and_reap(s->pid, sig, "rt_sentinel")) {
-    s->pid = 0; /* still tracked: the exit path kills it again */
-    return;
-  }
-  mark_down(s);
+  if (s->pid != 0 && rt_proc_signal(&s->pid, sig, 0, "rt_sentinel"))
+    mark_down(s);
 }
 
 void rt_sentinel_stop(rt_sentinel_t *s) {
@@ -248,42 +200,19 @@ void rt_sentinel_stop(rt_sentinel_t *s) {
     return;
   if (s->pid != 0)
     rt_sentinel_kill(s, SIGKILL);
-  if (s->ctx != NULL) {
-    redisFree(s->ctx);
-    s->ctx = NULL;
-  }
-  rt_proc_remove_dir(s->dir);
-  free_sentinel(s);
+  rt_proc_release(&s->live, &s->ctx, s->dir);
+  free(s->requirepass);
+  free(s);
 }
 
 /* ---- side channel ------------------------------------------------------------------------ */
 
 redisReply *rt_sentinel_cmd(rt_sentinel_t *s, const char *fmt, ...) {
-  sigset_t old;
-  redisReply *r = NULL;
   va_list ap;
-  rt_sigpipe_block(&old);
-  if (s->ctx != NULL && s->ctx->err) {
-    redisFree(s->ctx);
-    s->ctx = NULL;
-  }
-  if (s->ctx == NULL) {
-    char why[256];
-    s->ctx = connect_side(s, rt_scaled_ms(2000), rt_scaled_ms(5000), why, sizeof why);
-    if (s->ctx == NULL)
-      fprintf(stderr, "rt_sentinel_cmd: port %d: %s\n", s->port, why);
-  }
-  if (s->ctx != NULL) {
-    va_start(ap, fmt);
-    r = redisvCommand(s->ctx, fmt, ap);
-    va_end(ap);
-    if (r == NULL) {
-      fprintf(stderr, "rt_sentinel_cmd: port %d: %s\n", s->port, s->ctx->errstr);
-      redisFree(s->ctx);
-      s->ctx = NULL;
-    }
-  }
-  rt_sigpipe_restore(&old);
+  va_start(ap, fmt);
+  redisReply *r =
+      rt_proc_side_vcmd(&s->ctx, s->port, s->requirepass, "rt_sentinel_cmd", fmt, ap);
+  va_end(ap);
   return r;
 }
 

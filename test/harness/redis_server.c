@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -35,7 +34,7 @@
 
 struct rt_server_s {
   pid_t pid; /* 0 while down */
-  pid_t owner; /* the process that started it; only it may clean up */
+  rt_proc_live_t live; /* for the exit-path sweep */
   int port;
   int tls_port; /* 0: no TLS */
   int paused;
@@ -50,10 +49,7 @@ struct rt_server_s {
   char unix_path[RT_PATH_MAX + 32]; /* dir + "/redis.sock" always fits */
   char log_path[RT_PATH_MAX + 32];
   redisContext *ctx; /* side channel, NULL until first used */
-  struct rt_server_s *next;
 };
-
-static rt_server_t *live_servers; /* for the atexit sweep */
 
 /* ---- small helpers ------------------------------------------------------------------- */
 
@@ -142,11 +138,6 @@ static char *reply_info(redisReply *r, const char *field) {
 
 static char *ctx_info(redisContext *c, const char *section, const char *field) {
   return reply_info(redisCommand(c, "INFO %s", section), field);
-}
-
-static redisContext *connect_side(const rt_server_t *s, int64_t connect_ms, int64_t io_ms,
-                                  char *why, size_t why_len) {
-  return rt_proc_connect(s->port, s->requirepass, connect_ms, io_ms, why, why_len);
 }
 
 int rt_find_in_path(const char *name, char *out, size_t out_len) {
@@ -296,10 +287,7 @@ static void mark_down(rt_server_t *s) {
   rt_child_untrack(s->pid);
   s->pid = 0;
   s->paused = 0;
-  if (s->ctx != NULL) {
-    redisFree(s->ctx);
-    s->ctx = NULL;
-  }
+  rt_proc_side_close(&s->ctx);
 }
 
 /* Wait for a stop (want_stopped) or continue report. Returns 0, or -1 when the
@@ -395,12 +383,7 @@ static int launch(rt_server_t *s, int pick_port) {
 void rt_server_opts_init(rt_server_opts_t *opts) { memset(opts, 0, sizeof *opts); }
 
 static void free_server(rt_server_t *s) {
-  for (rt_server_t **pp = &live_servers; *pp != NULL; pp = &(*pp)->next) {
-    if (*pp == s) {
-      *pp = s->next;
-      break;
-    }
-  }
+  rt_proc_release(&s->live, &s->ctx, s->dir);
   if (s->extra_args != NULL)
     for (size_t i = 0; s->extra_args[i] != NULL; i++)
       free(s->extra_args[i]);
@@ -412,33 +395,15 @@ static void free_server(rt_server_t *s) {
   free(s);
 }
 
-/* Servers a test forgot to stop (or left behind by a failed assertion). */
-static void at_exit_stop_servers(void) {
-  pid_t self = getpid();
-  rt_server_t *s = live_servers;
-  for (int i = 0; s != NULL && i < 10000; i++) {
-    rt_server_t *next = s->next;
-    if (s->owner == self)
-      rt_server_stop(s);
-    s = next;
-  }
-}
+static void stop_server(void *s) { rt_server_stop(s); }
 
 rt_server_t *rt_server_start(const rt_server_opts_t *opts) {
-  static int hooked;
-  if (!hooked) {
-    hooked = 1;
-    atexit(at_exit_stop_servers);
-  }
   rt_server_opts_t defaults;
   if (opts == NULL) {
     rt_server_opts_init(&defaults);
     opts = &defaults;
   }
-  rt_server_t *s = calloc(1, sizeof *s);
-  if (s == NULL)
-    FAIL("out of memory");
-  s->owner = getpid();
+  rt_server_t *s = rt_proc_calloc(sizeof *s);
   s->appendonly = opts->appendonly != 0;
   s->debug_command = opts->debug_command != 0;
   s->requirepass = xstrdup(opts->requirepass);
@@ -460,11 +425,9 @@ rt_server_t *rt_server_start(const rt_server_opts_t *opts) {
     for (size_t i = 0; i < n; i++)
       s->extra_args[i] = xstrdup(opts->extra_args[i]);
   }
-  s->next = live_servers;
-  live_servers = s;
+  rt_proc_live_add(&s->live, stop_server, s);
   if (make_dir(s) != 0 || launch(s, 1) != 0) {
     fprintf(stderr, "rt_server_start: failed\n");
-    rt_proc_remove_dir(s->dir);
     free_server(s);
     return NULL;
   }
@@ -505,17 +468,10 @@ void rt_server_kill(rt_server_t *s, int sig) {
     rt_server_resume(s);
     return;
   }
-  kill(s->pid, sig);
-  if (sig != SIGKILL && sig != SIGTERM)
-    return;
-  if (sig == SIGTERM && s->paused)
-    kill(s->pid, SIGCONT); /* a stopped process cannot act on SIGTERM */
-  if (!rt_proc_kill_and_reap(s->pid, sig, "rt_server")) {
-    s->pid = 0; /* still tracked: the exit path kills it again */
-    s->paused = 0;
-    return;
-  }
-  mark_down(s);
+  if (rt_proc_signal(&s->pid, sig, s->paused, "rt_server"))
+    mark_down(s);
+  else if (s->pid == 0)
+    s->paused = 0; /* not reaped, still tracked: the exit path kills it again */
 }
 
 int rt_server_restart(rt_server_t *s) {
@@ -542,57 +498,13 @@ void rt_server_stop(rt_server_t *s) {
     return;
   if (s->pid != 0)
     rt_server_kill(s, SIGKILL);
-  if (s->ctx != NULL) {
-    redisFree(s->ctx);
-    s->ctx = NULL;
-  }
-  rt_proc_remove_dir(s->dir);
   free_server(s);
 }
 
 /* ---- side channel -------------------------------------------------------------------- */
 
-/* Any readiness on an idle connection means EOF, an error, or stray bytes: in
- * every case it cannot be trusted for the next command. */
-static int idle_conn_broken(redisContext *c) {
-  struct pollfd p = {c->fd, POLLIN, 0};
-  return c->err != 0 || poll(&p, 1, 0) != 0;
-}
-
-static redisContext *side_channel(rt_server_t *s) {
-  if (s->ctx != NULL && idle_conn_broken(s->ctx)) {
-    redisFree(s->ctx);
-    s->ctx = NULL;
-  }
-  if (s->ctx == NULL) {
-    char why[256];
-    s->ctx = connect_side(s, rt_scaled_ms(2000), rt_scaled_ms(5000), why, sizeof why);
-    if (s->ctx == NULL)
-      fprintf(stderr, "rt_cmd: port %d: %s\n", s->port, why);
-  }
-  return s->ctx;
-}
-
-/* The command failed on the wire: report and drop the connection (its state
- * is unknown; the next call reconnects). */
-static redisReply *side_failed(rt_server_t *s) {
-  fprintf(stderr, "rt_cmd: port %d: %s\n", s->port, s->ctx->errstr);
-  redisFree(s->ctx);
-  s->ctx = NULL;
-  return NULL;
-}
-
 static redisReply *vcmd(rt_server_t *s, const char *fmt, va_list ap) {
-  sigset_t old;
-  rt_sigpipe_block(&old);
-  redisReply *r = NULL;
-  if (side_channel(s) != NULL) {
-    r = redisvCommand(s->ctx, fmt, ap);
-    if (r == NULL)
-      side_failed(s);
-  }
-  rt_sigpipe_restore(&old);
-  return r;
+  return rt_proc_side_vcmd(&s->ctx, s->port, s->requirepass, "rt_cmd", fmt, ap);
 }
 
 redisReply *rt_cmd(rt_server_t *s, const char *fmt, ...) {
@@ -604,16 +516,9 @@ redisReply *rt_cmd(rt_server_t *s, const char *fmt, ...) {
 }
 
 redisReply *rt_cmd_argv(rt_server_t *s, int argc, const char **argv, const size_t *lens) {
-  sigset_t old;
-  rt_sigpipe_block(&old);
-  redisReply *r = NULL;
-  if (side_channel(s) != NULL) {
-    r = redisCommandArgv(s->ctx, argc, argv, lens);
-    if (r == NULL)
-      side_failed(s);
-  }
-  rt_sigpipe_restore(&old);
-  return r;
+  char *cmd = NULL;
+  int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+  return rt_proc_side_send(&s->ctx, s->port, s->requirepass, "rt_cmd", cmd, len);
 }
 
 static void fail_reply(const char *file, int line, const char *fmt, const char *want,

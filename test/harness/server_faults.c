@@ -183,6 +183,27 @@ long long rt_server_shardnumsub(rt_server_t *s, const char *channel) {
   return pubsub_count(s, "SHARDNUMSUB", channel);
 }
 
+void rt_server_wait_channels_gone_at(const char *file, int line, rt_server_t *s,
+                                     const char *pattern) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(2000);
+  for (long i = 0; i < 1000000L; i++) {
+    redisReply *r = rt_cmd(s, "PUBSUB CHANNELS %s", pattern);
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+      rt_fail_at(file, line, "PUBSUB CHANNELS %s: unexpected reply", pattern);
+    size_t n = r->elements;
+    char first[256] = "";
+    if (n > 0 && r->element[0]->type == REDIS_REPLY_STRING)
+      snprintf(first, sizeof first, "%s", r->element[0]->str);
+    freeReplyObject(r);
+    if (n == 0)
+      return;
+    if (rt_now_ms() > end)
+      rt_fail_at(file, line, "%zu channels like %s still subscribed after %lld ms, first: %s",
+                 n, pattern, (long long)rt_scaled_ms(2000), first);
+    rt_sleep_ms(5);
+  }
+}
+
 long long rt_server_count_keys(rt_server_t *s, const char *pattern) {
   redisReply *r = rt_cmd(s, "KEYS %s", pattern);
   if (r == NULL || r->type != REDIS_REPLY_ARRAY)

@@ -61,6 +61,13 @@ long long rt_cmd_argv_num(rt_server_t *s, int argc, const char **argv, const siz
 long long rt_server_numsub(rt_server_t *s, const char *channel);
 /* The same for a shard channel (PUBSUB SHARDNUMSUB, Redis 7). */
 long long rt_server_shardnumsub(rt_server_t *s, const char *channel);
+/* Waits up to 2 s (scaled) until no channel matching pattern has a
+ * subscriber (PUBSUB CHANNELS pattern is empty): what a test checks once
+ * its waiters are gone. Fails at the caller's line, naming one left. */
+void rt_server_wait_channels_gone_at(const char *file, int line, rt_server_t *s,
+                                     const char *pattern);
+#define rt_server_wait_channels_gone(s, pattern)                                                  \
+  rt_server_wait_channels_gone_at(__FILE__, __LINE__, (s), (pattern))
 
 /* Keys matching pattern (KEYS; tests only). Only keys that exist now:
  * DBSIZE also counts keys whose TTL ran out but which the server has not

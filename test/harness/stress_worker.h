@@ -1,8 +1,10 @@
 /* The start every forked stress worker makes (issue 29: the stress tests
  * each carried a copy): it dies with the test, runs pinned to a CPU when
  * that is allowed, reads the server through a side connection with 5 s
- * timeouts, and has a loop and a latchkey client of its own. A failure
- * ends the worker with rt_worker_die (exit 3). Header-only. */
+ * timeouts, and has a loop and a latchkey client of its own; and the end
+ * every one makes (all iterations run, the loop closed, the history
+ * written). A failure ends the worker with rt_worker_die (exit 3).
+ * Header-only. */
 #ifndef LK_TEST_HARNESS_STRESS_WORKER_H
 #define LK_TEST_HARNESS_STRESS_WORKER_H
 
@@ -10,10 +12,12 @@
 #define _GNU_SOURCE
 #endif
 
+#include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -21,6 +25,7 @@
 #include <hiredis/hiredis.h>
 #include <uv.h>
 
+#include "history.h"
 #include "latchkey.h"
 #include "test.h"
 
@@ -84,6 +89,46 @@ static inline lk_client_t *rt_stress_client(int index, uv_loop_t *loop, int port
   if ((rc = lk_client_new(loop, &o, &c)) != 0)
     rt_worker_die(index, "lk_client_new: %s", lk_err_name(rc));
   return c;
+}
+
+/* What every worker opens after the fork and closes at its end. */
+typedef struct rt_stress_io_s {
+  uv_loop_t loop;
+  lk_client_t *c;     /* default options, on the test's server */
+  redisContext *side; /* blocking commands to that server */
+  FILE *hist;         /* its history (history.h) */
+} rt_stress_io_t;
+
+/* Worker index's history file at path (rt_history_create). */
+static inline FILE *rt_stress_history(int index, const char *path) {
+  FILE *hist = rt_history_create(path);
+  if (hist == NULL)
+    rt_worker_die(index, "%s: %s", path, strerror(errno));
+  return hist;
+}
+
+/* The end every worker makes once its loop ran dry: it ran all its
+ * iterations (done of iters), the loop closes with no handle left, its
+ * history is written out and its side connection closed. */
+static inline void rt_stress_worker_end(int index, rt_stress_io_t *io, int done, int iters) {
+  int rc;
+  if (done != iters)
+    rt_worker_die(index, "the loop ran dry after %d of %d iterations", done, iters);
+  if ((rc = uv_loop_close(&io->loop)) != 0)
+    rt_worker_die(index, "uv_loop_close: %s", uv_strerror(rc));
+  if (rt_history_finish(io->hist) != 0)
+    rt_worker_die(index, "closing the history: %s", strerror(errno));
+  redisFree(io->side);
+}
+
+/* Worker index's start on the server at port, after
+ * rt_stress_worker_begin: its history at hist_path, its side connection,
+ * its loop and its client. */
+static inline void rt_stress_open(rt_stress_io_t *io, int index, int port,
+                                  const char *hist_path) {
+  io->hist = rt_stress_history(index, hist_path);
+  io->side = rt_stress_side(index, port);
+  io->c = rt_stress_client(index, &io->loop, port);
 }
 
 #endif /* LK_TEST_HARNESS_STRESS_WORKER_H */

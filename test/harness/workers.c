@@ -186,6 +186,23 @@ void rt_pids_kill(const pid_t *pids, int *running, int n) {
     }
 }
 
+pid_t rt_pids_fork(pid_t *pids, int *running, int n, int i) {
+  pid_t pid;
+  fflush(NULL);
+  pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    rt_pids_kill(pids, running, n);
+    FAIL("fork: %s", strerror(e));
+  }
+  if (pid == 0)
+    return 0;
+  rt_child_track(pid);
+  pids[i] = pid;
+  running[i] = 1;
+  return pid;
+}
+
 int rt_pids_reap_at(const char *file, int line, const pid_t *pids, int *running, int n,
                     int64_t deadline_ms, int findings_exit) {
   int left = 0, findings = 0;
@@ -208,12 +225,20 @@ int rt_pids_reap_at(const char *file, int line, const pid_t *pids, int *running,
         continue;
       }
       if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        int e = errno;
         rt_pids_kill(pids, running, n);
+        if (r < 0)
+          rt_fail_at(file, line, "waitpid(worker %d): %s", i, strerror(e));
+        if (WIFSIGNALED(status))
+          rt_fail_at(file, line, "worker %d died of signal %d", i, WTERMSIG(status));
         rt_fail_at(file, line, "worker %d ended with status 0x%x (see its output above)", i,
                    status);
       }
     }
     if (left > 0 && rt_now_ms() > deadline_ms) {
+      for (int i = 0; i < n; i++)
+        if (running[i])
+          fprintf(stderr, "worker %d (pid %d) still running\n", i, (int)pids[i]);
       rt_pids_kill(pids, running, n);
       rt_fail_at(file, line, "%d workers still running", left);
     }

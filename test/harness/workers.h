@@ -52,6 +52,11 @@ pid_t rt_worker_parent(void);
  * rt_child_track by the test): running[i] is set while pids[i] runs. */
 /* SIGKILL, reap and untrack every running one. */
 void rt_pids_kill(const pid_t *pids, int *running, int n);
+/* Forks worker i of n, stdio flushed first: 0 in the child (which runs the
+ * worker and never returns); in the parent the child is tracked and set
+ * running in pids[i], running[i], and its pid returned. A failed fork kills
+ * the workers already running and fails the test. */
+pid_t rt_pids_fork(pid_t *pids, int *running, int n, int i);
 /* Reaps them until none runs, polling every 5 ms. Exit 0 is done; exit
  * findings_exit (when > 0) is counted in the result (its history is
  * complete: the caller checks it); any other end, or one still running

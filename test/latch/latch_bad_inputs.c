@@ -16,21 +16,13 @@
 
 #include "forked_child.h"
 #include "latch_fixture.h"
+#include "never_cb.h"
 
 #define BAD_LATCH ((lk_latch_t *)(uintptr_t)0x5a5a5a5a)
 
-static int g_never_calls;
-static void never_cb(lk_latch_t *l, int status, void *arg) {
-  (void)l;
-  (void)status;
-  (void)arg;
-  g_never_calls++;
-}
-
 static void finish(fx_t *fx) {
   fx_spin(fx, 20); /* a wrongly queued callback would run now */
-  fx_finish(fx);
-  ASSERT_EQ(g_never_calls, 0);
+  rt_never_finish(fx);
 }
 
 static long long evalsha_calls(rt_server_t *srv) {
@@ -94,11 +86,11 @@ TEST(counts_out_of_range_and_at_the_limit) {
   l = lx_new(&fx, "cnt", 0);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_get_count, l, NULL)); /* scripts loaded */
   calls = evalsha_calls(fx.srv);
-  ASSERT_EQ(lk_latch_try_set_count(l, 0, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_latch_try_set_count(l, -1, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_latch_try_set_count(l, INT64_MIN, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_latch_try_set_count(l, LK_LATCH_MAX_COUNT + 1, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_latch_try_set_count(l, INT64_MAX, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_try_set_count(l, 0, rt_never_latch_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_try_set_count(l, -1, rt_never_latch_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_try_set_count(l, INT64_MIN, rt_never_latch_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_try_set_count(l, LK_LATCH_MAX_COUNT + 1, rt_never_latch_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_try_set_count(l, INT64_MAX, rt_never_latch_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_try_set_count(l, 5, NULL, NULL), LK_EINVAL);
   ASSERT_EQ(evalsha_calls(fx.srv), calls); /* nothing was sent */
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS cnt"), 0);
@@ -126,20 +118,20 @@ TEST(bad_waits_callbacks_and_states) {
   lx_t s;
   fx_start(&fx, NULL);
   l = lx_new(&fx, "bw", 0);
-  ASSERT_EQ(lk_latch_await(l, -2, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_latch_await(l, INT64_MIN, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_latch_await(l, LK_MAX_TIME_MS + 1, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_await(l, -2, rt_never_latch_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_await(l, INT64_MIN, rt_never_latch_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_await(l, LK_MAX_TIME_MS + 1, rt_never_latch_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_await(l, 0, NULL, NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_count_down(l, NULL, NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_get_count(l, NULL, NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_delete(l, NULL, NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_cancel(l), LK_EINVAL);
 
-  ASSERT_EQ(lk_latch_await(NULL, 0, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_latch_count_down(NULL, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_latch_get_count(NULL, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_latch_try_set_count(NULL, 1, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_latch_delete(NULL, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_await(NULL, 0, rt_never_latch_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_count_down(NULL, rt_never_latch_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_get_count(NULL, rt_never_latch_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_try_set_count(NULL, 1, rt_never_latch_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_latch_delete(NULL, rt_never_latch_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_cancel(NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_close(NULL, NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_result(NULL), 0);
@@ -153,11 +145,11 @@ TEST(bad_waits_callbacks_and_states) {
   /* The longest bounded wait is accepted; one operation at a time. */
   ASSERT_OK(lx_set(&fx.loop, l, 1, NULL));
   lx_await_start(l, LK_MAX_TIME_MS, &s);
-  ASSERT_EQ(lk_latch_await(l, 0, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_latch_count_down(l, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_latch_try_set_count(l, 1, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_latch_get_count(l, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_latch_delete(l, never_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_latch_await(l, 0, rt_never_latch_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_latch_count_down(l, rt_never_latch_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_latch_try_set_count(l, 1, rt_never_latch_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_latch_get_count(l, rt_never_latch_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_latch_delete(l, rt_never_latch_cb, NULL), LK_EBUSY);
   ASSERT_EQ(lk_client_close(fx.c, NULL), LK_EBUSY); /* an object is open */
   ASSERT_OK(lk_latch_cancel(l));
   rt_run_until(&fx.loop, &s.done, 2000);
@@ -179,8 +171,8 @@ typedef struct {
 
 static void thread_call(void *arg) {
   thread_call_t *t = arg;
-  t->rc[0] = lk_latch_count_down(t->l, never_cb, NULL);
-  t->rc[1] = lk_latch_await(t->l, 0, never_cb, NULL);
+  t->rc[0] = lk_latch_count_down(t->l, rt_never_latch_cb, NULL);
+  t->rc[1] = lk_latch_await(t->l, 0, rt_never_latch_cb, NULL);
   t->out = BAD_LATCH;
   t->rc[2] = lk_latch_new(t->c, "from-thread", NULL, &t->out);
   t->rc[3] = lk_latch_close(t->l, NULL);
@@ -222,13 +214,13 @@ TEST(forked_child_gets_eforked) {
   if (pid == 0) {
     int bad = 0;
     lk_latch_t *nl = BAD_LATCH;
-    if (lk_latch_count_down(l, never_cb, NULL) != LK_EFORKED)
+    if (lk_latch_count_down(l, rt_never_latch_cb, NULL) != LK_EFORKED)
       bad |= 1;
-    if (lk_latch_await(l, -1, never_cb, NULL) != LK_EFORKED)
+    if (lk_latch_await(l, -1, rt_never_latch_cb, NULL) != LK_EFORKED)
       bad |= 2;
-    if (lk_latch_try_set_count(l, 1, never_cb, NULL) != LK_EFORKED)
+    if (lk_latch_try_set_count(l, 1, rt_never_latch_cb, NULL) != LK_EFORKED)
       bad |= 4;
-    if (lk_latch_delete(l, never_cb, NULL) != LK_EFORKED)
+    if (lk_latch_delete(l, rt_never_latch_cb, NULL) != LK_EFORKED)
       bad |= 8;
     if (lk_latch_new(fx.c, "child", NULL, &nl) != LK_EFORKED || nl != BAD_LATCH)
       bad |= 16;

@@ -31,6 +31,7 @@
 #include "stress_worker.h"
 #include "history.h"
 #include "lk_fixture.h"
+#include "workers.h"
 
 #define N_WORKERS 8
 /* Worker exit codes: 0 clean; WORKER_EXIT_FINDINGS ran to the end but saw
@@ -47,11 +48,8 @@ typedef struct worker_s {
   int iters, done_iters;
   int port;
   int cpu;
-  uv_loop_t loop;
-  lk_client_t *c;
+  rt_stress_io_t io; /* loop, client, side connection, history */
   lk_lock_t *l;
-  redisContext *side; /* blocking GET/SET of the counter */
-  FILE *hist;
   uint64_t rng;
   uint64_t t_acq;
   uint64_t t_begin;
@@ -65,9 +63,9 @@ static worker_t W; /* one per process */
 static pid_t stress_parent; /* the test process, set before forking */
 
 static long long counter_get(void) {
-  redisReply *r = redisCommand(W.side, "GET %s", COUNTER_KEY);
+  redisReply *r = redisCommand(W.io.side, "GET %s", COUNTER_KEY);
   if (r == NULL)
-    rt_worker_die(W.index, "GET: %s", W.side->errstr);
+    rt_worker_die(W.index, "GET: %s", W.io.side->errstr);
   if (r->type != REDIS_REPLY_STRING)
     rt_worker_die(W.index, "GET: reply type %d", r->type);
   long long v = strtoll(r->str, NULL, 10);
@@ -76,9 +74,9 @@ static long long counter_get(void) {
 }
 
 static void counter_set(long long v) {
-  redisReply *r = redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v);
+  redisReply *r = redisCommand(W.io.side, "SET %s %lld", COUNTER_KEY, v);
   if (r == NULL)
-    rt_worker_die(W.index, "SET: %s", W.side->errstr);
+    rt_worker_die(W.index, "SET: %s", W.io.side->errstr);
   if (r->type != REDIS_REPLY_STATUS)
     rt_worker_die(W.index, "SET: reply type %d", r->type);
   freeReplyObject(r);
@@ -91,7 +89,7 @@ static void on_client_closed(lk_client_t *c) { (void)c; }
 static void on_lock_closed(lk_lock_t *l) {
   (void)l;
   W.l = NULL;
-  int rc = lk_client_close(W.c, on_client_closed);
+  int rc = lk_client_close(W.io.c, on_client_closed);
   if (rc != 0)
     rt_worker_die(W.index, "lk_client_close: %s", lk_err_name(rc));
 }
@@ -117,7 +115,7 @@ static void on_released(lk_lock_t *l, int status, void *arg) {
     start_acquire();
     return;
   }
-  lk_client_get_stats(W.c, &W.stats);
+  lk_client_get_stats(W.io.c, &W.stats);
   int rc = lk_lock_close(l, on_lock_closed);
   if (rc != 0)
     rt_worker_die(W.index, "lk_lock_close: %s", lk_err_name(rc));
@@ -138,7 +136,7 @@ static void on_acquired(lk_lock_t *l, int status, void *arg) {
   rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 201u));
   counter_set(v + 1);
   uint64_t t_rel = uv_hrtime();
-  if (rt_history_append(W.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
+  if (rt_history_append(W.io.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
     rt_worker_die(W.index, "writing the history: %s", strerror(errno));
   int rc = lk_lock_release(l, on_released, NULL);
   if (rc != 0)
@@ -166,26 +164,15 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.rng = rt_stress_seed(0x2545f4914f6cdd1dULL);
 
   W.cpu = rt_stress_worker_begin(stress_parent, W.cpu);
-  W.hist = rt_history_create(hist_path);
-  if (W.hist == NULL)
-    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
-  W.side = rt_stress_side(W.index, port);
-  W.c = rt_stress_client(W.index, &W.loop, port);
-  int rc = lk_lock_new(W.c, LOCK_NAME, &W.l);
+  rt_stress_open(&W.io, W.index, port, hist_path);
+  int rc = lk_lock_new(W.io.c, LOCK_NAME, &W.l);
   if (rc != 0)
     rt_worker_die(W.index, "lk_lock_new: %s", lk_err_name(rc));
 
   W.t_begin = uv_hrtime();
   start_acquire();
-  uv_run(&W.loop, UV_RUN_DEFAULT);
-  if (W.done_iters != W.iters)
-    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
-  rc = uv_loop_close(&W.loop);
-  if (rc != 0)
-    rt_worker_die(W.index, "uv_loop_close: %s", uv_strerror(rc));
-  if (rt_history_finish(W.hist) != 0)
-    rt_worker_die(W.index, "closing the history: %s", strerror(errno));
-  redisFree(W.side);
+  uv_run(&W.io.loop, UV_RUN_DEFAULT);
+  rt_stress_worker_end(W.index, &W.io, W.done_iters, W.iters);
   double ms = (double)(uv_hrtime() - W.t_begin) / 1e6;
   printf("worker %d: cpu %d, %d holds in %.0f ms, waited %" PRIu64 " times, %d timeouts, "
          "%" PRIu64 " pub/sub messages, %" PRIu64 " commands\n",
@@ -210,15 +197,6 @@ static int64_t alarm_budget_ms(void) {
   return (int64_t)s * 1000;
 }
 
-static void kill_workers(const pid_t *pids, const int *running) {
-  for (int i = 0; i < N_WORKERS; i++)
-    if (running[i]) {
-      kill(pids[i], SIGKILL);
-      waitpid(pids[i], NULL, 0);
-      rt_child_untrack(pids[i]);
-    }
-}
-
 TEST(lock_stress_mutual_exclusion) {
   const int K = rt_stress_env_int("LK_STRESS_ITERS", 250, 1, 1000000);
   const int think_us = rt_stress_env_int("LK_STRESS_THINK_US", 300, 0, 1000000);
@@ -235,18 +213,8 @@ TEST(lock_stress_mutual_exclusion) {
   uint64_t t0 = uv_hrtime();
   stress_parent = getpid();
   for (int i = 0; i < N_WORKERS; i++) {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-      int e = errno;
-      kill_workers(pids, running);
-      FAIL("fork: %s", strerror(e));
-    }
-    if (pid == 0)
+    if (rt_pids_fork(pids, running, N_WORKERS, i) == 0)
       worker_main(i, rt_server_port(srv), K, think_us, paths[i]);
-    rt_child_track(pid);
-    pids[i] = pid;
-    running[i] = 1;
   }
 
   /* Wait for all, bounded: generous, but inside the test's own alarm. */
@@ -254,45 +222,11 @@ TEST(lock_stress_mutual_exclusion) {
   int64_t alarm_ms = alarm_budget_ms();
   if (alarm_ms != INT64_MAX && budget > alarm_ms - 8000)
     budget = alarm_ms - 8000 > 1000 ? alarm_ms - 8000 : 1000;
-  int64_t deadline = rt_now_ms() + budget;
-  int left = N_WORKERS;
-  int workers_with_findings = 0;
-  while (left > 0) {
-    for (int i = 0; i < N_WORKERS; i++) {
-      if (!running[i])
-        continue;
-      int status = 0;
-      pid_t r = waitpid(pids[i], &status, WNOHANG);
-      if (r == 0)
-        continue;
-      if (r < 0 && errno == EINTR)
-        continue;
-      running[i] = 0;
-      left--;
-      rt_child_untrack(pids[i]);
-      if (r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_FINDINGS) {
-        workers_with_findings++;
-        continue; /* its history is complete: check it with the others */
-      }
-      if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        kill_workers(pids, running);
-        if (r < 0)
-          FAIL("waitpid(worker %d): %s", i, strerror(errno));
-        if (WIFSIGNALED(status))
-          FAIL("worker %d died of signal %d", i, WTERMSIG(status));
-        FAIL("worker %d exited with %d (see its output above)", i, WEXITSTATUS(status));
-      }
-    }
-    if (left > 0 && rt_now_ms() > deadline) {
-      for (int i = 0; i < N_WORKERS; i++)
-        if (running[i])
-          fprintf(stderr, "worker %d (pid %d) still running\n", i, (int)pids[i]);
-      kill_workers(pids, running);
-      FAIL("%d workers still running after %" PRId64 " ms (K=%d)", left, budget, K);
-    }
-    if (left > 0)
-      rt_sleep_ms(5);
-  }
+  printf("waiting up to %" PRId64 " ms for %d workers (K=%d)\n", budget, N_WORKERS, K);
+  /* A worker with findings has a complete history: it is checked with the
+   * others. */
+  int workers_with_findings =
+      rt_pids_reap(pids, running, N_WORKERS, rt_now_ms() + budget, WORKER_EXIT_FINDINGS);
   double elapsed_ms = (double)(uv_hrtime() - t0) / 1e6;
 
   /* Everything is gathered and printed before the first assertion, so a

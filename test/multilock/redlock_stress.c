@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "history.h"
 #include "multi_fixture.h"
+#include "stress_worker.h"
 #include "workers.h"
 
 #define N_WORKERS 8
@@ -38,11 +38,9 @@
 typedef struct worker_s {
   int index, iters, done_iters;
   int ports[N_MASTERS];
-  uv_loop_t loop;
+  rt_stress_io_t io; /* loop, side connection, history; its clients are below */
   lk_client_t *c[N_MASTERS];
   lk_redlock_t *rl;
-  redisContext *side;
-  FILE *hist;
   uint64_t rng, t_acq;
   int timeouts, noquorum, release_errors, closed;
 } worker_t;
@@ -52,17 +50,17 @@ static pid_t stress_parent;
 static int stress_layout; /* LK_REDLOCK_LAYOUT_*: what each master holds */
 
 static long long side_int(const char *cmd) {
-  redisReply *r = redisCommand(W.side, cmd, COUNTER_KEY);
+  redisReply *r = redisCommand(W.io.side, cmd, COUNTER_KEY);
   long long v;
   if (r == NULL)
-    rt_worker_die(W.index, "%s: %s", cmd, W.side->errstr);
+    rt_worker_die(W.index, "%s: %s", cmd, W.io.side->errstr);
   v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
   freeReplyObject(r);
   return v;
 }
 
 static void counter_set(long long v) {
-  redisReply *r = redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v);
+  redisReply *r = redisCommand(W.io.side, "SET %s %lld", COUNTER_KEY, v);
   if (r == NULL || r->type != REDIS_REPLY_STATUS)
     rt_worker_die(W.index, "SET failed");
   freeReplyObject(r);
@@ -117,7 +115,7 @@ static void on_acquired(lk_redlock_t *rl, int status, void *arg) {
   t_rel = uv_hrtime();
   if (!lk_redlock_is_held(rl))
     rt_worker_die(W.index, "validity ran out inside a 200 us section");
-  if (rt_history_append(W.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
+  if (rt_history_append(W.io.hist, (uint32_t)W.index, W.t_acq, t_rel) != 0)
     rt_worker_die(W.index, "history: %s", strerror(errno));
   if (lk_redlock_release(rl, on_released, NULL) != 0)
     rt_worker_die(W.index, "lk_redlock_release");
@@ -134,34 +132,22 @@ static void start_acquire(void) {
 
 __attribute__((noreturn)) static void worker_main(int index, const int *ports, int iters,
                                                   const char *hist_path) {
-  struct timeval tv = {5, 0};
-  cpu_set_t set;
   int i, rc;
   memset(&W, 0, sizeof W);
   W.index = index;
   W.iters = iters;
   memcpy(W.ports, ports, sizeof(W.ports));
-  W.rng = uv_hrtime() ^ ((uint64_t)getpid() << 20) ^ 0x2545f4914f6cdd1dULL;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != stress_parent)
-    _exit(5);
-  CPU_ZERO(&set);
-  CPU_SET(index % 2, &set);
-  (void)sched_setaffinity(0, sizeof set, &set);
-  W.hist = rt_history_create(hist_path);
-  if (W.hist == NULL)
-    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
-  W.side = redisConnectWithTimeout("127.0.0.1", ports[0], tv);
-  if (W.side == NULL || W.side->err)
-    rt_worker_die(W.index, "side connection");
-  redisSetTimeout(W.side, tv);
-  if (uv_loop_init(&W.loop) != 0)
+  W.rng = rt_stress_seed(0x2545f4914f6cdd1dULL);
+  (void)rt_stress_worker_begin(stress_parent, index % 2); /* unpinned when not allowed */
+  W.io.hist = rt_stress_history(W.index, hist_path);
+  W.io.side = rt_stress_side(W.index, ports[0]);
+  if (uv_loop_init(&W.io.loop) != 0)
     rt_worker_die(W.index, "uv_loop_init");
   for (i = 0; i < N_MASTERS; i++) {
     lk_client_opts_t o;
     lk_client_opts_init(&o);
     o.port = ports[i];
-    rc = lk_client_new(&W.loop, &o, &W.c[i]);
+    rc = lk_client_new(&W.io.loop, &o, &W.c[i]);
     if (rc != 0)
       rt_worker_die(W.index, "lk_client_new: %s", lk_err_name(rc));
   }
@@ -174,14 +160,10 @@ __attribute__((noreturn)) static void worker_main(int index, const int *ports, i
   if (rc != 0)
     rt_worker_die(W.index, "lk_redlock_new: %s", lk_err_name(rc));
   start_acquire();
-  uv_run(&W.loop, UV_RUN_DEFAULT);
-  if (W.done_iters != W.iters || W.closed != N_MASTERS)
-    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
-  if (uv_loop_close(&W.loop) != 0)
-    rt_worker_die(W.index, "uv_loop_close");
-  if (rt_history_finish(W.hist) != 0)
-    rt_worker_die(W.index, "closing the history");
-  redisFree(W.side);
+  uv_run(&W.io.loop, UV_RUN_DEFAULT);
+  if (W.closed != N_MASTERS)
+    rt_worker_die(W.index, "the loop ran dry with %d of %d clients closed", W.closed, N_MASTERS);
+  rt_stress_worker_end(W.index, &W.io, W.done_iters, W.iters);
   printf("worker %d: %d holds, %d budget timeouts, %d no-quorum retries\n", W.index,
          W.done_iters, W.timeouts, W.noquorum);
   exit(W.release_errors > 0 ? 4 : 0);
@@ -221,13 +203,8 @@ static void stress(int layout) {
     snprintf(paths[i], sizeof paths[i], "%s/rl-history-%d.bin", rt_server_dir(srv[0]), i);
   stress_parent = getpid();
   for (i = 0; i < N_WORKERS; i++) {
-    fflush(NULL);
-    pids[i] = fork();
-    ASSERT_GE(pids[i], 0);
-    if (pids[i] == 0)
+    if (rt_pids_fork(pids, running, N_WORKERS, i) == 0)
       worker_main(i, ports, K, paths[i]);
-    rt_child_track(pids[i]);
-    running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 20);
   rt_pids_reap(pids, running, N_WORKERS, deadline, 0);

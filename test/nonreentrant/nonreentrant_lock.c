@@ -19,17 +19,7 @@ TEST(second_acquire_refused_at_once_and_never_sent) {
   fx_start_no_repoll(&fx);
   lk_lock_t *l = fx_lock(&fx, "nr-own");
   ASSERT_OK(nr_lock(&fx, l, 0, 30000));
-  ASSERT_EQ(lk_lock_hold_count(l), 1);
-  long long scripts = nr_script_calls(fx.srv);
-  ASSERT_EQ(nr_lock_start(l, 0, 30000, 0, &s), LK_EREENTRY);
-  ASSERT_EQ(nr_lock_start(l, rt_scaled_ms(5000), LK_LEASE_DEFAULT, 0, &s), LK_EREENTRY);
-  ASSERT_EQ(nr_lock_start(l, 0, 30000, 1, &s), LK_EREENTRY);
-  fx_spin(&fx, 50);
-  ASSERT_EQ(s.calls, 0);
-  ASSERT_EQ(nr_script_calls(fx.srv), scripts);
-  ASSERT_EQ(nr_hget(fx.srv, "nr-own", lk_lock_owner(l)), 1);
-  ASSERT_EQ(lk_lock_hold_count(l), 1);
-  ASSERT_EQ(fx_token_counter(&fx, "nr-own"), 0);
+  nr_own_second_acquire_refused(&nr_lock_kind, &fx, l, "nr-own");
   /* The object is not busy: a reentrant acquire re-enters. */
   ASSERT_OK(sx_acquire(&fx, l, 0, 30000));
   ASSERT_EQ(nr_hget(fx.srv, "nr-own", lk_lock_owner(l)), 2);
@@ -49,41 +39,10 @@ TEST(second_acquire_refused_at_once_and_never_sent) {
   fx_finish(&fx);
 }
 
-/* Another object acting as the holder's owner (lk_lock_set_owner) cannot
- * know the server's count: the script refuses it, with Redisson's error
- * word, at once although the acquire could wait, and queues or counts
- * nothing. */
+/* Another object acting as the holder's owner (lk_lock_set_owner):
+ * nr_contract.h. */
 TEST(shared_owner_refused_by_the_server) {
-  fx_t fx;
-  sx_t s;
-  fx_start_no_repoll(&fx);
-  lk_lock_t *a = fx_lock(&fx, "nr-shared"), *b = fx_lock(&fx, "nr-shared");
-  ASSERT_OK(nr_lock(&fx, a, 0, 30000));
-  ASSERT_OK(lk_lock_set_owner(b, NULL, nr_tid_of(lk_lock_owner(a))));
-  ASSERT_STREQ(lk_lock_owner(b), lk_lock_owner(a));
-  int64_t budget = rt_scaled_ms(10000);
-  ASSERT_OK(nr_lock_start(b, budget, 30000, 0, &s));
-  uint64_t t0 = uv_hrtime();
-  rt_run_until(&fx.loop, &s.done, budget + 5000);
-  ASSERT_EQ(s.status, LK_EREENTRY);
-  ASSERT_LT(ms_between(t0, s.t_ns), budget / 2);
-  ASSERT_NOT_NULL(strstr(lk_lock_error_text(b), RT_NR_ERROR_WORD));
-  ASSERT_EQ(lk_lock_hold_count(b), 0);
-  ASSERT_EQ(nr_hget(fx.srv, "nr-shared", lk_lock_owner(a)), 1);
-  /* A single try, fenced, the same. */
-  ASSERT_OK(nr_lock_start(b, 0, 30000, 1, &s));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_EQ(s.status, LK_EREENTRY);
-  ASSERT_EQ(fx_token_counter(&fx, "nr-shared"), 0);
-  ASSERT_EQ(nr_hget(fx.srv, "nr-shared", lk_lock_owner(a)), 1);
-  /* Once a released, b's non-reentrant acquire is granted. */
-  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  ASSERT_OK(nr_lock(&fx, b, 0, 30000));
-  ASSERT_EQ(nr_hget(fx.srv, "nr-shared", lk_lock_owner(b)), 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  nr_shared_owner_refused_by_the_server(&nr_lock_kind, "nr-shared");
 }
 
 /* A Redisson non-reentrant holder keeps latchkey out; its unlock's message
@@ -96,17 +55,9 @@ TEST(redisson_holder_blocks_latchkey_and_its_unlock_wakes_it) {
   char *channel = rt_rlock_channel("nr-r2l");
   ASSERT_EQ(rt_nrlock_try(emu, "nr-r2l", NR_EMU_UUID, NR_EMU_TID, 30000), RT_RLOCK_ACQUIRED);
   lk_lock_t *l = fx_lock(&fx, "nr-r2l");
-  ASSERT_EQ(nr_lock(&fx, l, 0, 30000), LK_ETIMEDOUT);
-  ASSERT_OK(nr_lock_start(l, rt_scaled_ms(10000), LK_LEASE_DEFAULT, 0, &s));
+  nr_start_waiting_behind_redisson(&nr_lock_kind, &fx, l, &s);
   fx_wait_subscribers(&fx, channel, 1);
-  fx_spin(&fx, 50);
-  ASSERT_EQ(s.done, 0);
-  uint64_t t_unlock = uv_hrtime();
-  ASSERT_EQ(rt_rlock_unlock(emu, "nr-r2l", NR_EMU_UUID, NR_EMU_TID), 1);
-  rt_run_until(&fx.loop, &s.done, 10000);
-  ASSERT_OK(s.status);
-  ASSERT_LT(ms_between(t_unlock, s.t_ns), rt_scaled_ms(1000));
-  ASSERT_EQ(nr_hget(fx.srv, "nr-r2l", lk_lock_owner(l)), 1);
+  nr_redisson_unlock_wakes(&nr_lock_kind, &fx, emu, l, &s, "nr-r2l");
   /* Redisson sees latchkey's hold as busy, with its lease. */
   long long ttl = rt_nrlock_try(emu, "nr-r2l", NR_EMU_UUID, NR_EMU_TID, 30000);
   ASSERT_GT(ttl, 0);
@@ -124,27 +75,15 @@ TEST(latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
   fx_t fx;
   pthread_t th;
   fx_start_no_repoll(&fx);
-  lk_lock_t *l = fx_lock(&fx, "nr-l2r");
-  char *channel = rt_rlock_channel("nr-l2r");
-  ASSERT_OK(nr_lock(&fx, l, 0, LK_LEASE_DEFAULT));
   rt_emu_waiter_t w;
-  rt_emu_waiter_start(&w, &th, nr_emu_lock_wait, rt_server_port(fx.srv), "nr-l2r");
-  fx_wait_subscribers(&fx, channel, 1);
-  fx_spin(&fx, 100);
-  ASSERT_EQ(atomic_load(&w.done), 0);
-  uint64_t t_release = uv_hrtime();
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
-  ASSERT_EQ(pthread_join(th, NULL), 0);
-  ASSERT_EQ(w.result, 0);
-  ASSERT_LT(ms_between(t_release, w.t_ns), rt_scaled_ms(1000));
-  ASSERT_EQ(nr_hget(fx.srv, "nr-l2r", NR_EMU_OWNER), 1);
+  lk_lock_t *l = nr_hold_with_redisson_waiting(&nr_lock_kind, &fx, "nr-l2r", &w, &th);
+  nr_release_wakes_redisson(&nr_lock_kind, &fx, l, &w, th, "nr-l2r");
   /* Now latchkey waits in turn. */
   ASSERT_EQ(nr_lock(&fx, l, 0, 30000), LK_ETIMEDOUT);
   redisContext *emu = rt_rlock_connect(rt_server_port(fx.srv));
   ASSERT_EQ(rt_rlock_unlock(emu, "nr-l2r", NR_EMU_UUID, NR_EMU_TID), 1);
   redisFree(emu);
   fx_close_lock(&fx, l);
-  free(channel);
   fx_finish(&fx);
 }
 
@@ -216,22 +155,6 @@ TEST(watchdog_lost_lease_and_force_release) {
   fx_close_lock(&fx, l);
   fx_finish(&fx);
 }
-
-static void *nr_open_lock(fx_t *fx, const char *name) { return fx_lock(fx, name); }
-static int nr_start_lock(void *obj, int64_t wait_ms, int64_t lease_ms, sx_t *s) {
-  return nr_lock_start(obj, wait_ms, lease_ms, 0, s);
-}
-static int nr_lock_is_locked(fx_t *fx, void *obj) {
-  return sx_run(fx, lk_lock_is_locked, obj, NULL);
-}
-static int nr_lock_release(fx_t *fx, void *obj) { return sx_run(fx, lk_lock_release, obj, NULL); }
-static uint32_t nr_lock_hold_count(void *obj) { return lk_lock_hold_count(obj); }
-static const char *nr_lock_owner(void *obj) { return lk_lock_owner(obj); }
-static void nr_close_lock(fx_t *fx, void *obj) { fx_close_lock(fx, obj); }
-
-static const nr_kind_t nr_lock_kind = {"lock/acquire",      nr_open_lock,       nr_start_lock,
-                                       nr_lock_is_locked,   nr_lock_release,    nr_lock_hold_count,
-                                       nr_lock_owner,       nr_close_lock};
 
 TEST(lost_reply_resend_is_the_grant_not_a_reentry) {
   nr_lost_reply_resend_is_the_grant(&nr_lock_kind, "nr-lost");

@@ -14,22 +14,10 @@
 #include <unistd.h>
 
 #include "forked_child.h"
+#include "never_cb.h"
 #include "rw_fixture.h"
 
 #define BAD_RW ((lk_rwlock_t *)(uintptr_t)0x5a5a5a5a)
-
-static int g_never_calls;
-static void never_cb(lk_rwlock_t *rw, int status, void *arg) {
-  (void)rw;
-  (void)status;
-  (void)arg;
-  g_never_calls++;
-}
-
-static void finish(fx_t *fx) {
-  fx_finish(fx);
-  ASSERT_EQ(g_never_calls, 0);
-}
 
 static long long scripts_run(fx_t *fx) {
   long long n = 0;
@@ -51,7 +39,7 @@ static int acquire_rc(lk_rwlock_t *rw, int side, int64_t wait_ms, int64_t lease_
   lk_rwlock_opts_init(&o);
   o.wait_ms = wait_ms;
   o.lease_ms = lease_ms;
-  return lk_rwlock_acquire(rw, (lk_rwlock_side_t)side, &o, never_cb, NULL);
+  return lk_rwlock_acquire(rw, (lk_rwlock_side_t)side, &o, rt_never_rwlock_cb, NULL);
 }
 
 /* After rejected calls the object is idle and works on both sides. */
@@ -96,7 +84,7 @@ TEST(new_rejects_bad_arguments) {
   ASSERT(rw == BAD_RW);
   ASSERT_OK(lk_rwlock_new(fx.c, "12345678", &rw));
   fx_close_rwlock(&fx, rw);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(acquire_rejects_bad_arguments) {
@@ -110,11 +98,11 @@ TEST(acquire_rejects_bad_arguments) {
   check_still_usable(&fx, rw);
   before = scripts_run(&fx);
   lk_rwlock_opts_init(&o);
-  ASSERT_EQ(lk_rwlock_acquire(NULL, RW_R, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_acquire(NULL, RW_R, &o, rt_never_rwlock_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_acquire(rw, RW_R, &o, NULL, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_rwlock_acquire(rw, (lk_rwlock_side_t)0, &o, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_rwlock_acquire(rw, (lk_rwlock_side_t)3, &o, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_rwlock_acquire(rw, (lk_rwlock_side_t)-1, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_acquire(rw, (lk_rwlock_side_t)0, &o, rt_never_rwlock_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_acquire(rw, (lk_rwlock_side_t)3, &o, rt_never_rwlock_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_acquire(rw, (lk_rwlock_side_t)-1, &o, rt_never_rwlock_cb, NULL), LK_EINVAL);
   for (int side = RW_R; side <= RW_W; side++) {
     ASSERT_EQ(acquire_rc(rw, side, -2, 1000), LK_EINVAL);
     ASSERT_EQ(acquire_rc(rw, side, LK_MAX_TIME_MS + 1, 1000), LK_EINVAL);
@@ -133,7 +121,7 @@ TEST(acquire_rejects_bad_arguments) {
   ASSERT_OK(rw_release(&fx, rw, RW_R, NULL));
   check_still_usable(&fx, rw);
   fx_close_rwlock(&fx, rw);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(release_and_queries_reject_bad_arguments) {
@@ -141,21 +129,21 @@ TEST(release_and_queries_reject_bad_arguments) {
   lk_rwlock_t *rw;
   fx_start(&fx, NULL);
   rw = fx_rwlock(&fx, "bad");
-  ASSERT_EQ(lk_rwlock_release(NULL, RW_R, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_release(NULL, RW_R, rt_never_rwlock_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_release(rw, RW_R, NULL, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_rwlock_release(rw, (lk_rwlock_side_t)7, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_rwlock_release(rw, RW_R, never_cb, NULL), LK_ENOTHELD);
-  ASSERT_EQ(lk_rwlock_release(rw, RW_W, never_cb, NULL), LK_ENOTHELD);
-  ASSERT_EQ(lk_rwlock_force_release(NULL, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_release(rw, (lk_rwlock_side_t)7, rt_never_rwlock_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_release(rw, RW_R, rt_never_rwlock_cb, NULL), LK_ENOTHELD);
+  ASSERT_EQ(lk_rwlock_release(rw, RW_W, rt_never_rwlock_cb, NULL), LK_ENOTHELD);
+  ASSERT_EQ(lk_rwlock_force_release(NULL, rt_never_rwlock_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_force_release(rw, NULL, NULL), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_mode(rw, NULL, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_rwlock_remaining_ttl(NULL, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_rwlock_server_hold_count(rw, (lk_rwlock_side_t)0, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_remaining_ttl(NULL, rt_never_rwlock_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_server_hold_count(rw, (lk_rwlock_side_t)0, rt_never_rwlock_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_server_hold_count(rw, RW_R, NULL, NULL), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_cancel(NULL), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_cancel(rw), LK_EINVAL); /* nothing pending */
   ASSERT_EQ(lk_rwlock_close(NULL, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_rwlock_set_lost_cb(NULL, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_rwlock_set_lost_cb(NULL, rt_never_rwlock_cb, NULL), LK_EINVAL);
   /* Getters on NULL or a bad side answer neutrally. */
   ASSERT_EQ(lk_rwlock_is_held(NULL, RW_R), 0);
   ASSERT_EQ(lk_rwlock_is_held(rw, (lk_rwlock_side_t)9), 0);
@@ -174,7 +162,7 @@ TEST(release_and_queries_reject_bad_arguments) {
   ASSERT(lk_rwlock_client(rw) == fx.c);
   check_still_usable(&fx, rw);
   fx_close_rwlock(&fx, rw);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* One operation at a time; a second one is LK_EBUSY and changes nothing. */
@@ -189,8 +177,8 @@ TEST(second_operation_while_pending_is_busy) {
   rw_start(rw, RW_R, 5000, LK_LEASE_DEFAULT, &s);
   ASSERT_EQ(acquire_rc(rw, RW_R, 0, 1000), LK_EBUSY);
   ASSERT_EQ(acquire_rc(rw, RW_W, 0, 1000), LK_EBUSY);
-  ASSERT_EQ(lk_rwlock_force_release(rw, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_rwlock_mode(rw, never_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_rwlock_force_release(rw, rt_never_rwlock_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_rwlock_mode(rw, rt_never_rwlock_cb, NULL), LK_EBUSY);
   ASSERT_EQ(lk_rwlock_set_owner(rw, NULL, 5), LK_EBUSY);
   ASSERT_OK(rw_release(&fx, w, RW_W, NULL));
   rt_run_until(&fx.loop, &s.done, 5000);
@@ -201,7 +189,7 @@ TEST(second_operation_while_pending_is_busy) {
   fx_close_rwlock(&fx, rw);
   fx_close_rwlock(&fx, w);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(set_owner_checks_and_acts_as_given_owner) {
@@ -225,7 +213,7 @@ TEST(set_owner_checks_and_acts_as_given_owner) {
   ASSERT_OK(rw_release(&fx, rw, RW_W, NULL));
   fx_close_rwlock(&fx, rw);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 TEST(operations_on_a_closing_object) {
@@ -238,11 +226,11 @@ TEST(operations_on_a_closing_object) {
   lk_rwlock_set_data(rw, &closed);
   ASSERT_OK(lk_rwlock_close(rw, fx_rwlock_closed_cb));
   ASSERT_EQ(acquire_rc(rw, RW_W, 0, 1000), LK_ECLOSED);
-  ASSERT_EQ(lk_rwlock_release(rw, RW_R, never_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_rwlock_mode(rw, never_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_rwlock_release(rw, RW_R, rt_never_rwlock_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_rwlock_mode(rw, rt_never_rwlock_cb, NULL), LK_ECLOSED);
   ASSERT_EQ(lk_rwlock_cancel(rw), LK_ECLOSED);
   ASSERT_EQ(lk_rwlock_set_owner(rw, NULL, 1), LK_ECLOSED);
-  ASSERT_EQ(lk_rwlock_set_lost_cb(rw, never_cb, NULL), LK_ECLOSED);
+  ASSERT_EQ(lk_rwlock_set_lost_cb(rw, rt_never_rwlock_cb, NULL), LK_ECLOSED);
   ASSERT_EQ(lk_rwlock_close(rw, NULL), LK_ECLOSED);
   rt_run_until(&fx.loop, &closed, 5000);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
@@ -250,7 +238,7 @@ TEST(operations_on_a_closing_object) {
   rw = fx_rwlock(&fx, "closing");
   ASSERT_EQ(lk_client_close(fx.c, NULL), LK_EBUSY);
   fx_close_rwlock(&fx, rw);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 typedef struct {
@@ -265,14 +253,14 @@ static void thread_call(void *arg) {
   thread_call_t *t = arg;
   switch (t->which) {
   case 0:
-    t->rc = lk_rwlock_acquire(t->rw, RW_W, NULL, never_cb, NULL);
+    t->rc = lk_rwlock_acquire(t->rw, RW_W, NULL, rt_never_rwlock_cb, NULL);
     break;
   case 1:
     t->out = BAD_RW;
     t->rc = lk_rwlock_new(t->c, "wt", &t->out);
     break;
   case 2:
-    t->rc = lk_rwlock_release(t->rw, RW_R, never_cb, NULL);
+    t->rc = lk_rwlock_release(t->rw, RW_R, rt_never_rwlock_cb, NULL);
     break;
   default:
     t->rc = lk_rwlock_close(t->rw, NULL);
@@ -301,7 +289,7 @@ TEST(wrong_thread) {
   ASSERT_OK(rw_release(&fx, t.rw, RW_R, NULL));
   check_still_usable(&fx, t.rw);
   fx_close_rwlock(&fx, t.rw);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* In a forked child every call answers LK_EFORKED and nothing reaches the
@@ -323,13 +311,13 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   if (pid == 0) {
     int bad = 0;
     lk_rwlock_t *nl = BAD_RW;
-    if (lk_rwlock_acquire(idle, RW_R, NULL, never_cb, NULL) != LK_EFORKED)
+    if (lk_rwlock_acquire(idle, RW_R, NULL, rt_never_rwlock_cb, NULL) != LK_EFORKED)
       bad |= 1;
-    if (lk_rwlock_release(held, RW_W, never_cb, NULL) != LK_EFORKED)
+    if (lk_rwlock_release(held, RW_W, rt_never_rwlock_cb, NULL) != LK_EFORKED)
       bad |= 2;
     if (lk_rwlock_new(fx.c, "child", &nl) != LK_EFORKED || nl != BAD_RW)
       bad |= 4;
-    if (lk_rwlock_force_release(idle, never_cb, NULL) != LK_EFORKED)
+    if (lk_rwlock_force_release(idle, rt_never_rwlock_cb, NULL) != LK_EFORKED)
       bad |= 8;
     if (lk_rwlock_close(held, NULL) != LK_EFORKED)
       bad |= 16;
@@ -347,7 +335,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   fx_close_rwlock(&fx, idle);
   fx_close_rwlock(&fx, held);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  finish(&fx);
+  rt_never_finish(&fx);
 }
 
 /* Absurd state on the server (a corrupt hold count, garbage in the mode
@@ -385,5 +373,5 @@ TEST(absurd_counts_on_the_server_are_survived) {
   ASSERT_EQ(rw_run(&fx, lk_rwlock_mode, rw, NULL), LK_EPROTOCOL);
   freeReplyObject(rt_cmd(fx.srv, "DEL absurd"));
   fx_close_rwlock(&fx, rw);
-  finish(&fx);
+  rt_never_finish(&fx);
 }

@@ -41,11 +41,8 @@
 
 typedef struct worker_s {
   int index, iters, done, write_pct, think_us;
-  uv_loop_t loop;
-  lk_client_t *c;
+  rt_stress_io_t io; /* loop, client, side connection, history */
   lk_rwlock_t *rw;
-  redisContext *side;
-  FILE *hist;
   uint64_t rng, t_acq;
   int writing;
   int torn_reads;     /* a reader saw the counter change under it */
@@ -57,30 +54,23 @@ typedef struct worker_s {
 static worker_t W;
 static pid_t g_parent;
 
-__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "worker %d: FAIL: ", W.index);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  _exit(3);
-}
+/* This worker's failure (rt_worker_die: exit 3). */
+#define die(...) rt_worker_die(W.index, __VA_ARGS__)
 
 static long long counter(void) {
-  redisReply *r = redisCommand(W.side, "GET %s", COUNTER_KEY);
+  redisReply *r = redisCommand(W.io.side, "GET %s", COUNTER_KEY);
   long long v;
   if (r == NULL || r->type != REDIS_REPLY_STRING)
-    die("GET: %s", r == NULL ? W.side->errstr : "not a string");
+    die("GET: %s", r == NULL ? W.io.side->errstr : "not a string");
   v = strtoll(r->str, NULL, 10);
   freeReplyObject(r);
   return v;
 }
 
 static void counter_set(long long v) {
-  redisReply *r = redisCommand(W.side, "SET %s %lld", COUNTER_KEY, v);
+  redisReply *r = redisCommand(W.io.side, "SET %s %lld", COUNTER_KEY, v);
   if (r == NULL || r->type != REDIS_REPLY_STATUS)
-    die("SET: %s", r == NULL ? W.side->errstr : "unexpected reply");
+    die("SET: %s", r == NULL ? W.io.side->errstr : "unexpected reply");
   freeReplyObject(r);
 }
 
@@ -90,7 +80,7 @@ static void on_client_closed(lk_client_t *c) { (void)c; }
 
 static void on_closed(lk_rwlock_t *rw) {
   (void)rw;
-  if (lk_client_close(W.c, on_client_closed) != 0)
+  if (lk_client_close(W.io.c, on_client_closed) != 0)
     die("lk_client_close");
 }
 
@@ -137,7 +127,7 @@ static void on_acquired(lk_rwlock_t *rw, int status, void *arg) {
     W.reads++;
   }
   t_rel = uv_hrtime();
-  if (rt_history_append(W.hist, RT_RW_OWNER(W.index, W.writing), W.t_acq, t_rel) != 0)
+  if (rt_history_append(W.io.hist, RT_RW_OWNER(W.index, W.writing), W.t_acq, t_rel) != 0)
     die("history: %s", strerror(errno));
   rc = lk_rwlock_release(rw, side, on_released, NULL);
   if (rc != 0)
@@ -164,22 +154,12 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.think_us = think_us;
   W.rng = rt_stress_seed(0x9e3779b97f4a7c15ULL);
   (void)rt_stress_worker_begin(g_parent, index % 2); /* unpinned when not allowed */
-  W.hist = rt_history_create(path);
-  if (W.hist == NULL)
-    die("%s: %s", path, strerror(errno));
-  W.side = rt_stress_side(W.index, port);
-  W.c = rt_stress_client(W.index, &W.loop, port);
-  if (lk_rwlock_new(W.c, LOCK_NAME, &W.rw) != 0)
+  rt_stress_open(&W.io, W.index, port, path);
+  if (lk_rwlock_new(W.io.c, LOCK_NAME, &W.rw) != 0)
     die("lock");
   next();
-  uv_run(&W.loop, UV_RUN_DEFAULT);
-  if (W.done != W.iters)
-    die("the loop ran dry after %d of %d iterations", W.done, W.iters);
-  if (uv_loop_close(&W.loop) != 0)
-    die("uv_loop_close");
-  if (rt_history_finish(W.hist) != 0)
-    die("closing the history: %s", strerror(errno));
-  redisFree(W.side);
+  uv_run(&W.io.loop, UV_RUN_DEFAULT);
+  rt_stress_worker_end(W.index, &W.io, W.done, W.iters);
   printf("worker %d: %d reads, %d writes, %d torn reads, %d failed releases, %d timeouts\n",
          W.index, W.reads, W.writes, W.torn_reads, W.failed_releases, W.timeouts);
   fflush(stdout);
@@ -207,19 +187,9 @@ TEST(rw_stress_readers_share_writers_exclude) {
   free(rt_cmd_str(srv, "SET %s 0", COUNTER_KEY));
   g_parent = getpid();
   for (int i = 0; i < N_WORKERS; i++) {
-    pid_t pid;
     snprintf(paths[i], sizeof(paths[i]), "%s/rw-history-%d.bin", rt_server_dir(srv), i);
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-      rt_pids_kill(pids, running, N_WORKERS);
-      FAIL("fork: %s", strerror(errno));
-    }
-    if (pid == 0)
+    if (rt_pids_fork(pids, running, N_WORKERS, i) == 0)
       worker_main(i, rt_server_port(srv), K, write_pct, think_us, paths[i]);
-    rt_child_track(pid);
-    pids[i] = pid;
-    running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 10);
   findings = rt_pids_reap(pids, running, N_WORKERS, deadline, 4);
@@ -260,20 +230,7 @@ TEST(rw_stress_readers_share_writers_exclude) {
     freeReplyObject(keys);
   }
   ASSERT_EQ(rt_cmd_int(srv, "EXISTS %s", LOCK_NAME), 0);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-    for (;;) {
-      redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", CHANNEL);
-      long long n;
-      ASSERT_NOT_NULL(r);
-      n = r->element[1]->integer;
-      freeReplyObject(r);
-      if (n == 0)
-        break;
-      ASSERT_LT(rt_now_ms(), end);
-      rt_sleep_ms(5);
-    }
-  }
+  rt_server_wait_channels_gone(srv, CHANNEL);
   rt_server_stop(srv);
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "proxy.h"
+#include "never_cb.h"
 #include "sem_fixture.h"
 
 /* The server's clock in epoch ms (scores are on it). */
@@ -337,12 +338,6 @@ TEST(psem_release_by_id_from_another_object) {
   fx_finish(&fx);
 }
 
-static int g_never;
-static void never_cb(lk_psem_t *p, int status, void *arg) {
-  (void)p, (void)status, (void)arg;
-  g_never++;
-}
-
 TEST(psem_bad_inputs) {
   fx_t fx;
   lk_psem_t *p, *out = NULL;
@@ -355,39 +350,39 @@ TEST(psem_bad_inputs) {
   lk_psem_opts_init(&o);
   ASSERT_EQ(o.lease_ms, LK_LEASE_DEFAULT);
   o.permits = 0;
-  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_acquire(p, &o, rt_never_psem_cb, NULL), LK_EINVAL);
   o.permits = LK_PSEM_MAX_ACQUIRE + 1;
-  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_acquire(p, &o, rt_never_psem_cb, NULL), LK_EINVAL);
   o.permits = 1;
   o.lease_ms = 0;
-  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_acquire(p, &o, rt_never_psem_cb, NULL), LK_EINVAL);
   o.lease_ms = -5;
-  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_acquire(p, &o, rt_never_psem_cb, NULL), LK_EINVAL);
   o.lease_ms = LK_MAX_TIME_MS + 1;
-  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_acquire(p, &o, rt_never_psem_cb, NULL), LK_EINVAL);
   o.lease_ms = 1000;
   o.wait_ms = -3;
-  ASSERT_EQ(lk_psem_acquire(p, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_acquire(p, &o, rt_never_psem_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_psem_acquire(p, NULL, NULL, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_psem_release(p, NULL, never_cb, NULL), LK_ENOTHELD);
-  ASSERT_EQ(lk_psem_release(p, "0123", never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_psem_release(p, "0123456789abcdef0123456789abcdeg", never_cb, NULL),
+  ASSERT_EQ(lk_psem_release(p, NULL, rt_never_psem_cb, NULL), LK_ENOTHELD);
+  ASSERT_EQ(lk_psem_release(p, "0123", rt_never_psem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_release(p, "0123456789abcdef0123456789abcdeg", rt_never_psem_cb, NULL),
             LK_EINVAL);
-  ASSERT_EQ(lk_psem_release(p, "0123456789abcdef0123456789abcdef0", never_cb, NULL),
+  ASSERT_EQ(lk_psem_release(p, "0123456789abcdef0123456789abcdef0", rt_never_psem_cb, NULL),
             LK_EINVAL);
-  ASSERT_EQ(lk_psem_release(p, "0123456789abcdef0123456789abcdef", never_cb, NULL),
+  ASSERT_EQ(lk_psem_release(p, "0123456789abcdef0123456789abcdef", rt_never_psem_cb, NULL),
             LK_ENOTHELD);
-  ASSERT_EQ(lk_psem_release_id(p, NULL, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_psem_release_id(p, "xyz", never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_psem_try_set_permits(p, -1, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_psem_add_permits(p, INT64_MAX, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_release_id(p, NULL, rt_never_psem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_release_id(p, "xyz", rt_never_psem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_try_set_permits(p, -1, rt_never_psem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_psem_add_permits(p, INT64_MAX, rt_never_psem_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_psem_cancel(p), LK_EINVAL);
   ASSERT_EQ(lk_psem_set_lost_cb(NULL, NULL, NULL), LK_EINVAL);
   ASSERT_NULL(lk_psem_permit_id(p, 0));
   ASSERT_EQ(lk_psem_permit_count(NULL), 0);
   fx_close_psem(&fx, p);
   fx_finish(&fx);
-  ASSERT_EQ(g_never, 0);
+  ASSERT_EQ(rt_never_calls, 0);
 }
 
 /* A holder killed with SIGKILL: its permits come back when their lease

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "redisson_emu.h"
+#include "never_cb.h"
 #include "sem_fixture.h"
 
 /* A second client (or the same) on the channel, fed by a blocking reader. */
@@ -126,12 +127,6 @@ TEST(release_unheld_is_explicit) {
   fx_finish(&fx);
 }
 
-static int g_never_calls;
-static void never_cb(lk_semaphore_t *s, int status, void *arg) {
-  (void)s, (void)status, (void)arg;
-  g_never_calls++;
-}
-
 TEST(bad_inputs_are_refused_at_once) {
   fx_t fx;
   lk_semaphore_t *s, *out = NULL;
@@ -151,31 +146,31 @@ TEST(bad_inputs_are_refused_at_once) {
   s = fx_sem(&fx, "bad");
   lk_semaphore_opts_init(&o);
   ASSERT_EQ(lk_semaphore_acquire(s, &o, NULL, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_semaphore_acquire(NULL, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_acquire(NULL, &o, rt_never_sem_cb, NULL), LK_EINVAL);
   o.permits = 0;
-  ASSERT_EQ(lk_semaphore_acquire(s, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_acquire(s, &o, rt_never_sem_cb, NULL), LK_EINVAL);
   o.permits = -1;
-  ASSERT_EQ(lk_semaphore_acquire(s, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_acquire(s, &o, rt_never_sem_cb, NULL), LK_EINVAL);
   o.permits = LK_SEMAPHORE_MAX_PERMITS + 1;
-  ASSERT_EQ(lk_semaphore_acquire(s, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_acquire(s, &o, rt_never_sem_cb, NULL), LK_EINVAL);
   o.permits = INT64_MIN;
-  ASSERT_EQ(lk_semaphore_acquire(s, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_acquire(s, &o, rt_never_sem_cb, NULL), LK_EINVAL);
   o.permits = 1;
   o.wait_ms = -2;
-  ASSERT_EQ(lk_semaphore_acquire(s, &o, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_acquire(s, &o, rt_never_sem_cb, NULL), LK_EINVAL);
   o.wait_ms = INT64_MAX;
-  ASSERT_EQ(lk_semaphore_acquire(s, &o, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_semaphore_try_acquire(s, 0, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_semaphore_release(s, 0, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_semaphore_release(s, -3, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_semaphore_release_unheld(s, 0, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_semaphore_release_unheld(s, LK_SEMAPHORE_MAX_PERMITS + 1, never_cb, NULL),
+  ASSERT_EQ(lk_semaphore_acquire(s, &o, rt_never_sem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_try_acquire(s, 0, rt_never_sem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_release(s, 0, rt_never_sem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_release(s, -3, rt_never_sem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_release_unheld(s, 0, rt_never_sem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_release_unheld(s, LK_SEMAPHORE_MAX_PERMITS + 1, rt_never_sem_cb, NULL),
             LK_EINVAL);
-  ASSERT_EQ(lk_semaphore_try_set_permits(s, -1, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_semaphore_try_set_permits(s, LK_SEMAPHORE_MAX_PERMITS + 1, never_cb, NULL),
+  ASSERT_EQ(lk_semaphore_try_set_permits(s, -1, rt_never_sem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_try_set_permits(s, LK_SEMAPHORE_MAX_PERMITS + 1, rt_never_sem_cb, NULL),
             LK_EINVAL);
-  ASSERT_EQ(lk_semaphore_add_permits(s, INT64_MIN, never_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_semaphore_add_permits(s, LK_SEMAPHORE_MAX_PERMITS + 1, never_cb, NULL),
+  ASSERT_EQ(lk_semaphore_add_permits(s, INT64_MIN, rt_never_sem_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_add_permits(s, LK_SEMAPHORE_MAX_PERMITS + 1, rt_never_sem_cb, NULL),
             LK_EINVAL);
   ASSERT_EQ(lk_semaphore_cancel(s), LK_EINVAL); /* nothing pending */
   ASSERT_EQ(lk_semaphore_cancel(NULL), LK_EINVAL);
@@ -199,13 +194,13 @@ TEST(bad_inputs_are_refused_at_once) {
   /* Held + n past the maximum: refused before sending. */
   ASSERT_OK(sem_acquire(&fx, s, LK_SEMAPHORE_MAX_PERMITS, 0));
   ASSERT_EQ(lk_semaphore_held(s), LK_SEMAPHORE_MAX_PERMITS);
-  ASSERT_EQ(lk_semaphore_try_acquire(s, 1, never_cb, NULL), LK_EINVAL);
+  ASSERT_EQ(lk_semaphore_try_acquire(s, 1, rt_never_sem_cb, NULL), LK_EINVAL);
 
   /* One operation at a time. */
   memset(&x, 0, sizeof x);
   ASSERT_OK(lk_semaphore_available(s, sem_cb, &x));
-  ASSERT_EQ(lk_semaphore_available(s, never_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_semaphore_release(s, 1, never_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_semaphore_available(s, rt_never_sem_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(lk_semaphore_release(s, 1, rt_never_sem_cb, NULL), LK_EBUSY);
   rt_run_until(&fx.loop, &x.done, 5000);
   ASSERT_OK(x.status);
   ASSERT_EQ(x.result, 0);
@@ -214,7 +209,7 @@ TEST(bad_inputs_are_refused_at_once) {
   ASSERT_EQ(srv_count(fx.srv, "bad"), LK_SEMAPHORE_MAX_PERMITS);
   ASSERT_EQ(lk_semaphore_close(NULL, NULL), LK_EINVAL);
   fx_finish(&fx);
-  ASSERT_EQ(g_never_calls, 0);
+  ASSERT_EQ(rt_never_calls, 0);
 }
 
 TEST(wrong_type_and_garbage_values_are_left_alone) {

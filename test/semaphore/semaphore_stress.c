@@ -42,12 +42,9 @@
 
 typedef struct worker_s {
   int index, iters, done_iters, expirable, permits;
-  uv_loop_t loop;
-  lk_client_t *c;
+  rt_stress_io_t io; /* loop, client, side connection, history */
   lk_semaphore_t *s;
   lk_psem_t *p;
-  redisContext *side;
-  FILE *hist;
   uint64_t rng, t_call, t_acq, t_begin;
   int64_t n; /* permits of the current hold */
   uint64_t wait_sum_ns, wait_max_ns;
@@ -60,10 +57,10 @@ static worker_t W;
 static pid_t stress_parent;
 
 static long long side_incrby(long long by) {
-  redisReply *r = redisCommand(W.side, "INCRBY %s %lld", INSIDE_KEY, by);
+  redisReply *r = redisCommand(W.io.side, "INCRBY %s %lld", INSIDE_KEY, by);
   long long v;
   if (r == NULL || r->type != REDIS_REPLY_INTEGER)
-    rt_worker_die(W.index, "INCRBY: %s", r == NULL ? W.side->errstr : "unexpected reply");
+    rt_worker_die(W.index, "INCRBY: %s", r == NULL ? W.io.side->errstr : "unexpected reply");
   v = r->integer;
   freeReplyObject(r);
   return v;
@@ -74,11 +71,11 @@ static void start_acquire(void);
 static void on_client_closed(lk_client_t *c) { (void)c; }
 static void on_sem_closed(lk_semaphore_t *s) {
   (void)s;
-  lk_client_close(W.c, on_client_closed);
+  lk_client_close(W.io.c, on_client_closed);
 }
 static void on_psem_closed(lk_psem_t *p) {
   (void)p;
-  lk_client_close(W.c, on_client_closed);
+  lk_client_close(W.io.c, on_client_closed);
 }
 
 static void next_or_close(void) {
@@ -89,7 +86,7 @@ static void next_or_close(void) {
     start_acquire();
     return;
   }
-  lk_client_get_stats(W.c, &W.stats);
+  lk_client_get_stats(W.io.c, &W.stats);
   rc = W.expirable ? lk_psem_close(W.p, on_psem_closed) : lk_semaphore_close(W.s, on_sem_closed);
   if (rc != 0)
     rt_worker_die(W.index, "close: %s", lk_err_name(rc));
@@ -130,7 +127,7 @@ static void on_acquired(int status, const char *text) {
   rt_sleep_us((unsigned)(rt_xorshift(&W.rng) % 201u));
   side_incrby(-W.n);
   t_rel = uv_hrtime();
-  if (rt_permit_history_append(W.hist, (uint32_t)W.index, (uint32_t)W.n, W.t_acq, t_rel) != 0)
+  if (rt_permit_history_append(W.io.hist, (uint32_t)W.index, (uint32_t)W.n, W.t_acq, t_rel) != 0)
     rt_worker_die(W.index, "writing the history: %s", strerror(errno));
   rc = W.expirable ? lk_psem_release(W.p, NULL, on_psem_released, NULL)
                    : lk_semaphore_release(W.s, W.n, on_sem_released, NULL);
@@ -179,24 +176,14 @@ __attribute__((noreturn)) static void worker_main(int index, int port, int iters
   W.permits = permits;
   W.rng = rt_stress_seed(0x9e3779b97f4a7c15ULL);
   cpu = rt_stress_worker_begin(stress_parent, index % 2);
-  W.hist = rt_history_create(hist_path);
-  if (W.hist == NULL)
-    rt_worker_die(W.index, "%s: %s", hist_path, strerror(errno));
-  W.side = rt_stress_side(W.index, port);
-  W.c = rt_stress_client(W.index, &W.loop, port);
-  rc = expirable ? lk_psem_new(W.c, name, &W.p) : lk_semaphore_new(W.c, name, &W.s);
+  rt_stress_open(&W.io, W.index, port, hist_path);
+  rc = expirable ? lk_psem_new(W.io.c, name, &W.p) : lk_semaphore_new(W.io.c, name, &W.s);
   if (rc != 0)
     rt_worker_die(W.index, "new: %s", lk_err_name(rc));
   W.t_begin = uv_hrtime();
   start_acquire();
-  uv_run(&W.loop, UV_RUN_DEFAULT);
-  if (W.done_iters != W.iters)
-    rt_worker_die(W.index, "the loop ran dry after %d of %d iterations", W.done_iters, W.iters);
-  if ((rc = uv_loop_close(&W.loop)) != 0)
-    rt_worker_die(W.index, "uv_loop_close: %s", uv_strerror(rc));
-  if (rt_history_finish(W.hist) != 0)
-    rt_worker_die(W.index, "closing the history: %s", strerror(errno));
-  redisFree(W.side);
+  uv_run(&W.io.loop, UV_RUN_DEFAULT);
+  rt_stress_worker_end(W.index, &W.io, W.done_iters, W.iters);
   printf("worker %d: cpu %d, %d holds in %.0f ms, waited %" PRIu64 " times (mean %.2f ms, "
          "max %.1f ms), %" PRIu64 " messages, %" PRIu64 " commands, counter max %lld\n",
          W.index, cpu, W.done_iters, (double)(uv_hrtime() - W.t_begin) / 1e6,
@@ -288,18 +275,8 @@ static void stress(int expirable) {
   stress_parent = getpid();
   t0 = uv_hrtime();
   for (i = 0; i < N_WORKERS; i++) {
-    pid_t pid;
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-      rt_pids_kill(pids, running, N_WORKERS);
-      FAIL("fork: %s", strerror(errno));
-    }
-    if (pid == 0)
+    if (rt_pids_fork(pids, running, N_WORKERS, i) == 0)
       worker_main(i, rt_server_port(srv), K, expirable, permits, name, paths[i]);
-    rt_child_track(pid);
-    pids[i] = pid;
-    running[i] = 1;
   }
   deadline = rt_now_ms() + rt_scaled_ms(60000 + (int64_t)N_WORKERS * K * 10);
   findings = rt_pids_reap(pids, running, N_WORKERS, deadline, 4);
