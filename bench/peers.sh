@@ -121,11 +121,26 @@ fi
 # --- latchkey for Node (every bench has its rows): the addon, built in
 # bindings/node from the work tree (also with --commit, which applies to the
 # C programs) ---
-if [ ! -f "$ROOT/bindings/node/build/Release/latchkey.node" ]; then
+# An addon older than the sources it is compiled from is rebuilt (npm run
+# build): a stale one would measure code the work tree no longer has.
+addon="$ROOT/bindings/node/build/Release/latchkey.node"
+if [ ! -f "$addon" ]; then
   [ -z "${CI:-}" ] || die "CI is set: the peer benchmarks install npm packages and do not run in CI"
   note "npm ci in bindings/node (builds the addon)"
   (cd "$ROOT/bindings/node" && npm ci --no-audit --no-fund --loglevel=error >&2) ||
     die "npm ci in bindings/node failed (docs/node.md)"
+fi
+addon_stale() {
+  [ -n "$(find "$ROOT/src" "$ROOT/include" "$ROOT/scripts" "$ROOT/cmake" "$ROOT/bindings/node/src" \
+    "$ROOT/bindings/node/CMakeLists.txt" -type f -newer "$addon" -print -quit 2>/dev/null)" ]
+}
+if addon_stale; then
+  if [ "$build" -eq 1 ]; then
+    note "bindings/node's addon is older than its sources: npm run build"
+    (cd "$ROOT/bindings/node" && npm run build --silent >&2) || die "npm run build in bindings/node failed"
+  else
+    note "warning: --no-build, and bindings/node's addon is older than its sources (measured as it is)"
+  fi
 fi
 
 # --- latchkey's programs ---
@@ -195,6 +210,7 @@ masters=$(IFS=,; echo "${server_ports[*]:1:5}")
   echo "latchkey peers run $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "latchkey: $src_desc"
   echo "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'): B3 on $b3_port, B4 masters $masters"
+  echo "latchkey-node: addon built $(date -u -r "$addon" +%Y-%m-%dT%H:%MZ)$(addon_stale && echo ', older than its sources')"
   echo "node $(node --version); $(cd "$peers" && node -p "const l=require('./package-lock.json').packages; ['redis-semaphore','redlock','ioredis'].map(n=>n+' '+l['node_modules/'+n].version).join(', ')")"
   if [ "$pin" -eq 1 ]; then
     echo "placement: servers on CPU 0 (pids ${server_pids[*]}), clients on CPU 1, B3 workers alternately on CPUs 0 and 1"
