@@ -20,33 +20,42 @@ static int handshake_fatal(int kind_auth_or_select, int status) {
   return kind_auth_or_select || status == LK_EAUTH;
 }
 
-static void on_hs_required(void *data, int status, redisReply *r) {
-  lk__conn_t *conn = data;
-  if (conn->state != LK__CONN_HANDSHAKE)
-    return;
-  if (handshake_fatal(1, status) && conn->handshake_err == 0)
-    conn->handshake_err = status;
+/* One reply in: the first failure that costs the connection is kept. */
+static void hs_answered(lk__conn_t *conn, int err) {
+  if (err != 0 && conn->handshake_err == 0)
+    conn->handshake_err = err;
   handshake_step_done(conn);
 }
 
+/* AUTH, SELECT. */
+static void on_hs_required(void *data, int status, redisReply *r) {
+  lk__conn_t *conn = data;
+  (void)r;
+  if (conn->state == LK__CONN_HANDSHAKE)
+    hs_answered(conn, handshake_fatal(1, status) ? status : 0);
+}
+
+/* CLIENT SETNAME. */
 static void on_hs_optional(void *data, int status, redisReply *r) {
   lk__conn_t *conn = data;
-  if (conn->state != LK__CONN_HANDSHAKE)
-    return;
-  if (handshake_fatal(0, status) && conn->handshake_err == 0)
-    conn->handshake_err = status;
-  handshake_step_done(conn);
+  (void)r;
+  if (conn->state == LK__CONN_HANDSHAKE)
+    hs_answered(conn, handshake_fatal(0, status) ? status : 0);
 }
 
 /* Sentinel: the server they named must say it is the master. */
 static void on_hs_role(void *data, int status, redisReply *r) {
   lk__conn_t *conn = data;
-  if (conn->state != LK__CONN_HANDSHAKE)
-    return;
-  status = conn->client->owner->conn_role(conn, status, r);
-  if (status != 0 && conn->handshake_err == 0)
-    conn->handshake_err = status;
-  handshake_step_done(conn);
+  if (conn->state == LK__CONN_HANDSHAKE)
+    hs_answered(conn, conn->client->owner->conn_role(conn, status, r));
+}
+
+/* The length of an INFO field's value at p: to its line's end, at most 40. */
+static size_t info_value_len(const char *p) {
+  size_t n = 0;
+  while (p[n] != '\0' && p[n] != '\r' && p[n] != '\n' && n < 40)
+    n++;
+  return n;
 }
 
 static void on_hs_info(void *data, int status, redisReply *r) {
@@ -61,25 +70,17 @@ static void on_hs_info(void *data, int status, redisReply *r) {
   }
   if (status == 0 && r != NULL && r->type == REDIS_REPLY_STRING) {
     const char *p = strstr(r->str, "run_id:");
-    if (p != NULL) {
-      size_t n = 0;
-      p += 7;
-      while (p[n] != '\0' && p[n] != '\r' && p[n] != '\n' && n < 40)
-        n++;
-      conn->client->owner->conn_run_id(conn, p, n);
-    }
+    if (p != NULL)
+      conn->client->owner->conn_run_id(conn, p + 7, info_value_len(p + 7));
     conn->client->owner->conn_info(conn, r->str, r->len);
     /* Any policy but noeviction lets Redis evict lock keys (they carry a
      * TTL, so volatile-* policies pick them first): say so at connect. */
     p = strstr(r->str, "maxmemory_policy:");
     if (p != NULL && strncmp(p + 17, "noeviction", 10) != 0) {
-      size_t n = 0;
       p += 17;
-      while (p[n] != '\0' && p[n] != '\r' && p[n] != '\n' && n < 40)
-        n++;
       lk__log(conn->client, LK_LOG_WARN,
               "maxmemory-policy is %.*s: Redis may evict held locks (use noeviction)",
-              (int)n, p);
+              (int)info_value_len(p), p);
     }
   } else if (handshake_fatal(0, status) && conn->handshake_err == 0) {
     conn->handshake_err = status;
