@@ -304,7 +304,7 @@ int lk__conn_asking(lk__conn_t *conn) {
   lk__op_t *op = lk__op_internal(conn->client, 1, argv, NULL, NULL, NULL, &err);
   if (op == NULL)
     return err;
-  op->asking = 1; /* nothing may come between (conn_send) */
+  op->asking = 1; /* nothing may come between (lk__conn_send) */
   lk__conn_enqueue(conn, op);
   return 0;
 }

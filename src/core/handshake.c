@@ -156,7 +156,7 @@ void lk__handshake_start(lk__conn_t *conn) {
     err = hs_send(conn, 4, a, REDIS_REPLY_STRING, on_hs_info);
   }
   /* No script is loaded here: each is loaded just before its first call on
-   * this connection (conn_send), so a process that takes one lock sends a
+   * this connection (lk__conn_send, core/conn_scripts.c), so a process that takes one lock sends a
    * few commands, not one per script the library has. Every reply above has
    * a type only its own command gives (hs_send), so a reply the server did
    * not owe is caught here, before any user command is sent. */

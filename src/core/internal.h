@@ -217,7 +217,7 @@ struct lk__owner_s {
   /* A libuv handle of the client closed; the client's close may go on. */
   void (*handle_closed)(lk_client_t *c);
   void (*maybe_finish_close)(lk_client_t *c);
-  /* --- from connections (core/conn.c) --- */
+  /* --- from connections (core/conn.c, core/handshake.c) --- */
   /* Before a connection fails its commands or hands out replies: leases
    * that ran out are reported lost first. */
   void (*check_leases)(lk_client_t *c);

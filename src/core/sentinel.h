@@ -48,7 +48,7 @@ int lk__sentinel_busy(const lk_client_t *c);
 /* After the handles closed, or in a forked child (no uv call then). */
 void lk__sentinel_free(lk_client_t *c, int forked);
 
-/* From conn.c. */
+/* From the connections layer (core/conn.c, core/handshake.c). */
 /* Node 0's connection is CONNECTING: find the master, then lk__conn_dial
  * (or lk__conn_drop with LK_ECONN when no sentinel gave one). */
 void lk__sentinel_resolve(lk__conn_t *conn);

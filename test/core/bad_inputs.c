@@ -22,9 +22,6 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-/* The callback of a call that must be rejected: it must never run. Every case
- * that uses it checks the counter after the loop has run to the end. */
-
 /* A client whose out pointer must stay untouched on failure. */
 #define BAD_CLIENT ((lk_client_t *)(uintptr_t)0x5a5a5a5a)
 #define BAD_LOCK ((lk_lock_t *)(uintptr_t)0x5a5a5a5a)

@@ -20,7 +20,8 @@ typedef struct nr_kind_s {
   void *(*open)(fx_t *fx, const char *name);
   /* A non-reentrant acquire, started: what the call returned. */
   int (*start)(void *obj, int64_t wait_ms, int64_t lease_ms, sx_t *s);
-  /* The same, fenced; NULL for a kind without fencing tokens. */
+  /* The same, fenced; NULL where the contract leaves the fenced refusal out
+   * (the fair lock's is not covered yet). */
   int (*start_fenced)(void *obj, int64_t wait_ms, int64_t lease_ms, sx_t *s);
   int (*is_locked)(fx_t *fx, void *obj);
   int (*release)(fx_t *fx, void *obj);
