@@ -8,16 +8,13 @@
 
 #include "core/scripts.h"
 #include "fair_fixture.h"
-#include "late_renewal_contract.h"
+#include "lockfam_late_renewal_row.h"
 #include "proxy.h"
 
 static void start_proxied(fx_t *fx, rt_proxy_t **p, int64_t reply_timeout_ms) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.reconnect_max_ms = 100;
-  o.reply_timeout_ms = reply_timeout_ms;
-  o.connect_timeout_ms = reply_timeout_ms;
-  *p = fx_start_proxied(fx, &o);
+  *p = fx_start_proxied_timeouts(fx, (fx_timeouts_t){.reply_ms = reply_timeout_ms,
+                                                     .connect_ms = reply_timeout_ms,
+                                                     .reconnect_max_ms = 100});
 }
 
 static long long holds_of(fx_t *fx, const char *name, const char *owner) {
@@ -265,52 +262,12 @@ TEST(user_without_channel_access_is_served_by_polling) {
 
 /* ---- a renewal answered after the loss ---- */
 
-/* The fair lock's row of the shared contract (test/harness/late_renewal_contract.h). */
-static void *lr_open(fx_t *fx, const char *name) { return fx_fair(fx, name); }
-
-static lk_handle_t *lr_handle(void *obj) { return lk_fair_handle(obj); }
-
-static void lr_acq_cb(lk_fair_t *f, int status, void *arg) {
-  (void)f;
-  lr_acq_done(arg, status);
-}
-
-static void lr_start_fenced(void *obj, lr_acq_t *a) {
-  lk_fair_opts_t o;
-  memset(a, 0, sizeof(*a));
-  lk_fair_opts_init(&o);
-  o.wait_ms = 5000;
-  o.fenced = 1;
-  ASSERT_OK(lk_fair_acquire(obj, &o, lr_acq_cb, a));
-}
-
-/* The holder is told at once and acquires again from on_lost. */
-static void lr_on_lost(lk_fair_t *f, int status, void *arg) {
-  lr_relost_t *r = arg;
-  ASSERT_EQ(status, LK_ELEASELOST);
-  r->lost++;
-  lr_start_fenced(f, r->acq);
-}
-
-static int lr_set_lost(void *obj, lr_relost_t *r) {
-  return lk_fair_set_lost_cb(obj, lr_on_lost, r);
-}
-
-static int lr_hold_count(fx_t *fx, void *obj, int64_t *n) {
-  return fsx_run(fx, lk_fair_server_hold_count, obj, n);
-}
-
-static int lr_release(fx_t *fx, void *obj, int64_t *n) {
-  return fsx_run(fx, lk_fair_release, obj, n);
-}
-
-static void lr_close(fx_t *fx, void *obj) { fx_close_fair(fx, obj); }
-
-static const lr_kind_t lr_fair = {lr_open,       lr_handle,  lr_set_lost, lr_start_fenced,
-                                  lr_hold_count, lr_release, lr_close};
+/* The fair lock's row of the shared contract (test/harness/late_renewal_contract.h,
+ * test/harness/lockfam_late_renewal_row.h). */
+LF_LATE_RENEWAL_ROW(fair, fsx_run);
 
 TEST(late_renewal_reply_never_undoes_the_next_grant) {
-  lr_late_renewal_reply_never_undoes_the_next_grant(&lr_fair);
+  lr_late_renewal_reply_never_undoes_the_next_grant(&lf_lr_fair);
 }
 
 /* The server counts one hold more for this owner than the object does (a
@@ -325,14 +282,14 @@ TEST(first_attempt_never_takes_a_stale_count_for_its_grant) {
   int64_t n = -1, t1;
   fx_start(&fx, NULL);
   w = fx_fair(&fx, "stale");
-  lr_start_fenced(w, &s);
+  lf_lr_start_fenced_fair(w, &s);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
   t1 = lk_fair_token(w);
   ASSERT_GT(t1, 0);
   /* A hold of this owner the object does not count. */
   ASSERT_EQ(rt_cmd_int(fx.srv, "HINCRBY stale %s 1", lk_fair_owner(w)), 2);
-  lr_start_fenced(w, &s);
+  lf_lr_start_fenced_fair(w, &s);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
   ASSERT_EQ(lk_fair_hold_count(w), 2);
@@ -405,6 +362,15 @@ static lk_fair_t *start_with_acquire_reply_replaced(fx_t *fx, rt_proxy_t **p, co
   return w;
 }
 
+/* Where those cases end: w's release frees the lock, and all is closed. */
+static void release_frees_then_finish(fx_t *fx, rt_proxy_t *p, lk_fair_t *w) {
+  ASSERT_OK(fsx_run(fx, lk_fair_release, w, NULL));
+  ASSERT_EQ(rt_cmd_int(fx->srv, "EXISTS %s", lk_fair_name(w)), 0);
+  fx_close_fair(fx, w);
+  fx_finish(fx);
+  rt_proxy_stop(p);
+}
+
 /* A reply of a shape the acquire script never sends, to a try-once whose
  * script did grant: what ran is unknown, so the acquire ends LK_EUNKNOWN
  * (no budget for a resend), not held, and the hold is given back. */
@@ -425,11 +391,7 @@ TEST(wrong_shape_reply_to_acquire_is_unknown_and_given_back) {
   /* The object carries on. */
   ASSERT_OK(fsx_acquire(&fx, w, 0, 30000));
   ASSERT_EQ(holds_of(&fx, "shape", lk_fair_owner(w)), 1);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS shape"), 0);
-  fx_close_fair(&fx, w);
-  fx_finish(&fx);
-  rt_proxy_stop(p);
+  release_frees_then_finish(&fx, p, w);
 }
 
 /* The same with a wait budget: the attempt is resent, the resend reads the
@@ -446,9 +408,5 @@ TEST(wrong_shape_reply_with_budget_is_resent_and_counted_once) {
   ASSERT_EQ(lk_fair_hold_count(w), 1);
   ASSERT_EQ(holds_of(&fx, "shape2", lk_fair_owner(w)), 1);
   ASSERT_EQ(fair_llen(fx.srv, "shape2"), 0);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS shape2"), 0);
-  fx_close_fair(&fx, w);
-  fx_finish(&fx);
-  rt_proxy_stop(p);
+  release_frees_then_finish(&fx, p, w);
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "lk_fixture.h"
-#include "late_renewal_contract.h"
+#include "lockfam_late_renewal_row.h"
 #include "proxy.h"
 
 /* Whether HGET name <l's owner> reads want. */
@@ -34,6 +34,19 @@ static int saw(const events_t *e, lk_event_t ev) {
     if (e->events[i] == (int)ev)
       return 1;
   return 0;
+}
+
+/* Where the proxied cases end: the server counts exactly one hold of l's
+ * owner, l's release frees the lock, and all is closed. */
+static void one_hold_left_then_finish(fx_t *fx, rt_proxy_t *p, lk_lock_t *l) {
+  int64_t n = -1;
+  ASSERT_OK(sx_run(fx, lk_lock_server_hold_count, l, &n));
+  ASSERT_EQ(n, 1);
+  ASSERT_OK(sx_run(fx, lk_lock_release, l, NULL));
+  ASSERT_EQ(rt_cmd_int(fx->srv, "EXISTS %s", lk_lock_name(l)), 0);
+  fx_close_lock(fx, l);
+  fx_finish(fx);
+  rt_proxy_stop(p);
 }
 
 /* The holder's key vanishes with a restart (no persistence): the waiter
@@ -100,15 +113,10 @@ TEST(pubsub_killed_while_waiting) {
  * lock's state stays consistent. */
 TEST(tcp_reset_produces_callbacks) {
   fx_t fx;
-  lk_client_opts_t o;
   rt_proxy_t *p;
   lk_lock_t *a;
   sx_t q;
-  int64_t n = -1;
-  lk_client_opts_init(&o);
-  o.reconnect_max_ms = 100;
-  o.reply_timeout_ms = 1000;
-  p = fx_start_proxied(&fx, &o);
+  p = fx_start_proxied_timeouts(&fx, (fx_timeouts_t){.reply_ms = 1000, .reconnect_max_ms = 100});
   a = fx_lock(&fx, "rst");
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
   /* Delay replies so the query is surely in flight when the reset hits. */
@@ -121,29 +129,19 @@ TEST(tcp_reset_produces_callbacks) {
   rt_run_until(&fx.loop, &q.done, 3000);
   ASSERT_EQ(q.status, LK_EUNKNOWN);
   /* The client comes back by itself and the hold is intact. */
-  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &n));
-  ASSERT_EQ(n, 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS rst"), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
-  rt_proxy_stop(p);
+  one_hold_left_then_finish(&fx, p, a);
 }
 
 /* A release whose reply is lost is resent and applied at most once: the
  * outer re-entrant hold survives. */
 TEST(lost_release_reply_is_applied_once) {
   fx_t fx;
-  lk_client_opts_t o;
   rt_proxy_t *p;
   lk_lock_t *a;
   sx_t r;
-  int64_t n = -1;
-  lk_client_opts_init(&o);
-  o.reconnect_max_ms = 100;
-  o.reply_timeout_ms = 400;
-  o.connect_timeout_ms = 400; /* a handshake lost in the blackhole */
-  p = fx_start_proxied(&fx, &o);
+  /* (connect_ms: a handshake lost in the blackhole) */
+  p = fx_start_proxied_timeouts(
+      &fx, (fx_timeouts_t){.reply_ms = 400, .connect_ms = 400, .reconnect_max_ms = 100});
   a = fx_lock(&fx, "lr");
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
@@ -162,13 +160,7 @@ TEST(lost_release_reply_is_applied_once) {
   ASSERT_OK(r.status);
   ASSERT_EQ(lk_lock_hold_count(a), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN lr"), 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &n));
-  ASSERT_EQ(n, 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS lr"), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
-  rt_proxy_stop(p);
+  one_hold_left_then_finish(&fx, p, a);
 }
 
 TEST(refused_connect_fails_fast) {
@@ -259,52 +251,12 @@ TEST(user_without_channel_access_polls) {
 
 /* ---- a renewal answered after the loss ---- */
 
-/* The lock's row of the shared contract (test/harness/late_renewal_contract.h). */
-static void *lr_open(fx_t *fx, const char *name) { return fx_lock(fx, name); }
-
-static lk_handle_t *lr_handle(void *obj) { return lk_lock_handle(obj); }
-
-static void lr_acq_cb(lk_lock_t *l, int status, void *arg) {
-  (void)l;
-  lr_acq_done(arg, status);
-}
-
-static void lr_start_fenced(void *obj, lr_acq_t *a) {
-  lk_lock_opts_t o;
-  memset(a, 0, sizeof(*a));
-  lk_lock_opts_init(&o);
-  o.wait_ms = 5000;
-  o.fenced = 1;
-  ASSERT_OK(lk_lock_acquire(obj, &o, lr_acq_cb, a));
-}
-
-/* The holder is told at once and acquires again from on_lost. */
-static void lr_on_lost(lk_lock_t *l, int status, void *arg) {
-  lr_relost_t *r = arg;
-  ASSERT_EQ(status, LK_ELEASELOST);
-  r->lost++;
-  lr_start_fenced(l, r->acq);
-}
-
-static int lr_set_lost(void *obj, lr_relost_t *r) {
-  return lk_lock_set_lost_cb(obj, lr_on_lost, r);
-}
-
-static int lr_hold_count(fx_t *fx, void *obj, int64_t *n) {
-  return sx_run(fx, lk_lock_server_hold_count, obj, n);
-}
-
-static int lr_release(fx_t *fx, void *obj, int64_t *n) {
-  return sx_run(fx, lk_lock_release, obj, n);
-}
-
-static void lr_close(fx_t *fx, void *obj) { fx_close_lock(fx, obj); }
-
-static const lr_kind_t lr_lock = {lr_open,       lr_handle,  lr_set_lost, lr_start_fenced,
-                                  lr_hold_count, lr_release, lr_close};
+/* The lock's row of the shared contract (test/harness/late_renewal_contract.h,
+ * test/harness/lockfam_late_renewal_row.h). */
+LF_LATE_RENEWAL_ROW(lock, sx_run);
 
 TEST(late_renewal_reply_never_undoes_the_next_grant) {
-  lr_late_renewal_reply_never_undoes_the_next_grant(&lr_lock);
+  lr_late_renewal_reply_never_undoes_the_next_grant(&lf_lr_lock);
 }
 
 /* ---- an unknown outcome left open by a transient error ---- */
@@ -416,15 +368,10 @@ TEST(cancel_during_a_resend_answered_loading_gives_the_grant_back) {
 TEST(give_back_by_count_applies_only_to_that_count) {
   fx_t fx;
   rt_proxy_t *p;
-  lk_client_opts_t o;
   lk_lock_t *l;
   sx_t s;
-  int64_t n = -1;
-  lk_client_opts_init(&o);
-  o.reply_timeout_ms = 300;
-  o.connect_timeout_ms = 300;
-  o.reconnect_max_ms = 100;
-  p = fx_start_proxied(&fx, &o);
+  p = fx_start_proxied_timeouts(
+      &fx, (fx_timeouts_t){.reply_ms = 300, .connect_ms = 300, .reconnect_max_ms = 100});
   l = fx_lock(&fx, "exact");
   ASSERT_OK(sx_acquire(&fx, l, 0, 60000));
   ASSERT_OK(sx_acquire(&fx, l, 0, 60000));
@@ -437,11 +384,5 @@ TEST(give_back_by_count_applies_only_to_that_count) {
   ASSERT_EQ(s.status, LK_EUNKNOWN);
   rt_proxy_blackhole(p, 0);
   /* Behind the give-back on the recovered connection. */
-  ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, l, &n));
-  ASSERT_EQ(n, 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, &n));
-  fx_close_lock(&fx, l);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS exact"), 0);
-  fx_finish(&fx);
-  rt_proxy_stop(p);
+  one_hold_left_then_finish(&fx, p, l);
 }
