@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lockfam_rw_finish.h"
 #include "rw_fixture.h"
 
 static char *str(fx_t *fx, const char *fmt, const char *a, const char *b) {
@@ -35,6 +36,28 @@ static void wait_db_empty(fx_t *fx) {
     uv_run(&fx->loop, UV_RUN_NOWAIT);
     rt_sleep_ms(2);
   }
+}
+
+/* A fenced try-once acquire of side, run to its end: its status. */
+static int acquire_fenced(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side) {
+  lk_rwlock_opts_t o;
+  sx_t s;
+  lk_rwlock_opts_init(&o);
+  o.fenced = 1;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_rwlock_acquire(rw, side, &o, rw_cb, &s));
+  rt_run_until(&fx->loop, &s.done, 5000);
+  return s.status;
+}
+
+/* A try-once acquire of side, canceled while its command is on its way:
+ * it ends LK_ECANCELED. */
+static void start_and_cancel(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side) {
+  sx_t s;
+  rw_start(rw, side, 0, LK_LEASE_DEFAULT, &s);
+  ASSERT_OK(lk_rwlock_cancel(rw));
+  rt_run_until(&fx->loop, &s.done, 2000);
+  ASSERT_EQ(s.status, LK_ECANCELED);
 }
 
 TEST(readers_share_writer_excluded) {
@@ -89,11 +112,7 @@ TEST(readers_share_writer_excluded) {
   ASSERT_OK(rw_release(&fx, w, RW_W, &result));
   ASSERT_EQ(result, 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS shared"), 0);
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, b);
-  fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){a, b, w, NULL});
 }
 
 TEST(reentrancy_on_both_sides) {
@@ -139,10 +158,7 @@ TEST(reentrancy_on_both_sides) {
   /* Releasing what the object does not hold is refused at once. */
   ASSERT_EQ(lk_rwlock_release(a, RW_W, rw_cb, NULL), LK_ENOTHELD);
   ASSERT_EQ(lk_rwlock_release(a, RW_R, rw_cb, NULL), LK_ENOTHELD);
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, b);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){a, b, NULL});
 }
 
 /* write -> read -> release write: the owner keeps reading, others may read
@@ -179,11 +195,7 @@ TEST(downgrade) {
   ASSERT_OK(rw_release(&fx, b, RW_R, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS down"), 0);
   ASSERT_OK(rw_acquire(&fx, c, RW_W, 0, LK_LEASE_DEFAULT));
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, b);
-  fx_close_rwlock(&fx, c);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){a, b, c, NULL});
 }
 
 /* A reader asking for the write side would wait for itself forever: refused
@@ -213,10 +225,7 @@ TEST(upgrade_refused) {
   ASSERT_OK(rw_release(&fx, a, RW_R, NULL));
   /* Once nothing is read, writing is fine. */
   ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, twin);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){a, twin, NULL});
 }
 
 /* A write release publishes "1": every local waiter (readers here) tries
@@ -249,9 +258,7 @@ TEST(write_release_wakes_every_waiter) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN wake-all"), 1 + N);
   for (i = 0; i < N; i++)
     fx_close_rwlock(&fx, r[i]);
-  fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){w, NULL});
 }
 
 /* A read release that frees the lock publishes "0": one local waiter tries
@@ -295,11 +302,7 @@ TEST(read_release_wakes_one_waiter) {
   ASSERT_OK(ss->status);
   ASSERT_LT((int64_t)(ss->t_ns - t_rel) / 1000000, rt_stall_bound_since_ns(t_rel, 1000));
   ASSERT_EQ(lk_rwlock_hold_count(second, RW_W), 1);
-  fx_close_rwlock(&fx, r);
-  fx_close_rwlock(&fx, w1);
-  fx_close_rwlock(&fx, w2);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){r, w1, w2, NULL});
 }
 
 /* A read hold with an explicit lease ends with it: not renewed, is_held
@@ -408,9 +411,7 @@ TEST(plain_lock_of_the_same_name_is_not_taken) {
   ASSERT_OK(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
   ASSERT_EQ(sx_acquire(&fx, l, 0, LK_LEASE_DEFAULT), LK_ETIMEDOUT);
   fx_close_lock(&fx, l);
-  fx_close_rwlock(&fx, rw);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){rw, NULL});
 }
 
 /* Hash tags and odd names: "a{b}c" keeps its own braces for the hold keys
@@ -438,41 +439,24 @@ TEST(names_with_braces_and_odd_bytes) {
   }
   ASSERT_OK(rw_release(&fx, a, RW_R, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS %s", key), 0);
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, b);
-  fx_close_rwlock(&fx, c);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){a, b, c, NULL});
 }
 
 TEST(fenced_tokens_increase_across_sides) {
   fx_t fx;
   lk_rwlock_t *a, *b;
-  lk_rwlock_opts_t o;
-  sx_t s;
   int64_t t1, t2, t3;
   fx_start(&fx, NULL);
   a = fx_rwlock(&fx, "fence");
   b = fx_rwlock(&fx, "fence");
-  lk_rwlock_opts_init(&o);
-  o.fenced = 1;
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_rwlock_acquire(a, RW_R, &o, rw_cb, &s));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
+  ASSERT_OK(acquire_fenced(&fx, a, RW_R));
   t1 = lk_rwlock_token(a);
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_rwlock_acquire(b, RW_R, &o, rw_cb, &s));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
+  ASSERT_OK(acquire_fenced(&fx, b, RW_R));
   t2 = lk_rwlock_token(b);
   ASSERT_GT(t2, t1);
   ASSERT_OK(rw_release(&fx, a, RW_R, NULL));
   ASSERT_OK(rw_release(&fx, b, RW_R, NULL));
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_rwlock_acquire(a, RW_W, &o, rw_cb, &s));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
+  ASSERT_OK(acquire_fenced(&fx, a, RW_W));
   t3 = lk_rwlock_token(a);
   ASSERT_GT(t3, t2);
   {
@@ -485,16 +469,10 @@ TEST(fenced_tokens_increase_across_sides) {
   /* A counter that went backwards (lost data) is refused, then lifted. */
   freeReplyObject(rt_cmd(fx.srv, "SET redisson_lock_token:{fence} 1"));
   ASSERT_OK(rw_release(&fx, a, RW_W, NULL));
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_rwlock_acquire(b, RW_W, &o, rw_cb, &s));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_EQ(s.status, LK_ETOKEN);
+  ASSERT_EQ(acquire_fenced(&fx, b, RW_W), LK_ETOKEN);
   ASSERT_EQ(lk_rwlock_hold_count(b, RW_W), 0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS fence"), 0);
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_rwlock_acquire(b, RW_W, &o, rw_cb, &s));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
+  ASSERT_OK(acquire_fenced(&fx, b, RW_W));
   ASSERT_GT(lk_rwlock_token(b), t3);
   fx_close_rwlock(&fx, a);
   fx_close_rwlock(&fx, b);
@@ -517,10 +495,7 @@ TEST(cancel_waiting_acquire) {
   ASSERT_EQ(s.status, LK_ECANCELED);
   ASSERT_EQ(lk_rwlock_cancel(r), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_hold_count(r, RW_R), 0);
-  fx_close_rwlock(&fx, r);
-  fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){r, w, NULL});
 }
 
 /* A canceled acquire whose command is already on its way: the late grant is
@@ -528,23 +503,17 @@ TEST(cancel_waiting_acquire) {
 TEST(cancel_in_flight_gives_back_late_grant) {
   fx_t fx;
   lk_rwlock_t *a;
-  sx_t s;
   int side;
   fx_start(&fx, NULL);
   a = fx_rwlock(&fx, "late");
   for (side = RW_R; side <= RW_W; side++) {
-    rw_start(a, (lk_rwlock_side_t)side, 0, LK_LEASE_DEFAULT, &s);
-    ASSERT_OK(lk_rwlock_cancel(a));
-    rt_run_until(&fx.loop, &s.done, 2000);
-    ASSERT_EQ(s.status, LK_ECANCELED);
+    start_and_cancel(&fx, a, (lk_rwlock_side_t)side);
     /* Commands leave in order: once this query is answered, the acquire
      * was answered too and any give-back is on its way. */
     ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL));
     wait_db_empty(&fx);
   }
-  fx_close_rwlock(&fx, a);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){a, NULL});
 }
 
 /* Close gives back both sides (a downgrade in progress here) and the
@@ -568,9 +537,7 @@ TEST(close_releases_both_sides) {
   rt_run_until(&fx.loop, &closed, 2000);
   ASSERT_EQ(s.done, 1);
   ASSERT_EQ(s.status, LK_ECANCELED);
-  fx_close_rwlock(&fx, a);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){a, NULL});
 }
 
 static void close_in_cb(lk_rwlock_t *rw, int status, void *arg) {
@@ -618,11 +585,7 @@ TEST(dead_readers_never_keep_writers_out) {
   ASSERT_OK(rw_release(&fx, b, RW_R, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS dead"), 0);
   ASSERT_OK(rw_acquire(&fx, w, RW_W, 0, LK_LEASE_DEFAULT));
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, b);
-  fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){a, b, w, NULL});
 }
 
 /* A re-entry canceled in flight, then at once another acquire, or a
@@ -633,27 +596,21 @@ TEST(dead_readers_never_keep_writers_out) {
 TEST(commands_after_a_canceled_reentry_wait_for_its_give_back) {
   fx_t fx;
   lk_rwlock_t *a;
-  sx_t s, t;
+  sx_t t;
   int side;
   fx_start(&fx, NULL);
   a = fx_rwlock(&fx, "settle");
   for (side = RW_R; side <= RW_W; side++) {
     ASSERT_OK(rw_acquire(&fx, a, (lk_rwlock_side_t)side, 0, LK_LEASE_DEFAULT));
     /* A re-entry goes out and is canceled; at once another acquire. */
-    rw_start(a, (lk_rwlock_side_t)side, 0, LK_LEASE_DEFAULT, &s);
-    ASSERT_OK(lk_rwlock_cancel(a));
-    rt_run_until(&fx.loop, &s.done, 2000);
-    ASSERT_EQ(s.status, LK_ECANCELED);
+    start_and_cancel(&fx, a, (lk_rwlock_side_t)side);
     rw_start(a, (lk_rwlock_side_t)side, 0, LK_LEASE_DEFAULT, &t);
     rt_run_until(&fx.loop, &t.done, 5000);
     ASSERT_OK(t.status);
     ASSERT_EQ(lk_rwlock_hold_count(a, (lk_rwlock_side_t)side), 2);
     ASSERT_EQ(rw_server_holds(&fx, a, (lk_rwlock_side_t)side), 2);
     /* Again, with a release right after the cancel. */
-    rw_start(a, (lk_rwlock_side_t)side, 0, LK_LEASE_DEFAULT, &s);
-    ASSERT_OK(lk_rwlock_cancel(a));
-    rt_run_until(&fx.loop, &s.done, 2000);
-    ASSERT_EQ(s.status, LK_ECANCELED);
+    start_and_cancel(&fx, a, (lk_rwlock_side_t)side);
     ASSERT_OK(rw_release(&fx, a, (lk_rwlock_side_t)side, NULL));
     ASSERT_EQ(lk_rwlock_hold_count(a, (lk_rwlock_side_t)side), 1);
     ASSERT_EQ(rw_server_holds(&fx, a, (lk_rwlock_side_t)side), 1);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lockfam_rw_finish.h"
 #include "raw_sub.h"
 #include "redisson_rw_emu.h"
 #include "rw_fixture.h"
@@ -190,9 +191,7 @@ static void redisson_waits_for_latchkey(lk_rwlock_side_t held, int emu_write) {
   /* ...then the emulator's own release message. */
   rs_expect_message(sub, emu_write ? "1" : "0");
   redisFree(sub);
-  fx_close_rwlock(&fx, a);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){a, NULL});
 }
 
 TEST(redisson_reader_waits_for_latchkey_writer) { redisson_waits_for_latchkey(RW_W, 0); }
@@ -340,8 +339,5 @@ TEST(latchkey_renewal_never_keeps_a_redisson_reader) {
   ASSERT_OK(rw_release(&fx, w, RW_W, NULL));
   free(emu_key);
   redisFree(e);
-  fx_close_rwlock(&fx, r);
-  fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_finish(&fx);
+  rw_finish_empty(&fx, (lk_rwlock_t *[]){r, w, NULL});
 }
