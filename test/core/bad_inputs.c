@@ -698,6 +698,8 @@ TEST(set_owner_invalid_client_id) {
 
 /* ---- wrong thread ----------------------------------------------------------------------------- */
 
+enum { WT_ACQUIRE, WT_LOCK_NEW, WT_CLIENT_CLOSE };
+
 typedef struct {
   lk_client_t *c;
   lk_lock_t *l;
@@ -709,14 +711,14 @@ typedef struct {
 static void thread_call(void *arg) {
   thread_call_t *t = arg;
   switch (t->which) {
-  case 0:
+  case WT_ACQUIRE:
     t->rc = lk_lock_acquire(t->l, NULL, rt_never_lock_cb, NULL);
     break;
-  case 1:
+  case WT_LOCK_NEW:
     t->out = BAD_LOCK;
     t->rc = lk_lock_new(t->c, "from-thread", &t->out);
     break;
-  case 2:
+  case WT_CLIENT_CLOSE:
     t->rc = lk_client_close(t->c, NULL);
     break;
   default:
@@ -724,8 +726,13 @@ static void thread_call(void *arg) {
   }
 }
 
-static int call_from_thread(thread_call_t *t) {
+/* Makes call `which` on c (or l) from another thread: what it returned. */
+static int call_from_thread(thread_call_t *t, int which, lk_client_t *c, lk_lock_t *l) {
   uv_thread_t th;
+  memset(t, 0, sizeof *t);
+  t->c = c;
+  t->l = l;
+  t->which = which;
   t->rc = 1;
   ASSERT_OK(uv_thread_create(&th, thread_call, t));
   ASSERT_OK(uv_thread_join(&th));
@@ -735,16 +742,14 @@ static int call_from_thread(thread_call_t *t) {
 TEST(wrong_thread_acquire) {
   fx_t fx;
   thread_call_t t;
+  lk_lock_t *l;
   fx_start(&fx, NULL);
-  memset(&t, 0, sizeof t);
-  t.c = fx.c;
-  t.l = fx_lock(&fx, "wt");
-  t.which = 0;
-  ASSERT_EQ(call_from_thread(&t), LK_EWRONGTHREAD);
+  l = fx_lock(&fx, "wt");
+  ASSERT_EQ(call_from_thread(&t, WT_ACQUIRE, fx.c, l), LK_EWRONGTHREAD);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS wt"), 0);
   /* On its own thread the object is unaffected. */
-  check_still_usable(&fx, t.l);
-  fx_close_lock(&fx, t.l);
+  check_still_usable(&fx, l);
+  fx_close_lock(&fx, l);
   rt_never_finish(&fx);
 }
 
@@ -752,10 +757,7 @@ TEST(wrong_thread_lock_new) {
   fx_t fx;
   thread_call_t t;
   fx_start(&fx, NULL);
-  memset(&t, 0, sizeof t);
-  t.c = fx.c;
-  t.which = 1;
-  ASSERT_EQ(call_from_thread(&t), LK_EWRONGTHREAD);
+  ASSERT_EQ(call_from_thread(&t, WT_LOCK_NEW, fx.c, NULL), LK_EWRONGTHREAD);
   ASSERT(t.out == BAD_LOCK);
   rt_never_finish(&fx); /* no object was born: the client closes */
 }
@@ -765,10 +767,7 @@ TEST(wrong_thread_client_close) {
   thread_call_t t;
   lk_lock_t *l;
   fx_start(&fx, NULL);
-  memset(&t, 0, sizeof t);
-  t.c = fx.c;
-  t.which = 2;
-  ASSERT_EQ(call_from_thread(&t), LK_EWRONGTHREAD);
+  ASSERT_EQ(call_from_thread(&t, WT_CLIENT_CLOSE, fx.c, NULL), LK_EWRONGTHREAD);
   /* Not closing: the client still makes objects that work. */
   l = fx_lock(&fx, "wt");
   check_still_usable(&fx, l);
