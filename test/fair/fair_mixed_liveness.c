@@ -29,6 +29,13 @@ static int emu_join(redisContext *ctx, const char *name, long long tid, int64_t 
   return rt_rfair_attempt(ctx, name, EMU_UUID, tid, 30000, wait_ms, &ttl);
 }
 
+/* The emulated Redisson waiter tid, at the head of a free lock now: its next
+ * attempt takes the lock and its unlock frees it. */
+static void emu_takes_its_turn(redisContext *ctx, const char *name, long long tid) {
+  ASSERT_EQ(rt_rfair_attempt(ctx, name, EMU_UUID, tid, 30000, RWAIT, NULL), 1);
+  ASSERT_EQ(rt_rfair_unlock(ctx, name, EMU_UUID, tid), 1);
+}
+
 /* Queue: R1, L, R2 behind a Redisson holder. R1 takes the lock (moving every
  * deadline 5 minutes earlier) and keeps it for four of L's waiter timeouts
  * while R2 polls every 50 ms (each poll runs Redisson's purge of a head
@@ -70,8 +77,7 @@ TEST(long_redisson_hold_never_purges_a_live_latchkey_waiter) {
   ASSERT_OK(sl.status);
   ASSERT_EQ(fair_lpos(fx.srv, "lh", r2), 0);
   ASSERT_OK(fsx_run(&fx, lk_fair_release, l, NULL));
-  ASSERT_EQ(rt_rfair_attempt(ctx, "lh", EMU_UUID, 2, 30000, RWAIT, NULL), 1);
-  ASSERT_EQ(rt_rfair_unlock(ctx, "lh", EMU_UUID, 2), 1);
+  emu_takes_its_turn(ctx, "lh", 2);
   ASSERT_EQ(fair_llen(fx.srv, "lh"), 0);
   ASSERT_EQ(fair_zcard(fx.srv, "lh"), 0);
   fx_close_fair(&fx, l);
@@ -109,8 +115,7 @@ TEST(redisson_giving_up_ahead_leaves_a_latchkey_waiter_in_place) {
   rt_run_until(&fx.loop, &sl.done, 5000);
   ASSERT_OK(sl.status);
   ASSERT_OK(fsx_run(&fx, lk_fair_release, l, NULL));
-  ASSERT_EQ(rt_rfair_attempt(ctx, "gu", EMU_UUID, 2, 30000, RWAIT, NULL), 1);
-  ASSERT_EQ(rt_rfair_unlock(ctx, "gu", EMU_UUID, 2), 1);
+  emu_takes_its_turn(ctx, "gu", 2);
   ASSERT_EQ(fair_llen(fx.srv, "gu"), 0);
   fx_close_fair(&fx, h);
   fx_close_fair(&fx, l);
@@ -163,8 +168,7 @@ TEST(latchkey_waiter_keeps_its_place_whatever_its_redisson_deadline_says) {
   rt_run_until(&fx.loop, &s2.done, 5000);
   ASSERT_OK(s2.status);
   ASSERT_OK(fsx_run(&fx, lk_fair_release, l2, NULL));
-  ASSERT_EQ(rt_rfair_attempt(ctx, "wh", EMU_UUID, 3, 30000, RWAIT, NULL), 1);
-  ASSERT_EQ(rt_rfair_unlock(ctx, "wh", EMU_UUID, 3), 1);
+  emu_takes_its_turn(ctx, "wh", 3);
   ASSERT_EQ(fair_llen(fx.srv, "wh"), 0);
   fx_close_fair(&fx, h);
   fx_close_fair(&fx, l1);
