@@ -9,6 +9,7 @@
 #include "core/scripts.h"
 #include "fair_fixture.h"
 #include "lockfam_late_renewal_row.h"
+#include "lockfam_stale_count.h"
 #include "proxy.h"
 
 static void start_proxied(fx_t *fx, rt_proxy_t **p, int64_t reply_timeout_ms) {
@@ -270,38 +271,28 @@ TEST(late_renewal_reply_never_undoes_the_next_grant) {
   lr_late_renewal_reply_never_undoes_the_next_grant(&lf_lr_fair);
 }
 
-/* The server counts one hold more for this owner than the object does (a
- * release whose reply was lost did not apply, or a give-back was lost). A
- * first attempt must not take that count for its own grant: that reading
- * is for resends after a lost reply only. It restarts the count from the
- * object's and takes a fresh token, and the release then frees the lock. */
+/* The fair lock's row of the stale-count contract
+ * (test/harness/lockfam_stale_count.h): a fenced acquire is the late-renewal
+ * row's (wait 5 s, default lease); the server's count is read from the hash. */
+static int stale_acquire_fenced(fx_t *fx, void *obj) {
+  lr_acq_t s;
+  lf_lr_start_fenced_fair(obj, &s);
+  rt_run_until(&fx->loop, &s.done, 5000);
+  return s.status;
+}
+
+static uint32_t stale_hold_count(void *obj) { return lk_fair_hold_count(obj); }
+
+static long long stale_server_holds(fx_t *fx, void *obj) {
+  return holds_of(fx, lk_fair_name(obj), lk_fair_owner(obj));
+}
+
+static const lf_stale_kind_t stale_fair = {
+    "",         lf_lr_open_fair,    lf_lr_handle_fair,  stale_acquire_fenced,
+    stale_hold_count, stale_server_holds, lf_lr_release_fair, lf_lr_close_fair};
+
 TEST(first_attempt_never_takes_a_stale_count_for_its_grant) {
-  fx_t fx;
-  lk_fair_t *w;
-  lr_acq_t s; /* a fenced acquire: the contract row above */
-  int64_t n = -1, t1;
-  fx_start(&fx, NULL);
-  w = fx_fair(&fx, "stale");
-  lf_lr_start_fenced_fair(w, &s);
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
-  t1 = lk_fair_token(w);
-  ASSERT_GT(t1, 0);
-  /* A hold of this owner the object does not count. */
-  ASSERT_EQ(rt_cmd_int(fx.srv, "HINCRBY stale %s 1", lk_fair_owner(w)), 2);
-  lf_lr_start_fenced_fair(w, &s);
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
-  ASSERT_EQ(lk_fair_hold_count(w), 2);
-  ASSERT_GT(lk_fair_token(w), t1); /* a fresh one, not the last one again */
-  ASSERT_EQ(holds_of(&fx, "stale", lk_fair_owner(w)), 2);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, w, &n));
-  ASSERT_EQ(n, 0);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, w, &n));
-  ASSERT_EQ(n, 1);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale"), 0);
-  fx_close_fair(&fx, w);
-  fx_finish(&fx);
+  lf_first_attempt_never_takes_a_stale_count(&stale_fair, "stale");
 }
 
 /* A re-entry (the object holds 2) is held up on its way and canceled;

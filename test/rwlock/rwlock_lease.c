@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lockfam_stale_count.h"
 #include "proxy.h"
 #include "rw_fixture.h"
 
@@ -486,29 +487,25 @@ static void make_stale_read_hold(fx_t *fx, lk_rwlock_t *rw, const char *name, in
   free(k);
 }
 
+/* The write side's row of the stale-count contract
+ * (test/harness/lockfam_stale_count.h): fenced try-once acquires with an
+ * explicit lease; the server's count through lk_rwlock_server_hold_count. */
+static void *stale_open(fx_t *fx, const char *name) { return fx_rwlock(fx, name); }
+static lk_handle_t *stale_handle(void *obj) { return lk_rwlock_handle(obj); }
+static int stale_acquire_fenced(fx_t *fx, void *obj) { return rw_acquire_fenced(fx, obj, RW_W); }
+static uint32_t stale_hold_count(void *obj) { return lk_rwlock_hold_count(obj, RW_W); }
+static long long stale_server_holds(fx_t *fx, void *obj) { return rw_server_holds(fx, obj, RW_W); }
+static int stale_release(fx_t *fx, void *obj, int64_t *freed) {
+  return rw_release(fx, obj, RW_W, freed);
+}
+static void stale_close(fx_t *fx, void *obj) { fx_close_rwlock(fx, obj); }
+
+static const lf_stale_kind_t stale_write = {
+    ":write",         stale_open,         stale_handle,  stale_acquire_fenced,
+    stale_hold_count, stale_server_holds, stale_release, stale_close};
+
 TEST(write_first_attempt_never_takes_a_stale_count_for_its_grant) {
-  fx_t fx;
-  lk_rwlock_t *a;
-  int64_t freed = -1, t1;
-  fx_start(&fx, NULL);
-  a = fx_rwlock(&fx, "stale-w");
-  ASSERT_OK(rw_acquire_fenced(&fx, a, RW_W));
-  t1 = lk_rwlock_token(a);
-  ASSERT_GT(t1, 0);
-  /* A write hold of this owner the object does not count. */
-  ASSERT_EQ(rt_cmd_int(fx.srv, "HINCRBY stale-w %s:write 1", lk_rwlock_owner(a)), 2);
-  ASSERT_OK(rw_acquire_fenced(&fx, a, RW_W));
-  ASSERT_EQ(lk_rwlock_hold_count(a, RW_W), 2);
-  ASSERT_GT(lk_rwlock_token(a), t1); /* a fresh one, not the last one again */
-  ASSERT_EQ(rw_server_holds(&fx, a, RW_W), 2);
-  /* The count restarted from the object's: its releases free the lock. */
-  ASSERT_OK(rw_release(&fx, a, RW_W, &freed));
-  ASSERT_EQ(freed, 0);
-  ASSERT_OK(rw_release(&fx, a, RW_W, &freed));
-  ASSERT_EQ(freed, 1);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-w"), 0);
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  lf_first_attempt_never_takes_a_stale_count(&stale_write, "stale-w");
 }
 
 TEST(read_first_attempt_never_takes_a_stale_count_for_its_grant) {
