@@ -47,10 +47,15 @@ static void on_queued_count(lk_fair_t *f, int status, void *arg) {
     w->first_position = lk_fair_position(f);
 }
 
-/* Starts w's acquire and runs until the server has queued it. */
-static void enqueue(fx_t *fx, lk_fair_t *f, waiter_t *w, int64_t waiter_timeout_ms) {
+/* Waiter number index of log: a new object on name whose acquire (its
+ * callback w) is started and run until the server has queued it. */
+static lk_fair_t *enqueue(fx_t *fx, const char *name, waiter_t *w, order_log_t *log, int index,
+                          int64_t waiter_timeout_ms) {
+  lk_fair_t *f = fx_fair(fx, name);
   lk_fair_opts_t o;
-  memset(&w->acq, 0, sizeof(w->acq));
+  memset(w, 0, sizeof(*w));
+  w->log = log;
+  w->index = index;
   lk_fair_opts_init(&o);
   o.wait_ms = 30000;
   if (waiter_timeout_ms > 0)
@@ -58,6 +63,7 @@ static void enqueue(fx_t *fx, lk_fair_t *f, waiter_t *w, int64_t waiter_timeout_
   ASSERT_OK(lk_fair_set_queue_cb(f, on_queued_count, w));
   ASSERT_OK(lk_fair_acquire(f, &o, on_acq_logged, w));
   rt_run_until(&fx->loop, &w->queued_calls, 5000);
+  return f;
 }
 
 TEST(fifo_order_and_keys) {
@@ -73,11 +79,7 @@ TEST(fifo_order_and_keys) {
   h = fx_fair(&fx, "fifo");
   ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
   for (i = 0; i < N; i++) {
-    w[i] = fx_fair(&fx, "fifo");
-    memset(&ws[i], 0, sizeof(ws[i]));
-    ws[i].log = &log;
-    ws[i].index = i;
-    enqueue(&fx, w[i], &ws[i], 0);
+    w[i] = enqueue(&fx, "fifo", &ws[i], &log, i, 0);
     ASSERT_EQ(ws[i].first_position, i);
     ASSERT_EQ(lk_fair_position(w[i]), i);
   }
@@ -201,13 +203,8 @@ TEST(cancel_in_the_middle_leaves_no_trace) {
   memset(&log, 0, sizeof(log));
   h = fx_fair(&fx, "cm");
   ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
-  for (i = 0; i < 3; i++) {
-    w[i] = fx_fair(&fx, "cm");
-    memset(&ws[i], 0, sizeof(ws[i]));
-    ws[i].log = &log;
-    ws[i].index = i;
-    enqueue(&fx, w[i], &ws[i], 0);
-  }
+  for (i = 0; i < 3; i++)
+    w[i] = enqueue(&fx, "cm", &ws[i], &log, i, 0);
   /* (A cancel that meets an attempt in flight retires the identity, so
    * the queue is checked for the owner it had.) */
   snprintf(old_owner, sizeof(old_owner), "%s", lk_fair_owner(w[1]));
@@ -287,13 +284,8 @@ TEST(long_hold_never_purges_live_waiters) {
   memset(&log, 0, sizeof(log));
   h = fx_fair(&fx, "long");
   ASSERT_OK(fsx_acquire(&fx, h, 0, 60000));
-  for (i = 0; i < N; i++) {
-    w[i] = fx_fair(&fx, "long");
-    memset(&ws[i], 0, sizeof(ws[i]));
-    ws[i].log = &log;
-    ws[i].index = i;
-    enqueue(&fx, w[i], &ws[i], timeout);
-  }
+  for (i = 0; i < N; i++)
+    w[i] = enqueue(&fx, "long", &ws[i], &log, i, timeout);
   for (i = 0; i < N; i++)
     first_score[i] = fair_zscore(fx.srv, "long", lk_fair_owner(w[i]));
   /* Waiters refresh every timeout / 3: a machine stall longer than the
