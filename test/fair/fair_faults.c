@@ -9,6 +9,7 @@
 #include "core/scripts.h"
 #include "fair_fixture.h"
 #include "lockfam_late_renewal_row.h"
+#include "lockfam_no_channels.h"
 #include "lockfam_stale_count.h"
 #include "proxy.h"
 
@@ -233,16 +234,9 @@ TEST(restart_losing_the_queue_admits_the_waiter) {
  * turn, by re-polling, and the release is not refused. */
 TEST(user_without_channel_access_is_served_by_polling) {
   fx_t fx;
-  lk_client_opts_t o;
   lk_fair_t *h, *w;
   fsx_t s, rel;
-  fx_start_server(&fx, NULL);
-  free(rt_cmd_str(fx.srv, "ACL SETUSER nochan on >pw ~* +@all resetchannels"));
-  fx_client_opts(&fx, &o);
-  o.username = "nochan";
-  o.password = "pw";
-  o.max_repoll_ms = 200;
-  fx_start_client(&fx, &o);
+  lf_start_without_channels(&fx, 200, NULL, NULL);
   h = fx_fair(&fx, "nch");
   w = fx_fair(&fx, "nch");
   ASSERT_OK(fsx_acquire(&fx, h, 0, 60000));

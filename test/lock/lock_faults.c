@@ -7,6 +7,7 @@
 
 #include "lk_fixture.h"
 #include "lockfam_late_renewal_row.h"
+#include "lockfam_no_channels.h"
 #include "proxy.h"
 
 /* Whether HGET name <l's owner> reads want. */
@@ -210,22 +211,13 @@ static void on_log(lk_log_level_t level, const char *msg, void *arg) {
  * with one warning and no reconnect storm. */
 TEST(user_without_channel_access_polls) {
   fx_t fx;
-  lk_client_opts_t o;
   lk_lock_t *a, *b;
   sx_t s, r;
   logs_t logs;
   uint64_t released;
   lk_client_stats_t st;
   memset(&logs, 0, sizeof(logs));
-  fx_start_server(&fx, NULL);
-  freeReplyObject(rt_cmd(fx.srv, "ACL SETUSER locker on >pw ~* resetchannels +@all"));
-  fx_client_opts(&fx, &o);
-  o.username = "locker";
-  o.password = "pw";
-  o.max_repoll_ms = 300;
-  o.log = on_log;
-  o.log_arg = &logs;
-  fx_start_client(&fx, &o);
+  lf_start_without_channels(&fx, 300, on_log, &logs);
   a = fx_lock(&fx, "nc");
   b = fx_lock(&fx, "nc");
   ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
