@@ -282,15 +282,8 @@ static long long stale_server_holds(fx_t *fx, void *obj) {
 }
 
 static const lf_stale_kind_t stale_fair = {
-    .field_suffix = "",
-    .open = lf_lr_open_fair,
-    .handle = lf_lr_handle_fair,
-    .acquire_fenced = stale_acquire_fenced,
-    .hold_count = stale_hold_count,
-    .server_holds = stale_server_holds,
-    .release = lf_lr_release_fair,
-    .close = lf_lr_close_fair,
-};
+    "",               lf_lr_open_fair,    lf_lr_handle_fair,  stale_acquire_fenced,
+    stale_hold_count, stale_server_holds, lf_lr_release_fair, lf_lr_close_fair};
 
 TEST(first_attempt_never_takes_a_stale_count_for_its_grant) {
   lf_first_attempt_never_takes_a_stale_count(&stale_fair, "stale");

@@ -501,15 +501,8 @@ static int stale_release(fx_t *fx, void *obj, int64_t *freed) {
 static void stale_close(fx_t *fx, void *obj) { fx_close_rwlock(fx, obj); }
 
 static const lf_stale_kind_t stale_write = {
-    .field_suffix = ":write",
-    .open = stale_open,
-    .handle = stale_handle,
-    .acquire_fenced = stale_acquire_fenced,
-    .hold_count = stale_hold_count,
-    .server_holds = stale_server_holds,
-    .release = stale_release,
-    .close = stale_close,
-};
+    ":write",         stale_open,         stale_handle,  stale_acquire_fenced,
+    stale_hold_count, stale_server_holds, stale_release, stale_close};
 
 TEST(write_first_attempt_never_takes_a_stale_count_for_its_grant) {
   lf_first_attempt_never_takes_a_stale_count(&stale_write, "stale-w");
