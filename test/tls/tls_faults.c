@@ -50,10 +50,13 @@ TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
   lost_t lost = {0, 0};
   lk_lock_t *a;
   lk_client_stats_t st;
+  int64_t mark;
+  int held;
   o.default_lease_ms = 900; /* renewals every 300 ms */
   fx_start_client(&fx, &o);
   a = fx_lock(&fx, "tls-cut-renew");
   lk_lock_set_lost_cb(a, on_lost, &lost);
+  mark = rt_stall_mark();
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
   /* Only the command connection is open (nobody waits: no pub/sub), so the
    * next chunk from the server is a renewal's reply. */
@@ -62,16 +65,25 @@ TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
   FX_EVENTUALLY(&fx, rt_proxy_chunks_cut(p) == 1, 3000);
   FX_EVENTUALLY(&fx, tu_stats(fx.c).tls_handshakes >= 2 && lk_client_is_connected(fx.c), 5000);
   fx_spin(&fx, 1000); /* more than a lease: renewals go on over the new session */
-  ASSERT_EQ(lost.calls, 0);
-  ASSERT(lk_lock_is_held(a));
-  ASSERT_GT(rt_cmd_int(fx.srv, "PTTL tls-cut-renew"), 0);
+  /* The cut renewal costs one period of the lease, so a machine stall longer
+   * than the third left (lease - two periods) may take the hold for no fault
+   * of the library (docs/reliability.md): then the loss is told once. */
+  held = EXPECT_HOLD(lost.calls == 0 && lk_lock_is_held(a), mark, 900 / 3);
+  if (held)
+    ASSERT_GT(rt_cmd_int(fx.srv, "PTTL tls-cut-renew"), 0);
+  else
+    FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
   st = tu_stats(fx.c);
   ASSERT_GE(st.reconnects, 1);
   ASSERT_EQ(st.tls_failures, 0);
   ASSERT_EQ(log.count[LK_LOG_ERROR], 0);
   ASSERT_STREQ(lk_client_error_text(fx.c), "");
-  ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS tls-cut-renew"), 0);
+  if (held) {
+    ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
+    ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS tls-cut-renew"), 0);
+  } else {
+    FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS tls-cut-renew") == 0, 2000);
+  }
   fx_close_lock(&fx, a);
   tu_finish(&fx, t);
   rt_proxy_stop(p);
