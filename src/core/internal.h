@@ -538,6 +538,9 @@ int lk__status_of(redisReply *r);
  * be op's, the reply stream is shifted. */
 int lk__reply_unwrap(const lk__op_t *op, redisReply *r, redisReply **inner);
 int lk__reply_is_int(const redisReply *r, long long *out);
+/* r is an array (r->elements long: the callers check the length) whose
+ * elements are all integers. */
+int lk__reply_int_array(const redisReply *r);
 
 /* --- ids --- */
 int lk__uuid4(char out[37]);
