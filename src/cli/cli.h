@@ -116,6 +116,10 @@ void cli_json_str(cli_json_t *j, const char *key, const char *v);
 void cli_json_int(cli_json_t *j, const char *key, int64_t v);
 void cli_json_bool(cli_json_t *j, const char *key, int v);
 void cli_json_null(cli_json_t *j, const char *key);
+/* key's value, or null where there is none: v when `has`, else null; the
+ * string v, else null where v is NULL. */
+void cli_json_int_or_null(cli_json_t *j, const char *key, int has, int64_t v);
+void cli_json_str_or_null(cli_json_t *j, const char *key, const char *v);
 /* Writes s as a JSON string literal (quotes and escapes included). */
 void cli_json_escape(FILE *f, const char *s);
 

@@ -99,3 +99,15 @@ void cli_json_null(cli_json_t *j, const char *key) {
   sep(j, key);
   fputs("null", j->f);
 }
+void cli_json_int_or_null(cli_json_t *j, const char *key, int has, int64_t v) {
+  if (has)
+    cli_json_int(j, key, v);
+  else
+    cli_json_null(j, key);
+}
+void cli_json_str_or_null(cli_json_t *j, const char *key, const char *v) {
+  if (v != NULL)
+    cli_json_str(j, key, v);
+  else
+    cli_json_null(j, key);
+}

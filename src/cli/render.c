@@ -66,10 +66,7 @@ static void owner_json(cli_json_t *j, const cli_owner_t *owners, size_t i) {
   cli_json_obj_begin(j, "owner_desc");
   cli_json_str(j, "id", o->id);
   cli_json_str(j, "host", o->host);
-  if (o->pid >= 0)
-    cli_json_int(j, "pid", o->pid);
-  else
-    cli_json_null(j, "pid");
+  cli_json_int_or_null(j, "pid", o->pid >= 0, o->pid);
   cli_json_str(j, "program", o->program);
   cli_json_str(j, "client_name", o->client_name);
   cli_json_str(j, "version", o->version);
@@ -145,27 +142,16 @@ void cli_render_json_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t *
   cli_json_str(&j, "redis_type", in->redis_type);
   cli_json_int(&j, "ttl_ms", in->ttl_ms);
   cli_json_int(&j, "server_time_ms", in->server_time_ms);
-  if (in->kind == LK_INSPECT_RWLOCK)
-    cli_json_str(&j, "mode", mode_text(in->mode));
-  else
-    cli_json_null(&j, "mode");
-  if (in->has_count)
-    cli_json_int(&j, "count", in->count);
-  else
-    cli_json_null(&j, "count");
-  if (in->token > 0)
-    cli_json_int(&j, "token", in->token);
-  else
-    cli_json_null(&j, "token");
+  cli_json_str_or_null(&j, "mode", in->kind == LK_INSPECT_RWLOCK ? mode_text(in->mode) : NULL);
+  cli_json_int_or_null(&j, "count", in->has_count, in->count);
+  cli_json_int_or_null(&j, "token", in->token > 0, in->token);
   cli_json_arr_begin(&j, "holders");
   for (i = 0; i < in->n_holders; i++) {
     cli_json_obj_begin(&j, NULL);
     cli_json_str(&j, "owner", in->holders[i].owner);
     cli_json_int(&j, "count", in->holders[i].count);
-    if (in->holders[i].mode != 0)
-      cli_json_str(&j, "mode", mode_text(in->holders[i].mode));
-    else
-      cli_json_null(&j, "mode");
+    cli_json_str_or_null(&j, "mode",
+                         in->holders[i].mode != 0 ? mode_text(in->holders[i].mode) : NULL);
     cli_json_int(&j, "ttl_ms", in->holders[i].ttl_ms);
     owner_json(&j, owners, i);
     cli_json_obj_end(&j);
@@ -176,10 +162,8 @@ void cli_render_json_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t *
   for (i = 0; i < in->n_waiters; i++) {
     cli_json_obj_begin(&j, NULL);
     cli_json_str(&j, "owner", in->waiters[i].owner);
-    if (in->waiters[i].deadline_ms != LK_INSPECT_NO_DEADLINE)
-      cli_json_int(&j, "deadline_ms", in->waiters[i].deadline_ms);
-    else
-      cli_json_null(&j, "deadline_ms");
+    cli_json_int_or_null(&j, "deadline_ms", in->waiters[i].deadline_ms != LK_INSPECT_NO_DEADLINE,
+                         in->waiters[i].deadline_ms);
     owner_json(&j, owners, in->n_holders + i);
     cli_json_obj_end(&j);
   }
@@ -189,10 +173,7 @@ void cli_render_json_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t *
   for (i = 0; i < in->n_permits; i++) {
     cli_json_obj_begin(&j, NULL);
     cli_json_str(&j, "id", in->permits[i].id);
-    if (in->permits[i].no_lease)
-      cli_json_null(&j, "lease_ms");
-    else
-      cli_json_int(&j, "lease_ms", in->permits[i].lease_ms);
+    cli_json_int_or_null(&j, "lease_ms", !in->permits[i].no_lease, in->permits[i].lease_ms);
     cli_json_obj_end(&j);
   }
   cli_json_arr_end(&j);

@@ -102,6 +102,31 @@ static void fail(sess_t *s, const char *what, int status) {
     s->exit_code = cli_exit_for(status, s->c);
 }
 
+/* A command could not be sent: reported under `what` (a usage error where
+ * `bad_args` says the arguments were at fault), and the session ends. */
+static void send_failed(sess_t *s, const char *what, int status, int bad_args) {
+  fail(s, what, status);
+  if (bad_args)
+    s->exit_code = CLI_EXIT_USAGE;
+  sess_close(s);
+}
+
+/* Runs subcommand cmd: its arguments parsed, then checked by `check` (0,
+ * or the code of a usage error), a client opened, and `start` sends the
+ * first command (send_failed where it cannot); the loop runs until the
+ * client is closed. */
+static int sess_main(const char *cmd, int argc, char **argv, int (*check)(sess_t *),
+                     void (*start)(sess_t *)) {
+  sess_t s;
+  cli_common_t co = {0};
+  int rc;
+  if ((rc = sess_args(&s, cmd, argc, argv, &co)) != 0 || (rc = check(&s)) != 0 ||
+      (rc = sess_open(&s, &co)) != 0)
+    return sess_end(&s, rc);
+  start(&s);
+  return sess_run(&s);
+}
+
 /* ---- inspect ---- */
 
 static void inspect_next(sess_t *s);
@@ -280,18 +305,12 @@ static void inspect_next(sess_t *s) {
   sess_close(s);
 }
 
+static int inspect_check(sess_t *s) {
+  return s->n_names == 0 ? cli_usage("inspect", "at least one NAME is required") : 0;
+}
+
 int cli_inspect(int argc, char **argv) {
-  sess_t s;
-  cli_common_t co = {0};
-  int rc;
-  if ((rc = sess_args(&s, "inspect", argc, argv, &co)) != 0)
-    return sess_end(&s, rc);
-  if (s.n_names == 0)
-    return sess_end(&s, cli_usage("inspect", "at least one NAME is required"));
-  if ((rc = sess_open(&s, &co)) != 0)
-    return sess_end(&s, rc);
-  inspect_next(&s);
-  return sess_run(&s);
+  return sess_main("inspect", argc, argv, inspect_check, inspect_next);
 }
 
 /* ---- list ---- */
@@ -328,31 +347,26 @@ static void on_listed(lk_client_t *c, int status, const lk_list_entry_t *e, size
     sess_close(s);
     return;
   }
-  if ((rc = lk_list(s->c, s->names[0], s->cursor, (int)s->count, on_listed, s)) < 0) {
-    fail(s, "list", rc);
-    sess_close(s);
-  }
+  if ((rc = lk_list(s->c, s->names[0], s->cursor, (int)s->count, on_listed, s)) < 0)
+    send_failed(s, "list", rc, 0);
+}
+
+static int list_check(sess_t *s) {
+  if (s->n_names > 1)
+    return cli_usage("list", "one PATTERN at most");
+  if (s->n_names == 0)
+    s->names[0] = "*";
+  return 0;
+}
+
+static void list_start(sess_t *s) {
+  int rc = lk_list(s->c, s->names[0], "0", (int)s->count, on_listed, s);
+  if (rc < 0)
+    send_failed(s, "list", rc, rc == LK_EINVAL);
 }
 
 int cli_list(int argc, char **argv) {
-  sess_t s;
-  cli_common_t co = {0};
-  int rc;
-  if ((rc = sess_args(&s, "list", argc, argv, &co)) != 0)
-    return sess_end(&s, rc);
-  if (s.n_names > 1)
-    return sess_end(&s, cli_usage("list", "one PATTERN at most"));
-  if (s.n_names == 0)
-    s.names[0] = "*";
-  if ((rc = sess_open(&s, &co)) != 0)
-    return sess_end(&s, rc);
-  if ((rc = lk_list(s.c, s.names[0], "0", (int)s.count, on_listed, &s)) < 0) {
-    fail(&s, "list", rc);
-    if (rc == LK_EINVAL)
-      s.exit_code = CLI_EXIT_USAGE;
-    sess_close(&s);
-  }
-  return sess_run(&s);
+  return sess_main("list", argc, argv, list_check, list_start);
 }
 
 /* ---- release --force ---- */
@@ -454,27 +468,24 @@ static void on_release_inspected(lk_client_t *c, int status, const lk_inspect_t 
   }
 }
 
+static int release_check(sess_t *s) {
+  if (!s->force)
+    return cli_usage("release", "--force is required (it deletes whoever holds NAME)");
+  if (s->n_names != 1)
+    return cli_usage("release", "exactly one NAME");
+  if (!s->yes && !isatty(STDIN_FILENO))
+    return cli_usage("release", "stdin is not a terminal: pass --yes to release without asking");
+  return 0;
+}
+
+static void release_start(sess_t *s) {
+  int rc = lk_inspect(s->c, s->names[0], on_release_inspected, s);
+  if (rc < 0)
+    send_failed(s, s->names[0], rc, rc == LK_EINVAL || rc == LK_ENAMETOOLONG);
+}
+
 int cli_release(int argc, char **argv) {
-  sess_t s;
-  cli_common_t co = {0};
-  int rc;
-  if ((rc = sess_args(&s, "release", argc, argv, &co)) != 0)
-    return sess_end(&s, rc);
-  if (!s.force)
-    return sess_end(&s, cli_usage("release", "--force is required (it deletes whoever holds NAME)"));
-  if (s.n_names != 1)
-    return sess_end(&s, cli_usage("release", "exactly one NAME"));
-  if (!s.yes && !isatty(STDIN_FILENO))
-    return sess_end(&s, cli_usage("release", "stdin is not a terminal: pass --yes to release without asking"));
-  if ((rc = sess_open(&s, &co)) != 0)
-    return sess_end(&s, rc);
-  if ((rc = lk_inspect(s.c, s.names[0], on_release_inspected, &s)) < 0) {
-    fail(&s, s.names[0], rc);
-    if (rc == LK_EINVAL || rc == LK_ENAMETOOLONG)
-      s.exit_code = CLI_EXIT_USAGE;
-    sess_close(&s);
-  }
-  return sess_run(&s);
+  return sess_main("release", argc, argv, release_check, release_start);
 }
 
 /* ---- ping ---- */
@@ -501,19 +512,18 @@ static void on_ping(lk_client_t *c, int status, const lk_ping_t *p, void *arg) {
   sess_close(s);
 }
 
+static int ping_check(sess_t *s) {
+  if (s->n_names != 0)
+    return cli_usage("ping", "no arguments besides the options (got %s)", s->names[0]);
+  return 0;
+}
+
+static void ping_start(sess_t *s) {
+  int rc = lk_ping(s->c, on_ping, s);
+  if (rc < 0)
+    send_failed(s, "ping", rc, 0);
+}
+
 int cli_ping(int argc, char **argv) {
-  sess_t s;
-  cli_common_t co = {0};
-  int rc;
-  if ((rc = sess_args(&s, "ping", argc, argv, &co)) != 0)
-    return sess_end(&s, rc);
-  if (s.n_names != 0)
-    return sess_end(&s, cli_usage("ping", "no arguments besides the options (got %s)", s.names[0]));
-  if ((rc = sess_open(&s, &co)) != 0)
-    return sess_end(&s, rc);
-  if ((rc = lk_ping(s.c, on_ping, &s)) < 0) {
-    fail(&s, "ping", rc);
-    sess_close(&s);
-  }
-  return sess_run(&s);
+  return sess_main("ping", argc, argv, ping_check, ping_start);
 }

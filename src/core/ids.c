@@ -33,6 +33,16 @@ int lk__valid_client_id(const char *s) {
   return 1;
 }
 
+int lk__hex_digit(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
 /* xorshift64*: retries need spread, not secrecy, and a getrandom call per
  * retry would cost more than the retry's own bookkeeping. */
 uint32_t lk__jitter(lk_client_t *c, uint32_t below) {

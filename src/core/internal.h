@@ -538,10 +538,16 @@ int lk__status_of(redisReply *r);
  * be op's, the reply stream is shifted. */
 int lk__reply_unwrap(const lk__op_t *op, redisReply *r, redisReply **inner);
 int lk__reply_is_int(const redisReply *r, long long *out);
+/* r is an array (r->elements long: the callers check the length) whose
+ * elements are all integers. */
+int lk__reply_int_array(const redisReply *r);
 
 /* --- ids --- */
 int lk__uuid4(char out[37]);
 int lk__valid_client_id(const char *s);
+/* A hexadecimal digit's value (either case), or -1 for any other char: the
+ * URL's percent escapes and the permit ids' text. */
+int lk__hex_digit(char c);
 /* A uniform number in [0, below) (0 when below is 0), for spreading retries
  * and back-offs: cheap (no system call after the first) and not for
  * anything secret. */

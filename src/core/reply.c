@@ -80,6 +80,16 @@ int lk__reply_is_int(const redisReply *r, long long *out) {
   return 1;
 }
 
+int lk__reply_int_array(const redisReply *r) {
+  size_t i;
+  if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+    return 0;
+  for (i = 0; i < r->elements; i++)
+    if (r->element[i]->type != REDIS_REPLY_INTEGER)
+      return 0;
+  return 1;
+}
+
 /* What a script that returned nil or false answers through its wrapper
  * ({tag}): handed to callbacks as the nil reply the script would have given
  * unwrapped. Never written. */

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "core/alloc.h"
+#include "core/internal.h"
 
 #define URL_MAX 4096        /* longer is a mistake (or an attack), not an address */
 #define HOST_MAX 253        /* a DNS name */
@@ -118,16 +119,6 @@ static char *buf_take(buf_t *b, size_t n) {
   return r;
 }
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* s[0..n) percent-decoded into the storage and NUL-terminated; NULL for a
  * bad escape or an encoded NUL (the result is a C string). */
 static const char *decode(buf_t *b, const char *s, size_t n) {
@@ -140,8 +131,8 @@ static const char *decode(buf_t *b, const char *s, size_t n) {
       int hi, lo;
       if (i + 2 >= n)
         return NULL;
-      hi = hexval(s[i + 1]);
-      lo = hexval(s[i + 2]);
+      hi = lk__hex_digit(s[i + 1]);
+      lo = lk__hex_digit(s[i + 2]);
       if (hi < 0 || lo < 0 || (hi | lo) == 0)
         return NULL;
       *w++ = (char)(hi * 16 + lo);

@@ -51,12 +51,8 @@ lk__op_t *lk__fair_leave_op(lk_fair_t *f, int64_t cond, int64_t drop, lk__op_cb 
 
 /* The tag of a well-formed reply, or -1. */
 static int reply_tag(const redisReply *r) {
-  size_t i;
-  if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2)
+  if (!lk__reply_int_array(r) || r->elements < 2)
     return -1;
-  for (i = 0; i < r->elements; i++)
-    if (r->element[i]->type != REDIS_REPLY_INTEGER)
-      return -1;
   switch (r->element[0]->integer) {
   case TAG_GRANTED:
     return r->elements == 2 || r->elements == 4 ? TAG_GRANTED : -1;

@@ -172,13 +172,7 @@ static lk__op_t *lk__lock_undo(lk__obj_t *o, int known_grant) {
 }
 
 static int lk__lock_is_grant(const redisReply *r) {
-  size_t i;
-  if (r->type != REDIS_REPLY_ARRAY || (r->elements != 1 && r->elements != 3))
-    return 0;
-  for (i = 0; i < r->elements; i++)
-    if (r->element[i]->type != REDIS_REPLY_INTEGER)
-      return 0;
-  return 1;
+  return lk__reply_int_array(r) && (r->elements == 1 || r->elements == 3);
 }
 
 /* --- acquiring --- */

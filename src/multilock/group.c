@@ -1,6 +1,7 @@
 /* Helpers shared by MultiLock and RedLock (group.h). */
 #include <string.h>
 
+#include "lock/lock_internal.h"
 #include "multilock/group.h"
 
 static int same_str(const char *a, const char *b) {
@@ -47,6 +48,15 @@ int64_t lk__group_jitter_ms(uint64_t *state, int64_t max_ms) {
   if (max_ms <= 0)
     return 0;
   return (int64_t)(lk__group_rand(state) % (uint64_t)(max_ms + 1));
+}
+
+void lk__group_give_back(lk_lock_t *lock, uint32_t *mine, uint32_t n) {
+  if (n > *mine)
+    n = *mine;
+  if (n == 0)
+    return;
+  lk__lock_drop_holds(lock, n);
+  *mine -= n;
 }
 
 void lk__group_afresh(uint32_t *holds, int *lost) {

@@ -31,6 +31,10 @@ int lk__group_release_check(uint32_t *holds, int *lost);
  * (what the members kept was given back then), as a single lock's does
  * (lk__hold_afresh). */
 void lk__group_afresh(uint32_t *holds, int *lost);
+/* Gives back n of the group's holds on a member lock (*mine of them are the
+ * group's: n at most those) without waiting; the member must have nothing
+ * of the group's pending. */
+void lk__group_give_back(lk_lock_t *lock, uint32_t *mine, uint32_t n);
 
 /* What a group's ops table (multilock.c, redlock_api.c) says the same way:
  * its close gives back through the static on_close_release, cancel ends the

@@ -90,14 +90,7 @@ static void finish(lk_multilock_t *ml, int status) {
 
 /* Gives back n of the group's holds on m without waiting (the member must
  * have nothing of ours pending). */
-static void give_back(lk__member_t *m, uint32_t n) {
-  if (n > m->mine)
-    n = m->mine;
-  if (n == 0)
-    return;
-  lk__lock_drop_holds(m->lock, n);
-  m->mine -= n;
-}
+static void give_back(lk__member_t *m, uint32_t n) { lk__group_give_back(m->lock, &m->mine, n); }
 
 /* The group's holds on some member are gone: it holds nothing any more. The
  * other members' holds are given back (those with an operation of ours in

@@ -136,14 +136,7 @@ static void finish(lk_redlock_t *rl, int status) {
 
 /* Gives back n holds on a master without waiting (nothing of ours pending
  * on it). */
-static void give_back(lk__rnode_t *nd, uint32_t n) {
-  if (n > nd->mine)
-    n = nd->mine;
-  if (n == 0)
-    return;
-  lk__lock_drop_holds(nd->lock, n);
-  nd->mine -= n;
-}
+static void give_back(lk__rnode_t *nd, uint32_t n) { lk__group_give_back(nd->lock, &nd->mine, n); }
 
 static void group_lost(lk_redlock_t *rl) {
   size_t i;

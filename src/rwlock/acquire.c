@@ -69,13 +69,7 @@ lk__op_t *lk__rw_undo(lk__obj_t *o, int known_grant) {
 
 /* {count, other side's count} or, fenced, {count, other, token, regressed}. */
 int lk__rw_is_grant(const redisReply *r) {
-  size_t i;
-  if (r->type != REDIS_REPLY_ARRAY || (r->elements != 2 && r->elements != 4))
-    return 0;
-  for (i = 0; i < r->elements; i++)
-    if (r->element[i]->type != REDIS_REPLY_INTEGER)
-      return 0;
-  return 1;
+  return lk__reply_int_array(r) && (r->elements == 2 || r->elements == 4);
 }
 
 static int is_upgrade_refusal(const redisReply *r) {

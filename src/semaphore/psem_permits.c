@@ -22,22 +22,12 @@ void lk__psem_to_hex(const unsigned char *raw, char *hex) {
   hex[LK_PSEM_ID_LEN] = '\0';
 }
 
-static int hex_digit(char ch) {
-  if (ch >= '0' && ch <= '9')
-    return ch - '0';
-  if (ch >= 'a' && ch <= 'f')
-    return ch - 'a' + 10;
-  if (ch >= 'A' && ch <= 'F')
-    return ch - 'A' + 10;
-  return -1;
-}
-
 int lk__psem_from_hex(const char *hex, unsigned char *raw) {
   int i;
   if (hex == NULL || strnlen(hex, LK_PSEM_ID_LEN + 1) != LK_PSEM_ID_LEN)
     return LK_EINVAL;
   for (i = 0; i < LK__PSEM_ID_BYTES; i++) {
-    int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+    int hi = lk__hex_digit(hex[2 * i]), lo = lk__hex_digit(hex[2 * i + 1]);
     if (hi < 0 || lo < 0)
       return LK_EINVAL;
     raw[i] = (unsigned char)(hi << 4 | lo);
