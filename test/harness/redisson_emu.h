@@ -93,6 +93,16 @@ int rt_emu_lock_try(void *arg, int64_t *sleep_ms);
 /* An integer reply's value, r freed; any other reply fails the test, naming
  * what. */
 long long rt_emu_int(redisReply *r, const char *what);
+/* A tryLock script's reply, r freed: nil is RT_RLOCK_ACQUIRED, an integer
+ * the holder's PTTL (>= 0), -1 RT_RLOCK_BUSY_NO_TTL; anything else fails the
+ * test, naming what. */
+long long rt_emu_try_reply(redisReply *r, const char *what);
+/* A fair lock's acquire script reply, r freed: 1 acquired (nil), 0 queued (an
+ * integer, stored in *ttl unless NULL); anything else fails the test, naming
+ * what. */
+int rt_emu_fair_reply(redisReply *r, long long *ttl, const char *what);
+/* The wall clock in ms, as Redisson's scripts are given it. */
+long long rt_emu_wall_ms(void);
 /* GET key read as a number (a semaphore's permits, a latch's count): 0 when
  * the key does not exist; anything but a string or nil fails the test. */
 long long rt_emu_get_number(redisContext *ctx, const char *key, const char *what);
