@@ -200,6 +200,17 @@ static inline int sx_run(fx_t *fx, sx_op_fn fn, lk_lock_t *l, int64_t *result) {
   return s.status;
 }
 
+/* A guarded operation on l run to its callback, as sx_run. */
+static inline int sx_guarded(fx_t *fx, lk_lock_t *l, const lk_guarded_op_t *op, int64_t *result) {
+  sx_t s;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_lock_guarded(l, op, sx_cb, &s));
+  rt_run_until(&fx->loop, &s.done, 15000);
+  if (result != NULL)
+    *result = s.result;
+  return s.status;
+}
+
 /* sx_run for a call that may be refused at once: returns the call's own
  * code when it is not 0 (a release after on_lost returns LK_ELEASELOST at
  * once), else the callback's status. For a hold a machine stall may have
