@@ -594,6 +594,16 @@ static void stay_refused(fx_t *fx, const char *name, long long count) {
   ASSERT_EQ(srv_count(fx->srv, name), count);
 }
 
+/* p's acquire of 2 permits (60 s lease) whose reply is cut, reconnects
+ * refused from then on: it completes with LK_EUNKNOWN. */
+static void unknown_acquire(fx_t *fx, rt_proxy_t *px, lk_psem_t *p, sx_t *x) {
+  rt_proxy_refuse(px, 1);
+  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  psem_start_acquire(p, 2, 0, 60000, x);
+  rt_run_until(&fx->loop, &x->done, 3000);
+  ASSERT_EQ(x->status, LK_EUNKNOWN);
+}
+
 /* The connection heals: the count must reach want promptly (the give-back
  * goes out on the first connection), well before lease_end (server ms),
  * when the permits would come back anyway. Returns ms from heal to give
@@ -707,20 +717,24 @@ static void psem_warm_up(fx_t *fx, lk_psem_t *p, long long permits) {
   FAST_CALL_OK(psem_run_id(fx, lk_psem_release, p, NULL, NULL));
 }
 
+/* name's psem behind a fast proxy (start_fast_proxied), warmed up with 3
+ * permits. */
+static lk_psem_t *warm_psem_behind_proxy(fx_t *fx, rt_proxy_t **px, const char *name) {
+  *px = start_fast_proxied(fx, 0);
+  lk_psem_t *p = fx_psem(fx, name);
+  psem_warm_up(fx, p, 3);
+  return p;
+}
+
 /* An acquire runs on the server and its reply is lost with the connection;
  * then every reconnect is refused for many cycles. The give-back of its
  * ids waits for the server however many cycles that takes. */
 TEST(psem_unknown_acquire_given_back_after_many_reconnects) {
   fx_t fx;
-  rt_proxy_t *px = start_fast_proxied(&fx, 0);
-  lk_psem_t *a = fx_psem(&fx, "uag");
+  rt_proxy_t *px;
+  lk_psem_t *a = warm_psem_behind_proxy(&fx, &px, "uag");
   sx_t x;
-  psem_warm_up(&fx, a, 3);
-  rt_proxy_refuse(px, 1);
-  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  psem_start_acquire(a, 2, 0, 60000, &x);
-  rt_run_until(&fx.loop, &x.done, 3000);
-  ASSERT_EQ(x.status, LK_EUNKNOWN);
+  unknown_acquire(&fx, px, a, &x);
   ASSERT_EQ(rt_proxy_rule_state(px), RT_PROXY_RULE_APPLIED);
   ASSERT_EQ(srv_count(fx.srv, "uag"), 1); /* it took them */
   ASSERT_EQ(lk_psem_permit_count(a), 0);
@@ -732,10 +746,9 @@ TEST(psem_unknown_acquire_given_back_after_many_reconnects) {
  * waits out many refused reconnects. */
 TEST(psem_unknown_release_given_back_after_many_reconnects) {
   fx_t fx;
-  rt_proxy_t *px = start_fast_proxied(&fx, 0);
-  lk_psem_t *a = fx_psem(&fx, "urg");
+  rt_proxy_t *px;
+  lk_psem_t *a = warm_psem_behind_proxy(&fx, &px, "urg");
   sx_t r;
-  psem_warm_up(&fx, a, 3);
   ASSERT_OK(psem_acquire(&fx, a, 2, 0, 60000));
   ASSERT_EQ(srv_count(fx.srv, "urg"), 1);
   rt_proxy_blackhole(px, 1);
@@ -759,16 +772,11 @@ static void count_closed(lk_psem_t *p) { (*(int *)lk_psem_get_data(p))++; }
  * runs. */
 TEST(psem_close_waits_for_pending_give_back) {
   fx_t fx;
-  rt_proxy_t *px = start_fast_proxied(&fx, 0);
-  lk_psem_t *a = fx_psem(&fx, "cwg");
+  rt_proxy_t *px;
+  lk_psem_t *a = warm_psem_behind_proxy(&fx, &px, "cwg");
   sx_t x;
   int closed = 0;
-  psem_warm_up(&fx, a, 3);
-  rt_proxy_refuse(px, 1);
-  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  psem_start_acquire(a, 2, 0, 60000, &x);
-  rt_run_until(&fx.loop, &x.done, 3000);
-  ASSERT_EQ(x.status, LK_EUNKNOWN);
+  unknown_acquire(&fx, px, a, &x);
   ASSERT_EQ(srv_count(fx.srv, "cwg"), 1);
   lk_psem_set_data(a, &closed);
   /* Close's bound is 2 x (connect + reply timeout) + reconnect_max_ms =
@@ -806,11 +814,7 @@ TEST(psem_close_bounded_while_server_unreachable) {
   int64_t t0, took;
   psem_warm_up(&fx, a, 4);
   ASSERT_OK(psem_acquire(&fx, a, 1, 0, 60000));
-  rt_proxy_refuse(px, 1);
-  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  psem_start_acquire(b, 2, 0, 60000, &x);
-  rt_run_until(&fx.loop, &x.done, 3000);
-  ASSERT_EQ(x.status, LK_EUNKNOWN);
+  unknown_acquire(&fx, px, b, &x);
   ASSERT_EQ(srv_count(fx.srv, "cbu"), 1);
   lk_psem_set_data(a, &closed);
   lk_psem_set_data(b, &closed);
