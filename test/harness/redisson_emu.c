@@ -597,19 +597,21 @@ void rt_sub_unsubscribe(redisContext *sub, const char *channel) {
  * message only when it is < 0, until acquired or timeout_ms passed. Only
  * tryLock gives up with acquireFailed; lock() never gives up (here it stops
  * at the bound and leaves its entry, as an interrupted lock() does). */
-static int rfair_wait_loop(redisContext *ctx, redisContext *sub, const char *name,
-                           const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
-                           int64_t timeout_ms, int gives_up) {
+int rt_emu_fair_wait(rt_emu_fair_attempt_fn attempt, redisContext *ctx, redisContext *sub,
+                     const char *name, const char *uuid, long long tid, int64_t lease_ms,
+                     int64_t wait_ms, int64_t timeout_ms, int gives_up) {
   int64_t deadline = rt_now_ms() + timeout_ms;
   long long ttl = 0;
-  if (rt_rfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl))
-    return 0;
+  int rc = attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl);
+  if (rc != 0)
+    return rc == 1 ? 0 : rc;
   char *channel = rt_rfair_channel(name, uuid, tid);
   rt_sub_subscribe(sub, channel);
-  int acquired = 0;
+  int out = -1;
   for (;;) {
-    if (rt_rfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl)) {
-      acquired = 1;
+    rc = attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl);
+    if (rc != 0) {
+      out = rc == 1 ? 0 : rc;
       break;
     }
     int64_t left = deadline - rt_now_ms();
@@ -622,22 +624,24 @@ static int rfair_wait_loop(redisContext *ctx, redisContext *sub, const char *nam
     if (m != NULL)
       freeReplyObject(m);
   }
-  if (!acquired && gives_up)
+  if (out == -1 && gives_up)
     rt_rfair_acquire_failed(ctx, name, uuid, tid, wait_ms);
   rt_sub_unsubscribe(sub, channel);
   free(channel);
-  return acquired ? 0 : -1;
+  return out;
 }
 
 int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
                        const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
                        int64_t timeout_ms) {
-  return rfair_wait_loop(ctx, sub, name, uuid, tid, lease_ms, wait_ms, timeout_ms, 1);
+  return rt_emu_fair_wait(rt_rfair_attempt, ctx, sub, name, uuid, tid, lease_ms, wait_ms,
+                          timeout_ms, 1);
 }
 
 int rt_rfair_lock(redisContext *ctx, redisContext *sub, const char *name, const char *uuid,
                   long long tid, int64_t lease_ms, int64_t thread_wait_ms, int64_t bound_ms) {
-  return rfair_wait_loop(ctx, sub, name, uuid, tid, lease_ms, thread_wait_ms, bound_ms, 0);
+  return rt_emu_fair_wait(rt_rfair_attempt, ctx, sub, name, uuid, tid, lease_ms, thread_wait_ms,
+                          bound_ms, 0);
 }
 
 /* ---- RSemaphore ---------------------------------------------------------------------- */

@@ -196,6 +196,16 @@ void rt_rfair_acquire_failed(redisContext *ctx, const char *name, const char *uu
 /* unlock(): 1 released (next waiter told), 0 still held, -1 not the owner.
  * Quirk kept: when the lock hash is gone it replies 1 and wakes the head. */
 int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long long tid);
+/* The waiting loop of tryLock(wait) and lock() below, for a fair kind's
+ * attempt (1 acquired, 0 queued with *ttl set, any other value a refusal
+ * returned as is): 0 acquired, -1 not within timeout_ms (acquireFailed run
+ * first when gives_up), or the attempt's refusal. */
+typedef int (*rt_emu_fair_attempt_fn)(redisContext *ctx, const char *name, const char *uuid,
+                                      long long tid, int64_t lease_ms, int64_t wait_ms,
+                                      long long *ttl);
+int rt_emu_fair_wait(rt_emu_fair_attempt_fn attempt, redisContext *ctx, redisContext *sub,
+                     const char *name, const char *uuid, long long tid, int64_t lease_ms,
+                     int64_t wait_ms, int64_t timeout_ms, int gives_up);
 /* tryLock(wait): attempt; subscribe to the own channel on sub; then attempt,
  * wait for a message at most the ttl (or what is left when ttl <= 0), and
  * so on until acquired or timeout_ms (unscaled) passed, when acquireFailed

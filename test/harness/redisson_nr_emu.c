@@ -141,33 +141,6 @@ int rt_nrfair_attempt(redisContext *ctx, const char *name, const char *uuid, lon
 int rt_nrfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
                         const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
                         int64_t timeout_ms) {
-  int64_t deadline = rt_now_ms() + timeout_ms;
-  long long ttl = 0;
-  int rc = rt_nrfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl);
-  if (rc != 0)
-    return rc == 1 ? 0 : rc;
-  char *channel = rt_rfair_channel(name, uuid, tid);
-  rt_sub_subscribe(sub, channel);
-  int out = -1;
-  for (;;) {
-    rc = rt_nrfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl);
-    if (rc != 0) {
-      out = rc == 1 ? 0 : rc;
-      break;
-    }
-    int64_t left = deadline - rt_now_ms();
-    if (left <= 0)
-      break;
-    int64_t sleep = left;
-    if (ttl >= 0 && ttl < left)
-      sleep = ttl > 0 ? ttl : 1;
-    redisReply *m = rt_sub_next_message(sub, sleep);
-    if (m != NULL)
-      freeReplyObject(m);
-  }
-  if (out == -1)
-    rt_rfair_acquire_failed(ctx, name, uuid, tid, wait_ms);
-  rt_sub_unsubscribe(sub, channel);
-  free(channel);
-  return out;
+  return rt_emu_fair_wait(rt_nrfair_attempt, ctx, sub, name, uuid, tid, lease_ms, wait_ms,
+                          timeout_ms, 1);
 }
