@@ -65,6 +65,12 @@ static inline void br_leave(lk_barrier_t *b, int64_t wait_ms, br_op_t *s) {
   ASSERT_OK(lk_barrier_leave(b, &o, br_op_cb, s));
 }
 
+/* Runs the loop until s's callback (at most 5 s), which must have said 0. */
+static inline void br_wait_ok(uv_loop_t *loop, br_op_t *s) {
+  rt_run_until(loop, &s->done, 5000);
+  ASSERT_OK(s->status);
+}
+
 static inline void br_closed_cb(lk_barrier_t *b) {
   int *flag = lk_barrier_get_data(b);
   (*flag)++;

@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 
 #include "lk_fixture.h"
+#include "pty_util.h"
 #include "tool_util.h"
 
 /* Processes the command started are orphaned when it ends: as the
@@ -192,7 +193,7 @@ static int pty_read_until(int fd, char *acc, size_t cap, size_t *len, const char
  * command's status is latchkey's. */
 TEST(on_a_terminal_the_commands_group_is_the_foreground) {
   rt_server_t *srv;
-  int fd, st;
+  int fd;
   pid_t pid;
   char url[64], acc[8192], *p;
   size_t len = 0;
@@ -203,15 +204,10 @@ TEST(on_a_terminal_the_commands_group_is_the_foreground) {
   srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
   snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
-  pid = forkpty(&fd, NULL, NULL, NULL);
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    execl(LK_CLI_PATH, LK_CLI_PATH, "run", "--redis", url, "cli:tty", "--", "sh", "-c", script,
-          (char *)NULL);
-    _exit(99);
+  {
+    const char *args[] = {"run", "--redis", url, "cli:tty", "--", "sh", "-c", script, NULL};
+    pid = pty_spawn(&fd, args);
   }
-  rt_child_track(pid);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   ASSERT(pty_read_until(fd, acc, sizeof(acc), &len, " .", 10000));
   p = strstr(acc, "pgrp=");
   ASSERT_NOT_NULL(p);
@@ -220,12 +216,8 @@ TEST(on_a_terminal_the_commands_group_is_the_foreground) {
   ASSERT_EQ(tpgid, self); /* which has the terminal */
   ASSERT_EQ(write(fd, "\x03", 1), 1); /* Ctrl-C */
   ASSERT(pty_read_until(fd, acc, sizeof(acc), &len, "got-int", 10000));
-  ASSERT_EQ(waitpid(pid, &st, 0), pid);
-  rt_child_untrack(pid);
-  ASSERT(WIFEXITED(st));
-  ASSERT_EQ(WEXITSTATUS(st), 3);
+  pty_reap(pid, fd, 3);
   ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:tty"), 0); /* released */
-  close(fd);
   rt_server_stop(srv);
 }
 
@@ -280,15 +272,10 @@ TEST(on_a_terminal_ctrl_z_stops_the_job_and_it_continues) {
   srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
   snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
-  pid = forkpty(&fd, NULL, NULL, NULL);
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    execl(LK_CLI_PATH, LK_CLI_PATH, "run", "--redis", url, "cli:tstp", "--", "sh", "-c", script,
-          (char *)NULL);
-    _exit(99);
+  {
+    const char *args[] = {"run", "--redis", url, "cli:tstp", "--", "sh", "-c", script, NULL};
+    pid = pty_spawn(&fd, args);
   }
-  rt_child_track(pid);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   ASSERT(pty_read_until(fd, acc, sizeof(acc), &len, "ready .", 10000));
   ASSERT_EQ(write(fd, "\x1a", 1), 1); /* Ctrl-Z */
   until = rt_now_ms() + rt_scaled_ms(10000);
@@ -311,10 +298,6 @@ TEST(on_a_terminal_ctrl_z_stops_the_job_and_it_continues) {
   }
   ASSERT_EQ(write(fd, "\x03", 1), 1); /* Ctrl-C */
   ASSERT(pty_read_until(fd, acc, sizeof(acc), &len, "got-int", 10000));
-  ASSERT_EQ(waitpid(pid, &st, 0), pid);
-  rt_child_untrack(pid);
-  ASSERT(WIFEXITED(st));
-  ASSERT_EQ(WEXITSTATUS(st), 4);
-  close(fd);
+  pty_reap(pid, fd, 4);
   rt_server_stop(srv);
 }

@@ -14,6 +14,7 @@
 
 #include "lk_fixture.h"
 #include "redisson_emu.h"
+#include "pty_util.h"
 #include "tool_util.h"
 
 TEST(run_excludes_another_run_on_the_same_name) {
@@ -392,7 +393,7 @@ static int pty_wait_for(int fd, char *acc, size_t cap, size_t *len, const char *
 TEST(watch_draws_holder_and_follows_a_change) {
   rt_server_t *srv;
   redisContext *ctx;
-  int fd, st;
+  int fd;
   pid_t pid;
   char url[64], acc[65536];
   size_t len = 0;
@@ -402,15 +403,10 @@ TEST(watch_draws_holder_and_follows_a_change) {
   ASSERT_EQ(rt_rlock_try(ctx, "cli:w", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000),
             RT_RLOCK_ACQUIRED);
   snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
-  pid = forkpty(&fd, NULL, NULL, NULL);
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    execl(LK_CLI_PATH, LK_CLI_PATH, "watch", "--interval", "100ms", "--redis", url, "cli:w",
-          (char *)NULL);
-    _exit(99);
+  {
+    const char *args[] = {"watch", "--interval", "100ms", "--redis", url, "cli:w", NULL};
+    pid = pty_spawn(&fd, args);
   }
-  rt_child_track(pid);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
                       10000));
   ASSERT(strstr(acc, "\033[2J") != NULL); /* a terminal: redrawn in place */
@@ -420,11 +416,7 @@ TEST(watch_draws_holder_and_follows_a_change) {
   ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "bbbbbbbb-2222-4333-8444-555555555555:2",
                       10000));
   ASSERT_EQ(kill(pid, SIGTERM), 0);
-  ASSERT_EQ(waitpid(pid, &st, 0), pid);
-  rt_child_untrack(pid);
-  ASSERT(WIFEXITED(st));
-  ASSERT_EQ(WEXITSTATUS(st), 0);
-  close(fd);
+  pty_reap(pid, fd, 0);
   redisFree(ctx);
   rt_server_stop(srv);
 }
@@ -441,28 +433,14 @@ static void wait_numsub(rt_server_t *srv, const char *channel) {
 /* watch NAME with a 10 s timer under a pseudo-terminal; its pid, fd. */
 static pid_t watch_start(rt_server_t *srv, const char *name, int *fd) {
   char url[64];
-  pid_t pid;
   snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
-  pid = forkpty(fd, NULL, NULL, NULL);
-  ASSERT(pid >= 0);
-  if (pid == 0) {
-    execl(LK_CLI_PATH, LK_CLI_PATH, "watch", "--interval", "10s", "--redis", url, name,
-          (char *)NULL);
-    _exit(99);
-  }
-  rt_child_track(pid);
-  fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK);
-  return pid;
+  const char *args[] = {"watch", "--interval", "10s", "--redis", url, name, NULL};
+  return pty_spawn(fd, args);
 }
 
 static void watch_end(pid_t pid, int fd) {
-  int st;
   ASSERT_EQ(kill(pid, SIGTERM), 0);
-  ASSERT_EQ(waitpid(pid, &st, 0), pid);
-  rt_child_untrack(pid);
-  ASSERT(WIFEXITED(st));
-  ASSERT_EQ(WEXITSTATUS(st), 0);
-  close(fd);
+  pty_reap(pid, fd, 0);
 }
 
 /* A release by another process is drawn from the lock's channel, long

@@ -228,52 +228,56 @@ static void busy_waits(fx_t *fx, lk_lock_t *l, int n) {
 
 #define CHAN "redisson_lock__channel:{busy}"
 
-TEST(busy_name_subscribed_once_then_unsubscribed) {
-  fx_t fx;
-  lk_client_opts_t o;
+/* "busy" held by another client, and our lock on it, for the linger tests:
+ * a quiet client with pubsub_linger_ms linger_ms and, unless 0,
+ * heartbeat_ms heartbeat_ms. */
+typedef struct {
   lk_client_t *holder_c;
   lk_lock_t *holder, *l;
-  quiet_client(&fx, &o);
-  o.pubsub_linger_ms = 300;
-  o.heartbeat_ms = 50;
-  fx_start_client(&fx, &o);
-  holder_c = fx_direct_client(&fx);
-  ASSERT_OK(lk_lock_new(holder_c, "busy", &holder));
-  ASSERT_EQ(sx_acquire(&fx, holder, 0, 60000), 0);
-  l = fx_lock(&fx, "busy");
-  rt_server_reset_stats(fx.srv);
-  busy_waits(&fx, l, 20);
+} busy_t;
+
+static void busy_start(fx_t *fx, busy_t *b, int64_t linger_ms, int64_t heartbeat_ms) {
+  lk_client_opts_t o;
+  quiet_client(fx, &o);
+  o.pubsub_linger_ms = linger_ms;
+  if (heartbeat_ms != 0)
+    o.heartbeat_ms = heartbeat_ms;
+  fx_start_client(fx, &o);
+  b->holder_c = fx_direct_client(fx);
+  ASSERT_OK(lk_lock_new(b->holder_c, "busy", &b->holder));
+  ASSERT_EQ(sx_acquire(fx, b->holder, 0, 60000), 0);
+  b->l = fx_lock(fx, "busy");
+  rt_server_reset_stats(fx->srv);
+}
+
+static void busy_finish(fx_t *fx, busy_t *b) {
+  fx_close_lock(fx, b->l);
+  fx_close_lock(fx, b->holder);
+  fx_close_direct_client(fx, b->holder_c);
+  fx_finish(fx);
+}
+
+TEST(busy_name_subscribed_once_then_unsubscribed) {
+  fx_t fx;
+  busy_t b;
+  busy_start(&fx, &b, 300, 50);
+  busy_waits(&fx, b.l, 20);
   /* The channel and the heartbeat's, once each, for 20 waits. */
   ASSERT_EQ(rt_server_cmd_calls(fx.srv, "subscribe"), 2);
   ASSERT_EQ(rt_server_numsub(fx.srv, CHAN), 1);
   /* The linger ends on a heartbeat tick: one UNSUBSCRIBE. */
   FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, CHAN) == 0, 5000);
   ASSERT_EQ(rt_server_cmd_calls(fx.srv, "unsubscribe"), 1);
-  fx_close_lock(&fx, l);
-  fx_close_lock(&fx, holder);
-  fx_close_direct_client(&fx, holder_c);
-  fx_finish(&fx);
+  busy_finish(&fx, &b);
 }
 
 TEST(linger_zero_unsubscribes_each_time) {
   fx_t fx;
-  lk_client_opts_t o;
-  lk_client_t *holder_c;
-  lk_lock_t *holder, *l;
-  quiet_client(&fx, &o);
-  o.pubsub_linger_ms = 0;
-  fx_start_client(&fx, &o);
-  holder_c = fx_direct_client(&fx);
-  ASSERT_OK(lk_lock_new(holder_c, "busy", &holder));
-  ASSERT_EQ(sx_acquire(&fx, holder, 0, 60000), 0);
-  l = fx_lock(&fx, "busy");
-  rt_server_reset_stats(fx.srv);
-  busy_waits(&fx, l, 5);
+  busy_t b;
+  busy_start(&fx, &b, 0, 0);
+  busy_waits(&fx, b.l, 5);
   ASSERT_EQ(rt_server_cmd_calls(fx.srv, "subscribe"), 6); /* 5 + the heartbeat's */
-  fx_close_lock(&fx, l);
-  fx_close_lock(&fx, holder);
-  fx_close_direct_client(&fx, holder_c);
-  fx_finish(&fx);
+  busy_finish(&fx, &b);
 }
 
 TEST(linger_cap_unsubscribes_the_oldest) {

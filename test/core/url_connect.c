@@ -64,25 +64,21 @@ static void lock_lands_in_db(fx_t *fx, const char *name, int db) {
   fx_close_lock(fx, l);
 }
 
-TEST(redis_url_with_db_2) {
+/* A client from the URL before "127.0.0.1:<port>" after, whose lock on
+ * name lands in db. */
+static void url_lock_case(const char *before, const char *after, const char *name, int db) {
   fx_t fx;
   char url[128];
   fx_start_server(&fx, NULL);
-  snprintf(url, sizeof(url), "redis://127.0.0.1:%d/2", rt_server_port(fx.srv));
+  snprintf(url, sizeof(url), "%s127.0.0.1:%d%s", before, rt_server_port(fx.srv), after);
   start_from_url(&fx, url);
-  lock_lands_in_db(&fx, "url:db2", 2);
+  lock_lands_in_db(&fx, name, db);
   fx_finish(&fx);
 }
 
-TEST(bare_host_port) {
-  fx_t fx;
-  char url[64];
-  fx_start_server(&fx, NULL);
-  snprintf(url, sizeof(url), "127.0.0.1:%d", rt_server_port(fx.srv));
-  start_from_url(&fx, url);
-  lock_lands_in_db(&fx, "url:bare", 0);
-  fx_finish(&fx);
-}
+TEST(redis_url_with_db_2) { url_lock_case("redis://", "/2", "url:db2", 2); }
+
+TEST(bare_host_port) { url_lock_case("", "", "url:bare", 0); }
 
 /* The CLIENT LIST line of the connection named name ("" when none). */
 static void client_line(rt_server_t *s, const char *name, char *out, size_t cap) {

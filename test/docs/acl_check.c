@@ -29,6 +29,8 @@
 
 #include <latchkey.h>
 
+#include "../harness/common_schedstat.h"
+
 #define STEP_MS 10000 /* the longest one step may take */
 #define WAIT_MS 5000  /* a waiter's budget: it is woken long before */
 #define LEASE_MS 600  /* the client's default lease: renewed every 200 ms */
@@ -67,20 +69,10 @@ static void stall_note(int64_t ms) {
 
 /* The server's run-queue wait so far, in ms (-1: not readable). */
 static int64_t server_wait_ms(void) {
-  char path[64], buf[128];
-  unsigned long long on_cpu = 0, waiting = 0;
-  snprintf(path, sizeof path, "/proc/%d/schedstat", g_server_pid);
-  /* open/read, not stdio: nothing of this thread's is left on the heap when
-   * the program exits under LeakSanitizer */
-  int fd = g_server_pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-  if (fd < 0)
+  uint64_t waiting;
+  if (g_server_pid <= 0 || rt_read_run_delay(g_server_pid, &waiting) != 0)
     return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return -1;
-  buf[n] = '\0';
-  return sscanf(buf, "%llu %llu", &on_cpu, &waiting) == 2 ? (int64_t)(waiting / 1000000u) : -1;
+  return (int64_t)(waiting / 1000000u);
 }
 
 static void *stall_probe(void *arg) {

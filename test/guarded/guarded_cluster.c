@@ -24,20 +24,11 @@ TEST(cluster_write_on_the_names_master_and_other_slot_refused) {
   lk_lock_t *l = fx_lock(&f.fx, lname);
   const char *set[] = {"SET", key, "v1"};
   const char *bad[] = {"SET", other, "v1"};
-  lk_guarded_op_t op;
-  memset(&op, 0, sizeof(op));
-  op.argc = 3;
-  op.argv = set;
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_lock_guarded(l, &op, cb, &s));
-  rt_run_until(&f.fx.loop, &s.done, 15000);
-  ASSERT_EQ(s.status, LK_EGUARD);
+  lk_guarded_op_t op = {.argc = 3, .argv = set};
+  ASSERT_EQ(sx_guarded(&f.fx, l, &op, NULL), LK_EGUARD);
 
   ASSERT_OK(sx_acquire(&f.fx, l, 0, LK_LEASE_DEFAULT));
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_lock_guarded(l, &op, cb, &s));
-  rt_run_until(&f.fx.loop, &s.done, 15000);
-  ASSERT_OK(s.status);
+  ASSERT_OK(sx_guarded(&f.fx, l, &op, NULL));
   char *v = rt_cmd_str(lsrv, "GET %s", key);
   ASSERT_STREQ(v, "v1");
   free(v);
@@ -47,11 +38,9 @@ TEST(cluster_write_on_the_names_master_and_other_slot_refused) {
   op.nkeys = 1;
   op.argc = 1;
   op.argv = keys;
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_lock_guarded(l, &op, cb, &s));
-  rt_run_until(&f.fx.loop, &s.done, 15000);
-  ASSERT_OK(s.status);
-  ASSERT_EQ(s.result, 3);
+  int64_t result;
+  ASSERT_OK(sx_guarded(&f.fx, l, &op, &result));
+  ASSERT_EQ(result, 3);
 
   memset(&op, 0, sizeof(op));
   op.argc = 3;

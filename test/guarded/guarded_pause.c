@@ -135,14 +135,8 @@ static void run_pause_case(int fenced) {
   rt_run_until(&fx.loop, &s.done, 15000);
   ASSERT_OK(s.status);
   const char *set[] = {"SET", "{g-pause}:balance", "100"};
-  lk_guarded_op_t op;
-  memset(&op, 0, sizeof(op));
-  op.argc = 3;
-  op.argv = set;
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_lock_guarded(l, &op, sx_cb, &s));
-  rt_run_until(&fx.loop, &s.done, 15000);
-  ASSERT_OK(s.status);
+  lk_guarded_op_t op = {.argc = 3, .argv = set};
+  ASSERT_OK(sx_guarded(&fx, l, &op, NULL));
   /* The paused holder wakes and writes at once. */
   ASSERT_EQ(write(p.go[1], "g", 1), 1);
   rt_worker_cont(&w);

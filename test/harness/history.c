@@ -13,13 +13,13 @@
 
 static const char magic[8] = {'L', 'K', 'H', 'I', 'S', 'T', '0', '1'};
 
-/* ---- writing ---- */
+/* ---- both formats: an 8-byte header, then fixed-size records ---- */
 
-FILE *rt_history_create(const char *path) {
+static FILE *create_with(const char *path, const char head[8]) {
   FILE *f = fopen(path, "wb");
   if (f == NULL)
     return NULL;
-  if (fwrite(magic, sizeof magic, 1, f) != 1) {
+  if (fwrite(head, 8, 1, f) != 1) {
     int e = errno;
     fclose(f);
     errno = e;
@@ -27,6 +27,47 @@ FILE *rt_history_create(const char *path) {
   }
   return f;
 }
+
+/* path opened at its first record in *out: -1 when it cannot be opened or
+ * its header is not want; 0 with *out NULL when allow_partial and the
+ * header is missing (killed before it was flushed: no records). */
+static int open_with(const char *path, const char want[8], int allow_partial, FILE **out) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    fprintf(stderr, "history: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  char head[8];
+  if (fread(head, sizeof head, 1, f) != 1 || memcmp(head, want, sizeof head) != 0) {
+    fclose(f);
+    if (allow_partial)
+      return 0;
+    fprintf(stderr, "history: %s: missing or bad header\n", path);
+    return -1;
+  }
+  *out = f;
+  return 0;
+}
+
+/* Closes f after its records were read (rc: the reading's result so far;
+ * got: the bytes of a last, incomplete record); a read error or, unless
+ * allow_partial, a truncated record makes it -1. */
+static int close_read(FILE *f, const char *path, int rc, size_t got, int allow_partial) {
+  if (rc == 0 && ferror(f)) {
+    fprintf(stderr, "history: %s: read error\n", path);
+    rc = -1;
+  } else if (rc == 0 && got != 0 && !allow_partial) {
+    fprintf(stderr, "history: %s: truncated record (%zu trailing bytes)\n", path, got);
+    rc = -1;
+  }
+  fclose(f);
+  return rc;
+}
+
+/* ---- writing ---- */
+
+FILE *rt_history_create(const char *path) { return create_with(path, magic); }
 
 int rt_history_append(FILE *f, uint32_t owner, uint64_t start_ns, uint64_t end_ns) {
   rt_interval_t rec;
@@ -87,17 +128,9 @@ int rt_history_add(rt_history_t *h, uint32_t owner, uint64_t start_ns, uint64_t 
 }
 
 int rt_history_load(rt_history_t *h, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "history: %s: %s\n", path, strerror(errno));
+  FILE *f;
+  if (open_with(path, magic, 0, &f) != 0)
     return -1;
-  }
-  char head[sizeof magic];
-  if (fread(head, sizeof head, 1, f) != 1 || memcmp(head, magic, sizeof magic) != 0) {
-    fprintf(stderr, "history: %s: missing or bad header\n", path);
-    fclose(f);
-    return -1;
-  }
   rt_interval_t rec;
   size_t got;
   int rc = 0;
@@ -108,15 +141,7 @@ int rt_history_load(rt_history_t *h, const char *path) {
       break;
     }
   }
-  if (rc == 0 && ferror(f)) {
-    fprintf(stderr, "history: %s: read error\n", path);
-    rc = -1;
-  } else if (rc == 0 && got != 0) {
-    fprintf(stderr, "history: %s: truncated record (%zu trailing bytes)\n", path, got);
-    rc = -1;
-  }
-  fclose(f);
-  return rc;
+  return close_read(f, path, rc, got, 0);
 }
 
 /* ---- checking ---- */
@@ -235,18 +260,7 @@ void rt_history_print(FILE *out, const rt_history_report_t *rep) {
 
 static const char magic2[8] = {'L', 'K', 'H', 'I', 'S', 'T', '0', '2'};
 
-FILE *rt_recs_create(const char *path) {
-  FILE *f = fopen(path, "wb");
-  if (f == NULL)
-    return NULL;
-  if (fwrite(magic2, sizeof magic2, 1, f) != 1) {
-    int e = errno;
-    fclose(f);
-    errno = e;
-    return NULL;
-  }
-  return f;
-}
+FILE *rt_recs_create(const char *path) { return create_with(path, magic2); }
 
 int rt_recs_append(FILE *f, const rt_rec_t *r) {
   return fwrite(r, sizeof *r, 1, f) == 1 ? 0 : -1;
@@ -301,19 +315,11 @@ int rt_recs_add5(rt_recs_t *h, uint32_t proc, uint16_t op, uint64_t start_ns, ui
 }
 
 int rt_recs_load(rt_recs_t *h, const char *path, int allow_partial) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    fprintf(stderr, "history: %s: %s\n", path, strerror(errno));
+  FILE *f;
+  if (open_with(path, magic2, allow_partial, &f) != 0)
     return -1;
-  }
-  char head[sizeof magic2];
-  if (fread(head, sizeof head, 1, f) != 1 || memcmp(head, magic2, sizeof magic2) != 0) {
-    fclose(f);
-    if (allow_partial)
-      return 0; /* killed before the header was flushed: no records */
-    fprintf(stderr, "history: %s: missing or bad header\n", path);
-    return -1;
-  }
+  if (f == NULL)
+    return 0; /* killed before the header was flushed: no records */
   rt_rec_t rec;
   size_t got;
   int rc = 0;
@@ -324,15 +330,7 @@ int rt_recs_load(rt_recs_t *h, const char *path, int allow_partial) {
       break;
     }
   }
-  if (rc == 0 && ferror(f)) {
-    fprintf(stderr, "history: %s: read error\n", path);
-    rc = -1;
-  } else if (rc == 0 && got != 0 && !allow_partial) {
-    fprintf(stderr, "history: %s: truncated record (%zu trailing bytes)\n", path, got);
-    rc = -1;
-  }
-  fclose(f);
-  return rc;
+  return close_read(f, path, rc, got, allow_partial);
 }
 
 /* ---- checkers ---- */

@@ -188,16 +188,30 @@ static inline void sx_release_wakes(fx_t *fx, lk_lock_t *holder, sx_t *s, int64_
 
 typedef int (*sx_op_fn)(lk_lock_t *, lk_lock_cb, void *);
 
+/* Runs the loop until s's operation calls back (15 s bound): its status,
+ * and its result in *result when not NULL. */
+static inline int sx_wait(fx_t *fx, sx_t *s, int64_t *result) {
+  rt_run_until(&fx->loop, &s->done, 15000);
+  if (result != NULL)
+    *result = s->result;
+  return s->status;
+}
+
 /* Runs release / force_release / a query to completion; *result gets
  * lk_lock_result() when result is not NULL. */
 static inline int sx_run(fx_t *fx, sx_op_fn fn, lk_lock_t *l, int64_t *result) {
   sx_t s;
   memset(&s, 0, sizeof(s));
   ASSERT_OK(fn(l, sx_cb, &s));
-  rt_run_until(&fx->loop, &s.done, 15000);
-  if (result != NULL)
-    *result = s.result;
-  return s.status;
+  return sx_wait(fx, &s, result);
+}
+
+/* A guarded operation on l run to its callback, as sx_run. */
+static inline int sx_guarded(fx_t *fx, lk_lock_t *l, const lk_guarded_op_t *op, int64_t *result) {
+  sx_t s;
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_lock_guarded(l, op, sx_cb, &s));
+  return sx_wait(fx, &s, result);
 }
 
 /* sx_run for a call that may be refused at once: returns the call's own

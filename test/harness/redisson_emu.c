@@ -161,19 +161,25 @@ long long rt_rlock_try(redisContext *ctx, const char *name, const char *uuid, lo
   const char *argv[] = {"EVAL", acquire_script, "1", name, lease, owner};
   redisReply *r = rt_emu_command(ctx, 6, argv, "tryLock");
   free(owner);
+  return rt_emu_try_reply(r, "redisson_emu: tryLock");
+}
+
+long long rt_emu_try_reply(redisReply *r, const char *what) {
   long long out;
   if (r->type == REDIS_REPLY_NIL) {
     out = RT_RLOCK_ACQUIRED;
   } else if (r->type == REDIS_REPLY_INTEGER) {
     out = r->integer;
-    if (out == -1)
+    if (out == -1) {
       out = RT_RLOCK_BUSY_NO_TTL;
-    else if (out < 0) /* -2: the key vanished between EXISTS and PTTL; cannot happen in a script */
-      FAIL("redisson_emu: tryLock replied %lld", out);
+    } else if (out < 0) { /* -2: the key vanished between EXISTS and PTTL; cannot happen in a script */
+      freeReplyObject(r);
+      FAIL("%s replied %lld", what, out);
+    }
   } else {
     int type = r->type;
     freeReplyObject(r);
-    FAIL("redisson_emu: tryLock: unexpected reply type %d", type);
+    FAIL("%s: unexpected reply type %d", what, type);
   }
   freeReplyObject(r);
   return out;
@@ -205,6 +211,24 @@ long long rt_rlock_try_fenced(redisContext *ctx, const char *name, const char *u
   return out;
 }
 
+/* An unlock script's reply, r freed: 1 released, 0 decremented, -1 (nil) not
+ * the owner; anything else fails the test, naming what. */
+static int unlock_reply(redisReply *r, const char *what) {
+  int out;
+  if (r->type == REDIS_REPLY_NIL) {
+    out = -1;
+  } else if (r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1)) {
+    out = (int)r->integer;
+  } else {
+    int type = r->type;
+    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+    freeReplyObject(r);
+    FAIL("redisson_emu: %s: unexpected reply (type %d, value %lld)", what, type, v);
+  }
+  freeReplyObject(r);
+  return out;
+}
+
 int rt_rlock_unlock_req(redisContext *ctx, const char *name, const char *uuid, long long tid,
                         int64_t lease_ms, const char *req, int del_latch) {
   char lease[24], latch_ttl[24];
@@ -215,19 +239,7 @@ int rt_rlock_unlock_req(redisContext *ctx, const char *name, const char *uuid, l
   snprintf(latch_ttl, sizeof latch_ttl, "%d", RT_RLOCK_LATCH_TTL_MS);
   const char *argv[] = {"EVAL", unlock_script, "3",   name,      channel, latch,
                         "0",    lease,         owner, rt_emu_publish_cmd(), latch_ttl};
-  redisReply *r = rt_emu_command(ctx, 11, argv, "unlock");
-  int out;
-  if (r->type == REDIS_REPLY_NIL) {
-    out = -1;
-  } else if (r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1)) {
-    out = (int)r->integer;
-  } else {
-    int type = r->type;
-    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-    freeReplyObject(r);
-    FAIL("redisson_emu: unlock: unexpected reply (type %d, value %lld)", type, v);
-  }
-  freeReplyObject(r);
+  int out = unlock_reply(rt_emu_command(ctx, 11, argv, "unlock"), "unlock");
   if (del_latch) {
     /* Redisson sends this without waiting; here it is simply the next command. */
     const char *del[] = {"DEL", latch};
@@ -437,7 +449,7 @@ static const char rfair_unlock_script[] =
     "tell_head()\n"
     "return 1\n";
 
-static long long wall_ms(void) {
+long long rt_emu_wall_ms(void) {
   struct timeval tv;
   gettimeofday(&tv, NULL);
   return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
@@ -484,10 +496,14 @@ int rt_rfair_attempt(redisContext *ctx, const char *name, const char *uuid, long
   char *owner = owner_of(uuid, tid);
   snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
   snprintf(wait, sizeof wait, "%" PRId64, wait_ms);
-  snprintf(now, sizeof now, "%lld", wall_ms());
+  snprintf(now, sizeof now, "%lld", rt_emu_wall_ms());
   const char *args[] = {lease, owner, wait, now};
   redisReply *r = rfair_eval(ctx, rfair_acquire_script, name, 4, args, "fair lock");
   free(owner);
+  return rt_emu_fair_reply(r, ttl, "redisson_emu: fair lock");
+}
+
+int rt_emu_fair_reply(redisReply *r, long long *ttl, const char *what) {
   int acquired;
   if (r->type == REDIS_REPLY_NIL) {
     acquired = 1;
@@ -498,7 +514,7 @@ int rt_rfair_attempt(redisContext *ctx, const char *name, const char *uuid, long
   } else {
     int type = r->type;
     freeReplyObject(r);
-    FAIL("redisson_emu: fair lock: unexpected reply type %d", type);
+    FAIL("%s: unexpected reply type %d", what, type);
   }
   freeReplyObject(r);
   return acquired;
@@ -510,7 +526,7 @@ int rt_rfair_try_nowait(redisContext *ctx, const char *name, const char *uuid, l
   char *owner = owner_of(uuid, tid);
   snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
   snprintf(wait, sizeof wait, "%" PRId64, wait_ms);
-  snprintf(now, sizeof now, "%lld", wall_ms());
+  snprintf(now, sizeof now, "%lld", rt_emu_wall_ms());
   const char *args[] = {lease, owner, now, wait};
   redisReply *r = rfair_eval(ctx, rfair_nowait_script, name, 4, args, "fair tryLock");
   free(owner);
@@ -545,22 +561,11 @@ int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long 
   char *base = rt_rlock_channel(name);
   char *latch = rt_rlock_latch_key(name, req);
   snprintf(lease, sizeof lease, "%d", RT_RLOCK_DEFAULT_LEASE_MS);
-  snprintf(now, sizeof now, "%lld", wall_ms());
+  snprintf(now, sizeof now, "%lld", rt_emu_wall_ms());
   snprintf(latch_ttl, sizeof latch_ttl, "%d", RT_RLOCK_LATCH_TTL_MS);
   const char *argv[] = {"EVAL", rfair_unlock_script, "5", name, q, t, base, latch,
                         "0",    lease,               owner, now, rt_emu_publish_cmd(), latch_ttl};
-  redisReply *r = rt_emu_command(ctx, 14, argv, "fair unlock");
-  int out;
-  if (r->type == REDIS_REPLY_NIL) {
-    out = -1;
-  } else if (r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1)) {
-    out = (int)r->integer;
-  } else {
-    int type = r->type;
-    freeReplyObject(r);
-    FAIL("redisson_emu: fair unlock: unexpected reply type %d", type);
-  }
-  freeReplyObject(r);
+  int out = unlock_reply(rt_emu_command(ctx, 14, argv, "fair unlock"), "fair unlock");
   const char *del[] = {"DEL", latch};
   freeReplyObject(rt_emu_command(ctx, 2, del, "DEL latch"));
   free(owner);
@@ -592,19 +597,21 @@ void rt_sub_unsubscribe(redisContext *sub, const char *channel) {
  * message only when it is < 0, until acquired or timeout_ms passed. Only
  * tryLock gives up with acquireFailed; lock() never gives up (here it stops
  * at the bound and leaves its entry, as an interrupted lock() does). */
-static int rfair_wait_loop(redisContext *ctx, redisContext *sub, const char *name,
-                           const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
-                           int64_t timeout_ms, int gives_up) {
+int rt_emu_fair_wait(rt_emu_fair_attempt_fn attempt, redisContext *ctx, redisContext *sub,
+                     const char *name, const char *uuid, long long tid, int64_t lease_ms,
+                     int64_t wait_ms, int64_t timeout_ms, int gives_up) {
   int64_t deadline = rt_now_ms() + timeout_ms;
   long long ttl = 0;
-  if (rt_rfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl))
-    return 0;
+  int rc = attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl);
+  if (rc != 0)
+    return rc == 1 ? 0 : rc;
   char *channel = rt_rfair_channel(name, uuid, tid);
   rt_sub_subscribe(sub, channel);
-  int acquired = 0;
+  int out = -1;
   for (;;) {
-    if (rt_rfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl)) {
-      acquired = 1;
+    rc = attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl);
+    if (rc != 0) {
+      out = rc == 1 ? 0 : rc;
       break;
     }
     int64_t left = deadline - rt_now_ms();
@@ -617,22 +624,24 @@ static int rfair_wait_loop(redisContext *ctx, redisContext *sub, const char *nam
     if (m != NULL)
       freeReplyObject(m);
   }
-  if (!acquired && gives_up)
+  if (out == -1 && gives_up)
     rt_rfair_acquire_failed(ctx, name, uuid, tid, wait_ms);
   rt_sub_unsubscribe(sub, channel);
   free(channel);
-  return acquired ? 0 : -1;
+  return out;
 }
 
 int rt_rfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
                        const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
                        int64_t timeout_ms) {
-  return rfair_wait_loop(ctx, sub, name, uuid, tid, lease_ms, wait_ms, timeout_ms, 1);
+  return rt_emu_fair_wait(rt_rfair_attempt, ctx, sub, name, uuid, tid, lease_ms, wait_ms,
+                          timeout_ms, 1);
 }
 
 int rt_rfair_lock(redisContext *ctx, redisContext *sub, const char *name, const char *uuid,
                   long long tid, int64_t lease_ms, int64_t thread_wait_ms, int64_t bound_ms) {
-  return rfair_wait_loop(ctx, sub, name, uuid, tid, lease_ms, thread_wait_ms, bound_ms, 0);
+  return rt_emu_fair_wait(rt_rfair_attempt, ctx, sub, name, uuid, tid, lease_ms, thread_wait_ms,
+                          bound_ms, 0);
 }
 
 /* ---- RSemaphore ---------------------------------------------------------------------- */

@@ -93,6 +93,16 @@ int rt_emu_lock_try(void *arg, int64_t *sleep_ms);
 /* An integer reply's value, r freed; any other reply fails the test, naming
  * what. */
 long long rt_emu_int(redisReply *r, const char *what);
+/* A tryLock script's reply, r freed: nil is RT_RLOCK_ACQUIRED, an integer
+ * the holder's PTTL (>= 0), -1 RT_RLOCK_BUSY_NO_TTL; anything else fails the
+ * test, naming what. */
+long long rt_emu_try_reply(redisReply *r, const char *what);
+/* A fair lock's acquire script reply, r freed: 1 acquired (nil), 0 queued (an
+ * integer, stored in *ttl unless NULL); anything else fails the test, naming
+ * what. */
+int rt_emu_fair_reply(redisReply *r, long long *ttl, const char *what);
+/* The wall clock in ms, as Redisson's scripts are given it. */
+long long rt_emu_wall_ms(void);
 /* GET key read as a number (a semaphore's permits, a latch's count): 0 when
  * the key does not exist; anything but a string or nil fails the test. */
 long long rt_emu_get_number(redisContext *ctx, const char *key, const char *what);
@@ -186,6 +196,16 @@ void rt_rfair_acquire_failed(redisContext *ctx, const char *name, const char *uu
 /* unlock(): 1 released (next waiter told), 0 still held, -1 not the owner.
  * Quirk kept: when the lock hash is gone it replies 1 and wakes the head. */
 int rt_rfair_unlock(redisContext *ctx, const char *name, const char *uuid, long long tid);
+/* The waiting loop of tryLock(wait) and lock() below, for a fair kind's
+ * attempt (1 acquired, 0 queued with *ttl set, any other value a refusal
+ * returned as is): 0 acquired, -1 not within timeout_ms (acquireFailed run
+ * first when gives_up), or the attempt's refusal. */
+typedef int (*rt_emu_fair_attempt_fn)(redisContext *ctx, const char *name, const char *uuid,
+                                      long long tid, int64_t lease_ms, int64_t wait_ms,
+                                      long long *ttl);
+int rt_emu_fair_wait(rt_emu_fair_attempt_fn attempt, redisContext *ctx, redisContext *sub,
+                     const char *name, const char *uuid, long long tid, int64_t lease_ms,
+                     int64_t wait_ms, int64_t timeout_ms, int gives_up);
 /* tryLock(wait): attempt; subscribe to the own channel on sub; then attempt,
  * wait for a message at most the ttl (or what is left when ttl <= 0), and
  * so on until acquired or timeout_ms (unscaled) passed, when acquireFailed

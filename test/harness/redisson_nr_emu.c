@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include "test.h"
 
@@ -84,18 +83,7 @@ long long rt_nrlock_try(redisContext *ctx, const char *name, const char *uuid, l
   free(owner);
   if (reentry)
     return RT_NR_REENTRY;
-  long long out;
-  if (r->type == REDIS_REPLY_NIL) {
-    out = RT_RLOCK_ACQUIRED;
-  } else if (r->type == REDIS_REPLY_INTEGER && r->integer >= -1) {
-    out = r->integer == -1 ? RT_RLOCK_BUSY_NO_TTL : r->integer;
-  } else {
-    int type = r->type;
-    freeReplyObject(r);
-    FAIL("redisson_nr_emu: non-reentrant tryLock: unexpected reply type %d", type);
-  }
-  freeReplyObject(r);
-  return out;
+  return rt_emu_try_reply(r, "redisson_nr_emu: non-reentrant tryLock");
 }
 
 int rt_nrlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *name,
@@ -129,11 +117,6 @@ int rt_nrlock_lock_blocking(redisContext *ctx, redisContext *sub, const char *na
   return out;
 }
 
-static long long wall_ms(void) {
-  struct timeval tv;
-  gettimeofday(&tv, NULL);
-  return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
 
 int rt_nrfair_attempt(redisContext *ctx, const char *name, const char *uuid, long long tid,
                       int64_t lease_ms, int64_t wait_ms, long long *ttl) {
@@ -143,7 +126,7 @@ int rt_nrfair_attempt(redisContext *ctx, const char *name, const char *uuid, lon
   char *q = rt_rfair_queue_key(name), *t = rt_rfair_timeout_key(name);
   snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
   snprintf(wait, sizeof wait, "%" PRId64, wait_ms);
-  snprintf(now, sizeof now, "%lld", wall_ms());
+  snprintf(now, sizeof now, "%lld", rt_emu_wall_ms());
   const char *argv[] = {"EVAL", nrfair_script, "3", name, q, t,
                         lease,  owner,         wait, now, RT_NR_ERROR_WORD};
   redisReply *r = nr_eval(ctx, 11, argv, "non-reentrant fair lock", &reentry);
@@ -152,52 +135,12 @@ int rt_nrfair_attempt(redisContext *ctx, const char *name, const char *uuid, lon
   free(t);
   if (reentry)
     return RT_NR_REENTRY;
-  int acquired;
-  if (r->type == REDIS_REPLY_NIL) {
-    acquired = 1;
-  } else if (r->type == REDIS_REPLY_INTEGER) {
-    acquired = 0;
-    if (ttl != NULL)
-      *ttl = r->integer;
-  } else {
-    int type = r->type;
-    freeReplyObject(r);
-    FAIL("redisson_nr_emu: non-reentrant fair lock: unexpected reply type %d", type);
-  }
-  freeReplyObject(r);
-  return acquired;
+  return rt_emu_fair_reply(r, ttl, "redisson_nr_emu: non-reentrant fair lock");
 }
 
 int rt_nrfair_lock_wait(redisContext *ctx, redisContext *sub, const char *name,
                         const char *uuid, long long tid, int64_t lease_ms, int64_t wait_ms,
                         int64_t timeout_ms) {
-  int64_t deadline = rt_now_ms() + timeout_ms;
-  long long ttl = 0;
-  int rc = rt_nrfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl);
-  if (rc != 0)
-    return rc == 1 ? 0 : rc;
-  char *channel = rt_rfair_channel(name, uuid, tid);
-  rt_sub_subscribe(sub, channel);
-  int out = -1;
-  for (;;) {
-    rc = rt_nrfair_attempt(ctx, name, uuid, tid, lease_ms, wait_ms, &ttl);
-    if (rc != 0) {
-      out = rc == 1 ? 0 : rc;
-      break;
-    }
-    int64_t left = deadline - rt_now_ms();
-    if (left <= 0)
-      break;
-    int64_t sleep = left;
-    if (ttl >= 0 && ttl < left)
-      sleep = ttl > 0 ? ttl : 1;
-    redisReply *m = rt_sub_next_message(sub, sleep);
-    if (m != NULL)
-      freeReplyObject(m);
-  }
-  if (out == -1)
-    rt_rfair_acquire_failed(ctx, name, uuid, tid, wait_ms);
-  rt_sub_unsubscribe(sub, channel);
-  free(channel);
-  return out;
+  return rt_emu_fair_wait(rt_nrfair_attempt, ctx, sub, name, uuid, tid, lease_ms, wait_ms,
+                          timeout_ms, 1);
 }

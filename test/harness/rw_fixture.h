@@ -64,10 +64,7 @@ static inline int rw_release(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side,
   sx_t s;
   memset(&s, 0, sizeof(s));
   ASSERT_OK(lk_rwlock_release(rw, side, rw_cb, &s));
-  rt_run_until(&fx->loop, &s.done, 15000);
-  if (result != NULL)
-    *result = s.result;
-  return s.status;
+  return sx_wait(fx, &s, result);
 }
 
 /* rw_release for a hold a machine stall may have taken (EXPECT_HOLD): the

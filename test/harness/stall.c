@@ -5,6 +5,8 @@
 
 #include "stall.h"
 
+#include "common_schedstat.h"
+
 #include "test.h"
 
 #include <errno.h>
@@ -71,27 +73,6 @@ void rt_stall_note_loop(int64_t start_ms, int64_t end_ms) {
   record(KIND_LOOP, 0, end_ms, end_ms - start_ms);
 }
 
-/* With open/read, not stdio: a worker forked while this thread held a FILE
- * would keep the FILE's heap buffer with no thread left to free it, and
- * LeakSanitizer fails the worker at its exit. */
-static int read_run_delay(pid_t pid, uint64_t *delay_ns) {
-  char path[64], buf[128];
-  snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return -1;
-  buf[n] = '\0';
-  unsigned long long on_cpu = 0, waiting = 0;
-  if (sscanf(buf, "%llu %llu", &on_cpu, &waiting) != 2)
-    return -1;
-  *delay_ns = waiting;
-  return 0;
-}
-
 static void end_run(watched_t *w) {
   if (w->run_ms > 0)
     record(KIND_SERVER, w->pid, w->at_ms, w->run_ms);
@@ -126,7 +107,7 @@ static void read_children(void) {
         free_slot = &watched[i];
     }
     uint64_t delay = 0;
-    if (read_run_delay(pids[j], &delay) != 0)
+    if (rt_read_run_delay(pids[j], &delay) != 0)
       continue;
     if (w == NULL) {
       if (free_slot == NULL)

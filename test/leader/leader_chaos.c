@@ -225,6 +225,16 @@ static int worker_of(int entry) {
   return idx;
 }
 
+/* The worker leading now (waiting for a leader after the last term
+ * observed when there is none), and its term in *term. */
+static int current_leader(int64_t *term) {
+  int e = obs.n - 1;
+  if (!obs.present[e])
+    e = wait_leader_above(obs.term[e], 5000);
+  *term = obs.term[e];
+  return worker_of(e);
+}
+
 static void check(const rt_recs_t *h, void (*fn)(const rt_recs_t *, uint16_t, uint16_t, rt_check_t *),
                   uint16_t op) {
   rt_check_t c;
@@ -259,17 +269,14 @@ TEST(five_candidates_kill_stop_restart) {
   rt_recs_init(&h);
 
   /* Churn: leaders resign and others take over. */
-  int e = wait_leader_above(0, 5000);
+  wait_leader_above(0, 5000);
   fx_spin(&fx, 1500);
 
   /* kill -9 of the leader, 30 ms into its leadership (mid-lease). */
-  e = wait_leader_above(obs.term[obs.n - 1] - (obs.present[obs.n - 1] ? 1 : 0), 5000);
+  wait_leader_above(obs.term[obs.n - 1] - (obs.present[obs.n - 1] ? 1 : 0), 5000);
   fx_spin(&fx, 30);
-  e = obs.n - 1;
-  if (!obs.present[e])
-    e = wait_leader_above(obs.term[e], 5000);
-  int killed = worker_of(e);
-  int64_t killed_term = obs.term[e];
+  int64_t killed_term;
+  int killed = current_leader(&killed_term);
   uint64_t t_kill = uv_hrtime();
   rt_worker_kill(&w[killed]);
   int next = wait_leader_above(killed_term, LEASE_MS + REPOLL_MS + 5000);
@@ -279,11 +286,8 @@ TEST(five_candidates_kill_stop_restart) {
   ASSERT_LE(takeover_ms, rt_stall_bound_since_ns(t_kill, LEASE_MS + REPOLL_MS + 300));
 
   /* SIGSTOP of the leader past its lease, then SIGCONT. */
-  e = obs.n - 1;
-  if (!obs.present[e])
-    e = wait_leader_above(obs.term[e], 5000);
-  int stopped = worker_of(e);
-  int64_t stopped_term = obs.term[e];
+  int64_t stopped_term;
+  int stopped = current_leader(&stopped_term);
   uint64_t s0 = uv_hrtime();
   rt_worker_stop(&w[stopped]);
   wait_leader_above(stopped_term, LEASE_MS + REPOLL_MS + 5000);

@@ -28,15 +28,28 @@ static long long passes_after_a_while(mfx_t *m) {
  * polls for a few gaps after the fourth, then sleeps although an answer is
  * still due; after the release (the paused master's acquire still in
  * flight) the same. */
+/* m started, the loop's passes counted by check, a redlock on name. */
+static lk_redlock_t *spin_start(mfx_t *m, uv_check_t *check, const char *name) {
+  mfx_start(m, N, NULL);
+  lk_redlock_t *rl = mx_rl_new(m, m->c, name, NULL);
+  uv_check_init(&m->loop, check);
+  uv_check_start(check, lp_on_check);
+  return rl;
+}
+
+static void spin_finish(mfx_t *m, uv_check_t *check, lk_redlock_t *rl) {
+  uv_check_stop(check);
+  uv_close((uv_handle_t *)check, NULL);
+  mx_rl_close(m, rl);
+  mfx_finish(m);
+}
+
 TEST(rl_loop_sleeps_when_a_due_answer_does_not_come) {
   mfx_t m;
   mx_t s;
   uv_check_t check;
   lk_redlock_opts_t o;
-  mfx_start(&m, N, NULL);
-  lk_redlock_t *rl = mx_rl_new(&m, m.c, "rl-spin-paused", NULL);
-  uv_check_init(&m.loop, &check);
-  uv_check_start(&check, lp_on_check);
+  lk_redlock_t *rl = spin_start(&m, &check, "rl-spin-paused");
   /* A node timeout no machine stall reaches: with 300 ms, a 500 ms stall
    * beside tools/load.sh left the warm release's answer from master 4 in
    * flight (the next attempt found it LK_EBUSY) or fewer than a quorum in
@@ -66,10 +79,7 @@ TEST(rl_loop_sleeps_when_a_due_answer_does_not_come) {
   ASSERT_LE(n, SLEEPING_MAX);
   rt_server_resume(m.srv[4]);
   ASSERT_EQ(mfx_wait_key_gone(&m, 4, "rl-spin-paused", 5000), 1); /* late grant given back */
-  uv_check_stop(&check);
-  uv_close((uv_handle_t *)&check, NULL);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  spin_finish(&m, &check, rl);
 }
 
 /* Every answer in: nothing is due, nothing spins. */
@@ -77,10 +87,7 @@ TEST(rl_loop_sleeps_when_no_answer_is_due) {
   mfx_t m;
   mx_t s;
   uv_check_t check;
-  mfx_start(&m, N, NULL);
-  lk_redlock_t *rl = mx_rl_new(&m, m.c, "rl-spin-idle", NULL);
-  uv_check_init(&m.loop, &check);
-  uv_check_start(&check, lp_on_check);
+  lk_redlock_t *rl = spin_start(&m, &check, "rl-spin-idle");
   for (int i = 0; i < 20; i++) {
     ASSERT_OK(mx_rl_acquire(&m, rl, 0, 30000, &s));
     ASSERT_OK(mx_rl_release(&m, rl));
@@ -89,8 +96,5 @@ TEST(rl_loop_sleeps_when_no_answer_is_due) {
   long long n = passes_after_a_while(&m);
   printf("passes in 200 ms with nothing due: %lld\n", n);
   ASSERT_LE(n, SLEEPING_MAX);
-  uv_check_stop(&check);
-  uv_close((uv_handle_t *)&check, NULL);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  spin_finish(&m, &check, rl);
 }

@@ -54,27 +54,35 @@ static void swap_roles(rt_server_t *m, rt_server_t *r) {
   free(ok);
 }
 
+/* A client on o (its port, sync timeout and policy set) that waits for one
+ * replica and counts refusal warnings, and its lock on name after one
+ * synced grant and release: all as usual. */
+static lk_lock_t *synced_lock(fx_t *fx, lk_client_opts_t *o, const char *name) {
+  refused_logs = 0;
+  o->sync_replicas = 1;
+  o->log = count_refused;
+  fx_start_client(fx, o);
+  lk_lock_t *l = fx_lock(fx, name);
+  ASSERT_OK(sx_acquire(fx, l, 0, 30000));
+  ASSERT_EQ(lk_lock_sync_acked(l), 1);
+  ASSERT_OK(sx_run(fx, lk_lock_release, l, NULL));
+  return l;
+}
+
 static void demoted_case(int policy) {
   fx_t fx;
   lk_client_opts_t o;
   sx_t s;
-  refused_logs = 0;
   fx_start_server(&fx, NULL);
   rt_server_t *rep = streaming_replica(&fx);
   rt_proxy_t *p = rt_proxy_start(rt_server_port(fx.srv));
   ASSERT_NOT_NULL(p);
   lk_client_opts_init(&o);
   o.port = rt_proxy_port(p);
-  o.sync_replicas = 1;
   o.sync_policy = policy;
   o.sync_timeout_ms = 500;
-  o.log = count_refused;
-  fx_start_client(&fx, &o);
-  lk_lock_t *l = fx_lock(&fx, "rs-demoted");
   /* Connected, scripts loaded, one synced grant: all as usual. */
-  ASSERT_OK(sx_acquire(&fx, l, 0, 30000));
-  ASSERT_EQ(lk_lock_sync_acked(l), 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
+  lk_lock_t *l = synced_lock(&fx, &o, "rs-demoted");
 
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_HOLD, NULL, 0);
   memset(&s, 0, sizeof s);
@@ -121,19 +129,12 @@ TEST(wait_blocked_when_its_master_is_demoted_gives_back_enoreplicas) {
   fx_t fx;
   lk_client_opts_t o;
   sx_t s;
-  refused_logs = 0;
   fx_start_server(&fx, NULL);
   rt_server_t *rep = streaming_replica(&fx);
   lk_client_opts_init(&o);
   o.port = rt_server_port(fx.srv);
-  o.sync_replicas = 1;
   o.sync_timeout_ms = 1400; /* under half the reply timeout (3000) */
-  o.log = count_refused;
-  fx_start_client(&fx, &o);
-  lk_lock_t *l = fx_lock(&fx, "rs-blocked");
-  ASSERT_OK(sx_acquire(&fx, l, 0, 30000));
-  ASSERT_EQ(lk_lock_sync_acked(l), 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
+  lk_lock_t *l = synced_lock(&fx, &o, "rs-blocked");
   rt_server_pause(rep);
   memset(&s, 0, sizeof s);
   lk_lock_opts_t lo;

@@ -115,23 +115,33 @@ TEST(psem_ids_layout_and_counts) {
 
 /* A fixed lease ends on the server: the permit comes back through the
  * reclaim of the next script, and a waiter gets it soon after, not before. */
+/* name set to one permit, a takes it for lease_ms; b, waiting up to
+ * wait_ms, gets it once that lease has ended on the server (not before,
+ * and within slack_ms of it, machine stalls excused). */
+static void b_gets_the_permit_when_a_lease_ends(fx_t *fx, lk_psem_t *a, lk_psem_t *b,
+                                                const char *name, int64_t lease_ms,
+                                                int64_t wait_ms, int64_t slack_ms) {
+  char key[64];
+  sx_t x;
+  snprintf(key, sizeof key, "{%s}:timeout", name);
+  ASSERT_OK(psem_run_n(fx, lk_psem_try_set_permits, a, 1, NULL));
+  ASSERT_OK(psem_acquire(fx, a, 1, 0, lease_ms));
+  long long expiry = score_of(fx, key, lk_psem_permit_id(a, 0));
+  const int64_t mark = rt_stall_mark();
+  ASSERT_OK(psem_acquire_in(&fx->loop, b, 1, wait_ms, 5000, &x));
+  long long got = server_ms(fx);
+  ASSERT_GE(got, expiry); /* safety: not before the lease ended */
+  ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, slack_ms));
+}
+
 TEST(psem_fixed_lease_ends_and_permit_returns) {
   fx_t fx;
   lk_psem_t *a, *b;
-  sx_t x;
-  long long expiry, got;
   int64_t r;
   fx_start(&fx, NULL);
   a = fx_psem(&fx, "fl");
   b = fx_psem(&fx, "fl");
-  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 1, NULL));
-  ASSERT_OK(psem_acquire(&fx, a, 1, 0, 400));
-  expiry = score_of(&fx, "{fl}:timeout", lk_psem_permit_id(a, 0));
-  const int64_t mark = rt_stall_mark();
-  ASSERT_OK(psem_acquire_in(&fx.loop, b, 1, 5000, 5000, &x));
-  got = server_ms(&fx);
-  ASSERT_GE(got, expiry); /* safety: not before the lease ended */
-  ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, 500));
+  b_gets_the_permit_when_a_lease_ends(&fx, a, b, "fl", 400, 5000, 500);
   ASSERT(!lk_psem_is_held(a)); /* its local deadline passed too */
   /* a's release finds its permit reclaimed: told, and nothing added. */
   ASSERT_EQ(psem_run_id(&fx, lk_psem_release, a, NULL, &r), LK_ELEASELOST);
@@ -497,19 +507,10 @@ TEST(psem_close_gives_back_and_cancels) {
 TEST(psem_waiter_retries_when_the_nearest_lease_ends) {
   fx_t fx;
   lk_psem_t *a, *b;
-  sx_t x;
-  long long expiry, got;
   start_with(&fx, 0, 600000);
   a = fx_psem(&fx, "near");
   b = fx_psem(&fx, "near");
-  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 1, NULL));
-  ASSERT_OK(psem_acquire(&fx, a, 1, 0, 700));
-  expiry = score_of(&fx, "{near}:timeout", lk_psem_permit_id(a, 0));
-  const int64_t mark = rt_stall_mark();
-  ASSERT_OK(psem_acquire_in(&fx.loop, b, 1, 10000, 5000, &x));
-  got = server_ms(&fx);
-  ASSERT_GE(got, expiry);
-  ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, 300));
+  b_gets_the_permit_when_a_lease_ends(&fx, a, b, "near", 700, 10000, 300);
   fx_close_psem(&fx, a);
   fx_close_psem(&fx, b);
   fx_finish(&fx);
@@ -593,6 +594,16 @@ static void stay_refused(fx_t *fx, const char *name, long long count) {
   ASSERT_EQ(srv_count(fx->srv, name), count);
 }
 
+/* p's acquire of 2 permits (60 s lease) whose reply is cut, reconnects
+ * refused from then on: it completes with LK_EUNKNOWN. */
+static void unknown_acquire(fx_t *fx, rt_proxy_t *px, lk_psem_t *p, sx_t *x) {
+  rt_proxy_refuse(px, 1);
+  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  psem_start_acquire(p, 2, 0, 60000, x);
+  rt_run_until(&fx->loop, &x->done, 3000);
+  ASSERT_EQ(x->status, LK_EUNKNOWN);
+}
+
 /* The connection heals: the count must reach want promptly (the give-back
  * goes out on the first connection), well before lease_end (server ms),
  * when the permits would come back anyway. Returns ms from heal to give
@@ -614,6 +625,21 @@ static long long heal_and_wait(fx_t *fx, rt_proxy_t *px, const char *name, long 
   ASSERT_LT(got, lease_end - 300); /* given back, not expired */
   ASSERT_LT(got - healed, rt_stall_bound_ms(mark, 1000));
   return got - healed;
+}
+
+/* name's 2 of 3 permits, taken by a with a 60 s lease, stay out while
+ * reconnects are refused, then come back promptly once they are not; a
+ * closed, the test and its proxy ended. */
+static void given_back_after_the_refusals(fx_t *fx, rt_proxy_t *px, lk_psem_t *a,
+                                          const char *name) {
+  stay_refused(fx, name, 1);
+  long long now = server_ms(fx);
+  heal_and_wait(fx, px, name, 3, now + 59000);
+  ASSERT_EQ(rt_cmd_int(fx->srv, "ZCARD {%s}:timeout", name), 0);
+  fx_close_psem(fx, a);
+  ASSERT_EQ(srv_count(fx->srv, name), 3);
+  fx_finish(fx);
+  rt_proxy_stop(px);
 }
 
 /* A renewed permit's lease is lost while no connection gets through: the
@@ -691,32 +717,28 @@ static void psem_warm_up(fx_t *fx, lk_psem_t *p, long long permits) {
   FAST_CALL_OK(psem_run_id(fx, lk_psem_release, p, NULL, NULL));
 }
 
+/* name's psem behind a fast proxy (start_fast_proxied), warmed up with 3
+ * permits. */
+static lk_psem_t *warm_psem_behind_proxy(fx_t *fx, rt_proxy_t **px, const char *name) {
+  *px = start_fast_proxied(fx, 0);
+  lk_psem_t *p = fx_psem(fx, name);
+  psem_warm_up(fx, p, 3);
+  return p;
+}
+
 /* An acquire runs on the server and its reply is lost with the connection;
  * then every reconnect is refused for many cycles. The give-back of its
  * ids waits for the server however many cycles that takes. */
 TEST(psem_unknown_acquire_given_back_after_many_reconnects) {
   fx_t fx;
-  rt_proxy_t *px = start_fast_proxied(&fx, 0);
-  lk_psem_t *a = fx_psem(&fx, "uag");
+  rt_proxy_t *px;
+  lk_psem_t *a = warm_psem_behind_proxy(&fx, &px, "uag");
   sx_t x;
-  long long now;
-  psem_warm_up(&fx, a, 3);
-  rt_proxy_refuse(px, 1);
-  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  psem_start_acquire(a, 2, 0, 60000, &x);
-  rt_run_until(&fx.loop, &x.done, 3000);
-  ASSERT_EQ(x.status, LK_EUNKNOWN);
+  unknown_acquire(&fx, px, a, &x);
   ASSERT_EQ(rt_proxy_rule_state(px), RT_PROXY_RULE_APPLIED);
   ASSERT_EQ(srv_count(fx.srv, "uag"), 1); /* it took them */
   ASSERT_EQ(lk_psem_permit_count(a), 0);
-  stay_refused(&fx, "uag", 1);
-  now = server_ms(&fx);
-  heal_and_wait(&fx, px, "uag", 3, now + 59000);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {uag}:timeout"), 0);
-  fx_close_psem(&fx, a);
-  ASSERT_EQ(srv_count(fx.srv, "uag"), 3);
-  fx_finish(&fx);
-  rt_proxy_stop(px);
+  given_back_after_the_refusals(&fx, px, a, "uag");
 }
 
 /* A release is sent into a blackhole (never run) and its resends fail: it
@@ -724,11 +746,9 @@ TEST(psem_unknown_acquire_given_back_after_many_reconnects) {
  * waits out many refused reconnects. */
 TEST(psem_unknown_release_given_back_after_many_reconnects) {
   fx_t fx;
-  rt_proxy_t *px = start_fast_proxied(&fx, 0);
-  lk_psem_t *a = fx_psem(&fx, "urg");
+  rt_proxy_t *px;
+  lk_psem_t *a = warm_psem_behind_proxy(&fx, &px, "urg");
   sx_t r;
-  long long now;
-  psem_warm_up(&fx, a, 3);
   ASSERT_OK(psem_acquire(&fx, a, 2, 0, 60000));
   ASSERT_EQ(srv_count(fx.srv, "urg"), 1);
   rt_proxy_blackhole(px, 1);
@@ -742,14 +762,7 @@ TEST(psem_unknown_release_given_back_after_many_reconnects) {
   rt_proxy_refuse(px, 1);
   rt_proxy_reset_all(px);
   rt_proxy_blackhole(px, 0);
-  stay_refused(&fx, "urg", 1);
-  now = server_ms(&fx);
-  heal_and_wait(&fx, px, "urg", 3, now + 59000);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {urg}:timeout"), 0);
-  fx_close_psem(&fx, a);
-  ASSERT_EQ(srv_count(fx.srv, "urg"), 3);
-  fx_finish(&fx);
-  rt_proxy_stop(px);
+  given_back_after_the_refusals(&fx, px, a, "urg");
 }
 
 static void count_closed(lk_psem_t *p) { (*(int *)lk_psem_get_data(p))++; }
@@ -759,16 +772,11 @@ static void count_closed(lk_psem_t *p) { (*(int *)lk_psem_get_data(p))++; }
  * runs. */
 TEST(psem_close_waits_for_pending_give_back) {
   fx_t fx;
-  rt_proxy_t *px = start_fast_proxied(&fx, 0);
-  lk_psem_t *a = fx_psem(&fx, "cwg");
+  rt_proxy_t *px;
+  lk_psem_t *a = warm_psem_behind_proxy(&fx, &px, "cwg");
   sx_t x;
   int closed = 0;
-  psem_warm_up(&fx, a, 3);
-  rt_proxy_refuse(px, 1);
-  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  psem_start_acquire(a, 2, 0, 60000, &x);
-  rt_run_until(&fx.loop, &x.done, 3000);
-  ASSERT_EQ(x.status, LK_EUNKNOWN);
+  unknown_acquire(&fx, px, a, &x);
   ASSERT_EQ(srv_count(fx.srv, "cwg"), 1);
   lk_psem_set_data(a, &closed);
   /* Close's bound is 2 x (connect + reply timeout) + reconnect_max_ms =
@@ -806,11 +814,7 @@ TEST(psem_close_bounded_while_server_unreachable) {
   int64_t t0, took;
   psem_warm_up(&fx, a, 4);
   ASSERT_OK(psem_acquire(&fx, a, 1, 0, 60000));
-  rt_proxy_refuse(px, 1);
-  rt_proxy_on_reply(px, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
-  psem_start_acquire(b, 2, 0, 60000, &x);
-  rt_run_until(&fx.loop, &x.done, 3000);
-  ASSERT_EQ(x.status, LK_EUNKNOWN);
+  unknown_acquire(&fx, px, b, &x);
   ASSERT_EQ(srv_count(fx.srv, "cbu"), 1);
   lk_psem_set_data(a, &closed);
   lk_psem_set_data(b, &closed);

@@ -37,6 +37,22 @@ static void sem_spin_start(lk_semaphore_t *s, int64_t wait_ms, int spin, int64_t
  * a subscription; the listening control subscribes. Then a permit released
  * by another object while the spinner sleeps is taken within the back-off
  * cap, message or not. */
+/* x's spinning acquire, started at t0 with a wait of wait_ms, ends with
+ * LK_ETIMEDOUT no earlier than that wait and without ever subscribing to
+ * channel (checked while it runs) or to anything. */
+static void spin_times_out(fx_t *fx, sx_t *x, uint64_t t0, const char *channel, int64_t wait_ms) {
+  for (int i = 0; !x->done && i < 500; i++) {
+    ASSERT_EQ(rt_server_numsub(fx->srv, channel), 0);
+    fx_spin(fx, 20);
+  }
+  rt_run_until(&fx->loop, &x->done, 5000);
+  double took = (double)(x->t_ns - t0) / 1e6;
+  ASSERT_EQ(x->status, LK_ETIMEDOUT);
+  ASSERT_GE(took, (double)wait_ms);
+  ASSERT_LE(took, (double)wait_ms + (double)rt_stall_bound_since_ns(t0, 500));
+  ASSERT_EQ(spin_subscribes(fx->srv), 0);
+}
+
 TEST(semaphore_spin_waits_without_subscribing) {
   fx_t fx;
   lk_semaphore_t *s, *other;
@@ -51,16 +67,7 @@ TEST(semaphore_spin_waits_without_subscribing) {
 
   t0 = uv_hrtime();
   sem_spin_start(s, 600, 1, 0, &x);
-  for (int i = 0; !x.done && i < 500; i++) {
-    ASSERT_EQ(rt_server_numsub(fx.srv, SEM_CHANNEL), 0);
-    fx_spin(&fx, 20);
-  }
-  rt_run_until(&fx.loop, &x.done, 5000);
-  took = (double)(x.t_ns - t0) / 1e6;
-  ASSERT_EQ(x.status, LK_ETIMEDOUT);
-  ASSERT_GE(took, 600.0);
-  ASSERT_LE(took, 600.0 + (double)rt_stall_bound_since_ns(t0, 500));
-  ASSERT_EQ(spin_subscribes(fx.srv), 0);
+  spin_times_out(&fx, &x, t0, SEM_CHANNEL, 600);
 
   sem_spin_start(s, 300, 0, 0, &x);
   rt_run_until(&fx.loop, &x.done, 5000);
@@ -176,7 +183,6 @@ TEST(psem_spin_waits_without_subscribing) {
   lk_psem_opts_t o;
   sx_t x;
   uint64_t t0;
-  double took;
   fx_start_no_repoll(&fx);
   p = fx_psem(&fx, PSEM);
   other = fx_psem(&fx, PSEM);
@@ -195,16 +201,7 @@ TEST(psem_spin_waits_without_subscribing) {
   memset(&x, 0, sizeof x);
   t0 = uv_hrtime();
   ASSERT_OK(lk_psem_acquire(p, &o, psem_cb, &x));
-  for (int i = 0; !x.done && i < 500; i++) {
-    ASSERT_EQ(rt_server_numsub(fx.srv, PSEM_CHANNEL), 0);
-    fx_spin(&fx, 20);
-  }
-  rt_run_until(&fx.loop, &x.done, 5000);
-  took = (double)(x.t_ns - t0) / 1e6;
-  ASSERT_EQ(x.status, LK_ETIMEDOUT);
-  ASSERT_GE(took, 500.0);
-  ASSERT_LE(took, 500.0 + (double)rt_stall_bound_since_ns(t0, 500));
-  ASSERT_EQ(spin_subscribes(fx.srv), 0);
+  spin_times_out(&fx, &x, t0, PSEM_CHANNEL, 500);
   fx_close_psem(&fx, other); /* gives its permit back */
 
   memset(&x, 0, sizeof x);
