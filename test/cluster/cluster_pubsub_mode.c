@@ -541,28 +541,17 @@ static void count_unsharded_logs(lk_log_level_t level, const char *msg, void *ar
  * pubsub_mode SHARDED there is no classic fallback: the client says so once
  * (an error), subscribes nothing, and the waiter gets in by its re-poll. */
 TEST(sharded_mode_without_sharded_pubsub_polls_and_says_so) {
-  static const char *const extra[] = {"--rename-command", "SSUBSCRIBE", "h28-no-ssubscribe",
-                                      "--rename-command", "SPUBLISH",   "h28-no-spublish",
-                                      NULL};
   enum { POLL_MS = 300 };
   cfx_t f;
   rt_cluster_opts_t co;
   lk_client_opts_t o;
   char name[64], pattern[96];
   sx_t sw;
-  memset(&f, 0, sizeof f);
-  ASSERT_OK(uv_loop_init(&f.fx.loop));
-  rt_cluster_opts_init(&co);
-  co.extra_args = extra;
-  f.cl = rt_cluster_start(&co);
-  ASSERT_NOT_NULL(f.cl);
-  f.n_masters = rt_cluster_masters(f.cl, f.masters, RT_CLUSTER_MAX_NODES);
-  ASSERT_EQ(f.n_masters, 3);
+  cfx_opts_no_sharded_pubsub(&co);
   mode_opts(&o, LK_PUBSUB_SHARDED);
   o.max_repoll_ms = POLL_MS;
   o.log = count_unsharded_logs;
-  o.port = rt_cluster_port(f.cl, 0);
-  fx_start_client(&f.fx, &o);
+  cfx_start_with(&f, &co, 0, &o);
   int m = f.masters[1];
   cfx_name_on(&f, m, "psm-unsharded-", name, sizeof name);
   snprintf(pattern, sizeof pattern, "*%s*", name);
@@ -592,37 +581,29 @@ TEST(sharded_mode_without_sharded_pubsub_polls_and_says_so) {
 TEST(classic_mode_subscription_follows_a_failover) {
   cfx_t f;
   lk_client_opts_t o;
-  char name[64];
-  sx_t sw;
+  cfx_handoff_t x;
   rt_emu_set_sharded(0);
   mode_opts(&o, MODE);
   o.cluster_refresh_ms = 200;
   cfx_start(&f, 0, &o);
-  lk_client_t *hc = peer(&f, MODE);
   int old = f.masters[2];
   int replica = rt_cluster_replica_of(f.cl, old);
   ASSERT_GE(replica, 0);
-  cfx_name_on(&f, old, "psm-fo-", name, sizeof name);
-  lk_lock_t *h = NULL, *w = fx_lock(&f.fx, name);
-  ASSERT_OK(lk_lock_new(hc, name, &h));
-  ASSERT_OK(sx_acquire(&f.fx, h, 0, 60000));
-  cfx_acquire_start(w, WAIT, LEASE, 0, &sw);
-  FX_EVENTUALLY(&f.fx, classic_on(&f, old, name), 5000);
+  cfx_handoff_hold(&f, &x, peer(&f, MODE), old, "psm-fo-", 60000);
+  cfx_handoff_wait(&x, WAIT, LEASE);
+  FX_EVENTUALLY(&f.fx, classic_on(&f, old, x.name), 5000);
   ASSERT_OK(rt_cluster_failover(f.cl, replica, NULL));
-  FX_EVENTUALLY(&f.fx, classic_on(&f, replica, name) && !classic_on(&f, old, name), 5000);
-  ASSERT_EQ(sw.done, 0);
+  FX_EVENTUALLY(&f.fx, classic_on(&f, replica, x.name) && !classic_on(&f, old, x.name), 5000);
+  ASSERT_EQ(x.sw.done, 0);
   uint64_t t0 = uv_hrtime();
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, h, NULL));
-  rt_run_until(&f.fx.loop, &sw.done, rt_scaled_ms(10000));
-  ASSERT_OK(sw.status);
-  double ms = cfx_ms_since(t0, sw.t_ns);
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.h, NULL));
+  rt_run_until(&f.fx.loop, &x.sw.done, rt_scaled_ms(10000));
+  ASSERT_OK(x.sw.status);
+  double ms = cfx_ms_since(t0, x.sw.t_ns);
   printf("after the failover the waiter had the lock %.2f ms after the release\n", ms);
   ASSERT_LT(ms, rt_scaled_ms(WAKE_MS));
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));
-  fx_close_lock(&f.fx, h);
-  fx_close_lock(&f.fx, w);
-  fx_close_direct_client(&f.fx, hc);
-  cfx_finish(&f);
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.w, NULL));
+  cfx_handoff_finish(&f, &x);
 }
 
 /* ---- the permit semaphore's renewal, which publishes what it reclaims ---- */
