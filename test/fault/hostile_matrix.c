@@ -452,17 +452,23 @@ static void sem_reuse(hc_t *c, lk_semaphore_t *s) {
   ASSERT_OK(sem_run_n(&c->fx, lk_semaphore_release, s, 1, NULL));
 }
 
-/* Closes the objects and checks (a): the count is total again. */
-static void sem_end(hc_t *c, lk_semaphore_t *s, lk_semaphore_t *o, long long total) {
-  fx_close_sem(&c->fx, s);
-  if (o != NULL)
-    fx_close_sem(&c->fx, o);
+/* With every object closed: closes the clients and checks (a), the count
+ * is total again, and (b), only allow's keys are left. */
+static void sem_finish(hc_t *c, long long total, const hc_allow_t *allow, size_t n_allow) {
   hc_close_clients(c);
   long long n = sem_count(c);
   if (n != total)
     FAIL("permits after every object closed: %lld, the total is %lld", n, total);
-  ASSERT_EQ(hc_leftovers(c, sem_keys, 2), 0);
+  ASSERT_EQ(hc_leftovers(c, allow, n_allow), 0);
   hc_stop(c);
+}
+
+/* Closes the objects, then sem_finish. */
+static void sem_end(hc_t *c, lk_semaphore_t *s, lk_semaphore_t *o, long long total) {
+  fx_close_sem(&c->fx, s);
+  if (o != NULL)
+    fx_close_sem(&c->fx, o);
+  sem_finish(c, total, sem_keys, 2);
 }
 
 static void v_sem_acquire(hc_t *c) {
@@ -627,12 +633,7 @@ static void psem_end(hc_t *c, lk_psem_t *p, lk_psem_t *o, long long total) {
   fx_close_psem(&c->fx, p);
   if (o != NULL)
     fx_close_psem(&c->fx, o);
-  hc_close_clients(c);
-  long long n = sem_count(c);
-  if (n != total)
-    FAIL("permits after every object closed: %lld, the total is %lld", n, total);
-  ASSERT_EQ(hc_leftovers(c, psem_keys, 1), 0); /* no permit id left: the zset is gone */
-  hc_stop(c);
+  sem_finish(c, total, psem_keys, 1); /* no permit id left: the zset is gone */
 }
 
 static void v_psem_acquire(hc_t *c) {
