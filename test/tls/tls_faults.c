@@ -130,8 +130,7 @@ TEST(messages_larger_than_a_record_span_reads) {
   rt_tls_certs_t *t;
   rt_proxy_t *p = start_proxied(&fx, &t, &o, &log);
   lk_lock_t *a, *b;
-  lk_lock_opts_t lo;
-  sx_t s, r;
+  sx_t s;
   char *big;
   size_t i, n = 40000;
   uint64_t msgs;
@@ -142,10 +141,7 @@ TEST(messages_larger_than_a_record_span_reads) {
   a = fx_lock(&fx, "tls-big");
   b = fx_lock(&fx, "tls-big");
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
-  lk_lock_opts_init(&lo);
-  lo.wait_ms = 20000;
-  memset(&s, 0, sizeof s);
-  ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &s));
+  tu_wait_behind(b, &s);
   FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{tls-big}") != 0, 5000);
   fx_spin(&fx, 50);
   msgs = tu_stats(fx.c).pubsub_messages;
@@ -164,11 +160,7 @@ TEST(messages_larger_than_a_record_span_reads) {
   freeReplyObject(rep);
   FX_EVENTUALLY(&fx, tu_stats(fx.c).pubsub_messages > msgs, 5000);
   ASSERT_EQ(s.done, 0); /* not a release: b goes on waiting */
-  memset(&r, 0, sizeof r);
-  ASSERT_OK(lk_lock_release(a, sx_cb, &r));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
-  rt_run_until(&fx.loop, &r.done, 5000);
+  tu_release_wakes(&fx, a, &s);
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
   ASSERT_EQ(tu_stats(fx.c).tls_handshakes, 2);
   ASSERT_EQ(tu_stats(fx.c).reconnects, 0);
