@@ -541,6 +541,28 @@ TEST(read_hold_in_a_migrating_slot_is_reported_lost_at_its_deadline) {
   cfx_finish(&m.f);
 }
 
+/* A slot left mid-migration where a fenced acquire meets TRYAGAIN (its
+ * counter moved, the lock key absent): returns the lock, named "{tag}"
+ * suffix and taken once before (so the counter exists; *token, unless
+ * NULL: that acquire's token), and the window open. */
+static lk_lock_t *fenced_in_open_window(mig_t *m, const char *suffix, char *name, size_t cap,
+                                        int64_t *token) {
+  sx_t s;
+  mig_name(m, suffix, name, cap);
+  lk_lock_t *l = fx_lock(&m->f.fx, name);
+  cfx_acquire_start(l, 0, 30000, 1, &s);
+  rt_run_until(&m->f.fx.loop, &s.done, 10000);
+  ASSERT_OK(s.status);
+  int64_t t = lk_lock_token(l);
+  ASSERT_GT(t, 0);
+  if (token != NULL)
+    *token = t;
+  ASSERT_OK(sx_run(&m->f.fx, lk_lock_release, l, NULL));
+  ASSERT_OK(rt_cluster_migrate_start(m->f.cl, m->slot, m->to));
+  ASSERT_EQ(rt_cluster_migrate_keys(m->f.cl, m->slot, 0), 1); /* the counter */
+  return l;
+}
+
 /* A fenced acquire names the lock and its token counter. In a migrating
  * slot where neither exists the target answers TRYAGAIN (a key is
  * missing): the acquire is retried and succeeds once the migration
@@ -549,17 +571,9 @@ TEST(fenced_acquire_during_a_migration_gets_in_when_it_finishes) {
   mig_t m;
   char name[96];
   sx_t s;
+  int64_t before;
   mig_start(&m, LEASE_MS);
-  mig_name(&m, "fenced", name, sizeof name);
-  lk_lock_t *l = fx_lock(&m.f.fx, name);
-  cfx_acquire_start(l, 0, 30000, 1, &s);
-  rt_run_until(&m.f.fx.loop, &s.done, 10000);
-  ASSERT_OK(s.status);
-  int64_t before = lk_lock_token(l);
-  ASSERT_GT(before, 0);
-  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
-  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
-  ASSERT_EQ(rt_cluster_migrate_keys(m.f.cl, m.slot, 0), 1); /* the counter */
+  lk_lock_t *l = fenced_in_open_window(&m, "fenced", name, sizeof name, &before);
   lk_client_stats_t st = cfx_stats(m.f.fx.c);
   cfx_acquire_start(l, rt_scaled_ms(10000), 30000, 1, &s);
   FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries || s.done, 5000);
@@ -571,22 +585,6 @@ TEST(fenced_acquire_during_a_migration_gets_in_when_it_finishes) {
   ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
   fx_close_lock(&m.f.fx, l);
   cfx_finish(&m.f);
-}
-
-/* A slot left mid-migration where a fenced acquire meets TRYAGAIN (its
- * counter moved, the lock key absent): returns the lock, its name taken
- * once before (so the counter exists) and the window open. */
-static lk_lock_t *fenced_in_open_window(mig_t *m, char *name, size_t cap) {
-  sx_t s;
-  mig_name(m, "budget", name, cap);
-  lk_lock_t *l = fx_lock(&m->f.fx, name);
-  cfx_acquire_start(l, 0, 30000, 1, &s);
-  rt_run_until(&m->f.fx.loop, &s.done, 10000);
-  ASSERT_OK(s.status);
-  ASSERT_OK(sx_run(&m->f.fx, lk_lock_release, l, NULL));
-  ASSERT_OK(rt_cluster_migrate_start(m->f.cl, m->slot, m->to));
-  ASSERT_EQ(rt_cluster_migrate_keys(m->f.cl, m->slot, 0), 1);
-  return l;
 }
 
 /* A call with a wait budget started in an open TRYAGAIN window: its
@@ -639,7 +637,7 @@ TEST(budgeted_acquire_keeps_trying_through_tryagain_past_the_reply_timeout) {
   sx_t s;
   mig_window_t w = {.budget = rt_scaled_ms(20000), .reply_timeout = rt_scaled_ms(800)};
   mig_start_with(&m, LEASE_MS, w.reply_timeout);
-  lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
+  lk_lock_t *l = fenced_in_open_window(&m, "budget", name, sizeof name, NULL);
   mig_window_call(&m, &w, &s.done, &s.status, &s.t_ns);
   cfx_acquire_start(l, w.budget, 30000, 1, &s);
   mig_window_outlasts_reply_timeouts(&m, &w, "acquire");
@@ -658,7 +656,7 @@ TEST(budgeted_acquire_in_a_tryagain_window_longer_than_its_budget_times_out) {
   sx_t s;
   const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(2500);
   mig_start_with(&m, LEASE_MS, reply_timeout);
-  lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
+  lk_lock_t *l = fenced_in_open_window(&m, "budget", name, sizeof name, NULL);
   const int64_t mark = rt_stall_mark();
   uint64_t t0 = uv_hrtime();
   cfx_acquire_start(l, budget, 30000, 1, &s);
@@ -688,7 +686,7 @@ TEST(multilock_keeps_trying_through_tryagain_past_the_reply_timeout) {
   char name[96], other[64];
   mig_window_t w = {.budget = rt_scaled_ms(20000), .reply_timeout = rt_scaled_ms(800)};
   mig_start_with(&m, LEASE_MS, w.reply_timeout);
-  lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
+  lk_lock_t *l = fenced_in_open_window(&m, "budget", name, sizeof name, NULL);
   cfx_name_on(&m.f, m.f.masters[2], "mig-other-", other, sizeof other);
   lk_lock_t *members[2] = {fx_lock(&m.f.fx, other), l};
   lk_multilock_t *ml = NULL;
