@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cluster_emu.h"
 #include "cluster_fixture.h"
 #include "emu_waiter.h"
 #include "redisson_emu.h"
@@ -479,19 +480,13 @@ TEST(redisson_sharded_release_wakes_a_latchkey_waiter) {
   int m = f.masters[1];
   cfx_name_on(&f, m, "ps-emu-", name, sizeof name);
   channel_of(name, channel, sizeof channel);
-  redisContext *emu = rt_rlock_connect(rt_cluster_port(f.cl, m));
-  ASSERT_EQ(rt_rlock_try(emu, name, EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
+  redisContext *emu = cfx_emu_hold(&f, m, name, EMU_UUID, EMU_TID, 30000);
   lk_lock_t *w = fx_lock(&f.fx, name);
   cfx_acquire_start(w, 20000, 30000, 0, &sw);
   FX_EVENTUALLY(&f.fx, only_sharded_on(&f, m, channel), 5000);
   ASSERT_EQ(sw.done, 0);
-  uint64_t t0 = uv_hrtime();
-  ASSERT_EQ(rt_rlock_unlock(emu, name, EMU_UUID, EMU_TID), 1);
-  rt_run_until(&f.fx.loop, &sw.done, rt_scaled_ms(10000));
-  ASSERT_OK(sw.status);
-  double ms = cfx_ms_since(t0, sw.t_ns);
-  printf("latchkey had the lock %.2f ms after the emulator's sharded unlock\n", ms);
-  ASSERT_LT(ms, rt_scaled_ms(WAKE_MS));
+  cfx_emu_unlock_wakes(&f, emu, name, EMU_UUID, EMU_TID, &sw, WAKE_MS,
+                       "the emulator's sharded unlock");
   /* And the emulator is shut out in turn. */
   ASSERT_GT(rt_rlock_try(emu, name, EMU_UUID, EMU_TID, 30000), 0);
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cluster_emu.h"
 #include "cluster_fixture.h"
 #include "fair_fixture.h"
 #include "latch_fixture.h"
@@ -214,19 +215,13 @@ TEST(classic_redisson_release_wakes_a_classic_mode_latchkey_waiter) {
   start(&f, MODE);
   int m = f.masters[1];
   cfx_name_on(&f, m, "psm-emu-h-", name, sizeof name);
-  redisContext *emu = rt_rlock_connect(rt_cluster_port(f.cl, m));
-  ASSERT_EQ(rt_rlock_try(emu, name, EMU_UUID, EMU_TID, LEASE), RT_RLOCK_ACQUIRED);
+  redisContext *emu = cfx_emu_hold(&f, m, name, EMU_UUID, EMU_TID, LEASE);
   lk_lock_t *w = fx_lock(&f.fx, name);
   cfx_acquire_start(w, WAIT, LEASE, 0, &sw);
   FX_EVENTUALLY(&f.fx, classic_on(&f, m, name), 5000);
   ASSERT_EQ(sw.done, 0);
-  uint64_t t0 = uv_hrtime();
-  ASSERT_EQ(rt_rlock_unlock(emu, name, EMU_UUID, EMU_TID), 1);
-  rt_run_until(&f.fx.loop, &sw.done, rt_scaled_ms(10000));
-  ASSERT_OK(sw.status);
-  double ms = cfx_ms_since(t0, sw.t_ns);
-  printf("latchkey had the lock %.2f ms after the classic emulator's unlock\n", ms);
-  ASSERT_LT(ms, rt_scaled_ms(WAKE_MS));
+  cfx_emu_unlock_wakes(&f, emu, name, EMU_UUID, EMU_TID, &sw, WAKE_MS,
+                       "the classic emulator's unlock");
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));
   redisFree(emu);
   fx_close_lock(&f.fx, w);
