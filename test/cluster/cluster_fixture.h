@@ -236,6 +236,13 @@ static inline void cfx_on_event(lk_client_t *c, lk_event_t e, void *arg) {
     ev->suspended++;
 }
 
+/* Default client options whose events are counted into ev. */
+static inline void cfx_event_opts(lk_client_opts_t *o, cfx_events_t *ev) {
+  lk_client_opts_init(o);
+  o->on_event = cfx_on_event;
+  o->event_arg = ev;
+}
+
 static inline lk_client_stats_t cfx_stats(lk_client_t *c) {
   lk_client_stats_t st;
   lk_client_get_stats(c, &st);
@@ -250,6 +257,16 @@ static inline void cfx_acquire_start(lk_lock_t *l, int64_t wait_ms, int64_t leas
 }
 
 /* ---- a holder and a waiter ---- */
+
+/* h's release of its last hold (the result says released, 1): returns
+ * when it was sent (uv_hrtime). */
+static inline uint64_t cfx_release_last(cfx_t *f, lk_lock_t *h) {
+  uint64_t t0 = uv_hrtime();
+  int64_t r = -1;
+  ASSERT_OK(sx_run(&f->fx, lk_lock_release, h, &r));
+  ASSERT_EQ(r, 1);
+  return t0;
+}
 
 /* A lock held through a second client (another process, as far as the
  * cluster can tell) and waited for through the fixture's own: the set-up

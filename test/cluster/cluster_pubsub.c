@@ -88,10 +88,7 @@ static void channel_of(const char *name, char *out, size_t cap) {
 /* Releases h and returns how long the waiter's acquire (in *sw) took from
  * then, in ms; the acquire must succeed. */
 static double release_and_time_wake(cfx_t *f, lk_lock_t *h, sx_t *sw) {
-  uint64_t t0 = uv_hrtime();
-  int64_t r = -1;
-  ASSERT_OK(sx_run(&f->fx, lk_lock_release, h, &r));
-  ASSERT_EQ(r, 1);
+  uint64_t t0 = cfx_release_last(f, h);
   rt_run_until(&f->fx.loop, &sw->done, rt_scaled_ms(10000));
   ASSERT_OK(sw->status);
   return cfx_ms_since(t0, sw->t_ns);
@@ -521,10 +518,7 @@ TEST(latchkey_release_wakes_a_sharded_redisson_waiter) {
   fx_spin(&f.fx, 100);
   if (atomic_load(&ew.done))
     FAIL("the emulator's lock() returned (rc %d) while latchkey held the lock", ew.result);
-  uint64_t t0 = uv_hrtime();
-  int64_t r = -1;
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, h, &r));
-  ASSERT_EQ(r, 1);
+  uint64_t t0 = cfx_release_last(&f, h);
   if (!rt_emu_waiter_returned_within(&ew, 5000))
     FAIL("the emulator's lock() did not return after latchkey released");
   ASSERT_OK(pthread_join(th, NULL));
