@@ -82,6 +82,12 @@ static void fo_hold_and_wait(cfx_t *f, fo_t *x, int m, const char *prefix, lk_cl
   wait_listening(f, x->name);
 }
 
+/* Closes the holder's and the waiter's locks. */
+static void fo_close(cfx_t *f, fo_t *x) {
+  fx_close_lock(&f->fx, x->a);
+  fx_close_lock(&f->fx, x->w);
+}
+
 /* Keys on replica r (DBSIZE names no key, so a replica answers it). */
 static long long replica_keys(cfx_t *f, int r) { return rt_cmd_int(cfx_srv(f, r), "DBSIZE"); }
 
@@ -124,9 +130,7 @@ TEST(coordinated_failover_keeps_the_hold_verifies_it_and_the_waiter_gets_in) {
   cfx_events_t ev = {0};
   fo_t x;
   lk_client_opts_t o;
-  lk_client_opts_init(&o); /* default lease (30 s), refresh period (5 s) */
-  o.on_event = cfx_on_event;
-  o.event_arg = &ev;
+  cfx_event_opts(&o, &ev); /* default lease (30 s), refresh period (5 s) */
   cfx_start(&f, 0, &o);
   fo_hold_and_wait(&f, &x, f.masters[1], "fo-keep-", NULL);
 
@@ -158,8 +162,7 @@ TEST(coordinated_failover_keeps_the_hold_verifies_it_and_the_waiter_gets_in) {
   ASSERT_LT(cfx_ms_since(t_rel, x.sw.t_ns), (double)rt_scaled_ms(2000));
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.w, NULL));
   ASSERT_EQ(x.lost.n, 0);
-  fx_close_lock(&f.fx, x.a);
-  fx_close_lock(&f.fx, x.w);
+  fo_close(&f, &x);
   cfx_finish(&f);
 }
 
@@ -174,9 +177,7 @@ TEST(failover_to_a_replica_without_the_hold_reports_it_lost_within_a_round_trip_
   cfx_events_t ev = {0};
   fo_t x;
   lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.on_event = cfx_on_event;
-  o.event_arg = &ev;
+  cfx_event_opts(&o, &ev);
   o.max_repoll_ms = 200; /* the waiter polls soon after the failover */
   cfx_start(&f, 0, &o);
   fo_hold_and_wait(&f, &x, f.masters[2], "fo-lost-", NULL);
@@ -201,8 +202,7 @@ TEST(failover_to_a_replica_without_the_hold_reports_it_lost_within_a_round_trip_
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.w, NULL));
   ASSERT_EQ(cfx_exists(&f, x.r, x.name), 0);
   ASSERT_EQ(x.lost.n, 1);
-  fx_close_lock(&f.fx, x.a);
-  fx_close_lock(&f.fx, x.w);
+  fo_close(&f, &x);
   cfx_finish(&f);
 }
 
@@ -218,9 +218,7 @@ TEST(failover_loss_seen_by_two_clients_is_bounded_by_the_holders_refresh_period)
   fo_t x;
   lk_client_opts_t o, o2;
   const int64_t refresh = 1000;
-  lk_client_opts_init(&o);
-  o.on_event = cfx_on_event;
-  o.event_arg = &ev;
+  cfx_event_opts(&o, &ev);
   o.cluster_refresh_ms = refresh;
   cfx_start(&f, 0, &o);
   lk_client_opts_init(&o2);
@@ -241,8 +239,7 @@ TEST(failover_loss_seen_by_two_clients_is_bounded_by_the_holders_refresh_period)
   ASSERT_LE(to_lost, (double)(refresh + rt_scaled_ms(500)));
   ASSERT_OK(rt_cluster_wait_stable(f.cl, 20000));
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.w, NULL));
-  fx_close_lock(&f.fx, x.a);
-  fx_close_lock(&f.fx, x.w);
+  fo_close(&f, &x);
   fx_close_direct_client(&f.fx, c2);
   cfx_finish(&f);
 }
@@ -265,9 +262,7 @@ TEST(kill_9_keeps_the_replicated_hold_reports_the_lost_one_and_bounds_every_wait
   sx_t sw, sd, se, so;
   lk_client_opts_t o, o2;
   const int64_t lease = rt_scaled_ms(20000);
-  lk_client_opts_init(&o);
-  o.on_event = cfx_on_event;
-  o.event_arg = &ev;
+  cfx_event_opts(&o, &ev);
   o.default_lease_ms = lease;
   cfx_start(&f, 0, &o);
   lk_client_opts_init(&o2);
