@@ -64,7 +64,5 @@ TEST(role_saying_slave_makes_the_client_ask_again) {
   ASSERT_GE(after.sentinel_queries, before.sentinel_queries + 1);
   ASSERT_EQ(after.sentinel_switches, 0); /* the same master, as the sentinels say */
   ASSERT(lk_lock_is_held(l));
-  sn_close_lock(&e, l);
-  sn_close_client(&e, c);
-  sn_stop(&e);
+  sn_finish(&e, c, l);
 }

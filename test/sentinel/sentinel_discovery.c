@@ -45,9 +45,7 @@ TEST(a_sentinel_that_is_down_is_skipped) {
   ASSERT_GE(sn_stats(c).sentinel_queries, 2);
   /* Subscribed on a live sentinel: it counts one +switch-master subscriber. */
   SN_EVENTUALLY(&e, sn_subscribers(e.s[1]) + sn_subscribers(e.s[2]) == 1, 5000);
-  sn_close_lock(&e, l);
-  sn_close_client(&e, c);
-  sn_stop(&e);
+  sn_finish(&e, c, l);
 }
 
 /* No sentinel up: the connect attempt fails like a connection failure
@@ -80,9 +78,7 @@ TEST(no_sentinel_up_is_a_connection_failure_with_the_reasons) {
   ASSERT_EQ(rc, LK_ETIMEDOUT);
   ASSERT_LT(rt_now_ms() - t0, rt_scaled_ms(5000));
   ASSERT_EQ(lk_client_is_connected(c), 0);
-  sn_close_lock(&e, l);
-  sn_close_client(&e, c);
-  sn_stop(&e);
+  sn_finish(&e, c, l);
 }
 
 /* A sentinel that names the replica as the master: the client connects

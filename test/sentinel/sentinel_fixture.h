@@ -163,4 +163,11 @@ static inline void sn_stop(sn_t *e) {
   free(e->list);
 }
 
+/* Closes lock l, its client c, then everything sn_start started. */
+static inline void sn_finish(sn_t *e, lk_client_t *c, lk_lock_t *l) {
+  sn_close_lock(e, l);
+  sn_close_client(e, c);
+  sn_stop(e);
+}
+
 #endif /* LK_TEST_SENTINEL_FIXTURE_H */
