@@ -39,6 +39,24 @@ static rt_proxy_t *start_proxied(fx_t *fx, rt_tls_certs_t **t, lk_client_opts_t 
   return p;
 }
 
+/* Closes the fixture, then the proxy. */
+static void stop_proxied(fx_t *fx, rt_tls_certs_t *t, rt_proxy_t *p) {
+  tu_finish(fx, t);
+  rt_proxy_stop(p);
+}
+
+/* A lock named name, its losses counted in lost, held with the watchdog's
+ * lease (renewed); then the next chunk from the server on the one
+ * connection open (no pub/sub yet) will be cut mid-record. */
+static lk_lock_t *held_then_cut(fx_t *fx, rt_proxy_t *p, const char *name, lost_t *lost) {
+  lk_lock_t *l = fx_lock(fx, name);
+  lk_lock_set_lost_cb(l, on_lost, lost);
+  ASSERT_OK(sx_acquire(fx, l, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(rt_proxy_connections(p), 1);
+  rt_proxy_cut_next_chunk(p);
+  return l;
+}
+
 /* The watchdog's renewal reply cut mid-record: resent by the next tick over
  * a new TLS connection; the hold is neither lost nor shortened. */
 TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
@@ -52,13 +70,9 @@ TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
   lk_client_stats_t st;
   o.default_lease_ms = 900; /* renewals every 300 ms */
   fx_start_client(&fx, &o);
-  a = fx_lock(&fx, "tls-cut-renew");
-  lk_lock_set_lost_cb(a, on_lost, &lost);
-  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
   /* Only the command connection is open (nobody waits: no pub/sub), so the
    * next chunk from the server is a renewal's reply. */
-  ASSERT_EQ(rt_proxy_connections(p), 1);
-  rt_proxy_cut_next_chunk(p);
+  a = held_then_cut(&fx, p, "tls-cut-renew", &lost);
   FX_EVENTUALLY(&fx, rt_proxy_chunks_cut(p) == 1, 3000);
   FX_EVENTUALLY(&fx, tu_stats(fx.c).tls_handshakes >= 2 && lk_client_is_connected(fx.c), 5000);
   fx_spin(&fx, 1000); /* more than a lease: renewals go on over the new session */
@@ -73,8 +87,7 @@ TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS tls-cut-renew"), 0);
   fx_close_lock(&fx, a);
-  tu_finish(&fx, t);
-  rt_proxy_stop(p);
+  stop_proxied(&fx, t, p);
 }
 
 /* An acquire's reply cut mid-record: the server granted, the client cannot
@@ -90,12 +103,8 @@ TEST(record_cut_in_an_acquire_reply_is_unknown_and_given_back) {
   lk_lock_t *held, *b;
   sx_t s;
   fx_start_client(&fx, &o);
-  held = fx_lock(&fx, "tls-cut-held");
   b = fx_lock(&fx, "tls-cut-acq");
-  lk_lock_set_lost_cb(held, on_lost, &lost);
-  ASSERT_OK(sx_acquire(&fx, held, 0, LK_LEASE_DEFAULT)); /* watchdog: renewals every 10 s */
-  ASSERT_EQ(rt_proxy_connections(p), 1);
-  rt_proxy_cut_next_chunk(p);
+  held = held_then_cut(&fx, p, "tls-cut-held", &lost); /* watchdog: renewals every 10 s */
   ASSERT_EQ(sx_acquire_in(&fx.loop, b, 0, 30000, &s), LK_EUNKNOWN);
   ASSERT_EQ(rt_proxy_chunks_cut(p), 1);
   /* The give-back goes out on the next connection (the grant was real). */
@@ -113,8 +122,7 @@ TEST(record_cut_in_an_acquire_reply_is_unknown_and_given_back) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, held, NULL));
   fx_close_lock(&fx, b);
   fx_close_lock(&fx, held);
-  tu_finish(&fx, t);
-  rt_proxy_stop(p);
+  stop_proxied(&fx, t, p);
 }
 
 /* A 40 KB message on the pub/sub connection: it arrives as several TLS
@@ -167,6 +175,5 @@ TEST(messages_larger_than_a_record_span_reads) {
   ASSERT_EQ(tu_stats(fx.c).pubsub_reconnects, 0);
   fx_close_lock(&fx, a);
   fx_close_lock(&fx, b);
-  tu_finish(&fx, t);
-  rt_proxy_stop(p);
+  stop_proxied(&fx, t, p);
 }
