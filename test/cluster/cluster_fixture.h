@@ -205,20 +205,10 @@ static inline void cfx_on_lost(lk_lock_t *l, int status, void *arg) {
   cfx_lost_note(arg, status);
 }
 
-static inline void cfx_on_lost_fair(lk_fair_t *f, int status, void *arg) {
-  (void)f;
-  cfx_lost_note(arg, status);
-}
-
-static inline void cfx_on_lost_rw(lk_rwlock_t *rw, int status, void *arg) {
-  (void)rw;
-  cfx_lost_note(arg, status);
-}
-
-static inline void cfx_on_lost_psem(lk_psem_t *p, int status, void *arg) {
-  (void)p;
-  cfx_lost_note(arg, status);
-}
+/* The same for the other kinds that hold a lease. */
+static inline void cfx_on_lost_fair(lk_fair_t *o, int s, void *a) { (void)o; cfx_lost_note(a, s); }
+static inline void cfx_on_lost_rw(lk_rwlock_t *o, int s, void *a) { (void)o; cfx_lost_note(a, s); }
+static inline void cfx_on_lost_psem(lk_psem_t *o, int s, void *a) { (void)o; cfx_lost_note(a, s); }
 
 /* A client's events (opts.on_event, event_arg): topology changes counted,
  * with the time of the first. */
