@@ -226,17 +226,17 @@ static inline void cfx_on_event(lk_client_t *c, lk_event_t e, void *arg) {
     ev->suspended++;
 }
 
+static inline lk_client_stats_t cfx_stats(lk_client_t *c) {
+  lk_client_stats_t st;
+  lk_client_get_stats(c, &st);
+  return st;
+}
+
 /* Default client options whose events are counted into ev. */
 static inline void cfx_event_opts(lk_client_opts_t *o, cfx_events_t *ev) {
   lk_client_opts_init(o);
   o->on_event = cfx_on_event;
   o->event_arg = ev;
-}
-
-static inline lk_client_stats_t cfx_stats(lk_client_t *c) {
-  lk_client_stats_t st;
-  lk_client_get_stats(c, &st);
-  return st;
 }
 
 /* Starts an acquire (wait_ms, lease_ms as lk_lock_opts_t) whose outcome
