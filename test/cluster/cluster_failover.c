@@ -55,6 +55,39 @@ static void wait_listening(cfx_t *f, const char *name) {
   cfx_wait_subscribers(f, channel, 1);
 }
 
+/* A watched hold on a name of master m and a waiter behind it, listening
+ * for the release: the set-up of the failover tests. */
+typedef struct fo_s {
+  int r; /* m's replica, the one a failover promotes */
+  char name[64];
+  lk_lock_t *a, *w; /* the holder (the fixture's client) and the waiter */
+  sx_t sw;          /* the waiter's acquire */
+  cfx_lost_t lost;  /* a's on_lost calls */
+} fo_t;
+
+/* The waiter's lock is on client wc (NULL: the fixture's own). */
+static void fo_hold_and_wait(cfx_t *f, fo_t *x, int m, const char *prefix, lk_client_t *wc) {
+  memset(x, 0, sizeof(*x));
+  x->r = rt_cluster_replica_of(f->cl, m);
+  ASSERT_GE(x->r, 0);
+  cfx_name_on(f, m, prefix, x->name, sizeof x->name);
+  x->a = fx_lock(&f->fx, x->name);
+  if (wc == NULL)
+    x->w = fx_lock(&f->fx, x->name);
+  else
+    ASSERT_OK(lk_lock_new(wc, x->name, &x->w));
+  ASSERT_OK(lk_lock_set_lost_cb(x->a, cfx_on_lost, &x->lost));
+  ASSERT_OK(sx_acquire(&f->fx, x->a, 0, LK_LEASE_DEFAULT));
+  cfx_acquire_start(x->w, 60000, 30000, 0, &x->sw);
+  wait_listening(f, x->name);
+}
+
+/* Closes the holder's and the waiter's locks. */
+static void fo_close(cfx_t *f, fo_t *x) {
+  fx_close_lock(&f->fx, x->a);
+  fx_close_lock(&f->fx, x->w);
+}
+
 /* Keys on replica r (DBSIZE names no key, so a replica answers it). */
 static long long replica_keys(cfx_t *f, int r) { return rt_cmd_int(cfx_srv(f, r), "DBSIZE"); }
 
@@ -95,26 +128,15 @@ static void assert_within_budget(const char *what, uint64_t t_start, const sx_t 
 TEST(coordinated_failover_keeps_the_hold_verifies_it_and_the_waiter_gets_in) {
   cfx_t f;
   cfx_events_t ev = {0};
-  cfx_lost_t lost = {0};
-  char name[64];
-  sx_t sw;
+  fo_t x;
   lk_client_opts_t o;
-  lk_client_opts_init(&o); /* default lease (30 s), refresh period (5 s) */
-  o.on_event = cfx_on_event;
-  o.event_arg = &ev;
+  cfx_event_opts(&o, &ev); /* default lease (30 s), refresh period (5 s) */
   cfx_start(&f, 0, &o);
-  int m = f.masters[1], r = rt_cluster_replica_of(f.cl, m);
-  ASSERT_GE(r, 0);
-  cfx_name_on(&f, m, "fo-keep-", name, sizeof name);
-  lk_lock_t *a = fx_lock(&f.fx, name), *w = fx_lock(&f.fx, name);
-  ASSERT_OK(lk_lock_set_lost_cb(a, cfx_on_lost, &lost));
-  ASSERT_OK(sx_acquire(&f.fx, a, 0, LK_LEASE_DEFAULT));
-  cfx_acquire_start(w, 60000, 30000, 0, &sw);
-  wait_listening(&f, name);
+  fo_hold_and_wait(&f, &x, f.masters[1], "fo-keep-", NULL);
 
   uint64_t renewals = cfx_stats(f.fx.c).renewals;
   uint64_t t0 = uv_hrtime();
-  uint64_t t1 = cfx_failover_live(&f, r, NULL, NULL);
+  uint64_t t1 = cfx_failover_live(&f, x.r, NULL, NULL);
   /* Within one refresh period (nothing else of this client's meets the old
    * master: the next renewal is ten seconds away). */
   FX_EVENTUALLY(&f.fx, ev.topology >= 1, 5000 + 2000);
@@ -129,19 +151,18 @@ TEST(coordinated_failover_keeps_the_hold_verifies_it_and_the_waiter_gets_in) {
   ASSERT_LE(cfx_ms_since(t1, ev.topology_ns), (double)(5000 + rt_scaled_ms(500)));
   fx_spin(&f.fx, rt_scaled_ms(300)); /* the verification's answer */
   ASSERT_OK(rt_cluster_wait_stable(f.cl, 20000));
-  ASSERT_EQ(lost.n, 0);
-  ASSERT(lk_lock_is_held(a));
-  ASSERT_EQ(cfx_exists(&f, r, name), 1); /* on the new master */
-  ASSERT_EQ(sw.done, 0);
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, a, NULL));
+  ASSERT_EQ(x.lost.n, 0);
+  ASSERT(lk_lock_is_held(x.a));
+  ASSERT_EQ(cfx_exists(&f, x.r, x.name), 1); /* on the new master */
+  ASSERT_EQ(x.sw.done, 0);
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.a, NULL));
   uint64_t t_rel = uv_hrtime();
-  rt_run_until(&f.fx.loop, &sw.done, 10000);
-  ASSERT_OK(sw.status);
-  ASSERT_LT(cfx_ms_since(t_rel, sw.t_ns), (double)rt_scaled_ms(2000));
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));
-  ASSERT_EQ(lost.n, 0);
-  fx_close_lock(&f.fx, a);
-  fx_close_lock(&f.fx, w);
+  rt_run_until(&f.fx.loop, &x.sw.done, 10000);
+  ASSERT_OK(x.sw.status);
+  ASSERT_LT(cfx_ms_since(t_rel, x.sw.t_ns), (double)rt_scaled_ms(2000));
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.w, NULL));
+  ASSERT_EQ(x.lost.n, 0);
+  fo_close(&f, &x);
   cfx_finish(&f);
 }
 
@@ -154,31 +175,20 @@ TEST(coordinated_failover_keeps_the_hold_verifies_it_and_the_waiter_gets_in) {
 TEST(failover_to_a_replica_without_the_hold_reports_it_lost_within_a_round_trip_of_the_new_grant) {
   cfx_t f;
   cfx_events_t ev = {0};
-  cfx_lost_t lost = {0};
-  char name[64];
-  sx_t sw;
+  fo_t x;
   lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.on_event = cfx_on_event;
-  o.event_arg = &ev;
+  cfx_event_opts(&o, &ev);
   o.max_repoll_ms = 200; /* the waiter polls soon after the failover */
   cfx_start(&f, 0, &o);
-  int m = f.masters[2], r = rt_cluster_replica_of(f.cl, m);
-  ASSERT_GE(r, 0);
-  cfx_name_on(&f, m, "fo-lost-", name, sizeof name);
-  lk_lock_t *a = fx_lock(&f.fx, name), *w = fx_lock(&f.fx, name);
-  ASSERT_OK(lk_lock_set_lost_cb(a, cfx_on_lost, &lost));
-  ASSERT_OK(sx_acquire(&f.fx, a, 0, LK_LEASE_DEFAULT));
-  cfx_acquire_start(w, 60000, 30000, 0, &sw);
-  wait_listening(&f, name);
-  empty_replica(&f, r);
+  fo_hold_and_wait(&f, &x, f.masters[2], "fo-lost-", NULL);
+  empty_replica(&f, x.r);
 
-  uint64_t t1 = cfx_failover_live(&f, r, NULL, NULL);
-  FX_EVENTUALLY(&f.fx, lost.n == 1 && sw.done, 5000);
-  ASSERT_OK(sw.status);
-  ASSERT(!lk_lock_is_held(a));
-  ASSERT(lk_lock_is_held(w));
-  double to_lost = cfx_ms_since(t1, lost.t_ns), to_grant = cfx_ms_since(t1, sw.t_ns);
+  uint64_t t1 = cfx_failover_live(&f, x.r, NULL, NULL);
+  FX_EVENTUALLY(&f.fx, x.lost.n == 1 && x.sw.done, 5000);
+  ASSERT_OK(x.sw.status);
+  ASSERT(!lk_lock_is_held(x.a));
+  ASSERT(lk_lock_is_held(x.w));
+  double to_lost = cfx_ms_since(t1, x.lost.t_ns), to_grant = cfx_ms_since(t1, x.sw.t_ns);
   fprintf(stderr,
           "note: after the failover: new holder granted at %.1f ms, old holder's on_lost at "
           "%.1f ms (topology event at %.1f ms)\n",
@@ -188,12 +198,11 @@ TEST(failover_to_a_replica_without_the_hold_reports_it_lost_within_a_round_trip_
   ASSERT_LE(to_lost - to_grant, (double)rt_scaled_ms(300));
   ASSERT_GE(ev.topology, 1);
   ASSERT_OK(rt_cluster_wait_stable(f.cl, 20000));
-  ASSERT_EQ(lk_lock_release(a, sx_cb, NULL), LK_ELEASELOST);
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));
-  ASSERT_EQ(cfx_exists(&f, r, name), 0);
-  ASSERT_EQ(lost.n, 1);
-  fx_close_lock(&f.fx, a);
-  fx_close_lock(&f.fx, w);
+  ASSERT_EQ(lk_lock_release(x.a, sx_cb, NULL), LK_ELEASELOST);
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.w, NULL));
+  ASSERT_EQ(cfx_exists(&f, x.r, x.name), 0);
+  ASSERT_EQ(x.lost.n, 1);
+  fo_close(&f, &x);
   cfx_finish(&f);
 }
 
@@ -206,34 +215,22 @@ TEST(failover_to_a_replica_without_the_hold_reports_it_lost_within_a_round_trip_
 TEST(failover_loss_seen_by_two_clients_is_bounded_by_the_holders_refresh_period) {
   cfx_t f;
   cfx_events_t ev = {0};
-  cfx_lost_t lost = {0};
-  char name[64];
-  sx_t sw;
+  fo_t x;
   lk_client_opts_t o, o2;
   const int64_t refresh = 1000;
-  lk_client_opts_init(&o);
-  o.on_event = cfx_on_event;
-  o.event_arg = &ev;
+  cfx_event_opts(&o, &ev);
   o.cluster_refresh_ms = refresh;
   cfx_start(&f, 0, &o);
   lk_client_opts_init(&o2);
   o2.max_repoll_ms = 100;
   lk_client_t *c2 = cfx_client(&f, f.masters[0], &o2);
-  int m = f.masters[1], r = rt_cluster_replica_of(f.cl, m);
-  ASSERT_GE(r, 0);
-  cfx_name_on(&f, m, "fo-two-", name, sizeof name);
-  lk_lock_t *a = fx_lock(&f.fx, name), *w = NULL;
-  ASSERT_OK(lk_lock_new(c2, name, &w));
-  ASSERT_OK(lk_lock_set_lost_cb(a, cfx_on_lost, &lost));
-  ASSERT_OK(sx_acquire(&f.fx, a, 0, LK_LEASE_DEFAULT));
-  cfx_acquire_start(w, 60000, 30000, 0, &sw);
-  wait_listening(&f, name);
-  empty_replica(&f, r);
+  fo_hold_and_wait(&f, &x, f.masters[1], "fo-two-", c2);
+  empty_replica(&f, x.r);
 
-  uint64_t t1 = cfx_failover_live(&f, r, NULL, NULL);
-  FX_EVENTUALLY(&f.fx, lost.n == 1 && sw.done, refresh + 5000);
-  ASSERT_OK(sw.status);
-  double to_lost = cfx_ms_since(t1, lost.t_ns), to_grant = cfx_ms_since(t1, sw.t_ns);
+  uint64_t t1 = cfx_failover_live(&f, x.r, NULL, NULL);
+  FX_EVENTUALLY(&f.fx, x.lost.n == 1 && x.sw.done, refresh + 5000);
+  ASSERT_OK(x.sw.status);
+  double to_lost = cfx_ms_since(t1, x.lost.t_ns), to_grant = cfx_ms_since(t1, x.sw.t_ns);
   fprintf(stderr,
           "note: two clients: new holder granted at %.1f ms, old holder's on_lost at %.1f ms "
           "after the failover (holder's refresh period %lld ms)\n",
@@ -241,12 +238,8 @@ TEST(failover_loss_seen_by_two_clients_is_bounded_by_the_holders_refresh_period)
   ASSERT_LE(to_lost - to_grant, (double)(refresh + rt_scaled_ms(300)));
   ASSERT_LE(to_lost, (double)(refresh + rt_scaled_ms(500)));
   ASSERT_OK(rt_cluster_wait_stable(f.cl, 20000));
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));
-  fx_close_lock(&f.fx, a);
-  int closed = 0;
-  lk_lock_set_data(w, &closed);
-  ASSERT_OK(lk_lock_close(w, fx_lock_closed_cb));
-  rt_run_until(&f.fx.loop, &closed, 10000);
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.w, NULL));
+  fo_close(&f, &x);
   fx_close_direct_client(&f.fx, c2);
   cfx_finish(&f);
 }
@@ -269,9 +262,7 @@ TEST(kill_9_keeps_the_replicated_hold_reports_the_lost_one_and_bounds_every_wait
   sx_t sw, sd, se, so;
   lk_client_opts_t o, o2;
   const int64_t lease = rt_scaled_ms(20000);
-  lk_client_opts_init(&o);
-  o.on_event = cfx_on_event;
-  o.event_arg = &ev;
+  cfx_event_opts(&o, &ev);
   o.default_lease_ms = lease;
   cfx_start(&f, 0, &o);
   lk_client_opts_init(&o2);
@@ -370,10 +361,7 @@ TEST(kill_9_keeps_the_replicated_hold_reports_the_lost_one_and_bounds_every_wait
   for (int i = 0; i < 4; i++) {
     if (lk_lock_hold_count(mine[i]) > 0)
       ASSERT_OK(sx_run(&f.fx, lk_lock_release, mine[i], NULL));
-    int closed = 0;
-    lk_lock_set_data(mine[i], &closed);
-    ASSERT_OK(lk_lock_close(mine[i], fx_lock_closed_cb));
-    rt_run_until(&f.fx.loop, &closed, 10000);
+    fx_close_lock(&f.fx, mine[i]);
   }
   fx_close_lock(&f.fx, x);
   fx_close_lock(&f.fx, s);
@@ -402,15 +390,10 @@ TEST(calls_with_a_slot_range_left_without_master_end_within_budget_and_reply_tim
   char dead[64], alive[64];
   const int64_t reply_timeout = rt_scaled_ms(500), budget = rt_scaled_ms(1000);
   const int64_t slack = rt_scaled_ms(300);
-  memset(&f, 0, sizeof f);
-  ASSERT_OK(uv_loop_init(&f.fx.loop));
   rt_cluster_opts_init(&co);
   co.replicas = 0; /* nobody replaces the killed master */
   co.node_timeout_ms = 1000;
-  f.cl = rt_cluster_start(&co);
-  ASSERT_NOT_NULL(f.cl);
-  f.n_masters = rt_cluster_masters(f.cl, f.masters, RT_CLUSTER_MAX_NODES);
-  ASSERT_EQ(f.n_masters, 3);
+  cfx_start_cluster(&f, &co);
   lk_client_opts_init(&o);
   o.port = rt_cluster_port(f.cl, f.masters[0]);
   o.reply_timeout_ms = reply_timeout;

@@ -27,6 +27,20 @@ static void slow_repoll_opts(lk_client_opts_t *o) {
   o->max_repoll_ms = 20000;
 }
 
+/* Starts the fixture and returns a second client seeded at master 2, both
+ * re-polling only every 20 s; *m: master mi, *r: its replica, the one a
+ * failover promotes. */
+static lk_client_t *start_slow_repoll(cfx_t *f, int mi, int *m, int *r) {
+  lk_client_opts_t o, o2;
+  slow_repoll_opts(&o);
+  slow_repoll_opts(&o2);
+  cfx_start(f, 0, &o);
+  *m = f->masters[mi];
+  *r = rt_cluster_replica_of(f->cl, *m);
+  ASSERT_GE(*r, 0);
+  return cfx_client(f, f->masters[2], &o2);
+}
+
 /* ---- leader election ------------------------------------------------------------------------ */
 
 static void ld_count_lost(lk_leader_t *l, int status, void *arg) {
@@ -48,14 +62,9 @@ TEST(leader_keeps_its_term_through_a_graceful_failover_and_hands_over_after_it) 
   ld_op_t sa, sb, sr;
   ld_obs_t obs;
   int lost = 0;
-  lk_client_opts_t o, o2;
   memset(&obs, 0, sizeof obs);
-  slow_repoll_opts(&o);
-  slow_repoll_opts(&o2);
-  cfx_start(&f, 0, &o);
-  int m = f.masters[1], r = rt_cluster_replica_of(f.cl, m);
-  ASSERT_GE(r, 0);
-  lk_client_t *c2 = cfx_client(&f, f.masters[2], &o2);
+  int m, r;
+  lk_client_t *c2 = start_slow_repoll(&f, 1, &m, &r);
   cfx_name_on(&f, m, "fo-leader-", role, sizeof role);
   snprintf(key, sizeof key, "latchkey_leader:{%s}", role);
 
@@ -127,13 +136,8 @@ TEST(barrier_enter_and_leave_complete_through_graceful_failovers_with_nobody_dro
   cfx_t f;
   char name[64], members_key[128];
   br_op_t e[3], l[3];
-  lk_client_opts_t o, o2;
-  slow_repoll_opts(&o);
-  slow_repoll_opts(&o2);
-  cfx_start(&f, 0, &o);
-  int m = f.masters[0], r = rt_cluster_replica_of(f.cl, m);
-  ASSERT_GE(r, 0);
-  lk_client_t *c2 = cfx_client(&f, f.masters[2], &o2);
+  int m, r;
+  lk_client_t *c2 = start_slow_repoll(&f, 0, &m, &r);
   cfx_name_on(&f, m, "fo-barrier-", name, sizeof name);
   snprintf(members_key, sizeof members_key, "latchkey_barrier_members:{%s}", name);
   lk_barrier_t *b[3] = {br_new(f.fx.c, name, 3), br_new(f.fx.c, name, 3), br_new(c2, name, 3)};
@@ -305,13 +309,8 @@ TEST(idle_waiters_of_a_leader_and_a_barrier_are_woken_on_the_new_master_right_af
   char role[96], name[96], tag[64];
   ld_op_t sa, sb, sr;
   br_op_t e[3];
-  lk_client_opts_t o, o2;
-  slow_repoll_opts(&o);
-  slow_repoll_opts(&o2);
-  cfx_start(&f, 0, &o);
-  int m = f.masters[1], r = rt_cluster_replica_of(f.cl, m);
-  ASSERT_GE(r, 0);
-  lk_client_t *c2 = cfx_client(&f, f.masters[2], &o2);
+  int m, r;
+  lk_client_t *c2 = start_slow_repoll(&f, 1, &m, &r);
   ASSERT_GE(rt_cluster_key_on(f.cl, m, "fo-idle-", tag, sizeof tag), 0);
   snprintf(role, sizeof role, "{%s}leader", tag);
   snprintf(name, sizeof name, "{%s}barrier", tag);

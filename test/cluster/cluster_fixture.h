@@ -18,24 +18,51 @@ typedef struct cfx_s {
   int n_masters;
 } cfx_t;
 
-/* Starts the cluster and a client whose seed is node `seed` (options o,
- * from lk_client_opts_init, or NULL for defaults). */
-static inline void cfx_start(cfx_t *f, int seed, lk_client_opts_t *o) {
-  lk_client_opts_t defaults;
-  rt_cluster_opts_t co;
+/* Starts the loop and the cluster (options co, or NULL for the defaults)
+ * and reads its masters; no client yet: the caller starts its own, or
+ * none (a parent whose clients are other processes). */
+static inline void cfx_start_cluster(cfx_t *f, const rt_cluster_opts_t *co) {
+  rt_cluster_opts_t defaults;
   memset(f, 0, sizeof(*f));
   ASSERT_OK(uv_loop_init(&f->fx.loop));
-  rt_cluster_opts_init(&co);
-  f->cl = rt_cluster_start(&co);
+  if (co == NULL) {
+    rt_cluster_opts_init(&defaults);
+    co = &defaults;
+  }
+  f->cl = rt_cluster_start(co);
   ASSERT_NOT_NULL(f->cl);
   f->n_masters = rt_cluster_masters(f->cl, f->masters, RT_CLUSTER_MAX_NODES);
   ASSERT_EQ(f->n_masters, 3);
+}
+
+/* Cluster options whose nodes have no sharded pub/sub, as a server before
+ * 7.0: SSUBSCRIBE and SPUBLISH renamed away. */
+static inline void cfx_opts_no_sharded_pubsub(rt_cluster_opts_t *co) {
+  static const char *const extra[] = {"--rename-command", "SSUBSCRIBE", "lk-no-ssubscribe",
+                                      "--rename-command", "SPUBLISH",   "lk-no-spublish",
+                                      NULL};
+  rt_cluster_opts_init(co);
+  co->extra_args = extra;
+}
+
+/* Starts the cluster (options co, or NULL for the defaults) and a client
+ * whose seed is node `seed` (options o, from lk_client_opts_init, or NULL
+ * for defaults). */
+static inline void cfx_start_with(cfx_t *f, const rt_cluster_opts_t *co, int seed,
+                                  lk_client_opts_t *o) {
+  lk_client_opts_t defaults;
+  cfx_start_cluster(f, co);
   if (o == NULL) {
     lk_client_opts_init(&defaults);
     o = &defaults;
   }
   o->port = rt_cluster_port(f->cl, seed);
   fx_start_client(&f->fx, o);
+}
+
+/* cfx_start_with the default cluster. */
+static inline void cfx_start(cfx_t *f, int seed, lk_client_opts_t *o) {
+  cfx_start_with(f, NULL, seed, o);
 }
 
 static inline void cfx_finish(cfx_t *f) {
@@ -166,13 +193,22 @@ typedef struct cfx_lost_s {
   uint64_t t_ns;
 } cfx_lost_t;
 
-static inline void cfx_on_lost(lk_lock_t *l, int status, void *arg) {
-  cfx_lost_t *lost = arg;
-  (void)l;
+/* One on_lost call into lost (every kind's callback below is this). */
+static inline void cfx_lost_note(cfx_lost_t *lost, int status) {
   ASSERT_EQ(status, LK_ELEASELOST);
   if (lost->n++ == 0)
     lost->t_ns = uv_hrtime();
 }
+
+static inline void cfx_on_lost(lk_lock_t *l, int status, void *arg) {
+  (void)l;
+  cfx_lost_note(arg, status);
+}
+
+/* The same for the other kinds that hold a lease. */
+static inline void cfx_on_lost_fair(lk_fair_t *o, int s, void *a) { (void)o; cfx_lost_note(a, s); }
+static inline void cfx_on_lost_rw(lk_rwlock_t *o, int s, void *a) { (void)o; cfx_lost_note(a, s); }
+static inline void cfx_on_lost_psem(lk_psem_t *o, int s, void *a) { (void)o; cfx_lost_note(a, s); }
 
 /* A client's events (opts.on_event, event_arg): topology changes counted,
  * with the time of the first. */
@@ -196,11 +232,66 @@ static inline lk_client_stats_t cfx_stats(lk_client_t *c) {
   return st;
 }
 
+/* Default client options whose events are counted into ev. */
+static inline void cfx_event_opts(lk_client_opts_t *o, cfx_events_t *ev) {
+  lk_client_opts_init(o);
+  o->on_event = cfx_on_event;
+  o->event_arg = ev;
+}
+
 /* Starts an acquire (wait_ms, lease_ms as lk_lock_opts_t) whose outcome
  * lands in *s (sx_cb); the caller runs the loop. */
 static inline void cfx_acquire_start(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, int fenced,
                                      sx_t *s) {
   sx_start_fenced(l, wait_ms, lease_ms, fenced, s);
+}
+
+/* ---- a holder and a waiter ---- */
+
+/* h's release of its last hold (the result says released, 1): returns
+ * when it was sent (uv_hrtime). */
+static inline uint64_t cfx_release_last(cfx_t *f, lk_lock_t *h) {
+  uint64_t t0 = uv_hrtime();
+  int64_t r = -1;
+  ASSERT_OK(sx_run(&f->fx, lk_lock_release, h, &r));
+  ASSERT_EQ(r, 1);
+  return t0;
+}
+
+/* A lock held through a second client (another process, as far as the
+ * cluster can tell) and waited for through the fixture's own: the set-up
+ * of a test whose waiter must be let in by the release. */
+typedef struct cfx_handoff_s {
+  lk_client_t *hc;  /* the holder's client (cfx_client) */
+  lk_lock_t *h, *w; /* the holder's lock and the waiter's */
+  sx_t sh, sw;      /* their acquires */
+  char name[64];
+} cfx_handoff_t;
+
+/* Names a lock whose slot master m owns (prefix) and has the holder, on
+ * client hc, take it for lease_ms. */
+static inline void cfx_handoff_hold(cfx_t *f, cfx_handoff_t *x, lk_client_t *hc, int m,
+                                    const char *prefix, int64_t lease_ms) {
+  memset(x, 0, sizeof(*x));
+  x->hc = hc;
+  cfx_name_on(f, m, prefix, x->name, sizeof x->name);
+  ASSERT_OK(lk_lock_new(hc, x->name, &x->h));
+  x->w = fx_lock(&f->fx, x->name);
+  ASSERT_OK(sx_acquire_in(&f->fx.loop, x->h, 0, lease_ms, &x->sh));
+}
+
+/* Starts the waiter's acquire (into x->sw); the caller runs the loop. */
+static inline void cfx_handoff_wait(cfx_handoff_t *x, int64_t wait_ms, int64_t lease_ms) {
+  cfx_acquire_start(x->w, wait_ms, lease_ms, 0, &x->sw);
+}
+
+/* Closes both locks and the holder's client, then the fixture (the
+ * waiter's hold released by the test first). */
+static inline void cfx_handoff_finish(cfx_t *f, cfx_handoff_t *x) {
+  fx_close_lock(&f->fx, x->h);
+  fx_close_lock(&f->fx, x->w);
+  fx_close_direct_client(&f->fx, x->hc);
+  cfx_finish(f);
 }
 
 /* EXISTS key on node i, preceded by ASKING: what a node importing key's

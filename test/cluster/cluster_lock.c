@@ -37,14 +37,7 @@ TEST(seed_on_a_replica_follows_moved) {
   char name[64];
   int replica;
   lk_client_stats_t st;
-  rt_cluster_opts_t unused;
-  (void)unused;
-  memset(&f, 0, sizeof(f));
-  ASSERT_OK(uv_loop_init(&f.fx.loop));
-  rt_cluster_opts_init(&unused);
-  f.cl = rt_cluster_start(&unused);
-  ASSERT_NOT_NULL(f.cl);
-  f.n_masters = rt_cluster_masters(f.cl, f.masters, RT_CLUSTER_MAX_NODES);
+  cfx_start_cluster(&f, NULL);
   replica = rt_cluster_replica_of(f.cl, f.masters[1]);
   ASSERT_GE(replica, 0);
   lk_client_opts_t o;
@@ -65,6 +58,25 @@ TEST(seed_on_a_replica_follows_moved) {
   cfx_finish(&f);
 }
 
+/* b starts waiting (20 s) behind a's hold of name and listens on the
+ * lock's channel; then a's release (its result into *r unless NULL) lets b
+ * in within 2 s, well before b's re-poll. */
+static void release_wakes_the_waiter(cfx_t *f, const char *name, lk_lock_t *a, lk_lock_t *b,
+                                     int64_t *r) {
+  sx_t sb;
+  cfx_acquire_start(b, 20000, 30000, 0, &sb);
+  /* b found the lock taken and listens before the release. */
+  char channel[96];
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+  cfx_wait_subscribers(f, channel, 1);
+  ASSERT_EQ(sb.done, 0);
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(sx_run(&f->fx, lk_lock_release, a, r));
+  rt_run_until(&f->fx.loop, &sb.done, rt_scaled_ms(10000));
+  ASSERT_OK(sb.status);
+  ASSERT_LT((int64_t)((uv_hrtime() - t0) / 1000000u), rt_scaled_ms(2000));
+}
+
 /* A waiter on a lock whose master is not the seed is let in when the
  * holder releases, well before its re-poll interval would have. */
 TEST(waiter_is_woken_across_nodes) {
@@ -77,23 +89,7 @@ TEST(waiter_is_woken_across_nodes) {
   cfx_name_on(&f, f.masters[2], "cl-wake-", name, sizeof name);
   lk_lock_t *a = fx_lock(&f.fx, name), *b = fx_lock(&f.fx, name);
   ASSERT_OK(sx_acquire(&f.fx, a, 0, 30000));
-  sx_t sb;
-  memset(&sb, 0, sizeof sb);
-  lk_lock_opts_t lo;
-  lk_lock_opts_init(&lo);
-  lo.wait_ms = 20000;
-  lo.lease_ms = 30000;
-  ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &sb));
-  /* b found the lock taken and listens before the release. */
-  char channel[96];
-  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
-  cfx_wait_subscribers(&f, channel, 1);
-  ASSERT_EQ(sb.done, 0);
-  uint64_t t0 = uv_hrtime();
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, a, NULL));
-  rt_run_until(&f.fx.loop, &sb.done, rt_scaled_ms(10000));
-  ASSERT_OK(sb.status);
-  ASSERT_LT((int64_t)((uv_hrtime() - t0) / 1000000u), rt_scaled_ms(2000));
+  release_wakes_the_waiter(&f, name, a, b, NULL);
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, b, NULL));
   fx_close_lock(&f.fx, a);
   fx_close_lock(&f.fx, b);
@@ -152,23 +148,8 @@ TEST(lean_layout_lock_and_wake_on_a_cluster) {
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, a, &r));
   ASSERT_EQ(r, 0);
   ASSERT_EQ(cfx_exists(&f, f.masters[1], name), 1);
-  sx_t sb;
-  memset(&sb, 0, sizeof sb);
-  lk_lock_opts_t lo;
-  lk_lock_opts_init(&lo);
-  lo.wait_ms = 20000;
-  lo.lease_ms = 30000;
-  ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &sb));
-  char channel[96];
-  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
-  cfx_wait_subscribers(&f, channel, 1);
-  ASSERT_EQ(sb.done, 0);
-  uint64_t t0 = uv_hrtime();
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, a, &r));
+  release_wakes_the_waiter(&f, name, a, b, &r);
   ASSERT_EQ(r, 1);
-  rt_run_until(&f.fx.loop, &sb.done, rt_scaled_ms(10000));
-  ASSERT_OK(sb.status);
-  ASSERT_LT((int64_t)((uv_hrtime() - t0) / 1000000u), rt_scaled_ms(2000));
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, b, NULL));
   ASSERT_EQ(cfx_exists(&f, f.masters[1], name), 0);
   fx_close_lock(&f.fx, a);

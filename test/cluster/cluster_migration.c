@@ -324,10 +324,7 @@ TEST(release_in_a_migrating_slot_completes_during_the_migration) {
   ASSERT_EQ(cfx_exists(&m.f, m.to, na), 0);
   fx_close_lock(&m.f.fx, a);
   fx_close_lock(&m.f.fx, b);
-  int closed = 0;
-  lk_lock_set_data(w, &closed);
-  ASSERT_OK(lk_lock_close(w, fx_lock_closed_cb));
-  rt_run_until(&m.f.fx.loop, &closed, 10000);
+  fx_close_lock(&m.f.fx, w);
   fx_close_direct_client(&m.f.fx, c2);
   cfx_finish(&m.f);
 }
@@ -464,14 +461,6 @@ static void mig_move_key(mig_t *m, const char *key) {
   ASSERT_EQ(cfx_exists_asking(&m->f, m->to, key), 1);
 }
 
-static void psem_on_lost(lk_psem_t *p, int status, void *arg) {
-  cfx_lost_t *lost = arg;
-  (void)p;
-  ASSERT_EQ(status, LK_ELEASELOST);
-  if (lost->n++ == 0)
-    lost->t_ns = uv_hrtime();
-}
-
 /* A permit semaphore's hold lives in two keys of one tag: the count (NAME)
  * and the permits' set ({NAME}:timeout), and its renewal names both. With
  * the set moved and the count not, that script meets TRYAGAIN for as long
@@ -488,7 +477,7 @@ TEST(permit_semaphore_hold_split_by_a_migration_outlives_its_lease) {
   snprintf(zset, sizeof zset, "%s:timeout", name); /* Redisson's suffixName */
   lk_psem_t *p = fx_psem(&m.f.fx, name);
   memset(&lost, 0, sizeof lost);
-  ASSERT_OK(lk_psem_set_lost_cb(p, psem_on_lost, &lost));
+  ASSERT_OK(lk_psem_set_lost_cb(p, cfx_on_lost_psem, &lost));
   ASSERT_OK(psem_run_n(&m.f.fx, lk_psem_try_set_permits, p, 3, NULL));
   ASSERT_OK(psem_acquire(&m.f.fx, p, 2, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
@@ -520,14 +509,6 @@ TEST(permit_semaphore_hold_split_by_a_migration_outlives_its_lease) {
   cfx_finish(&m.f);
 }
 
-static void rw_on_lost(lk_rwlock_t *rw, int status, void *arg) {
-  cfx_lost_t *lost = arg;
-  (void)rw;
-  ASSERT_EQ(status, LK_ELEASELOST);
-  if (lost->n++ == 0)
-    lost->t_ns = uv_hrtime();
-}
-
 /* What docs/watchdog.md says of a read hold: its renewal names the lock and
  * the prefix of its hold keys, never a key, so in a migrating slot it meets
  * TRYAGAIN for the whole migration, its keys split or not (here none has
@@ -542,7 +523,7 @@ TEST(read_hold_in_a_migrating_slot_is_reported_lost_at_its_deadline) {
   mig_name(&m, "rd", name, sizeof name);
   lk_rwlock_t *rw = fx_rwlock(&m.f.fx, name);
   memset(&lost, 0, sizeof lost);
-  ASSERT_OK(lk_rwlock_set_lost_cb(rw, rw_on_lost, &lost));
+  ASSERT_OK(lk_rwlock_set_lost_cb(rw, cfx_on_lost_rw, &lost));
   ASSERT_OK(rw_acquire(&m.f.fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
   wait_renewals(&m, 1);
   uint64_t t0 = uv_hrtime();
@@ -560,6 +541,28 @@ TEST(read_hold_in_a_migrating_slot_is_reported_lost_at_its_deadline) {
   cfx_finish(&m.f);
 }
 
+/* A slot left mid-migration where a fenced acquire meets TRYAGAIN (its
+ * counter moved, the lock key absent): returns the lock, named "{tag}"
+ * suffix and taken once before (so the counter exists; *token, unless
+ * NULL: that acquire's token), and the window open. */
+static lk_lock_t *fenced_in_open_window(mig_t *m, const char *suffix, char *name, size_t cap,
+                                        int64_t *token) {
+  sx_t s;
+  mig_name(m, suffix, name, cap);
+  lk_lock_t *l = fx_lock(&m->f.fx, name);
+  cfx_acquire_start(l, 0, 30000, 1, &s);
+  rt_run_until(&m->f.fx.loop, &s.done, 10000);
+  ASSERT_OK(s.status);
+  int64_t t = lk_lock_token(l);
+  ASSERT_GT(t, 0);
+  if (token != NULL)
+    *token = t;
+  ASSERT_OK(sx_run(&m->f.fx, lk_lock_release, l, NULL));
+  ASSERT_OK(rt_cluster_migrate_start(m->f.cl, m->slot, m->to));
+  ASSERT_EQ(rt_cluster_migrate_keys(m->f.cl, m->slot, 0), 1); /* the counter */
+  return l;
+}
+
 /* A fenced acquire names the lock and its token counter. In a migrating
  * slot where neither exists the target answers TRYAGAIN (a key is
  * missing): the acquire is retried and succeeds once the migration
@@ -568,17 +571,9 @@ TEST(fenced_acquire_during_a_migration_gets_in_when_it_finishes) {
   mig_t m;
   char name[96];
   sx_t s;
+  int64_t before;
   mig_start(&m, LEASE_MS);
-  mig_name(&m, "fenced", name, sizeof name);
-  lk_lock_t *l = fx_lock(&m.f.fx, name);
-  cfx_acquire_start(l, 0, 30000, 1, &s);
-  rt_run_until(&m.f.fx.loop, &s.done, 10000);
-  ASSERT_OK(s.status);
-  int64_t before = lk_lock_token(l);
-  ASSERT_GT(before, 0);
-  ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
-  ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
-  ASSERT_EQ(rt_cluster_migrate_keys(m.f.cl, m.slot, 0), 1); /* the counter */
+  lk_lock_t *l = fenced_in_open_window(&m, "fenced", name, sizeof name, &before);
   lk_client_stats_t st = cfx_stats(m.f.fx.c);
   cfx_acquire_start(l, rt_scaled_ms(10000), 30000, 1, &s);
   FX_EVENTUALLY(&m.f.fx, cfx_stats(m.f.fx.c).cluster_retries > st.cluster_retries || s.done, 5000);
@@ -592,20 +587,44 @@ TEST(fenced_acquire_during_a_migration_gets_in_when_it_finishes) {
   cfx_finish(&m.f);
 }
 
-/* A slot left mid-migration where a fenced acquire meets TRYAGAIN (its
- * counter moved, the lock key absent): returns the lock, its name taken
- * once before (so the counter exists) and the window open. */
-static lk_lock_t *fenced_in_open_window(mig_t *m, char *name, size_t cap) {
-  sx_t s;
-  mig_name(m, "budget", name, cap);
-  lk_lock_t *l = fx_lock(&m->f.fx, name);
-  cfx_acquire_start(l, 0, 30000, 1, &s);
-  rt_run_until(&m->f.fx.loop, &s.done, 10000);
-  ASSERT_OK(s.status);
-  ASSERT_OK(sx_run(&m->f.fx, lk_lock_release, l, NULL));
-  ASSERT_OK(rt_cluster_migrate_start(m->f.cl, m->slot, m->to));
-  ASSERT_EQ(rt_cluster_migrate_keys(m->f.cl, m->slot, 0), 1);
-  return l;
+/* A call with a wait budget started in an open TRYAGAIN window: its
+ * outcome (an sx_t's or an mx_t's fields), and what was seen when it
+ * started. */
+typedef struct mig_window_s {
+  int64_t budget, reply_timeout;
+  int *done, *status;
+  uint64_t *t_ns;
+  lk_client_stats_t st; /* the client's stats before the call */
+  uint64_t t0;          /* when it started */
+} mig_window_t;
+
+/* Notes the stats and the time: the caller starts the call right after. */
+static void mig_window_call(mig_t *m, mig_window_t *w, int *done, int *status, uint64_t *t_ns) {
+  w->done = done;
+  w->status = status;
+  w->t_ns = t_ns;
+  w->st = cfx_stats(m->f.fx.c);
+  w->t0 = uv_hrtime();
+}
+
+/* The window stays open three reply timeouts: the call (what) must still
+ * be waiting then, retried through TRYAGAIN, not ended when its first
+ * command gave up; then the migration finishes. */
+static void mig_window_outlasts_reply_timeouts(mig_t *m, const mig_window_t *w,
+                                               const char *what) {
+  fx_spin(&m->f.fx, 3 * w->reply_timeout);
+  if (*w->done)
+    FAIL("the %s ended with %s after %.0f ms of a %lld ms budget, the window still open", what,
+         lk_err_name(*w->status), cfx_ms_since(w->t0, *w->t_ns), (long long)w->budget);
+  ASSERT_GT(cfx_stats(m->f.fx.c).cluster_retries, w->st.cluster_retries);
+  ASSERT_OK(rt_cluster_migrate_finish(m->f.cl, m->slot));
+}
+
+/* The call then succeeds, within its budget and one reply timeout. */
+static void mig_window_call_succeeds(mig_t *m, const mig_window_t *w) {
+  rt_run_until(&m->f.fx.loop, w->done, 20000);
+  ASSERT_OK(*w->status);
+  ASSERT_LE(cfx_ms_since(w->t0, *w->t_ns), (double)(w->budget + w->reply_timeout));
 }
 
 /* TRYAGAIN says the script did not run. The reply timeout bounds how long
@@ -616,21 +635,13 @@ TEST(budgeted_acquire_keeps_trying_through_tryagain_past_the_reply_timeout) {
   mig_t m;
   char name[96];
   sx_t s;
-  const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(20000);
-  mig_start_with(&m, LEASE_MS, reply_timeout);
-  lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
-  lk_client_stats_t st = cfx_stats(m.f.fx.c);
-  uint64_t t0 = uv_hrtime();
-  cfx_acquire_start(l, budget, 30000, 1, &s);
-  fx_spin(&m.f.fx, 3 * reply_timeout);
-  if (s.done)
-    FAIL("the acquire ended with %s after %.0f ms of a %lld ms budget, the window still open",
-         lk_err_name(s.status), cfx_ms_since(t0, s.t_ns), (long long)budget);
-  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
-  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
-  rt_run_until(&m.f.fx.loop, &s.done, 20000);
-  ASSERT_OK(s.status);
-  ASSERT_LE(cfx_ms_since(t0, s.t_ns), (double)(budget + reply_timeout));
+  mig_window_t w = {.budget = rt_scaled_ms(20000), .reply_timeout = rt_scaled_ms(800)};
+  mig_start_with(&m, LEASE_MS, w.reply_timeout);
+  lk_lock_t *l = fenced_in_open_window(&m, "budget", name, sizeof name, NULL);
+  mig_window_call(&m, &w, &s.done, &s.status, &s.t_ns);
+  cfx_acquire_start(l, w.budget, 30000, 1, &s);
+  mig_window_outlasts_reply_timeouts(&m, &w, "acquire");
+  mig_window_call_succeeds(&m, &w);
   ASSERT_OK(sx_run(&m.f.fx, lk_lock_release, l, NULL));
   fx_close_lock(&m.f.fx, l);
   cfx_finish(&m.f);
@@ -645,7 +656,7 @@ TEST(budgeted_acquire_in_a_tryagain_window_longer_than_its_budget_times_out) {
   sx_t s;
   const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(2500);
   mig_start_with(&m, LEASE_MS, reply_timeout);
-  lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
+  lk_lock_t *l = fenced_in_open_window(&m, "budget", name, sizeof name, NULL);
   const int64_t mark = rt_stall_mark();
   uint64_t t0 = uv_hrtime();
   cfx_acquire_start(l, budget, 30000, 1, &s);
@@ -673,33 +684,25 @@ TEST(budgeted_acquire_in_a_tryagain_window_longer_than_its_budget_times_out) {
 TEST(multilock_keeps_trying_through_tryagain_past_the_reply_timeout) {
   mig_t m;
   char name[96], other[64];
-  const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(20000);
-  mig_start_with(&m, LEASE_MS, reply_timeout);
-  lk_lock_t *l = fenced_in_open_window(&m, name, sizeof name);
+  mig_window_t w = {.budget = rt_scaled_ms(20000), .reply_timeout = rt_scaled_ms(800)};
+  mig_start_with(&m, LEASE_MS, w.reply_timeout);
+  lk_lock_t *l = fenced_in_open_window(&m, "budget", name, sizeof name, NULL);
   cfx_name_on(&m.f, m.f.masters[2], "mig-other-", other, sizeof other);
   lk_lock_t *members[2] = {fx_lock(&m.f.fx, other), l};
   lk_multilock_t *ml = NULL;
   ASSERT_OK(lk_multilock_new(members, 2, &ml));
   lk_multilock_opts_t o;
   lk_multilock_opts_init(&o);
-  o.wait_ms = budget;
+  o.wait_ms = w.budget;
   o.lease_ms = 30000;
   o.fenced = 1;
   mx_t s;
   memset(&s, 0, sizeof s);
-  lk_client_stats_t st = cfx_stats(m.f.fx.c);
-  uint64_t t0 = uv_hrtime();
+  mig_window_call(&m, &w, &s.done, &s.status, &s.t_ns);
   ASSERT_OK(lk_multilock_acquire(ml, &o, mx_ml_cb, &s));
-  fx_spin(&m.f.fx, 3 * reply_timeout);
-  if (s.done)
-    FAIL("the MultiLock ended with %s after %.0f ms of a %lld ms budget, the window still open",
-         lk_err_name(s.status), cfx_ms_since(t0, s.t_ns), (long long)budget);
-  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
-  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
-  rt_run_until(&m.f.fx.loop, &s.done, 20000);
-  ASSERT_OK(s.status);
+  mig_window_outlasts_reply_timeouts(&m, &w, "MultiLock");
+  mig_window_call_succeeds(&m, &w);
   ASSERT(s.held);
-  ASSERT_LE(cfx_ms_since(t0, s.t_ns), (double)(budget + reply_timeout));
   ASSERT_EQ(cfx_exists(&m.f, m.to, name), 1);
   ASSERT_EQ(cfx_exists(&m.f, m.f.masters[2], other), 1);
   memset(&s, 0, sizeof s);
@@ -723,41 +726,25 @@ TEST(multilock_keeps_trying_through_tryagain_past_the_reply_timeout) {
  * settles the count-down opens it. */
 TEST(latch_await_keeps_waiting_through_tryagain_past_the_reply_timeout) {
   mig_t m;
-  const int64_t reply_timeout = rt_scaled_ms(800), budget = rt_scaled_ms(20000);
+  mig_window_t w = {.budget = rt_scaled_ms(20000), .reply_timeout = rt_scaled_ms(800)};
   int64_t res = 0;
   lx_t aw;
-  mig_start_with(&m, LEASE_MS, reply_timeout);
+  mig_start_with(&m, LEASE_MS, w.reply_timeout);
   /* The tag itself as the name: every key of the latch in the slot. */
   lk_latch_t *waiter = lx_new(&m.f.fx, m.tag, 0), *counter = lx_new(&m.f.fx, m.tag, 0);
   ASSERT_OK(lx_set(&m.f.fx.loop, waiter, 1, &res));
   ASSERT_EQ(res, 1);
   ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
   ASSERT_GE(rt_cluster_migrate_keys(m.f.cl, m.slot, 0), 1);
-  lk_client_stats_t st = cfx_stats(m.f.fx.c);
-  uint64_t t0 = uv_hrtime();
-  lx_await_start(waiter, budget, &aw);
-  fx_spin(&m.f.fx, 3 * reply_timeout);
-  if (aw.done)
-    FAIL("the await ended with %s after %.0f ms of a %lld ms budget, the window still open",
-         lk_err_name(aw.status), cfx_ms_since(t0, aw.t_ns), (long long)budget);
-  ASSERT_GT(cfx_stats(m.f.fx.c).cluster_retries, st.cluster_retries);
-  ASSERT_OK(rt_cluster_migrate_finish(m.f.cl, m.slot));
+  mig_window_call(&m, &w, &aw.done, &aw.status, &aw.t_ns);
+  lx_await_start(waiter, w.budget, &aw);
+  mig_window_outlasts_reply_timeouts(&m, &w, "await");
   ASSERT_OK(lx_run(&m.f.fx.loop, lk_latch_count_down, counter, &res));
   ASSERT_EQ(res, 0);
-  rt_run_until(&m.f.fx.loop, &aw.done, 20000);
-  ASSERT_OK(aw.status);
-  ASSERT_LE(cfx_ms_since(t0, aw.t_ns), (double)(budget + reply_timeout));
+  mig_window_call_succeeds(&m, &w);
   lx_close(&m.f.fx.loop, waiter);
   lx_close(&m.f.fx.loop, counter);
   cfx_finish(&m.f);
-}
-
-static void fair_on_lost(lk_fair_t *f, int status, void *arg) {
-  cfx_lost_t *lost = arg;
-  (void)f;
-  ASSERT_EQ(status, LK_ELEASELOST);
-  if (lost->n++ == 0)
-    lost->t_ns = uv_hrtime();
 }
 
 /* A lost lease's give-back releases every hold of the owner (it cannot know
@@ -781,7 +768,7 @@ TEST(lost_leases_give_back_lands_before_the_same_owner_acquires_again) {
   mig_name(&m, "regrant", name, sizeof name);
   lk_fair_t *l = fx_fair(&m.f.fx, name);
   memset(&lost, 0, sizeof lost);
-  ASSERT_OK(lk_fair_set_lost_cb(l, fair_on_lost, &lost));
+  ASSERT_OK(lk_fair_set_lost_cb(l, cfx_on_lost_fair, &lost));
   ASSERT_OK(fsx_acquire(&m.f.fx, l, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
   /* The source still has the key and serves the DEL; the next renewal

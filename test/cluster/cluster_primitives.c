@@ -173,6 +173,15 @@ static void rw_start_fenced(lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait
   ASSERT_OK(lk_rwlock_acquire(rw, side, &o, rw_cb, s));
 }
 
+/* A try-once acquire of side (fenced when it writes), run to its end: its
+ * status. */
+static int rw_try(cfx_t *f, lk_rwlock_t *rw, lk_rwlock_side_t side) {
+  sx_t s;
+  rw_start_fenced(rw, side, 0, &s);
+  rt_run_until(&f->fx.loop, &s.done, 15000);
+  return s.status;
+}
+
 /* "{NAME}:UUID:TID:rwlock_timeout:i", the lease key of read hold i. */
 static void rw_timeout_key(lk_rwlock_t *rw, int i, char *out, size_t cap) {
   snprintf(out, cap, "{%s}:%s:rwlock_timeout:%d", lk_rwlock_name(rw), lk_rwlock_owner(rw), i);
@@ -196,25 +205,17 @@ TEST(rwlock_readers_share_and_writers_are_excluded_on_every_master) {
     lk_rwlock_t *r1 = fx_rwlock(&f.fx, name), *r2 = NULL, *wr = NULL;
     ASSERT_OK(lk_rwlock_new(c2, name, &r2));
     ASSERT_OK(lk_rwlock_new(c2, name, &wr));
-    sx_t s1, s2, sw;
+    sx_t sw;
 
     /* A first writer, for a token to compare with. */
-    rw_start_fenced(wr, LK_RW_WRITE, 0, &sw);
-    rt_run_until(&f.fx.loop, &sw.done, 15000);
-    ASSERT_OK(sw.status);
+    ASSERT_OK(rw_try(&f, wr, LK_RW_WRITE));
     int64_t t0 = lk_rwlock_token(wr);
     ASSERT_GT(t0, 0);
     ASSERT_OK(rw_release(&f.fx, wr, RW_W, NULL));
 
-    rw_start_fenced(r1, LK_RW_READ, 0, &s1);
-    rt_run_until(&f.fx.loop, &s1.done, 15000);
-    ASSERT_OK(s1.status);
-    rw_start_fenced(r1, LK_RW_READ, 0, &s1);
-    rt_run_until(&f.fx.loop, &s1.done, 15000);
-    ASSERT_OK(s1.status);
-    rw_start_fenced(r2, LK_RW_READ, 0, &s2);
-    rt_run_until(&f.fx.loop, &s2.done, 15000);
-    ASSERT_OK(s2.status);
+    ASSERT_OK(rw_try(&f, r1, LK_RW_READ));
+    ASSERT_OK(rw_try(&f, r1, LK_RW_READ));
+    ASSERT_OK(rw_try(&f, r2, LK_RW_READ));
     ASSERT_EQ(lk_rwlock_hold_count(r1, RW_R), 2);
     ASSERT_EQ(lk_rwlock_hold_count(r2, RW_R), 1);
     cfx_assert_key_on(&f, name, name, node);
@@ -229,9 +230,7 @@ TEST(rwlock_readers_share_and_writers_are_excluded_on_every_master) {
     cfx_assert_beside(&f, ch, name, node);
 
     /* Readers in: a writer is refused at once, then waits. */
-    rw_start_fenced(wr, LK_RW_WRITE, 0, &sw);
-    rt_run_until(&f.fx.loop, &sw.done, 15000);
-    ASSERT_EQ(sw.status, LK_ETIMEDOUT);
+    ASSERT_EQ(rw_try(&f, wr, LK_RW_WRITE), LK_ETIMEDOUT);
     rw_start_fenced(wr, LK_RW_WRITE, WAIT, &sw);
     ASSERT_OK(rw_release(&f.fx, r1, RW_R, NULL));
     ASSERT_OK(rw_release(&f.fx, r2, RW_R, NULL));
@@ -249,9 +248,7 @@ TEST(rwlock_readers_share_and_writers_are_excluded_on_every_master) {
     ASSERT_EQ(cfx_keys(&f, node, key, NULL, 0), 0);
 
     /* The writer in: a reader is refused. */
-    rw_start_fenced(r1, LK_RW_READ, 0, &s1);
-    rt_run_until(&f.fx.loop, &s1.done, 15000);
-    ASSERT_EQ(s1.status, LK_ETIMEDOUT);
+    ASSERT_EQ(rw_try(&f, r1, LK_RW_READ), LK_ETIMEDOUT);
     ASSERT_OK(rw_release(&f.fx, wr, RW_W, NULL));
     ASSERT_EQ(cfx_exists(&f, node, name), 0);
     fx_close_rwlock(&f.fx, r1);
@@ -420,13 +417,8 @@ TEST(lock_fencing_tokens_increase_on_every_master) {
     int64_t prev = 0;
     for (int i = 0; i < 3; i++) {
       lk_lock_t *l = i % 2 ? b : a;
-      lk_lock_opts_t lo;
       sx_t s;
-      memset(&s, 0, sizeof s);
-      lk_lock_opts_init(&lo);
-      lo.lease_ms = LEASE;
-      lo.fenced = 1;
-      ASSERT_OK(lk_lock_acquire(l, &lo, sx_cb, &s));
+      cfx_acquire_start(l, 0, LEASE, 1, &s);
       rt_run_until(&f.fx.loop, &s.done, 15000);
       ASSERT_OK(s.status);
       ASSERT_GT(lk_lock_token(l), prev);
@@ -466,18 +458,11 @@ TEST(braced_names_keep_their_keys_in_the_tags_slot_except_the_latch) {
   int node = f.masters[0];
   snprintf(name, sizeof name, "lock{%s}x", tags[0]);
   lk_lock_t *l = fx_lock(&f.fx, name), *lw = fx_lock(&f.fx, name);
-  lk_lock_opts_t lo;
   sx_t s, sw;
-  memset(&s, 0, sizeof s);
-  lk_lock_opts_init(&lo);
-  lo.lease_ms = LEASE;
-  lo.fenced = 1;
-  ASSERT_OK(lk_lock_acquire(l, &lo, sx_cb, &s));
+  cfx_acquire_start(l, 0, LEASE, 1, &s);
   rt_run_until(&f.fx.loop, &s.done, 15000);
   ASSERT_OK(s.status);
-  memset(&sw, 0, sizeof sw);
-  lo.wait_ms = WAIT;
-  ASSERT_OK(lk_lock_acquire(lw, &lo, sx_cb, &sw));
+  cfx_acquire_start(lw, WAIT, LEASE, 1, &sw);
   snprintf(key, sizeof key, "redisson_lock__channel:%s", name);
   cfx_assert_beside(&f, key, name, node);
   cfx_wait_subscribers(&f, key, 1);

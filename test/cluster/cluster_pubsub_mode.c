@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cluster_emu.h"
 #include "cluster_fixture.h"
 #include "fair_fixture.h"
 #include "latch_fixture.h"
@@ -151,10 +152,7 @@ static int emu_behind_latchkey(int mode, int64_t emu_timeout_ms, double *ms, dou
   FX_EVENTUALLY(&f.fx, atomic_load(&ew.sleeps) >= 1 && classic_on(&f, m, name), 5000);
   if (atomic_load(&ew.done))
     FAIL("the emulator's lock() returned (rc %d) while latchkey held the lock", ew.rc);
-  uint64_t t0 = uv_hrtime();
-  int64_t r = -1;
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, h, &r));
-  ASSERT_EQ(r, 1);
+  uint64_t t0 = cfx_release_last(&f, h);
   int64_t end = rt_now_ms() + emu_timeout_ms + rt_scaled_ms(5000);
   while (!atomic_load(&ew.done) && rt_now_ms() < end)
     rt_sleep_ms(1);
@@ -214,19 +212,13 @@ TEST(classic_redisson_release_wakes_a_classic_mode_latchkey_waiter) {
   start(&f, MODE);
   int m = f.masters[1];
   cfx_name_on(&f, m, "psm-emu-h-", name, sizeof name);
-  redisContext *emu = rt_rlock_connect(rt_cluster_port(f.cl, m));
-  ASSERT_EQ(rt_rlock_try(emu, name, EMU_UUID, EMU_TID, LEASE), RT_RLOCK_ACQUIRED);
+  redisContext *emu = cfx_emu_hold(&f, m, name, EMU_UUID, EMU_TID, LEASE);
   lk_lock_t *w = fx_lock(&f.fx, name);
   cfx_acquire_start(w, WAIT, LEASE, 0, &sw);
   FX_EVENTUALLY(&f.fx, classic_on(&f, m, name), 5000);
   ASSERT_EQ(sw.done, 0);
-  uint64_t t0 = uv_hrtime();
-  ASSERT_EQ(rt_rlock_unlock(emu, name, EMU_UUID, EMU_TID), 1);
-  rt_run_until(&f.fx.loop, &sw.done, rt_scaled_ms(10000));
-  ASSERT_OK(sw.status);
-  double ms = cfx_ms_since(t0, sw.t_ns);
-  printf("latchkey had the lock %.2f ms after the classic emulator's unlock\n", ms);
-  ASSERT_LT(ms, rt_scaled_ms(WAKE_MS));
+  cfx_emu_unlock_wakes(&f, emu, name, EMU_UUID, EMU_TID, &sw, WAKE_MS,
+                       "the classic emulator's unlock");
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));
   redisFree(emu);
   fx_close_lock(&f.fx, w);
@@ -234,6 +226,15 @@ TEST(classic_redisson_release_wakes_a_classic_mode_latchkey_waiter) {
 }
 
 /* ---- every other primitive that publishes, classic on a cluster ---- */
+
+/* The call the release sent at t0 lets in (its outcome in s) gets in
+ * within WAKE_MS: by the message, not a re-poll. who, by: for the note. */
+static void in_by_message(cfx_t *f, sx_t *s, uint64_t t0, const char *who, const char *by) {
+  rt_run_until(&f->fx.loop, &s->done, rt_scaled_ms(10000));
+  ASSERT_OK(s->status);
+  printf("%s %.2f ms after the %s\n", who, ms_since(t0), by);
+  ASSERT_LT(cfx_ms_since(t0, s->t_ns), rt_scaled_ms(WAKE_MS));
+}
 
 /* A second client in the same mode, seeded at another master. */
 static lk_client_t *peer(cfx_t *f, int mode) {
@@ -245,25 +246,20 @@ static lk_client_t *peer(cfx_t *f, int mode) {
 TEST(classic_mode_fair_release_wakes_the_next_waiter) {
   cfx_t f;
   char name[64];
-  fsx_t hs, ws;
+  fsx_t ws;
   start(&f, MODE);
   lk_client_t *c2 = peer(&f, MODE);
   int m = f.masters[0];
   cfx_name_on(&f, m, "psm-fair-", name, sizeof name);
   lk_fair_t *h = fx_fair(&f.fx, name), *w = NULL;
   ASSERT_OK(lk_fair_new(c2, name, &w));
-  fsx_start(h, 0, LEASE, 0, &hs);
-  rt_run_until(&f.fx.loop, &hs.done, 15000);
-  ASSERT_OK(hs.status);
+  ASSERT_OK(fsx_acquire(&f.fx, h, 0, LEASE));
   fsx_start(w, WAIT, LEASE, 0, &ws);
   FX_EVENTUALLY(&f.fx, classic_on(&f, m, name), 5000);
   ASSERT_EQ(ws.done, 0);
   uint64_t t0 = uv_hrtime();
   ASSERT_OK(fsx_run(&f.fx, lk_fair_release, h, NULL));
-  rt_run_until(&f.fx.loop, &ws.done, rt_scaled_ms(10000));
-  ASSERT_OK(ws.status);
-  printf("fair: the next waiter had the lock %.2f ms after the release\n", ms_since(t0));
-  ASSERT_LT(cfx_ms_since(t0, ws.t_ns), rt_scaled_ms(WAKE_MS));
+  in_by_message(&f, &ws, t0, "fair: the next waiter had the lock", "release");
   ASSERT_OK(fsx_run(&f.fx, lk_fair_release, w, NULL));
   fx_close_fair(&f.fx, h);
   fx_close_fair(&f.fx, w);
@@ -292,10 +288,7 @@ TEST(classic_mode_semaphore_release_wakes_a_waiter) {
   redisContext *far = far_listener(&f, m, channel);
   uint64_t t0 = uv_hrtime();
   ASSERT_OK(sem_run_n(&f.fx, lk_semaphore_release, a, 1, NULL));
-  rt_run_until(&f.fx.loop, &xb.done, rt_scaled_ms(10000));
-  ASSERT_OK(xb.status);
-  printf("semaphore: the waiter had its permit %.2f ms after the release\n", ms_since(t0));
-  ASSERT_LT(cfx_ms_since(t0, xb.t_ns), rt_scaled_ms(WAKE_MS));
+  in_by_message(&f, &xb, t0, "semaphore: the waiter had its permit", "release");
   expect_heard(far, "semaphore release");
   ASSERT_OK(sem_run_n(&f.fx, lk_semaphore_release, b, 1, NULL));
   fx_close_sem(&f.fx, a);
@@ -325,10 +318,7 @@ TEST(classic_mode_latch_count_down_wakes_an_await) {
   uint64_t t0 = uv_hrtime();
   ASSERT_OK(lx_run(&f.fx.loop, lk_latch_count_down, counter, &res));
   ASSERT_EQ(res, 0);
-  rt_run_until(&f.fx.loop, &aw.done, rt_scaled_ms(10000));
-  ASSERT_OK(aw.status);
-  printf("latch: the await returned %.2f ms after the count down\n", ms_since(t0));
-  ASSERT_LT(cfx_ms_since(t0, aw.t_ns), rt_scaled_ms(WAKE_MS));
+  in_by_message(&f, &aw, t0, "latch: the await returned", "count down");
   expect_heard(far, "latch count down");
   lx_close(&f.fx.loop, waiter);
   lx_close(&f.fx.loop, counter);
@@ -354,10 +344,7 @@ TEST(classic_mode_rwlock_write_release_wakes_a_reader) {
   redisContext *far = far_listener(&f, m, channel);
   uint64_t t0 = uv_hrtime();
   ASSERT_OK(rw_release(&f.fx, wr, LK_RW_WRITE, NULL));
-  rt_run_until(&f.fx.loop, &sr.done, rt_scaled_ms(10000));
-  ASSERT_OK(sr.status);
-  printf("rwlock: the reader got in %.2f ms after the write release\n", ms_since(t0));
-  ASSERT_LT(cfx_ms_since(t0, sr.t_ns), rt_scaled_ms(WAKE_MS));
+  in_by_message(&f, &sr, t0, "rwlock: the reader got in", "write release");
   expect_heard(far, "write release");
   ASSERT_OK(rw_release(&f.fx, rd, LK_RW_READ, NULL));
   fx_close_rwlock(&f.fx, wr);
@@ -541,28 +528,17 @@ static void count_unsharded_logs(lk_log_level_t level, const char *msg, void *ar
  * pubsub_mode SHARDED there is no classic fallback: the client says so once
  * (an error), subscribes nothing, and the waiter gets in by its re-poll. */
 TEST(sharded_mode_without_sharded_pubsub_polls_and_says_so) {
-  static const char *const extra[] = {"--rename-command", "SSUBSCRIBE", "h28-no-ssubscribe",
-                                      "--rename-command", "SPUBLISH",   "h28-no-spublish",
-                                      NULL};
   enum { POLL_MS = 300 };
   cfx_t f;
   rt_cluster_opts_t co;
   lk_client_opts_t o;
   char name[64], pattern[96];
   sx_t sw;
-  memset(&f, 0, sizeof f);
-  ASSERT_OK(uv_loop_init(&f.fx.loop));
-  rt_cluster_opts_init(&co);
-  co.extra_args = extra;
-  f.cl = rt_cluster_start(&co);
-  ASSERT_NOT_NULL(f.cl);
-  f.n_masters = rt_cluster_masters(f.cl, f.masters, RT_CLUSTER_MAX_NODES);
-  ASSERT_EQ(f.n_masters, 3);
+  cfx_opts_no_sharded_pubsub(&co);
   mode_opts(&o, LK_PUBSUB_SHARDED);
   o.max_repoll_ms = POLL_MS;
   o.log = count_unsharded_logs;
-  o.port = rt_cluster_port(f.cl, 0);
-  fx_start_client(&f.fx, &o);
+  cfx_start_with(&f, &co, 0, &o);
   int m = f.masters[1];
   cfx_name_on(&f, m, "psm-unsharded-", name, sizeof name);
   snprintf(pattern, sizeof pattern, "*%s*", name);
@@ -592,37 +568,25 @@ TEST(sharded_mode_without_sharded_pubsub_polls_and_says_so) {
 TEST(classic_mode_subscription_follows_a_failover) {
   cfx_t f;
   lk_client_opts_t o;
-  char name[64];
-  sx_t sw;
+  cfx_handoff_t x;
   rt_emu_set_sharded(0);
   mode_opts(&o, MODE);
   o.cluster_refresh_ms = 200;
   cfx_start(&f, 0, &o);
-  lk_client_t *hc = peer(&f, MODE);
   int old = f.masters[2];
   int replica = rt_cluster_replica_of(f.cl, old);
   ASSERT_GE(replica, 0);
-  cfx_name_on(&f, old, "psm-fo-", name, sizeof name);
-  lk_lock_t *h = NULL, *w = fx_lock(&f.fx, name);
-  ASSERT_OK(lk_lock_new(hc, name, &h));
-  ASSERT_OK(sx_acquire(&f.fx, h, 0, 60000));
-  cfx_acquire_start(w, WAIT, LEASE, 0, &sw);
-  FX_EVENTUALLY(&f.fx, classic_on(&f, old, name), 5000);
+  cfx_handoff_hold(&f, &x, peer(&f, MODE), old, "psm-fo-", 60000);
+  cfx_handoff_wait(&x, WAIT, LEASE);
+  FX_EVENTUALLY(&f.fx, classic_on(&f, old, x.name), 5000);
   ASSERT_OK(rt_cluster_failover(f.cl, replica, NULL));
-  FX_EVENTUALLY(&f.fx, classic_on(&f, replica, name) && !classic_on(&f, old, name), 5000);
-  ASSERT_EQ(sw.done, 0);
+  FX_EVENTUALLY(&f.fx, classic_on(&f, replica, x.name) && !classic_on(&f, old, x.name), 5000);
+  ASSERT_EQ(x.sw.done, 0);
   uint64_t t0 = uv_hrtime();
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, h, NULL));
-  rt_run_until(&f.fx.loop, &sw.done, rt_scaled_ms(10000));
-  ASSERT_OK(sw.status);
-  double ms = cfx_ms_since(t0, sw.t_ns);
-  printf("after the failover the waiter had the lock %.2f ms after the release\n", ms);
-  ASSERT_LT(ms, rt_scaled_ms(WAKE_MS));
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));
-  fx_close_lock(&f.fx, h);
-  fx_close_lock(&f.fx, w);
-  fx_close_direct_client(&f.fx, hc);
-  cfx_finish(&f);
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.h, NULL));
+  in_by_message(&f, &x.sw, t0, "after the failover the waiter had the lock", "release");
+  ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.w, NULL));
+  cfx_handoff_finish(&f, &x);
 }
 
 /* ---- the permit semaphore's renewal, which publishes what it reclaims ---- */

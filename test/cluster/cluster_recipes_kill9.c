@@ -91,6 +91,19 @@ static long long term_on(cfx_t *f, int i, const char *role) {
   return n;
 }
 
+/* The fixture and a second client seeded at master 0 (returned); a name
+ * (prefix) on master 1, *m, whose replica *r a failover promotes. */
+static lk_client_t *start_on_master_1(cfx_t *f, const char *prefix, char *name, size_t cap,
+                                      int *m, int *r) {
+  cfx_start(f, 0, NULL);
+  lk_client_t *c2 = cfx_client(f, f->masters[0], NULL);
+  *m = f->masters[1];
+  *r = rt_cluster_replica_of(f->cl, *m);
+  ASSERT_GE(*r, 0);
+  cfx_name_on(f, *m, prefix, name, cap);
+  return c2;
+}
+
 static void leader_through_failover(int kill9) {
   cfx_t f;
   cand_t a, b;
@@ -99,11 +112,8 @@ static void leader_through_failover(int kill9) {
   const int64_t lease = rt_scaled_ms(1500);
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  cfx_start(&f, 0, NULL);
-  lk_client_t *c2 = cfx_client(&f, f.masters[0], NULL);
-  int m = f.masters[1], r = rt_cluster_replica_of(f.cl, m);
-  ASSERT_GE(r, 0);
-  cfx_name_on(&f, m, "ld-fo-", role, sizeof role);
+  int m, r;
+  lk_client_t *c2 = start_on_master_1(&f, "ld-fo-", role, sizeof role, &m, &r);
   ASSERT_OK(lk_leader_new(f.fx.c, role, &a.l));
   ASSERT_OK(lk_leader_new(c2, role, &b.l));
   ASSERT_OK(lk_leader_set_lost_cb(a.l, on_leader_lost, &a));
@@ -242,11 +252,8 @@ TEST(barrier_waiting_enter_through_kill_9_ends_with_a_documented_code) {
   const int64_t lease = rt_scaled_ms(1000), budget = rt_scaled_ms(30000);
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  cfx_start(&f, 0, NULL);
-  lk_client_t *c2 = cfx_client(&f, f.masters[0], NULL);
-  int m = f.masters[1], r = rt_cluster_replica_of(f.cl, m);
-  ASSERT_GE(r, 0);
-  cfx_name_on(&f, m, "bar-k9-", name, sizeof name);
+  int m, r;
+  lk_client_t *c2 = start_on_master_1(&f, "bar-k9-", name, sizeof name, &m, &r);
   ASSERT_OK(lk_barrier_new(f.fx.c, name, 2, &a.b));
   ASSERT_OK(lk_barrier_new(c2, name, 2, &b.b));
   barrier_op(&a, 1, budget, lease);

@@ -215,14 +215,7 @@ TEST(eight_processes_exclude_each_other_on_names_over_three_masters) {
   cfx_t f;
   rt_worker_t w[N_WORKERS];
   char path[128];
-  memset(&f, 0, sizeof f);
-  ASSERT_OK(uv_loop_init(&f.fx.loop)); /* the parent runs no client */
-  rt_cluster_opts_t co;
-  rt_cluster_opts_init(&co);
-  f.cl = rt_cluster_start(&co);
-  ASSERT_NOT_NULL(f.cl);
-  f.n_masters = rt_cluster_masters(f.cl, f.masters, RT_CLUSTER_MAX_NODES);
-  ASSERT_EQ(f.n_masters, 3);
+  cfx_start_cluster(&f, NULL); /* the parent runs no client */
   for (int k = 0; k < N_NAMES; k++) {
     char prefix[32];
     snprintf(prefix, sizeof prefix, "cl-stress-%d-", k);

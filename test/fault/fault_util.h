@@ -50,6 +50,14 @@ static inline void fu_close_client(uv_loop_t *loop, lk_client_t *c) {
   rt_run_until(loop, &closed, 10000);
 }
 
+/* Closes l (of any client on loop): its close callback within 5 s. */
+static inline void fu_close_lock(uv_loop_t *loop, lk_lock_t *l) {
+  int closed = 0;
+  lk_lock_set_data(l, &closed);
+  ASSERT_OK(lk_lock_close(l, fx_lock_closed_cb));
+  rt_run_until(loop, &closed, 5000);
+}
+
 static inline lk_lock_t *fu_lock(lk_client_t *c, const char *name) {
   lk_lock_t *l = NULL;
   ASSERT_OK(lk_lock_new(c, name, &l));

@@ -187,10 +187,7 @@ TEST(t05_watchdog_holds_against_competitor_then_stops) {
   ASSERT_EQ(lost.calls, held ? 0 : 1);
   fx_close_lock(&fx, a);
   lk_lock_set_data(comp, NULL);
-  int closed = 0;
-  lk_lock_set_data(comp, &closed);
-  ASSERT_OK(lk_lock_close(comp, fx_lock_closed_cb));
-  rt_run_until(&fx.loop, &closed, 5000);
+  fu_close_lock(&fx.loop, comp);
   fu_close_client(&fx.loop, c2);
   fx_finish(&fx);
 }
@@ -383,10 +380,7 @@ TEST(t09_short_server_pause_keeps_lease_and_bounds_waits) {
     FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
   }
   fx_close_lock(&fx, a);
-  int closed = 0;
-  lk_lock_set_data(b, &closed);
-  ASSERT_OK(lk_lock_close(b, fx_lock_closed_cb));
-  rt_run_until(&fx.loop, &closed, 5000);
+  fu_close_lock(&fx.loop, b);
   fu_close_client(&fx.loop, c2);
   fx_finish(&fx);
 }
@@ -558,10 +552,7 @@ TEST(t14_blackhole_lost_before_expiry_then_waiter_gets_it) {
   ASSERT_STREQ(v, "1");
   free(v);
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN t14"), 1);
-  int closed = 0;
-  lk_lock_set_data(b, &closed);
-  ASSERT_OK(lk_lock_close(b, fx_lock_closed_cb));
-  rt_run_until(&fx.loop, &closed, 5000);
+  fu_close_lock(&fx.loop, b);
   fx_close_direct_client(&fx, wc);
   fx_close_lock(&fx, a);
   fx_finish(&fx);
@@ -758,10 +749,7 @@ TEST(t19_aof_restart_keeps_lease_without_false_loss) {
   ASSERT_OK(s.status);
   ASSERT_EQ(lost.calls, held ? 0 : 1);
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
-  int closed = 0;
-  lk_lock_set_data(b, &closed);
-  ASSERT_OK(lk_lock_close(b, fx_lock_closed_cb));
-  rt_run_until(&fx.loop, &closed, 5000);
+  fu_close_lock(&fx.loop, b);
   fu_close_client(&fx.loop, wc);
   fx_close_lock(&fx, a);
   fx_finish(&fx);
@@ -856,10 +844,7 @@ TEST(t24_release_before_subscription_is_not_missed) {
   ASSERT_OK(s.status);
   ASSERT_LT(fu_ms_between(released, s.t_ns), rt_stall_bound_since_ns(released, 300));
   ASSERT_OK(sx_run(&fx, lk_lock_release, w, NULL));
-  int closed = 0;
-  lk_lock_set_data(w, &closed);
-  ASSERT_OK(lk_lock_close(w, fx_lock_closed_cb));
-  rt_run_until(&fx.loop, &closed, 5000);
+  fu_close_lock(&fx.loop, w);
   fu_close_client(&fx.loop, wc);
   fx_close_lock(&fx, h);
   fx_finish(&fx);

@@ -15,13 +15,6 @@
 #include "fault_util.h"
 #include "workers.h"
 
-static void close_lock_on(uv_loop_t *loop, lk_lock_t *l) {
-  int closed = 0;
-  lk_lock_set_data(l, &closed);
-  ASSERT_OK(lk_lock_close(l, fx_lock_closed_cb));
-  rt_run_until(loop, &closed, 5000);
-}
-
 /* ---- T12: a slow script makes the server BUSY ---------------------------------------------- */
 
 static int t12_port;
@@ -184,7 +177,7 @@ TEST(t20_failover_without_wait_admits_a_second_holder) {
   ASSERT_OK(sx_acquire_in(&fx.loop, b, 2000, 30000, &s)); /* the hazard */
   ASSERT(lk_lock_is_held(a)); /* a's local lease has not run out */
   ASSERT(lk_lock_is_held(b));
-  close_lock_on(&fx.loop, b);
+  fu_close_lock(&fx.loop, b);
   fu_close_client(&fx.loop, c2);
   /* a's release cannot reach the dead master: close gives up after the
    * reply timeout at worst. */
@@ -257,16 +250,22 @@ TEST(t21_eviction_policy_warned_and_evicted_lock_reported_lost) {
 
 /* ---- T36: ACL matrix ------------------------------------------------------------------------- */
 
+/* A server with ACL user `user` (password "pw", rules acl) and client
+ * options that log in as it; no client yet. */
+static void start_acl_server(fx_t *fx, const char *user, const char *acl, lk_client_opts_t *o) {
+  fx_start_server(fx, NULL);
+  rt_server_acl_user(fx->srv, user, "pw", acl);
+  fx_client_opts(fx, o);
+  o->username = user;
+  o->password = "pw";
+}
+
 TEST(t36_key_outside_acl_pattern_is_enoperm_at_once) {
   fx_t fx;
   lk_client_opts_t o;
-  fx_start_server(&fx, NULL);
   /* Scripts declare the release channel as a key (as Redisson's do), so a
    * user needs key access to it too (docs/reliability.md, minimal ACL). */
-  rt_server_acl_user(fx.srv, "app", "pw", "~app:* ~redisson_lock__channel:{app:* &* +@all");
-  fx_client_opts(&fx, &o);
-  o.username = "app";
-  o.password = "pw";
+  start_acl_server(&fx, "app", "~app:* ~redisson_lock__channel:{app:* &* +@all", &o);
   fx_start_client(&fx, &o);
   lk_lock_t *in = fx_lock(&fx, "app:ok");
   ASSERT_OK(sx_acquire(&fx, in, 0, 30000)); /* connected, and allowed there */
@@ -303,11 +302,7 @@ TEST(t36_key_outside_acl_pattern_is_enoperm_at_once) {
 TEST(t36_script_command_denied_is_enoperm) {
   fx_t fx;
   lk_client_opts_t o;
-  fx_start_server(&fx, NULL);
-  rt_server_acl_user(fx.srv, "nohincr", "pw", "~* &* +@all -hincrby");
-  fx_client_opts(&fx, &o);
-  o.username = "nohincr";
-  o.password = "pw";
+  start_acl_server(&fx, "nohincr", "~* &* +@all -hincrby", &o);
   fx_start_client(&fx, &o);
   lk_lock_t *a = fx_lock(&fx, "t36c");
   sx_t s;
@@ -323,11 +318,7 @@ TEST(t36_minimal_acl_runs_everything_without_warnings) {
   fx_t fx;
   lk_client_opts_t o;
   fu_logs_t logs = {NULL, 0, 0};
-  fx_start_server(&fx, NULL);
-  rt_server_acl_user(fx.srv, "locker", "pw", MINIMAL_ACL);
-  fx_client_opts(&fx, &o);
-  o.username = "locker";
-  o.password = "pw";
+  start_acl_server(&fx, "locker", MINIMAL_ACL, &o);
   o.default_lease_ms = 600;
   o.max_repoll_ms = 20000; /* waits must wake by message */
   o.log = fu_on_log;
@@ -371,7 +362,7 @@ TEST(t36_minimal_acl_runs_everything_without_warnings) {
   if (!excused)
     ASSERT_EQ(logs.warnings, 0);
   fx_close_lock(&fx, a);
-  close_lock_on(&fx.loop, b);
+  fu_close_lock(&fx.loop, b);
   fu_close_client(&fx.loop, c2);
   fx_finish(&fx);
 }

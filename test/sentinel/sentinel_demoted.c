@@ -21,8 +21,7 @@ TEST(readonly_makes_the_client_ask_again_and_resend) {
   sn_opts(&e, &o);
   lk_client_t *c = sn_client(&e, &o);
   SN_EVENTUALLY(&e, lk_client_is_connected(c), 5000);
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(c, "sn-ro", &l));
+  lk_lock_t *l = sn_lock(c, "sn-ro");
   lk_client_stats_t before = sn_stats(c);
   rt_proxy_on_reply(e.p, "EVALSHA", 1, RT_PROXY_REPLACE, readonly_reply,
                     sizeof(readonly_reply) - 1);
@@ -52,8 +51,7 @@ TEST(role_saying_slave_makes_the_client_ask_again) {
   sn_opts(&e, &o);
   o.heartbeat_ms = 100;
   lk_client_t *c = sn_client(&e, &o);
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(c, "sn-role", &l));
+  lk_lock_t *l = sn_lock(c, "sn-role");
   ASSERT_OK(sx_acquire_in(&e.loop, l, 5000, -1, &s)); /* renewed by the watchdog */
   lk_client_stats_t before = sn_stats(c);
   rt_proxy_on_reply(e.p, "ROLE", 1, RT_PROXY_REPLACE, slave_role, sizeof(slave_role) - 1);
@@ -66,7 +64,5 @@ TEST(role_saying_slave_makes_the_client_ask_again) {
   ASSERT_GE(after.sentinel_queries, before.sentinel_queries + 1);
   ASSERT_EQ(after.sentinel_switches, 0); /* the same master, as the sentinels say */
   ASSERT(lk_lock_is_held(l));
-  sn_close_lock(&e, l);
-  sn_close_client(&e, c);
-  sn_stop(&e);
+  sn_finish(&e, c, l);
 }

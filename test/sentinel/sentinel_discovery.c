@@ -14,8 +14,7 @@ TEST(discovers_the_master_and_locks_there) {
   sn_start(&e, 3, NULL);
   sn_opts(&e, &o);
   lk_client_t *c = sn_client(&e, &o);
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(c, "sn-disc", &l));
+  lk_lock_t *l = sn_lock(c, "sn-disc");
   ASSERT_OK(sx_acquire_in(&e.loop, l, 5000, 10000, &s));
   ASSERT_EQ(key_on(e.m, "sn-disc"), 1);
   lk_client_stats_t st = sn_stats(c);
@@ -40,16 +39,13 @@ TEST(a_sentinel_that_is_down_is_skipped) {
   rt_sentinel_kill(e.s[0], SIGKILL);
   sn_opts(&e, &o);
   lk_client_t *c = sn_client(&e, &o);
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(c, "sn-down", &l));
+  lk_lock_t *l = sn_lock(c, "sn-down");
   ASSERT_OK(sx_acquire_in(&e.loop, l, 5000, 10000, &s));
   ASSERT_EQ(key_on(e.m, "sn-down"), 1);
   ASSERT_GE(sn_stats(c).sentinel_queries, 2);
   /* Subscribed on a live sentinel: it counts one +switch-master subscriber. */
   SN_EVENTUALLY(&e, sn_subscribers(e.s[1]) + sn_subscribers(e.s[2]) == 1, 5000);
-  sn_close_lock(&e, l);
-  sn_close_client(&e, c);
-  sn_stop(&e);
+  sn_finish(&e, c, l);
 }
 
 /* No sentinel up: the connect attempt fails like a connection failure
@@ -64,8 +60,7 @@ TEST(no_sentinel_up_is_a_connection_failure_with_the_reasons) {
   sn_opts(&e, &o);
   o.connect_timeout_ms = 500;
   lk_client_t *c = sn_client(&e, &o);
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(c, "sn-none", &l));
+  lk_lock_t *l = sn_lock(c, "sn-none");
   SN_EVENTUALLY(&e, strstr(lk_client_error_text(c), "no sentinel gave") != NULL, 5000);
   fprintf(stderr, "error text: %s\n", lk_client_error_text(c));
   ASSERT(strstr(lk_client_error_text(c), "mymaster") != NULL);
@@ -83,9 +78,7 @@ TEST(no_sentinel_up_is_a_connection_failure_with_the_reasons) {
   ASSERT_EQ(rc, LK_ETIMEDOUT);
   ASSERT_LT(rt_now_ms() - t0, rt_scaled_ms(5000));
   ASSERT_EQ(lk_client_is_connected(c), 0);
-  sn_close_lock(&e, l);
-  sn_close_client(&e, c);
-  sn_stop(&e);
+  sn_finish(&e, c, l);
 }
 
 /* A sentinel that names the replica as the master: the client connects
@@ -105,8 +98,7 @@ TEST(a_sentinel_naming_a_replica_is_skipped) {
   sn_opts(&e, &o);
   o.sentinels = list;
   lk_client_t *c = sn_client(&e, &o);
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(c, "sn-liar", &l));
+  lk_lock_t *l = sn_lock(c, "sn-liar");
   ASSERT_OK(sx_acquire_in(&e.loop, l, 10000, 10000, &s));
   ASSERT_EQ(key_on(e.m, "sn-liar"), 1);
   lk_client_stats_t st = sn_stats(c);
@@ -144,8 +136,7 @@ TEST(sentinel_auth_right_and_wrong) {
   sn_opts(&e, &o);
   o.sentinel_password = "sentinel-pw";
   lk_client_t *c = sn_client(&e, &o);
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(c, "sn-auth", &l));
+  lk_lock_t *l = sn_lock(c, "sn-auth");
   ASSERT_OK(sx_acquire_in(&e.loop, l, 5000, 10000, &s));
   ASSERT_EQ(key_on(e.m, "sn-auth"), 1);
   sn_close_lock(&e, l);

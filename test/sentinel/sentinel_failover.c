@@ -83,10 +83,7 @@ static void failover_while_held_and_waited(int how) {
 
   int64_t t0 = rt_now_ms();
   if (how == BY_COMMAND) {
-    redisReply *r = rt_sentinel_cmd(e.s[0], "SENTINEL FAILOVER mymaster");
-    ASSERT_NOT_NULL(r);
-    ASSERT_EQ(r->type, REDIS_REPLY_STATUS);
-    freeReplyObject(r);
+    sn_failover(e.s[0]);
   } else {
     rt_server_kill(e.m, SIGKILL);
   }
@@ -165,10 +162,7 @@ TEST(a_killed_sentinel_then_a_failover_is_followed) {
   ASSERT_OK(rt_replica_wait_caught_up(e.m, e.r, 5000));
 
   int64_t t0 = rt_now_ms();
-  redisReply *r = rt_sentinel_cmd(e.s[1], "SENTINEL FAILOVER mymaster");
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_STATUS);
-  freeReplyObject(r);
+  sn_failover(e.s[1]);
   SN_EVENTUALLY(&e, switched_and_ready(&a), 20000);
   fprintf(stderr, "followed %lld ms after SENTINEL FAILOVER\n", (long long)(rt_now_ms() - t0));
   /* The hold (replicated) is released on the new master. */
@@ -201,10 +195,7 @@ TEST(a_hold_the_new_master_lacks_is_reported_lost) {
   ASSERT_EQ(rt_cmd_int(e.r, "DEL sn-fo"), 1);
 
   int64_t t0 = rt_now_ms();
-  redisReply *r = rt_sentinel_cmd(e.s[0], "SENTINEL FAILOVER mymaster");
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(r->type, REDIS_REPLY_STATUS);
-  freeReplyObject(r);
+  sn_failover(e.s[0]);
   SN_EVENTUALLY(&e, switched_and_ready(&a), 20000);
   int64_t t_follow = rt_now_ms() - t0;
   /* Told right after it reconnected: one renewal's round trip. */

@@ -79,6 +79,21 @@ static inline lk_client_t *sn_client(sn_t *e, const lk_client_opts_t *o) {
   return c;
 }
 
+/* A lock named name on client c. */
+static inline lk_lock_t *sn_lock(lk_client_t *c, const char *name) {
+  lk_lock_t *l = NULL;
+  ASSERT_OK(lk_lock_new(c, name, &l));
+  return l;
+}
+
+/* SENTINEL FAILOVER mymaster, asked of sentinel s: it accepts. */
+static inline void sn_failover(rt_sentinel_t *s) {
+  redisReply *r = rt_sentinel_cmd(s, "SENTINEL FAILOVER mymaster");
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(r->type, REDIS_REPLY_STATUS);
+  freeReplyObject(r);
+}
+
 static inline void sn_close_client(sn_t *e, lk_client_t *c) {
   int closed = 0;
   lk_client_set_data(c, &closed);
@@ -146,6 +161,13 @@ static inline void sn_stop(sn_t *e) {
   rt_server_stop(e->r);
   rt_server_stop(e->m);
   free(e->list);
+}
+
+/* Closes lock l, its client c, then everything sn_start started. */
+static inline void sn_finish(sn_t *e, lk_client_t *c, lk_lock_t *l) {
+  sn_close_lock(e, l);
+  sn_close_client(e, c);
+  sn_stop(e);
 }
 
 #endif /* LK_TEST_SENTINEL_FIXTURE_H */

@@ -22,8 +22,7 @@ TEST(ca_file_lock_and_pubsub_wake_over_tls) {
   tu_log_t log;
   rt_tls_certs_t *t = tu_start_server(&fx, TU_GOOD, 0);
   lk_lock_t *a, *b;
-  lk_lock_opts_t lo;
-  sx_t s, r;
+  sx_t s;
   lk_client_stats_t st;
   tu_client_opts(&fx, t, &o, &log);
   o.max_repoll_ms = 20000; /* the wake-up must come from the message */
@@ -32,19 +31,11 @@ TEST(ca_file_lock_and_pubsub_wake_over_tls) {
   b = fx_lock(&fx, "tls-wake");
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS tls-wake"), 1);
-  lk_lock_opts_init(&lo);
-  lo.wait_ms = 20000;
-  memset(&s, 0, sizeof s);
-  ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &s));
+  tu_wait_behind(b, &s);
   FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{tls-wake}") != 0, 5000);
   fx_spin(&fx, 50); /* the post-subscribe retry lands */
   ASSERT_EQ(s.done, 0);
-  memset(&r, 0, sizeof r);
-  ASSERT_OK(lk_lock_release(a, sx_cb, &r));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
-  rt_run_until(&fx.loop, &r.done, 5000);
-  ASSERT_OK(r.status);
+  tu_release_wakes(&fx, a, &s);
   st = tu_stats(fx.c);
   ASSERT_GE(st.pubsub_messages, 1);
   ASSERT_EQ(st.tls_handshakes, 2); /* commands and pub/sub */

@@ -39,6 +39,24 @@ static rt_proxy_t *start_proxied(fx_t *fx, rt_tls_certs_t **t, lk_client_opts_t 
   return p;
 }
 
+/* Closes the fixture, then the proxy. */
+static void stop_proxied(fx_t *fx, rt_tls_certs_t *t, rt_proxy_t *p) {
+  tu_finish(fx, t);
+  rt_proxy_stop(p);
+}
+
+/* A lock named name, its losses counted in lost, held with the watchdog's
+ * lease (renewed); then the next chunk from the server on the one
+ * connection open (no pub/sub yet) will be cut mid-record. */
+static lk_lock_t *held_then_cut(fx_t *fx, rt_proxy_t *p, const char *name, lost_t *lost) {
+  lk_lock_t *l = fx_lock(fx, name);
+  lk_lock_set_lost_cb(l, on_lost, lost);
+  ASSERT_OK(sx_acquire(fx, l, 0, LK_LEASE_DEFAULT));
+  ASSERT_EQ(rt_proxy_connections(p), 1);
+  rt_proxy_cut_next_chunk(p);
+  return l;
+}
+
 /* The watchdog's renewal reply cut mid-record: resent by the next tick over
  * a new TLS connection; the hold is neither lost nor shortened. */
 TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
@@ -54,14 +72,10 @@ TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
   int held;
   o.default_lease_ms = 900; /* renewals every 300 ms */
   fx_start_client(&fx, &o);
-  a = fx_lock(&fx, "tls-cut-renew");
-  lk_lock_set_lost_cb(a, on_lost, &lost);
-  mark = rt_stall_mark();
-  ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
+  mark = rt_stall_mark(); /* the lease starts with the acquire below */
   /* Only the command connection is open (nobody waits: no pub/sub), so the
    * next chunk from the server is a renewal's reply. */
-  ASSERT_EQ(rt_proxy_connections(p), 1);
-  rt_proxy_cut_next_chunk(p);
+  a = held_then_cut(&fx, p, "tls-cut-renew", &lost);
   FX_EVENTUALLY(&fx, rt_proxy_chunks_cut(p) == 1, 3000);
   FX_EVENTUALLY(&fx, tu_stats(fx.c).tls_handshakes >= 2 && lk_client_is_connected(fx.c), 5000);
   fx_spin(&fx, 1000); /* more than a lease: renewals go on over the new session */
@@ -85,8 +99,7 @@ TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
     FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS tls-cut-renew") == 0, 2000);
   }
   fx_close_lock(&fx, a);
-  tu_finish(&fx, t);
-  rt_proxy_stop(p);
+  stop_proxied(&fx, t, p);
 }
 
 /* An acquire's reply cut mid-record: the server granted, the client cannot
@@ -102,12 +115,8 @@ TEST(record_cut_in_an_acquire_reply_is_unknown_and_given_back) {
   lk_lock_t *held, *b;
   sx_t s;
   fx_start_client(&fx, &o);
-  held = fx_lock(&fx, "tls-cut-held");
   b = fx_lock(&fx, "tls-cut-acq");
-  lk_lock_set_lost_cb(held, on_lost, &lost);
-  ASSERT_OK(sx_acquire(&fx, held, 0, LK_LEASE_DEFAULT)); /* watchdog: renewals every 10 s */
-  ASSERT_EQ(rt_proxy_connections(p), 1);
-  rt_proxy_cut_next_chunk(p);
+  held = held_then_cut(&fx, p, "tls-cut-held", &lost); /* watchdog: renewals every 10 s */
   ASSERT_EQ(sx_acquire_in(&fx.loop, b, 0, 30000, &s), LK_EUNKNOWN);
   ASSERT_EQ(rt_proxy_chunks_cut(p), 1);
   /* The give-back goes out on the next connection (the grant was real). */
@@ -125,8 +134,7 @@ TEST(record_cut_in_an_acquire_reply_is_unknown_and_given_back) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, held, NULL));
   fx_close_lock(&fx, b);
   fx_close_lock(&fx, held);
-  tu_finish(&fx, t);
-  rt_proxy_stop(p);
+  stop_proxied(&fx, t, p);
 }
 
 /* A 40 KB message on the pub/sub connection: it arrives as several TLS
@@ -142,8 +150,7 @@ TEST(messages_larger_than_a_record_span_reads) {
   rt_tls_certs_t *t;
   rt_proxy_t *p = start_proxied(&fx, &t, &o, &log);
   lk_lock_t *a, *b;
-  lk_lock_opts_t lo;
-  sx_t s, r;
+  sx_t s;
   char *big;
   size_t i, n = 40000;
   uint64_t msgs;
@@ -154,10 +161,7 @@ TEST(messages_larger_than_a_record_span_reads) {
   a = fx_lock(&fx, "tls-big");
   b = fx_lock(&fx, "tls-big");
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
-  lk_lock_opts_init(&lo);
-  lo.wait_ms = 20000;
-  memset(&s, 0, sizeof s);
-  ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &s));
+  tu_wait_behind(b, &s);
   FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{tls-big}") != 0, 5000);
   fx_spin(&fx, 50);
   msgs = tu_stats(fx.c).pubsub_messages;
@@ -176,17 +180,12 @@ TEST(messages_larger_than_a_record_span_reads) {
   freeReplyObject(rep);
   FX_EVENTUALLY(&fx, tu_stats(fx.c).pubsub_messages > msgs, 5000);
   ASSERT_EQ(s.done, 0); /* not a release: b goes on waiting */
-  memset(&r, 0, sizeof r);
-  ASSERT_OK(lk_lock_release(a, sx_cb, &r));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
-  rt_run_until(&fx.loop, &r.done, 5000);
+  tu_release_wakes(&fx, a, &s);
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
   ASSERT_EQ(tu_stats(fx.c).tls_handshakes, 2);
   ASSERT_EQ(tu_stats(fx.c).reconnects, 0);
   ASSERT_EQ(tu_stats(fx.c).pubsub_reconnects, 0);
   fx_close_lock(&fx, a);
   fx_close_lock(&fx, b);
-  tu_finish(&fx, t);
-  rt_proxy_stop(p);
+  stop_proxied(&fx, t, p);
 }

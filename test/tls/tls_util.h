@@ -77,6 +77,28 @@ static inline int tu_has(const char *text, const char *needle) {
   return text != NULL && strstr(text, needle) != NULL;
 }
 
+/* b starts waiting (20 s, the default lease) for the lock another holds:
+ * its outcome into s; the caller runs the loop. */
+static inline void tu_wait_behind(lk_lock_t *b, sx_t *s) {
+  lk_lock_opts_t lo;
+  lk_lock_opts_init(&lo);
+  lo.wait_ms = 20000;
+  memset(s, 0, sizeof *s);
+  ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, s));
+}
+
+/* a's release lets the waiter (its acquire in s) in; the release is
+ * answered too. */
+static inline void tu_release_wakes(fx_t *fx, lk_lock_t *a, sx_t *s) {
+  sx_t r;
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(lk_lock_release(a, sx_cb, &r));
+  rt_run_until(&fx->loop, &s->done, 5000);
+  ASSERT_OK(s->status);
+  rt_run_until(&fx->loop, &r.done, 5000);
+  ASSERT_OK(r.status);
+}
+
 static inline void tu_finish(fx_t *fx, rt_tls_certs_t *t) {
   fx_finish(fx);
   rt_tls_certs_free(t);
