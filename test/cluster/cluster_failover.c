@@ -166,6 +166,35 @@ TEST(coordinated_failover_keeps_the_hold_verifies_it_and_the_waiter_gets_in) {
   cfx_finish(&f);
 }
 
+/* A failover of x's master to its replica, which lacks the hold: waits
+ * for the holder's loss and the waiter's grant, checks both, and checks
+ * on_lost came within a round trip of the grant (300 ms, scaled). */
+static void fo_lost_to_empty_replica(cfx_t *f, fo_t *x, const cfx_events_t *ev) {
+  uint64_t t1 = cfx_failover_live(f, x->r, NULL, NULL);
+  FX_EVENTUALLY(&f->fx, x->lost.n == 1 && x->sw.done, 5000);
+  ASSERT_OK(x->sw.status);
+  ASSERT(!lk_lock_is_held(x->a));
+  ASSERT(lk_lock_is_held(x->w));
+  double to_lost = cfx_ms_since(t1, x->lost.t_ns), to_grant = cfx_ms_since(t1, x->sw.t_ns);
+  fprintf(stderr,
+          "note: after the failover: new holder granted at %.1f ms, old holder's on_lost at "
+          "%.1f ms (topology events so far: %d)\n",
+          to_grant, to_lost, ev->topology);
+  ASSERT_LE(to_lost - to_grant, (double)rt_scaled_ms(300));
+}
+
+/* After fo_lost_to_empty_replica: the holder's release says the hold was
+ * lost, the waiter's release leaves the new master empty, on_lost came once. */
+static void fo_finish_after_loss(cfx_t *f, fo_t *x) {
+  ASSERT_OK(rt_cluster_wait_stable(f->cl, 20000));
+  ASSERT_EQ(lk_lock_release(x->a, sx_cb, NULL), LK_ELEASELOST);
+  ASSERT_OK(sx_run(&f->fx, lk_lock_release, x->w, NULL));
+  ASSERT_EQ(cfx_exists(f, x->r, x->name), 0);
+  ASSERT_EQ(x->lost.n, 1);
+  fo_close(f, x);
+  cfx_finish(f);
+}
+
 /* The promoted replica lacks the hold. Holder and waiter share a client:
  * the waiter's next poll meets MOVED, goes to the new master and is granted
  * (the hold is gone there); the same MOVED has the holds in that slot
@@ -184,27 +213,11 @@ TEST(failover_to_a_replica_without_the_hold_reports_it_lost_within_a_round_trip_
   fo_hold_and_wait(&f, &x, f.masters[2], "fo-lost-", NULL);
   empty_replica(&f, x.r);
 
-  uint64_t t1 = cfx_failover_live(&f, x.r, NULL, NULL);
-  FX_EVENTUALLY(&f.fx, x.lost.n == 1 && x.sw.done, 5000);
-  ASSERT_OK(x.sw.status);
-  ASSERT(!lk_lock_is_held(x.a));
-  ASSERT(lk_lock_is_held(x.w));
-  double to_lost = cfx_ms_since(t1, x.lost.t_ns), to_grant = cfx_ms_since(t1, x.sw.t_ns);
-  fprintf(stderr,
-          "note: after the failover: new holder granted at %.1f ms, old holder's on_lost at "
-          "%.1f ms (topology events so far: %d)\n",
-          to_grant, to_lost, ev.topology);
-  /* The bound: on_lost no later than a round trip after the grant (and
-   * never more than a rate-limited map read, 100 ms, plus one). */
-  ASSERT_LE(to_lost - to_grant, (double)rt_scaled_ms(300));
+  fo_lost_to_empty_replica(&f, &x, &ev);
+  /* The bound above: on_lost no later than a round trip after the grant
+   * (never more than a rate-limited map read, 100 ms, plus one). */
   FX_EVENTUALLY(&f.fx, ev.topology >= 1, 5000 + 2000);
-  ASSERT_OK(rt_cluster_wait_stable(f.cl, 20000));
-  ASSERT_EQ(lk_lock_release(x.a, sx_cb, NULL), LK_ELEASELOST);
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.w, NULL));
-  ASSERT_EQ(cfx_exists(&f, x.r, x.name), 0);
-  ASSERT_EQ(x.lost.n, 1);
-  fo_close(&f, &x);
-  cfx_finish(&f);
+  fo_finish_after_loss(&f, &x);
 }
 
 /* The same failover while the map cannot be read: the seed (the node the
@@ -231,30 +244,14 @@ TEST(failover_seen_by_a_moved_alone_reports_the_lost_hold_without_a_map) {
   empty_replica(&f, x.r);
   rt_proxy_on_reply(p, "CLUSTER", 1, RT_PROXY_HOLD, NULL, 0);
 
-  uint64_t t1 = cfx_failover_live(&f, x.r, NULL, NULL);
-  FX_EVENTUALLY(&f.fx, x.lost.n == 1 && x.sw.done, 5000);
-  ASSERT_OK(x.sw.status);
-  ASSERT(!lk_lock_is_held(x.a));
-  ASSERT(lk_lock_is_held(x.w));
-  double to_lost = cfx_ms_since(t1, x.lost.t_ns), to_grant = cfx_ms_since(t1, x.sw.t_ns);
-  fprintf(stderr,
-          "note: maps held: new holder granted at %.1f ms, old holder's on_lost at %.1f ms "
-          "(topology events %d)\n",
-          to_grant, to_lost, ev.topology);
-  ASSERT_LE(to_lost - to_grant, (double)rt_scaled_ms(300));
+  fo_lost_to_empty_replica(&f, &x, &ev);
   /* Told by the MOVED, not by a map: the client asked for one after the
    * MOVED, and its reply is held (a map read after the seed's reply timeout
    * comes seconds later, if at all). */
   FX_EVENTUALLY(&f.fx, rt_proxy_rule_state(p) >= RT_PROXY_RULE_MATCHED, 2000);
   ASSERT(ev.topology == 0 || x.lost.t_ns < ev.topology_ns);
   rt_proxy_release(p);
-  ASSERT_OK(rt_cluster_wait_stable(f.cl, 20000));
-  ASSERT_EQ(lk_lock_release(x.a, sx_cb, NULL), LK_ELEASELOST);
-  ASSERT_OK(sx_run(&f.fx, lk_lock_release, x.w, NULL));
-  ASSERT_EQ(cfx_exists(&f, x.r, x.name), 0);
-  ASSERT_EQ(x.lost.n, 1);
-  fo_close(&f, &x);
-  cfx_finish(&f);
+  fo_finish_after_loss(&f, &x);
   rt_proxy_stop(p);
 }
 
