@@ -354,6 +354,10 @@ static void on_node_acquired(lk_lock_t *l, int status, void *arg) {
       node_release(nd); /* the attempt failed: release, and wait for it */
     else if (status == 0)
       late_grant(rl, nd);
+    /* Releases that ended while this answer was due could not ask this
+     * master: say a re-entry's grant that comes after both releases. What
+     * it still has beyond the RedLock's holds is given back now. */
+    drop_excess(rl, nd);
   }
   join_attempt(rl, nd);
   advance(rl);

@@ -432,39 +432,58 @@ TEST(rl_release_answers_at_its_quorum_and_the_next_attempt_waits_for_stragglers)
   mfx_finish(&m);
 }
 
-/* Two holds; the first release answers at its quorum while one master's
- * answer is still due, so the second release cannot ask that master. Its
- * remaining hold is given back once it answers, not kept (and renewed) by
- * its lock object. */
-TEST(rl_reentrant_release_straggler_gives_back_its_last_hold) {
+/* Two holds, and master 4's answer is still due when both releases end, so
+ * neither asks it: stopped after the re-entry, the first release's answer
+ * is the late one; stopped before it, the re-entry's grant (the re-entry
+ * wins on masters 0-3). Once it answers, whatever it still has is given
+ * back, none kept (and renewed) by its lock object. */
+static void both_releases_before_a_late_answer(const char *name, int late_reentry) {
   mfx_t m;
   lk_redlock_t *rl;
   lk_redlock_opts_t o;
   mx_t s;
   int i;
   mfx_start(&m, N, NULL);
-  rl = mx_rl_new(&m, m.c, "rl-reentry-straggler", NULL);
+  rl = mx_rl_new(&m, m.c, name, NULL);
   rl_opts(&o, 0, 30000, rt_scaled_ms(3000));
   ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
   mx_rl_settle(&m, rl);
+  if (late_reentry) {
+    for (i = 0; i < N; i++)
+      ASSERT_EQ(holds_on(&m, rl, i), 1);
+    rt_server_pause(m.srv[4]);
+  }
   ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
-  mx_rl_settle(&m, rl); /* every master's answer in: all five are asked */
-  for (i = 0; i < N; i++)
-    ASSERT_EQ(holds_on(&m, rl, i), 2);
-  rt_server_pause(m.srv[4]);
+  if (late_reentry) {
+    ASSERT_EQ(lk_redlock_hold_count(rl), 2); /* a quorum of masters 0-3 */
+    ASSERT_EQ(lk_redlock_node_status(rl, 4), LK_EUNKNOWN);
+  } else {
+    mx_rl_settle(&m, rl); /* every master's answer in: all five are asked */
+    for (i = 0; i < N; i++)
+      ASSERT_EQ(holds_on(&m, rl, i), 2);
+    rt_server_pause(m.srv[4]);
+  }
   ASSERT_OK(mx_rl_release(&m, rl)); /* a quorum of masters 0-3; 4 is due */
   ASSERT_OK(mx_rl_release(&m, rl)); /* 4 is busy: not asked */
   ASSERT_EQ(lk_redlock_is_held(rl), 0);
   for (i = 0; i < 4; i++) /* some may still be settling */
-    ASSERT_EQ(mfx_wait_key_gone(&m, i, "rl-reentry-straggler", 5000), 1);
+    ASSERT_EQ(mfx_wait_key_gone(&m, i, name, 5000), 1);
   rt_server_resume(m.srv[4]);
-  /* Master 4 answers the first release (2 -> 1), then gets the last hold
-   * back; its lock object keeps nothing. */
+  /* Master 4 answers the first release (2 -> 1) or grants the re-entry
+   * (1 -> 2), then gets back what the RedLock no longer holds. */
   int64_t end = rt_now_ms() + rt_scaled_ms(5000);
   while (lk_lock_hold_count(lk_redlock_node_lock(rl, 4)) != 0 && rt_now_ms() < end)
     mfx_spin(&m, 5);
   ASSERT_EQ(lk_lock_hold_count(lk_redlock_node_lock(rl, 4)), 0);
-  ASSERT_EQ(mfx_wait_key_gone(&m, 4, "rl-reentry-straggler", 5000), 1);
+  ASSERT_EQ(mfx_wait_key_gone(&m, 4, name, 5000), 1);
   mx_rl_close(&m, rl);
   mfx_finish(&m);
+}
+
+TEST(rl_reentrant_release_straggler_gives_back_its_last_hold) {
+  both_releases_before_a_late_answer("rl-reentry-straggler", 0);
+}
+
+TEST(rl_reentry_grant_after_both_releases_gives_back_every_hold) {
+  both_releases_before_a_late_answer("rl-reentry-late-grant", 1);
 }
