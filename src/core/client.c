@@ -145,6 +145,7 @@ static const lk__owner_t client_owner = {
     .uncorked = on_uncorked,
     .topology_read = lk__pubsub_on_topology,
     .slots_moved = lk__wd_verify_slots,
+    .slots_redirected = lk__wd_verify_redirected,
     .master_changed = lk__wd_verify_all,
     .has_channels = lk__pubsub_has_channels,
 };

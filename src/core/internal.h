@@ -249,6 +249,9 @@ struct lk__owner_s {
    * master (changed: a bit per slot); node 0's master changed. */
   void (*topology_read)(lk_client_t *c);
   void (*slots_moved)(lk_client_t *c, const uint8_t *changed);
+  /* A MOVED named new owners for these slots: as slots_moved, but a hold
+   * whose renewal is in flight is left to it (it follows the redirection). */
+  void (*slots_redirected)(lk_client_t *c, const uint8_t *changed);
   void (*master_changed)(lk_client_t *c);
   /* Whether a channel lives (or is to be subscribed) on a pub/sub conn. */
   int (*has_channels)(const lk__conn_t *conn);
@@ -327,6 +330,10 @@ struct lk_client_s {
   uint64_t topo_watch_ms; /* the next short re-read period; 0: none running */
   unsigned topo_dial_turn; /* whose backoff a map read cuts short next (router.c) */
   unsigned topo_inflight : 1, topo_again : 1, topo_wanted : 1, topo_asked_slots : 1;
+  /* Slots a MOVED gave a new owner since the last pass of moved_defer, which
+   * has their idle holds verified in one walk (core/router.c). */
+  uint8_t moved_slots[16384 / 8];
+  lk__defer_t moved_defer;
   unsigned ever_connected : 1;
   /* Why the last connection attempt failed (lk_client_error_text): set by
    * lk__client_set_error, cleared when the command connection is ready. */

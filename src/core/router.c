@@ -409,22 +409,39 @@ static void on_topology(void *data, int status, redisReply *r) {
 /* --- redirections --- */
 
 /* A MOVED names the slot's owner from now on. When that is news (the map
- * named another node), the holds in the slot are verified at once, as a map
- * saying so would have them: after a failover to a replica without a hold,
- * the next map read may come from a node that has not heard of the
- * promotion yet (seconds on a loaded machine), and the holder must not wait
- * for the periodic read to be told. Cheap when nothing is lost: a renewal
- * of the few holds in one slot, once per slot that changed hands. */
+ * named another node), the holds in the slot are verified, as a map saying
+ * so would have them: after a failover to a replica without a hold, the
+ * next map read may come from a node that has not heard of the promotion
+ * yet (seconds on a loaded machine), and the holder must not wait for the
+ * periodic read to be told. The slots are gathered and verified together
+ * from the loop (on_moved_defer): a failover answers MOVED for each of the
+ * old master's slots, and one walk of the holds serves them all. */
+_Static_assert(sizeof(((lk_client_t *)0)->moved_slots) == LK__SLOTS / 8, "a bit per slot");
+
 static void slot_moved_to(lk_client_t *c, int slot, const lk__node_t *n) {
   c->stats.moved_redirects++;
   if (c->slot_node[slot] != n->idx) {
-    uint8_t changed[LK__SLOTS / 8];
-    memset(changed, 0, sizeof(changed));
-    changed[slot >> 3] = (uint8_t)(1u << (slot & 7));
     c->slot_node[slot] = n->idx;
-    c->owner->slots_moved(c, changed);
+    c->moved_slots[slot >> 3] |= (uint8_t)(1u << (slot & 7));
+    lk__defer(c, &c->moved_defer);
   }
   refresh_soon(c);
+}
+
+/* Verifies the idle holds in the slots gathered since the last pass. While
+ * a stale map sends a slot back to its old owner, the next MOVED for it
+ * verifies again: at most once per map read (100 ms apart), until a map
+ * agrees. A RedLock's quarantine of this cluster waits for that map (a
+ * MOVED alone does not tell a failover from a migration or from a route
+ * this client had not learned yet: docs/multilock.md). */
+static void on_moved_defer(lk__defer_t *d) {
+  lk_client_t *c = lk__container_of(d, lk_client_t, moved_defer);
+  uint8_t changed[sizeof(c->moved_slots)];
+  if (c->closing)
+    return;
+  memcpy(changed, c->moved_slots, sizeof(changed));
+  memset(c->moved_slots, 0, sizeof(c->moved_slots));
+  c->owner->slots_redirected(c, changed);
 }
 
 /* Digits only, 1..5 of them, value in [lo, hi]: 0, or -1. */
@@ -709,6 +726,7 @@ void lk__router_start(lk_client_t *c) {
   uv_timer_init(c->loop, &c->topo_timer);
   c->topo_timer.data = c;
   c->handles_open += 2;
+  lk__defer_init(&c->moved_defer, on_moved_defer);
   if (c->cluster_on)
     refresh_soon(c);
 }
@@ -726,6 +744,7 @@ void lk__router_close(lk_client_t *c) {
   }
   uv_timer_stop(&c->retry_timer);
   uv_timer_stop(&c->topo_timer);
+  lk__defer_cancel(&c->moved_defer);
   uv_close((uv_handle_t *)&c->retry_timer, on_router_timer_closed);
   uv_close((uv_handle_t *)&c->topo_timer, on_router_timer_closed);
 }

@@ -606,7 +606,7 @@ void lk__wd_verify_all(lk_client_t *c) {
   rearm(c);
 }
 
-void lk__wd_verify_slots(lk_client_t *c, const uint8_t *changed) {
+static void verify_slots(lk_client_t *c, const uint8_t *changed, int in_flight_too) {
   due_list_t d;
   lk__queue_t *q;
   if (changed == NULL)
@@ -615,7 +615,7 @@ void lk__wd_verify_slots(lk_client_t *c, const uint8_t *changed) {
   lk__client_cork(c);
   for (q = c->wd_ring.next; q != &c->wd_ring; q = q->next) {
     lk__wd_entry_t *e = lk__container_of(q, lk__wd_entry_t, node);
-    if (!lk__topo_bit(changed, entry_slot(e)))
+    if (!lk__topo_bit(changed, entry_slot(e)) || (!in_flight_too && e->batch != NULL))
       continue;
     /* Owed until a renewal sent from now on settles it: one in flight was
      * sent to the old master, and is followed by another when it answers
@@ -629,6 +629,12 @@ void lk__wd_verify_slots(lk_client_t *c, const uint8_t *changed) {
   lk__client_uncork(c);
   due_free(&d);
   rearm(c);
+}
+
+void lk__wd_verify_slots(lk_client_t *c, const uint8_t *changed) { verify_slots(c, changed, 1); }
+
+void lk__wd_verify_redirected(lk_client_t *c, const uint8_t *changed) {
+  verify_slots(c, changed, 0);
 }
 
 void lk__wd_grant_confirms(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns) {

@@ -140,5 +140,10 @@ void lk__wd_verify_all(lk_client_t *c);
  * (it may be the old master's answer); one whose release is in flight is
  * not (the release settles it). Corked: one write per node. */
 void lk__wd_verify_slots(lk_client_t *c, const uint8_t *changed);
+/* The same after a MOVED: holds whose renewal is in flight are left out,
+ * since that renewal follows the redirection to the new owner and settles
+ * them (marking them owed would renew them twice, and again on every hop
+ * of a redirection loop). */
+void lk__wd_verify_redirected(lk_client_t *c, const uint8_t *changed);
 
 #endif /* LK_CORE_WATCHDOG_H */
