@@ -233,10 +233,18 @@ TEST(ten_thousand_locks_renewed_in_batches) {
    * a wave may come up to a millisecond early by uv_hrtime. */
   ASSERT_GE((int64_t)(b->last_wave_ns - b->first_wave_ns),
             (int64_t)((WAVES - 1) * (period_ns / WAVES / 1000000u - 1)) * 1000000);
-  fprintf(stderr, "waves issued over %lld ms, granted over %lld ms\n",
+  /* A server slowed without stopping (a starved machine) answers late with
+   * no stall measured: the grants' spread beyond the waves' is that lag, and
+   * renewals wait behind it as the grants did, so it comes out of the slack
+   * the holds have (loaded run 37: 667 ms of lag, 612 ms of stalls). */
+  const int64_t lag = ((int64_t)(b->last_ns - b->first_ns) -
+                       (int64_t)(b->last_wave_ns - b->first_wave_ns)) /
+                      1000000;
+  const int64_t held_slack = lag <= 0 ? slack : lag < slack ? slack - lag : 0;
+  fprintf(stderr, "waves issued over %lld ms, granted over %lld ms: slack %lld ms\n",
           (long long)((b->last_wave_ns - b->first_wave_ns) / 1000000u),
-          (long long)((b->last_ns - b->first_ns) / 1000000u));
-  if (!EXPECT_HOLD(rt_server_count_keys(fx.srv, "*") == NLOCKS && b->lost == 0, mark, slack)) {
+          (long long)((b->last_ns - b->first_ns) / 1000000u), (long long)held_slack);
+  if (!EXPECT_HOLD(rt_server_count_keys(fx.srv, "*") == NLOCKS && b->lost == 0, mark, held_slack)) {
     big_close_all(&fx, b);
     return;
   }
@@ -264,7 +272,7 @@ TEST(ten_thousand_locks_renewed_in_batches) {
             (int64_t)(P * period_ns / 1000000u) +
                 2 * P * (rt_scaled_ms(40) + rt_stall_longest_ms(measured)));
   /* Holds a stall took are renewed no more: the counts below need them. */
-  if (!EXPECT_HOLD(b->lost == 0 && st1.leases_lost == 0, mark, slack)) {
+  if (!EXPECT_HOLD(b->lost == 0 && st1.leases_lost == 0, mark, held_slack)) {
     big_close_all(&fx, b);
     return;
   }
@@ -306,7 +314,7 @@ TEST(ten_thousand_locks_renewed_in_batches) {
   ASSERT_LE(believed, alive);
   if (!EXPECT_HOLD(alive == NLOCKS && believed == NLOCKS && b->lost == 0 &&
                        stats_of(fx.c).leases_lost == 0,
-                   mark, slack)) {
+                   mark, held_slack)) {
     big_close_all(&fx, b);
     return;
   }
