@@ -647,7 +647,18 @@ int lk__router_note_moved(lk__conn_t *conn, const redisReply *r) {
   n = node_get(c, host, host_len, port);
   if (n == NULL)
     return 0;
-  slot_moved_to(c, slot, n);
+  c->stats.moved_redirects++;
+  if (c->slot_node[slot] != n->idx) {
+    /* Met on a pub/sub connection: a renewal in flight on the command
+     * connection may already have been answered by the old master, so,
+     * unlike slot_moved_to, it is followed by another (as after a map). */
+    uint8_t changed[LK__SLOTS / 8];
+    memset(changed, 0, sizeof(changed));
+    changed[slot >> 3] = (uint8_t)(1u << (slot & 7));
+    c->slot_node[slot] = n->idx;
+    c->owner->slots_moved(c, changed);
+  }
+  refresh_soon(c);
   return 1;
 }
 

@@ -235,12 +235,19 @@ TEST(ten_thousand_locks_renewed_in_batches) {
             (int64_t)((WAVES - 1) * (period_ns / WAVES / 1000000u - 1)) * 1000000);
   /* A server slowed without stopping (a starved machine) answers late with
    * no stall measured: the grants' spread beyond the waves' is that lag, and
-   * renewals wait behind it as the grants did, so it comes out of the slack
-   * the holds have (loaded run 37: 667 ms of lag, 612 ms of stalls). */
-  const int64_t lag = ((int64_t)(b->last_ns - b->first_ns) -
-                       (int64_t)(b->last_wave_ns - b->first_wave_ns)) /
-                      1000000;
-  const int64_t held_slack = lag <= 0 ? slack : lag < slack ? slack - lag : 0;
+   * the first renewals wait behind it as the grants did, so it comes out of
+   * the slack the holds have right after the grants (loaded run 37: 667 ms
+   * of lag, 612 ms of stalls). The client's own loop lateness is not the
+   * server's and does not count, and half the slack always stays: library
+   * slowness never excuses a loss. */
+  rt_stalls_t during;
+  rt_stall_since(mark, &during);
+  int64_t lag = ((int64_t)(b->last_ns - b->first_ns) -
+                 (int64_t)(b->last_wave_ns - b->first_wave_ns)) /
+                    1000000 -
+                during.loop_ms;
+  lag = lag < 0 ? 0 : lag > slack / 2 ? slack / 2 : lag;
+  const int64_t held_slack = slack - lag;
   fprintf(stderr, "waves issued over %lld ms, granted over %lld ms: slack %lld ms\n",
           (long long)((b->last_wave_ns - b->first_wave_ns) / 1000000u),
           (long long)((b->last_ns - b->first_ns) / 1000000u), (long long)held_slack);
@@ -272,7 +279,7 @@ TEST(ten_thousand_locks_renewed_in_batches) {
             (int64_t)(P * period_ns / 1000000u) +
                 2 * P * (rt_scaled_ms(40) + rt_stall_longest_ms(measured)));
   /* Holds a stall took are renewed no more: the counts below need them. */
-  if (!EXPECT_HOLD(b->lost == 0 && st1.leases_lost == 0, mark, held_slack)) {
+  if (!EXPECT_HOLD(b->lost == 0 && st1.leases_lost == 0, mark, slack)) {
     big_close_all(&fx, b);
     return;
   }
@@ -314,7 +321,7 @@ TEST(ten_thousand_locks_renewed_in_batches) {
   ASSERT_LE(believed, alive);
   if (!EXPECT_HOLD(alive == NLOCKS && believed == NLOCKS && b->lost == 0 &&
                        stats_of(fx.c).leases_lost == 0,
-                   mark, held_slack)) {
+                   mark, slack)) {
     big_close_all(&fx, b);
     return;
   }
