@@ -6,7 +6,8 @@
  *
  * Workers are forked before the parent makes its loop and client; each has
  * its own loop, client and waiters, and obeys one-byte commands on a pipe:
- * 'e' = the next waiter joins the queue, 'q' = close everything and exit. */
+ * 'e' = the next waiter joins the queue, 'q' = close everything (once every
+ * release is answered) and exit. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -41,16 +42,23 @@ typedef struct worker_s {
   lk_client_t *c;
   lk_fair_t *w[MAX_WAITERS];
   int open_objects;
+  int acquired;    /* waiters granted so far */
+  int released;    /* of those, releases answered */
+  int quit_asked;  /* 'q' came: close once every release is answered */
   redisContext *side;
 } worker_t;
 
 static worker_t W;
 static pid_t order_parent;
 
+static void close_everything(void);
+
 static void on_worker_released(lk_fair_t *f, int status, void *arg) {
   (void)arg;
   if (status != 0 || lk_fair_result(f) != 1)
     rt_worker_die(W.index, "release: %s", lk_err_name(status));
+  if (++W.released == W.acquired && W.quit_asked)
+    close_everything();
 }
 
 static void on_worker_acquired(lk_fair_t *f, int status, void *arg) {
@@ -58,6 +66,7 @@ static void on_worker_acquired(lk_fair_t *f, int status, void *arg) {
   redisReply *r;
   if (status != 0)
     rt_worker_die(W.index, "waiter %d: acquire: %s", j, lk_err_name(status));
+  W.acquired++;
   r = redisCommand(W.side, "RPUSH %s %d:%d", LOG_KEY, W.index, j);
   if (r == NULL || r->type != REDIS_REPLY_INTEGER)
     rt_worker_die(W.index, "RPUSH log: %s", W.side->errstr);
@@ -75,6 +84,17 @@ static void on_worker_fair_closed(lk_fair_t *f) {
     int rc = lk_client_close(W.c, on_worker_client_closed);
     if (rc != 0)
       rt_worker_die(W.index, "lk_client_close: %s", lk_err_name(rc));
+  }
+}
+
+/* The parent asks to quit once the log is complete, which the last waiter's
+ * release may not have been answered by yet: closing then would cancel it. */
+static void close_everything(void) {
+  int j;
+  for (j = 0; j < W.nwaiters; j++) {
+    int rc = lk_fair_close(W.w[j], on_worker_fair_closed);
+    if (rc != 0)
+      rt_worker_die(W.index, "lk_fair_close: %s", lk_err_name(rc));
   }
 }
 
@@ -106,13 +126,10 @@ static void on_command(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
         rt_worker_die(W.index, "lk_fair_acquire: %s", lk_err_name(rc));
       W.next++;
     } else if (buf->base[i] == 'q') {
-      int j;
       uv_close((uv_handle_t *)s, NULL);
-      for (j = 0; j < W.nwaiters; j++) {
-        int rc = lk_fair_close(W.w[j], on_worker_fair_closed);
-        if (rc != 0)
-          rt_worker_die(W.index, "lk_fair_close: %s", lk_err_name(rc));
-      }
+      W.quit_asked = 1;
+      if (W.released == W.acquired)
+        close_everything();
       return;
     }
   }
