@@ -356,8 +356,15 @@ static void on_node_acquired(lk_lock_t *l, int status, void *arg) {
       late_grant(rl, nd);
     /* Releases that ended while this answer was due could not ask this
      * master: say a re-entry's grant that comes after both releases. What
-     * it still has beyond the RedLock's holds is given back now. */
-    drop_excess(rl, nd);
+     * it still has beyond the RedLock's holds is given back now. After
+     * on_lost everything goes, as for a late release: group_lost could not
+     * give back this busy master's holds, and rl->holds still counts the
+     * lost ones until the next acquire or release, so drop_excess would let
+     * the master keep (and its watchdog renew) its earlier holds. */
+    if (rl->lost && nd->busy == N_IDLE)
+      give_back(nd, nd->mine);
+    else
+      drop_excess(rl, nd);
   }
   join_attempt(rl, nd);
   advance(rl);

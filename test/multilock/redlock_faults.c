@@ -487,3 +487,93 @@ TEST(rl_reentrant_release_straggler_gives_back_its_last_hold) {
 TEST(rl_reentry_grant_after_both_releases_gives_back_every_hold) {
   both_releases_before_a_late_answer("rl-reentry-late-grant", 1);
 }
+
+/* Clients whose locks are renewed every lease/3 of the given default lease,
+ * and whose reply timeout outlasts any pause here: a stopped master's
+ * answer comes late, not as a dropped connection. */
+static void clients_patient(mfx_t *m, lk_client_t **set, int64_t lease_ms) {
+  int i;
+  for (i = 0; i < m->n; i++) {
+    lk_client_opts_t co;
+    mfx_client_opts(m, i, &co);
+    co.default_lease_ms = lease_ms;
+    co.reply_timeout_ms = 60000;
+    ASSERT_OK(lk_client_new(&m->loop, &co, &set[i]));
+  }
+  mfx_wait_connected(m, set);
+}
+
+/* Runs the loop until *lost counts one loss (bounded: a renewal period of
+ * the 6 s lease is 2 s). */
+static void wait_lost(mfx_t *m, const int *lost) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(10000);
+  while (*lost == 0 && rt_now_ms() < end)
+    mfx_spin(m, 5);
+  ASSERT_EQ(*lost, 1);
+}
+
+/* Runs the loop until master i's lock object has no hold left (bounded);
+ * its hold count then. */
+static uint32_t wait_node_free(mfx_t *m, lk_redlock_t *rl, int i) {
+  lk_lock_t *l = lk_redlock_node_lock(rl, (size_t)i);
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (lk_lock_hold_count(l) != 0 && rt_now_ms() < end)
+    mfx_spin(m, 5);
+  return lk_lock_hold_count(l);
+}
+
+/* The quorum is lost while master 4's re-entry answer is still due: 4 is
+ * stopped across the re-entry (won on masters 0-3) and the loss (the holds
+ * on masters 0-2 deleted: their renewals find them gone). on_lost gives
+ * back what the idle masters hold; once master 4 answers, its lock object
+ * must give back its first hold too, not only the late grant: nothing of
+ * the lost RedLock is kept (and renewed) on any master. */
+TEST(rl_quorum_lost_while_a_reentry_answer_is_due_gives_back_every_hold) {
+  const char *name = "rl-lost-late-reentry";
+  mfx_t m;
+  lk_client_t *b[N];
+  lk_redlock_t *rl;
+  lk_redlock_opts_t o;
+  mx_t s;
+  int lost = 0, i;
+  mfx_start(&m, N, NULL);
+  clients_patient(&m, b, 6000);
+  rl = mx_rl_new(&m, b, name, NULL);
+  ASSERT_OK(lk_redlock_set_lost_cb(rl, count_lost, &lost));
+  rl_opts(&o, 0, -1, rt_scaled_ms(3000));
+  ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
+  mx_rl_settle(&m, rl);
+  for (i = 0; i < N; i++)
+    ASSERT_EQ(holds_on(&m, rl, i), 1);
+
+  rt_server_pause(m.srv[4]);
+  ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s)); /* a quorum of masters 0-3 */
+  ASSERT_EQ(lk_redlock_hold_count(rl), 2);
+  ASSERT_EQ(lk_redlock_node_status(rl, 4), LK_EUNKNOWN);
+  for (i = 0; i < 3; i++)
+    mx_unclog(&m, i, name);
+  wait_lost(&m, &lost);
+  ASSERT_EQ(lk_redlock_is_held(rl), 0);
+  for (i = 0; i < 4; i++)
+    ASSERT_EQ(mfx_wait_key_gone(&m, i, name, 5000), 1);
+  /* Still in time on master 4 (its lease is 6 s): the first hold is there,
+   * the re-entry's answer due. */
+  ASSERT_EQ(lk_lock_hold_count(lk_redlock_node_lock(rl, 4)), 1);
+  ASSERT_EQ(lk_redlock_node_status(rl, 4), LK_EUNKNOWN);
+
+  rt_server_resume(m.srv[4]);
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+    while (lk_redlock_node_status(rl, 4) == LK_EUNKNOWN && rt_now_ms() < end)
+      mfx_spin(&m, 5);
+  }
+  ASSERT_EQ(lk_redlock_node_status(rl, 4), 0); /* it granted the re-entry */
+  ASSERT_EQ(wait_node_free(&m, rl, 4), 0);
+  ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(rl, 4)), 0);
+  ASSERT_EQ(mfx_wait_key_gone(&m, 4, name, 5000), 1);
+  ASSERT_EQ(lost, 1);
+  ASSERT_EQ(lk_redlock_release(rl, mx_rl_cb, &s), LK_ELEASELOST);
+  mx_rl_close(&m, rl);
+  mfx_close_set(&m, b);
+  mfx_finish(&m);
+}
