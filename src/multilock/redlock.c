@@ -517,8 +517,16 @@ static int attempt_failure(const lk_redlock_t *rl) {
   return answered >= rl->quorum ? LK_ETIMEDOUT : LK_ENOQUORUM;
 }
 
+/* The quorum lost while a re-entry runs decides nothing: the votes of
+ * masters whose holds went (lost, or given back by group_lost) still count
+ * here, so a later answer could make a quorum of them and report success
+ * after on_lost, leaving the voters' holds kept and renewed. advance ends
+ * the operation with LK_ELEASELOST once the masters asked answered (or the
+ * node timeout gave up on them), giving everything back. */
 static void decide_attempt(lk_redlock_t *rl) {
   size_t i, votes = 0, pending = 0;
+  if (rl->lost)
+    return;
   for (i = 0; i < rl->n; i++) {
     const lk__rnode_t *nd = &rl->node[i];
     if (nd->vote)
@@ -543,6 +551,8 @@ static void decide_attempt(lk_redlock_t *rl) {
 
 static void decide_fence(lk_redlock_t *rl) {
   size_t i, ok = 0, pending = 0;
+  if (rl->lost)
+    return; /* as in decide_attempt */
   for (i = 0; i < rl->n; i++) {
     if (rl->node[i].tok == TOK_OK)
       ok++;
@@ -809,11 +819,11 @@ static void on_timer(uv_timer_t *t) {
         nd->status = LK_ETIMEDOUT;
       }
     }
-    decide_attempt(rl);
+    advance(rl); /* decide_attempt, or the loss reported */
     return;
   case PH_FENCE:
     lk__rl_forget_token_ops(rl);
-    decide_fence(rl);
+    advance(rl); /* decide_fence, or the loss reported */
     return;
   case PH_ROLLBACK:
     /* Stragglers settle in the background. */

@@ -577,3 +577,77 @@ TEST(rl_quorum_lost_while_a_reentry_answer_is_due_gives_back_every_hold) {
   mfx_close_set(&m, b);
   mfx_finish(&m);
 }
+
+/* The quorum is lost while a re-entry is undecided: master 3's hold is
+ * already gone (its renewal found it deleted; four still hold), masters 2
+ * and 4 are stopped, 0 and 1 granted; then the holds on 0 and 1 are deleted
+ * and on_lost fires. The grants of masters whose holds are gone must not
+ * win the re-entry once 2 or 4 answers: it reports LK_ELEASELOST when both
+ * did, and nothing is kept on any master. */
+TEST(rl_quorum_lost_during_a_reentry_fails_it_and_gives_back_every_hold) {
+  const char *name = "rl-lost-mid-reentry";
+  mfx_t m;
+  lk_client_t *b[N];
+  lk_redlock_t *rl;
+  lk_redlock_opts_t o;
+  mx_t s;
+  int lost = 0, i;
+  mfx_start(&m, N, NULL);
+  clients_patient(&m, b, 6000);
+  rl = mx_rl_new(&m, b, name, NULL);
+  ASSERT_OK(lk_redlock_set_lost_cb(rl, count_lost, &lost));
+  rl_opts(&o, 0, -1, rt_scaled_ms(20000));
+  ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
+  mx_rl_settle(&m, rl);
+  for (i = 0; i < N; i++)
+    ASSERT_EQ(holds_on(&m, rl, i), 1);
+  mx_unclog(&m, 3, name);
+  {
+    /* Its lock object reports the loss at its next renewal (the lock keeps
+     * its count, lost: lk_lock_is_held turns 0). */
+    int64_t end = rt_now_ms() + rt_scaled_ms(10000);
+    while (lk_lock_is_held(lk_redlock_node_lock(rl, 3)) && rt_now_ms() < end)
+      mfx_spin(&m, 5);
+  }
+  ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(rl, 3)), 0);
+  ASSERT_EQ(lost, 0);
+  ASSERT_EQ(lk_redlock_is_held(rl), 1);
+
+  rt_server_pause(m.srv[2]);
+  rt_server_pause(m.srv[4]);
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_redlock_acquire(rl, &o, mx_rl_cb, &s));
+  ASSERT_EQ(lk_redlock_node_status(rl, 3), LK_ENOTHELD);
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+    while ((lk_redlock_node_status(rl, 0) != 0 || lk_redlock_node_status(rl, 1) != 0) &&
+           rt_now_ms() < end)
+      mfx_spin(&m, 2);
+  }
+  ASSERT_EQ(lk_redlock_node_status(rl, 0), 0);
+  ASSERT_EQ(lk_redlock_node_status(rl, 1), 0);
+  ASSERT_EQ(s.done, 0); /* two votes: it waits for 2 and 4 */
+  mx_unclog(&m, 0, name);
+  mx_unclog(&m, 1, name);
+  wait_lost(&m, &lost);
+  ASSERT_EQ(lk_redlock_is_held(rl), 0);
+  ASSERT_EQ(s.done, 0);
+
+  rt_server_resume(m.srv[2]);
+  rt_server_resume(m.srv[4]);
+  mfx_run_until(&m, &s.done, 15000);
+  ASSERT_EQ(s.status, LK_ELEASELOST);
+  ASSERT_EQ(lk_redlock_is_held(rl), 0);
+  /* Masters 0, 1 and 3 lost their holds in their lock objects; 2 and 4
+   * granted the re-entry and must give back both holds. */
+  ASSERT_EQ(wait_node_free(&m, rl, 2), 0);
+  ASSERT_EQ(wait_node_free(&m, rl, 4), 0);
+  for (i = 0; i < N; i++) {
+    ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(rl, (size_t)i)), 0);
+    ASSERT_EQ(mfx_wait_key_gone(&m, i, name, 5000), 1);
+  }
+  ASSERT_EQ(lost, 1);
+  mx_rl_close(&m, rl);
+  mfx_close_set(&m, b);
+  mfx_finish(&m);
+}
