@@ -503,6 +503,41 @@ static void clients_patient(mfx_t *m, lk_client_t **set, int64_t lease_ms) {
   mfx_wait_connected(m, set);
 }
 
+/* The loss cases: five masters, patient clients, and a RedLock on them
+ * that counts its losses in lost. */
+typedef struct lossfx_s {
+  mfx_t m;
+  lk_client_t *b[N];
+  lk_redlock_t *rl;
+  lk_redlock_opts_t o; /* lease -1 (the watchdog renews), no wait */
+  const char *name;
+  int lost;
+} lossfx_t;
+
+/* Starts f and has its RedLock held once on every master (node timeout
+ * node_ms). */
+static void held_renewed(lossfx_t *f, const char *name, int64_t node_ms) {
+  mx_t s;
+  int i;
+  memset(f, 0, sizeof(*f));
+  f->name = name;
+  mfx_start(&f->m, N, NULL);
+  clients_patient(&f->m, f->b, 6000);
+  f->rl = mx_rl_new(&f->m, f->b, name, NULL);
+  ASSERT_OK(lk_redlock_set_lost_cb(f->rl, count_lost, &f->lost));
+  rl_opts(&f->o, 0, -1, node_ms);
+  ASSERT_OK(mx_rl_acquire_opts(&f->m, f->rl, &f->o, &s));
+  mx_rl_settle(&f->m, f->rl);
+  for (i = 0; i < N; i++)
+    ASSERT_EQ(holds_on(&f->m, f->rl, i), 1);
+}
+
+static void lossfx_close(lossfx_t *f) {
+  mx_rl_close(&f->m, f->rl);
+  mfx_close_set(&f->m, f->b);
+  mfx_finish(&f->m);
+}
+
 /* Runs the loop until *lost counts one loss (bounded: a renewal period of
  * the 6 s lease is 2 s). */
 static void wait_lost(mfx_t *m, const int *lost) {
@@ -529,53 +564,39 @@ static uint32_t wait_node_free(mfx_t *m, lk_redlock_t *rl, int i) {
  * must give back its first hold too, not only the late grant: nothing of
  * the lost RedLock is kept (and renewed) on any master. */
 TEST(rl_quorum_lost_while_a_reentry_answer_is_due_gives_back_every_hold) {
-  const char *name = "rl-lost-late-reentry";
-  mfx_t m;
-  lk_client_t *b[N];
-  lk_redlock_t *rl;
-  lk_redlock_opts_t o;
+  lossfx_t f;
   mx_t s;
-  int lost = 0, i;
-  mfx_start(&m, N, NULL);
-  clients_patient(&m, b, 6000);
-  rl = mx_rl_new(&m, b, name, NULL);
-  ASSERT_OK(lk_redlock_set_lost_cb(rl, count_lost, &lost));
-  rl_opts(&o, 0, -1, rt_scaled_ms(3000));
-  ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
-  mx_rl_settle(&m, rl);
-  for (i = 0; i < N; i++)
-    ASSERT_EQ(holds_on(&m, rl, i), 1);
+  int i;
+  held_renewed(&f, "rl-lost-late-reentry", rt_scaled_ms(3000));
 
-  rt_server_pause(m.srv[4]);
-  ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s)); /* a quorum of masters 0-3 */
-  ASSERT_EQ(lk_redlock_hold_count(rl), 2);
-  ASSERT_EQ(lk_redlock_node_status(rl, 4), LK_EUNKNOWN);
+  rt_server_pause(f.m.srv[4]);
+  ASSERT_OK(mx_rl_acquire_opts(&f.m, f.rl, &f.o, &s)); /* a quorum of masters 0-3 */
+  ASSERT_EQ(lk_redlock_hold_count(f.rl), 2);
+  ASSERT_EQ(lk_redlock_node_status(f.rl, 4), LK_EUNKNOWN);
   for (i = 0; i < 3; i++)
-    mx_unclog(&m, i, name);
-  wait_lost(&m, &lost);
-  ASSERT_EQ(lk_redlock_is_held(rl), 0);
+    mx_unclog(&f.m, i, f.name);
+  wait_lost(&f.m, &f.lost);
+  ASSERT_EQ(lk_redlock_is_held(f.rl), 0);
   for (i = 0; i < 4; i++)
-    ASSERT_EQ(mfx_wait_key_gone(&m, i, name, 5000), 1);
+    ASSERT_EQ(mfx_wait_key_gone(&f.m, i, f.name, 5000), 1);
   /* Still in time on master 4 (its lease is 6 s): the first hold is there,
    * the re-entry's answer due. */
-  ASSERT_EQ(lk_lock_hold_count(lk_redlock_node_lock(rl, 4)), 1);
-  ASSERT_EQ(lk_redlock_node_status(rl, 4), LK_EUNKNOWN);
+  ASSERT_EQ(lk_lock_hold_count(lk_redlock_node_lock(f.rl, 4)), 1);
+  ASSERT_EQ(lk_redlock_node_status(f.rl, 4), LK_EUNKNOWN);
 
-  rt_server_resume(m.srv[4]);
+  rt_server_resume(f.m.srv[4]);
   {
     int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-    while (lk_redlock_node_status(rl, 4) == LK_EUNKNOWN && rt_now_ms() < end)
-      mfx_spin(&m, 5);
+    while (lk_redlock_node_status(f.rl, 4) == LK_EUNKNOWN && rt_now_ms() < end)
+      mfx_spin(&f.m, 5);
   }
-  ASSERT_EQ(lk_redlock_node_status(rl, 4), 0); /* it granted the re-entry */
-  ASSERT_EQ(wait_node_free(&m, rl, 4), 0);
-  ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(rl, 4)), 0);
-  ASSERT_EQ(mfx_wait_key_gone(&m, 4, name, 5000), 1);
-  ASSERT_EQ(lost, 1);
-  ASSERT_EQ(lk_redlock_release(rl, mx_rl_cb, &s), LK_ELEASELOST);
-  mx_rl_close(&m, rl);
-  mfx_close_set(&m, b);
-  mfx_finish(&m);
+  ASSERT_EQ(lk_redlock_node_status(f.rl, 4), 0); /* it granted the re-entry */
+  ASSERT_EQ(wait_node_free(&f.m, f.rl, 4), 0);
+  ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f.rl, 4)), 0);
+  ASSERT_EQ(mfx_wait_key_gone(&f.m, 4, f.name, 5000), 1);
+  ASSERT_EQ(f.lost, 1);
+  ASSERT_EQ(lk_redlock_release(f.rl, mx_rl_cb, &s), LK_ELEASELOST);
+  lossfx_close(&f);
 }
 
 /* The quorum is lost while a re-entry is undecided: master 3's hold is
@@ -585,69 +606,55 @@ TEST(rl_quorum_lost_while_a_reentry_answer_is_due_gives_back_every_hold) {
  * win the re-entry once 2 or 4 answers: it reports LK_ELEASELOST when both
  * did, and nothing is kept on any master. */
 TEST(rl_quorum_lost_during_a_reentry_fails_it_and_gives_back_every_hold) {
-  const char *name = "rl-lost-mid-reentry";
-  mfx_t m;
-  lk_client_t *b[N];
-  lk_redlock_t *rl;
-  lk_redlock_opts_t o;
+  lossfx_t f;
   mx_t s;
-  int lost = 0, i;
-  mfx_start(&m, N, NULL);
-  clients_patient(&m, b, 6000);
-  rl = mx_rl_new(&m, b, name, NULL);
-  ASSERT_OK(lk_redlock_set_lost_cb(rl, count_lost, &lost));
-  rl_opts(&o, 0, -1, rt_scaled_ms(20000));
-  ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
-  mx_rl_settle(&m, rl);
-  for (i = 0; i < N; i++)
-    ASSERT_EQ(holds_on(&m, rl, i), 1);
-  mx_unclog(&m, 3, name);
+  int i;
+  held_renewed(&f, "rl-lost-mid-reentry", rt_scaled_ms(20000));
+  mx_unclog(&f.m, 3, f.name);
   {
     /* Its lock object reports the loss at its next renewal (the lock keeps
      * its count, lost: lk_lock_is_held turns 0). */
     int64_t end = rt_now_ms() + rt_scaled_ms(10000);
-    while (lk_lock_is_held(lk_redlock_node_lock(rl, 3)) && rt_now_ms() < end)
-      mfx_spin(&m, 5);
+    while (lk_lock_is_held(lk_redlock_node_lock(f.rl, 3)) && rt_now_ms() < end)
+      mfx_spin(&f.m, 5);
   }
-  ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(rl, 3)), 0);
-  ASSERT_EQ(lost, 0);
-  ASSERT_EQ(lk_redlock_is_held(rl), 1);
+  ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f.rl, 3)), 0);
+  ASSERT_EQ(f.lost, 0);
+  ASSERT_EQ(lk_redlock_is_held(f.rl), 1);
 
-  rt_server_pause(m.srv[2]);
-  rt_server_pause(m.srv[4]);
+  rt_server_pause(f.m.srv[2]);
+  rt_server_pause(f.m.srv[4]);
   memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_redlock_acquire(rl, &o, mx_rl_cb, &s));
-  ASSERT_EQ(lk_redlock_node_status(rl, 3), LK_ENOTHELD);
+  ASSERT_OK(lk_redlock_acquire(f.rl, &f.o, mx_rl_cb, &s));
+  ASSERT_EQ(lk_redlock_node_status(f.rl, 3), LK_ENOTHELD);
   {
     int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-    while ((lk_redlock_node_status(rl, 0) != 0 || lk_redlock_node_status(rl, 1) != 0) &&
+    while ((lk_redlock_node_status(f.rl, 0) != 0 || lk_redlock_node_status(f.rl, 1) != 0) &&
            rt_now_ms() < end)
-      mfx_spin(&m, 2);
+      mfx_spin(&f.m, 2);
   }
-  ASSERT_EQ(lk_redlock_node_status(rl, 0), 0);
-  ASSERT_EQ(lk_redlock_node_status(rl, 1), 0);
+  ASSERT_EQ(lk_redlock_node_status(f.rl, 0), 0);
+  ASSERT_EQ(lk_redlock_node_status(f.rl, 1), 0);
   ASSERT_EQ(s.done, 0); /* two votes: it waits for 2 and 4 */
-  mx_unclog(&m, 0, name);
-  mx_unclog(&m, 1, name);
-  wait_lost(&m, &lost);
-  ASSERT_EQ(lk_redlock_is_held(rl), 0);
+  mx_unclog(&f.m, 0, f.name);
+  mx_unclog(&f.m, 1, f.name);
+  wait_lost(&f.m, &f.lost);
+  ASSERT_EQ(lk_redlock_is_held(f.rl), 0);
   ASSERT_EQ(s.done, 0);
 
-  rt_server_resume(m.srv[2]);
-  rt_server_resume(m.srv[4]);
-  mfx_run_until(&m, &s.done, 15000);
+  rt_server_resume(f.m.srv[2]);
+  rt_server_resume(f.m.srv[4]);
+  mfx_run_until(&f.m, &s.done, 15000);
   ASSERT_EQ(s.status, LK_ELEASELOST);
-  ASSERT_EQ(lk_redlock_is_held(rl), 0);
+  ASSERT_EQ(lk_redlock_is_held(f.rl), 0);
   /* Masters 0, 1 and 3 lost their holds in their lock objects; 2 and 4
    * granted the re-entry and must give back both holds. */
-  ASSERT_EQ(wait_node_free(&m, rl, 2), 0);
-  ASSERT_EQ(wait_node_free(&m, rl, 4), 0);
+  ASSERT_EQ(wait_node_free(&f.m, f.rl, 2), 0);
+  ASSERT_EQ(wait_node_free(&f.m, f.rl, 4), 0);
   for (i = 0; i < N; i++) {
-    ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(rl, (size_t)i)), 0);
-    ASSERT_EQ(mfx_wait_key_gone(&m, i, name, 5000), 1);
+    ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f.rl, (size_t)i)), 0);
+    ASSERT_EQ(mfx_wait_key_gone(&f.m, i, f.name, 5000), 1);
   }
-  ASSERT_EQ(lost, 1);
-  mx_rl_close(&m, rl);
-  mfx_close_set(&m, b);
-  mfx_finish(&m);
+  ASSERT_EQ(f.lost, 1);
+  lossfx_close(&f);
 }
