@@ -194,29 +194,63 @@ TEST(cancel_from_another_thread) {
 
 #define CLOSE_WAITERS 3
 
+/* Reads mon (a MONITOR connection opened before the threads started) until
+ * a script naming each thread of a[0..n) as its owner reached the server
+ * (bounded): that thread's acquire is then in flight, and since the lock is
+ * held, it waits. The count of scripts alone cannot tell whose they are: a
+ * waiter tries again once its subscription is confirmed, and a waiter
+ * behind another of its process sends nothing until its re-poll, so two
+ * threads could make up the count while the third had not yet called (it
+ * then meets the close: LK_ECLOSED, or its handle freed under it). */
+static void wait_each_thread_tried(redisContext *mon, try_arg_t *a, int n) {
+  int seen[CLOSE_WAITERS] = {0}, left = n;
+  int64_t deadline = rt_now_ms() + rt_scaled_ms(5000);
+  ASSERT_LE(n, CLOSE_WAITERS);
+  while (left > 0) {
+    int64_t ms = deadline - rt_now_ms();
+    redisReply *r = ms > 0 ? rt_sub_next(mon, ms) : NULL;
+    if (r == NULL)
+      FAIL("%d of %d blocked threads never tried on the server", left, n);
+    for (int i = 0; i < n && r->type == REDIS_REPLY_STATUS; i++) {
+      uint64_t tid = atomic_load(&a[i].tid);
+      char owner[96];
+      snprintf(owner, sizeof owner, "\"%s:%llu\"", CLIENT_ID, (unsigned long long)tid);
+      if (!seen[i] && tid != 0 && strstr(r->str, "\"EVAL") != NULL &&
+          strstr(r->str, owner) != NULL) {
+        seen[i] = 1;
+        left--;
+      }
+    }
+    freeReplyObject(r);
+  }
+}
+
 TEST(close_with_threads_blocked) {
   bx_t x;
   lk_blocking_lock_t *l;
   try_arg_t a[CLOSE_WAITERS];
   uv_thread_t t[CLOSE_WAITERS];
   long long tries0;
-  int64_t deadline;
+  redisContext *mon;
+  redisReply *ok;
   bx_start(&x);
   ASSERT_OK(lk_blocking_lock_new(x.b, "bl_close", &l));
   ASSERT_OK(lk_blocking_lock_try(l, 0));
   tries0 = rt_server_cmd_calls(x.srv, "evalsha") + rt_server_cmd_calls(x.srv, "eval");
+  mon = rt_rlock_connect(rt_server_port(x.srv));
+  ok = redisCommand(mon, "MONITOR");
+  ASSERT_NOT_NULL(ok);
+  ASSERT_EQ(ok->type, REDIS_REPLY_STATUS);
+  freeReplyObject(ok);
   for (int i = 0; i < CLOSE_WAITERS; i++) {
     memset(&a[i], 0, sizeof(a[i]));
     a[i].l = l;
     a[i].rc = 1;
     ASSERT_OK(uv_thread_create(&t[i], block_worker, &a[i]));
   }
-  /* Each waiter's first try reaches the server before it waits. */
-  deadline = rt_now_ms() + rt_scaled_ms(5000);
-  while (rt_server_cmd_calls(x.srv, "evalsha") + rt_server_cmd_calls(x.srv, "eval") <
-             tries0 + CLOSE_WAITERS &&
-         rt_now_ms() < deadline)
-    rt_sleep_ms(5);
+  /* Each waiter's own try reaches the server before it waits. */
+  wait_each_thread_tried(mon, a, CLOSE_WAITERS);
+  redisFree(mon);
   ASSERT_GE(rt_server_cmd_calls(x.srv, "evalsha") + rt_server_cmd_calls(x.srv, "eval"),
             tries0 + CLOSE_WAITERS);
   ASSERT_OK(lk_blocking_close(x.b));
