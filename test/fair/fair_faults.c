@@ -69,12 +69,19 @@ TEST(cancel_racing_the_grant_gives_it_back) {
   }
   fx_spin(&fx, 20);
   snprintf(old_owner, sizeof(old_owner), "%s", lk_fair_owner(w));
-  /* Everything to and from w's client now takes 300 ms each way. */
-  rt_proxy_delay(p, 300);
+  /* From now on the proxy holds the replies to w's scripts (its refresh's,
+   * if one goes out first, and every later one): held, not delayed, so no
+   * stall of this process can let the grant's reply through early. */
+  rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_HOLD, NULL, 0);
   ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
   /* The message reaches w, its attempt reaches the server and is granted;
-   * the reply is still held by the proxy when we cancel. */
-  FX_EVENTUALLY(&fx, holds_of(&fx, "race", old_owner) == 1, 5000);
+   * the reply is held by the proxy when we cancel (the rule applied: a
+   * reply still on its way to the proxy would be held after the release
+   * below, until the reply timeout). */
+  FX_EVENTUALLY(&fx,
+                holds_of(&fx, "race", old_owner) == 1 &&
+                    rt_proxy_rule_state(p) == RT_PROXY_RULE_APPLIED,
+                5000);
   ASSERT_EQ(s.done, 0);
   ASSERT_OK(lk_fair_cancel(w));
   rt_run_until(&fx.loop, &s.done, 5000);
@@ -83,10 +90,10 @@ TEST(cancel_racing_the_grant_gives_it_back) {
   ASSERT(strcmp(lk_fair_owner(w), old_owner) != 0);
   /* Given back once the late reply came: lock free, queue and deadlines
    * empty. */
+  rt_proxy_release(p);
   FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS race") == 0, 5000);
   ASSERT_EQ(fair_llen(fx.srv, "race"), 0);
   ASSERT_EQ(fair_zcard(fx.srv, "race"), 0);
-  rt_proxy_delay(p, 0);
   /* The object works on under its new identity. */
   fsx_start(w, 5000, 30000, 0, &s2);
   rt_run_until(&fx.loop, &s2.done, 5000);
