@@ -284,7 +284,14 @@ TEST(t06_no_orphan_renewals_after_churn) {
    * every 200) is a machine stall's doing only past that slack. */
   if (lost > 0)
     fprintf(stderr, "t06: %d holds lost during the churn\n", lost);
-  EXPECT_HOLD(lost == 0, mark, 600 - 200);
+  if (!EXPECT_HOLD(lost == 0, mark, 600 - 200)) {
+    /* A hold lost on a worker's last tries may still be on the server: its
+     * key lives until one lease (600 ms) after its last renewal ran there,
+     * and the loss was seen before the worker wrote to the pipe. */
+    const int64_t end = rt_now_ms() + rt_scaled_ms(1000);
+    while (rt_cmd_int(srv, "EXISTS t06") != 0 && rt_now_ms() < end)
+      rt_sleep_ms(10);
+  }
   ASSERT_EQ(rt_cmd_int(srv, "EXISTS t06"), 0);
   /* Two leases of quiet: no script runs at all (renewals are EVALSHA). */
   long long calls0 = rt_server_cmd_calls(srv, "evalsha") + rt_server_cmd_calls(srv, "eval");
