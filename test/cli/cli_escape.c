@@ -111,6 +111,5 @@ TEST(human_outputs_escape_names_owners_and_notes) {
     path_of(out, sizeof(out), "json.out");
     assert_clean(out, json_want);
   }
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }

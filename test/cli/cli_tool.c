@@ -324,8 +324,7 @@ TEST(inspect_json_and_list_on_each_primitive) {
     ASSERT(file_has(t.out, "1 waiting"));
   }
   redisFree(ctx);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(release_force_wakes_a_waiting_run) {

@@ -90,8 +90,7 @@ TEST(malformed_redirections_are_garbled_replies_and_open_no_node) {
   rt_proxy_on_reply(p, NULL, 0, RT_PROXY_REPLACE, NULL, 0);
   ASSERT_OK(sx_acquire(&fx, l, 0, 10000));
   ASSERT_EQ(fx.c->n_nodes, 1);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
   rt_proxy_stop(p);
 }
 
@@ -124,9 +123,7 @@ TEST(redirections_past_cluster_max_nodes_are_not_followed) {
   ASSERT_EQ(st, LK_ECLUSTER);
   ASSERT_EQ(fx.c->n_nodes, 2);
   ASSERT_EQ(g.node_cap, 1);
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
   rt_proxy_stop(p);
   rt_server_stop(other);
 }

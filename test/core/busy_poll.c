@@ -49,8 +49,7 @@ static long long spins_while_outstanding(int64_t busy_poll_us, uint64_t skip_ms,
   ASSERT_EQ(x.status, 0);
   uv_check_stop(&check);
   uv_close((uv_handle_t *)&check, NULL);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
   return n;
 }
 

@@ -373,8 +373,5 @@ TEST(canceled_woken_waiter_passes_the_wake) {
   rt_run_until(&fx.loop, &b.done, 5000);
   ASSERT_EQ(b.status, 0);
   ASSERT_EQ(b.calls, 1);
-  fx_close_lock(&fx, first);
-  fx_close_lock(&fx, second);
-  fx_close_lock(&fx, holder);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){first, second, holder, NULL});
 }

@@ -86,8 +86,7 @@ TEST(fresh_client_takes_and_releases_one_lock_in_at_most_8_commands) {
          (unsigned long long)sent_fresh);
   ASSERT_LE(sent, 8);
   ASSERT_EQ((long long)sent_fresh, sent);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 typedef struct burst_s {
@@ -202,8 +201,7 @@ TEST(a_new_connection_loads_scripts_again_on_first_use) {
   ASSERT_EQ(st.noscript_reloads, 0);
   ASSERT_GE(rt_server_cmd_calls(fx.srv, "script|load"), 2);
   ASSERT_EQ(rt_server_cmd_calls(fx.srv, "eval"), 0);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* A user whose ACL denies SCRIPT LOAD (EVALSHA and EVAL allowed): the first
@@ -241,8 +239,7 @@ TEST(script_load_denied_is_tried_once_and_scripts_still_run) {
       count = e->element[k + 1]->integer;
   ASSERT_EQ(count, 1); /* one denied, not one per script used */
   freeReplyObject(r);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* After SCRIPT FLUSH the next call of each script meets NOSCRIPT and runs as
@@ -269,8 +266,7 @@ TEST(a_flushed_script_is_loaded_again_by_its_next_call) {
   take_and_release(&fx, l);
   ASSERT_EQ(rt_server_cmd_calls(fx.srv, "script|load"), 2);
   ASSERT_EQ(rt_server_cmd_calls(fx.srv, "eval"), 0);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* A script that keeps the server BUSY (another client's, 1.5 s) while this
@@ -319,6 +315,5 @@ TEST(a_busy_server_does_not_turn_script_loading_off) {
   ASSERT_EQ(sx_run(&fx, lk_lock_release, l, NULL), 0); /* the release script's first call */
   ASSERT_EQ(rt_server_cmd_calls(fx.srv, "script|load"), 1);
   ASSERT_EQ(rt_server_cmd_calls(fx.srv, "eval"), 0);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }

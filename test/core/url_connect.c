@@ -151,8 +151,7 @@ TEST(wrong_password_from_url_is_eauth) {
   l = fx_lock(&fx, "url:auth");
   ASSERT_EQ(sx_acquire(&fx, l, 0, 10000), LK_EAUTH);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS url:auth"), 0);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 
   /* The right one, and the URL's password replaces the field's. */
   {

@@ -41,9 +41,7 @@ TEST(t03_non_owner_release_leaves_key_untouched) {
   free(after);
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   ASSERT_EQ(lk_lock_release(a, sx_cb, NULL), LK_ENOTHELD); /* double release */
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* ---- T04: a SIGKILLed holder with a fixed lease frees the lock at its expiry ------------- */
@@ -115,8 +113,7 @@ TEST(t04_killed_holder_frees_at_lease_end_and_token_grows) {
   ASSERT_GT(holder_token, 0);
   ASSERT_GT(lk_lock_token(b), holder_token);
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){b, NULL});
 }
 
 /* ---- T05: the watchdog keeps the key alive; nothing renews it after release -------------- */
@@ -426,8 +423,7 @@ TEST(t11_client_pause_bounds_waiters_and_leaves_nothing_stuck) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, w[0], NULL));
   for (int i = 0; i < 4; i++)
     fx_close_lock(&fx, w[i]);
-  fx_close_lock(&fx, h);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){h, NULL});
 }
 
 /* ---- T13: a killed connection while holding: suspended, reconnected, still held ------------- */
@@ -474,8 +470,7 @@ static void t13_run(int use_proxy_reset) {
   free(owner0);
   free(owner1);
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -561,8 +556,7 @@ TEST(t14_blackhole_lost_before_expiry_then_waiter_gets_it) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN t14"), 1);
   fu_close_lock(&fx.loop, b);
   fx_close_direct_client(&fx, wc);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -604,8 +598,7 @@ TEST(t15_grant_arriving_after_its_lease_is_refused_and_given_back) {
   uint64_t gone = fu_wait_gone(&fx.loop, fx.srv, "t15", 3000);
   ASSERT_GT(gone, 0);
   ASSERT_LE(fu_ms_between(replied, gone), 1200 + rt_stall_bound_since_ns(replied, 200));
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -644,8 +637,7 @@ static void t16_run(int64_t wait_ms) {
     ASSERT_EQ(lk_lock_hold_count(a), 0);
     ASSERT_GT(fu_wait_gone(&fx.loop, fx.srv, "t16", 2000), 0);
   }
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -682,8 +674,7 @@ TEST(t16_lost_renewal_reply_is_resent) {
   } else {
     FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
   }
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -758,8 +749,7 @@ TEST(t19_aof_restart_keeps_lease_without_false_loss) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
   fu_close_lock(&fx.loop, b);
   fu_close_client(&fx.loop, wc);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* ---- T22: maxmemory with noeviction ---------------------------------------------------------------- */
@@ -798,9 +788,7 @@ TEST(t22_oom_refuses_acquire_but_renew_and_release_work) {
     ASSERT_EQ(lost.calls, 1);
     ASSERT(!lk_lock_is_held(a));
     rt_server_maxmemory(fx.srv, 0, "noeviction");
-    fx_close_lock(&fx, a);
-    fx_close_lock(&fx, b);
-    fx_finish(&fx);
+    fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
     return;
   }
   int64_t r = -1;
@@ -810,9 +798,7 @@ TEST(t22_oom_refuses_acquire_but_renew_and_release_work) {
   ASSERT_EQ(r, 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS t22a"), 0);
   rt_server_maxmemory(fx.srv, 0, "noeviction");
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* ---- T24: release between the failed attempt and the subscription ------------------------------- */
@@ -853,8 +839,7 @@ TEST(t24_release_before_subscription_is_not_missed) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, w, NULL));
   fu_close_lock(&fx.loop, w);
   fu_close_client(&fx.loop, wc);
-  fx_close_lock(&fx, h);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){h, NULL});
   rt_proxy_stop(p);
 }
 
@@ -1010,8 +995,7 @@ TEST(t40_close_with_100_pending_acquires_cancels_each_once) {
   rt_proxy_delay(p, 0);
   /* Whatever was granted on the wire has been given back. */
   ASSERT_GT(fu_wait_gone(&fx.loop, fx.srv, "t40", 3000), 0);
-  fx_close_lock(&fx, h);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){h, NULL});
   rt_proxy_stop(p);
 }
 
@@ -1039,6 +1023,5 @@ TEST(stale_loop_time_does_not_cut_connect_or_wait_short) {
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status); /* not LK_ETIMEDOUT from a guard timer that fired at once */
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }

@@ -86,9 +86,7 @@ TEST(t12_busy_script_is_transient_and_lease_lost_by_deadline) {
   ASSERT_GE(logs.matched, 1); /* the renewals' errors were classified BUSY */
   ASSERT_EQ(rt_server_cmd_calls(fx.srv, "script|kill"), 0); /* never sent */
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* ---- T20: a replica answers READONLY; failover without WAIT is unsafe ------------------------ */
@@ -139,8 +137,7 @@ TEST(t20_replica_answers_readonly_not_busy) {
   ASSERT_EQ(s.status, LK_EREADONLY); /* never "busy", never retried for 2 s */
   ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_stall_bound_since_ns(t0, 300));
   ASSERT_EQ(lk_lock_hold_count(a), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
   rt_server_stop(master);
 }
 
@@ -244,8 +241,7 @@ TEST(t21_eviction_policy_warned_and_evicted_lock_reported_lost) {
   ASSERT_LE(fu_ms_between(gone, lost.t_ns), lease / 3 + rt_stall_bound_ms(mark, 200));
   ASSERT(!lk_lock_is_held(a));
   rt_server_maxmemory(fx.srv, 0, "noeviction");
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* ---- T36: ACL matrix ------------------------------------------------------------------------- */
@@ -282,9 +278,7 @@ TEST(t36_key_outside_acl_pattern_is_enoperm_at_once) {
   ASSERT_LE(st1.commands_sent - st0.commands_sent, 2);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS other:x"), 0);
   ASSERT_OK(sx_run(&fx, lk_lock_release, in, NULL));
-  fx_close_lock(&fx, in);
-  fx_close_lock(&fx, out);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){in, out, NULL});
 }
 
 /* The minimal ACL docs/reliability.md recommends for locks named app:*:
@@ -310,8 +304,7 @@ TEST(t36_script_command_denied_is_enoperm) {
   rt_run_until(&fx.loop, &s.done, 3000);
   ASSERT_EQ(s.status, LK_ENOPERM);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS t36c"), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 TEST(t36_minimal_acl_runs_everything_without_warnings) {
@@ -432,8 +425,7 @@ TEST(t37_script_flush_before_every_op_runs_each_once) {
   lk_client_get_stats(fx.c, &st);
   ASSERT_EQ(rt_server_cmd_calls(fx.srv, "eval"), (long long)(st.noscript_reloads - first_reloads));
   ASSERT_GE(st.noscript_reloads - first_reloads, 2);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* ---- T38: LOADING ------------------------------------------------------------------------------ */
@@ -473,8 +465,7 @@ TEST(t38_loading_is_transient_and_bounded) {
   ASSERT_OK(s.status);
   ASSERT_EQ(rt_server_info_int(fx.srv, "persistence", "loading"), 0);
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* ---- item 34: MISCONF (snapshots failing with stop-writes-on-bgsave-error) ---------------------- */
@@ -525,9 +516,7 @@ TEST(misconf_refuses_acquire_and_reports_release_failure) {
   bgsave_and_wait(fx.srv, "ok");
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS misconf-a"), 0);
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* ---- item 35: pointed at a cluster node ---------------------------------------------------------- */
@@ -558,8 +547,7 @@ TEST(cluster_node_with_no_slots_ends_a_budgeted_acquire_etimedout_within_budget)
   ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_stall_bound_ms(mark, 2000 + 1000 + 500));
   lk_client_get_stats(fx.c, &st);
   ASSERT_GE(st.cluster_retries, 1);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* With cluster support turned off, the same node's answer ends the command
@@ -581,8 +569,7 @@ TEST(cluster_support_off_gives_ecluster_at_once) {
   rt_run_until(&fx.loop, &s.done, 3000);
   ASSERT_EQ(s.status, LK_ECLUSTER);
   ASSERT_LT(fu_ms_between(t0, s.t_ns), rt_stall_bound_since_ns(t0, 300));
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* ---- items 24-26: unexpected, garbage and hostile replies ---------------------------------------- */

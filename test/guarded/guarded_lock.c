@@ -91,8 +91,7 @@ TEST(write_applies_only_while_held) {
   ASSERT_STREQ(n, "10");
   free(n);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS {g-held}:v"), 1);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* Another owner's hold does not let this one write; the holder's does. */
@@ -111,9 +110,7 @@ TEST(other_owner_refused) {
   ASSERT_STREQ(v, "a");
   free(v);
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 static int fenced_acquire(fx_t *fx, lk_lock_t *l) {
@@ -165,9 +162,7 @@ TEST(fenced_older_token_refused) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
   ASSERT_OK(gx_cmd(&fx, a, &g, 3, set_a));
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* A caller's script runs behind the guard's check, with exactly its own
@@ -210,8 +205,7 @@ TEST(script_runs_behind_the_check) {
   op.script = "return redis.call('del', KEYS[1])";
   ASSERT_EQ(gx_run(&fx, l, &op, &g), LK_EGUARD);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS {g-eval}:a"), 1);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* A key outside the lock's slot is refused at once, on every server, and
@@ -253,9 +247,7 @@ TEST(key_in_another_slot_refused_before_sending) {
   ASSERT_OK(gx_cmd(&fx, t, &g, 3, set_t));
   ASSERT_OK(sx_run(&fx, lk_lock_release, t, NULL));
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
-  fx_close_lock(&fx, t);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){t, l, NULL});
 }
 
 /* Bad input is refused at once with LK_EINVAL, no callback, no crash. */
@@ -308,6 +300,5 @@ TEST(bad_input_refused) {
   ASSERT_EQ(lk_lock_guarded(l, &op, gx_cb, &g2), LK_EBUSY);
   rt_run_until(&fx.loop, &g.s.done, 15000);
   ASSERT_EQ(g.s.status, LK_EGUARD);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }

@@ -148,8 +148,7 @@ static void run_pause_case(int fenced) {
   close(p.ready[0]);
   close(p.go[1]);
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(paused_holder_write_refused_after_another_took_the_lock) { run_pause_case(0); }

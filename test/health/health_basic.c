@@ -83,8 +83,7 @@ TEST(cut_connection_lock_at_risk_then_safe) {
     ASSERT_GE(stats_of(fx.c).holds_safe_again, 1);
     ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   }
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
   rt_proxy_stop(p);
 }
 
@@ -225,8 +224,7 @@ TEST(briefly_paused_server_lock_at_risk_then_safe) {
   } else {
     hx_expect_risk_then_lost("brief pause (excused)", &h);
   }
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- close and release ------------------------------------------------------------ */
@@ -277,9 +275,7 @@ TEST(released_hold_hears_nothing_after_a_cut) {
   ASSERT_EQ(hb.kind[0], EV_RISK);
   hx_spin_loop(&fx.loop, 100);
   ASSERT_EQ(ha.n, 0);
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
   rt_proxy_stop(p);
 }
 
@@ -300,8 +296,7 @@ TEST(set_health_cb_codes) {
   ASSERT_OK(lk_handle_set_health_cb(lk_lock_handle(l), hx_on_health, &h));
   ASSERT_OK(lk_handle_set_health_cb(lk_lock_handle(l), NULL, NULL));
   fx_close_sem_in(&fx.loop, sem);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- RedLock ------------------------------------------------------------------------ */

@@ -45,8 +45,7 @@ TEST(reentrancy_counts) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS re"), 0);
   /* Nothing held: refused at once, and the callback never runs. */
   ASSERT_EQ(lk_lock_release(l, sx_cb, NULL), LK_ENOTHELD);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(second_owner_excluded_then_admitted) {
@@ -96,8 +95,7 @@ TEST(owner_text_stays_readable_across_new_owners) {
   /* Every pointer handed out is still readable text. */
   for (i = 0; i < 3; i++)
     ASSERT_GT(strlen(seen[i]), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 TEST(release_after_lease_taken_over_is_not_owner) {
@@ -114,9 +112,7 @@ TEST(release_after_lease_taken_over_is_not_owner) {
   /* b's hold is untouched by a's stale release. */
   ASSERT_EQ(server_holds(&fx, b), 1);
   ASSERT_GT(rt_cmd_int(fx.srv, "PTTL to"), 0);
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 TEST(force_release_and_queries) {
@@ -144,9 +140,7 @@ TEST(force_release_and_queries) {
   ASSERT_OK(sx_run(&fx, lk_lock_force_release, b, &r));
   ASSERT_EQ(r, 0); /* nothing left to delete */
   ASSERT_EQ(sx_run(&fx, lk_lock_release, a, NULL), LK_ENOTOWNER);
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 TEST(explicit_lease_applies_and_expires) {
@@ -160,8 +154,7 @@ TEST(explicit_lease_applies_and_expires) {
   ASSERT_GT(ttl, 0);
   ASSERT_LE(ttl, 700);
   ASSERT(fx_wait_key_gone(&fx, "lease", 5000));
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 TEST(wait_budget_is_bounded) {
@@ -180,9 +173,7 @@ TEST(wait_budget_is_bounded) {
   ASSERT_GE(took, 299); /* never gives up early */
   ASSERT_LE(took, 300 + rt_stall_bound_since_ns(t0, 400));
   ASSERT_EQ(lk_lock_hold_count(b), 0);
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* With re-polling slowed to 20 s, only the release message can wake the
@@ -283,8 +274,7 @@ TEST(killed_holder_frees_after_lease) {
   ASSERT_GE((int64_t)((s.t_ns - child_sent_ns) / 1000000u), lease - 2);
   ASSERT_LE((int64_t)((s.t_ns - child_got_ns) / 1000000u),
             lease + rt_stall_bound_since_ns(child_got_ns, 600));
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){b, NULL});
 }
 
 TEST(wrong_type_key_is_never_overwritten) {
@@ -302,8 +292,7 @@ TEST(wrong_type_key_is_never_overwritten) {
   v = rt_cmd_str(fx.srv, "GET wt");
   ASSERT_STREQ(v, "precious");
   free(v);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 TEST(cancel_waiting_acquire) {
@@ -329,9 +318,7 @@ TEST(cancel_waiting_acquire) {
   /* The canceled attempt may have been in flight: whatever it took is given
    * back, so the lock ends free. */
   ASSERT(fx_wait_key_gone(&fx, "cw", 3000));
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* The attempt is certainly in flight and will succeed: the late grant must
@@ -349,8 +336,7 @@ TEST(cancel_in_flight_gives_back_late_grant) {
   ASSERT_EQ(s.status, LK_ECANCELED);
   ASSERT(fx_wait_key_gone(&fx, "cf", 3000));
   ASSERT_EQ(lk_lock_hold_count(b), 0);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){b, NULL});
 }
 
 typedef struct {

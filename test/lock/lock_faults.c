@@ -77,9 +77,7 @@ TEST(redis_restart_while_waiting) {
   ASSERT(saw(&ev, LK_EVENT_SERVER_RESTARTED));
   /* a's hold died with the data: its release says so. */
   ASSERT_EQ(sx_run(&fx, lk_lock_release, a, NULL), LK_ENOTOWNER);
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* The pub/sub connection is killed while a waiter depends on it; re-polling
@@ -105,9 +103,7 @@ TEST(pubsub_killed_while_waiting) {
   fx_spin(&fx, 20);
   ASSERT_EQ(s.done, 0);
   sx_release_wakes(&fx, a, &s, 5000, 1000);
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* A reset connection produces callbacks and a reconnect, never a hang; the
@@ -192,8 +188,7 @@ TEST(refused_connect_fails_fast) {
   rt_proxy_refuse(p, 0);
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -236,9 +231,7 @@ TEST(user_without_channel_access_polls) {
   ASSERT_EQ(logs.warned, 1);
   lk_client_get_stats(fx.c, &st);
   ASSERT_EQ(st.pubsub_reconnects, 0);
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* ---- a renewal answered after the loss ---- */

@@ -64,9 +64,7 @@ TEST(lean_acquire_reenter_release) {
   ASSERT_EQ(r, 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS ln"), 0);
   ASSERT_EQ(sx_run(&fx, lk_lock_release, b, NULL), LK_ENOTOWNER);
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* With re-polling slowed to 20 s, only the release's message on the usual
@@ -99,9 +97,7 @@ TEST(lean_release_wakes_a_waiter) {
   ASSERT_STREQ(v, lk_lock_owner(b));
   free(v);
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* An explicit lease is not renewed: the key goes when it ends, and the
@@ -113,8 +109,7 @@ TEST(lean_explicit_lease_expires) {
   ASSERT_OK(sx_acquire(&fx, a, 0, 500));
   ASSERT(fx_wait_key_gone(&fx, "le", 5000));
   ASSERT_EQ(sx_run(&fx, lk_lock_release, a, NULL), LK_ENOTOWNER);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* The default lease is renewed by the watchdog (lean/renew) past its end;
@@ -149,8 +144,7 @@ TEST(lean_watchdog_renews_and_reports_loss) {
   ASSERT_STREQ(v, "other:1"); /* the give-back leaves another's value alone */
   free(v);
   ASSERT_EQ(sx_try_run(&fx, lk_lock_release, a, NULL), LK_ELEASELOST);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* Fencing: the same counter key as the hash layout, strictly increasing. */
@@ -175,8 +169,7 @@ TEST(lean_fenced_acquire_takes_increasing_tokens) {
     ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   }
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS lf"), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* Neither layout takes the other's key for a grant or a release: each gets
@@ -209,7 +202,5 @@ TEST(lean_and_redisson_layouts_are_wrongtype_both_ways) {
   ASSERT_EQ(lk_lock_set_layout(lean, LK_LOCK_LAYOUT_REDISSON), LK_EBUSY);
   ASSERT_OK(sx_run(&fx, lk_lock_release, lean, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS lx"), 0);
-  fx_close_lock(&fx, lean);
-  fx_close_lock(&fx, hash);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){lean, hash, NULL});
 }

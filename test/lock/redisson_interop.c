@@ -292,8 +292,7 @@ TEST(redisson_latchkey_release_wakes_emulator) {
   ASSERT_EQ(rt_rlock_unlock(emu, "handoff", EMU_UUID, EMU_TID), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS handoff"), 0);
   redisFree(emu);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- the emulator holds; latchkey waits and wakes on the emulator's release -------------- */
@@ -413,8 +412,7 @@ TEST(redisson_hash_layout_matches) {
   rs_expect_no_message(sub, 50);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   redisFree(sub);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- latchkey acting as the emulator's thread -------------------------------------------- */

@@ -332,8 +332,7 @@ TEST(lost_reason_gone) {
   rt_cmd_int(fx.srv, "DEL m:r");
   rt_run_until(&fx.loop, &lost, 10000);
   check_lost(fx.c, "client=\"m\"", "gone");
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(lost_reason_taken) {
@@ -352,8 +351,7 @@ TEST(lost_reason_taken) {
   rt_run_until(&fx.loop, &lost, 10000);
   check_lost(fx.c, "client=\"m\"", "taken");
   ASSERT_EQ(rt_cmd_int(fx.srv, "HEXISTS m:r someone-else:1"), 1); /* not touched */
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(lost_reason_deadline) {
@@ -368,8 +366,7 @@ TEST(lost_reason_deadline) {
   rt_run_until(&fx.loop, &lost, 10000);
   rt_server_resume(fx.srv);
   check_lost(fx.c, "client=\"m\"", "deadline");
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(lost_reason_restart) {
@@ -383,6 +380,5 @@ TEST(lost_reason_restart) {
   ASSERT_OK(rt_server_restart(fx.srv)); /* no persistence: the key is gone */
   rt_run_until(&fx.loop, &lost, 20000);
   check_lost(fx.c, "client=\"m\"", "restart");
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }

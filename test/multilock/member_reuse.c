@@ -47,7 +47,6 @@ TEST(cancel_in_flight_then_reacquire_keeps_the_new_hold) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(server_holds(&fx, l), 0);
   rt_proxy_delay(px, 0);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
   rt_proxy_stop(px);
 }

@@ -312,8 +312,7 @@ TEST(rl_lean_resend_after_lost_reply_recognises_its_value) {
   free(v);
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS lean-resend"), 0);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
   rt_proxy_stop(p);
 }
 

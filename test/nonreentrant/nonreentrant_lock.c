@@ -35,8 +35,7 @@ TEST(second_acquire_refused_at_once_and_never_sent) {
   ASSERT_EQ(nr_lock_start(l, 0, 30000, 1, &s), LK_EREENTRY);
   ASSERT_EQ(fx_token_counter(&fx, "nr-own"), token);
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* Another object acting as the holder's owner (lk_lock_set_owner):
@@ -83,8 +82,7 @@ TEST(latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
   redisContext *emu = rt_rlock_connect(rt_server_port(fx.srv));
   ASSERT_EQ(rt_rlock_unlock(emu, "nr-l2r", NR_EMU_UUID, NR_EMU_TID), 1);
   redisFree(emu);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* One owner on both sides (latchkey acting as the Redisson thread): each
@@ -152,8 +150,7 @@ TEST(watchdog_lost_lease_and_force_release) {
   ASSERT_OK(nr_lock(&fx, l, 0, 30000));
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(lost.calls, 1);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(lost_reply_resend_is_the_grant_not_a_reentry) {

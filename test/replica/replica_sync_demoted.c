@@ -109,8 +109,7 @@ static void demoted_case(int policy) {
     ASSERT(strstr(lk_lock_error_text(l), "no longer a master") != NULL);
     ASSERT_EQ(lk_lock_hold_count(l), 0);
   }
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
   rt_proxy_stop(p);
   rt_server_stop(rep);
 }
@@ -153,7 +152,6 @@ TEST(wait_blocked_when_its_master_is_demoted_gives_back_enoreplicas) {
   ASSERT_EQ(lk_lock_hold_count(l), 0);
   ASSERT_EQ(refused_logs, 0);
   rt_server_resume(rep);
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
   rt_server_stop(rep);
 }

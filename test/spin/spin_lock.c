@@ -345,8 +345,7 @@ TEST(lock_spin_bad_options_are_einval) {
   fx_close_lock(&fx, l2);
   fx_close_direct_client(&fx, c);
 
-  fx_close_lock(&fx, l);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- sharing a name ---- */
@@ -466,8 +465,7 @@ TEST(lock_spin_holder_release_wakes_listening_waiters) {
 
   fx_close_lock(&fx, listener);
   fx_close_direct_client(&fx, c2);
-  fx_close_lock(&fx, holder);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){holder, NULL});
 }
 
 /* A spinning and a listening latchkey waiter on one name: both get their

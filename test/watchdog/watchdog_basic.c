@@ -106,8 +106,7 @@ TEST(held_for_many_leases) {
   }
   if (!held) {
     FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
-    fx_close_lock(&fx, a);
-    fx_finish(&fx);
+    fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
     return;
   }
   /* One entry: every renewal script carries exactly this hold. */
@@ -128,8 +127,7 @@ TEST(held_for_many_leases) {
   }
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS held"), 0);
   ASSERT_EQ(lk_lock_is_held(a), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* An explicit lease is not renewed, even while the same client renews a
@@ -192,9 +190,7 @@ TEST(explicit_lease_is_not_renewed) {
   if (held)
     ASSERT_OK(sx_run(&fx, lk_lock_release, w, NULL));
   ASSERT_EQ(lost_e.calls, 0);
-  fx_close_lock(&fx, w);
-  fx_close_lock(&fx, e);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){w, e, NULL});
 }
 
 /* After the release of the last hold no renewal is sent: the client's
@@ -241,8 +237,7 @@ TEST(no_renewals_after_release) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS norenew"), 0);
   ASSERT_EQ(lost.calls, held ? 0 : 1);
   ASSERT_EQ(lk_lock_is_held(a), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* The watchdog renews by the owner the lock has now: an object whose
@@ -283,8 +278,7 @@ TEST(renewal_follows_a_new_owner) {
     }
     if (!EXPECT_HOLD(lost.calls == 0 && lk_lock_is_held(a) == 1, mark, fx_renewal_slack(lease))) {
       FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
-      fx_close_lock(&fx, a);
-      fx_finish(&fx);
+      fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
       return;
     }
     ASSERT_OK(sx_run(&fx, lk_lock_server_hold_count, a, &v));
@@ -293,8 +287,7 @@ TEST(renewal_follows_a_new_owner) {
     ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS newowner"), 0);
   }
   ASSERT_EQ(stats_of(&fx).leases_lost, 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* The release goes out while a renewal is in flight (both held up by the
@@ -371,8 +364,7 @@ TEST(release_while_renewal_in_flight) {
   EXPECT_HOLD(lost.calls == 0, mark, lease * 2 / 3 - 200);
   ASSERT_EQ(lk_lock_is_held(a), 0);
   rt_proxy_delay(p, 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -418,8 +410,7 @@ static void lost_after_side_command(const char *name, const char *side_fmt) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS %s", name), 0);
   ASSERT_EQ(lk_lock_release(a, sx_cb, NULL), LK_ELEASELOST);
   ASSERT_EQ(lk_lock_hold_count(a), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 TEST(deleted_key_fires_lost_within_a_period) {
@@ -496,8 +487,7 @@ TEST(stalled_loop_reports_loss_first) {
     ASSERT_EQ(rc, LK_ELEASELOST);
     ASSERT(!lk_lock_is_held(a));
     ASSERT(fx_wait_key_gone(&fx, "stall", 2000));
-    fx_close_lock(&fx, a);
-    fx_finish(&fx);
+    fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
     return;
   }
   st.lock = a;
@@ -513,8 +503,7 @@ TEST(stalled_loop_reports_loss_first) {
     FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_lock_is_held(a));
     ASSERT(fx_wait_key_gone(&fx, "stall", 2000));
     uv_close((uv_handle_t *)&timer, NULL);
-    fx_close_lock(&fx, a);
-    fx_finish(&fx);
+    fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
     return;
   }
   rt_run_until(&fx.loop, &lost.calls, 2000);
@@ -536,8 +525,7 @@ TEST(stalled_loop_reports_loss_first) {
   /* Expired during the stall anyway; whatever was left is given back. */
   ASSERT(fx_wait_key_gone(&fx, "stall", 2000));
   uv_close((uv_handle_t *)&timer, NULL);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* Another client force-releases the lock; before the next renewal could
@@ -595,8 +583,5 @@ TEST(reentry_after_force_release_reports_loss) {
     }
   }
   ASSERT(fx_wait_key_gone(&fx, "reenter", 2000));
-  fx_close_lock(&fx, a);
-  fx_close_lock(&fx, other);
-  fx_close_lock(&fx, third);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, other, third, NULL});
 }

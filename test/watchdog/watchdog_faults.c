@@ -134,8 +134,7 @@ TEST(paused_server_loses_lease_by_deadline) {
   ASSERT_EQ(lk_lock_is_held(a), 1);
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS paused"), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* A renewal that reaches the server in time but whose reply comes back
@@ -214,8 +213,7 @@ TEST(late_renewal_reply_does_not_resurrect) {
   ASSERT_EQ(lost.calls, 1);
   ASSERT_EQ(lk_lock_release(a, sx_cb, NULL), LK_ELEASELOST);
   rt_proxy_delay(p, 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -250,8 +248,7 @@ TEST(restart_without_persistence_loses_lease_at_once) {
   ASSERT_EQ(lk_lock_release(a, sx_cb, NULL), LK_ELEASELOST);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS restart"), 0);
   ASSERT_EQ(stats_of(&fx).leases_lost, 1);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* A server that restarted empty seeds the counter above every token seen
@@ -300,8 +297,7 @@ TEST(fencing_token_regression_is_refused) {
   ASSERT_EQ(lk_lock_is_held(a), 1);
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS fr"), 0);
-  fx_close_lock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){a, NULL});
 }
 
 /* ---- a paused holder process ------------------------------------------------------- */
@@ -565,6 +561,5 @@ TEST(paused_holder_hears_on_lost_first) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, &v));
   ASSERT_EQ(v, 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS " FORK_LOCK), 0);
-  fx_close_lock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_locks(&fx, (lk_lock_t *[]){b, NULL});
 }
