@@ -70,6 +70,14 @@ static inline void cfx_finish(cfx_t *f) {
   rt_cluster_stop(f->cl);
 }
 
+/* How most cluster lock cases end: the locks are closed in the order given,
+ * then the fixture ends. locks: NULL-terminated, e.g. (lk_lock_t *[]){a, b, NULL}. */
+static inline void cfx_finish_locks(cfx_t *f, lk_lock_t *const *locks) {
+  for (; *locks != NULL; locks++)
+    fx_close_lock(&f->fx, *locks);
+  cfx_finish(f);
+}
+
 /* A name whose slot master m (a fixture node index) owns, into out. */
 static inline void cfx_name_on(cfx_t *f, int m, const char *prefix, char *out, size_t cap) {
   ASSERT_GE(rt_cluster_key_on(f->cl, m, prefix, out, cap), 0);

@@ -54,8 +54,7 @@ TEST(seed_on_a_replica_follows_moved) {
   ASSERT_EQ(cfx_exists(&f, f.masters[2], name), 0);
   lk_client_get_stats(f.fx.c, &st);
   ASSERT_GE(st.topology_refreshes, 1);
-  fx_close_lock(&f.fx, l);
-  cfx_finish(&f);
+  cfx_finish_locks(&f, (lk_lock_t *[]){l, NULL});
 }
 
 /* b starts waiting (20 s) behind a's hold of name and listens on the
@@ -91,9 +90,7 @@ TEST(waiter_is_woken_across_nodes) {
   ASSERT_OK(sx_acquire(&f.fx, a, 0, 30000));
   release_wakes_the_waiter(&f, name, a, b, NULL);
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, b, NULL));
-  fx_close_lock(&f.fx, a);
-  fx_close_lock(&f.fx, b);
-  cfx_finish(&f);
+  cfx_finish_locks(&f, (lk_lock_t *[]){a, b, NULL});
 }
 
 
@@ -120,8 +117,7 @@ TEST(fresh_client_loads_only_what_it_calls_on_a_non_seed_master) {
   ASSERT_LE(loads, 3); /* and the acquire's, if it went to the seed first */
   ASSERT_LE(st.commands_sent, 14);
   ASSERT_EQ(st.noscript_reloads, 0);
-  fx_close_lock(&f.fx, l);
-  cfx_finish(&f);
+  cfx_finish_locks(&f, (lk_lock_t *[]){l, NULL});
 }
 
 /* The lean layout on a cluster (docs/lock.md, "Lean layout"): a name on a
@@ -152,7 +148,5 @@ TEST(lean_layout_lock_and_wake_on_a_cluster) {
   ASSERT_EQ(r, 1);
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, b, NULL));
   ASSERT_EQ(cfx_exists(&f, f.masters[1], name), 0);
-  fx_close_lock(&f.fx, a);
-  fx_close_lock(&f.fx, b);
-  cfx_finish(&f);
+  cfx_finish_locks(&f, (lk_lock_t *[]){a, b, NULL});
 }

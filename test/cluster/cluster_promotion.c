@@ -111,8 +111,7 @@ static void kill_and_watch(int kill_seed, int pause_others) {
   ASSERT_LE(verified, (double)rt_scaled_ms(1000));
   ASSERT(!lk_lock_is_held(a));
   ASSERT_OK(rt_cluster_wait_stable(f.cl, 20000));
-  fx_close_lock(&f.fx, a);
-  cfx_finish(&f);
+  cfx_finish_locks(&f, (lk_lock_t *[]){a, NULL});
 }
 
 TEST(killed_masters_promotion_is_seen_within_a_short_reread_period) { kill_and_watch(0, 0); }

@@ -169,8 +169,7 @@ static int emu_behind_latchkey(int mode, int64_t emu_timeout_ms, double *ms, dou
   } else {
     ASSERT_EQ(cfx_exists(&f, m, name), 0); /* free all along: nobody said so */
   }
-  fx_close_lock(&f.fx, h);
-  cfx_finish(&f);
+  cfx_finish_locks(&f, (lk_lock_t *[]){h, NULL});
   return ew.rc;
 }
 
@@ -221,8 +220,7 @@ TEST(classic_redisson_release_wakes_a_classic_mode_latchkey_waiter) {
                        "the classic emulator's unlock");
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));
   redisFree(emu);
-  fx_close_lock(&f.fx, w);
-  cfx_finish(&f);
+  cfx_finish_locks(&f, (lk_lock_t *[]){w, NULL});
 }
 
 /* ---- every other primitive that publishes, classic on a cluster ---- */
@@ -554,9 +552,7 @@ TEST(sharded_mode_without_sharded_pubsub_polls_and_says_so) {
   ASSERT_EQ(errors_seen, 1);
   ASSERT_EQ(fallback_warnings, 0);
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, w, NULL));
-  fx_close_lock(&f.fx, h);
-  fx_close_lock(&f.fx, w);
-  cfx_finish(&f);
+  cfx_finish_locks(&f, (lk_lock_t *[]){h, w, NULL});
 }
 
 /* ---- classic subscriptions follow a failover ---- */

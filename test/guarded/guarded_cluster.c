@@ -51,6 +51,5 @@ TEST(cluster_write_on_the_names_master_and_other_slot_refused) {
   fx_spin(&f.fx, 20);
   ASSERT_EQ(s.calls, 0);
   ASSERT_OK(sx_run(&f.fx, lk_lock_release, l, NULL));
-  fx_close_lock(&f.fx, l);
-  cfx_finish(&f);
+  cfx_finish_locks(&f, (lk_lock_t *[]){l, NULL});
 }

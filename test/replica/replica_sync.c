@@ -106,6 +106,13 @@ static void rx_finish(rx_t *rx) {
   rt_proxy_stop(rx->link);
 }
 
+/* Closes the locks in the order given (NULL-terminated), then rx_finish. */
+static void rx_finish_locks(rx_t *rx, lk_lock_t *const *locks) {
+  for (; *locks != NULL; locks++)
+    fx_close_lock(&rx->fx, *locks);
+  rx_finish(rx);
+}
+
 static lk_client_stats_t stats(rx_t *rx) {
   lk_client_stats_t st;
   lk_client_get_stats(rx->fx.c, &st);
@@ -163,8 +170,7 @@ TEST(grant_waits_for_one_replica_and_counts) {
   ASSERT_OK(sx_run(&rx.fx, lk_lock_release, l, NULL));
   ASSERT_EQ(stats(&rx).sync_waits, 2);
   ASSERT_EQ(stats(&rx).acquires, 2);
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(paused_replica_gives_back_enoreplicas_within_timeout) {
@@ -194,8 +200,7 @@ TEST(paused_replica_gives_back_enoreplicas_within_timeout) {
   ASSERT_EQ(lock_acquire(&rx, l, -1, &s), 0);
   ASSERT_EQ(lk_lock_sync_acked(l), 1);
   ASSERT_EQ(holds_on(rx.rep, l), 1);
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(report_policy_succeeds_and_reports_shortfall) {
@@ -215,8 +220,7 @@ TEST(report_policy_succeeds_and_reports_shortfall) {
   ASSERT_EQ(stats(&rx).acquires, 1);
   ASSERT_OK(sx_run(&rx.fx, lk_lock_release, l, NULL));
   ASSERT_EQ(rt_cmd_int(rx.fx.srv, "EXISTS rs-report"), 0);
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 /* Success must mean is_held(): an explicit lease shorter than the wait
@@ -235,8 +239,7 @@ TEST(report_policy_lease_ending_during_wait_is_lost) {
   ASSERT_EQ(lk_lock_is_held(l), 0);
   ASSERT_EQ(lk_lock_sync_acked(l), 0);
   ASSERT_EQ(rt_cmd_int(rx.fx.srv, "EXISTS rs-short-lease"), 0);
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(two_replicas_asked_one_present_is_shortfall) {
@@ -249,8 +252,7 @@ TEST(two_replicas_asked_one_present_is_shortfall) {
   ASSERT_EQ(lk_lock_sync_acked(l), 1);
   ASSERT(strstr(lk_lock_error_text(l), "1 of 2 replicas") != NULL);
   FX_EVENTUALLY(&rx.fx, rt_cmd_int(rx.fx.srv, "EXISTS rs-two") == 0, 5000);
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(per_acquire_override_on_and_off) {
@@ -387,9 +389,7 @@ TEST(grant_asking_more_than_the_joined_wait_waits_again) {
   ASSERT_LE(took_ms(t0, &sb), 300 + rt_scaled_ms(1000));
   FX_EVENTUALLY(&rx.fx, rt_cmd_int(rx.fx.srv, "EXISTS rs-join-b") == 0, 5000);
   ASSERT_OK(sx_run(&rx.fx, lk_lock_release, a, NULL));
-  fx_close_lock(&rx.fx, a);
-  fx_close_lock(&rx.fx, b);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){a, b, NULL});
 }
 
 /* sync_timeout_ms past half the reply timeout is capped there: commands
@@ -414,8 +414,7 @@ TEST(wait_is_capped_at_half_the_reply_timeout) {
   /* The cap leaves 300 ms of the reply timeout: a longer machine stall
    * times a reply out rightly. */
   EXPECT_HOLD(stats(&rx).reply_timeouts == 0, mark, 300);
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 /* --- a WAIT refused, lost, or left behind --- */
@@ -456,8 +455,7 @@ TEST(refused_wait_is_one_clear_error_and_given_back) {
   }
   ASSERT_EQ(rx.refused_logs, 1); /* said once per client */
   ASSERT_EQ(stats(&rx).sync_shortfalls, 2);
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(refused_wait_under_report_succeeds_and_logs_once) {
@@ -475,8 +473,7 @@ TEST(refused_wait_under_report_succeeds_and_logs_once) {
   ASSERT_EQ(stats(&rx).sync_shortfalls, 2);
   ASSERT_OK(sx_run(&rx.fx, lk_lock_release, l, NULL));
   ASSERT_OK(sx_run(&rx.fx, lk_lock_release, l, NULL));
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 /* The client reaches the master through a proxy that cuts the connection
@@ -507,8 +504,7 @@ TEST(lost_wait_reply_gives_back_enoreplicas) {
   ASSERT_EQ(lk_lock_hold_count(l), 0);
   /* The give-back goes once the connection is back. */
   FX_EVENTUALLY(&rx.fx, rt_cmd_int(rx.fx.srv, "EXISTS rs-lost") == 0, 10000);
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
   rt_proxy_stop(p);
 }
 
@@ -525,8 +521,7 @@ TEST(lost_wait_reply_under_report_keeps_the_hold) {
   ASSERT_EQ(stats(&rx).sync_shortfalls, 1);
   ASSERT_EQ(holds_on(rx.fx.srv, l), 1);
   ASSERT_OK(sx_run(&rx.fx, lk_lock_release, l, NULL));
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
   rt_proxy_stop(p);
 }
 
@@ -555,8 +550,7 @@ TEST(cancel_while_wait_in_flight_gives_back_one_callback) {
   fx_spin(&rx.fx, 1100);
   ASSERT_EQ(s.calls, 1);
   ASSERT_EQ(stats(&rx).sync_shortfalls, 0);
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(close_while_wait_in_flight_gives_back_one_callback) {
@@ -620,8 +614,7 @@ TEST(failover_with_sync_hold_survives_on_promoted_replica) {
   ASSERT_STREQ(owner, "1");
   free(owner);
   ASSERT_GT(rt_cmd_int(rx.rep, "PTTL rs-failover"), 0);
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 /* Without sync, the replication link lagging (held in the proxy) at the
@@ -644,9 +637,7 @@ TEST(failover_without_sync_hold_lost_on_promoted_replica) {
   fail_over(&rx);
   owner = rt_cmd_str(rx.rep, "HGET rs-nosync %s", lk_lock_owner(l));
   ASSERT_NULL(owner); /* the program was told it holds a lock nobody has */
-  fx_close_lock(&rx.fx, l);
-  fx_close_lock(&rx.fx, synced);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, synced, NULL});
 }
 
 /* --- the other primitives --- */
@@ -773,8 +764,7 @@ TEST(sync_aof_uses_waitaof_or_falls_back_to_wait_once) {
   printf("server %s WAITAOF\n", has ? "has" : "lacks");
   ASSERT_OK(sx_run(&rx.fx, lk_lock_release, l, NULL));
   ASSERT_OK(sx_run(&rx.fx, lk_lock_release, l, NULL));
-  fx_close_lock(&rx.fx, l);
-  rx_finish(&rx);
+  rx_finish_locks(&rx, (lk_lock_t *[]){l, NULL});
 }
 
 /* --- what it costs --- */
