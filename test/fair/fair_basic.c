@@ -106,8 +106,7 @@ TEST(fifo_order_and_keys) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS fifo"), 0);
   for (i = 0; i < N; i++)
     fx_close_fair(&fx, w[i]);
-  fx_close_fair(&fx, h);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){h, NULL});
 }
 
 /* A newcomer finds the lock free while someone is queued: it queues behind
@@ -134,11 +133,7 @@ TEST(newcomer_never_barges) {
   ASSERT_OK(fsx_run(&fx, lk_fair_release, a, NULL));
   rt_run_until(&fx.loop, &sb.done, 5000);
   ASSERT_OK(sb.status);
-  fx_close_fair(&fx, h);
-  fx_close_fair(&fx, a);
-  fx_close_fair(&fx, b);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS barge"), 0);
-  fx_finish(&fx);
+  fx_finish_fairs_gone(&fx, "barge", (lk_fair_t *[]){h, a, b, NULL});
 }
 
 /* ---- leaving the queue ---- */
@@ -154,9 +149,7 @@ TEST(try_once_never_queues) {
   ASSERT_EQ(fair_llen(fx.srv, "once"), 0);
   ASSERT_EQ(fair_zcard(fx.srv, "once"), 0);
   ASSERT_EQ(lk_fair_position(b), -1);
-  fx_close_fair(&fx, a);
-  fx_close_fair(&fx, b);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){a, b, NULL});
 }
 
 TEST(timed_out_waiter_leaves_the_queue) {
@@ -185,11 +178,7 @@ TEST(timed_out_waiter_leaves_the_queue) {
   ASSERT_OK(fsx_run(&fx, lk_fair_release, a, NULL));
   rt_run_until(&fx.loop, &sc.done, 5000);
   ASSERT_OK(sc.status);
-  fx_close_fair(&fx, a);
-  fx_close_fair(&fx, b);
-  fx_close_fair(&fx, c);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS tmo"), 0);
-  fx_finish(&fx);
+  fx_finish_fairs_gone(&fx, "tmo", (lk_fair_t *[]){a, b, c, NULL});
 }
 
 TEST(cancel_in_the_middle_leaves_no_trace) {
@@ -230,8 +219,7 @@ TEST(cancel_in_the_middle_leaves_no_trace) {
   ASSERT_EQ(fair_zcard(fx.srv, "cm"), 0);
   for (i = 0; i < 3; i++)
     fx_close_fair(&fx, w[i]);
-  fx_close_fair(&fx, h);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){h, NULL});
 }
 
 /* Close while queued: the pending acquire is canceled first, the waiter
@@ -261,10 +249,7 @@ TEST(close_while_queued_leaves_no_trace) {
   ASSERT_OK(sb.status);
   ASSERT_EQ(fair_llen(fx.srv, "cq"), 0);
   ASSERT_EQ(fair_zcard(fx.srv, "cq"), 0);
-  fx_close_fair(&fx, b);
-  fx_close_fair(&fx, h);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS cq"), 0);
-  fx_finish(&fx);
+  fx_finish_fairs_gone(&fx, "cq", (lk_fair_t *[]){b, h, NULL});
 }
 
 /* ---- liveness of the queue ---- */
@@ -305,8 +290,7 @@ TEST(long_hold_never_purges_live_waiters) {
     if (!EXPECT_HOLD(in_time, mark, timeout - timeout / 3)) {
       for (i = 0; i < N; i++)
         fx_close_fair(&fx, w[i]);
-      fx_close_fair(&fx, h);
-      fx_finish(&fx);
+      fx_finish_fairs(&fx, (lk_fair_t *[]){h, NULL});
       return;
     }
     fx_spin(&fx, 10);
@@ -320,8 +304,7 @@ TEST(long_hold_never_purges_live_waiters) {
     ASSERT_EQ(log.order[i], i);
   for (i = 0; i < N; i++)
     fx_close_fair(&fx, w[i]);
-  fx_close_fair(&fx, h);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){h, NULL});
 }
 
 /* A silent waiter (planted on the side channel, as a dead process leaves
@@ -407,8 +390,7 @@ TEST(waiter_channel_is_kept_until_close) {
   fx_close_fair(&fx, w);
   FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 0, 2000);
   free(ch);
-  fx_close_fair(&fx, h);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){h, NULL});
 }
 
 /* ---- counts, queries, force release ---- */
@@ -450,9 +432,7 @@ TEST(reentrancy_counts_and_queries) {
   ASSERT(!lk_fair_is_held(a));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS cnt"), 0);
   ASSERT_EQ(lk_fair_release(a, fsx_cb, NULL), LK_ENOTHELD);
-  fx_close_fair(&fx, a);
-  fx_close_fair(&fx, b);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){a, b, NULL});
 }
 
 TEST(queue_length_counts_live_waiters) {
@@ -526,10 +506,7 @@ TEST(force_release_wakes_the_next_waiter) {
   ASSERT_EQ(r, 1);
   ASSERT_OK(fsx_run(&fx, lk_fair_force_release, c, &r));
   ASSERT_EQ(r, 0);
-  fx_close_fair(&fx, a);
-  fx_close_fair(&fx, b);
-  fx_close_fair(&fx, c);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){a, b, c, NULL});
 }
 
 TEST(fenced_tokens_increase) {
@@ -561,9 +538,7 @@ TEST(fenced_tokens_increase) {
     ASSERT_EQ(atoll(v), t2);
     free(v);
   }
-  fx_close_fair(&fx, a);
-  fx_close_fair(&fx, b);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){a, b, NULL});
 }
 
 /* ---- leases ---- */
@@ -605,8 +580,7 @@ TEST(watchdog_keeps_and_loses_fair_holds) {
     held = EXPECT_HOLD(lk_fair_is_held(a) && lost == 0, mark, slack);
   if (!held) {
     FX_LOSS_TOLD_ONCE(&fx, lost, lk_fair_is_held(a));
-    fx_close_fair(&fx, a);
-    fx_finish(&fx);
+    fx_finish_fairs(&fx, (lk_fair_t *[]){a, NULL});
     return;
   }
   /* Deleted behind its back: the next renewal says so. */
@@ -614,8 +588,7 @@ TEST(watchdog_keeps_and_loses_fair_holds) {
   rt_run_until(&fx.loop, &lost, 3000);
   ASSERT(!lk_fair_is_held(a));
   ASSERT_EQ(lk_fair_release(a, fsx_cb, NULL), LK_ELEASELOST);
-  fx_close_fair(&fx, a);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){a, NULL});
 }
 
 /* ---- bad inputs ---- */
@@ -687,8 +660,7 @@ TEST(bad_inputs_are_refused) {
     ASSERT_EQ(lk_fair_close(a, NULL), LK_ECLOSED);
     rt_run_until(&fx.loop, &closed, 5000);
   }
-  fx_close_fair(&fx, b);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){b, NULL});
 }
 
 TEST(names_with_braces_use_redisson_keys) {
@@ -710,10 +682,7 @@ TEST(names_with_braces_use_redisson_keys) {
   ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
-  fx_close_fair(&fx, h);
-  fx_close_fair(&fx, w);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS a{b}c"), 0);
-  fx_finish(&fx);
+  fx_finish_fairs_gone(&fx, "a{b}c", (lk_fair_t *[]){h, w, NULL});
 }
 
 /* A waiter that is not next re-polls (and refreshes its deadline) every
@@ -768,8 +737,7 @@ TEST(refresh_cadence_is_a_third_of_the_timeout) {
   fx_close_fair(&fx, a);
   rt_run_until(&fx.loop, &sb.done, 5000);
   ASSERT_OK(sb.status);
-  fx_close_fair(&fx, b);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){b, NULL});
 }
 
 typedef struct {

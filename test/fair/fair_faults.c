@@ -206,9 +206,7 @@ TEST(pubsub_killed_while_queued_still_acquires_promptly) {
     ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
   }
   free(ch);
-  fx_close_fair(&fx, h);
-  fx_close_fair(&fx, w);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){h, w, NULL});
 }
 
 /* A restart without persistence loses the lock and the queue: the waiter's
@@ -231,10 +229,7 @@ TEST(restart_losing_the_queue_admits_the_waiter) {
   ASSERT_OK(s.status);
   ASSERT_EQ(holds_of(&fx, "rst", lk_fair_owner(w)), 1);
   ASSERT_EQ(fsx_run(&fx, lk_fair_release, h, NULL), LK_ENOTOWNER);
-  fx_close_fair(&fx, h);
-  fx_close_fair(&fx, w);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS rst"), 0);
-  fx_finish(&fx);
+  fx_finish_fairs_gone(&fx, "rst", (lk_fair_t *[]){h, w, NULL});
 }
 
 /* Redis 7 gives new ACL users no channels: the waiter is still served in
@@ -256,10 +251,7 @@ TEST(user_without_channel_access_is_served_by_polling) {
   rt_run_until(&fx.loop, &rel.done, 5000);
   ASSERT_OK(s.status);
   ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_stall_bound_since_ns(rel.t_ns, 1000));
-  fx_close_fair(&fx, h);
-  fx_close_fair(&fx, w);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nch"), 0);
-  fx_finish(&fx);
+  fx_finish_fairs_gone(&fx, "nch", (lk_fair_t *[]){h, w, NULL});
 }
 
 /* ---- a renewal answered after the loss ---- */
@@ -333,8 +325,7 @@ TEST(late_reentry_after_a_force_release_grants_nothing) {
   ASSERT_EQ(s.status, LK_ELEASELOST);
   ASSERT_EQ(lk_fair_hold_count(w), 0);
   FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS rev") == 0, 2000);
-  fx_close_fair(&fx, w);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){w, NULL});
   rt_proxy_stop(p);
 }
 

@@ -259,6 +259,5 @@ TEST(emulator_lock_wait_loop_gets_the_lock_from_latchkey) {
   ASSERT_EQ(WEXITSTATUS(status), 0);
   ASSERT_EQ(fair_llen(fx.srv, "loop"), 0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS loop"), 0);
-  fx_close_fair(&fx, h);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){h, NULL});
 }

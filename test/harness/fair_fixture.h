@@ -35,6 +35,24 @@ static inline void fx_close_fair(fx_t *fx, lk_fair_t *f) {
   rt_run_until(&fx->loop, &closed, 10000);
 }
 
+/* How most fair-lock cases end: the locks are closed in the order given,
+ * then the fixture ends. fairs: NULL-terminated, e.g. (lk_fair_t *[]){a, b, NULL}. */
+static inline void fx_finish_fairs(fx_t *fx, lk_fair_t *const *fairs) {
+  for (; *fairs != NULL; fairs++)
+    fx_close_fair(fx, *fairs);
+  fx_finish(fx);
+}
+
+/* The same, for cases that end with the lock gone from the server: the
+ * locks are closed, then the key name must no longer exist, then the
+ * fixture ends. */
+static inline void fx_finish_fairs_gone(fx_t *fx, const char *name, lk_fair_t *const *fairs) {
+  for (; *fairs != NULL; fairs++)
+    fx_close_fair(fx, *fairs);
+  ASSERT_EQ(rt_cmd_int(fx->srv, "EXISTS %s", name), 0);
+  fx_finish(fx);
+}
+
 /* Starts an acquire without waiting for it. */
 static inline void fsx_start(lk_fair_t *f, int64_t wait_ms, int64_t lease_ms,
                              int64_t waiter_timeout_ms, fsx_t *s) {

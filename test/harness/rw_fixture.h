@@ -34,6 +34,16 @@ static inline void fx_close_rwlock(fx_t *fx, lk_rwlock_t *rw) {
   rt_run_until(&fx->loop, &closed, 10000);
 }
 
+/* How most read/write lock cases end that do not check the server is empty
+ * (those use rw_finish_empty, test/harness/lockfam_rw_finish.h): the
+ * objects are closed in the order given, then the fixture ends.
+ * rws: NULL-terminated, e.g. (lk_rwlock_t *[]){a, b, NULL}. */
+static inline void fx_finish_rwlocks(fx_t *fx, lk_rwlock_t *const *rws) {
+  for (; *rws != NULL; rws++)
+    fx_close_rwlock(fx, *rws);
+  fx_finish(fx);
+}
+
 /* Starts an acquire; the caller runs the loop until s->done. */
 static inline void rw_start(lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait_ms,
                             int64_t lease_ms, sx_t *s) {

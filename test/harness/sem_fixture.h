@@ -50,6 +50,20 @@ static inline void fx_close_psem_in(uv_loop_t *loop, lk_psem_t *p) {
 #define fx_close_sem(fx, s) fx_close_sem_in(&(fx)->loop, (s))
 #define fx_close_psem(fx, p) fx_close_psem_in(&(fx)->loop, (p))
 
+/* How most semaphore cases end: the objects are closed in the order given,
+ * then the fixture ends. NULL-terminated, e.g. (lk_semaphore_t *[]){a, b, NULL}. */
+static inline void fx_finish_sems(fx_t *fx, lk_semaphore_t *const *sems) {
+  for (; *sems != NULL; sems++)
+    fx_close_sem(fx, *sems);
+  fx_finish(fx);
+}
+
+static inline void fx_finish_psems(fx_t *fx, lk_psem_t *const *psems) {
+  for (; *psems != NULL; psems++)
+    fx_close_psem(fx, *psems);
+  fx_finish(fx);
+}
+
 /* Starts an acquire of n permits (no waiting for it). */
 static inline void sem_start_acquire(lk_semaphore_t *s, int64_t n, int64_t wait_ms, sx_t *x) {
   lk_semaphore_opts_t o;

@@ -20,8 +20,7 @@ TEST(fair_second_acquire_refused_at_once_and_never_sent) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nrf-own"), 0);
   ASSERT_OK(nr_fair(&fx, f, 0, 30000));
   ASSERT_OK(fsx_run(&fx, lk_fair_release, f, NULL));
-  fx_close_fair(&fx, f);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){f, NULL});
 }
 
 /* A shared owner's acquire that could wait is refused by the server at
@@ -80,9 +79,7 @@ TEST(fair_latchkey_holder_blocks_redisson_and_its_release_wakes_it) {
   ASSERT_EQ(rt_rfair_unlock(emu, "nrf-l2r", NR_EMU_UUID, NR_EMU_TID), 1);
   redisFree(emu);
   ASSERT_EQ(fair_llen(fx.srv, "nrf-l2r"), 0);
-  fx_close_fair(&fx, same);
-  fx_close_fair(&fx, f);
-  fx_finish(&fx);
+  fx_finish_fairs(&fx, (lk_fair_t *[]){same, f, NULL});
 }
 
 /* As for the lock (nr_contract.h). */

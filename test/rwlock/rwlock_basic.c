@@ -331,9 +331,7 @@ TEST(explicit_lease_expires) {
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_EQ(s.status, LK_ENOTOWNER);
   ASSERT_EQ(lk_rwlock_hold_count(r, RW_R), 0);
-  fx_close_rwlock(&fx, r);
-  fx_close_rwlock(&fx, w);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){r, w, NULL});
 }
 
 TEST(queries_and_force_release) {
@@ -386,9 +384,7 @@ TEST(queries_and_force_release) {
   }
   hold_key(key, sizeof(key), "q", lk_rwlock_owner(a), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS %s", key), 0);
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, b, NULL});
 }
 
 /* A hash without a mode (an RLock of the same name) is held by someone:
@@ -474,9 +470,7 @@ TEST(fenced_tokens_increase_across_sides) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS fence"), 0);
   ASSERT_OK(acquire_fenced(&fx, b, RW_W));
   ASSERT_GT(lk_rwlock_token(b), t3);
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, b, NULL});
 }
 
 TEST(cancel_waiting_acquire) {
@@ -617,6 +611,5 @@ TEST(commands_after_a_canceled_reentry_wait_for_its_give_back) {
     ASSERT_OK(rw_release(&fx, a, (lk_rwlock_side_t)side, NULL));
     ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   }
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
 }

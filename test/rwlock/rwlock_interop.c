@@ -90,9 +90,7 @@ TEST(readers_of_both_kinds_share) {
   ASSERT_EQ(rt_rwlock_read_unlock(e, "share", EMU_UUID, EMU_TID), 1);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   redisFree(e);
-  fx_close_rwlock(&fx, r);
-  fx_close_rwlock(&fx, w);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){r, w, NULL});
 }
 
 /* A Redisson writer holds; latchkey readers wait and all wake on its write
@@ -243,8 +241,7 @@ TEST(same_thread_across_implementations) {
   ASSERT_EQ(rt_rwlock_read_unlock(e, "thread", EMU_UUID, EMU_TID), 1);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   redisFree(e);
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
 }
 
 /* Redisson downgrades without a message: a waiting latchkey reader still
@@ -288,9 +285,7 @@ TEST(downgrades_of_both_kinds) {
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   redisFree(sub);
   redisFree(e);
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, r);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, r, NULL});
 }
 
 /* A Redisson reader whose hold is not renewed (a short lease: as if its
@@ -320,9 +315,7 @@ TEST(latchkey_renewal_never_keeps_a_redisson_reader) {
     ASSERT_LOSS_CODE(rw_try_release(&fx, r, RW_R)); /* it knows */
     free(emu_key);
     redisFree(e);
-    fx_close_rwlock(&fx, r);
-    fx_close_rwlock(&fx, w);
-    fx_finish(&fx);
+    fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){r, w, NULL});
     return;
   }
   const int wrc = rw_acquire(&fx, w, RW_W, 0, LK_LEASE_DEFAULT);

@@ -102,8 +102,7 @@ TEST(watchdog_keeps_both_sides) {
     FX_LOSS_TOLD_ONCE(&fx, lost.calls, lk_rwlock_is_held(a, RW_W) || lk_rwlock_is_held(a, RW_R));
     FX_EVENTUALLY(&fx, rt_server_count_keys(fx.srv, "*") == 0, 3000); /* given back */
     free(k);
-    fx_close_rwlock(&fx, a);
-    fx_finish(&fx);
+    fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
     return;
   }
   ASSERT_EQ(lost.calls, 0);
@@ -119,8 +118,7 @@ TEST(watchdog_keeps_both_sides) {
     ASSERT_EQ(st1.renewal_commands, st0.renewal_commands);
   }
   free(k);
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
 }
 
 /* A read hold whose key vanishes behind its back: the next renewal says so,
@@ -168,9 +166,7 @@ TEST(lost_read_side) {
     ASSERT_LOSS_CODE(rw_try_release(&fx, b, RW_R));
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   free(k);
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, b, NULL});
 }
 
 /* The write side's lock deleted behind the holder's back (a foreign force
@@ -202,9 +198,7 @@ TEST(lost_write_side) {
   ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 0);
   ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL));
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, b, NULL});
 }
 
 
@@ -378,9 +372,7 @@ TEST(dead_reader_expires_while_live_reader_renews) {
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   free(dead_key);
   free(live_key);
-  fx_close_rwlock(&fx, live);
-  fx_close_rwlock(&fx, w);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){live, w, NULL});
 }
 
 /* ---- lost replies ------------------------------------------------------------------- */
@@ -442,8 +434,7 @@ static void lost_replies(lk_rwlock_side_t side) {
   ASSERT_EQ(rw_server_holds(&fx, a, side), 1);
   ASSERT_OK(rw_release(&fx, a, side, NULL));
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -538,8 +529,7 @@ TEST(read_first_attempt_never_takes_a_stale_count_for_its_grant) {
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 1); /* the token counter */
   free(k2);
   free(k3);
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
 }
 
 /* The nemesis's case: a reader that holds nothing finds a stale hold of its
@@ -568,9 +558,7 @@ TEST(stale_reader_count_never_hands_out_another_readers_token) {
   ASSERT_OK(rw_release(&fx, b, RW_R, &freed));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-2"), 0);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 1); /* the token counter */
-  fx_close_rwlock(&fx, a);
-  fx_close_rwlock(&fx, b);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, b, NULL});
 }
 
 /* A stale count is restarted only while every hold the object counts is
@@ -596,8 +584,7 @@ TEST(stale_read_count_never_revives_dead_counted_holds) {
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 1); /* the token counter */
   free(k1);
   free(k2);
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
 }
 
 /* A resent read acquire whose lost attempt did take the hold reports it once,
@@ -638,8 +625,7 @@ TEST(resent_read_acquire_never_reports_another_readers_token) {
   ASSERT_OK(rw_release(&fx, a, RW_R, &freed));
   ASSERT_EQ(freed, 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS resent"), 0);
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -705,8 +691,7 @@ TEST(grant_answered_after_its_deadline_is_given_back) {
     ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL)); /* the give-back is through */
     ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   }
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -799,8 +784,7 @@ static void resend_restarts_lease(lk_rwlock_side_t side) {
          (long long)lease, (long long)gap);
   ASSERT_GT(pttl, lease - gap / 2);
   ASSERT_OK(rw_release(&fx, a, side, NULL));
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 

@@ -43,8 +43,7 @@ TEST(wrong_shape_reply_to_acquire_is_unknown_and_given_back) {
     ASSERT_OK(rw_release(&fx, a, sd, NULL));
     ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   }
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }
 
@@ -73,7 +72,6 @@ TEST(wrong_shape_reply_to_release_is_resent_and_applied_once) {
     ASSERT_EQ(freed, 1);
     ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   }
-  fx_close_rwlock(&fx, a);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
   rt_proxy_stop(p);
 }

@@ -109,8 +109,7 @@ TEST(psem_ids_layout_and_counts) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS {ps}:timeout"), 0);
   ASSERT_OK(psem_run_n(&fx, lk_psem_add_permits, p, -1, &r));
   ASSERT_EQ(r, 2);
-  fx_close_psem(&fx, p);
-  fx_finish(&fx);
+  fx_finish_psems(&fx, (lk_psem_t *[]){p, NULL});
 }
 
 /* A fixed lease ends on the server: the permit comes back through the
@@ -152,8 +151,7 @@ TEST(psem_fixed_lease_ends_and_permit_returns) {
   ASSERT_EQ(r, 1);
   fx_close_psem(&fx, b);
   ASSERT_EQ(srv_count(fx.srv, "fl"), 1);
-  fx_close_psem(&fx, a);
-  fx_finish(&fx);
+  fx_finish_psems(&fx, (lk_psem_t *[]){a, NULL});
 }
 
 /* The default lease is renewed by the watchdog while the object holds the
@@ -187,9 +185,7 @@ TEST(psem_watchdog_keeps_permits) {
                        mark, slack);
   if (!held) {
     ASSERT(!lk_psem_is_held(a)); /* it knows */
-    fx_close_psem(&fx, a);
-    fx_close_psem(&fx, b);
-    fx_finish(&fx);
+    fx_finish_psems(&fx, (lk_psem_t *[]){a, b, NULL});
     return;
   }
   lk_client_get_stats(fx.c, &st);
@@ -205,9 +201,7 @@ TEST(psem_watchdog_keeps_permits) {
     lk_client_get_stats(fx.c, &st);
     ASSERT_EQ(st.renewals, before);
   }
-  fx_close_psem(&fx, a);
-  fx_close_psem(&fx, b);
-  fx_finish(&fx);
+  fx_finish_psems(&fx, (lk_psem_t *[]){a, b, NULL});
 }
 
 typedef struct {
@@ -257,8 +251,7 @@ TEST(psem_lost_permit_is_reported) {
   ASSERT_EQ(srv_count(fx.srv, "lost"), 1);
   ASSERT_OK(psem_run_id(&fx, lk_psem_release, a, NULL, &r));
   ASSERT_EQ(srv_count(fx.srv, "lost"), 2);
-  fx_close_psem(&fx, a);
-  fx_finish(&fx);
+  fx_finish_psems(&fx, (lk_psem_t *[]){a, NULL});
 }
 
 TEST(psem_update_lease) {
@@ -288,8 +281,7 @@ TEST(psem_update_lease) {
   if (!EXPECT_HOLD(lk_psem_permit_count(a) == 2 && lk_psem_is_held(a) &&
                        rt_cmd_int(fx.srv, "ZCARD {upd}:timeout") == 2,
                    mark, fx_renewal_slack(rt_scaled_ms(600)))) {
-    fx_close_psem(&fx, a);
-    fx_finish(&fx);
+    fx_finish_psems(&fx, (lk_psem_t *[]){a, NULL});
     return;
   }
   /* A permit whose lease ended: the update says so and drops it. */
@@ -343,9 +335,7 @@ TEST(psem_release_by_id_from_another_object) {
   ASSERT_OK(psem_run_id(&fx, lk_psem_release_id, a, id, &r)); /* its own, by id */
   ASSERT_EQ(lk_psem_permit_count(a), 0);
   ASSERT_EQ(srv_count(fx.srv, "rid"), 1);
-  fx_close_psem(&fx, a);
-  fx_close_psem(&fx, b);
-  fx_finish(&fx);
+  fx_finish_psems(&fx, (lk_psem_t *[]){a, b, NULL});
 }
 
 TEST(psem_bad_inputs) {
@@ -390,8 +380,7 @@ TEST(psem_bad_inputs) {
   ASSERT_EQ(lk_psem_set_lost_cb(NULL, NULL, NULL), LK_EINVAL);
   ASSERT_NULL(lk_psem_permit_id(p, 0));
   ASSERT_EQ(lk_psem_permit_count(NULL), 0);
-  fx_close_psem(&fx, p);
-  fx_finish(&fx);
+  fx_finish_psems(&fx, (lk_psem_t *[]){p, NULL});
   ASSERT_EQ(rt_never_calls, 0);
 }
 
@@ -511,9 +500,7 @@ TEST(psem_waiter_retries_when_the_nearest_lease_ends) {
   a = fx_psem(&fx, "near");
   b = fx_psem(&fx, "near");
   b_gets_the_permit_when_a_lease_ends(&fx, a, b, "near", 700, 10000, 300);
-  fx_close_psem(&fx, a);
-  fx_close_psem(&fx, b);
-  fx_finish(&fx);
+  fx_finish_psems(&fx, (lk_psem_t *[]){a, b, NULL});
 }
 
 /* Many holders share the watchdog's batched renewals (up to 100 per

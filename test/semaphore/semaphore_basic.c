@@ -103,8 +103,7 @@ TEST(add_drain_and_negative_counts) {
   ASSERT_EQ(r, 2);
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_add_permits, s, 0, &r));
   ASSERT_EQ(r, 2);
-  fx_close_sem(&fx, s);
-  fx_finish(&fx);
+  fx_finish_sems(&fx, (lk_semaphore_t *[]){s, NULL});
 }
 
 TEST(release_unheld_is_explicit) {
@@ -233,9 +232,7 @@ TEST(wrong_type_and_garbage_values_are_left_alone) {
   ASSERT_STREQ(v, "precious");
   free(v);
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN wt"), 1);
-  fx_close_sem(&fx, s);
-  fx_close_sem(&fx, g);
-  fx_finish(&fx);
+  fx_finish_sems(&fx, (lk_semaphore_t *[]){s, g, NULL});
 }
 
 /* A waiter is woken by the release message: re-polling is slowed far past
@@ -359,9 +356,7 @@ TEST(wait_budget_is_bounded_and_repolled) {
   rt_run_until(&fx.loop, &x.done, 3000);
   ASSERT_OK(x.status);
   ASSERT_LT((int64_t)((x.t_ns - t0) / 1000000u), 100 + rt_stall_bound_since_ns(t0, 300));
-  fx_close_sem(&fx, s);
-  fx_close_sem(&fx, t);
-  fx_finish(&fx);
+  fx_finish_sems(&fx, (lk_semaphore_t *[]){s, t, NULL});
 }
 
 TEST(cancel_waiting_and_in_flight) {
@@ -391,8 +386,7 @@ TEST(cancel_waiting_and_in_flight) {
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, s, 2, NULL));
   fx_spin(&fx, 50);
   ASSERT_EQ(srv_count(fx.srv, "cx"), 2);
-  fx_close_sem(&fx, s);
-  fx_finish(&fx);
+  fx_finish_sems(&fx, (lk_semaphore_t *[]){s, NULL});
 }
 
 typedef struct {

@@ -294,8 +294,7 @@ TEST(psem_server_restart_reports_loss) {
   fx_spin(&fx, 50); /* the give-back of the lost ids finds nothing to add */
   ASSERT_OK(psem_run(&fx, lk_psem_available, a, &v));
   ASSERT_EQ(v, 2);
-  fx_close_psem(&fx, a);
-  fx_finish(&fx);
+  fx_finish_psems(&fx, (lk_psem_t *[]){a, NULL});
 }
 
 /* --- acquires whose outcome stays unknown while the server stays out of

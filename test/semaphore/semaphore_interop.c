@@ -108,8 +108,7 @@ TEST(redisson_semaphore_latchkey_release_wakes_emulator) {
   /* Only latchkey's message (the new count) explains a prompt wake-up. */
   ASSERT_LT((int64_t)((w.t_ns - t_rel) / 1000000u), rt_stall_bound_since_ns(t_rel, 1000));
   ASSERT_EQ(srv_count(fx.srv, "l2e"), 0);
-  fx_close_sem(&fx, s);
-  fx_finish(&fx);
+  fx_finish_sems(&fx, (lk_semaphore_t *[]){s, NULL});
 }
 
 /* Expirable: the emulator's permits and latchkey's share one pool; each

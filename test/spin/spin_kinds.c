@@ -92,9 +92,7 @@ TEST(semaphore_spin_waits_without_subscribing) {
   ASSERT_EQ(sem_run_n(&fx, lk_semaphore_release, s, 1, NULL), 0);
   ASSERT_EQ(sem_run_n(&fx, lk_semaphore_release, other, 1, NULL), 0);
 
-  fx_close_sem(&fx, other);
-  fx_close_sem(&fx, s);
-  fx_finish(&fx);
+  fx_finish_sems(&fx, (lk_semaphore_t *[]){other, s, NULL});
 }
 
 TEST(semaphore_spin_cancel_and_close_mid_sleep_call_back_once) {
@@ -170,8 +168,7 @@ TEST(semaphore_spin_bad_options_are_einval) {
   rt_run_until(&fx.loop, &x.done, 5000);
   ASSERT_EQ(x.status, LK_ETIMEDOUT); /* no permits: one try */
   fx_close_psem(&fx, p);
-  fx_close_sem(&fx, s);
-  fx_finish(&fx);
+  fx_finish_sems(&fx, (lk_semaphore_t *[]){s, NULL});
 }
 
 /* The expirable semaphore: a spinning wait makes no subscription and ends
@@ -210,8 +207,7 @@ TEST(psem_spin_waits_without_subscribing) {
   rt_run_until(&fx.loop, &x.done, 10000);
   ASSERT_EQ(x.status, 0);
   ASSERT_EQ(spin_subscribes(fx.srv), 0);
-  fx_close_psem(&fx, p);
-  fx_finish(&fx);
+  fx_finish_psems(&fx, (lk_psem_t *[]){p, NULL});
 }
 
 /* A spinning writer behind a reader: no subscription, and the read
@@ -259,7 +255,5 @@ TEST(rwlock_spin_writer_waits_for_a_reader_without_subscribing) {
   o.spin = 7;
   ASSERT_EQ(lk_rwlock_acquire(reader, LK_RW_READ, &o, rw_cb, &x), LK_EINVAL);
   ASSERT_EQ(rw_release(&fx, writer, LK_RW_WRITE, NULL), 0);
-  fx_close_rwlock(&fx, writer);
-  fx_close_rwlock(&fx, reader);
-  fx_finish(&fx);
+  fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){writer, reader, NULL});
 }
