@@ -40,6 +40,14 @@ static inline void lx_close(uv_loop_t *loop, lk_latch_t *l) {
   rt_run_until(loop, &closed, 10000);
 }
 
+/* How most latch cases end: the latches are closed in the order given, then
+ * the fixture ends. latches: NULL-terminated, e.g. (lk_latch_t *[]){a, b, NULL}. */
+static inline void lx_finish(fx_t *fx, lk_latch_t *const *latches) {
+  for (; *latches != NULL; latches++)
+    lx_close(&fx->loop, *latches);
+  fx_finish(fx);
+}
+
 typedef int (*lx_op_fn)(lk_latch_t *, lk_latch_cb, void *);
 
 /* count_down / get_count / delete to completion; *result gets

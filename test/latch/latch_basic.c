@@ -107,9 +107,7 @@ TEST(awaiter_released_by_final_count_down) {
   ASSERT_GE(s.t_ns, before_last);
   ASSERT_LT((int64_t)((s.t_ns - before_last) / 1000000u),
             rt_stall_bound_since_ns(before_last, 1000));
-  lx_close(&fx.loop, w);
-  lx_close(&fx.loop, c);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w, c, NULL});
 }
 
 /* The budget bounds the wait on both sides: not before it, and not much
@@ -134,8 +132,7 @@ TEST(await_with_timeout) {
   ASSERT_GE(took, 300);
   ASSERT_LT(took, 300 + rt_stall_bound_since_ns(t0, 1000));
   ASSERT_EQ(lx_get(fx.srv, "to", -1), 1); /* an await changes nothing */
-  lx_close(&fx.loop, w);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w, NULL});
 }
 
 /* A message that never comes costs one re-poll interval, never the wait:
@@ -157,8 +154,7 @@ TEST(lost_message_costs_one_repoll) {
   rt_run_until(&fx.loop, &s.done, 3000);
   ASSERT_OK(s.status);
   ASSERT_LT((int64_t)((s.t_ns - t0) / 1000000u), 200 + rt_stall_bound_since_ns(t0, 500));
-  lx_close(&fx.loop, w);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w, NULL});
 }
 
 /* After opening, the latch can be armed again: awaiters wait again, and
@@ -196,9 +192,7 @@ TEST(rearm_after_open) {
   rt_run_until(&fx.loop, &s.done, 2000);
   ASSERT_OK(s.status);
   redisFree(sub);
-  lx_close(&fx.loop, w);
-  lx_close(&fx.loop, c);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w, c, NULL});
 }
 
 /* delete() releases pending awaiters with LK_EDELETED, interop and strict
@@ -256,10 +250,7 @@ TEST(delete_releases_awaiters) {
   rt_run_until(&fx.loop, &s1.done, 2000);
   ASSERT_OK(s1.status);
   redisFree(sub);
-  lx_close(&fx.loop, w1);
-  lx_close(&fx.loop, w2);
-  lx_close(&fx.loop, d);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w1, w2, d, NULL});
 }
 
 /* Cancel and close end a pending await exactly once, from the loop, and
@@ -295,8 +286,7 @@ TEST(cancel_and_close_pending_await) {
   ASSERT_EQ(s2.calls, 1);
   /* After the channel's linger (2 s, ended on a heartbeat tick). */
   FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, CHANNEL("cc")) == 0, 5000);
-  lx_close(&fx.loop, w1);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w1, NULL});
 }
 
 typedef struct closer_s {
@@ -368,9 +358,7 @@ TEST(names_with_spaces_work_names_with_braces_are_refused) {
     freeReplyObject(r);
   }
   redisFree(sub);
-  lx_close(&fx.loop, a);
-  lx_close(&fx.loop, b);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){a, b, NULL});
 }
 
 /* A key of another kind under the name is never touched: every operation
@@ -406,6 +394,5 @@ TEST(wrong_type_key_is_left_alone) {
     ASSERT_STREQ(v, "hello");
     free(v);
   }
-  lx_close(&fx.loop, l);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){l, NULL});
 }

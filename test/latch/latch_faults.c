@@ -53,8 +53,7 @@ TEST(lost_count_down_reply_is_applied_once) {
   ASSERT_GE(st.unknown_outcomes, 1); /* the resend really happened */
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, l, &res));
   ASSERT_EQ(res, 3);
-  lx_close(&fx.loop, l);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){l, NULL});
   rt_proxy_stop(p);
 }
 
@@ -93,8 +92,7 @@ TEST(lost_reply_of_final_count_down_publishes_once) {
   m = rt_sub_next_message(sub, 200);
   ASSERT_NULL(m); /* exactly one "opened" */
   redisFree(sub);
-  lx_close(&fx.loop, l);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){l, NULL});
   rt_proxy_stop(p);
 }
 
@@ -136,8 +134,7 @@ TEST(awaiters_survive_pubsub_reconnect) {
   }
   for (i = 0; i < 5; i++)
     lx_close(&fx.loop, w[i]);
-  lx_close(&fx.loop, c);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){c, NULL});
 }
 
 /* An await without a budget rides out a server outage (persistence on, so
@@ -173,9 +170,7 @@ TEST(await_forever_rides_out_server_outage) {
   ASSERT_EQ(res, 0);
   rt_run_until(&fx.loop, &s.done, 3000);
   ASSERT_OK(s.status);
-  lx_close(&fx.loop, w);
-  lx_close(&fx.loop, c);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w, c, NULL});
 }
 
 /* A count_down that can never be sent fails (LK_ECONN) instead of hanging,
@@ -206,8 +201,7 @@ TEST(unreachable_server_fails_cleanly) {
   rt_proxy_refuse(p, 0);
   FX_EVENTUALLY(&fx, lk_client_is_connected(fx.c), 3000);
   ASSERT_EQ(lx_await(&fx.loop, l, 0), LK_ETIMEDOUT); /* reachable again, still armed */
-  lx_close(&fx.loop, l);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){l, NULL});
   rt_proxy_stop(p);
 }
 
@@ -261,9 +255,7 @@ TEST(user_without_channel_access_polls) {
   lk_client_get_stats(fx.c, &st);
   ASSERT_EQ(st.pubsub_reconnects, 0);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_delete, c, &res));
-  lx_close(&fx.loop, w);
-  lx_close(&fx.loop, c);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w, c, NULL});
 }
 
 /* Over maxmemory (noeviction) arming is refused with LK_EOOM, but a party
@@ -293,10 +285,7 @@ TEST(count_down_works_over_maxmemory) {
   ASSERT_OK(lx_await(&fx.loop, w, 0));
   ok = rt_cmd_str(fx.srv, "CONFIG SET maxmemory 0");
   free(ok);
-  lx_close(&fx.loop, w);
-  lx_close(&fx.loop, c);
-  lx_close(&fx.loop, other);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w, c, other, NULL});
 }
 
 /* Closing an object with its count_down in flight ends the call with

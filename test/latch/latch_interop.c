@@ -69,11 +69,7 @@ TEST(redisson_counts_down_latchkey_awaits) {
   ASSERT_EQ(res, -1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS rj"), 0);
   redisFree(r);
-  lx_close(&fx.loop, w1);
-  lx_close(&fx.loop, w2);
-  lx_close(&fx.loop, ws);
-  lx_close(&fx.loop, c);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w1, w2, ws, c, NULL});
 }
 
 /* ---- latchkey counts down, Redisson awaits (on its own thread) ---------------------------- */
@@ -145,8 +141,7 @@ TEST(latchkey_counts_down_redisson_awaits) {
   ASSERT_EQ(rt_rlatch_try_set_count(r, "jr", 1), 1);
   ASSERT_EQ(lx_await(&fx.loop, c, 0), LK_ETIMEDOUT);
   redisFree(r);
-  lx_close(&fx.loop, c);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){c, NULL});
 }
 
 /* Deletions across the two: Redisson's delete leaves latchkey's interop
@@ -196,7 +191,5 @@ TEST(deletes_across_clients) {
   ASSERT_EQ(rt_rlatch_delete(r, "dd"), 0);
   redisFree(sub);
   redisFree(r);
-  lx_close(&fx.loop, w);
-  lx_close(&fx.loop, d);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){w, d, NULL});
 }

@@ -306,8 +306,7 @@ TEST(fifty_awaiters_in_four_processes) {
          (long long)worst_ms);
   ASSERT_LT(worst_ms, rt_stall_bound_since_ns(t_final, 2000));
   reap(kids, AW_PROCS);
-  lx_close(&fx.loop, c);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){c, NULL});
 }
 
 /* ---- 8 processes count down one latch ------------------------------------------------------ */

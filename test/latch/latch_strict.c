@@ -58,8 +58,7 @@ TEST(strict_open_leaves_marker_until_rearmed) {
   ASSERT_EQ(res, 1); /* the marker was all there was */
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS latchkey_latch_open:{sm}"), 0);
   ASSERT_EQ(lx_await(&fx.loop, l, 0), LK_EDELETED);
-  lx_close(&fx.loop, l);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){l, NULL});
 }
 
 /* Never armed, or gone: strict reads and writes say so. Interop mode reads
@@ -80,9 +79,7 @@ TEST(strict_never_armed_is_lost) {
   ASSERT_EQ(res, 0);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, i, &res));
   ASSERT_EQ(res, -1);
-  lx_close(&fx.loop, s);
-  lx_close(&fx.loop, i);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){s, i, NULL});
 }
 
 /* The key is deleted behind latchkey's back while awaiters wait: a plain
@@ -169,10 +166,7 @@ TEST(strict_lost_on_restart_without_persistence) {
   ASSERT_EQ(a.status, LK_ELATCHLOST);
   ASSERT_OK(b.status);
   ASSERT_EQ(lx_run(&fx.loop, lk_latch_count_down, c, NULL), LK_ELATCHLOST);
-  lx_close(&fx.loop, s);
-  lx_close(&fx.loop, i);
-  lx_close(&fx.loop, c);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){s, i, c, NULL});
 }
 
 /* With persistence the count survives the restart: the strict awaiter
@@ -198,9 +192,7 @@ TEST(strict_survives_restart_with_persistence) {
   ASSERT_EQ(res, 0);
   rt_run_until(&fx.loop, &a.done, 3000);
   ASSERT_OK(a.status);
-  lx_close(&fx.loop, s);
-  lx_close(&fx.loop, c);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){s, c, NULL});
 }
 
 /* The marker's life is an option; an await that looks after it expired
@@ -225,6 +217,5 @@ TEST(strict_marker_ttl_option) {
   ASSERT_OK(lx_await(&fx.loop, l, 0));
   ASSERT(fx_wait_key_gone(&fx, "latchkey_latch_open:{mt}", 3000));
   ASSERT_EQ(lx_await(&fx.loop, l, 0), LK_ELATCHLOST);
-  lx_close(&fx.loop, l);
-  fx_finish(&fx);
+  lx_finish(&fx, (lk_latch_t *[]){l, NULL});
 }
