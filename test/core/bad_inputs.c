@@ -129,6 +129,15 @@ static void check_still_usable(fx_t *fx, lk_lock_t *l) {
   ASSERT_EQ(r, 1);
 }
 
+/* How a case ends whose refusals must have left the lock as it was: it
+ * still works (check_still_usable), and closing it and the client runs no
+ * callback that must never run. */
+static void finish_still_usable(fx_t *fx, lk_lock_t *l) {
+  check_still_usable(fx, l);
+  fx_close_lock(fx, l);
+  rt_never_finish(fx);
+}
+
 /* A wait/lease pair that lk_lock_acquire must refuse with LK_EINVAL. */
 typedef struct {
   int64_t wait_ms;
@@ -149,9 +158,7 @@ static void refused_acquires_leave_no_trace(const wait_lease_t *bad, int n) {
            (long long)bad[i].wait_ms, (long long)bad[i].lease_ms, lk_err_name(rc));
   }
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS w"), 0);
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  finish_still_usable(&fx, l);
 }
 
 static long long cmdstat_calls(rt_server_t *s, const char *cmd) {
@@ -310,9 +317,7 @@ TEST(lock_new_name_over_custom_cap) {
   /* Exactly at the cap is fine, and works. */
   ASSERT_OK(lk_lock_new(fx.c, n16, &l));
   ASSERT_STREQ(lk_lock_name(l), n16);
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  finish_still_usable(&fx, l);
 }
 
 /* A name over the cap is refused after reading at most cap + 1 bytes: the
@@ -388,9 +393,7 @@ TEST(acquire_null_cb) {
   ASSERT_EQ(lk_lock_release(l, NULL, NULL), LK_EINVAL);
   /* Nothing reached the server. */
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS nullcb"), 0);
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  finish_still_usable(&fx, l);
 }
 
 TEST(acquire_wait_minus_two) {
@@ -748,9 +751,7 @@ TEST(wrong_thread_acquire) {
   ASSERT_EQ(call_from_thread(&t, WT_ACQUIRE, fx.c, l), LK_EWRONGTHREAD);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS wt"), 0);
   /* On its own thread the object is unaffected. */
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  finish_still_usable(&fx, l);
 }
 
 TEST(wrong_thread_lock_new) {
@@ -770,9 +771,7 @@ TEST(wrong_thread_client_close) {
   ASSERT_EQ(call_from_thread(&t, WT_CLIENT_CLOSE, fx.c, NULL), LK_EWRONGTHREAD);
   /* Not closing: the client still makes objects that work. */
   l = fx_lock(&fx, "wt");
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  finish_still_usable(&fx, l);
 }
 
 /* ---- fork --------------------------------------------------------------------------------------- */
