@@ -493,8 +493,7 @@ TEST(release_nothing_held) {
   ASSERT_OK(sx_run(&fx, lk_lock_is_locked, l, NULL));
   ASSERT_EQ(cmdstat_calls(fx.srv, "evalsha") + cmdstat_calls(fx.srv, "eval") - evalsha_before,
             2);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(cancel_nothing_pending) {
@@ -519,8 +518,7 @@ TEST(cancel_nothing_pending) {
   ASSERT_EQ(lk_lock_hold_count(l), 1);
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, &r));
   ASSERT_EQ(r, 1);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- closing ------------------------------------------------------------------------------ */
@@ -671,9 +669,7 @@ TEST(set_owner_while_holding_or_pending) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   /* Idle and holding nothing: now allowed. */
   ASSERT_OK(lk_lock_set_owner(l, NULL, 42));
-  fx_close_lock(&fx, other);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){other, l, NULL});
 }
 
 TEST(set_owner_invalid_client_id) {
@@ -695,8 +691,7 @@ TEST(set_owner_invalid_client_id) {
   /* A valid one is taken as given. */
   ASSERT_OK(lk_lock_set_owner(l, "6f9619ff-8b86-d011-b42d-00cf4fc964ff", 9));
   ASSERT_STREQ(lk_lock_owner(l), "6f9619ff-8b86-d011-b42d-00cf4fc964ff:9");
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- wrong thread ----------------------------------------------------------------------------- */
@@ -846,9 +841,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   /* The parent's objects work as before. */
   ASSERT_OK(sx_run(&fx, lk_lock_release, held, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS forked"), 0);
-  fx_close_lock(&fx, idle);
-  fx_close_lock(&fx, held);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){idle, held, NULL});
 }
 
 /* ---- error table -------------------------------------------------------------------------------- */

@@ -180,8 +180,7 @@ TEST(refused_connect_wait0_fails_fast) {
     FAIL("second try-once acquire took %lld ms to fail", (long long)ms);
   ASSERT_EQ(log.n, 0); /* never connected, never suspended */
   ASSERT_EQ(lk_client_is_connected(fx.c), 0);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(refused_connect_wait_budget_is_bounded) {
@@ -219,8 +218,7 @@ TEST(refused_connect_wait_budget_is_bounded) {
     FAIL("acquire with a 1500 ms budget took %lld ms", (long long)ms);
   ASSERT_EQ(a.holds, 0);
   ASSERT_EQ(log.n, 0);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- AUTH and ACL ---------------------------------------------------------------------- */
@@ -245,8 +243,7 @@ TEST(auth_right_password) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS authed"), 0);
   ASSERT_EQ(log.count[LK_EVENT_CONNECTED], 1);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(auth_wrong_password) {
@@ -269,8 +266,7 @@ TEST(auth_wrong_password) {
   ASSERT_EQ(a.holds, 0);
   ASSERT_EQ(log.count[LK_EVENT_CONNECTED], 0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS authed"), 0);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(auth_no_password) {
@@ -291,8 +287,7 @@ TEST(auth_no_password) {
   ASSERT_EQ(a.status, LK_EAUTH);
   ASSERT_EQ(log.count[LK_EVENT_CONNECTED], 0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS authed"), 0);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 TEST(acl_user_without_scripts_gets_enoperm) {
@@ -327,8 +322,7 @@ TEST(acl_user_without_scripts_gets_enoperm) {
   ASSERT_OK(sx_run(&fx, lk_lock_is_locked, l, NULL));
   ASSERT_STREQ(lk_lock_error_text(l), "");
   ASSERT_EQ(log.n, 1);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- SELECT ---------------------------------------------------------------------------- */
@@ -446,8 +440,7 @@ TEST(script_flush_between_operations) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS flush"), 0);
   ASSERT_EQ(lk_lock_hold_count(l), 0);
   ASSERT_GE(reloads(fx.c), 1); /* the NOSCRIPT path was taken */
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- reply timeout ------------------------------------------------------------------------ */
@@ -508,8 +501,7 @@ TEST(reply_timeout_suspends_and_reconnects) {
   ASSERT_EQ(lk_lock_hold_count(l), 1);
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS rt"), 0);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* A try-once acquire of a free lock whose reply is slow, but well within the
@@ -581,8 +573,7 @@ TEST(slow_reply_try_once_on_free_lock) {
   ASSERT_EQ(server_holds(fx.srv, "slow", lk_lock_owner(l)), 1);
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS slow"), 0);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- server restart ------------------------------------------------------------------------- */
@@ -700,8 +691,7 @@ TEST(unix_socket) {
   freeReplyObject(r);
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS unix"), 0);
-  fx_close_lock(&fx, l);
-  rt_never_finish(&fx);
+  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- closing with work in flight ------------------------------------------------------------------ */

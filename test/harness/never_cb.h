@@ -30,4 +30,12 @@ static inline void rt_never_finish(fx_t *fx) {
   ASSERT_EQ(rt_never_calls, 0);
 }
 
+/* The same, after closing the locks in the order given (NULL-terminated,
+ * e.g. (lk_lock_t *[]){a, b, NULL}). */
+static inline void rt_never_finish_locks(fx_t *fx, lk_lock_t *const *locks) {
+  for (; *locks != NULL; locks++)
+    fx_close_lock(fx, *locks);
+  rt_never_finish(fx);
+}
+
 #endif /* LK_TEST_HARNESS_NEVER_CB_H */
