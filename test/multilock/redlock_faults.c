@@ -557,6 +557,51 @@ static uint32_t wait_node_free(mfx_t *m, lk_redlock_t *rl, int i) {
   return lk_lock_hold_count(l);
 }
 
+/* Runs the loop until master i's lock object reports its hold lost: its
+ * next renewal finds the key deleted (bounded: a renewal period of the 6 s
+ * lease is 2 s). The lock keeps its count, lost: lk_lock_is_held turns 0. */
+static void wait_node_lost(mfx_t *m, lk_redlock_t *rl, int i) {
+  lk_lock_t *l = lk_redlock_node_lock(rl, (size_t)i);
+  int64_t end = rt_now_ms() + rt_scaled_ms(10000);
+  while (lk_lock_is_held(l) && rt_now_ms() < end)
+    mfx_spin(m, 5);
+  ASSERT_EQ(lk_lock_is_held(l), 0);
+}
+
+/* Runs the loop until master i answered the attempt (bounded); its status. */
+static int wait_answer(mfx_t *m, lk_redlock_t *rl, int i) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (lk_redlock_node_status(rl, (size_t)i) == LK_EUNKNOWN && rt_now_ms() < end)
+    mfx_spin(m, 2);
+  return lk_redlock_node_status(rl, (size_t)i);
+}
+
+/* Starts f held once on every master (node timeout 20 s), has master 3's
+ * hold lost (its renewal finds it deleted; four still hold), stops masters 2
+ * and 4, and starts a re-entry (its callback fills s): it asks 0, 1, 2 and
+ * 4, not 3. Returns once 0 and 1 granted it (bounded). */
+static void reentry_granted_by_0_and_1(lossfx_t *f, const char *name, mx_t *s) {
+  held_renewed(f, name, rt_scaled_ms(20000));
+  mx_unclog(&f->m, 3, f->name);
+  wait_node_lost(&f->m, f->rl, 3);
+  ASSERT_EQ(f->lost, 0);
+  ASSERT_EQ(lk_redlock_is_held(f->rl), 1);
+
+  rt_server_pause(f->m.srv[2]);
+  rt_server_pause(f->m.srv[4]);
+  memset(s, 0, sizeof(*s));
+  ASSERT_OK(lk_redlock_acquire(f->rl, &f->o, mx_rl_cb, s));
+  ASSERT_EQ(lk_redlock_node_status(f->rl, 3), LK_ENOTHELD);
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+    while ((lk_redlock_node_status(f->rl, 0) != 0 || lk_redlock_node_status(f->rl, 1) != 0) &&
+           rt_now_ms() < end)
+      mfx_spin(&f->m, 2);
+  }
+  ASSERT_EQ(lk_redlock_node_status(f->rl, 0), 0);
+  ASSERT_EQ(lk_redlock_node_status(f->rl, 1), 0);
+}
+
 /* The quorum is lost while master 4's re-entry answer is still due: 4 is
  * stopped across the re-entry (won on masters 0-3) and the loss (the holds
  * on masters 0-2 deleted: their renewals find them gone). on_lost gives
@@ -585,12 +630,7 @@ TEST(rl_quorum_lost_while_a_reentry_answer_is_due_gives_back_every_hold) {
   ASSERT_EQ(lk_redlock_node_status(f.rl, 4), LK_EUNKNOWN);
 
   rt_server_resume(f.m.srv[4]);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-    while (lk_redlock_node_status(f.rl, 4) == LK_EUNKNOWN && rt_now_ms() < end)
-      mfx_spin(&f.m, 5);
-  }
-  ASSERT_EQ(lk_redlock_node_status(f.rl, 4), 0); /* it granted the re-entry */
+  ASSERT_EQ(wait_answer(&f.m, f.rl, 4), 0); /* it granted the re-entry */
   ASSERT_EQ(wait_node_free(&f.m, f.rl, 4), 0);
   ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f.rl, 4)), 0);
   ASSERT_EQ(mfx_wait_key_gone(&f.m, 4, f.name, 5000), 1);
@@ -609,32 +649,7 @@ TEST(rl_quorum_lost_during_a_reentry_fails_it_and_gives_back_every_hold) {
   lossfx_t f;
   mx_t s;
   int i;
-  held_renewed(&f, "rl-lost-mid-reentry", rt_scaled_ms(20000));
-  mx_unclog(&f.m, 3, f.name);
-  {
-    /* Its lock object reports the loss at its next renewal (the lock keeps
-     * its count, lost: lk_lock_is_held turns 0). */
-    int64_t end = rt_now_ms() + rt_scaled_ms(10000);
-    while (lk_lock_is_held(lk_redlock_node_lock(f.rl, 3)) && rt_now_ms() < end)
-      mfx_spin(&f.m, 5);
-  }
-  ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f.rl, 3)), 0);
-  ASSERT_EQ(f.lost, 0);
-  ASSERT_EQ(lk_redlock_is_held(f.rl), 1);
-
-  rt_server_pause(f.m.srv[2]);
-  rt_server_pause(f.m.srv[4]);
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_redlock_acquire(f.rl, &f.o, mx_rl_cb, &s));
-  ASSERT_EQ(lk_redlock_node_status(f.rl, 3), LK_ENOTHELD);
-  {
-    int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-    while ((lk_redlock_node_status(f.rl, 0) != 0 || lk_redlock_node_status(f.rl, 1) != 0) &&
-           rt_now_ms() < end)
-      mfx_spin(&f.m, 2);
-  }
-  ASSERT_EQ(lk_redlock_node_status(f.rl, 0), 0);
-  ASSERT_EQ(lk_redlock_node_status(f.rl, 1), 0);
+  reentry_granted_by_0_and_1(&f, "rl-lost-mid-reentry", &s);
   ASSERT_EQ(s.done, 0); /* two votes: it waits for 2 and 4 */
   mx_unclog(&f.m, 0, f.name);
   mx_unclog(&f.m, 1, f.name);
