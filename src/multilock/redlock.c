@@ -196,6 +196,18 @@ void lk__rl_node_lost(lk_lock_t *l, void *data) {
   lk__rnode_t *nd = data;
   (void)l;
   nd->mine = 0; /* the lock gave them back itself */
+  /* A master that granted the attempt under way and lost its hold since no
+   * longer votes (nor counts for the fencing token's quorum): its grant is
+   * gone. Kept, it would count towards a quorum with the next answer and
+   * report success while fewer than a quorum hold the new hold count
+   * (check_quorum sees only the holds before it), say a re-entry won with
+   * two masters of five holding it, not held by lk_redlock_is_held even in
+   * its own callback, until a later loss runs check_quorum. */
+  if (nd->vote) {
+    nd->vote = 0;
+    if (nd->tok == TOK_OK || nd->tok == TOK_PENDING)
+      nd->tok = TOK_FAILED;
+  }
   check_quorum(nd->rl);
   /* Kept its quorum: one master fewer may leave it at risk. */
   lk__rl_health(&nd->rl->base, NULL, 0);

@@ -673,3 +673,41 @@ TEST(rl_quorum_lost_during_a_reentry_fails_it_and_gives_back_every_hold) {
   ASSERT_EQ(f.lost, 1);
   lossfx_close(&f);
 }
+
+/* A master that granted a re-entry and then lost its hold (its renewal
+ * found it deleted) no longer votes, while the RedLock keeps its quorum: the
+ * re-entry needs a quorum of masters still holding. Master 3's hold is gone
+ * before (four hold), 2 and 4 are stopped, 0 and 1 grant, then master 0's
+ * hold is lost. Once 2 grants, the votes of 0, 1 and 2 would make three,
+ * yet only 1 and 2 hold twice: the re-entry must wait for 4 and succeed
+ * with masters 1, 2 and 4. */
+TEST(rl_master_lost_after_granting_a_reentry_no_longer_votes) {
+  lossfx_t f;
+  mx_t s;
+  int i;
+  reentry_granted_by_0_and_1(&f, "rl-vote-lost", &s);
+  mx_unclog(&f.m, 0, f.name);
+  wait_node_lost(&f.m, f.rl, 0);
+  ASSERT_EQ(f.lost, 0); /* masters 1, 2 and 4 still hold it */
+  ASSERT_EQ(s.done, 0);
+
+  rt_server_resume(f.m.srv[2]);
+  ASSERT_EQ(wait_answer(&f.m, f.rl, 2), 0);
+  ASSERT_EQ(s.done, 0); /* two votes (1, 2): it waits for 4 */
+
+  rt_server_resume(f.m.srv[4]);
+  mfx_run_until(&f.m, &s.done, 15000);
+  ASSERT_EQ(s.status, 0);
+  ASSERT_EQ(s.held, 1);
+  ASSERT_GT(s.validity_ms, 0);
+  ASSERT_EQ(lk_redlock_hold_count(f.rl), 2);
+  for (i = 0; i < N; i++)
+    ASSERT_EQ(holds_on(&f.m, f.rl, i), i == 0 || i == 3 ? 0 : 2);
+  ASSERT_EQ(f.lost, 0);
+  ASSERT_OK(mx_rl_release(&f.m, f.rl));
+  mx_rl_settle(&f.m, f.rl);
+  ASSERT_OK(mx_rl_release(&f.m, f.rl));
+  for (i = 0; i < N; i++)
+    ASSERT_EQ(mfx_wait_key_gone(&f.m, i, f.name, 5000), 1);
+  lossfx_close(&f);
+}
