@@ -77,11 +77,19 @@ start() {
         -DLATCHKEY_TSAN=OFF -DLATCHKEY_TEST_LAUNCHER= >/dev/null
       cmake --build "$1/compile" --parallel 2 >/dev/null || sleep 5
     done' compile "$LOAD_DIR" "$ROOT"
+  # A build dir left by a load started from another checkout is refused by
+  # cmake ("does not match the source"), every pass, and the suite copy then
+  # never runs: it starts afresh. A pass that ends without a test summary is
+  # said in suite.log, so a load that lost this part shows it.
   launch suite bash -c '
+    if ! grep -qsx "CMAKE_HOME_DIRECTORY:INTERNAL=$2" "$1/suite/CMakeCache.txt"; then
+      rm -rf "$1/suite"
+    fi
     while [ "$(date +%s)" -lt '"$deadline"' ]; do
       LATCHKEY_SKIP_DEPS=1 LATCHKEY_JOBS=2 LATCHKEY_BUILD_DIR="$1/suite" \
         "$2/tools/run-tests.sh" --sanitize -L "$3" >"$1/suite-last.log" 2>&1 || true
-      grep -E "tests passed|tests failed" "$1/suite-last.log" || sleep 5
+      grep -E "tests passed|tests failed" "$1/suite-last.log" ||
+        { echo "load: suite pass ended without a summary:"; tail -3 "$1/suite-last.log"; sleep 5; }
     done' suite "$LOAD_DIR" "$ROOT" "$LABELS"
   launch memory python3 -c '
 import mmap, sys, time
