@@ -883,13 +883,18 @@ void lk__rl_abandon(lk__obj_t *o) {
   rl->cut = 1;
   lk__rl_forget_token_ops(rl);
   lk__rl_stop_subs(rl);
+  /* After on_lost nothing is kept: rl->holds still counts the lost holds
+   * (until the next acquire or release), so keeping that many would leave a
+   * master that granted the attempt after the loss holding (and renewing)
+   * its earlier holds, as in advance's loss path. */
+  const uint32_t keep = rl->lost ? 0 : rl->holds;
   for (i = 0; i < rl->n; i++) {
     lk__rnode_t *nd = &rl->node[i];
     nd->vote = 0;
     /* An acquire in flight answers within a round trip (or its client's
      * reply timeout) and is given back then. */
-    if (nd->busy == N_IDLE && nd->mine > rl->holds)
-      give_back(nd, nd->mine - rl->holds);
+    if (nd->busy == N_IDLE && nd->mine > keep)
+      give_back(nd, nd->mine - keep);
   }
   rl->phase = PH_IDLE;
 }

@@ -674,6 +674,39 @@ TEST(rl_quorum_lost_during_a_reentry_fails_it_and_gives_back_every_hold) {
   lossfx_close(&f);
 }
 
+/* A re-entry canceled after on_lost: masters 0 and 1 granted it and then
+ * lost their holds (on_lost), master 2 granted it after the loss, master 4
+ * still owes its answer when the user cancels. Nothing may be kept: master
+ * 2 gives back both its holds at the cancel (rl->holds still counts the
+ * lost hold), master 4 both of its own once it answers. */
+TEST(rl_cancel_after_on_lost_gives_back_every_hold) {
+  lossfx_t f;
+  mx_t s;
+  int i;
+  reentry_granted_by_0_and_1(&f, "rl-lost-cancel", &s);
+  mx_unclog(&f.m, 0, f.name);
+  mx_unclog(&f.m, 1, f.name);
+  wait_lost(&f.m, &f.lost);
+  ASSERT_EQ(s.done, 0);
+
+  rt_server_resume(f.m.srv[2]);
+  ASSERT_EQ(wait_answer(&f.m, f.rl, 2), 0); /* granted after the loss */
+  ASSERT_EQ(s.done, 0); /* master 4's answer is still due */
+  ASSERT_OK(lk_redlock_cancel(f.rl));
+  mfx_run_until(&f.m, &s.done, 5000);
+  ASSERT_EQ(s.status, LK_ECANCELED);
+  ASSERT_EQ(wait_node_free(&f.m, f.rl, 2), 0);
+
+  rt_server_resume(f.m.srv[4]);
+  ASSERT_EQ(wait_node_free(&f.m, f.rl, 4), 0);
+  for (i = 0; i < N; i++) {
+    ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f.rl, (size_t)i)), 0);
+    ASSERT_EQ(mfx_wait_key_gone(&f.m, i, f.name, 5000), 1);
+  }
+  ASSERT_EQ(f.lost, 1);
+  lossfx_close(&f);
+}
+
 /* A master that granted a re-entry and then lost its hold (its renewal
  * found it deleted) no longer votes, while the RedLock keeps its quorum: the
  * re-entry needs a quorum of masters still holding. Master 3's hold is gone
