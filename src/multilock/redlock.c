@@ -835,6 +835,15 @@ static void on_timer(uv_timer_t *t) {
     return;
   case PH_FENCE:
     lk__rl_forget_token_ops(rl);
+    /* After on_lost the loss is reported once the masters asked answered:
+     * those still owing the attempt's answer (start_fence took the timer
+     * that would have timed them out) are not waited for beyond this node
+     * timeout either, or the acquire would last their clients' reply
+     * timeout. Their grants are given back as they come. */
+    if (rl->lost)
+      for (i = 0; i < rl->n; i++)
+        if (rl->node[i].cur && rl->node[i].busy == N_ACQUIRING)
+          rl->node[i].timed_out = 1;
     advance(rl); /* decide_fence, or the loss reported */
     return;
   case PH_ROLLBACK:

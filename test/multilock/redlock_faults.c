@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h" /* lk__script_find: the token write's sha */
 #include "multi_fixture.h"
 #include "proxy.h"
 
@@ -705,6 +706,99 @@ TEST(rl_cancel_after_on_lost_gives_back_every_hold) {
   }
   ASSERT_EQ(f.lost, 1);
   lossfx_close(&f);
+}
+
+/* Runs the loop until the rule armed on px has acted (bounded). */
+static void wait_rule_applied(mfx_t *m, rt_proxy_t *px) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (rt_proxy_rule_state(px) != RT_PROXY_RULE_APPLIED && rt_now_ms() < end)
+    mfx_spin(m, 2);
+  ASSERT_EQ(rt_proxy_rule_state(px), RT_PROXY_RULE_APPLIED);
+}
+
+/* The quorum is lost while a fenced re-entry is fencing, with masters
+ * still owing the attempt's answers. Masters 0, 1 and 2 granted it; 2's
+ * token write is held at a proxy (2's client has a 60 s lease, so the
+ * renewals held behind it do not matter); 3 and 4 are stopped with their
+ * acquires due (their clients give up only at the 60 s reply timeout) and
+ * lose their earlier holds when the 6 s lease runs out, which leaves the
+ * three voters as the quorum; then master 0's hold is deleted: on_lost.
+ * The acquire must end LK_ELEASELOST by the node timeout, not wait for 3
+ * and 4, and nothing may be kept. */
+TEST(rl_quorum_lost_while_fencing_ends_by_the_node_timeout) {
+  const int64_t node_ms = rt_scaled_ms(12000);
+  lossfx_t f;
+  rt_proxy_t *px;
+  char token_write[64];
+  mx_t s;
+  int i;
+  memset(&f, 0, sizeof(f));
+  f.name = "rl-lost-fencing";
+  mfx_start(&f.m, N, NULL);
+  px = rt_proxy_start(rt_server_port(f.m.srv[2]));
+  ASSERT_NOT_NULL(px);
+  for (i = 0; i < N; i++) {
+    lk_client_opts_t co;
+    mfx_client_opts(&f.m, i, &co);
+    co.default_lease_ms = i == 2 ? 60000 : 6000;
+    co.reply_timeout_ms = 60000;
+    if (i == 2)
+      co.port = rt_proxy_port(px);
+    ASSERT_OK(lk_client_new(&f.m.loop, &co, &f.b[i]));
+  }
+  mfx_wait_connected(&f.m, f.b);
+  f.rl = mx_rl_new(&f.m, f.b, f.name, NULL);
+  ASSERT_OK(lk_redlock_set_lost_cb(f.rl, count_lost, &f.lost));
+  rl_opts(&f.o, 0, -1, node_ms);
+  f.o.fenced = 1;
+  ASSERT_OK(mx_rl_acquire_opts(&f.m, f.rl, &f.o, &s)); /* the token script is loaded */
+  mx_rl_settle(&f.m, f.rl);
+  for (i = 0; i < N; i++)
+    ASSERT_EQ(holds_on(&f.m, f.rl, i), 1);
+
+  /* Master 2 answers the re-entry first; then its token write's reply is
+   * held, and 0 and 1 make the quorum that starts the fencing. */
+  for (i = 0; i < N; i++)
+    if (i != 2)
+      rt_server_pause(f.m.srv[i]);
+  memset(&s, 0, sizeof(s));
+  ASSERT_OK(lk_redlock_acquire(f.rl, &f.o, mx_rl_cb, &s));
+  ASSERT_EQ(wait_answer(&f.m, f.rl, 2), 0);
+  snprintf(token_write, sizeof(token_write), "EVALSHA %s",
+           lk__script_find("multilock/token_raise")->sha1);
+  rt_proxy_on_reply(px, token_write, 1, RT_PROXY_HOLD, NULL, 0);
+  rt_server_resume(f.m.srv[0]);
+  rt_server_resume(f.m.srv[1]);
+  ASSERT_EQ(wait_answer(&f.m, f.rl, 0), 0);
+  ASSERT_EQ(wait_answer(&f.m, f.rl, 1), 0);
+  wait_rule_applied(&f.m, px);
+  ASSERT_EQ(s.done, 0); /* two tokens written of the quorum's three */
+
+  wait_node_lost(&f.m, f.rl, 3);
+  wait_node_lost(&f.m, f.rl, 4);
+  ASSERT_EQ(f.lost, 0); /* 0, 1 and 2 hold it */
+  mx_unclog(&f.m, 0, f.name);
+  wait_lost(&f.m, &f.lost);
+  ASSERT_EQ(s.done, 0);
+  mfx_run_until(&f.m, &s.done, node_ms + rt_scaled_ms(5000));
+  ASSERT_EQ(s.done, 1);
+  ASSERT_EQ(s.status, LK_ELEASELOST);
+
+  rt_server_resume(f.m.srv[3]);
+  rt_server_resume(f.m.srv[4]);
+  rt_proxy_release(px);
+  /* 2 gave back both holds at the loss; 3 and 4 give back their late
+   * grants (their earlier holds were lost). Master 0's lock keeps its
+   * count, lost, as a lost lock does. */
+  for (i = 2; i < N; i++)
+    ASSERT_EQ(wait_node_free(&f.m, f.rl, i), 0);
+  for (i = 0; i < N; i++) {
+    ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f.rl, (size_t)i)), 0);
+    ASSERT_EQ(mfx_wait_key_gone(&f.m, i, f.name, 5000), 1);
+  }
+  ASSERT_EQ(f.lost, 1);
+  lossfx_close(&f);
+  rt_proxy_stop(px);
 }
 
 /* A master that granted a re-entry and then lost its hold (its renewal
