@@ -539,6 +539,18 @@ static void lossfx_close(lossfx_t *f) {
   mfx_finish(&f->m);
 }
 
+/* How a loss case ends: no master's lock believes it holds, no master has
+ * the key (bounded wait), the loss was told once; then f is closed. */
+static void lossfx_finish_nothing_kept(lossfx_t *f) {
+  int i;
+  for (i = 0; i < N; i++) {
+    ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f->rl, (size_t)i)), 0);
+    ASSERT_EQ(mfx_wait_key_gone(&f->m, i, f->name, 5000), 1);
+  }
+  ASSERT_EQ(f->lost, 1);
+  lossfx_close(f);
+}
+
 /* Runs the loop until *lost counts one loss (bounded: a renewal period of
  * the 6 s lease is 2 s). */
 static void wait_lost(mfx_t *m, const int *lost) {
@@ -649,7 +661,6 @@ TEST(rl_quorum_lost_while_a_reentry_answer_is_due_gives_back_every_hold) {
 TEST(rl_quorum_lost_during_a_reentry_fails_it_and_gives_back_every_hold) {
   lossfx_t f;
   mx_t s;
-  int i;
   reentry_granted_by_0_and_1(&f, "rl-lost-mid-reentry", &s);
   ASSERT_EQ(s.done, 0); /* two votes: it waits for 2 and 4 */
   mx_unclog(&f.m, 0, f.name);
@@ -667,12 +678,7 @@ TEST(rl_quorum_lost_during_a_reentry_fails_it_and_gives_back_every_hold) {
    * granted the re-entry and must give back both holds. */
   ASSERT_EQ(wait_node_free(&f.m, f.rl, 2), 0);
   ASSERT_EQ(wait_node_free(&f.m, f.rl, 4), 0);
-  for (i = 0; i < N; i++) {
-    ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f.rl, (size_t)i)), 0);
-    ASSERT_EQ(mfx_wait_key_gone(&f.m, i, f.name, 5000), 1);
-  }
-  ASSERT_EQ(f.lost, 1);
-  lossfx_close(&f);
+  lossfx_finish_nothing_kept(&f);
 }
 
 /* A re-entry canceled after on_lost: masters 0 and 1 granted it and then
@@ -683,7 +689,6 @@ TEST(rl_quorum_lost_during_a_reentry_fails_it_and_gives_back_every_hold) {
 TEST(rl_cancel_after_on_lost_gives_back_every_hold) {
   lossfx_t f;
   mx_t s;
-  int i;
   reentry_granted_by_0_and_1(&f, "rl-lost-cancel", &s);
   mx_unclog(&f.m, 0, f.name);
   mx_unclog(&f.m, 1, f.name);
@@ -700,12 +705,7 @@ TEST(rl_cancel_after_on_lost_gives_back_every_hold) {
 
   rt_server_resume(f.m.srv[4]);
   ASSERT_EQ(wait_node_free(&f.m, f.rl, 4), 0);
-  for (i = 0; i < N; i++) {
-    ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f.rl, (size_t)i)), 0);
-    ASSERT_EQ(mfx_wait_key_gone(&f.m, i, f.name, 5000), 1);
-  }
-  ASSERT_EQ(f.lost, 1);
-  lossfx_close(&f);
+  lossfx_finish_nothing_kept(&f);
 }
 
 /* Runs the loop until the rule armed on px has acted (bounded). */
@@ -792,12 +792,7 @@ TEST(rl_quorum_lost_while_fencing_ends_by_the_node_timeout) {
    * count, lost, as a lost lock does. */
   for (i = 2; i < N; i++)
     ASSERT_EQ(wait_node_free(&f.m, f.rl, i), 0);
-  for (i = 0; i < N; i++) {
-    ASSERT_EQ(lk_lock_is_held(lk_redlock_node_lock(f.rl, (size_t)i)), 0);
-    ASSERT_EQ(mfx_wait_key_gone(&f.m, i, f.name, 5000), 1);
-  }
-  ASSERT_EQ(f.lost, 1);
-  lossfx_close(&f);
+  lossfx_finish_nothing_kept(&f);
   rt_proxy_stop(px);
 }
 
