@@ -807,6 +807,15 @@ static void advance(lk_redlock_t *rl) {
   }
 }
 
+/* Masters still owing the attempt's answer are not waited for any more
+ * (advance skips them); their grants are given back as they come. */
+static void stop_waiting_for_stragglers(lk_redlock_t *rl) {
+  size_t i;
+  for (i = 0; i < rl->n; i++)
+    if (rl->node[i].cur && rl->node[i].busy == N_ACQUIRING)
+      rl->node[i].timed_out = 1;
+}
+
 static void on_timer(uv_timer_t *t) {
   lk_redlock_t *rl = t->data;
   size_t i;
@@ -841,16 +850,11 @@ static void on_timer(uv_timer_t *t) {
      * timeout either, or the acquire would last their clients' reply
      * timeout. Their grants are given back as they come. */
     if (rl->lost)
-      for (i = 0; i < rl->n; i++)
-        if (rl->node[i].cur && rl->node[i].busy == N_ACQUIRING)
-          rl->node[i].timed_out = 1;
+      stop_waiting_for_stragglers(rl);
     advance(rl); /* decide_fence, or the loss reported */
     return;
   case PH_ROLLBACK:
-    /* Stragglers settle in the background. */
-    for (i = 0; i < rl->n; i++)
-      if (rl->node[i].cur && rl->node[i].busy == N_ACQUIRING)
-        rl->node[i].timed_out = 1;
+    stop_waiting_for_stragglers(rl); /* they settle in the background */
     rollback_done(rl);
     return;
   case PH_SLEEP:
