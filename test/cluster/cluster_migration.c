@@ -221,7 +221,8 @@ TEST(holds_in_a_slot_left_half_migrated_past_their_lease_are_renewed_one_by_one)
   mig_t m;
   char names[N][96];
   cfx_lost_t lost[N];
-  lk_lock_t *l[N];
+  lk_lock_t *l[N + 1];
+  l[N] = NULL;
   mig_start(&m, LEASE_MS);
   for (int i = 0; i < N; i++) {
     char suffix[8];
@@ -233,6 +234,7 @@ TEST(holds_in_a_slot_left_half_migrated_past_their_lease_are_renewed_one_by_one)
   ASSERT_OK(rt_cluster_migrate_start(m.f.cl, m.slot, m.to));
   ASSERT_EQ(rt_cluster_migrate_keys(m.f.cl, m.slot, 1), 1);
   lk_client_stats_t st = cfx_stats(m.f.fx.c);
+  int64_t split = rt_stall_mark();
   /* Two leases with the keys split between the nodes. */
   fx_spin(&m.f.fx, 2 * rt_scaled_ms(LEASE_MS));
   lk_client_stats_t now = cfx_stats(m.f.fx.c);
@@ -241,12 +243,20 @@ TEST(holds_in_a_slot_left_half_migrated_past_their_lease_are_renewed_one_by_one)
           (unsigned long long)(now.renewal_commands - st.renewal_commands),
           (unsigned long long)(now.ask_redirects - st.ask_redirects),
           (unsigned long long)(now.leases_lost - st.leases_lost));
-  for (int i = 0; i < N; i++) {
-    if (lost[i].n != 0)
-      FAIL("hold %d was reported lost during the split", i);
-    ASSERT(lk_lock_is_held(l[i]));
+  int kept = now.leases_lost == st.leases_lost;
+  for (int i = 0; i < N; i++)
+    kept = kept && lost[i].n == 0 && lk_lock_is_held(l[i]);
+  /* Only a machine stall longer than a renewal's slack may take a hold. */
+  if (!EXPECT_HOLD(kept, split, fx_renewal_slack(rt_scaled_ms(LEASE_MS)))) {
+    for (int i = 0; i < N; i++) {
+      if (lk_lock_is_held(l[i]))
+        ASSERT_EQ(lost[i].n, 0);
+      else
+        FX_LOSS_TOLD_ONCE(&m.f.fx, lost[i].n, lk_lock_is_held(l[i]));
+    }
+    cfx_finish_locks(&m.f, l);
+    return;
   }
-  ASSERT_EQ(now.leases_lost, st.leases_lost);
   /* Renewed (about six periods for each) and the moved one through ASK. */
   ASSERT_GE(now.renewals - st.renewals, (uint64_t)(3 * N));
   ASSERT_GT(now.ask_redirects, st.ask_redirects);
