@@ -808,12 +808,17 @@ static void advance(lk_redlock_t *rl) {
 }
 
 /* Masters still owing the attempt's answer are not waited for any more
- * (advance skips them); their grants are given back as they come. */
+ * (advance skips them); their grants are given back as they come. Their
+ * status says so, as the attempt's own timer does: a timed-out master's
+ * status is not updated by its late answer, so LK_EUNKNOWN ("updated when
+ * it answers", include/latchkey/multilock.h) would stay forever. */
 static void stop_waiting_for_stragglers(lk_redlock_t *rl) {
   size_t i;
   for (i = 0; i < rl->n; i++)
-    if (rl->node[i].cur && rl->node[i].busy == N_ACQUIRING)
+    if (rl->node[i].cur && rl->node[i].busy == N_ACQUIRING && !rl->node[i].timed_out) {
       rl->node[i].timed_out = 1;
+      rl->node[i].status = LK_ETIMEDOUT;
+    }
 }
 
 static void on_timer(uv_timer_t *t) {

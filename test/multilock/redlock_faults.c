@@ -19,6 +19,22 @@ static long long holds_on(mfx_t *m, lk_redlock_t *rl, int i) {
   return mx_holds(m, i, lk_redlock_name(rl), lk_lock_owner(lk_redlock_node_lock(rl, (size_t)i)));
 }
 
+/* Polls master i while the loop runs until this object's hold count there
+ * is want (bounded; the bound grows with measured stalls). A command sent to
+ * a paused master runs once it is scheduled again, which a loaded machine
+ * may delay past the test's read, and a read on another connection may be
+ * served first. 1 when it got there. */
+static int holds_reach(mfx_t *m, lk_redlock_t *rl, int i, long long want) {
+  int64_t mark = rt_stall_mark();
+  while (holds_on(m, rl, i) != want) {
+    if (rt_stall_expired(mark, 5000))
+      return 0;
+    uv_run(&m->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(2);
+  }
+  return 1;
+}
+
 static void rl_opts(lk_redlock_opts_t *o, int64_t wait_ms, int64_t lease_ms, int64_t node_ms) {
   lk_redlock_opts_init(o);
   o->wait_ms = wait_ms;
@@ -97,6 +113,55 @@ TEST(rl_three_of_five_paused_fails_within_budget) {
   /* Grants the paused masters make once resumed are given back. */
   for (i = 2; i < N; i++)
     ASSERT_EQ(mfx_wait_key_gone(&m, i, "rl-stop3", 5000), 1);
+  mx_rl_close(&m, rl);
+  mfx_finish(&m);
+}
+
+/* A failed attempt's roll-back waits a node timeout for a master still
+ * owing its answer, then ends: that master's status says it did not answer
+ * in time (LK_ETIMEDOUT), as when the attempt's own timer gives up on it,
+ * and stays so when its grant comes later and is given back. It stayed
+ * LK_EUNKNOWN ("no answer yet, updated when it answers") for good. */
+TEST(rl_rollback_gives_up_on_a_straggler_as_timed_out) {
+  mfx_t m;
+  lk_redlock_t *rl;
+  lk_redlock_opts_t o;
+  mx_t s;
+  int i;
+  mfx_start(&m, N, NULL);
+  rl = mx_rl_new(&m, m.c, "rl-rollback-straggler", NULL);
+  /* Masters 0-2 are held by someone else: no quorum is possible, so the
+   * attempt rolls back while master 4 (paused) still owes its answer. */
+  for (i = 0; i < 3; i++)
+    mx_clog(&m, i, "rl-rollback-straggler", 30000);
+  long long scripts4 = rt_server_cmd_calls(m.srv[4], "evalsha");
+  rt_server_pause(m.srv[4]);
+  rl_opts(&o, 0, 10000, 1000);
+  int64_t mark = rt_stall_mark();
+  int rc = mx_rl_acquire_opts(&m, rl, &o, &s);
+  ASSERT_EQ(s.held, 0);
+  ASSERT_EQ(lk_redlock_node_status(rl, 4), LK_ETIMEDOUT);
+  /* Masters 0-3 answer within the node timeout (enough answered, the lock
+   * is taken), unless the machine stalled longer: the attempt's timer then
+   * gave up on them too. */
+  if (EXPECT_HOLD(rc == LK_ETIMEDOUT, mark, 1000))
+    for (i = 0; i < 3; i++)
+      ASSERT_EQ(lk_redlock_node_status(rl, (size_t)i), LK_ENOTOWNER);
+  ASSERT_EQ(mfx_wait_key_gone(&m, 3, "rl-rollback-straggler", 5000), 1); /* rolled back */
+  /* Master 4 grants once resumed; that grant is given back (two scripts),
+   * and the status stays what the roll-back said. */
+  rt_server_resume(m.srv[4]);
+  {
+    int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+    while (rt_server_cmd_calls(m.srv[4], "evalsha") < scripts4 + 2) {
+      ASSERT_LT(rt_now_ms(), end);
+      uv_run(&m.loop, UV_RUN_NOWAIT);
+      rt_sleep_ms(2);
+    }
+  }
+  ASSERT_EQ(mfx_wait_key_gone(&m, 4, "rl-rollback-straggler", 5000), 1);
+  ASSERT_EQ(lk_redlock_node_status(rl, 4), LK_ETIMEDOUT);
+  ASSERT_EQ(lk_lock_hold_count(lk_redlock_node_lock(rl, 4)), 0);
   mx_rl_close(&m, rl);
   mfx_finish(&m);
 }
@@ -237,8 +302,14 @@ TEST(rl_restarted_master_abstains_for_the_quarantine) {
     ASSERT_EQ(holds_on(&m, bq, i), 0);
 
   /* Declared persistent: master 2 votes, and B holds while A still thinks
-   * it does. Expected with an empty restart, and why the default waits. */
-  ASSERT_OK(mx_rl_acquire(&m, bp, 0, 20000, &s));
+   * it does. Expected with an empty restart, and why the default waits.
+   * With a short wait budget: bq's grants from masters 3 and 4 may still be
+   * on their way when bq's roll-back gave up on them (a stalled machine),
+   * and they come before bp's asks on those connections; bp is woken when
+   * they are given back. A's holds on 0 and 1 last 20 s: only 2, 3 and 4
+   * can make bp's quorum. */
+  ASSERT_OK(mx_rl_acquire(&m, bp, rt_scaled_ms(5000), 20000, &s));
+  ASSERT_EQ(lk_redlock_node_status(bp, 2), 0);
   ASSERT_EQ(lk_redlock_is_held(a), 1);
   ASSERT_EQ(lk_redlock_is_held(bp), 1);
   ASSERT_OK(mx_rl_release(&m, bp));
@@ -420,7 +491,10 @@ TEST(rl_release_answers_at_its_quorum_and_the_next_attempt_waits_for_stragglers)
   for (i = 3; i < N; i++) {
     int st = lk_redlock_node_status(rl, (size_t)i);
     ASSERT_EQ(st == 0 || st == LK_EBUSY, 1);
-    ASSERT_EQ(holds_on(&m, rl, i), st == 0 ? 1 : 0);
+    if (st == 0)
+      ASSERT_EQ(holds_on(&m, rl, i), 1);
+    else /* not asked: its release was the last word, whenever it runs */
+      ASSERT_EQ(holds_reach(&m, rl, i, 0), 1);
     joined += st == 0;
   }
   ASSERT_GE(joined, 1);
