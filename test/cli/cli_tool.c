@@ -14,6 +14,7 @@
 
 #include "lk_fixture.h"
 #include "redisson_emu.h"
+#include "pty_read.h"
 #include "pty_util.h"
 #include "tool_util.h"
 
@@ -364,31 +365,6 @@ TEST(release_force_wakes_a_waiting_run) {
   rt_server_stop(srv);
 }
 
-/* Reads what the pseudo-terminal shows until it holds needle (bounded). */
-static int pty_wait_for(int fd, char *acc, size_t cap, size_t *len, const char *needle,
-                        int64_t timeout_ms) {
-  int64_t until = rt_now_ms() + rt_scaled_ms(timeout_ms);
-  while (rt_now_ms() < until) {
-    ssize_t n = read(fd, acc + *len, cap - 1 - *len);
-    if (n > 0) {
-      *len += (size_t)n;
-      acc[*len] = '\0';
-      if (strstr(acc, needle) != NULL)
-        return 1;
-      if (*len > cap / 2) { /* keep the tail */
-        memmove(acc, acc + *len - cap / 4, cap / 4);
-        *len = cap / 4;
-        acc[*len] = '\0';
-      }
-    } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-      return 0;
-    } else {
-      rt_sleep_ms(10);
-    }
-  }
-  return 0;
-}
-
 TEST(watch_draws_holder_and_follows_a_change) {
   rt_server_t *srv;
   redisContext *ctx;
@@ -406,13 +382,13 @@ TEST(watch_draws_holder_and_follows_a_change) {
     const char *args[] = {"watch", "--interval", "100ms", "--redis", url, "cli:w", NULL};
     pid = pty_spawn(&fd, args);
   }
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
                       10000));
   ASSERT(strstr(acc, "\033[2J") != NULL); /* a terminal: redrawn in place */
   ASSERT_EQ(rt_rlock_unlock(ctx, "cli:w", "aaaaaaaa-2222-4333-8444-555555555555", 1), 1);
   ASSERT_EQ(rt_rlock_try(ctx, "cli:w", "bbbbbbbb-2222-4333-8444-555555555555", 2, 60000),
             RT_RLOCK_ACQUIRED);
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "bbbbbbbb-2222-4333-8444-555555555555:2",
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "bbbbbbbb-2222-4333-8444-555555555555:2",
                       10000));
   ASSERT_EQ(kill(pid, SIGTERM), 0);
   pty_reap(pid, fd, 0);
@@ -458,13 +434,13 @@ TEST(watch_redraws_on_a_release_before_its_timer) {
   ASSERT_EQ(rt_rlock_try(ctx, "cli:wr", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000),
             RT_RLOCK_ACQUIRED);
   pid = watch_start(srv, "cli:wr", &fd);
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
                       10000));
   wait_numsub(srv, "redisson_lock__channel:{cli:wr}");
   t0 = rt_now_ms();
   ASSERT_EQ(rt_rlock_unlock(ctx, "cli:wr", "aaaaaaaa-2222-4333-8444-555555555555", 1), 1);
   /* Only a message can give that reason (the timer's is 10 s away). */
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "this frame: change announced", 3000));
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "this frame: change announced", 3000));
   ASSERT_LT(rt_now_ms() - t0, rt_stall_bound_ms(t0, 3000));
   ASSERT(strstr(acc, "KIND      nothing") != NULL);
   watch_end(pid, fd);
@@ -493,14 +469,14 @@ TEST(watch_follows_a_fair_queue_and_redraws_on_its_release) {
                              60000, &ttl),
             0);
   pid = watch_start(srv, "cli:wf", &fd);
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "1 waiting", 10000));
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "1 waiting", 10000));
   chan = rt_rfair_channel("cli:wf", "bbbbbbbb-2222-4333-8444-555555555555", 2);
   wait_numsub(srv, chan);
   free(chan);
   len = 0; /* what is drawn from here on */
   t0 = rt_now_ms();
   ASSERT_EQ(rt_rfair_unlock(ctx, "cli:wf", "aaaaaaaa-2222-4333-8444-555555555555", 1), 1);
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "this frame: change announced", 3000));
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "this frame: change announced", 3000));
   ASSERT_LT(rt_now_ms() - t0, rt_stall_bound_ms(t0, 3000));
   ASSERT(strstr(acc, "HOLDERS   0 (free)") != NULL);
   ASSERT(strstr(acc, "bbbbbbbb-2222-4333-8444-555555555555:2") != NULL); /* still queued */
