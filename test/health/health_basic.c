@@ -247,9 +247,9 @@ TEST(briefly_paused_server_lock_at_risk_then_safe) {
  * past the deadline. */
 TEST(close_while_at_risk_hears_nothing_more) {
   fx_t fx;
+  int closed = 0;
   rt_proxy_t *p;
   hist_t h;
-  int closed = 0;
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   start_proxied(&fx, &p);
   lk_lock_t *l = held_lock_watched(&fx, "health-close", &h, NULL);
