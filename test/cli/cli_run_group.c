@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 
 #include "lk_fixture.h"
+#include "pty_read.h"
 #include "pty_util.h"
 #include "tool_util.h"
 
@@ -168,24 +169,13 @@ TEST(empty_server_url_is_refused) {
   }
 }
 
-/* Reads the pseudo-terminal until it shows needle (bounded); 1 found. */
-static int pty_read_until(int fd, char *acc, size_t cap, size_t *len, const char *needle,
-                          int64_t timeout_ms) {
-  int64_t until = rt_now_ms() + rt_scaled_ms(timeout_ms);
-  while (rt_now_ms() < until && *len < cap - 1) {
-    ssize_t n = read(fd, acc + *len, cap - 1 - *len);
-    if (n > 0) {
-      *len += (size_t)n;
-      acc[*len] = '\0';
-      if (strstr(acc, needle) != NULL)
-        return 1;
-    } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-      return 0;
-    } else {
-      rt_sleep_ms(10);
-    }
-  }
-  return 0;
+/* latchkey run --redis <srv> name -- sh -c script on a new pseudo-terminal:
+ * its pid, the terminal's fd in *fd. */
+static pid_t run_on_a_terminal(rt_server_t *srv, const char *name, const char *script, int *fd) {
+  char url[64];
+  snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
+  const char *args[] = {"run", "--redis", url, name, "--", "sh", "-c", script, NULL};
+  return pty_spawn(fd, args);
 }
 
 /* In the foreground of a terminal, the command's own group gets the
@@ -195,7 +185,7 @@ TEST(on_a_terminal_the_commands_group_is_the_foreground) {
   rt_server_t *srv;
   int fd;
   pid_t pid;
-  char url[64], acc[8192], *p;
+  char acc[8192], *p;
   size_t len = 0;
   long pgrp = 0, tpgid = 0, self = 0;
   const char *script = "set -- $(cat /proc/$$/stat); echo \"pgrp=$5 tpgid=$8 self=$1 .\"; "
@@ -203,22 +193,30 @@ TEST(on_a_terminal_the_commands_group_is_the_foreground) {
                        "while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done";
   srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
-  snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
-  {
-    const char *args[] = {"run", "--redis", url, "cli:tty", "--", "sh", "-c", script, NULL};
-    pid = pty_spawn(&fd, args);
-  }
-  ASSERT(pty_read_until(fd, acc, sizeof(acc), &len, " .", 10000));
+  pid = run_on_a_terminal(srv, "cli:tty", script, &fd);
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, " .", 10000));
   p = strstr(acc, "pgrp=");
   ASSERT_NOT_NULL(p);
   ASSERT_EQ(sscanf(p, "pgrp=%ld tpgid=%ld self=%ld", &pgrp, &tpgid, &self), 3);
   ASSERT_EQ(pgrp, self);  /* a group of its own */
   ASSERT_EQ(tpgid, self); /* which has the terminal */
   ASSERT_EQ(write(fd, "\x03", 1), 1); /* Ctrl-C */
-  ASSERT(pty_read_until(fd, acc, sizeof(acc), &len, "got-int", 10000));
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "got-int", 10000));
   pty_reap(pid, fd, 3);
   ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:tty"), 0); /* released */
   rt_server_stop(srv);
+}
+
+/* Writes text to the test directory's file leaf (its path in path) with
+ * the given mode. */
+static void write_file(char *path, size_t cap, const char *leaf, const char *text, mode_t mode) {
+  FILE *f;
+  path_of(path, cap, leaf);
+  f = fopen(path, "w");
+  ASSERT_NOT_NULL(f);
+  fputs(text, f);
+  fclose(f);
+  ASSERT_EQ(chmod(path, mode), 0);
 }
 
 /* The command is found and started as execvp would: a script without a
@@ -227,22 +225,11 @@ TEST(on_a_terminal_the_commands_group_is_the_foreground) {
 TEST(command_lookup_matches_execvp) {
   rt_server_t *srv;
   char script[256], noexec[256];
-  FILE *f;
   dir_init();
   srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
-  path_of(script, sizeof(script), "plain");
-  f = fopen(script, "w");
-  ASSERT_NOT_NULL(f);
-  fputs("exit 9\n", f);
-  fclose(f);
-  ASSERT_EQ(chmod(script, 0700), 0);
-  path_of(noexec, sizeof(noexec), "noexec");
-  f = fopen(noexec, "w");
-  ASSERT_NOT_NULL(f);
-  fputs("exit 0\n", f);
-  fclose(f);
-  ASSERT_EQ(chmod(noexec, 0600), 0);
+  write_file(script, sizeof(script), "plain", "exit 9\n", 0700);
+  write_file(noexec, sizeof(noexec), "noexec", "exit 0\n", 0600);
   {
     const char *a[] = {"run", "cli:lookup", "--", script, NULL};
     const char *b[] = {"run", "cli:lookup", "--", "no-such-command-latchkey-test", NULL};
@@ -262,7 +249,7 @@ TEST(on_a_terminal_ctrl_z_stops_the_job_and_it_continues) {
   rt_server_t *srv;
   int fd, st;
   pid_t pid;
-  char url[64], acc[8192];
+  char acc[8192];
   size_t len = 0;
   int64_t until;
   /* It waits reading the terminal (a builtin: a Ctrl-Z that lands while
@@ -271,12 +258,8 @@ TEST(on_a_terminal_ctrl_z_stops_the_job_and_it_continues) {
   const char *script = "trap 'echo got-int; exit 4' INT; echo ready .; read x; exit 5";
   srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
-  snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
-  {
-    const char *args[] = {"run", "--redis", url, "cli:tstp", "--", "sh", "-c", script, NULL};
-    pid = pty_spawn(&fd, args);
-  }
-  ASSERT(pty_read_until(fd, acc, sizeof(acc), &len, "ready .", 10000));
+  pid = run_on_a_terminal(srv, "cli:tstp", script, &fd);
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "ready .", 10000));
   ASSERT_EQ(write(fd, "\x1a", 1), 1); /* Ctrl-Z */
   until = rt_now_ms() + rt_scaled_ms(10000);
   for (;;) { /* latchkey reports stopped (no callback for it: polled) */
@@ -297,7 +280,7 @@ TEST(on_a_terminal_ctrl_z_stops_the_job_and_it_continues) {
     rt_sleep_ms(10);
   }
   ASSERT_EQ(write(fd, "\x03", 1), 1); /* Ctrl-C */
-  ASSERT(pty_read_until(fd, acc, sizeof(acc), &len, "got-int", 10000));
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "got-int", 10000));
   pty_reap(pid, fd, 4);
   rt_server_stop(srv);
 }

@@ -14,8 +14,29 @@
 
 #include "lk_fixture.h"
 #include "redisson_emu.h"
+#include "pty_read.h"
 #include "pty_util.h"
 #include "tool_util.h"
+
+/* A Redisson client of srv's (returned) holding name as uuid's thread 1,
+ * for a minute. */
+static redisContext *redisson_holding(rt_server_t *srv, const char *name, const char *uuid) {
+  redisContext *ctx = rt_rlock_connect(rt_server_port(srv));
+  ASSERT_EQ(rt_rlock_try(ctx, name, uuid, 1, 60000), RT_RLOCK_ACQUIRED);
+  return ctx;
+}
+
+/* Through Redisson's client ctx: the fair lock name held by aaaaaaaa-...:1,
+ * with bbbbbbbb-...:2 queued behind it (both for a minute). */
+static void redisson_fair_held_and_queued(redisContext *ctx, const char *name) {
+  long long ttl;
+  ASSERT_EQ(rt_rfair_attempt(ctx, name, "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000, 60000,
+                             &ttl),
+            1);
+  ASSERT_EQ(rt_rfair_attempt(ctx, name, "bbbbbbbb-2222-4333-8444-555555555555", 2, 60000, 60000,
+                             &ttl),
+            0);
+}
 
 TEST(run_excludes_another_run_on_the_same_name) {
   rt_server_t *srv;
@@ -255,7 +276,6 @@ TEST(inspect_json_and_list_on_each_primitive) {
   lk_lock_t *l;
   lk_lock_opts_t o;
   redisContext *ctx;
-  long long ttl;
   char owner[128], want[256], rid[33];
   int st = 0, port;
   dir_init();
@@ -270,12 +290,7 @@ TEST(inspect_json_and_list_on_each_primitive) {
   ASSERT_EQ(st, 1);
   snprintf(owner, sizeof(owner), "%s", lk_lock_owner(l));
   ctx = rt_rlock_connect(port);
-  ASSERT_EQ(rt_rfair_attempt(ctx, "cli:fair", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000,
-                             60000, &ttl),
-            1);
-  ASSERT_EQ(rt_rfair_attempt(ctx, "cli:fair", "bbbbbbbb-2222-4333-8444-555555555555", 2, 60000,
-                             60000, &ttl),
-            0);
+  redisson_fair_held_and_queued(ctx, "cli:fair");
   ASSERT_EQ(rt_rsem_try_set_permits(ctx, "cli:sem", 4), 1);
   ASSERT_EQ(rt_rsem_try_set_permits(ctx, "cli:psem", 2), 1);
   ASSERT_EQ(rt_rpsem_try_acquire(ctx, "cli:psem", 30000, rid), 1);
@@ -336,10 +351,8 @@ TEST(release_force_wakes_a_waiting_run) {
   dir_init();
   srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
-  ctx = rt_rlock_connect(rt_server_port(srv));
   /* A Redisson holder with a long lease: the waiter would wait a minute. */
-  ASSERT_EQ(rt_rlock_try(ctx, "cli:rel", "11111111-2222-4333-8444-555555555555", 1, 60000),
-            RT_RLOCK_ACQUIRED);
+  ctx = redisson_holding(srv, "cli:rel", "11111111-2222-4333-8444-555555555555");
   path_of(ran, sizeof(ran), "ran");
   snprintf(script, sizeof(script), "echo ran > %s", ran);
   {
@@ -364,31 +377,6 @@ TEST(release_force_wakes_a_waiting_run) {
   rt_server_stop(srv);
 }
 
-/* Reads what the pseudo-terminal shows until it holds needle (bounded). */
-static int pty_wait_for(int fd, char *acc, size_t cap, size_t *len, const char *needle,
-                        int64_t timeout_ms) {
-  int64_t until = rt_now_ms() + rt_scaled_ms(timeout_ms);
-  while (rt_now_ms() < until) {
-    ssize_t n = read(fd, acc + *len, cap - 1 - *len);
-    if (n > 0) {
-      *len += (size_t)n;
-      acc[*len] = '\0';
-      if (strstr(acc, needle) != NULL)
-        return 1;
-      if (*len > cap / 2) { /* keep the tail */
-        memmove(acc, acc + *len - cap / 4, cap / 4);
-        *len = cap / 4;
-        acc[*len] = '\0';
-      }
-    } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-      return 0;
-    } else {
-      rt_sleep_ms(10);
-    }
-  }
-  return 0;
-}
-
 TEST(watch_draws_holder_and_follows_a_change) {
   rt_server_t *srv;
   redisContext *ctx;
@@ -398,21 +386,19 @@ TEST(watch_draws_holder_and_follows_a_change) {
   size_t len = 0;
   srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
-  ctx = rt_rlock_connect(rt_server_port(srv));
-  ASSERT_EQ(rt_rlock_try(ctx, "cli:w", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000),
-            RT_RLOCK_ACQUIRED);
+  ctx = redisson_holding(srv, "cli:w", "aaaaaaaa-2222-4333-8444-555555555555");
   snprintf(url, sizeof(url), "redis://127.0.0.1:%d", rt_server_port(srv));
   {
     const char *args[] = {"watch", "--interval", "100ms", "--redis", url, "cli:w", NULL};
     pid = pty_spawn(&fd, args);
   }
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
                       10000));
   ASSERT(strstr(acc, "\033[2J") != NULL); /* a terminal: redrawn in place */
   ASSERT_EQ(rt_rlock_unlock(ctx, "cli:w", "aaaaaaaa-2222-4333-8444-555555555555", 1), 1);
   ASSERT_EQ(rt_rlock_try(ctx, "cli:w", "bbbbbbbb-2222-4333-8444-555555555555", 2, 60000),
             RT_RLOCK_ACQUIRED);
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "bbbbbbbb-2222-4333-8444-555555555555:2",
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "bbbbbbbb-2222-4333-8444-555555555555:2",
                       10000));
   ASSERT_EQ(kill(pid, SIGTERM), 0);
   pty_reap(pid, fd, 0);
@@ -454,17 +440,15 @@ TEST(watch_redraws_on_a_release_before_its_timer) {
   size_t len = 0;
   srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
-  ctx = rt_rlock_connect(rt_server_port(srv));
-  ASSERT_EQ(rt_rlock_try(ctx, "cli:wr", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000),
-            RT_RLOCK_ACQUIRED);
+  ctx = redisson_holding(srv, "cli:wr", "aaaaaaaa-2222-4333-8444-555555555555");
   pid = watch_start(srv, "cli:wr", &fd);
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "aaaaaaaa-2222-4333-8444-555555555555:1",
                       10000));
   wait_numsub(srv, "redisson_lock__channel:{cli:wr}");
   t0 = rt_now_ms();
   ASSERT_EQ(rt_rlock_unlock(ctx, "cli:wr", "aaaaaaaa-2222-4333-8444-555555555555", 1), 1);
   /* Only a message can give that reason (the timer's is 10 s away). */
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "this frame: change announced", 3000));
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "this frame: change announced", 3000));
   ASSERT_LT(rt_now_ms() - t0, rt_stall_bound_ms(t0, 3000));
   ASSERT(strstr(acc, "KIND      nothing") != NULL);
   watch_end(pid, fd);
@@ -480,27 +464,21 @@ TEST(watch_follows_a_fair_queue_and_redraws_on_its_release) {
   int fd;
   pid_t pid;
   int64_t t0;
-  long long ttl;
   char acc[65536], *chan;
   size_t len = 0;
   srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
   ctx = rt_rlock_connect(rt_server_port(srv));
-  ASSERT_EQ(rt_rfair_attempt(ctx, "cli:wf", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000,
-                             60000, &ttl),
-            1);
-  ASSERT_EQ(rt_rfair_attempt(ctx, "cli:wf", "bbbbbbbb-2222-4333-8444-555555555555", 2, 60000,
-                             60000, &ttl),
-            0);
+  redisson_fair_held_and_queued(ctx, "cli:wf");
   pid = watch_start(srv, "cli:wf", &fd);
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "1 waiting", 10000));
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "1 waiting", 10000));
   chan = rt_rfair_channel("cli:wf", "bbbbbbbb-2222-4333-8444-555555555555", 2);
   wait_numsub(srv, chan);
   free(chan);
   len = 0; /* what is drawn from here on */
   t0 = rt_now_ms();
   ASSERT_EQ(rt_rfair_unlock(ctx, "cli:wf", "aaaaaaaa-2222-4333-8444-555555555555", 1), 1);
-  ASSERT(pty_wait_for(fd, acc, sizeof(acc), &len, "this frame: change announced", 3000));
+  ASSERT(rt_pty_read_until(fd, acc, sizeof(acc), &len, "this frame: change announced", 3000));
   ASSERT_LT(rt_now_ms() - t0, rt_stall_bound_ms(t0, 3000));
   ASSERT(strstr(acc, "HOLDERS   0 (free)") != NULL);
   ASSERT(strstr(acc, "bbbbbbbb-2222-4333-8444-555555555555:2") != NULL); /* still queued */
@@ -563,9 +541,7 @@ TEST(stats_on_a_held_name_or_not_a_lock) {
   dir_init();
   srv = rt_server_start(NULL);
   ASSERT_NOT_NULL(srv);
-  ctx = rt_rlock_connect(rt_server_port(srv));
-  ASSERT_EQ(rt_rlock_try(ctx, "cli:sh", "aaaaaaaa-2222-4333-8444-555555555555", 1, 60000),
-            RT_RLOCK_ACQUIRED);
+  ctx = redisson_holding(srv, "cli:sh", "aaaaaaaa-2222-4333-8444-555555555555");
   ASSERT_EQ(rt_rsem_try_set_permits(ctx, "cli:ss", 2), 1);
   {
     const char *a[] = {"stats", "--duration", "200ms", "cli:sh", NULL};

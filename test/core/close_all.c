@@ -121,6 +121,18 @@ static void name(char *buf, size_t cap, const char *kind, int i) {
   snprintf(buf, cap, "ca:%s:%d", kind, i);
 }
 
+/* A new lock of c's named for kind and i, its acquire started (opts o,
+ * callback into r). */
+static lk_lock_t *lock_acquiring(lk_client_t *c, const char *kind, int i,
+                                 const lk_lock_opts_t *o, rec_t *r) {
+  char nm[64];
+  lk_lock_t *l;
+  name(nm, sizeof nm, kind, i);
+  ASSERT_OK(lk_lock_new(c, nm, &l));
+  ASSERT_OK(lk_lock_acquire(l, o, lock_cb, r));
+  return l;
+}
+
 /* B (another client) holds what A's waiters wait for. */
 typedef struct {
   lk_lock_t *lock[N - H], *ml[N - H], *rl[N - H];
@@ -142,15 +154,9 @@ static void b_hold(fx_t *fx, lk_client_t *b, blocker_t *bk) {
   lk_rwlock_opts_init(&ro);
   ro.lease_ms = LEASE;
   for (i = 0; i < N - H; i++) {
-    name(nm, sizeof nm, "lock", H + i);
-    ASSERT_OK(lk_lock_new(b, nm, &bk->lock[i]));
-    ASSERT_OK(lk_lock_acquire(bk->lock[i], &lo, lock_cb, &bk->r[0][i]));
-    name(nm, sizeof nm, "ml-a", H + i);
-    ASSERT_OK(lk_lock_new(b, nm, &bk->ml[i]));
-    ASSERT_OK(lk_lock_acquire(bk->ml[i], &lo, lock_cb, &bk->r[1][i]));
-    name(nm, sizeof nm, "rl", H + i);
-    ASSERT_OK(lk_lock_new(b, nm, &bk->rl[i]));
-    ASSERT_OK(lk_lock_acquire(bk->rl[i], &lo, lock_cb, &bk->r[2][i]));
+    bk->lock[i] = lock_acquiring(b, "lock", H + i, &lo, &bk->r[0][i]);
+    bk->ml[i] = lock_acquiring(b, "ml-a", H + i, &lo, &bk->r[1][i]);
+    bk->rl[i] = lock_acquiring(b, "rl", H + i, &lo, &bk->r[2][i]);
     name(nm, sizeof nm, "fair", H + i);
     ASSERT_OK(lk_fair_new(b, nm, &bk->fair[i]));
     ASSERT_OK(lk_fair_acquire(bk->fair[i], &fo, fair_cb, &bk->r[3][i]));
@@ -185,9 +191,7 @@ static int a_start(lk_client_t *a, every_t *e) {
     lk_lock_opts_init(&lo);
     lo.lease_ms = LEASE;
     lo.wait_ms = wait;
-    name(nm, sizeof nm, "lock", i);
-    ASSERT_OK(lk_lock_new(a, nm, &e->lock[i]));
-    ASSERT_OK(lk_lock_acquire(e->lock[i], &lo, lock_cb, &e->r[0][i]));
+    e->lock[i] = lock_acquiring(a, "lock", i, &lo, &e->r[0][i]);
 
     lk_fair_opts_init(&fo);
     fo.lease_ms = LEASE;
@@ -401,6 +405,17 @@ TEST(close_all_with_no_objects_and_twice) {
   ASSERT_EQ(g.close_cb, 1);
 }
 
+/* Acquires l with the cases' lease (no wait), as the case's first
+ * callback, and runs the loop until it is held. */
+static void hold_first(fx_t *fx, lk_lock_t *l, rec_t *r) {
+  lk_lock_opts_t o;
+  lk_lock_opts_init(&o);
+  o.lease_ms = LEASE;
+  ASSERT_OK(lk_lock_acquire(l, &o, lock_cb, r));
+  run_until_done(fx, 1, 10000);
+  ASSERT_OK(r->status);
+}
+
 /* An object already closing keeps its own close callback, which comes
  * before close_all's; the ones close_all closes get none. A second call
  * while objects are closing is LK_ECLOSED. */
@@ -408,15 +423,10 @@ TEST(close_all_while_an_object_is_closing) {
   fx_t fx;
   lk_lock_t *a, *b;
   rec_t ra = {0, 0};
-  lk_lock_opts_t o;
   start(&fx);
   a = fx_lock(&fx, "ca:closing-a");
   b = fx_lock(&fx, "ca:closing-b");
-  lk_lock_opts_init(&o);
-  o.lease_ms = LEASE;
-  ASSERT_OK(lk_lock_acquire(a, &o, lock_cb, &ra));
-  run_until_done(&fx, 1, 10000);
-  ASSERT_OK(ra.status);
+  hold_first(&fx, a, &ra);
   ASSERT_OK(lk_lock_close(a, obj_closed_cb));
   ASSERT_OK(lk_client_close_all(fx.c, on_all_closed));
   ASSERT_EQ(lk_client_close_all(fx.c, on_all_closed), LK_ECLOSED);
@@ -458,13 +468,11 @@ TEST(close_all_inside_an_acquire_callback) {
   t.rc = 1;
   holder = fx_lock(&fx, "ca:inside");
   waiter = fx_lock(&fx, "ca:inside");
-  lk_lock_opts_init(&o);
-  o.lease_ms = LEASE;
-  ASSERT_OK(lk_lock_acquire(holder, &o, lock_cb, &rw));
-  run_until_done(&fx, 1, 10000);
-  ASSERT_OK(rw.status);
+  hold_first(&fx, holder, &rw);
   /* holder re-enters; its callback closes everything while waiter waits. */
   memset(&rw, 0, sizeof rw);
+  lk_lock_opts_init(&o);
+  o.lease_ms = LEASE;
   o.wait_ms = WAIT;
   ASSERT_OK(lk_lock_acquire(waiter, &o, lock_cb, &rw));
   fx_spin(&fx, 100);
@@ -533,7 +541,6 @@ TEST(close_all_in_a_forked_child_frees_memory_only) {
   lk_multilock_t *ml;
   lk_redlock_t *rl;
   rec_t r = {0, 0};
-  lk_lock_opts_t o;
   pid_t pid;
   start(&fx);
   held = fx_lock(&fx, "ca:fork-held");
@@ -541,11 +548,7 @@ TEST(close_all_in_a_forked_child_frees_memory_only) {
   m[1] = fx_lock(&fx, "ca:fork-m1");
   ASSERT_OK(lk_multilock_new(m, 2, &ml));
   ASSERT_OK(lk_redlock_new(&fx.c, 1, "ca:fork-rl", NULL, &rl));
-  lk_lock_opts_init(&o);
-  o.lease_ms = LEASE;
-  ASSERT_OK(lk_lock_acquire(held, &o, lock_cb, &r));
-  run_until_done(&fx, 1, 10000);
-  ASSERT_OK(r.status);
+  hold_first(&fx, held, &r);
   pid = rt_fork_flushed();
   if (pid == 0) {
     int rc = lk_client_close_all(fx.c, on_all_closed);

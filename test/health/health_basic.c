@@ -48,6 +48,37 @@ static lk_client_stats_t stats_of(lk_client_t *c) {
   return st;
 }
 
+/* A lock of fx's whose health h records, held on the watchdog's lease (the
+ * acquire's outcome in *s when s is not NULL). */
+static lk_lock_t *held_lock_watched(fx_t *fx, const char *name, hist_t *h, sx_t *s) {
+  sx_t own;
+  lk_lock_t *l = fx_lock(fx, name);
+  hx_watch(lk_lock_handle(l), h);
+  ASSERT_OK(sx_acquire_in(&fx->loop, l, 0, LK_LEASE_DEFAULT, s != NULL ? s : &own));
+  return l;
+}
+
+/* The first event is AT_RISK, with time left: told at the deadline
+ * (ms_left 0) only when a machine stall outlasted the risk point, half a
+ * lease after the last confirmation; the loss then follows, which the
+ * caller checks. */
+static void at_risk_with_time_left(uv_loop_t *loop, hist_t *h, int64_t mark, int64_t lease) {
+  hx_wait_events(loop, h, 1, lease);
+  ASSERT_EQ(h->kind[0], EV_RISK);
+  EXPECT_HOLD(h->ms_left[0] > 0, mark, lease / 3); /* as the barrier's, below */
+}
+
+/* The second event: 1 when it is SAFE (heard: "RS"); 0 when it is not and
+ * a machine stall since mark longer than a renewal's slack excuses that
+ * (the caller checks the loss then). */
+static int safe_again(uv_loop_t *loop, hist_t *h, int64_t mark, int64_t lease) {
+  hx_wait_events(loop, h, 2, 2 * lease);
+  if (!EXPECT_HOLD(h->kind[1] == EV_SAFE, mark, fx_renewal_slack(lease)))
+    return 0;
+  ASSERT_STREQ(h->kind, "RS");
+  return 1;
+}
+
 /* ---- the connection ----------------------------------------------------------- */
 
 /* The connection is reset under a held lock: AT_RISK at once (its
@@ -57,12 +88,9 @@ TEST(cut_connection_lock_at_risk_then_safe) {
   fx_t fx;
   rt_proxy_t *p;
   hist_t h;
-  sx_t s;
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   start_proxied(&fx, &p);
-  lk_lock_t *l = fx_lock(&fx, "health-cut");
-  hx_watch(lk_lock_handle(l), &h);
-  ASSERT_OK(sx_acquire_in(&fx.loop, l, 0, LK_LEASE_DEFAULT, &s));
+  lk_lock_t *l = held_lock_watched(&fx, "health-cut", &h, NULL);
   int64_t mark = rt_stall_mark();
   uint64_t t_cut = uv_hrtime();
   rt_proxy_reset_all(p);
@@ -72,11 +100,9 @@ TEST(cut_connection_lock_at_risk_then_safe) {
   ASSERT_LE(h.ms_left[0], lease);
   fprintf(stderr, "note: at risk %.1f ms after the cut, %lld ms left\n", hx_ms_since(t_cut, h.t_ns[0]),
           (long long)h.ms_left[0]);
-  hx_wait_events(&fx.loop, &h, 2, 2 * lease);
-  if (!EXPECT_HOLD(h.kind[1] == EV_SAFE, mark, fx_renewal_slack(lease))) {
+  if (!safe_again(&fx.loop, &h, mark, lease)) {
     hx_expect_risk_then_lost("cut (excused)", &h);
   } else {
-    ASSERT_STREQ(h.kind, "RS");
     ASSERT_GT(h.ms_left[1], 0);
     ASSERT_EQ(lk_lock_is_held(l), 1);
     ASSERT_GE(stats_of(fx.c).holds_at_risk, 1);
@@ -97,9 +123,7 @@ TEST(blackholed_lock_at_risk_then_lost) {
   sx_t s;
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   start_proxied(&fx, &p);
-  lk_lock_t *l = fx_lock(&fx, "health-blackhole");
-  hx_watch(lk_lock_handle(l), &h);
-  ASSERT_OK(sx_acquire_in(&fx.loop, l, 0, LK_LEASE_DEFAULT, &s));
+  lk_lock_t *l = held_lock_watched(&fx, "health-blackhole", &h, &s);
   rt_proxy_blackhole(p, 1);
   hx_wait_events(&fx.loop, &h, 2, 2 * lease);
   hx_expect_risk_then_lost("blackhole", &h);
@@ -198,24 +222,14 @@ TEST(paused_server_every_kind_at_risk_then_lost) {
 TEST(briefly_paused_server_lock_at_risk_then_safe) {
   fx_t fx;
   hist_t h;
-  sx_t s;
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   start_plain(&fx);
-  lk_lock_t *l = fx_lock(&fx, "health-brief");
-  hx_watch(lk_lock_handle(l), &h);
-  ASSERT_OK(sx_acquire_in(&fx.loop, l, 0, LK_LEASE_DEFAULT, &s));
+  lk_lock_t *l = held_lock_watched(&fx, "health-brief", &h, NULL);
   int64_t mark = rt_stall_mark();
   rt_server_pause(fx.srv);
-  hx_wait_events(&fx.loop, &h, 1, lease);
-  ASSERT_EQ(h.kind[0], EV_RISK);
-  /* Told at the deadline (ms_left 0) only when a machine stall outlasted
-   * the risk point, half a lease after the last confirmation; the loss
-   * then follows, checked below. */
-  EXPECT_HOLD(h.ms_left[0] > 0, mark, lease / 3); /* as the barrier's, below */
+  at_risk_with_time_left(&fx.loop, &h, mark, lease);
   rt_server_resume(fx.srv);
-  hx_wait_events(&fx.loop, &h, 2, 2 * lease);
-  if (EXPECT_HOLD(h.kind[1] == EV_SAFE, mark, fx_renewal_slack(lease))) {
-    ASSERT_STREQ(h.kind, "RS");
+  if (safe_again(&fx.loop, &h, mark, lease)) {
     fprintf(stderr, "note: safe again %.1f ms after at risk (%lld ms were left)\n",
             hx_ms_since(h.t_ns[0], h.t_ns[1]), (long long)h.ms_left[0]);
     /* SAFE came before the deadline AT_RISK announced. */
@@ -233,15 +247,12 @@ TEST(briefly_paused_server_lock_at_risk_then_safe) {
  * past the deadline. */
 TEST(close_while_at_risk_hears_nothing_more) {
   fx_t fx;
+  int closed = 0;
   rt_proxy_t *p;
   hist_t h;
-  sx_t s;
-  int closed = 0;
   const int64_t lease = rt_scaled_ms(LEASE_MS);
   start_proxied(&fx, &p);
-  lk_lock_t *l = fx_lock(&fx, "health-close");
-  hx_watch(lk_lock_handle(l), &h);
-  ASSERT_OK(sx_acquire_in(&fx.loop, l, 0, LK_LEASE_DEFAULT, &s));
+  lk_lock_t *l = held_lock_watched(&fx, "health-close", &h, NULL);
   rt_proxy_blackhole(p, 1);
   hx_wait_events(&fx.loop, &h, 1, 2 * lease);
   ASSERT_STREQ(h.kind, "R");
@@ -301,33 +312,34 @@ TEST(set_health_cb_codes) {
 
 /* ---- RedLock ------------------------------------------------------------------------ */
 
+/* Three masters, the watchdog's lease `lease`, and a RedLock over them
+ * whose health h records, held and settled (every master answered). */
+static lk_redlock_t *held_redlock_watched(mfx_t *m, const char *name, int64_t lease,
+                                          hist_t *h) {
+  mx_t s;
+  mfx_start_lease(m, 3, NULL, lease);
+  lk_redlock_t *rl = mx_rl_new(m, m->c, name, NULL);
+  hx_watch(lk_redlock_handle(rl), h);
+  ASSERT_OK(mx_rl_acquire(m, rl, 0, LK_LEASE_DEFAULT, &s));
+  mx_rl_settle(m, rl);
+  return rl;
+}
+
 /* Three masters, quorum two. One paused: the quorum is still confirmed,
  * no risk. A second paused: AT_RISK (ms_left: the quorum's validity), and
  * SAFE once both answer again before it runs out. */
 TEST(redlock_at_risk_when_quorum_unconfirmed_then_safe) {
   mfx_t m;
   hist_t h;
-  mx_t s;
   const int64_t lease = rt_scaled_ms(LEASE_MS);
-  mfx_start_lease(&m, 3, NULL, lease);
-  lk_redlock_t *rl = mx_rl_new(&m, m.c, "health-rl", NULL);
-  hx_watch(lk_redlock_handle(rl), &h);
-  ASSERT_OK(mx_rl_acquire(&m, rl, 0, LK_LEASE_DEFAULT, &s));
-  mx_rl_settle(&m, rl);
+  lk_redlock_t *rl = held_redlock_watched(&m, "health-rl", lease, &h);
   int64_t mark = rt_stall_mark();
   rt_server_pause(m.srv[0]);
   rt_server_pause(m.srv[1]);
-  hx_wait_events(&m.loop, &h, 1, lease);
-  ASSERT_EQ(h.kind[0], EV_RISK);
-  /* Told at the deadline (ms_left 0) only when a machine stall outlasted
-   * the risk point, half a lease after the last confirmation; the loss
-   * then follows, checked below. */
-  EXPECT_HOLD(h.ms_left[0] > 0, mark, lease / 3); /* as the barrier's, below */
+  at_risk_with_time_left(&m.loop, &h, mark, lease);
   rt_server_resume(m.srv[0]);
   rt_server_resume(m.srv[1]);
-  hx_wait_events(&m.loop, &h, 2, 2 * lease);
-  if (EXPECT_HOLD(h.kind[1] == EV_SAFE, mark, fx_renewal_slack(lease))) {
-    ASSERT_STREQ(h.kind, "RS");
+  if (safe_again(&m.loop, &h, mark, lease)) {
     ASSERT_EQ(mx_rl_release(&m, rl), 0);
   } else {
     hx_expect_risk_then_lost("redlock (excused)", &h);
@@ -340,13 +352,8 @@ TEST(redlock_at_risk_when_quorum_unconfirmed_then_safe) {
 TEST(redlock_at_risk_then_lost_without_quorum) {
   mfx_t m;
   hist_t h;
-  mx_t s;
   const int64_t lease = rt_scaled_ms(LEASE_MS);
-  mfx_start_lease(&m, 3, NULL, lease);
-  lk_redlock_t *rl = mx_rl_new(&m, m.c, "health-rl-lost", NULL);
-  hx_watch(lk_redlock_handle(rl), &h);
-  ASSERT_OK(mx_rl_acquire(&m, rl, 0, LK_LEASE_DEFAULT, &s));
-  mx_rl_settle(&m, rl);
+  lk_redlock_t *rl = held_redlock_watched(&m, "health-rl-lost", lease, &h);
   rt_server_pause(m.srv[1]);
   rt_server_pause(m.srv[2]);
   hx_wait_events(&m.loop, &h, 2, 3 * lease);
@@ -395,9 +402,7 @@ TEST(barrier_waiting_member_at_risk_then_safe) {
     return;
   }
   rt_server_resume(fx.srv);
-  hx_wait_events(&fx.loop, &h, 2, 2 * lease);
-  if (EXPECT_HOLD(h.kind[1] == EV_SAFE, mark, fx_renewal_slack(lease))) {
-    ASSERT_STREQ(h.kind, "RS");
+  if (safe_again(&fx.loop, &h, mark, lease)) {
     fprintf(stderr, "note: barrier member safe again %.1f ms after at risk (%lld ms left)\n",
             hx_ms_since(h.t_ns[0], h.t_ns[1]), (long long)h.ms_left[0]);
     ASSERT_EQ(e.done, 0); /* still waiting, still a member */

@@ -44,6 +44,25 @@ static void start_with_lease(fx_t *fx, int64_t lease_ms, int64_t reply_timeout_m
   fx_start_with(fx, NULL, &o);
 }
 
+/* The same behind a fault proxy (returned), with no watchdog lease of its
+ * own: a reply lost through it ends its connection at reply_timeout_ms. */
+static rt_proxy_t *start_proxied_with_timeout(fx_t *fx, int64_t reply_timeout_ms) {
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.reconnect_max_ms = 100;
+  o.reply_timeout_ms = reply_timeout_ms;
+  o.connect_timeout_ms = reply_timeout_ms;
+  return fx_start_proxied(fx, &o);
+}
+
+/* A read/write lock of fx's whose losses *lost records (cleared). */
+static lk_rwlock_t *rwlock_telling_losses(fx_t *fx, const char *name, lost_t *lost) {
+  lk_rwlock_t *rw = fx_rwlock(fx, name);
+  memset(lost, 0, sizeof(*lost));
+  ASSERT_OK(lk_rwlock_set_lost_cb(rw, on_lost, lost));
+  return rw;
+}
+
 static char *hold_key(const lk_rwlock_t *rw, const char *name, int i) {
   char *k = NULL;
   ASSERT(asprintf(&k, "{%s}:%s:rwlock_timeout:%d", name, lk_rwlock_owner(rw), i) > 0);
@@ -62,10 +81,8 @@ TEST(watchdog_keeps_both_sides) {
   char *k;
   int64_t end;
   int checks = 0;
-  memset(&lost, 0, sizeof(lost));
   start_with_lease(&fx, lease, 0);
-  a = fx_rwlock(&fx, "kept");
-  ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
+  a = rwlock_telling_losses(&fx, "kept", &lost);
   ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
   k = hold_key(a, "kept", 1);
@@ -132,11 +149,9 @@ TEST(lost_read_side) {
   lost_t lost;
   char *k;
   sx_t s;
-  memset(&lost, 0, sizeof(lost));
   start_with_lease(&fx, lease, 0);
-  a = fx_rwlock(&fx, "lr");
+  a = rwlock_telling_losses(&fx, "lr", &lost);
   b = fx_rwlock(&fx, "lr");
-  ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rw_acquire(&fx, b, RW_R, 0, LK_LEASE_DEFAULT));
   const int64_t mark = rt_stall_mark(); /* b's hold from here on */
@@ -176,17 +191,15 @@ TEST(lost_write_side) {
   fx_t fx;
   lk_rwlock_t *a, *b;
   lost_t lost;
-  memset(&lost, 0, sizeof(lost));
   start_with_lease(&fx, lease, 0);
-  a = fx_rwlock(&fx, "lw");
-  b = fx_rwlock(&fx, "lw");
-  ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
+  a = rwlock_telling_losses(&fx, "lw", &lost);
   ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
   freeReplyObject(rt_cmd(fx.srv, "DEL lw"));
   rt_run_until(&fx.loop, &lost.calls, lease * 2);
   ASSERT_EQ(lost.status, LK_ELEASELOST);
   ASSERT_EQ(lost.held_w, 0);
+  b = fx_rwlock(&fx, "lw");
   ASSERT_OK(rw_acquire(&fx, b, RW_W, 0, LK_LEASE_DEFAULT));
   ASSERT_EQ(lk_rwlock_release(a, RW_W, rw_cb, NULL), LK_ELEASELOST);
   /* A re-entry that finds its earlier holds gone reports the loss too. */
@@ -215,16 +228,14 @@ static void cut_off(lk_rwlock_side_t side) {
   lk_rwlock_t *a, *w;
   lost_t lost;
   sx_t s, ws;
-  memset(&lost, 0, sizeof(lost));
   lk_client_opts_init(&o);
   o.default_lease_ms = lease;
   o.reconnect_max_ms = 100;
   o.reply_timeout_ms = lease * 3; /* the loss must come from the deadline */
   p = fx_start_proxied(&fx, &o);
   c2 = fx_direct_client(&fx);
-  a = fx_rwlock(&fx, "cut");
+  a = rwlock_telling_losses(&fx, "cut", &lost);
   ASSERT_OK(lk_rwlock_new(c2, "cut", &w));
-  ASSERT_OK(lk_rwlock_set_lost_cb(a, on_lost, &lost));
   ASSERT_OK(rw_acquire_in(&fx.loop, a, side, 0, LK_LEASE_DEFAULT, &s));
   rt_proxy_blackhole(p, 1);
   {
@@ -385,32 +396,36 @@ static void wait_server_count(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side, 
   FX_EVENTUALLY(fx, rw_hget(fx, "lost-reply", field) == want, 3000);
 }
 
+/* The call started into *s (its command delayed by the proxy) reaches the
+ * server, which counts `count` holds of side then; its reply is swallowed
+ * (the connection silent past the reply timeout), and the resend after the
+ * reconnect ends the call, successfully. */
+static void reply_swallowed_then_resent(fx_t *fx, rt_proxy_t *p, lk_rwlock_t *a,
+                                        lk_rwlock_side_t side, int count, sx_t *s) {
+  wait_server_count(fx, a, side, count);
+  rt_proxy_blackhole(p, 1);
+  rt_proxy_delay(p, 0);
+  fx_spin(fx, 500);
+  rt_proxy_blackhole(p, 0);
+  rt_run_until(&fx->loop, &s->done, 5000);
+  ASSERT_OK(s->status);
+}
+
 /* An acquire and a release whose replies are swallowed: the connection
  * drops at the reply timeout, the client resends, and each is applied once
  * (the scripts recognise the earlier attempt by the expected count). */
 static void lost_replies(lk_rwlock_side_t side) {
   fx_t fx;
   rt_proxy_t *p;
-  lk_client_opts_t o;
   lk_rwlock_t *a;
   sx_t s;
-  lk_client_opts_init(&o);
-  o.reconnect_max_ms = 100;
-  o.reply_timeout_ms = 400;
-  o.connect_timeout_ms = 400;
-  p = fx_start_proxied(&fx, &o);
+  p = start_proxied_with_timeout(&fx, 400);
   a = fx_rwlock(&fx, "lost-reply");
   ASSERT_OK(rw_acquire(&fx, a, side, 0, LK_LEASE_DEFAULT));
   /* The re-entry reaches the server; its reply is swallowed. */
   rt_proxy_delay(p, 150);
   rw_start(a, side, rt_scaled_ms(10000), LK_LEASE_DEFAULT, &s);
-  wait_server_count(&fx, a, side, 2);
-  rt_proxy_blackhole(p, 1);
-  rt_proxy_delay(p, 0);
-  fx_spin(&fx, 500);
-  rt_proxy_blackhole(p, 0);
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
+  reply_swallowed_then_resent(&fx, p, a, side, 2, &s);
   ASSERT_EQ(lk_rwlock_hold_count(a, side), 2);
   ASSERT_EQ(rw_server_holds(&fx, a, side), 2);
   if (side == RW_R) {
@@ -422,13 +437,7 @@ static void lost_replies(lk_rwlock_side_t side) {
   rt_proxy_delay(p, 150);
   memset(&s, 0, sizeof(s));
   ASSERT_OK(lk_rwlock_release(a, side, rw_cb, &s));
-  wait_server_count(&fx, a, side, 1);
-  rt_proxy_blackhole(p, 1);
-  rt_proxy_delay(p, 0);
-  fx_spin(&fx, 500);
-  rt_proxy_blackhole(p, 0);
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
+  reply_swallowed_then_resent(&fx, p, a, side, 1, &s);
   ASSERT_EQ(s.result, 0);
   ASSERT_EQ(lk_rwlock_hold_count(a, side), 1);
   ASSERT_EQ(rw_server_holds(&fx, a, side), 1);
@@ -461,6 +470,13 @@ static void rw_start_fenced(lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait
   o.lease_ms = STALE_LEASE;
   o.fenced = 1;
   ASSERT_OK(lk_rwlock_acquire(rw, side, &o, rw_cb, s));
+}
+
+/* Nothing is left on the server of the lock name: only the token counter
+ * its fenced grants used. */
+static void only_the_token_counter_left(fx_t *fx, const char *name) {
+  ASSERT_EQ(rt_cmd_int(fx->srv, "EXISTS %s", name), 0);
+  ASSERT_EQ(rt_server_count_keys(fx->srv, "*"), 1);
 }
 
 static int rw_acquire_fenced(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side) {
@@ -525,8 +541,7 @@ TEST(read_first_attempt_never_takes_a_stale_count_for_its_grant) {
   ASSERT_EQ(freed, 0);
   ASSERT_OK(rw_release(&fx, a, RW_R, &freed));
   ASSERT_EQ(freed, 1);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-r"), 0);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 1); /* the token counter */
+  only_the_token_counter_left(&fx, "stale-r");
   free(k2);
   free(k3);
   fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
@@ -556,8 +571,7 @@ TEST(stale_reader_count_never_hands_out_another_readers_token) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "HEXISTS stale-2 %s", lk_rwlock_owner(a)), 0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-2"), 1);
   ASSERT_OK(rw_release(&fx, b, RW_R, &freed));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-2"), 0);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 1); /* the token counter */
+  only_the_token_counter_left(&fx, "stale-2");
   fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, b, NULL});
 }
 
@@ -579,9 +593,8 @@ TEST(stale_read_count_never_revives_dead_counted_holds) {
   ASSERT_EQ(rw_acquire_fenced(&fx, a, RW_R), LK_ELEASELOST);
   ASSERT_EQ(lk_rwlock_hold_count(a, RW_R), 0);
   ASSERT_OK(rw_run(&fx, lk_rwlock_mode, a, NULL)); /* the give-back is through */
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS stale-dead"), 0);
+  only_the_token_counter_left(&fx, "stale-dead");
   ASSERT_EQ(exists(&fx, k2), 0);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 1); /* the token counter */
   free(k1);
   free(k2);
   fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
@@ -594,15 +607,10 @@ TEST(stale_read_count_never_revives_dead_counted_holds) {
 TEST(resent_read_acquire_never_reports_another_readers_token) {
   fx_t fx;
   rt_proxy_t *p;
-  lk_client_opts_t o;
   lk_rwlock_t *a;
   sx_t s;
   int64_t freed = -1, lost, other;
-  lk_client_opts_init(&o);
-  o.reconnect_max_ms = 100;
-  o.reply_timeout_ms = 300;
-  o.connect_timeout_ms = 300;
-  p = fx_start_proxied(&fx, &o);
+  p = start_proxied_with_timeout(&fx, 300);
   a = fx_rwlock(&fx, "resent");
   /* The acquire runs on the server; its reply is dropped, the connection
    * stays until the reply timeout. */

@@ -320,38 +320,45 @@ TEST(semaphore_stress_counting) { stress(0); }
 
 TEST(semaphore_stress_expirable) { stress(1); }
 
-/* The checker can fail: synthetic histories with too many permits held. */
-TEST(permit_sweep_detects_excess) {
+/* One hold of a synthetic history: owner, permits, [start_ns, end_ns]. */
+typedef struct {
+  uint32_t owner, permits;
+  uint64_t start_ns, end_ns;
+} hold_t;
+
+/* The report of sweeping the n holds against limit. */
+static rt_permit_report_t sweep_holds(const hold_t *holds, size_t n, uint64_t limit) {
   rt_history_t h;
   rt_permit_report_t rep;
   rt_history_init(&h);
+  for (size_t i = 0; i < n; i++)
+    ASSERT_OK(rt_permit_history_add(&h, holds[i].owner, holds[i].permits, holds[i].start_ns,
+                                    holds[i].end_ns));
+  ASSERT_OK(rt_permit_sweep(&h, limit, &rep));
+  rt_history_free(&h);
+  return rep;
+}
+
+/* The checker can fail: synthetic histories with too many permits held. */
+TEST(permit_sweep_detects_excess) {
+  rt_permit_report_t rep;
   /* 2 permits allowed: [0,100] x1, [50,150] x1, [60,70] x1 -> 3 at 60. */
-  ASSERT_OK(rt_permit_history_add(&h, 0, 1, 0, 100));
-  ASSERT_OK(rt_permit_history_add(&h, 1, 1, 50, 150));
-  ASSERT_OK(rt_permit_history_add(&h, 2, 1, 60, 70));
-  ASSERT_OK(rt_permit_sweep(&h, 2, &rep));
+  const hold_t three_at_60[] = {{0, 1, 0, 100}, {1, 1, 50, 150}, {2, 1, 60, 70}};
+  rep = sweep_holds(three_at_60, 3, 2);
   ASSERT_EQ(rep.max_permits, 3);
   ASSERT_EQ(rep.over_events, 1);
   ASSERT_EQ(rep.first_over_ns, 60);
   ASSERT_EQ(rep.over_ns, 10);
-  rt_history_free(&h);
   /* Weights: one hold of 2 and one of 1 overlapping -> 3 > 2. */
-  rt_history_init(&h);
-  ASSERT_OK(rt_permit_history_add(&h, 0, 2, 0, 100));
-  ASSERT_OK(rt_permit_history_add(&h, 1, 1, 99, 150));
-  ASSERT_OK(rt_permit_sweep(&h, 2, &rep));
+  const hold_t weighted[] = {{0, 2, 0, 100}, {1, 1, 99, 150}};
+  rep = sweep_holds(weighted, 2, 2);
   ASSERT_EQ(rep.max_permits, 3);
   ASSERT_EQ(rep.max_holders, 2);
   ASSERT_EQ(rep.over_events, 1);
-  rt_history_free(&h);
   /* Touching is not overlapping; end before start is malformed. */
-  rt_history_init(&h);
-  ASSERT_OK(rt_permit_history_add(&h, 0, 2, 0, 100));
-  ASSERT_OK(rt_permit_history_add(&h, 1, 2, 100, 200));
-  ASSERT_OK(rt_permit_history_add(&h, 2, 1, 300, 250));
-  ASSERT_OK(rt_permit_sweep(&h, 2, &rep));
+  const hold_t touching[] = {{0, 2, 0, 100}, {1, 2, 100, 200}, {2, 1, 300, 250}};
+  rep = sweep_holds(touching, 3, 2);
   ASSERT_EQ(rep.max_permits, 2);
   ASSERT_EQ(rep.over_events, 0);
   ASSERT_EQ(rep.malformed, 1);
-  rt_history_free(&h);
 }
