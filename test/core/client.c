@@ -806,10 +806,8 @@ TEST(close_lock_while_acquire_waits) {
   char waiter_owner[128];
   int64_t r = -1;
   fx_start(&fx, NULL);
-  holder = fx_lock(&fx, "cw");
-  waiter = fx_lock(&fx, "cw");
+  fx_lock_holder_and_other(&fx, "cw", 60000, &holder, &waiter);
   snprintf(waiter_owner, sizeof waiter_owner, "%s", lk_lock_owner(waiter));
-  ASSERT_OK(sx_acquire(&fx, holder, 0, 60000));
   ASSERT_OK(acquire_op(waiter, 30000, 60000, &w));
   /* Waiting for real: subscribed to the lock's channel. */
   wait_numsub(&fx, "redisson_lock__channel:{cw}", 1, 10000);
@@ -859,12 +857,7 @@ TEST(pubsub_mode_on_a_standalone_server_stays_classic) {
     lk_lock_t *h = NULL, *w = fx_lock(&fx, "psm-standalone");
     ASSERT_OK(lk_lock_new(hc, "psm-standalone", &h));
     ASSERT_OK(sx_acquire(&fx, h, 0, 30000));
-    memset(&sw, 0, sizeof sw);
-    lk_lock_opts_t lo;
-    lk_lock_opts_init(&lo);
-    lo.wait_ms = 20000;
-    lo.lease_ms = 30000;
-    ASSERT_OK(lk_lock_acquire(w, &lo, sx_cb, &sw));
+    sx_start(w, 20000, 30000, &sw);
     FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{psm-standalone}") == 1,
                   5000);
     ASSERT_EQ(sw.done, 0);

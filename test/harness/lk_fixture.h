@@ -178,6 +178,16 @@ static inline int sx_acquire(fx_t *fx, lk_lock_t *l, int64_t wait_ms, int64_t le
   return sx_acquire_in(&fx->loop, l, wait_ms, lease_ms, &s);
 }
 
+/* Two objects on lock name, two owners of it: *holder takes it at once
+ * (lease_ms), *other is left idle, to wait for it or be refused (issue 29:
+ * every two-owner case opened with these three lines). */
+static inline void fx_lock_holder_and_other(fx_t *fx, const char *name, int64_t lease_ms,
+                                            lk_lock_t **holder, lk_lock_t **other) {
+  *holder = fx_lock(fx, name);
+  *other = fx_lock(fx, name);
+  ASSERT_OK(sx_acquire(fx, *holder, 0, lease_ms));
+}
+
 /* holder releases while s (an acquire already started) waits: s is
  * granted within run_ms, and no later than bound_ms (liveness: grows by
  * the stalls measured meanwhile) after the release was called; then the
@@ -237,6 +247,13 @@ static inline int sx_try_run(fx_t *fx, sx_op_fn fn, lk_lock_t *l, int64_t *resul
   if (result != NULL)
     *result = s.result;
   return s.status;
+}
+
+/* Script runs the server has counted (EVALSHA and EVAL calls): what a
+ * refused or forked call must not add to (issue 29: each bad-input file
+ * counted them with a copy of its own). */
+static inline long long fx_script_calls(fx_t *fx) {
+  return rt_server_cmd_calls(fx->srv, "evalsha") + rt_server_cmd_calls(fx->srv, "eval");
 }
 
 /* Polls a side-channel condition (bounded) while the loop keeps running:
