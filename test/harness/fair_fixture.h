@@ -69,8 +69,7 @@ static inline void fsx_start(lk_fair_t *f, int64_t wait_ms, int64_t lease_ms,
 static inline int fsx_acquire(fx_t *fx, lk_fair_t *f, int64_t wait_ms, int64_t lease_ms) {
   fsx_t s;
   fsx_start(f, wait_ms, lease_ms, 0, &s);
-  rt_run_until(&fx->loop, &s.done, 15000 + (wait_ms > 0 ? wait_ms : 0));
-  return s.status;
+  return sx_await_acquire(&fx->loop, &s, wait_ms);
 }
 
 /* Objects on fair lock name, one owner each: *holder takes it at once

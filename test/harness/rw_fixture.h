@@ -58,8 +58,7 @@ static inline void rw_start(lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait
 static inline int rw_acquire_in(uv_loop_t *loop, lk_rwlock_t *rw, lk_rwlock_side_t side,
                                 int64_t wait_ms, int64_t lease_ms, sx_t *s) {
   rw_start(rw, side, wait_ms, lease_ms, s);
-  rt_run_until(loop, &s->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
-  return s->status;
+  return sx_await_acquire(loop, s, wait_ms);
 }
 
 static inline int rw_acquire(fx_t *fx, lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait_ms,
