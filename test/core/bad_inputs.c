@@ -348,10 +348,8 @@ TEST(lock_new_name_over_default_cap) {
   name[4096] = '\0'; /* 4096 bytes: exactly the default cap */
   ASSERT_OK(lk_lock_new(fx.c, name, &l));
   ASSERT_EQ(strlen(lk_lock_name(l)), 4096);
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
+  finish_still_usable(&fx, l);
   free(name);
-  rt_never_finish(&fx);
 }
 
 /* ---- lk_lock_acquire ------------------------------------------------------------------ */
