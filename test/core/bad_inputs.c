@@ -119,6 +119,18 @@ static int acquire_rc(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms) {
   return lk_lock_acquire(l, &o, rt_never_lock_cb, NULL);
 }
 
+/* The calls that start an operation on l, other than an acquire with
+ * options and a release (each case says which of those it checks): an
+ * acquire with default options, a force release and the three queries are
+ * each refused with code, at once, running no callback. */
+static void each_start_refused(lk_lock_t *l, int code) {
+  ASSERT_EQ(lk_lock_acquire(l, NULL, rt_never_lock_cb, NULL), code);
+  ASSERT_EQ(lk_lock_force_release(l, rt_never_lock_cb, NULL), code);
+  ASSERT_EQ(lk_lock_is_locked(l, rt_never_lock_cb, NULL), code);
+  ASSERT_EQ(lk_lock_remaining_ttl(l, rt_never_lock_cb, NULL), code);
+  ASSERT_EQ(lk_lock_server_hold_count(l, rt_never_lock_cb, NULL), code);
+}
+
 /* After a rejected acquire the object must be idle and usable: a valid
  * acquire and release go through (so the rejection left no state behind). */
 static void check_still_usable(fx_t *fx, lk_lock_t *l) {
@@ -159,21 +171,6 @@ static void refused_acquires_leave_no_trace(const wait_lease_t *bad, int n) {
   }
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS w"), 0);
   finish_still_usable(&fx, l);
-}
-
-static long long cmdstat_calls(rt_server_t *s, const char *cmd) {
-  char field[64];
-  char *v;
-  long long n = 0;
-  snprintf(field, sizeof field, "cmdstat_%s", cmd);
-  v = rt_server_info(s, "commandstats", field);
-  if (v != NULL) {
-    const char *p = strstr(v, "calls=");
-    ASSERT_NOT_NULL(p);
-    n = atoll(p + 6);
-    free(v);
-  }
-  return n;
 }
 
 /* ---- lk_client_new ---------------------------------------------------------------- */
@@ -351,10 +348,8 @@ TEST(lock_new_name_over_default_cap) {
   name[4096] = '\0'; /* 4096 bytes: exactly the default cap */
   ASSERT_OK(lk_lock_new(fx.c, name, &l));
   ASSERT_EQ(strlen(lk_lock_name(l)), 4096);
-  check_still_usable(&fx, l);
-  fx_close_lock(&fx, l);
+  finish_still_usable(&fx, l);
   free(name);
-  rt_never_finish(&fx);
 }
 
 /* ---- lk_lock_acquire ------------------------------------------------------------------ */
@@ -363,12 +358,8 @@ TEST(acquire_null_lock) {
   lk_lock_opts_t o;
   lk_lock_opts_init(&o);
   ASSERT_EQ(lk_lock_acquire(NULL, &o, rt_never_lock_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_acquire(NULL, NULL, rt_never_lock_cb, NULL), LK_EINVAL);
+  each_start_refused(NULL, LK_EINVAL);
   ASSERT_EQ(lk_lock_release(NULL, rt_never_lock_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_force_release(NULL, rt_never_lock_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_is_locked(NULL, rt_never_lock_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_remaining_ttl(NULL, rt_never_lock_cb, NULL), LK_EINVAL);
-  ASSERT_EQ(lk_lock_server_hold_count(NULL, rt_never_lock_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_lock_cancel(NULL), LK_EINVAL);
   ASSERT_EQ(lk_lock_close(NULL, NULL), LK_EINVAL);
   ASSERT_EQ(lk_lock_set_owner(NULL, NULL, 1), LK_EINVAL);
@@ -441,28 +432,17 @@ TEST(acquire_second_while_pending_is_busy) {
   fx_t fx;
   lk_lock_t *holder, *l;
   sx_t s;
-  lk_lock_opts_t o;
   fx_start(&fx, NULL);
-  holder = fx_lock(&fx, "busy");
-  l = fx_lock(&fx, "busy");
-  ASSERT_OK(sx_acquire(&fx, holder, 0, 30000));
+  fx_lock_holder_and_other(&fx, "busy", 30000, &holder, &l);
   /* l waits for holder: its acquire stays pending. */
-  memset(&s, 0, sizeof s);
-  lk_lock_opts_init(&o);
-  o.wait_ms = 20000;
-  o.lease_ms = 10000;
-  ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, &s));
-  ASSERT_EQ(lk_lock_acquire(l, &o, rt_never_lock_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_lock_acquire(l, NULL, rt_never_lock_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_lock_is_locked(l, rt_never_lock_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_lock_remaining_ttl(l, rt_never_lock_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_lock_server_hold_count(l, rt_never_lock_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_lock_force_release(l, rt_never_lock_cb, NULL), LK_EBUSY);
+  sx_start(l, 20000, 10000, &s);
+  ASSERT_EQ(acquire_rc(l, 20000, 10000), LK_EBUSY);
+  each_start_refused(l, LK_EBUSY);
   /* Still pending after a few loop passes, and still busy. */
   for (int i = 0; i < 5; i++)
     uv_run(&fx.loop, UV_RUN_NOWAIT);
   ASSERT_EQ(s.calls, 0);
-  ASSERT_EQ(lk_lock_acquire(l, &o, rt_never_lock_cb, NULL), LK_EBUSY);
+  ASSERT_EQ(acquire_rc(l, 20000, 10000), LK_EBUSY);
   /* The pending acquire is intact: it completes once the holder leaves. */
   ASSERT_OK(sx_run(&fx, lk_lock_release, holder, NULL));
   rt_run_until(&fx.loop, &s.done, 10000);
@@ -483,7 +463,7 @@ TEST(release_nothing_held) {
   fx_start(&fx, NULL);
   l = fx_lock(&fx, "rel");
   check_still_usable(&fx, l); /* both scripts loaded: no NOSCRIPT below */
-  evalsha_before = cmdstat_calls(fx.srv, "evalsha") + cmdstat_calls(fx.srv, "eval");
+  evalsha_before = fx_script_calls(&fx);
   ASSERT_EQ(lk_lock_release(l, rt_never_lock_cb, NULL), LK_ENOTHELD);
   /* After a full acquire/release cycle, a second release is refused too. */
   check_still_usable(&fx, l);
@@ -491,8 +471,7 @@ TEST(release_nothing_held) {
   /* Exactly the two scripts of the cycle reached the server (the
    * round trip of a query makes sure nothing else is still on its way). */
   ASSERT_OK(sx_run(&fx, lk_lock_is_locked, l, NULL));
-  ASSERT_EQ(cmdstat_calls(fx.srv, "evalsha") + cmdstat_calls(fx.srv, "eval") - evalsha_before,
-            2);
+  ASSERT_EQ(fx_script_calls(&fx) - evalsha_before, 2);
   rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
@@ -556,12 +535,8 @@ TEST(ops_on_closing_lock) {
   lk_lock_set_data(l, &closed);
   ASSERT_OK(lk_lock_close(l, count_close_cb));
   ASSERT_EQ(acquire_rc(l, 0, 10000), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_acquire(l, NULL, rt_never_lock_cb, NULL), LK_ECLOSED);
+  each_start_refused(l, LK_ECLOSED);
   ASSERT_EQ(lk_lock_release(l, rt_never_lock_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_force_release(l, rt_never_lock_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_is_locked(l, rt_never_lock_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_remaining_ttl(l, rt_never_lock_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_lock_server_hold_count(l, rt_never_lock_cb, NULL), LK_ECLOSED);
   ASSERT_EQ(lk_lock_cancel(l), LK_ECLOSED);
   ASSERT_EQ(lk_lock_set_owner(l, NULL, 7), LK_ECLOSED);
   ASSERT_EQ(lk_lock_close(l, count_close_cb), LK_ECLOSED);
@@ -640,21 +615,14 @@ TEST(set_owner_while_holding_or_pending) {
   lk_lock_t *l, *other;
   char owner_before[128];
   sx_t s;
-  lk_lock_opts_t o;
   fx_start(&fx, NULL);
-  l = fx_lock(&fx, "own");
-  other = fx_lock(&fx, "own");
-  ASSERT_OK(sx_acquire(&fx, l, 0, 30000));
+  fx_lock_holder_and_other(&fx, "own", 30000, &l, &other);
   snprintf(owner_before, sizeof owner_before, "%s", lk_lock_owner(l));
   ASSERT_EQ(lk_lock_set_owner(l, NULL, 42), LK_EBUSY);
   ASSERT_EQ(lk_lock_set_owner(l, "some-client", 42), LK_EBUSY);
   ASSERT_STREQ(lk_lock_owner(l), owner_before);
   /* Pending (other waits on l): busy too. */
-  memset(&s, 0, sizeof s);
-  lk_lock_opts_init(&o);
-  o.wait_ms = 20000;
-  o.lease_ms = 10000;
-  ASSERT_OK(lk_lock_acquire(other, &o, sx_cb, &s));
+  sx_start(other, 20000, 10000, &s);
   ASSERT_EQ(lk_lock_set_owner(other, NULL, 42), LK_EBUSY);
   ASSERT_OK(lk_lock_cancel(other));
   rt_run_until(&fx.loop, &s.done, 10000);
@@ -787,7 +755,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   snprintf(owner, sizeof owner, "%s", lk_lock_owner(held));
   /* Settle: nothing of ours is in flight now. */
   ASSERT_OK(sx_run(&fx, lk_lock_is_locked, idle, NULL));
-  scripts_before = cmdstat_calls(fx.srv, "evalsha") + cmdstat_calls(fx.srv, "eval");
+  scripts_before = fx_script_calls(&fx);
   pttl_before = rt_cmd_int(fx.srv, "PTTL forked");
   ASSERT_GT(pttl_before, 0);
 
@@ -826,7 +794,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
     ASSERT_OK(sx_run(&fx, lk_lock_is_locked, idle, &r));
     ASSERT_EQ(r, 0);
   }
-  ASSERT_EQ(cmdstat_calls(fx.srv, "evalsha") + cmdstat_calls(fx.srv, "eval"), scripts_before);
+  ASSERT_EQ(fx_script_calls(&fx), scripts_before);
   {
     char *v = rt_cmd_str(fx.srv, "HGET forked %s", owner);
     ASSERT_STREQ(v, "1");
@@ -1015,23 +983,16 @@ TEST(counting_allocator_frees_everything) {
   fx_t fx;
   lk_lock_t *a, *b;
   sx_t sb;
-  lk_lock_opts_t o;
   int64_t r = -1;
   /* Before any client in this process. */
   ASSERT_OK(lk_replace_allocator(ca_malloc, ca_realloc, ca_calloc, ca_free));
   fx_start(&fx, NULL);
   ASSERT_GT(ca_total, 0); /* the client itself came from here */
-  a = fx_lock(&fx, "counted");
-  b = fx_lock(&fx, "counted");
   /* A full tour: acquire, re-enter, a waiter (pub/sub, timers), hand-off,
    * queries, NOSCRIPT reloads, a waiter closed while waiting, close. */
+  fx_lock_holder_and_other(&fx, "counted", 30000, &a, &b);
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
-  ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
-  memset(&sb, 0, sizeof sb);
-  lk_lock_opts_init(&o);
-  o.wait_ms = 20000;
-  o.lease_ms = 30000;
-  ASSERT_OK(lk_lock_acquire(b, &o, sx_cb, &sb));
+  sx_start(b, 20000, 30000, &sb);
   ASSERT_OK(sx_run(&fx, lk_lock_remaining_ttl, a, &r));
   ASSERT_GT(r, 0);
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, &r));
@@ -1045,8 +1006,7 @@ TEST(counting_allocator_frees_everything) {
   /* a now waits on b, and is closed while waiting. */
   {
     sx_t sa;
-    memset(&sa, 0, sizeof sa);
-    ASSERT_OK(lk_lock_acquire(a, &o, sx_cb, &sa));
+    sx_start(a, 20000, 30000, &sa);
     fx_close_lock(&fx, a);
     ASSERT_EQ(sa.status, LK_ECANCELED);
   }
@@ -1073,19 +1033,15 @@ TEST(odd_names_are_valid_independent_keys) {
   fx_t fx;
   lk_lock_t *l[N];
   sx_t s[N];
-  lk_lock_opts_t o;
   fx_start(&fx, NULL);
-  lk_lock_opts_init(&o);
-  o.wait_ms = 0; /* each must be free: independent keys */
-  o.lease_ms = 30000;
   for (int i = 0; i < N; i++) {
     l[i] = fx_lock(&fx, names[i].name);
     ASSERT_STREQ(lk_lock_name(l[i]), names[i].name);
-    memset(&s[i], 0, sizeof s[i]);
   }
-  /* All at once: every acquire is pending together. */
+  /* All at once: every acquire is pending together. Wait 0: each must be
+   * free (independent keys). */
   for (int i = 0; i < N; i++)
-    ASSERT_OK(lk_lock_acquire(l[i], &o, sx_cb, &s[i]));
+    sx_start(l[i], 0, 30000, &s[i]);
   for (int i = 0; i < N; i++) {
     rt_run_until(&fx.loop, &s[i].done, 10000);
     if (s[i].status != 0)

@@ -52,6 +52,15 @@ static void opts_for(fx_t *fx, lk_client_opts_t *o, evlog_t *log) {
   }
 }
 
+/* Loop and a server (so NULL: default options), and client options o for
+ * it whose events go into log: the case sets what it tests in o, then
+ * starts the client (fx_start_client). */
+static void start_server_for_logged_opts(fx_t *fx, const rt_server_opts_t *so,
+                                         lk_client_opts_t *o, evlog_t *log) {
+  setup(fx, so, 1);
+  opts_for(fx, o, log);
+}
+
 static int64_t ms_since(uint64_t t0_ns) { return (int64_t)((uv_hrtime() - t0_ns) / 1000000u); }
 
 /* An outcome with the server error text copied inside the callback (it is
@@ -86,16 +95,29 @@ static int acquire_op(lk_lock_t *l, int64_t wait_ms, int64_t lease_ms, op_t *o) 
   return lk_lock_acquire(l, &lo, op_cb, o);
 }
 
+/* acquire_op, then the loop run until its callback (bounded by run_ms):
+ * how long that took, in ms. */
+static int64_t acquire_op_timed(fx_t *fx, lk_lock_t *l, int64_t wait_ms, int64_t lease_ms,
+                                op_t *o, int64_t run_ms) {
+  uint64_t t0 = uv_hrtime();
+  ASSERT_OK(acquire_op(l, wait_ms, lease_ms, o));
+  rt_run_until(&fx->loop, &o->done, run_ms);
+  return ms_since(t0);
+}
+
+/* A lock's close, counted and stamped in the order of callbacks. */
 typedef struct {
   int closed;
   int seq;
 } close_rec_t;
 
-static void rec_close_cb(lk_lock_t *l) {
-  close_rec_t *r = lk_lock_get_data(l);
+static void close_rec_note(close_rec_t *r) {
   r->closed++;
   r->seq = ++g_seq;
 }
+
+/* A close callback for a lock whose data is its close_rec_t. */
+static void rec_close_cb(lk_lock_t *l) { close_rec_note(lk_lock_get_data(l)); }
 
 /* Polls the server (bounded) while the loop keeps running, for a condition
  * with no callback to await: a waiter's subscription being in place. */
@@ -118,6 +140,15 @@ static long long server_holds(rt_server_t *s, const char *key, const char *owner
   return n;
 }
 
+/* How a case ends whose lock holds once: the release goes through and
+ * leaves no key; then the lock and the client close, running no callback
+ * that must never run. */
+static void release_and_finish(fx_t *fx, lk_lock_t *l) {
+  ASSERT_OK(sx_run(fx, lk_lock_release, l, NULL));
+  ASSERT_EQ(rt_cmd_int(fx->srv, "EXISTS %s", lk_lock_name(l)), 0);
+  rt_never_finish_locks(fx, (lk_lock_t *[]){l, NULL});
+}
+
 /* ---- connect events ------------------------------------------------------------------ */
 
 TEST(connect_event_once) {
@@ -125,8 +156,7 @@ TEST(connect_event_once) {
   lk_client_opts_t o;
   evlog_t log;
   lk_lock_t *l;
-  setup(&fx, NULL, 1);
-  opts_for(&fx, &o, &log);
+  start_server_for_logged_opts(&fx, NULL, &o, &log);
   fx_start_client(&fx, &o);
   ASSERT_EQ(lk_client_is_connected(fx.c), 0); /* never ready inside lk_client_new */
   ASSERT_EQ(log.n, 0);                        /* and no event from inside it */
@@ -147,34 +177,32 @@ TEST(connect_event_once) {
 
 /* ---- refused connect ------------------------------------------------------------------- */
 
+/* A loop with no server, and a client (events into log) whose port refuses
+ * connections: its lock named "refused". */
+static lk_lock_t *start_refused_client(fx_t *fx, evlog_t *log, int port) {
+  lk_client_opts_t o;
+  ASSERT_GT(port, 0);
+  setup(fx, NULL, 0);
+  opts_for(fx, &o, log);
+  o.port = port;
+  fx_start_client(fx, &o);
+  return fx_lock(fx, "refused");
+}
+
 TEST(refused_connect_wait0_fails_fast) {
   fx_t fx;
-  lk_client_opts_t o;
   evlog_t log;
-  lk_lock_t *l;
   op_t a;
-  uint64_t t0;
-  int64_t ms;
-  setup(&fx, NULL, 0);
-  opts_for(&fx, &o, &log);
-  o.port = rt_pick_port(); /* free a moment ago: nothing listens there */
-  ASSERT_GT(o.port, 0);
-  fx_start_client(&fx, &o);
-  l = fx_lock(&fx, "refused");
-  t0 = uv_hrtime();
-  ASSERT_OK(acquire_op(l, 0, 10000, &a));
-  rt_run_until(&fx.loop, &a.done, 10000);
-  ms = ms_since(t0);
+  /* Free a moment ago: nothing listens there. */
+  lk_lock_t *l = start_refused_client(&fx, &log, rt_pick_port());
+  int64_t ms = acquire_op_timed(&fx, l, 0, 10000, &a, 10000);
   ASSERT_EQ(a.status, LK_ECONN);
   ASSERT_EQ(a.holds, 0);
   if (ms > rt_scaled_ms(1000))
     FAIL("refused connect took %lld ms to fail a try-once acquire", (long long)ms);
   /* Again while the client backs off: it fails at the next attempt, bounded
    * by the backoff cap (default 2000 ms). */
-  t0 = uv_hrtime();
-  ASSERT_OK(acquire_op(l, 0, 10000, &a));
-  rt_run_until(&fx.loop, &a.done, 10000);
-  ms = ms_since(t0);
+  ms = acquire_op_timed(&fx, l, 0, 10000, &a, 10000);
   ASSERT_EQ(a.status, LK_ECONN);
   if (ms > rt_scaled_ms(2000 + 1000))
     FAIL("second try-once acquire took %lld ms to fail", (long long)ms);
@@ -185,26 +213,15 @@ TEST(refused_connect_wait0_fails_fast) {
 
 TEST(refused_connect_wait_budget_is_bounded) {
   fx_t fx;
-  lk_client_opts_t o;
   evlog_t log;
-  lk_lock_t *l;
   op_t a;
-  uint64_t t0;
-  int64_t ms;
-  rt_server_t *gone;
-  setup(&fx, NULL, 0);
   /* The port of a server that was just stopped. */
-  gone = rt_server_start(NULL);
+  rt_server_t *gone = rt_server_start(NULL);
   ASSERT_NOT_NULL(gone);
-  opts_for(&fx, &o, &log);
-  o.port = rt_server_port(gone);
+  int port = rt_server_port(gone);
   rt_server_stop(gone);
-  fx_start_client(&fx, &o);
-  l = fx_lock(&fx, "refused");
-  t0 = uv_hrtime();
-  ASSERT_OK(acquire_op(l, 1500, 10000, &a));
-  rt_run_until(&fx.loop, &a.done, 15000);
-  ms = ms_since(t0);
+  lk_lock_t *l = start_refused_client(&fx, &log, port);
+  int64_t ms = acquire_op_timed(&fx, l, 1500, 10000, &a, 15000);
   /* A budgeted wait ends LK_ETIMEDOUT (docs/errors.md); LK_ECONN is a
    * single try's. */
   if (a.status != LK_ETIMEDOUT)
@@ -233,20 +250,20 @@ TEST(auth_right_password) {
   lk_lock_t *l;
   rt_server_opts_init(&so);
   so.requirepass = PW;
-  setup(&fx, &so, 1);
-  opts_for(&fx, &o, &log);
+  start_server_for_logged_opts(&fx, &so, &o, &log);
   o.password = PW;
   fx_start_client(&fx, &o);
   l = fx_lock(&fx, "authed");
   ASSERT_OK(sx_acquire(&fx, l, 0, 10000));
   ASSERT_EQ(server_holds(fx.srv, "authed", lk_lock_owner(l)), 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS authed"), 0);
   ASSERT_EQ(log.count[LK_EVENT_CONNECTED], 1);
-  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
+  release_and_finish(&fx, l);
 }
 
-TEST(auth_wrong_password) {
+/* A server that requires PW, and a client giving password (NULL: none):
+ * its acquire ends LK_EAUTH holding nothing, the client never counts as
+ * connected, and nothing was written. */
+static void auth_refused(const char *password) {
   fx_t fx;
   rt_server_opts_t so;
   lk_client_opts_t o;
@@ -255,13 +272,12 @@ TEST(auth_wrong_password) {
   op_t a;
   rt_server_opts_init(&so);
   so.requirepass = PW;
-  setup(&fx, &so, 1);
-  opts_for(&fx, &o, &log);
-  o.password = "not-the-password";
+  start_server_for_logged_opts(&fx, &so, &o, &log);
+  if (password != NULL)
+    o.password = password;
   fx_start_client(&fx, &o);
   l = fx_lock(&fx, "authed");
-  ASSERT_OK(acquire_op(l, 0, 10000, &a));
-  rt_run_until(&fx.loop, &a.done, 10000);
+  acquire_op_timed(&fx, l, 0, 10000, &a, 10000);
   ASSERT_EQ(a.status, LK_EAUTH);
   ASSERT_EQ(a.holds, 0);
   ASSERT_EQ(log.count[LK_EVENT_CONNECTED], 0);
@@ -269,26 +285,9 @@ TEST(auth_wrong_password) {
   rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
-TEST(auth_no_password) {
-  fx_t fx;
-  rt_server_opts_t so;
-  lk_client_opts_t o;
-  evlog_t log;
-  lk_lock_t *l;
-  op_t a;
-  rt_server_opts_init(&so);
-  so.requirepass = PW;
-  setup(&fx, &so, 1);
-  opts_for(&fx, &o, &log);
-  fx_start_client(&fx, &o);
-  l = fx_lock(&fx, "authed");
-  ASSERT_OK(acquire_op(l, 0, 10000, &a));
-  rt_run_until(&fx.loop, &a.done, 10000);
-  ASSERT_EQ(a.status, LK_EAUTH);
-  ASSERT_EQ(log.count[LK_EVENT_CONNECTED], 0);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS authed"), 0);
-  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
-}
+TEST(auth_wrong_password) { auth_refused("not-the-password"); }
+
+TEST(auth_no_password) { auth_refused(NULL); }
 
 TEST(acl_user_without_scripts_gets_enoperm) {
   fx_t fx;
@@ -309,8 +308,7 @@ TEST(acl_user_without_scripts_gets_enoperm) {
   rt_run_until(&fx.loop, &log.count[LK_EVENT_CONNECTED], 10000);
   l = fx_lock(&fx, "acl");
   /* ...but may not run scripts. */
-  ASSERT_OK(acquire_op(l, 0, 10000, &a));
-  rt_run_until(&fx.loop, &a.done, 10000);
+  acquire_op_timed(&fx, l, 0, 10000, &a, 10000);
   ASSERT_EQ(a.status, LK_ENOPERM);
   ASSERT_EQ(a.holds, 0);
   if (strcasestr(a.errtext, "evalsha") == NULL)
@@ -385,10 +383,13 @@ TEST(select_db3) {
 
 /* ---- SCRIPT FLUSH ---------------------------------------------------------------------- */
 
-static void script_flush(rt_server_t *s) {
+/* SCRIPT FLUSH, and the command statistics from zero: the next operation
+ * has to give its script again (scripts_given_again). */
+static void flush_scripts(rt_server_t *s) {
   char *ok = rt_cmd_str(s, "SCRIPT FLUSH");
   ASSERT_STREQ(ok, "OK");
   free(ok);
+  rt_server_reset_stats(s);
 }
 
 static uint64_t reloads(lk_client_t *c) {
@@ -406,6 +407,16 @@ static long long scripts_given_again(rt_server_t *s) {
   return rt_server_cmd_calls(s, "eval") + rt_server_cmd_calls(s, "script|load");
 }
 
+/* One release of l right after a flush, which gave its script again: the
+ * release's result (1: that was the last hold). */
+static int64_t release_after_flush(fx_t *fx, lk_lock_t *l) {
+  int64_t r = -1;
+  flush_scripts(fx->srv);
+  ASSERT_OK(sx_run(fx, lk_lock_release, l, &r));
+  ASSERT_GE(scripts_given_again(fx->srv), 1);
+  return r;
+}
+
 TEST(script_flush_between_operations) {
   fx_t fx;
   lk_lock_t *l;
@@ -418,25 +429,16 @@ TEST(script_flush_between_operations) {
   ASSERT_EQ(r, 1);
   ASSERT_OK(sx_acquire(&fx, l, 0, 30000));
 
-  script_flush(fx.srv);
-  rt_server_reset_stats(fx.srv);
+  flush_scripts(fx.srv);
   ASSERT_OK(sx_acquire(&fx, l, 0, 30000)); /* re-enter */
   ASSERT_GE(scripts_given_again(fx.srv), 1);
   ASSERT_EQ(lk_lock_hold_count(l), 2);
   ASSERT_EQ(server_holds(fx.srv, "flush", lk_lock_owner(l)), 2);
 
-  script_flush(fx.srv);
-  rt_server_reset_stats(fx.srv);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, &r));
-  ASSERT_EQ(r, 0);
-  ASSERT_GE(scripts_given_again(fx.srv), 1);
+  ASSERT_EQ(release_after_flush(&fx, l), 0);
   ASSERT_EQ(server_holds(fx.srv, "flush", lk_lock_owner(l)), 1);
 
-  script_flush(fx.srv);
-  rt_server_reset_stats(fx.srv);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, &r));
-  ASSERT_EQ(r, 1);
-  ASSERT_GE(scripts_given_again(fx.srv), 1);
+  ASSERT_EQ(release_after_flush(&fx, l), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS flush"), 0);
   ASSERT_EQ(lk_lock_hold_count(l), 0);
   ASSERT_GE(reloads(fx.c), 1); /* the NOSCRIPT path was taken */
@@ -455,8 +457,7 @@ TEST(reply_timeout_suspends_and_reconnects) {
   uint64_t t0;
   int64_t ms;
   lk_client_stats_t st;
-  setup(&fx, NULL, 1);
-  opts_for(&fx, &o, &log);
+  start_server_for_logged_opts(&fx, NULL, &o, &log);
   o.reply_timeout_ms = 300;
   o.connect_timeout_ms = 500;
   o.reconnect_max_ms = 200;
@@ -499,9 +500,7 @@ TEST(reply_timeout_suspends_and_reconnects) {
   ASSERT_OK(s.status);
   ASSERT_EQ(s.result, 1);
   ASSERT_EQ(lk_lock_hold_count(l), 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS rt"), 0);
-  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
+  release_and_finish(&fx, l);
 }
 
 /* A try-once acquire of a free lock whose reply is slow, but well within the
@@ -533,8 +532,7 @@ TEST(slow_reply_try_once_on_free_lock) {
   int timer_closed = 0;
   uint64_t t0;
   int64_t ms;
-  setup(&fx, NULL, 1);
-  opts_for(&fx, &o, &log);
+  start_server_for_logged_opts(&fx, NULL, &o, &log);
   o.reply_timeout_ms = 600;
   fx_start_client(&fx, &o);
   l = fx_lock(&fx, "slow");
@@ -571,9 +569,7 @@ TEST(slow_reply_try_once_on_free_lock) {
   ASSERT_EQ(a.holds, 1);
   ASSERT_EQ(log.count[LK_EVENT_SUSPENDED], 0); /* the reply was in time */
   ASSERT_EQ(server_holds(fx.srv, "slow", lk_lock_owner(l)), 1);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS slow"), 0);
-  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
+  release_and_finish(&fx, l);
 }
 
 /* ---- server restart ------------------------------------------------------------------------- */
@@ -583,8 +579,7 @@ TEST(server_restart_event) {
   lk_client_opts_t o;
   evlog_t log;
   lk_lock_t *l;
-  setup(&fx, NULL, 1);
-  opts_for(&fx, &o, &log);
+  start_server_for_logged_opts(&fx, NULL, &o, &log);
   o.reconnect_max_ms = 200;
   fx_start_client(&fx, &o);
   rt_run_until(&fx.loop, &log.count[LK_EVENT_CONNECTED], 10000);
@@ -656,8 +651,7 @@ TEST(unix_socket) {
   lk_lock_t *l;
   redisReply *r;
   const char *line;
-  setup(&fx, NULL, 1);
-  opts_for(&fx, &o, &log);
+  start_server_for_logged_opts(&fx, NULL, &o, &log);
   o.unix_path = rt_server_unix_path(fx.srv);
   o.port = 1; /* would be refused: proves host/port are not used */
   o.client_name = "lk-unix-test";
@@ -689,9 +683,7 @@ TEST(unix_socket) {
     }
   }
   freeReplyObject(r);
-  ASSERT_OK(sx_run(&fx, lk_lock_release, l, NULL));
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS unix"), 0);
-  rt_never_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
+  release_and_finish(&fx, l);
 }
 
 /* ---- closing with work in flight ------------------------------------------------------------------ */
@@ -704,8 +696,7 @@ typedef struct {
 
 static void close_client_from_lock_close_cb(lk_lock_t *l) {
   inflight_close_t *t = lk_lock_get_data(l);
-  t->rec.closed++;
-  t->rec.seq = ++g_seq;
+  close_rec_note(&t->rec);
   lk_client_set_data(t->fx->c, t->fx);
   t->client_close_rc = lk_client_close(t->fx->c, fx_on_client_closed);
 }
@@ -714,12 +705,9 @@ TEST(client_close_with_command_in_flight) {
   fx_t fx;
   lk_lock_t *l;
   op_t a;
-  inflight_close_t t;
+  inflight_close_t t = {.fx = &fx, .client_close_rc = 1};
   fx_start(&fx, NULL);
   l = fx_lock(&fx, "inflight");
-  memset(&t, 0, sizeof t);
-  t.fx = &fx;
-  t.client_close_rc = 1;
   ASSERT_OK(sx_run(&fx, lk_lock_is_locked, l, NULL)); /* connected, scripts aside */
   /* The acquire goes out, but the server sits on it. */
   ASSERT_OK(acquire_op(l, 0, 60000, &a));
@@ -757,31 +745,23 @@ typedef struct {
   int cb_seq;
 } self_close_t;
 
-static void self_close_rec_cb(lk_lock_t *l) {
-  self_close_t *t = lk_lock_get_data(l);
-  t->rec.closed++;
-  t->rec.seq = ++g_seq;
-}
-
 static void close_self_in_acquire_cb(lk_lock_t *l, int status, void *arg) {
   self_close_t *t = arg;
   t->cb_calls++;
   t->cb_status = status;
   t->cb_seq = ++g_seq;
-  lk_lock_set_data(l, t);
-  t->close_rc = lk_lock_close(l, self_close_rec_cb);
+  lk_lock_set_data(l, &t->rec);
+  t->close_rc = lk_lock_close(l, rec_close_cb);
   t->later_rc = lk_lock_acquire(l, NULL, rt_never_lock_cb, NULL);
 }
 
 TEST(close_lock_inside_its_acquire_cb) {
   fx_t fx;
   lk_lock_t *l;
-  self_close_t t;
+  self_close_t t = {.close_rc = 1};
   lk_lock_opts_t o;
   fx_start(&fx, NULL);
   l = fx_lock(&fx, "selfclose");
-  memset(&t, 0, sizeof t);
-  t.close_rc = 1;
   lk_lock_opts_init(&o);
   o.lease_ms = 60000;
   ASSERT_OK(lk_lock_acquire(l, &o, close_self_in_acquire_cb, &t));
@@ -806,10 +786,8 @@ TEST(close_lock_while_acquire_waits) {
   char waiter_owner[128];
   int64_t r = -1;
   fx_start(&fx, NULL);
-  holder = fx_lock(&fx, "cw");
-  waiter = fx_lock(&fx, "cw");
+  fx_lock_holder_and_other(&fx, "cw", 60000, &holder, &waiter);
   snprintf(waiter_owner, sizeof waiter_owner, "%s", lk_lock_owner(waiter));
-  ASSERT_OK(sx_acquire(&fx, holder, 0, 60000));
   ASSERT_OK(acquire_op(waiter, 30000, 60000, &w));
   /* Waiting for real: subscribed to the lock's channel. */
   wait_numsub(&fx, "redisson_lock__channel:{cw}", 1, 10000);
@@ -859,12 +837,7 @@ TEST(pubsub_mode_on_a_standalone_server_stays_classic) {
     lk_lock_t *h = NULL, *w = fx_lock(&fx, "psm-standalone");
     ASSERT_OK(lk_lock_new(hc, "psm-standalone", &h));
     ASSERT_OK(sx_acquire(&fx, h, 0, 30000));
-    memset(&sw, 0, sizeof sw);
-    lk_lock_opts_t lo;
-    lk_lock_opts_init(&lo);
-    lo.wait_ms = 20000;
-    lo.lease_ms = 30000;
-    ASSERT_OK(lk_lock_acquire(w, &lo, sx_cb, &sw));
+    sx_start(w, 20000, 30000, &sw);
     FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{psm-standalone}") == 1,
                   5000);
     ASSERT_EQ(sw.done, 0);

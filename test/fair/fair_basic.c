@@ -116,12 +116,8 @@ TEST(newcomer_never_barges) {
   lk_fair_t *h, *a, *b;
   fsx_t sa, sb;
   fx_start(&fx, NULL);
-  h = fx_fair(&fx, "barge");
-  a = fx_fair(&fx, "barge");
-  b = fx_fair(&fx, "barge");
-  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
-  fsx_start(a, 30000, 30000, 0, &sa);
-  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "barge") == 1, 3000);
+  fx_fair_holder_and_others(&fx, "barge", 30000, &h, &a, &b);
+  fsx_start_queued(&fx, a, "barge", 1, &sa);
   ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
   /* b tries once at once: a is next in line, so b gets nothing even if a
    * has not taken the lock yet. */
@@ -130,9 +126,7 @@ TEST(newcomer_never_barges) {
   ASSERT_OK(sa.status);
   ASSERT_EQ(fair_llen(fx.srv, "barge"), 0);
   fsx_start(b, 30000, 30000, 0, &sb);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, a, NULL));
-  rt_run_until(&fx.loop, &sb.done, 5000);
-  ASSERT_OK(sb.status);
+  fsx_release_hands_over(&fx, a, &sb);
   fx_finish_fairs_gone(&fx, "barge", (lk_fair_t *[]){h, a, b, NULL});
 }
 
@@ -142,9 +136,7 @@ TEST(try_once_never_queues) {
   fx_t fx;
   lk_fair_t *a, *b;
   fx_start(&fx, NULL);
-  a = fx_fair(&fx, "once");
-  b = fx_fair(&fx, "once");
-  ASSERT_OK(fsx_acquire(&fx, a, 0, 30000));
+  fx_fair_holder_and_others(&fx, "once", 30000, &a, &b, NULL);
   ASSERT_EQ(fsx_acquire(&fx, b, 0, 30000), LK_ETIMEDOUT);
   ASSERT_EQ(fair_llen(fx.srv, "once"), 0);
   ASSERT_EQ(fair_zcard(fx.srv, "once"), 0);
@@ -159,10 +151,7 @@ TEST(timed_out_waiter_leaves_the_queue) {
   uint64_t t0;
   int64_t elapsed;
   fx_start(&fx, NULL);
-  a = fx_fair(&fx, "tmo");
-  b = fx_fair(&fx, "tmo");
-  c = fx_fair(&fx, "tmo");
-  ASSERT_OK(fsx_acquire(&fx, a, 0, 30000));
+  fx_fair_holder_and_others(&fx, "tmo", 30000, &a, &b, &c);
   t0 = uv_hrtime();
   fsx_start(b, 300, 30000, 0, &sb);
   fsx_start(c, 30000, 30000, 0, &sc);
@@ -175,9 +164,7 @@ TEST(timed_out_waiter_leaves_the_queue) {
   ASSERT_EQ(fair_lpos(fx.srv, "tmo", lk_fair_owner(b)), -1);
   ASSERT_EQ(fair_zscore(fx.srv, "tmo", lk_fair_owner(b)), -1);
   ASSERT_EQ(fair_lpos(fx.srv, "tmo", lk_fair_owner(c)), 0);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, a, NULL));
-  rt_run_until(&fx.loop, &sc.done, 5000);
-  ASSERT_OK(sc.status);
+  fsx_release_hands_over(&fx, a, &sc);
   fx_finish_fairs_gone(&fx, "tmo", (lk_fair_t *[]){a, b, c, NULL});
 }
 
@@ -230,14 +217,9 @@ TEST(close_while_queued_leaves_no_trace) {
   fsx_t sa, sb;
   int closed = 0;
   fx_start(&fx, NULL);
-  h = fx_fair(&fx, "cq");
-  a = fx_fair(&fx, "cq");
-  b = fx_fair(&fx, "cq");
-  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
-  fsx_start(a, 30000, 30000, 0, &sa);
-  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "cq") == 1, 3000);
-  fsx_start(b, 30000, 30000, 0, &sb);
-  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "cq") == 2, 3000);
+  fx_fair_holder_and_others(&fx, "cq", 30000, &h, &a, &b);
+  fsx_start_queued(&fx, a, "cq", 1, &sa);
+  fsx_start_queued(&fx, b, "cq", 2, &sb);
   ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
   /* a is next and the lock is free; closing a must hand over to b. */
   lk_fair_set_data(a, &closed);
@@ -442,13 +424,10 @@ TEST(queue_length_counts_live_waiters) {
   int64_t r = -1;
   int i;
   fx_start(&fx, NULL);
-  h = fx_fair(&fx, "ql");
-  q = fx_fair(&fx, "ql");
-  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
+  fx_fair_holder_and_others(&fx, "ql", 30000, &h, &q, NULL);
   for (i = 0; i < 3; i++) {
     w[i] = fx_fair(&fx, "ql");
-    fsx_start(w[i], 30000, 30000, 0, &s[i]);
-    FX_EVENTUALLY(&fx, fair_llen(fx.srv, "ql") == i + 1, 3000);
+    fsx_start_queued(&fx, w[i], "ql", i + 1, &s[i]);
   }
   ASSERT_OK(fsx_run(&fx, lk_fair_queue_length, q, &r));
   ASSERT_EQ(r, 3);
@@ -488,12 +467,8 @@ TEST(force_release_wakes_the_next_waiter) {
   int64_t r = -1;
   uint64_t t0;
   fx_start(&fx, NULL);
-  a = fx_fair(&fx, "frc");
-  b = fx_fair(&fx, "frc");
-  c = fx_fair(&fx, "frc");
-  ASSERT_OK(fsx_acquire(&fx, a, 0, 60000));
-  fsx_start(b, 30000, 30000, 0, &sb);
-  FX_EVENTUALLY(&fx, fair_llen(fx.srv, "frc") == 1, 3000);
+  fx_fair_holder_and_others(&fx, "frc", 60000, &a, &b, &c);
+  fsx_start_queued(&fx, b, "frc", 1, &sb);
   fx_spin(&fx, 10);
   t0 = uv_hrtime();
   ASSERT_OK(fsx_run(&fx, lk_fair_force_release, c, &r));
@@ -679,9 +654,7 @@ TEST(names_with_braces_use_redisson_keys) {
   ASSERT(strncmp(ch, "redisson_lock__channel:a{b}c:", strlen("redisson_lock__channel:a{b}c:")) == 0);
   FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 1, 3000);
   free(ch);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_OK(s.status);
+  fsx_release_hands_over(&fx, h, &s);
   fx_finish_fairs_gone(&fx, "a{b}c", (lk_fair_t *[]){h, w, NULL});
 }
 

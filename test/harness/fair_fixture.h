@@ -69,8 +69,21 @@ static inline void fsx_start(lk_fair_t *f, int64_t wait_ms, int64_t lease_ms,
 static inline int fsx_acquire(fx_t *fx, lk_fair_t *f, int64_t wait_ms, int64_t lease_ms) {
   fsx_t s;
   fsx_start(f, wait_ms, lease_ms, 0, &s);
-  rt_run_until(&fx->loop, &s.done, 15000 + (wait_ms > 0 ? wait_ms : 0));
-  return s.status;
+  return sx_await_acquire(&fx->loop, &s, wait_ms);
+}
+
+/* Objects on fair lock name, one owner each: *holder takes it at once
+ * (lease_ms); *second and, unless third is NULL, *third are left idle, to
+ * queue behind it or be refused (issue 29: the cases opened with these
+ * lines). */
+static inline void fx_fair_holder_and_others(fx_t *fx, const char *name, int64_t lease_ms,
+                                             lk_fair_t **holder, lk_fair_t **second,
+                                             lk_fair_t **third) {
+  *holder = fx_fair(fx, name);
+  *second = fx_fair(fx, name);
+  if (third != NULL)
+    *third = fx_fair(fx, name);
+  ASSERT_OK(fsx_acquire(fx, *holder, 0, lease_ms));
 }
 
 typedef int (*fsx_op_fn)(lk_fair_t *, lk_fair_cb, void *);
@@ -83,6 +96,14 @@ static inline int fsx_run(fx_t *fx, fsx_op_fn fn, lk_fair_t *f, int64_t *result)
   if (result != NULL)
     *result = s.result;
   return s.status;
+}
+
+/* holder releases, and s (an acquire already waiting) is granted within
+ * 5 s. */
+static inline void fsx_release_hands_over(fx_t *fx, lk_fair_t *holder, fsx_t *s) {
+  ASSERT_OK(fsx_run(fx, lk_fair_release, holder, NULL));
+  rt_run_until(&fx->loop, &s->done, 5000);
+  ASSERT_OK(s->status);
 }
 
 /* b - a in ms, signed: two callbacks of one loop pass can come in either
@@ -120,6 +141,14 @@ static inline long long fair_key_int(rt_server_t *srv, const char *verb, char *k
 
 static inline long long fair_llen(rt_server_t *srv, const char *name) {
   return fair_key_int(srv, "LLEN", fair_queue_key(name));
+}
+
+/* f starts waiting on fair lock name (a 30 s wait and lease) and is seen
+ * in its queue, which then holds queue_len waiters. */
+static inline void fsx_start_queued(fx_t *fx, lk_fair_t *f, const char *name, long long queue_len,
+                                    fsx_t *s) {
+  fsx_start(f, 30000, 30000, 0, s);
+  FX_EVENTUALLY(fx, fair_llen(fx->srv, name) == queue_len, 3000);
 }
 
 static inline long long fair_zcard(rt_server_t *srv, const char *name) {

@@ -77,8 +77,7 @@ static inline void sem_start_acquire(lk_semaphore_t *s, int64_t n, int64_t wait_
 static inline int sem_acquire_in(uv_loop_t *loop, lk_semaphore_t *s, int64_t n,
                                  int64_t wait_ms, sx_t *x) {
   sem_start_acquire(s, n, wait_ms, x);
-  rt_run_until(loop, &x->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
-  return x->status;
+  return sx_await_acquire(loop, x, wait_ms);
 }
 
 static inline int sem_acquire(fx_t *fx, lk_semaphore_t *s, int64_t n, int64_t wait_ms) {
@@ -126,8 +125,7 @@ static inline void psem_start_acquire(lk_psem_t *p, int64_t n, int64_t wait_ms,
 static inline int psem_acquire_in(uv_loop_t *loop, lk_psem_t *p, int64_t n, int64_t wait_ms,
                                   int64_t lease_ms, sx_t *x) {
   psem_start_acquire(p, n, wait_ms, lease_ms, x);
-  rt_run_until(loop, &x->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
-  return x->status;
+  return sx_await_acquire(loop, x, wait_ms);
 }
 
 static inline int psem_acquire(fx_t *fx, lk_psem_t *p, int64_t n, int64_t wait_ms,

@@ -102,9 +102,7 @@ TEST(release_after_lease_taken_over_is_not_owner) {
   fx_t fx;
   lk_lock_t *a, *b;
   fx_start(&fx, NULL);
-  a = fx_lock(&fx, "to");
-  b = fx_lock(&fx, "to");
-  ASSERT_OK(sx_acquire(&fx, a, 0, 150));
+  fx_lock_holder_and_other(&fx, "to", 150, &a, &b);
   ASSERT(fx_wait_key_gone(&fx, "to", 5000));
   ASSERT_OK(sx_acquire(&fx, b, 0, 10000));
   ASSERT_EQ(sx_run(&fx, lk_lock_release, a, NULL), LK_ENOTOWNER);
@@ -164,9 +162,7 @@ TEST(wait_budget_is_bounded) {
   uint64_t t0;
   int64_t took;
   fx_start(&fx, NULL);
-  a = fx_lock(&fx, "wb");
-  b = fx_lock(&fx, "wb");
-  ASSERT_OK(sx_acquire(&fx, a, 0, 20000));
+  fx_lock_holder_and_other(&fx, "wb", 20000, &a, &b);
   t0 = uv_hrtime();
   ASSERT_EQ(sx_acquire_in(&fx.loop, b, 300, 5000, &s), LK_ETIMEDOUT);
   took = (int64_t)((s.t_ns - t0) / 1000000u);
@@ -186,16 +182,8 @@ TEST(waiter_wakes_promptly_on_release) {
   lk_client_opts_init(&o);
   o.max_repoll_ms = 20000;
   fx_start_with(&fx, NULL, &o);
-  a = fx_lock(&fx, "wake");
-  b = fx_lock(&fx, "wake");
-  ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
-  memset(&s, 0, sizeof(s));
-  {
-    lk_lock_opts_t lo;
-    lk_lock_opts_init(&lo);
-    lo.wait_ms = 20000;
-    ASSERT_OK(lk_lock_acquire(b, &lo, sx_cb, &s));
-  }
+  fx_lock_holder_and_other(&fx, "wake", 30000, &a, &b);
+  sx_start(b, 20000, LK_LEASE_DEFAULT, &s);
   /* Let b reach its wait (subscribed and re-tried). */
   FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, "redisson_lock__channel:{wake}") != 0, 3000);
   fx_spin(&fx, 50); /* the post-subscribe retry lands */
@@ -299,15 +287,9 @@ TEST(cancel_waiting_acquire) {
   fx_t fx;
   lk_lock_t *a, *b;
   sx_t s;
-  lk_lock_opts_t o;
   fx_start(&fx, NULL);
-  a = fx_lock(&fx, "cw");
-  b = fx_lock(&fx, "cw");
-  ASSERT_OK(sx_acquire(&fx, a, 0, 20000));
-  memset(&s, 0, sizeof(s));
-  lk_lock_opts_init(&o);
-  o.wait_ms = LK_WAIT_FOREVER;
-  ASSERT_OK(lk_lock_acquire(b, &o, sx_cb, &s));
+  fx_lock_holder_and_other(&fx, "cw", 20000, &a, &b);
+  sx_start(b, LK_WAIT_FOREVER, LK_LEASE_DEFAULT, &s);
   ASSERT_OK(lk_lock_cancel(b));
   ASSERT_EQ(s.done, 0); /* never inside the call */
   ASSERT_EQ(lk_lock_cancel(b), LK_EINVAL); /* already canceled */
@@ -450,9 +432,7 @@ TEST(close_with_operation_in_flight) {
   close_order_t st;
   lk_lock_opts_t o;
   fx_start(&fx, NULL);
-  a = fx_lock(&fx, "cif");
-  b = fx_lock(&fx, "cif");
-  ASSERT_OK(sx_acquire(&fx, a, 0, 20000));
+  fx_lock_holder_and_other(&fx, "cif", 20000, &a, &b);
   ASSERT_OK(sx_acquire(&fx, a, 0, 20000)); /* two holds */
   /* b waits, then is closed while waiting: its callback comes first with
    * LK_ECANCELED, then its close_cb. */

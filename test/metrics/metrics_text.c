@@ -69,7 +69,6 @@ TEST(exposition_after_known_work) {
   lk_lock_t *l, *w, *holder, *lost_l;
   lk_client_stats_t st;
   sx_t s;
-  lk_lock_opts_t lo;
   int i, lost = 0, b;
   uint64_t t0;
   double sum, count, prev = 0;
@@ -87,12 +86,8 @@ TEST(exposition_after_known_work) {
   ASSERT_OK(lk_lock_new(other, "m:wait", &holder));
   ASSERT_EQ(sx_acquire(&fx, holder, 0, 10000), 0);
   w = fx_lock(&fx, "m:wait");
-  memset(&s, 0, sizeof(s));
-  lk_lock_opts_init(&lo);
-  lo.wait_ms = 20000;
-  lo.lease_ms = 10000;
   t0 = uv_hrtime();
-  ASSERT_OK(lk_lock_acquire(w, &lo, sx_cb, &s));
+  sx_start(w, 20000, 10000, &s);
   fx_wait_subscribers(&fx, "redisson_lock__channel:{m:wait}", 1);
   ASSERT_EQ(sx_run(&fx, lk_lock_release, holder, NULL), 0);
   rt_run_until(&fx.loop, &s.done, 10000);

@@ -19,21 +19,6 @@
 
 #define BAD_RW ((lk_rwlock_t *)(uintptr_t)0x5a5a5a5a)
 
-static long long scripts_run(fx_t *fx) {
-  long long n = 0;
-  const char *cmds[] = {"cmdstat_evalsha", "cmdstat_eval"};
-  for (int i = 0; i < 2; i++) {
-    char *v = rt_server_info(fx->srv, "commandstats", cmds[i]);
-    if (v != NULL) {
-      const char *p = strstr(v, "calls=");
-      ASSERT_NOT_NULL(p);
-      n += atoll(p + 6);
-      free(v);
-    }
-  }
-  return n;
-}
-
 static int acquire_rc(lk_rwlock_t *rw, int side, int64_t wait_ms, int64_t lease_ms) {
   lk_rwlock_opts_t o;
   lk_rwlock_opts_init(&o);
@@ -96,7 +81,7 @@ TEST(acquire_rejects_bad_arguments) {
   rw = fx_rwlock(&fx, "bad");
   /* Let the connection and script cache settle, then count. */
   check_still_usable(&fx, rw);
-  before = scripts_run(&fx);
+  before = fx_script_calls(&fx);
   lk_rwlock_opts_init(&o);
   ASSERT_EQ(lk_rwlock_acquire(NULL, RW_R, &o, rt_never_rwlock_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_acquire(rw, RW_R, &o, NULL, NULL), LK_EINVAL);
@@ -114,7 +99,7 @@ TEST(acquire_rejects_bad_arguments) {
     ASSERT_EQ(acquire_rc(rw, side, 0, INT64_MAX), LK_EINVAL);
   }
   fx_spin(&fx, 20);
-  ASSERT_EQ(scripts_run(&fx), before);
+  ASSERT_EQ(fx_script_calls(&fx), before);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS bad"), 0);
   /* The edges are valid. */
   ASSERT_OK(rw_acquire(&fx, rw, RW_R, LK_MAX_TIME_MS, LK_MAX_TIME_MS));
@@ -306,7 +291,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   ASSERT_OK(rw_acquire(&fx, held, RW_W, 0, 60000));
   ASSERT_OK(rw_acquire(&fx, held, RW_R, 0, 60000));
   ASSERT_OK(rw_run(&fx, lk_rwlock_mode, idle, NULL));
-  before = scripts_run(&fx);
+  before = fx_script_calls(&fx);
   pid = rt_fork_flushed();
   if (pid == 0) {
     int bad = 0;
@@ -329,7 +314,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   }
   rt_wait_child_exit_0(pid);
   ASSERT_OK(rw_run(&fx, lk_rwlock_mode, idle, NULL));
-  ASSERT_EQ(scripts_run(&fx), before);
+  ASSERT_EQ(fx_script_calls(&fx), before);
   ASSERT_EQ(rw_server_holds(&fx, held, RW_W), 1);
   ASSERT_EQ(rw_server_holds(&fx, held, RW_R), 1);
   fx_close_rwlock(&fx, idle);

@@ -65,10 +65,7 @@ TEST(readers_share_writer_excluded) {
   lk_rwlock_t *a, *b, *w;
   char *mode, key[256];
   fx_start(&fx, NULL);
-  a = fx_rwlock(&fx, "shared");
-  b = fx_rwlock(&fx, "shared");
-  w = fx_rwlock(&fx, "shared");
-  ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
+  fx_rwlock_holder_and_others(&fx, "shared", RW_R, LK_LEASE_DEFAULT, &a, &b, &w);
   ASSERT_OK(rw_acquire(&fx, b, RW_R, 0, LK_LEASE_DEFAULT));
   ASSERT_EQ(lk_rwlock_is_held(a, RW_R), 1);
   ASSERT_EQ(lk_rwlock_is_held(b, RW_R), 1);
@@ -169,10 +166,7 @@ TEST(downgrade) {
   char *mode;
   int64_t result;
   fx_start(&fx, NULL);
-  a = fx_rwlock(&fx, "down");
-  b = fx_rwlock(&fx, "down");
-  c = fx_rwlock(&fx, "down");
-  ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
+  fx_rwlock_holder_and_others(&fx, "down", RW_W, LK_LEASE_DEFAULT, &a, &b, &c);
   /* The writer may read; nobody else may. */
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
   ASSERT_EQ(rw_acquire(&fx, b, RW_R, 0, LK_LEASE_DEFAULT), LK_ETIMEDOUT);
@@ -271,10 +265,7 @@ TEST(read_release_wakes_one_waiter) {
   long long calls;
   uint64_t t_rel;
   fx_start_no_repoll(&fx);
-  r = fx_rwlock(&fx, "wake-one");
-  w1 = fx_rwlock(&fx, "wake-one");
-  w2 = fx_rwlock(&fx, "wake-one");
-  ASSERT_OK(rw_acquire(&fx, r, RW_R, 0, LK_LEASE_DEFAULT));
+  fx_rwlock_holder_and_others(&fx, "wake-one", RW_R, LK_LEASE_DEFAULT, &r, &w1, &w2);
   rw_start(w1, RW_W, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s1);
   rw_start(w2, RW_W, rt_scaled_ms(20000), LK_LEASE_DEFAULT, &s2);
   fx_wait_subscribers(&fx, "redisson_rwlock:{wake-one}", 1);
@@ -478,9 +469,7 @@ TEST(cancel_waiting_acquire) {
   lk_rwlock_t *w, *r;
   sx_t s;
   fx_start(&fx, NULL);
-  w = fx_rwlock(&fx, "cancel");
-  r = fx_rwlock(&fx, "cancel");
-  ASSERT_OK(rw_acquire(&fx, w, RW_W, 0, LK_LEASE_DEFAULT));
+  fx_rwlock_holder_and_others(&fx, "cancel", RW_W, LK_LEASE_DEFAULT, &w, &r, NULL);
   rw_start(r, RW_R, 10000, LK_LEASE_DEFAULT, &s);
   fx_wait_subscribers(&fx, "redisson_rwlock:{cancel}", 1);
   ASSERT_OK(lk_rwlock_cancel(r));
@@ -518,9 +507,7 @@ TEST(close_releases_both_sides) {
   sx_t s;
   int closed = 0;
   fx_start(&fx, NULL);
-  a = fx_rwlock(&fx, "close");
-  b = fx_rwlock(&fx, "close");
-  ASSERT_OK(rw_acquire(&fx, a, RW_W, 0, LK_LEASE_DEFAULT));
+  fx_rwlock_holder_and_others(&fx, "close", RW_W, LK_LEASE_DEFAULT, &a, &b, NULL);
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, 10000));
   rw_start(b, RW_R, 10000, LK_LEASE_DEFAULT, &s);
@@ -562,10 +549,7 @@ TEST(dead_readers_never_keep_writers_out) {
   lk_rwlock_t *a, *b, *w;
   int i;
   fx_start(&fx, NULL);
-  a = fx_rwlock(&fx, "dead");
-  b = fx_rwlock(&fx, "dead");
-  w = fx_rwlock(&fx, "dead");
-  ASSERT_OK(rw_acquire(&fx, a, RW_R, 0, 60000));
+  fx_rwlock_holder_and_others(&fx, "dead", RW_R, 60000, &a, &b, &w);
   ASSERT_OK(rw_acquire(&fx, b, RW_R, 0, LK_LEASE_DEFAULT));
   /* Twenty readers whose hold keys are gone: dead. */
   for (i = 0; i < 20; i++)

@@ -52,10 +52,6 @@ static void spin_until_renewals_exceed(fx_t *fx, uint64_t than, int64_t timeout_
   spin_until_renewals_exceed_or_lost(fx, than, timeout_ms, NULL);
 }
 
-static long long script_calls(rt_server_t *s) {
-  return rt_server_cmd_calls(s, "evalsha") + rt_server_cmd_calls(s, "eval");
-}
-
 /* ---- cases ---------------------------------------------------------------------- */
 
 /* A watchdog hold kept for 4 leases: is_held every pass, the key alive on
@@ -230,10 +226,10 @@ TEST(no_renewals_after_release) {
   }
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS norenew"), 0);
   c0 = stats_of(&fx).renewal_commands;
-  e0 = script_calls(fx.srv);
+  e0 = fx_script_calls(&fx);
   fx_spin(&fx, 2 * lease); /* 6 periods */
   ASSERT_EQ(stats_of(&fx).renewal_commands, c0);
-  ASSERT_EQ(script_calls(fx.srv), e0);
+  ASSERT_EQ(fx_script_calls(&fx), e0);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS norenew"), 0);
   ASSERT_EQ(lost.calls, held ? 0 : 1);
   ASSERT_EQ(lk_lock_is_held(a), 0);
