@@ -463,12 +463,8 @@ int cli_run(int argc, char **argv) {
   r.permits = 1;
   r.fenced = 1;
   r.exit_code = -1;
-  for (i = 1; i < argc; i++) {
+  for (i = 0; (rc = cli_next_arg("run", argc, argv, &i, &co)) > 0;) {
     const char *a = argv[i];
-    if ((rc = cli_common_arg("run", argc, argv, &i, &co)) < 0)
-      return CLI_EXIT_USAGE;
-    if (rc > 0)
-      continue;
     if (strcmp(a, "--") == 0) {
       i++;
       break;
@@ -515,6 +511,8 @@ int cli_run(int argc, char **argv) {
       return run_usage("one NAME only, then -- and the command (got %s)", a);
     r.name = a;
   }
+  if (rc < 0)
+    return CLI_EXIT_USAGE;
   if (r.name == NULL)
     return cli_usage("run", "NAME is required");
   if (i > argc || i == argc || strcmp(argv[i - 1], "--") != 0)
