@@ -58,14 +58,20 @@ static void acquired(run_t *r, int status);
 static void released(run_t *r, int status);
 static void lost(run_t *r, int status);
 
-static void lock_acq(lk_lock_t *l, int st, void *a) { (void)l, acquired(a, st); }
-static void fair_acq(lk_fair_t *f, int st, void *a) { (void)f, acquired(a, st); }
-static void rw_acq(lk_rwlock_t *w, int st, void *a) { (void)w, acquired(a, st); }
-static void ps_acq(lk_psem_t *p, int st, void *a) { (void)p, acquired(a, st); }
-static void lock_rel(lk_lock_t *l, int st, void *a) { (void)l, released(a, st); }
-static void fair_rel(lk_fair_t *f, int st, void *a) { (void)f, released(a, st); }
-static void rw_rel(lk_rwlock_t *w, int st, void *a) { (void)w, released(a, st); }
-static void ps_rel(lk_psem_t *p, int st, void *a) { (void)p, released(a, st); }
+/* The end of the acquire or of the release: a run has one of them under
+ * way at a time, the acquire while r->acquiring (until acquired), then the
+ * release. */
+static void verb_done(run_t *r, int status) {
+  if (r->acquiring)
+    acquired(r, status);
+  else
+    released(r, status);
+}
+
+static void lock_done(lk_lock_t *l, int st, void *a) { (void)l, verb_done(a, st); }
+static void fair_done(lk_fair_t *f, int st, void *a) { (void)f, verb_done(a, st); }
+static void rw_done(lk_rwlock_t *w, int st, void *a) { (void)w, verb_done(a, st); }
+static void ps_done(lk_psem_t *p, int st, void *a) { (void)p, verb_done(a, st); }
 static void on_lost(lk_handle_t *h, int st, void *a) { (void)h, lost(a, st); }
 
 static int obj_new(run_t *r) {
@@ -102,38 +108,37 @@ static int obj_acquire(run_t *r) {
     lk_lock_opts_t o;
     lk_lock_opts_init(&o);
     o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.fenced = r->fenced;
-    return lk_lock_acquire(r->o.lock, &o, lock_acq, r);
+    return lk_lock_acquire(r->o.lock, &o, lock_done, r);
   }
   case K_FAIR: {
     lk_fair_opts_t o;
     lk_fair_opts_init(&o);
     o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.fenced = r->fenced;
-    return lk_fair_acquire(r->o.fair, &o, fair_acq, r);
+    return lk_fair_acquire(r->o.fair, &o, fair_done, r);
   }
   case K_READ:
   case K_WRITE: {
     lk_rwlock_opts_t o;
     lk_rwlock_opts_init(&o);
     o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.fenced = r->fenced;
-    return lk_rwlock_acquire(r->o.rw, r->kind == K_READ ? LK_RW_READ : LK_RW_WRITE, &o, rw_acq,
-                             r);
+    return lk_rwlock_acquire(r->o.rw, r->kind == K_READ ? LK_RW_READ : LK_RW_WRITE, &o, rw_done, r);
   }
   default: {
     lk_psem_opts_t o;
     lk_psem_opts_init(&o);
     o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.permits = r->permits;
-    return lk_psem_acquire(r->o.ps, &o, ps_acq, r);
+    return lk_psem_acquire(r->o.ps, &o, ps_done, r);
   }
   }
 }
 
 static int obj_release(run_t *r) {
   switch (r->kind) {
-  case K_LOCK: return lk_lock_release(r->o.lock, lock_rel, r);
-  case K_FAIR: return lk_fair_release(r->o.fair, fair_rel, r);
-  case K_READ: return lk_rwlock_release(r->o.rw, LK_RW_READ, rw_rel, r);
-  case K_WRITE: return lk_rwlock_release(r->o.rw, LK_RW_WRITE, rw_rel, r);
-  default: return lk_psem_release(r->o.ps, NULL, ps_rel, r);
+  case K_LOCK: return lk_lock_release(r->o.lock, lock_done, r);
+  case K_FAIR: return lk_fair_release(r->o.fair, fair_done, r);
+  case K_READ: return lk_rwlock_release(r->o.rw, LK_RW_READ, rw_done, r);
+  case K_WRITE: return lk_rwlock_release(r->o.rw, LK_RW_WRITE, rw_done, r);
+  default: return lk_psem_release(r->o.ps, NULL, ps_done, r);
   }
 }
 
