@@ -46,6 +46,10 @@ int cli_parse_count(const char *s, int64_t max, int64_t *out);
 /* Takes --redis URL / --redis=URL and -v at argv[*i]; 1 taken (i moved on),
  * 0 not one of them, -1 a usage error (already printed). */
 int cli_common_arg(const char *cmd, int argc, char **argv, int *i, cli_common_t *co);
+/* Steps *i on to the subcommand's next own argument, taking the common
+ * options (cli_common_arg) on the way; start with *i = 0. 1: argv[*i] is
+ * the next one, 0: none is left, -1: a usage error (already printed). */
+int cli_next_arg(const char *cmd, int argc, char **argv, int *i, cli_common_t *co);
 
 /* Client options from the common options (URL or host:port). 0, or
  * CLI_EXIT_USAGE after printing. storage is freed with

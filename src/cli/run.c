@@ -34,6 +34,7 @@ typedef struct run_s {
     lk_rwlock_t *rw;
     lk_psem_t *ps;
   } o;
+  lk_handle_t *h; /* o as its generic handle: lost callback, cancel, close */
   int have_obj;
   cli_child_t child;
   int proc_live;
@@ -57,40 +58,45 @@ static void acquired(run_t *r, int status);
 static void released(run_t *r, int status);
 static void lost(run_t *r, int status);
 
-static void lock_acq(lk_lock_t *l, int st, void *a) { (void)l, acquired(a, st); }
-static void fair_acq(lk_fair_t *f, int st, void *a) { (void)f, acquired(a, st); }
-static void rw_acq(lk_rwlock_t *w, int st, void *a) { (void)w, acquired(a, st); }
-static void ps_acq(lk_psem_t *p, int st, void *a) { (void)p, acquired(a, st); }
-static void lock_rel(lk_lock_t *l, int st, void *a) { (void)l, released(a, st); }
-static void fair_rel(lk_fair_t *f, int st, void *a) { (void)f, released(a, st); }
-static void rw_rel(lk_rwlock_t *w, int st, void *a) { (void)w, released(a, st); }
-static void ps_rel(lk_psem_t *p, int st, void *a) { (void)p, released(a, st); }
-static void lock_lost(lk_lock_t *l, int st, void *a) { (void)l, lost(a, st); }
-static void fair_lost(lk_fair_t *f, int st, void *a) { (void)f, lost(a, st); }
-static void rw_lost(lk_rwlock_t *w, int st, void *a) { (void)w, lost(a, st); }
-static void ps_lost(lk_psem_t *p, int st, void *a) { (void)p, lost(a, st); }
+/* The end of the acquire or of the release: a run has one of them under
+ * way at a time, the acquire while r->acquiring (until acquired), then the
+ * release. */
+static void verb_done(run_t *r, int status) {
+  if (r->acquiring)
+    acquired(r, status);
+  else
+    released(r, status);
+}
+
+static void lock_done(lk_lock_t *l, int st, void *a) { (void)l, verb_done(a, st); }
+static void fair_done(lk_fair_t *f, int st, void *a) { (void)f, verb_done(a, st); }
+static void rw_done(lk_rwlock_t *w, int st, void *a) { (void)w, verb_done(a, st); }
+static void ps_done(lk_psem_t *p, int st, void *a) { (void)p, verb_done(a, st); }
+static void on_lost(lk_handle_t *h, int st, void *a) { (void)h, lost(a, st); }
 
 static int obj_new(run_t *r) {
   int rc;
   switch (r->kind) {
   case K_LOCK:
-    if ((rc = lk_lock_new(r->c, r->name, &r->o.lock)) == 0)
-      rc = lk_lock_set_lost_cb(r->o.lock, lock_lost, r);
+    rc = lk_lock_new(r->c, r->name, &r->o.lock);
+    r->h = lk_lock_handle(r->o.lock);
     break;
   case K_FAIR:
-    if ((rc = lk_fair_new(r->c, r->name, &r->o.fair)) == 0)
-      rc = lk_fair_set_lost_cb(r->o.fair, fair_lost, r);
+    rc = lk_fair_new(r->c, r->name, &r->o.fair);
+    r->h = lk_fair_handle(r->o.fair);
     break;
   case K_READ:
   case K_WRITE:
-    if ((rc = lk_rwlock_new(r->c, r->name, &r->o.rw)) == 0)
-      rc = lk_rwlock_set_lost_cb(r->o.rw, rw_lost, r);
+    rc = lk_rwlock_new(r->c, r->name, &r->o.rw);
+    r->h = lk_rwlock_handle(r->o.rw);
     break;
   default:
-    if ((rc = lk_psem_new(r->c, r->name, &r->o.ps)) == 0)
-      rc = lk_psem_set_lost_cb(r->o.ps, ps_lost, r);
+    rc = lk_psem_new(r->c, r->name, &r->o.ps);
+    r->h = lk_psem_handle(r->o.ps);
     break;
   }
+  if (rc == 0)
+    rc = lk_handle_set_lost_cb(r->h, on_lost, r);
   if (rc == 0)
     r->have_obj = 1;
   return rc;
@@ -102,48 +108,37 @@ static int obj_acquire(run_t *r) {
     lk_lock_opts_t o;
     lk_lock_opts_init(&o);
     o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.fenced = r->fenced;
-    return lk_lock_acquire(r->o.lock, &o, lock_acq, r);
+    return lk_lock_acquire(r->o.lock, &o, lock_done, r);
   }
   case K_FAIR: {
     lk_fair_opts_t o;
     lk_fair_opts_init(&o);
     o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.fenced = r->fenced;
-    return lk_fair_acquire(r->o.fair, &o, fair_acq, r);
+    return lk_fair_acquire(r->o.fair, &o, fair_done, r);
   }
   case K_READ:
   case K_WRITE: {
     lk_rwlock_opts_t o;
     lk_rwlock_opts_init(&o);
     o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.fenced = r->fenced;
-    return lk_rwlock_acquire(r->o.rw, r->kind == K_READ ? LK_RW_READ : LK_RW_WRITE, &o, rw_acq,
-                             r);
+    return lk_rwlock_acquire(r->o.rw, r->kind == K_READ ? LK_RW_READ : LK_RW_WRITE, &o, rw_done, r);
   }
   default: {
     lk_psem_opts_t o;
     lk_psem_opts_init(&o);
     o.wait_ms = r->wait_ms, o.lease_ms = LK_LEASE_DEFAULT, o.permits = r->permits;
-    return lk_psem_acquire(r->o.ps, &o, ps_acq, r);
+    return lk_psem_acquire(r->o.ps, &o, ps_done, r);
   }
   }
 }
 
 static int obj_release(run_t *r) {
   switch (r->kind) {
-  case K_LOCK: return lk_lock_release(r->o.lock, lock_rel, r);
-  case K_FAIR: return lk_fair_release(r->o.fair, fair_rel, r);
-  case K_READ: return lk_rwlock_release(r->o.rw, LK_RW_READ, rw_rel, r);
-  case K_WRITE: return lk_rwlock_release(r->o.rw, LK_RW_WRITE, rw_rel, r);
-  default: return lk_psem_release(r->o.ps, NULL, ps_rel, r);
-  }
-}
-
-static void obj_cancel(run_t *r) {
-  switch (r->kind) {
-  case K_LOCK: lk_lock_cancel(r->o.lock); break;
-  case K_FAIR: lk_fair_cancel(r->o.fair); break;
-  case K_READ:
-  case K_WRITE: lk_rwlock_cancel(r->o.rw); break;
-  default: lk_psem_cancel(r->o.ps); break;
+  case K_LOCK: return lk_lock_release(r->o.lock, lock_done, r);
+  case K_FAIR: return lk_fair_release(r->o.fair, fair_done, r);
+  case K_READ: return lk_rwlock_release(r->o.rw, LK_RW_READ, rw_done, r);
+  case K_WRITE: return lk_rwlock_release(r->o.rw, LK_RW_WRITE, rw_done, r);
+  default: return lk_psem_release(r->o.ps, NULL, ps_done, r);
   }
 }
 
@@ -194,10 +189,7 @@ static void close_client(run_t *r) {
   }
 }
 
-static void lock_closed(lk_lock_t *l) { close_client(lk_lock_get_data(l)); }
-static void fair_closed(lk_fair_t *f) { close_client(lk_fair_get_data(f)); }
-static void rw_closed(lk_rwlock_t *w) { close_client(lk_rwlock_get_data(w)); }
-static void ps_closed(lk_psem_t *p) { close_client(lk_psem_get_data(p)); }
+static void obj_closed(lk_handle_t *h) { close_client(lk_handle_get_data(h)); }
 
 static void obj_close(run_t *r) {
   if (!r->have_obj) {
@@ -205,13 +197,8 @@ static void obj_close(run_t *r) {
     return;
   }
   r->have_obj = 0;
-  switch (r->kind) {
-  case K_LOCK: lk_lock_set_data(r->o.lock, r), lk_lock_close(r->o.lock, lock_closed); break;
-  case K_FAIR: lk_fair_set_data(r->o.fair, r), lk_fair_close(r->o.fair, fair_closed); break;
-  case K_READ:
-  case K_WRITE: lk_rwlock_set_data(r->o.rw, r), lk_rwlock_close(r->o.rw, rw_closed); break;
-  default: lk_psem_set_data(r->o.ps, r), lk_psem_close(r->o.ps, ps_closed); break;
-  }
+  lk_handle_set_data(r->h, r);
+  lk_handle_close(r->h, obj_closed);
 }
 
 /* ---- the run ---- */
@@ -444,7 +431,7 @@ static void on_signal(uv_signal_t *h, int signum) {
   if (r->exit_code < 0)
     r->exit_code = 128 + signum;
   if (r->acquiring)
-    obj_cancel(r); /* the acquire's callback finishes */
+    lk_handle_cancel(r->h); /* the acquire's callback finishes */
 }
 
 static int run_usage(const char *fmt, const char *arg) { return cli_usage("run", fmt, arg); }
@@ -463,12 +450,8 @@ int cli_run(int argc, char **argv) {
   r.permits = 1;
   r.fenced = 1;
   r.exit_code = -1;
-  for (i = 1; i < argc; i++) {
+  for (i = 0; (rc = cli_next_arg("run", argc, argv, &i, &co)) > 0;) {
     const char *a = argv[i];
-    if ((rc = cli_common_arg("run", argc, argv, &i, &co)) < 0)
-      return CLI_EXIT_USAGE;
-    if (rc > 0)
-      continue;
     if (strcmp(a, "--") == 0) {
       i++;
       break;
@@ -515,6 +498,8 @@ int cli_run(int argc, char **argv) {
       return run_usage("one NAME only, then -- and the command (got %s)", a);
     r.name = a;
   }
+  if (rc < 0)
+    return CLI_EXIT_USAGE;
   if (r.name == NULL)
     return cli_usage("run", "NAME is required");
   if (i > argc || i == argc || strcmp(argv[i - 1], "--") != 0)

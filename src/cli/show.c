@@ -50,12 +50,8 @@ static int sess_args(sess_t *s, const char *cmd, int argc, char **argv, cli_comm
   s->names = calloc((size_t)argc + 1, sizeof(char *));
   if (s->names == NULL)
     return CLI_EXIT_FAIL;
-  for (i = 1; i < argc; i++) {
+  for (i = 0; (rc = cli_next_arg(cmd, argc, argv, &i, co)) > 0;) {
     const char *a = argv[i];
-    if ((rc = cli_common_arg(cmd, argc, argv, &i, co)) < 0)
-      return CLI_EXIT_USAGE;
-    if (rc > 0)
-      continue;
     if (strcmp(a, "--json") == 0 && strcmp(cmd, "release") != 0)
       s->json = 1;
     else if (strcmp(a, "--yes") == 0 && strcmp(cmd, "release") == 0)
@@ -75,7 +71,7 @@ static int sess_args(sess_t *s, const char *cmd, int argc, char **argv, cli_comm
       s->names[s->n_names++] = argv[i];
     }
   }
-  return 0;
+  return rc < 0 ? CLI_EXIT_USAGE : 0;
 }
 
 static int sess_open(sess_t *s, cli_common_t *co) {

@@ -444,12 +444,8 @@ int cli_stats(int argc, char **argv) {
   s->duration_ms = 5000;
   s->contenders = 4;
   snprintf(s->server, sizeof(s->server), "server not asked");
-  for (i = 1; i < argc; i++) {
+  for (i = 0; (rc = cli_next_arg("stats", argc, argv, &i, &co)) > 0;) {
     const char *a = argv[i];
-    if ((rc = cli_common_arg("stats", argc, argv, &i, &co)) < 0)
-      goto usage;
-    if (rc > 0)
-      continue;
     if (strcmp(a, "--duration") == 0) {
       if (i + 1 >= argc || cli_parse_duration(argv[i + 1], 0, &s->duration_ms) < 0 ||
           s->duration_ms < 200 || s->duration_ms > 600000) {
@@ -478,6 +474,8 @@ int cli_stats(int argc, char **argv) {
       s->name = a;
     }
   }
+  if (rc < 0)
+    goto usage;
   if (s->name == NULL) {
     cli_usage("stats", "exactly one NAME");
     goto usage;

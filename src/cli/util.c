@@ -90,6 +90,15 @@ int cli_common_arg(const char *cmd, int argc, char **argv, int *i, cli_common_t 
   return 0;
 }
 
+int cli_next_arg(const char *cmd, int argc, char **argv, int *i, cli_common_t *co) {
+  while (++*i < argc) {
+    int rc = cli_common_arg(cmd, argc, argv, i, co);
+    if (rc <= 0)
+      return rc < 0 ? -1 : 1;
+  }
+  return 0;
+}
+
 int cli_client_opts(const char *cmd, const cli_common_t *co, lk_client_opts_t *o,
                     char **storage) {
   const char *url = co->redis;

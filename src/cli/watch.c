@@ -147,12 +147,8 @@ int cli_watch(int argc, char **argv) {
   memset(&s, 0, sizeof(s));
   s.interval_ms = 500;
   s.ps_status = 1;
-  for (i = 1; i < argc; i++) {
+  for (i = 0; (rc = cli_next_arg("watch", argc, argv, &i, &co)) > 0;) {
     const char *a = argv[i];
-    if ((rc = cli_common_arg("watch", argc, argv, &i, &co)) < 0)
-      return CLI_EXIT_USAGE;
-    if (rc > 0)
-      continue;
     if (strcmp(a, "--interval") == 0) {
       if (i + 1 >= argc || cli_parse_duration(argv[i + 1], 0, &s.interval_ms) < 0 ||
           s.interval_ms < 50)
@@ -168,6 +164,8 @@ int cli_watch(int argc, char **argv) {
       s.name = argv[i];
     }
   }
+  if (rc < 0)
+    return CLI_EXIT_USAGE;
   if (s.name == NULL)
     return cli_usage("watch", "exactly one NAME");
   if ((rc = cli_open_client("watch", &co, &s.loop, &s.c)) != 0)

@@ -13,43 +13,29 @@ const char *lk_version_string(void) {
       LK_VERSION_PATCH) "-" LK_VERSION_SUFFIX;
 }
 
-/* Static strings only: strerror must never allocate (libuv's uv_strerror
+/* lk_strerror's message (name 0) or lk_err_name's name (name 1) of err.
+ * Static strings only: strerror must never allocate (libuv's uv_strerror
  * leaks for unknown codes). OS errors use the _r forms into a per-thread
- * buffer. */
-const char *lk_strerror(int err) {
+ * buffer (libuv's _r forms never allocate). */
+static const char *err_text(int err, int name) {
+  static _Thread_local char msg_buf[96], name_buf[64];
   switch (err) {
   case 0:
-    return "success";
-#define LK__ERR_MSG(name, off, msg)                                           \
-  case LK_##name:                                                             \
-    return msg;
-    LK_ERRNO_MAP(LK__ERR_MSG)
-#undef LK__ERR_MSG
+    return name ? "OK" : "success";
+#define LK__ERR_TEXT(code, off, msg)                                          \
+  case LK_##code:                                                             \
+    return name ? "LK_" #code : msg;
+    LK_ERRNO_MAP(LK__ERR_TEXT)
+#undef LK__ERR_TEXT
   default:
     break;
   }
-  if (err < 0 && err > -4096) {
-    static _Thread_local char buf[96]; /* libuv's _r form never allocates */
-    return uv_strerror_r(err, buf, sizeof(buf));
-  }
-  return "unknown error";
+  if (err < 0 && err > -4096)
+    return name ? uv_err_name_r(err, name_buf, sizeof(name_buf))
+                : uv_strerror_r(err, msg_buf, sizeof(msg_buf));
+  return name ? "LK_UNKNOWN_CODE" : "unknown error";
 }
 
-const char *lk_err_name(int err) {
-  switch (err) {
-  case 0:
-    return "OK";
-#define LK__ERR_NAME(name, off, msg)                                          \
-  case LK_##name:                                                             \
-    return "LK_" #name;
-    LK_ERRNO_MAP(LK__ERR_NAME)
-#undef LK__ERR_NAME
-  default:
-    break;
-  }
-  if (err < 0 && err > -4096) {
-    static _Thread_local char buf[64];
-    return uv_err_name_r(err, buf, sizeof(buf));
-  }
-  return "LK_UNKNOWN_CODE";
-}
+const char *lk_strerror(int err) { return err_text(err, 0); }
+
+const char *lk_err_name(int err) { return err_text(err, 1); }
