@@ -126,10 +126,7 @@ void lk__barrier_renew_start(lk_barrier_t *b) {
 
 void lk__barrier_renew_stop(lk_barrier_t *b) {
   risk_over(b, 0);
-  if (b->renew_op != NULL) {
-    lk__op_retarget(b->renew_op, NULL, NULL);
-    b->renew_op = NULL;
-  }
+  lk__op_forget(&b->renew_op);
   if (b->timer != NULL)
     uv_timer_stop(&b->timer->t);
 }

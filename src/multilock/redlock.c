@@ -472,9 +472,7 @@ void lk__rl_forget_token_ops(lk_redlock_t *rl) {
   size_t i;
   for (i = 0; i < rl->n; i++) {
     lk__rnode_t *nd = &rl->node[i];
-    if (nd->tok_op != NULL)
-      lk__op_retarget(nd->tok_op, NULL, NULL);
-    nd->tok_op = NULL;
+    lk__op_forget(&nd->tok_op);
     if (nd->tok == TOK_PENDING)
       nd->tok = TOK_FAILED;
   }
