@@ -126,10 +126,7 @@ void lk__barrier_renew_start(lk_barrier_t *b) {
 
 void lk__barrier_renew_stop(lk_barrier_t *b) {
   risk_over(b, 0);
-  if (b->renew_op != NULL) {
-    lk__op_retarget(b->renew_op, NULL, NULL);
-    b->renew_op = NULL;
-  }
+  lk__op_forget(&b->renew_op);
   if (b->timer != NULL)
     uv_timer_stop(&b->timer->t);
 }
@@ -141,27 +138,12 @@ void lk__barrier_clear_dropped(lk_barrier_t *b) {
   b->drop_n = 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-  size_t n = *cap != 0 ? *cap : 8;
-  void *q;
-  if (need <= *cap)
-    return 0;
-  while (n < need)
-    n *= 2;
-  q = lk__realloc(*p, n * size);
-  if (q == NULL)
-    return LK_ENOMEM;
-  *p = q;
-  *cap = n;
-  return 0;
-}
-
 void lk__barrier_keep_dropped(lk_barrier_t *b, const redisReply *r) {
   lk__barrier_clear_dropped(b);
   for (size_t i = 0; i < r->elements; i++) {
     const redisReply *e = r->element[i];
-    if (grow((void **)&b->drop_buf, &b->drop_cap, b->drop_len + e->len + 1, 1) != 0 ||
-        grow((void **)&b->drop_off, &b->drop_off_cap, b->drop_n + 1, sizeof(size_t)) != 0) {
+    if (lk__grow((void **)&b->drop_buf, &b->drop_cap, b->drop_len + e->len + 1, 1, 8) != 0 ||
+        lk__grow((void **)&b->drop_off, &b->drop_off_cap, b->drop_n + 1, sizeof(size_t), 8) != 0) {
       lk__log(CLIENT(b), LK_LOG_WARN, "out of memory: the dropped list is cut short");
       return;
     }

@@ -57,3 +57,18 @@ char *lk__memdup0(const char *src, size_t len) {
 char *lk__strdup(const char *src) {
   return src == NULL ? NULL : lk__memdup0(src, strlen(src));
 }
+
+int lk__grow(void **buf, size_t *cap, size_t need, size_t elem, size_t first) {
+  size_t n = *cap != 0 ? *cap : first;
+  void *q;
+  if (need <= *cap)
+    return 0;
+  while (n < need)
+    n *= 2;
+  q = lk__realloc(*buf, n * elem);
+  if (q == NULL)
+    return LK_ENOMEM;
+  *buf = q;
+  *cap = n;
+  return 0;
+}

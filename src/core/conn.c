@@ -514,18 +514,9 @@ static void conn_flush_tls(lk__conn_t *conn) {
   n = lk__tls_pending(conn);
   if (n == 0)
     return;
-  if (n > conn->wbuf_cap) {
-    size_t cap = conn->wbuf_cap < 4096 ? 4096 : conn->wbuf_cap;
-    char *p;
-    while (cap < n)
-      cap *= 2;
-    p = lk__realloc(conn->wbuf, cap);
-    if (p == NULL) {
-      lk__defer(c, &conn->fail_defer);
-      return;
-    }
-    conn->wbuf = p;
-    conn->wbuf_cap = cap;
+  if (lk__grow((void **)&conn->wbuf, &conn->wbuf_cap, n, 1, 4096) != 0) {
+    lk__defer(c, &conn->fail_defer);
+    return;
   }
   n = lk__tls_take(conn, conn->wbuf, n);
   b = uv_buf_init(conn->wbuf, (unsigned)n);
@@ -591,21 +582,6 @@ static void conn_flush(lk__conn_t *conn) {
   conn->writing = 1;
 }
 
-static int out_reserve(lk__conn_t *conn, size_t more) {
-  size_t need = conn->out_len + more, cap = conn->out_cap ? conn->out_cap : 4096;
-  char *p;
-  if (need <= conn->out_cap)
-    return 0;
-  while (cap < need)
-    cap *= 2;
-  p = lk__realloc(conn->out, cap);
-  if (p == NULL)
-    return LK_ENOMEM;
-  conn->out = p;
-  conn->out_cap = cap;
-  return 0;
-}
-
 void lk__conn_send(lk__conn_t *conn, lk__op_t *op) {
   lk_client_t *c = conn->client;
   /* A script's first call here: its SCRIPT LOAD goes just before it, in the
@@ -619,7 +595,7 @@ void lk__conn_send(lk__conn_t *conn, lk__op_t *op) {
   op->asked = conn->after_asking;
   conn->after_asking = op->asking;
   op->conn = conn;
-  if (out_reserve(conn, op->cmd_len) != 0) {
+  if (lk__grow((void **)&conn->out, &conn->out_cap, conn->out_len + op->cmd_len, 1, 4096) != 0) {
     /* Not sent: the caller sees "not connected", which it already handles. */
     lk__queue_insert_tail(&conn->sent, &op->node);
     lk__defer(c, &conn->fail_defer);

@@ -114,6 +114,15 @@ int lk__hold_acquire_check(const lk__hold_t *h, int64_t wait_ms, int64_t lease_m
   return 0;
 }
 
+int lk__hold_set_owner_check(const lk__obj_t *o, const char *client_id) {
+  int rc = lk__obj_check(o);
+  if (rc != 0)
+    return rc;
+  if (client_id != NULL && !lk__valid_client_id(client_id))
+    return LK_EINVAL;
+  return 0;
+}
+
 int lk__hold_token_key(char **key, size_t *key_len, const char *prefix, const char *name,
                        size_t name_len) {
   if (*key == NULL)

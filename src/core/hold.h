@@ -100,6 +100,10 @@ void lk__hold_forced(lk__obj_t *o, lk__hold_t *h);
  * (lock, fair lock, either side h of the read/write lock): the wait and the
  * lease in range, and room on side h for one more hold; else LK_EINVAL. */
 int lk__hold_acquire_check(const lk__hold_t *h, int64_t wait_ms, int64_t lease_ms);
+/* set_owner's checks, the same for every lock-like kind: the object usable
+ * (lk__obj_check), and the client id, when one is given, one a client could
+ * have (else LK_EINVAL). */
+int lk__hold_set_owner_check(const lk__obj_t *o, const char *client_id);
 /* A fenced acquire's token key (prefix, then the name), made by the first
  * one and kept in *key (*key_len its length): 0, or LK_ENOMEM. */
 int lk__hold_token_key(char **key, size_t *key_len, const char *prefix, const char *name,

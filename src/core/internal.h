@@ -510,6 +510,9 @@ int lk__op_follow_up_then(lk_client_t *c, lk__op_t *abandoned, lk__op_t *next,
 /* Re-targets a pending op: its late outcome goes to cb (NULL: discarded).
  * Used when the object that sent it no longer waits for it. */
 void lk__op_retarget(lk__op_t *op, lk__op_cb cb, void *data);
+/* Forgets the op at *op (NULL: none): its late outcome is discarded, and
+ * *op becomes NULL. For a holder that no longer waits for it. */
+void lk__op_forget(lk__op_t **op);
 lk__op_t *lk__op_new(lk_client_t *c, lk__op_cb cb, void *data, int *err);
 /* The library's own command (handshake, pub/sub, topology, ASKING): not
  * user work, so outside the in-flight cap; formatted now and returned for

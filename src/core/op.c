@@ -129,3 +129,9 @@ void lk__op_retarget(lk__op_t *op, lk__op_cb cb, void *data) {
   op->cb = cb;
   op->data = data;
 }
+
+void lk__op_forget(lk__op_t **op) {
+  if (*op != NULL)
+    lk__op_retarget(*op, NULL, NULL);
+  *op = NULL;
+}

@@ -614,9 +614,7 @@ static void slot_moved(lk__chan_t *ch) {
   lk_client_t *c = ch->client;
   lk__log(c, LK_LOG_INFO, "sharded subscription to %s ended by the server: resubscribing",
           ch->name);
-  if (ch->sub_op != NULL)
-    lk__op_retarget(ch->sub_op, NULL, NULL);
-  ch->sub_op = NULL;
+  lk__op_forget(&ch->sub_op);
   ch->state = LK__CHAN_PENDING;
   ch->moves = 0;
   poke_all(ch, 0);

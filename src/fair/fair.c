@@ -67,11 +67,9 @@ int lk__fair_take_owner(lk_fair_t *f, const char *client_id, uint64_t tid) {
 }
 
 int lk_fair_set_owner(lk_fair_t *f, const char *client_id, uint64_t thread_id) {
-  int rc = lk__obj_check(f ? &f->base : NULL);
+  int rc = lk__hold_set_owner_check(f ? &f->base : NULL, client_id);
   if (rc != 0)
     return rc;
-  if (client_id != NULL && !lk__valid_client_id(client_id))
-    return LK_EINVAL;
   if (f->base.kind != LK__FAIR_OP_NONE || f->hold.count > 0)
     return LK_EBUSY;
   rc = lk__fair_take_owner(f, client_id ? client_id : LK__FAIR_CLIENT(f)->id, thread_id);

@@ -84,10 +84,7 @@ static void risk_over(lk_leader_t *l, int confirmed) {
 
 static void stop_renewing(lk_leader_t *l) {
   risk_over(l, 0);
-  if (l->renew_op != NULL) {
-    lk__op_retarget(l->renew_op, NULL, NULL);
-    l->renew_op = NULL;
-  }
+  lk__op_forget(&l->renew_op);
   if (l->timers != NULL)
     uv_timer_stop(&l->timers->lease);
 }

@@ -198,10 +198,7 @@ int lk_leader_observe(lk_leader_t *l, lk_leader_cb change_cb, void *arg) {
 static void stop(lk_leader_t *l) {
   l->observing = 0;
   lk__sub_stop(&l->obs_sub);
-  if (l->obs_op != NULL) {
-    lk__op_retarget(l->obs_op, NULL, NULL);
-    l->obs_op = NULL;
-  }
+  lk__op_forget(&l->obs_op);
   if (l->timers != NULL)
     uv_timer_stop(&l->timers->obs);
 }

@@ -691,11 +691,9 @@ LK__KIND_ALIASES(lk_lock, lk_lock_name)
 const char *lk_lock_owner(const lk_lock_t *l) { return lk_handle_owner(LK__CH(l)); }
 
 int lk_lock_set_owner(lk_lock_t *l, const char *client_id, uint64_t thread_id) {
-  int rc = lk__obj_check(l ? &l->base : NULL);
+  int rc = lk__hold_set_owner_check(l ? &l->base : NULL, client_id);
   if (rc != 0)
     return rc;
-  if (client_id != NULL && !lk__valid_client_id(client_id))
-    return LK_EINVAL;
   if (l->lean && l->group == NULL)
     return LK_EINVAL; /* its re-entries are counted in this object alone */
   if (l->base.kind != OP_NONE || l->hold.count > 0)

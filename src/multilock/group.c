@@ -59,6 +59,24 @@ void lk__group_give_back(lk_lock_t *lock, uint32_t *mine, uint32_t n) {
   *mine -= n;
 }
 
+void lk__group_finish(lk__obj_t *o, uint32_t holds, int lost, int in_api, int status) {
+  if (holds == 0 && !lost)
+    lk__obj_health_end(o);
+  if (in_api)
+    lk__obj_finish_later(o, status);
+  else
+    lk__obj_finish(o, status);
+}
+
+void lk__group_released(lk_lock_t *lock, uint32_t *mine, int status) {
+  if (status == LK_ENOTOWNER || status == LK_ELEASELOST)
+    *mine = 0;
+  else if (status != 0 && lk_lock_hold_count(lock) > 0)
+    lk__group_give_back(lock, mine, 1);
+  else if (*mine > 0)
+    (*mine)--;
+}
+
 void lk__group_afresh(uint32_t *holds, int *lost) {
   if (*lost) {
     *lost = 0;

@@ -1,10 +1,10 @@
 #ifndef LK_MULTILOCK_GROUP_H
 #define LK_MULTILOCK_GROUP_H
 
-/* What MultiLock and RedLock share: telling servers apart and a little
- * randomness for retry jitter. */
+/* What MultiLock and RedLock share: telling servers apart, a little
+ * randomness for retry jitter, and the rules of a group's holds. */
 
-#include "core/internal.h"
+#include "core/object.h"
 
 /* 1 when two clients are configured to reach the same server (same unix
  * socket, or same host string and port), or both know the server's run_id
@@ -31,10 +31,20 @@ int lk__group_release_check(uint32_t *holds, int *lost);
  * (what the members kept was given back then), as a single lock's does
  * (lk__hold_afresh). */
 void lk__group_afresh(uint32_t *holds, int *lost);
+/* A group's operation ends with status. Nothing held (no holds, none lost
+ * and untold): no health episode goes on. Inside one of the group's API
+ * calls (in_api) the callback comes from the loop. */
+void lk__group_finish(lk__obj_t *o, uint32_t holds, int lost, int in_api, int status);
 /* Gives back n of the group's holds on a member lock (*mine of them are the
  * group's: n at most those) without waiting; the member must have nothing
  * of the group's pending. */
 void lk__group_give_back(lk_lock_t *lock, uint32_t *mine, uint32_t n);
+/* A member lock answered a release of one of the group's holds (*mine of
+ * them are the group's): one hold fewer, whatever it said. Done, or failed
+ * with the hold still counted by the lock, which is then given back without
+ * waiting; the server having no hold of this owner left (LK_ENOTOWNER,
+ * LK_ELEASELOST) means all of them are gone. */
+void lk__group_released(lk_lock_t *lock, uint32_t *mine, int status);
 
 /* What a group's ops table (multilock.c, redlock_api.c) says the same way:
  * its close gives back through the static on_close_release, cancel ends the

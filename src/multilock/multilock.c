@@ -78,12 +78,7 @@ static int member_transient(const lk__member_t *m) {
 
 static void finish(lk_multilock_t *ml, int status) {
   ml->phase = PH_IDLE;
-  if (ml->holds == 0 && !ml->lost)
-    lk__obj_health_end(&ml->base); /* nothing held: no episode goes on */
-  if (ml->in_api)
-    lk__obj_finish_later(&ml->base, status);
-  else
-    lk__obj_finish(&ml->base, status);
+  lk__group_finish(&ml->base, ml->holds, ml->lost, ml->in_api, status);
 }
 
 /* --- holds on members --- */
@@ -167,17 +162,7 @@ static void on_member_released(lk_lock_t *l, int status, void *arg) {
   ml->outstanding--;
   if (!ml->cut)
     m->status = status;
-  if (status == 0) {
-    if (m->mine > 0)
-      m->mine--;
-  } else if (status == LK_ENOTOWNER || status == LK_ELEASELOST) {
-    /* The server had no hold of this owner left: all of them are gone. */
-    m->mine = 0;
-  } else if (lk_lock_hold_count(l) > 0) {
-    give_back(m, 1);
-  } else if (m->mine > 0) {
-    m->mine--;
-  }
+  lk__group_released(l, &m->mine, status);
   /* A rollback that found the group's earlier holds gone (a re-entry's
    * member whose lease ran out): the group is lost. A release settles that
    * itself (release_done), a close does not care. */

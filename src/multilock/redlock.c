@@ -123,13 +123,8 @@ void lk__rl_stop_subs(lk_redlock_t *rl) {
 
 static void finish(lk_redlock_t *rl, int status) {
   rl->phase = PH_IDLE;
-  if (rl->holds == 0 && !rl->lost)
-    lk__obj_health_end(&rl->base); /* nothing held: no episode goes on */
   lk__rl_stop_subs(rl);
-  if (rl->in_api)
-    lk__obj_finish_later(&rl->base, status);
-  else
-    lk__obj_finish(&rl->base, status);
+  lk__group_finish(&rl->base, rl->holds, rl->lost, rl->in_api, status);
 }
 
 /* --- holds --- */
@@ -281,16 +276,7 @@ static void on_node_released(lk_lock_t *l, int status, void *arg) {
   if ((nd->cur && rl->phase == PH_RELEASE) || nd->settling)
     nd->status = status;
   nd->settling = 0;
-  if (status == 0) {
-    if (nd->mine > 0)
-      nd->mine--;
-  } else if (status == LK_ENOTOWNER || status == LK_ELEASELOST) {
-    nd->mine = 0;
-  } else if (lk_lock_hold_count(l) > 0) {
-    give_back(nd, 1);
-  } else if (nd->mine > 0) {
-    nd->mine--;
-  }
+  lk__group_released(l, &nd->mine, status);
   /* A rollback that found this master's earlier holds gone counts it out
    * (a release settles that itself in release_done). */
   if (rl->phase != PH_RELEASE)
@@ -472,9 +458,7 @@ void lk__rl_forget_token_ops(lk_redlock_t *rl) {
   size_t i;
   for (i = 0; i < rl->n; i++) {
     lk__rnode_t *nd = &rl->node[i];
-    if (nd->tok_op != NULL)
-      lk__op_retarget(nd->tok_op, NULL, NULL);
-    nd->tok_op = NULL;
+    lk__op_forget(&nd->tok_op);
     if (nd->tok == TOK_PENDING)
       nd->tok = TOK_FAILED;
   }

@@ -170,11 +170,9 @@ static int set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t tid) {
 }
 
 int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t thread_id) {
-  int rc = lk__obj_check(rw ? &rw->base : NULL);
+  int rc = lk__hold_set_owner_check(rw ? &rw->base : NULL, client_id);
   if (rc != 0)
     return rc;
-  if (client_id != NULL && !lk__valid_client_id(client_id))
-    return LK_EINVAL;
   if (rw->base.kind != LK__RW_OP_NONE || rw->side[LK__RW_R].count > 0 ||
       rw->side[LK__RW_W].count > 0 || lk__hold_watched(&rw->side[LK__RW_R]) ||
       lk__hold_watched(&rw->side[LK__RW_W]))

@@ -69,7 +69,7 @@ static void acquired(lk__obj_t *o, const redisReply *r) {
   uint64_t sent = CLIENT(p)->completing_sent_ns;
   size_t k;
   (void)r; /* {1}: nothing else to read */
-  if (lk__psem_reserve((void **)&p->permits, &p->cap, p->count + p->req_n, sizeof(*p->permits)) !=
+  if (lk__grow((void **)&p->permits, &p->cap, p->count + p->req_n, sizeof(*p->permits), 4) !=
       0) {
     /* Taken but cannot be tracked: give them back rather than leak. */
     lk__psem_give_back(p, p->req_ids, p->req_n, p->req_lease_ms, NULL, lk__sem_always);

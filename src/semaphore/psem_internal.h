@@ -65,8 +65,6 @@ int lk__psem_held(const lk_psem_t *p);
 void lk__psem_drop(lk_psem_t *p, size_t i);
 /* Drops every held permit whose id is among the pending operation's. */
 void lk__psem_drop_req(lk_psem_t *p);
-/* Grows *buf to hold need elements of elem bytes; LK_ENOMEM. */
-int lk__psem_reserve(void **buf, size_t *cap, size_t need, size_t elem);
 /* Sizes the pending operation's id buffer for n ids and sets req_n. */
 int lk__psem_set_req(lk_psem_t *p, size_t n);
 /* Stages the ids a release, an update or close names: the one given (raw

@@ -58,23 +58,8 @@ void lk__psem_drop_req(lk_psem_t *p) {
   }
 }
 
-int lk__psem_reserve(void **buf, size_t *cap, size_t need, size_t elem) {
-  void *q;
-  size_t n = *cap ? *cap : 4;
-  if (need <= *cap)
-    return 0;
-  while (n < need)
-    n *= 2;
-  q = lk__realloc(*buf, n * elem);
-  if (q == NULL)
-    return LK_ENOMEM;
-  *buf = q;
-  *cap = n;
-  return 0;
-}
-
 int lk__psem_set_req(lk_psem_t *p, size_t n) {
-  int rc = lk__psem_reserve((void **)&p->req_ids, &p->req_cap, n * LK__PSEM_ID_BYTES, 1);
+  int rc = lk__grow((void **)&p->req_ids, &p->req_cap, n * LK__PSEM_ID_BYTES, 1, 4);
   if (rc == 0)
     p->req_n = n;
   return rc;
@@ -112,7 +97,7 @@ void lk__psem_watch(lk_psem_t *p, uint64_t added_sent_ns) {
     if (p->permits[i].renewed)
       k++;
   if (k > 0 &&
-      lk__psem_reserve((void **)&p->wd_ids, &p->wd_ids_cap, k * LK__PSEM_ID_BYTES, 1) != 0) {
+      lk__grow((void **)&p->wd_ids, &p->wd_ids_cap, k * LK__PSEM_ID_BYTES, 1, 4) != 0) {
     /* Cannot track them: they stop being renewed and expire with their
      * lease; the object no longer counts on them. */
     for (i = 0; i < p->count; i++)
