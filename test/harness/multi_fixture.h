@@ -266,11 +266,30 @@ static inline long long mx_holds(mfx_t *m, int i, const char *name, const char *
   return n;
 }
 
+/* The RedLock's holds on master i (its node lock's owner there). */
+static inline long long mx_rl_holds_on(mfx_t *m, lk_redlock_t *rl, int i) {
+  return mx_holds(m, i, lk_redlock_name(rl), lk_lock_owner(lk_redlock_node_lock(rl, (size_t)i)));
+}
+
+/* Polls master i while the loop runs until the RedLock's hold count there
+ * is want, for what settles in the background: a late answer given back,
+ * or a command sent to a paused master, which a loaded machine may run
+ * after the test's read on another connection. Bounded; the bound grows
+ * with measured stalls. 1 when it got there. */
+static inline int mx_rl_holds_settle_on(mfx_t *m, lk_redlock_t *rl, int i, long long want) {
+  int64_t mark = rt_stall_mark();
+  while (mx_rl_holds_on(m, rl, i) != want && !rt_stall_expired(mark, 5000)) {
+    uv_run(&m->loop, UV_RUN_NOWAIT);
+    rt_sleep_ms(2);
+  }
+  return mx_rl_holds_on(m, rl, i) == want;
+}
+
 /* How many masters hold name for the RedLock's owners. */
 static inline int mx_rl_holding(mfx_t *m, lk_redlock_t *rl) {
   int i, k = 0;
   for (i = 0; i < m->n; i++)
-    if (mx_holds(m, i, lk_redlock_name(rl), lk_lock_owner(lk_redlock_node_lock(rl, (size_t)i))) > 0)
+    if (mx_rl_holds_on(m, rl, i) > 0)
       k++;
   return k;
 }

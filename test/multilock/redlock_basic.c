@@ -12,22 +12,6 @@
 
 #define N 5
 
-static long long holds_on(mfx_t *m, lk_redlock_t *rl, int i) {
-  return mx_holds(m, i, lk_redlock_name(rl), lk_lock_owner(lk_redlock_node_lock(rl, (size_t)i)));
-}
-
-/* A master whose answer came after the acquire or release had its quorum
- * settles in the background (a late re-entry is given back): its count
- * reaches want within a bounded wait, the loop running meanwhile. */
-static int holds_settle_on(mfx_t *m, lk_redlock_t *rl, int i, long long want) {
-  int64_t mark = rt_stall_mark();
-  while (holds_on(m, rl, i) != want && !rt_stall_expired(mark, 5000)) {
-    uv_run(&m->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(2);
-  }
-  return holds_on(m, rl, i) == want;
-}
-
 static int popcount5(int mask) {
   int k = 0, i;
   for (i = 0; i < N; i++)
@@ -52,7 +36,7 @@ TEST(rl_acquire_release_on_every_master) {
   /* Masters that answer after the quorum are kept as extra holders. */
   mx_rl_settle(&m, rl);
   for (i = 0; i < N; i++) {
-    ASSERT_EQ(holds_on(&m, rl, i), 1);
+    ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 1);
     /* Redisson's RLock layout on each master: one field, a lease. */
     ASSERT_EQ(rt_cmd_int(m.srv[i], "HLEN rl-basic"), 1);
     ASSERT_GT(rt_cmd_int(m.srv[i], "PTTL rl-basic"), 25000);
@@ -96,7 +80,7 @@ TEST(rl_quorum_for_every_subset_of_taken_masters) {
     } else {
       ASSERT_EQ(rc, LK_ETIMEDOUT); /* every master answered: taken */
       for (i = 0; i < N; i++)
-        ASSERT_EQ(holds_on(&m, rl, i), 0);
+        ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 0);
     }
     for (i = 0; i < N; i++)
       ASSERT_EQ(lk_redlock_node_status(rl, (size_t)i), (mask & (1 << i)) ? LK_ENOTOWNER : 0);
@@ -108,7 +92,7 @@ TEST(rl_quorum_for_every_subset_of_taken_masters) {
        * straggler left this one asking 3 of its 4 free masters). */
       mx_rl_settle(&m, rl);
       for (i = 0; i < N; i++)
-        ASSERT_EQ(holds_on(&m, rl, i), 0);
+        ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 0);
     }
     for (i = 0; i < N; i++)
       if (mask & (1 << i)) {
@@ -154,15 +138,15 @@ TEST(rl_reentry_counts_on_the_holding_masters) {
   ASSERT_OK(mx_rl_acquire(&m, rl, 0, 10000, &s));
   ASSERT_EQ(lk_redlock_hold_count(rl), 2);
   for (i = 0; i < 4; i++)
-    ASSERT_EQ(holds_on(&m, rl, i), 2);
+    ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 2);
   ASSERT_EQ(rt_cmd_int(m.srv[4], "EXISTS rl-re"), 0); /* a re-entry asks holders only */
   ASSERT_EQ(lk_redlock_node_status(rl, 4), LK_ENOTHELD);
   ASSERT_OK(mx_rl_release(&m, rl));
   for (i = 0; i < 4; i++)
-    ASSERT(holds_settle_on(&m, rl, i, 1));
+    ASSERT(mx_rl_holds_settle_on(&m, rl, i, 1));
   ASSERT_OK(mx_rl_release(&m, rl));
   for (i = 0; i < N; i++)
-    ASSERT(holds_settle_on(&m, rl, i, 0));
+    ASSERT(mx_rl_holds_settle_on(&m, rl, i, 0));
   mx_rl_close(&m, rl);
   mfx_finish(&m);
 }
@@ -242,7 +226,7 @@ TEST(rl_renewal_needs_a_quorum) {
   /* Every master granted, also those answering after the quorum. */
   mx_rl_settle(&m, rl);
   for (i = 0; i < N; i++)
-    ASSERT_EQ(holds_on(&m, rl, i), 1);
+    ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 1);
   ASSERT_EQ(rt_cmd_int(m.srv[0], "DEL rl-renew"), 1);
   ASSERT_EQ(rt_cmd_int(m.srv[1], "DEL rl-renew"), 1);
   /* Two lease lengths: renewed about 6 times on the other three. A renewal
@@ -255,7 +239,7 @@ TEST(rl_renewal_needs_a_quorum) {
      * leaves room for a late reply, or a stall of a quarter lease. */
     if (EXPECT_HOLD(lk_redlock_validity_ms(rl) > lease / 4, mark, lease / 4))
       for (i = 2; i < N; i++)
-        ASSERT_EQ(holds_on(&m, rl, i), 1);
+        ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 1);
     ASSERT_EQ(rt_cmd_int(m.srv[2], "DEL rl-renew"), 1);
   }
   mfx_run_until(&m, &lost, 2000);
@@ -368,7 +352,7 @@ TEST(rl_redisson_redlock_interop) {
   for (i = 2; i < N; i++)
     ASSERT_EQ(lk_redlock_node_status(rl, (size_t)i), LK_ENOTOWNER);
   for (i = 0; i < N; i++)
-    ASSERT_EQ(holds_on(&m, rl, i), 0);
+    ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 0);
   rt_rmulti_unlock(ctx, N, names, uuids, 7, held);
 
   /* Ours holds: Redisson's fails and leaves nothing behind. */

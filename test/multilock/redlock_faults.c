@@ -15,26 +15,6 @@
 
 static int64_t ms_since(uint64_t t0, uint64_t t1) { return (int64_t)((t1 - t0) / 1000000u); }
 
-static long long holds_on(mfx_t *m, lk_redlock_t *rl, int i) {
-  return mx_holds(m, i, lk_redlock_name(rl), lk_lock_owner(lk_redlock_node_lock(rl, (size_t)i)));
-}
-
-/* Polls master i while the loop runs until this object's hold count there
- * is want (bounded; the bound grows with measured stalls). A command sent to
- * a paused master runs once it is scheduled again, which a loaded machine
- * may delay past the test's read, and a read on another connection may be
- * served first. 1 when it got there. */
-static int holds_reach(mfx_t *m, lk_redlock_t *rl, int i, long long want) {
-  int64_t mark = rt_stall_mark();
-  while (holds_on(m, rl, i) != want) {
-    if (rt_stall_expired(mark, 5000))
-      return 0;
-    uv_run(&m->loop, UV_RUN_NOWAIT);
-    rt_sleep_ms(2);
-  }
-  return 1;
-}
-
 static void rl_opts(lk_redlock_opts_t *o, int64_t wait_ms, int64_t lease_ms, int64_t node_ms) {
   lk_redlock_opts_init(o);
   o->wait_ms = wait_ms;
@@ -63,7 +43,7 @@ TEST(rl_two_of_five_paused_still_acquires) {
   ASSERT_GT(s.validity_ms, 10000 - 102 - rt_scaled_ms(400));
   for (i = 0; i < 3; i++) {
     ASSERT_EQ(lk_redlock_node_status(rl, (size_t)i), 0);
-    ASSERT_EQ(holds_on(&m, rl, i), 1);
+    ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 1);
   }
   ASSERT_EQ(lk_redlock_node_status(rl, 3), LK_EUNKNOWN); /* no answer yet */
   ASSERT_OK(mx_rl_release(&m, rl));
@@ -100,8 +80,8 @@ TEST(rl_three_of_five_paused_fails_within_budget) {
   ASSERT_EQ(s.held, 0);
   for (i = 2; i < N; i++)
     ASSERT_EQ(lk_redlock_node_status(rl, (size_t)i), LK_ETIMEDOUT);
-  ASSERT_EQ(holds_on(&m, rl, 0), 0);
-  ASSERT_EQ(holds_on(&m, rl, 1), 0);
+  ASSERT_EQ(mx_rl_holds_on(&m, rl, 0), 0);
+  ASSERT_EQ(mx_rl_holds_on(&m, rl, 1), 0);
   /* wait 0: one attempt, bounded by the node timeout. */
   rl_opts(&o, 0, 10000, 100);
   t0 = uv_hrtime();
@@ -201,8 +181,8 @@ TEST(rl_latency_beyond_node_timeout_is_a_failed_vote) {
   ASSERT_NE(mx_rl_acquire_opts(&m, rl, &o, &s), 0);
   ASSERT_LE(ms_since(t0, s.t_ns), rt_stall_bound_since_ns(t0, 100 + 100));
   ASSERT_EQ(lk_redlock_node_status(rl, 0), LK_ETIMEDOUT);
-  ASSERT_EQ(holds_on(&m, rl, 1), 0);
-  ASSERT_EQ(holds_on(&m, rl, 2), 0);
+  ASSERT_EQ(mx_rl_holds_on(&m, rl, 1), 0);
+  ASSERT_EQ(mx_rl_holds_on(&m, rl, 2), 0);
   /* The slow master grants later (the request is still on its way) and
    * that grant is given back when its answer arrives. */
   ASSERT_EQ(mfx_wait_key(&m, 0, "rl-slow", 1, 3000), 1);
@@ -299,7 +279,7 @@ TEST(rl_restarted_master_abstains_for_the_quarantine) {
   ASSERT_EQ(rt_cmd_int(m.srv[2], "EXISTS rl-restart"), 0); /* it was not even asked */
   ASSERT_EQ(lk_redlock_is_held(a), 1);
   for (i = 3; i < N; i++)
-    ASSERT_EQ(holds_on(&m, bq, i), 0);
+    ASSERT_EQ(mx_rl_holds_on(&m, bq, i), 0);
 
   /* Declared persistent: master 2 votes, and B holds while A still thinks
    * it does. Expected with an empty restart, and why the default waits.
@@ -377,7 +357,7 @@ TEST(rl_kill_and_empty_restart_while_held) {
   ASSERT_EQ(lk_redlock_is_held(a), 1);
   ASSERT_EQ(rt_cmd_int(m.srv[0], "EXISTS rl-kill"), 0);
   for (i = 1; i < N; i++)
-    ASSERT_EQ(holds_on(&m, a, i), 1);
+    ASSERT_EQ(mx_rl_holds_on(&m, a, i), 1);
   /* A re-entry asks the four that hold it. */
   ASSERT_OK(mx_rl_acquire(&m, a, 0, -1, &s));
   ASSERT_EQ(lk_redlock_node_status(a, 0), LK_ENOTHELD);
@@ -453,7 +433,7 @@ TEST(rl_release_answers_at_its_quorum_and_the_next_attempt_waits_for_stragglers)
   ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
   mx_rl_settle(&m, rl);
   for (i = 0; i < N; i++)
-    ASSERT_EQ(holds_on(&m, rl, i), 1);
+    ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 1);
 
   rt_server_pause(m.srv[3]);
   rt_server_pause(m.srv[4]);
@@ -482,7 +462,7 @@ TEST(rl_release_answers_at_its_quorum_and_the_next_attempt_waits_for_stragglers)
   ASSERT_EQ(lk_redlock_node_status(rl, 0), LK_ENOTOWNER);
   for (i = 1; i < 3; i++) {
     ASSERT_EQ(lk_redlock_node_status(rl, (size_t)i), 0);
-    ASSERT_EQ(holds_on(&m, rl, i), 1);
+    ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 1);
   }
   /* The quorum's third vote came from master 3 or 4, whichever was asked
    * first; the other was asked too if its release answered before the
@@ -492,9 +472,9 @@ TEST(rl_release_answers_at_its_quorum_and_the_next_attempt_waits_for_stragglers)
     int st = lk_redlock_node_status(rl, (size_t)i);
     ASSERT_EQ(st == 0 || st == LK_EBUSY, 1);
     if (st == 0)
-      ASSERT_EQ(holds_on(&m, rl, i), 1);
+      ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 1);
     else /* not asked: its release was the last word, whenever it runs */
-      ASSERT_EQ(holds_reach(&m, rl, i, 0), 1);
+      ASSERT_EQ(mx_rl_holds_settle_on(&m, rl, i, 0), 1);
     joined += st == 0;
   }
   ASSERT_GE(joined, 1);
@@ -525,7 +505,7 @@ static void both_releases_before_a_late_answer(const char *name, int late_reentr
   mx_rl_settle(&m, rl);
   if (late_reentry) {
     for (i = 0; i < N; i++)
-      ASSERT_EQ(holds_on(&m, rl, i), 1);
+      ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 1);
     rt_server_pause(m.srv[4]);
   }
   ASSERT_OK(mx_rl_acquire_opts(&m, rl, &o, &s));
@@ -535,7 +515,7 @@ static void both_releases_before_a_late_answer(const char *name, int late_reentr
   } else {
     mx_rl_settle(&m, rl); /* every master's answer in: all five are asked */
     for (i = 0; i < N; i++)
-      ASSERT_EQ(holds_on(&m, rl, i), 2);
+      ASSERT_EQ(mx_rl_holds_on(&m, rl, i), 2);
     rt_server_pause(m.srv[4]);
   }
   ASSERT_OK(mx_rl_release(&m, rl)); /* a quorum of masters 0-3; 4 is due */
@@ -604,7 +584,7 @@ static void held_renewed(lossfx_t *f, const char *name, int64_t node_ms) {
   ASSERT_OK(mx_rl_acquire_opts(&f->m, f->rl, &f->o, &s));
   mx_rl_settle(&f->m, f->rl);
   for (i = 0; i < N; i++)
-    ASSERT_EQ(holds_on(&f->m, f->rl, i), 1);
+    ASSERT_EQ(mx_rl_holds_on(&f->m, f->rl, i), 1);
 }
 
 static void lossfx_close(lossfx_t *f) {
@@ -828,7 +808,7 @@ TEST(rl_quorum_lost_while_fencing_ends_by_the_node_timeout) {
   ASSERT_OK(mx_rl_acquire_opts(&f.m, f.rl, &f.o, &s)); /* the token script is loaded */
   mx_rl_settle(&f.m, f.rl);
   for (i = 0; i < N; i++)
-    ASSERT_EQ(holds_on(&f.m, f.rl, i), 1);
+    ASSERT_EQ(mx_rl_holds_on(&f.m, f.rl, i), 1);
 
   /* Master 2 answers the re-entry first; then its token write's reply is
    * held, and 0 and 1 make the quorum that starts the fencing. */
@@ -898,7 +878,7 @@ TEST(rl_master_lost_after_granting_a_reentry_no_longer_votes) {
   ASSERT_GT(s.validity_ms, 0);
   ASSERT_EQ(lk_redlock_hold_count(f.rl), 2);
   for (i = 0; i < N; i++)
-    ASSERT_EQ(holds_on(&f.m, f.rl, i), i == 0 || i == 3 ? 0 : 2);
+    ASSERT_EQ(mx_rl_holds_on(&f.m, f.rl, i), i == 0 || i == 3 ? 0 : 2);
   ASSERT_EQ(f.lost, 0);
   ASSERT_OK(mx_rl_release(&f.m, f.rl));
   mx_rl_settle(&f.m, f.rl);
