@@ -395,6 +395,14 @@ static void forget(lk__obj_t *o) {
   lk__object_died(o->client);
 }
 
+/* The kind's memory: its own free, or the named body the core made. */
+static void free_body(lk__obj_t *o) {
+  if (o->ops->free != NULL)
+    o->ops->free(o);
+  else
+    lk__obj_free(o);
+}
+
 static void closed_and_free(lk__obj_t *o) {
   forget(o);
   free_parts(o);
@@ -404,7 +412,7 @@ static void closed_and_free(lk__obj_t *o) {
     ((lk_handle_close_cb)o->close_cb)((lk_handle_t *)o);
   else if (o->close_cb != NULL)
     o->ops->call_closed(o, o->close_cb);
-  o->ops->free(o);
+  free_body(o);
 }
 
 static void on_timer_closed(uv_handle_t *h) { closed_and_free(h->data); }
@@ -455,7 +463,7 @@ int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb) {
     lk__defer_cancel(&o->health_step);
     forget(o);
     free_parts(o);
-    o->ops->free(o);
+    free_body(o);
     return LK_EFORKED;
   }
   if (o->closing)
@@ -920,6 +928,37 @@ int lk__obj_new_check(const lk_client_t *c, const void *out, const char *name,
   if (out == NULL)
     return LK_EINVAL;
   return lk__check_name(c, name, len);
+}
+
+/* A char * field of a named body, by offset. */
+static char **body_string(lk__obj_t *o, size_t at) { return (char **)(void *)((char *)o + at); }
+
+void *lk__obj_open(lk_client_t *c, const void *out, const char *name, const lk__obj_ops_t *ops,
+                   int *rc) {
+  lk__obj_t *o;
+  size_t len;
+  *rc = lk__obj_new_check(c, out, name, &len);
+  if (*rc != 0)
+    return NULL;
+  o = lk__calloc(1, ops->body_size);
+  if (o != NULL) {
+    o->ops = ops;
+    *body_string(o, ops->name_at) = lk__memdup0(name, len);
+    *(size_t *)(void *)((char *)o + ops->name_len_at) = len;
+    if (*body_string(o, ops->name_at) != NULL)
+      return o;
+    lk__free(o);
+  }
+  *rc = LK_ENOMEM;
+  return NULL;
+}
+
+void lk__obj_free(lk__obj_t *o) {
+  size_t i;
+  lk__free(*body_string(o, o->ops->name_at));
+  for (i = 0; i < LK__OBJ_STRINGS_MAX && o->ops->strings[i] != 0; i++)
+    lk__free(*body_string(o, o->ops->strings[i]));
+  lk__free(o);
 }
 
 void lk__obj_init(lk__obj_t *o, lk_client_t *c, const lk__obj_ops_t *ops, const char *name) {

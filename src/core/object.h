@@ -10,10 +10,14 @@
  * A primitive embeds lk__obj_t as its FIRST member and gives a table of
  * hooks; its public functions stay typed and thin. */
 
+#include <stddef.h>
+
 #include "core/internal.h"
 #include "core/pubsub.h"
 
 typedef struct lk__obj_s lk__obj_t;
+/* The most strings a named body owns besides its name (ops->strings). */
+#define LK__OBJ_STRINGS_MAX 8
 /* A user callback kept by the core in this generic type; the primitive's
  * ops->call converts it back to its own type (a conversion C allows both
  * ways) before calling it. */
@@ -62,8 +66,16 @@ typedef struct lk__obj_ops_s {
    * what the object holds and return 1 (then call lk__obj_close_done when
    * finished), or return 0 when there is nothing to give back. May be NULL. */
   int (*close_release)(lk__obj_t *o);
-  /* Last, after the close callback: free the object's memory. */
+  /* Last, after the close callback: free the object's memory. NULL: the
+   * core frees a named body (lk__obj_free). */
   void (*free)(lk__obj_t *o);
+  /* A named kind's body, made by lk__obj_open and freed by lk__obj_free:
+   * its size and where its copy of the name and the name's length are
+   * (LK__NAMED_BODY), and the other strings the body owns, its char *
+   * fields by offset (the first 0 ends the list: offset 0 is the shared
+   * body). */
+  size_t body_size, name_at, name_len_at;
+  size_t strings[LK__OBJ_STRINGS_MAX];
   /* A message on o->channel reached this waiter (docs/objects.md,
    * "Waiting"): LK__WAKE_NONE (0) not for it; LK__WAKE_ALL (1) try again now,
    * as every local waiter does (a hook may still ration such wakes itself
@@ -344,6 +356,20 @@ static inline int64_t lk__handle_result(const lk_handle_t *h) {
 int lk__obj_new_check(const lk_client_t *c, const void *out, const char *name,
                       size_t *len);
 
+/* A named kind T's body in its ops table: T keeps its own copy of the name
+ * in `char *name` and its length in `size_t name_len`. */
+#define LK__NAMED_BODY(T)                                                              \
+  .body_size = sizeof(T), .name_at = offsetof(T, name), .name_len_at = offsetof(T, name_len)
+/* The opening of a named kind's _new (ops: LK__NAMED_BODY): the checks of
+ * lk__obj_new_check, then a zeroed body of ops->body_size bytes holding its
+ * own copy of the name, with o->ops set, so that lk__obj_free rolls it back
+ * until lk__obj_init registers it. NULL with *rc set (the check's code, or
+ * LK_ENOMEM). */
+void *lk__obj_open(lk_client_t *c, const void *out, const char *name, const lk__obj_ops_t *ops,
+                   int *rc);
+/* Frees a named body: its name, the strings ops->strings lists, the body. */
+void lk__obj_free(lk__obj_t *o);
+
 /* Entry checks: LK_EINVAL (NULL), thread, fork, LK_ECLOSED. */
 int lk__obj_check(const lk__obj_t *o);
 /* ... and a callback (LK_EINVAL) and nothing pending (LK_EBUSY). */
@@ -396,8 +422,8 @@ static inline const char *lk__obj_errtext(const lk__obj_t *o) {
 int lk__obj_cancel(lk__obj_t *o, int kind);
 /* The close protocol: the pending operation gets LK_ECANCELED, then
  * close_release, then the timer closes, then the close callback
- * (ops->call_closed, or the handle's) and ops->free. In
- * a forked child only ops->free runs (nothing of the parent's is touched)
+ * (ops->call_closed, or the handle's) and ops->free (or lk__obj_free). In
+ * a forked child only that runs (nothing of the parent's is touched)
  * and the result is LK_EFORKED. */
 int lk__obj_close(lk__obj_t *o, lk__fn_t close_cb);
 void lk__obj_close_done(lk__obj_t *o);

@@ -241,15 +241,13 @@ void lk__fair_abandon(lk__obj_t *o) {
 
 /* --- the entry point --- */
 
+/* Try once, not fenced; the rest as fair.h gives its defaults. */
 void lk_fair_opts_init(lk_fair_opts_t *o) {
-  if (o == NULL)
-    return;
-  o->wait_ms = 0;
-  o->lease_ms = LK_LEASE_DEFAULT;
-  o->fenced = 0;
-  o->waiter_timeout_ms = LK_FAIR_WAITER_TIMEOUT_DEFAULT;
-  o->sync_replicas = -1;
-  o->reentrant = 1;
+  if (o != NULL)
+    *o = (lk_fair_opts_t){.lease_ms = LK_LEASE_DEFAULT,
+                          .waiter_timeout_ms = LK_FAIR_WAITER_TIMEOUT_DEFAULT,
+                          .sync_replicas = -1,
+                          .reentrant = 1};
 }
 
 int lk_fair_acquire(lk_fair_t *f, const lk_fair_opts_t *opts, lk_fair_cb cb, void *arg) {

@@ -100,24 +100,15 @@ static int on_close_release_start(lk__obj_t *o) {
  * core answers for the name and held (base.sides). */
 LK__LOCK_LIKE_DEFS(lk_fair_t, lk_fair_cb, lk_fair_close_cb)
 
-static void free_fair(lk__obj_t *o) {
-  lk_fair_t *f = (lk_fair_t *)o;
-  lk__free(f->token_key);
-  lk__free(f->name);
-  lk__free(f->queue_key);
-  lk__free(f->timeout_key);
-  lk__free(f->waiters_key);
-  lk__free(f->channel_base);
-  lk__free(f->channel);
-  lk__free(f);
-}
-
 static const lk__obj_ops_t lk__fair_ops = {
     LK__LOCK_LIKE_OPS(lk__fair),
     .complete = on_complete,
     .abandon = lk__fair_abandon,
     .close_release = on_close_release_start,
-    .free = free_fair,
+    LK__NAMED_BODY(lk_fair_t),
+    .strings = {offsetof(lk_fair_t, queue_key), offsetof(lk_fair_t, timeout_key),
+                offsetof(lk_fair_t, waiters_key), offsetof(lk_fair_t, channel_base),
+                offsetof(lk_fair_t, channel), offsetof(lk_fair_t, token_key)},
     .acquire_kind = LK__FAIR_OP_ACQUIRE,
     .release_kind = LK__FAIR_OP_RELEASE,
     .own_answer = lk__fair_queued,
@@ -141,16 +132,12 @@ static int check_name(lk_client_t *c, const lk_fair_t *f) {
 }
 
 int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
-  lk_fair_t *f;
+  int rc;
   size_t len;
-  int rc = lk__obj_new_check(c, out, name, &len);
-  if (rc != 0)
-    return rc;
-  f = lk__calloc(1, sizeof(*f));
+  lk_fair_t *f = lk__obj_open(c, out, name, &lk__fair_ops, &rc);
   if (f == NULL)
-    return LK_ENOMEM;
-  f->name = lk__memdup0(name, len);
-  f->name_len = len;
+    return rc;
+  len = f->name_len;
   f->queue_key = lk__prefix_name(LK__FAIR_QUEUE_PREFIX, name, len, &f->queue_key_len);
   f->timeout_key = lk__prefix_name(LK__FAIR_TIMEOUT_PREFIX, name, len, &f->timeout_key_len);
   f->waiters_key = lk__prefix_name(LK__FAIR_WAITERS_PREFIX, name, len, &f->waiters_key_len);
@@ -163,16 +150,10 @@ int lk_fair_new(lk_client_t *c, const char *name, lk_fair_t **out) {
       f->channel[f->channel_base_len] = ':';
     }
   }
-  if (f->name == NULL || f->queue_key == NULL || f->timeout_key == NULL ||
-      f->waiters_key == NULL || f->channel == NULL) {
-    f->base.ops = &lk__fair_ops;
-    free_fair(&f->base);
-    return LK_ENOMEM;
-  }
-  rc = check_name(c, f);
+  rc = f->queue_key && f->timeout_key && f->waiters_key && f->channel ? check_name(c, f)
+                                                                         : LK_ENOMEM;
   if (rc != 0) {
-    f->base.ops = &lk__fair_ops;
-    free_fair(&f->base);
+    lk__obj_free(&f->base);
     return rc;
   }
   f->hold.lease_ms = c->o.default_lease_ms;

@@ -28,16 +28,6 @@ static void on_abandon(lk__obj_t *o) {
 
 LK__OBJ_CALLS(lk_latch_t, lk_latch_cb, lk_latch_close_cb)
 
-static void free_latch(lk__obj_t *o) {
-  lk_latch_t *l = (lk_latch_t *)o;
-  lk__free(l->name);
-  lk__free(l->channel);
-  lk__free(l->marker);
-  lk__free(l->tomb);
-  lk__free(l->record);
-  lk__free(l);
-}
-
 /* Every message wakes an awaiter (.message NULL): "0" (opened) and "1"
  * (re-armed, or deleted: the tombstone is only seen by looking). The
  * handle's answers (core/handle.c): the core's name; the latch holds
@@ -50,7 +40,9 @@ static const lk__obj_ops_t lk__latch_ops = {
     .counted = lk__obj_counted_always,
     .close_release = lk__latch_close_cleanup,
     LK__OBJ_CALLED,
-    .free = free_latch,
+    LK__NAMED_BODY(lk_latch_t),
+    .strings = {offsetof(lk_latch_t, channel), offsetof(lk_latch_t, marker),
+                offsetof(lk_latch_t, tomb), offsetof(lk_latch_t, record)},
     .message = NULL,
     .handle_kind = LK_KIND_LATCH,
     .cancel_kind = LATCH_OP_AWAIT,
@@ -92,30 +84,24 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
   int n, rc = lk__check_client_new(c);
   if (rc != 0)
     return rc;
-  if (out == NULL)
-    return LK_EINVAL;
+  /* The options are checked before the name (lk__obj_open). */
   opts = LK__OPTS_OR_DEFAULTS(opts, defaults, lk_latch_opts_init);
-  if (opts->marker_ttl_ms < 1 || opts->marker_ttl_ms > LK_LATCH_MARKER_TTL_DEFAULT)
+  if (out == NULL || opts->marker_ttl_ms < 1 || opts->marker_ttl_ms > LK_LATCH_MARKER_TTL_DEFAULT)
     return LK_EINVAL;
-  rc = lk__check_name(c, name, &len);
-  if (rc != 0)
-    return rc;
-  l = lk__calloc(1, sizeof(*l));
+  l = lk__obj_open(c, out, name, &lk__latch_ops, &rc);
   if (l == NULL)
-    return LK_ENOMEM;
+    return rc;
+  len = l->name_len;
   n = snprintf(l->owner, sizeof(l->owner), "%s:%" PRIu64, c->id, ++c->next_tid);
   l->owner_len = (size_t)n;
   l->strict = opts->strict != 0;
   l->marker_ttl_ms = opts->marker_ttl_ms;
-  l->name = lk__memdup0(name, len);
-  l->name_len = len;
   l->channel = lk__braced_name(LK__LATCH_CHANNEL_PREFIX, name, len, &l->channel_len);
   l->marker = lk__prefix_name(LK__LATCH_MARKER_PREFIX, name, len, &l->marker_len);
   l->tomb = lk__prefix_name(LK__LATCH_TOMB_PREFIX, name, len, &l->tomb_len);
-  l->record = l->name != NULL ? make_record(l, &l->record_len) : NULL;
+  l->record = make_record(l, &l->record_len);
   rc = LK_ENOMEM;
-  if (l->name == NULL || l->channel == NULL || l->marker == NULL || l->tomb == NULL ||
-      l->record == NULL)
+  if (l->channel == NULL || l->marker == NULL || l->tomb == NULL || l->record == NULL)
     goto fail;
   {
     /* One slot for all (core/names.c). Redisson's channel wraps the whole
@@ -134,7 +120,7 @@ int lk_latch_new(lk_client_t *c, const char *name, const lk_latch_opts_t *opts,
   *out = l;
   return 0;
 fail:
-  free_latch(&l->base); /* memory only: lk__obj_init has not run */
+  lk__obj_free(&l->base); /* memory only: lk__obj_init has not run */
   return rc;
 }
 

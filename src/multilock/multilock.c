@@ -408,12 +408,10 @@ static void step(lk_multilock_t *ml) {
 
 /* --- public API --- */
 
+/* Try once, the default lease, not fenced. */
 void lk_multilock_opts_init(lk_multilock_opts_t *o) {
-  if (o == NULL)
-    return;
-  o->wait_ms = 0;
-  o->lease_ms = LK_LEASE_DEFAULT;
-  o->fenced = 0;
+  if (o != NULL)
+    *o = (lk_multilock_opts_t){.lease_ms = LK_LEASE_DEFAULT};
 }
 
 static void begin(lk_multilock_t *ml, int kind, lk_multilock_cb cb, void *arg) {

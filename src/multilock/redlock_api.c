@@ -18,13 +18,10 @@ void lk_redlock_config_init(lk_redlock_config_t *cfg) {
   cfg->layout = LK_REDLOCK_LAYOUT_REDISSON;
 }
 
+/* One attempt, the default lease, the default node timeout, not fenced. */
 void lk_redlock_opts_init(lk_redlock_opts_t *o) {
-  if (o == NULL)
-    return;
-  o->wait_ms = 0;
-  o->lease_ms = LK_LEASE_DEFAULT;
-  o->node_timeout_ms = 0;
-  o->fenced = 0;
+  if (o != NULL)
+    *o = (lk_redlock_opts_t){.lease_ms = LK_LEASE_DEFAULT};
 }
 
 static void begin(lk_redlock_t *rl, int kind, lk_redlock_cb cb, void *arg) {

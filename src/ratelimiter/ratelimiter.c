@@ -178,15 +178,6 @@ static int read_value(lk__obj_t *o, const redisReply *r, int64_t *v) {
 
 LK__OBJ_CALLS(lk_ratelimiter_t, lk_ratelimiter_cb, lk_ratelimiter_close_cb)
 
-static void free_ratelimiter(lk__obj_t *o) {
-  lk_ratelimiter_t *rl = (lk_ratelimiter_t *)o;
-  int i;
-  lk__free(rl->name);
-  for (i = 0; i < 5; i++)
-    lk__free(rl->keys[i]);
-  lk__free(rl);
-}
-
 /* The handle's answers (core/handle.c): granted permits are spent, so the
  * rate limiter holds nothing. */
 static const lk__obj_ops_t lk__ratelimiter_ops = {
@@ -194,7 +185,10 @@ static const lk__obj_ops_t lk__ratelimiter_ops = {
     .attempt = lk__rl_attempt,
     .read_attempt = lk__rl_read_attempt,
     .granted = lk__rl_granted,
-    .free = free_ratelimiter,
+    LK__NAMED_BODY(lk_ratelimiter_t),
+    .strings = {offsetof(lk_ratelimiter_t, keys[0]), offsetof(lk_ratelimiter_t, keys[1]),
+                offsetof(lk_ratelimiter_t, keys[2]), offsetof(lk_ratelimiter_t, keys[3]),
+                offsetof(lk_ratelimiter_t, keys[4])},
     .acquire_kind = RL_ACQUIRE,
     /* Every attempt carries the acquire's id: a resend is applied at most once. */
     .counted = lk__obj_counted_always,
@@ -203,22 +197,18 @@ static const lk__obj_ops_t lk__ratelimiter_ops = {
 };
 
 int lk_ratelimiter_new(lk_client_t *c, const char *name, lk_ratelimiter_t **out) {
-  lk_ratelimiter_t *rl;
   size_t len;
   char suffix[64];
-  int i, rc = lk__obj_new_check(c, out, name, &len);
-  if (rc != 0)
-    return rc;
-  rl = lk__calloc(1, sizeof(*rl));
+  int i, rc;
+  lk_ratelimiter_t *rl = lk__obj_open(c, out, name, &lk__ratelimiter_ops, &rc);
   if (rl == NULL)
-    return LK_ENOMEM;
+    return rc;
+  len = rl->name_len;
   rc = uv_random(NULL, NULL, rl->id, 8, 0, NULL);
   if (rc != 0) {
-    lk__free(rl);
+    lk__obj_free(&rl->base);
     return rc;
   }
-  rl->name = lk__memdup0(name, len);
-  rl->name_len = len;
   rl->keys[0] = lk__memdup0(name, len);
   rl->key_lens[0] = len;
   rl->keys[1] = lk__suffix_name(name, len, "value", &rl->key_lens[1]);
@@ -230,8 +220,8 @@ int lk_ratelimiter_new(lk_client_t *c, const char *name, lk_ratelimiter_t **out)
   for (i = 0; i < 5; i++)
     if (rl->keys[i] == NULL)
       rc = LK_ENOMEM;
-  if (rl->name == NULL || rc != 0) {
-    free_ratelimiter(&rl->base);
+  if (rc != 0) {
+    lk__obj_free(&rl->base);
     return LK_ENOMEM;
   }
   {
@@ -241,7 +231,7 @@ int lk_ratelimiter_new(lk_client_t *c, const char *name, lk_ratelimiter_t **out)
       d[i].text = rl->keys[i], d[i].len = rl->key_lens[i], d[i].open = 0;
     rc = lk__names_one_slot(c, "rate limiter", rl->name, rl->name_len, d, 5);
     if (rc != 0) {
-      free_ratelimiter(&rl->base);
+      lk__obj_free(&rl->base);
       return rc;
     }
   }

@@ -189,20 +189,12 @@ int lk_rwlock_set_owner(lk_rwlock_t *rw, const char *client_id, uint64_t thread_
  * core answers for the name and held (either side held: base.sides). */
 LK__LOCK_LIKE_DEFS(lk_rwlock_t, lk_rwlock_cb, lk_rwlock_close_cb)
 
-static void free_rwlock(lk__obj_t *o) {
-  lk_rwlock_t *rw = (lk_rwlock_t *)o;
-  lk__free(rw->token_key);
-  lk__free(rw->tp);
-  lk__free(rw->kp);
-  lk__free(rw->channel);
-  lk__free(rw->name);
-  lk__free(rw);
-}
-
 static const lk__obj_ops_t lk__rwlock_ops = {
     LK__LOCK_LIKE_OPS(lk__rw),
     .close_release = lk__rw_close_release,
-    .free = free_rwlock,
+    LK__NAMED_BODY(lk_rwlock_t),
+    .strings = {offsetof(lk_rwlock_t, channel), offsetof(lk_rwlock_t, kp),
+                offsetof(lk_rwlock_t, tp), offsetof(lk_rwlock_t, token_key)},
     .message = lk__rw_on_message,
     .acquire_kind = LK__RW_OP_ACQUIRE,
     .release_kind = LK__RW_OP_RELEASE,
@@ -248,23 +240,17 @@ static int check_name(lk_client_t *c, const lk_rwlock_t *rw) {
 }
 
 int lk_rwlock_new(lk_client_t *c, const char *name, lk_rwlock_t **out) {
-  lk_rwlock_t *rw;
-  size_t len;
-  int rc = lk__obj_new_check(c, out, name, &len);
-  if (rc != 0)
-    return rc;
-  rw = lk__calloc(1, sizeof(*rw));
+  int rc;
+  lk_rwlock_t *rw = lk__obj_open(c, out, name, &lk__rwlock_ops, &rc);
   if (rw == NULL)
-    return LK_ENOMEM;
-  rw->name = lk__memdup0(name, len);
-  rw->name_len = len;
-  rw->channel = lk__prefix_name(LK__RW_CHANNEL_PREFIX, name, len, &rw->channel_len);
-  rw->kp = key_prefix(name, len, &rw->kp_len);
-  rc = rw->name && rw->channel && rw->kp ? set_owner(rw, c->id, ++c->next_tid) : LK_ENOMEM;
+    return rc;
+  rw->channel = lk__prefix_name(LK__RW_CHANNEL_PREFIX, name, rw->name_len, &rw->channel_len);
+  rw->kp = key_prefix(name, rw->name_len, &rw->kp_len);
+  rc = rw->channel && rw->kp ? set_owner(rw, c->id, ++c->next_tid) : LK_ENOMEM;
   if (rc == 0)
     rc = check_name(c, rw);
   if (rc != 0) {
-    free_rwlock(&rw->base);
+    lk__obj_free(&rw->base);
     return rc;
   }
   rw->wd[LK__RW_R].cls = &lk__rw_wd_read_class;

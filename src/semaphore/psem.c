@@ -510,15 +510,13 @@ static int on_close_release_start(lk__obj_t *o) {
 
 LK__OBJ_CALLS(lk_psem_t, lk_psem_cb, lk_psem_close_cb)
 
+/* The permits and their ids, then the named body (core/object.h). */
 static void free_psem(lk__obj_t *o) {
   lk_psem_t *p = (lk_psem_t *)o;
-  lk__free(p->name);
-  lk__free(p->zset);
-  lk__free(p->channel);
   lk__free(p->permits);
   lk__free(p->wd_ids);
   lk__free(p->req_ids);
-  lk__free(p);
+  lk__obj_free(o);
 }
 
 static int on_message(lk__obj_t *o, const char *msg, size_t len) {
@@ -556,26 +554,22 @@ static int handle_is_held(const lk__obj_t *o) { return lk__psem_held((const lk_p
 static const lk__obj_ops_t lk__psem_ops = {
     LK__SEM_OPS,
     .free = free_psem,
+    LK__NAMED_BODY(lk_psem_t),
+    .strings = {offsetof(lk_psem_t, zset), offsetof(lk_psem_t, channel)},
     .read_value = read_value,
     .handle_kind = LK_KIND_PSEM,
     .tells_lost = 1,
 };
 
 int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
-  lk_psem_t *p;
-  size_t len;
-  int rc = lk__obj_new_check(c, out, name, &len);
-  if (rc != 0)
-    return rc;
-  p = lk__calloc(1, sizeof(*p));
+  int rc;
+  lk_psem_t *p = lk__obj_open(c, out, name, &lk__psem_ops, &rc);
   if (p == NULL)
-    return LK_ENOMEM;
-  p->name = lk__memdup0(name, len);
-  p->name_len = len;
-  p->zset = lk__suffix_name(name, len, "timeout", &p->zset_len);
-  p->channel = lk__prefix_name(LK__SEM_CHANNEL_PREFIX, name, len, &p->channel_len);
-  if (p->name == NULL || p->zset == NULL || p->channel == NULL) {
-    free_psem(&p->base);
+    return rc;
+  p->zset = lk__suffix_name(name, p->name_len, "timeout", &p->zset_len);
+  p->channel = lk__prefix_name(LK__SEM_CHANNEL_PREFIX, name, p->name_len, &p->channel_len);
+  if (p->zset == NULL || p->channel == NULL) {
+    lk__obj_free(&p->base);
     return LK_ENOMEM;
   }
   {
@@ -586,7 +580,7 @@ int lk_psem_new(lk_client_t *c, const char *name, lk_psem_t **out) {
                                 {p->channel, p->channel_len, 0}};
     rc = lk__names_one_slot(c, "permit semaphore", p->name, p->name_len, d, 3);
     if (rc != 0) {
-      free_psem(&p->base);
+      lk__obj_free(&p->base);
       return rc;
     }
   }

@@ -529,14 +529,6 @@ static int on_close_release_start(lk__obj_t *o) {
 
 LK__OBJ_CALLS(lk_semaphore_t, lk_semaphore_cb, lk_semaphore_close_cb)
 
-static void free_semaphore(lk__obj_t *o) {
-  lk_semaphore_t *s = (lk_semaphore_t *)o;
-  lk__free(s->name);
-  lk__free(s->channel);
-  lk__free(s->mark);
-  lk__free(s);
-}
-
 static int on_message(lk__obj_t *o, const char *msg, size_t len) {
   return lk__sem_worth_waking(o, msg, len, ((lk_semaphore_t *)o)->n);
 }
@@ -570,22 +562,19 @@ static int handle_is_held(const lk__obj_t *o) { return ((const lk_semaphore_t *)
  * most once (LK__SEM_OPS). */
 static const lk__obj_ops_t lk__semaphore_ops = {
     LK__SEM_OPS,
-    .free = free_semaphore,
+    LK__NAMED_BODY(lk_semaphore_t),
+    .strings = {offsetof(lk_semaphore_t, channel), offsetof(lk_semaphore_t, mark)},
     .handle_kind = LK_KIND_SEMAPHORE,
 };
 
 int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
-  lk_semaphore_t *s;
   size_t len, base_len;
   char *base, tail[64];
-  int rc = lk__obj_new_check(c, out, name, &len), n;
-  if (rc != 0)
-    return rc;
-  s = lk__calloc(1, sizeof(*s));
+  int rc, n;
+  lk_semaphore_t *s = lk__obj_open(c, out, name, &lk__semaphore_ops, &rc);
   if (s == NULL)
-    return LK_ENOMEM;
-  s->name = lk__memdup0(name, len);
-  s->name_len = len;
+    return rc;
+  len = s->name_len;
   s->channel = lk__prefix_name(LK__SEM_CHANNEL_PREFIX, name, len, &s->channel_len);
   /* The mark is private to this object: this client's id and a number of
    * its own, under the semaphore's hash tag. */
@@ -601,8 +590,8 @@ int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
     }
   }
   lk__free(base);
-  if (s->name == NULL || s->channel == NULL || s->mark == NULL) {
-    free_semaphore(&s->base);
+  if (s->channel == NULL || s->mark == NULL) {
+    lk__obj_free(&s->base);
     return LK_ENOMEM;
   }
   {
@@ -613,7 +602,7 @@ int lk_semaphore_new(lk_client_t *c, const char *name, lk_semaphore_t **out) {
                                 {s->mark, base_len, 1}};
     rc = lk__names_one_slot(c, "semaphore", s->name, s->name_len, d, 3);
     if (rc != 0) {
-      free_semaphore(&s->base);
+      lk__obj_free(&s->base);
       return rc;
     }
   }
