@@ -230,8 +230,9 @@ int64_t lk__bl_token(lk__bl_handle_t *h);
 
 typedef struct lk__bl_op_s lk__bl_op_t;
 
-/* Starts the kind's asynchronous verb on obj with op as its callback's arg
- * and the kind's LK__BL_DONE trampoline as the callback; returns its code. */
+/* Starts one asynchronous verb of the kind on obj (each entry point has its
+ * own, next to it) with op as its callback's arg and the kind's LK__BL_DONE
+ * trampoline as the callback; returns its code. */
 typedef int (*lk__bl_op_start_fn)(lk_handle_t *obj, lk__bl_op_t *op);
 
 enum {
@@ -246,7 +247,6 @@ struct lk__bl_op_s {
   lk__bl_call_t call; /* first; set by lk__bl_op_run */
   lk__bl_op_start_fn start;
   unsigned flags;
-  int verb;           /* the kind's own verb number */
   int side;           /* LK__BL_HOLDS: the slot index the hold counts at */
   uint64_t until;     /* LK__BL_HOLDS: a fixed lease's end (lk__bl_lease_until) */
   const void *opts;   /* the verb's options (the caller's, alive while it blocks) */
@@ -274,11 +274,15 @@ struct lk__bl_op_s {
  * checks, LK_ECLOSED, the verb's own codes. *result (may be NULL) is set
  * on success only. */
 int lk__bl_op_run(lk__bl_handle_t *h, lk__bl_op_t *op, int64_t *result);
-/* Runs the acquire `verb` of a kind whose success is a hold of slot index
+/* A query: runs op and returns its code on failure, else its answer
+ * (lk__bl_answer) or whether that is non-zero (lk__bl_yes_no). */
+int64_t lk__bl_answer(lk__bl_handle_t *h, lk__bl_op_t *op);
+int lk__bl_yes_no(lk__bl_handle_t *h, lk__bl_op_t *op);
+/* Runs the acquire `start` of a kind whose success is a hold of slot index
  * `side`, cancelable, with its options and their lease_ms: a fixed lease's
  * end is taken before the request leaves, so it never outlives it here. */
-int lk__bl_hold_run(lk__bl_handle_t *h, lk__bl_op_start_fn start, int verb, int side,
-                    const void *opts, int64_t lease_ms);
+int lk__bl_hold_run(lk__bl_handle_t *h, lk__bl_op_start_fn start, int side, const void *opts,
+                    int64_t lease_ms);
 /* The verb's end, on the loop thread: bookkeeping, sync, wakes the caller. */
 void lk__bl_op_done(lk_handle_t *obj, int status, void *op);
 /* Reads the slot's counts and token from obj again (the kind's sync). */

@@ -8,8 +8,6 @@ struct lk_blocking_leader_s {
   lk__bl_handle_t h;
 };
 
-enum { V_CAMPAIGN, V_RESIGN };
-
 LK__BL_MAKE(leader)
 
 static void sync_leading(lk__bl_slot_t *slot, lk_handle_t *obj) {
@@ -25,11 +23,12 @@ static int64_t term_of(lk_handle_t *obj, int status, lk__bl_op_t *op) {
 
 LK__BL_DONE(leader)
 
-static int start(lk_handle_t *h, lk__bl_op_t *op) {
-  int rc;
-  if (op->verb == V_CAMPAIGN)
-    return lk_leader_campaign(lk_handle_as_leader(h), op->opts, bl_done, op);
-  rc = lk_leader_resign(lk_handle_as_leader(h), bl_done, op);
+static int start_campaign(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_leader_campaign(lk_handle_as_leader(h), op->opts, bl_done, op);
+}
+
+static int start_resign(lk_handle_t *h, lk__bl_op_t *op) {
+  int rc = lk_leader_resign(lk_handle_as_leader(h), bl_done, op);
   if (rc != 0) /* not leading any more either way */
     lk__bl_sync(op->call.slot, h);
   return rc;
@@ -57,8 +56,7 @@ int lk_blocking_leader_new(lk_blocking_t *b, const char *role, lk_blocking_leade
 int lk_blocking_leader_campaign(lk_blocking_leader_t *l, const lk_leader_opts_t *opts,
                                 int64_t *term) {
   lk_leader_opts_t o;
-  lk__bl_op_t op = {.start = start,
-                    .verb = V_CAMPAIGN,
+  lk__bl_op_t op = {.start = start_campaign,
                     .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
                     .opts = opts,
                     .finish = term_of};
@@ -70,7 +68,7 @@ int lk_blocking_leader_campaign(lk_blocking_leader_t *l, const lk_leader_opts_t 
 }
 
 int lk_blocking_leader_resign(lk_blocking_leader_t *l) {
-  lk__bl_op_t op = {.start = start, .verb = V_RESIGN};
+  lk__bl_op_t op = {.start = start_resign};
   return lk__bl_op_run(LK__BL_H(l), &op, NULL);
 }
 

@@ -15,8 +15,6 @@ struct BL_B(s) {
   lk__bl_handle_t h;
 };
 
-enum { V_ACQUIRE, V_RELEASE, V_IS_LOCKED };
-
 static int make(lk__bl_slot_t *slot, lk_handle_t **out) {
   BL_A(t) *obj = NULL;
   int rc = BL_A(new)(lk__bl_client(slot->h->b), slot->h->name, &obj);
@@ -32,20 +30,12 @@ static void sync_count(lk__bl_slot_t *slot, lk_handle_t *obj) {
 
 LK__BL_DONE(BL_X)
 
-static int start(lk_handle_t *h, lk__bl_op_t *op) {
-  BL_A(t) *obj = BL_AS(h);
-  switch (op->verb) {
-  case V_ACQUIRE:
-    return BL_A(acquire)(obj, op->opts, bl_done, op);
-  case V_RELEASE:
-    return BL_A(release)(obj, bl_done, op);
-  default:
-    return BL_A(is_locked)(obj, bl_done, op);
-  }
+static int start_acquire(lk_handle_t *h, lk__bl_op_t *op) {
+  return BL_A(acquire)(BL_AS(h), op->opts, bl_done, op);
 }
 
 static int acquire(BL_B(t) *l, const BL_A(opts_t) *opts) {
-  return lk__bl_hold_run(LK__BL_H(l), start, V_ACQUIRE, 0, opts, opts->lease_ms);
+  return lk__bl_hold_run(LK__BL_H(l), start_acquire, 0, opts, opts->lease_ms);
 }
 
 #include "blocking/lock_verbs.h"
@@ -59,9 +49,11 @@ int BL_B(new)(lk_blocking_t *b, const char *name, BL_B(t) **out) {
   return lk__bl_handle_new(b, &kind, name, sizeof(BL_B(t)), out);
 }
 
+static int start_is_locked(lk_handle_t *h, lk__bl_op_t *op) {
+  return BL_A(is_locked)(BL_AS(h), bl_done, op);
+}
+
 int BL_B(is_locked)(BL_B(t) *l) {
-  lk__bl_op_t op = {.start = start, .verb = V_IS_LOCKED};
-  int64_t r = 0;
-  int rc = lk__bl_op_run(LK__BL_H(l), &op, &r);
-  return rc != 0 ? rc : r != 0;
+  lk__bl_op_t op = {.start = start_is_locked};
+  return lk__bl_yes_no(LK__BL_H(l), &op);
 }

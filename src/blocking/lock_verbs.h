@@ -4,9 +4,9 @@
  * The includer defines
  *   BL_A(x)      the async API's name for x (lk_lock_##x: its opts_t)
  *   BL_B(x)      the blocking API's name for x (lk_blocking_lock_##x)
- * and, before including this, a static
+ *   BL_AS        the handle's conversion (lk_handle_as_lock)
+ * and, before including this, bl_done (LK__BL_DONE) and a static
  *   acquire(BL_B(t) *, const BL_A(opts_t) *)  its acquire op (lk__bl_op_run)
- *   start, V_RELEASE                            its verbs (op.c)
  * and includes it once. */
 
 int BL_B(acquire)(BL_B(t) *l, const BL_A(opts_t) *opts) {
@@ -22,8 +22,12 @@ int BL_B(try)(BL_B(t) *l, int64_t wait_ms) {
   return acquire(l, &o);
 }
 
+static int start_release(lk_handle_t *h, lk__bl_op_t *op) {
+  return BL_A(release)(BL_AS(h), bl_done, op);
+}
+
 int BL_B(release)(BL_B(t) *l) {
-  lk__bl_op_t op = {.start = start, .verb = V_RELEASE, .flags = LK__BL_RELEASES};
+  lk__bl_op_t op = {.start = start_release, .flags = LK__BL_RELEASES};
   return lk__bl_op_run(LK__BL_H(l), &op, NULL);
 }
 

@@ -18,8 +18,6 @@ typedef struct {
   size_t n, open;
 } members_t;
 
-enum { V_ACQUIRE, V_RELEASE };
-
 static void free_members(members_t *m) {
   lk__free(m->locks);
   lk__free(m);
@@ -103,18 +101,17 @@ static void sync_count(lk__bl_slot_t *slot, lk_handle_t *obj) {
 
 LK__BL_DONE(multilock)
 
-static int start(lk_handle_t *h, lk__bl_op_t *op) {
-  if (op->verb == V_ACQUIRE)
-    return lk_multilock_acquire(lk_handle_as_multilock(h), op->opts, bl_done, op);
-  return lk_multilock_release(lk_handle_as_multilock(h), bl_done, op);
+static int start_acquire(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_multilock_acquire(lk_handle_as_multilock(h), op->opts, bl_done, op);
 }
 
 static int acquire(lk_blocking_multilock_t *g, const lk_multilock_opts_t *opts) {
-  return lk__bl_hold_run(LK__BL_H(g), start, V_ACQUIRE, 0, opts, opts->lease_ms);
+  return lk__bl_hold_run(LK__BL_H(g), start_acquire, 0, opts, opts->lease_ms);
 }
 
 #define BL_A(x) lk_multilock_##x
 #define BL_B(x) lk_blocking_multilock_##x
+#define BL_AS lk_handle_as_multilock
 #include "blocking/lock_verbs.h"
 
 static const lk__bl_kind_t ml_kind = {

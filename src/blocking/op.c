@@ -49,10 +49,9 @@ static int start_op(lk__bl_call_t *call) {
 
 static int cancel_op(lk__bl_call_t *call) { return lk_handle_cancel(call->slot->obj); }
 
-int lk__bl_hold_run(lk__bl_handle_t *h, lk__bl_op_start_fn start, int verb, int side,
-                    const void *opts, int64_t lease_ms) {
+int lk__bl_hold_run(lk__bl_handle_t *h, lk__bl_op_start_fn start, int side, const void *opts,
+                    int64_t lease_ms) {
   lk__bl_op_t op = {.start = start,
-                    .verb = verb,
                     .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
                     .side = side,
                     .opts = opts,
@@ -71,4 +70,16 @@ int lk__bl_op_run(lk__bl_handle_t *h, lk__bl_op_t *op, int64_t *result) {
   if (rc == 0 && result != NULL)
     *result = op->call.result;
   return rc;
+}
+
+int64_t lk__bl_answer(lk__bl_handle_t *h, lk__bl_op_t *op) {
+  int64_t r = 0;
+  int rc = lk__bl_op_run(h, op, &r);
+  return rc != 0 ? rc : r;
+}
+
+int lk__bl_yes_no(lk__bl_handle_t *h, lk__bl_op_t *op) {
+  int64_t r = 0;
+  int rc = lk__bl_op_run(h, op, &r);
+  return rc != 0 ? rc : r != 0;
 }

@@ -10,8 +10,6 @@ struct lk_blocking_psem_s {
   lk__bl_handle_t h;
 };
 
-enum { V_ACQUIRE, V_RELEASE, V_TRY_SET, V_AVAILABLE };
-
 typedef char psem_id_t[LK_PSEM_ID_LEN + 1];
 
 LK__BL_MAKE(psem)
@@ -37,20 +35,6 @@ static int64_t copy_ids(lk_handle_t *h, int status, lk__bl_op_t *op) {
   return n;
 }
 
-static int start(lk_handle_t *h, lk__bl_op_t *op) {
-  lk_psem_t *obj = lk_handle_as_psem(h);
-  switch (op->verb) {
-  case V_ACQUIRE:
-    return lk_psem_acquire(obj, op->opts, bl_done, op);
-  case V_RELEASE:
-    return lk_psem_release(obj, op->arg, bl_done, op);
-  case V_TRY_SET:
-    return lk_psem_try_set_permits(obj, op->n, bl_done, op);
-  default:
-    return lk_psem_available(obj, bl_done, op);
-  }
-}
-
 static int try_any(lk__bl_handle_t *h, int64_t wait_ms) {
   return lk_blocking_psem_try((lk_blocking_psem_t *)h, wait_ms, NULL);
 }
@@ -63,21 +47,19 @@ static const lk__bl_kind_t psem_kind = {
     .make = make, .sync = sync_count, .lost = on_lost, .try_any = try_any,
     .release_any = release_any};
 
-static int run(lk_blocking_psem_t *p, int verb, int64_t n, int64_t *result) {
-  lk__bl_op_t op = {.start = start, .verb = verb, .n = n};
-  return lk__bl_op_run(LK__BL_H(p), &op, result);
-}
-
 int lk_blocking_psem_new(lk_blocking_t *b, const char *name, lk_blocking_psem_t **out) {
   return lk__bl_handle_new(b, &psem_kind, name, sizeof(lk_blocking_psem_t), out);
+}
+
+static int start_acquire(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_psem_acquire(lk_handle_as_psem(h), op->opts, bl_done, op);
 }
 
 int lk_blocking_psem_acquire(lk_blocking_psem_t *p, const lk_psem_opts_t *opts,
                              char (*ids)[LK_PSEM_ID_LEN + 1]) {
   lk_psem_opts_t o;
   LK__BL_OPTS_OR_FOREVER(lk_psem_opts_init, opts, o);
-  lk__bl_op_t op = {.start = start,
-                    .verb = V_ACQUIRE,
+  lk__bl_op_t op = {.start = start_acquire,
                     .flags = LK__BL_CANCELABLE,
                     .opts = opts,
                     .arg = ids,
@@ -92,23 +74,16 @@ int lk_blocking_psem_try(lk_blocking_psem_t *p, int64_t wait_ms, char id[LK_PSEM
   return lk_blocking_psem_acquire(p, &o, (psem_id_t *)id);
 }
 
+static int start_release(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_psem_release(lk_handle_as_psem(h), op->arg, bl_done, op);
+}
+
 int lk_blocking_psem_release(lk_blocking_psem_t *p, const char *id) {
-  lk__bl_op_t op = {.start = start, .verb = V_RELEASE, .arg = id};
+  lk__bl_op_t op = {.start = start_release, .arg = id};
   return lk__bl_op_run(LK__BL_H(p), &op, NULL);
 }
 
-int lk_blocking_psem_try_set_permits(lk_blocking_psem_t *p, int64_t permits) {
-  int64_t r = 0;
-  int rc = run(p, V_TRY_SET, permits, &r);
-  return rc != 0 ? rc : r != 0;
-}
-
-int64_t lk_blocking_psem_available(lk_blocking_psem_t *p) {
-  int64_t r = 0;
-  int rc = run(p, V_AVAILABLE, 0, &r);
-  return rc != 0 ? rc : r;
-}
-
-int64_t lk_blocking_psem_held(lk_blocking_psem_t *p) { return lk__bl_count(LK__BL_H(p), 0, 0); }
-
-int lk_blocking_psem_close(lk_blocking_psem_t *p) { return lk__bl_handle_close(LK__BL_H(p)); }
+#define BL_A(x) lk_psem_##x
+#define BL_B(x) lk_blocking_psem_##x
+#define BL_AS lk_handle_as_psem
+#include "blocking/sem_verbs.h"

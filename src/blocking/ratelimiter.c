@@ -7,25 +7,9 @@ struct lk_blocking_ratelimiter_s {
   lk__bl_handle_t h;
 };
 
-enum { V_ACQUIRE, V_TRY_SET_RATE, V_SET_RATE, V_AVAILABLE };
-
 LK__BL_MAKE(ratelimiter)
 
 LK__BL_DONE(ratelimiter)
-
-static int start(lk_handle_t *h, lk__bl_op_t *op) {
-  lk_ratelimiter_t *obj = lk_handle_as_ratelimiter(h);
-  switch (op->verb) {
-  case V_ACQUIRE:
-    return lk_ratelimiter_acquire(obj, op->opts, bl_done, op);
-  case V_TRY_SET_RATE:
-    return lk_ratelimiter_try_set_rate(obj, op->arg, bl_done, op);
-  case V_SET_RATE:
-    return lk_ratelimiter_set_rate(obj, op->arg, bl_done, op);
-  default:
-    return lk_ratelimiter_available(obj, bl_done, op);
-  }
-}
 
 static int try_any(lk__bl_handle_t *h, int64_t wait_ms) {
   return lk_blocking_ratelimiter_try((lk_blocking_ratelimiter_t *)h, 1, wait_ms);
@@ -37,33 +21,40 @@ static const lk__bl_kind_t rl_kind = {.what = "ratelimiter",
                                       .make = make,
                                       .try_any = try_any};
 
-static int run(lk_blocking_ratelimiter_t *r, int verb, const void *arg, int64_t *result) {
-  lk__bl_op_t op = {.start = start, .verb = verb, .arg = arg};
-  return lk__bl_op_run(LK__BL_H(r), &op, result);
-}
-
 int lk_blocking_ratelimiter_new(lk_blocking_t *b, const char *name,
                                 lk_blocking_ratelimiter_t **out) {
   return lk__bl_handle_new(b, &rl_kind, name, sizeof(lk_blocking_ratelimiter_t), out);
 }
 
+static int start_try_set_rate(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_ratelimiter_try_set_rate(lk_handle_as_ratelimiter(h), op->arg, bl_done, op);
+}
+
 int lk_blocking_ratelimiter_try_set_rate(lk_blocking_ratelimiter_t *r,
                                          const lk_ratelimiter_config_t *cfg) {
-  int64_t v = 0;
-  int rc = cfg == NULL ? LK_EINVAL : run(r, V_TRY_SET_RATE, cfg, &v);
-  return rc != 0 ? rc : v != 0;
+  lk__bl_op_t op = {.start = start_try_set_rate, .arg = cfg};
+  return cfg == NULL ? LK_EINVAL : lk__bl_yes_no(LK__BL_H(r), &op);
+}
+
+static int start_set_rate(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_ratelimiter_set_rate(lk_handle_as_ratelimiter(h), op->arg, bl_done, op);
 }
 
 int lk_blocking_ratelimiter_set_rate(lk_blocking_ratelimiter_t *r,
                                      const lk_ratelimiter_config_t *cfg) {
-  return cfg == NULL ? LK_EINVAL : run(r, V_SET_RATE, cfg, NULL);
+  lk__bl_op_t op = {.start = start_set_rate, .arg = cfg};
+  return cfg == NULL ? LK_EINVAL : lk__bl_op_run(LK__BL_H(r), &op, NULL);
+}
+
+static int start_acquire(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_ratelimiter_acquire(lk_handle_as_ratelimiter(h), op->opts, bl_done, op);
 }
 
 int lk_blocking_ratelimiter_acquire(lk_blocking_ratelimiter_t *r,
                                     const lk_ratelimiter_opts_t *opts) {
   lk_ratelimiter_opts_t o;
   LK__BL_OPTS_OR_FOREVER(lk_ratelimiter_opts_init, opts, o);
-  lk__bl_op_t op = {.start = start, .verb = V_ACQUIRE, .flags = LK__BL_CANCELABLE, .opts = opts};
+  lk__bl_op_t op = {.start = start_acquire, .flags = LK__BL_CANCELABLE, .opts = opts};
   return lk__bl_op_run(LK__BL_H(r), &op, NULL);
 }
 
@@ -76,8 +67,13 @@ int lk_blocking_ratelimiter_try(lk_blocking_ratelimiter_t *r, int64_t permits,
   return lk_blocking_ratelimiter_acquire(r, &o);
 }
 
+static int start_available(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_ratelimiter_available(lk_handle_as_ratelimiter(h), bl_done, op);
+}
+
 int lk_blocking_ratelimiter_available(lk_blocking_ratelimiter_t *r, int64_t *out) {
-  return run(r, V_AVAILABLE, NULL, out);
+  lk__bl_op_t op = {.start = start_available};
+  return lk__bl_op_run(LK__BL_H(r), &op, out);
 }
 
 int lk_blocking_ratelimiter_close(lk_blocking_ratelimiter_t *r) {

@@ -23,8 +23,6 @@ struct lk_blocking_redlock_s {
   lk_client_t *clients[];
 };
 
-enum { V_ACQUIRE, V_RELEASE };
-
 /* ---- each thread's object ---------------------------------------------------- */
 
 static int make(lk__bl_slot_t *slot, lk_handle_t **out) {
@@ -56,15 +54,12 @@ static int64_t set_validity(lk_handle_t *obj, int status, lk__bl_op_t *op) {
 
 LK__BL_DONE(redlock)
 
-static int start(lk_handle_t *h, lk__bl_op_t *op) {
-  if (op->verb == V_ACQUIRE)
-    return lk_redlock_acquire(lk_handle_as_redlock(h), op->opts, bl_done, op);
-  return lk_redlock_release(lk_handle_as_redlock(h), bl_done, op);
+static int start_acquire(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_redlock_acquire(lk_handle_as_redlock(h), op->opts, bl_done, op);
 }
 
 static int acquire(lk_blocking_redlock_t *r, const lk_redlock_opts_t *opts) {
-  lk__bl_op_t op = {.start = start,
-                    .verb = V_ACQUIRE,
+  lk__bl_op_t op = {.start = start_acquire,
                     .flags = LK__BL_CANCELABLE | LK__BL_HOLDS,
                     .opts = opts,
                     .finish = set_validity};
@@ -73,6 +68,7 @@ static int acquire(lk_blocking_redlock_t *r, const lk_redlock_opts_t *opts) {
 
 #define BL_A(x) lk_redlock_##x
 #define BL_B(x) lk_blocking_redlock_##x
+#define BL_AS lk_handle_as_redlock
 #include "blocking/lock_verbs.h"
 
 static const lk__bl_kind_t rl_kind = {

@@ -7,8 +7,6 @@ struct lk_blocking_rwlock_s {
   lk__bl_handle_t h;
 };
 
-enum { V_ACQUIRE, V_RELEASE };
-
 static int side_ok(lk_rwlock_side_t side) { return side == LK_RW_READ || side == LK_RW_WRITE; }
 static int side_index(lk_rwlock_side_t side) { return side == LK_RW_WRITE; }
 
@@ -29,11 +27,17 @@ static void sync_counts(lk__bl_slot_t *slot, lk_handle_t *h) {
 
 LK__BL_DONE(rwlock)
 
-static int start(lk_handle_t *h, lk__bl_op_t *op) {
-  lk_rwlock_side_t side = op->side == 1 ? LK_RW_WRITE : LK_RW_READ;
-  if (op->verb == V_ACQUIRE)
-    return lk_rwlock_acquire(lk_handle_as_rwlock(h), side, op->opts, bl_done, op);
-  return lk_rwlock_release(lk_handle_as_rwlock(h), side, bl_done, op);
+/* The side a verb takes, from the slot index it counts at. */
+static lk_rwlock_side_t side_of(const lk__bl_op_t *op) {
+  return op->side == 1 ? LK_RW_WRITE : LK_RW_READ;
+}
+
+static int start_acquire(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_rwlock_acquire(lk_handle_as_rwlock(h), side_of(op), op->opts, bl_done, op);
+}
+
+static int start_release(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_rwlock_release(lk_handle_as_rwlock(h), side_of(op), bl_done, op);
 }
 
 static int try_any(lk__bl_handle_t *h, int64_t wait_ms) {
@@ -51,7 +55,7 @@ static const lk__bl_kind_t rw_kind = {
 static int acquire(lk_blocking_rwlock_t *l, lk_rwlock_side_t side, const lk_rwlock_opts_t *opts) {
   if (!side_ok(side))
     return LK_EINVAL;
-  return lk__bl_hold_run(LK__BL_H(l), start, V_ACQUIRE, side_index(side), opts, opts->lease_ms);
+  return lk__bl_hold_run(LK__BL_H(l), start_acquire, side_index(side), opts, opts->lease_ms);
 }
 
 int lk_blocking_rwlock_new(lk_blocking_t *b, const char *name, lk_blocking_rwlock_t **out) {
@@ -74,7 +78,7 @@ int lk_blocking_rwlock_try(lk_blocking_rwlock_t *l, lk_rwlock_side_t side, int64
 
 int lk_blocking_rwlock_release(lk_blocking_rwlock_t *l, lk_rwlock_side_t side) {
   lk__bl_op_t op = {
-      .start = start, .verb = V_RELEASE, .flags = LK__BL_RELEASES, .side = side_index(side)};
+      .start = start_release, .flags = LK__BL_RELEASES, .side = side_index(side)};
   return side_ok(side) ? lk__bl_op_run(LK__BL_H(l), &op, NULL) : LK_EINVAL;
 }
 

@@ -9,8 +9,6 @@ struct lk_blocking_semaphore_s {
   lk__bl_handle_t h;
 };
 
-enum { V_ACQUIRE, V_RELEASE, V_TRY_SET, V_AVAILABLE };
-
 LK__BL_MAKE(semaphore)
 
 static void sync_held(lk__bl_slot_t *slot, lk_handle_t *obj) {
@@ -18,20 +16,6 @@ static void sync_held(lk__bl_slot_t *slot, lk_handle_t *obj) {
 }
 
 LK__BL_DONE(semaphore)
-
-static int start(lk_handle_t *h, lk__bl_op_t *op) {
-  lk_semaphore_t *obj = lk_handle_as_semaphore(h);
-  switch (op->verb) {
-  case V_ACQUIRE:
-    return lk_semaphore_acquire(obj, op->opts, bl_done, op);
-  case V_RELEASE:
-    return lk_semaphore_release(obj, op->n, bl_done, op);
-  case V_TRY_SET:
-    return lk_semaphore_try_set_permits(obj, op->n, bl_done, op);
-  default:
-    return lk_semaphore_available(obj, bl_done, op);
-  }
-}
 
 static int try_any(lk__bl_handle_t *h, int64_t wait_ms) {
   return lk_blocking_semaphore_try((lk_blocking_semaphore_t *)h, 1, wait_ms);
@@ -45,20 +29,19 @@ static const lk__bl_kind_t sem_kind = {
     .sync = sync_held, .try_any = try_any, .release_any = release_any,
     .holds = 1};
 
-static int run(lk_blocking_semaphore_t *s, int verb, int64_t n, int64_t *result) {
-  lk__bl_op_t op = {.start = start, .verb = verb, .n = n};
-  return lk__bl_op_run(LK__BL_H(s), &op, result);
-}
-
 int lk_blocking_semaphore_new(lk_blocking_t *b, const char *name,
                               lk_blocking_semaphore_t **out) {
   return lk__bl_handle_new(b, &sem_kind, name, sizeof(lk_blocking_semaphore_t), out);
 }
 
+static int start_acquire(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_semaphore_acquire(lk_handle_as_semaphore(h), op->opts, bl_done, op);
+}
+
 int lk_blocking_semaphore_acquire(lk_blocking_semaphore_t *s, const lk_semaphore_opts_t *opts) {
   lk_semaphore_opts_t o;
   LK__BL_OPTS_OR_FOREVER(lk_semaphore_opts_init, opts, o);
-  lk__bl_op_t op = {.start = start, .verb = V_ACQUIRE, .flags = LK__BL_CANCELABLE, .opts = opts};
+  lk__bl_op_t op = {.start = start_acquire, .flags = LK__BL_CANCELABLE, .opts = opts};
   return lk__bl_op_run(LK__BL_H(s), &op, NULL);
 }
 
@@ -70,26 +53,16 @@ int lk_blocking_semaphore_try(lk_blocking_semaphore_t *s, int64_t permits, int64
   return lk_blocking_semaphore_acquire(s, &o);
 }
 
+static int start_release(lk_handle_t *h, lk__bl_op_t *op) {
+  return lk_semaphore_release(lk_handle_as_semaphore(h), op->n, bl_done, op);
+}
+
 int lk_blocking_semaphore_release(lk_blocking_semaphore_t *s, int64_t permits) {
-  return run(s, V_RELEASE, permits, NULL);
+  lk__bl_op_t op = {.start = start_release, .n = permits};
+  return lk__bl_op_run(LK__BL_H(s), &op, NULL);
 }
 
-int lk_blocking_semaphore_try_set_permits(lk_blocking_semaphore_t *s, int64_t permits) {
-  int64_t r = 0;
-  int rc = run(s, V_TRY_SET, permits, &r);
-  return rc != 0 ? rc : r != 0;
-}
-
-int64_t lk_blocking_semaphore_available(lk_blocking_semaphore_t *s) {
-  int64_t r = 0;
-  int rc = run(s, V_AVAILABLE, 0, &r);
-  return rc != 0 ? rc : r;
-}
-
-int64_t lk_blocking_semaphore_held(lk_blocking_semaphore_t *s) {
-  return lk__bl_count(LK__BL_H(s), 0, 0);
-}
-
-int lk_blocking_semaphore_close(lk_blocking_semaphore_t *s) {
-  return lk__bl_handle_close(LK__BL_H(s));
-}
+#define BL_A(x) lk_semaphore_##x
+#define BL_B(x) lk_blocking_semaphore_##x
+#define BL_AS lk_handle_as_semaphore
+#include "blocking/sem_verbs.h"

@@ -75,6 +75,55 @@ static void owner_json(cli_json_t *j, const cli_owner_t *owners, size_t i) {
   cli_json_obj_end(j);
 }
 
+/* One entry of an inspection's list, as the fields of its JSON object. */
+typedef void (*json_entry_fn)(cli_json_t *j, const lk_inspect_t *in, const cli_owner_t *owners,
+                              size_t i);
+
+static void holder_json(cli_json_t *j, const lk_inspect_t *in, const cli_owner_t *owners,
+                        size_t i) {
+  cli_json_str(j, "owner", in->holders[i].owner);
+  cli_json_int(j, "count", in->holders[i].count);
+  cli_json_str_or_null(j, "mode", in->holders[i].mode != 0 ? mode_text(in->holders[i].mode) : NULL);
+  cli_json_int(j, "ttl_ms", in->holders[i].ttl_ms);
+  owner_json(j, owners, i);
+}
+
+static void waiter_json(cli_json_t *j, const lk_inspect_t *in, const cli_owner_t *owners,
+                        size_t i) {
+  cli_json_str(j, "owner", in->waiters[i].owner);
+  cli_json_int_or_null(j, "deadline_ms", in->waiters[i].deadline_ms != LK_INSPECT_NO_DEADLINE,
+                       in->waiters[i].deadline_ms);
+  owner_json(j, owners, in->n_holders + i); /* owners lists the holders first */
+}
+
+static void permit_json(cli_json_t *j, const lk_inspect_t *in, const cli_owner_t *owners,
+                        size_t i) {
+  (void)owners;
+  cli_json_str(j, "id", in->permits[i].id);
+  cli_json_int_or_null(j, "lease_ms", !in->permits[i].no_lease, in->permits[i].lease_ms);
+}
+
+/* A list as the inspection read it: its first n entries under key, and
+ * how many there are in all under total_key. */
+static void json_list(cli_json_t *j, const char *key, size_t n, const char *total_key,
+                      size_t total, json_entry_fn entry, const lk_inspect_t *in,
+                      const cli_owner_t *owners) {
+  cli_json_arr_begin(j, key);
+  for (size_t i = 0; i < n; i++) {
+    cli_json_obj_begin(j, NULL);
+    entry(j, in, owners, i);
+    cli_json_obj_end(j);
+  }
+  cli_json_arr_end(j);
+  cli_json_int(j, total_key, (int64_t)total);
+}
+
+/* Under a table's list of n entries out of total: how many are not shown. */
+static void more_line(FILE *f, size_t n, size_t total) {
+  if (n < total)
+    fprintf(f, "  ... %zu more\n", total - n);
+}
+
 void cli_render_table(FILE *f, const lk_inspect_t *in) { cli_render_table_owners(f, in, NULL); }
 void cli_render_json(FILE *f, const lk_inspect_t *in) { cli_render_json_owners(f, in, NULL); }
 
@@ -105,8 +154,7 @@ void cli_render_table_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t 
               mode_text(in->holders[i].mode), dur(b, sizeof(b), in->holders[i].ttl_ms));
       owner_line(f, owners, i);
     }
-    if (in->n_holders < in->total_holders)
-      fprintf(f, "  ... %zu more\n", in->total_holders - in->n_holders);
+    more_line(f, in->n_holders, in->total_holders);
   }
   if (in->kind == LK_INSPECT_FAIR || in->total_waiters > 0) {
     fprintf(f, "%-9s %zu waiting\n", "QUEUE", in->total_waiters);
@@ -117,8 +165,7 @@ void cli_render_table_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t 
               dur(b, sizeof(b), in->waiters[i].deadline_ms));
       owner_line(f, owners, in->n_holders + i);
     }
-    if (in->n_waiters < in->total_waiters)
-      fprintf(f, "  ... %zu more\n", in->total_waiters - in->n_waiters);
+    more_line(f, in->n_waiters, in->total_waiters);
   }
   if (in->kind == LK_INSPECT_PSEM) {
     fprintf(f, "%-9s %zu leased\n", "PERMITS", in->total_permits);
@@ -127,14 +174,12 @@ void cli_render_table_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t 
     for (i = 0; i < in->n_permits; i++)
       fprintf(f, "  %-32s %s\n", cli_safe(in->permits[i].id),
               in->permits[i].no_lease ? "never ends" : dur(b, sizeof(b), in->permits[i].lease_ms));
-    if (in->n_permits < in->total_permits)
-      fprintf(f, "  ... %zu more\n", in->total_permits - in->n_permits);
+    more_line(f, in->n_permits, in->total_permits);
   }
 }
 
 void cli_render_json_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t *owners) {
   cli_json_t j;
-  size_t i;
   cli_json_init(&j, f);
   cli_json_obj_begin(&j, NULL);
   cli_json_str(&j, "name", in->name);
@@ -145,39 +190,12 @@ void cli_render_json_owners(FILE *f, const lk_inspect_t *in, const cli_owner_t *
   cli_json_str_or_null(&j, "mode", in->kind == LK_INSPECT_RWLOCK ? mode_text(in->mode) : NULL);
   cli_json_int_or_null(&j, "count", in->has_count, in->count);
   cli_json_int_or_null(&j, "token", in->token > 0, in->token);
-  cli_json_arr_begin(&j, "holders");
-  for (i = 0; i < in->n_holders; i++) {
-    cli_json_obj_begin(&j, NULL);
-    cli_json_str(&j, "owner", in->holders[i].owner);
-    cli_json_int(&j, "count", in->holders[i].count);
-    cli_json_str_or_null(&j, "mode",
-                         in->holders[i].mode != 0 ? mode_text(in->holders[i].mode) : NULL);
-    cli_json_int(&j, "ttl_ms", in->holders[i].ttl_ms);
-    owner_json(&j, owners, i);
-    cli_json_obj_end(&j);
-  }
-  cli_json_arr_end(&j);
-  cli_json_int(&j, "holders_total", (int64_t)in->total_holders);
-  cli_json_arr_begin(&j, "waiters");
-  for (i = 0; i < in->n_waiters; i++) {
-    cli_json_obj_begin(&j, NULL);
-    cli_json_str(&j, "owner", in->waiters[i].owner);
-    cli_json_int_or_null(&j, "deadline_ms", in->waiters[i].deadline_ms != LK_INSPECT_NO_DEADLINE,
-                         in->waiters[i].deadline_ms);
-    owner_json(&j, owners, in->n_holders + i);
-    cli_json_obj_end(&j);
-  }
-  cli_json_arr_end(&j);
-  cli_json_int(&j, "waiters_total", (int64_t)in->total_waiters);
-  cli_json_arr_begin(&j, "permits");
-  for (i = 0; i < in->n_permits; i++) {
-    cli_json_obj_begin(&j, NULL);
-    cli_json_str(&j, "id", in->permits[i].id);
-    cli_json_int_or_null(&j, "lease_ms", !in->permits[i].no_lease, in->permits[i].lease_ms);
-    cli_json_obj_end(&j);
-  }
-  cli_json_arr_end(&j);
-  cli_json_int(&j, "permits_total", (int64_t)in->total_permits);
+  json_list(&j, "holders", in->n_holders, "holders_total", in->total_holders, holder_json, in,
+            owners);
+  json_list(&j, "waiters", in->n_waiters, "waiters_total", in->total_waiters, waiter_json, in,
+            owners);
+  json_list(&j, "permits", in->n_permits, "permits_total", in->total_permits, permit_json, in,
+            owners);
   cli_json_obj_end(&j);
   fputc('\n', f);
 }

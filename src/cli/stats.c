@@ -39,6 +39,7 @@ typedef struct worker_s {
     lk_lock_t *lock;
     lk_fair_t *fair;
   } o;
+  lk_handle_t *h; /* o as its generic handle: data, close */
   int busy; /* an acquire or release is pending */
   uint64_t t_call;
 } worker_t;
@@ -125,14 +126,13 @@ static int obj_release(worker_t *w) {
 static void client_closed(lk_client_t *c) { (void)c; }
 static void handle_closed(uv_handle_t *h) { (void)h; }
 
-static void obj_closed(stats_t *s) {
+static void obj_closed(lk_handle_t *h) {
+  stats_t *s = ((worker_t *)lk_handle_get_data(h))->s;
   if (--s->open == 0 && s->c != NULL) {
     lk_client_close(s->c, client_closed);
     s->c = NULL;
   }
 }
-static void lock_closed(lk_lock_t *l) { obj_closed(((worker_t *)lk_lock_get_data(l))->s); }
-static void fair_closed(lk_fair_t *f) { obj_closed(((worker_t *)lk_fair_get_data(f))->s); }
 
 /* ---- report ---- */
 
@@ -253,12 +253,8 @@ static void finish(stats_t *s) {
     s->c = NULL;
     return;
   }
-  for (i = 0; i < s->n_workers; i++) {
-    if (s->fair)
-      lk_fair_close(s->w[i].o.fair, fair_closed);
-    else
-      lk_lock_close(s->w[i].o.lock, lock_closed);
-  }
+  for (i = 0; i < s->n_workers; i++)
+    lk_handle_close(s->w[i].h, obj_closed);
 }
 
 /* ---- the run ---- */
@@ -415,13 +411,16 @@ static void on_kind(lk_client_t *c, int status, const lk_inspect_t *in, void *ar
     worker_t *w = &s->w[i];
     w->s = s;
     if (s->fair) {
-      if ((rc = lk_fair_new(c, s->name, &w->o.fair)) == 0)
-        lk_fair_set_data(w->o.fair, w);
-    } else if ((rc = lk_lock_new(c, s->name, &w->o.lock)) == 0) {
-      lk_lock_set_data(w->o.lock, w);
+      rc = lk_fair_new(c, s->name, &w->o.fair);
+      w->h = lk_fair_handle(w->o.fair);
+    } else {
+      rc = lk_lock_new(c, s->name, &w->o.lock);
+      w->h = lk_lock_handle(w->o.lock);
     }
-    if (rc == 0)
+    if (rc == 0) {
+      lk_handle_set_data(w->h, w);
       s->n_workers++, s->open++;
+    }
   }
   if (rc < 0) {
     cli_report("stats", s->name, rc, c);

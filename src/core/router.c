@@ -78,23 +78,16 @@ static lk__node_t *node_add(lk_client_t *c, const char *host, int port) {
   return n;
 }
 
-typedef struct {
-  lk_client_t *c;
-  const char *host;
-  size_t len;
-  int port;
-} node_key_t;
-
+/* The node at index i of the client k->owner is k's host:port. */
 static int node_is(const void *ctx, uint32_t i) {
-  const node_key_t *k = ctx;
-  const lk__node_t *n = k->c->nodes[i];
-  const char *h = node_host(k->c, n);
-  return node_port(k->c, n) == k->port && strlen(h) == k->len && memcmp(h, k->host, k->len) == 0;
+  const lk__topo_key_t *k = ctx;
+  const lk_client_t *c = k->owner;
+  return lk__topo_key_is(k, node_host(c, c->nodes[i]), node_port(c, c->nodes[i]));
 }
 
 static lk__node_t *node_find(lk_client_t *c, const char *host, size_t host_len, int port) {
-  node_key_t k = {c, host, host_len, port};
-  long i = lk__addr_index_find(&c->node_index, lk__addr_hash(host, host_len, port), node_is, &k);
+  lk__topo_key_t k = {c, host, host_len, port};
+  long i = lk__topo_key_find(&c->node_index, &k, node_is);
   return i < 0 ? NULL : c->nodes[i];
 }
 

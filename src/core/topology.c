@@ -138,37 +138,38 @@ static int pick_host(const builder_t *b, const node_in_t *in, const char **host,
   return LK_EPROTOCOL;
 }
 
-typedef struct {
-  const lk__topo_t *t;
-  const char *key;
-  size_t len;
-  int port;
-} lookup_t;
+int lk__topo_key_is(const lk__topo_key_t *k, const char *s, int num) {
+  return num == k->num && strlen(s) == k->len && memcmp(s, k->key, k->len) == 0;
+}
 
+long lk__topo_key_find(const lk__addr_index_t *x, const lk__topo_key_t *k,
+                       int (*eq)(const void *k, uint32_t index)) {
+  return lk__addr_index_find(x, lk__addr_hash(k->key, k->len, k->num), eq, k);
+}
+
+/* The nodes of the map k->owner being built, by id or by host:port. */
 static int id_is(const void *ctx, uint32_t i) {
-  const lookup_t *k = ctx;
-  const char *id = k->t->nodes[i].id;
-  return strlen(id) == k->len && memcmp(id, k->key, k->len) == 0;
+  const lk__topo_key_t *k = ctx;
+  return lk__topo_key_is(k, ((const lk__topo_t *)k->owner)->nodes[i].id, 0);
 }
 
 static int addr_is(const void *ctx, uint32_t i) {
-  const lookup_t *k = ctx;
-  const lk__topo_node_t *n = &k->t->nodes[i];
-  return n->port == k->port && strlen(n->host) == k->len && memcmp(n->host, k->key, k->len) == 0;
+  const lk__topo_key_t *k = ctx;
+  const lk__topo_node_t *n = &((const lk__topo_t *)k->owner)->nodes[i];
+  return lk__topo_key_is(k, n->host, n->port);
 }
 
 /* The node in.id names, or failing an id, the one at host:port; -1 if none. */
 static int find_existing(const builder_t *b, const node_in_t *in, const char *host,
                          size_t host_len) {
-  lookup_t k = {b->t, host, host_len, (int)in->port};
   if (in->id != NULL && in->id->len > 0) {
-    k.key = in->id->str, k.len = in->id->len, k.port = 0;
-    return (int)lk__addr_index_find(&b->by_id, lk__addr_hash(k.key, k.len, 0), id_is, &k);
+    lk__topo_key_t id = {b->t, in->id->str, in->id->len, 0};
+    return (int)lk__topo_key_find(&b->by_id, &id, id_is);
   }
   if (in->port <= 0)
     return -1;
-  return (int)lk__addr_index_find(&b->by_addr, lk__addr_hash(host, host_len, k.port), addr_is,
-                                  &k);
+  lk__topo_key_t addr = {b->t, host, host_len, (int)in->port};
+  return (int)lk__topo_key_find(&b->by_addr, &addr, addr_is);
 }
 
 /* Appends the node, or with allow_dup (CLUSTER SLOTS lists a master once per

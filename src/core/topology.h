@@ -23,6 +23,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "core/addr_index.h"
 #include "core/slot.h"
 
 /* slot -> node index when no node owns the slot. */
@@ -91,6 +92,24 @@ void lk__topo_free(lk__topo_t *t);
 const lk__topo_node_t *lk__topo_slot_master(const lk__topo_t *t, unsigned slot);
 /* Its index, or -1. */
 int lk__topo_slot_index(const lk__topo_t *t, unsigned slot);
+/* A node sought in an lk__addr_index_t (core/addr_index.h) by its bytes
+ * key[0..len) and a number: a host and its port, or a node id and 0. The
+ * index keeps no keys: owner is the list whose entries eq compares (the
+ * client's nodes, a map being built). */
+typedef struct {
+  const void *owner;
+  const char *key;
+  size_t len;
+  int num;
+} lk__topo_key_t;
+
+/* 1 when the entry named by s (NUL-terminated) and num is k's. */
+int lk__topo_key_is(const lk__topo_key_t *k, const char *s, int num);
+/* The index in x of the entry for which eq(k, index) is 1, looked up under
+ * k's hash (lk__addr_hash(key, len, num)), or -1. */
+long lk__topo_key_find(const lk__addr_index_t *x, const lk__topo_key_t *k,
+                       int (*eq)(const void *k, uint32_t index));
+
 /* The node announcing host:port (plaintext or TLS port), or -1. */
 int lk__topo_find(const lk__topo_t *t, const char *host, int port);
 /* The node with this id, or -1 ("" never matches). */

@@ -44,42 +44,30 @@ static const struct {
     {"rediss+sentinel", F_SENTS}, {"unix", F_UNIX},
 };
 
-/* Query parameters: each sets one field, in the forms named. */
+/* Query parameters: each sets one field. Grouped by the forms they are
+ * allowed in (param_forms). */
 enum {
-  Q_DB,
-  Q_USERNAME,
-  Q_PASSWORD,
-  Q_CLIENT_NAME,
-  Q_CA_FILE,
-  Q_CA_DIR,
-  Q_CERT_FILE,
-  Q_KEY_FILE,
-  Q_SERVER_NAME,
-  Q_VERIFY_PEER,
-  Q_SENTINEL_USERNAME,
-  Q_SENTINEL_PASSWORD,
-  Q_PUBSUB_MODE,
+  /* every scheme */
+  Q_DB, Q_USERNAME, Q_PASSWORD, Q_CLIENT_NAME, Q_PUBSUB_MODE,
+  /* the TLS forms */
+  Q_CA_FILE, Q_CA_DIR, Q_CERT_FILE, Q_KEY_FILE, Q_SERVER_NAME, Q_VERIFY_PEER,
+  /* the sentinel forms */
+  Q_SENTINEL_USERNAME, Q_SENTINEL_PASSWORD,
   Q_COUNT
 };
 
-static const struct {
-  const char *name;
-  int forms;
-} params[Q_COUNT] = {
-    [Q_DB] = {"db", F_SCHEMES},
-    [Q_USERNAME] = {"username", F_SCHEMES},
-    [Q_PASSWORD] = {"password", F_SCHEMES},
-    [Q_CLIENT_NAME] = {"client_name", F_SCHEMES},
-    [Q_CA_FILE] = {"ca_file", F_TLS},
-    [Q_CA_DIR] = {"ca_dir", F_TLS},
-    [Q_CERT_FILE] = {"cert_file", F_TLS},
-    [Q_KEY_FILE] = {"key_file", F_TLS},
-    [Q_SERVER_NAME] = {"server_name", F_TLS},
-    [Q_VERIFY_PEER] = {"verify_peer", F_TLS},
-    [Q_SENTINEL_USERNAME] = {"sentinel_username", F_SENTINEL},
-    [Q_SENTINEL_PASSWORD] = {"sentinel_password", F_SENTINEL},
-    [Q_PUBSUB_MODE] = {"pubsub_mode", F_SCHEMES},
+static const char *const params[Q_COUNT] = {
+    [Q_DB] = "db", [Q_USERNAME] = "username", [Q_PASSWORD] = "password",
+    [Q_CLIENT_NAME] = "client_name", [Q_PUBSUB_MODE] = "pubsub_mode",
+    [Q_CA_FILE] = "ca_file", [Q_CA_DIR] = "ca_dir", [Q_CERT_FILE] = "cert_file",
+    [Q_KEY_FILE] = "key_file", [Q_SERVER_NAME] = "server_name", [Q_VERIFY_PEER] = "verify_peer",
+    [Q_SENTINEL_USERNAME] = "sentinel_username", [Q_SENTINEL_PASSWORD] = "sentinel_password",
 };
+
+/* The forms query parameter k is allowed in, by its group. */
+static int param_forms(int k) {
+  return k >= Q_SENTINEL_USERNAME ? F_SENTINEL : k >= Q_CA_FILE ? F_TLS : F_SCHEMES;
+}
 
 /* pubsub_mode's values, indexed by lk_pubsub_mode_t. */
 static const char *const pubsub_modes[] = {"auto", "sharded", "classic"};
@@ -298,9 +286,9 @@ static int parse_query(buf_t *b, const char *s, size_t n, parts_t *p) {
       return -1; /* no value */
     kn = (size_t)(eq - e);
     for (k = 0; k < Q_COUNT; k++)
-      if (strlen(params[k].name) == kn && memcmp(params[k].name, e, kn) == 0)
+      if (strlen(params[k]) == kn && memcmp(params[k], e, kn) == 0)
         break;
-    if (k == Q_COUNT || !(params[k].forms & p->form) || p->q[k] != NULL)
+    if (k == Q_COUNT || !(param_forms(k) & p->form) || p->q[k] != NULL)
       return -1;
     p->q[k] = decode(b, eq + 1, en - kn - 1);
     if (p->q[k] == NULL || p->q[k][0] == '\0')
