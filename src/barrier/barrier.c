@@ -182,23 +182,19 @@ int lk_barrier_new(lk_client_t *c, const char *name, int members, lk_barrier_t *
   }
   n = snprintf(b->owner, sizeof(b->owner), "%s:%" PRIu64, c->id, c->next_tid + 1);
   if (!ok || n <= 0 || (size_t)n >= sizeof(b->owner)) {
-    for (int i = 0; i < 4; i++)
-      lk__free(b->keys[i]);
-    lk__free(b);
-    return LK_ENOMEM;
-  }
-  {
+    rc = LK_ENOMEM;
+  } else {
     /* One slot for all (core/names.c). */
     lk__derived_t d[4];
     for (int i = 0; i < 4; i++)
       d[i].text = b->keys[i], d[i].len = b->key_lens[i], d[i].open = 0;
     rc = lk__names_one_slot(c, "barrier", name, len, d, 4);
-    if (rc != 0) {
-      for (int i = 0; i < 4; i++)
-        lk__free(b->keys[i]);
-      lk__free(b);
-      return rc;
-    }
+  }
+  if (rc != 0) {
+    for (int i = 0; i < 4; i++)
+      lk__free(b->keys[i]);
+    lk__free(b);
+    return rc;
   }
   c->next_tid++;
   b->owner_len = (size_t)n;

@@ -404,25 +404,20 @@ int lk_leader_new(lk_client_t *c, const char *role, lk_leader_t **out) {
   n = snprintf(l->owner, sizeof(l->owner), "%s:%" PRIu64, c->id, c->next_tid + 1);
   if (l->holder == NULL || l->counter == NULL || l->channel == NULL || n <= 0 ||
       (size_t)n >= sizeof(l->owner)) {
-    lk__free(l->holder);
-    lk__free(l->counter);
-    lk__free(l->channel);
-    lk__free(l);
-    return LK_ENOMEM;
-  }
-  {
+    rc = LK_ENOMEM;
+  } else {
     /* One slot for all (core/names.c). */
     const lk__derived_t d[3] = {{l->holder, l->holder_len, 0},
                                 {l->counter, l->counter_len, 0},
                                 {l->channel, l->channel_len, 0}};
     rc = lk__names_one_slot(c, "leader role", role, len, d, 3);
-    if (rc != 0) {
-      lk__free(l->holder);
-      lk__free(l->counter);
-      lk__free(l->channel);
-      lk__free(l);
-      return rc;
-    }
+  }
+  if (rc != 0) {
+    lk__free(l->holder);
+    lk__free(l->counter);
+    lk__free(l->channel);
+    lk__free(l);
+    return rc;
   }
   c->next_tid++;
   l->owner_len = (size_t)n;
