@@ -1,3 +1,4 @@
+/* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
 #ifndef LK_CORE_OTIMER_H
 #define LK_CORE_OTIMER_H
 
