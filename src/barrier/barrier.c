@@ -4,14 +4,14 @@
  * the server time it runs out), often shorter than the client's default
  * lease so that a crashed member is dropped sooner; the client's watchdog
  * renews every entry with the client's one lease, so the object renews its
- * own every lease/3, as leader election does (src/leader/leader.c). */
+ * own every lease/3, as leader election does (src/leader/leader.c), by the
+ * watchdog's rules for such a lease (core/watchdog.h, lk__wd_own_t). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "barrier/barrier_internal.h"
 #include "core/loglevel.h"
-#include "core/watchdog.h"
 
 #define CLIENT(b) LK__BARRIER_CLIENT(b)
 
@@ -19,67 +19,35 @@ const lk__script_t *lk__barrier_script(const char *name) {
   return lk__script_find(name); /* present: embedded at build time */
 }
 
-/* --- the lease's health (docs/objects.md, "Health"): one side --- */
+/* --- the lease: the member's own length, so renewed here every lease/3
+ * on a repeating timer; its deadline, health and what a renewal's reply
+ * means are the watchdog's (core/watchdog.h, lk__wd_own_t) --- */
 
 static uint64_t ms_ns(int64_t ms) { return (uint64_t)ms * 1000000u; }
 
-/* The member's local deadline: its last confirmed renewal's send time +
- * lease - drift, as the watchdog's. */
-static uint64_t deadline(const lk_barrier_t *b) {
-  return b->confirmed_ns + ms_ns(b->lease_ms) - lk__wd_drift_ns(b->lease_ms);
-}
-
-static void at_risk(lk_barrier_t *b) {
-  if (b->risky || b->confirmed_ns == 0)
-    return;
-  b->risky = 1;
-  lk__obj_side_at_risk(&b->base, deadline(b));
-}
-
-static void risk_over(lk_barrier_t *b, int confirmed) {
-  if (!b->risky)
-    return;
-  b->risky = 0;
-  lk__obj_side_ok(&b->base, confirmed, deadline(b));
-}
-
-/* --- the lease --- */
-
 static void on_renew_reply(void *data, int status, redisReply *r) {
   lk_barrier_t *b = data;
-  long long v;
-  b->renew_op = NULL;
-  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
-    /* 0: dropped or its round is over; the enter's or leave's script tells
-     * the member which, so nothing more is renewed here. */
-    if (v == 0) {
-      lk__barrier_renew_stop(b);
-      return;
-    }
-    b->confirmed_ns = CLIENT(b)->completing_sent_ns;
-    risk_over(b, 1);
-    return;
-  }
-  at_risk(b);
-  /* Lost or refused: the next tick tries again. */
-  lk__log(CLIENT(b), lk__trouble_level(status != 0 ? status : LK_EPROTOCOL),
-          "barrier lease renewal failed: %s", lk_err_name(status != 0 ? status : LK_EPROTOCOL));
+  /* 0: dropped or its round is over; the enter's or leave's script tells
+   * the member which, so nothing more is renewed here. Failed: the next
+   * tick tries again. */
+  if (lk__wd_own_reply(&b->lease, status, r) == 0)
+    lk__wd_own_stop(&b->lease);
 }
 
-static void on_renew_timer(uv_timer_t *t) {
-  lk__barrier_timer_t *tm = t->data;
-  lk_barrier_t *b = tm->b;
+static void on_renew_timer(lk__wd_own_t *s) {
+  lk_barrier_t *b = lk__container_of(s, lk_barrier_t, lease);
   char round[24], lease[24], keep[24];
   const char *argv[7] = {NULL, NULL, NULL, NULL, round, lease, keep};
   size_t lens[7] = {0};
+  lk__op_t *op;
   int err = 0;
-  if (b == NULL || (!b->in && !b->entered))
+  if (!b->in && !b->entered)
     return;
   /* Half the lease without a confirmed renewal (one goes every third), or
    * the last one unanswered for a whole period: at risk. */
-  if (b->renew_op != NULL || lk__now_ns() >= b->confirmed_ns + ms_ns(b->lease_ms) / 2)
-    at_risk(b);
-  if (b->renew_op != NULL)
+  if (s->op != NULL || lk__now_ns() >= s->confirmed_ns + ms_ns(s->lease_ms) / 2)
+    lk__wd_own_at_risk(s);
+  if (s->op != NULL)
     return;
   for (int i = 0; i < 3; i++) {
     argv[i] = b->keys[i];
@@ -87,48 +55,23 @@ static void on_renew_timer(uv_timer_t *t) {
   }
   argv[3] = lk__barrier_member_id(b, &lens[3]);
   lens[4] = lk__i64_to_str(round, b->round);
-  lens[5] = lk__i64_to_str(lease, b->lease_ms);
+  lens[5] = lk__i64_to_str(lease, s->lease_ms);
   lens[6] = lk__i64_to_str(keep, LK__BARRIER_KEEP_MS);
-  b->renew_op = lk__script_call(CLIENT(b), lk__barrier_script("barrier/renew"), 3, 4, argv,
-                                lens, on_renew_reply, b, &err);
-  if (b->renew_op == NULL)
-    at_risk(b);
-  if (b->renew_op == NULL)
-    lk__log(CLIENT(b), lk__trouble_level(err), "barrier lease renewal not sent: %s",
-            lk_err_name(err));
-}
-
-static void on_timer_closed(uv_handle_t *h) { lk__free(h->data); }
-
-int lk__barrier_want_timer(lk_barrier_t *b) {
-  if (b->timer != NULL)
-    return 0;
-  b->timer = lk__calloc(1, sizeof(*b->timer));
-  if (b->timer == NULL)
-    return LK_ENOMEM;
-  uv_timer_init(CLIENT(b)->loop, &b->timer->t);
-  b->timer->t.data = b->timer;
-  b->timer->b = b;
-  return 0;
+  op = lk__script_call(CLIENT(b), lk__barrier_script("barrier/renew"), 3, 4, argv, lens,
+                       on_renew_reply, b, &err);
+  lk__wd_own_sent(s, op, err);
 }
 
 void lk__barrier_renew_start(lk_barrier_t *b) {
-  uint64_t every = (uint64_t)(b->lease_ms / 3 > 0 ? b->lease_ms / 3 : 1);
+  uint64_t every = (uint64_t)(b->lease.lease_ms / 3 > 0 ? b->lease.lease_ms / 3 : 1);
   uint64_t now = lk__now_ns(), sent = CLIENT(b)->completing_sent_ns;
-  if (b->timer == NULL || uv_is_active((uv_handle_t *)&b->timer->t))
+  if (b->lease.timer == NULL || lk__wd_own_armed(&b->lease))
     return;
   /* Registered by the reply being handled (sent then), or, called from
    * elsewhere, now at the latest. */
-  b->confirmed_ns = sent != 0 && sent <= now && now - sent < ms_ns(b->lease_ms) ? sent : now;
-  uv_update_time(CLIENT(b)->loop);
-  uv_timer_start(&b->timer->t, on_renew_timer, every, every);
-}
-
-void lk__barrier_renew_stop(lk_barrier_t *b) {
-  risk_over(b, 0);
-  lk__op_forget(&b->renew_op);
-  if (b->timer != NULL)
-    uv_timer_stop(&b->timer->t);
+  lk__wd_own_keep(&b->lease,
+                  sent != 0 && sent <= now && now - sent < ms_ns(b->lease.lease_ms) ? sent : now);
+  lk__wd_own_arm(&b->lease, on_renew_timer, every, every);
 }
 
 /* --- the dropped list --- */
@@ -173,12 +116,8 @@ static void on_close_take_out(void *data, int status, redisReply *r) {
 static int close_release(lk__obj_t *o) {
   lk_barrier_t *b = (lk_barrier_t *)o;
   int was_in = b->in || b->entered;
-  lk__barrier_renew_stop(b);
-  if (b->timer != NULL) {
-    b->timer->b = NULL;
-    uv_close((uv_handle_t *)&b->timer->t, on_timer_closed);
-    b->timer = NULL;
-  }
+  lk__wd_own_stop(&b->lease);
+  lk__wd_own_close(&b->lease);
   if (!was_in)
     return 0;
   o->op = lk__barrier_take_out(b, on_close_take_out, b);
@@ -189,8 +128,7 @@ LK__OBJ_CALLS(lk_barrier_t, lk_barrier_cb, lk_barrier_close_cb)
 
 static void free_barrier(lk__obj_t *o) {
   lk_barrier_t *b = (lk_barrier_t *)o;
-  if (b->timer != NULL)
-    lk__free(b->timer); /* a forked child: never closed on this loop */
+  lk__wd_own_free(&b->lease);
   for (int i = 0; i < 4; i++)
     lk__free(b->keys[i]);
   lk__free(b->member);
@@ -244,27 +182,24 @@ int lk_barrier_new(lk_client_t *c, const char *name, int members, lk_barrier_t *
   }
   n = snprintf(b->owner, sizeof(b->owner), "%s:%" PRIu64, c->id, c->next_tid + 1);
   if (!ok || n <= 0 || (size_t)n >= sizeof(b->owner)) {
-    for (int i = 0; i < 4; i++)
-      lk__free(b->keys[i]);
-    lk__free(b);
-    return LK_ENOMEM;
-  }
-  {
+    rc = LK_ENOMEM;
+  } else {
     /* One slot for all (core/names.c). */
     lk__derived_t d[4];
     for (int i = 0; i < 4; i++)
       d[i].text = b->keys[i], d[i].len = b->key_lens[i], d[i].open = 0;
     rc = lk__names_one_slot(c, "barrier", name, len, d, 4);
-    if (rc != 0) {
-      for (int i = 0; i < 4; i++)
-        lk__free(b->keys[i]);
-      lk__free(b);
-      return rc;
-    }
+  }
+  if (rc != 0) {
+    for (int i = 0; i < 4; i++)
+      lk__free(b->keys[i]);
+    lk__free(b);
+    return rc;
   }
   c->next_tid++;
   b->owner_len = (size_t)n;
-  b->lease_ms = c->o.default_lease_ms;
+  lk__wd_own_init(&b->lease, c, &b->base, "barrier lease");
+  b->lease.lease_ms = c->o.default_lease_ms;
   lk__obj_init_channel(&b->base, c, &lk__barrier_ops, b->name, b->keys[3], b->key_lens[3]);
   *out = b;
   return 0;

@@ -7,6 +7,7 @@
 
 #include "core/internal.h"
 #include "core/object.h"
+#include "core/watchdog.h"
 
 #include "latchkey/barrier.h"
 
@@ -19,13 +20,6 @@
 #define LK__BARRIER_KEEP_MS ((int64_t)24 * 3600 * 1000)
 
 enum { BARRIER_OP_NONE = 0, BARRIER_OP_ENTER, BARRIER_OP_LEAVE };
-
-/* The lease timer, made by the first enter and freed by its own close
- * callback (after the object may be gone). */
-typedef struct lk__barrier_timer_s {
-  uv_timer_t t;
-  lk_barrier_t *b; /* NULL once the object closed it */
-} lk__barrier_timer_t;
 
 struct lk_barrier_s {
   lk__obj_t base; /* first: the shared object body (core/object.h) */
@@ -40,16 +34,13 @@ struct lk_barrier_s {
   char *member; /* this member's id (heap), or NULL: the owner id */
   size_t member_len;
 
-  int64_t lease_ms;
+  /* The member's lease (lease.lease_ms: the enter's), kept from its
+   * registration and renewed every lease/3 while it is in; its timer is
+   * made by the first enter. */
+  lk__wd_own_t lease;
   int64_t round;  /* the round this member registered in, 0: not known */
   int in;         /* the server may have this member in a round */
   int entered;    /* the enter completed, no leave since */
-  lk__barrier_timer_t *timer;
-  lk__op_t *renew_op; /* in flight, or NULL */
-  /* Health (docs/objects.md, "Health"): when the last confirmed renewal
-   * (or the registration) was sent, and whether the lease is at risk. */
-  uint64_t confirmed_ns;
-  unsigned risky : 1;
 
   /* the last operation's dropped members: offsets into one buffer */
   char *drop_buf;
@@ -67,10 +58,9 @@ static inline const char *lk__barrier_member_id(const lk_barrier_t *b, size_t *l
 
 const lk__script_t *lk__barrier_script(const char *name);
 
-/* barrier.c: the member's lease, renewed every lease/3 while it is in. */
-int lk__barrier_want_timer(lk_barrier_t *b);
+/* barrier.c: the member's lease, renewed every lease/3 while it is in
+ * (lk__wd_own_stop ends it). */
 void lk__barrier_renew_start(lk_barrier_t *b);
-void lk__barrier_renew_stop(lk_barrier_t *b);
 /* Keeps the ids of reply array r (strings) as the dropped list: 0, or 0
  * with the list cut short when memory runs out (logged). */
 void lk__barrier_keep_dropped(lk_barrier_t *b, const redisReply *r);

@@ -21,7 +21,7 @@ static int send_enter(lk_barrier_t *b) {
   size_t lens[10] = {b->key_lens[0], b->key_lens[1], b->key_lens[2], b->key_lens[3], 0};
   int err = 0;
   argv[4] = lk__barrier_member_id(b, &lens[4]);
-  lens[5] = lk__i64_to_str(lease, b->lease_ms);
+  lens[5] = lk__i64_to_str(lease, b->lease.lease_ms);
   lens[6] = lk__i64_to_str(n, b->n);
   lens[7] = lk__i64_to_str(round, b->round);
   argv[8] = lk__publish_cmd(CLIENT(b), &lens[8]);
@@ -50,7 +50,7 @@ static lk__op_t *send_leave(lk_barrier_t *b, const char *mode, lk__op_cb cb, voi
 lk__op_t *lk__barrier_take_out(lk_barrier_t *b, lk__op_cb cb, void *data) {
   int err = 0;
   lk__op_t *op;
-  lk__barrier_renew_stop(b);
+  lk__wd_own_stop(&b->lease);
   op = send_leave(b, "w", cb, data, &err);
   if (op == NULL)
     lk__log(CLIENT(b), lk__trouble_level(err),
@@ -129,7 +129,7 @@ static void entered(lk_barrier_t *b, const redisReply *r) {
      * more. */
     b->in = 0;
     b->round = 0;
-    lk__barrier_renew_stop(b);
+    lk__wd_own_stop(&b->lease);
     lk__obj_tell_lost(&b->base); /* at risk first (object.h): no on_lost */
     lk__obj_finish(&b->base, LK_ELEASELOST);
     return;
@@ -142,7 +142,7 @@ static void entered(lk_barrier_t *b, const redisReply *r) {
   if (round > 0) {
     /* Registered: its lease is renewed from now on. */
     if (b->round != round)
-      lk__barrier_renew_stop(b);
+      lk__wd_own_stop(&b->lease);
     b->round = round;
     lk__barrier_renew_start(b);
   } else {
@@ -252,9 +252,9 @@ int lk_barrier_enter(lk_barrier_t *b, const lk_barrier_opts_t *opts, lk_barrier_
     return LK_EINVAL;
   if (b->entered || b->in)
     return LK_EBUSY; /* in the barrier: leave first */
-  if (lk__barrier_want_timer(b) != 0 || keep_member(b, opts->member) != 0)
+  if (lk__wd_own_want_timer(&b->lease) != 0 || keep_member(b, opts->member) != 0)
     return LK_ENOMEM;
-  b->lease_ms =
+  b->lease.lease_ms =
       opts->lease_ms == LK_LEASE_DEFAULT ? CLIENT(b)->o.default_lease_ms : opts->lease_ms;
   b->round = 0;
   begin(b, BARRIER_OP_ENTER, cb, arg, opts->wait_ms);
@@ -277,7 +277,7 @@ int lk_barrier_leave(lk_barrier_t *b, const lk_barrier_opts_t *opts, lk_barrier_
   if (!b->entered)
     return LK_ENOTHELD;
   /* Leaving from here on: no more renewals (the script takes it out). */
-  lk__barrier_renew_stop(b);
+  lk__wd_own_stop(&b->lease);
   b->entered = 0;
   begin(b, BARRIER_OP_LEAVE, cb, arg, wait_ms);
   rc = lk__obj_try(&b->base);

@@ -57,12 +57,16 @@ uint64_t lk__wd_drift_ns(int64_t lease_ms) {
   return ms_ns(lease_ms) / 100 + ms_ns(2);
 }
 
+uint64_t lk__wd_lease_deadline(uint64_t sent_ns, int64_t lease_ms) {
+  return sent_ns + ms_ns(lease_ms) - lk__wd_drift_ns(lease_ms);
+}
+
 static uint64_t lease_ns(const lk_client_t *c) { return ms_ns(c->o.default_lease_ms); }
 static uint64_t period_ns(const lk_client_t *c) { return lease_ns(c) / 3; }
 static uint64_t tick_ns(const lk_client_t *c) { return lease_ns(c) / 6; }
 
 uint64_t lk__wd_deadline(const lk_client_t *c, const lk__wd_entry_t *e) {
-  return e->confirmed_ns + lease_ns(c) - lk__wd_drift_ns(c->o.default_lease_ms);
+  return lk__wd_lease_deadline(e->confirmed_ns, c->o.default_lease_ms);
 }
 
 /* The risk point: a renewal is sent at about confirmed + lease/3 (within
@@ -641,7 +645,7 @@ void lk__wd_grant_confirms(lk_client_t *c, lk__wd_entry_t *e, uint64_t sent_ns) 
   if (!e->at_risk)
     return;
   e->at_risk = 0;
-  c->owner->hold_ok(e->obj, 1, sent_ns + lease_ns(c) - lk__wd_drift_ns(c->o.default_lease_ms));
+  c->owner->hold_ok(e->obj, 1, lk__wd_lease_deadline(sent_ns, c->o.default_lease_ms));
 }
 
 void lk__wd_mark_at_risk(lk_client_t *c, lk__wd_entry_t *e) { entry_at_risk(c, e); }

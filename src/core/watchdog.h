@@ -2,6 +2,7 @@
 #define LK_CORE_WATCHDOG_H
 
 #include "core/internal.h"
+#include "core/otimer.h"
 
 /* The client's lease watchdog (docs/watchdog.md). Every entry shares one lease
  * (the client's default_lease_ms), so all renew on the same period,
@@ -114,6 +115,9 @@ static inline int lk__wd_watching(const lk__wd_entry_t *e) {
 uint64_t lk__wd_deadline(const lk_client_t *c, const lk__wd_entry_t *e);
 /* Drift kept off a lease: lease/100 + 2 ms, in ns. */
 uint64_t lk__wd_drift_ns(int64_t lease_ms);
+/* The local deadline of a lease of lease_ms set by a command sent at
+ * sent_ns: sent_ns + lease - drift. */
+uint64_t lk__wd_lease_deadline(uint64_t sent_ns, int64_t lease_ms);
 
 /* A grant refreshed a watched entry's lease (a re-entry): as a confirmed
  * renewal, it ends the entry's at-risk state. Called before the entry is
@@ -145,5 +149,62 @@ void lk__wd_verify_slots(lk_client_t *c, const uint8_t *changed);
  * them (marking them owed would renew them twice, and again on every hop
  * of a redirection loop). */
 void lk__wd_verify_redirected(lk_client_t *c, const uint8_t *changed);
+
+/* --- a lease its object renews itself (watchdog_own.c) ---
+ * Leader election's leadership and a barrier member's presence have leases
+ * of their own length (often shorter than the client's, so that a dead
+ * holder is replaced sooner), so they are not in the ring: their object
+ * sends each renewal, on a timer of its own, and says when the lease is at
+ * risk for want of an answer (src/leader/leader.c, src/barrier/barrier.c).
+ * What is the watchdog's rule is kept here, as for a ring entry: the local
+ * deadline (the last confirmed send + lease - drift), the side's health (at
+ * risk once until a renewal confirms it, told through the owner's
+ * hold_at_risk and hold_ok), what a renewal's reply means, and the timer
+ * (core/otimer.h). */
+typedef struct lk__wd_own_s lk__wd_own_t;
+typedef void (*lk__wd_own_fn)(lk__wd_own_t *s);
+
+struct lk__wd_own_s {
+  lk_client_t *client;
+  struct lk__obj_s *obj; /* told of the lease's health */
+  const char *what;      /* the lease in log lines: "leadership" */
+  int64_t lease_ms;      /* set by the object */
+  uint64_t confirmed_ns; /* send time of the last confirmed grant or renewal; 0: not kept */
+  lk__op_t *op;          /* the renewal in flight, or NULL */
+  lk__wd_own_fn on_timer;
+  lk__otimer_t *timer;   /* made by lk__wd_own_want_timer */
+  unsigned at_risk : 1;
+};
+
+void lk__wd_own_init(lk__wd_own_t *s, lk_client_t *c, struct lk__obj_s *obj, const char *what);
+/* Makes the timer on first use: 0 or LK_ENOMEM. */
+int lk__wd_own_want_timer(lk__wd_own_t *s);
+/* Keeps the lease (of s->lease_ms) from the grant or registration sent at
+ * confirmed_ns. */
+void lk__wd_own_keep(lk__wd_own_t *s, uint64_t confirmed_ns);
+static inline int lk__wd_own_kept(const lk__wd_own_t *s) { return s->confirmed_ns != 0; }
+static inline uint64_t lk__wd_own_deadline(const lk__wd_own_t *s) {
+  return lk__wd_lease_deadline(s->confirmed_ns, s->lease_ms);
+}
+/* Runs fn(s) after ms, then every repeat_ms (0: once); nothing once the
+ * object closed the timer (lk__wd_own_close). */
+void lk__wd_own_arm(lk__wd_own_t *s, lk__wd_own_fn fn, uint64_t ms, uint64_t repeat_ms);
+static inline int lk__wd_own_armed(const lk__wd_own_t *s) { return lk__otimer_active(s->timer); }
+/* The lease is at risk (once: a kept lease not yet at risk). */
+void lk__wd_own_at_risk(lk__wd_own_t *s);
+/* A renewal was sent (op), or could not be (NULL, err: logged, at risk). */
+void lk__wd_own_sent(lk__wd_own_t *s, lk__op_t *op, int err);
+/* A renewal's reply (the script answers 1 renewed, 0 gone): 1 it confirmed
+ * the lease (the deadline moves on from its send time, an at-risk episode
+ * ends), 0 the lease is gone, -1 it failed (lost, refused or garbled:
+ * logged, at risk; the next renewal tries again). */
+int lk__wd_own_reply(lk__wd_own_t *s, int status, const redisReply *r);
+/* Stops renewing: the lease is not kept any more (its at-risk episode, if
+ * any, ends unconfirmed), a renewal in flight is forgotten, the timer
+ * stopped. */
+void lk__wd_own_stop(lk__wd_own_t *s);
+/* The object closes (lk__otimer_close), or is freed without a close. */
+static inline void lk__wd_own_close(lk__wd_own_t *s) { lk__otimer_close(&s->timer); }
+static inline void lk__wd_own_free(lk__wd_own_t *s) { lk__otimer_free(&s->timer); }
 
 #endif /* LK_CORE_WATCHDOG_H */

@@ -7,8 +7,9 @@
  * settled by the outcome policy (core/outcome.h). The leadership's lease is
  * the campaign's own (often shorter than the client's default lease, so a
  * dead leader is replaced sooner), so it is renewed here, every lease/3,
- * rather than by the client's watchdog, which renews every entry with the
- * client's one lease; the local deadline is computed the watchdog's way. */
+ * rather than in the client's watchdog ring, which renews every entry with
+ * the client's one lease; its deadline, health and renewal replies follow
+ * the watchdog's rules for such a lease (core/watchdog.h, lk__wd_own_t). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,7 +18,6 @@
 #include "core/outcome.h"
 #include "core/router.h"
 #include "core/tokens.h"
-#include "core/watchdog.h"
 #include "leader/leader_internal.h"
 
 enum { OP_NONE = 0, OP_CAMPAIGN, OP_RESIGN };
@@ -57,43 +57,22 @@ static void give_back_hold(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n
   give_back((lk_leader_t *)o);
 }
 
-/* --- the lease --- */
+/* --- the lease: the campaign's own length, so renewed here, every lease/3
+ * on a timer armed for the next renewal, risk point or deadline; its
+ * deadline, health and what a renewal's reply means are the watchdog's
+ * (core/watchdog.h, lk__wd_own_t) --- */
 
-/* --- health (docs/objects.md, "Health"): the lease is the object's one
- * side --- */
-
-/* Half the lease after the last confirmed renewal (one is sent at a
+/* Half the lease before the local deadline (a renewal is sent at a
  * third): with none confirmed by then, the leadership is at risk. */
 static uint64_t risk_point(const lk_leader_t *l) {
-  return l->hold.deadline_ns - ms_ns(l->hold.lease_ms) / 2;
-}
-
-static void at_risk(lk_leader_t *l) {
-  if (l->risky || !leading(l))
-    return;
-  l->risky = 1;
-  lk__obj_side_at_risk(&l->base, l->hold.deadline_ns);
-}
-
-static void risk_over(lk_leader_t *l, int confirmed) {
-  if (!l->risky)
-    return;
-  l->risky = 0;
-  lk__obj_side_ok(&l->base, confirmed, l->hold.deadline_ns);
-}
-
-static void stop_renewing(lk_leader_t *l) {
-  risk_over(l, 0);
-  lk__op_forget(&l->renew_op);
-  if (l->timers != NULL)
-    uv_timer_stop(&l->timers->lease);
+  return lk__wd_own_deadline(&l->lease) - ms_ns(l->lease.lease_ms) / 2;
 }
 
 /* The leadership is gone (or cannot be trusted any more): stop renewing,
  * give back what the server may still have, mark the object lost. The
  * holder is told by the caller. */
 static void lose_quietly(lk_leader_t *l) {
-  stop_renewing(l);
+  lk__wd_own_stop(&l->lease);
   l->hold.count = 0;
   l->base.lost = 1;
   CLIENT(l)->stats.leases_lost++;
@@ -111,7 +90,7 @@ static void on_lost_later(lk__defer_t *d) {
 }
 
 int lk__leader_check_deadline(lk_leader_t *l) {
-  if (!leading(l) || lk__now_ns() < l->hold.deadline_ns)
+  if (!leading(l) || lk__now_ns() < lk__wd_own_deadline(&l->lease))
     return 0;
   lose(&l->base);
   return 1;
@@ -120,52 +99,34 @@ int lk__leader_check_deadline(lk_leader_t *l) {
 /* Inside an lk_ call: a deadline passed while the loop had not run yet is
  * settled now, and the holder told from the loop. */
 static void settle_in_call(lk_leader_t *l) {
-  if (!leading(l) || lk__now_ns() < l->hold.deadline_ns)
+  if (!leading(l) || lk__now_ns() < lk__wd_own_deadline(&l->lease))
     return;
   lose_quietly(l);
   lk__defer(CLIENT(l), &l->lost_later);
 }
 
-static void on_lease_timer(uv_timer_t *t);
+static void on_lease_timer(lk__wd_own_t *s);
 
 /* Wakes at the next renewal or at the local deadline, whichever is first
  * (the deadline alone while a renewal is in flight). */
 static void arm_lease(lk_leader_t *l) {
-  uint64_t now = lk__now_ns(), at = l->next_renew_ns;
-  if (l->renew_op != NULL || at > l->hold.deadline_ns)
-    at = l->hold.deadline_ns;
-  if (!l->risky && risk_point(l) > now && risk_point(l) < at)
+  uint64_t now = lk__now_ns(), at = l->next_renew_ns, dl = lk__wd_own_deadline(&l->lease);
+  if (l->lease.op != NULL || at > dl)
+    at = dl;
+  if (!l->lease.at_risk && risk_point(l) > now && risk_point(l) < at)
     at = risk_point(l);
-  uv_update_time(CLIENT(l)->loop);
-  uv_timer_start(&l->timers->lease, on_lease_timer,
-                 at > now ? (at - now + 999999u) / 1000000u : 0, 0);
+  lk__wd_own_arm(&l->lease, on_lease_timer, at > now ? (at - now + 999999u) / 1000000u : 0, 0);
 }
 
 static void on_renew_reply(void *data, int status, redisReply *r) {
   lk_leader_t *l = data;
-  long long v;
-  lk_client_t *c = CLIENT(l);
-  l->renew_op = NULL;
+  l->lease.op = NULL;
   if (lk__leader_check_deadline(l))
     return;
-  if (status == 0 && lk__reply_is_int(r, &v) && (v == 0 || v == 1)) {
-    if (v == 0) {
-      /* Expired, deleted or taken (a server restart without persistence). */
-      lose(&l->base);
-      return;
-    }
-    uint64_t dl = c->completing_sent_ns + ms_ns(l->hold.lease_ms) -
-                  lk__wd_drift_ns(l->hold.lease_ms);
-    if (dl > l->hold.deadline_ns)
-      l->hold.deadline_ns = dl;
-    risk_over(l, 1);
-  } else {
-    at_risk(l);
-    /* Lost, refused or garbled: the next renewal tries again, and the local
-     * deadline decides. */
-    lk__log(c, lk__trouble_level(status != 0 ? status : LK_EPROTOCOL),
-            "leadership renewal failed: %s",
-            lk_err_name(status != 0 ? status : LK_EPROTOCOL));
+  if (lk__wd_own_reply(&l->lease, status, r) == 0) {
+    /* Expired, deleted or taken (a server restart without persistence). */
+    lose(&l->base);
+    return;
   }
   arm_lease(l);
 }
@@ -174,62 +135,25 @@ static void send_renew(lk_leader_t *l) {
   char lease[24], term[24];
   const char *argv[4] = {l->holder, lease, l->owner, term};
   size_t lens[4] = {l->holder_len, 0, l->owner_len, 0};
+  lk__op_t *op;
   int err = 0;
-  lens[1] = lk__i64_to_str(lease, l->hold.lease_ms);
+  lens[1] = lk__i64_to_str(lease, l->lease.lease_ms);
   lens[3] = lk__i64_to_str(term, l->term);
-  l->next_renew_ns = lk__now_ns() + ms_ns(l->hold.lease_ms) / 3;
-  l->renew_op = lk__script_call(CLIENT(l), script("leader/renew"), 1, 3, argv, lens,
-                                on_renew_reply, l, &err);
-  if (l->renew_op == NULL) {
-    lk__log(CLIENT(l), lk__trouble_level(err), "leadership renewal not sent: %s",
-            lk_err_name(err));
-    at_risk(l);
-  }
+  l->next_renew_ns = lk__now_ns() + ms_ns(l->lease.lease_ms) / 3;
+  op = lk__script_call(CLIENT(l), script("leader/renew"), 1, 3, argv, lens, on_renew_reply, l,
+                       &err);
+  lk__wd_own_sent(&l->lease, op, err);
 }
 
-static void on_lease_timer(uv_timer_t *t) {
-  lk__leader_timers_t *tm = t->data;
-  lk_leader_t *l = tm->leader;
-  if (l == NULL || !leading(l) || lk__leader_check_deadline(l))
+static void on_lease_timer(lk__wd_own_t *s) {
+  lk_leader_t *l = lk__container_of(s, lk_leader_t, lease);
+  if (!leading(l) || lk__leader_check_deadline(l))
     return;
-  if (l->renew_op == NULL && lk__now_ns() >= l->next_renew_ns)
+  if (s->op == NULL && lk__now_ns() >= l->next_renew_ns)
     send_renew(l);
   if (leading(l) && lk__now_ns() >= risk_point(l))
-    at_risk(l);
+    lk__wd_own_at_risk(s);
   arm_lease(l);
-}
-
-static void on_timers_closed(uv_handle_t *h) {
-  lk__leader_timers_t *tm = h->data;
-  if (--tm->open == 0)
-    lk__free(tm);
-}
-
-int lk__leader_want_timers(lk_leader_t *l) {
-  lk__leader_timers_t *tm;
-  if (l->timers != NULL)
-    return 0;
-  tm = lk__calloc(1, sizeof(*tm));
-  if (tm == NULL)
-    return LK_ENOMEM;
-  uv_timer_init(CLIENT(l)->loop, &tm->lease);
-  uv_timer_init(CLIENT(l)->loop, &tm->obs);
-  tm->lease.data = tm;
-  tm->obs.data = tm;
-  tm->leader = l;
-  tm->open = 2;
-  l->timers = tm;
-  return 0;
-}
-
-/* The timers outlive the object until their close callbacks ran. */
-static void close_timers(lk_leader_t *l) {
-  if (l->timers == NULL)
-    return;
-  l->timers->leader = NULL;
-  uv_close((uv_handle_t *)&l->timers->lease, on_timers_closed);
-  uv_close((uv_handle_t *)&l->timers->obs, on_timers_closed);
-  l->timers = NULL;
 }
 
 /* --- the outcome policy's verbs (core/outcome.h) --- */
@@ -272,6 +196,11 @@ static void elected(lk__obj_t *o, const redisReply *r) {
   g.hold = &l->hold;
   g.count = 1;
   g.lease_ms = l->req_lease_ms;
+  /* The lease is kept from the campaign's send time, as the grant's local
+   * deadline is (before the grant: its campaign's end starts the
+   * renewals). */
+  l->lease.lease_ms = l->req_lease_ms;
+  lk__wd_own_keep(&l->lease, CLIENT(l)->completing_sent_ns);
   /* Terms are tracked under the counter's key name: a lock named like the
    * role keeps tokens of its own. */
   lk__grant_token(&g, r, 0, &l->term, l->counter, l->counter_len);
@@ -290,7 +219,7 @@ static void complete(lk__obj_t *o, int kind, int status) {
   lk_leader_t *l = (lk_leader_t *)o;
   if (kind != OP_CAMPAIGN || status != 0 || !leading(l))
     return;
-  l->next_renew_ns = lk__now_ns() + ms_ns(l->hold.lease_ms) / 3;
+  l->next_renew_ns = lk__now_ns() + ms_ns(l->lease.lease_ms) / 3;
   arm_lease(l);
 }
 
@@ -332,7 +261,7 @@ int lk_leader_campaign(lk_leader_t *l, const lk_leader_opts_t *opts, lk_leader_c
   settle_in_call(l);
   if (leading(l))
     return LK_EBUSY;
-  if (lk__leader_want_timers(l) != 0 || keep_value(l, value, vlen) != 0)
+  if (lk__wd_own_want_timer(&l->lease) != 0 || keep_value(l, value, vlen) != 0)
     return LK_ENOMEM;
   /* Told of a loss already (what the server kept was given back): start
    * afresh. */
@@ -380,7 +309,7 @@ int lk_leader_resign(lk_leader_t *l, lk_leader_cb cb, void *arg) {
   if (l->hold.count == 0)
     return LK_ENOTHELD;
   /* Not the leader any more from here on, whatever the reply says. */
-  stop_renewing(l);
+  lk__wd_own_stop(&l->lease);
   l->hold.count = 0;
   /* An abandoned campaign attempt's give-back goes first (core/outcome.h);
    * a resign that cannot be sent leaves the leadership to its lease. */
@@ -399,9 +328,9 @@ static int close_release(lk__obj_t *o) {
   lk_leader_t *l = (lk_leader_t *)o;
   int was_leading = leading(l), err = 0;
   lk__leader_obs_close(l);
-  stop_renewing(l);
+  lk__wd_own_stop(&l->lease);
   lk__defer_cancel(&l->lost_later);
-  close_timers(l);
+  lk__wd_own_close(&l->lease);
   l->hold.count = 0;
   if (!was_leading)
     return 0;
@@ -414,8 +343,7 @@ LK__OBJ_CALLS(lk_leader_t, lk_leader_cb, lk_leader_close_cb)
 static void free_leader(lk__obj_t *o) {
   lk_leader_t *l = (lk_leader_t *)o;
   lk__defer_cancel(&l->lost_later);
-  if (l->timers != NULL)
-    lk__free(l->timers); /* a forked child: never closed on this loop */
+  lk__wd_own_free(&l->lease); /* a forked child: never closed on this loop */
   lk__leader_obs_free(l);
   lk__free(l->holder);
   lk__free(l->counter);
@@ -429,7 +357,7 @@ static void free_leader(lk__obj_t *o) {
 LK__HANDLE_FIELD(lk_leader_t, term, int64_t)
 static int handle_is_held(const lk__obj_t *o) {
   const lk_leader_t *l = (const lk_leader_t *)o;
-  return leading(l) && lk__now_ns() < l->hold.deadline_ns;
+  return leading(l) && lk__now_ns() < lk__wd_own_deadline(&l->lease);
 }
 
 static const lk__obj_ops_t lk__leader_ops = {
@@ -476,29 +404,25 @@ int lk_leader_new(lk_client_t *c, const char *role, lk_leader_t **out) {
   n = snprintf(l->owner, sizeof(l->owner), "%s:%" PRIu64, c->id, c->next_tid + 1);
   if (l->holder == NULL || l->counter == NULL || l->channel == NULL || n <= 0 ||
       (size_t)n >= sizeof(l->owner)) {
-    lk__free(l->holder);
-    lk__free(l->counter);
-    lk__free(l->channel);
-    lk__free(l);
-    return LK_ENOMEM;
-  }
-  {
+    rc = LK_ENOMEM;
+  } else {
     /* One slot for all (core/names.c). */
     const lk__derived_t d[3] = {{l->holder, l->holder_len, 0},
                                 {l->counter, l->counter_len, 0},
                                 {l->channel, l->channel_len, 0}};
     rc = lk__names_one_slot(c, "leader role", role, len, d, 3);
-    if (rc != 0) {
-      lk__free(l->holder);
-      lk__free(l->counter);
-      lk__free(l->channel);
-      lk__free(l);
-      return rc;
-    }
+  }
+  if (rc != 0) {
+    lk__free(l->holder);
+    lk__free(l->counter);
+    lk__free(l->channel);
+    lk__free(l);
+    return rc;
   }
   c->next_tid++;
   l->owner_len = (size_t)n;
   l->hold.lease_ms = c->o.default_lease_ms;
+  lk__wd_own_init(&l->lease, c, &l->base, "leadership");
   lk__defer_init(&l->lost_later, on_lost_later);
   lk__leader_obs_init(l);
   lk__obj_init_channel(&l->base, c, &lk__leader_ops, l->role, l->channel, l->channel_len);

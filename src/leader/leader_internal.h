@@ -8,22 +8,13 @@
 #include "core/hold.h"
 #include "core/object.h"
 #include "core/pubsub.h"
+#include "core/watchdog.h"
 
 #include "latchkey/leader.h"
 
 #define LK__LEADER_PREFIX "latchkey_leader"
 #define LK__LEADER_TERM_PREFIX "latchkey_leader_term"
 #define LK__LEADER_CHANNEL_PREFIX "latchkey_leader__channel"
-
-/* The object's timers, made on first use and freed by their own close
- * callbacks (after the object may be gone): the lease timer (renewal and
- * local deadline) and the observer's re-poll timer. */
-typedef struct lk__leader_timers_s {
-  uv_timer_t lease;
-  uv_timer_t obs;
-  lk_leader_t *leader; /* NULL once the object closed them */
-  int open;            /* handles not yet closed */
-} lk__leader_timers_t;
 
 struct lk_leader_s {
   lk__obj_t base; /* first: the shared object body (core/object.h) */
@@ -40,18 +31,14 @@ struct lk_leader_s {
 
   char *value; /* the campaign's value, NUL-terminated (heap) */
   size_t value_len;
-  lk__hold_t hold;  /* count 1 while leading; deadline_ns: the local deadline */
+  lk__hold_t hold;  /* count 1 while leading (deadline_ns: the grant's) */
   int64_t term;     /* of the last election won */
   int64_t req_lease_ms;
-  lk__leader_timers_t *timers;
 
-  /* leading: renewal */
-  lk__op_t *renew_op; /* in flight, or NULL */
-  uint64_t renew_sent_ns;
+  /* leading: the leadership's lease, kept from the election and renewed
+   * every lease/3 (its local deadline: lk__wd_own_deadline) */
+  lk__wd_own_t lease;
   uint64_t next_renew_ns;
-  /* The leadership is at risk (docs/objects.md, "Health"): a renewal
-   * failed, or none was confirmed by half the lease. */
-  unsigned risky : 1;
   lk__defer_t lost_later; /* on_lost, from the loop, for a loss found in a call */
 
   /* observing */
@@ -59,6 +46,7 @@ struct lk_leader_s {
   void *obs_arg;
   lk__sub_t obs_sub;
   lk__op_t *obs_op; /* poll in flight */
+  lk__otimer_t *obs_timer; /* the re-poll timer, made by the first observe */
   lk__defer_t obs_end; /* the LK_ECANCELED call */
   int observing;
   int obs_again;    /* poll again as soon as the one in flight answers */
@@ -71,18 +59,16 @@ struct lk_leader_s {
 #define LK__LEADER_CLIENT(l) ((l)->base.client)
 
 /* leader.c */
-int lk__leader_want_timers(lk_leader_t *l);
 /* A loss found by the local deadline goes first (before any other callback
  * of the object): 1 when the leadership was just found lost. */
 int lk__leader_check_deadline(lk_leader_t *l);
 
 /* observe.c */
-void lk__leader_obs_timer(uv_timer_t *t);
 /* Stops observing; the last call (LK_ECANCELED) comes from the loop. */
 void lk__leader_obs_stop(lk_leader_t *l);
 /* On close, from the loop (lk_client_close_all closes through the core, so
- * this is the one place every close passes): observing stops and its last
- * call is made now, before close_cb. */
+ * this is the one place every close passes): observing stops, its timer
+ * closes and its last call is made now, before close_cb. */
 void lk__leader_obs_close(lk_leader_t *l);
 void lk__leader_obs_init(lk_leader_t *l);
 void lk__leader_obs_free(lk_leader_t *l);

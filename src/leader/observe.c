@@ -19,12 +19,14 @@ static const lk__script_t *state_script(void) { return lk__script_find("leader/s
 
 static void poll_state(lk_leader_t *l);
 
+static void on_timer(void *owner) {
+  lk_leader_t *l = owner;
+  if (l->observing)
+    poll_state(l);
+}
+
 static void arm(lk_leader_t *l, int64_t delay_ms) {
-  if (l->timers == NULL)
-    return;
-  uv_update_time(CLIENT(l)->loop);
-  uv_timer_start(&l->timers->obs, lk__leader_obs_timer, (uint64_t)(delay_ms > 0 ? delay_ms : 0),
-                 0);
+  lk__otimer_start(l->obs_timer, on_timer, (uint64_t)(delay_ms > 0 ? delay_ms : 0), 0);
 }
 
 /* Applies what was seen; 1 when it is a change the user is told of. */
@@ -108,19 +110,12 @@ static void poll_state(lk_leader_t *l) {
     l->obs_again = 1; /* the one in flight may predate what woke us */
     return;
   }
-  if (l->timers != NULL)
-    uv_timer_stop(&l->timers->obs);
+  lk__otimer_stop(l->obs_timer);
   l->obs_op = lk__script_call(CLIENT(l), state_script(), 2, 0, argv, lens, on_state, l, &err);
   if (l->obs_op == NULL) {
     lk__log(CLIENT(l), lk__trouble_level(err), "leader state not sent: %s", lk_err_name(err));
     arm(l, CLIENT(l)->o.max_repoll_ms);
   }
-}
-
-void lk__leader_obs_timer(uv_timer_t *t) {
-  lk__leader_timers_t *tm = t->data;
-  if (tm->leader != NULL && tm->leader->observing)
-    poll_state(tm->leader);
 }
 
 /* "E<term>:<value>" or "R<term>". */
@@ -179,7 +174,7 @@ int lk_leader_observe(lk_leader_t *l, lk_leader_cb change_cb, void *arg) {
     return LK_EINVAL;
   if (l->observing || lk__queue_linked(&l->obs_end.node))
     return LK_EBUSY;
-  if (lk__leader_want_timers(l) != 0)
+  if (lk__otimer_want(&l->obs_timer, CLIENT(l)->loop, l) != 0)
     return LK_ENOMEM;
   rc = lk__sub_start(CLIENT(l), &l->obs_sub, l->channel, l->channel_len, on_sub);
   if (rc != 0)
@@ -199,8 +194,7 @@ static void stop(lk_leader_t *l) {
   l->observing = 0;
   lk__sub_stop(&l->obs_sub);
   lk__op_forget(&l->obs_op);
-  if (l->timers != NULL)
-    uv_timer_stop(&l->timers->obs);
+  lk__otimer_stop(l->obs_timer);
 }
 
 void lk__leader_obs_stop(lk_leader_t *l) {
@@ -211,6 +205,7 @@ void lk__leader_obs_stop(lk_leader_t *l) {
 }
 
 void lk__leader_obs_close(lk_leader_t *l) {
+  lk__otimer_close(&l->obs_timer); /* it may outlive the object (core/otimer.h) */
   if (l->observing)
     stop(l);
   else if (!lk__queue_linked(&l->obs_end.node))
@@ -233,6 +228,7 @@ void lk__leader_obs_init(lk_leader_t *l) { lk__defer_init(&l->obs_end, on_end); 
 
 void lk__leader_obs_free(lk_leader_t *l) {
   lk__defer_cancel(&l->obs_end);
+  lk__otimer_free(&l->obs_timer); /* a forked child: never closed on this loop */
   lk__free(l->obs_value);
   l->obs_value = NULL;
 }
