@@ -30,26 +30,27 @@ typedef struct mx_s {
   int held; /* is_held read inside the callback */
 } mx_t;
 
-static inline void mx_ml_cb(lk_multilock_t *ml, int status, void *arg) {
+/* Records an operation's answer in arg (an mx_t), checking that it is the
+ * only one; the callback then reads what its kind tells. */
+static inline mx_t *mx_answered(void *arg, int status) {
   mx_t *s = arg;
   s->calls++;
   ASSERT_EQ(s->calls, 1);
   s->done = 1;
   s->status = status;
-  s->held = lk_multilock_is_held(ml);
   s->t_ns = uv_hrtime();
+  return s;
+}
+
+static inline void mx_ml_cb(lk_multilock_t *ml, int status, void *arg) {
+  mx_answered(arg, status)->held = lk_multilock_is_held(ml);
 }
 
 static inline void mx_rl_cb(lk_redlock_t *rl, int status, void *arg) {
-  mx_t *s = arg;
-  s->calls++;
-  ASSERT_EQ(s->calls, 1);
-  s->done = 1;
-  s->status = status;
+  mx_t *s = mx_answered(arg, status);
   s->validity_ms = lk_redlock_validity_ms(rl);
   s->token = lk_redlock_token(rl);
   s->held = lk_redlock_is_held(rl);
-  s->t_ns = uv_hrtime();
 }
 
 /* Spins the loop until *flag, bounded (scaled). */
@@ -249,6 +250,16 @@ static inline void mx_rl_close(mfx_t *m, lk_redlock_t *rl) {
   lk_redlock_set_data(rl, &closed);
   ASSERT_OK(lk_redlock_close(rl, mx_rl_closed));
   mfx_run_until(m, &closed, 10000);
+}
+
+/* A RedLock test's ending: closes the RedLocks (NULL-terminated, in
+ * order), then the second client set (NULL: none), then the fixture. */
+static inline void mfx_finish_rls(mfx_t *m, lk_redlock_t *const *rls, lk_client_t **set) {
+  for (; *rls != NULL; rls++)
+    mx_rl_close(m, *rls);
+  if (set != NULL)
+    mfx_close_set(m, set);
+  mfx_finish(m);
 }
 
 static inline lk_redlock_t *mx_rl_new(mfx_t *m, lk_client_t **set, const char *name,
