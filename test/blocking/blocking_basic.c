@@ -13,6 +13,7 @@
 
 #include "forked_child.h"
 #include "latchkey.h"
+#include "on_thread.h"
 #include "overlap_probe.h"
 #include "redis_server.h"
 #include "redisson_emu.h"
@@ -95,12 +96,10 @@ static void try_worker(void *arg) {
 
 static int try_on_thread(lk_blocking_lock_t *l, int64_t wait_ms, int64_t *took_ms) {
   try_arg_t a;
-  uv_thread_t t;
   memset(&a, 0, sizeof(a));
   a.l = l;
   a.wait_ms = wait_ms;
-  ASSERT_OK(uv_thread_create(&t, try_worker, &a));
-  uv_thread_join(&t);
+  rt_on_thread(try_worker, &a);
   if (took_ms != NULL)
     *took_ms = a.took_ms;
   return a.rc;
@@ -537,9 +536,7 @@ static void rw_try_worker(void *arg) {
 
 static int rw_on_thread(lk_blocking_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait_ms) {
   rw_arg_t a = {rw, side, wait_ms, 1};
-  uv_thread_t t;
-  ASSERT_OK(uv_thread_create(&t, rw_try_worker, &a));
-  uv_thread_join(&t);
+  rt_on_thread(rw_try_worker, &a);
   return a.rc;
 }
 
@@ -587,9 +584,7 @@ static void sem_worker(void *arg) {
 static int sem_on_thread(lk_blocking_semaphore_t *s, int64_t permits, int64_t wait_ms,
                          int64_t *held) {
   sem_arg_t a = {s, permits, wait_ms, 1, -1};
-  uv_thread_t t;
-  ASSERT_OK(uv_thread_create(&t, sem_worker, &a));
-  uv_thread_join(&t);
+  rt_on_thread(sem_worker, &a);
   *held = a.held;
   return a.rc;
 }

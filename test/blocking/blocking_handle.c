@@ -26,9 +26,7 @@ static void other_try(void *arg) {
 
 static int other_thread_try(lk_blocking_handle_t *h, int64_t wait_ms, int *held) {
   other_t a = {h, wait_ms, 1, -1};
-  uv_thread_t t;
-  ASSERT_OK(uv_thread_create(&t, other_try, &a));
-  uv_thread_join(&t);
+  rt_on_thread(other_try, &a);
   *held = a.held;
   return a.rc;
 }

@@ -9,12 +9,6 @@
 #include "test.h"
 #include "blocking_fixture.h"
 
-/* Runs fn(arg) on a new thread and waits for it. */
-static void on_thread(void (*fn)(void *), void *arg) {
-  uv_thread_t t;
-  ASSERT_OK(uv_thread_create(&t, fn, arg));
-  uv_thread_join(&t);
-}
 
 /* ---- fair lock --------------------------------------------------------------- */
 
@@ -41,14 +35,14 @@ TEST(fair_threads_exclude_and_reenter) {
   ASSERT_EQ(lk_blocking_fair_hold_count(f), 2);
   ASSERT_EQ(lk_blocking_fair_is_held(f), 1);
   a = (fair_arg_t){f, 150, 1, 1};
-  on_thread(fair_try, &a);
+  rt_on_thread(fair_try, &a);
   ASSERT_EQ(a.rc, LK_ETIMEDOUT);
   ASSERT_OK(lk_blocking_fair_release(f));
   ASSERT_EQ(lk_blocking_fair_is_locked(f), 1);
   ASSERT_OK(lk_blocking_fair_release(f));
   ASSERT_EQ(lk_blocking_fair_is_held(f), 0);
   a = (fair_arg_t){f, 0, 1, 1};
-  on_thread(fair_try, &a);
+  rt_on_thread(fair_try, &a);
   ASSERT_OK(a.rc);
   ASSERT_OK(a.rel);
   ASSERT_EQ(lk_blocking_fair_is_locked(f), 0);
@@ -137,13 +131,13 @@ TEST(leader_one_thread_leads_at_a_time) {
   ASSERT_EQ(lk_blocking_leader_is_leader(l), 1);
   /* Another thread is another candidate: it cannot lead meanwhile. */
   a = (leader_arg_t){l, 150, 1, 1, 0, 0};
-  on_thread(leader_campaign, &a);
+  rt_on_thread(leader_campaign, &a);
   ASSERT_EQ(a.rc, LK_ETIMEDOUT);
   ASSERT_EQ(a.led, 0);
   ASSERT_OK(lk_blocking_leader_resign(l));
   ASSERT_EQ(lk_blocking_leader_is_leader(l), 0);
   a = (leader_arg_t){l, 0, 1, 1, 0, 0};
-  on_thread(leader_campaign, &a);
+  rt_on_thread(leader_campaign, &a);
   ASSERT_OK(a.rc);
   ASSERT_EQ(a.led, 1);
   ASSERT_GT(a.term, term);
@@ -180,7 +174,7 @@ TEST(ratelimiter_threads_share_the_rate) {
   ASSERT_EQ(lk_blocking_ratelimiter_try_set_rate(r, &cfg), 0);
   for (int i = 0; i < 2; i++) {
     a = (rl_arg_t){r, 1};
-    on_thread(rl_take, &a);
+    rt_on_thread(rl_take, &a);
     ASSERT_OK(a.rc);
   }
   ASSERT_OK(lk_blocking_ratelimiter_available(r, &left));
@@ -227,7 +221,7 @@ TEST(psem_permits_have_ids_per_thread) {
   ASSERT_EQ(lk_blocking_psem_available(p), 1);
   /* Another thread takes the last one, and holds only its own. */
   a = (psem_arg_t){p, 1, 1, -1};
-  on_thread(psem_take, &a);
+  rt_on_thread(psem_take, &a);
   ASSERT_OK(a.rc);
   ASSERT_EQ(a.held, 1);
   ASSERT_OK(a.rel);
@@ -277,7 +271,7 @@ TEST(multilock_group_per_thread) {
   ASSERT_EQ(lk_blocking_lock_hold_count(l), 1);
   ASSERT_OK(lk_blocking_lock_release(l));
   a = (ml_arg_t){g, l, 1, 1};
-  on_thread(ml_try, &a);
+  rt_on_thread(ml_try, &a);
   ASSERT_EQ(a.rc, LK_ETIMEDOUT);
   ASSERT_EQ(a.lock_rc, LK_ETIMEDOUT);
   ASSERT_OK(lk_blocking_multilock_release(g));
@@ -285,7 +279,7 @@ TEST(multilock_group_per_thread) {
   for (int i = 0; i < 3; i++)
     ASSERT_EQ(rt_cmd_int(x.srv, "EXISTS %s", names[i]), 0);
   a = (ml_arg_t){g, l, 1, 1};
-  on_thread(ml_try, &a);
+  rt_on_thread(ml_try, &a);
   ASSERT_OK(a.rc); /* held by that thread's group until close gives it back */
   ASSERT_OK(a.lock_rc);
   ASSERT_OK(lk_blocking_multilock_close(g));

@@ -12,6 +12,7 @@
 
 #include "forked_child.h"
 #include "latchkey.h"
+#include "on_thread.h"
 #include "overlap_probe.h"
 #include "redis_server.h"
 #include "server_faults.h"
@@ -47,7 +48,10 @@ static void rx_stop_servers(rx_t *x) {
     rt_server_stop(x->srv[i]);
 }
 
-static void rx_finish(rx_t *x) {
+/* Closes the RedLock (NULL: none), the blocking client, the masters. */
+static void rx_finish(rx_t *x, lk_blocking_redlock_t *r) {
+  if (r != NULL)
+    ASSERT_OK(lk_blocking_redlock_close(r));
   ASSERT_OK(lk_blocking_close(x->b));
   rx_stop_servers(x);
 }
@@ -101,8 +105,7 @@ TEST(redlock_threads_exclude) {
   ASSERT_OK(lk_blocking_redlock_new(x.b, x.mo, MASTERS, "brl_ex", NULL, &r));
   overlap_run(&brl_overlap, r, EX_THREADS, EX_ROUNDS);
   ASSERT(keys_gone(&x, "brl_ex")); /* a last straggler's grant is given back */
-  ASSERT_OK(lk_blocking_redlock_close(r));
-  rx_finish(&x);
+  rx_finish(&x, r);
 }
 
 /* ---- re-entry, bounded tries, bad arguments ------------------------------------------ */
@@ -122,12 +125,6 @@ static void try_worker(void *arg) {
   a->rc = lk_blocking_redlock_try(a->r, a->wait_ms);
   a->took_ms = rt_now_ms() - t0;
   a->rel = a->rc == 0 ? lk_blocking_redlock_release(a->r) : 0;
-}
-
-static void try_on_thread(try_arg_t *a) {
-  uv_thread_t t;
-  ASSERT_OK(uv_thread_create(&t, try_worker, a));
-  uv_thread_join(&t);
 }
 
 TEST(redlock_reentry_and_bounded_try) {
@@ -151,7 +148,7 @@ TEST(redlock_reentry_and_bounded_try) {
   memset(&a, 0, sizeof(a));
   a.r = r;
   a.wait_ms = 300;
-  try_on_thread(&a);
+  rt_on_thread(try_worker, &a);
   ASSERT_EQ(a.rc, LK_ETIMEDOUT);
   ASSERT_GE(a.took_ms, 290);
   ASSERT_LE(a.took_ms, rt_scaled_ms(3000));
@@ -165,11 +162,10 @@ TEST(redlock_reentry_and_bounded_try) {
   /* Free again: the other thread takes it at once. */
   memset(&a, 0, sizeof(a));
   a.r = r;
-  try_on_thread(&a);
+  rt_on_thread(try_worker, &a);
   ASSERT_OK(a.rc);
   ASSERT_OK(a.rel);
-  ASSERT_OK(lk_blocking_redlock_close(r));
-  rx_finish(&x);
+  rx_finish(&x, r);
 }
 
 /* Given clients: the blocking client's own, as a RedLock of one master;
@@ -194,7 +190,7 @@ TEST(redlock_on_given_clients) {
     ASSERT_OK(lk_blocking_lock_release(l));
     ASSERT_OK(lk_blocking_lock_close(l));
   }
-  rx_finish(&x);
+  rx_finish(&x, NULL);
 }
 
 /* ---- a quorum lost ---------------------------------------------------------------------- */
@@ -251,8 +247,7 @@ TEST(redlock_quorum_lost_seen_by_is_held_and_fd) {
   ASSERT_OK(lk_blocking_redlock_try(r, 0));
   ASSERT_EQ(lk_blocking_redlock_is_held(r), 1);
   ASSERT_OK(lk_blocking_redlock_release(r));
-  ASSERT_OK(lk_blocking_redlock_close(r));
-  rx_finish(&x);
+  rx_finish(&x, r);
 }
 
 /* A majority stopped: the renewals go unanswered until the masters' local
@@ -284,8 +279,7 @@ TEST(redlock_majority_stopped_is_lost) {
   }
   rt_server_resume(x.srv[1]);
   rt_server_resume(x.srv[2]);
-  ASSERT_OK(lk_blocking_redlock_close(r));
-  rx_finish(&x);
+  rx_finish(&x, r);
 }
 
 /* ---- cancel and close with a thread blocked ----------------------------------------------- */
@@ -305,23 +299,32 @@ static void wait_scripts(rx_t *x, long long before, long long n) {
   ASSERT_GE(scripts_run(x), before + n);
 }
 
+/* A RedLock named name, held by this thread, and another thread (*t,
+ * block_worker on a) blocked trying it: every master has seen its try. */
+static lk_blocking_redlock_t *held_with_a_blocked_thread(rx_t *x, const char *name, try_arg_t *a,
+                                                         uv_thread_t *t) {
+  lk_blocking_redlock_t *r;
+  long long before;
+  ASSERT_OK(lk_blocking_redlock_new(x->b, x->mo, MASTERS, name, NULL, &r));
+  ASSERT_OK(lk_blocking_redlock_try(r, 0));
+  memset(a, 0, sizeof(*a));
+  a->r = r;
+  a->rc = 1;
+  before = scripts_run(x);
+  ASSERT_OK(uv_thread_create(t, block_worker, a));
+  wait_scripts(x, before, MASTERS);
+  return r;
+}
+
 TEST(redlock_cancel_from_another_thread) {
   rx_t x;
   lk_blocking_redlock_t *r;
   try_arg_t a;
   uv_thread_t t;
-  long long before;
   int rc = LK_EINVAL;
   int64_t deadline;
   rx_start(&x, 0);
-  ASSERT_OK(lk_blocking_redlock_new(x.b, x.mo, MASTERS, "brl_cancel", NULL, &r));
-  ASSERT_OK(lk_blocking_redlock_try(r, 0));
-  memset(&a, 0, sizeof(a));
-  a.r = r;
-  a.rc = 1;
-  before = scripts_run(&x);
-  ASSERT_OK(uv_thread_create(&t, block_worker, &a));
-  wait_scripts(&x, before, MASTERS);
+  r = held_with_a_blocked_thread(&x, "brl_cancel", &a, &t);
   deadline = rt_now_ms() + rt_scaled_ms(5000);
   while (rc == LK_EINVAL && rt_now_ms() < deadline) {
     rc = lk_blocking_cancel(x.b, atomic_load(&a.tid));
@@ -335,25 +338,15 @@ TEST(redlock_cancel_from_another_thread) {
   ASSERT_EQ(lk_blocking_redlock_hold_count(r), 1);
   ASSERT(keys_on_every_master(&x, "brl_cancel"));
   ASSERT_OK(lk_blocking_redlock_release(r));
-  ASSERT_OK(lk_blocking_redlock_close(r));
-  rx_finish(&x);
+  rx_finish(&x, r);
 }
 
 TEST(redlock_close_with_thread_blocked) {
   rx_t x;
-  lk_blocking_redlock_t *r;
   try_arg_t a;
   uv_thread_t t;
-  long long before;
   rx_start(&x, 0);
-  ASSERT_OK(lk_blocking_redlock_new(x.b, x.mo, MASTERS, "brl_close", NULL, &r));
-  ASSERT_OK(lk_blocking_redlock_try(r, 0));
-  memset(&a, 0, sizeof(a));
-  a.r = r;
-  a.rc = 1;
-  before = scripts_run(&x);
-  ASSERT_OK(uv_thread_create(&t, block_worker, &a));
-  wait_scripts(&x, before, MASTERS);
+  held_with_a_blocked_thread(&x, "brl_close", &a, &t); /* closed with the client */
   /* The client's close closes the handle, its RedLocks, then its clients
    * (else its loop would not end: the close would not return 0). */
   ASSERT_OK(lk_blocking_close(x.b));
@@ -388,6 +381,5 @@ TEST(redlock_fork_child_is_refused) {
   ASSERT_EQ(lk_blocking_redlock_is_held(r), 1);
   ASSERT_OK(lk_blocking_redlock_release(r));
   ASSERT(keys_gone(&x, "brl_fork"));
-  ASSERT_OK(lk_blocking_redlock_close(r));
-  rx_finish(&x);
+  rx_finish(&x, r);
 }

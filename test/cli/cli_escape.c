@@ -15,23 +15,6 @@
 #define NAME "cli:esc" HOSTILE
 #define OWNER_FIELD "evil\x1b]0;pwned\a:1"
 
-/* The file's bytes, length in *n (a NUL would not end it). */
-static char *slurp_n(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  char *buf;
-  long len;
-  ASSERT_NOT_NULL(f);
-  fseek(f, 0, SEEK_END);
-  len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  buf = calloc(1, (size_t)len + 1);
-  ASSERT_NOT_NULL(buf);
-  ASSERT_EQ(fread(buf, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  *n = (size_t)len;
-  return buf;
-}
-
 /* No byte a terminal obeys, other than the lines' own LF; no forged
  * line; and every needle there. */
 static void assert_clean(const char *path, const char *const *needles) {

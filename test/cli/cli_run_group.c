@@ -51,9 +51,7 @@ TEST(lost_lease_ends_the_commands_whole_group) {
   char pidf[256], gpidf[256], script[1024];
   pid_t job;
   adopt_orphans();
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   job_script(script, sizeof(script), pidf, gpidf);
   {
     const char *a[] = {"run", "--lease", "3s", "--kill-after", "2s", "cli:grp", "--", "sh",
@@ -81,9 +79,7 @@ TEST(killed_latchkey_takes_its_command_group_with_it) {
   char pidf[256], gpidf[256], script[1024];
   pid_t cmd, job;
   adopt_orphans();
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   job_script(script, sizeof(script), pidf, gpidf);
   {
     /* The lease (30 s) would keep NAME held long after latchkey is gone:
@@ -113,9 +109,7 @@ TEST(failed_release_has_its_own_status) {
   tool_t t;
   char pidf[256], go[256], script[1024];
   int fd;
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   path_of(pidf, sizeof(pidf), "pid");
   path_of(go, sizeof(go), "go");
   /* The command ends (status 0) when told to; bounded to 30 s. */
@@ -225,9 +219,7 @@ static void write_file(char *path, size_t cap, const char *leaf, const char *tex
 TEST(command_lookup_matches_execvp) {
   rt_server_t *srv;
   char script[256], noexec[256];
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   write_file(script, sizeof(script), "plain", "exit 9\n", 0700);
   write_file(noexec, sizeof(noexec), "noexec", "exit 0\n", 0600);
   {

@@ -2,10 +2,7 @@
  * once"): each run holds one of N permits of a permit-expirable semaphore
  * the first run creates, with the lock mode's statuses, and a lost permit
  * ends the command as a lost lease does. */
-#include <signal.h>
-
 #include "tool_util.h"
-#include "redis_server.h"
 
 /* GET key as a number (the semaphore's available permits); -1 when absent. */
 static long long get_ll(rt_server_t *srv, const char *key) {
@@ -22,9 +19,7 @@ TEST(run_permits_admits_at_most_n_at_once) {
   tool_t t[5];
   char log[256], script[1024], *text, *p;
   int i, depth = 0, deepest = 0, starts = 0;
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   path_of(log, sizeof(log), "log");
   snprintf(script, sizeof(script), "echo start >> %s; sleep 0.3; echo end >> %s", log, log);
   for (i = 0; i < 5; i++) {
@@ -66,9 +61,7 @@ TEST(run_permits_full_semaphore_times_out_and_inspect_shows_the_holders) {
   tool_t t[2];
   char stop[256], id[2][256], script[2][1024], want[128];
   int i, port;
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   port = rt_server_port(srv);
   path_of(stop, sizeof(stop), "stop");
   for (i = 0; i < 2; i++) {
@@ -127,12 +120,8 @@ TEST(run_permits_lost_permit_ends_the_command_with_the_lost_status) {
   rt_server_t *srv;
   tool_t t;
   char pidf[256], script[1024];
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
-  path_of(pidf, sizeof(pidf), "pid");
-  snprintf(script, sizeof(script), "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done",
-           pidf);
+  srv = tool_server();
+  stubborn_script(script, sizeof(script), pidf, sizeof(pidf));
   {
     const char *a[] = {"run", "--permits", "1", "--lease", "1s", "--kill-after", "300ms",
                        "cli:pl", "--", "sh", "-c", script, NULL};
@@ -142,8 +131,6 @@ TEST(run_permits_lost_permit_ends_the_command_with_the_lost_status) {
   ASSERT_EQ(rt_cmd_int(srv, "ZCARD {cli:pl}:timeout"), 1);
   ASSERT_EQ(rt_cmd_int(srv, "DEL {cli:pl}:timeout"), 1);
   /* The next renewal (every lease/3) finds the permit gone. */
-  ASSERT_EQ(tool_wait_for(&t, 10000), 79);
-  ASSERT_EQ(kill((pid_t)read_ll(pidf), 0), -1);
-  ASSERT(file_has(t.err, "lost"));
+  tool_expect_lost(&t, pidf, 10000);
   rt_server_stop(srv);
 }

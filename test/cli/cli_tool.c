@@ -43,9 +43,7 @@ TEST(run_excludes_another_run_on_the_same_name) {
   tool_t t[4];
   char log[256], script[1024], *text, *p;
   int i, depth = 0, starts = 0;
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   path_of(log, sizeof(log), "log");
   /* Each child appends start, waits, appends end: with the lock held,
    * no two starts follow each other. */
@@ -78,9 +76,7 @@ TEST(run_excludes_another_run_on_the_same_name) {
 TEST(child_sees_name_owner_and_an_increasing_token) {
   rt_server_t *srv;
   char f1[256], f2[256], s1[1024], s2[1024];
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   path_of(f1, sizeof(f1), "t1");
   path_of(f2, sizeof(f2), "t2");
   snprintf(s1, sizeof(s1), "echo $LATCHKEY_TOKEN > %s; echo $LATCHKEY_NAME $LATCHKEY_OWNER >> %s",
@@ -103,9 +99,7 @@ TEST(child_exit_status_is_passed_on) {
   rt_server_t *srv;
   const char *a[] = {"run", "cli:st", "--", "sh", "-c", "exit 7", NULL};
   const char *nf[] = {"run", "cli:st", "--", "/nonexistent/cmd", NULL};
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   ASSERT_EQ(tool_run(rt_server_port(srv), "st", a), 7);
   ASSERT_EQ(tool_run(rt_server_port(srv), "nf", nf), 127);
   ASSERT_EQ(rt_cmd_int(srv, "EXISTS cli:st"), 0);
@@ -116,14 +110,9 @@ TEST(deleted_key_terminates_child_with_lost_status) {
   rt_server_t *srv;
   tool_t t;
   char pidf[256], script[1024];
-  int rc;
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
-  path_of(pidf, sizeof(pidf), "pid");
+  srv = tool_server();
   /* The child ignores SIGTERM: SIGKILL after --kill-after. */
-  snprintf(script, sizeof(script), "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done",
-           pidf);
+  stubborn_script(script, sizeof(script), pidf, sizeof(pidf));
   {
     const char *a[] = {"run", "--lease", "3s", "--kill-after", "300ms", "cli:lost", "--", "sh",
                        "-c", script, NULL};
@@ -132,10 +121,7 @@ TEST(deleted_key_terminates_child_with_lost_status) {
   wait_file(pidf, 10000);
   ASSERT_EQ(rt_cmd_int(srv, "DEL cli:lost"), 1);
   /* The next renewal (every lease/3 = 1 s) finds the key gone. */
-  rc = tool_wait_for(&t, 10000);
-  ASSERT_EQ(rc, 79);
-  ASSERT_EQ(kill((pid_t)read_ll(pidf), 0), -1); /* the child is gone */
-  ASSERT(file_has(t.err, "lost"));
+  tool_expect_lost(&t, pidf, 10000);
   rt_server_stop(srv);
 }
 
@@ -143,9 +129,7 @@ TEST(sigterm_reaches_child_and_lock_is_released) {
   rt_server_t *srv;
   tool_t t;
   char pidf[256], got[256], script[1024];
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   path_of(pidf, sizeof(pidf), "pid");
   path_of(got, sizeof(got), "got");
   snprintf(script, sizeof(script),
@@ -167,9 +151,7 @@ TEST(sigterm_reaches_child_and_lock_is_released) {
 TEST(timeout_and_connection_errors_have_their_statuses) {
   rt_server_t *srv;
   int dead = rt_pick_port();
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   freeReplyObject(rt_cmd(srv, "HSET cli:busy 11111111-2222-4333-8444-555555555555:1 1"));
   {
     const char *a[] = {"run", "--wait", "200ms", "cli:busy", "--", "true", NULL};
@@ -348,9 +330,7 @@ TEST(release_force_wakes_a_waiting_run) {
   char ran[256], script[1024];
   redisContext *ctx;
   int64_t t0;
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   /* A Redisson holder with a long lease: the waiter would wait a minute. */
   ctx = redisson_holding(srv, "cli:rel", "11111111-2222-4333-8444-555555555555");
   path_of(ran, sizeof(ran), "ran");
@@ -497,9 +477,7 @@ TEST(stats_measures_both_phases) {
   rt_server_t *srv;
   tool_t t;
   char *out;
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   {
     const char *a[] = {"stats", "--duration", "1s", "cli:st", NULL};
     const char *j[] = {"stats", "--duration", "600ms", "--contenders", "3", "--json", "cli:st",
@@ -538,9 +516,7 @@ TEST(stats_measures_both_phases) {
 TEST(stats_on_a_held_name_or_not_a_lock) {
   rt_server_t *srv;
   redisContext *ctx;
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   ctx = redisson_holding(srv, "cli:sh", "aaaaaaaa-2222-4333-8444-555555555555");
   ASSERT_EQ(rt_rsem_try_set_permits(ctx, "cli:ss", 2), 1);
   {
@@ -569,9 +545,7 @@ TEST(inspect_shows_who_a_run_holder_is) {
   char ready[256], done[256], script[1024], want[512], host[256], *out;
   const char *prog = strrchr(LK_CLI_PATH, '/') != NULL ? strrchr(LK_CLI_PATH, '/') + 1 : LK_CLI_PATH;
   int port;
-  dir_init();
-  srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
+  srv = tool_server();
   port = rt_server_port(srv);
   path_of(ready, sizeof(ready), "ready");
   path_of(done, sizeof(done), "done");

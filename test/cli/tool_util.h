@@ -5,6 +5,7 @@
 #define LK_TEST_CLI_TOOL_UTIL_H
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "redis_server.h"
 #include "test.h"
 
 #ifndef LK_CLI_PATH
@@ -34,6 +36,15 @@ static TOOL_UNUSED void dir_init(void) {
 
 static TOOL_UNUSED void path_of(char *buf, size_t cap, const char *leaf) {
   snprintf(buf, cap, "%s/%s", g_dir, leaf);
+}
+
+/* A fresh private directory (dir_init) and a server of its own, for one test. */
+static TOOL_UNUSED rt_server_t *tool_server(void) {
+  rt_server_t *srv;
+  dir_init();
+  srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  return srv;
 }
 
 /* Starts the tool with args (NULL-terminated), LATCHKEY_REDIS pointing at
@@ -103,21 +114,30 @@ static TOOL_UNUSED int tool_run(int port, const char *tag, const char *const *ar
   return tool_wait(&t);
 }
 
+/* The file's bytes (malloc'd, NUL-terminated), its length in *n: a NUL in
+ * it would not end it. The file must exist. */
+static TOOL_UNUSED char *slurp_n(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  char *buf;
+  long len;
+  ASSERT_NOT_NULL(f);
+  fseek(f, 0, SEEK_END);
+  len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  buf = calloc(1, (size_t)len + 1);
+  ASSERT_NOT_NULL(buf);
+  ASSERT_EQ(fread(buf, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  *n = (size_t)len;
+  return buf;
+}
+
 /* The whole of a file (malloc'd, NUL-terminated; "" when absent). */
 static TOOL_UNUSED char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  char *buf;
-  long n;
-  if (f == NULL)
+  size_t n;
+  if (access(path, F_OK) != 0)
     return strdup("");
-  fseek(f, 0, SEEK_END);
-  n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  buf = calloc(1, (size_t)n + 1);
-  ASSERT_NOT_NULL(buf);
-  ASSERT_EQ(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  return buf;
+  return slurp_n(path, &n);
 }
 
 static TOOL_UNUSED int file_has(const char *path, const char *needle) {
@@ -143,6 +163,21 @@ static TOOL_UNUSED long long read_ll(const char *path) {
   long long v = atoll(s);
   free(s);
   return v;
+}
+
+/* A command that ignores SIGTERM (only the SIGKILL after --kill-after ends
+ * it) and writes its pid to pidf, a file "pid" of the test's directory. */
+static TOOL_UNUSED void stubborn_script(char *script, size_t cap, char *pidf, size_t pidf_cap) {
+  path_of(pidf, pidf_cap, "pid");
+  snprintf(script, cap, "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done", pidf);
+}
+
+/* t, running stubborn_script, lost its hold: latchkey exits 79 within
+ * timeout_ms, having killed the command, and says "lost". */
+static TOOL_UNUSED void tool_expect_lost(tool_t *t, const char *pidf, int64_t timeout_ms) {
+  ASSERT_EQ(tool_wait_for(t, timeout_ms), 79);
+  ASSERT_EQ(kill((pid_t)read_ll(pidf), 0), -1); /* the command is gone */
+  ASSERT(file_has(t->err, "lost"));
 }
 
 #endif /* LK_TEST_CLI_TOOL_UTIL_H */

@@ -28,30 +28,12 @@ static long long holds_on(rt_server_t *s, const char *name, const char *owner) {
 }
 
 static int ml_acquire(cfx_t *f, lk_multilock_t *ml, int64_t wait_ms, mx_t *s) {
-  lk_multilock_opts_t o;
-  memset(s, 0, sizeof *s);
-  lk_multilock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  o.lease_ms = LEASE;
-  ASSERT_OK(lk_multilock_acquire(ml, &o, mx_ml_cb, s));
-  rt_run_until(&f->fx.loop, &s->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
-  return s->status;
+  return mx_ml_acquire_in(&f->fx.loop, ml, wait_ms, LEASE, s);
 }
 
-static int ml_release(cfx_t *f, lk_multilock_t *ml) {
-  mx_t s;
-  memset(&s, 0, sizeof s);
-  ASSERT_OK(lk_multilock_release(ml, mx_ml_cb, &s));
-  rt_run_until(&f->fx.loop, &s.done, 15000);
-  return s.status;
-}
+static int ml_release(cfx_t *f, lk_multilock_t *ml) { return mx_ml_release_in(&f->fx.loop, ml); }
 
-static void ml_close(cfx_t *f, lk_multilock_t *ml) {
-  int closed = 0;
-  lk_multilock_set_data(ml, &closed);
-  ASSERT_OK(lk_multilock_close(ml, mx_ml_closed));
-  rt_run_until(&f->fx.loop, &closed, 10000);
-}
+static void ml_close(cfx_t *f, lk_multilock_t *ml) { mx_ml_close_in(&f->fx.loop, ml); }
 
 /* ---- MultiLock ---------------------------------------------------------------------------- */
 
@@ -143,31 +125,17 @@ TEST(multilock_spans_slots_and_masters_all_or_nothing) {
 
 static int rl_acquire(cfx_t *f, lk_redlock_t *rl, int64_t wait_ms, int fenced, mx_t *s) {
   lk_redlock_opts_t o;
-  memset(s, 0, sizeof *s);
   lk_redlock_opts_init(&o);
   o.wait_ms = wait_ms;
   o.lease_ms = LEASE;
   o.node_timeout_ms = rt_scaled_ms(300);
   o.fenced = fenced;
-  ASSERT_OK(lk_redlock_acquire(rl, &o, mx_rl_cb, s));
-  rt_run_until(&f->fx.loop, &s->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
-  return s->status;
+  return mx_rl_acquire_opts_in(&f->fx.loop, rl, &o, s);
 }
 
-static int rl_release(cfx_t *f, lk_redlock_t *rl) {
-  mx_t s;
-  memset(&s, 0, sizeof s);
-  ASSERT_OK(lk_redlock_release(rl, mx_rl_cb, &s));
-  rt_run_until(&f->fx.loop, &s.done, 15000);
-  return s.status;
-}
+static int rl_release(cfx_t *f, lk_redlock_t *rl) { return mx_rl_release_in(&f->fx.loop, rl); }
 
-static void rl_close(cfx_t *f, lk_redlock_t *rl) {
-  int closed = 0;
-  lk_redlock_set_data(rl, &closed);
-  ASSERT_OK(lk_redlock_close(rl, mx_rl_closed));
-  rt_run_until(&f->fx.loop, &closed, 10000);
-}
+static void rl_close(cfx_t *f, lk_redlock_t *rl) { mx_rl_close_in(&f->fx.loop, rl); }
 
 /* Runs the loop until every master asked has answered (the attempt is
  * decided at the quorum; later grants are kept as extra holders). */

@@ -247,11 +247,8 @@ TEST(script_load_denied_is_tried_once_and_scripts_still_run) {
  * not live on in EVAL's cache alone, which Redis 8 and Valkey 8 evict. */
 TEST(a_flushed_script_is_loaded_again_by_its_next_call) {
   fx_t fx;
-  lk_client_opts_t o;
   lk_client_stats_t st;
-  fx_start_server(&fx, NULL);
-  fx_client_opts(&fx, &o);
-  fx_start_client(&fx, &o);
+  fx_start(&fx, NULL);
   lk_lock_t *l = fx_lock(&fx, "flushed");
   take_and_release(&fx, l);
   char *ok = rt_cmd_str(fx.srv, "SCRIPT FLUSH");

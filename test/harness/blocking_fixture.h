@@ -4,6 +4,7 @@
 #define LK_TEST_HARNESS_BLOCKING_FIXTURE_H
 
 #include "latchkey.h"
+#include "on_thread.h"
 #include "redis_server.h"
 #include "test.h"
 

@@ -30,26 +30,27 @@ typedef struct mx_s {
   int held; /* is_held read inside the callback */
 } mx_t;
 
-static inline void mx_ml_cb(lk_multilock_t *ml, int status, void *arg) {
+/* Records an operation's answer in arg (an mx_t), checking that it is the
+ * only one; the callback then reads what its kind tells. */
+static inline mx_t *mx_answered(void *arg, int status) {
   mx_t *s = arg;
   s->calls++;
   ASSERT_EQ(s->calls, 1);
   s->done = 1;
   s->status = status;
-  s->held = lk_multilock_is_held(ml);
   s->t_ns = uv_hrtime();
+  return s;
+}
+
+static inline void mx_ml_cb(lk_multilock_t *ml, int status, void *arg) {
+  mx_answered(arg, status)->held = lk_multilock_is_held(ml);
 }
 
 static inline void mx_rl_cb(lk_redlock_t *rl, int status, void *arg) {
-  mx_t *s = arg;
-  s->calls++;
-  ASSERT_EQ(s->calls, 1);
-  s->done = 1;
-  s->status = status;
+  mx_t *s = mx_answered(arg, status);
   s->validity_ms = lk_redlock_validity_ms(rl);
   s->token = lk_redlock_token(rl);
   s->held = lk_redlock_is_held(rl);
-  s->t_ns = uv_hrtime();
 }
 
 /* Spins the loop until *flag, bounded (scaled). */
@@ -157,24 +158,35 @@ static inline void mfx_finish(mfx_t *m) {
 
 /* ---- MultiLock helpers ---- */
 
-static inline int mx_ml_acquire(mfx_t *m, lk_multilock_t *ml, int64_t wait_ms,
-                                int64_t lease_ms, mx_t *s) {
+/* Each helper runs on a loop: the _in form takes it, for the MultiLocks and
+ * RedLocks of other fixtures (test/cluster/); the plain form is mfx_t's. */
+static inline int mx_ml_acquire_in(uv_loop_t *loop, lk_multilock_t *ml, int64_t wait_ms,
+                                   int64_t lease_ms, mx_t *s) {
   lk_multilock_opts_t o;
   memset(s, 0, sizeof(*s));
   lk_multilock_opts_init(&o);
   o.wait_ms = wait_ms;
   o.lease_ms = lease_ms;
   ASSERT_OK(lk_multilock_acquire(ml, &o, mx_ml_cb, s));
-  mfx_run_until(m, &s->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
+  rt_run_until(loop, &s->done, 15000 + (wait_ms > 0 ? wait_ms : 0));
   return s->status;
 }
 
-static inline int mx_ml_release(mfx_t *m, lk_multilock_t *ml) {
+static inline int mx_ml_acquire(mfx_t *m, lk_multilock_t *ml, int64_t wait_ms,
+                                int64_t lease_ms, mx_t *s) {
+  return mx_ml_acquire_in(&m->loop, ml, wait_ms, lease_ms, s);
+}
+
+static inline int mx_ml_release_in(uv_loop_t *loop, lk_multilock_t *ml) {
   mx_t s;
   memset(&s, 0, sizeof(s));
   ASSERT_OK(lk_multilock_release(ml, mx_ml_cb, &s));
-  mfx_run_until(m, &s.done, 15000);
+  rt_run_until(loop, &s.done, 15000);
   return s.status;
+}
+
+static inline int mx_ml_release(mfx_t *m, lk_multilock_t *ml) {
+  return mx_ml_release_in(&m->loop, ml);
 }
 
 static inline void mx_ml_closed(lk_multilock_t *ml) {
@@ -182,12 +194,14 @@ static inline void mx_ml_closed(lk_multilock_t *ml) {
   *flag = 1;
 }
 
-static inline void mx_ml_close(mfx_t *m, lk_multilock_t *ml) {
+static inline void mx_ml_close_in(uv_loop_t *loop, lk_multilock_t *ml) {
   int closed = 0;
   lk_multilock_set_data(ml, &closed);
   ASSERT_OK(lk_multilock_close(ml, mx_ml_closed));
-  mfx_run_until(m, &closed, 10000);
+  rt_run_until(loop, &closed, 10000);
 }
+
+static inline void mx_ml_close(mfx_t *m, lk_multilock_t *ml) { mx_ml_close_in(&m->loop, ml); }
 
 static inline void mx_lock_close(mfx_t *m, lk_lock_t *l) {
   int closed = 0;
@@ -198,12 +212,17 @@ static inline void mx_lock_close(mfx_t *m, lk_lock_t *l) {
 
 /* ---- RedLock helpers ---- */
 
-static inline int mx_rl_acquire_opts(mfx_t *m, lk_redlock_t *rl, const lk_redlock_opts_t *o,
-                                     mx_t *s) {
+static inline int mx_rl_acquire_opts_in(uv_loop_t *loop, lk_redlock_t *rl,
+                                        const lk_redlock_opts_t *o, mx_t *s) {
   memset(s, 0, sizeof(*s));
   ASSERT_OK(lk_redlock_acquire(rl, o, mx_rl_cb, s));
-  mfx_run_until(m, &s->done, 15000 + (o->wait_ms > 0 ? o->wait_ms : 0));
+  rt_run_until(loop, &s->done, 15000 + (o->wait_ms > 0 ? o->wait_ms : 0));
   return s->status;
+}
+
+static inline int mx_rl_acquire_opts(mfx_t *m, lk_redlock_t *rl, const lk_redlock_opts_t *o,
+                                     mx_t *s) {
+  return mx_rl_acquire_opts_in(&m->loop, rl, o, s);
 }
 
 /* With a node timeout of 300 ms scaled: loaded CI machines answer slower
@@ -231,12 +250,16 @@ static inline void mx_rl_settle(mfx_t *m, lk_redlock_t *rl) {
     }
 }
 
-static inline int mx_rl_release(mfx_t *m, lk_redlock_t *rl) {
+static inline int mx_rl_release_in(uv_loop_t *loop, lk_redlock_t *rl) {
   mx_t s;
   memset(&s, 0, sizeof(s));
   ASSERT_OK(lk_redlock_release(rl, mx_rl_cb, &s));
-  mfx_run_until(m, &s.done, 15000);
+  rt_run_until(loop, &s.done, 15000);
   return s.status;
+}
+
+static inline int mx_rl_release(mfx_t *m, lk_redlock_t *rl) {
+  return mx_rl_release_in(&m->loop, rl);
 }
 
 static inline void mx_rl_closed(lk_redlock_t *rl) {
@@ -244,11 +267,23 @@ static inline void mx_rl_closed(lk_redlock_t *rl) {
   *flag = 1;
 }
 
-static inline void mx_rl_close(mfx_t *m, lk_redlock_t *rl) {
+static inline void mx_rl_close_in(uv_loop_t *loop, lk_redlock_t *rl) {
   int closed = 0;
   lk_redlock_set_data(rl, &closed);
   ASSERT_OK(lk_redlock_close(rl, mx_rl_closed));
-  mfx_run_until(m, &closed, 10000);
+  rt_run_until(loop, &closed, 10000);
+}
+
+static inline void mx_rl_close(mfx_t *m, lk_redlock_t *rl) { mx_rl_close_in(&m->loop, rl); }
+
+/* A RedLock test's ending: closes the RedLocks (NULL-terminated, in
+ * order), then the second client set (NULL: none), then the fixture. */
+static inline void mfx_finish_rls(mfx_t *m, lk_redlock_t *const *rls, lk_client_t **set) {
+  for (; *rls != NULL; rls++)
+    mx_rl_close(m, *rls);
+  if (set != NULL)
+    mfx_close_set(m, set);
+  mfx_finish(m);
 }
 
 static inline lk_redlock_t *mx_rl_new(mfx_t *m, lk_client_t **set, const char *name,

@@ -62,6 +62,15 @@ static void start_short_lease(fx_t *fx, int64_t lease_ms) {
   fx_start_with(fx, NULL, &o);
 }
 
+/* Closes the locks (NULL-terminated, in order), the second client
+ * other, then the fixture. */
+static void finish_with_other(fx_t *fx, lk_client_t *other, lk_lock_t *const *locks) {
+  for (; *locks != NULL; locks++)
+    fx_close_lock(fx, *locks);
+  fx_close_direct_client(fx, other);
+  fx_finish(fx);
+}
+
 TEST(exposition_after_known_work) {
   enum { N = 5 };
   fx_t fx;
@@ -151,12 +160,7 @@ TEST(exposition_after_known_work) {
   ASSERT_EQ(lk_metrics_wait_bound_us(LK_WAIT_BUCKETS - 2), 60000000);
   free(text);
 
-  fx_close_lock(&fx, l);
-  fx_close_lock(&fx, w);
-  fx_close_lock(&fx, lost_l);
-  fx_close_lock(&fx, holder);
-  fx_close_direct_client(&fx, other);
-  fx_finish(&fx);
+  finish_with_other(&fx, other, (lk_lock_t *[]){l, w, lost_l, holder, NULL});
 }
 
 TEST(timeouts_are_counted) {
@@ -182,10 +186,7 @@ TEST(timeouts_are_counted) {
   ASSERT_EQ(mc_value(text, "latchkey_acquire_wait_seconds_count{client=\"m\"}"), 0);
   ASSERT_EQ(mc_value(text, "latchkey_acquire_wait_seconds_bucket{client=\"m\",le=\"+Inf\"}"), 0);
   free(text);
-  fx_close_lock(&fx, w);
-  fx_close_lock(&fx, holder);
-  fx_close_direct_client(&fx, other);
-  fx_finish(&fx);
+  finish_with_other(&fx, other, (lk_lock_t *[]){w, holder, NULL});
 }
 
 TEST(short_buffer_gets_nothing_past_len) {
@@ -318,62 +319,56 @@ TEST(labels_and_several_clients) {
 
 /* --- each reason a lease is lost --- */
 
-TEST(lost_reason_gone) {
+/* A lock "m:r" held with the watchdog on a client whose default lease is
+ * lease_ms; cause() takes the hold away and runs the loop until the loss
+ * is told (*lost); it is counted under reason. */
+static void lost_for_reason(int64_t lease_ms, void (*cause)(fx_t *, int *), const char *reason) {
   fx_t fx;
   int lost = 0;
   lk_lock_t *l;
-  start_short_lease(&fx, rt_scaled_ms(900));
+  start_short_lease(&fx, lease_ms);
   l = held(&fx, "m:r", &lost);
-  rt_cmd_int(fx.srv, "DEL m:r");
-  rt_run_until(&fx.loop, &lost, 10000);
-  check_lost(fx.c, "client=\"m\"", "gone");
+  cause(&fx, &lost);
+  check_lost(fx.c, "client=\"m\"", reason);
   fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
 }
 
-TEST(lost_reason_taken) {
-  fx_t fx;
-  int lost = 0;
-  lk_lock_t *l;
+static void delete_it(fx_t *fx, int *lost) {
+  rt_cmd_int(fx->srv, "DEL m:r");
+  rt_run_until(&fx->loop, lost, 10000);
+}
+
+static void another_owner_takes_it(fx_t *fx, int *lost) {
   redisReply *r;
-  start_short_lease(&fx, rt_scaled_ms(900));
-  l = held(&fx, "m:r", &lost);
   /* Another owner's hold in its place, in one step (MULTI). */
-  r = rt_cmd(fx.srv, "EVAL %s 1 m:r", "redis.call('del', KEYS[1]) "
-                                     "redis.call('hset', KEYS[1], 'someone-else:1', 1) "
-                                     "redis.call('pexpire', KEYS[1], 60000)");
+  r = rt_cmd(fx->srv, "EVAL %s 1 m:r", "redis.call('del', KEYS[1]) "
+                                      "redis.call('hset', KEYS[1], 'someone-else:1', 1) "
+                                      "redis.call('pexpire', KEYS[1], 60000)");
   ASSERT_NOT_NULL(r);
   freeReplyObject(r);
-  rt_run_until(&fx.loop, &lost, 10000);
-  check_lost(fx.c, "client=\"m\"", "taken");
-  ASSERT_EQ(rt_cmd_int(fx.srv, "HEXISTS m:r someone-else:1"), 1); /* not touched */
-  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
+  rt_run_until(&fx->loop, lost, 10000);
+  ASSERT_EQ(rt_cmd_int(fx->srv, "HEXISTS m:r someone-else:1"), 1); /* not touched */
 }
 
-TEST(lost_reason_deadline) {
-  fx_t fx;
-  int lost = 0;
-  lk_lock_t *l;
-  start_short_lease(&fx, 900);
-  l = held(&fx, "m:r", &lost);
-  /* No renewal can be confirmed: the local deadline (about 0.9 s after
-   * the last confirmed one, well before the 3 s reply timeout) passes. */
-  rt_server_pause(fx.srv);
-  rt_run_until(&fx.loop, &lost, 10000);
-  rt_server_resume(fx.srv);
-  check_lost(fx.c, "client=\"m\"", "deadline");
-  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
+/* No renewal can be confirmed: the local deadline (about 0.9 s after the
+ * last confirmed one, well before the 3 s reply timeout) passes. */
+static void pause_the_server(fx_t *fx, int *lost) {
+  rt_server_pause(fx->srv);
+  rt_run_until(&fx->loop, lost, 10000);
+  rt_server_resume(fx->srv);
 }
 
-TEST(lost_reason_restart) {
-  fx_t fx;
-  int lost = 0;
-  lk_lock_t *l;
-  /* A lease long enough that the restart's renewal, not the deadline,
-   * finds the loss. */
-  start_short_lease(&fx, rt_scaled_ms(6000));
-  l = held(&fx, "m:r", &lost);
-  ASSERT_OK(rt_server_restart(fx.srv)); /* no persistence: the key is gone */
-  rt_run_until(&fx.loop, &lost, 20000);
-  check_lost(fx.c, "client=\"m\"", "restart");
-  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
+static void restart_the_server(fx_t *fx, int *lost) {
+  ASSERT_OK(rt_server_restart(fx->srv)); /* no persistence: the key is gone */
+  rt_run_until(&fx->loop, lost, 20000);
 }
+
+TEST(lost_reason_gone) { lost_for_reason(rt_scaled_ms(900), delete_it, "gone"); }
+
+TEST(lost_reason_taken) { lost_for_reason(rt_scaled_ms(900), another_owner_takes_it, "taken"); }
+
+TEST(lost_reason_deadline) { lost_for_reason(900, pause_the_server, "deadline"); }
+
+/* A lease long enough that the restart's renewal, not the deadline, finds
+ * the loss. */
+TEST(lost_reason_restart) { lost_for_reason(rt_scaled_ms(6000), restart_the_server, "restart"); }

@@ -48,8 +48,7 @@ TEST(rl_acquire_release_on_every_master) {
   ASSERT_EQ(lk_redlock_is_held(rl), 0);
   ASSERT_EQ(lk_redlock_validity_ms(rl), 0);
   ASSERT_EQ(lk_redlock_release(rl, mx_rl_cb, &s), LK_ENOTHELD);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 /* docs/reliability.md, T30: for each of the 32 subsets of masters held by someone
@@ -101,8 +100,7 @@ TEST(rl_quorum_for_every_subset_of_taken_masters) {
         mx_unclog(&m, i, "rl-mask");
       }
   }
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 TEST(rl_validity_is_lease_minus_elapsed_minus_drift) {
@@ -119,8 +117,7 @@ TEST(rl_validity_is_lease_minus_elapsed_minus_drift) {
   ASSERT_LE(s.validity_ms, 10000 - drift);
   ASSERT_GE(s.validity_ms, 10000 - drift - elapsed - 5);
   ASSERT_OK(mx_rl_release(&m, rl));
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 TEST(rl_reentry_counts_on_the_holding_masters) {
@@ -147,8 +144,7 @@ TEST(rl_reentry_counts_on_the_holding_masters) {
   ASSERT_OK(mx_rl_release(&m, rl));
   for (i = 0; i < N; i++)
     ASSERT(mx_rl_holds_settle_on(&m, rl, i, 0));
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 static uint64_t release_invoked_ns;
@@ -197,10 +193,7 @@ TEST(rl_waiter_woken_by_release_message) {
   ASSERT_OK(mx_rl_release(&m, w));
   uv_close((uv_handle_t *)&tm, NULL);
   lk_redlock_set_data(a, NULL);
-  mx_rl_close(&m, a);
-  mx_rl_close(&m, w);
-  mfx_close_set(&m, b);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){a, w, NULL}, b);
 }
 
 static void count_lost(lk_redlock_t *rl, int status, void *arg) {
@@ -250,8 +243,7 @@ TEST(rl_renewal_needs_a_quorum) {
   ASSERT_EQ(lk_redlock_release(rl, mx_rl_cb, &s), LK_ELEASELOST);
   ASSERT_OK(mx_rl_acquire(&m, rl, 0, -1, &s));
   ASSERT_OK(mx_rl_release(&m, rl));
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 /* Fencing with skewed counters: tokens never go backwards, whichever
@@ -374,8 +366,7 @@ TEST(rl_redisson_redlock_interop) {
   rt_rmulti_unlock(ctx, N, names, uuids, 7, held);
   for (i = 0; i < N; i++)
     redisFree(ctx[i]);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 TEST(rl_cancel_and_close_while_waiting) {

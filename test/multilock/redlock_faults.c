@@ -54,8 +54,7 @@ TEST(rl_two_of_five_paused_still_acquires) {
   /* The paused masters' late grants are given back once they answer. */
   ASSERT_EQ(mfx_wait_key_gone(&m, 3, "rl-stop2", 5000), 1);
   ASSERT_EQ(mfx_wait_key_gone(&m, 4, "rl-stop2", 5000), 1);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 /* T31(b): three of five paused: no quorum; a clean failure within the wait
@@ -93,8 +92,7 @@ TEST(rl_three_of_five_paused_fails_within_budget) {
   /* Grants the paused masters make once resumed are given back. */
   for (i = 2; i < N; i++)
     ASSERT_EQ(mfx_wait_key_gone(&m, i, "rl-stop3", 5000), 1);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 /* A failed attempt's roll-back waits a node timeout for a master still
@@ -142,8 +140,7 @@ TEST(rl_rollback_gives_up_on_a_straggler_as_timed_out) {
   ASSERT_EQ(mfx_wait_key_gone(&m, 4, "rl-rollback-straggler", 5000), 1);
   ASSERT_EQ(lk_redlock_node_status(rl, 4), LK_ETIMEDOUT);
   ASSERT_EQ(lk_lock_hold_count(lk_redlock_node_lock(rl, 4)), 0);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 /* T31(c): a master slower than the node timeout is a failed vote; one
@@ -294,11 +291,7 @@ TEST(rl_restarted_master_abstains_for_the_quarantine) {
   ASSERT_EQ(lk_redlock_is_held(bp), 1);
   ASSERT_OK(mx_rl_release(&m, bp));
 
-  mx_rl_close(&m, a);
-  mx_rl_close(&m, bq);
-  mx_rl_close(&m, bp);
-  mfx_close_set(&m, b);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){a, bq, bp, NULL}, b);
 }
 
 static void count_lost(lk_redlock_t *rl, int status, void *arg) {
@@ -384,10 +377,7 @@ TEST(rl_kill_and_empty_restart_while_held) {
   ASSERT_EQ(lk_redlock_node_status(w, 0), 0);
   ASSERT_OK(mx_rl_release(&m, w));
   ASSERT_EQ(lost, 0);
-  mx_rl_close(&m, a);
-  mx_rl_close(&m, w);
-  mfx_close_set(&m, b);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){a, w, NULL}, b);
 }
 
 /* A waiter's budget is kept while the lock stays taken. */
@@ -410,10 +400,7 @@ TEST(rl_wait_budget_is_bounded_while_taken) {
   ASSERT_GE(ms_since(t0, s.t_ns), 400 - 1);
   ASSERT_LE(ms_since(t0, s.t_ns), 400 + rt_stall_bound_ms(mark, 250));
   ASSERT_OK(mx_rl_release(&m, a));
-  mx_rl_close(&m, a);
-  mx_rl_close(&m, w);
-  mfx_close_set(&m, b);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){a, w, NULL}, b);
 }
 
 /* A release answers once a quorum of masters confirmed it (two paused
@@ -483,8 +470,7 @@ TEST(rl_release_answers_at_its_quorum_and_the_next_attempt_waits_for_stragglers)
   for (i = 1; i < N; i++)
     ASSERT_EQ(rt_cmd_int(m.srv[i], "EXISTS rl-quorum-release"), 0);
   ASSERT_EQ(rt_cmd_int(m.srv[0], "EXISTS rl-quorum-release"), 1); /* not ours */
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 /* Two holds, and master 4's answer is still due when both releases end, so
@@ -531,8 +517,7 @@ static void both_releases_before_a_late_answer(const char *name, int late_reentr
     mfx_spin(&m, 5);
   ASSERT_EQ(lk_lock_hold_count(lk_redlock_node_lock(rl, 4)), 0);
   ASSERT_EQ(mfx_wait_key_gone(&m, 4, name, 5000), 1);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 TEST(rl_reentrant_release_straggler_gives_back_its_last_hold) {

@@ -153,8 +153,7 @@ TEST(rl_lean_acquire_release_renew_fence_on_five_masters) {
       ASSERT_EQ(mfx_wait_key_gone(&m, i, "rl-lean", 3000), 1);
   }
   ASSERT_EQ(lost, 0);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 /* Two of five killed (kill -9): the three left make the quorum; a third
@@ -184,8 +183,7 @@ TEST(rl_lean_quorum_with_two_of_five_killed) {
   ASSERT_EQ(s.held, 0);
   ASSERT_EQ(mfx_wait_key_gone(&m, 0, "rl-lean-kill", 3000), 1);
   ASSERT_EQ(mfx_wait_key_gone(&m, 1, "rl-lean-kill", 3000), 1);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 /* Masters restarted empty while held by the watchdog: one is tolerated
@@ -221,8 +219,7 @@ TEST(rl_lean_masters_restarted_empty_report_the_loss) {
   /* What the two untouched masters had is given back. */
   ASSERT_EQ(mfx_wait_key_gone(&m, 3, "rl-lean-restart", 3000), 1);
   ASSERT_EQ(mfx_wait_key_gone(&m, 4, "rl-lean-restart", 3000), 1);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 /* The two layouts never take each other's key for their own: a lean
@@ -273,10 +270,7 @@ TEST(rl_lean_wrongtype_member_fails_clearly) {
     ASSERT_EQ(lean_holds_on(&m, lean, i), 1);
   }
   ASSERT_OK(mx_rl_release(&m, lean));
-  mx_rl_close(&m, lean);
-  mx_rl_close(&m, hash);
-  mfx_close_set(&m, b);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){lean, hash, NULL}, b);
 }
 
 /* The lean acquire script on a resend after a lost reply: the attempt whose
@@ -390,8 +384,7 @@ TEST(rl_lean_bad_options_are_einval) {
   ASSERT_EQ(lk_redlock_is_held(rl), 1);
   ASSERT_OK(mx_rl_release(&m, rl));
   ASSERT_EQ(s.calls, 0);
-  mx_rl_close(&m, rl);
-  mfx_finish(&m);
+  mfx_finish_rls(&m, (lk_redlock_t *[]){rl, NULL}, NULL);
 }
 
 /* One callback for a waiting acquire canceled, and for one cut by close;

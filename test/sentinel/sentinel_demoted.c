@@ -15,11 +15,9 @@ static const char slave_role[] =
  * did run here: the count stays 1). */
 TEST(readonly_makes_the_client_ask_again_and_resend) {
   sn_t e;
-  lk_client_opts_t o;
   sx_t s;
   sn_start_proxied(&e, 3);
-  sn_opts(&e, &o);
-  lk_client_t *c = sn_client(&e, &o);
+  lk_client_t *c = sn_client(&e, &e.o);
   SN_EVENTUALLY(&e, lk_client_is_connected(c), 5000);
   lk_lock_t *l = sn_lock(c, "sn-ro");
   lk_client_stats_t before = sn_stats(c);
@@ -34,10 +32,7 @@ TEST(readonly_makes_the_client_ask_again_and_resend) {
   char *count = rt_cmd_str(e.m, "HGET sn-ro %s", lk_lock_owner(l));
   ASSERT_STREQ(count, "1");
   free(count);
-  sn_close_lock(&e, l);
-  ASSERT_EQ(rt_cmd_int(e.m, "EXISTS sn-ro"), 0);
-  sn_close_client(&e, c);
-  sn_stop(&e);
+  sn_finish_given_back(&e, c, l);
 }
 
 /* ROLE, asked every heartbeat_ms on the command connection, answers slave:
@@ -45,12 +40,10 @@ TEST(readonly_makes_the_client_ask_again_and_resend) {
  * lease on the master it reconnects to. */
 TEST(role_saying_slave_makes_the_client_ask_again) {
   sn_t e;
-  lk_client_opts_t o;
   sx_t s;
   sn_start_proxied(&e, 3);
-  sn_opts(&e, &o);
-  o.heartbeat_ms = 100;
-  lk_client_t *c = sn_client(&e, &o);
+  e.o.heartbeat_ms = 100;
+  lk_client_t *c = sn_client(&e, &e.o);
   lk_lock_t *l = sn_lock(c, "sn-role");
   ASSERT_OK(sx_acquire_in(&e.loop, l, 5000, -1, &s)); /* renewed by the watchdog */
   lk_client_stats_t before = sn_stats(c);

@@ -9,39 +9,26 @@ static long long key_on(rt_server_t *srv, const char *name) {
 
 TEST(discovers_the_master_and_locks_there) {
   sn_t e;
-  lk_client_opts_t o;
-  sx_t s;
   sn_start(&e, 3, NULL);
-  sn_opts(&e, &o);
-  lk_client_t *c = sn_client(&e, &o);
-  lk_lock_t *l = sn_lock(c, "sn-disc");
-  ASSERT_OK(sx_acquire_in(&e.loop, l, 5000, 10000, &s));
-  ASSERT_EQ(key_on(e.m, "sn-disc"), 1);
+  lk_client_t *c = sn_client(&e, &e.o);
+  lk_lock_t *l = sn_held(&e, c, "sn-disc");
   lk_client_stats_t st = sn_stats(c);
   ASSERT_GE(st.sentinel_queries, 1);
   ASSERT_EQ(st.sentinel_switches, 0);
   ASSERT_STREQ(lk_client_error_text(c), "");
   /* Subscribed to +switch-master on one sentinel. */
   SN_EVENTUALLY(&e, sn_subscribers(e.s[0]) + sn_subscribers(e.s[1]) + sn_subscribers(e.s[2]) == 1, 5000);
-  sn_close_lock(&e, l);
-  ASSERT_EQ(key_on(e.m, "sn-disc"), 0);
-  sn_close_client(&e, c);
-  sn_stop(&e);
+  sn_finish_given_back(&e, c, l);
 }
 
 /* A sentinel that is down is skipped (its reason kept) and the next one
  * answers; the subscription lives on a sentinel that is up. */
 TEST(a_sentinel_that_is_down_is_skipped) {
   sn_t e;
-  lk_client_opts_t o;
-  sx_t s;
   sn_start(&e, 3, NULL);
   rt_sentinel_kill(e.s[0], SIGKILL);
-  sn_opts(&e, &o);
-  lk_client_t *c = sn_client(&e, &o);
-  lk_lock_t *l = sn_lock(c, "sn-down");
-  ASSERT_OK(sx_acquire_in(&e.loop, l, 5000, 10000, &s));
-  ASSERT_EQ(key_on(e.m, "sn-down"), 1);
+  lk_client_t *c = sn_client(&e, &e.o);
+  lk_lock_t *l = sn_held(&e, c, "sn-down");
   ASSERT_GE(sn_stats(c).sentinel_queries, 2);
   /* Subscribed on a live sentinel: it counts one +switch-master subscriber. */
   SN_EVENTUALLY(&e, sn_subscribers(e.s[1]) + sn_subscribers(e.s[2]) == 1, 5000);
@@ -52,14 +39,12 @@ TEST(a_sentinel_that_is_down_is_skipped) {
  * (LK_ECONN for a single try), and the client error text says why. */
 TEST(no_sentinel_up_is_a_connection_failure_with_the_reasons) {
   sn_t e;
-  lk_client_opts_t o;
   sx_t s;
   sn_start(&e, 3, NULL);
   for (size_t i = 0; i < 3; i++)
     rt_sentinel_kill(e.s[i], SIGKILL);
-  sn_opts(&e, &o);
-  o.connect_timeout_ms = 500;
-  lk_client_t *c = sn_client(&e, &o);
+  e.o.connect_timeout_ms = 500;
+  lk_client_t *c = sn_client(&e, &e.o);
   lk_lock_t *l = sn_lock(c, "sn-none");
   SN_EVENTUALLY(&e, strstr(lk_client_error_text(c), "no sentinel gave") != NULL, 5000);
   fprintf(stderr, "error text: %s\n", lk_client_error_text(c));
@@ -87,7 +72,6 @@ TEST(no_sentinel_up_is_a_connection_failure_with_the_reasons) {
  * group: they ignore its hellos, whose epoch is not newer). */
 TEST(a_sentinel_naming_a_replica_is_skipped) {
   sn_t e;
-  lk_client_opts_t o;
   sx_t s;
   sn_start(&e, 3, NULL);
   rt_sentinel_t *liar = rt_sentinel_start(rt_server_port(e.r), NULL);
@@ -95,9 +79,8 @@ TEST(a_sentinel_naming_a_replica_is_skipped) {
   ASSERT_EQ(rt_sentinel_master_port(liar), rt_server_port(e.r));
   char list[256];
   snprintf(list, sizeof list, "127.0.0.1:%d,%s", rt_sentinel_port(liar), e.list);
-  sn_opts(&e, &o);
-  o.sentinels = list;
-  lk_client_t *c = sn_client(&e, &o);
+  e.o.sentinels = list;
+  lk_client_t *c = sn_client(&e, &e.o);
   lk_lock_t *l = sn_lock(c, "sn-liar");
   ASSERT_OK(sx_acquire_in(&e.loop, l, 10000, 10000, &s));
   ASSERT_EQ(key_on(e.m, "sn-liar"), 1);
@@ -126,25 +109,21 @@ TEST(a_sentinel_naming_a_replica_is_skipped) {
  * error (AUTH refused, for every sentinel) and no hang. */
 TEST(sentinel_auth_right_and_wrong) {
   sn_t e;
-  lk_client_opts_t o;
   sx_t s;
   rt_sentinel_opts_t so;
   rt_sentinel_opts_init(&so);
   so.requirepass = "sentinel-pw";
   sn_start(&e, 3, &so);
 
-  sn_opts(&e, &o);
-  o.sentinel_password = "sentinel-pw";
-  lk_client_t *c = sn_client(&e, &o);
-  lk_lock_t *l = sn_lock(c, "sn-auth");
-  ASSERT_OK(sx_acquire_in(&e.loop, l, 5000, 10000, &s));
-  ASSERT_EQ(key_on(e.m, "sn-auth"), 1);
+  e.o.sentinel_password = "sentinel-pw";
+  lk_client_t *c = sn_client(&e, &e.o);
+  lk_lock_t *l = sn_held(&e, c, "sn-auth");
   sn_close_lock(&e, l);
   sn_close_client(&e, c);
 
-  sn_opts(&e, &o);
-  o.sentinel_password = "wrong";
-  c = sn_client(&e, &o);
+  sn_opts(&e, &e.o);
+  e.o.sentinel_password = "wrong";
+  c = sn_client(&e, &e.o);
   ASSERT_OK(lk_lock_new(c, "sn-auth", &l));
   SN_EVENTUALLY(&e, strstr(lk_client_error_text(c), "no sentinel gave") != NULL, 5000);
   fprintf(stderr, "error text: %s\n", lk_client_error_text(c));
@@ -155,8 +134,8 @@ TEST(sentinel_auth_right_and_wrong) {
   sn_close_client(&e, c);
 
   /* No password at all towards sentinels that want one: NOAUTH. */
-  sn_opts(&e, &o);
-  c = sn_client(&e, &o);
+  sn_opts(&e, &e.o);
+  c = sn_client(&e, &e.o);
   SN_EVENTUALLY(&e, strstr(lk_client_error_text(c), "no sentinel gave") != NULL, 5000);
   ASSERT(strstr(lk_client_error_text(c), "authentication required") != NULL);
   sn_close_client(&e, c);
@@ -166,11 +145,9 @@ TEST(sentinel_auth_right_and_wrong) {
 /* A sentinel that does not know the master's name answers nil: skipped. */
 TEST(an_unknown_master_name_is_a_clear_error) {
   sn_t e;
-  lk_client_opts_t o;
   sn_start(&e, 3, NULL);
-  sn_opts(&e, &o);
-  o.sentinel_master = "nosuchmaster";
-  lk_client_t *c = sn_client(&e, &o);
+  e.o.sentinel_master = "nosuchmaster";
+  lk_client_t *c = sn_client(&e, &e.o);
   SN_EVENTUALLY(&e, strstr(lk_client_error_text(c), "no sentinel gave") != NULL, 5000);
   fprintf(stderr, "error text: %s\n", lk_client_error_text(c));
   ASSERT(strstr(lk_client_error_text(c), "nosuchmaster") != NULL);

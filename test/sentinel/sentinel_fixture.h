@@ -23,10 +23,27 @@ typedef struct sn_s {
   size_t n;
   char *list; /* "127.0.0.1:p,..." of s[0..n) */
   rt_proxy_t *p; /* sn_start_proxied: the master as everyone reaches it */
+  lk_client_opts_t o; /* sn_opts, set by sn_start: a test changes what it needs */
 } sn_t;
 
+static inline void sn_log(lk_log_level_t level, const char *msg, void *arg) {
+  if (level >= LK_LOG_INFO)
+    fprintf(stderr, "[%lld ms] %s: %s\n", (long long)(rt_now_ms() % 100000),
+            arg != NULL ? (const char *)arg : "client", msg);
+}
+
+/* Options for a client that knows only the sentinels. */
+static inline void sn_opts(sn_t *e, lk_client_opts_t *o) {
+  lk_client_opts_init(o);
+  o->port = 1; /* never dialled: node 0 is where the sentinels say */
+  o->sentinels = e->list;
+  o->sentinel_master = "mymaster";
+  o->log = sn_log;
+}
+
 /* Loop, master, replica, n sentinels (so: NULL for defaults) that know each
- * other and the replica, so a failover can start at once. */
+ * other and the replica, so a failover can start at once; e->o, options for
+ * a client that knows only them. */
 static inline void sn_start_with(sn_t *e, size_t n, const rt_sentinel_opts_t *so, int proxied) {
   size_t i;
   memset(e, 0, sizeof(*e));
@@ -47,6 +64,7 @@ static inline void sn_start_with(sn_t *e, size_t n, const rt_sentinel_opts_t *so
   e->n = n;
   ASSERT_OK(rt_sentinels_wait_ready(e->s, n, 1, 20000));
   e->list = rt_sentinels_list(e->s, n);
+  sn_opts(e, &e->o);
 }
 
 static inline void sn_start(sn_t *e, size_t n, const rt_sentinel_opts_t *so) {
@@ -58,21 +76,6 @@ static inline void sn_start(sn_t *e, size_t n, const rt_sentinel_opts_t *so) {
  * reach the clients' commands. */
 static inline void sn_start_proxied(sn_t *e, size_t n) { sn_start_with(e, n, NULL, 1); }
 
-static inline void sn_log(lk_log_level_t level, const char *msg, void *arg) {
-  if (level >= LK_LOG_INFO)
-    fprintf(stderr, "[%lld ms] %s: %s\n", (long long)(rt_now_ms() % 100000),
-            arg != NULL ? (const char *)arg : "client", msg);
-}
-
-/* Options for a client that knows only the sentinels. */
-static inline void sn_opts(sn_t *e, lk_client_opts_t *o) {
-  lk_client_opts_init(o);
-  o->port = 1; /* never dialled: node 0 is where the sentinels say */
-  o->sentinels = e->list;
-  o->sentinel_master = "mymaster";
-  o->log = sn_log;
-}
-
 static inline lk_client_t *sn_client(sn_t *e, const lk_client_opts_t *o) {
   lk_client_t *c = NULL;
   ASSERT_OK(lk_client_new(&e->loop, o, &c));
@@ -83,6 +86,16 @@ static inline lk_client_t *sn_client(sn_t *e, const lk_client_opts_t *o) {
 static inline lk_lock_t *sn_lock(lk_client_t *c, const char *name) {
   lk_lock_t *l = NULL;
   ASSERT_OK(lk_lock_new(c, name, &l));
+  return l;
+}
+
+/* A lock named name on c, taken (5 s to wait, a 10 s lease) where the
+ * sentinels said: its key is on the master. */
+static inline lk_lock_t *sn_held(sn_t *e, lk_client_t *c, const char *name) {
+  lk_lock_t *l = sn_lock(c, name);
+  sx_t s;
+  ASSERT_OK(sx_acquire_in(&e->loop, l, 5000, 10000, &s));
+  ASSERT_EQ(rt_cmd_int(e->m, "EXISTS %s", name), 1);
   return l;
 }
 
@@ -166,6 +179,17 @@ static inline void sn_stop(sn_t *e) {
 /* Closes lock l, its client c, then everything sn_start started. */
 static inline void sn_finish(sn_t *e, lk_client_t *c, lk_lock_t *l) {
   sn_close_lock(e, l);
+  sn_close_client(e, c);
+  sn_stop(e);
+}
+
+/* sn_finish, checking that closing the lock gave its hold back: its key is
+ * gone from the master. */
+static inline void sn_finish_given_back(sn_t *e, lk_client_t *c, lk_lock_t *l) {
+  char name[128];
+  snprintf(name, sizeof(name), "%s", lk_lock_name(l)); /* borrowed until the close */
+  sn_close_lock(e, l);
+  ASSERT_EQ(rt_cmd_int(e->m, "EXISTS %s", name), 0);
   sn_close_client(e, c);
   sn_stop(e);
 }

@@ -47,4 +47,28 @@ static inline void spin_wait_for_try(fx_t *fx, long long since) {
   FX_EVENTUALLY(fx, spin_script_calls(fx->srv) > since, 5000);
 }
 
+/* x's spinning acquire, started when the server had run `since` script
+ * calls, made its first try, was answered busy and now sleeps: its
+ * callback has not run. */
+static inline void spin_asleep(fx_t *fx, const sx_t *x, long long since) {
+  spin_wait_for_try(fx, since);
+  fx_spin(fx, 50); /* its busy answer read: it sleeps */
+  ASSERT_EQ(x->calls, 0);
+}
+
+/* x's sleeping wait was cancelled or its object closed: once *flag is set
+ * (x->done, or the close callback's flag) its callback has run once, with
+ * LK_ECANCELED, and it tries no more: 300 ms on, still one call and not
+ * one script call. */
+static inline void spin_ended_canceled(fx_t *fx, const sx_t *x, const int *flag) {
+  long long calls;
+  rt_run_until(&fx->loop, flag, 5000);
+  ASSERT_EQ(x->calls, 1);
+  ASSERT_EQ(x->status, LK_ECANCELED);
+  calls = spin_script_calls(fx->srv);
+  fx_spin(fx, 300);
+  ASSERT_EQ(x->calls, 1);
+  ASSERT_EQ(spin_script_calls(fx->srv), calls);
+}
+
 #endif /* LK_TEST_SPIN_COMMON_H */

@@ -85,38 +85,50 @@ static void record_section(int64_t permits) {
     rt_worker_die(W.index, "writing the history: %s", strerror(errno));
 }
 
-static void on_lock_released(lk_lock_t *l, int status, void *arg) {
-  (void)l, (void)arg;
-  if (status != 0)
-    rt_worker_die(W.index, "release: %s", lk_err_name(status));
-  next_or_finish();
-}
-
-static void on_lock_acquired(lk_lock_t *l, int status, void *arg) {
-  (void)arg;
+/* A grant: inside the hold, its section is recorded, then the caller
+ * sends the release (rc: what the release call returned). */
+static void enter_section(int status, int64_t permits) {
   if (status != 0)
     rt_worker_die(W.index, "acquire #%d: %s", W.done_iters, lk_err_name(status));
   W.t_acq = uv_hrtime();
-  record_section(0);
-  if (lk_lock_release(l, on_lock_released, NULL) != 0)
-    rt_worker_die(W.index, "lk_lock_release refused");
+  record_section(permits);
 }
 
-static void on_sem_released(lk_semaphore_t *s, int status, void *arg) {
-  (void)s, (void)arg;
+static void release_sent(int rc, const char *call) {
+  if (rc != 0)
+    rt_worker_die(W.index, "%s refused", call);
+}
+
+/* A release answered: the next turn, or the end. */
+static void section_released(int status) {
   if (status != 0)
     rt_worker_die(W.index, "release: %s", lk_err_name(status));
   next_or_finish();
+}
+
+static void on_lock_released(lk_lock_t *l, int status, void *arg);
+static void on_sem_released(lk_semaphore_t *s, int status, void *arg);
+
+static void on_lock_acquired(lk_lock_t *l, int status, void *arg) {
+  (void)arg;
+  enter_section(status, 0);
+  release_sent(lk_lock_release(l, on_lock_released, NULL), "lk_lock_release");
+}
+
+static void on_lock_released(lk_lock_t *l, int status, void *arg) {
+  (void)l, (void)arg;
+  section_released(status);
 }
 
 static void on_sem_acquired(lk_semaphore_t *s, int status, void *arg) {
   (void)arg;
-  if (status != 0)
-    rt_worker_die(W.index, "acquire #%d: %s", W.done_iters, lk_err_name(status));
-  W.t_acq = uv_hrtime();
-  record_section(1);
-  if (lk_semaphore_release(s, 1, on_sem_released, NULL) != 0)
-    rt_worker_die(W.index, "lk_semaphore_release refused");
+  enter_section(status, 1);
+  release_sent(lk_semaphore_release(s, 1, on_sem_released, NULL), "lk_semaphore_release");
+}
+
+static void on_sem_released(lk_semaphore_t *s, int status, void *arg) {
+  (void)s, (void)arg;
+  section_released(status);
 }
 
 static void start_acquire(void) {
@@ -124,16 +136,12 @@ static void start_acquire(void) {
   if (W.cfg->sem) {
     lk_semaphore_opts_t o;
     lk_semaphore_opts_init(&o);
-    o.wait_ms = 30000;
-    o.spin = 1;
-    o.spin_max_ms = 8;
+    o.wait_ms = 30000, o.spin = 1, o.spin_max_ms = 8;
     rc = lk_semaphore_acquire(W.s, &o, on_sem_acquired, NULL);
   } else {
     lk_lock_opts_t o;
     lk_lock_opts_init(&o);
-    o.wait_ms = 30000;
-    o.spin = 1;
-    o.spin_max_ms = 8;
+    o.wait_ms = 30000, o.spin = 1, o.spin_max_ms = 8;
     rc = lk_lock_acquire(W.l, &o, on_lock_acquired, NULL);
   }
   if (rc != 0)

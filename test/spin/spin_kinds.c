@@ -105,28 +105,16 @@ TEST(semaphore_spin_cancel_and_close_mid_sleep_call_back_once) {
   s = fx_sem(&fx, SEM);
   calls = spin_script_calls(fx.srv);
   sem_spin_start(s, 30000, 1, 2000, &x);
-  spin_wait_for_try(&fx, calls);
-  fx_spin(&fx, 50);
-  ASSERT_EQ(x.calls, 0);
+  spin_asleep(&fx, &x, calls);
   ASSERT_OK(lk_semaphore_cancel(s));
-  rt_run_until(&fx.loop, &x.done, 5000);
-  ASSERT_EQ(x.status, LK_ECANCELED);
-  calls = spin_script_calls(fx.srv);
-  fx_spin(&fx, 300);
-  ASSERT_EQ(x.calls, 1);
-  ASSERT_EQ(spin_script_calls(fx.srv), calls);
+  spin_ended_canceled(&fx, &x, &x.done);
 
+  calls = spin_script_calls(fx.srv);
   sem_spin_start(s, 30000, 1, 2000, &x);
-  spin_wait_for_try(&fx, calls);
-  fx_spin(&fx, 50);
+  spin_asleep(&fx, &x, calls);
   lk_semaphore_set_data(s, &closed);
   ASSERT_OK(lk_semaphore_close(s, fx_sem_closed_cb));
-  rt_run_until(&fx.loop, &closed, 5000);
-  ASSERT_EQ(x.calls, 1);
-  ASSERT_EQ(x.status, LK_ECANCELED);
-  calls = spin_script_calls(fx.srv);
-  fx_spin(&fx, 300);
-  ASSERT_EQ(spin_script_calls(fx.srv), calls);
+  spin_ended_canceled(&fx, &x, &closed);
   fx_finish(&fx);
 }
 

@@ -260,31 +260,17 @@ TEST(lock_spin_cancel_and_close_mid_sleep_call_back_once) {
   calls = spin_script_calls(fx.srv);
   memset(&s, 0, sizeof s);
   ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, &s));
-  spin_wait_for_try(&fx, calls);
-  fx_spin(&fx, 50); /* its busy answer read: it sleeps */
-  ASSERT_EQ(s.calls, 0);
+  spin_asleep(&fx, &s, calls);
   ASSERT_OK(lk_lock_cancel(l));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_EQ(s.status, LK_ECANCELED);
-  calls = spin_script_calls(fx.srv);
-  fx_spin(&fx, 300);
-  ASSERT_EQ(s.calls, 1);
-  ASSERT_EQ(spin_script_calls(fx.srv), calls);
+  spin_ended_canceled(&fx, &s, &s.done);
 
+  calls = spin_script_calls(fx.srv);
   memset(&s, 0, sizeof s);
   ASSERT_OK(lk_lock_acquire(l, &o, sx_cb, &s));
-  spin_wait_for_try(&fx, calls);
-  fx_spin(&fx, 50);
-  ASSERT_EQ(s.calls, 0);
+  spin_asleep(&fx, &s, calls);
   lk_lock_set_data(l, &closed);
   ASSERT_OK(lk_lock_close(l, fx_lock_closed_cb));
-  rt_run_until(&fx.loop, &closed, 5000);
-  ASSERT_EQ(s.calls, 1);
-  ASSERT_EQ(s.status, LK_ECANCELED);
-  calls = spin_script_calls(fx.srv);
-  fx_spin(&fx, 300);
-  ASSERT_EQ(s.calls, 1);
-  ASSERT_EQ(spin_script_calls(fx.srv), calls);
+  spin_ended_canceled(&fx, &s, &closed);
   redisFree(emu);
   fx_finish(&fx);
 }

@@ -12,45 +12,39 @@
 
 #include "tls_util.h"
 
+/* A TLS server seen through a proxy in front of its TLS port. */
 typedef struct {
-  int calls;
-  int status;
-} lost_t;
-
-static void on_lost(lk_lock_t *l, int status, void *arg) {
-  lost_t *x = arg;
-  (void)l;
-  x->calls++;
-  x->status = status;
-}
-
-/* Server with TLS, a proxy in front of its TLS port, and client options
- * through the proxy (the certificate names 127.0.0.1, which the proxy is). */
-static rt_proxy_t *start_proxied(fx_t *fx, rt_tls_certs_t **t, lk_client_opts_t *o,
-                                 tu_log_t *log) {
+  lk_client_opts_t o; /* the client's options, through the proxy */
+  rt_tls_certs_t *certs;
   rt_proxy_t *p;
-  *t = tu_start_server(fx, TU_GOOD, 0);
-  p = rt_proxy_start(rt_server_tls_port(fx->srv));
-  ASSERT_NOT_NULL(p);
-  tu_client_opts(fx, *t, o, log);
-  o->port = rt_proxy_port(p);
+  tu_log_t log;
+} cut_t;
+
+/* Server with TLS, x->p in front of its TLS port, and client options x->o
+ * through the proxy (the certificate names 127.0.0.1, which the proxy is). */
+static void start_proxied(fx_t *fx, cut_t *x) {
+  lk_client_opts_t *o = &x->o;
+  x->certs = tu_start_server(fx, TU_GOOD, 0);
+  x->p = rt_proxy_start(rt_server_tls_port(fx->srv));
+  ASSERT_NOT_NULL(x->p);
+  tu_client_opts(fx, x->certs, o, &x->log);
+  o->port = rt_proxy_port(x->p);
   o->reconnect_min_ms = 20;
   o->reconnect_max_ms = 50;
-  return p;
 }
 
 /* Closes the fixture, then the proxy. */
-static void stop_proxied(fx_t *fx, rt_tls_certs_t *t, rt_proxy_t *p) {
-  tu_finish(fx, t);
-  rt_proxy_stop(p);
+static void stop_proxied(fx_t *fx, cut_t *x) {
+  tu_finish(fx, x->certs);
+  rt_proxy_stop(x->p);
 }
 
-/* A lock named name, its losses counted in lost, held with the watchdog's
- * lease (renewed); then the next chunk from the server on the one
- * connection open (no pub/sub yet) will be cut mid-record. */
-static lk_lock_t *held_then_cut(fx_t *fx, rt_proxy_t *p, const char *name, lost_t *lost) {
+/* A lock named name, its loss told to lost (sx_cb: once at most), held
+ * with the watchdog's lease (renewed); then the next chunk from the server
+ * on the one connection open (no pub/sub yet) will be cut mid-record. */
+static lk_lock_t *held_then_cut(fx_t *fx, rt_proxy_t *p, const char *name, sx_t *lost) {
   lk_lock_t *l = fx_lock(fx, name);
-  lk_lock_set_lost_cb(l, on_lost, lost);
+  lk_lock_set_lost_cb(l, sx_cb, lost);
   ASSERT_OK(sx_acquire(fx, l, 0, LK_LEASE_DEFAULT));
   ASSERT_EQ(rt_proxy_connections(p), 1);
   rt_proxy_cut_next_chunk(p);
@@ -61,22 +55,20 @@ static lk_lock_t *held_then_cut(fx_t *fx, rt_proxy_t *p, const char *name, lost_
  * a new TLS connection; the hold is neither lost nor shortened. */
 TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
   fx_t fx;
-  lk_client_opts_t o;
-  tu_log_t log;
-  rt_tls_certs_t *t;
-  rt_proxy_t *p = start_proxied(&fx, &t, &o, &log);
-  lost_t lost = {0, 0};
+  cut_t x;
+  sx_t lost = {0};
   lk_lock_t *a;
   lk_client_stats_t st;
   int64_t mark;
   int held;
-  o.default_lease_ms = 900; /* renewals every 300 ms */
-  fx_start_client(&fx, &o);
+  start_proxied(&fx, &x);
+  x.o.default_lease_ms = 900; /* renewals every 300 ms */
+  fx_start_client(&fx, &x.o);
   mark = rt_stall_mark(); /* the lease starts with the acquire below */
   /* Only the command connection is open (nobody waits: no pub/sub), so the
    * next chunk from the server is a renewal's reply. */
-  a = held_then_cut(&fx, p, "tls-cut-renew", &lost);
-  FX_EVENTUALLY(&fx, rt_proxy_chunks_cut(p) == 1, 3000);
+  a = held_then_cut(&fx, x.p, "tls-cut-renew", &lost);
+  FX_EVENTUALLY(&fx, rt_proxy_chunks_cut(x.p) == 1, 3000);
   FX_EVENTUALLY(&fx, tu_stats(fx.c).tls_handshakes >= 2 && lk_client_is_connected(fx.c), 5000);
   fx_spin(&fx, 1000); /* more than a lease: renewals go on over the new session */
   /* The cut renewal costs one period of the lease, so a machine stall longer
@@ -90,7 +82,7 @@ TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
   st = tu_stats(fx.c);
   ASSERT_GE(st.reconnects, 1);
   ASSERT_EQ(st.tls_failures, 0);
-  ASSERT_EQ(log.count[LK_LOG_ERROR], 0);
+  ASSERT_EQ(x.log.count[LK_LOG_ERROR], 0);
   ASSERT_STREQ(lk_client_error_text(fx.c), "");
   if (held) {
     ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
@@ -99,7 +91,7 @@ TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
     FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS tls-cut-renew") == 0, 2000);
   }
   fx_close_lock(&fx, a);
-  stop_proxied(&fx, t, p);
+  stop_proxied(&fx, &x);
 }
 
 /* An acquire's reply cut mid-record: the server granted, the client cannot
@@ -107,18 +99,16 @@ TEST(record_cut_in_a_renewal_reply_keeps_the_hold) {
  * connection is up, while another hold on the same client is untouched. */
 TEST(record_cut_in_an_acquire_reply_is_unknown_and_given_back) {
   fx_t fx;
-  lk_client_opts_t o;
-  tu_log_t log;
-  rt_tls_certs_t *t;
-  rt_proxy_t *p = start_proxied(&fx, &t, &o, &log);
-  lost_t lost = {0, 0};
+  cut_t x;
+  sx_t lost = {0};
   lk_lock_t *held, *b;
   sx_t s;
-  fx_start_client(&fx, &o);
+  start_proxied(&fx, &x);
+  fx_start_client(&fx, &x.o);
   b = fx_lock(&fx, "tls-cut-acq");
-  held = held_then_cut(&fx, p, "tls-cut-held", &lost); /* watchdog: renewals every 10 s */
+  held = held_then_cut(&fx, x.p, "tls-cut-held", &lost); /* watchdog: renewals every 10 s */
   ASSERT_EQ(sx_acquire_in(&fx.loop, b, 0, 30000, &s), LK_EUNKNOWN);
-  ASSERT_EQ(rt_proxy_chunks_cut(p), 1);
+  ASSERT_EQ(rt_proxy_chunks_cut(x.p), 1);
   /* The give-back goes out on the next connection (the grant was real). */
   ASSERT(fx_wait_key_gone(&fx, "tls-cut-acq", 5000));
   ASSERT(!lk_lock_is_held(b));
@@ -127,14 +117,14 @@ TEST(record_cut_in_an_acquire_reply_is_unknown_and_given_back) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS tls-cut-held"), 1);
   ASSERT_GE(tu_stats(fx.c).tls_handshakes, 2);
   ASSERT_EQ(tu_stats(fx.c).tls_failures, 0);
-  ASSERT_EQ(log.count[LK_LOG_ERROR], 0);
+  ASSERT_EQ(x.log.count[LK_LOG_ERROR], 0);
   /* And the lock works over the new session. */
   ASSERT_OK(sx_acquire(&fx, b, 0, 30000));
   ASSERT_OK(sx_run(&fx, lk_lock_release, b, NULL));
   ASSERT_OK(sx_run(&fx, lk_lock_release, held, NULL));
   fx_close_lock(&fx, b);
   fx_close_lock(&fx, held);
-  stop_proxied(&fx, t, p);
+  stop_proxied(&fx, &x);
 }
 
 /* A 40 KB message on the pub/sub connection: it arrives as several TLS
@@ -145,19 +135,17 @@ TEST(record_cut_in_an_acquire_reply_is_unknown_and_given_back) {
  * release that follows. */
 TEST(messages_larger_than_a_record_span_reads) {
   fx_t fx;
-  lk_client_opts_t o;
-  tu_log_t log;
-  rt_tls_certs_t *t;
-  rt_proxy_t *p = start_proxied(&fx, &t, &o, &log);
+  cut_t x;
   lk_lock_t *a, *b;
   sx_t s;
   char *big;
   size_t i, n = 40000;
   uint64_t msgs;
   redisReply *rep;
-  o.max_repoll_ms = 20000; /* the wake-up must come from the message */
-  fx_start_client(&fx, &o);
-  rt_proxy_delay(p, 2);
+  start_proxied(&fx, &x);
+  x.o.max_repoll_ms = 20000; /* the wake-up must come from the message */
+  fx_start_client(&fx, &x.o);
+  rt_proxy_delay(x.p, 2);
   a = fx_lock(&fx, "tls-big");
   b = fx_lock(&fx, "tls-big");
   ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
@@ -187,5 +175,5 @@ TEST(messages_larger_than_a_record_span_reads) {
   ASSERT_EQ(tu_stats(fx.c).pubsub_reconnects, 0);
   fx_close_lock(&fx, a);
   fx_close_lock(&fx, b);
-  stop_proxied(&fx, t, p);
+  stop_proxied(&fx, &x);
 }

@@ -68,10 +68,8 @@ TEST(held_for_many_leases) {
   lk_client_stats_t st;
   int64_t end, pttl, v;
   int passes = 0;
-  memset(&lost, 0, sizeof(lost));
   start_with_lease(&fx, lease);
-  a = fx_lock(&fx, "held");
-  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  a = wd_watched_lock(&fx, "held", &lost);
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
   ASSERT_EQ(lk_lock_is_held(a), 1);
   /* A machine stall longer than a renewal's slack may take the hold. */
@@ -140,13 +138,9 @@ TEST(explicit_lease_is_not_renewed) {
   sx_t s;
   uint64_t t_start;
   int64_t gone_ms;
-  memset(&lost_w, 0, sizeof(lost_w));
-  memset(&lost_e, 0, sizeof(lost_e));
   start_with_lease(&fx, lease);
-  w = fx_lock(&fx, "wdog");
-  e = fx_lock(&fx, "expl");
-  ASSERT_OK(lk_lock_set_lost_cb(w, on_lost, &lost_w));
-  ASSERT_OK(lk_lock_set_lost_cb(e, on_lost, &lost_e));
+  w = wd_watched_lock(&fx, "wdog", &lost_w);
+  e = wd_watched_lock(&fx, "expl", &lost_e);
   ASSERT_OK(sx_acquire(&fx, w, 0, LK_LEASE_DEFAULT));
   /* The watchdog hold survives unless the machine stalls for longer than a
    * renewal's slack; the explicit one must expire either way. */
@@ -200,10 +194,8 @@ TEST(no_renewals_after_release) {
   lost_t lost;
   uint64_t c0;
   long long e0;
-  memset(&lost, 0, sizeof(lost));
   start_with_lease(&fx, lease);
-  a = fx_lock(&fx, "norenew");
-  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  a = wd_watched_lock(&fx, "norenew", &lost);
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
   /* A machine stall longer than a renewal's slack may take the hold before
    * its release; what this case checks (nothing renewed after the release
@@ -249,10 +241,8 @@ TEST(renewal_follows_a_new_owner) {
   lk_lock_t *a;
   lost_t lost;
   int round;
-  memset(&lost, 0, sizeof(lost));
   start_with_lease(&fx, lease);
-  a = fx_lock(&fx, "newowner");
-  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  a = wd_watched_lock(&fx, "newowner", &lost);
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
   ASSERT_OK(sx_run(&fx, lk_lock_release, a, NULL));
   for (round = 0; round < 2; round++) {
@@ -377,10 +367,8 @@ static void lost_after_side_command(const char *name, const char *side_fmt) {
   lost_t lost;
   uint64_t t_side, c_lost;
   lk_client_stats_t st;
-  memset(&lost, 0, sizeof(lost));
   start_with_lease(&fx, lease);
-  a = fx_lock(&fx, name);
-  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  a = wd_watched_lock(&fx, name, &lost);
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
   st = stats_of(&fx);
   spin_until_renewals_exceed(&fx, 0, lease);
@@ -469,11 +457,9 @@ TEST(stalled_loop_reports_loss_first) {
   lost_t lost;
   stall_t st;
   uv_timer_t timer;
-  memset(&lost, 0, sizeof(lost));
   memset(&st, 0, sizeof(st));
   start_with_lease(&fx, lease);
-  a = fx_lock(&fx, "stall");
-  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  a = wd_watched_lock(&fx, "stall", &lost);
   const int64_t acquired_from = rt_stall_mark();
   const int rc = sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT);
   /* A machine stall past the slack may bring the grant's reply after the

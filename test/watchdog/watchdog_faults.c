@@ -86,10 +86,8 @@ TEST(paused_server_loses_lease_by_deadline) {
   double late;
   uint64_t t_start, t_pause, c_lost;
   int64_t end;
-  memset(&lost, 0, sizeof(lost));
   start_with_lease(&fx, lease, NULL);
-  a = fx_lock(&fx, "paused");
-  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  a = wd_watched_lock(&fx, "paused", &lost);
   t_start = uv_hrtime();
   ASSERT_OK(sx_acquire_in(&fx.loop, a, 0, LK_LEASE_DEFAULT, &s));
   rt_server_pause(fx.srv);
@@ -227,11 +225,9 @@ TEST(restart_without_persistence_loses_lease_at_once) {
   lost_t lost;
   events_t ev;
   uint64_t t_kill, t_ready;
-  memset(&lost, 0, sizeof(lost));
   memset(&ev, 0, sizeof(ev));
   start_with_lease(&fx, 0, &ev);
-  a = fx_lock(&fx, "restart");
-  ASSERT_OK(lk_lock_set_lost_cb(a, on_lost, &lost));
+  a = wd_watched_lock(&fx, "restart", &lost);
   ASSERT_OK(sx_acquire(&fx, a, 0, LK_LEASE_DEFAULT));
   fx_spin(&fx, 20);
   t_kill = uv_hrtime();

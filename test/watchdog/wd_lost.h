@@ -6,6 +6,7 @@
 #define LK_TEST_WATCHDOG_WD_LOST_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "lk_fixture.h"
 
@@ -26,6 +27,15 @@ static inline void on_lost(lk_lock_t *l, int status, void *arg) {
   x->held_in_cb = lk_lock_is_held(l);
   x->t_ns = uv_hrtime();
   x->seq = ++wd_seq;
+}
+
+/* A lock named name on fx's client, its on_lost recorded in *lost
+ * (cleared first). */
+static inline lk_lock_t *wd_watched_lock(fx_t *fx, const char *name, lost_t *lost) {
+  lk_lock_t *l = fx_lock(fx, name);
+  memset(lost, 0, sizeof(*lost));
+  ASSERT_OK(lk_lock_set_lost_cb(l, on_lost, lost));
+  return l;
 }
 
 #endif /* LK_TEST_WATCHDOG_WD_LOST_H */
