@@ -94,6 +94,33 @@ static inline void fx_start_no_repoll(fx_t *fx) {
   fx_start_with(fx, NULL, &o);
 }
 
+/* Waiters' re-poll slowed to 20 s, past every wake-up a test awaits: only
+ * a notification (or a resubscribe and the attempt it triggers) can wake
+ * a waiter in time. */
+#define FX_SLOW_REPOLL_MS 20000
+/* A reconnect backoff capped this low: a killed connection is back at once. */
+#define FX_FAST_RECONNECT_MS 100
+
+/* fx_start(fx, NULL) with a client whose waiters re-poll only every
+ * FX_SLOW_REPOLL_MS. */
+static inline void fx_start_slow_repoll(fx_t *fx) {
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.max_repoll_ms = FX_SLOW_REPOLL_MS;
+  fx_start_with(fx, NULL, &o);
+}
+
+/* The same, with reconnects at most FX_FAST_RECONNECT_MS apart: for the
+ * fault cases that kill the pub/sub connection under a waiter (issue 29:
+ * the lock, fair and semaphore fault files each opened with this). */
+static inline void fx_start_slow_repoll_fast_reconnect(fx_t *fx) {
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.max_repoll_ms = FX_SLOW_REPOLL_MS;
+  o.reconnect_max_ms = FX_FAST_RECONNECT_MS;
+  fx_start_with(fx, NULL, &o);
+}
+
 static inline void fx_on_client_closed(lk_client_t *c) {
   fx_t *fx = lk_client_get_data(c);
   fx->client_closed = 1;
@@ -122,32 +149,40 @@ static inline void fx_finish(fx_t *fx) {
   fx->srv = NULL;
 }
 
-static inline lk_lock_t *fx_lock(fx_t *fx, const char *name) {
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(fx->c, name, &l));
-  return l;
-}
+/* The fixture's helpers for one kind of object, T made by P_new (issue 29:
+ * each kind's fixture header spelled them out with the type renamed):
+ *   T *fx_<kind>(fx, name)             a new object on name, on the client;
+ *   void fx_<kind>_closed_cb(T *)      close callback: sets the int its data
+ *                                      points to;
+ *   void fx_close_<kind>(fx, T *)      closes it, runs until it is closed;
+ *   void fx_finish_<kind>s(fx, objs)   how most cases end: the objects are
+ *                                      closed in the order given, then the
+ *                                      fixture ends; objs NULL-terminated,
+ *                                      e.g. (T *[]){a, b, NULL}. */
+#define FX_OBJECT_KIND(kind, T, P)                                             \
+  static inline T *fx_##kind(fx_t *fx, const char *name) {                     \
+    T *o = NULL;                                                               \
+    ASSERT_OK(P##_new(fx->c, name, &o));                                       \
+    return o;                                                                  \
+  }                                                                            \
+  static inline void fx_##kind##_closed_cb(T *o) {                             \
+    int *flag = P##_get_data(o);                                               \
+    *flag = 1;                                                                 \
+  }                                                                            \
+  static inline void fx_close_##kind(fx_t *fx, T *o) {                         \
+    int closed = 0;                                                            \
+    P##_set_data(o, &closed);                                                  \
+    ASSERT_OK(P##_close(o, fx_##kind##_closed_cb));                            \
+    rt_run_until(&fx->loop, &closed, 10000);                                   \
+  }                                                                            \
+  static inline void fx_finish_##kind##s(fx_t *fx, T *const *objs) {           \
+    for (; *objs != NULL; objs++)                                              \
+      fx_close_##kind(fx, *objs);                                              \
+    fx_finish(fx);                                                             \
+  }
 
-static inline void fx_lock_closed_cb(lk_lock_t *l) {
-  int *flag = lk_lock_get_data(l);
-  *flag = 1;
-}
-
-static inline void fx_close_lock(fx_t *fx, lk_lock_t *l) {
-  int closed = 0;
-  lk_lock_set_data(l, &closed);
-  ASSERT_OK(lk_lock_close(l, fx_lock_closed_cb));
-  rt_run_until(&fx->loop, &closed, 10000);
-}
-
-/* How most lock cases end (issue 29: each case spelled it out, one close a
- * line): the locks are closed in the order given, then the fixture ends.
- * locks: NULL-terminated, e.g. (lk_lock_t *[]){a, b, NULL}. */
-static inline void fx_finish_locks(fx_t *fx, lk_lock_t *const *locks) {
-  for (; *locks != NULL; locks++)
-    fx_close_lock(fx, *locks);
-  fx_finish(fx);
-}
+/* fx_lock, fx_lock_closed_cb, fx_close_lock, fx_finish_locks. */
+FX_OBJECT_KIND(lock, lk_lock_t, lk_lock)
 
 /* Starts an acquire into s (asserts it started), fenced or not; the loop
  * is not run. */
