@@ -84,16 +84,6 @@ static inline void fx_start(fx_t *fx, const rt_server_opts_t *so) {
 /* Waiters' re-poll far above every bound a test asserts: a prompt wake-up
  * can only come from a notification. */
 #define FX_NO_REPOLL_MS 600000
-
-/* fx_start(fx, NULL) with a client whose waiters never re-poll (issue 29:
- * each interop test file had this start of its own). */
-static inline void fx_start_no_repoll(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = FX_NO_REPOLL_MS;
-  fx_start_with(fx, NULL, &o);
-}
-
 /* Waiters' re-poll slowed to 20 s, past every wake-up a test awaits: only
  * a notification (or a resubscribe and the attempt it triggers) can wake
  * a waiter in time. */
@@ -101,24 +91,30 @@ static inline void fx_start_no_repoll(fx_t *fx) {
 /* A reconnect backoff capped this low: a killed connection is back at once. */
 #define FX_FAST_RECONNECT_MS 100
 
-/* fx_start(fx, NULL) with a client whose waiters re-poll only every
- * FX_SLOW_REPOLL_MS. */
-static inline void fx_start_slow_repoll(fx_t *fx) {
+/* fx_start(fx, NULL) with a client whose waiters re-poll every
+ * max_repoll_ms, and whose reconnects are at most reconnect_max_ms apart
+ * (0: the default). */
+static inline void fx_start_repoll(fx_t *fx, int64_t max_repoll_ms, int64_t reconnect_max_ms) {
   lk_client_opts_t o;
   lk_client_opts_init(&o);
-  o.max_repoll_ms = FX_SLOW_REPOLL_MS;
+  o.max_repoll_ms = max_repoll_ms;
+  if (reconnect_max_ms > 0)
+    o.reconnect_max_ms = reconnect_max_ms;
   fx_start_with(fx, NULL, &o);
 }
 
-/* The same, with reconnects at most FX_FAST_RECONNECT_MS apart: for the
- * fault cases that kill the pub/sub connection under a waiter (issue 29:
- * the lock, fair and semaphore fault files each opened with this). */
+/* Waiters that never re-poll (issue 29: each interop test file had this
+ * start of its own). */
+static inline void fx_start_no_repoll(fx_t *fx) { fx_start_repoll(fx, FX_NO_REPOLL_MS, 0); }
+
+/* Waiters that re-poll only every FX_SLOW_REPOLL_MS. */
+static inline void fx_start_slow_repoll(fx_t *fx) { fx_start_repoll(fx, FX_SLOW_REPOLL_MS, 0); }
+
+/* The same, with fast reconnects: for the fault cases that kill the pub/sub
+ * connection under a waiter (issue 29: the lock, fair and semaphore fault
+ * files each opened with this). */
 static inline void fx_start_slow_repoll_fast_reconnect(fx_t *fx) {
-  lk_client_opts_t o;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = FX_SLOW_REPOLL_MS;
-  o.reconnect_max_ms = FX_FAST_RECONNECT_MS;
-  fx_start_with(fx, NULL, &o);
+  fx_start_repoll(fx, FX_SLOW_REPOLL_MS, FX_FAST_RECONNECT_MS);
 }
 
 static inline void fx_on_client_closed(lk_client_t *c) {
