@@ -345,18 +345,11 @@ TEST(waiter_channel_is_kept_until_close) {
   ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, w, NULL)); /* connected */
   subs0 = rt_server_cmd_calls(fx.srv, "subscribe");
   for (i = 0; i < 5; i++) {
-    fsx_t rel;
     ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
     fsx_start(w, 30000, 30000, 0, &s);
     FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 1 && fair_llen(fx.srv, "chan") == 1, 3000);
     fx_spin(&fx, 5);
-    memset(&rel, 0, sizeof(rel));
-    ASSERT_OK(lk_fair_release(h, fsx_cb, &rel));
-    rt_run_until(&fx.loop, &s.done, 5000);
-    rt_run_until(&fx.loop, &rel.done, 5000);
-    ASSERT_OK(s.status);
-    /* woken by its message, not by a re-poll (1 s) */
-    ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_stall_bound_since_ns(rel.t_ns, 500));
+    fsx_release_wakes(&fx, h, &s, 500); /* by its message, not by a re-poll (1 s) */
     ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
     ASSERT_EQ(rt_server_numsub(fx.srv, ch), 1);
   }

@@ -175,7 +175,6 @@ TEST(pubsub_killed_while_queued_still_acquires_promptly) {
   lk_fair_t *h, *w;
   fsx_t s;
   char *ch;
-  fsx_t rel;
   int round;
   fx_start_slow_repoll_fast_reconnect(&fx);
   h = fx_fair(&fx, "psk");
@@ -193,12 +192,7 @@ TEST(pubsub_killed_while_queued_still_acquires_promptly) {
       fx_spin(&fx, 20);
     }
     ASSERT_EQ(s.done, 0);
-    memset(&rel, 0, sizeof(rel));
-    ASSERT_OK(lk_fair_release(h, fsx_cb, &rel));
-    rt_run_until(&fx.loop, &s.done, 5000);
-    rt_run_until(&fx.loop, &rel.done, 5000);
-    ASSERT_OK(s.status);
-    ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_stall_bound_since_ns(rel.t_ns, 1000));
+    fsx_release_wakes(&fx, h, &s, 1000);
     ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
   }
   free(ch);
@@ -233,7 +227,7 @@ TEST(restart_losing_the_queue_admits_the_waiter) {
 TEST(user_without_channel_access_is_served_by_polling) {
   fx_t fx;
   lk_fair_t *h, *w;
-  fsx_t s, rel;
+  fsx_t s;
   lf_start_without_channels(&fx, 200, NULL, NULL);
   h = fx_fair(&fx, "nch");
   w = fx_fair(&fx, "nch");
@@ -241,12 +235,7 @@ TEST(user_without_channel_access_is_served_by_polling) {
   fsx_start(w, 20000, 10000, 0, &s);
   FX_EVENTUALLY(&fx, fair_llen(fx.srv, "nch") == 1, 3000);
   fx_spin(&fx, 100);
-  memset(&rel, 0, sizeof(rel));
-  ASSERT_OK(lk_fair_release(h, fsx_cb, &rel));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  rt_run_until(&fx.loop, &rel.done, 5000);
-  ASSERT_OK(s.status);
-  ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_stall_bound_since_ns(rel.t_ns, 1000));
+  fsx_release_wakes(&fx, h, &s, 1000);
   fx_finish_fairs_gone(&fx, "nch", (lk_fair_t *[]){h, w, NULL});
 }
 

@@ -89,6 +89,19 @@ static inline int64_t ms_between(uint64_t a_ns, uint64_t b_ns) {
   return ((int64_t)b_ns - (int64_t)a_ns) / 1000000;
 }
 
+/* holder releases while s (an acquire already waiting) waits: both call
+ * back within 5 s, s granted less than bound_ms (grown by the stalls
+ * measured meanwhile) after the release's reply: woken, not polled. */
+static inline void fsx_release_wakes(fx_t *fx, lk_fair_t *holder, fsx_t *s, int64_t bound_ms) {
+  fsx_t rel;
+  memset(&rel, 0, sizeof(rel));
+  ASSERT_OK(lk_fair_release(holder, fsx_cb, &rel));
+  rt_run_until(&fx->loop, &s->done, 5000);
+  rt_run_until(&fx->loop, &rel.done, 5000);
+  ASSERT_OK(s->status);
+  ASSERT_LT(ms_between(rel.t_ns, s->t_ns), rt_stall_bound_since_ns(rel.t_ns, bound_ms));
+}
+
 /* ---- the keys, read on the side channel ---- */
 
 /* "<prefix>:{name}" (malloc'd), or "<prefix>:name" when name already has
