@@ -17,15 +17,15 @@ static inline void fsx_cb(lk_fair_t *f, int status, void *arg) {
   sx_record(arg, status, lk_fair_result(f));
 }
 
-/* fx_fair, fx_fair_closed_cb, fx_close_fair, fx_finish_fairs (lk_fixture.h). */
+/* fx_fair, fx_fair_closed_cb, fx_close_fair, fx_close_fairs, fx_finish_fairs
+ * (lk_fixture.h). */
 FX_OBJECT_KIND(fair, lk_fair_t, lk_fair)
 
 /* The same, for cases that end with the lock gone from the server: the
  * locks are closed, then the key name must no longer exist, then the
  * fixture ends. */
 static inline void fx_finish_fairs_gone(fx_t *fx, const char *name, lk_fair_t *const *fairs) {
-  for (; *fairs != NULL; fairs++)
-    fx_close_fair(fx, *fairs);
+  fx_close_fairs(fx, fairs);
   ASSERT_EQ(rt_cmd_int(fx->srv, "EXISTS %s", name), 0);
   fx_finish(fx);
 }

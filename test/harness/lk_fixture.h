@@ -98,8 +98,7 @@ static inline void fx_start_repoll(fx_t *fx, int64_t max_repoll_ms, int64_t reco
   lk_client_opts_t o;
   lk_client_opts_init(&o);
   o.max_repoll_ms = max_repoll_ms;
-  if (reconnect_max_ms > 0)
-    o.reconnect_max_ms = reconnect_max_ms;
+  o.reconnect_max_ms = reconnect_max_ms > 0 ? reconnect_max_ms : o.reconnect_max_ms;
   fx_start_with(fx, NULL, &o);
 }
 
@@ -151,10 +150,10 @@ static inline void fx_finish(fx_t *fx) {
  *   void fx_<kind>_closed_cb(T *)      close callback: sets the int its data
  *                                      points to;
  *   void fx_close_<kind>(fx, T *)      closes it, runs until it is closed;
- *   void fx_finish_<kind>s(fx, objs)   how most cases end: the objects are
- *                                      closed in the order given, then the
- *                                      fixture ends; objs NULL-terminated,
- *                                      e.g. (T *[]){a, b, NULL}. */
+ *   void fx_close_<kind>s(fx, objs)    closes objs in the order given,
+ *                                      NULL-terminated, e.g. (T *[]){a, b, NULL};
+ *   void fx_finish_<kind>s(fx, objs)   how most cases end: fx_close_<kind>s,
+ *                                      then the fixture ends. */
 #define FX_OBJECT_KIND(kind, T, P)                                             \
   static inline T *fx_##kind(fx_t *fx, const char *name) {                     \
     T *o = NULL;                                                               \
@@ -171,13 +170,16 @@ static inline void fx_finish(fx_t *fx) {
     ASSERT_OK(P##_close(o, fx_##kind##_closed_cb));                            \
     rt_run_until(&fx->loop, &closed, 10000);                                   \
   }                                                                            \
-  static inline void fx_finish_##kind##s(fx_t *fx, T *const *objs) {           \
+  static inline void fx_close_##kind##s(fx_t *fx, T *const *objs) {            \
     for (; *objs != NULL; objs++)                                              \
       fx_close_##kind(fx, *objs);                                              \
+  }                                                                            \
+  static inline void fx_finish_##kind##s(fx_t *fx, T *const *objs) {           \
+    fx_close_##kind##s(fx, objs);                                              \
     fx_finish(fx);                                                             \
   }
 
-/* fx_lock, fx_lock_closed_cb, fx_close_lock, fx_finish_locks. */
+/* fx_lock, fx_lock_closed_cb, fx_close_lock, fx_close_locks, fx_finish_locks. */
 FX_OBJECT_KIND(lock, lk_lock_t, lk_lock)
 
 /* Starts an acquire into s (asserts it started), fenced or not; the loop

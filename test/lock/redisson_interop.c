@@ -309,8 +309,7 @@ TEST(redisson_latchkey_release_wakes_emulator) {
   redisContext *emu = emu_connect(&fx);
   ASSERT_EQ(rt_rlock_unlock(emu, "handoff", EMU_UUID, EMU_TID), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS handoff"), 0);
-  redisFree(emu);
-  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
+  finish_with_emulator(&fx, emu, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- the emulator holds; latchkey waits and wakes on the emulator's release -------------- */
