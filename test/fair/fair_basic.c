@@ -66,47 +66,76 @@ static lk_fair_t *enqueue(fx_t *fx, const char *name, waiter_t *w, order_log_t *
   return f;
 }
 
+/* A fair lock name held by h (lease_ms) with n waiters w[0..n) queued
+ * behind it in that order (enqueue), each seen at its place. */
+typedef struct {
+  fx_t fx;
+  const char *name;
+  lk_fair_t *h, *w[8];
+  waiter_t ws[8];
+  order_log_t log;
+  int n;
+} queued_t;
+
+static void queued_start(queued_t *q, const char *name, int n, int64_t lease_ms,
+                         int64_t waiter_timeout_ms) {
+  int i;
+  fx_start(&q->fx, NULL);
+  memset(&q->log, 0, sizeof(q->log));
+  q->name = name;
+  q->n = n;
+  q->h = fx_fair(&q->fx, name);
+  ASSERT_OK(fsx_acquire(&q->fx, q->h, 0, lease_ms));
+  for (i = 0; i < n; i++) {
+    q->w[i] = enqueue(&q->fx, name, &q->ws[i], &q->log, i, waiter_timeout_ms);
+    ASSERT_EQ(q->ws[i].first_position, i);
+    ASSERT_EQ(lk_fair_position(q->w[i]), i);
+  }
+}
+
+/* Closes the waiters, then the holder, and ends the fixture. */
+static void queued_finish(queued_t *q) {
+  for (int i = 0; i < q->n; i++)
+    fx_close_fair(&q->fx, q->w[i]);
+  fx_finish_fairs(&q->fx, (lk_fair_t *[]){q->h, NULL});
+}
+
+/* h releases: the waiters order[0..n_granted) (the others have left the
+ * queue) each take the lock in that order and release it at once; then the
+ * queue, the deadlines and the lock are gone, and all is closed. */
+static void queued_release_in_order(queued_t *q, const int *order, int n_granted) {
+  int i;
+  ASSERT_OK(fsx_run(&q->fx, lk_fair_release, q->h, NULL));
+  for (i = 0; i < n_granted; i++)
+    rt_run_until(&q->fx.loop, &q->ws[order[i]].acq.done, 5000);
+  FX_EVENTUALLY(&q->fx, q->log.releases_done == n_granted, 5000);
+  ASSERT_EQ(q->log.n, n_granted);
+  for (i = 0; i < n_granted; i++)
+    ASSERT_EQ(q->log.order[i], order[i]);
+  ASSERT_EQ(fair_llen(q->fx.srv, q->name), 0);
+  ASSERT_EQ(fair_zcard(q->fx.srv, q->name), 0);
+  ASSERT_EQ(rt_cmd_int(q->fx.srv, "EXISTS %s", q->name), 0);
+  queued_finish(q);
+}
+
 TEST(fifo_order_and_keys) {
   enum { N = 5 };
-  fx_t fx;
-  lk_fair_t *h, *w[N];
-  waiter_t ws[N];
-  order_log_t log;
+  queued_t q;
   long long now, score;
   int i;
-  fx_start(&fx, NULL);
-  memset(&log, 0, sizeof(log));
-  h = fx_fair(&fx, "fifo");
-  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
-  for (i = 0; i < N; i++) {
-    w[i] = enqueue(&fx, "fifo", &ws[i], &log, i, 0);
-    ASSERT_EQ(ws[i].first_position, i);
-    ASSERT_EQ(lk_fair_position(w[i]), i);
-  }
+  queued_start(&q, "fifo", N, 30000, 0);
   /* Redisson's layout: the queue lists owners in arrival order; the deadline
    * of each is the server's clock + the waiter timeout (10 s default). */
-  ASSERT_EQ(fair_llen(fx.srv, "fifo"), N);
-  ASSERT_EQ(fair_zcard(fx.srv, "fifo"), N);
-  now = server_ms(fx.srv);
+  ASSERT_EQ(fair_llen(q.fx.srv, "fifo"), N);
+  ASSERT_EQ(fair_zcard(q.fx.srv, "fifo"), N);
+  now = server_ms(q.fx.srv);
   for (i = 0; i < N; i++) {
-    ASSERT_EQ(fair_lpos(fx.srv, "fifo", lk_fair_owner(w[i])), i);
-    score = fair_zscore(fx.srv, "fifo", lk_fair_owner(w[i]));
+    ASSERT_EQ(fair_lpos(q.fx.srv, "fifo", lk_fair_owner(q.w[i])), i);
+    score = fair_zscore(q.fx.srv, "fifo", lk_fair_owner(q.w[i]));
     ASSERT_GT(score, now);
     ASSERT_LE(score, now + LK_FAIR_WAITER_TIMEOUT_DEFAULT + 5);
   }
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
-  for (i = 0; i < N; i++)
-    rt_run_until(&fx.loop, &ws[i].acq.done, 5000);
-  FX_EVENTUALLY(&fx, log.releases_done == N, 5000);
-  ASSERT_EQ(log.n, N);
-  for (i = 0; i < N; i++)
-    ASSERT_EQ(log.order[i], i);
-  ASSERT_EQ(fair_llen(fx.srv, "fifo"), 0);
-  ASSERT_EQ(fair_zcard(fx.srv, "fifo"), 0);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS fifo"), 0);
-  for (i = 0; i < N; i++)
-    fx_close_fair(&fx, w[i]);
-  fx_finish_fairs(&fx, (lk_fair_t *[]){h, NULL});
+  queued_release_in_order(&q, (const int[]){0, 1, 2, 3, 4}, N);
 }
 
 /* A newcomer finds the lock free while someone is queued: it queues behind
@@ -169,44 +198,24 @@ TEST(timed_out_waiter_leaves_the_queue) {
 }
 
 TEST(cancel_in_the_middle_leaves_no_trace) {
-  fx_t fx;
-  lk_fair_t *h, *w[3];
-  waiter_t ws[3];
-  order_log_t log;
+  queued_t q;
   char old_owner[128];
-  int i;
-  fx_start(&fx, NULL);
-  memset(&log, 0, sizeof(log));
-  h = fx_fair(&fx, "cm");
-  ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
-  for (i = 0; i < 3; i++)
-    w[i] = enqueue(&fx, "cm", &ws[i], &log, i, 0);
+  queued_start(&q, "cm", 3, 30000, 0);
   /* (A cancel that meets an attempt in flight retires the identity, so
    * the queue is checked for the owner it had.) */
-  snprintf(old_owner, sizeof(old_owner), "%s", lk_fair_owner(w[1]));
-  ASSERT_OK(lk_fair_cancel(w[1]));
-  ASSERT_EQ(ws[1].acq.done, 0); /* never inside the call */
-  ASSERT_EQ(lk_fair_cancel(w[1]), LK_EINVAL);
-  rt_run_until(&fx.loop, &ws[1].acq.done, 5000);
-  ASSERT_EQ(ws[1].acq.status, LK_ECANCELED);
-  FX_EVENTUALLY(&fx, fair_lpos(fx.srv, "cm", old_owner) == -1, 2000);
-  ASSERT_EQ(fair_zscore(fx.srv, "cm", old_owner), -1);
-  ASSERT_EQ(fair_llen(fx.srv, "cm"), 2);
-  ASSERT_EQ(fair_zcard(fx.srv, "cm"), 2);
-  ASSERT_EQ(fair_lpos(fx.srv, "cm", lk_fair_owner(w[0])), 0);
-  ASSERT_EQ(fair_lpos(fx.srv, "cm", lk_fair_owner(w[2])), 1);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
-  rt_run_until(&fx.loop, &ws[0].acq.done, 5000);
-  rt_run_until(&fx.loop, &ws[2].acq.done, 5000);
-  FX_EVENTUALLY(&fx, log.releases_done == 2, 5000);
-  ASSERT_EQ(log.n, 2);
-  ASSERT_EQ(log.order[0], 0);
-  ASSERT_EQ(log.order[1], 2);
-  ASSERT_EQ(fair_llen(fx.srv, "cm"), 0);
-  ASSERT_EQ(fair_zcard(fx.srv, "cm"), 0);
-  for (i = 0; i < 3; i++)
-    fx_close_fair(&fx, w[i]);
-  fx_finish_fairs(&fx, (lk_fair_t *[]){h, NULL});
+  snprintf(old_owner, sizeof(old_owner), "%s", lk_fair_owner(q.w[1]));
+  ASSERT_OK(lk_fair_cancel(q.w[1]));
+  ASSERT_EQ(q.ws[1].acq.done, 0); /* never inside the call */
+  ASSERT_EQ(lk_fair_cancel(q.w[1]), LK_EINVAL);
+  rt_run_until(&q.fx.loop, &q.ws[1].acq.done, 5000);
+  ASSERT_EQ(q.ws[1].acq.status, LK_ECANCELED);
+  FX_EVENTUALLY(&q.fx, fair_lpos(q.fx.srv, "cm", old_owner) == -1, 2000);
+  ASSERT_EQ(fair_zscore(q.fx.srv, "cm", old_owner), -1);
+  ASSERT_EQ(fair_llen(q.fx.srv, "cm"), 2);
+  ASSERT_EQ(fair_zcard(q.fx.srv, "cm"), 2);
+  ASSERT_EQ(fair_lpos(q.fx.srv, "cm", lk_fair_owner(q.w[0])), 0);
+  ASSERT_EQ(fair_lpos(q.fx.srv, "cm", lk_fair_owner(q.w[2])), 1);
+  queued_release_in_order(&q, (const int[]){0, 2}, 2);
 }
 
 /* Close while queued: the pending acquire is canceled first, the waiter
@@ -240,53 +249,37 @@ TEST(close_while_queued_leaves_no_trace) {
  * refreshing their deadlines and nobody is skipped. */
 TEST(long_hold_never_purges_live_waiters) {
   enum { N = 3 };
-  fx_t fx;
-  lk_fair_t *h, *w[N];
-  waiter_t ws[N];
-  order_log_t log;
+  queued_t q;
   int64_t timeout = rt_scaled_ms(300), end;
   long long first_score[N];
   int i;
-  fx_start(&fx, NULL);
-  memset(&log, 0, sizeof(log));
-  h = fx_fair(&fx, "long");
-  ASSERT_OK(fsx_acquire(&fx, h, 0, 60000));
+  queued_start(&q, "long", N, 60000, timeout);
   for (i = 0; i < N; i++)
-    w[i] = enqueue(&fx, "long", &ws[i], &log, i, timeout);
-  for (i = 0; i < N; i++)
-    first_score[i] = fair_zscore(fx.srv, "long", lk_fair_owner(w[i]));
+    first_score[i] = fair_zscore(q.fx.srv, "long", lk_fair_owner(q.w[i]));
   /* Waiters refresh every timeout / 3: a machine stall longer than the
    * other two thirds lets a live waiter's deadline pass for no fault of the
    * library (then the rest cannot be checked: it is skipped and rejoins). */
   const int64_t mark = rt_stall_mark();
   end = rt_now_ms() + 4 * timeout;
   while (rt_now_ms() < end) {
-    long long now = server_ms(fx.srv);
+    long long now = server_ms(q.fx.srv);
     int in_time = 1;
-    ASSERT_EQ(fair_llen(fx.srv, "long"), N);
+    ASSERT_EQ(fair_llen(q.fx.srv, "long"), N);
     for (i = 0; i < N; i++) {
       /* in place, and never past its deadline */
-      ASSERT_EQ(fair_lpos(fx.srv, "long", lk_fair_owner(w[i])), i);
-      in_time &= fair_zscore(fx.srv, "long", lk_fair_owner(w[i])) > now;
+      ASSERT_EQ(fair_lpos(q.fx.srv, "long", lk_fair_owner(q.w[i])), i);
+      in_time &= fair_zscore(q.fx.srv, "long", lk_fair_owner(q.w[i])) > now;
     }
     if (!EXPECT_HOLD(in_time, mark, timeout - timeout / 3)) {
-      for (i = 0; i < N; i++)
-        fx_close_fair(&fx, w[i]);
-      fx_finish_fairs(&fx, (lk_fair_t *[]){h, NULL});
+      queued_finish(&q);
       return;
     }
-    fx_spin(&fx, 10);
+    fx_spin(&q.fx, 10);
   }
   /* the deadlines moved on with the refreshes */
   for (i = 0; i < N; i++)
-    ASSERT_GE(fair_zscore(fx.srv, "long", lk_fair_owner(w[i])), first_score[i] + 2 * timeout);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
-  FX_EVENTUALLY(&fx, log.releases_done == N, 5000);
-  for (i = 0; i < N; i++)
-    ASSERT_EQ(log.order[i], i);
-  for (i = 0; i < N; i++)
-    fx_close_fair(&fx, w[i]);
-  fx_finish_fairs(&fx, (lk_fair_t *[]){h, NULL});
+    ASSERT_GE(fair_zscore(q.fx.srv, "long", lk_fair_owner(q.w[i])), first_score[i] + 2 * timeout);
+  queued_release_in_order(&q, (const int[]){0, 1, 2}, N);
 }
 
 /* A silent waiter (planted on the side channel, as a dead process leaves
@@ -350,25 +343,18 @@ TEST(waiter_channel_is_kept_until_close) {
   w = fx_fair(&fx, "chan");
   ch = fair_channel_of(w);
   ASSERT_OK(fsx_run(&fx, lk_fair_is_locked, w, NULL)); /* connected */
-  subs0 = cmdstat_calls(fx.srv, "subscribe");
+  subs0 = rt_server_cmd_calls(fx.srv, "subscribe");
   for (i = 0; i < 5; i++) {
-    fsx_t rel;
     ASSERT_OK(fsx_acquire(&fx, h, 0, 30000));
     fsx_start(w, 30000, 30000, 0, &s);
     FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 1 && fair_llen(fx.srv, "chan") == 1, 3000);
     fx_spin(&fx, 5);
-    memset(&rel, 0, sizeof(rel));
-    ASSERT_OK(lk_fair_release(h, fsx_cb, &rel));
-    rt_run_until(&fx.loop, &s.done, 5000);
-    rt_run_until(&fx.loop, &rel.done, 5000);
-    ASSERT_OK(s.status);
-    /* woken by its message, not by a re-poll (1 s) */
-    ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_stall_bound_since_ns(rel.t_ns, 500));
+    fsx_release_wakes(&fx, h, &s, 500); /* by its message, not by a re-poll (1 s) */
     ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
     ASSERT_EQ(rt_server_numsub(fx.srv, ch), 1);
   }
   /* Its own channel and the client's heartbeat channel: two in all. */
-  ASSERT_LE(cmdstat_calls(fx.srv, "subscribe") - subs0, 2);
+  ASSERT_LE(rt_server_cmd_calls(fx.srv, "subscribe") - subs0, 2);
   fx_close_fair(&fx, w);
   FX_EVENTUALLY(&fx, rt_server_numsub(fx.srv, ch) == 0, 2000);
   free(ch);

@@ -114,8 +114,8 @@ TEST(handoffs_cost_a_few_server_commands) {
   rt_run_until(&fx.loop, &run.all_done, rt_scaled_ms(60000));
   ASSERT_EQ(run.failures, 0);
   ASSERT_GE(run.acquired, run.target);
-  scripts = cmdstat_calls(fx.srv, "evalsha") + cmdstat_calls(fx.srv, "eval");
-  subs = cmdstat_calls(fx.srv, "subscribe");
+  scripts = fx_script_calls(&fx);
+  subs = rt_server_cmd_calls(fx.srv, "subscribe");
   total = server_commands(fx.srv);
   fprintf(stderr,
           "%d acquisitions among %d waiters: %lld scripts (%.2f per acquisition), "

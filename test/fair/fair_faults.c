@@ -172,16 +172,11 @@ TEST(lost_replies_while_queued_keep_one_entry) {
  * happening while pub/sub is down (its message is lost). */
 TEST(pubsub_killed_while_queued_still_acquires_promptly) {
   fx_t fx;
-  lk_client_opts_t o;
   lk_fair_t *h, *w;
   fsx_t s;
   char *ch;
-  fsx_t rel;
   int round;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = 20000;
-  o.reconnect_max_ms = 100;
-  fx_start_with(&fx, NULL, &o);
+  fx_start_slow_repoll_fast_reconnect(&fx);
   h = fx_fair(&fx, "psk");
   w = fx_fair(&fx, "psk");
   ch = fair_channel_of(w);
@@ -197,12 +192,7 @@ TEST(pubsub_killed_while_queued_still_acquires_promptly) {
       fx_spin(&fx, 20);
     }
     ASSERT_EQ(s.done, 0);
-    memset(&rel, 0, sizeof(rel));
-    ASSERT_OK(lk_fair_release(h, fsx_cb, &rel));
-    rt_run_until(&fx.loop, &s.done, 5000);
-    rt_run_until(&fx.loop, &rel.done, 5000);
-    ASSERT_OK(s.status);
-    ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_stall_bound_since_ns(rel.t_ns, 1000));
+    fsx_release_wakes(&fx, h, &s, 1000);
     ASSERT_OK(fsx_run(&fx, lk_fair_release, w, NULL));
   }
   free(ch);
@@ -237,7 +227,7 @@ TEST(restart_losing_the_queue_admits_the_waiter) {
 TEST(user_without_channel_access_is_served_by_polling) {
   fx_t fx;
   lk_fair_t *h, *w;
-  fsx_t s, rel;
+  fsx_t s;
   lf_start_without_channels(&fx, 200, NULL, NULL);
   h = fx_fair(&fx, "nch");
   w = fx_fair(&fx, "nch");
@@ -245,12 +235,7 @@ TEST(user_without_channel_access_is_served_by_polling) {
   fsx_start(w, 20000, 10000, 0, &s);
   FX_EVENTUALLY(&fx, fair_llen(fx.srv, "nch") == 1, 3000);
   fx_spin(&fx, 100);
-  memset(&rel, 0, sizeof(rel));
-  ASSERT_OK(lk_fair_release(h, fsx_cb, &rel));
-  rt_run_until(&fx.loop, &s.done, 5000);
-  rt_run_until(&fx.loop, &rel.done, 5000);
-  ASSERT_OK(s.status);
-  ASSERT_LT(ms_between(rel.t_ns, s.t_ns), rt_stall_bound_since_ns(rel.t_ns, 1000));
+  fsx_release_wakes(&fx, h, &s, 1000);
   fx_finish_fairs_gone(&fx, "nch", (lk_fair_t *[]){h, w, NULL});
 }
 
@@ -329,20 +314,25 @@ TEST(late_reentry_after_a_force_release_grants_nothing) {
   rt_proxy_stop(p);
 }
 
-/* A proxied client with one fair lock on name, connected; the next reply
- * to the acquire script is replaced by fake (a shape it never sends). */
-static lk_fair_t *start_with_acquire_reply_replaced(fx_t *fx, rt_proxy_t **p, const char *name,
-                                                    const char *fake) {
+/* A proxied client with one fair lock on name (*w), connected; the reply to
+ * its next acquire script is replaced by fake (a shape it never sends). That
+ * acquire is started (wait budget wait_ms, 30 s lease): its status, awaited
+ * for at most run_ms. */
+static int acquire_with_reply_replaced(fx_t *fx, rt_proxy_t **p, const char *name,
+                                       const char *fake, int64_t wait_ms, int64_t run_ms,
+                                       lk_fair_t **w) {
   char match[96];
   lk_client_opts_t o;
-  lk_fair_t *w;
+  fsx_t s;
   lk_client_opts_init(&o);
   *p = fx_start_proxied(fx, &o);
-  w = fx_fair(fx, name);
-  ASSERT_OK(fsx_run(fx, lk_fair_is_locked, w, NULL)); /* connected */
+  *w = fx_fair(fx, name);
+  ASSERT_OK(fsx_run(fx, lk_fair_is_locked, *w, NULL)); /* connected */
   snprintf(match, sizeof(match), "EVALSHA %s", lk__script_find("fair/acquire")->sha1);
   rt_proxy_on_reply(*p, match, 1, RT_PROXY_REPLACE, fake, strlen(fake));
-  return w;
+  fsx_start(*w, wait_ms, 30000, 0, &s);
+  rt_run_until(&fx->loop, &s.done, run_ms);
+  return s.status;
 }
 
 /* Where those cases end: w's release frees the lock, and all is closed. */
@@ -361,11 +351,7 @@ TEST(wrong_shape_reply_to_acquire_is_unknown_and_given_back) {
   fx_t fx;
   rt_proxy_t *p;
   lk_fair_t *w;
-  fsx_t s;
-  w = start_with_acquire_reply_replaced(&fx, &p, "shape", "+OK\r\n");
-  fsx_start(w, 0, 30000, 0, &s);
-  rt_run_until(&fx.loop, &s.done, 5000);
-  ASSERT_EQ(s.status, LK_EUNKNOWN);
+  ASSERT_EQ(acquire_with_reply_replaced(&fx, &p, "shape", "+OK\r\n", 0, 5000, &w), LK_EUNKNOWN);
   ASSERT_EQ(lk_fair_hold_count(w), 0);
   ASSERT(!lk_fair_is_held(w));
   FX_EVENTUALLY(&fx, rt_cmd_int(fx.srv, "EXISTS shape") == 0, 3000);
@@ -383,11 +369,7 @@ TEST(wrong_shape_reply_with_budget_is_resent_and_counted_once) {
   fx_t fx;
   rt_proxy_t *p;
   lk_fair_t *w;
-  fsx_t s;
-  w = start_with_acquire_reply_replaced(&fx, &p, "shape2", ":7\r\n");
-  fsx_start(w, 5000, 30000, 0, &s);
-  rt_run_until(&fx.loop, &s.done, 7000);
-  ASSERT_OK(s.status);
+  ASSERT_OK(acquire_with_reply_replaced(&fx, &p, "shape2", ":7\r\n", 5000, 7000, &w));
   ASSERT_EQ(lk_fair_hold_count(w), 1);
   ASSERT_EQ(holds_of(&fx, "shape2", lk_fair_owner(w)), 1);
   ASSERT_EQ(fair_llen(fx.srv, "shape2"), 0);

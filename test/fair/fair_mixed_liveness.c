@@ -36,6 +36,19 @@ static void emu_takes_its_turn(redisContext *ctx, const char *name, long long ti
   ASSERT_EQ(rt_rfair_unlock(ctx, name, EMU_UUID, tid), 1);
 }
 
+/* How the cases with a Redisson waiter last in line end: the last latchkey
+ * holder l releases, the emulated waiter tid takes its turn and leaves, and
+ * no queue or deadline is left; then ctx and the fair locks are closed. */
+static void emu_last_turn_then_finish(fx_t *fx, redisContext *ctx, const char *name,
+                                      lk_fair_t *l, long long tid, lk_fair_t *const *fairs) {
+  ASSERT_OK(fsx_run(fx, lk_fair_release, l, NULL));
+  emu_takes_its_turn(ctx, name, tid);
+  ASSERT_EQ(fair_llen(fx->srv, name), 0);
+  ASSERT_EQ(fair_zcard(fx->srv, name), 0);
+  redisFree(ctx);
+  fx_finish_fairs(fx, fairs);
+}
+
 /* Queue: R1, L, R2 behind a Redisson holder. R1 takes the lock (moving every
  * deadline 5 minutes earlier) and keeps it for four of L's waiter timeouts
  * while R2 polls every 50 ms (each poll runs Redisson's purge of a head
@@ -76,15 +89,9 @@ TEST(long_redisson_hold_never_purges_a_live_latchkey_waiter) {
   rt_run_until(&fx.loop, &sl.done, 5000);
   ASSERT_OK(sl.status);
   ASSERT_EQ(fair_lpos(fx.srv, "lh", r2), 0);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, l, NULL));
-  emu_takes_its_turn(ctx, "lh", 2);
-  ASSERT_EQ(fair_llen(fx.srv, "lh"), 0);
-  ASSERT_EQ(fair_zcard(fx.srv, "lh"), 0);
-  fx_close_fair(&fx, l);
   free(r1);
   free(r2);
-  redisFree(ctx);
-  fx_finish(&fx);
+  emu_last_turn_then_finish(&fx, ctx, "lh", l, 2, (lk_fair_t *[]){l, NULL});
 }
 
 /* Queue: R1 (a tryLock waiting up to 5 minutes), L, R2 behind a latchkey
@@ -114,14 +121,8 @@ TEST(redisson_giving_up_ahead_leaves_a_latchkey_waiter_in_place) {
   ASSERT_OK(fsx_run(&fx, lk_fair_release, h, NULL));
   rt_run_until(&fx.loop, &sl.done, 5000);
   ASSERT_OK(sl.status);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, l, NULL));
-  emu_takes_its_turn(ctx, "gu", 2);
-  ASSERT_EQ(fair_llen(fx.srv, "gu"), 0);
-  fx_close_fair(&fx, h);
-  fx_close_fair(&fx, l);
   free(r2);
-  redisFree(ctx);
-  fx_finish(&fx);
+  emu_last_turn_then_finish(&fx, ctx, "gu", l, 2, (lk_fair_t *[]){h, l, NULL});
 }
 
 /* Whatever happens to a latchkey waiter's entry in Redisson's deadline set
@@ -167,17 +168,9 @@ TEST(latchkey_waiter_keeps_its_place_whatever_its_redisson_deadline_says) {
   ASSERT_OK(fsx_run(&fx, lk_fair_release, l1, NULL));
   rt_run_until(&fx.loop, &s2.done, 5000);
   ASSERT_OK(s2.status);
-  ASSERT_OK(fsx_run(&fx, lk_fair_release, l2, NULL));
-  emu_takes_its_turn(ctx, "wh", 3);
-  ASSERT_EQ(fair_llen(fx.srv, "wh"), 0);
-  fx_close_fair(&fx, h);
-  fx_close_fair(&fx, l1);
-  fx_close_fair(&fx, l2);
-  fx_close_fair(&fx, q);
   free(t);
   free(r);
-  redisFree(ctx);
-  fx_finish(&fx);
+  emu_last_turn_then_finish(&fx, ctx, "wh", l2, 3, (lk_fair_t *[]){h, l1, l2, q, NULL});
 }
 
 /* A Redisson waiter that stops polling (its process died) blocks the queue

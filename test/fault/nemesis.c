@@ -601,6 +601,9 @@ static void coordinated_failover(rt_cluster_t *cl, int m, int r) {
     FAIL("nemesis: the cluster did not settle after a failover of node %d", m);
 }
 
+/* d, or d_max when d is longer: a fault's duration within its bound. */
+static int64_t at_most(int64_t d, int64_t d_max) { return d > d_max ? d_max : d; }
+
 /* Applies and heals one cluster fault aimed at the master of a workload's
  * slot; *arg records its target (a node, or the migrated slot). */
 static void cluster_fault(nem_t *n, int kind, int64_t d_max, int64_t *arg) {
@@ -658,9 +661,7 @@ static void cluster_fault(nem_t *n, int kind, int64_t d_max, int64_t *arg) {
   }
   case F_CL_MASTER_PAUSE:
     /* Shorter than the node timeout: no failover, the master just stalls. */
-    d = nbetween(n, 30, CLUSTER_NODE_TIMEOUT_MS / 2);
-    if (d > d_max)
-      d = d_max;
+    d = at_most(nbetween(n, 30, CLUSTER_NODE_TIMEOUT_MS / 2), d_max);
     *arg = owner;
     rt_cluster_pause(cl, owner);
     rt_sleep_ms(d);
@@ -709,9 +710,9 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
   switch (kind) {
   case F_SERVER_PAUSE:
   case F_SERVER_PAUSE_LONG:
-    d = kind == F_SERVER_PAUSE ? nbetween(n, 30, lease * 6 / 10) : nbetween(n, lease, 2 * lease);
-    if (d > d_max)
-      d = d_max;
+    d = at_most(kind == F_SERVER_PAUSE ? nbetween(n, 30, lease * 6 / 10)
+                                       : nbetween(n, lease, 2 * lease),
+                d_max);
     rt_server_pause(n->srv);
     rt_sleep_ms(d);
     rt_server_resume(n->srv);
@@ -723,9 +724,7 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
     /* Bytes are dropped: no TCP stream survives that, so the connections
      * end when it heals (a partition TCP gave up on). Keeping them open
      * would hand the client replies that belong to other commands. */
-    d = nbetween(n, 50, lease * 3 / 2);
-    if (d > d_max)
-      d = d_max;
+    d = at_most(nbetween(n, 50, lease * 3 / 2), d_max);
     rt_proxy_blackhole(n->px, 1);
     rt_sleep_ms(d);
     rt_proxy_reset_all(n->px);
@@ -734,18 +733,14 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
   case F_PARTITION:
     /* A partition that heals before TCP gives up: bytes are held, then
      * delivered late, in order. */
-    d = nbetween(n, 50, lease * 3 / 2);
-    if (d > d_max)
-      d = d_max;
+    d = at_most(nbetween(n, 50, lease * 3 / 2), d_max);
     rt_proxy_pause(n->px, RT_PROXY_BOTH, 1);
     rt_sleep_ms(d);
     rt_proxy_pause(n->px, RT_PROXY_BOTH, 0);
     break;
   case F_DELAY:
     arg = nbetween(n, 5, lease / 5);
-    d = nbetween(n, 200, 2 * lease);
-    if (d > d_max)
-      d = d_max;
+    d = at_most(nbetween(n, 200, 2 * lease), d_max);
     rt_proxy_delay(n->px, (int)arg);
     rt_sleep_ms(d);
     rt_proxy_delay(n->px, 0);
@@ -792,18 +787,14 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
     rt_server_script_flush(n->srv);
     break;
   case F_CLIENT_PAUSE:
-    d = nbetween(n, 50, lease * 6 / 10);
-    if (d > d_max)
-      d = d_max;
+    d = at_most(nbetween(n, 50, lease * 6 / 10), d_max);
     arg = nbetween(n, 0, 1);
     rt_server_client_pause(n->srv, d, arg ? "ALL" : "WRITE");
     rt_sleep_ms(d);
     break;
   case F_WORKER_STOP: {
     int i = (int)nbetween(n, 0, RUN.workers - 1);
-    d = nbetween(n, 50, 2 * lease);
-    if (d > d_max)
-      d = d_max;
+    d = at_most(nbetween(n, 50, 2 * lease), d_max);
     arg = i;
     if (n->w[i].running) {
       uint64_t s0 = uv_hrtime();
@@ -816,9 +807,7 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
   }
   case F_DROP_REPLY:
     arg = nbetween(n, 1, 30);
-    d = nbetween(n, 100, 1000);
-    if (d > d_max)
-      d = d_max;
+    d = at_most(nbetween(n, 100, 1000), d_max);
     rt_proxy_on_reply(n->px, "EVALSHA", (int)arg, RT_PROXY_DROP_CUT, NULL, 0);
     rt_sleep_ms(d);
     if (rt_proxy_rule_state(n->px) != RT_PROXY_RULE_APPLIED)
@@ -834,9 +823,7 @@ static void inject(nem_t *n, int kind, int64_t d_max) {
       kind = F_QUIET; /* too soon to fail that master over again */
     break;
   default:
-    d = nbetween(n, 100, 1000);
-    if (d > d_max)
-      d = d_max;
+    d = at_most(nbetween(n, 100, 1000), d_max);
     rt_sleep_ms(d);
     break;
   }

@@ -53,6 +53,23 @@ static void ra_finish(ra_t *x, const char *name) {
   rt_proxy_stop(x->p);
 }
 
+/* Arms the proxy: the reply to the next command matching match gets action
+ * with the bytes of the C string bytes (RT_PROXY_INSERT: sent before it). */
+static void ra_rule(ra_t *x, const char *match, rt_proxy_action_t action, const char *bytes) {
+  rt_proxy_on_reply(x->p, match, 1, action, bytes, strlen(bytes));
+}
+
+/* An acquire of the case's lock (budget wait_ms, 30 s lease, fenced or not)
+ * run to its callback, past the rule the case armed, which must have been
+ * applied: its outcome. */
+static sx_t ra_acquire_past_the_rule(ra_t *x, int64_t wait_ms, int fenced) {
+  sx_t s;
+  fu_start_acquire(x->l, wait_ms, 30000, fenced, &s);
+  rt_run_until(&x->fx.loop, &s.done, rt_scaled_ms(10000));
+  ASSERT_EQ(rt_proxy_rule_state(x->p), RT_PROXY_RULE_APPLIED);
+  return s;
+}
+
 static long long hold_on_server(ra_t *x, const char *name) {
   char *v = rt_cmd_str(x->fx.srv, "HGET %s %s", name, lk_lock_owner(x->l));
   long long n = v != NULL ? atoll(v) : 0;
@@ -75,12 +92,8 @@ static lk_client_stats_t stats(ra_t *x) {
 TEST(extra_reply_at_connect_is_not_taken_as_a_fenced_grant) {
   ra_t x;
   ra_start(&x, "ra-fenced");
-  const char fake[] = "*3\r\n:1\r\n:777\r\n:0\r\n";
-  rt_proxy_on_reply(x.p, x.fenced, 1, RT_PROXY_INSERT, fake, strlen(fake));
-  sx_t s;
-  fu_start_acquire(x.l, rt_scaled_ms(5000), 30000, 1, &s);
-  rt_run_until(&x.fx.loop, &s.done, rt_scaled_ms(10000));
-  ASSERT_EQ(rt_proxy_rule_state(x.p), RT_PROXY_RULE_APPLIED);
+  ra_rule(&x, x.fenced, RT_PROXY_INSERT, "*3\r\n:1\r\n:777\r\n:0\r\n");
+  sx_t s = ra_acquire_past_the_rule(&x, rt_scaled_ms(5000), 1);
   ASSERT_OK(s.status);
   ASSERT_EQ(s.calls, 1);
   ASSERT_NE(lk_lock_token(x.l), 777);
@@ -104,12 +117,8 @@ TEST(extra_reply_at_connect_is_not_taken_as_a_fenced_grant) {
 TEST(extra_reply_in_the_handshake_is_caught_before_any_command) {
   ra_t x;
   ra_start(&x, "ra-handshake");
-  const char extra[] = "+OK\r\n";
-  rt_proxy_on_reply(x.p, "CLIENT SETNAME", 1, RT_PROXY_INSERT, extra, strlen(extra));
-  sx_t s;
-  fu_start_acquire(x.l, rt_scaled_ms(5000), 30000, 1, &s);
-  rt_run_until(&x.fx.loop, &s.done, rt_scaled_ms(10000));
-  ASSERT_EQ(rt_proxy_rule_state(x.p), RT_PROXY_RULE_APPLIED);
+  ra_rule(&x, "CLIENT SETNAME", RT_PROXY_INSERT, "+OK\r\n");
+  sx_t s = ra_acquire_past_the_rule(&x, rt_scaled_ms(5000), 1);
   ASSERT_OK(s.status);
   ASSERT_EQ(lk_lock_token(x.l), fx_token_counter(&x.fx, "ra-handshake"));
   ASSERT_EQ(hold_on_server(&x, "ra-handshake"), 1);
@@ -132,12 +141,8 @@ TEST(extra_reply_before_a_grant_leaves_no_hold_behind) {
   ra_t x;
   ra_start(&x, "ra-busy");
   ASSERT_OK(sx_run(&x.fx, lk_lock_is_locked, x.l, NULL)); /* connected */
-  const char fake[] = ":30000\r\n";
-  rt_proxy_on_reply(x.p, x.acq, 1, RT_PROXY_INSERT, fake, strlen(fake));
-  sx_t s;
-  fu_start_acquire(x.l, 0, 30000, 0, &s);
-  rt_run_until(&x.fx.loop, &s.done, rt_scaled_ms(10000));
-  ASSERT_EQ(rt_proxy_rule_state(x.p), RT_PROXY_RULE_APPLIED);
+  ra_rule(&x, x.acq, RT_PROXY_INSERT, ":30000\r\n");
+  sx_t s = ra_acquire_past_the_rule(&x, 0, 0);
   ASSERT_EQ(s.calls, 1);
   /* Never "busy" (LK_ETIMEDOUT for a try once) from a reply not its own. */
   ASSERT(s.status == 0 || s.status == LK_EUNKNOWN);
@@ -167,8 +172,7 @@ TEST(extra_reply_after_a_grant_shifts_no_later_reply) {
   ra_start(&x, "ra-shift");
   lk_lock_t *b = fx_lock(&x.fx, "ra-shift-b");
   ASSERT_OK(sx_acquire(&x.fx, x.l, 0, 30000));
-  const char extra[] = ":1\r\n"; /* what the release itself answers */
-  rt_proxy_on_reply(x.p, x.rel, 1, RT_PROXY_INSERT, extra, strlen(extra));
+  ra_rule(&x, x.rel, RT_PROXY_INSERT, ":1\r\n"); /* what the release itself answers */
   sx_t rel, acq;
   memset(&rel, 0, sizeof rel);
   ASSERT_OK(lk_lock_release(x.l, sx_cb, &rel));
@@ -203,8 +207,7 @@ TEST(reply_with_nothing_in_flight_drops_the_connection) {
   ra_t x;
   ra_start(&x, "ra-idle");
   ASSERT_OK(sx_run(&x.fx, lk_lock_is_locked, x.l, NULL)); /* connected */
-  const char two[] = ":0\r\n+OK\r\n";
-  rt_proxy_on_reply(x.p, "EXISTS", 1, RT_PROXY_REPLACE, two, strlen(two));
+  ra_rule(&x, "EXISTS", RT_PROXY_REPLACE, ":0\r\n+OK\r\n");
   int64_t locked = -1;
   ASSERT_OK(sx_run(&x.fx, lk_lock_is_locked, x.l, &locked));
   ASSERT_EQ(locked, 0);

@@ -84,14 +84,36 @@ static inline void fx_start(fx_t *fx, const rt_server_opts_t *so) {
 /* Waiters' re-poll far above every bound a test asserts: a prompt wake-up
  * can only come from a notification. */
 #define FX_NO_REPOLL_MS 600000
+/* Waiters' re-poll slowed to 20 s, past every wake-up a test awaits: only
+ * a notification (or a resubscribe and the attempt it triggers) can wake
+ * a waiter in time. */
+#define FX_SLOW_REPOLL_MS 20000
+/* A reconnect backoff capped this low: a killed connection is back at once. */
+#define FX_FAST_RECONNECT_MS 100
 
-/* fx_start(fx, NULL) with a client whose waiters never re-poll (issue 29:
- * each interop test file had this start of its own). */
-static inline void fx_start_no_repoll(fx_t *fx) {
+/* fx_start(fx, NULL) with a client whose waiters re-poll every
+ * max_repoll_ms, and whose reconnects are at most reconnect_max_ms apart
+ * (0: the default). */
+static inline void fx_start_repoll(fx_t *fx, int64_t max_repoll_ms, int64_t reconnect_max_ms) {
   lk_client_opts_t o;
   lk_client_opts_init(&o);
-  o.max_repoll_ms = FX_NO_REPOLL_MS;
+  o.max_repoll_ms = max_repoll_ms;
+  o.reconnect_max_ms = reconnect_max_ms > 0 ? reconnect_max_ms : o.reconnect_max_ms;
   fx_start_with(fx, NULL, &o);
+}
+
+/* Waiters that never re-poll (issue 29: each interop test file had this
+ * start of its own). */
+static inline void fx_start_no_repoll(fx_t *fx) { fx_start_repoll(fx, FX_NO_REPOLL_MS, 0); }
+
+/* Waiters that re-poll only every FX_SLOW_REPOLL_MS. */
+static inline void fx_start_slow_repoll(fx_t *fx) { fx_start_repoll(fx, FX_SLOW_REPOLL_MS, 0); }
+
+/* The same, with fast reconnects: for the fault cases that kill the pub/sub
+ * connection under a waiter (issue 29: the lock, fair and semaphore fault
+ * files each opened with this). */
+static inline void fx_start_slow_repoll_fast_reconnect(fx_t *fx) {
+  fx_start_repoll(fx, FX_SLOW_REPOLL_MS, FX_FAST_RECONNECT_MS);
 }
 
 static inline void fx_on_client_closed(lk_client_t *c) {
@@ -122,32 +144,43 @@ static inline void fx_finish(fx_t *fx) {
   fx->srv = NULL;
 }
 
-static inline lk_lock_t *fx_lock(fx_t *fx, const char *name) {
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(fx->c, name, &l));
-  return l;
-}
+/* The fixture's helpers for one kind of object, T made by P_new (issue 29:
+ * each kind's fixture header spelled them out with the type renamed):
+ *   T *fx_<kind>(fx, name)             a new object on name, on the client;
+ *   void fx_<kind>_closed_cb(T *)      close callback: sets the int its data
+ *                                      points to;
+ *   void fx_close_<kind>(fx, T *)      closes it, runs until it is closed;
+ *   void fx_close_<kind>s(fx, objs)    closes objs in the order given,
+ *                                      NULL-terminated, e.g. (T *[]){a, b, NULL};
+ *   void fx_finish_<kind>s(fx, objs)   how most cases end: fx_close_<kind>s,
+ *                                      then the fixture ends. */
+#define FX_OBJECT_KIND(kind, T, P)                                             \
+  static inline T *fx_##kind(fx_t *fx, const char *name) {                     \
+    T *o = NULL;                                                               \
+    ASSERT_OK(P##_new(fx->c, name, &o));                                       \
+    return o;                                                                  \
+  }                                                                            \
+  static inline void fx_##kind##_closed_cb(T *o) {                             \
+    int *flag = P##_get_data(o);                                               \
+    *flag = 1;                                                                 \
+  }                                                                            \
+  static inline void fx_close_##kind(fx_t *fx, T *o) {                         \
+    int closed = 0;                                                            \
+    P##_set_data(o, &closed);                                                  \
+    ASSERT_OK(P##_close(o, fx_##kind##_closed_cb));                            \
+    rt_run_until(&fx->loop, &closed, 10000);                                   \
+  }                                                                            \
+  static inline void fx_close_##kind##s(fx_t *fx, T *const *objs) {            \
+    for (; *objs != NULL; objs++)                                              \
+      fx_close_##kind(fx, *objs);                                              \
+  }                                                                            \
+  static inline void fx_finish_##kind##s(fx_t *fx, T *const *objs) {           \
+    fx_close_##kind##s(fx, objs);                                              \
+    fx_finish(fx);                                                             \
+  }
 
-static inline void fx_lock_closed_cb(lk_lock_t *l) {
-  int *flag = lk_lock_get_data(l);
-  *flag = 1;
-}
-
-static inline void fx_close_lock(fx_t *fx, lk_lock_t *l) {
-  int closed = 0;
-  lk_lock_set_data(l, &closed);
-  ASSERT_OK(lk_lock_close(l, fx_lock_closed_cb));
-  rt_run_until(&fx->loop, &closed, 10000);
-}
-
-/* How most lock cases end (issue 29: each case spelled it out, one close a
- * line): the locks are closed in the order given, then the fixture ends.
- * locks: NULL-terminated, e.g. (lk_lock_t *[]){a, b, NULL}. */
-static inline void fx_finish_locks(fx_t *fx, lk_lock_t *const *locks) {
-  for (; *locks != NULL; locks++)
-    fx_close_lock(fx, *locks);
-  fx_finish(fx);
-}
+/* fx_lock, fx_lock_closed_cb, fx_close_lock, fx_close_locks, fx_finish_locks. */
+FX_OBJECT_KIND(lock, lk_lock_t, lk_lock)
 
 /* Starts an acquire into s (asserts it started), fenced or not; the loop
  * is not run. */

@@ -176,12 +176,9 @@ TEST(wait_budget_is_bounded) {
  * waiter this fast. */
 TEST(waiter_wakes_promptly_on_release) {
   fx_t fx;
-  lk_client_opts_t o;
   lk_lock_t *a, *b;
   sx_t s;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = 20000;
-  fx_start_with(&fx, NULL, &o);
+  fx_start_slow_repoll(&fx);
   fx_lock_holder_and_other(&fx, "wake", 30000, &a, &b);
   sx_start(b, 20000, LK_LEASE_DEFAULT, &s);
   /* Let b reach its wait (subscribed and re-tried). */

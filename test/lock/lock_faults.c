@@ -50,6 +50,22 @@ static void one_hold_left_then_finish(fx_t *fx, rt_proxy_t *p, lk_lock_t *l) {
   rt_proxy_stop(p);
 }
 
+/* Behind a proxy (reply and connect timeouts of timeout_ms, reconnects at
+ * most 100 ms apart): lock name, held twice by one object (re-entrant,
+ * lease_ms), for a case that loses a reply of one of the two holds. */
+static lk_lock_t *held_twice_behind_proxy(fx_t *fx, rt_proxy_t **p, const char *name,
+                                          int64_t timeout_ms, int64_t lease_ms) {
+  lk_lock_t *l;
+  *p = fx_start_proxied_timeouts(fx, (fx_timeouts_t){.reply_ms = timeout_ms,
+                                                     .connect_ms = timeout_ms,
+                                                     .reconnect_max_ms = 100});
+  l = fx_lock(fx, name);
+  ASSERT_OK(sx_acquire(fx, l, 0, lease_ms));
+  ASSERT_OK(sx_acquire(fx, l, 0, lease_ms));
+  ASSERT_EQ(lk_lock_hold_count(l), 2);
+  return l;
+}
+
 /* The holder's key vanishes with a restart (no persistence): the waiter
  * reconnects, re-polls and takes the lock. */
 TEST(redis_restart_while_waiting) {
@@ -85,13 +101,9 @@ TEST(redis_restart_while_waiting) {
  * plus the release message can wake the waiter in time. */
 TEST(pubsub_killed_while_waiting) {
   fx_t fx;
-  lk_client_opts_t o;
   lk_lock_t *a, *b;
   sx_t s;
-  lk_client_opts_init(&o);
-  o.max_repoll_ms = 20000;
-  o.reconnect_max_ms = 100;
-  fx_start_with(&fx, NULL, &o);
+  fx_start_slow_repoll_fast_reconnect(&fx);
   a = fx_lock(&fx, "pk");
   b = fx_lock(&fx, "pk");
   ASSERT_OK(sx_acquire(&fx, a, 0, 60000));
@@ -137,11 +149,7 @@ TEST(lost_release_reply_is_applied_once) {
   lk_lock_t *a;
   sx_t r;
   /* (connect_ms: a handshake lost in the blackhole) */
-  p = fx_start_proxied_timeouts(
-      &fx, (fx_timeouts_t){.reply_ms = 400, .connect_ms = 400, .reconnect_max_ms = 100});
-  a = fx_lock(&fx, "lr");
-  ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
-  ASSERT_OK(sx_acquire(&fx, a, 0, 30000));
+  a = held_twice_behind_proxy(&fx, &p, "lr", 400, 30000);
   /* The release reaches the server; its reply is swallowed. */
   rt_proxy_delay(p, 150);
   memset(&r, 0, sizeof(r));
@@ -355,12 +363,7 @@ TEST(give_back_by_count_applies_only_to_that_count) {
   rt_proxy_t *p;
   lk_lock_t *l;
   sx_t s;
-  p = fx_start_proxied_timeouts(
-      &fx, (fx_timeouts_t){.reply_ms = 300, .connect_ms = 300, .reconnect_max_ms = 100});
-  l = fx_lock(&fx, "exact");
-  ASSERT_OK(sx_acquire(&fx, l, 0, 60000));
-  ASSERT_OK(sx_acquire(&fx, l, 0, 60000));
-  ASSERT_EQ(lk_lock_hold_count(l), 2);
+  l = held_twice_behind_proxy(&fx, &p, "exact", 300, 60000);
   ASSERT_EQ(rt_cmd_int(fx.srv, "HINCRBY exact %s -1", lk_lock_owner(l)), 1);
   /* The re-entry is swallowed: its outcome stays unknown. */
   rt_proxy_blackhole(p, 1);

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "stress_worker.h"
-#include "history.h"
+#include "history_synthetic.h"
 #include "lk_fixture.h"
 #include "workers.h"
 
@@ -286,15 +286,6 @@ TEST(lock_stress_mutual_exclusion) {
 
 /* ---- the checker can fail ----------------------------------------------------------------- */
 
-static void check_mem(const rt_interval_t *iv, size_t n, rt_history_report_t *rep) {
-  rt_history_t h;
-  rt_history_init(&h);
-  for (size_t i = 0; i < n; i++)
-    ASSERT_OK(rt_history_add(&h, iv[i].owner, iv[i].start_ns, iv[i].end_ns));
-  rt_history_check(&h, rep);
-  rt_history_free(&h);
-}
-
 TEST(lock_stress_checker_detects_overlap) {
   char dir[] = "/tmp/lk-history-XXXXXX";
   ASSERT_NOT_NULL(mkdtemp(dir));
@@ -343,13 +334,13 @@ TEST(lock_stress_checker_detects_overlap) {
 
   /* Touching is not overlapping. */
   const rt_interval_t touch[] = {{0, 0, 0, 100}, {1, 0, 100, 200}};
-  check_mem(touch, 2, &rep);
+  rt_history_check_of(touch, 2, &rep);
   ASSERT_EQ(rep.overlaps, 0);
   ASSERT_EQ(rep.gaps, 1);
 
   /* One long hold overlapped by two later ones of another owner: 2. */
   const rt_interval_t lng[] = {{0, 0, 0, 1000}, {1, 0, 100, 200}, {1, 0, 300, 400}};
-  check_mem(lng, 3, &rep);
+  rt_history_check_of(lng, 3, &rep);
   ASSERT_EQ(rep.overlaps, 2);
   ASSERT_EQ(rep.self_overlaps, 0);
 
@@ -357,19 +348,19 @@ TEST(lock_stress_checker_detects_overlap) {
    * other owner's must still be seen (owner 2 holds [0, 500]; owner 0 enters
    * at 10 until 600, and again at 20). */
   const rt_interval_t own[] = {{2, 0, 0, 500}, {0, 0, 10, 600}, {0, 0, 20, 30}};
-  check_mem(own, 3, &rep);
+  rt_history_check_of(own, 3, &rep);
   ASSERT_EQ(rep.overlaps, 2);
   ASSERT_EQ(rep.self_overlaps, 1);
 
   /* Same owner only: not a mutual-exclusion overlap, but reported apart. */
   const rt_interval_t self[] = {{3, 0, 0, 100}, {3, 0, 50, 150}, {4, 0, 150, 160}};
-  check_mem(self, 3, &rep);
+  rt_history_check_of(self, 3, &rep);
   ASSERT_EQ(rep.overlaps, 0);
   ASSERT_EQ(rep.self_overlaps, 1);
 
   /* Order of input does not matter; end before start is malformed. */
   const rt_interval_t rev[] = {{5, 0, 900, 950}, {6, 0, 10, 20}, {7, 0, 940, 930}};
-  check_mem(rev, 3, &rep);
+  rt_history_check_of(rev, 3, &rep);
   ASSERT_EQ(rep.malformed, 1);
   ASSERT_EQ(rep.intervals, 3);
 }

@@ -148,6 +148,26 @@ static int64_t emulator_release_wakes_latchkey(fx_t *fx, redisContext *emu, cons
   return wake_us;
 }
 
+/* How the cases with the emulator in the lead open: a client whose waiters
+ * never re-poll, the emulator's connection (*emu) holding name (its thread
+ * EMU_TID, a 30 s lease), and a latchkey lock object on name, returned. */
+static lk_lock_t *start_with_emulator_holding(fx_t *fx, redisContext **emu, const char *name) {
+  fx_start_no_repoll(fx);
+  *emu = emu_connect(fx);
+  ASSERT_EQ(rt_rlock_try(*emu, name, EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
+  return fx_lock(fx, name);
+}
+
+/* How the cases with the emulator end: the lock objects are closed (in the
+ * order given, NULL-terminated), the emulator's connection too, and the
+ * fixture ends. */
+static void finish_with_emulator(fx_t *fx, redisContext *emu, lk_lock_t *const *locks) {
+  for (; *locks != NULL; locks++)
+    fx_close_lock(fx, *locks);
+  redisFree(emu);
+  fx_finish(fx);
+}
+
 /* ---- the emulator on its own ------------------------------------------------------------ */
 
 TEST(redisson_emulator_self_check) {
@@ -243,9 +263,7 @@ TEST(redisson_latchkey_holds_emulator_sees_ttl) {
   ASSERT_EQ(rt_rlock_unlock(emu, "shared", EMU_UUID, EMU_TID), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS shared"), 0);
   assert_no_latch_keys(&fx);
-  fx_close_lock(&fx, l);
-  redisFree(emu);
-  fx_finish(&fx);
+  finish_with_emulator(&fx, emu, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- the emulator blocks in lock() on another thread; latchkey's release wakes it -------- */
@@ -291,18 +309,15 @@ TEST(redisson_latchkey_release_wakes_emulator) {
   redisContext *emu = emu_connect(&fx);
   ASSERT_EQ(rt_rlock_unlock(emu, "handoff", EMU_UUID, EMU_TID), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS handoff"), 0);
-  redisFree(emu);
-  fx_finish_locks(&fx, (lk_lock_t *[]){l, NULL});
+  finish_with_emulator(&fx, emu, (lk_lock_t *[]){l, NULL});
 }
 
 /* ---- the emulator holds; latchkey waits and wakes on the emulator's release -------------- */
 
 TEST(redisson_emulator_release_wakes_latchkey) {
   fx_t fx;
-  fx_start_no_repoll(&fx);
-  redisContext *emu = emu_connect(&fx);
-  ASSERT_EQ(rt_rlock_try(emu, "waitme", EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
-  lk_lock_t *l = fx_lock(&fx, "waitme");
+  redisContext *emu;
+  lk_lock_t *l = start_with_emulator_holding(&fx, &emu, "waitme");
   emulator_release_wakes_latchkey(&fx, emu, "waitme", l);
   ASSERT_EQ(lk_lock_hold_count(l), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "HLEN waitme"), 1);
@@ -317,9 +332,7 @@ TEST(redisson_emulator_release_wakes_latchkey) {
   ASSERT_OK(sx_run(&fx, lk_lock_release, l, &r));
   ASSERT_EQ(r, 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS waitme"), 0);
-  fx_close_lock(&fx, l);
-  redisFree(emu);
-  fx_finish(&fx);
+  finish_with_emulator(&fx, emu, (lk_lock_t *[]){l, NULL});
 }
 
 /* With no release at all, latchkey's wait is bounded by the holder's ttl: it
@@ -419,10 +432,8 @@ TEST(redisson_hash_layout_matches) {
 
 TEST(redisson_latchkey_reenters_emulator_hold) {
   fx_t fx;
-  fx_start_no_repoll(&fx);
-  redisContext *emu = emu_connect(&fx);
-  ASSERT_EQ(rt_rlock_try(emu, "reent", EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
-  lk_lock_t *l = fx_lock(&fx, "reent");
+  redisContext *emu;
+  lk_lock_t *l = start_with_emulator_holding(&fx, &emu, "reent");
   lk_lock_t *stranger = fx_lock(&fx, "reent");
   ASSERT_OK(lk_lock_set_owner(l, EMU_UUID, EMU_TID));
   ASSERT_STREQ(lk_lock_owner(l), EMU_OWNER);
@@ -458,22 +469,16 @@ TEST(redisson_latchkey_reenters_emulator_hold) {
   ASSERT_EQ(rt_rlock_unlock(emu, "reent", EMU_UUID, EMU_TID), 1);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS reent"), 0);
   assert_no_latch_keys(&fx);
-
-  fx_close_lock(&fx, stranger);
-  fx_close_lock(&fx, l);
-  redisFree(emu);
-  fx_finish(&fx);
+  finish_with_emulator(&fx, emu, (lk_lock_t *[]){stranger, l, NULL});
 }
 
 /* ---- names with braces keep their own hash tag ------------------------------------------- */
 
 TEST(redisson_braced_name_channel) {
   fx_t fx;
-  fx_start_no_repoll(&fx);
   const char *name = "a{b}c";
-  redisContext *emu = emu_connect(&fx);
-  ASSERT_EQ(rt_rlock_try(emu, name, EMU_UUID, EMU_TID, 30000), RT_RLOCK_ACQUIRED);
-  lk_lock_t *l = fx_lock(&fx, name);
+  redisContext *emu;
+  lk_lock_t *l = start_with_emulator_holding(&fx, &emu, name);
 
   /* latchkey waits on "redisson_lock__channel:a{b}c" (no extra braces) and
    * the emulator's release there wakes it. The channel check runs while it
@@ -494,7 +499,5 @@ TEST(redisson_braced_name_channel) {
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS %s", name), 0);
   redisFree(wrong);
   redisFree(sub);
-  fx_close_lock(&fx, l);
-  redisFree(emu);
-  fx_finish(&fx);
+  finish_with_emulator(&fx, emu, (lk_lock_t *[]){l, NULL});
 }

@@ -50,4 +50,65 @@ void wl_excl_closed(wl_excl_t *w);
 size_t wl_excl_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv, const char *name,
                      const char *key, int read_write);
 
+/* The glue every lock-like workload has, for a primitive of type T whose
+ * functions are named P_new, P_set_lost_cb, P_set_data, P_get_data and
+ * P_close (issue 29: each workload file spelled it out with the type
+ * renamed): on_acquired, on_released, on_lost and on_closed, which only hand
+ * over to the engine; create() (the object on key, its lost-lease callback
+ * set, w as its data) and close_obj() for wl_excl_ops_t. */
+#define WL_EXCL_GLUE(T, P)                                                     \
+  static void on_acquired(T *o, int status, void *arg) {                       \
+    (void)o;                                                                   \
+    wl_excl_acquired(arg, status);                                             \
+  }                                                                            \
+  static void on_released(T *o, int status, void *arg) {                       \
+    (void)o;                                                                   \
+    wl_excl_released(arg, status);                                             \
+  }                                                                            \
+  static void on_lost(T *o, int status, void *arg) {                           \
+    (void)o;                                                                   \
+    (void)status;                                                              \
+    wl_excl_lost(arg);                                                         \
+  }                                                                            \
+  static void on_closed(T *o) { wl_excl_closed(P##_get_data(o)); }            \
+  static void *create(nem_ctx_t *ctx, const char *key, wl_excl_t *w) {         \
+    T *o = NULL;                                                               \
+    if (P##_new(ctx->client, key, &o) != 0)                                    \
+      return NULL;                                                             \
+    P##_set_lost_cb(o, on_lost, w);                                            \
+    P##_set_data(o, w);                                                        \
+    return o;                                                                  \
+  }                                                                            \
+  static int close_obj(void *o, wl_excl_t *w) {                                \
+    (void)w;                                                                   \
+    return P##_close(o, on_closed);                                            \
+  }
+
+/* For an exclusive primitive (no sides), P_release, P_is_held and P_token
+ * as wl_excl_ops_t's release(), is_held() and token(). */
+#define WL_EXCL_SIDELESS(P)                                                    \
+  static int release(void *o, int side, wl_excl_t *w) {                        \
+    (void)side;                                                                \
+    return P##_release(o, on_released, w);                                     \
+  }                                                                            \
+  static int is_held(const void *o, int side) {                                \
+    (void)side;                                                                \
+    return P##_is_held(o);                                                     \
+  }                                                                            \
+  static int64_t token(const void *o) { return P##_token(o); }
+
+/* Registers the workload var (name and key as in OPS, a wl_excl_ops_t) on
+ * this engine: started, stopped, checked and dumped by it, wipes allowed. */
+#define WL_EXCL_WORKLOAD(var, OPS, NAME, KEY)                                  \
+  static void *var##_start(nem_ctx_t *ctx, uint16_t obj) {                     \
+    return wl_excl_start(&OPS, ctx, obj);                                      \
+  }                                                                            \
+  static size_t var##_check(const rt_recs_t *h, uint16_t obj, rt_server_t *srv) { \
+    return wl_excl_check(h, obj, srv, OPS.name, OPS.key, OPS.read_write);      \
+  }                                                                            \
+  static nem_workload_t var = {.name = NAME, .start = var##_start, .stop = wl_excl_stop, \
+                               .check = var##_check, .dump = wl_excl_dump, .wipe_ok = 1, \
+                               .key = KEY};                                    \
+  NEM_WORKLOAD(var)
+
 #endif /* LK_TEST_FAULT_WORKLOADS_EXCL_H */
