@@ -468,9 +468,7 @@ TEST(cancel_waiting_acquire) {
   fx_t fx;
   lk_rwlock_t *w, *r;
   sx_t s;
-  fx_start(&fx, NULL);
-  fx_rwlock_holder_and_others(&fx, "cancel", RW_W, LK_LEASE_DEFAULT, &w, &r, NULL);
-  rw_start(r, RW_R, 10000, LK_LEASE_DEFAULT, &s);
+  fx_start_rwlock_holder_and_waiter(&fx, "cancel", RW_W, RW_R, 10000, &w, &r, &s);
   fx_wait_subscribers(&fx, "redisson_rwlock:{cancel}", 1);
   ASSERT_OK(lk_rwlock_cancel(r));
   ASSERT_EQ(s.done, 0); /* never inside the call */
