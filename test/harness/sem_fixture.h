@@ -95,20 +95,14 @@ static inline int sem_run_n(fx_t *fx, sem_n_fn fn, lk_semaphore_t *s, int64_t n,
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(fn(s, n, sem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  if (result != NULL)
-    *result = x.result;
-  return x.status;
+  return sx_wait(fx, &x, result);
 }
 
 static inline int sem_run(fx_t *fx, sem_fn fn, lk_semaphore_t *s, int64_t *result) {
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(fn(s, sem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  if (result != NULL)
-    *result = x.result;
-  return x.status;
+  return sx_wait(fx, &x, result);
 }
 
 static inline void psem_start_acquire(lk_psem_t *p, int64_t n, int64_t wait_ms,
@@ -143,10 +137,7 @@ static inline int psem_run_id(fx_t *fx, psem_id_fn fn, lk_psem_t *p, const char 
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(fn(p, id, psem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  if (result != NULL)
-    *result = x.result;
-  return x.status;
+  return sx_wait(fx, &x, result);
 }
 
 static inline int psem_run_n(fx_t *fx, psem_n_fn fn, lk_psem_t *p, int64_t n,
@@ -154,28 +145,21 @@ static inline int psem_run_n(fx_t *fx, psem_n_fn fn, lk_psem_t *p, int64_t n,
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(fn(p, n, psem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  if (result != NULL)
-    *result = x.result;
-  return x.status;
+  return sx_wait(fx, &x, result);
 }
 
 static inline int psem_run(fx_t *fx, psem_fn fn, lk_psem_t *p, int64_t *result) {
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(fn(p, psem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  if (result != NULL)
-    *result = x.result;
-  return x.status;
+  return sx_wait(fx, &x, result);
 }
 
 static inline int psem_update(fx_t *fx, lk_psem_t *p, const char *id, int64_t lease_ms) {
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(lk_psem_update_lease(p, id, lease_ms, psem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  return x.status;
+  return sx_wait(fx, &x, NULL);
 }
 
 /* The server's count under NAME (nil = 0). */
