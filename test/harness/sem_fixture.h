@@ -30,6 +30,18 @@ static inline lk_psem_t *fx_psem(fx_t *fx, const char *name) {
   return p;
 }
 
+/* Starts the fixture (a server and a client) and opens one object on
+ * name: how the single-object cases open. */
+static inline lk_semaphore_t *fx_start_sem(fx_t *fx, const char *name) {
+  fx_start(fx, NULL);
+  return fx_sem(fx, name);
+}
+
+static inline lk_psem_t *fx_start_psem(fx_t *fx, const char *name) {
+  fx_start(fx, NULL);
+  return fx_psem(fx, name);
+}
+
 static inline void fx_sem_closed_cb(lk_semaphore_t *s) { *(int *)lk_semaphore_get_data(s) = 1; }
 static inline void fx_psem_closed_cb(lk_psem_t *p) { *(int *)lk_psem_get_data(p) = 1; }
 
@@ -61,6 +73,33 @@ static inline void fx_finish_sems(fx_t *fx, lk_semaphore_t *const *sems) {
 static inline void fx_finish_psems(fx_t *fx, lk_psem_t *const *psems) {
   for (; *psems != NULL; psems++)
     fx_close_psem(fx, *psems);
+  fx_finish(fx);
+}
+
+/* The server's count under NAME (nil = 0). */
+static inline long long srv_count(rt_server_t *srv, const char *name) {
+  char *v = rt_cmd_str(srv, "GET %s", name);
+  long long n = v ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
+/* How the cases that check the count end: the objects are closed in the
+ * order given, the server's count under name must then be want (nothing
+ * created, nothing lost), and the fixture ends. */
+static inline void fx_finish_sems_count(fx_t *fx, const char *name, long long want,
+                                        lk_semaphore_t *const *sems) {
+  for (; *sems != NULL; sems++)
+    fx_close_sem(fx, *sems);
+  ASSERT_EQ(srv_count(fx->srv, name), want);
+  fx_finish(fx);
+}
+
+static inline void fx_finish_psems_count(fx_t *fx, const char *name, long long want,
+                                         lk_psem_t *const *psems) {
+  for (; *psems != NULL; psems++)
+    fx_close_psem(fx, *psems);
+  ASSERT_EQ(srv_count(fx->srv, name), want);
   fx_finish(fx);
 }
 
@@ -160,14 +199,6 @@ static inline int psem_update(fx_t *fx, lk_psem_t *p, const char *id, int64_t le
   memset(&x, 0, sizeof x);
   ASSERT_OK(lk_psem_update_lease(p, id, lease_ms, psem_cb, &x));
   return sx_wait(fx, &x, NULL);
-}
-
-/* The server's count under NAME (nil = 0). */
-static inline long long srv_count(rt_server_t *srv, const char *name) {
-  char *v = rt_cmd_str(srv, "GET %s", name);
-  long long n = v ? atoll(v) : 0;
-  free(v);
-  return n;
 }
 
 /* Spins the loop until the server's count under name is want (bounded):

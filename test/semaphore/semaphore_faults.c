@@ -31,9 +31,8 @@ static void finish_proxied(fx_t *fx, rt_proxy_t *p) {
  * then want (no permit created, none lost), and the fixture ends. */
 static void finish_with_count(fx_t *fx, rt_proxy_t *p, lk_semaphore_t *s, const char *name,
                               long long want) {
-  fx_close_sem(fx, s);
-  ASSERT_EQ(srv_count(fx->srv, name), want);
-  finish_proxied(fx, p);
+  fx_finish_sems_count(fx, name, want, (lk_semaphore_t *[]){s, NULL});
+  rt_proxy_stop(p);
 }
 
 /* The lost-reply cases hold for both counting kinds: one object of either,
