@@ -95,10 +95,9 @@ static inline void fx_finish_sems_count(fx_t *fx, const char *name, long long wa
   fx_finish(fx);
 }
 
-static inline void fx_finish_psems_count(fx_t *fx, const char *name, long long want,
-                                         lk_psem_t *const *psems) {
-  for (; *psems != NULL; psems++)
-    fx_close_psem(fx, *psems);
+/* The same for one permit-expirable semaphore p. */
+static inline void fx_finish_psem_count(fx_t *fx, const char *name, long long want, lk_psem_t *p) {
+  fx_close_psem(fx, p);
   ASSERT_EQ(srv_count(fx->srv, name), want);
   fx_finish(fx);
 }

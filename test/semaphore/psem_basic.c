@@ -295,7 +295,7 @@ TEST(psem_update_lease) {
   ASSERT_EQ(lk_psem_update_lease(a, NULL, 0, psem_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_psem_update_lease(a, NULL, -2, psem_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_psem_update_lease(a, "zz", 100, psem_cb, NULL), LK_EINVAL);
-  fx_finish_psems_count(&fx, "upd", 2, (lk_psem_t *[]){a, NULL});
+  fx_finish_psem_count(&fx, "upd", 2, a);
 }
 
 /* Any client may give back a permit by id (Redisson's release(id)); the
@@ -450,7 +450,7 @@ static void killed_holder(int64_t lease_ms) {
   ASSERT_GE(got, expiry); /* safety: not before the last lease ended */
   ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, 1000)); /* b re-polls at the holder's ttl */
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {kh}:timeout"), 2); /* b's two */
-  fx_finish_psems_count(&fx, "kh", 2, (lk_psem_t *[]){b, NULL});
+  fx_finish_psem_count(&fx, "kh", 2, b);
 }
 
 TEST(psem_killed_holder_fixed_lease) { killed_holder(800); }
@@ -671,7 +671,7 @@ TEST(psem_lost_lease_given_back_after_long_cut) {
   heal_and_wait(&fx, px, "llc", 2, expiry);
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {llc}:timeout"), 0);
   ASSERT_EQ(lost.calls, 1);
-  fx_finish_psems_count(&fx, "llc", 2, (lk_psem_t *[]){a, NULL});
+  fx_finish_psem_count(&fx, "llc", 2, a);
   rt_proxy_stop(px);
 }
 
