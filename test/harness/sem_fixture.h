@@ -102,13 +102,19 @@ static inline void fx_finish_psem_count(fx_t *fx, const char *name, long long wa
   fx_finish(fx);
 }
 
-/* Starts an acquire of n permits (no waiting for it). */
-static inline void sem_start_acquire(lk_semaphore_t *s, int64_t n, int64_t wait_ms, sx_t *x) {
+/* The options of an acquire of n permits that waits up to wait_ms. */
+static inline lk_semaphore_opts_t sem_opts(int64_t n, int64_t wait_ms) {
   lk_semaphore_opts_t o;
-  memset(x, 0, sizeof *x);
   lk_semaphore_opts_init(&o);
   o.permits = n;
   o.wait_ms = wait_ms;
+  return o;
+}
+
+/* Starts an acquire of n permits (no waiting for it). */
+static inline void sem_start_acquire(lk_semaphore_t *s, int64_t n, int64_t wait_ms, sx_t *x) {
+  lk_semaphore_opts_t o = sem_opts(n, wait_ms);
+  memset(x, 0, sizeof *x);
   ASSERT_OK(lk_semaphore_acquire(s, &o, sem_cb, x));
 }
 
@@ -143,14 +149,20 @@ static inline int sem_run(fx_t *fx, sem_fn fn, lk_semaphore_t *s, int64_t *resul
   return sx_wait(fx, &x, result);
 }
 
-static inline void psem_start_acquire(lk_psem_t *p, int64_t n, int64_t wait_ms,
-                                      int64_t lease_ms, sx_t *x) {
+/* The same for a permit-expirable semaphore, whose permits get lease_ms. */
+static inline lk_psem_opts_t psem_opts(int64_t n, int64_t wait_ms, int64_t lease_ms) {
   lk_psem_opts_t o;
-  memset(x, 0, sizeof *x);
   lk_psem_opts_init(&o);
   o.permits = n;
   o.wait_ms = wait_ms;
   o.lease_ms = lease_ms;
+  return o;
+}
+
+static inline void psem_start_acquire(lk_psem_t *p, int64_t n, int64_t wait_ms,
+                                      int64_t lease_ms, sx_t *x) {
+  lk_psem_opts_t o = psem_opts(n, wait_ms, lease_ms);
+  memset(x, 0, sizeof *x);
   ASSERT_OK(lk_psem_acquire(p, &o, psem_cb, x));
 }
 
