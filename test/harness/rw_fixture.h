@@ -48,14 +48,21 @@ static inline void fx_finish_rwlocks(fx_t *fx, lk_rwlock_t *const *rws) {
   fx_finish(fx);
 }
 
-/* Starts an acquire; the caller runs the loop until s->done. */
-static inline void rw_start(lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait_ms,
-                            int64_t lease_ms, sx_t *s) {
+/* The options of an acquire that waits up to wait_ms for a hold of
+ * lease_ms. */
+static inline lk_rwlock_opts_t rw_opts(int64_t wait_ms, int64_t lease_ms) {
   lk_rwlock_opts_t o;
-  memset(s, 0, sizeof(*s));
   lk_rwlock_opts_init(&o);
   o.wait_ms = wait_ms;
   o.lease_ms = lease_ms;
+  return o;
+}
+
+/* Starts an acquire; the caller runs the loop until s->done. */
+static inline void rw_start(lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait_ms,
+                            int64_t lease_ms, sx_t *s) {
+  lk_rwlock_opts_t o = rw_opts(wait_ms, lease_ms);
+  memset(s, 0, sizeof(*s));
   ASSERT_OK(lk_rwlock_acquire(rw, side, &o, rw_cb, s));
 }
 

@@ -20,10 +20,7 @@
 #define BAD_RW ((lk_rwlock_t *)(uintptr_t)0x5a5a5a5a)
 
 static int acquire_rc(lk_rwlock_t *rw, int side, int64_t wait_ms, int64_t lease_ms) {
-  lk_rwlock_opts_t o;
-  lk_rwlock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
+  lk_rwlock_opts_t o = rw_opts(wait_ms, lease_ms);
   return lk_rwlock_acquire(rw, (lk_rwlock_side_t)side, &o, rt_never_rwlock_cb, NULL);
 }
 

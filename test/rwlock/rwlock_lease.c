@@ -467,12 +467,9 @@ TEST(lost_replies_write_side_applied_once) { lost_replies(RW_W); }
 #define STALE_LEASE 30000
 
 static void rw_start_fenced(lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait_ms, sx_t *s) {
-  lk_rwlock_opts_t o;
-  memset(s, 0, sizeof(*s));
-  lk_rwlock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  o.lease_ms = STALE_LEASE;
+  lk_rwlock_opts_t o = rw_opts(wait_ms, STALE_LEASE);
   o.fenced = 1;
+  memset(s, 0, sizeof(*s));
   ASSERT_OK(lk_rwlock_acquire(rw, side, &o, rw_cb, s));
 }
 
