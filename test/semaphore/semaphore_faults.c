@@ -164,10 +164,6 @@ static void lost_release_reply_creates_no_permit(int expirable, const char *name
 
 TEST(lost_release_reply_creates_no_permit) { lost_release_reply_creates_no_permit(0, "lrr", 2); }
 
-TEST(psem_lost_release_reply_creates_no_permit) {
-  lost_release_reply_creates_no_permit(1, "plr", 3);
-}
-
 /* The connection is killed after the release was sent and applied. */
 TEST(connection_reset_after_release_creates_no_permit) {
   fx_t fx;
@@ -214,8 +210,6 @@ static void lost_acquire_reply_takes_once(int expirable, const char *name, int64
 
 TEST(lost_acquire_reply_takes_once) { lost_acquire_reply_takes_once(0, "lar", 5); }
 
-TEST(psem_lost_acquire_reply_takes_once) { lost_acquire_reply_takes_once(1, "pla", 4); }
-
 /* A one-try acquire times out in flight (LK_EUNKNOWN); its command still
  * reaches the server later. The object queues a settle: when the settle
  * lands first it voids the attempt, which then takes nothing; when the
@@ -258,6 +252,12 @@ static void unknown_acquire(int attempt_first) {
 TEST(unknown_acquire_voided_by_settle) { unknown_acquire(0); }
 
 TEST(unknown_acquire_given_back_by_settle) { unknown_acquire(1); }
+
+TEST(psem_lost_release_reply_creates_no_permit) {
+  lost_release_reply_creates_no_permit(1, "plr", 3);
+}
+
+TEST(psem_lost_acquire_reply_takes_once) { lost_acquire_reply_takes_once(1, "pla", 4); }
 
 /* A client straight to the server with options o that reconnects within
  * 100 ms. */
