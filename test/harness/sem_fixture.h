@@ -30,6 +30,18 @@ static inline lk_psem_t *fx_psem(fx_t *fx, const char *name) {
   return p;
 }
 
+/* Starts the fixture (a server and a client) and opens one object on
+ * name: how the single-object cases open. */
+static inline lk_semaphore_t *fx_start_sem(fx_t *fx, const char *name) {
+  fx_start(fx, NULL);
+  return fx_sem(fx, name);
+}
+
+static inline lk_psem_t *fx_start_psem(fx_t *fx, const char *name) {
+  fx_start(fx, NULL);
+  return fx_psem(fx, name);
+}
+
 static inline void fx_sem_closed_cb(lk_semaphore_t *s) { *(int *)lk_semaphore_get_data(s) = 1; }
 static inline void fx_psem_closed_cb(lk_psem_t *p) { *(int *)lk_psem_get_data(p) = 1; }
 
@@ -64,13 +76,45 @@ static inline void fx_finish_psems(fx_t *fx, lk_psem_t *const *psems) {
   fx_finish(fx);
 }
 
-/* Starts an acquire of n permits (no waiting for it). */
-static inline void sem_start_acquire(lk_semaphore_t *s, int64_t n, int64_t wait_ms, sx_t *x) {
+/* The server's count under NAME (nil = 0). */
+static inline long long srv_count(rt_server_t *srv, const char *name) {
+  char *v = rt_cmd_str(srv, "GET %s", name);
+  long long n = v ? atoll(v) : 0;
+  free(v);
+  return n;
+}
+
+/* How the cases that check the count end: the objects are closed in the
+ * order given, the server's count under name must then be want (nothing
+ * created, nothing lost), and the fixture ends. */
+static inline void fx_finish_sems_count(fx_t *fx, const char *name, long long want,
+                                        lk_semaphore_t *const *sems) {
+  for (; *sems != NULL; sems++)
+    fx_close_sem(fx, *sems);
+  ASSERT_EQ(srv_count(fx->srv, name), want);
+  fx_finish(fx);
+}
+
+/* The same for one permit-expirable semaphore p. */
+static inline void fx_finish_psem_count(fx_t *fx, const char *name, long long want, lk_psem_t *p) {
+  fx_close_psem(fx, p);
+  ASSERT_EQ(srv_count(fx->srv, name), want);
+  fx_finish(fx);
+}
+
+/* The options of an acquire of n permits that waits up to wait_ms. */
+static inline lk_semaphore_opts_t sem_opts(int64_t n, int64_t wait_ms) {
   lk_semaphore_opts_t o;
-  memset(x, 0, sizeof *x);
   lk_semaphore_opts_init(&o);
   o.permits = n;
   o.wait_ms = wait_ms;
+  return o;
+}
+
+/* Starts an acquire of n permits (no waiting for it). */
+static inline void sem_start_acquire(lk_semaphore_t *s, int64_t n, int64_t wait_ms, sx_t *x) {
+  lk_semaphore_opts_t o = sem_opts(n, wait_ms);
+  memset(x, 0, sizeof *x);
   ASSERT_OK(lk_semaphore_acquire(s, &o, sem_cb, x));
 }
 
@@ -95,30 +139,30 @@ static inline int sem_run_n(fx_t *fx, sem_n_fn fn, lk_semaphore_t *s, int64_t n,
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(fn(s, n, sem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  if (result != NULL)
-    *result = x.result;
-  return x.status;
+  return sx_wait(fx, &x, result);
 }
 
 static inline int sem_run(fx_t *fx, sem_fn fn, lk_semaphore_t *s, int64_t *result) {
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(fn(s, sem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  if (result != NULL)
-    *result = x.result;
-  return x.status;
+  return sx_wait(fx, &x, result);
 }
 
-static inline void psem_start_acquire(lk_psem_t *p, int64_t n, int64_t wait_ms,
-                                      int64_t lease_ms, sx_t *x) {
+/* The same for a permit-expirable semaphore, whose permits get lease_ms. */
+static inline lk_psem_opts_t psem_opts(int64_t n, int64_t wait_ms, int64_t lease_ms) {
   lk_psem_opts_t o;
-  memset(x, 0, sizeof *x);
   lk_psem_opts_init(&o);
   o.permits = n;
   o.wait_ms = wait_ms;
   o.lease_ms = lease_ms;
+  return o;
+}
+
+static inline void psem_start_acquire(lk_psem_t *p, int64_t n, int64_t wait_ms,
+                                      int64_t lease_ms, sx_t *x) {
+  lk_psem_opts_t o = psem_opts(n, wait_ms, lease_ms);
+  memset(x, 0, sizeof *x);
   ASSERT_OK(lk_psem_acquire(p, &o, psem_cb, x));
 }
 
@@ -143,10 +187,7 @@ static inline int psem_run_id(fx_t *fx, psem_id_fn fn, lk_psem_t *p, const char 
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(fn(p, id, psem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  if (result != NULL)
-    *result = x.result;
-  return x.status;
+  return sx_wait(fx, &x, result);
 }
 
 static inline int psem_run_n(fx_t *fx, psem_n_fn fn, lk_psem_t *p, int64_t n,
@@ -154,36 +195,21 @@ static inline int psem_run_n(fx_t *fx, psem_n_fn fn, lk_psem_t *p, int64_t n,
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(fn(p, n, psem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  if (result != NULL)
-    *result = x.result;
-  return x.status;
+  return sx_wait(fx, &x, result);
 }
 
 static inline int psem_run(fx_t *fx, psem_fn fn, lk_psem_t *p, int64_t *result) {
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(fn(p, psem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  if (result != NULL)
-    *result = x.result;
-  return x.status;
+  return sx_wait(fx, &x, result);
 }
 
 static inline int psem_update(fx_t *fx, lk_psem_t *p, const char *id, int64_t lease_ms) {
   sx_t x;
   memset(&x, 0, sizeof x);
   ASSERT_OK(lk_psem_update_lease(p, id, lease_ms, psem_cb, &x));
-  rt_run_until(&fx->loop, &x.done, 15000);
-  return x.status;
-}
-
-/* The server's count under NAME (nil = 0). */
-static inline long long srv_count(rt_server_t *srv, const char *name) {
-  char *v = rt_cmd_str(srv, "GET %s", name);
-  long long n = v ? atoll(v) : 0;
-  free(v);
-  return n;
+  return sx_wait(fx, &x, NULL);
 }
 
 /* Spins the loop until the server's count under name is want (bounded):

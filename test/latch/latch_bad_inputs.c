@@ -15,12 +15,15 @@
 #include <unistd.h>
 
 #include "forked_child.h"
-#include "latch_fixture.h"
+#include "latch_open.h"
 #include "never_cb.h"
 
 #define BAD_LATCH ((lk_latch_t *)(uintptr_t)0x5a5a5a5a)
 
-static void finish(fx_t *fx) {
+/* How the cases end: latch l is closed, then no refused call's callback
+ * may run. */
+static void close_and_finish(fx_t *fx, lk_latch_t *l) {
+  lx_close(&fx->loop, l);
   fx_spin(fx, 20); /* a wrongly queued callback would run now */
   rt_never_finish(fx);
 }
@@ -70,8 +73,7 @@ TEST(new_rejects_bad_arguments) {
   lk_latch_opts_init(NULL); /* harmless */
   o.marker_ttl_ms = 1;
   ASSERT_OK(lk_latch_new(fx.c, "x", &o, &l));
-  lx_close(&fx.loop, l);
-  finish(&fx);
+  close_and_finish(&fx, l);
 }
 
 /* count <= 0 and counts beyond LK_LATCH_MAX_COUNT (where the scripts'
@@ -79,11 +81,9 @@ TEST(new_rejects_bad_arguments) {
  * the largest accepted count round-trips exactly. */
 TEST(counts_out_of_range_and_at_the_limit) {
   fx_t fx;
-  lk_latch_t *l;
+  lk_latch_t *l = fx_start_latch(&fx, "cnt", 0);
   int64_t res;
   long long calls;
-  fx_start(&fx, NULL);
-  l = lx_new(&fx, "cnt", 0);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_get_count, l, NULL)); /* scripts loaded */
   calls = evalsha_calls(fx.srv);
   ASSERT_EQ(lk_latch_try_set_count(l, 0, rt_never_latch_cb, NULL), LK_EINVAL);
@@ -105,8 +105,7 @@ TEST(counts_out_of_range_and_at_the_limit) {
   ASSERT_EQ(res, LK_LATCH_MAX_COUNT - 1);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_get_count, l, &res));
   ASSERT_EQ(res, LK_LATCH_MAX_COUNT - 1);
-  lx_close(&fx.loop, l);
-  finish(&fx);
+  close_and_finish(&fx, l);
 }
 
 /* Waits outside 0..LK_MAX_TIME_MS other than -1, NULL callbacks, NULL
@@ -114,10 +113,8 @@ TEST(counts_out_of_range_and_at_the_limit) {
  * to cancel. */
 TEST(bad_waits_callbacks_and_states) {
   fx_t fx;
-  lk_latch_t *l;
+  lk_latch_t *l = fx_start_latch(&fx, "bw", 0);
   lx_t s;
-  fx_start(&fx, NULL);
-  l = lx_new(&fx, "bw", 0);
   ASSERT_EQ(lk_latch_await(l, -2, rt_never_latch_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_await(l, INT64_MIN, rt_never_latch_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_latch_await(l, LK_MAX_TIME_MS + 1, rt_never_latch_cb, NULL), LK_EINVAL);
@@ -158,8 +155,7 @@ TEST(bad_waits_callbacks_and_states) {
   ASSERT_EQ(lx_get(fx.srv, "bw", -1), 1);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, l, NULL));
   ASSERT_OK(lx_await(&fx.loop, l, 0));
-  lx_close(&fx.loop, l);
-  finish(&fx);
+  close_and_finish(&fx, l);
 }
 
 typedef struct {
@@ -185,8 +181,7 @@ TEST(wrong_thread_is_refused) {
   fx_start(&fx, NULL);
   memset(&t, 0, sizeof t);
   t.c = fx.c;
-  t.l = lx_new(&fx, "wt", 0);
-  ASSERT_OK(lx_set(&fx.loop, t.l, 2, NULL));
+  t.l = lx_new_counting(&fx, "wt", 0, 2);
   ASSERT_OK(uv_thread_create(&th, thread_call, &t));
   ASSERT_OK(uv_thread_join(&th));
   ASSERT_EQ(t.rc[0], LK_EWRONGTHREAD);
@@ -197,8 +192,7 @@ TEST(wrong_thread_is_refused) {
   ASSERT_EQ(lx_get(fx.srv, "wt", -1), 2); /* nothing counted */
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, t.l, NULL));
   ASSERT_EQ(lx_get(fx.srv, "wt", -1), 1);
-  lx_close(&fx.loop, t.l);
-  finish(&fx);
+  close_and_finish(&fx, t.l);
 }
 
 /* In a forked child every call answers LK_EFORKED and nothing reaches the
@@ -208,8 +202,7 @@ TEST(forked_child_gets_eforked) {
   lk_latch_t *l;
   pid_t pid;
   fx_start(&fx, NULL);
-  l = lx_new(&fx, "fk", 0);
-  ASSERT_OK(lx_set(&fx.loop, l, 3, NULL));
+  l = lx_new_counting(&fx, "fk", 0, 3);
   pid = rt_fork_flushed();
   if (pid == 0) {
     int bad = 0;
@@ -234,6 +227,5 @@ TEST(forked_child_gets_eforked) {
   ASSERT_OK(lx_run(&fx.loop, lk_latch_get_count, l, NULL)); /* behind anything the child sent */
   ASSERT_EQ(lx_get(fx.srv, "fk", -1), 3);
   ASSERT_EQ(rt_cmd_int(fx.srv, "EXISTS fk"), 1);
-  lx_close(&fx.loop, l);
-  finish(&fx);
+  close_and_finish(&fx, l);
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "latch_fixture.h"
+#include "latch_open.h"
 #include "raw_sub.h"
 #include "redisson_emu.h"
 
@@ -91,8 +91,7 @@ TEST(awaiter_released_by_final_count_down) {
   uint64_t before_last;
   start(&fx, NO_REPOLL_MS);
   w = lx_new(&fx, "rel", 0);
-  c = lx_new(&fx, "rel", 0);
-  ASSERT_OK(lx_set(&fx.loop, c, 2, NULL));
+  c = lx_new_counting(&fx, "rel", 0, 2);
   lx_await_start(w, -1, &s);
   rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("rel"), 1);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, &res));
@@ -119,8 +118,7 @@ TEST(await_with_timeout) {
   uint64_t t0;
   int64_t took;
   start(&fx, 0);
-  w = lx_new(&fx, "to", 0);
-  ASSERT_OK(lx_set(&fx.loop, w, 1, NULL));
+  w = lx_new_counting(&fx, "to", 0, 1);
   t0 = uv_hrtime();
   ASSERT_EQ(lx_await(&fx.loop, w, 0), LK_ETIMEDOUT);
   ASSERT_LT((int64_t)((uv_hrtime() - t0) / 1000000u), rt_stall_bound_since_ns(t0, 1000));
@@ -143,8 +141,7 @@ TEST(lost_message_costs_one_repoll) {
   lx_t s;
   uint64_t t0;
   start(&fx, 200);
-  w = lx_new(&fx, "quiet", 0);
-  ASSERT_OK(lx_set(&fx.loop, w, 1, NULL));
+  w = lx_new_counting(&fx, "quiet", 0, 1);
   lx_await_start(w, -1, &s);
   rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("quiet"), 1);
   fx_spin(&fx, 30);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "latch_fixture.h"
+#include "latch_open.h"
 #include "proxy.h"
 #include "redisson_emu.h"
 
@@ -35,8 +35,7 @@ TEST(lost_count_down_reply_is_applied_once) {
   lx_t s;
   int64_t res;
   lk_client_stats_t st;
-  l = lx_new(&fx, "lr", 0);
-  ASSERT_OK(lx_set(&fx.loop, l, 5, NULL));
+  l = lx_new_counting(&fx, "lr", 0, 5);
   rt_proxy_delay(p, 150);
   memset(&s, 0, sizeof(s));
   ASSERT_OK(lk_latch_count_down(l, lx_cb, &s));
@@ -67,8 +66,7 @@ TEST(lost_reply_of_final_count_down_publishes_once) {
   lx_t s;
   redisContext *sub;
   redisReply *m;
-  l = lx_new(&fx, "fin", 0);
-  ASSERT_OK(lx_set(&fx.loop, l, 1, NULL));
+  l = lx_new_counting(&fx, "fin", 0, 1);
   sub = redisConnect("127.0.0.1", rt_server_port(fx.srv));
   ASSERT(sub != NULL && sub->err == 0);
   m = redisCommand(sub, "SUBSCRIBE %s", CHANNEL("fin"));
@@ -155,8 +153,7 @@ TEST(await_forever_rides_out_server_outage) {
   o.connect_timeout_ms = 300;
   fx_start_with(&fx, &so, &o);
   w = lx_new(&fx, "out", 0);
-  c = lx_new(&fx, "out", 0);
-  ASSERT_OK(lx_set(&fx.loop, c, 1, NULL));
+  c = lx_new_counting(&fx, "out", 0, 1);
   lx_await_start(w, -1, &s);
   rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("out"), 1);
   rt_server_kill(fx.srv, SIGKILL);
@@ -183,8 +180,7 @@ TEST(unreachable_server_fails_cleanly) {
   lx_t s;
   uint64_t t0;
   int64_t took;
-  l = lx_new(&fx, "down", 0);
-  ASSERT_OK(lx_set(&fx.loop, l, 2, NULL));
+  l = lx_new_counting(&fx, "down", 0, 2);
   rt_proxy_refuse(p, 1);
   rt_proxy_reset_all(p);
   /* Once the client has seen the reset, nothing can be sent: a command sent
@@ -298,8 +294,7 @@ TEST(close_with_count_down_in_flight) {
   lk_latch_t *l;
   lx_t s;
   int closed = 0;
-  l = lx_new(&fx, "cf", 0);
-  ASSERT_OK(lx_set(&fx.loop, l, 3, NULL));
+  l = lx_new_counting(&fx, "cf", 0, 3);
   rt_proxy_delay(p, 100);
   memset(&s, 0, sizeof(s));
   ASSERT_OK(lk_latch_count_down(l, lx_cb, &s));

@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "latch_fixture.h"
+#include "latch_open.h"
 #include "redisson_emu.h"
 
 #define CHANNEL(name) "redisson_countdownlatch__channel__{" name "}"
@@ -268,8 +268,7 @@ TEST(fifty_awaiters_in_four_processes) {
   int seen[AW_TOTAL];
   int64_t worst_ms = 0;
   fx_start(&fx, NULL);
-  c = lx_new(&fx, AW_NAME, 1);
-  ASSERT_OK(lx_set(&fx.loop, c, 3, NULL));
+  c = lx_new_counting(&fx, AW_NAME, 1, 3);
   for (int i = 0; i < AW_PROCS; i++)
     kids[i] = spawn(i, rt_server_port(fx.srv), awaiter_child, NULL);
   for (int i = 0; i < AW_PROCS; i++)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "latch_fixture.h"
+#include "latch_open.h"
 #include "redisson_emu.h"
 #include "redisson_latch_emu.h"
 
@@ -95,8 +95,7 @@ TEST(strict_key_deleted_under_awaiters) {
   start(&fx, 200, 0);
   s1 = lx_new(&fx, "del", 1);
   i1 = lx_new(&fx, "del", 0);
-  c = lx_new(&fx, "del", 1);
-  ASSERT_OK(lx_set(&fx.loop, c, 3, NULL));
+  c = lx_new_counting(&fx, "del", 1, 3);
   lx_await_start(s1, -1, &a);
   lx_await_start(i1, -1, &b);
   rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("del"), 1);
@@ -154,8 +153,7 @@ TEST(strict_lost_on_restart_without_persistence) {
   start(&fx, 300, 0);
   s = lx_new(&fx, "rs", 1);
   i = lx_new(&fx, "rs", 0);
-  c = lx_new(&fx, "rs", 1);
-  ASSERT_OK(lx_set(&fx.loop, c, 4, NULL));
+  c = lx_new_counting(&fx, "rs", 1, 4);
   ASSERT_OK(lx_run(&fx.loop, lk_latch_count_down, c, NULL));
   lx_await_start(s, -1, &a);
   lx_await_start(i, -1, &b);
@@ -178,8 +176,7 @@ TEST(strict_survives_restart_with_persistence) {
   int64_t res;
   start(&fx, 300, 1);
   s = lx_new(&fx, "aof", 1);
-  c = lx_new(&fx, "aof", 1);
-  ASSERT_OK(lx_set(&fx.loop, c, 2, NULL));
+  c = lx_new_counting(&fx, "aof", 1, 2);
   lx_await_start(s, -1, &a);
   rt_wait_subscribers(&fx.loop, fx.srv, CHANNEL("aof"), 1);
   ASSERT_OK(rt_server_restart(fx.srv));

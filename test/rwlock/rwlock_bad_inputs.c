@@ -20,10 +20,7 @@
 #define BAD_RW ((lk_rwlock_t *)(uintptr_t)0x5a5a5a5a)
 
 static int acquire_rc(lk_rwlock_t *rw, int side, int64_t wait_ms, int64_t lease_ms) {
-  lk_rwlock_opts_t o;
-  lk_rwlock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
+  lk_rwlock_opts_t o = rw_opts(wait_ms, lease_ms);
   return lk_rwlock_acquire(rw, (lk_rwlock_side_t)side, &o, rt_never_rwlock_cb, NULL);
 }
 
@@ -36,6 +33,16 @@ static void check_still_usable(fx_t *fx, lk_rwlock_t *rw) {
   ASSERT_OK(rw_acquire(fx, rw, RW_W, 0, 10000));
   ASSERT_OK(rw_release(fx, rw, RW_W, &r));
   ASSERT_EQ(r, 1);
+}
+
+/* How a case ends: the objects closed in the order given, the server left
+ * with no key (when empty), and no refused call's callback ever run. */
+static void finish(fx_t *fx, lk_rwlock_t *const *rws, int empty) {
+  for (; *rws != NULL; rws++)
+    fx_close_rwlock(fx, *rws);
+  if (empty)
+    ASSERT_EQ(rt_server_count_keys(fx->srv, "*"), 0);
+  rt_never_finish(fx);
 }
 
 TEST(new_rejects_bad_arguments) {
@@ -68,17 +75,14 @@ TEST(new_rejects_bad_arguments) {
   ASSERT_EQ(lk_rwlock_new(fx.c, "123456789", &rw), LK_ENAMETOOLONG);
   ASSERT(rw == BAD_RW);
   ASSERT_OK(lk_rwlock_new(fx.c, "12345678", &rw));
-  fx_close_rwlock(&fx, rw);
-  rt_never_finish(&fx);
+  finish(&fx, (lk_rwlock_t *[]){rw, NULL}, 0);
 }
 
 TEST(acquire_rejects_bad_arguments) {
   fx_t fx;
-  lk_rwlock_t *rw;
+  lk_rwlock_t *rw = fx_start_rwlock(&fx, "bad");
   lk_rwlock_opts_t o;
   long long before;
-  fx_start(&fx, NULL);
-  rw = fx_rwlock(&fx, "bad");
   /* Let the connection and script cache settle, then count. */
   check_still_usable(&fx, rw);
   before = fx_script_calls(&fx);
@@ -105,15 +109,12 @@ TEST(acquire_rejects_bad_arguments) {
   ASSERT_OK(rw_acquire(&fx, rw, RW_R, LK_MAX_TIME_MS, LK_MAX_TIME_MS));
   ASSERT_OK(rw_release(&fx, rw, RW_R, NULL));
   check_still_usable(&fx, rw);
-  fx_close_rwlock(&fx, rw);
-  rt_never_finish(&fx);
+  finish(&fx, (lk_rwlock_t *[]){rw, NULL}, 0);
 }
 
 TEST(release_and_queries_reject_bad_arguments) {
   fx_t fx;
-  lk_rwlock_t *rw;
-  fx_start(&fx, NULL);
-  rw = fx_rwlock(&fx, "bad");
+  lk_rwlock_t *rw = fx_start_rwlock(&fx, "bad");
   ASSERT_EQ(lk_rwlock_release(NULL, RW_R, rt_never_rwlock_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_release(rw, RW_R, NULL, NULL), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_release(rw, (lk_rwlock_side_t)7, rt_never_rwlock_cb, NULL), LK_EINVAL);
@@ -146,43 +147,106 @@ TEST(release_and_queries_reject_bad_arguments) {
   ASSERT_STREQ(lk_rwlock_name(rw), "bad");
   ASSERT(lk_rwlock_client(rw) == fx.c);
   check_still_usable(&fx, rw);
-  fx_close_rwlock(&fx, rw);
-  rt_never_finish(&fx);
+  finish(&fx, (lk_rwlock_t *[]){rw, NULL}, 0);
+}
+
+/* The calls a refused object is tried with, one table for the busy,
+ * closing, wrong-thread and forked-child cases: each says which it tries
+ * and the one code all of them must return. */
+typedef enum {
+  RW_CALL_ACQUIRE_READ,
+  RW_CALL_ACQUIRE_WRITE,
+  RW_CALL_ACQUIRE_READ_NULL_OPTS,
+  RW_CALL_ACQUIRE_WRITE_NULL_OPTS,
+  RW_CALL_RELEASE_READ,
+  RW_CALL_RELEASE_WRITE,
+  RW_CALL_FORCE_RELEASE,
+  RW_CALL_MODE,
+  RW_CALL_CANCEL,
+  RW_CALL_SET_OWNER,
+  RW_CALL_SET_LOST_CB,
+  RW_CALL_CLOSE,
+  RW_CALL_NEW, /* lk_rwlock_new on c; also fails if it wrote its out */
+  RW_CALL_END
+} rw_call_t;
+
+/* Not a code: an lk_rwlock_new refused that wrote *out anyway, or no such
+ * call. */
+#define RW_CALL_NOT_A_CODE (-100000)
+
+static int rw_call(lk_client_t *c, lk_rwlock_t *rw, rw_call_t call) {
+  lk_rwlock_t *out = BAD_RW;
+  int rc;
+  switch (call) {
+  case RW_CALL_ACQUIRE_READ:
+    return acquire_rc(rw, RW_R, 0, 1000);
+  case RW_CALL_ACQUIRE_WRITE:
+    return acquire_rc(rw, RW_W, 0, 1000);
+  case RW_CALL_ACQUIRE_READ_NULL_OPTS:
+    return lk_rwlock_acquire(rw, RW_R, NULL, rt_never_rwlock_cb, NULL);
+  case RW_CALL_ACQUIRE_WRITE_NULL_OPTS:
+    return lk_rwlock_acquire(rw, RW_W, NULL, rt_never_rwlock_cb, NULL);
+  case RW_CALL_RELEASE_READ:
+    return lk_rwlock_release(rw, RW_R, rt_never_rwlock_cb, NULL);
+  case RW_CALL_RELEASE_WRITE:
+    return lk_rwlock_release(rw, RW_W, rt_never_rwlock_cb, NULL);
+  case RW_CALL_FORCE_RELEASE:
+    return lk_rwlock_force_release(rw, rt_never_rwlock_cb, NULL);
+  case RW_CALL_MODE:
+    return lk_rwlock_mode(rw, rt_never_rwlock_cb, NULL);
+  case RW_CALL_CANCEL:
+    return lk_rwlock_cancel(rw);
+  case RW_CALL_SET_OWNER:
+    return lk_rwlock_set_owner(rw, NULL, 5);
+  case RW_CALL_SET_LOST_CB:
+    return lk_rwlock_set_lost_cb(rw, rt_never_rwlock_cb, NULL);
+  case RW_CALL_CLOSE:
+    return lk_rwlock_close(rw, NULL);
+  case RW_CALL_NEW:
+    rc = lk_rwlock_new(c, "refused", &out);
+    return out == BAD_RW ? rc : RW_CALL_NOT_A_CODE;
+  default:
+    return RW_CALL_NOT_A_CODE;
+  }
+}
+
+/* The calls in calls (RW_CALL_END-terminated, at most 8) on rw that did
+ * not return code at once, one bit each by position: 0 when all were
+ * refused as they should be. Asserts nothing (a forked child reports the
+ * mask through its exit status). */
+static int refused_mask(lk_client_t *c, lk_rwlock_t *rw, const rw_call_t *calls, int code) {
+  int bad = 0;
+  for (int i = 0; calls[i] != RW_CALL_END; i++)
+    if (rw_call(c, rw, calls[i]) != code)
+      bad |= 1 << i;
+  return bad;
 }
 
 /* One operation at a time; a second one is LK_EBUSY and changes nothing. */
 TEST(second_operation_while_pending_is_busy) {
   fx_t fx;
-  lk_rwlock_t *rw, *w;
+  lk_rwlock_t *w, *rw;
   sx_t s;
-  fx_start(&fx, NULL);
-  rw = fx_rwlock(&fx, "busy");
-  w = fx_rwlock(&fx, "busy");
-  ASSERT_OK(rw_acquire(&fx, w, RW_W, 0, LK_LEASE_DEFAULT));
-  rw_start(rw, RW_R, 5000, LK_LEASE_DEFAULT, &s);
-  ASSERT_EQ(acquire_rc(rw, RW_R, 0, 1000), LK_EBUSY);
-  ASSERT_EQ(acquire_rc(rw, RW_W, 0, 1000), LK_EBUSY);
-  ASSERT_EQ(lk_rwlock_force_release(rw, rt_never_rwlock_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_rwlock_mode(rw, rt_never_rwlock_cb, NULL), LK_EBUSY);
-  ASSERT_EQ(lk_rwlock_set_owner(rw, NULL, 5), LK_EBUSY);
+  fx_start_rwlock_holder_and_waiter(&fx, "busy", RW_W, RW_R, 5000, &w, &rw, &s);
+  ASSERT_EQ(refused_mask(fx.c, rw,
+                         (rw_call_t[]){RW_CALL_ACQUIRE_READ, RW_CALL_ACQUIRE_WRITE,
+                                       RW_CALL_FORCE_RELEASE, RW_CALL_MODE, RW_CALL_SET_OWNER,
+                                       RW_CALL_END},
+                         LK_EBUSY),
+            0);
   ASSERT_OK(rw_release(&fx, w, RW_W, NULL));
   rt_run_until(&fx.loop, &s.done, 5000);
   ASSERT_OK(s.status);
   ASSERT_EQ(lk_rwlock_hold_count(rw, RW_R), 1);
   /* Holding: the owner cannot change either. */
   ASSERT_EQ(lk_rwlock_set_owner(rw, NULL, 5), LK_EBUSY);
-  fx_close_rwlock(&fx, rw);
-  fx_close_rwlock(&fx, w);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  rt_never_finish(&fx);
+  finish(&fx, (lk_rwlock_t *[]){rw, w, NULL}, 1);
 }
 
 TEST(set_owner_checks_and_acts_as_given_owner) {
   fx_t fx;
-  lk_rwlock_t *rw;
+  lk_rwlock_t *rw = fx_start_rwlock(&fx, "owner");
   char field[160];
-  fx_start(&fx, NULL);
-  rw = fx_rwlock(&fx, "owner");
   ASSERT_EQ(lk_rwlock_set_owner(NULL, NULL, 1), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_set_owner(rw, "", 1), LK_EINVAL);
   ASSERT_EQ(lk_rwlock_set_owner(rw, "with space", 1), LK_EINVAL);
@@ -196,85 +260,59 @@ TEST(set_owner_checks_and_acts_as_given_owner) {
   snprintf(field, sizeof(field), "%s:write", lk_rwlock_owner(rw));
   ASSERT_EQ(rw_hget(&fx, "owner", field), 1);
   ASSERT_OK(rw_release(&fx, rw, RW_W, NULL));
-  fx_close_rwlock(&fx, rw);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  rt_never_finish(&fx);
+  finish(&fx, (lk_rwlock_t *[]){rw, NULL}, 1);
 }
 
 TEST(operations_on_a_closing_object) {
   fx_t fx;
-  lk_rwlock_t *rw;
+  lk_rwlock_t *rw = fx_start_rwlock(&fx, "closing");
   int closed = 0;
-  fx_start(&fx, NULL);
-  rw = fx_rwlock(&fx, "closing");
   ASSERT_OK(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
   lk_rwlock_set_data(rw, &closed);
   ASSERT_OK(lk_rwlock_close(rw, fx_rwlock_closed_cb));
-  ASSERT_EQ(acquire_rc(rw, RW_W, 0, 1000), LK_ECLOSED);
-  ASSERT_EQ(lk_rwlock_release(rw, RW_R, rt_never_rwlock_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_rwlock_mode(rw, rt_never_rwlock_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_rwlock_cancel(rw), LK_ECLOSED);
-  ASSERT_EQ(lk_rwlock_set_owner(rw, NULL, 1), LK_ECLOSED);
-  ASSERT_EQ(lk_rwlock_set_lost_cb(rw, rt_never_rwlock_cb, NULL), LK_ECLOSED);
-  ASSERT_EQ(lk_rwlock_close(rw, NULL), LK_ECLOSED);
+  ASSERT_EQ(refused_mask(fx.c, rw,
+                         (rw_call_t[]){RW_CALL_ACQUIRE_WRITE, RW_CALL_RELEASE_READ, RW_CALL_MODE,
+                                       RW_CALL_CANCEL, RW_CALL_SET_OWNER, RW_CALL_SET_LOST_CB,
+                                       RW_CALL_CLOSE, RW_CALL_END},
+                         LK_ECLOSED),
+            0);
   rt_run_until(&fx.loop, &closed, 5000);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
   /* A client with an open object refuses to close. */
   rw = fx_rwlock(&fx, "closing");
   ASSERT_EQ(lk_client_close(fx.c, NULL), LK_EBUSY);
-  fx_close_rwlock(&fx, rw);
-  rt_never_finish(&fx);
+  finish(&fx, (lk_rwlock_t *[]){rw, NULL}, 0);
 }
 
 typedef struct {
   lk_client_t *c;
   lk_rwlock_t *rw;
-  lk_rwlock_t *out;
-  int which;
-  int rc;
+  int bad; /* refused_mask's */
 } thread_call_t;
 
 static void thread_call(void *arg) {
   thread_call_t *t = arg;
-  switch (t->which) {
-  case 0:
-    t->rc = lk_rwlock_acquire(t->rw, RW_W, NULL, rt_never_rwlock_cb, NULL);
-    break;
-  case 1:
-    t->out = BAD_RW;
-    t->rc = lk_rwlock_new(t->c, "wt", &t->out);
-    break;
-  case 2:
-    t->rc = lk_rwlock_release(t->rw, RW_R, rt_never_rwlock_cb, NULL);
-    break;
-  default:
-    t->rc = lk_rwlock_close(t->rw, NULL);
-    break;
-  }
+  t->bad = refused_mask(t->c, t->rw,
+                        (rw_call_t[]){RW_CALL_ACQUIRE_WRITE_NULL_OPTS, RW_CALL_NEW,
+                                      RW_CALL_RELEASE_READ, RW_CALL_CLOSE, RW_CALL_END},
+                        LK_EWRONGTHREAD);
 }
 
 TEST(wrong_thread) {
   fx_t fx;
   thread_call_t t;
   uv_thread_t th;
-  fx_start(&fx, NULL);
-  memset(&t, 0, sizeof(t));
+  t.rw = fx_start_rwlock(&fx, "wt");
   t.c = fx.c;
-  t.rw = fx_rwlock(&fx, "wt");
+  t.bad = -1;
   ASSERT_OK(rw_acquire(&fx, t.rw, RW_R, 0, LK_LEASE_DEFAULT));
-  for (t.which = 0; t.which < 4; t.which++) {
-    t.rc = 1;
-    ASSERT_OK(uv_thread_create(&th, thread_call, &t));
-    ASSERT_OK(uv_thread_join(&th));
-    ASSERT_EQ(t.rc, LK_EWRONGTHREAD);
-    if (t.which == 1)
-      ASSERT(t.out == BAD_RW);
-  }
+  ASSERT_OK(uv_thread_create(&th, thread_call, &t));
+  ASSERT_OK(uv_thread_join(&th));
+  ASSERT_EQ(t.bad, 0);
   ASSERT_EQ(lk_rwlock_hold_count(t.rw, RW_R), 1);
   ASSERT_OK(rw_release(&fx, t.rw, RW_R, NULL));
   check_still_usable(&fx, t.rw);
-  fx_close_rwlock(&fx, t.rw);
-  rt_never_finish(&fx);
+  finish(&fx, (lk_rwlock_t *[]){t.rw, NULL}, 0);
 }
 
 /* In a forked child every call answers LK_EFORKED and nothing reaches the
@@ -294,22 +332,17 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   before = fx_script_calls(&fx);
   pid = rt_fork_flushed();
   if (pid == 0) {
-    int bad = 0;
-    lk_rwlock_t *nl = BAD_RW;
-    if (lk_rwlock_acquire(idle, RW_R, NULL, rt_never_rwlock_cb, NULL) != LK_EFORKED)
-      bad |= 1;
-    if (lk_rwlock_release(held, RW_W, rt_never_rwlock_cb, NULL) != LK_EFORKED)
-      bad |= 2;
-    if (lk_rwlock_new(fx.c, "child", &nl) != LK_EFORKED || nl != BAD_RW)
-      bad |= 4;
-    if (lk_rwlock_force_release(idle, rt_never_rwlock_cb, NULL) != LK_EFORKED)
-      bad |= 8;
-    if (lk_rwlock_close(held, NULL) != LK_EFORKED)
-      bad |= 16;
-    if (lk_rwlock_close(idle, NULL) != LK_EFORKED)
-      bad |= 32;
+    /* Exits with the bits of the calls not refused. */
+    int bad = refused_mask(fx.c, idle,
+                           (rw_call_t[]){RW_CALL_ACQUIRE_READ_NULL_OPTS, RW_CALL_NEW,
+                                         RW_CALL_FORCE_RELEASE, RW_CALL_END},
+                           LK_EFORKED);
+    bad |= refused_mask(fx.c, held, (rw_call_t[]){RW_CALL_RELEASE_WRITE, RW_CALL_CLOSE, RW_CALL_END},
+                        LK_EFORKED)
+           << 3;
+    bad |= refused_mask(fx.c, idle, (rw_call_t[]){RW_CALL_CLOSE, RW_CALL_END}, LK_EFORKED) << 5;
     if (lk_client_close(fx.c, NULL) != LK_EFORKED)
-      bad |= 64;
+      bad |= 1 << 6;
     _exit(bad);
   }
   rt_wait_child_exit_0(pid);
@@ -317,10 +350,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
   ASSERT_EQ(fx_script_calls(&fx), before);
   ASSERT_EQ(rw_server_holds(&fx, held, RW_W), 1);
   ASSERT_EQ(rw_server_holds(&fx, held, RW_R), 1);
-  fx_close_rwlock(&fx, idle);
-  fx_close_rwlock(&fx, held);
-  ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
-  rt_never_finish(&fx);
+  finish(&fx, (lk_rwlock_t *[]){idle, held, NULL}, 1);
 }
 
 /* Absurd state on the server (a corrupt hold count, garbage in the mode
@@ -331,9 +361,7 @@ TEST(forked_child_gets_eforked_and_sends_nothing) {
  * query says it cannot read it. */
 TEST(absurd_counts_on_the_server_are_survived) {
   fx_t fx;
-  lk_rwlock_t *rw;
-  fx_start(&fx, NULL);
-  rw = fx_rwlock(&fx, "absurd");
+  lk_rwlock_t *rw = fx_start_rwlock(&fx, "absurd");
   ASSERT_OK(rw_acquire(&fx, rw, RW_R, 0, LK_LEASE_DEFAULT));
   freeReplyObject(rt_cmd(fx.srv, "HSET absurd %s 99999999999", lk_rwlock_owner(rw)));
   /* Holds the object does not count, its own alive: the count restarts. */
@@ -357,6 +385,5 @@ TEST(absurd_counts_on_the_server_are_survived) {
   ASSERT_EQ(rw_acquire(&fx, rw, RW_W, 0, LK_LEASE_DEFAULT), LK_ETIMEDOUT);
   ASSERT_EQ(rw_run(&fx, lk_rwlock_mode, rw, NULL), LK_EPROTOCOL);
   freeReplyObject(rt_cmd(fx.srv, "DEL absurd"));
-  fx_close_rwlock(&fx, rw);
-  rt_never_finish(&fx);
+  finish(&fx, (lk_rwlock_t *[]){rw, NULL}, 0);
 }

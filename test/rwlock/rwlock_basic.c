@@ -468,9 +468,7 @@ TEST(cancel_waiting_acquire) {
   fx_t fx;
   lk_rwlock_t *w, *r;
   sx_t s;
-  fx_start(&fx, NULL);
-  fx_rwlock_holder_and_others(&fx, "cancel", RW_W, LK_LEASE_DEFAULT, &w, &r, NULL);
-  rw_start(r, RW_R, 10000, LK_LEASE_DEFAULT, &s);
+  fx_start_rwlock_holder_and_waiter(&fx, "cancel", RW_W, RW_R, 10000, &w, &r, &s);
   fx_wait_subscribers(&fx, "redisson_rwlock:{cancel}", 1);
   ASSERT_OK(lk_rwlock_cancel(r));
   ASSERT_EQ(s.done, 0); /* never inside the call */
@@ -485,10 +483,8 @@ TEST(cancel_waiting_acquire) {
  * given back by the client, nothing is left. */
 TEST(cancel_in_flight_gives_back_late_grant) {
   fx_t fx;
-  lk_rwlock_t *a;
+  lk_rwlock_t *a = fx_start_rwlock(&fx, "late");
   int side;
-  fx_start(&fx, NULL);
-  a = fx_rwlock(&fx, "late");
   for (side = RW_R; side <= RW_W; side++) {
     start_and_cancel(&fx, a, (lk_rwlock_side_t)side);
     /* Commands leave in order: once this query is answered, the acquire
@@ -530,10 +526,8 @@ static void close_in_cb(lk_rwlock_t *rw, int status, void *arg) {
 
 TEST(close_from_inside_callback_releases) {
   fx_t fx;
-  lk_rwlock_t *a;
+  lk_rwlock_t *a = fx_start_rwlock(&fx, "inside");
   int closed = 0;
-  fx_start(&fx, NULL);
-  a = fx_rwlock(&fx, "inside");
   ASSERT_OK(lk_rwlock_acquire(a, RW_W, NULL, close_in_cb, &closed));
   rt_run_until(&fx.loop, &closed, 5000);
   ASSERT_EQ(rt_server_count_keys(fx.srv, "*"), 0);
@@ -573,11 +567,9 @@ TEST(dead_readers_never_keep_writers_out) {
  * grant and leave a hold nobody counts). Counts agree afterwards. */
 TEST(commands_after_a_canceled_reentry_wait_for_its_give_back) {
   fx_t fx;
-  lk_rwlock_t *a;
+  lk_rwlock_t *a = fx_start_rwlock(&fx, "settle");
   sx_t t;
   int side;
-  fx_start(&fx, NULL);
-  a = fx_rwlock(&fx, "settle");
   for (side = RW_R; side <= RW_W; side++) {
     ASSERT_OK(rw_acquire(&fx, a, (lk_rwlock_side_t)side, 0, LK_LEASE_DEFAULT));
     /* A re-entry goes out and is canceled; at once another acquire. */

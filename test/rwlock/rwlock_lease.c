@@ -467,12 +467,9 @@ TEST(lost_replies_write_side_applied_once) { lost_replies(RW_W); }
 #define STALE_LEASE 30000
 
 static void rw_start_fenced(lk_rwlock_t *rw, lk_rwlock_side_t side, int64_t wait_ms, sx_t *s) {
-  lk_rwlock_opts_t o;
-  memset(s, 0, sizeof(*s));
-  lk_rwlock_opts_init(&o);
-  o.wait_ms = wait_ms;
-  o.lease_ms = STALE_LEASE;
+  lk_rwlock_opts_t o = rw_opts(wait_ms, STALE_LEASE);
   o.fenced = 1;
+  memset(s, 0, sizeof(*s));
   ASSERT_OK(lk_rwlock_acquire(rw, side, &o, rw_cb, s));
 }
 
@@ -521,11 +518,9 @@ TEST(write_first_attempt_never_takes_a_stale_count_for_its_grant) {
 
 TEST(read_first_attempt_never_takes_a_stale_count_for_its_grant) {
   fx_t fx;
-  lk_rwlock_t *a;
+  lk_rwlock_t *a = fx_start_rwlock(&fx, "stale-r");
   char *k2, *k3;
   int64_t freed = -1, t1;
-  fx_start(&fx, NULL);
-  a = fx_rwlock(&fx, "stale-r");
   k2 = hold_key(a, "stale-r", 2);
   k3 = hold_key(a, "stale-r", 3);
   ASSERT_OK(rw_acquire_fenced(&fx, a, RW_R));
@@ -585,10 +580,8 @@ TEST(stale_reader_count_never_hands_out_another_readers_token) {
  * hold back. */
 TEST(stale_read_count_never_revives_dead_counted_holds) {
   fx_t fx;
-  lk_rwlock_t *a;
+  lk_rwlock_t *a = fx_start_rwlock(&fx, "stale-dead");
   char *k1, *k2;
-  fx_start(&fx, NULL);
-  a = fx_rwlock(&fx, "stale-dead");
   k1 = hold_key(a, "stale-dead", 1);
   k2 = hold_key(a, "stale-dead", 2);
   ASSERT_OK(rw_acquire_fenced(&fx, a, RW_R));

@@ -62,13 +62,11 @@ static void start_with(fx_t *fx, int64_t default_lease_ms, int64_t repoll_ms) {
 
 TEST(psem_ids_layout_and_counts) {
   fx_t fx;
-  lk_psem_t *p;
+  lk_psem_t *p = fx_start_psem(&fx, "ps");
   int64_t r = -1;
   long long now, sc;
   char id0[33], id1[33];
   sx_t x;
-  fx_start(&fx, NULL);
-  p = fx_psem(&fx, "ps");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, p, 3, &r));
   ASSERT_EQ(r, 1);
   ASSERT_OK(psem_acquire_in(&fx.loop, p, 2, 0, 5000, &x));
@@ -297,9 +295,7 @@ TEST(psem_update_lease) {
   ASSERT_EQ(lk_psem_update_lease(a, NULL, 0, psem_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_psem_update_lease(a, NULL, -2, psem_cb, NULL), LK_EINVAL);
   ASSERT_EQ(lk_psem_update_lease(a, "zz", 100, psem_cb, NULL), LK_EINVAL);
-  fx_close_psem(&fx, a);
-  ASSERT_EQ(srv_count(fx.srv, "upd"), 2);
-  fx_finish(&fx);
+  fx_finish_psem_count(&fx, "upd", 2, a);
 }
 
 /* Any client may give back a permit by id (Redisson's release(id)); the
@@ -454,9 +450,7 @@ static void killed_holder(int64_t lease_ms) {
   ASSERT_GE(got, expiry); /* safety: not before the last lease ended */
   ASSERT_LT(got, expiry + rt_stall_bound_ms(mark, 1000)); /* b re-polls at the holder's ttl */
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {kh}:timeout"), 2); /* b's two */
-  fx_close_psem(&fx, b);
-  ASSERT_EQ(srv_count(fx.srv, "kh"), 2);
-  fx_finish(&fx);
+  fx_finish_psem_count(&fx, "kh", 2, b);
 }
 
 TEST(psem_killed_holder_fixed_lease) { killed_holder(800); }
@@ -677,9 +671,7 @@ TEST(psem_lost_lease_given_back_after_long_cut) {
   heal_and_wait(&fx, px, "llc", 2, expiry);
   ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {llc}:timeout"), 0);
   ASSERT_EQ(lost.calls, 1);
-  fx_close_psem(&fx, a);
-  ASSERT_EQ(srv_count(fx.srv, "llc"), 2);
-  fx_finish(&fx);
+  fx_finish_psem_count(&fx, "llc", 2, a);
   rt_proxy_stop(px);
 }
 

@@ -29,12 +29,10 @@ static long long next_message(redisContext *sub) {
 
 TEST(counts_layout_and_messages) {
   fx_t fx;
-  lk_semaphore_t *s;
+  lk_semaphore_t *s = fx_start_sem(&fx, "pool");
   redisContext *sub;
   int64_t r = -1;
   sx_t x;
-  fx_start(&fx, NULL);
-  s = fx_sem(&fx, "pool");
   sub = subscribe_side(&fx, "redisson_sc:{pool}");
   /* Absent: no permits, nothing to wait for with wait 0. */
   ASSERT_EQ(sem_acquire(&fx, s, 1, 0), LK_ETIMEDOUT);
@@ -79,10 +77,8 @@ TEST(counts_layout_and_messages) {
 
 TEST(add_drain_and_negative_counts) {
   fx_t fx;
-  lk_semaphore_t *s;
+  lk_semaphore_t *s = fx_start_sem(&fx, "adds");
   int64_t r = -1;
-  fx_start(&fx, NULL);
-  s = fx_sem(&fx, "adds");
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_add_permits, s, 5, &r));
   ASSERT_EQ(r, 5);
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_add_permits, s, -7, &r));
@@ -108,10 +104,8 @@ TEST(add_drain_and_negative_counts) {
 
 TEST(release_unheld_is_explicit) {
   fx_t fx;
-  lk_semaphore_t *s;
+  lk_semaphore_t *s = fx_start_sem(&fx, "jdk");
   int64_t r = -1;
-  fx_start(&fx, NULL);
-  s = fx_sem(&fx, "jdk");
   ASSERT_EQ(lk_semaphore_release(s, 1, sem_cb, NULL), LK_ENOTHELD);
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_release_unheld, s, 2, &r));
   ASSERT_EQ(r, 2);
@@ -121,9 +115,8 @@ TEST(release_unheld_is_explicit) {
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_release_unheld, s, 1, &r));
   ASSERT_EQ(r, 1);
   ASSERT_EQ(lk_semaphore_held(s), 2); /* not counted against what it holds */
-  fx_close_sem(&fx, s);                 /* gives back the 2 it held */
-  ASSERT_EQ(srv_count(fx.srv, "jdk"), 3);
-  fx_finish(&fx);
+  /* Closing gives back the 2 it held. */
+  fx_finish_sems_count(&fx, "jdk", 3, (lk_semaphore_t *[]){s, NULL});
 }
 
 TEST(bad_inputs_are_refused_at_once) {
@@ -271,10 +264,7 @@ TEST(waiter_wakes_on_release_message) {
   /* The waiter left the channel once it acquired. */
   fx_spin(&fx, 20);
   ASSERT_EQ(rt_server_numsub(fx.srv, "redisson_sc:{wake}"), 0);
-  fx_close_sem(&fx, a);
-  fx_close_sem(&fx, b);
-  ASSERT_EQ(srv_count(fx.srv, "wake"), 2);
-  fx_finish(&fx);
+  fx_finish_sems_count(&fx, "wake", 2, (lk_semaphore_t *[]){a, b, NULL});
 }
 
 /* Three local waiters for one permit each; a release of two wakes two of
@@ -324,9 +314,7 @@ TEST(release_wakes_as_many_waiters_as_permits) {
   }
   for (i = 0; i < 3; i++)
     fx_close_sem(&fx, w[i]);
-  fx_close_sem(&fx, a);
-  ASSERT_EQ(srv_count(fx.srv, "many"), 3);
-  fx_finish(&fx);
+  fx_finish_sems_count(&fx, "many", 3, (lk_semaphore_t *[]){a, NULL});
 }
 
 TEST(wait_budget_is_bounded_and_repolled) {
@@ -361,10 +349,8 @@ TEST(wait_budget_is_bounded_and_repolled) {
 
 TEST(cancel_waiting_and_in_flight) {
   fx_t fx;
-  lk_semaphore_t *s;
+  lk_semaphore_t *s = fx_start_sem(&fx, "cx");
   sx_t x;
-  fx_start(&fx, NULL);
-  s = fx_sem(&fx, "cx");
   /* Waiting: canceled, nothing taken. */
   sem_start_acquire(s, 1, 30000, &x);
   fx_wait_subscribers(&fx, "redisson_sc:{cx}", 1);

@@ -27,6 +27,89 @@ static void finish_proxied(fx_t *fx, rt_proxy_t *p) {
   rt_proxy_stop(p);
 }
 
+/* How most cases here end: s is closed, the server's count under name is
+ * then want (no permit created, none lost), and the fixture ends. */
+static void finish_with_count(fx_t *fx, rt_proxy_t *p, lk_semaphore_t *s, const char *name,
+                              long long want) {
+  fx_finish_sems_count(fx, name, want, (lk_semaphore_t *[]){s, NULL});
+  rt_proxy_stop(p);
+}
+
+/* The lost-reply cases hold for both counting kinds: one object of either,
+ * a semaphore (s) or a permit-expirable semaphore (ps, with the default
+ * lease), and the few calls they make on it. */
+typedef struct {
+  lk_semaphore_t *s;
+  lk_psem_t *ps;
+} kobj_t;
+
+static kobj_t kobj_new(fx_t *fx, int expirable, const char *name) {
+  kobj_t k = {NULL, NULL};
+  if (expirable)
+    k.ps = fx_psem(fx, name);
+  else
+    k.s = fx_sem(fx, name);
+  return k;
+}
+
+static int64_t kobj_held(kobj_t k) {
+  return k.ps != NULL ? (int64_t)lk_psem_permit_count(k.ps) : lk_semaphore_held(k.s);
+}
+
+static int64_t kobj_available(fx_t *fx, kobj_t k) {
+  int64_t v = -1;
+  if (k.ps != NULL)
+    ASSERT_OK(psem_run(fx, lk_psem_available, k.ps, &v));
+  else
+    ASSERT_OK(sem_run(fx, lk_semaphore_available, k.s, &v));
+  return v;
+}
+
+static void kobj_close(fx_t *fx, kobj_t k) {
+  if (k.ps != NULL)
+    fx_close_psem(fx, k.ps);
+  else
+    fx_close_sem(fx, k.s);
+}
+
+static void kobj_set_permits(fx_t *fx, kobj_t k, int64_t n) {
+  if (k.ps != NULL)
+    ASSERT_OK(psem_run_n(fx, lk_psem_try_set_permits, k.ps, n, NULL));
+  else
+    ASSERT_OK(sem_run_n(fx, lk_semaphore_try_set_permits, k.s, n, NULL));
+}
+
+/* k's permits are set to permits, then an acquire of n (waiting up to 5 s)
+ * starts into x behind a 150 ms reply delay. */
+static void acquire_behind_delay(fx_t *fx, rt_proxy_t *p, kobj_t k, int64_t permits, int64_t n,
+                                 sx_t *x) {
+  kobj_set_permits(fx, k, permits);
+  rt_proxy_delay(p, 150);
+  if (k.ps != NULL)
+    psem_start_acquire(k.ps, n, 5000, LK_LEASE_DEFAULT, x);
+  else
+    sem_start_acquire(k.s, n, 5000, x);
+}
+
+/* k's permits are set to permits and it takes take of them; then it starts
+ * releasing release into r behind a 150 ms reply delay (a permit-expirable
+ * semaphore releases all its permits: release must be take). */
+static void release_behind_delay(fx_t *fx, rt_proxy_t *p, kobj_t k, int64_t permits,
+                                 int64_t take, int64_t release, sx_t *r) {
+  kobj_set_permits(fx, k, permits);
+  memset(r, 0, sizeof *r);
+  if (k.ps != NULL) {
+    ASSERT_EQ(release, take);
+    ASSERT_OK(psem_acquire(fx, k.ps, take, 0, LK_LEASE_DEFAULT));
+    rt_proxy_delay(p, 150);
+    ASSERT_OK(lk_psem_release(k.ps, NULL, psem_cb, r));
+  } else {
+    ASSERT_OK(sem_acquire(fx, k.s, take, 0));
+    rt_proxy_delay(p, 150);
+    ASSERT_OK(lk_semaphore_release(k.s, release, sem_cb, r));
+  }
+}
+
 /* The command x waits for was started behind a 150 ms reply delay: once the
  * server shows it applied (count want under name), its reply is swallowed
  * (blackhole; the reply timeout drops the connection) and the resend, once
@@ -52,32 +135,34 @@ static void reset_once_applied(fx_t *fx, rt_proxy_t *p, const char *name, long l
 }
 
 /* The release reaches the server; its reply is swallowed; the resend after
- * the reply timeout finds it applied and adds nothing. */
-TEST(lost_release_reply_creates_no_permit) {
+ * the reply timeout finds it applied and adds nothing. Both kinds: the
+ * semaphore releases its 2 of 3 permits, the permit-expirable one all 3. */
+static void lost_release_reply_creates_no_permit(int expirable, const char *name, int64_t take) {
   fx_t fx;
   rt_proxy_t *p = start_proxied(&fx);
-  lk_semaphore_t *s = fx_sem(&fx, "lrr");
+  kobj_t k = kobj_new(&fx, expirable, name);
   lk_client_stats_t st;
   sx_t r;
-  int64_t v;
-  ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, s, 3, NULL));
-  ASSERT_OK(sem_acquire(&fx, s, 2, 0));
-  rt_proxy_delay(p, 150);
-  memset(&r, 0, sizeof r);
-  ASSERT_OK(lk_semaphore_release(s, 2, sem_cb, &r));
-  swallow_reply_once_applied(&fx, p, "lrr", 3, &r);
+  release_behind_delay(&fx, p, k, 3, take, take, &r);
+  swallow_reply_once_applied(&fx, p, name, 3, &r);
   ASSERT_OK(r.status);
   ASSERT_EQ(r.result, 3);
-  ASSERT_EQ(lk_semaphore_held(s), 0);
-  ASSERT_EQ(srv_count(fx.srv, "lrr"), 3);
-  lk_client_get_stats(fx.c, &st);
-  ASSERT_GE(st.unknown_outcomes, 1);
-  ASSERT_OK(sem_run(&fx, lk_semaphore_available, s, &v));
-  ASSERT_EQ(v, 3);
-  fx_close_sem(&fx, s);
-  ASSERT_EQ(srv_count(fx.srv, "lrr"), 3);
+  ASSERT_EQ(kobj_held(k), 0);
+  ASSERT_EQ(srv_count(fx.srv, name), 3);
+  if (expirable) {
+    ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {%s}:timeout", name), 0);
+  } else {
+    lk_client_get_stats(fx.c, &st);
+    ASSERT_GE(st.unknown_outcomes, 1);
+  }
+  ASSERT_EQ(kobj_available(&fx, k), 3);
+  kobj_close(&fx, k);
+  if (!expirable)
+    ASSERT_EQ(srv_count(fx.srv, name), 3);
   finish_proxied(&fx, p);
 }
+
+TEST(lost_release_reply_creates_no_permit) { lost_release_reply_creates_no_permit(0, "lrr", 2); }
 
 /* The connection is killed after the release was sent and applied. */
 TEST(connection_reset_after_release_creates_no_permit) {
@@ -85,11 +170,7 @@ TEST(connection_reset_after_release_creates_no_permit) {
   rt_proxy_t *p = start_proxied(&fx);
   lk_semaphore_t *s = fx_sem(&fx, "crr");
   sx_t r;
-  ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, s, 4, NULL));
-  ASSERT_OK(sem_acquire(&fx, s, 3, 0));
-  rt_proxy_delay(p, 150);
-  memset(&r, 0, sizeof r);
-  ASSERT_OK(lk_semaphore_release(s, 1, sem_cb, &r));
+  release_behind_delay(&fx, p, (kobj_t){.s = s}, 4, 3, 1, &r);
   reset_once_applied(&fx, p, "crr", 2, &r);
   ASSERT_OK(r.status);
   ASSERT_EQ(lk_semaphore_held(s), 2);
@@ -97,31 +178,37 @@ TEST(connection_reset_after_release_creates_no_permit) {
   /* The object goes on as normal. */
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, s, 2, NULL));
   ASSERT_EQ(srv_count(fx.srv, "crr"), 4);
-  fx_close_sem(&fx, s);
-  ASSERT_EQ(srv_count(fx.srv, "crr"), 4);
+  finish_with_count(&fx, p, s, "crr", 4);
+}
+
+/* The acquire of 2 is applied, its reply lost: the resend recognises its
+ * own request and takes nothing more. Both kinds: the semaphore then
+ * releases its 2, the permit-expirable one's close gives them back. */
+static void lost_acquire_reply_takes_once(int expirable, const char *name, int64_t permits) {
+  fx_t fx;
+  rt_proxy_t *p = start_proxied(&fx);
+  kobj_t k = kobj_new(&fx, expirable, name);
+  sx_t a;
+  acquire_behind_delay(&fx, p, k, permits, 2, &a);
+  reset_once_applied(&fx, p, name, permits - 2, &a);
+  ASSERT_OK(a.status);
+  ASSERT_EQ(kobj_held(k), 2);
+  ASSERT_EQ(srv_count(fx.srv, name), permits - 2);
+  if (expirable) {
+    ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {%s}:timeout", name), 2);
+  } else {
+    ASSERT_EQ(a.result, permits - 2);
+    ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, k.s, 2, NULL));
+    ASSERT_EQ(srv_count(fx.srv, name), permits);
+  }
+  kobj_close(&fx, k);
+  ASSERT_EQ(srv_count(fx.srv, name), permits);
+  if (expirable)
+    ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {%s}:timeout", name), 0);
   finish_proxied(&fx, p);
 }
 
-/* The acquire is applied, its reply lost: the resend recognises its own
- * request and takes nothing more. */
-TEST(lost_acquire_reply_takes_once) {
-  fx_t fx;
-  rt_proxy_t *p = start_proxied(&fx);
-  lk_semaphore_t *s = fx_sem(&fx, "lar");
-  sx_t a;
-  ASSERT_OK(sem_run_n(&fx, lk_semaphore_try_set_permits, s, 5, NULL));
-  rt_proxy_delay(p, 150);
-  sem_start_acquire(s, 2, 5000, &a);
-  reset_once_applied(&fx, p, "lar", 3, &a);
-  ASSERT_OK(a.status);
-  ASSERT_EQ(a.result, 3);
-  ASSERT_EQ(lk_semaphore_held(s), 2);
-  ASSERT_EQ(srv_count(fx.srv, "lar"), 3);
-  ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, s, 2, NULL));
-  ASSERT_EQ(srv_count(fx.srv, "lar"), 5);
-  fx_close_sem(&fx, s);
-  finish_proxied(&fx, p);
-}
+TEST(lost_acquire_reply_takes_once) { lost_acquire_reply_takes_once(0, "lar", 5); }
 
 /* A one-try acquire times out in flight (LK_EUNKNOWN); its command still
  * reaches the server later. The object queues a settle: when the settle
@@ -159,9 +246,7 @@ static void unknown_acquire(int attempt_first) {
   /* The object still works, under a fresh mark. */
   ASSERT_OK(sem_acquire(&fx, s, 2, 0));
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, s, 2, NULL));
-  fx_close_sem(&fx, s);
-  ASSERT_EQ(srv_count(fx.srv, "ua"), 2);
-  finish_proxied(&fx, p);
+  finish_with_count(&fx, p, s, "ua", 2);
 }
 
 TEST(unknown_acquire_voided_by_settle) { unknown_acquire(0); }
@@ -169,45 +254,16 @@ TEST(unknown_acquire_voided_by_settle) { unknown_acquire(0); }
 TEST(unknown_acquire_given_back_by_settle) { unknown_acquire(1); }
 
 TEST(psem_lost_release_reply_creates_no_permit) {
-  fx_t fx;
-  rt_proxy_t *p = start_proxied(&fx);
-  lk_psem_t *a = fx_psem(&fx, "plr");
-  sx_t r;
-  int64_t v;
-  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 3, NULL));
-  ASSERT_OK(psem_acquire(&fx, a, 3, 0, LK_LEASE_DEFAULT));
-  rt_proxy_delay(p, 150);
-  memset(&r, 0, sizeof r);
-  ASSERT_OK(lk_psem_release(a, NULL, psem_cb, &r));
-  swallow_reply_once_applied(&fx, p, "plr", 3, &r);
-  ASSERT_OK(r.status);
-  ASSERT_EQ(r.result, 3);
-  ASSERT_EQ(lk_psem_permit_count(a), 0);
-  ASSERT_EQ(srv_count(fx.srv, "plr"), 3);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {plr}:timeout"), 0);
-  ASSERT_OK(psem_run(&fx, lk_psem_available, a, &v));
-  ASSERT_EQ(v, 3);
-  fx_close_psem(&fx, a);
-  finish_proxied(&fx, p);
+  lost_release_reply_creates_no_permit(1, "plr", 3);
 }
 
-TEST(psem_lost_acquire_reply_takes_once) {
-  fx_t fx;
-  rt_proxy_t *p = start_proxied(&fx);
-  lk_psem_t *a = fx_psem(&fx, "pla");
-  sx_t x;
-  ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 4, NULL));
-  rt_proxy_delay(p, 150);
-  psem_start_acquire(a, 2, 5000, LK_LEASE_DEFAULT, &x);
-  reset_once_applied(&fx, p, "pla", 2, &x);
-  ASSERT_OK(x.status);
-  ASSERT_EQ(lk_psem_permit_count(a), 2);
-  ASSERT_EQ(srv_count(fx.srv, "pla"), 2);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {pla}:timeout"), 2);
-  fx_close_psem(&fx, a);
-  ASSERT_EQ(srv_count(fx.srv, "pla"), 4);
-  ASSERT_EQ(rt_cmd_int(fx.srv, "ZCARD {pla}:timeout"), 0);
-  finish_proxied(&fx, p);
+TEST(psem_lost_acquire_reply_takes_once) { lost_acquire_reply_takes_once(1, "pla", 4); }
+
+/* A client straight to the server with options o that reconnects within
+ * 100 ms. */
+static void start_reconnecting_fast(fx_t *fx, lk_client_opts_t *o) {
+  o->reconnect_max_ms = 100;
+  fx_start_with(fx, NULL, o);
 }
 
 /* The pub/sub connection is killed while a waiter depends on it; re-polling
@@ -222,8 +278,7 @@ TEST(waiter_survives_pubsub_kill) {
   uint64_t t_rel;
   lk_client_opts_init(&o);
   o.max_repoll_ms = 20000;
-  o.reconnect_max_ms = 100;
-  fx_start_with(&fx, NULL, &o);
+  start_reconnecting_fast(&fx, &o);
   a = fx_sem(&fx, "pk");
   b = fx_sem(&fx, "pk");
   pa = fx_psem(&fx, "ppk");
@@ -278,8 +333,7 @@ TEST(psem_server_restart_reports_loss) {
   int64_t v;
   lk_client_opts_init(&o);
   o.default_lease_ms = 900;
-  o.reconnect_max_ms = 100;
-  fx_start_with(&fx, NULL, &o);
+  start_reconnecting_fast(&fx, &o);
   a = fx_psem(&fx, "rs");
   ASSERT_OK(lk_psem_set_lost_cb(a, count_lost, &lost));
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, a, 2, NULL));
@@ -307,13 +361,16 @@ static rt_proxy_t *start_fast(fx_t *fx) {
                                                        .reconnect_max_ms = 50});
 }
 
-/* The scripts are cached on the server, so the next EVALSHA is the acquire
- * itself (not a NOSCRIPT answer). */
-static void warm_up(fx_t *fx, lk_semaphore_t *s, const char *name, long long permits) {
+/* A semaphore on name with permits available and none held, its scripts
+ * cached on the server, so the next EVALSHA is the acquire itself (not a
+ * NOSCRIPT answer). */
+static lk_semaphore_t *warm_sem(fx_t *fx, const char *name, long long permits) {
+  lk_semaphore_t *s = fx_sem(fx, name);
   ASSERT_OK(sem_run_n(fx, lk_semaphore_try_set_permits, s, permits, NULL));
   ASSERT_OK(sem_acquire(fx, s, 1, 0));
   ASSERT_OK(sem_run_n(fx, lk_semaphore_release, s, 1, NULL));
   ASSERT_EQ(srv_count(fx->srv, name), permits);
+  return s;
 }
 
 static void start_acquire_two(lk_semaphore_t *s, sx_t *x) { sem_start_acquire(s, 2, 0, x); }
@@ -325,15 +382,34 @@ static void start_drain(lk_semaphore_t *s, sx_t *x) {
 
 /* start's command runs on the server, its reply is dropped with the
  * connection, and every new connection is refused from then on (until the
- * caller lifts it): the call ends LK_EUNKNOWN. */
+ * caller lifts it): the call ends LK_EUNKNOWN, the object holds nothing,
+ * and what the command took is gone from the server (left under name). */
 static void unknown_with_server_unreachable(fx_t *fx, rt_proxy_t *p, lk_semaphore_t *s,
-                                            void (*start)(lk_semaphore_t *, sx_t *), sx_t *x) {
+                                            void (*start)(lk_semaphore_t *, sx_t *),
+                                            const char *name, long long left, sx_t *x) {
   rt_proxy_refuse(p, 1); /* new connections only: this one stays */
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
   start(s, x);
   rt_run_until(&fx->loop, &x->done, 3000);
   ASSERT_EQ(x->status, LK_EUNKNOWN);
   ASSERT_EQ(rt_proxy_rule_state(p), RT_PROXY_RULE_APPLIED);
+  ASSERT_EQ(srv_count(fx->srv, name), left); /* it took them */
+  ASSERT_EQ(lk_semaphore_held(s), 0);
+}
+
+/* The server reachable again: the settle gives what the unknown command
+ * took back, the count under name returns to want. */
+static void reachable_again(fx_t *fx, rt_proxy_t *p, const char *name, long long want) {
+  rt_proxy_refuse(p, 0);
+  ASSERT(fx_wait_count(fx, name, want, 3000));
+}
+
+static void note_closed(lk_semaphore_t *s) { *(int *)lk_semaphore_get_data(s) = 1; }
+
+/* Starts closing s; *closed is set once it has. */
+static void start_close(lk_semaphore_t *s, int *closed) {
+  lk_semaphore_set_data(s, closed);
+  ASSERT_OK(lk_semaphore_close(s, note_closed));
 }
 
 /* The acquire runs on the server; its reply is dropped and the connection
@@ -343,21 +419,15 @@ static void unknown_with_server_unreachable(fx_t *fx, rt_proxy_t *p, lk_semaphor
 TEST(unknown_acquire_settled_after_many_reconnects) {
   fx_t fx;
   rt_proxy_t *p = start_fast(&fx);
-  lk_semaphore_t *s = fx_sem(&fx, "umr");
+  lk_semaphore_t *s = warm_sem(&fx, "umr", 3);
   lk_client_stats_t st;
   sx_t a;
-  warm_up(&fx, s, "umr", 3);
-  unknown_with_server_unreachable(&fx, p, s, start_acquire_two, &a);
-  ASSERT_EQ(srv_count(fx.srv, "umr"), 1); /* it took them */
-  ASSERT_EQ(lk_semaphore_held(s), 0);
+  unknown_with_server_unreachable(&fx, p, s, start_acquire_two, "umr", 1, &a);
   fx_spin(&fx, rt_scaled_ms(1200)); /* tens of refused reconnects */
   lk_client_get_stats(fx.c, &st);
   ASSERT_GE(st.reconnects, 8);
-  rt_proxy_refuse(p, 0);
-  ASSERT(fx_wait_count(&fx, "umr", 3, 3000));
-  fx_close_sem(&fx, s);
-  ASSERT_EQ(srv_count(fx.srv, "umr"), 3);
-  finish_proxied(&fx, p);
+  reachable_again(&fx, p, "umr", 3);
+  finish_with_count(&fx, p, s, "umr", 3);
 }
 
 /* The same with the server paused (SIGSTOP): the acquire sits in the
@@ -366,9 +436,8 @@ TEST(unknown_acquire_settled_after_many_reconnects) {
 TEST(unknown_acquire_settled_after_server_pause) {
   fx_t fx;
   rt_proxy_t *p = start_fast(&fx);
-  lk_semaphore_t *s = fx_sem(&fx, "usp");
+  lk_semaphore_t *s = warm_sem(&fx, "usp", 3);
   sx_t a;
-  warm_up(&fx, s, "usp", 3);
   rt_server_pause(fx.srv);
   sem_start_acquire(s, 2, 0, &a);
   rt_run_until(&fx.loop, &a.done, 3000);
@@ -377,12 +446,8 @@ TEST(unknown_acquire_settled_after_server_pause) {
   rt_server_resume(fx.srv);
   fx_spin(&fx, rt_scaled_ms(300));
   ASSERT(fx_wait_count(&fx, "usp", 3, 3000));
-  fx_close_sem(&fx, s);
-  ASSERT_EQ(srv_count(fx.srv, "usp"), 3);
-  finish_proxied(&fx, p);
+  finish_with_count(&fx, p, s, "usp", 3);
 }
-
-static void note_closed(lk_semaphore_t *s) { *(int *)lk_semaphore_get_data(s) = 1; }
 
 /* Close with a settle still pending and the server out of reach: close
  * waits for it (within its bound), so closing the client right after loses
@@ -390,14 +455,11 @@ static void note_closed(lk_semaphore_t *s) { *(int *)lk_semaphore_get_data(s) = 
 TEST(close_waits_for_pending_settle) {
   fx_t fx;
   rt_proxy_t *p = start_fast(&fx);
-  lk_semaphore_t *s = fx_sem(&fx, "cws");
+  lk_semaphore_t *s = warm_sem(&fx, "cws", 3);
   sx_t a;
   int closed = 0;
-  warm_up(&fx, s, "cws", 3);
-  unknown_with_server_unreachable(&fx, p, s, start_acquire_two, &a);
-  ASSERT_EQ(srv_count(fx.srv, "cws"), 1);
-  lk_semaphore_set_data(s, &closed);
-  ASSERT_OK(lk_semaphore_close(s, note_closed));
+  unknown_with_server_unreachable(&fx, p, s, start_acquire_two, "cws", 1, &a);
+  start_close(s, &closed);
   fx_spin(&fx, rt_scaled_ms(200));
   ASSERT_EQ(closed, 0); /* still waiting for the settle */
   rt_proxy_refuse(p, 0);
@@ -410,15 +472,18 @@ TEST(close_waits_for_pending_settle) {
 /* --- drains whose reply is lost: the drain is numbered under the object's
  * request mark like an acquire --- */
 
-/* Caches the drain script on the server (so the next EVALSHA is the drain
- * itself), leaving `permits` available and none held. */
-static void warm_up_drain(fx_t *fx, lk_semaphore_t *s, const char *name, long long permits) {
+/* A semaphore on name with the drain script cached on the server (so the
+ * next EVALSHA is the drain itself), leaving `permits` available and none
+ * held. */
+static lk_semaphore_t *warm_drain_sem(fx_t *fx, const char *name, long long permits) {
+  lk_semaphore_t *s = fx_sem(fx, name);
   int64_t n = 0;
   ASSERT_OK(sem_run_n(fx, lk_semaphore_try_set_permits, s, permits, NULL));
   ASSERT_OK(sem_run(fx, lk_semaphore_drain, s, &n));
   ASSERT_EQ(n, permits);
   ASSERT_OK(sem_run_n(fx, lk_semaphore_release, s, permits, NULL));
   ASSERT_EQ(srv_count(fx->srv, name), permits);
+  return s;
 }
 
 /* The drain runs, its reply is lost with the connection: the resend finds
@@ -427,9 +492,8 @@ static void warm_up_drain(fx_t *fx, lk_semaphore_t *s, const char *name, long lo
 TEST(lost_drain_reply_takes_once) {
   fx_t fx;
   rt_proxy_t *p = start_fast(&fx);
-  lk_semaphore_t *s = fx_sem(&fx, "ldr");
+  lk_semaphore_t *s = warm_drain_sem(&fx, "ldr", 3);
   sx_t d;
-  warm_up_drain(&fx, s, "ldr", 3);
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
   memset(&d, 0, sizeof d);
   ASSERT_OK(lk_semaphore_drain(s, sem_cb, &d));
@@ -441,9 +505,7 @@ TEST(lost_drain_reply_takes_once) {
   ASSERT_EQ(d.result, 3);
   ASSERT_EQ(lk_semaphore_held(s), 3);
   ASSERT_EQ(srv_count(fx.srv, "ldr"), 2);
-  fx_close_sem(&fx, s);
-  ASSERT_EQ(srv_count(fx.srv, "ldr"), 5);
-  finish_proxied(&fx, p);
+  finish_with_count(&fx, p, s, "ldr", 5);
 }
 
 /* The drain runs, its reply is lost, and the server stays out of reach for
@@ -452,22 +514,16 @@ TEST(lost_drain_reply_takes_once) {
 TEST(unknown_drain_given_back_by_settle) {
   fx_t fx;
   rt_proxy_t *p = start_fast(&fx);
-  lk_semaphore_t *s = fx_sem(&fx, "udg");
+  lk_semaphore_t *s = warm_drain_sem(&fx, "udg", 3);
   sx_t d;
-  warm_up_drain(&fx, s, "udg", 3);
-  unknown_with_server_unreachable(&fx, p, s, start_drain, &d);
-  ASSERT_EQ(srv_count(fx.srv, "udg"), 0); /* it took them */
-  ASSERT_EQ(lk_semaphore_held(s), 0);
+  unknown_with_server_unreachable(&fx, p, s, start_drain, "udg", 0, &d);
   fx_spin(&fx, rt_scaled_ms(300)); /* refused reconnects */
   ASSERT_EQ(srv_count(fx.srv, "udg"), 0);
-  rt_proxy_refuse(p, 0);
-  ASSERT(fx_wait_count(&fx, "udg", 3, 3000));
+  reachable_again(&fx, p, "udg", 3);
   /* The object goes on, under a fresh mark. */
   ASSERT_OK(sem_acquire(&fx, s, 3, 0));
   ASSERT_OK(sem_run_n(&fx, lk_semaphore_release, s, 3, NULL));
-  fx_close_sem(&fx, s);
-  ASSERT_EQ(srv_count(fx.srv, "udg"), 3);
-  finish_proxied(&fx, p);
+  finish_with_count(&fx, p, s, "udg", 3);
 }
 
 /* Close while a drain is in flight: the drain is canceled, and what it took
@@ -475,15 +531,13 @@ TEST(unknown_drain_given_back_by_settle) {
 TEST(close_during_drain_loses_no_permit) {
   fx_t fx;
   rt_proxy_t *p = start_proxied(&fx);
-  lk_semaphore_t *s = fx_sem(&fx, "cdd");
+  lk_semaphore_t *s = warm_drain_sem(&fx, "cdd", 4);
   sx_t d;
   int closed = 0;
-  warm_up_drain(&fx, s, "cdd", 4);
   rt_proxy_delay(p, 150);
   memset(&d, 0, sizeof d);
   ASSERT_OK(lk_semaphore_drain(s, sem_cb, &d));
-  lk_semaphore_set_data(s, &closed);
-  ASSERT_OK(lk_semaphore_close(s, note_closed));
+  start_close(s, &closed);
   rt_run_until(&fx.loop, &closed, 5000);
   ASSERT_EQ(d.done, 1);
   ASSERT_EQ(d.status, LK_ECANCELED);

@@ -17,13 +17,18 @@
 #include "redisson_emu.h"
 #include "sem_fixture.h"
 
+/* How the cases open: the fixture without re-polling (wake-ups come from
+ * messages only), and the emulator's own connection to its server. */
+static redisContext *start_with_emulator(fx_t *fx) {
+  fx_start_no_repoll(fx);
+  return rt_rlock_connect(rt_server_port(fx->srv));
+}
+
 TEST(redisson_semaphore_shared_permits) {
   fx_t fx;
   lk_semaphore_t *s;
-  redisContext *emu;
+  redisContext *emu = start_with_emulator(&fx);
   int64_t r;
-  fx_start_no_repoll(&fx);
-  emu = rt_rlock_connect(rt_server_port(fx.srv));
   s = fx_sem(&fx, "shared");
   /* The emulator sets it up; latchkey sees the same count. */
   ASSERT_EQ(rt_rsem_try_set_permits(emu, "shared", 3), 1);
@@ -53,11 +58,9 @@ TEST(redisson_semaphore_shared_permits) {
 TEST(redisson_semaphore_release_wakes_latchkey) {
   fx_t fx;
   lk_semaphore_t *s;
-  redisContext *emu;
+  redisContext *emu = start_with_emulator(&fx);
   sx_t w;
   uint64_t t_rel;
-  fx_start_no_repoll(&fx);
-  emu = rt_rlock_connect(rt_server_port(fx.srv));
   s = fx_sem(&fx, "e2l");
   ASSERT_EQ(rt_rsem_try_set_permits(emu, "e2l", 1), 1);
   ASSERT_EQ(rt_rsem_try_acquire(emu, "e2l", 1), 1);
@@ -117,11 +120,9 @@ TEST(redisson_semaphore_latchkey_release_wakes_emulator) {
 TEST(redisson_permit_semaphore_shared_pool) {
   fx_t fx;
   lk_psem_t *p;
-  redisContext *emu;
+  redisContext *emu = start_with_emulator(&fx);
   char eid[33], lid[33];
   int64_t r;
-  fx_start_no_repoll(&fx);
-  emu = rt_rlock_connect(rt_server_port(fx.srv));
   p = fx_psem(&fx, "pool");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, p, 3, NULL));
   ASSERT_EQ(rt_rpsem_try_acquire(emu, "pool", 60000, eid), 1);
@@ -163,14 +164,12 @@ TEST(redisson_permit_semaphore_shared_pool) {
 TEST(redisson_permit_without_lease) {
   fx_t fx;
   lk_psem_t *p;
-  redisContext *emu;
+  redisContext *emu = start_with_emulator(&fx);
   char eid[33];
   sx_t w;
   lk_client_stats_t before, after;
   uint64_t t_rel;
   int64_t r;
-  fx_start_no_repoll(&fx);
-  emu = rt_rlock_connect(rt_server_port(fx.srv));
   p = fx_psem(&fx, "nolease");
   ASSERT_OK(psem_run_n(&fx, lk_psem_try_set_permits, p, 1, NULL));
   ASSERT_EQ(rt_rpsem_try_acquire(emu, "nolease", 0, eid), 1);
