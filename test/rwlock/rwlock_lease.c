@@ -778,6 +778,7 @@ static void resend_restarts_lease(lk_rwlock_side_t side) {
   ASSERT_OK(rw_acquire(&fx, a, side, 0, lease));
   ASSERT_OK(rw_release(&fx, a, side, NULL));
   rt_proxy_on_reply(p, "EVALSHA", 1, RT_PROXY_DROP_CUT, NULL, 0);
+  const int64_t mark = rt_stall_mark();
   rw_start(a, side, 10000, lease, &s);
   rt_run_until(&fx.loop, &s.done, 10000);
   ASSERT_OK(s.status);
@@ -787,7 +788,10 @@ static void resend_restarts_lease(lk_rwlock_side_t side) {
   free(k);
   printf("PTTL %lld ms right after the resend's grant (lease %lld, reconnect %lld)\n", pttl,
          (long long)lease, (long long)gap);
-  ASSERT_GT(pttl, lease - gap / 2);
+  /* Without the restart the PTTL is at most lease - gap by now. A stall of
+   * more than gap / 2 between the resend and the PTTL read blurs the two
+   * (run under load): only such a measured stall excuses it. */
+  EXPECT_HOLD(pttl > lease - gap / 2, mark, gap / 2);
   ASSERT_OK(rw_release(&fx, a, side, NULL));
   fx_finish_rwlocks(&fx, (lk_rwlock_t *[]){a, NULL});
   rt_proxy_stop(p);

@@ -459,13 +459,21 @@ TEST(close_waits_for_pending_settle) {
   sx_t a;
   int closed = 0;
   unknown_with_server_unreachable(&fx, p, s, start_acquire_two, "cws", 1, &a);
+  /* start_fast's close bound is 2 x (150 + 150) + 50 = 650 ms; the 200 ms
+   * out of reach below and a 50 ms reconnect leave 400 ms. Only a stall
+   * longer than that lets the bound pass first (docs/semaphore.md: the
+   * settle is then left to the client while it stays open). */
+  const int64_t mark = rt_stall_mark(), slack_ms = 650 - 200 - 50;
   start_close(s, &closed);
-  fx_spin(&fx, rt_scaled_ms(200));
-  ASSERT_EQ(closed, 0); /* still waiting for the settle */
+  fx_spin(&fx, 200); /* unscaled: the close bound is not scaled either */
+  int waited = EXPECT_HOLD(closed == 0, mark, slack_ms); /* waiting for the settle */
   rt_proxy_refuse(p, 0);
   rt_run_until(&fx.loop, &closed, 3000);
   ASSERT_EQ(closed, 1);
-  ASSERT_EQ(srv_count(fx.srv, "cws"), 3); /* settled before close completed */
+  if (!waited || !EXPECT_HOLD(srv_count(fx.srv, "cws") == 3, mark, slack_ms)) {
+    /* Excused: the client still settles it, the permits are not lost. */
+    ASSERT(fx_wait_count(&fx, "cws", 3, 3000));
+  }
   finish_proxied(&fx, p);
 }
 
