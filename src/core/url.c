@@ -45,7 +45,8 @@ static const struct {
 };
 
 /* Query parameters: each sets one field. Grouped by the forms they are
- * allowed in (param_forms). */
+ * allowed in: param_forms reads the group from the position, so a new
+ * parameter goes inside its group, never at the end. */
 enum {
   /* every scheme */
   Q_DB, Q_USERNAME, Q_PASSWORD, Q_CLIENT_NAME, Q_PUBSUB_MODE,

@@ -106,9 +106,14 @@ static void kill_and_watch(int kill_seed, int pause_others) {
           "slot-map reads)\n",
           kill_seed ? "the seed" : "another master", cfx_ms_since(t_kill, t_promoted), seen,
           verified, (unsigned long long)cfx_stats(f.fx.c).topology_refreshes);
-  /* Reads every 100 ms or so once the dead master is flagged failed: far
-   * below the 10 s the backoff and the periodic read would take. */
-  ASSERT_LE(verified, (double)rt_scaled_ms(1000));
+  /* Reads every 100 ms or so once the dead master is flagged failed, then
+   * a dial and a script on the new master verify the hold: far below the
+   * 10 s the backoff and the periodic read would take. 1 s was too tight on
+   * a loaded machine (a rehearsal beside tools/load.sh: map seen 40 ms
+   * after the promotion, the new master's connection ready 2.5 s later,
+   * the loss told at 3.5 s); 4 s plus the stalls still tells the two
+   * routes apart. */
+  ASSERT_LE(verified, (double)rt_stall_bound_since_ns(t_promoted, 4000));
   ASSERT(!lk_lock_is_held(a));
   ASSERT_OK(rt_cluster_wait_stable(f.cl, 20000));
   cfx_finish_locks(&f, (lk_lock_t *[]){a, NULL});
