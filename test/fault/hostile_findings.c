@@ -28,6 +28,17 @@
 
 /* ---- F1 / F2: the counting semaphore --------------------------------------------------- */
 
+/* Once every object is closed, the server holds the one permit it started
+ * with; then the cell's status check and stop. */
+static void sem_cell_finish(hc_t *c) {
+  hc_close_clients(c);
+  long long n = srv_count(c->fx.srv, HC_NAME);
+  if (n != 1)
+    FAIL("%lld permits after every object closed, of 1", n);
+  hc_check_status(c, 0, 0); /* settled (resent), or LK_EUNKNOWN: never LK_EPROTOCOL */
+  hc_stop(c);
+}
+
 TEST(f1_garbled_semaphore_release_creates_no_permit) {
   hc_t c;
   hc_start(&c, RT_HF_WRONG_TYPE, 30000);
@@ -55,12 +66,7 @@ TEST(f1_garbled_semaphore_release_creates_no_permit) {
   }
   fx_close_sem(&c.fx, s);
   fx_close_sem(&c.fx, o);
-  hc_close_clients(&c);
-  long long n = srv_count(c.fx.srv, HC_NAME);
-  if (n != 1)
-    FAIL("%lld permits after every object closed, of 1", n);
-  hc_check_status(&c, 0, 0); /* settled (resent), or LK_EUNKNOWN: never LK_EPROTOCOL */
-  hc_stop(&c);
+  sem_cell_finish(&c);
 }
 
 TEST(f2_garbled_semaphore_acquire_loses_no_permit) {
@@ -76,12 +82,7 @@ TEST(f2_garbled_semaphore_acquire_loses_no_permit) {
   if (c.s.status == 0) /* settled by a resend: then it is s's */
     ASSERT_EQ(lk_semaphore_held(s), 1);
   fx_close_sem(&c.fx, s);
-  hc_close_clients(&c);
-  long long n = srv_count(c.fx.srv, HC_NAME);
-  if (n != 1)
-    FAIL("%lld permits after every object closed, of 1", n);
-  hc_check_status(&c, 0, 0); /* settled (resent), or LK_EUNKNOWN: never LK_EPROTOCOL */
-  hc_stop(&c);
+  sem_cell_finish(&c);
 }
 
 /* ---- F3: the give-back after a garbled acquire reply ----------------------------------- */
