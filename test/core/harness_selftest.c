@@ -628,13 +628,20 @@ TEST(proxy_stop_with_open_connections) {
 
 static void set_flag_cb(uv_timer_t *t) { *(int *)t->data = 1; }
 
+/* A new loop with a timer on it (not started) that sets *flag, cleared here,
+ * when it fires. */
+static void flag_timer_on_new_loop(uv_loop_t *loop, uv_timer_t *t, int *flag) {
+  ASSERT_OK(uv_loop_init(loop));
+  ASSERT_OK(uv_timer_init(loop, t));
+  *flag = 0;
+  t->data = flag;
+}
+
 TEST(run_until_timer_sets_flag) {
   uv_loop_t loop;
-  ASSERT_OK(uv_loop_init(&loop));
   uv_timer_t t;
-  int flag = 0;
-  ASSERT_OK(uv_timer_init(&loop, &t));
-  t.data = &flag;
+  int flag;
+  flag_timer_on_new_loop(&loop, &t, &flag);
   int64_t t0 = rt_now_ms();
   ASSERT_OK(uv_timer_start(&t, set_flag_cb, 50, 0));
   rt_run_until(&loop, &flag, 5000);
@@ -680,11 +687,9 @@ TEST(stall_extends_waits_and_excuses_only_past_the_slack) {
    * 300 ms stall recorded during the wait: the wait is extended and
    * succeeds. */
   uv_loop_t loop;
-  ASSERT_OK(uv_loop_init(&loop));
   uv_timer_t t;
-  int flag = 0;
-  ASSERT_OK(uv_timer_init(&loop, &t));
-  t.data = &flag;
+  int flag;
+  flag_timer_on_new_loop(&loop, &t, &flag);
   ASSERT_OK(uv_timer_start(&t, set_flag_cb, (uint64_t)(rt_scaled_ms(100) + 150), 0));
   rt_stall_inject(rt_now_ms() + 2, 300);
   int64_t t0 = rt_now_ms();
