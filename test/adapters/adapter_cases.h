@@ -138,6 +138,15 @@ static void finish(host_t *h, uv_loop_t *loop, lk_client_t **c, int n) {
   rt_loop_close_clean(loop);
 }
 
+/* Where every case starts: a new server, and the host open on a new uv loop. */
+static rt_server_t *server_and_host(uv_loop_t *loop, host_t *h) {
+  rt_server_t *srv = rt_server_start(NULL);
+  ASSERT_NOT_NULL(srv);
+  ASSERT_OK(uv_loop_init(loop));
+  ASSERT_OK(host_open(h, loop));
+  return srv;
+}
+
 static lk_client_t *client_on(uv_loop_t *loop, rt_server_t *srv, int64_t lease_ms) {
   lk_client_opts_t o;
   lk_client_t *c = NULL;
@@ -152,10 +161,7 @@ static lk_client_t *client_on(uv_loop_t *loop, rt_server_t *srv, int64_t lease_m
 static void contend(void) {
   uv_loop_t loop;
   host_t h;
-  rt_server_t *srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
-  ASSERT_OK(uv_loop_init(&loop));
-  ASSERT_OK(host_open(&h, &loop));
+  rt_server_t *srv = server_and_host(&loop, &h);
   lk_client_t *c[2] = {client_on(&loop, srv, 0), client_on(&loop, srv, 0)};
   redisReply *r = rt_cmd(srv, "SET adapt:sem 1");
   ASSERT_NOT_NULL(r);
@@ -271,10 +277,7 @@ static void renew_busy(void) {
   host_t h;
   renew_t r;
   sx_t s;
-  rt_server_t *srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
-  ASSERT_OK(uv_loop_init(&loop));
-  ASSERT_OK(host_open(&h, &loop));
+  rt_server_t *srv = server_and_host(&loop, &h);
   lk_client_t *c = client_on(&loop, srv, LEASE_MS);
   memset(&r, 0, sizeof(r));
   r.srv = srv;
@@ -363,10 +366,7 @@ static void detach_clean(void) {
   uv_loop_t loop;
   host_t h;
   sx_t s;
-  rt_server_t *srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
-  ASSERT_OK(uv_loop_init(&loop));
-  ASSERT_OK(host_open(&h, &loop));
+  rt_server_t *srv = server_and_host(&loop, &h);
   lk_client_t *c = client_on(&loop, srv, 0);
   lk_lock_t *l = NULL;
   ASSERT_OK(lk_lock_new(c, "adapt:detach", &l));
@@ -402,10 +402,7 @@ static void detach_in_callback(void) {
   uv_loop_t loop;
   host_t h;
   detach_in_cb_t d;
-  rt_server_t *srv = rt_server_start(NULL);
-  ASSERT_NOT_NULL(srv);
-  ASSERT_OK(uv_loop_init(&loop));
-  ASSERT_OK(host_open(&h, &loop));
+  rt_server_t *srv = server_and_host(&loop, &h);
   lk_client_t *c = client_on(&loop, srv, 0);
   lk_lock_t *l = NULL;
   ASSERT_OK(lk_lock_new(c, "adapt:detach-cb", &l));
