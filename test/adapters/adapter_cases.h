@@ -360,21 +360,30 @@ static void release_and_close_without_host(uv_loop_t *loop, lk_client_t *c, lk_l
   rt_server_stop(srv);
 }
 
+/* A client on the loop (*c) and a lock named name, taken through the host:
+ * cb(arg) reports to *s, which must say granted. */
+static lk_lock_t *lock_taken_through_host(host_t *h, uv_loop_t *loop, rt_server_t *srv,
+                                          lk_client_t **c, const char *name, lk_lock_cb cb,
+                                          void *arg, sx_t *s) {
+  *c = client_on(loop, srv, 0);
+  lk_lock_t *l = NULL;
+  ASSERT_OK(lk_lock_new(*c, name, &l));
+  ASSERT_OK(lk_lock_acquire(l, NULL, cb, arg));
+  host_kick(h);
+  ASSERT_OK(host_run_until(h, &s->done, 10000));
+  ASSERT_EQ(s->status, 0);
+  return l;
+}
+
 /* ---- detach with latchkey idle, then close: nothing left behind ---- */
 
 static void detach_clean(void) {
   uv_loop_t loop;
   host_t h;
-  sx_t s;
+  sx_t s = {0};
+  lk_client_t *c;
   rt_server_t *srv = server_and_host(&loop, &h);
-  lk_client_t *c = client_on(&loop, srv, 0);
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(c, "adapt:detach", &l));
-  memset(&s, 0, sizeof(s));
-  ASSERT_OK(lk_lock_acquire(l, NULL, sx_cb, &s));
-  host_kick(&h);
-  ASSERT_OK(host_run_until(&h, &s.done, 10000));
-  ASSERT_EQ(s.status, 0);
+  lk_lock_t *l = lock_taken_through_host(&h, &loop, srv, &c, "adapt:detach", sx_cb, &s, &s);
   ASSERT_EQ(rt_cmd_int(srv, "EXISTS adapt:detach"), 1);
   /* Detach while the client is connected and the lock held: the host
    * keeps nothing of the adapter; the uv loop runs on its own from here. */
@@ -401,17 +410,11 @@ static void detach_from_cb(lk_lock_t *l, int status, void *arg) {
 static void detach_in_callback(void) {
   uv_loop_t loop;
   host_t h;
-  detach_in_cb_t d;
+  detach_in_cb_t d = {.h = &h}; /* detach_from_cb detaches the host, then reports to d.s */
+  lk_client_t *c;
   rt_server_t *srv = server_and_host(&loop, &h);
-  lk_client_t *c = client_on(&loop, srv, 0);
-  lk_lock_t *l = NULL;
-  ASSERT_OK(lk_lock_new(c, "adapt:detach-cb", &l));
-  memset(&d, 0, sizeof(d));
-  d.h = &h;
-  ASSERT_OK(lk_lock_acquire(l, NULL, detach_from_cb, &d));
-  host_kick(&h);
-  ASSERT_OK(host_run_until(&h, &d.s.done, 10000));
-  ASSERT_EQ(d.s.status, 0);
+  lk_lock_t *l =
+      lock_taken_through_host(&h, &loop, srv, &c, "adapt:detach-cb", detach_from_cb, &d, &d.s);
   /* A few more host iterations: nothing of the adapter may fire now. */
   for (int i = 0; i < 3; i++)
     host_iterate(&h);
