@@ -171,6 +171,23 @@ TEST(query_parameters_set_tls_sentinel_and_client_name) {
   done(&p);
 }
 
+/* The options set in code (base) with url applied over them. */
+static void apply_over(lk_client_opts_t *o, const lk_client_opts_t *base, const char *url,
+                       char **st) {
+  *o = *base;
+  ASSERT_OK(lk__url_apply(o, url, st));
+}
+
+/* A URL naming a TCP address: that address, and nothing left of the socket
+ * path or the sentinels set in code. */
+static void expect_tcp_address(const lk_client_opts_t *o, const char *host, int port) {
+  ASSERT_STREQ(o->host, host);
+  ASSERT_EQ(o->port, port);
+  ASSERT_NULL(o->unix_path);
+  ASSERT_NULL(o->sentinels);
+  ASSERT_NULL(o->sentinel_master);
+}
+
 /* A URL names the whole address: what it does not set goes back to the
  * default; a scheme also sets TLS and db; credentials and the other fields
  * are kept unless the URL names them. */
@@ -194,13 +211,8 @@ TEST(replace_rule) {
   base.connect_timeout_ms = 1234;
 
   /* redis://: address, db and TLS from the URL; the rest kept. */
-  o = base;
-  ASSERT_OK(lk__url_apply(&o, "redis://h:1", &st));
-  ASSERT_STREQ(o.host, "h");
-  ASSERT_EQ(o.port, 1);
-  ASSERT_NULL(o.unix_path);
-  ASSERT_NULL(o.sentinels);
-  ASSERT_NULL(o.sentinel_master);
+  apply_over(&o, &base, "redis://h:1", &st);
+  expect_tcp_address(&o, "h", 1);
   ASSERT_EQ(o.db, 0);
   ASSERT_EQ(o.tls.enable, 0);
   ASSERT_STREQ(o.tls.ca_file, "/code-ca.pem");
@@ -212,29 +224,22 @@ TEST(replace_rule) {
   lk_client_opts_free_url(st);
 
   /* Userinfo replaces both credentials: ":pw" drops the user set in code. */
-  o = base;
-  ASSERT_OK(lk__url_apply(&o, "rediss://:pw@h", &st));
+  apply_over(&o, &base, "rediss://:pw@h", &st);
   ASSERT_NULL(o.username);
   ASSERT_STREQ(o.password, "pw");
   ASSERT_EQ(o.tls.enable, 1);
   lk_client_opts_free_url(st);
 
   /* A bare address names the address only: db, TLS and the rest kept. */
-  o = base;
-  ASSERT_OK(lk__url_apply(&o, "h2", &st));
-  ASSERT_STREQ(o.host, "h2");
-  ASSERT_EQ(o.port, 6379);
-  ASSERT_NULL(o.unix_path);
-  ASSERT_NULL(o.sentinels);
-  ASSERT_NULL(o.sentinel_master);
+  apply_over(&o, &base, "h2", &st);
+  expect_tcp_address(&o, "h2", 6379);
   ASSERT_EQ(o.db, 5);
   ASSERT_EQ(o.tls.enable, 1);
   ASSERT_STREQ(o.username, "code-user");
   lk_client_opts_free_url(st);
 
   /* unix://: the host set in code is gone (back to the default). */
-  o = base;
-  ASSERT_OK(lk__url_apply(&o, "unix:///u.sock", &st));
+  apply_over(&o, &base, "unix:///u.sock", &st);
   ASSERT_STREQ(o.unix_path, "/u.sock");
   ASSERT_STREQ(o.host, "127.0.0.1");
   ASSERT_EQ(o.port, 6379);
@@ -244,8 +249,7 @@ TEST(replace_rule) {
   lk_client_opts_free_url(st);
 
   /* Sentinels replace the address; sentinel AUTH kept unless named. */
-  o = base;
-  ASSERT_OK(lk__url_apply(&o, "redis+sentinel://s/m", &st));
+  apply_over(&o, &base, "redis+sentinel://s/m", &st);
   ASSERT_STREQ(o.sentinels, "s:26379");
   ASSERT_STREQ(o.sentinel_master, "m");
   ASSERT_STREQ(o.sentinel_username, "csu");
