@@ -490,54 +490,47 @@ static redisReply *rfair_eval(redisContext *ctx, const char *script, const char 
   return r;
 }
 
-int rt_rfair_attempt(redisContext *ctx, const char *name, const char *uuid, long long tid,
-                     int64_t lease_ms, int64_t wait_ms, long long *ttl) {
-  char lease[24], wait[24], now[24];
+/* One try of a fair script: ARGV lease, owner, then the wait and the time
+ * now (ms) in the script's order; nil is acquired, an integer (into *ttl) is
+ * not. what names the call in a failure. */
+static int rfair_try(redisContext *ctx, const char *script, const char *name, const char *uuid,
+                     long long tid, int64_t lease_ms, int64_t wait_ms, int now_before_wait,
+                     long long *ttl, const char *what) {
+  char lease[24], wait[24], now[24], label[64];
   char *owner = owner_of(uuid, tid);
   snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
   snprintf(wait, sizeof wait, "%" PRId64, wait_ms);
   snprintf(now, sizeof now, "%lld", rt_emu_wall_ms());
-  const char *args[] = {lease, owner, wait, now};
-  redisReply *r = rfair_eval(ctx, rfair_acquire_script, name, 4, args, "fair lock");
+  snprintf(label, sizeof label, "redisson_emu: %s", what);
+  const char *args[] = {lease, owner, now_before_wait ? now : wait, now_before_wait ? wait : now};
+  redisReply *r = rfair_eval(ctx, script, name, 4, args, what);
   free(owner);
-  return rt_emu_fair_reply(r, ttl, "redisson_emu: fair lock");
+  return rt_emu_fair_reply(r, ttl, label);
+}
+
+int rt_rfair_attempt(redisContext *ctx, const char *name, const char *uuid, long long tid,
+                     int64_t lease_ms, int64_t wait_ms, long long *ttl) {
+  return rfair_try(ctx, rfair_acquire_script, name, uuid, tid, lease_ms, wait_ms, 0, ttl,
+                   "fair lock");
 }
 
 int rt_emu_fair_reply(redisReply *r, long long *ttl, const char *what) {
-  int acquired;
-  if (r->type == REDIS_REPLY_NIL) {
-    acquired = 1;
-  } else if (r->type == REDIS_REPLY_INTEGER) {
-    acquired = 0;
-    if (ttl != NULL)
-      *ttl = r->integer;
-  } else {
+  if (r->type != REDIS_REPLY_NIL && r->type != REDIS_REPLY_INTEGER) {
     int type = r->type;
     freeReplyObject(r);
     FAIL("%s: unexpected reply type %d", what, type);
   }
+  int acquired = r->type == REDIS_REPLY_NIL;
+  if (!acquired && ttl != NULL)
+    *ttl = r->integer;
   freeReplyObject(r);
   return acquired;
 }
 
 int rt_rfair_try_nowait(redisContext *ctx, const char *name, const char *uuid, long long tid,
                         int64_t lease_ms, int64_t wait_ms) {
-  char lease[24], wait[24], now[24];
-  char *owner = owner_of(uuid, tid);
-  snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
-  snprintf(wait, sizeof wait, "%" PRId64, wait_ms);
-  snprintf(now, sizeof now, "%lld", rt_emu_wall_ms());
-  const char *args[] = {lease, owner, now, wait};
-  redisReply *r = rfair_eval(ctx, rfair_nowait_script, name, 4, args, "fair tryLock");
-  free(owner);
-  int acquired = r->type == REDIS_REPLY_NIL;
-  if (!acquired && r->type != REDIS_REPLY_INTEGER) {
-    int type = r->type;
-    freeReplyObject(r);
-    FAIL("redisson_emu: fair tryLock: unexpected reply type %d", type);
-  }
-  freeReplyObject(r);
-  return acquired;
+  return rfair_try(ctx, rfair_nowait_script, name, uuid, tid, lease_ms, wait_ms, 1, NULL,
+                   "fair tryLock");
 }
 
 void rt_rfair_acquire_failed(redisContext *ctx, const char *name, const char *uuid,
