@@ -150,6 +150,28 @@ static char *suffix_name(const char *name, const char *s) {
   return rt_emu_asprintf("{%s}:%s", name, s);
 }
 
+/* A reading thread's ids: reader UUID:TID, writer UUID:TID:write, and tp,
+ * its timeout key prefix {NAME}:UUID:TID:rwlock_timeout. */
+typedef struct {
+  char *reader, *writer, *tp;
+} reader_ids_t;
+
+static reader_ids_t reader_ids(const char *name, const char *uuid, long long tid) {
+  reader_ids_t id;
+  id.reader = rt_emu_asprintf("%s:%lld", uuid, tid);
+  id.writer = rt_emu_asprintf("%s:write", id.reader);
+  char *tp_suffix = rt_emu_asprintf("%s:rwlock_timeout", id.reader);
+  id.tp = suffix_name(name, tp_suffix);
+  free(tp_suffix);
+  return id;
+}
+
+static void reader_ids_free(reader_ids_t *id) {
+  free(id->reader);
+  free(id->writer);
+  free(id->tp);
+}
+
 static char *key_prefix(const char *name) {
   if (strchr(name, '{') != NULL)
     return rt_emu_asprintf("%s", name);
@@ -195,20 +217,23 @@ static int unlock_result(redisReply *r, const char *what) {
 
 /* ---- tryLock / unlock ---- */
 
+/* Runs an unlock script, then deletes the unlock latch key it set. */
+static int unlock_then_drop_latch(redisContext *ctx, int argc, const char **argv,
+                                  const char *latch, const char *what) {
+  int out = unlock_result(rt_emu_command(ctx, argc, argv, what), what);
+  const char *del[] = {"DEL", latch};
+  freeReplyObject(rt_emu_command(ctx, 2, del, "DEL latch"));
+  return out;
+}
+
 long long rt_rwlock_read_try(redisContext *ctx, const char *name, const char *uuid,
                              long long tid, int64_t lease_ms) {
   char lease[24];
-  char *reader = rt_emu_asprintf("%s:%lld", uuid, tid);
-  char *writer = rt_emu_asprintf("%s:write", reader);
-  char *tp_suffix = rt_emu_asprintf("%s:rwlock_timeout", reader);
-  char *tp = suffix_name(name, tp_suffix);
+  reader_ids_t id = reader_ids(name, uuid, tid);
   snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
-  const char *argv[] = {"EVAL", read_acquire, "2", name, tp, lease, reader, writer};
+  const char *argv[] = {"EVAL", read_acquire, "2", name, id.tp, lease, id.reader, id.writer};
   long long out = try_result(rt_emu_command(ctx, 8, argv, "read tryLock"), "read tryLock");
-  free(reader);
-  free(writer);
-  free(tp_suffix);
-  free(tp);
+  reader_ids_free(&id);
   return out;
 }
 
@@ -228,20 +253,14 @@ int rt_rwlock_read_unlock(redisContext *ctx, const char *name, const char *uuid,
   char req[33], ttl[24];
   rt_emu_random_req(req);
   snprintf(ttl, sizeof ttl, "%d", RT_RLOCK_LATCH_TTL_MS);
-  char *reader = rt_emu_asprintf("%s:%lld", uuid, tid);
-  char *tp_suffix = rt_emu_asprintf("%s:rwlock_timeout", reader);
-  char *tp = suffix_name(name, tp_suffix);
+  reader_ids_t id = reader_ids(name, uuid, tid);
   char *kp = key_prefix(name);
   char *channel = rt_rwlock_channel(name);
   char *latch = rt_rlock_latch_key(name, req);
-  const char *argv[] = {"EVAL", read_unlock, "5",    name,      channel, tp,
-                        kp,     latch,       "0",    reader,    rt_emu_publish_cmd(), ttl};
-  int out = unlock_result(rt_emu_command(ctx, 12, argv, "read unlock"), "read unlock");
-  const char *del[] = {"DEL", latch};
-  freeReplyObject(rt_emu_command(ctx, 2, del, "DEL latch"));
-  free(reader);
-  free(tp_suffix);
-  free(tp);
+  const char *argv[] = {"EVAL", read_unlock, "5",       name, channel, id.tp, kp,
+                        latch,  "0",         id.reader, rt_emu_publish_cmd(), ttl};
+  int out = unlock_then_drop_latch(ctx, 12, argv, latch, "read unlock");
+  reader_ids_free(&id);
   free(kp);
   free(channel);
   free(latch);
@@ -259,9 +278,7 @@ int rt_rwlock_write_unlock(redisContext *ctx, const char *name, const char *uuid
   char *latch = rt_rlock_latch_key(name, req);
   const char *argv[] = {"EVAL", write_unlock, "3",    name,      channel, latch,
                         "1",    lease,        writer, rt_emu_publish_cmd(), ttl};
-  int out = unlock_result(rt_emu_command(ctx, 11, argv, "write unlock"), "write unlock");
-  const char *del[] = {"DEL", latch};
-  freeReplyObject(rt_emu_command(ctx, 2, del, "DEL latch"));
+  int out = unlock_then_drop_latch(ctx, 11, argv, latch, "write unlock");
   free(writer);
   free(channel);
   free(latch);
