@@ -27,27 +27,14 @@ typedef struct worker_s {
   uv_timer_t hold;
   uint64_t start_ns;
   int rounds;
+  int releasing; /* the next answer is a release's */
   int failed;
   int *done;
 } worker_t;
 
 static void w_start(worker_t *w);
-
-static void w_released_lock(lk_lock_t *l, int status, void *arg) {
-  worker_t *w = arg;
-  (void)l;
-  if (status != 0)
-    w->failed = status;
-  w_start(w);
-}
-
-static void w_released_sem(lk_semaphore_t *s, int status, void *arg) {
-  worker_t *w = arg;
-  (void)s;
-  if (status != 0)
-    w->failed = status;
-  w_start(w);
-}
+static void w_lock_answered(lk_lock_t *l, int status, void *arg);
+static void w_sem_answered(lk_semaphore_t *s, int status, void *arg);
 
 /* The interval recorded, grant callback to release call, lies inside the
  * real hold, so an overlap of two is an exclusion failure. */
@@ -55,30 +42,35 @@ static void w_hold_done(uv_timer_t *t) {
   worker_t *w = t->data;
   ASSERT_OK(rt_history_add(w->hist, w->id, w->start_ns, uv_hrtime()));
   w->rounds++;
+  w->releasing = 1;
   if (w->lock != NULL)
-    ASSERT_OK(lk_lock_release(w->lock, w_released_lock, w));
+    ASSERT_OK(lk_lock_release(w->lock, w_lock_answered, w));
   else
-    ASSERT_OK(lk_semaphore_release(w->sem, 1, w_released_sem, w));
+    ASSERT_OK(lk_semaphore_release(w->sem, 1, w_sem_answered, w));
 }
 
-static void w_granted(worker_t *w, int status) {
-  if (status != 0) {
+/* Every answer a worker gets, from its lock or its semaphore: a grant starts
+ * the 3 ms hold, a release the next round; a failure ends the worker. */
+static void w_answered(worker_t *w, int status) {
+  if (status != 0)
     w->failed = status;
-    (*w->done)++;
+  if (status == 0 && !w->releasing) {
+    w->start_ns = uv_hrtime();
+    ASSERT_OK(uv_timer_start(&w->hold, w_hold_done, 3, 0));
     return;
   }
-  w->start_ns = uv_hrtime();
-  ASSERT_OK(uv_timer_start(&w->hold, w_hold_done, 3, 0));
+  w->releasing = 0;
+  w_start(w);
 }
 
-static void w_granted_lock(lk_lock_t *l, int status, void *arg) {
+static void w_lock_answered(lk_lock_t *l, int status, void *arg) {
   (void)l;
-  w_granted(arg, status);
+  w_answered(arg, status);
 }
 
-static void w_granted_sem(lk_semaphore_t *s, int status, void *arg) {
+static void w_sem_answered(lk_semaphore_t *s, int status, void *arg) {
   (void)s;
-  w_granted(arg, status);
+  w_answered(arg, status);
 }
 
 static void w_start(worker_t *w) {
@@ -91,12 +83,12 @@ static void w_start(worker_t *w) {
     lk_lock_opts_init(&o);
     o.wait_ms = rt_scaled_ms(10000);
     o.lease_ms = 5000;
-    ASSERT_OK(lk_lock_acquire(w->lock, &o, w_granted_lock, w));
+    ASSERT_OK(lk_lock_acquire(w->lock, &o, w_lock_answered, w));
   } else {
     lk_semaphore_opts_t o;
     lk_semaphore_opts_init(&o);
     o.wait_ms = rt_scaled_ms(10000);
-    ASSERT_OK(lk_semaphore_acquire(w->sem, &o, w_granted_sem, w));
+    ASSERT_OK(lk_semaphore_acquire(w->sem, &o, w_sem_answered, w));
   }
 }
 
