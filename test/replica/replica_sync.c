@@ -592,8 +592,6 @@ static void start_failover_case(rx_t *rx, int n) {
   lk_client_opts_t o;
   rx_servers(rx, 1, 0);
   rx_opts(rx, &o, n, LK_SYNC_GIVE_BACK, 1000);
-  /* The dead master is not dialled for long when the client closes. */
-  o.connect_timeout_ms = 200;
   fx_start_client(&rx->fx, &o);
 }
 
