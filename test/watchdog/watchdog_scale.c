@@ -105,26 +105,42 @@ typedef struct {
  * outstanding, grown by the measured stalls. A server slowed without
  * stopping (a starved machine: a loaded run waited 1,980 ms with 979 ms of
  * server stalls measured, another 2,039 ms with 37 ms) holds every reply
- * back and measures as no stall; ten leases in all is the ceiling. */
-static tick_seen_t await_tick(fx_t *fx) {
+ * back and measures as no stall; ten leases in all is the ceiling.
+ * Returns 0 at the tick, or 1 as soon as the client counts a lost lease: a
+ * stall (perhaps before this wait began) took holds, and with every hold
+ * gone no tick comes at all (a loaded run: 10,000 leases lost by their
+ * deadlines after 474 ms of process and 716 ms of server stall). The
+ * caller judges that loss against the stalls since its own mark. */
+static int await_tick(fx_t *fx, tick_seen_t *seen) {
   uint64_t c = stats_of(fx->c).renewal_commands;
   const int64_t mark = rt_stall_mark(); /* the bound grows by measured stalls */
   int64_t replies_due_at = mark;
-  tick_seen_t seen;
   for (;;) {
     const lk_client_stats_t now = stats_of(fx->c);
+    if (now.leases_lost != 0)
+      return 1;
     if (now.commands_sent != now.replies)
       replies_due_at = rt_stall_mark();
     if (rt_stall_expired(replies_due_at, 2 * BIG_LEASE) || rt_stall_expired(mark, 10 * BIG_LEASE)) {
       rt_stall_print("await_tick", mark);
+      fprintf(stderr,
+              "client: %llu commands sent, %llu replies, %llu renewal scripts, %llu renewals, "
+              "%llu renewal failures, %llu leases lost (%llu deadline, %llu gone), %llu "
+              "reconnects, %llu reply timeouts; %lld keys on the server\n",
+              (unsigned long long)now.commands_sent, (unsigned long long)now.replies,
+              (unsigned long long)now.renewal_commands, (unsigned long long)now.renewals,
+              (unsigned long long)now.renewal_failures, (unsigned long long)now.leases_lost,
+              (unsigned long long)now.leases_lost_deadline,
+              (unsigned long long)now.leases_lost_gone, (unsigned long long)now.reconnects,
+              (unsigned long long)now.reply_timeouts, rt_server_count_keys(fx->srv, "*"));
       FAIL("no watchdog tick within %lld ms (%lld ms after the last reply came)",
            (long long)(rt_now_ms() - mark), (long long)(rt_now_ms() - replies_due_at));
     }
-    seen.before = uv_hrtime();
+    seen->before = uv_hrtime();
     uv_run(&fx->loop, UV_RUN_NOWAIT);
-    seen.after = uv_hrtime();
+    seen->after = uv_hrtime();
     if (stats_of(fx->c).renewal_commands != c)
-      return seen;
+      return 0;
     rt_sleep_ms(1);
   }
 }
@@ -259,13 +275,20 @@ TEST(ten_thousand_locks_renewed_in_batches) {
   /* Measure over P whole periods: from right after a tick to right after
    * the 2P-th tick that follows (a tick sends all its scripts in one go, so
    * the client's counter jumps once per tick). */
-  t_tick = await_tick(&fx);
+  if (!EXPECT_HOLD(await_tick(&fx, &t_tick) == 0, mark, held_slack)) {
+    big_close_all(&fx, b);
+    return;
+  }
   const int64_t measured = rt_stall_mark();
   wait_quiet(&fx);
   st0 = stats_of(fx.c);
   e0 = rt_server_cmd_calls(fx.srv, "evalsha") + rt_server_cmd_calls(fx.srv, "eval");
-  for (i = 0; i < 2 * P; i++)
-    t_last = await_tick(&fx);
+  for (i = 0; i < 2 * P; i++) {
+    if (!EXPECT_HOLD(await_tick(&fx, &t_last) == 0, mark, slack)) {
+      big_close_all(&fx, b);
+      return;
+    }
+  }
   wait_quiet(&fx);
   st1 = stats_of(fx.c);
   e1 = rt_server_cmd_calls(fx.srv, "evalsha") + rt_server_cmd_calls(fx.srv, "eval");
