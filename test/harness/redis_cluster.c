@@ -451,6 +451,90 @@ static int pred_formed(rt_cluster_t *c, int arg, char *why, size_t why_len) {
   return 1;
 }
 
+/* The index of the node whose id is the string reply id, or -1. */
+static int index_of_id(const rt_cluster_t *c, const redisReply *id) {
+  if (id == NULL || id->type != REDIS_REPLY_STRING)
+    return -1;
+  for (int i = 0; i < c->n; i++)
+    if (c->nodes[i].srv != NULL && strlen(c->nodes[i].id) == id->len &&
+        memcmp(c->nodes[i].id, id->str, id->len) == 0)
+      return i;
+  return -1;
+}
+
+/* The value under key in a RESP2 key-value array, or NULL. */
+static const redisReply *kv_get(const redisReply *kv, const char *key) {
+  if (kv == NULL || kv->type != REDIS_REPLY_ARRAY)
+    return NULL;
+  for (size_t k = 0; k + 1 < kv->elements; k += 2)
+    if (kv->element[k]->type == REDIS_REPLY_STRING && strcmp(kv->element[k]->str, key) == 0)
+      return kv->element[k + 1];
+  return NULL;
+}
+
+/* Node i's CLUSTER SHARDS puts every replica r in the shard of master_of[r]
+ * (Valkey groups by shard id, which gossip carries a little after CLUSTER
+ * REPLICATE; a server without CLUSTER SHARDS passes). 1, or 0 with why. */
+static int node_shards_ok(rt_cluster_t *c, int i, const int *master_of, char *why,
+                          size_t why_len) {
+  redisReply *r = rt_cmd(c->nodes[i].srv, "CLUSTER SHARDS");
+  if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+    freeReplyObject(r);
+    return 1;
+  }
+  int ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
+  snprintf(why, why_len, "node %d: CLUSTER SHARDS: %s", i, ok ? "" : "no array reply");
+  int listed = 0;
+  for (size_t k = 0; ok && k < r->elements; k++) {
+    const redisReply *nodes = kv_get(r->element[k], "nodes");
+    int shard_master = -1;
+    for (size_t m = 0; nodes != NULL && nodes->type == REDIS_REPLY_ARRAY && m < nodes->elements;
+         m++) {
+      const redisReply *role = kv_get(nodes->element[m], "role");
+      if (role != NULL && role->type == REDIS_REPLY_STRING && strcmp(role->str, "master") == 0)
+        shard_master = index_of_id(c, kv_get(nodes->element[m], "id"));
+    }
+    for (size_t m = 0; nodes != NULL && nodes->type == REDIS_REPLY_ARRAY && m < nodes->elements;
+         m++) {
+      int n = index_of_id(c, kv_get(nodes->element[m], "id"));
+      if (n < 0 || master_of[n] < 0)
+        continue;
+      listed++;
+      if (shard_master != master_of[n]) {
+        snprintf(why, why_len, "node %d: CLUSTER SHARDS has replica %d beside master %d", i, n,
+                 shard_master);
+        ok = 0;
+      }
+    }
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  int replicas = 0;
+  for (int n = 0; n < c->n; n++)
+    replicas += master_of[n] >= 0;
+  if (ok && listed != replicas) {
+    snprintf(why, why_len, "node %d: CLUSTER SHARDS lists %d of %d replicas", i, listed,
+             replicas);
+    ok = 0;
+  }
+  return ok;
+}
+
+/* Startup's gate: pred_formed, and every node's CLUSTER SHARDS groups every
+ * replica with its master, as a cluster redis-cli formed (with its pauses)
+ * did by the time pred_formed held. */
+static int pred_ready(rt_cluster_t *c, int arg, char *why, size_t why_len) {
+  if (!pred_formed(c, arg, why, why_len))
+    return 0;
+  int master_of[RT_CLUSTER_MAX_NODES];
+  for (int i = 0; i < c->n; i++)
+    master_of[i] = rt_cluster_master_of(c, i);
+  for (int i = 0; i < c->n; i++)
+    if (rt_cluster_up(c, i) && !node_shards_ok(c, i, master_of, why, why_len))
+      return 0;
+  return 1;
+}
+
 /* ---- starting nodes ------------------------------------------------------------- */
 
 static char *xstrdup(const char *s) {
@@ -568,7 +652,7 @@ static int pred_replicate(rt_cluster_t *c, int arg, char *why, size_t why_len);
  * share of the slots (redis-cli's split: 0-5460, 5461-10922, 10923-16383
  * for three); every node gets a config epoch of its own (index + 1) and
  * meets every other; replica node k (k >= masters) then replicates master
- * (k - masters) % masters. pred_formed decides when it is done. */
+ * (k - masters) % masters. pred_ready decides when it is done. */
 static int form_cluster(rt_cluster_t *c) {
   long first = 0;
   for (long m = 0; m < c->masters; m++) {
@@ -641,7 +725,7 @@ rt_cluster_t *rt_cluster_start(const rt_cluster_opts_t *opts) {
   }
   c->n = total;
   if (start_nodes(c) != 0 || form_cluster(c) != 0 ||
-      wait_for(c, pred_formed, 0, 30000, "a formed cluster") != 0) {
+      wait_for(c, pred_ready, 0, 30000, "a formed cluster") != 0) {
     rt_cluster_stop(c);
     return NULL;
   }
