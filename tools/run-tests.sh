@@ -18,8 +18,7 @@
 # LATCHKEY_BUILD_DIR overrides the build directory; LATCHKEY_JOBS (default 2)
 # sets build and ctest parallelism; LK_TEST_TIMING scales the tests' liveness
 # bounds (3 by default under --sanitize); LK_REDIS_SERVER names the server
-# binary the tests start (--valkey sets valkey-server; the cluster tests use
-# the cli named like it, e.g. valkey-cli, or LK_REDIS_CLI).
+# binary the tests start (--valkey sets valkey-server).
 # The ctest output is also written to <build dir>/ctest.log (ctest-valkey.log
 # with --valkey).
 set -euo pipefail

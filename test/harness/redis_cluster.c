@@ -7,19 +7,12 @@
 
 #include "test.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-extern char **environ;
 
 #define RT_NO_NODE 0xFF
 #define RT_MAX_MIGRATIONS 16
@@ -27,6 +20,7 @@ extern char **environ;
 typedef struct {
   rt_server_t *srv; /* NULL before start and once removed */
   int port;
+  int bus; /* cluster bus port (cluster-port) */
   int paused;
   char id[48];
 } node_t;
@@ -457,6 +451,90 @@ static int pred_formed(rt_cluster_t *c, int arg, char *why, size_t why_len) {
   return 1;
 }
 
+/* The index of the node whose id is the string reply id, or -1. */
+static int index_of_id(const rt_cluster_t *c, const redisReply *id) {
+  if (id == NULL || id->type != REDIS_REPLY_STRING)
+    return -1;
+  for (int i = 0; i < c->n; i++)
+    if (c->nodes[i].srv != NULL && strlen(c->nodes[i].id) == id->len &&
+        memcmp(c->nodes[i].id, id->str, id->len) == 0)
+      return i;
+  return -1;
+}
+
+/* The value under key in a RESP2 key-value array, or NULL. */
+static const redisReply *kv_get(const redisReply *kv, const char *key) {
+  if (kv == NULL || kv->type != REDIS_REPLY_ARRAY)
+    return NULL;
+  for (size_t k = 0; k + 1 < kv->elements; k += 2)
+    if (kv->element[k]->type == REDIS_REPLY_STRING && strcmp(kv->element[k]->str, key) == 0)
+      return kv->element[k + 1];
+  return NULL;
+}
+
+/* Node i's CLUSTER SHARDS puts every replica r in the shard of master_of[r]
+ * (Valkey groups by shard id, which gossip carries a little after CLUSTER
+ * REPLICATE; a server without CLUSTER SHARDS passes). 1, or 0 with why. */
+static int node_shards_ok(rt_cluster_t *c, int i, const int *master_of, char *why,
+                          size_t why_len) {
+  redisReply *r = rt_cmd(c->nodes[i].srv, "CLUSTER SHARDS");
+  if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+    freeReplyObject(r);
+    return 1;
+  }
+  int ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
+  snprintf(why, why_len, "node %d: CLUSTER SHARDS: %s", i, ok ? "" : "no array reply");
+  int listed = 0;
+  for (size_t k = 0; ok && k < r->elements; k++) {
+    const redisReply *nodes = kv_get(r->element[k], "nodes");
+    int shard_master = -1;
+    for (size_t m = 0; nodes != NULL && nodes->type == REDIS_REPLY_ARRAY && m < nodes->elements;
+         m++) {
+      const redisReply *role = kv_get(nodes->element[m], "role");
+      if (role != NULL && role->type == REDIS_REPLY_STRING && strcmp(role->str, "master") == 0)
+        shard_master = index_of_id(c, kv_get(nodes->element[m], "id"));
+    }
+    for (size_t m = 0; nodes != NULL && nodes->type == REDIS_REPLY_ARRAY && m < nodes->elements;
+         m++) {
+      int n = index_of_id(c, kv_get(nodes->element[m], "id"));
+      if (n < 0 || master_of[n] < 0)
+        continue;
+      listed++;
+      if (shard_master != master_of[n]) {
+        snprintf(why, why_len, "node %d: CLUSTER SHARDS has replica %d beside master %d", i, n,
+                 shard_master);
+        ok = 0;
+      }
+    }
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  int replicas = 0;
+  for (int n = 0; n < c->n; n++)
+    replicas += master_of[n] >= 0;
+  if (ok && listed != replicas) {
+    snprintf(why, why_len, "node %d: CLUSTER SHARDS lists %d of %d replicas", i, listed,
+             replicas);
+    ok = 0;
+  }
+  return ok;
+}
+
+/* Startup's gate: pred_formed, and every node's CLUSTER SHARDS groups every
+ * replica with its master, as a cluster redis-cli formed (with its pauses)
+ * did by the time pred_formed held. */
+static int pred_ready(rt_cluster_t *c, int arg, char *why, size_t why_len) {
+  if (!pred_formed(c, arg, why, why_len))
+    return 0;
+  int master_of[RT_CLUSTER_MAX_NODES];
+  for (int i = 0; i < c->n; i++)
+    master_of[i] = rt_cluster_master_of(c, i);
+  for (int i = 0; i < c->n; i++)
+    if (rt_cluster_up(c, i) && !node_shards_ok(c, i, master_of, why, why_len))
+      return 0;
+  return 1;
+}
+
 /* ---- starting nodes ------------------------------------------------------------- */
 
 static char *xstrdup(const char *s) {
@@ -466,151 +544,138 @@ static char *xstrdup(const char *s) {
   return d;
 }
 
-/* Starts node i on fresh ports. The bus port is picked apart (cluster-port),
- * since port + 10000 may fall into the kernel's ephemeral range. A bus port
- * lost to a race fails the start: pick another and try again. */
-static int start_node(rt_cluster_t *c, int i) {
-  char timeout[16];
+/* Spawns a node on fresh ports without waiting for it (rt_server_spawn),
+ * with its bus port (written into bus) picked apart (cluster-port), since
+ * port + 10000 may fall into the kernel's ephemeral range. NULL after
+ * printing why. */
+static rt_server_t *spawn_node(rt_cluster_t *c, int *bus) {
+  char timeout[16], bus_arg[16];
   snprintf(timeout, sizeof timeout, "%d", c->node_timeout_ms);
+  *bus = rt_pick_port();
+  snprintf(bus_arg, sizeof bus_arg, "%d", *bus);
   size_t n_extra = 0;
   while (c->extra != NULL && c->extra[n_extra] != NULL)
     n_extra++;
-  for (int attempt = 0; attempt < 3; attempt++) {
-    char bus[16];
-    snprintf(bus, sizeof bus, "%d", rt_pick_port());
-    const char *fixed[] = {
-        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-        "--cluster-node-timeout", timeout, "--cluster-port", bus,
-        /* replicas sync at once instead of after diskless sync's 5 s delay */
-        "--repl-diskless-sync-delay", "0",
-        /* the replication offset moves (and the cluster lists a replica as
-         * usable) within a second even with no writes, not after 10 s */
-        "--repl-ping-replica-period", "1",
-        /* replicas stay where the test put them */
-        "--cluster-allow-replica-migration", "no"};
-    size_t n_fixed = sizeof fixed / sizeof fixed[0];
-    const char **argv = calloc(n_fixed + n_extra + 1, sizeof *argv);
-    if (argv == NULL)
-      FAIL("out of memory");
-    for (size_t k = 0; k < n_fixed; k++)
-      argv[k] = fixed[k];
-    for (size_t k = 0; k < n_extra; k++)
-      argv[n_fixed + k] = c->extra[k];
-    rt_server_opts_t so;
-    rt_server_opts_init(&so);
-    so.debug_command = 1;
-    so.extra_args = argv;
-    so.tls_cert_file = c->tls[0];
-    so.tls_key_file = c->tls[1];
-    so.tls_ca_file = c->tls[2];
-    rt_server_t *s = rt_server_start(&so);
-    free(argv);
-    if (s == NULL)
-      continue;
-    char *id = rt_cmd_str(s, "CLUSTER MYID");
-    if (id == NULL || strlen(id) >= sizeof c->nodes[i].id) {
-      free(id);
-      rt_server_stop(s);
-      fprintf(stderr, "rt_cluster: node %d: no CLUSTER MYID\n", i);
-      return -1;
-    }
-    snprintf(c->nodes[i].id, sizeof c->nodes[i].id, "%s", id);
+  const char *fixed[] = {
+      "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+      "--cluster-node-timeout", timeout, "--cluster-port", bus_arg,
+      /* replicas sync at once instead of after diskless sync's 5 s delay */
+      "--repl-diskless-sync-delay", "0",
+      /* the replication offset moves (and the cluster lists a replica as
+       * usable) within a second even with no writes, not after 10 s */
+      "--repl-ping-replica-period", "1",
+      /* replicas stay where the test put them */
+      "--cluster-allow-replica-migration", "no"};
+  size_t n_fixed = sizeof fixed / sizeof fixed[0];
+  const char **argv = calloc(n_fixed + n_extra + 1, sizeof *argv);
+  if (argv == NULL)
+    FAIL("out of memory");
+  for (size_t k = 0; k < n_fixed; k++)
+    argv[k] = fixed[k];
+  for (size_t k = 0; k < n_extra; k++)
+    argv[n_fixed + k] = c->extra[k];
+  rt_server_opts_t so;
+  rt_server_opts_init(&so);
+  so.debug_command = 1;
+  so.extra_args = argv;
+  so.tls_cert_file = c->tls[0];
+  so.tls_key_file = c->tls[1];
+  so.tls_ca_file = c->tls[2];
+  rt_server_t *s = rt_server_spawn(&so);
+  free(argv);
+  return s;
+}
+
+/* Waits for node i's spawned server s (rt_server_await) and makes it node
+ * i. 0; 1 when it did not start (s stopped: worth a try with another bus
+ * port); -1 after printing why. */
+static int adopt_node(rt_cluster_t *c, int i, rt_server_t *s, int bus) {
+  if (s == NULL || rt_server_await(s) != 0) {
+    rt_server_stop(s);
+    return 1;
+  }
+  char *id = rt_cmd_str(s, "CLUSTER MYID");
+  if (id == NULL || strlen(id) >= sizeof c->nodes[i].id) {
     free(id);
-    c->nodes[i].srv = s;
-    c->nodes[i].port = rt_server_port(s);
-    c->nodes[i].paused = 0;
-    return 0;
+    rt_server_stop(s);
+    fprintf(stderr, "rt_cluster: node %d: no CLUSTER MYID\n", i);
+    return -1;
+  }
+  snprintf(c->nodes[i].id, sizeof c->nodes[i].id, "%s", id);
+  free(id);
+  c->nodes[i].srv = s;
+  c->nodes[i].port = rt_server_port(s);
+  c->nodes[i].bus = bus;
+  c->nodes[i].paused = 0;
+  return 0;
+}
+
+/* Starts node i on fresh ports. A bus port lost to a race fails the start:
+ * pick another and try again. */
+static int start_node(rt_cluster_t *c, int i) {
+  for (int attempt = 0; attempt < 3; attempt++) {
+    int bus;
+    rt_server_t *s = spawn_node(c, &bus);
+    int rc = adopt_node(c, i, s, bus);
+    if (rc <= 0)
+      return rc;
   }
   fprintf(stderr, "rt_cluster: node %d did not start\n", i);
   return -1;
 }
 
-/* The cli matching the server binary; see redis_cluster.h. */
-static void cli_name(char *out, size_t cap) {
-  const char *cli = getenv("LK_REDIS_CLI");
-  if (cli != NULL && *cli != '\0') {
-    snprintf(out, cap, "%s", cli);
-    return;
-  }
-  const char *srv = getenv("LK_REDIS_SERVER");
-  size_t n = srv != NULL ? strlen(srv) : 0;
-  if (n > 7 && strcmp(srv + n - 7, "-server") == 0)
-    snprintf(out, cap, "%.*s-cli", (int)(n - 7), srv);
-  else
-    snprintf(out, cap, "redis-cli");
-}
-
-static void print_file(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (f == NULL)
-    return;
-  char buf[4096];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  fprintf(stderr, "---- %s ----\n%s---- end ----\n", path, buf);
-}
-
-/* <cli> --cluster create host:port... --cluster-replicas R --cluster-yes,
- * its output into a file in node 0's directory; bounded wait for its exit. */
-static int create_cluster(rt_cluster_t *c) {
-  char cli[512], log_path[600];
-  cli_name(cli, sizeof cli);
-  snprintf(log_path, sizeof log_path, "%s/cluster-create.log", rt_server_dir(c->nodes[0].srv));
-  char addrs[RT_CLUSTER_MAX_NODES][32], replicas[16];
-  const char *argv[RT_CLUSTER_MAX_NODES + 8];
-  int argc = 0;
-  argv[argc++] = cli;
-  argv[argc++] = "--cluster";
-  argv[argc++] = "create";
+/* Nodes 0..c->n - 1, spawned side by side, then each waited for in turn; a
+ * node that did not start gets start_node's retries. 0, or -1 (the nodes
+ * that started are c's, for rt_cluster_stop). */
+static int start_nodes(rt_cluster_t *c) {
+  rt_server_t *spawned[RT_CLUSTER_MAX_NODES];
+  int bus[RT_CLUSTER_MAX_NODES];
+  for (int i = 0; i < c->n; i++)
+    spawned[i] = spawn_node(c, &bus[i]);
+  int rc = 0;
   for (int i = 0; i < c->n; i++) {
-    snprintf(addrs[i], sizeof addrs[i], "127.0.0.1:%d", c->nodes[i].port);
-    argv[argc++] = addrs[i];
-  }
-  snprintf(replicas, sizeof replicas, "%d", c->replicas);
-  argv[argc++] = "--cluster-replicas";
-  argv[argc++] = replicas;
-  argv[argc++] = "--cluster-yes";
-  argv[argc] = NULL;
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log_path, O_WRONLY | O_CREAT | O_TRUNC,
-                                   0600);
-  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  pid_t pid;
-  fflush(NULL);
-  int err = posix_spawnp(&pid, cli, &fa, NULL, (char *const *)argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (err != 0) {
-    fprintf(stderr, "rt_cluster: cannot run %s: %s\n", cli, strerror(err));
-    return -1;
-  }
-  rt_child_track(pid); /* killed with the test if it hangs past the alarm */
-  int64_t limit = rt_scaled_ms(30000), deadline = rt_now_ms() + limit;
-  int status = 0, done = 0;
-  for (long i = 0; i < 1000000L && !done; i++) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid || (r < 0 && errno != EINTR)) {
-      done = r == pid ? 1 : -1;
-      break;
+    if (rc != 0) {
+      rt_server_stop(spawned[i]);
+      continue;
     }
-    if (rt_now_ms() > deadline)
-      break;
-    rt_sleep_ms(10);
+    rc = adopt_node(c, i, spawned[i], bus[i]);
+    if (rc > 0)
+      rc = start_node(c, i);
   }
-  if (done == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
+  return rc;
+}
+
+static int pred_replicate(rt_cluster_t *c, int arg, char *why, size_t why_len);
+
+/* What `redis-cli --cluster create` does, by hand and without its 1 s
+ * sleeps: nodes 0..masters-1 are the masters, each with an equal contiguous
+ * share of the slots (redis-cli's split: 0-5460, 5461-10922, 10923-16383
+ * for three); every node gets a config epoch of its own (index + 1) and
+ * meets every other; replica node k (k >= masters) then replicates master
+ * (k - masters) % masters. pred_ready decides when it is done. */
+static int form_cluster(rt_cluster_t *c) {
+  long first = 0;
+  for (long m = 0; m < c->masters; m++) {
+    /* redis-cli's lround((m + 1) * 16384 / masters) - 1, in integers */
+    long last = (2 * (m + 1) * RT_CLUSTER_SLOTS + c->masters) / (2 * c->masters) - 1;
+    if (m == c->masters - 1)
+      last = RT_CLUSTER_SLOTS - 1;
+    if (cmd_ok(c, (int)m, "CLUSTER ADDSLOTSRANGE %ld %ld", first, last) != 0)
+      return -1;
+    first = last + 1;
   }
-  rt_child_untrack(pid);
-  if (done != 1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    fprintf(stderr, "rt_cluster: %s --cluster create %s\n", cli,
-            done == 0 ? "timed out" : "failed");
-    print_file(log_path);
-    return -1;
-  }
+  /* Before any MEET: SET-CONFIG-EPOCH needs a node that knows no other. */
+  for (int i = 0; i < c->n; i++)
+    if (cmd_ok(c, i, "CLUSTER SET-CONFIG-EPOCH %d", i + 1) != 0)
+      return -1;
+  for (int i = 0; i < c->n; i++)
+    for (int j = i + 1; j < c->n; j++)
+      if (cmd_ok(c, i, "CLUSTER MEET 127.0.0.1 %d %d", c->nodes[j].port, c->nodes[j].bus) != 0)
+        return -1;
+  for (int k = c->masters; k < c->n; k++)
+    if (wait_for(c, pred_replicate, k | (((k - c->masters) % c->masters) << 8), 20000,
+                 "CLUSTER REPLICATE") != 0)
+      return -1;
   return 0;
 }
 
@@ -628,7 +693,7 @@ rt_cluster_t *rt_cluster_start(const rt_cluster_opts_t *opts) {
     opts = &defaults;
   }
   int total = opts->masters * (1 + opts->replicas);
-  /* redis-cli refuses fewer than 3 masters */
+  /* as redis-cli --cluster create, which formed it before: 3 masters at least */
   if (opts->masters < 3 || opts->replicas < 0 || total > RT_CLUSTER_MAX_NODES ||
       opts->node_timeout_ms <= 0) {
     fprintf(stderr, "rt_cluster_start: %d masters x %d replicas not supported\n",
@@ -658,15 +723,9 @@ rt_cluster_t *rt_cluster_start(const rt_cluster_opts_t *opts) {
     for (size_t k = 0; k < n; k++)
       c->extra[k] = xstrdup(opts->extra_args[k]);
   }
-  for (int i = 0; i < total; i++) {
-    c->n = i + 1;
-    if (start_node(c, i) != 0) {
-      c->n = i; /* node i has no server */
-      rt_cluster_stop(c);
-      return NULL;
-    }
-  }
-  if (create_cluster(c) != 0 || wait_for(c, pred_formed, 0, 30000, "a formed cluster") != 0) {
+  c->n = total;
+  if (start_nodes(c) != 0 || form_cluster(c) != 0 ||
+      wait_for(c, pred_ready, 0, 30000, "a formed cluster") != 0) {
     rt_cluster_stop(c);
     return NULL;
   }
@@ -888,14 +947,7 @@ int rt_cluster_add_node(rt_cluster_t *c, int replica_of) {
     return -1;
   }
   /* MEET takes the bus port, since it is not port + 10000 here. */
-  redisReply *cfg = rt_cmd(c->nodes[via].srv, "CONFIG GET cluster-port");
-  int bus_port = 0;
-  if (cfg != NULL && cfg->type == REDIS_REPLY_ARRAY && cfg->elements == 2)
-    bus_port = atoi(cfg->element[1]->str);
-  if (cfg != NULL)
-    freeReplyObject(cfg);
-  if (bus_port <= 0 ||
-      cmd_ok(c, i, "CLUSTER MEET 127.0.0.1 %d %d", c->nodes[via].port, bus_port) != 0)
+  if (cmd_ok(c, i, "CLUSTER MEET 127.0.0.1 %d %d", c->nodes[via].port, c->nodes[via].bus) != 0)
     return -1;
   if (replica_of >= 0 &&
       wait_for(c, pred_replicate, i | (replica_of << 8), 20000, "CLUSTER REPLICATE") != 0)

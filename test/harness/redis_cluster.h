@@ -2,10 +2,11 @@
  * default), every node an rt_server_t (redis_server.h) on free loopback
  * ports with its own directory, cluster config file and cluster bus port, so
  * every node is killed by PID on any exit path of the test exactly as a
- * single server is. The cluster is formed with `<cli> --cluster create`,
- * where <cli> matches the server binary ($LK_REDIS_SERVER, default
- * redis-server: a "...-server" binary gets the "...-cli" beside it, so
- * valkey-server gets valkey-cli; $LK_REDIS_CLI overrides).
+ * single server is. The nodes start side by side and the cluster is formed
+ * with CLUSTER commands, as `redis-cli --cluster create` would form it (no
+ * cli needed): nodes 0..masters-1 are the masters, with equal contiguous
+ * slot ranges in index order, every node has a config epoch of its own, and
+ * each replica follows a master of its own (rt_cluster_replica_of).
  *
  * Nodes keep their index for the cluster's lifetime: added nodes get the next
  * index, removed ones keep theirs (rt_cluster_server is NULL then). All

@@ -349,33 +349,47 @@ static int wait_ready(rt_server_t *s) {
                             &s->ctx);
 }
 
-/* Starts the process on s->port (or on fresh ports when pick_port) and waits
- * until it is ready, retrying when the child exits early (bind races). */
-static int launch(rt_server_t *s, int pick_port) {
-  for (int attempt = 0; attempt < RT_START_ATTEMPTS; attempt++) {
-    if (attempt > 0)
-      rt_sleep_ms(50 * attempt);
-    if (pick_port) {
-      s->port = rt_pick_port();
-      if (s->tls_cert != NULL) /* a second one, not the first again */
-        for (int k = 0; k < 10 && (k == 0 || s->tls_port == s->port || s->tls_port == 0); k++)
-          s->tls_port = rt_pick_port();
-      if (s->port == 0 ||
-          (s->tls_cert != NULL && (s->tls_port == 0 || s->tls_port == s->port))) {
-        fprintf(stderr, "rt_server: no free port found\n");
-        continue;
-      }
+/* Picks fresh ports when pick_port, then starts the process without waiting.
+ * 0; 1 when no free port was found (worth another try); -1 when the binary
+ * cannot be started (after printing). */
+static int launch_spawn(rt_server_t *s, int pick_port) {
+  if (pick_port) {
+    s->port = rt_pick_port();
+    if (s->tls_cert != NULL) /* a second one, not the first again */
+      for (int k = 0; k < 10 && (k == 0 || s->tls_port == s->port || s->tls_port == 0); k++)
+        s->tls_port = rt_pick_port();
+    if (s->port == 0 || (s->tls_cert != NULL && (s->tls_port == 0 || s->tls_port == s->port))) {
+      fprintf(stderr, "rt_server: no free port found\n");
+      return 1;
     }
-    if (spawn(s) != 0)
-      return -1;
-    int r = wait_ready(s);
+  }
+  return spawn(s) != 0 ? -1 : 0;
+}
+
+/* Waits until the process launch_spawn started is ready, retrying on s->port
+ * (or on fresh ports when pick_port) when the child exits early (bind races)
+ * or no free port was found. 0, or -1 after printing the log tail. */
+static int launch_wait(rt_server_t *s, int pick_port) {
+  for (int attempt = 1; attempt <= RT_START_ATTEMPTS; attempt++) {
+    int r = s->pid != 0 ? wait_ready(s) : -1; /* pid 0: no port was found */
     if (r == 0)
       return 0;
-    if (r == -2)
+    if (r == -2 || attempt == RT_START_ATTEMPTS)
       break; /* killed: waiting longer on another port would not help */
+    rt_sleep_ms(50 * attempt);
+    if (launch_spawn(s, pick_port) < 0)
+      return -1;
   }
   rt_proc_print_log_tail(s->log_path);
   return -1;
+}
+
+/* Starts the process on s->port (or on fresh ports when pick_port) and waits
+ * until it is ready, retrying when the child exits early (bind races). */
+static int launch(rt_server_t *s, int pick_port) {
+  if (launch_spawn(s, pick_port) < 0)
+    return -1;
+  return launch_wait(s, pick_port);
 }
 
 /* ---- public API ------------------------------------------------------------------------ */
@@ -397,7 +411,7 @@ static void free_server(rt_server_t *s) {
 
 static void stop_server(void *s) { rt_server_stop(s); }
 
-rt_server_t *rt_server_start(const rt_server_opts_t *opts) {
+rt_server_t *rt_server_spawn(const rt_server_opts_t *opts) {
   rt_server_opts_t defaults;
   if (opts == NULL) {
     rt_server_opts_init(&defaults);
@@ -426,8 +440,25 @@ rt_server_t *rt_server_start(const rt_server_opts_t *opts) {
       s->extra_args[i] = xstrdup(opts->extra_args[i]);
   }
   rt_proc_live_add(&s->live, stop_server, s);
-  if (make_dir(s) != 0 || launch(s, 1) != 0) {
+  if (make_dir(s) != 0 || launch_spawn(s, 1) < 0) {
     fprintf(stderr, "rt_server_start: failed\n");
+    free_server(s);
+    return NULL;
+  }
+  return s;
+}
+
+int rt_server_await(rt_server_t *s) {
+  if (launch_wait(s, 1) != 0) {
+    fprintf(stderr, "rt_server_start: failed\n");
+    return -1;
+  }
+  return 0;
+}
+
+rt_server_t *rt_server_start(const rt_server_opts_t *opts) {
+  rt_server_t *s = rt_server_spawn(opts);
+  if (s != NULL && rt_server_await(s) != 0) {
     free_server(s);
     return NULL;
   }

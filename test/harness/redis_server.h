@@ -44,6 +44,14 @@ void rt_server_opts_init(rt_server_opts_t *opts);
  * printing why (the caller ASSERTs). $LK_REDIS_SERVER overrides the binary. */
 rt_server_t *rt_server_start(const rt_server_opts_t *opts);
 
+/* rt_server_start in two halves, so that several servers start side by
+ * side: rt_server_spawn makes the directory and starts the process without
+ * waiting (NULL after printing why); rt_server_await waits as rt_server_start
+ * does, retrying on fresh ports when the child exits early. 0, or -1 after
+ * printing why: the caller then still rt_server_stops s. */
+rt_server_t *rt_server_spawn(const rt_server_opts_t *opts);
+int rt_server_await(rt_server_t *s);
+
 int rt_server_port(const rt_server_t *s);
 /* The TLS port, kept across restarts; 0 without TLS. */
 int rt_server_tls_port(const rt_server_t *s);

@@ -3,6 +3,6 @@
 lk_add_test_file(SOURCE tls/tls_basic.c LABEL tls)
 lk_add_test_file(SOURCE tls/tls_failures.c LABEL tls)
 lk_add_test_file(SOURCE tls/tls_faults.c LABEL tls)
-# A three-master cluster (with replicas) over TLS: needs redis-cli (or the
-# cli named like the server binary) to form it, as the cluster label does.
+# A three-master cluster (with replicas) over TLS, formed as the cluster
+# label's clusters are (test/harness/redis_cluster.h).
 lk_add_test_file(SOURCE tls/tls_cluster.c LABEL tls TIMEOUT 180)
