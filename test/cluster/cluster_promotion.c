@@ -129,3 +129,61 @@ TEST(killed_seeds_promotion_is_seen_through_another_master) { kill_and_watch(1, 
  * stopped), the map is still read soon after the promotion: the watch
  * cuts their reconnect backoff short instead of waiting it out. */
 TEST(killed_seeds_promotion_is_seen_after_failed_dials_to_the_others) { kill_and_watch(1, 1); }
+
+/* A renewal queued on the connection of a master that died waits there,
+ * unsent, for that node's next dial (its reconnect backoff, or the reply
+ * timeout), and the verification a map showing the new master asks for
+ * used to wait for that renewal: the loss was told only when the dial to
+ * the dead node failed (rehearsed under load: 3.3-4.1 s after the
+ * promotion, with the 3 s reply timeout). The map moves the renewal to the
+ * new master instead. Here both waits outlast the lease: before, the hold
+ * ran out by its deadline; now a renewal on the new master finds it gone. */
+TEST(renewal_parked_on_a_dead_master_goes_to_its_promoted_replica) {
+  cfx_t f;
+  cfx_events_t ev = {0};
+  cfx_lost_t lost = {0};
+  char name[64];
+  lk_client_opts_t o;
+  lk_client_opts_init(&o);
+  o.on_event = cfx_on_event;
+  o.event_arg = &ev;
+  o.default_lease_ms = 30000; /* renewed after 10 s, lost at 30 s unconfirmed */
+  o.reconnect_min_ms = 120000;
+  o.reconnect_max_ms = 120000;
+  o.reply_timeout_ms = 120000;
+  cfx_start(&f, 0, &o);
+  int m = -1;
+  for (int i = 0; i < f.n_masters; i++)
+    if (f.masters[i] != 0)
+      m = f.masters[i]; /* not the seed: its connection reads the maps */
+  ASSERT_GE(m, 0);
+  int r = rt_cluster_replica_of(f.cl, m);
+  ASSERT_GE(r, 0);
+  /* r takes over only when told (TAKEOVER below), after the renewal is
+   * parked. */
+  char *ok = rt_cmd_str(cfx_srv(&f, r), "CONFIG SET cluster-replica-no-failover yes");
+  ASSERT_STREQ(ok, "OK");
+  free(ok);
+  cfx_name_on(&f, m, "parked-", name, sizeof name);
+  lk_lock_t *a = fx_lock(&f.fx, name);
+  ASSERT_OK(lk_lock_set_lost_cb(a, cfx_on_lost, &lost));
+  ASSERT_OK(sx_acquire(&f.fx, a, 0, LK_LEASE_DEFAULT));
+  empty_replica(&f, r);
+  FX_EVENTUALLY(&f.fx, cfx_stats(f.fx.c).topology_refreshes >= 1, 20000);
+
+  uint64_t reconnects = cfx_stats(f.fx.c).reconnects;
+  uint64_t renewals = cfx_stats(f.fx.c).renewal_commands;
+  rt_cluster_kill(f.cl, m);
+  FX_EVENTUALLY(&f.fx, cfx_stats(f.fx.c).reconnects > reconnects, 20000);
+  /* The hold's renewal is queued on m's connection, in its backoff. */
+  FX_EVENTUALLY(&f.fx, cfx_stats(f.fx.c).renewal_commands > renewals, 20000);
+  ASSERT_EQ(lost.n, 0);
+  ASSERT_OK(rt_cluster_failover(f.cl, r, "TAKEOVER"));
+  FX_EVENTUALLY(&f.fx, lost.n == 1, 60000);
+  ASSERT_GE(ev.topology, 1);
+  lk_client_stats_t st = cfx_stats(f.fx.c);
+  ASSERT_EQ(st.leases_lost, 1);
+  ASSERT_EQ(st.leases_lost_deadline, 0); /* told by a renewal, not run out */
+  ASSERT(!lk_lock_is_held(a));
+  cfx_finish_locks(&f, (lk_lock_t *[]){a, NULL});
+}
