@@ -24,6 +24,27 @@ const char *lk__conn_label(const lk__conn_t *conn) {
                                            : "pub/sub";
 }
 
+/* " (node host:port)" for a cluster node's command or pub/sub connection,
+ * else "": a cluster's lost and ready lines name the node they are about
+ * (docs/client.md, "Logging"). */
+static const char *conn_node_name(const lk__conn_t *conn, char *buf, size_t cap) {
+  const lk_client_t *c = conn->client;
+  const lk__node_t *n = conn->node;
+  const char *host;
+  int port;
+  buf[0] = '\0';
+  if (!c->cluster_on || n == NULL || conn->kind == LK__CONN_SENTINEL)
+    return buf;
+  host = n->host != NULL ? n->host : c->o.host;
+  port = n->host != NULL ? n->port : c->o.port;
+  if (n->host == NULL && c->o.unix_path != NULL)
+    snprintf(buf, cap, " (node %s)", c->o.unix_path);
+  else if (host != NULL)
+    snprintf(buf, cap, strchr(host, ':') != NULL ? " (node [%s]:%d)" : " (node %s:%d)", host,
+             port);
+  return buf;
+}
+
 static void conn_arm_timer(lk__conn_t *conn, uv_timer_cb cb, int64_t ms) {
   if (ms < 0)
     ms = 0;
@@ -94,6 +115,7 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
   lk__queue_t sent, unsent;
   int was_ready = conn->state == LK__CONN_READY;
   int unsent_status;
+  char node[300];
 
   if (conn->state == LK__CONN_IDLE || conn->state == LK__CONN_BACKOFF ||
       conn->state == LK__CONN_CLOSED)
@@ -109,7 +131,8 @@ void lk__conn_drop(lk__conn_t *conn, int why, const char *what) {
   lk__log(c, c->closing || conn->kind == LK__CONN_SENTINEL ? LK_LOG_DEBUG
              : was_ready && conn->kind == LK__CONN_CMD      ? lk__event_level(c)
                                                             : LK_LOG_INFO,
-          "%s connection lost: %s (%s)", lk__conn_label(conn), what, lk_err_name(why));
+          "%s connection lost%s: %s (%s)", lk__conn_label(conn),
+          conn_node_name(conn, node, sizeof node), what, lk_err_name(why));
 
   uv_timer_stop(&conn->timer);
   lk__defer_cancel(&conn->fail_defer);
@@ -161,6 +184,7 @@ void lk__conn_become_ready(lk__conn_t *conn) {
   lk_client_t *c = conn->client;
   lk__queue_t unsent;
   int first = !c->ever_connected;
+  char node[300];
 
   uv_timer_stop(&conn->timer);
   conn->state = LK__CONN_READY;
@@ -173,7 +197,7 @@ void lk__conn_become_ready(lk__conn_t *conn) {
   if (conn->tls != NULL)
     lk__tls_on_ready(conn);
   lk__log(c, first || conn->kind == LK__CONN_SENTINEL ? LK_LOG_DEBUG : LK_LOG_INFO,
-          "%s connection ready", lk__conn_label(conn));
+          "%s connection ready%s", lk__conn_label(conn), conn_node_name(conn, node, sizeof node));
 
   lk__queue_init(&unsent);
   lk__queue_move(&conn->unsent, &unsent);

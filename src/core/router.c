@@ -655,6 +655,37 @@ int lk__router_note_moved(lk__conn_t *conn, const redisReply *r) {
   return 1;
 }
 
+int lk__router_reroute_unsent(lk_client_t *c, lk__op_t *op) {
+  lk__conn_t *from = op->conn, *to;
+  lk__queue_t *q;
+  int prev_asking = 0;
+  if (!c->cluster_on || c->closing || from == NULL || from->kind != LK__CONN_CMD ||
+      from->state == LK__CONN_READY || from->state == LK__CONN_CLOSED || op->slot < 0 ||
+      slot_owner(c, op->slot) == NULL)
+    return 0; /* (a slot no map names goes to the seed: no owner to go to) */
+  to = lk__router_cmd_conn(c, op->slot);
+  /* Only from the queue of commands that never left: one sent, or paused
+   * for a TRYAGAIN, is in no such queue. The one after an ASKING stays with
+   * it (the pair goes to the node the ASK named). */
+  for (q = from->unsent.next; q != &from->unsent; q = q->next) {
+    lk__op_t *o = lk__container_of(q, lk__op_t, node);
+    if (o == op)
+      break;
+    prev_asking = o->asking;
+  }
+  if (q == &from->unsent || prev_asking || to == NULL)
+    return 0;
+  if (to == from)
+    return 1;
+  /* Not back to a node whose connection dropped and has not come back (a
+   * stale map that still names a dead master): it waits where it is. */
+  if (to->node == NULL || to->node->down)
+    return 0;
+  lk__queue_remove(&op->node);
+  lk__conn_enqueue(to, op);
+  return 1;
+}
+
 void lk__router_refresh(lk_client_t *c) { refresh_soon(c); }
 
 /* --- connection events --- */

@@ -85,6 +85,17 @@ static inline const char *lk__publish_cmd(const lk_client_t *c, size_t *len) {
   return sharded ? "SPUBLISH" : "PUBLISH";
 }
 
+/* op, still waiting unsent on a command connection that is not ready (a
+ * dial, a reconnect backoff), goes to its slot's owner now when that is
+ * another node's connection (a map gave the slot to another master: the one
+ * it waited for may be dead, and would hold it until its next dial). 1 when
+ * op has not left and goes to its slot's owner (moved now, or waiting for
+ * that node already); 0 when it was sent, sits elsewhere (a TRYAGAIN
+ * pause), follows an ASKING (the pair goes where the ASK said), the map
+ * names no owner for its slot, or the owner's connection is down (a stale
+ * map naming a dead master: it is not moved there). */
+int lk__router_reroute_unsent(lk_client_t *c, lk__op_t *op);
+
 /* Asks for a topology read soon (rate-limited; a no-op off a cluster): a
  * sharded subscription ended or its connection dropped. */
 void lk__router_refresh(lk_client_t *c);

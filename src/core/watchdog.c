@@ -26,6 +26,10 @@ struct lk__wd_batch_s {
   int n;
   /* A TRYAGAIN ends it and splits its entries (on_batch_reply). */
   unsigned split_on_tryagain : 1;
+  /* Its script while in flight (NULL before it is sent): a map that gives
+   * its slot to another master moves it there if it has not left yet
+   * (verify_slots). */
+  lk__op_t *op;
   /* LK__WD_CHUNK slots standalone, where a chunk fills as the ring is
    * walked; exactly n on a cluster, where a chunk's size is known before it
    * is made (most hold a few entries: one slot's share of a tick). */
@@ -495,6 +499,7 @@ static void send_batch(lk_client_t *c, lk__wd_batch_t *b) {
   op = lk__script_call(c, lk__script_find(script), nkeys, k - nkeys, argv, lens, on_batch_reply,
                        b, &err);
   if (op != NULL) {
+    b->op = op;
     op->tryagain_ends = b->split_on_tryagain;
     c->stats.renewals += (uint64_t)b->n;
     c->stats.renewal_commands++;
@@ -621,11 +626,16 @@ static void verify_slots(lk_client_t *c, const uint8_t *changed, int in_flight_t
     lk__wd_entry_t *e = lk__container_of(q, lk__wd_entry_t, node);
     if (!lk__topo_bit(changed, entry_slot(e)) || (!in_flight_too && e->batch != NULL))
       continue;
+    e->split = 0; /* the migration (if any) ended: batched again */
+    /* A renewal that has not left yet, waiting for a node the map no longer
+     * names (a dead master's reconnect backoff, up to the reply timeout), is
+     * sent to the new master now, and settles it. */
+    if (e->batch != NULL && e->batch->op != NULL && lk__router_reroute_unsent(c, e->batch->op))
+      continue;
     /* Owed until a renewal sent from now on settles it: one in flight was
      * sent to the old master, and is followed by another when it answers
      * (on_batch_reply). A paused entry's release settles it instead. */
     e->verify_due = 1;
-    e->split = 0; /* the migration (if any) ended: batched again */
     if (e->batch == NULL && !e->paused)
       due_add(c, &d, e);
   }
