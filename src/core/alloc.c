@@ -1,4 +1,5 @@
 /* Layer 0 (base): calls no other layer (docs/design.md, "Layers"). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,8 +64,15 @@ int lk__grow(void **buf, size_t *cap, size_t need, size_t elem, size_t first) {
   void *q;
   if (need <= *cap)
     return 0;
+  /* A size no size_t can count in bytes is refused rather than wrapped to a
+   * small allocation the caller would then overrun. */
+  if (elem == 0 || need > SIZE_MAX / elem)
+    return LK_ENOMEM;
+  if (n == 0)
+    n = 1;
+  /* Doubling stops short of overflow: past that, exactly what is needed. */
   while (n < need)
-    n *= 2;
+    n = n <= SIZE_MAX / elem / 2 ? n * 2 : need;
   q = lk__realloc(*buf, n * elem);
   if (q == NULL)
     return LK_ENOMEM;

@@ -12,7 +12,8 @@ char *lk__memdup0(const char *src, size_t len);
 char *lk__strdup(const char *src);
 /* Grows the array *buf (capacity *cap elements of elem bytes) to hold need
  * elements: the capacity doubles, from first when there is none yet. 0, or
- * LK_ENOMEM with *buf and *cap as they were. */
+ * LK_ENOMEM with *buf and *cap as they were (also when need elements of elem
+ * bytes would not fit in a size_t). */
 int lk__grow(void **buf, size_t *cap, size_t need, size_t elem, size_t first);
 
 /* Counts live clients so lk_replace_allocator can refuse once one exists. */

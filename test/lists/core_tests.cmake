@@ -1,4 +1,5 @@
 lk_add_test_file(SOURCE core/bad_inputs.c LABEL core)
+lk_add_test_file(SOURCE core/alloc_grow.c LABEL core)
 lk_add_test_file(SOURCE core/client.c LABEL core)
 lk_add_test_file(SOURCE core/unreachable.c LABEL core)
 lk_add_test_file(SOURCE core/close_all.c LABEL core)
