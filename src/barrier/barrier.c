@@ -45,7 +45,7 @@ static void on_renew_timer(lk__wd_own_t *s) {
     return;
   /* Half the lease without a confirmed renewal (one goes every third), or
    * the last one unanswered for a whole period: at risk. */
-  if (s->op != NULL || lk__now_ns() >= s->confirmed_ns + ms_ns(s->lease_ms) / 2)
+  if (s->op != NULL || lk__now_ns() >= lk__wd_own_risk_point(s))
     lk__wd_own_at_risk(s);
   if (s->op != NULL)
     return;

@@ -186,6 +186,12 @@ static inline int lk__wd_own_kept(const lk__wd_own_t *s) { return s->confirmed_n
 static inline uint64_t lk__wd_own_deadline(const lk__wd_own_t *s) {
   return lk__wd_lease_deadline(s->confirmed_ns, s->lease_ms);
 }
+/* The risk point, as a ring entry's (docs/objects.md, "Health"): half the
+ * lease after the last confirmed grant or renewal (one is sent every third),
+ * so at most lease/2 - drift is left when it is at risk. */
+static inline uint64_t lk__wd_own_risk_point(const lk__wd_own_t *s) {
+  return s->confirmed_ns + (uint64_t)s->lease_ms * 1000000u / 2;
+}
 /* Runs fn(s) after ms, then every repeat_ms (0: once); nothing once the
  * object closed the timer (lk__wd_own_close). */
 void lk__wd_own_arm(lk__wd_own_t *s, lk__wd_own_fn fn, uint64_t ms, uint64_t repeat_ms);

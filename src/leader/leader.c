@@ -62,11 +62,9 @@ static void give_back_hold(lk__obj_t *o, lk__hold_t *h, int64_t cond, uint32_t n
  * deadline, health and what a renewal's reply means are the watchdog's
  * (core/watchdog.h, lk__wd_own_t) --- */
 
-/* Half the lease before the local deadline (a renewal is sent at a
+/* Half the lease after the last confirmed renewal (one is sent at a
  * third): with none confirmed by then, the leadership is at risk. */
-static uint64_t risk_point(const lk_leader_t *l) {
-  return lk__wd_own_deadline(&l->lease) - ms_ns(l->lease.lease_ms) / 2;
-}
+static uint64_t risk_point(const lk_leader_t *l) { return lk__wd_own_risk_point(&l->lease); }
 
 /* The leadership is gone (or cannot be trusted any more): stop renewing,
  * give back what the server may still have, mark the object lost. The
