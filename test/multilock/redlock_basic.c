@@ -269,6 +269,11 @@ TEST(rl_fenced_tokens_never_go_backwards_with_skewed_counters) {
   lk_redlock_opts_init(&o);
   o.fenced = 1;
   o.lease_ms = 10000;
+  /* With two masters clogged, an attempt needs all three others within the
+   * node timeout (500 ms): a machine stall that long fails one attempt
+   * (LK_ETIMEDOUT), so each round may try again within a budget. Every
+   * attempt's tokens count: the one granted must still be the highest. */
+  o.wait_ms = 10000;
   for (r = 0; r < ROUNDS; r++) {
     mx_t s;
     int mask = 0, nclog, ok = 0;
