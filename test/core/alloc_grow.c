@@ -58,8 +58,9 @@ TEST(a_size_past_size_max_is_enomem_without_an_allocation) {
   char *b = NULL;
   size_t cap = 0;
   watch_allocator();
-  /* need * elem wraps: before the check it asked for a tiny block (or, with
-   * elem 1, doubled until the capacity wrapped to 0 and looped for ever). */
+  /* need * elem wraps: before the check the first asked for a tiny block,
+   * and the second (a need past SIZE_MAX / 2) doubled until the capacity
+   * wrapped to 0 and looped for ever. */
   ASSERT_EQ(lk__grow((void **)&b, &cap, SIZE_MAX / 8 + 2, 16, 4), LK_ENOMEM);
   ASSERT_EQ(lk__grow((void **)&b, &cap, SIZE_MAX, 2, 4), LK_ENOMEM);
   ASSERT_EQ(g_reallocs, 0);
